@@ -1,0 +1,59 @@
+"""Shared fixtures for the whole test suite.
+
+Tests must run offline on a 2-core CPU machine: nothing here downloads anything, and the real corpus is only
+used when a local copy exists (see `shakespeare_path`).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+try:  # Engine tests use tiny models: one thread is faster than several contending on a 2-core CI machine.
+    import torch
+except ImportError:  # pragma: no cover - torch is a hard requirement, but the browser tests don't need it here
+    torch = None
+else:
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def tiny_text() -> str:
+    """A small deterministic corpus: ~3,000 characters over 16 distinct characters, with learnable structure."""
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "hat"]
+    rng = random.Random(1234)
+    lines = []
+    while sum(len(line) + 1 for line in lines) < 3000:
+        lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(3, 8))) + ".")
+    text = "\n".join(lines) + "\n"
+    assert len(text) > 2000
+    return text
+
+
+@pytest.fixture
+def tmp_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty runs root for this test; TINYGPT_RUNS_DIR points at it for code that reads the environment."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(runs))
+    return runs
+
+
+@pytest.fixture(scope="session")
+def shakespeare_path() -> Path:
+    """Path to a local Tiny Shakespeare: $TINYGPT_SHAKESPEARE, else ../shared/data/tinyshakespeare.txt; else skip."""
+    env = os.environ.get("TINYGPT_SHAKESPEARE")
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_file():
+            pytest.fail(f"TINYGPT_SHAKESPEARE={env!r} is not a file")
+        return path.resolve()
+    path = REPO.parent / "shared" / "data" / "tinyshakespeare.txt"
+    if path.is_file():
+        return path.resolve()
+    pytest.skip("Tiny Shakespeare not available offline: set TINYGPT_SHAKESPEARE to a local copy")

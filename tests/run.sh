@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The test command: `bash tests/run.sh [pytest args...]`.
+#
+# Does all set-up itself, so it works on a fresh machine:
+#   1. creates .venv (python3 -m venv) if missing, installs requirements.txt + tests/requirements.txt into it;
+#   2. makes a Chromium available for the browser tests: a `chromium`/`chromium-browser` on PATH is used as is;
+#      otherwise, as root with apt-get, Debian's `chromium` package is installed; otherwise Playwright downloads
+#      its own build (`python -m playwright install chromium`);
+#   3. points TINYGPT_SHAKESPEARE at ../shared/data/tinyshakespeare.txt when that file exists (tests that need
+#      the corpus skip without it: nothing here downloads it);
+#   4. runs pytest (paths default to `testpaths` in pyproject.toml) and exits with its status.
+#
+# Tip: on a machine without a GPU, install the CPU build of torch into .venv first
+# (`.venv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu`), or pip fetches CUDA wheels.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+REPO="$PWD"
+PY="$REPO/.venv/bin/python"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+if [ ! -x "$PY" ]; then
+    echo "tests/run.sh: creating .venv" >&2
+    python3 -m venv .venv
+fi
+"$PY" -m pip install -q -r requirements.txt -r tests/requirements.txt
+
+if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
+    :  # tests/browser/conftest.py finds it on PATH
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "tests/run.sh: installing chromium with apt-get" >&2
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; then
+        echo "tests/run.sh: apt-get could not install chromium; using Playwright's own build" >&2
+        "$PY" -m playwright install --with-deps chromium
+    fi
+else
+    echo "tests/run.sh: no chromium on PATH; fetching Playwright's own build (cached after the first time)" >&2
+    "$PY" -m playwright install chromium
+fi
+
+SHAKESPEARE="$REPO/../shared/data/tinyshakespeare.txt"
+if [ -z "${TINYGPT_SHAKESPEARE:-}" ] && [ -f "$SHAKESPEARE" ]; then
+    TINYGPT_SHAKESPEARE="$(cd "$(dirname "$SHAKESPEARE")" && pwd)/$(basename "$SHAKESPEARE")"
+    export TINYGPT_SHAKESPEARE
+fi
+
+exec "$PY" -m pytest -q "$@"
