@@ -1,0 +1,313 @@
+"""Configuration: one dataclass for the model, one for training, validated on construction.
+
+Every field carries a comment saying why it has its default. The names are the ones the app teaches with
+(`hidden_dim`, `num_heads`, ...), so a slider label, a CLI flag (`--num-heads`) and a field are the same word.
+
+Validation happens in `__post_init__` and raises `ConfigError` with a message that says what to change,
+because the app shows these messages to learners verbatim.
+
+Deliberately left out: dropout schedules, bias switches, rotary embeddings. This is a teaching model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import TinyGPTError
+
+ATTN_SCALES = ("head_dim", "hidden_dim", "none")
+MASKS = ("causal", "none", "off_by_one", "sliding_window")
+SOFTMAXES = ("stable", "naive")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+# Knobs that may change between two training steps without rebuilding the model or the data.
+# Everything else (heads, layers, width, context, corpus, ...) needs a new run.
+LIVE_MODEL_KNOBS = ("attn_scale", "attn_scale_mult", "mask", "window")
+LIVE_TRAIN_KNOBS = ("learning_rate", "warmup_steps", "max_grad_norm", "min_lr", "weight_decay")
+
+
+class ConfigError(TinyGPTError):
+    """A configuration a user asked for cannot work; the message says what to change."""
+
+
+def _divisors_near(n: int, target: int, count: int = 2) -> list[int]:
+    """The divisors of n closest to target, e.g. heads that divide a width."""
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    return sorted(sorted(divisors, key=lambda d: (abs(d - target), d))[:count])
+
+
+def _multiples_near(n: int, k: int) -> list[int]:
+    """The multiples of k just below and above n (widths that a head count divides)."""
+    below = (n // k) * k
+    return [m for m in (below, below + k) if m > 0 and m != n]
+
+
+@dataclass
+class TransformerConfig:
+    """The shape of the network and the attention switches the app's sliders drive."""
+
+    vocab_size: int = 65  # Tiny Shakespeare has 65 distinct characters; set from the tokenizer in practice
+    hidden_dim: int = 128  # d_model: width of the residual stream (nanoGPT's CPU config)
+    num_layers: int = 4  # decoder blocks stacked (nanoGPT's CPU config)
+    num_heads: int = 4  # attention heads per block; d_head = hidden_dim / num_heads
+    max_seq_len: int = 64  # context length T: position embeddings exist for 0..max_seq_len-1
+    dropout: float = 0.0  # 0 for tiny models that underfit; 0.1-0.2 once a model starts to overfit
+
+    # Attention scaling: softmax(q.k * scale). 1/sqrt(d_head) keeps the scores' variance ~1 at init
+    # (Vaswani et al. 2017, section 3.2.1). "hidden_dim" is the common bug of dividing by sqrt(d_model);
+    # "none" lets the scores grow with d_head and saturates the softmax.
+    attn_scale: str = "head_dim"
+    attn_scale_mult: float = 1.0  # continuous slider on top of attn_scale: 2.0 doubles every score
+    # Which keys each query may see. "causal" is the language-model mask; "none" and "off_by_one"
+    # let positions see the future (training loss falls "too well", samples are garbage).
+    mask: str = "causal"
+    window: int = 16  # keys visible per query under mask="sliding_window" (the query itself included)
+    softmax: str = "stable"  # "naive" skips the max subtraction so large scores overflow exp() to inf/NaN
+    detach_residual: bool = False  # cut gradients along the residual stream: lower layers stop learning
+    # Use torch's fused scaled_dot_product_attention on steps that need no attention weights.
+    # Only taken where it computes exactly what the explicit path computes (stable softmax).
+    fused_attention: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "hidden_dim", "num_layers", "num_heads", "max_seq_len"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive whole number, got {value!r}.")
+        if self.hidden_dim % self.num_heads:
+            heads = _divisors_near(self.hidden_dim, self.num_heads)
+            widths = _multiples_near(self.hidden_dim, self.num_heads)
+            raise ConfigError(
+                f"hidden_dim {self.hidden_dim} is not divisible by num_heads {self.num_heads}: "
+                f"try {' or '.join(map(str, heads))} heads, or hidden_dim {'/'.join(map(str, widths))}."
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}: try 0.0 for a tiny model, 0.2 at most.")
+        if self.attn_scale not in ATTN_SCALES:
+            raise ConfigError(f"attn_scale must be one of {', '.join(ATTN_SCALES)}; got {self.attn_scale!r}.")
+        if not (math.isfinite(self.attn_scale_mult) and self.attn_scale_mult > 0):
+            raise ConfigError(f"attn_scale_mult must be a positive number, got {self.attn_scale_mult}: 1.0 is neutral.")
+        if self.mask not in MASKS:
+            raise ConfigError(f"mask must be one of {', '.join(MASKS)}; got {self.mask!r}.")
+        if not isinstance(self.window, int) or self.window < 1:
+            raise ConfigError(f"window must be a positive whole number of positions, got {self.window!r}.")
+        if self.softmax not in SOFTMAXES:
+            raise ConfigError(f"softmax must be one of {', '.join(SOFTMAXES)}; got {self.softmax!r}.")
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_dim // self.num_heads
+
+    @property
+    def scale(self) -> float:
+        """The number every q.k score is multiplied by before the softmax."""
+        base = {
+            "head_dim": 1.0 / math.sqrt(self.head_dim),
+            "hidden_dim": 1.0 / math.sqrt(self.hidden_dim),
+            "none": 1.0,
+        }[self.attn_scale]
+        return base * self.attn_scale_mult
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TransformerConfig:
+        return _from_dict(cls, data)
+
+
+@dataclass
+class TrainConfig:
+    """How to optimise: AdamW with linear warmup, cosine decay and clipping by global norm."""
+
+    learning_rate: float = 1e-3  # peak LR after warmup; 1e-3 is nanoGPT's for tiny char models
+    min_lr: float = 1e-4  # cosine floor, learning_rate / 10 as in Chinchilla and nanoGPT
+    warmup_steps: int = 100  # linear ramp from ~0: Adam's second-moment estimates are noisy at first
+    weight_decay: float = 0.1  # applied to >= 2-D weights only (not biases, LayerNorm gains)
+    beta1: float = 0.9
+    beta2: float = 0.95  # 0.95 (GPT-3) forgets noisy early gradients faster; nanoGPT uses 0.99 for Shakespeare
+    max_grad_norm: float = 1.0  # clip the global gradient norm to this; 0 disables clipping
+    batch_size: int = 12  # sequences per step (nanoGPT's CPU config)
+    max_steps: int = 2000
+    eval_interval: int = 250  # steps between validation-loss estimates
+    eval_batches: int = 20  # batches averaged per estimate (nanoGPT's eval_iters for CPU)
+    seed: int = 1337
+    device: str = "auto"  # auto picks CUDA, then Apple MPS, then CPU
+
+    def __post_init__(self) -> None:
+        for name in ("learning_rate", "min_lr", "weight_decay", "beta1", "beta2", "max_grad_norm"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+                raise ConfigError(f"{name} must be a finite number, got {value!r}.")
+        if self.learning_rate <= 0:
+            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}: try 1e-3.")
+        if self.min_lr < 0 or self.min_lr > self.learning_rate:
+            raise ConfigError(
+                f"min_lr {self.min_lr} must be between 0 and learning_rate {self.learning_rate}: "
+                f"try {self.learning_rate / 10:g}."
+            )
+        if self.weight_decay < 0:
+            raise ConfigError(f"weight_decay must be >= 0, got {self.weight_decay}: try 0.1.")
+        for name in ("beta1", "beta2"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ConfigError(f"{name} must be in [0, 1), got {getattr(self, name)}: try 0.9 and 0.95.")
+        if self.max_grad_norm < 0:
+            raise ConfigError(f"max_grad_norm must be >= 0 (0 disables clipping), got {self.max_grad_norm}.")
+        for name in ("batch_size", "max_steps", "eval_interval", "eval_batches"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive whole number, got {value!r}.")
+        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            raise ConfigError(
+                f"warmup_steps must be a whole number >= 0 (0 means no warmup), got {self.warmup_steps!r}."
+            )
+        if not isinstance(self.seed, int):
+            raise ConfigError(f"seed must be a whole number, got {self.seed!r}.")
+        if self.device not in DEVICES:
+            raise ConfigError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        return _from_dict(cls, data)
+
+
+@dataclass
+class DataConfig:
+    """Which text to train on. `source` is "shakespeare", "synthetic:<task>", or "text" (inline text)."""
+
+    source: str = "shakespeare"
+    text: str = ""  # the corpus itself when source == "text" (uploaded or pasted by the user)
+    synthetic_examples: int = 4000  # problems generated for a synthetic task
+    synthetic_digits: int = 6  # length of each problem's operand(s)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DataConfig:
+        return _from_dict(cls, data)
+
+
+@dataclass
+class RunConfig:
+    """Everything one run needs: the model, the optimiser, the data, and how much to publish."""
+
+    model: TransformerConfig = field(default_factory=TransformerConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    attention_every: int = 50  # steps between attention snapshots of the probe text
+    sample_every: int = 250  # steps between published sample texts
+    checkpoint_every: int = 500  # steps between safetensors checkpoints (also at pause/stop/finish)
+    probe_text: str = ""  # fixed text whose attention is captured; "" means the start of the val split
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model.to_dict(),
+            "train": self.train.to_dict(),
+            "data": self.data.to_dict(),
+            "attention_every": self.attention_every,
+            "sample_every": self.sample_every,
+            "checkpoint_every": self.checkpoint_every,
+            "probe_text": self.probe_text,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        rest = {k: v for k, v in data.items() if k not in ("model", "train", "data")}
+        base = _from_dict(cls, rest)
+        base.model = TransformerConfig.from_dict(data.get("model", {}))
+        base.train = TrainConfig.from_dict(data.get("train", {}))
+        base.data = DataConfig.from_dict(data.get("data", {}))
+        return base
+
+
+def _from_dict(cls, data: dict[str, Any]):
+    """Build a config dataclass from a dict, naming unknown keys instead of failing with a TypeError."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{cls.__name__} expects a JSON object, got {type(data).__name__}.")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"unknown {cls.__name__} field(s): {', '.join(unknown)}. Known: {', '.join(sorted(names))}.")
+    return cls(**data)
+
+
+# Presets shared by the app's Train page and the CLI's --preset flag.
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    # A few seconds on a laptop CPU: enough to watch loss fall and heads start to form.
+    "demo": {
+        "model": dict(hidden_dim=64, num_layers=2, num_heads=4, max_seq_len=32),
+        "train": dict(
+            batch_size=16,
+            max_steps=300,
+            warmup_steps=30,
+            eval_interval=50,
+            eval_batches=5,
+            learning_rate=2e-3,
+            min_lr=2e-4,
+        ),
+        "run": dict(attention_every=10, sample_every=50, checkpoint_every=100),
+    },
+    # nanoGPT's README CPU configuration for shakespeare_char: val loss ~1.88 after 2000 steps.
+    "nanogpt-cpu": {
+        "model": dict(hidden_dim=128, num_layers=4, num_heads=4, max_seq_len=64),
+        "train": dict(
+            batch_size=12,
+            max_steps=2000,
+            warmup_steps=100,
+            learning_rate=1e-3,
+            min_lr=1e-4,
+            beta2=0.99,
+            eval_interval=250,
+            eval_batches=20,
+        ),
+        "run": dict(attention_every=50, sample_every=250, checkpoint_every=500),
+    },
+    # nanoGPT's shakespeare_char GPU configuration: val loss ~1.47 in minutes on one A100.
+    "gpu": {
+        "model": dict(hidden_dim=384, num_layers=6, num_heads=6, max_seq_len=256, dropout=0.2),
+        "train": dict(
+            batch_size=64,
+            max_steps=5000,
+            warmup_steps=100,
+            learning_rate=1e-3,
+            min_lr=1e-4,
+            beta2=0.99,
+            eval_interval=250,
+            eval_batches=200,
+        ),
+        "run": dict(attention_every=100, sample_every=500, checkpoint_every=1000),
+    },
+}
+
+
+def preset(name: str, **overrides: Any) -> RunConfig:
+    """A RunConfig from a named preset; `overrides` are field names of any of the three configs."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}.")
+    spec = PRESETS[name]
+    model = dict(spec["model"])
+    train = dict(spec["train"])
+    run = dict(spec["run"])
+    model_names = {f.name for f in dataclasses.fields(TransformerConfig)}
+    train_names = {f.name for f in dataclasses.fields(TrainConfig)}
+    run_names = {"attention_every", "sample_every", "checkpoint_every", "probe_text"}
+    data: dict[str, Any] = {}
+    data_names = {f.name for f in dataclasses.fields(DataConfig)}
+    for key, value in overrides.items():
+        if key in model_names:
+            model[key] = value
+        elif key in train_names:
+            train[key] = value
+        elif key in run_names:
+            run[key] = value
+        elif key in data_names:
+            data[key] = value
+        else:
+            raise ConfigError(f"unknown setting {key!r} for preset {name!r}.")
+    return RunConfig(model=TransformerConfig(**model), train=TrainConfig(**train), data=DataConfig(**data), **run)

@@ -1,0 +1,295 @@
+"""TinyGPT: a decoder-only transformer for characters, written so it can be read top to bottom.
+
+    idx (B, T) token ids
+      -> tok_emb(idx) + pos_emb(0..T-1)                  (B, T, C)   C = hidden_dim
+      -> num_layers x Block:                             (B, T, C)
+             x = x + attn(ln_1(x))     tokens talk to each other (masked multi-head attention)
+             x = x + mlp(ln_2(x))      each token thinks on its own (4x wide GELU MLP)
+      -> ln_f -> lm_head (tied to tok_emb)               (B, T, V)   V = vocab_size
+
+Shape legend: B batch, T positions, C hidden_dim, H num_heads, D head_dim = C / H, V vocab_size, L num_layers.
+
+Pre-LayerNorm (GPT-2): each sublayer sees a normalised copy of the residual stream, and the stream itself is only
+ever added to, which keeps gradients flowing to the first layer. Initialisation follows GPT-2: N(0, 0.02) everywhere,
+with the two projections that write into the residual stream scaled by 1/sqrt(2 * num_layers), so the stream's
+variance does not grow with depth.
+
+The attention knobs (scale, mask, softmax, detached residual) are read from the shared config at every forward,
+so a trainer can change them between steps (see `LIVE_MODEL_KNOBS` in config.py).
+
+References: Vaswani et al. 2017; Radford et al. 2019 (GPT-2); karpathy/nanoGPT model.py; harvardnlp's
+annotated-transformer. Left out: biases-free variants, weight sharing beyond the tied head, rotary embeddings,
+mixed precision (the trainer may autocast).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .attention import attention, fused_attention, mask_rows
+from .config import TransformerConfig
+from .errors import ShapeError
+from .probes import Probe
+from .sampling import next_token_probs, sample_next_token
+from .shapes import expect_shape
+
+
+class KVCache:
+    """Keys and values of the positions seen so far, one preallocated (B, H, max_seq_len, D) buffer per layer.
+
+    With a cache, generating one token runs the model on one position instead of the whole context.
+    """
+
+    def __init__(self, config: TransformerConfig, batch_size: int, device, dtype=torch.float32):
+        shape = (batch_size, config.num_heads, config.max_seq_len, config.head_dim)
+        self.keys = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)]
+        self.values = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)]
+        self.length = 0  # positions filled so far, the same for every layer
+
+    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store the new positions' k, v (B, H, T_new, D); return all keys and values so far (B, H, S, D)."""
+        end = self.length + k.shape[-2]
+        self.keys[layer][:, :, self.length : end] = k
+        self.values[layer][:, :, self.length : end] = v
+        return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = config  # shared, not copied: live knobs (scale, mask) take effect at the next forward
+        self.qkv = nn.Linear(config.hidden_dim, 3 * config.hidden_dim)  # q, k, v for all heads in one matmul
+        self.proj = nn.Linear(config.hidden_dim, config.hidden_dim)  # writes back into the residual stream
+        self.resid_dropout = nn.Dropout(config.dropout)
+        self.hook_scores = Probe()  # (B, H, T, S) q.k * scale, before masking
+        self.hook_mask = Probe()  # (T, S) bool, True = may attend
+        self.hook_weights = Probe()  # (B, H, T, S) softmax weights, rows sum to 1
+        self.hook_out = Probe()  # (B, T, C) heads concatenated, before the output projection
+
+    def needs_weights(self) -> bool:
+        return self.hook_scores.active or self.hook_mask.active or self.hook_weights.active
+
+    def forward(
+        self, x: torch.Tensor, need_weights: bool = False, cache: KVCache | None = None, layer: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        cfg = self.config
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)  # (B, T, C) -> 3 x (B, T, C)
+        # Split the width into H heads of D: (B, T, C) -> (B, T, H, D) -> (B, H, T, D)
+        q = q.view(B, T, cfg.num_heads, cfg.head_dim).transpose(1, 2)
+        k = k.view(B, T, cfg.num_heads, cfg.head_dim).transpose(1, 2)
+        v = v.view(B, T, cfg.num_heads, cfg.head_dim).transpose(1, 2)
+        past = 0
+        if cache is not None:
+            past = cache.length
+            k, v = cache.append(layer, k, v)  # (B, H, S, D) with S = past + T
+        weights = None
+        explicit = need_weights or self.needs_weights() or cfg.softmax != "stable" or not cfg.fused_attention
+        if explicit:
+            mask = self.hook_mask(mask_rows(cfg.mask, past, T, cfg.window, x.device))  # (T, S)
+            if self.hook_scores.active:  # recomputed only while someone watches the raw scores
+                self.hook_scores((q @ k.transpose(-2, -1)) * cfg.scale)  # (B, H, T, S)
+            dropout_p = cfg.dropout if self.training else 0.0
+            y, weights = attention(q, k, v, mask, cfg.scale, cfg.softmax, dropout_p)  # (B,H,T,D), (B,H,T,S)
+            weights = self.hook_weights(weights)
+        else:
+            dropout_p = cfg.dropout if self.training else 0.0
+            y = fused_attention(q, k, v, cfg.mask, cfg.scale, cfg.window, dropout_p)  # (B, H, T, D)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, C)
+        y = self.hook_out(y)
+        return self.resid_dropout(self.proj(y)), weights
+
+
+class MLP(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.fc = nn.Linear(config.hidden_dim, 4 * config.hidden_dim)  # 4x wider, as in GPT-2
+        self.act = nn.GELU()
+        self.hook_act = Probe()  # (B, T, 4C) activations after GELU
+        self.proj = nn.Linear(4 * config.hidden_dim, config.hidden_dim)  # writes back into the residual stream
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.proj(self.hook_act(self.act(self.fc(x)))))
+
+
+class Block(nn.Module):
+    """One pre-LayerNorm decoder block: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = config
+        self.ln_1 = nn.LayerNorm(config.hidden_dim)
+        self.attn = MultiHeadAttention(config)
+        self.ln_2 = nn.LayerNorm(config.hidden_dim)
+        self.mlp = MLP(config)
+        self.hook_resid_pre = Probe()  # (B, T, C) the residual stream entering the block
+        self.hook_resid_mid = Probe()  # (B, T, C) after attention added its part
+        self.hook_resid_post = Probe()  # (B, T, C) after the MLP added its part
+
+    def forward(self, x, need_weights=False, cache=None, layer=0):
+        x = self.hook_resid_pre(x)
+        attn_out, weights = self.attn(self.ln_1(x), need_weights, cache, layer)
+        # detach_residual cuts the skip path: gradients can then reach lower layers only through the
+        # sublayers' own Jacobians, which shrink them layer after layer (the bug residuals exist to prevent).
+        skip = x.detach() if self.config.detach_residual else x
+        x = self.hook_resid_mid(skip + attn_out)
+        skip = x.detach() if self.config.detach_residual else x
+        x = self.hook_resid_post(skip + self.mlp(self.ln_2(x)))
+        return x, weights
+
+
+@dataclass
+class GenerationStep:
+    """One generated token, for the Sample page to draw as it streams."""
+
+    token: int  # the id chosen (for batch element 0)
+    probs_raw: torch.Tensor  # (V,) softmax of the logits at temperature 1, before any filtering
+    probs: torch.Tensor  # (V,) the distribution actually sampled from
+    attention: torch.Tensor | None  # (L, H, S) attention row of the newest position, if asked for
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = config
+        self.tok_emb = nn.Embedding(config.vocab_size, config.hidden_dim)  # token id -> vector
+        self.pos_emb = nn.Embedding(config.max_seq_len, config.hidden_dim)  # position -> vector (learned)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.num_layers))
+        self.ln_f = nn.LayerNorm(config.hidden_dim)
+        self.lm_head = nn.Linear(config.hidden_dim, config.vocab_size, bias=False)
+        # Tied head (Press & Wolf 2017): the same matrix reads tokens in and scores them out; fewer parameters.
+        self.lm_head.weight = self.tok_emb.weight
+        self.apply(self._init_weights)
+        residual_std = 0.02 / math.sqrt(2 * config.num_layers)  # GPT-2: two residual writes per block
+        for block in self.blocks:
+            nn.init.normal_(block.attn.proj.weight, mean=0.0, std=residual_std)
+            nn.init.normal_(block.mlp.proj.weight, mean=0.0, std=residual_std)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())  # the tied matrix is counted once
+
+    def _check_input(self, idx: torch.Tensor, past: int) -> None:
+        expect_shape("idx", idx, ("B", "T"), dtype=(torch.long, torch.int32, torch.int64))
+        limit = self.config.max_seq_len - past
+        if idx.shape[1] > limit or idx.shape[1] == 0:
+            raise_len = f"T <= max_seq_len={self.config.max_seq_len}" + (f" - {past} cached" if past else "")
+            raise ShapeError(
+                f"idx: expected shape (B, T) with 1 <= {raise_len}, got {tuple(idx.shape)}. "
+                "Crop the sequence to the last max_seq_len tokens or raise max_seq_len."
+            )
+        if idx.device.type == "cpu":  # a value check costs a host sync on accelerators: CPU only
+            low, high = int(idx.min()), int(idx.max())
+            if low < 0 or high >= self.config.vocab_size:
+                raise ShapeError(
+                    f"idx: token ids must be in [0, vocab_size={self.config.vocab_size}), "
+                    f"got values from {low} to {high}."
+                )
+
+    def forward(self, idx: torch.Tensor, return_attention: bool = False, cache: KVCache | None = None):
+        """Logits (B, T, V) for every position; with return_attention also one (B, H, T, S) tensor per layer."""
+        past = cache.length if cache is not None else 0
+        self._check_input(idx, past)
+        B, T = idx.shape
+        positions = torch.arange(past, past + T, device=idx.device)  # (T,)
+        x = self.drop(self.tok_emb(idx) + self.pos_emb(positions))  # (B, T, C) + (T, C) -> (B, T, C)
+        attention_maps = []
+        for layer, block in enumerate(self.blocks):
+            x, weights = block(x, return_attention, cache, layer)
+            attention_maps.append(weights)
+        if cache is not None:
+            cache.length += T
+        logits = self.lm_head(self.ln_f(x))  # (B, T, C) @ (C, V) -> (B, T, V)
+        if return_attention:
+            return logits, attention_maps
+        return logits
+
+    # ---------------------------------------------------------------- generation
+
+    def _use_cache(self, use_cache: bool) -> bool:
+        # A cache is exact only if a position's keys never depend on later positions: true for causal and
+        # sliding-window masks. Under "none" or "off_by_one" earlier positions change as text grows, so we recompute.
+        return use_cache and self.config.mask in ("causal", "sliding_window")
+
+    @torch.no_grad()
+    def stream(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        generator: torch.Generator | None = None,
+        use_cache: bool = True,
+        with_attention: bool = False,
+    ) -> Iterator[tuple[torch.Tensor, GenerationStep]]:
+        """Yield (next ids (B, 1), step details) one token at a time. Context beyond max_seq_len is cropped left."""
+        expect_shape("idx", idx, ("B", None), dtype=(torch.long, torch.int32, torch.int64))
+        if idx.shape[1] == 0:
+            raise ShapeError("idx: the prompt is empty; give at least one character to continue from.")
+        was_training = self.training
+        self.eval()
+        try:
+            context = idx[:, -self.config.max_seq_len :]  # (B, T <= max_seq_len)
+            cache = None
+            if self._use_cache(use_cache):
+                cache = KVCache(self.config, idx.shape[0], idx.device, self.tok_emb.weight.dtype)
+            pending = context  # the positions not yet run through the model
+            for _ in range(max_new_tokens):
+                if cache is not None and cache.length + pending.shape[1] > self.config.max_seq_len:
+                    # Positions are absolute (learned embeddings), so once the window slides every cached key
+                    # is at the wrong position: refill the cache from the cropped window.
+                    cache.length = 0
+                    pending = context[:, -self.config.max_seq_len :]
+                if cache is None:
+                    pending = context[:, -self.config.max_seq_len :]
+                out = self(pending, return_attention=with_attention, cache=cache)
+                logits, maps = out if with_attention else (out, None)
+                last = logits[:, -1, :].float()  # (B, V) only the newest position predicts the next token
+                next_ids = sample_next_token(last, temperature, top_k, top_p, generator)  # (B, 1)
+                attn_row = None
+                if maps is not None:
+                    attn_row = torch.stack([m[0, :, -1, :] for m in maps])  # L x (H, S) -> (L, H, S)
+                step = GenerationStep(
+                    token=int(next_ids[0, 0]),
+                    probs_raw=torch.softmax(last[0], dim=-1),
+                    probs=next_token_probs(last[:1], temperature, top_k, top_p)[0],
+                    attention=attn_row,
+                )
+                context = torch.cat([context, next_ids], dim=1)[:, -self.config.max_seq_len - 1 :]
+                pending = next_ids if cache is not None else context
+                yield next_ids, step
+        finally:
+            self.train(was_training)
+
+    @torch.no_grad()
+    def generate(
+        self,
+        idx: torch.Tensor,
+        max_new_tokens: int,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        generator: torch.Generator | None = None,
+        use_cache: bool = True,
+    ) -> torch.Tensor:
+        """Continue each row of idx (B, T) by max_new_tokens; returns (B, T + max_new_tokens). Temperature 0 = greedy."""
+        pieces = [idx]
+        for next_ids, _ in self.stream(idx, max_new_tokens, temperature, top_k, top_p, generator, use_cache):
+            pieces.append(next_ids)
+        return torch.cat(pieces, dim=1)

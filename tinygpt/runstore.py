@@ -1,0 +1,613 @@
+"""The run folder: how a training worker publishes a run and how the app reads it live.
+
+A training worker (another process) owns a `RunWriter`; every app page owns a `RunReader` that polls the same
+folder. The folder is the only channel between them, so its format (v1, defined in docs/CONTRACTS.md) is simple:
+
+    runs/<run_id>/                  run_id matches ^[A-Za-z0-9_-]{8,64}$ and resolves to a folder inside runs/
+      config.json                   atomic: RunConfig.to_dict() + run_id, created, owner, parent, vocab, num_params
+      status.json                   atomic, rewritten often: state, reason, step, max_steps, tokens_per_s, ...
+      metrics.jsonl                 one JSON object per line per step: step, time, loss, lr, grad_norm, ...
+      evals.jsonl                   step, train_loss, val_loss
+      events.jsonl                  step, time, kind (knob|clip|nonfinite|state|checkpoint|error), message, ...
+      samples.jsonl                 step, prompt, text
+      attention/index.json          atomic: probe_text, tokens, snapshots [{step, file}]
+      attention/step_%08d.npy       float16 (num_layers, num_heads, T, T), thinned to ~64 snapshots
+      checkpoints/step_%08d.safetensors (+ .json), written by tinygpt.checkpoint
+
+Two rules make a live reader safe without locks: whole files are replaced atomically (write a temp file in the
+same folder, then os.replace, which readers see as old-or-new, never half), and .jsonl files only grow, one
+complete line per write, so a reader remembers a byte offset and consumes only whole lines. Non-finite floats
+(a diverged loss) are written as null, because NaN is not JSON and a strict reader would reject the whole line.
+
+Deliberately left out: locking (one writer per run is the worker's job), detecting a dead worker (a status of
+"running" with a stale `updated` is for tinygpt.worker to judge), compression, and any schema beyond the keys
+the writer is given. Readers keep memory flat by thinning, never by loading whole files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import secrets
+import shutil
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tinygpt.errors import RunStoreError
+
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+STATES = ("queued", "starting", "running", "paused", "finished", "stopped", "diverged", "failed")
+EVENT_KINDS = ("knob", "clip", "nonfinite", "state", "checkpoint", "error")
+OWNERS = ("app", "cli")
+JSONL_FILES = ("metrics", "evals", "events", "samples")
+_ATTN_FILE_RE = re.compile(r"^step_(\d{8})\.npy$")
+_CKPT_FILE_RE = re.compile(r"^step_(\d{8})\.safetensors$")
+
+
+# ---------------------------------------------------------------- run ids and atomic files
+
+
+def new_run_id() -> str:
+    """16 URL-safe characters (96 random bits): unguessable, and safe as a folder name on every OS."""
+    return secrets.token_urlsafe(12)
+
+
+def validate_run_id(run_id: Any) -> str:
+    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
+        raise RunStoreError(f"{run_id!r} is not a run id: use 8-64 letters, digits, '_' or '-'.")
+    return run_id
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("TINYGPT_RUNS_DIR") or "runs")
+
+
+def _json_safe(obj: Any) -> Any:
+    """Plain JSON types only: numpy scalars become Python numbers, NaN/inf become null, tuples become lists."""
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any, indent: int | None = None) -> str:
+    # allow_nan=False is a guard: after _json_safe no NaN can reach the encoder, and if one did we want to know.
+    separators = None if indent else (",", ":")
+    return json.dumps(_json_safe(obj), ensure_ascii=False, allow_nan=False, indent=indent, separators=separators)
+
+
+def _write_atomic(path: Path, write: Callable[[Any], None], fsync: bool = False) -> None:
+    """Write through a temp file in the same folder (os.replace is atomic only within one filesystem)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            if fsync:  # only needed to survive power loss, not a crashed process; costs milliseconds per call
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: str | Path, obj: Any, fsync: bool = False) -> None:
+    data = (dumps(obj, indent=2) + "\n").encode("utf-8")
+    _write_atomic(Path(path), lambda f: f.write(data), fsync)
+
+
+def read_json(path: str | Path, default: Any = None) -> Any:
+    """The parsed file, or `default` if it does not exist. A corrupt file raises RunStoreError."""
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read())
+    except FileNotFoundError:
+        return default
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
+        raise RunStoreError(f"{path} is not valid JSON ({e}); delete the run or fix the file.") from e
+
+
+# ---------------------------------------------------------------- the store: a folder of runs
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of the runs table. A broken folder has state "unreadable" and says why in `reason`."""
+
+    run_id: str
+    state: str
+    reason: str = ""
+    step: int = 0
+    max_steps: int | None = None
+    best_val_loss: float | None = None
+    created: float = 0.0
+    owner: str = ""
+    parent: str | None = None
+    config: dict = field(default_factory=dict)
+
+
+class RunStore:
+    def __init__(self, root: str | Path | None = None):
+        self.root = Path(root if root is not None else default_root()).expanduser().resolve()
+
+    def path(self, run_id: str) -> Path:
+        """The folder of a run; rejects ids that could name anything but a direct child of root."""
+        candidate = self.root / validate_run_id(run_id)
+        # The regex already forbids '/', '..' and absolute paths; resolving also catches a symlink leading out.
+        if candidate.resolve().parent != self.root:
+            raise RunStoreError(f"run {run_id!r} points outside the runs folder {self.root}.")
+        return candidate
+
+    def exists(self, run_id: str) -> bool:
+        return self.path(run_id).is_dir()
+
+    def create(self, config: dict, owner: str, parent: str | None = None) -> RunWriter:
+        """A new run folder with config.json and a "queued" status, then a writer for it."""
+        if owner not in OWNERS:
+            raise RunStoreError(f"owner must be one of {OWNERS}, got {owner!r}.")
+        if parent is not None:
+            validate_run_id(parent)
+        self.root.mkdir(parents=True, exist_ok=True)
+        run_id = new_run_id()
+        # Build the folder under a hidden name and rename it into place, so list_runs never sees a run
+        # that has no config.json yet (hidden names never match RUN_ID_RE).
+        staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".new-"))
+        try:
+            created = time.time()
+            write_json_atomic(
+                staging / "config.json", {**config, "run_id": run_id, "created": created, "owner": owner, "parent": parent}
+            )
+            max_steps = (config.get("train") or {}).get("max_steps")
+            status = {"state": "queued", "reason": "waiting for a worker", "step": 0, "max_steps": max_steps}
+            status.update(tokens_per_s=None, best_val_loss=None, device=None, pid=None, queue_position=None)
+            write_json_atomic(staging / "status.json", {**status, "updated": created})
+            os.rename(staging, self.path(run_id))
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return RunWriter(self.path(run_id))
+
+    def writer(self, run_id: str, **kwargs: Any) -> RunWriter:
+        return RunWriter(self._existing(run_id), **kwargs)
+
+    def reader(self, run_id: str, **kwargs: Any) -> RunReader:
+        return RunReader(self._existing(run_id), **kwargs)
+
+    def delete(self, run_id: str) -> None:
+        path = self._existing(run_id)
+        if path.is_symlink():  # remove the link, never what it points to
+            path.unlink()
+        else:
+            shutil.rmtree(path)
+
+    def list_runs(self) -> list[RunSummary]:
+        """Every run folder, newest first. Never raises for a broken run: it is listed as "unreadable"."""
+        if not self.root.is_dir():
+            return []
+        runs = []
+        for entry in self.root.iterdir():
+            if RUN_ID_RE.match(entry.name) and entry.is_dir():
+                runs.append(_summarize(entry))
+        return sorted(runs, key=lambda r: r.created, reverse=True)
+
+    def _existing(self, run_id: str) -> Path:
+        path = self.path(run_id)
+        if not path.is_dir():
+            raise RunStoreError(f"there is no run {run_id!r} in {self.root}.")
+        return path
+
+
+def _summarize(run_dir: Path) -> RunSummary:
+    try:
+        config = read_json(run_dir / "config.json")
+        status = read_json(run_dir / "status.json")
+        if not isinstance(config, dict):
+            raise RunStoreError("config.json is missing or not an object")
+        if not isinstance(status, dict):
+            raise RunStoreError("status.json is missing or not an object")
+        return RunSummary(
+            run_id=run_dir.name,
+            state=str(status.get("state", "unknown")),
+            reason=str(status.get("reason") or ""),
+            step=int(status.get("step") or 0),
+            max_steps=status.get("max_steps"),
+            best_val_loss=status.get("best_val_loss"),
+            created=float(config.get("created") or 0.0),
+            owner=str(config.get("owner") or ""),
+            parent=config.get("parent"),
+            config=config,
+        )
+    except (OSError, ValueError, TypeError) as e:  # RunStoreError is a ValueError
+        try:
+            created = run_dir.stat().st_mtime
+        except OSError:
+            created = 0.0
+        return RunSummary(run_id=run_dir.name, state="unreadable", reason=str(e), created=created)
+
+
+# ---------------------------------------------------------------- writer (the training worker's side)
+
+
+class RunWriter:
+    """Publishes one run. Reopening an existing folder (a resumed worker) continues where it left off."""
+
+    def __init__(self, run_dir: str | Path, max_snapshots: int = 64):
+        if max_snapshots < 4:  # thinning drops from the older half and must keep the first and the newest
+            raise RunStoreError(f"max_snapshots must be >= 4, got {max_snapshots}.")
+        self.run_dir = Path(run_dir)
+        self.run_id = self.run_dir.name
+        self.max_snapshots = max_snapshots
+        self._status: dict = read_json(self.run_dir / "status.json", {}) or {}
+        self._files: dict[str, Any] = {}
+        self._attn_dir = self.run_dir / "attention"
+        self._attn_index: dict = read_json(self._attn_dir / "index.json", {}) or {}
+        self._remove_orphan_snapshots()
+
+    def write_config(self, config: dict) -> None:
+        """Merge keys into config.json (e.g. vocab and num_params once the worker knows them); identity stays."""
+        current = read_json(self.run_dir / "config.json", {}) or {}
+        identity = {k: current[k] for k in ("run_id", "created", "owner", "parent") if k in current}
+        write_json_atomic(self.run_dir / "config.json", {**current, **config, **identity})
+
+    def write_status(self, **fields: Any) -> None:
+        state = fields.get("state")
+        if state is not None and state not in STATES:
+            raise RunStoreError(f"unknown run state {state!r}; expected one of {STATES}.")
+        self._status.update(fields, updated=time.time())
+        write_json_atomic(self.run_dir / "status.json", self._status)
+
+    def append_metric(self, record: dict) -> None:
+        self._append("metrics", {"time": time.time(), **record})
+
+    def append_eval(self, record: dict) -> None:
+        self._append("evals", record)
+
+    def append_event(self, record: dict) -> None:
+        if record.get("kind") not in EVENT_KINDS:
+            raise RunStoreError(f"unknown event kind {record.get('kind')!r}; expected one of {EVENT_KINDS}.")
+        self._append("events", {"time": time.time(), **record})
+
+    def append_sample(self, record: dict) -> None:
+        self._append("samples", record)
+
+    def _append(self, name: str, record: dict) -> None:
+        f = self._files.get(name)
+        if f is None:
+            path = self.run_dir / f"{name}.jsonl"
+            f = self._files[name] = open(path, "ab")
+            # A killed writer may have left a torn last line; end it so our first record starts on a fresh
+            # line (the torn one stays unparseable and readers skip it, instead of it swallowing our record).
+            if path.stat().st_size > 0:
+                with open(path, "rb") as r:
+                    r.seek(-1, os.SEEK_END)
+                    if r.read(1) != b"\n":
+                        f.write(b"\n")
+        # One write of one whole line, then flush: a reader sees a complete line or a not-yet-complete tail.
+        f.write((dumps(record) + "\n").encode("utf-8"))
+        f.flush()
+
+    def write_attention(self, step: int, weights: Any, probe_text: str, tokens: list[str]) -> None:
+        """Save one (L, H, T, T) attention snapshot as float16 and thin old ones so ~max_snapshots remain."""
+        array = np.asarray(weights, dtype=np.float16)  # float16 halves the disk cost; weights are in [0, 1]
+        if array.ndim != 4 or array.shape[2] != array.shape[3] or array.shape[3] != len(tokens):
+            raise RunStoreError(f"attention must be (L, H, T, T) with T = {len(tokens)} tokens, got {array.shape}.")
+        self._attn_dir.mkdir(exist_ok=True)
+        name = f"step_{int(step):08d}.npy"
+        _write_atomic(self._attn_dir / name, lambda f: np.save(f, array, allow_pickle=False))
+        snapshots = [s for s in self._attn_index.get("snapshots", []) if s["step"] != int(step)]
+        snapshots = sorted(snapshots + [{"step": int(step), "file": name}], key=lambda s: s["step"])
+        dropped = []
+        while len(snapshots) > self.max_snapshots:
+            snapshots, gone = _thin(snapshots)
+            dropped += gone
+        self._attn_index = {"probe_text": probe_text, "tokens": list(tokens), "snapshots": snapshots}
+        write_json_atomic(self._attn_dir / "index.json", self._attn_index)
+        # Delete only after the index stops naming them, so a reader following the index rarely misses a file.
+        for s in dropped:
+            (self._attn_dir / s["file"]).unlink(missing_ok=True)
+
+    def _remove_orphan_snapshots(self) -> None:
+        """A worker killed between saving a snapshot and rewriting the index leaves a file nobody lists."""
+        if not self._attn_dir.is_dir():
+            return
+        listed = {s.get("file") for s in self._attn_index.get("snapshots", [])}
+        for p in self._attn_dir.iterdir():
+            if _ATTN_FILE_RE.match(p.name) and p.name not in listed:
+                p.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _thin(snapshots: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Drop every other snapshot in the older half, never the first. Repeated, this keeps the recent past dense
+    and the distant past sparse while always spanning step 0 to now."""
+    half = len(snapshots) // 2
+    keep, drop = [snapshots[0]], []
+    for i in range(1, half):
+        (drop if i % 2 else keep).append(snapshots[i])
+    return keep + snapshots[half:], drop
+
+
+# ---------------------------------------------------------------- reader (the app's side)
+
+
+def _step(record: dict) -> float | None:
+    step = record.get("step")
+    return step if isinstance(step, (int, float)) and not isinstance(step, bool) else None
+
+
+class ThinnedSeries:
+    """Records in step order in bounded memory: the last `recent` at full resolution, older ones every k-th
+    record (k doubles whenever the old part fills up), the very first record always kept.
+
+    A record whose step is not after the last one means the run was rewound (a worker resumed from an earlier
+    checkpoint), so the records from that step on are dropped and the series continues from there.
+    """
+
+    def __init__(self, max_points: int = 4000, recent: int = 1000):
+        if recent < 1 or max_points < recent + 2:
+            raise ValueError(f"need 1 <= recent <= max_points - 2, got recent={recent}, max_points={max_points}.")
+        self.max_points, self.recent = max_points, recent
+        self._old: list[tuple[int, dict]] = []  # (arrival index, record), index a multiple of the stride
+        self._recent: deque[tuple[int, dict]] = deque()
+        self._stride = 1
+        self._count = 0
+        self._last_step: float | None = None
+
+    def append(self, record: dict) -> None:
+        step = _step(record)
+        if step is not None:
+            if self._last_step is not None and step <= self._last_step:
+                self._rewind_to(step)
+            self._last_step = step
+        self._recent.append((self._count, record))
+        self._count += 1
+        if len(self._recent) > self.recent:
+            index, moved = self._recent.popleft()
+            if index % self._stride == 0:
+                self._old.append((index, moved))
+                if len(self._old) > self.max_points - self.recent:
+                    self._stride *= 2
+                    self._old = [(i, r) for i, r in self._old if i % self._stride == 0]
+
+    def _rewind_to(self, step: float) -> None:
+        for part in (self._recent, self._old):
+            while part and (_step(part[-1][1]) is not None and _step(part[-1][1]) >= step):
+                part.pop()
+            if part:  # the newest kept record is before `step`, so the older part is too
+                return
+
+    @property
+    def records(self) -> list[dict]:
+        return [r for _, r in self._old] + [r for _, r in self._recent]
+
+    def __len__(self) -> int:
+        return len(self._old) + len(self._recent)
+
+
+class _JsonlTail:
+    """Follows one append-only .jsonl file by byte offset, handing out complete lines only."""
+
+    CHUNK = 1 << 22  # read at most 4 MiB at a time, so catching up on a long run keeps memory flat
+
+    def __init__(self, path: Path):
+        self.path, self.offset, self.inode, self.skipped = path, 0, None, 0
+
+    def poll(self, on_reset: Callable[[], None], on_record: Callable[[dict], None]) -> bool:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            if self.inode is None:
+                return False
+            self.offset, self.inode = 0, None
+            on_reset()
+            return True
+        changed = False
+        if st.st_ino != self.inode or st.st_size < self.offset:  # replaced or truncated: start over
+            if self.inode is not None:
+                on_reset()
+                changed = True
+            self.offset, self.inode = 0, st.st_ino
+        if st.st_size == self.offset:
+            return changed
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            pending = b""  # bytes from self.offset on that do not yet end in a newline
+            while chunk := f.read(self.CHUNK):
+                data = pending + chunk
+                end = data.rfind(b"\n")
+                if end < 0:
+                    pending = data
+                    continue
+                # Decode whole lines at once (faster than per line; no UTF-8 character is cut at a newline);
+                # errors='replace' confines a bad byte to its own line, which then fails to parse and is skipped.
+                for line in data[:end].decode("utf-8", errors="replace").split("\n"):
+                    changed |= self._parse(line, on_record)
+                self.offset += end + 1
+                pending = data[end + 1 :]
+        return changed
+
+    def _parse(self, line: str, on_record: Callable[[dict], None]) -> bool:
+        if not line.strip():
+            return False
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            self.skipped += 1
+            return False
+        on_record(record)
+        return True
+
+
+class RunReader:
+    """A live, incremental view of one run folder. Call `poll()` often; it reads only what is new."""
+
+    EVENTS_RECENT = 2000
+    EVENTS_KEPT_KINDS = ("knob", "nonfinite", "state")  # rare and meaningful: kept even when old
+    EVENTS_KEPT_MAX = 10_000  # a cap so even a pathological run cannot grow memory without bound
+    SAMPLES_RECENT = 200
+
+    def __init__(self, run_dir: str | Path, max_points: int = 4000):
+        self.run_dir = Path(run_dir)
+        self.run_id = self.run_dir.name
+        self.max_points = max_points
+        self.version = 0
+        self.attention_version = 0
+        self._tails = {name: _JsonlTail(self.run_dir / f"{name}.jsonl") for name in JSONL_FILES}
+        self._signatures: dict[str, tuple | None] = {}
+        self._config: dict = {}
+        self._status: dict = {}
+        self._attn_index: dict = {}
+        for name in JSONL_FILES:
+            self._reset(name)
+        self.poll()
+
+    def _reset(self, name: str) -> None:
+        if name == "metrics":
+            self._metrics = ThinnedSeries(self.max_points, min(1000, self.max_points // 4))
+        elif name == "evals":
+            self._evals = ThinnedSeries(self.max_points, min(1000, self.max_points // 4))
+        elif name == "events":
+            self._event_seq = 0
+            self._events_recent: deque = deque(maxlen=self.EVENTS_RECENT)
+            self._events_kept: deque = deque(maxlen=self.EVENTS_KEPT_MAX)
+        else:
+            self._samples: deque = deque(maxlen=self.SAMPLES_RECENT)
+
+    def _add_event(self, record: dict) -> None:
+        item = (self._event_seq, record)
+        self._event_seq += 1
+        self._events_recent.append(item)
+        if record.get("kind") in self.EVENTS_KEPT_KINDS:
+            self._events_kept.append(item)
+
+    def poll(self) -> bool:
+        """Read what was appended or replaced since the last poll; True (and `version` + 1) if anything was."""
+        changed = False
+        sinks = {
+            "metrics": lambda r: self._metrics.append(r),
+            "evals": lambda r: self._evals.append(r),
+            "events": self._add_event,
+            "samples": lambda r: self._samples.append(r),
+        }
+        for name, tail in self._tails.items():
+            changed |= tail.poll(lambda name=name: self._reset(name), sinks[name])
+        for name, attr in (("config.json", "_config"), ("status.json", "_status")):
+            if self._refresh(self.run_dir / name, attr):
+                changed = True
+        if self._refresh(self.run_dir / "attention" / "index.json", "_attn_index"):
+            self.attention_version += 1
+        if changed:
+            self.version += 1
+        return changed
+
+    def _refresh(self, path: Path, attr: str) -> bool:
+        """Re-read an atomically replaced JSON file when its (inode, mtime, size) changed."""
+        try:
+            st = os.stat(path)
+            signature = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            signature = None
+        if signature == self._signatures.get(str(path)):
+            return False
+        try:
+            value = read_json(path, {})
+        except RunStoreError:
+            return False  # keep what we had; the next rewrite will fix it
+        self._signatures[str(path)] = signature
+        setattr(self, attr, value if isinstance(value, dict) else {})
+        return True
+
+    @property
+    def skipped_lines(self) -> int:
+        return sum(t.skipped for t in self._tails.values())
+
+    def config(self) -> dict:
+        return self._config
+
+    def status(self) -> dict:
+        return self._status
+
+    @property
+    def metrics(self) -> list[dict]:
+        return self._metrics.records
+
+    @property
+    def evals(self) -> list[dict]:
+        return self._evals.records
+
+    @property
+    def events(self) -> list[dict]:
+        merged = dict(self._events_kept)
+        merged.update(self._events_recent)
+        return [merged[seq] for seq in sorted(merged)]
+
+    @property
+    def samples(self) -> list[dict]:
+        return list(self._samples)
+
+    def attention_index(self) -> dict:
+        return self._attn_index
+
+    def load_attention(self, step: int) -> np.ndarray:
+        # The file name is built from the step, never taken from the index, so a bad index cannot point elsewhere.
+        path = self.run_dir / "attention" / f"step_{int(step):08d}.npy"
+        try:
+            return np.load(path, allow_pickle=False).astype(np.float32)
+        except FileNotFoundError:
+            raise RunStoreError(f"no attention snapshot for step {step} (it may have been thinned out).") from None
+
+    def checkpoints(self) -> list[int]:
+        """Steps with a complete checkpoint: the .safetensors and the .json that describes it."""
+        folder = self.run_dir / "checkpoints"
+        if not folder.is_dir():
+            return []
+        steps = []
+        for p in folder.iterdir():
+            m = _CKPT_FILE_RE.match(p.name)
+            if m and p.with_suffix(".json").exists():
+                steps.append(int(m.group(1)))
+        return sorted(steps)
+
+
+def columns(records: Iterable[dict], keys: Iterable[str | tuple[str, ...]]) -> dict[Any, list]:
+    """Records to columns for charts: {key: [value per record]}, None where missing. A tuple key reaches into
+    nested dicts, e.g. ("layer_grad_norms", "L0.attn") (group names contain dots, so no dotted paths)."""
+    keys, records = list(keys), list(records)
+    out: dict[Any, list] = {}
+    for key in keys:
+        path = key if isinstance(key, tuple) else (key,)
+        values = []
+        for record in records:
+            value: Any = record
+            for part in path:
+                value = value.get(part) if isinstance(value, dict) else None
+            values.append(value)
+        out[key] = values
+    return out
