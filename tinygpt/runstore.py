@@ -170,7 +170,8 @@ class RunStore:
         try:
             created = time.time()
             write_json_atomic(
-                staging / "config.json", {**config, "run_id": run_id, "created": created, "owner": owner, "parent": parent}
+                staging / "config.json",
+                {**config, "run_id": run_id, "created": created, "owner": owner, "parent": parent},
             )
             max_steps = (config.get("train") or {}).get("max_steps")
             status = {"state": "queued", "reason": "waiting for a worker", "step": 0, "max_steps": max_steps}

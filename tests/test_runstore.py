@@ -1,0 +1,351 @@
+"""Tests for the run folder: atomic files, safe run ids, incremental torn-line-tolerant reading, bounded memory."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tinygpt.errors import RunStoreError, TinyGPTError
+from tinygpt.runstore import (
+    RunReader,
+    RunStore,
+    RunWriter,
+    ThinnedSeries,
+    _write_atomic,
+    columns,
+    default_root,
+    new_run_id,
+    read_json,
+    validate_run_id,
+    write_json_atomic,
+)
+
+CONFIG = {"train": {"max_steps": 100}, "model": {"num_layers": 1}}
+
+
+def _strict_loads(text: str):
+    """json.loads that rejects NaN/Infinity, like a browser's JSON.parse."""
+    return json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c} in {text!r}"))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> RunStore:
+    return RunStore(tmp_path / "runs")
+
+
+@pytest.fixture
+def writer(store: RunStore):
+    with store.create(CONFIG, owner="cli") as w:
+        yield w
+
+
+# ---------------------------------------------------------------- atomic files
+
+
+def test_atomic_write_survives_a_failure_midway(tmp_path: Path):
+    path = tmp_path / "status.json"
+    write_json_atomic(path, {"state": "running"})
+
+    def half_then_crash(f):
+        f.write(b'{"state": "fin')
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        _write_atomic(path, half_then_crash)
+    assert read_json(path) == {"state": "running"}
+    assert os.listdir(tmp_path) == ["status.json"]  # the temp file was removed too
+
+
+def test_concurrent_reader_never_sees_a_partial_file(tmp_path: Path):
+    path = tmp_path / "status.json"
+    write_json_atomic(path, {"i": 0, "pad": "x" * 200_000})
+    stop, bad = threading.Event(), []
+
+    def read_loop():
+        while not stop.is_set():
+            try:
+                read_json(path)
+            except RunStoreError as e:
+                bad.append(e)
+
+    thread = threading.Thread(target=read_loop)
+    thread.start()
+    for i in range(200):
+        write_json_atomic(path, {"i": i, "pad": "x" * (200_000 + i)})
+    stop.set()
+    thread.join()
+    assert not bad
+    assert read_json(path)["i"] == 199
+
+
+def test_read_json_missing_and_corrupt(tmp_path: Path):
+    assert read_json(tmp_path / "nope.json", default={"a": 1}) == {"a": 1}
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(RunStoreError):
+        read_json(tmp_path / "bad.json")
+
+
+# ---------------------------------------------------------------- run ids and the store
+
+
+def test_new_run_ids_are_valid_and_distinct():
+    ids = {new_run_id() for _ in range(100)}
+    assert len(ids) == 100
+    assert all(validate_run_id(i) == i and len(i) == 16 for i in ids)
+
+
+@pytest.mark.parametrize(
+    "run_id, ok",
+    [("../etc", False), ("..", False), ("a/b", False), ("/abs", False), ("/abs/olute_path", False),
+     ("short", False), ("x" * 65, False), ("", False), (None, False), ("run id with space", False),
+     ("ok_id_123", True), ("x" * 64, True), ("A-b_C-d_", True)],
+)  # fmt: skip
+def test_run_id_validation(store: RunStore, run_id, ok: bool):
+    if ok:
+        assert store.path(run_id) == store.root / run_id
+    else:
+        with pytest.raises(RunStoreError):
+            store.path(run_id)
+        assert issubclass(RunStoreError, TinyGPTError)
+
+
+def test_symlink_escaping_root_is_rejected(store: RunStore, tmp_path: Path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    store.root.mkdir(parents=True)
+    (store.root / "escape_link").symlink_to(outside)
+    with pytest.raises(RunStoreError):
+        store.path("escape_link")
+
+
+def test_default_root_from_env(monkeypatch, tmp_path: Path):
+    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "elsewhere"))
+    assert default_root() == tmp_path / "elsewhere"
+    assert RunStore().root == (tmp_path / "elsewhere").resolve()
+    monkeypatch.delenv("TINYGPT_RUNS_DIR")
+    assert default_root() == Path("runs")
+
+
+def test_create_list_delete(store: RunStore):
+    with store.create(CONFIG, owner="app") as first:
+        first.write_config({"vocab": ["a", "b"], "num_params": 42, "owner": "tampered"})
+    with store.create(CONFIG, owner="cli", parent=first.run_id) as second:
+        second.write_status(state="running", step=7, best_val_loss=1.5)
+    runs = store.list_runs()
+    assert [r.run_id for r in runs] == [second.run_id, first.run_id]  # newest first
+    assert runs[0].state == "running" and runs[0].step == 7 and runs[0].max_steps == 100
+    assert runs[0].parent == first.run_id and runs[0].best_val_loss == 1.5
+    assert runs[1].state == "queued" and runs[1].owner == "app"  # identity survives write_config
+    assert runs[1].config["vocab"] == ["a", "b"] and runs[1].config["num_params"] == 42
+    store.delete(first.run_id)
+    assert not store.exists(first.run_id) and store.exists(second.run_id)
+    with pytest.raises(RunStoreError):
+        store.delete(first.run_id)
+    with pytest.raises(RunStoreError):
+        store.create(CONFIG, owner="someone")
+
+
+def test_list_runs_survives_broken_folders(store: RunStore):
+    with store.create(CONFIG, owner="cli") as good, store.create(CONFIG, owner="cli") as broken:
+        (broken.run_dir / "config.json").write_text("{not json")
+    (store.root / "empty_run_folder").mkdir()
+    (store.root / "list_config").mkdir()
+    (store.root / "list_config" / "config.json").write_text("[1, 2]")
+    (store.root / ".hidden-tmp").mkdir()  # not a run id: ignored
+    (store.root / "stray_file_here.txt").write_text("hi")
+    runs = {r.run_id: r for r in store.list_runs()}
+    assert set(runs) == {good.run_id, broken.run_id, "empty_run_folder", "list_config"}
+    assert runs[good.run_id].state == "queued"
+    for name in (broken.run_id, "empty_run_folder", "list_config"):
+        assert runs[name].state == "unreadable" and runs[name].reason
+
+
+# ---------------------------------------------------------------- writer and reader
+
+
+def test_non_finite_floats_are_written_as_valid_json(writer: RunWriter):
+    nan, inf = float("nan"), float("inf")
+    writer.append_metric(
+        {"step": 1, "loss": nan, "grad_norm": inf, "lr": np.float32(1e-3), "clipped": np.bool_(True),
+         "layer_grad_norms": {"emb": -inf, "L0.attn": np.float32(nan)}, "shape": (1, 2)}
+    )  # fmt: skip
+    writer.write_status(state="diverged", best_val_loss=nan)
+    line = (writer.run_dir / "metrics.jsonl").read_text(encoding="utf-8").strip()
+    record = _strict_loads(line)
+    assert record["loss"] is None and record["grad_norm"] is None
+    assert record["layer_grad_norms"] == {"emb": None, "L0.attn": None}
+    assert math.isclose(record["lr"], 1e-3, rel_tol=1e-6) and record["clipped"] is True and record["shape"] == [1, 2]
+    assert _strict_loads((writer.run_dir / "status.json").read_text())["best_val_loss"] is None
+    reader = RunReader(writer.run_dir)
+    assert reader.metrics[0]["loss"] is None and reader.status()["state"] == "diverged"
+
+
+def test_incremental_read_and_torn_line(writer: RunWriter):
+    reader = RunReader(writer.run_dir)
+    assert reader.metrics == [] and reader.config()["owner"] == "cli"
+    writer.append_metric({"step": 1, "loss": 4.0})
+    writer.append_metric({"step": 2, "loss": 3.5})
+    version = reader.version
+    assert reader.poll() and reader.version == version + 1
+    assert [m["step"] for m in reader.metrics] == [1, 2]
+    assert not reader.poll() and reader.version == version + 1  # nothing new: no redraw
+
+    path = writer.run_dir / "metrics.jsonl"
+    with open(path, "ab") as f:  # a writer caught mid-line
+        f.write(b'{"step": 3, "lo')
+    assert not reader.poll()
+    assert [m["step"] for m in reader.metrics] == [1, 2] and reader.skipped_lines == 0
+    with open(path, "ab") as f:
+        f.write(b'ss": 3.0}\n')
+    assert reader.poll()
+    assert [m["step"] for m in reader.metrics] == [1, 2, 3] and reader.metrics[-1]["loss"] == 3.0
+
+
+def test_reopened_writer_ends_a_torn_line(writer: RunWriter):
+    writer.append_event({"step": 1, "kind": "state", "message": "running"})
+    writer.close()
+    with open(writer.run_dir / "events.jsonl", "ab") as f:  # the worker was killed mid-write
+        f.write(b'{"step": 2, "kind": "cl')
+    with RunWriter(writer.run_dir) as resumed:
+        resumed.append_event({"step": 2, "kind": "state", "message": "resumed"})
+    reader = RunReader(writer.run_dir)
+    assert [e["message"] for e in reader.events] == ["running", "resumed"]
+    assert reader.skipped_lines == 1
+    with pytest.raises(RunStoreError):
+        resumed.append_event({"step": 3, "kind": "typo"})
+
+
+def test_garbage_lines_are_skipped(tmp_path: Path):
+    lines = ['{"step": 1, "loss": 2.0}', "garbage{", "", "[1, 2]", '{"step": 2, "loss": 1.0}', '\xff"', "7"]
+    (tmp_path / "metrics.jsonl").write_bytes("\n".join(lines).encode("latin-1") + b"\n")
+    reader = RunReader(tmp_path)  # no config or status at all: empty, not an error
+    assert [m["step"] for m in reader.metrics] == [1, 2]
+    assert reader.skipped_lines == 4 and reader.config() == {} and reader.status() == {}
+
+
+def test_replaced_file_is_read_from_the_start(writer: RunWriter):
+    for step in range(1, 6):
+        writer.append_metric({"step": step})
+    reader = RunReader(writer.run_dir)
+    (writer.run_dir / "metrics.jsonl").write_text('{"step": 1, "loss": 9.0}\n')  # shorter: a new file
+    assert reader.poll()
+    assert reader.metrics == [{"step": 1, "loss": 9.0}]
+
+
+def test_rewound_run_drops_the_steps_after_the_resume_point(writer: RunWriter):
+    for step in [1, 2, 3, 4, 5, 3, 4]:
+        writer.append_metric({"step": step, "loss": float(step)})
+    assert [m["step"] for m in RunReader(writer.run_dir).metrics] == [1, 2, 3, 4]
+
+
+def test_thinned_series_bounds():
+    series = ThinnedSeries(max_points=50, recent=10)
+    for step in range(1, 10_001):
+        series.append({"step": step})
+    steps = [r["step"] for r in series.records]
+    assert len(steps) <= 50 and steps[0] == 1 and steps[-10:] == list(range(9991, 10_001))
+    assert steps == sorted(set(steps))
+    with pytest.raises(ValueError):
+        ThinnedSeries(max_points=10, recent=10)
+
+
+@pytest.mark.slow  # ~7 s: 100k lines parsed under tracemalloc
+def test_reader_memory_stays_bounded(writer: RunWriter):
+    groups = {"emb": 0.1, "L0.attn": 0.2, "L0.mlp": 0.3, "ln_f": 0.4}
+    # Lines are built before tracing starts (tracemalloc makes every allocation slow); the reader is what is measured.
+    chunks = [
+        "".join(
+            json.dumps({"step": step, "time": 1.7e9 + step, "loss": 1.0 / step, "lr": 1e-3, "grad_norm": 0.5,
+                        "clipped": False, "layer_grad_norms": groups, "update_ratios": groups, "tokens_per_s": 1e4})
+            + "\n"
+            for step in range(chunk * 10_000 + 1, (chunk + 1) * 10_000 + 1)
+        ).encode()
+        for chunk in range(10)
+    ]  # fmt: skip
+    reader = RunReader(writer.run_dir, max_points=4000)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        with open(writer.run_dir / "metrics.jsonl", "ab") as f:
+            for chunk in chunks:
+                f.write(chunk)
+                f.flush()
+                assert reader.poll()
+        current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    steps = [m["step"] for m in reader.metrics]
+    assert len(steps) <= 4000
+    assert steps[0] == 1 and steps[-1] == 100_000 and all(a < b for a, b in zip(steps, steps[1:], strict=False))
+    assert steps[-1000:] == list(range(99_001, 100_001))  # the recent past at full resolution
+    assert current - base < 16e6, f"reader holds {(current - base) / 1e6:.1f} MB"  # all 100k would be ~150 MB
+    assert peak - base < 48e6
+
+
+def test_events_and_samples_are_capped_but_rare_events_kept(writer: RunWriter):
+    writer.append_event({"step": 0, "kind": "knob", "message": "lr", "knob": "learning_rate", "old": 1, "new": 2})
+    for step in range(1, 3001):
+        writer.append_event({"step": step, "kind": "clip", "message": "clipped"})
+        writer.append_sample({"step": step, "prompt": "", "text": "é\n"})
+    reader = RunReader(writer.run_dir)
+    assert len(reader.events) == RunReader.EVENTS_RECENT + 1
+    assert reader.events[0]["kind"] == "knob" and reader.events[-1]["step"] == 3000
+    assert len(reader.samples) == 200 and reader.samples[-1]["text"] == "é\n"
+
+
+def test_attention_thinning_keeps_first_and_latest(writer: RunWriter):
+    tokens = list("abc")
+    reader = RunReader(writer.run_dir)
+    assert reader.attention_index() == {} and reader.attention_version == 0
+    for step in range(0, 3000, 10):
+        weights = np.full((2, 1, 3, 3), step / 3000.0, dtype=np.float32)
+        writer.write_attention(step, weights, "abc", tokens)
+    reader.poll()
+    files = sorted(p.name for p in (writer.run_dir / "attention").glob("step_*.npy"))
+    index = reader.attention_index()
+    steps = [s["step"] for s in index["snapshots"]]
+    assert 16 < len(files) <= 64
+    assert sorted(s["file"] for s in index["snapshots"]) == files
+    assert steps[0] == 0 and steps[-1] == 2990 and steps == sorted(steps)
+    assert index["tokens"] == tokens and index["probe_text"] == "abc"
+    assert reader.attention_version == 1
+    latest = reader.load_attention(2990)
+    assert latest.dtype == np.float32 and latest.shape == (2, 1, 3, 3)
+    np.testing.assert_allclose(latest, 2990 / 3000.0, rtol=1e-3)
+    writer.write_attention(3000, np.zeros((2, 1, 3, 3)), "abc", tokens)
+    reader.poll()
+    assert reader.attention_version == 2
+    with pytest.raises(RunStoreError):
+        reader.load_attention(10)  # thinned out
+    with pytest.raises(RunStoreError):
+        writer.write_attention(1, np.zeros((2, 1, 3, 3)), "abcd", list("abcd"))
+
+
+def test_orphan_snapshot_removed_on_reopen(writer: RunWriter):
+    writer.write_attention(0, np.zeros((1, 1, 2, 2)), "ab", ["a", "b"])
+    np.save(writer.run_dir / "attention" / "step_00000050.npy", np.zeros((1, 1, 2, 2), dtype=np.float16))
+    RunWriter(writer.run_dir).close()
+    assert sorted(p.name for p in (writer.run_dir / "attention").iterdir()) == ["index.json", "step_00000000.npy"]
+
+
+def test_checkpoints_need_both_files(writer: RunWriter):
+    folder = writer.run_dir / "checkpoints"
+    folder.mkdir()
+    for step in (500, 100):
+        (folder / f"step_{step:08d}.safetensors").write_bytes(b"x")
+        (folder / f"step_{step:08d}.json").write_text("{}")
+    (folder / "step_00000900.safetensors").write_bytes(b"x")  # still being written: no .json yet
+    assert RunReader(writer.run_dir).checkpoints() == [100, 500]
+
+
+def test_columns():
+    records = [{"step": 1, "loss": 2.0, "layer_grad_norms": {"L0.attn": 0.5}}, {"step": 2}]
+    cols = columns(records, ["step", "loss", ("layer_grad_norms", "L0.attn")])
+    assert cols == {"step": [1, 2], "loss": [2.0, None], ("layer_grad_norms", "L0.attn"): [0.5, None]}
