@@ -126,8 +126,8 @@ def load_checkpoint(stem: Path | str, device: torch.device | str = "cpu") -> Che
         raise CheckpointError(f"weights file {weights_path} is missing: the checkpoint is incomplete.")
     if weights_path.stat().st_size != meta.get("weights_bytes"):
         raise CheckpointError(
-            f"weights file {weights_path} has {weights_path.stat().st_size} bytes, expected {meta.get('weights_bytes')}:"
-            " it was truncated or replaced. Pick an earlier checkpoint."
+            f"weights file {weights_path} has {weights_path.stat().st_size} bytes, expected "
+            f"{meta.get('weights_bytes')}: it was truncated or replaced. Pick an earlier checkpoint."
         )
     try:
         tensors = load_file(str(weights_path), device=str(device))

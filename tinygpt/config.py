@@ -34,9 +34,10 @@ class ConfigError(TinyGPTError):
 
 
 def _divisors_near(n: int, target: int, count: int = 2) -> list[int]:
-    """The divisors of n closest to target, e.g. heads that divide a width."""
-    divisors = [d for d in range(1, n + 1) if n % d == 0]
-    return sorted(sorted(divisors, key=lambda d: (abs(d - target), d))[:count])
+    """Head counts that divide n: the largest ones below target (fewer heads is the usual fix), then above."""
+    below = [d for d in range(target - 1, 0, -1) if n % d == 0][:count]
+    above = [d for d in range(target + 1, n + 1) if n % d == 0][: count - len(below)]
+    return sorted(below + above)
 
 
 def _multiples_near(n: int, k: int) -> list[int]:

@@ -288,7 +288,7 @@ class TinyGPT(nn.Module):
         generator: torch.Generator | None = None,
         use_cache: bool = True,
     ) -> torch.Tensor:
-        """Continue each row of idx (B, T) by max_new_tokens; returns (B, T + max_new_tokens). Temperature 0 = greedy."""
+        """Continue each row of idx (B, T) by max_new_tokens -> (B, T + max_new_tokens). Temperature 0 is greedy."""
         pieces = [idx]
         for next_ids, _ in self.stream(idx, max_new_tokens, temperature, top_k, top_p, generator, use_cache):
             pieces.append(next_ids)

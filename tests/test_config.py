@@ -1,0 +1,101 @@
+"""Config validation: every bad setting names itself and says what to change."""
+
+import math
+
+import pytest
+
+from tinygpt.config import (
+    PRESETS,
+    ConfigError,
+    DataConfig,
+    RunConfig,
+    TrainConfig,
+    TransformerConfig,
+    preset,
+)
+from tinygpt.errors import TinyGPTError
+
+
+def test_heads_must_divide_width_and_the_message_suggests_fixes():
+    with pytest.raises(ConfigError) as info:
+        TransformerConfig(hidden_dim=100, num_heads=8)
+    message = str(info.value)
+    assert "hidden_dim 100 is not divisible by num_heads 8" in message
+    assert "4 or 5 heads" in message
+    assert "96/104" in message
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"num_layers": 0}, "num_layers must be a positive"),
+        ({"max_seq_len": -1}, "max_seq_len must be a positive"),
+        ({"dropout": 1.0}, "dropout must be in [0, 1)"),
+        ({"attn_scale": "sqrt"}, "attn_scale must be one of head_dim, hidden_dim, none"),
+        ({"attn_scale_mult": 0.0}, "attn_scale_mult must be a positive"),
+        ({"mask": "future"}, "mask must be one of causal, none, off_by_one, sliding_window"),
+        ({"window": 0}, "window must be a positive"),
+        ({"softmax": "fast"}, "softmax must be one of stable, naive"),
+    ],
+)
+def test_transformer_config_rejects(kwargs, fragment):
+    with pytest.raises(ConfigError, match=None) as info:
+        TransformerConfig(**kwargs)
+    assert fragment in str(info.value)
+    assert isinstance(info.value, TinyGPTError)
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"learning_rate": 0}, "learning_rate must be > 0"),
+        ({"min_lr": 1.0}, "min_lr 1.0 must be between 0 and learning_rate"),
+        ({"beta2": 1.0}, "beta2 must be in [0, 1)"),
+        ({"max_grad_norm": -1}, "max_grad_norm must be >= 0"),
+        ({"batch_size": 0}, "batch_size must be a positive"),
+        ({"warmup_steps": -5}, "warmup_steps must be a whole number >= 0"),
+        ({"device": "tpu"}, "device must be one of auto, cpu, cuda, mps"),
+        ({"learning_rate": float("nan")}, "learning_rate must be a finite number"),
+    ],
+)
+def test_train_config_rejects(kwargs, fragment):
+    with pytest.raises(ConfigError) as info:
+        TrainConfig(**kwargs)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "mode, expected",
+    [("head_dim", 1 / math.sqrt(32)), ("hidden_dim", 1 / math.sqrt(128)), ("none", 1.0)],
+)
+def test_each_scale_mode_gives_its_documented_scale(mode, expected):
+    config = TransformerConfig(hidden_dim=128, num_heads=4, attn_scale=mode)
+    assert config.scale == pytest.approx(expected)
+    doubled = TransformerConfig(hidden_dim=128, num_heads=4, attn_scale=mode, attn_scale_mult=2.0)
+    assert doubled.scale == pytest.approx(2 * expected)
+
+
+def test_run_config_round_trips_through_a_dict():
+    config = preset("demo", num_heads=2, learning_rate=3e-3, source="synthetic:add")
+    again = RunConfig.from_dict(config.to_dict())
+    assert again == config
+    assert again.model.num_heads == 2 and again.train.learning_rate == 3e-3
+    assert again.data == DataConfig(source="synthetic:add")
+
+
+def test_unknown_keys_are_named():
+    with pytest.raises(ConfigError, match="unknown TransformerConfig field"):
+        TransformerConfig.from_dict({"n_head": 4})
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_builds(name):
+    config = preset(name)
+    assert config.model.hidden_dim % config.model.num_heads == 0
+
+
+def test_unknown_preset_and_setting():
+    with pytest.raises(ConfigError, match="unknown preset"):
+        preset("huge")
+    with pytest.raises(ConfigError, match="unknown setting"):
+        preset("demo", colour="red")

@@ -1,0 +1,182 @@
+"""TinyGPT's contract: shapes, causality, probes, initial loss, overfitting, and generation."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tinygpt.config import TransformerConfig
+from tinygpt.errors import ShapeError
+from tinygpt.model import TinyGPT
+from tinygpt.probes import capture, probe_names
+
+
+def tiny(**overrides) -> TinyGPT:
+    torch.manual_seed(0)
+    base = dict(vocab_size=11, hidden_dim=32, num_layers=2, num_heads=4, max_seq_len=16)
+    return TinyGPT(TransformerConfig(**{**base, **overrides})).eval()
+
+
+def ids(B=2, T=16, vocab=11, seed=0):
+    return torch.randint(0, vocab, (B, T), generator=torch.Generator().manual_seed(seed))
+
+
+def test_logits_and_attention_shapes():
+    model = tiny()
+    x = ids()
+    logits = model(x)
+    assert logits.shape == (2, 16, 11)
+    logits2, maps = model(x, return_attention=True)
+    assert len(maps) == 2 and all(m.shape == (2, 4, 16, 16) for m in maps)
+    assert torch.allclose(logits, logits2, atol=1e-5)  # fused and explicit paths agree inside the model
+
+
+@pytest.mark.parametrize(
+    "mask, leaks",
+    [("causal", False), ("sliding_window", False), ("none", True), ("off_by_one", True)],
+)
+def test_changing_the_future_moves_earlier_logits_only_for_leaky_masks(mask, leaks):
+    model = tiny(mask=mask, window=4)
+    x = ids(B=1)
+    t = 7
+    changed = x.clone()
+    changed[0, t + 1 :] = (changed[0, t + 1 :] + 1) % 11  # perturb every token after position t
+    with torch.no_grad():
+        before, after = model(x)[0, : t + 1], model(changed)[0, : t + 1]
+    moved = (before - after).abs().max().item()
+    if leaks:
+        assert moved > 1e-4
+    else:
+        assert moved == 0.0
+
+
+def test_shape_contracts_name_the_tensor_and_both_shapes():
+    model = tiny()
+    with pytest.raises(ShapeError, match=r"idx: expected 2-D shape \(B, T\), got 1-D shape \(16,\)"):
+        model(torch.zeros(16, dtype=torch.long))
+    with pytest.raises(ShapeError, match=r"max_seq_len=16.*got \(1, 20\)"):
+        model(torch.zeros(1, 20, dtype=torch.long))
+    with pytest.raises(ShapeError, match="expected dtype"):
+        model(torch.zeros(1, 4))
+    with pytest.raises(ShapeError, match=r"token ids must be in \[0, vocab_size=11\)"):
+        model(torch.full((1, 4), 11))
+
+
+def test_probes_expose_internals_without_changing_the_output():
+    model = tiny()
+    x = ids()
+    names = probe_names(model)
+    assert "blocks.0.attn.hook_weights" in names and "blocks.1.hook_resid_post" in names
+    plain = model(x)
+    with capture(model, ["blocks.*.attn.hook_*", "blocks.0.mlp.hook_act", "blocks.*.hook_resid_post"]) as cache:
+        probed = model(x)
+    assert torch.allclose(plain, probed, atol=1e-5)
+    assert cache["blocks.0.attn.hook_scores"].shape == (2, 4, 16, 16)
+    assert cache["blocks.0.attn.hook_mask"].dtype == torch.bool
+    assert torch.allclose(cache["blocks.1.attn.hook_weights"].sum(-1), torch.ones(2, 4, 16), atol=1e-5)
+    assert cache["blocks.0.mlp.hook_act"].shape == (2, 16, 128)
+    assert cache["blocks.1.hook_resid_post"].norm(dim=-1).shape == (2, 16)
+    # Hooks are removed afterwards: the fused path is used again.
+    assert not model.blocks[0].attn.needs_weights()
+
+
+def test_gpt2_initialisation():
+    model = TinyGPT(TransformerConfig(vocab_size=65, hidden_dim=128, num_layers=4, num_heads=4))
+    assert model.lm_head.weight is model.tok_emb.weight  # tied
+    assert model.blocks[0].attn.qkv.weight.std().item() == pytest.approx(0.02, rel=0.05)
+    assert model.blocks[0].mlp.proj.weight.std().item() == pytest.approx(0.02 / math.sqrt(8), rel=0.05)
+
+
+def test_initial_loss_is_close_to_uniform():
+    model = tiny(vocab_size=65, max_seq_len=32)
+    x = ids(B=8, T=32, vocab=65)
+    y = ids(B=8, T=32, vocab=65, seed=1)
+    with torch.no_grad():
+        loss = F.cross_entropy(model(x).view(-1, 65), y.view(-1)).item()
+    assert abs(loss - math.log(65)) < 0.1
+
+
+def test_a_tiny_batch_overfits():
+    torch.manual_seed(0)
+    model = TinyGPT(TransformerConfig(vocab_size=11, hidden_dim=32, num_layers=2, num_heads=4, max_seq_len=16))
+    x, y = ids(B=4), ids(B=4, seed=3)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    for _ in range(300):
+        loss = F.cross_entropy(model(x).view(-1, 11), y.view(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert loss.item() < 0.05
+
+
+def test_detached_residual_starves_the_first_layer():
+    x, y = ids(B=4), ids(B=4, seed=3)
+    norms = {}
+    for detach in (False, True):
+        model = TinyGPT(
+            TransformerConfig(
+                vocab_size=11, hidden_dim=32, num_layers=4, num_heads=4, max_seq_len=16, detach_residual=detach
+            )
+        )
+        torch.manual_seed(0)
+        F.cross_entropy(model(x).view(-1, 11), y.view(-1)).backward()
+        norms[detach] = model.blocks[0].attn.qkv.weight.grad.norm().item()
+    assert norms[True] < norms[False] * 1e-2
+
+
+# ---------------------------------------------------------------- generation
+
+
+def test_temperature_zero_is_deterministic_and_top_k_one_is_greedy():
+    model = tiny()
+    prompt = ids(B=1, T=3)
+    greedy = model.generate(prompt, 20, temperature=0)
+    assert greedy.shape == (1, 23)
+    assert torch.equal(greedy, model.generate(prompt, 20, temperature=0))
+    top1 = model.generate(prompt, 20, temperature=1.0, top_k=1, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(greedy, top1)
+
+
+def test_same_seed_same_text_different_seed_different_text():
+    model = tiny()
+    prompt = ids(B=1, T=3)
+    a = model.generate(prompt, 40, generator=torch.Generator().manual_seed(1))
+    b = model.generate(prompt, 40, generator=torch.Generator().manual_seed(1))
+    c = model.generate(prompt, 40, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+@pytest.mark.parametrize("mask", ["causal", "sliding_window"])
+def test_kv_cache_equals_full_recomputation_over_200_tokens(mask):
+    model = tiny(mask=mask, window=5, max_seq_len=32)
+    prompt = ids(B=2, T=5)
+    cached = model.generate(prompt, 200, temperature=0, use_cache=True)
+    recomputed = model.generate(prompt, 200, temperature=0, use_cache=False)
+    assert torch.equal(cached, recomputed)  # 200 > max_seq_len: the window slides and the cache refills
+
+
+def test_prompt_longer_than_context_is_cropped_from_the_left():
+    model = tiny()
+    long_prompt = ids(B=1, T=40)
+    out = model.generate(long_prompt, 5, temperature=0)
+    assert out.shape == (1, 45)
+    assert torch.equal(out[:, 40:], model.generate(long_prompt[:, -16:], 5, temperature=0)[:, 16:])
+
+
+def test_stream_yields_distributions_and_attention_rows():
+    model = tiny()
+    steps = list(model.stream(ids(B=1, T=4), 3, temperature=0.5, top_k=3, with_attention=True))
+    assert len(steps) == 3
+    _, step = steps[-1]
+    assert step.probs_raw.shape == (11,) and step.probs.shape == (11,)
+    assert (step.probs > 0).sum() <= 3
+    assert step.attention.shape == (2, 4, 6)  # (L, H, S): newest position over the 6 positions so far
+
+
+def test_top_p_keeps_the_nucleus_only():
+    from tinygpt.sampling import next_token_probs
+
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
+    probs = next_token_probs(logits, temperature=1.0, top_p=0.7)
+    assert probs[0, 2:].sum() == 0 and probs[0, :2].sum() == pytest.approx(1.0)

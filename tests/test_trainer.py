@@ -1,0 +1,151 @@
+"""The trainer: schedule, clipping, diagnostics, non-finite safety, knobs, and checkpoints that resume exactly."""
+
+import math
+
+import pytest
+import torch
+
+from tinygpt.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
+from tinygpt.config import ConfigError, RunConfig, TrainConfig, TransformerConfig
+from tinygpt.data import Corpus
+from tinygpt.errors import CheckpointError, TinyGPTError
+from tinygpt.model import TinyGPT
+from tinygpt.trainer import Trainer, group_names, lr_at
+
+
+def make_trainer(text: str, seed: int = 0, **train) -> Trainer:
+    corpus = Corpus.from_text(text, block_size=16)
+    torch.manual_seed(seed)
+    model_config = TransformerConfig(
+        vocab_size=corpus.tokenizer.vocab_size, hidden_dim=32, num_layers=2, num_heads=4, max_seq_len=16
+    )
+    config = TrainConfig(**{"batch_size": 4, "max_steps": 50, "warmup_steps": 5, "eval_batches": 2, **train})
+    return Trainer(TinyGPT(model_config), config, corpus)
+
+
+def test_lr_schedule_boundaries():
+    kw = dict(learning_rate=1.0, min_lr=0.1, warmup_steps=10, max_steps=110)
+    assert lr_at(0, **kw) == pytest.approx(0.1)  # first warmup step: lr / warmup
+    assert lr_at(9, **kw) == pytest.approx(1.0)  # warmup ends at the peak
+    assert lr_at(10, **kw) == pytest.approx(1.0)  # cosine starts at the peak
+    assert lr_at(60, **kw) == pytest.approx(0.55)  # half way: (peak + floor) / 2
+    assert lr_at(110, **kw) == pytest.approx(0.1)  # the floor
+    assert lr_at(10_000, **kw) == pytest.approx(0.1)
+    assert lr_at(0, learning_rate=1.0, min_lr=0.1, warmup_steps=0, max_steps=100) == pytest.approx(1.0)
+
+
+def test_step_record_is_plain_data(tiny_text):
+    trainer = make_trainer(tiny_text)
+    record = trainer.step()
+    assert record["step"] == 1 and record["applied"] and record["nonfinite"] is None
+    assert (
+        list(record["layer_grad_norms"]) == group_names(2) == ["emb", "L0.attn", "L0.mlp", "L1.attn", "L1.mlp", "ln_f"]
+    )
+    total = math.sqrt(sum(v**2 for v in record["layer_grad_norms"].values()))
+    assert record["grad_norm"] == pytest.approx(total, rel=1e-4)
+    assert all(v > 0 for v in record["update_ratios"].values())
+    for value in record.values():
+        assert not torch.is_tensor(value)
+
+
+def test_clipping_caps_the_norm_and_reports_the_pre_clip_value(tiny_text):
+    trainer = make_trainer(tiny_text, max_grad_norm=1e-3)
+    params = [p for _, p in trainer.named_params]
+    record = trainer.step()
+    assert record["clipped"] and record["grad_norm"] > 1e-3
+    after = torch.stack(torch._foreach_norm([p.grad for p in params])).norm().item()
+    assert after == pytest.approx(1e-3, rel=1e-3)
+    unclipped = make_trainer(tiny_text, max_grad_norm=0.0).step()
+    assert not unclipped["clipped"]
+
+
+def test_naive_softmax_on_huge_logits_is_caught_and_parameters_stay(tiny_text):
+    trainer = make_trainer(tiny_text)
+    trainer.model.config.softmax = "naive"
+    trainer.model.config.attn_scale_mult = 1e6  # scores ~1e4: exp() overflows to inf, inf / inf = NaN
+    before = {n: p.detach().clone() for n, p in trainer.named_params}
+    record = trainer.step()
+    assert not record["applied"]
+    assert record["nonfinite"]["where"] == "forward"
+    assert record["nonfinite"]["tensor"] == "blocks.0.attn.hook_weights"
+    for name, param in trainer.named_params:
+        assert torch.equal(param, before[name]), name
+
+
+def test_live_knobs_validate_and_apply(tiny_text):
+    trainer = make_trainer(tiny_text)
+    assert trainer.set_knob("mask", "none") == ("causal", "none")
+    assert trainer.model.config.mask == "none"
+    assert trainer.set_knob("learning_rate", 1) == (1e-3, 1.0)
+    with pytest.raises(ConfigError, match="mask must be one of"):
+        trainer.set_knob("mask", "sideways")
+    with pytest.raises(TinyGPTError, match="cannot change while training"):
+        trainer.set_knob("num_heads", 2)
+
+
+def test_loss_falls(tiny_text):
+    trainer = make_trainer(tiny_text, learning_rate=3e-3)
+    first = trainer.evaluate()["train_loss"]
+    for _ in range(50):
+        trainer.step()
+    assert trainer.evaluate()["train_loss"] < first - 0.5
+
+
+def test_checkpoint_round_trip_and_exact_resume(tiny_text, tmp_path):
+    straight = make_trainer(tiny_text)
+    losses = [straight.step()["loss"] for _ in range(20)]
+
+    first = make_trainer(tiny_text)
+    for _ in range(10):
+        first.step()
+    config = RunConfig(model=first.model.config, train=first.config)
+    vocab = first.corpus.tokenizer.vocab
+    save_checkpoint(tmp_path / "step_00000010", first.model, config, vocab, 10, first.state())
+    assert list_checkpoints(tmp_path) == [10]
+
+    ckpt = load_checkpoint(tmp_path / "step_00000010")
+    assert ckpt.step == 10 and ckpt.vocab == vocab and ckpt.config == config
+    resumed = Trainer(ckpt.build_model(), ckpt.config.train, first.corpus)
+    resumed.load_state(ckpt.trainer_state)
+    resumed_losses = [resumed.step()["loss"] for _ in range(10)]
+    assert resumed_losses == pytest.approx(losses[10:], abs=1e-6)
+
+
+def test_corrupt_truncated_and_mismatched_checkpoints(tiny_text, tmp_path):
+    trainer = make_trainer(tiny_text)
+    config = RunConfig(model=trainer.model.config, train=trainer.config)
+    stem = tmp_path / "step_00000001"
+    save_checkpoint(stem, trainer.model, config, trainer.corpus.tokenizer.vocab, 1, trainer.state())
+    weights = stem.with_suffix(".safetensors")
+    data = weights.read_bytes()
+
+    weights.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="truncated"):
+        load_checkpoint(stem)
+    weights.write_bytes(b"\x00" * len(data))
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load_checkpoint(stem)
+    weights.write_bytes(data)
+    stem.with_suffix(".json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load_checkpoint(stem)
+    with pytest.raises(CheckpointError, match="not found"):
+        load_checkpoint(tmp_path / "step_00000099")
+
+    from tinygpt.checkpoint import load_model_state
+
+    other = TinyGPT(
+        TransformerConfig(
+            vocab_size=trainer.model.config.vocab_size, hidden_dim=64, num_layers=2, num_heads=4, max_seq_len=16
+        )
+    )
+    with pytest.raises(CheckpointError, match="different configuration"):
+        load_model_state(other, {k: v for k, v in trainer.model.state_dict().items() if k != "lm_head.weight"})
+
+
+def test_checkpoints_never_unpickle():
+    import pathlib
+
+    source = pathlib.Path(__file__).resolve().parents[1] / "tinygpt"
+    for path in source.rglob("*.py"):
+        assert "torch.load(" not in path.read_text(), path
