@@ -27,26 +27,27 @@ from .config import MASKS
 
 def build_mask(mode: str, size: int, window: int = 16, device: torch.device | str | None = None) -> torch.Tensor:
     """The (T, T) bool matrix of a mask mode; True = query row may attend to key column."""
-    row = torch.arange(size, device=device).unsqueeze(1)  # (T, 1) query positions t
-    col = torch.arange(size, device=device).unsqueeze(0)  # (1, T) key positions s
+    return mask_rows(mode, 0, size, window, device)
+
+
+def mask_rows(mode: str, past: int, new: int, window: int = 16, device=None) -> torch.Tensor:
+    """Mask rows for `new` queries that follow `past` cached positions: (new, past + new).
+
+    These are the last `new` rows of the full (S, S) mask, S = past + new; built directly, because a KV cache asks
+    for one row per generated token and building S x S to keep one row would cost O(S^2) per token.
+    """
+    row = torch.arange(past, past + new, device=device).unsqueeze(1)  # (T, 1) query positions t
+    col = torch.arange(past + new, device=device).unsqueeze(0)  # (1, S) key positions s
     if mode == "causal":
         return col <= row  # s <= t: the past and the present, never the future
     if mode == "none":
-        return torch.ones(size, size, dtype=torch.bool, device=device)  # everyone sees everything
+        return torch.ones(new, past + new, dtype=torch.bool, device=device)  # everyone sees everything
     if mode == "off_by_one":
         # The classic misaligned tril(diagonal=1): position t also sees t+1, the very token it must predict.
         return col <= row + 1
     if mode == "sliding_window":
         return (col <= row) & (col > row - window)  # causal, and only the last `window` positions
     raise ValueError(f"unknown mask mode {mode!r}; choose one of {', '.join(MASKS)}")
-
-
-def mask_rows(mode: str, past: int, new: int, window: int = 16, device=None) -> torch.Tensor:
-    """Mask rows for `new` queries that follow `past` cached positions: (new, past + new).
-
-    With a KV cache the queries are the last `new` rows of the full (S, S) mask.
-    """
-    return build_mask(mode, past + new, window, device)[past:]
 
 
 def scores_to_weights(scores: torch.Tensor, softmax: str = "stable") -> torch.Tensor:
@@ -97,7 +98,7 @@ def fused_attention(
     if mode == "causal" and k.shape[-2] == size:
         # is_causal lets the kernel skip the upper triangle instead of reading a mask.
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True, scale=scale)
-    if mode == "none":
+    if mode == "none" or (mode == "causal" and size == 1):  # one new query after a cache sees every key
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale)
     mask = mask_rows(mode, k.shape[-2] - size, size, window, q.device)  # (T, S), True = attend (same as SDPA)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)

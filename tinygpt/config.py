@@ -56,6 +56,9 @@ class TransformerConfig:
     num_heads: int = 4  # attention heads per block; d_head = hidden_dim / num_heads
     max_seq_len: int = 64  # context length T: position embeddings exist for 0..max_seq_len-1
     dropout: float = 0.0  # 0 for tiny models that underfit; 0.1-0.2 once a model starts to overfit
+    # Biases in Linear and LayerNorm. GPT-2 had them; nanoGPT's default and most modern LLMs drop them:
+    # no worse at this scale, and measurably faster on CPU.
+    bias: bool = False
 
     # Attention scaling: softmax(q.k * scale). 1/sqrt(d_head) keeps the scores' variance ~1 at init
     # (Vaswani et al. 2017, section 3.2.1). "hidden_dim" is the common bug of dividing by sqrt(d_model);

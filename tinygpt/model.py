@@ -39,6 +39,11 @@ from .sampling import next_token_probs, sample_next_token
 from .shapes import expect_shape
 
 
+def _dropout(p: float) -> nn.Module:
+    # Dropout(0) still launches its kernel in training mode; an identity costs nothing.
+    return nn.Dropout(p) if p > 0 else nn.Identity()
+
+
 class KVCache:
     """Keys and values of the positions seen so far, one preallocated (B, H, max_seq_len, D) buffer per layer.
 
@@ -63,9 +68,13 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.config = config  # shared, not copied: live knobs (scale, mask) take effect at the next forward
-        self.qkv = nn.Linear(config.hidden_dim, 3 * config.hidden_dim)  # q, k, v for all heads in one matmul
-        self.proj = nn.Linear(config.hidden_dim, config.hidden_dim)  # writes back into the residual stream
-        self.resid_dropout = nn.Dropout(config.dropout)
+        self.qkv = nn.Linear(
+            config.hidden_dim, 3 * config.hidden_dim, bias=config.bias
+        )  # q, k, v for all heads in one matmul
+        self.proj = nn.Linear(
+            config.hidden_dim, config.hidden_dim, bias=config.bias
+        )  # writes back into the residual stream
+        self.resid_dropout = _dropout(config.dropout)
         self.hook_scores = Probe()  # (B, H, T, S) q.k * scale, before masking
         self.hook_mask = Probe()  # (T, S) bool, True = may attend
         self.hook_weights = Probe()  # (B, H, T, S) softmax weights, rows sum to 1
@@ -108,11 +117,13 @@ class MultiHeadAttention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.fc = nn.Linear(config.hidden_dim, 4 * config.hidden_dim)  # 4x wider, as in GPT-2
+        self.fc = nn.Linear(config.hidden_dim, 4 * config.hidden_dim, bias=config.bias)  # 4x wider, as in GPT-2
         self.act = nn.GELU()
         self.hook_act = Probe()  # (B, T, 4C) activations after GELU
-        self.proj = nn.Linear(4 * config.hidden_dim, config.hidden_dim)  # writes back into the residual stream
-        self.dropout = nn.Dropout(config.dropout)
+        self.proj = nn.Linear(
+            4 * config.hidden_dim, config.hidden_dim, bias=config.bias
+        )  # writes back into the residual stream
+        self.dropout = _dropout(config.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.dropout(self.proj(self.hook_act(self.act(self.fc(x)))))
@@ -124,9 +135,9 @@ class Block(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.config = config
-        self.ln_1 = nn.LayerNorm(config.hidden_dim)
+        self.ln_1 = nn.LayerNorm(config.hidden_dim, bias=config.bias)
         self.attn = MultiHeadAttention(config)
-        self.ln_2 = nn.LayerNorm(config.hidden_dim)
+        self.ln_2 = nn.LayerNorm(config.hidden_dim, bias=config.bias)
         self.mlp = MLP(config)
         self.hook_resid_pre = Probe()  # (B, T, C) the residual stream entering the block
         self.hook_resid_mid = Probe()  # (B, T, C) after attention added its part
@@ -160,9 +171,9 @@ class TinyGPT(nn.Module):
         self.config = config
         self.tok_emb = nn.Embedding(config.vocab_size, config.hidden_dim)  # token id -> vector
         self.pos_emb = nn.Embedding(config.max_seq_len, config.hidden_dim)  # position -> vector (learned)
-        self.drop = nn.Dropout(config.dropout)
+        self.drop = _dropout(config.dropout)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.num_layers))
-        self.ln_f = nn.LayerNorm(config.hidden_dim)
+        self.ln_f = nn.LayerNorm(config.hidden_dim, bias=config.bias)
         self.lm_head = nn.Linear(config.hidden_dim, config.vocab_size, bias=False)
         # Tied head (Press & Wolf 2017): the same matrix reads tokens in and scores them out; fewer parameters.
         self.lm_head.weight = self.tok_emb.weight
@@ -237,8 +248,12 @@ class TinyGPT(nn.Module):
         generator: torch.Generator | None = None,
         use_cache: bool = True,
         with_attention: bool = False,
-    ) -> Iterator[tuple[torch.Tensor, GenerationStep]]:
-        """Yield (next ids (B, 1), step details) one token at a time. Context beyond max_seq_len is cropped left."""
+        details: bool = True,
+    ) -> Iterator[tuple[torch.Tensor, GenerationStep | None]]:
+        """Yield (next ids (B, 1), step details) one token at a time. Context beyond max_seq_len is cropped left.
+
+        `details=False` skips the per-token distributions (None is yielded instead) for plain generation.
+        """
         expect_shape("idx", idx, ("B", None), dtype=(torch.long, torch.int32, torch.int64))
         if idx.shape[1] == 0:
             raise ShapeError("idx: the prompt is empty; give at least one character to continue from.")
@@ -262,15 +277,17 @@ class TinyGPT(nn.Module):
                 logits, maps = out if with_attention else (out, None)
                 last = logits[:, -1, :].float()  # (B, V) only the newest position predicts the next token
                 next_ids = sample_next_token(last, temperature, top_k, top_p, generator)  # (B, 1)
-                attn_row = None
-                if maps is not None:
-                    attn_row = torch.stack([m[0, :, -1, :] for m in maps])  # L x (H, S) -> (L, H, S)
-                step = GenerationStep(
-                    token=int(next_ids[0, 0]),
-                    probs_raw=torch.softmax(last[0], dim=-1),
-                    probs=next_token_probs(last[:1], temperature, top_k, top_p)[0],
-                    attention=attn_row,
-                )
+                step = None
+                if details:
+                    attn_row = None
+                    if maps is not None:
+                        attn_row = torch.stack([m[0, :, -1, :] for m in maps])  # L x (H, S) -> (L, H, S)
+                    step = GenerationStep(
+                        token=int(next_ids[0, 0]),
+                        probs_raw=torch.softmax(last[0], dim=-1),
+                        probs=next_token_probs(last[:1], temperature, top_k, top_p)[0],
+                        attention=attn_row,
+                    )
                 context = torch.cat([context, next_ids], dim=1)[:, -self.config.max_seq_len - 1 :]
                 pending = next_ids if cache is not None else context
                 yield next_ids, step
@@ -290,6 +307,7 @@ class TinyGPT(nn.Module):
     ) -> torch.Tensor:
         """Continue each row of idx (B, T) by max_new_tokens -> (B, T + max_new_tokens). Temperature 0 is greedy."""
         pieces = [idx]
-        for next_ids, _ in self.stream(idx, max_new_tokens, temperature, top_k, top_p, generator, use_cache):
+        steps = self.stream(idx, max_new_tokens, temperature, top_k, top_p, generator, use_cache, details=False)
+        for next_ids, _ in steps:
             pieces.append(next_ids)
         return torch.cat(pieces, dim=1)
