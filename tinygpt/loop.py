@@ -1,0 +1,477 @@
+"""The one training loop: a config goes in, a run folder comes out, and commands steer it between steps.
+
+`run_training` is UI-free. The app runs it in a worker process per run (tinygpt.worker), the CLI runs it in the
+foreground, and a later torchrun launcher runs it once per rank: one loop, so what the app shows is what the CLI
+does. Between two optimisation steps it
+
+    1. polls its `Control` for commands (pause, resume, step n, stop, knob), never blocking while running;
+    2. takes one `Trainer.step()` and appends its record to metrics.jsonl;
+    3. publishes on schedule: eval points, attention snapshots of the probe text (also at step 0, before
+       training), a sample text, checkpoints (also at pause, stop and finish), clip and non-finite events;
+    4. rewrites status.json at most `STATUS_INTERVAL` apart (a whole-file rewrite, so not every step).
+
+Publishing is cheap by construction: one JSON line per step, files replaced atomically a few times per second,
+an attention snapshot is one no-grad forward of a (1, T) probe. Measured on a 2-core CPU at the demo preset, the
+loop runs within ~1-2% of a bare `Trainer.step()` loop doing the same steps, evals and samples (see
+`bare_tokens_per_s` and tinygpt.worker.measure_worker_throughput).
+
+States (status.json): starting -> running <-> paused -> finished | stopped | diverged | failed, each with a human
+reason. A non-finite loss or gradient is never applied (the Trainer skips the update); the loop records which
+tensor went bad, marks the run diverged and waits paused for a command, so a learner can turn the knob back and
+resume. Resuming from a checkpoint continues the same loss curve exactly on CPU: model, optimizer, batch and eval
+generators and torch's global generator (dropout) are all restored, and the schedule depends only on the step.
+
+Left out: gradient accumulation, multi-rank coordination (the torchrun issue), and a live "extend max_steps"
+(a finished run is extended by resuming it with a larger max_steps).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import os
+import queue
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from .checkpoint import checkpoint_stem, list_checkpoints, load_checkpoint, load_model_state, save_checkpoint
+from .config import RunConfig
+from .data import load_corpus
+from .device import resolve_device
+from .errors import CheckpointError, TinyGPTError
+from .model import TinyGPT
+from .runstore import RunWriter, read_json, write_json_atomic
+from .trainer import ResourceError, Trainer
+
+LATEST = -1  # resume_from=LATEST: the newest complete checkpoint
+STATUS_INTERVAL = 0.25  # s between status.json rewrites: the page polls at ~2 Hz, so 4 Hz is always fresh
+PAUSED_POLL = 0.5  # s a paused loop blocks waiting for a command before looking again
+SAMPLE_CHARS = 200  # characters per published sample: two or three lines of Shakespeare
+SAMPLE_TEMPERATURE = 0.8  # a little sharper than the model's distribution: fewer typos, still varied
+SAMPLE_SEED = 1234  # the same seed at every step, so samples differ only because the model changed
+SAMPLE_PROMPT_CHARS = 16  # the sample continues the first characters of the probe text
+KEEP_RECENT_CHECKPOINTS = 3  # always kept: the newest ones are what resume and the Sample page want most
+MAX_CHECKPOINTS = 12  # older ones are thinned to a roughly geometric spread from step 0 to now
+CLIP_QUIET = 10  # unclipped steps in a row that end a stretch of clipping (one event each way, not per step)
+COMMANDS = ("pause", "resume", "step", "stop", "knob", "release")
+
+
+class Control(Protocol):
+    """Where commands come from: `poll(0)` must not block; `poll(t)` waits up to t seconds for the first one."""
+
+    def poll(self, timeout: float) -> list[dict]: ...
+
+
+class QueueControl:
+    """Commands from another thread of this process (tests, notebooks): `send({"cmd": "pause"})`."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[dict] = queue.Queue()
+
+    def send(self, command: dict) -> None:
+        self._queue.put(command)
+
+    def poll(self, timeout: float) -> list[dict]:
+        try:
+            first = self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get_nowait()
+        except queue.Empty:
+            return []
+        commands = [first]
+        while True:
+            try:
+                commands.append(self._queue.get_nowait())
+            except queue.Empty:
+                return commands
+
+
+class _NoControl:
+    def poll(self, timeout: float) -> list[dict]:
+        return []
+
+
+def checkpoints_to_drop(steps: list[int], keep_recent: int = KEEP_RECENT_CHECKPOINTS, limit: int = MAX_CHECKPOINTS):
+    """Which checkpoint steps to delete so at most `limit` remain: the newest `keep_recent` always stay, and the
+    older ones lose every other member of their older half (never the first) until they fit. Repeated over a run
+    this leaves the distant past sparse and the recent past dense, always spanning the first checkpoint to now."""
+    steps = sorted(steps)
+    old, recent = steps[: max(0, len(steps) - keep_recent)], steps[len(steps) - keep_recent :]
+    dropped: list[int] = []
+    while len(old) > max(1, limit - len(recent)):
+        half = max(2, len(old) // 2)
+        dropped += old[1:half:2]
+        old = [old[0], *old[2:half:2], *old[half:]]
+    return dropped
+
+
+def _rng_to_text(state: torch.Tensor) -> str:
+    return base64.b64encode(state.numpy().tobytes()).decode("ascii")
+
+
+def _rng_from_text(text: str) -> torch.Tensor:
+    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)
+
+
+def _rewind(run_dir: Path, step: int) -> None:
+    """Resuming from an earlier checkpoint abandons what came after it: drop later checkpoints (else "latest"
+    would name them) and later attention snapshots from the index (RunWriter then deletes their files).
+    The .jsonl files are left alone: readers treat a step that goes backwards as a rewind."""
+    folder = run_dir / "checkpoints"
+    for later in [s for s in list_checkpoints(folder) if s > step]:
+        stem = checkpoint_stem(folder, later)
+        stem.with_suffix(".json").unlink(missing_ok=True)  # the JSON first: without it the checkpoint is invalid
+        stem.with_suffix(".safetensors").unlink(missing_ok=True)
+    index_path = run_dir / "attention" / "index.json"
+    index = read_json(index_path, None)
+    if isinstance(index, dict) and any(s.get("step", 0) > step for s in index.get("snapshots", [])):
+        index["snapshots"] = [s for s in index["snapshots"] if s.get("step", 0) <= step]
+        write_json_atomic(index_path, index)
+
+
+class _Loop:
+    """One run's state between steps. Everything the loop publishes goes through `self.writer`."""
+
+    def __init__(self, run_dir: Path, config: RunConfig, control: Control, on_record, device):
+        self.run_dir, self.config, self.control = run_dir, config, control
+        self.on_record = on_record
+        self.device_name = device
+        self.writer = RunWriter(run_dir)
+        self.paused = False
+        self.budget = 0  # steps still to take after a "step n" while paused
+        self.exit: tuple[str, str] | None = None  # (state, reason) once the loop should end
+        self.last_status = 0.0
+        self.rate_mark = (time.perf_counter(), 0)  # (time, step) of the last tokens/s estimate
+        self.tokens_per_s: float | None = None
+        self.best_val: float | None = None
+        self.clip_start: int | None = None  # first step of the current stretch of clipping
+        self.clip_last = self.clip_count = 0  # its last clipped step, and how many steps clipped in it
+        self.checkpointed_step: int | None = None
+        self.diverged = False  # paused by a non-finite step (kept as the state if the process is released)
+        self.trainer: Trainer | None = None
+
+    # ---------------------------------------------------------------- setup
+
+    def setup(self, resume_from: int | None) -> None:
+        self.status("starting", "loading the data and building the model", force=True, pid=os.getpid())
+        device = resolve_device(self.device_name or self.config.train.device)
+        ckpt = None
+        if resume_from is not None:
+            steps = list_checkpoints(self.run_dir / "checkpoints")
+            if not steps:
+                raise CheckpointError(f"run {self.run_dir.name} has no checkpoint to resume from: start a new run.")
+            step = steps[-1] if resume_from == LATEST else resume_from
+            if step not in steps:
+                raise CheckpointError(f"run {self.run_dir.name} has no checkpoint at step {step}; it has {steps}.")
+            ckpt = load_checkpoint(checkpoint_stem(self.run_dir / "checkpoints", step))
+            # The checkpoint's config carries the knobs as they were; max_steps may have been raised since.
+            ckpt.config.train.max_steps = self.config.train.max_steps
+            self.config = ckpt.config
+        config = self.config
+        corpus = load_corpus(config.data, config.model.max_seq_len)
+        vocab = corpus.tokenizer.vocab
+        if ckpt is not None and ckpt.vocab != vocab:
+            raise CheckpointError("the corpus no longer has the vocabulary this checkpoint was trained with.")
+        config.model.vocab_size = len(vocab)
+        torch.manual_seed(config.train.seed)  # weight init and dropout draw from torch's global generator
+        model = TinyGPT(config.model)
+        self.trainer = trainer = Trainer(model, config.train, corpus, device)
+        self.model, self.corpus, self.vocab, self.device = model, corpus, vocab, device
+        self.tokens_per_step = config.train.batch_size * config.model.max_seq_len
+        if ckpt is not None:
+            load_model_state(model, ckpt.model_state)
+            trainer.load_state(ckpt.trainer_state)
+            if "torch_rng" in ckpt.extra:
+                torch.set_rng_state(_rng_from_text(ckpt.extra["torch_rng"]))
+            self.checkpointed_step = ckpt.step
+            self.best_val = (read_json(self.run_dir / "status.json", {}) or {}).get("best_val_loss")
+        else:
+            self.writer.write_config({**config.to_dict(), "vocab": vocab, "num_params": model.num_params()})
+
+        probe = (config.probe_text or corpus.probe_text(config.model.max_seq_len))[: config.model.max_seq_len]
+        ids = corpus.tokenizer.encode(probe, what="probe text")
+        self.probe_text, self.probe_tokens = probe, [vocab[i] for i in ids]
+        self.probe_idx = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
+        self.prompt_idx = self.probe_idx[:, :SAMPLE_PROMPT_CHARS]  # (1, P)
+        if ckpt is None:
+            self.snapshot_attention()  # step 0: the untrained model's attention, the start of the step slider
+            self.save_checkpoint()  # step 0 too: the Sample page can show what an untrained model writes
+        self.rate_mark = (time.perf_counter(), trainer.step_count)
+        self.status("running", "training", force=True, device=str(device), queue_position=None)
+
+    # ---------------------------------------------------------------- the loop
+
+    def run(self) -> str:
+        trainer, train = self.trainer, self.config.train
+        while True:
+            self.handle(self.control.poll(0))
+            if self.exit is None and self.paused and self.budget == 0:
+                self.handle(self.control.poll(PAUSED_POLL))  # blocks: nothing to do until a command comes
+                continue
+            if self.exit is None and trainer.step_count >= train.max_steps:
+                self.exit = ("finished", f"finished: reached max_steps {train.max_steps}")
+            if self.exit is not None:
+                return self.finish(*self.exit)
+            record = trainer.step()
+            self.publish(record)
+            if not record["applied"]:
+                self.diverge(record)
+            elif self.budget:
+                self.budget -= 1
+                if self.budget == 0:
+                    self.status("paused", f"paused after stepping to step {trainer.step_count}", force=True)
+
+    def handle(self, commands: list[dict]) -> None:
+        for command in commands:
+            if self.exit is not None:
+                return
+            cmd = command.get("cmd") if isinstance(command, dict) else None
+            step = self.trainer.step_count
+            if cmd == "pause":
+                if not self.paused or self.budget:
+                    self.paused, self.budget = True, 0
+                    self.save_checkpoint()
+                    self.status("paused", f"paused by you at step {step}", force=True)
+            elif cmd == "resume":
+                if self.paused:
+                    self.paused, self.budget, self.diverged = False, 0, False
+                    self.status("running", "training", force=True)
+            elif cmd == "step":
+                n = command.get("n", 1)
+                if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                    self.event("error", f"step needs a whole number of steps >= 1, got {n!r}")
+                elif self.paused:
+                    self.budget += n
+                    self.status("running", f"stepping {self.budget} step(s), then pausing", force=True)
+            elif cmd == "stop":
+                self.exit = ("stopped", f"stopped by you at step {step}")
+            elif cmd == "release":  # from the manager: free the process, stay resumable
+                reason = str(command.get("reason") or f"paused at step {step}")
+                self.exit = ("diverged" if self.diverged else "paused", reason)
+            elif cmd == "knob":
+                self.set_knob(command.get("name"), command.get("value"))
+            else:
+                self.event("error", f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
+
+    def set_knob(self, name: Any, value: Any) -> None:
+        step = self.trainer.step_count
+        try:
+            old, new = self.trainer.set_knob(name, value)
+        except (ValueError, TypeError) as exc:  # a bad value (a ConfigError) is the learner's slip, not the run's end
+            self.event("error", f"knob {name} = {value!r} not applied: {exc}")
+            return
+        if old != new:
+            self.event("knob", f"{name}: {old} -> {new} at step {step}", knob=name, old=old, new=new)
+
+    def publish(self, record: dict) -> None:
+        nonfinite = record.pop("nonfinite", None)
+        applied = record.pop("applied", True)
+        self.writer.append_metric(record)
+        if self.on_record is not None:
+            self.on_record(record)
+        record["applied"], record["nonfinite"] = applied, nonfinite
+        step, cfg, train = record["step"], self.config, self.config.train
+        self.track_clipping(record)
+        if not applied:
+            return
+        last = step >= train.max_steps
+        if step % cfg.attention_every == 0 or last:
+            self.snapshot_attention()
+        if step % train.eval_interval == 0 or last:
+            self.evaluate()
+        if step % cfg.sample_every == 0 or last:
+            self.sample()
+        if step % cfg.checkpoint_every == 0 or last:
+            self.save_checkpoint()
+        self.status("running" if not self.paused or self.budget else "paused")
+
+    def track_clipping(self, record: dict) -> None:
+        """One event when clipping starts and one when it has been quiet for CLIP_QUIET steps, not one per step
+        (early in training nearly every step clips; the per-step flag is in metrics.jsonl)."""
+        step = record["step"]
+        if record["clipped"]:
+            if self.clip_start is None:
+                self.clip_start, self.clip_count = step, 0
+                norm, limit = record["grad_norm"], self.config.train.max_grad_norm
+                self.event("clip", f"clipping: grad norm {norm:.3g} > max_grad_norm {limit:g} at step {step}")
+            self.clip_count += 1
+            self.clip_last = step
+        elif self.clip_start is not None and step - self.clip_last >= CLIP_QUIET:
+            span = self.clip_last - self.clip_start + 1
+            message = f"clipping ended at step {self.clip_last}: {self.clip_count} of {span} steps clipped"
+            self.event("clip", message, step=self.clip_last)
+            self.clip_start = None
+
+    def diverge(self, record: dict) -> None:
+        info = record.get("nonfinite") or {}
+        step, loss = record["step"], record["loss"]
+        where = "forward pass" if info.get("where") == "forward" else "backward pass"
+        reason = (
+            f"diverged at step {step}: loss {loss}, grad norm {record['grad_norm']}; first non-finite tensor "
+            f"{info.get('tensor', 'unknown')} ({where}). The update was not applied: lower the learning rate or the "
+            "attention scale, then resume."
+        )
+        self.writer.append_event({"step": step, "kind": "nonfinite", "message": reason, **info})
+        self.paused, self.budget, self.diverged = True, 0, True
+        if isinstance(self.control, _NoControl):  # nobody can resume it: end here, resumable from a checkpoint
+            self.exit = ("diverged", reason)
+        self.status("diverged", reason, force=True)
+
+    def finish(self, state: str, reason: str) -> str:
+        self.save_checkpoint()
+        self.status(state, reason, force=True)
+        self.event("state", reason)
+        return state
+
+    # ---------------------------------------------------------------- what gets published
+
+    @torch.no_grad()
+    def snapshot_attention(self) -> None:
+        was_training = self.model.training
+        self.model.eval()  # no dropout on the picture
+        _, maps = self.model(self.probe_idx, return_attention=True)  # L x (1, H, T, T)
+        self.model.train(was_training)
+        weights = torch.stack([m[0] for m in maps]).float().cpu().numpy()  # L x (H, T, T) -> (L, H, T, T)
+        self.writer.write_attention(self.trainer.step_count, weights, self.probe_text, self.probe_tokens)
+
+    def evaluate(self) -> None:
+        losses = self.trainer.evaluate()
+        step = self.trainer.step_count
+        self.writer.append_eval({"step": step, **losses})
+        if math.isfinite(losses["val_loss"]) and (self.best_val is None or losses["val_loss"] < self.best_val):
+            self.best_val = losses["val_loss"]
+            self.status(None, None, force=True, best_val_loss=self.best_val)
+
+    def sample(self) -> None:
+        generator = torch.Generator(device=self.device).manual_seed(SAMPLE_SEED)
+        out = self.model.generate(self.prompt_idx, SAMPLE_CHARS, SAMPLE_TEMPERATURE, generator=generator)
+        prompt_len = self.prompt_idx.shape[1]
+        text = self.corpus.tokenizer.decode(out[0, prompt_len:].tolist())  # (1, P + N) -> the N new characters
+        prompt = self.corpus.tokenizer.decode(self.prompt_idx[0].tolist())
+        self.writer.append_sample({"step": self.trainer.step_count, "prompt": prompt, "text": text})
+
+    def save_checkpoint(self) -> None:
+        step = self.trainer.step_count
+        if step == self.checkpointed_step:
+            return
+        folder = self.run_dir / "checkpoints"
+        extra = {"torch_rng": _rng_to_text(torch.get_rng_state())}  # dropout's generator
+        save_checkpoint(
+            checkpoint_stem(folder, step), self.model, self.config, self.vocab, step, self.trainer.state(), extra
+        )
+        self.checkpointed_step = step
+        for old in checkpoints_to_drop(list_checkpoints(folder)):
+            stem = checkpoint_stem(folder, old)
+            stem.with_suffix(".json").unlink(missing_ok=True)  # the JSON first: readers then skip the checkpoint
+            stem.with_suffix(".safetensors").unlink(missing_ok=True)
+
+    def event(self, kind: str, message: str, **fields: Any) -> None:
+        step = self.trainer.step_count if self.trainer is not None else 0
+        self.writer.append_event({"step": step, "kind": kind, "message": message, **fields})
+
+    def status(self, state: str | None, reason: str | None = None, force: bool = False, **fields: Any) -> None:
+        """Rewrite status.json: always on a state change (force), else at most every STATUS_INTERVAL."""
+        now = time.perf_counter()
+        if not force and now - self.last_status < STATUS_INTERVAL:
+            return
+        self.last_status = now
+        if self.trainer is not None:
+            mark_time, mark_step = self.rate_mark
+            steps = self.trainer.step_count - mark_step
+            if steps > 0 and now > mark_time:  # wall-clock rate, evals and publishing included
+                self.tokens_per_s = steps * self.tokens_per_step / (now - mark_time)
+                self.rate_mark = (now, self.trainer.step_count)
+            fields.update(step=self.trainer.step_count, tokens_per_s=self.tokens_per_s)
+        if state is not None:
+            fields["state"] = state
+        if reason is not None:
+            fields["reason"] = reason
+        self.writer.write_status(max_steps=self.config.train.max_steps, **fields)
+
+
+def run_training(
+    run_dir: str | Path,
+    config: RunConfig,
+    control: Control | None = None,
+    *,
+    resume_from: int | None = None,
+    device: str | None = None,
+    threads: int | None = None,
+    on_record: Callable[[dict], None] | None = None,
+) -> str:
+    """Train `config` into the existing run folder `run_dir` (see RunStore.create); return the final state.
+
+    control: where commands come from (None: none, e.g. the CLI; a diverged run then ends instead of waiting).
+    resume_from: None starts fresh; a step (or LATEST) continues from that checkpoint, whose config (with any
+    live knob changes) wins over `config`, except for max_steps. device: overrides config.train.device.
+    threads: torch.set_num_threads for this process. on_record: called with every step record, after it is written.
+    Never raises for a failing run: the failure is written to status.json (state "failed") and returned.
+    """
+    run_dir = Path(run_dir)
+    if threads:
+        torch.set_num_threads(threads)
+    config = RunConfig.from_dict(config.to_dict())  # our own copy: knobs and vocab_size are set on it
+    loop = None
+    try:
+        if resume_from is not None and resume_from != LATEST:
+            _rewind(run_dir, resume_from)
+        loop = _Loop(run_dir, config, control or _NoControl(), on_record, device)
+        loop.setup(resume_from)
+        return loop.run()
+    except KeyboardInterrupt:  # Ctrl-C in the CLI: keep what was learned, end resumable
+        if loop is not None and loop.trainer is not None:
+            return loop.finish("stopped", f"stopped: interrupted at step {loop.trainer.step_count}")
+        raise
+    except Exception as exc:
+        if isinstance(exc, torch.OutOfMemoryError) and not isinstance(exc, ResourceError):
+            exc = ResourceError(
+                f"the device ran out of memory ({exc}): lower batch_size or max_seq_len, or hidden_dim."
+            )
+        message = str(exc) if isinstance(exc, TinyGPTError) else f"{type(exc).__name__}: {exc}"
+        _write_failure(run_dir, loop, f"failed: {message}", traceback.format_exc())
+        return "failed"
+    finally:
+        if loop is not None:
+            loop.writer.close()
+
+
+def _write_failure(run_dir: Path, loop: _Loop | None, reason: str, trace: str) -> None:
+    writer = loop.writer if loop is not None else RunWriter(run_dir)
+    step = loop.trainer.step_count if loop is not None and loop.trainer is not None else 0
+    writer.append_event({"step": step, "kind": "error", "message": reason, "traceback": trace})
+    writer.write_status(state="failed", reason=reason, step=step)
+    if loop is None:
+        writer.close()
+
+
+# ---------------------------------------------------------------- measurement (for tinygpt.bench)
+
+
+def bare_tokens_per_s(config: RunConfig, steps: int = 200, same_work: bool = True, warmup: int = 10) -> float:
+    """Tokens/s of a bare Trainer loop at `config`: no files, no controls. With `same_work` it also runs the
+    evals and samples the loop would (so the difference to the loop is the cost of publishing alone)."""
+    config = RunConfig.from_dict(config.to_dict())
+    corpus = load_corpus(config.data, config.model.max_seq_len)
+    config.model.vocab_size = corpus.tokenizer.vocab_size
+    torch.manual_seed(config.train.seed)
+    device = resolve_device(config.train.device)
+    model = TinyGPT(config.model)
+    trainer = Trainer(model, config.train, corpus, device)
+    prompt = torch.tensor([corpus.tokenizer.encode(corpus.probe_text(SAMPLE_PROMPT_CHARS))], device=device)
+    for _ in range(warmup):
+        trainer.step()
+    started = time.perf_counter()
+    for _ in range(steps):
+        trainer.step()
+        step = trainer.step_count
+        if same_work and step % config.train.eval_interval == 0:
+            trainer.evaluate()
+        if same_work and step % config.sample_every == 0:
+            generator = torch.Generator(device=device).manual_seed(SAMPLE_SEED)
+            model.generate(prompt, SAMPLE_CHARS, SAMPLE_TEMPERATURE, generator=generator)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return steps * config.train.batch_size * config.model.max_seq_len / (time.perf_counter() - started)

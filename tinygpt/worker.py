@@ -1,0 +1,643 @@
+"""Training worker processes for the app: one per run, quick to start, steered over a pipe, never orphaned.
+
+`RunManager` owns every training run of one server. Each run trains in its own process running
+`tinygpt.loop.run_training`, the same loop the CLI runs. Why a process and not a thread of the server (issue 3):
+`torch.set_num_threads` is process-wide, so only a process gives each run its own thread budget; the server's
+chart-building does not share a GIL with training; a crash or a runaway run is killed without taking the server
+down.
+
+Start-up: processes come from a `forkserver` that imported torch (and torch._dynamo, which the first AdamW
+construction would otherwise import: 1.2 s) once, eagerly, when the manager is created. A new worker is a fork
+of that clean process: ~1 s after start() its first step record is on disk at the demo preset, warm. Plain `fork`
+of the server is never used: the server has run OpenMP (the app computes attention maps), and a forked OpenMP
+runtime can deadlock. `spawn` would pay the torch import (1-2 s on a busy 2-core machine) on every click.
+
+Threads: torch's OpenMP threads spin-wait, so a run with 2 threads slows down 4-9x as soon as any other process
+wants one of its cores, while 1 thread is unaffected; the models here are too small to gain much from a second
+thread anyway (measurements in docs and the report of issue 3). So each worker gets 1 thread on machines with up
+to 4 cores, 2 above, and the cap on concurrently active workers is max(2, (cores - 1) // threads): one core stays
+for the server and the browser, and at least two runs can train side by side for comparisons. Overrides:
+TINYGPT_MAX_RUNS, TINYGPT_THREADS_PER_RUN, TINYGPT_LEASE_SECONDS.
+
+Lifecycle: start() queues a run (status "queued" with its queue_position) and a monitor thread launches queued
+runs in FIFO order as slots free up. Commands go to a live worker over a one-way Pipe. When the server dies
+(Ctrl-C, kill -9) the pipe reaches EOF and the worker checkpoints and exits, and the forkserver exits with its
+server, so nothing is left behind. The monitor also reaps dead workers (killed, segfault, out of memory) and marks
+their runs failed unless they wrote a final state; enforces stop deadlines (a worker ignoring stop for 5 s is
+killed); pauses runs whose lease ran out (nobody called touch() for lease_seconds: checkpoint, end the process,
+resumable); and, while runs wait in the queue, releases workers that sit paused so the slot goes to a run that
+wants to train. A run whose process has ended is resumed in a new worker from its last checkpoint.
+
+Left out: more than one server sharing a runs folder (the second would see the first's runs as interrupted),
+GPU memory accounting in the cap, and remote workers.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.forkserver
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .checkpoint import list_checkpoints
+from .config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, RunConfig
+from .errors import TinyGPTError
+from .loop import LATEST, run_training
+from .runstore import RunStore, RunWriter, read_json, write_json_atomic
+
+# Imported once by the forkserver, so every worker starts with them loaded. torch._dynamo is imported lazily by
+# the first optimizer construction and costs as much as torch itself.
+PRELOAD = ["torch", "torch._dynamo", "numpy", "safetensors.torch", "tinygpt.loop", "tinygpt.worker"]
+STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is killed
+MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls
+FINAL_STATES = ("paused", "finished", "stopped", "diverged", "failed")  # what a worker writes before it exits
+ENDED_STATES = ("finished", "stopped", "failed")  # nothing left to do, even if the exit itself was unclean
+IDENTITY_KEYS = ("run_id", "created", "owner", "parent", "vocab", "num_params")  # config.json keys not in RunConfig
+_MAIN_LOCK = threading.Lock()
+
+
+def default_threads_per_run(cpus: int | None = None) -> int:
+    """1 thread up to 4 cores (spin-waiting OpenMP threads collapse when cores are shared), else 2."""
+    cpus = cpus or os.cpu_count() or 1
+    return 1 if cpus <= 4 else 2
+
+
+def default_max_active(cpus: int | None = None, threads: int | None = None) -> int:
+    """Runs training at once: leave a core for the server and the browser, but always allow two side by side."""
+    cpus = cpus or os.cpu_count() or 1
+    threads = threads or default_threads_per_run(cpus)
+    return max(2, (cpus - 1) // threads)
+
+
+def _env_number(name: str, kind: type) -> Any:
+    value = os.environ.get(name)
+    if not value:
+        return None
+    try:
+        number = kind(value)
+    except ValueError:
+        raise TinyGPTError(f"{name}={value!r} is not a number.") from None
+    if number <= 0:
+        raise TinyGPTError(f"{name} must be > 0, got {value!r}.")
+    return number
+
+
+def config_from_json(data: dict) -> RunConfig:
+    """The RunConfig of a config.json (which adds run_id, created, owner, parent, vocab, num_params)."""
+    return RunConfig.from_dict({k: v for k, v in data.items() if k not in IDENTITY_KEYS})
+
+
+def _pid_alive(pid: Any) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited; only its entry remains
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc (macOS): ask the kernel
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "the worker process vanished"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        if -code == signal.SIGKILL:
+            return "the worker process was killed (SIGKILL: out of memory, or killed by hand)"
+        if -code == signal.SIGSEGV:
+            return "the worker process crashed (segmentation fault)"
+        return f"the worker process was killed by {name}"
+    return f"the worker process exited with code {code} without saying why"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
+@contextlib.contextmanager
+def _main_script_hidden():
+    """multiprocessing re-runs the parent's __main__ script in each child it starts (spawn and forkserver alike);
+    under `streamlit run` that imports Streamlit into every worker (0.7 s). The worker needs nothing from it."""
+    with _MAIN_LOCK:
+        main = sys.modules.get("__main__")
+        path = None
+        if main is not None and getattr(main, "__spec__", None) is None:
+            path = main.__dict__.pop("__file__", None)
+        try:
+            yield
+        finally:
+            if path is not None:
+                main.__file__ = path
+
+
+# ---------------------------------------------------------------- the worker process's side
+
+
+class PipeControl:
+    """Commands from the server over a Pipe. EOF means the server is gone: the loop checkpoints and exits."""
+
+    GONE = {"cmd": "release", "reason": "paused: the app server stopped; resume the run to continue"}
+
+    def __init__(self, conn: multiprocessing.connection.Connection):
+        self.conn = conn
+
+    def poll(self, timeout: float) -> list[dict]:
+        commands: list[dict] = []
+        try:
+            if self.conn.poll(timeout):
+                while True:
+                    commands.append(self.conn.recv())
+                    if not self.conn.poll(0):
+                        break
+        except (EOFError, OSError):
+            commands.append(dict(self.GONE))
+        return commands
+
+
+def _worker_main(conn, run_dir: str, config: dict, resume_from: int | None, threads: int) -> None:
+    """Entry point of a worker process (runs in a fork of the forkserver)."""
+    # Ctrl-C in a terminal signals the whole process group; the server decides what happens to its runs.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        run_training(run_dir, RunConfig.from_dict(config), PipeControl(conn), resume_from=resume_from, threads=threads)
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------- the server's side
+
+
+@dataclass
+class _Job:
+    """One run the manager is responsible for: queued (no process), launching, or live."""
+
+    run_id: str
+    config: dict
+    resume_from: int | None
+    touched: float  # time.monotonic() of the last touch()
+    commands: list = field(default_factory=list)  # sent once the process exists
+    process: Any = None
+    conn: Any = None
+    launching: bool = False
+    deadline: float | None = None  # kill the process if it is still alive then
+    stop_requested: bool = False  # a stop arrived before the process existed
+    killed_as: tuple[str, str] | None = None  # (state, reason) to record if it has to be killed
+    released: bool = False  # asked to checkpoint and exit (lease, eviction, shutdown)
+    position: int | None = None  # queue position last written to status.json
+
+
+class RunManager:
+    """Starts, steers and watches the training worker processes of one server. Thread-safe."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        max_active: int | None = None,
+        threads_per_run: int | None = None,
+        lease_seconds: float | None = None,
+    ):
+        self.store = store
+        cpus = os.cpu_count() or 1
+        self.threads_per_run = int(
+            threads_per_run or _env_number("TINYGPT_THREADS_PER_RUN", int) or default_threads_per_run(cpus)
+        )
+        self.max_active = int(
+            max_active or _env_number("TINYGPT_MAX_RUNS", int) or default_max_active(cpus, self.threads_per_run)
+        )
+        self.lease_seconds = float(lease_seconds or _env_number("TINYGPT_LEASE_SECONDS", float) or 600)
+        self._ctx = multiprocessing.get_context("forkserver")
+        self._ctx.set_forkserver_preload(PRELOAD)
+        multiprocessing.forkserver.ensure_running()  # eager: torch is imported while nobody waits for it
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # notified whenever a job ends
+        self._jobs: dict[str, _Job] = {}  # launching or live, at most max_active
+        self._queue: list[_Job] = []  # FIFO
+        self._closed = False
+        self._wake_r, self._wake_w = os.pipe()  # start() wakes the monitor out of its wait()
+        for fd in (self._wake_r, self._wake_w):
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+        self._recover()
+        self._monitor = threading.Thread(target=self._watch, name="tinygpt-run-monitor", daemon=True)
+        self._monitor.start()
+        atexit.register(self.shutdown)
+
+    # ---------------------------------------------------------------- public API
+
+    def start(self, config: RunConfig, parent: str | None = None) -> str:
+        """Create a run folder and queue the run; it starts as soon as a slot is free. Returns its id."""
+        from .device import resolve_device
+
+        resolve_device(config.train.device)  # fail here, in the page, if the device does not exist
+        writer = self.store.create(config.to_dict(), owner="app", parent=parent)
+        writer.close()
+        self._enqueue(_Job(writer.run_id, config.to_dict(), None, time.monotonic()))
+        return writer.run_id
+
+    def pause(self, run_id: str) -> None:
+        """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent."""
+        with self._lock:
+            if run_id in self._jobs:
+                self._send(self._jobs[run_id], {"cmd": "pause"})
+            elif (job := self._queued(run_id)) is not None:
+                self._queue.remove(job)
+                self._set_status(run_id, state="paused", reason="paused before it started", queue_position=None)
+                self._schedule()
+
+    def resume(self, run_id: str, max_steps: int | None = None) -> None:
+        """Resume: a live worker continues; a run whose process ended restarts from its last checkpoint in a new
+        worker (queued if all slots are busy). `max_steps` extends a run, e.g. a finished one. Idempotent."""
+        with self._lock:
+            if run_id in self._jobs:
+                self._jobs[run_id].touched = time.monotonic()
+                self._send(self._jobs[run_id], {"cmd": "resume"})
+            elif (job := self._queued(run_id)) is not None:
+                job.touched = time.monotonic()
+            else:
+                self._restart(run_id, [], max_steps)
+
+    def step(self, run_id: str, n: int = 1) -> None:
+        """Take exactly n steps, then pause. A live running run is paused first; an ended one is restarted paused."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise TinyGPTError(f"step needs a whole number of steps >= 1, got {n!r}.")
+        commands = [{"cmd": "pause"}, {"cmd": "step", "n": n}]
+        with self._lock:
+            if run_id in self._jobs:
+                for command in commands:
+                    self._send(self._jobs[run_id], command)
+            elif (job := self._queued(run_id)) is not None:
+                job.commands += commands
+            else:
+                self._restart(run_id, commands, None)
+
+    def stop(self, run_id: str, wait: bool = True) -> None:
+        """Stop a run for good (checkpoint, state "stopped"). With `wait`, returns once the worker has ended: after
+        the step in progress, or after STOP_GRACE s when it is killed (its data stays readable). Idempotent."""
+        with self._lock:
+            if (job := self._queued(run_id)) is not None:
+                self._queue.remove(job)
+                self._set_status(run_id, state="stopped", reason="stopped before it started", queue_position=None)
+                self._schedule()
+                return
+            job = self._jobs.get(run_id)
+            if job is None:
+                status = read_json(self.store.path(run_id) / "status.json", {}) or {}
+                if status.get("state") in ("paused", "diverged", "queued", "starting", "running"):
+                    self._set_status(run_id, state="stopped", reason="stopped by you")
+                return
+            if job.killed_as is None or job.killed_as[0] != "stopped":
+                self._send(job, {"cmd": "stop"})
+                job.killed_as = ("stopped", f"stopped: the worker did not stop within {STOP_GRACE:g} s and was killed")
+                if job.process is not None:
+                    job.deadline = time.monotonic() + STOP_GRACE
+                else:
+                    job.stop_requested = True
+            if wait:
+                limit = time.monotonic() + STOP_GRACE + 10  # the monitor kills at the deadline; this is a backstop
+                while run_id in self._jobs and time.monotonic() < limit:
+                    self._changed.wait(0.1)
+
+    def set_knob(self, run_id: str, name: str, value: Any) -> None:
+        """Change a live knob; it applies at the run's next step and is recorded as an event. A bad value is
+        recorded as an "error" event by the worker (the run continues)."""
+        if name not in LIVE_TRAIN_KNOBS + LIVE_MODEL_KNOBS:
+            raise TinyGPTError(
+                f"{name!r} cannot change while training; live knobs are "
+                f"{', '.join(LIVE_TRAIN_KNOBS + LIVE_MODEL_KNOBS)}. Other settings start a new run."
+            )
+        command = {"cmd": "knob", "name": name, "value": value}
+        with self._lock:
+            if run_id in self._jobs:
+                self._send(self._jobs[run_id], command)
+            elif (job := self._queued(run_id)) is not None:
+                job.commands.append(command)
+            else:
+                raise TinyGPTError(f"run {run_id} has no worker: resume it, then change {name}.")
+
+    def touch(self, run_id: str) -> None:
+        """A page is watching this run: renew its lease."""
+        with self._lock:
+            job = self._jobs.get(run_id) or self._queued(run_id)
+            if job is not None:
+                job.touched = time.monotonic()
+
+    def is_live(self, run_id: str) -> bool:
+        """True while a worker process exists (or is being started) for the run."""
+        with self._lock:
+            job = self._jobs.get(run_id)
+            return job is not None and (job.process is None or job.process.is_alive())
+
+    def live_runs(self) -> list[str]:
+        with self._lock:
+            return list(self._jobs)
+
+    def queued_runs(self) -> list[str]:
+        with self._lock:
+            return [job.run_id for job in self._queue]
+
+    def worker_pid(self, run_id: str) -> int | None:
+        with self._lock:
+            job = self._jobs.get(run_id)
+            return job.process.pid if job is not None and job.process is not None else None
+
+    def shutdown(self, timeout: float = STOP_GRACE) -> None:
+        """Checkpoint and end every worker (runs stay resumable). Called at interpreter exit too. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._wake()
+        self._monitor.join(timeout=30)  # it may be in the middle of launching a worker
+        with self._lock:
+            for job in self._queue:
+                reason = "paused: the server stopped before it started; resume it to start"
+                self._set_status(job.run_id, state="paused", reason=reason, queue_position=None)
+            self._queue.clear()
+            for job in list(self._jobs.values()):
+                if job.process is None:
+                    self._jobs.pop(job.run_id)
+                    self._set_status(job.run_id, state="paused", reason="paused: the server stopped")
+                else:
+                    self._release(job, "paused: the server stopped; resume the run to continue")
+            deadline = time.monotonic() + timeout
+            while self._jobs and time.monotonic() < deadline:
+                for job in list(self._jobs.values()):
+                    if not job.process.is_alive():
+                        self._reap(job)
+                self._changed.wait(0.05)
+            for job in list(self._jobs.values()):
+                job.process.kill()
+                job.process.join(5)
+                self._reap(job)
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
+        atexit.unregister(self.shutdown)
+
+    # ---------------------------------------------------------------- queue and launching
+
+    def _queued(self, run_id: str) -> _Job | None:
+        return next((job for job in self._queue if job.run_id == run_id), None)
+
+    def _enqueue(self, job: _Job) -> None:
+        with self._lock:
+            if self._closed:
+                raise TinyGPTError("the run manager has shut down; restart the server.")
+            self._queue.append(job)
+            self._schedule()
+
+    def _restart(self, run_id: str, commands: list, max_steps: int | None) -> None:
+        """Queue a run whose process has ended, to continue from its latest checkpoint (called with the lock)."""
+        run_dir = self.store.path(run_id)
+        status = read_json(run_dir / "status.json", {}) or {}
+        if status.get("state") in ("starting", "running") and _pid_alive(status.get("pid")):
+            raise TinyGPTError(f"run {run_id} is being trained by another process (pid {status.get('pid')}).")
+        config = read_json(run_dir / "config.json", None)
+        if not isinstance(config, dict):
+            raise TinyGPTError(f"run {run_id} has no readable config.json, so it cannot be resumed.")
+        config = config_from_json(config).to_dict()
+        if max_steps is not None:
+            config["train"]["max_steps"] = int(max_steps)
+        step = int(status.get("step") or 0)
+        if status.get("state") == "finished" and config["train"]["max_steps"] <= step:
+            return  # nothing left to train; extend it with resume(run_id, max_steps=...)
+        has_checkpoint = bool(list_checkpoints(run_dir / "checkpoints"))
+        max_steps = config["train"]["max_steps"]
+        self._set_status(run_id, state="queued", reason=f"resuming from step {step}", max_steps=max_steps)
+        self._enqueue(_Job(run_id, config, LATEST if has_checkpoint else None, time.monotonic(), list(commands)))
+
+    def _schedule(self) -> None:
+        """Move queued runs into free slots (the monitor launches them) and publish the others' queue positions."""
+        launch = False
+        while self._queue and len(self._jobs) < self.max_active:
+            job = self._queue.pop(0)
+            self._jobs[job.run_id] = job
+            launch = True
+        for position, job in enumerate(self._queue, start=1):
+            if job.position != position:
+                job.position = position
+                reason = f"waiting for a free training slot ({self.max_active} run(s) train at once)"
+                self._set_status(job.run_id, state="queued", reason=reason, queue_position=position)
+        if launch:
+            self._wake()
+
+    def _launch(self, job: _Job) -> None:
+        """Start the worker process of a job that holds a slot (called by the monitor, without the lock)."""
+        run_dir = self.store.path(job.run_id)
+        try:
+            self._set_status(job.run_id, state="starting", reason="starting a worker process", queue_position=None)
+            receiver, sender = self._ctx.Pipe(duplex=False)
+            args = (receiver, str(run_dir), job.config, job.resume_from, self.threads_per_run)
+            process = self._ctx.Process(target=_worker_main, args=args, name=f"tinygpt-{job.run_id}", daemon=True)
+            with _main_script_hidden():
+                process.start()
+            receiver.close()  # the worker holds the only reading end: its EOF is our death
+        except Exception as exc:
+            with self._lock:
+                self._jobs.pop(job.run_id, None)
+                self._set_status(job.run_id, state="failed", reason=f"failed: could not start a worker: {exc}")
+                self._changed.notify_all()
+            return
+        with self._lock:
+            job.process, job.conn, job.launching = process, sender, False
+            for command in job.commands:
+                self._send(job, command)
+            job.commands.clear()
+            if job.stop_requested:
+                job.deadline = time.monotonic() + STOP_GRACE
+
+    def _send(self, job: _Job, command: dict) -> None:
+        if job.conn is None:
+            job.commands.append(command)
+            return
+        try:
+            job.conn.send(command)
+        except (BrokenPipeError, OSError):
+            pass  # the worker just died; the monitor reaps it
+
+    def _release(self, job: _Job, reason: str) -> None:
+        """Ask a worker to checkpoint and exit, leaving its run paused and resumable."""
+        if job.released:
+            return
+        job.released = True
+        self._send(job, {"cmd": "release", "reason": reason})
+        job.deadline = time.monotonic() + STOP_GRACE
+        if job.killed_as is None:
+            job.killed_as = ("paused", f"{reason} (the worker did not respond and was killed)")
+
+    # ---------------------------------------------------------------- the monitor
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except (BlockingIOError, OSError):
+            pass  # already woken, or shut down
+
+    def _watch(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                sentinels = [j.process.sentinel for j in self._jobs.values() if j.process is not None]
+            multiprocessing.connection.wait([*sentinels, self._wake_r], timeout=MONITOR_INTERVAL)
+            try:
+                os.read(self._wake_r, 4096)
+            except (BlockingIOError, OSError):
+                pass
+            try:
+                self._tick()
+            except Exception as exc:  # the monitor must outlive any one bad run folder
+                print(f"tinygpt.worker: monitor error: {exc!r}", file=sys.stderr)
+
+    def _tick(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            now = time.monotonic()
+            for job in list(self._jobs.values()):
+                if job.process is None:
+                    continue
+                if not job.process.is_alive():
+                    self._reap(job)
+                elif job.deadline is not None and now > job.deadline:
+                    job.process.kill()  # reaped on the next tick, as killed_as says
+                elif not job.released and now - job.touched > self.lease_seconds:
+                    self._release(job, f"paused: nobody watched for {_minutes(self.lease_seconds)}")
+            for job in list(self._queue):
+                if now - job.touched > self.lease_seconds:
+                    self._queue.remove(job)
+                    reason = f"paused: nobody watched for {_minutes(self.lease_seconds)} before it started"
+                    self._set_status(job.run_id, state="paused", reason=reason, queue_position=None)
+            self._evict_paused()
+            self._schedule()
+            pending = [j for j in self._jobs.values() if j.process is None and not j.launching]
+            for job in pending:
+                job.launching = True
+        for job in pending:
+            self._launch(job)
+
+    def _evict_paused(self) -> None:
+        """While runs wait for a slot, a worker that sits paused gives its slot up (it stays resumable)."""
+        if not self._queue or len(self._jobs) < self.max_active:
+            return
+        idle = []
+        for job in self._jobs.values():
+            if job.process is not None and not job.released:
+                state = (read_json(self.store.path(job.run_id) / "status.json", {}) or {}).get("state")
+                if state in ("paused", "diverged"):
+                    idle.append(job)
+        for job in sorted(idle, key=lambda j: j.touched)[: len(self._queue)]:
+            self._release(job, "paused: its training slot went to a queued run; resume it to continue")
+
+    def _reap(self, job: _Job) -> None:
+        """A worker process ended: free its slot and make sure its run says why (called with the lock)."""
+        self._jobs.pop(job.run_id, None)
+        job.process.join(1)
+        code = job.process.exitcode
+        job.process.close()  # frees its sentinel now rather than at garbage collection
+        job.conn.close()
+        status = read_json(self.store.path(job.run_id) / "status.json", {}) or {}
+        state, step = status.get("state"), int(status.get("step") or 0)
+        if code == 0 and state in FINAL_STATES or state in ENDED_STATES:
+            pass  # the worker said how it ended
+        elif job.killed_as is not None and code != 0:
+            self._record_end(job.run_id, *job.killed_as, step)
+        else:
+            why = _exit_reason(code) if code != 0 else "the worker process ended without a final state"
+            self._record_end(job.run_id, "failed", f"failed: {why} at step {step}", step)
+        self._changed.notify_all()
+
+    def _record_end(self, run_id: str, state: str, reason: str, step: int) -> None:
+        with RunWriter(self.store.path(run_id)) as writer:
+            writer.append_event({"step": step, "kind": "error" if state == "failed" else "state", "message": reason})
+        self._set_status(run_id, state=state, reason=reason)
+
+    def _set_status(self, run_id: str, **fields: Any) -> None:
+        """Rewrite status.json for a run without a live worker (a worker owns its own status while it runs)."""
+        path = self.store.path(run_id) / "status.json"
+        status = read_json(path, {}) or {}
+        status.update(fields, updated=time.time())
+        write_json_atomic(path, status)
+
+    def _recover(self) -> None:
+        """After a server restart: runs that were queued or training under the old server are paused."""
+        for summary in self.store.list_runs():
+            if summary.owner != "app" or summary.state not in ("queued", "starting", "running"):
+                continue
+            status = read_json(self.store.path(summary.run_id) / "status.json", {}) or {}
+            if not _pid_alive(status.get("pid")) or summary.state == "queued":
+                reason = f"paused: the server stopped while the run was {summary.state}; resume it to continue"
+                self._set_status(summary.run_id, state="paused", reason=reason, queue_position=None)
+
+
+# ---------------------------------------------------------------- measurement (for tinygpt.bench)
+
+
+def _first_line(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return b"\n" in f.read(1 << 16)
+    except FileNotFoundError:
+        return False
+
+
+def measure_start_latency(store: RunStore, config: RunConfig, manager: RunManager | None = None) -> float:
+    """Seconds from start() to the first step record in metrics.jsonl. Pass a manager whose forkserver is up to
+    measure warm; without one, a new manager is created (cold if this process never started a forkserver)."""
+    own = manager is None
+    manager = manager or RunManager(store)
+    try:
+        started = time.perf_counter()
+        run_id = manager.start(config)
+        metrics = store.path(run_id) / "metrics.jsonl"
+        while not _first_line(metrics):
+            if time.perf_counter() - started > 120:
+                raise TimeoutError(f"no step record after 120 s; status: {store.reader(run_id).status()}")
+            time.sleep(0.002)
+        latency = time.perf_counter() - started
+        manager.stop(run_id)
+        return latency
+    finally:
+        if own:
+            manager.shutdown()
+
+
+def measure_worker_throughput(store: RunStore, config: RunConfig, manager: RunManager | None = None) -> float:
+    """Tokens/s of a worker process training `config` to the end, publishing everything, between its first and
+    its last step record (start-up excluded). Compare with tinygpt.loop.bare_tokens_per_s at the same threads."""
+    own = manager is None
+    manager = manager or RunManager(store)
+    try:
+        run_id = manager.start(config)
+        while manager.is_live(run_id) or run_id in manager.queued_runs():
+            manager.touch(run_id)
+            time.sleep(0.05)
+        reader = store.reader(run_id)
+        if reader.status().get("state") != "finished":
+            raise TinyGPTError(f"the measured run ended {reader.status().get('state')}: {reader.status()}")
+        metrics = reader.metrics
+        steps = metrics[-1]["step"] - metrics[0]["step"]
+        tokens = steps * config.train.batch_size * config.model.max_seq_len
+        return tokens / (metrics[-1]["time"] - metrics[0]["time"])
+    finally:
+        if own:
+            manager.shutdown()
