@@ -152,6 +152,7 @@ class _Loop:
         self.checkpointed_step: int | None = None
         self.diverged = False  # paused by a non-finite step (kept as the state if the process is released)
         self.trainer: Trainer | None = None
+        self.prepare = None  # optional hook run on the new Trainer (DDP wrapping)
 
     # ---------------------------------------------------------------- setup
 
@@ -179,6 +180,8 @@ class _Loop:
         torch.manual_seed(config.train.seed)  # weight init and dropout draw from torch's global generator
         model = TinyGPT(config.model)
         self.trainer = trainer = Trainer(model, config.train, corpus, device)
+        if self.prepare is not None:
+            self.prepare(trainer)
         self.model, self.corpus, self.vocab, self.device = model, corpus, vocab, device
         self.tokens_per_step = config.train.batch_size * config.model.max_seq_len
         if ckpt is not None:
@@ -401,6 +404,7 @@ def run_training(
     device: str | None = None,
     threads: int | None = None,
     on_record: Callable[[dict], None] | None = None,
+    prepare: Callable[[Trainer], None] | None = None,
 ) -> str:
     """Train `config` into the existing run folder `run_dir` (see RunStore.create); return the final state.
 
@@ -408,6 +412,7 @@ def run_training(
     resume_from: None starts fresh; a step (or LATEST) continues from that checkpoint, whose config (with any
     live knob changes) wins over `config`, except for max_steps. device: overrides config.train.device.
     threads: torch.set_num_threads for this process. on_record: called with every step record, after it is written.
+    prepare: called with the new Trainer before any step (tinygpt/distributed.py wraps it for DDP there).
     Never raises for a failing run: the failure is written to status.json (state "failed") and returned.
     """
     run_dir = Path(run_dir)
@@ -419,6 +424,7 @@ def run_training(
         if resume_from is not None and resume_from != LATEST:
             _rewind(run_dir, resume_from)
         loop = _Loop(run_dir, config, control or _NoControl(), on_record, device)
+        loop.prepare = prepare
         loop.setup(resume_from)
         return loop.run()
     except KeyboardInterrupt:  # Ctrl-C in the CLI: keep what was learned, end resumable

@@ -91,6 +91,9 @@ class Trainer:
     def __init__(self, model: TinyGPT, config: TrainConfig, corpus, device: torch.device | str = "cpu"):
         self.device = torch.device(device)
         self.model = model.to(self.device)
+        # What the training step calls: the model itself, or a DistributedDataParallel wrapper around it
+        # (tinygpt/distributed.py) that averages gradients across ranks. Evaluation and snapshots use `model`.
+        self.forward_model = self.model
         self.config = config  # shared and mutable: live knobs edit it between steps
         self.corpus = corpus
         self.optimizer = make_optimizer(model, config, self.device)
@@ -134,8 +137,8 @@ class Trainer:
         c = self.config
         return lr_at(self.step_count, c.learning_rate, c.min_lr, c.warmup_steps, c.max_steps)
 
-    def loss_on(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        logits = self.model(x)  # (B, T, V)
+    def loss_on(self, x: torch.Tensor, y: torch.Tensor, model=None) -> torch.Tensor:
+        logits = (model or self.model)(x)  # (B, T, V)
         return F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))  # mean over B*T positions
 
     def step(self) -> dict[str, Any]:
@@ -157,7 +160,7 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         x, y = self.corpus.get_batch("train", cfg.batch_size, self.batch_generator, self.device)  # (B, T) each
-        loss = self.loss_on(x, y)
+        loss = self.loss_on(x, y, self.forward_model)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
 

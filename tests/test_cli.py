@@ -1,0 +1,149 @@
+"""The CLI: flags generated from the config dataclasses, clear errors, and the same run folders as the app."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tinygpt.cli import build_parser, config_from_args, main
+from tinygpt.config import TrainConfig, TransformerConfig, preset
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def parse(*argv):
+    return build_parser().parse_args(["train", *argv])
+
+
+def test_flags_round_trip_into_the_config():
+    args = parse(
+        "--preset",
+        "nanogpt-cpu",
+        "--num-heads",
+        "8",
+        "--max-steps",
+        "500",
+        "--mask",
+        "off_by_one",
+        "--detach-residual",
+        "true",
+        "--learning-rate",
+        "3e-4",
+        "--source",
+        "synthetic:add",
+    )
+    config = config_from_args(args)
+    expected = preset(
+        "nanogpt-cpu",
+        num_heads=8,
+        max_steps=500,
+        mask="off_by_one",
+        detach_residual=True,
+        learning_rate=3e-4,
+        source="synthetic:add",
+    )
+    assert config == expected
+
+
+def test_every_config_field_has_a_flag_with_help():
+    parser = build_parser()
+    train = parser._subparsers._group_actions[0].choices["train"]
+    actions = {a.dest: a for a in train._actions}
+    for cls, section in ((TransformerConfig, "model"), (TrainConfig, "train")):
+        for field in dataclasses.fields(cls):
+            if field.name == "vocab_size":
+                continue  # set from the corpus
+            action = actions[f"{section}.{field.name}"]
+            assert action.option_strings == ["--" + field.name.replace("_", "-")]
+            assert action.help and "default" in action.help
+    assert "d_model" in actions["model.hidden_dim"].help  # the field's own comment is the help text
+
+
+def test_config_file_then_flags_override(tmp_path):
+    saved = preset("demo", num_heads=2).to_dict()
+    (tmp_path / "config.json").write_text(json.dumps({**saved, "run_id": "ignored", "vocab": ["a"]}))
+    config = config_from_args(parse("--config", str(tmp_path / "config.json"), "--max-steps", "7"))
+    assert config.model.num_heads == 2 and config.train.max_steps == 7
+
+
+def test_invalid_combination_exits_non_zero_with_a_message(capsys):
+    status = main(["train", "--hidden-dim", "100", "--num-heads", "8"])
+    assert status == 2
+    assert "hidden_dim 100 is not divisible by num_heads 8" in capsys.readouterr().err
+
+
+def test_unknown_run_is_a_clean_error(tmp_path, capsys):
+    status = main(["sample", "--run", "doesnotexist1", "--runs-dir", str(tmp_path)])
+    assert status == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_train_then_sample_end_to_end(tmp_path, tiny_text):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    text_args = ["--source", "text", "--text", tiny_text]
+    train = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tinygpt",
+            "train",
+            "--preset",
+            "demo",
+            "--max-steps",
+            "30",
+            "--hidden-dim",
+            "32",
+            "--max-seq-len",
+            "16",
+            "--runs-dir",
+            str(tmp_path),
+            "--threads",
+            "1",
+            *text_args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert train.returncode == 0, train.stderr
+    run_id = train.stdout.split()[1]
+    run_dir = tmp_path / run_id
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "finished"
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 30
+    assert json.loads((run_dir / "config.json").read_text())["owner"] == "cli"
+    sample = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tinygpt",
+            "sample",
+            "--run",
+            run_id,
+            "--runs-dir",
+            str(tmp_path),
+            "--prompt",
+            tiny_text[:3],
+            "--max-new-tokens",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert sample.returncode == 0, sample.stderr
+    assert sample.stdout.startswith(tiny_text[:3]) and len(sample.stdout.rstrip("\n")) >= 3 + 20 - 2
+    listing = subprocess.run(
+        [sys.executable, "-m", "tinygpt", "runs", "--runs-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert run_id in listing.stdout and "finished" in listing.stdout

@@ -1,0 +1,130 @@
+"""Data-parallel training with PyTorch's own engine: `torchrun --nproc_per_node N -m tinygpt train ...`.
+
+Nothing is invented here. torchrun starts N processes and sets RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR;
+`torch.distributed.init_process_group` connects them (NCCL between GPUs, gloo on CPU); `DistributedDataParallel`
+all-reduces (averages) the gradients during backward. So after backward every rank holds the *global* gradient, and
+the trainer's grad norms, its clipping and its non-finite check all see the global gradient, as they must.
+
+What differs per rank:
+- the batch generator is seeded with seed + rank, so each rank draws different windows (N x the batch per step);
+- only rank 0 writes the run folder (config, metrics, events, snapshots, checkpoints); the other ranks run the same
+  loop into a throwaway folder, because every rank must take the same steps for the all-reduces to line up.
+
+Without torchrun (WORLD_SIZE unset or 1) this is a plain single-process run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Callable
+
+import torch
+
+from .config import RunConfig
+from .errors import TinyGPTError
+from .runstore import RunStore
+
+
+def world() -> tuple[int, int, int]:
+    """(rank, world_size, local_rank) from torchrun's environment; (0, 1, 0) when run directly."""
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))
+
+
+def make_ddp_preparer(rank: int, local_rank: int, device_type: str) -> Callable:
+    """A hook for the loop: give the trainer a DDP-wrapped forward and a per-rank batch stream."""
+
+    def prepare(trainer) -> None:
+        from torch.nn.parallel import DistributedDataParallel
+
+        device_ids = [local_rank] if device_type == "cuda" else None
+        trainer.forward_model = DistributedDataParallel(trainer.model, device_ids=device_ids)
+        trainer.batch_generator.manual_seed(trainer.config.seed + rank)
+
+    return prepare
+
+
+def run_training_maybe_distributed(
+    store: RunStore,
+    config: RunConfig,
+    *,
+    run_id: str | None = None,
+    resume_from=None,
+    threads: int | None = None,
+    progress: Callable[[int, int], Callable[[dict], None]] | None = None,
+) -> int:
+    """Train into `store` (a new run, or `run_id` resumed); under torchrun, as one rank of a DDP group.
+
+    Returns a process exit status: 0 for finished/stopped/paused, 1 for failed/diverged.
+    """
+    from .loop import LATEST, run_training
+
+    rank, world_size, local_rank = world()
+    distributed = world_size > 1
+    if distributed:
+        import torch.distributed as dist
+
+        wants_cuda = config.train.device in ("auto", "cuda") and torch.cuda.is_available()
+        backend = "nccl" if wants_cuda else "gloo"
+        if wants_cuda:
+            torch.cuda.set_device(local_rank)
+            config.train.device = "cuda"
+        elif config.train.device == "auto":
+            config.train.device = "cpu"
+        dist.init_process_group(backend=backend)
+    scratch = None
+    try:
+        if rank == 0:
+            if run_id is None:
+                with store.create(config.to_dict(), owner="cli") as writer:
+                    run_dir = writer.run_dir
+            else:
+                run_dir = store.path(run_id)
+            announced = [run_dir.name]
+        else:
+            announced = [None]
+        if distributed:
+            dist.broadcast_object_list(announced, src=0)
+        if rank == 0:
+            print(f"run {announced[0]} in {store.root}" + (f" ({world_size} ranks)" if distributed else ""), flush=True)
+        else:
+            # Same steps, nothing kept: a private copy of the run folder's inputs (resume needs the checkpoint).
+            scratch = tempfile.mkdtemp(prefix=f"tinygpt-rank{rank}-")
+            source = store.path(announced[0])
+            run_dir = shutil.copytree(source, os.path.join(scratch, announced[0]))
+        device = f"cuda:{local_rank}" if distributed and config.train.device == "cuda" else None
+        prepare = make_ddp_preparer(rank, local_rank, config.train.device) if distributed else None
+        on_record = progress(config.train.max_steps, rank) if progress else None
+        previous = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _raise_interrupt)  # torchrun and `kill` send SIGTERM: stop cleanly too
+        try:
+            state = run_training(
+                run_dir,
+                config,
+                resume_from=LATEST if resume_from == "latest" else resume_from,
+                device=device,
+                threads=threads,
+                on_record=on_record,
+                prepare=prepare,
+            )
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        if rank == 0:
+            print(f"run {announced[0]}: {state}", flush=True)
+        return 1 if state in ("failed", "diverged") else 0
+    except TinyGPTError:
+        raise
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if distributed:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.destroy_process_group()
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
