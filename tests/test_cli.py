@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tinygpt.cli import build_parser, config_from_args, main
 from tinygpt.config import TrainConfig, TransformerConfig, preset
 
