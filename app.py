@@ -1,0 +1,71 @@
+"""tinygpt: watch a tiny character-level transformer learn, live.  Run with `streamlit run app.py`.
+
+This file is the frame: page setup, navigation, the run id in the URL, and an optional large-font mode for
+projectors. Each page under pages/ is a thin script over tinygpt.ui.app_support (logic) and tinygpt.ui.charts
+(figures); all session state goes through tinygpt.ui.state.
+"""
+
+# torch, pandas and plotly are imported here, before any page runs: when several browser tabs open at once,
+# their first script runs would otherwise import them concurrently (a measured start-up race).
+import pandas  # noqa: F401
+import plotly  # noqa: F401
+import streamlit as st
+import torch
+
+from tinygpt.ui import state
+from tinygpt.ui.app_support import get_store
+
+# The server process only draws charts and runs tiny forward passes (sampling, probes); the training workers,
+# each a separate process, need the cores.
+torch.set_num_threads(1)
+
+
+@st.cache_resource(show_spinner=False)
+def _favicon():
+    """A favicon drawn here: a Material icon as page_icon is fetched from fonts.gstatic.com, and the app must work
+    offline without calling out."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGBA", (32, 32), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((0, 0, 31, 31), radius=7, fill=(255, 75, 75, 255))
+    for i, row in enumerate((6, 12, 18, 24)):  # a tiny attention pattern: lower-triangular squares
+        for j in range(i + 1):
+            draw.rectangle((5 + 6 * j, row, 9 + 6 * j, row + 4), fill=(255, 255, 255, 255 - 40 * (i - j)))
+    return image
+
+
+st.set_page_config(page_title="tinygpt: watch a transformer learn", page_icon=_favicon(), layout="wide")
+
+PAGES = [
+    # Material icons ship with Streamlit (no web font is fetched; emoji need a system emoji font).
+    st.Page("pages/train.py", title="Train", icon=":material/model_training:", default=True),
+    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
+    st.Page("pages/gradients.py", title="Gradients", icon=":material/show_chart:"),
+    st.Page("pages/sample.py", title="Sample", icon=":material/edit_note:"),
+    st.Page("pages/runs.py", title="Runs", icon=":material/folder_open:"),
+    st.Page("pages/experiments.py", title="Experiments", icon=":material/science:"),
+]
+page = st.navigation(PAGES)
+
+store = get_store()
+run_id = state.sync_run_id(store)  # the URL's ?run= wins; otherwise the session's run goes back into the URL
+
+with st.sidebar:
+    st.markdown("### tinygpt")
+    st.caption("A tiny character-level GPT, trained live while you watch.")
+    if run_id:
+        st.caption(f"Run: `{run_id}`")
+    else:
+        st.caption("No run yet: start one on **Train** or open one on **Runs**.")
+    large = st.toggle("Large fonts (projector)", key=state.W_LARGE, persist_state="session")
+
+if large:
+    # Local CSS only: no fonts or scripts are fetched from the internet.
+    st.markdown(
+        "<style>html, body, [class*='st-'] { font-size: 20px; } h1 { font-size: 2.6rem !important; }</style>",
+        unsafe_allow_html=True,
+    )
+
+state.show_flashes()
+page.run()

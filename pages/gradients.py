@@ -1,0 +1,66 @@
+"""Gradients: how hard each layer is pushed, next to the learning rate that scales the push."""
+
+import streamlit as st
+
+from tinygpt.ui import app_support as sup
+from tinygpt.ui import charts, state
+
+REFRESH_S = 1.0
+
+store = sup.get_store()
+run_id = state.run_id()
+rd = state.reader(store, run_id)
+
+st.title("tinygpt · Gradients")
+st.caption(
+    "Per-layer gradient norms share their time axis with the learning rate: watch warmup tame the first steps, "
+    "clipping cap the spikes, and the update/weight ratio settle near 1e-3."
+)
+if rd is None:
+    st.info("No run selected: start one on **Train** or open one on **Runs**.")
+    st.stop()
+
+active = sup.is_live(run_id) and rd.status().get("state") in sup.ACTIVE_STATES
+state.init(state.W_GRAD_VIEW, "lines")
+view = (
+    st.segmented_control("Per-layer view", ["lines", "heatmap"], key=state.W_GRAD_VIEW, persist_state="session")
+    or "lines"
+)
+
+
+@st.fragment(run_every=REFRESH_S if active else None)
+def live_gradients() -> None:
+    rd.poll()
+    if sup.is_live(run_id):
+        sup.get_manager().touch(run_id)
+    status = rd.status()
+    st.markdown(f"**{sup.status_line(status, rd.metrics)}**")
+    config = rd.config()
+    knobs = sup.current_knobs(config, rd.events)
+    metrics = rd.metrics
+    large = bool(state.get(state.W_LARGE))
+    # Each per-layer chart carries the learning rate in a panel below it, on the same step axis.
+    for field, help_name in (("layer_grad_norms", "layer_grad_chart"), ("update_ratios", "update_ratios")):
+        if view == "heatmap":
+            fig = charts.layer_grad_heatmap(metrics, field, large=large)
+            help_name = "layer_grad_heatmap"
+        else:
+            fig = charts.layer_grad_chart(metrics, field, large=large)
+        sup.show_chart(fig, help_name, key=f"g_{field}")
+        if field == "layer_grad_norms":
+            sup.show_chart(
+                charts.grad_norm_chart(metrics, knobs.get("max_grad_norm") or 0.0, rd.events, large=large),
+                "grad_norm_chart",
+                key="g_clip",
+            )
+            notes = sup.event_notes(rd.events)
+            if notes:
+                st.caption(f"Markers: {notes}")
+    bad = [e for e in rd.events if e.get("kind") == "nonfinite"]
+    if bad:
+        st.error(f"Non-finite values at step {bad[-1].get('step')}: {bad[-1].get('message')}")
+    if active and status.get("state") not in sup.ACTIVE_STATES:
+        st.rerun()
+
+
+live_gradients()

@@ -1,0 +1,120 @@
+"""Runs: every run in the run store; open, resume, delete, compare, download."""
+
+import streamlit as st
+
+from tinygpt.errors import TinyGPTError
+from tinygpt.ui import app_support as sup
+from tinygpt.ui import charts, state
+
+store = sup.get_store()
+current = state.run_id()
+
+st.title("tinygpt · Runs")
+st.caption(f"Every run in `{store.root}`, live or finished. A run survives a server restart and can be resumed.")
+
+rows = sup.run_rows(store)
+if not rows:
+    st.info("No runs yet: start one on **Train**.")
+    st.stop()
+
+st.dataframe(rows, hide_index=True, width="stretch")
+ids = [r["run"] for r in rows]
+by_id = {r["run"]: r for r in rows}
+
+
+def _label(run: str) -> str:
+    r = by_id[run]
+    tag = " (current)" if run == current else ""
+    return f"{run}{tag} · {r['state']} · step {r['step']}"
+
+
+st.subheader("One run")
+if st.session_state.get("w_runs_pick") not in ids:
+    st.session_state["w_runs_pick"] = current if current in ids else ids[0]
+pick = st.selectbox("Run", ids, format_func=_label, key="w_runs_pick")
+b = st.columns(4)
+if b[0].button("Open", help="Make it the current run of every page", width="stretch"):
+    state.set_run_id(pick)
+    state.flash("success", f"Opened run {pick}.")
+    st.rerun()
+if b[1].button("Resume", disabled=by_id[pick]["state"] in ("finished", "unreadable"), width="stretch"):
+    try:
+        sup.get_manager().resume(pick)
+    except TinyGPTError as e:
+        st.error(str(e))
+    else:
+        state.set_run_id(pick)
+        state.flash("success", f"Resumed run {pick} from its last checkpoint.")
+        st.rerun()
+if b[2].button("Delete…", width="stretch"):
+    state.put(state.W_DELETE_CONFIRM, pick)
+
+
+def _bundle() -> bytes:
+    rd = store.reader(pick)
+    config = rd.config()
+    vocab_size = len(config.get("vocab") or []) or 65
+    knobs = sup.current_knobs(config, rd.events)
+    figures = {
+        "Loss": charts.loss_chart(rd.metrics, rd.evals, rd.events, vocab_size),
+        "Learning rate": charts.lr_chart(rd.metrics),
+        "Gradient norm": charts.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events),
+        "Per-layer gradient norms": charts.layer_grad_chart(rd.metrics, "layer_grad_norms"),
+        "Update / weight ratios": charts.layer_grad_chart(rd.metrics, "update_ratios"),
+    }
+    return sup.make_bundle(rd.run_dir, figures)
+
+
+b[3].download_button(
+    "Download bundle",
+    data=_bundle,
+    file_name=f"tinygpt-{pick}.zip",
+    mime="application/zip",
+    help="config JSON, metrics CSV, the latest safetensors checkpoint and its JSON, figures as HTML",
+    width="stretch",
+    on_click="ignore",
+)
+
+pending = state.get(state.W_DELETE_CONFIRM)
+if pending and pending in ids:
+    st.warning(f"Delete run {pending} and all its files? This cannot be undone.")
+    d1, d2, _ = st.columns([1, 1, 4])
+    if d1.button("Yes, delete", type="primary"):
+        try:
+            if sup.is_live(pending):
+                sup.get_manager().stop(pending)
+            store.delete(pending)
+        except TinyGPTError as e:
+            st.error(str(e))
+        else:
+            state.forget_reader(pending)
+            if pending == current:
+                state.set_run_id(None)
+            state.flash("success", f"Deleted run {pending}.")
+        state.pop(state.W_DELETE_CONFIRM)
+        st.rerun()
+    if d2.button("Cancel"):
+        state.pop(state.W_DELETE_CONFIRM)
+        st.rerun()
+
+st.subheader("Compare runs")
+chosen = st.multiselect("Runs to compare (two or more)", ids, format_func=_label, key=state.W_COMPARE)
+if len(chosen) >= 2:
+    readers = {run: state.reader(store, run) for run in chosen}
+    readers = {run: rd for run, rd in readers.items() if rd is not None}
+    series = {run: rd.metrics for run, rd in readers.items()}
+    evals = {run: rd.evals for run, rd in readers.items()}
+    large = bool(state.get(state.W_LARGE))
+    c1, c2 = st.columns(2)
+    with c1:
+        sup.show_chart(charts.compare_chart(series, "loss", evals=evals, large=large), "compare_chart", key="cmp_loss")
+    with c2:
+        sup.show_chart(charts.compare_chart(series, "grad_norm", large=large), "compare_chart", key="cmp_grad")
+    diff = charts.config_diff({run: rd.config() for run, rd in readers.items()})
+    st.markdown("**Settings that differ**")
+    if diff:
+        st.dataframe(diff, hide_index=True, width="stretch")
+    else:
+        st.caption("The runs have the same settings.")
+elif chosen:
+    st.caption("Pick at least one more run.")

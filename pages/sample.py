@@ -1,0 +1,117 @@
+"""Sample: continue a prompt with a run's model, one character at a time, and see why each character won."""
+
+import streamlit as st
+
+from tinygpt.checkpoint import list_checkpoints
+from tinygpt.errors import TinyGPTError
+from tinygpt.ui import app_support as sup
+from tinygpt.ui import charts, state
+
+store = sup.get_store()
+current = state.run_id()
+
+st.title("tinygpt · Sample")
+st.caption(
+    "Generation uses a saved checkpoint, so it works while training goes on. Pick an early checkpoint to hear "
+    "babble, a late one to read words."
+)
+
+runs = [r for r in store.list_runs() if r.state != "unreadable"]
+with_ckpt = {r.run_id: r for r in runs if list_checkpoints(store.path(r.run_id) / "checkpoints")}
+if not with_ckpt:
+    st.info("No checkpoints yet: train a run on **Train**; it saves one every few steps and when it stops.")
+    st.stop()
+
+options = list(with_ckpt)
+if st.session_state.get(state.W_SAMPLE_RUN) not in options or state.get("sample_follow") != current:
+    # follow the current run (when it has a checkpoint) until the user picks another one
+    st.session_state[state.W_SAMPLE_RUN] = current if current in options else options[0]
+    state.put("sample_follow", current)
+
+
+def _label(run: str) -> str:
+    r = with_ckpt[run]
+    tag = " (current)" if run == current else ""
+    return f"{run}{tag} · {r.state} · step {r.step}"
+
+
+c1, c2 = st.columns([2, 1])
+run = c1.selectbox("Run", options, format_func=_label, key=state.W_SAMPLE_RUN)
+rd = state.reader(store, run)
+ckpts = rd.checkpoints()
+if st.session_state.get(state.W_SAMPLE_CKPT) not in ckpts or state.get("sample_ckpt_latest", True):
+    st.session_state[state.W_SAMPLE_CKPT] = ckpts[-1]
+c2.selectbox(
+    "Checkpoint (step)",
+    ckpts,
+    key=state.W_SAMPLE_CKPT,
+    on_change=lambda: state.put("sample_ckpt_latest", st.session_state[state.W_SAMPLE_CKPT] == ckpts[-1]),
+)
+step = st.session_state[state.W_SAMPLE_CKPT]
+
+persist = {"persist_state": "session"}
+state.init(state.W_PROMPT, "\n")
+state.init(state.W_TEMPERATURE, 0.8)
+state.init(state.W_TOP_K, 0)
+state.init(state.W_TOP_P, 1.0)
+state.init(state.W_NUM_CHARS, 200)
+state.init(state.W_SAMPLE_SEED, 0)
+st.text_area("Prompt", key=state.W_PROMPT, height=80, **persist)
+s1, s2, s3, s4, s5 = st.columns(5)
+s1.slider("Temperature", 0.0, 2.0, step=0.05, key=state.W_TEMPERATURE, help="0 = always the likeliest", **persist)
+s2.number_input("Top-k (0 = off)", 0, 1000, key=state.W_TOP_K, **persist)
+s3.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=state.W_TOP_P, **persist)
+s4.number_input("Characters", 1, 2000, key=state.W_NUM_CHARS, **persist)
+s5.number_input("Seed", 0, 2**31 - 1, key=state.W_SAMPLE_SEED, **persist)
+
+if st.button("Generate", type="primary", icon=":material/edit:"):
+    try:
+        model, tokenizer, _ = sup.load_model(str(rd.run_dir), step)
+        prompt = st.session_state[state.W_PROMPT]
+        unknown = tokenizer.unknown_chars(prompt)
+        if unknown:
+            raise TinyGPTError(
+                "the prompt has characters this model has never seen: "
+                + ", ".join(repr(c) for c in unknown)
+                + ". Remove them or train on a corpus that contains them."
+            )
+        last: dict = {}
+        top_p = st.session_state[state.W_TOP_P]
+        stream = sup.stream_text(
+            model,
+            tokenizer,
+            prompt,
+            int(st.session_state[state.W_NUM_CHARS]),
+            float(st.session_state[state.W_TEMPERATURE]),
+            int(st.session_state[state.W_TOP_K]) or None,
+            top_p if top_p < 1.0 else None,
+            int(st.session_state[state.W_SAMPLE_SEED]),
+            last,
+        )
+        st.markdown(f"**Generated** (run `{run}`, step {step})")
+        with st.container(border=True):
+            text = st.write_stream(stream)
+        state.put(state.LAST_SAMPLE, {**last, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step})
+    except TinyGPTError as e:
+        st.warning(str(e))
+elif state.get(state.LAST_SAMPLE):
+    last = state.get(state.LAST_SAMPLE)
+    st.markdown(f"**Generated** (run `{last['run']}`, step {last['step']})")
+    with st.container(border=True):
+        st.text(last["text"])
+
+last = state.get(state.LAST_SAMPLE)
+large = bool(state.get(state.W_LARGE))
+if last and last.get("probs") is not None:
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown(f"**Next character after the last position** (it picked {last['char']!r})")
+        sup.show_chart(
+            charts.next_char_chart(last["vocab"], last["probs_raw"], last["probs"], large=large), "next_char_chart"
+        )
+    with c2:
+        st.markdown(f"**Where the last generated character looked** ({last['char']!r})")
+        if last.get("attention") is not None:
+            sup.show_chart(
+                charts.attention_row_chart(last["attention"], last["keys"], large=large), "attention_row_chart"
+            )

@@ -1,0 +1,150 @@
+"""The app in a real headless Chromium: train on the Demo preset, turn a live knob, watch attention, sample,
+refresh and reattach, stop. Screenshots of every page go to test-output/screenshots/.
+
+Offline: trains on a synthetic task unless TINYGPT_SHAKESPEARE points at a local Tiny Shakespeare.
+One test walks the whole story (each step needs the run the previous one started); waits are on text, not sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+STATUS = re.compile(r"^step ([\d,]+) / ([\d,]+)")
+# The loss chart is the first Vega-Lite chart on the Train page; Vega's SVG gives every hover point an aria role.
+LOSS_POINTS_JS = """() => {
+  const chart = document.querySelector('[data-testid="stVegaLiteChart"]');
+  return chart ? chart.querySelectorAll('[aria-roledescription="point"]').length : 0;
+}"""
+
+
+def choose(page: Page, label: str, option: str) -> None:
+    """Pick an option of a selectbox. A rerun can close an open dropdown, so opening is retried."""
+    box = page.get_by_role("combobox", name=label, exact=True)
+    for attempt in range(3):
+        box.click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=5_000)
+            break
+        except PlaywrightTimeoutError:
+            if attempt == 2:
+                raise
+            page.keyboard.press("Escape")
+    expect(box).to_have_value(option)
+
+
+def set_number(page: Page, label: str, value: int) -> None:
+    box = page.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    expect(box).to_have_value(str(value))
+
+
+def status_step(page: Page) -> int:
+    line = page.get_by_text(STATUS).first
+    expect(line).to_be_visible(timeout=30_000)
+    return int(STATUS.match(line.inner_text()).group(1).replace(",", ""))
+
+
+def wait_step_above(page: Page, step: int, timeout_s: float = 60) -> int:
+    page.wait_for_function(
+        """(min) => [...document.querySelectorAll('p, strong')].some(e => {
+             const m = e.innerText.match(/^step ([\\d,]+) \\//); return m && +m[1].replace(/,/g, '') > min; })""",
+        arg=step,
+        timeout=timeout_s * 1000,
+    )
+    return status_step(page)
+
+
+def go(page: Page, name: str, heading: str) -> None:
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=name).first.click()
+    expect(page.get_by_role("heading", name=heading)).to_be_visible()
+
+
+def no_exception(page: Page) -> None:
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+
+
+def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
+    page.goto(app_server)
+    expect(page.get_by_role("heading", name="tinygpt · Train")).to_be_visible()
+    no_exception(page)
+    if not os.environ.get("TINYGPT_SHAKESPEARE"):
+        choose(page, "Corpus", "Synthetic: copy")
+    set_number(page, "Max steps", 3000)
+
+    # Train: the status line appears and counts up, and the loss chart gains points.
+    page.get_by_role("button", name="Train").click()
+    first = wait_step_above(page, 0, timeout_s=30)
+    points = page.evaluate(LOSS_POINTS_JS)
+    second = wait_step_above(page, first + 5)
+    assert second > first
+    page.wait_for_function(f"({LOSS_POINTS_JS})() > {points}", timeout=30_000)
+    run_id = re.search(r"[?&]run=([A-Za-z0-9_-]+)", page.url).group(1)
+
+    # A live knob: mask -> none while training; the page says at which step it applied, the chart marks it.
+    choose(page, "Mask", "none (sees the future)")
+    expect(page.get_by_text(re.compile(r"mask → none: applied at step \d+"))).to_be_visible(timeout=30_000)
+    expect(page.locator('[data-testid="stVegaLiteChart"]').first).to_contain_text("mask", timeout=30_000)
+    no_exception(page)
+    page.screenshot(path=shots / "train.png", full_page=True)
+
+    # Attention: the layers x heads grid, then scrub the step slider back to the start.
+    go(page, "Attention", "tinygpt · Attention")
+    expect(page.get_by_text(re.compile(r"All heads · snapshot at step \d+"))).to_be_visible()
+    assert run_id in page.url  # the page switch kept the run in the URL
+    grid = page.locator(".js-plotly-plot").first
+    expect(grid).to_be_visible()
+    slider = page.get_by_role("slider").first
+    first_snapshot = slider.get_attribute("aria-valuemin")
+    slider.focus()
+    slider.press("Home")
+    expect(page.get_by_text(f"All heads · snapshot at step {first_snapshot}", exact=True)).to_be_visible(timeout=15_000)
+    expect(slider).to_have_attribute("aria-valuenow", first_snapshot)
+    no_exception(page)
+    page.screenshot(path=shots / "attention.png", full_page=True)
+
+    go(page, "Gradients", "tinygpt · Gradients")
+    expect(page.locator('[data-testid="stVegaLiteChart"] svg').first).to_be_visible(timeout=30_000)
+    no_exception(page)
+    page.screenshot(path=shots / "gradients.png", full_page=True)
+
+    # Sample: type a prompt, Generate, and new text streams in.
+    go(page, "Sample", "tinygpt · Sample")
+    for _ in range(30):  # the first checkpoint may still be on its way
+        if page.get_by_role("button", name="Generate").count():
+            break
+        page.wait_for_timeout(1000)
+        page.reload()
+    prompt = "abc>" if not os.environ.get("TINYGPT_SHAKESPEARE") else "ROMEO:"
+    page.get_by_label("Prompt").fill(prompt)
+    page.get_by_label("Characters").fill("120")
+    page.get_by_label("Characters").press("Enter")
+    page.get_by_role("button", name="Generate").click()
+    expect(page.get_by_text(re.compile(r"Generated \(run"))).to_be_visible()
+    expect(page.get_by_text("Where the last generated character looked")).to_be_visible(timeout=30_000)
+    no_exception(page)
+    page.screenshot(path=shots / "sample.png", full_page=True)
+
+    # Refresh: the URL still names the run, and it is still training.
+    go(page, "Train", "tinygpt · Train")
+    before = status_step(page)
+    page.reload()
+    expect(page.get_by_role("heading", name="tinygpt · Train")).to_be_visible()
+    assert run_id in page.url
+    after = wait_step_above(page, before)
+    assert after > before
+    expect(page.get_by_text(re.compile(r"· running"))).to_be_visible()
+
+    # Stop: the status says so within a step or two.
+    page.get_by_role("button", name="Stop").click()
+    expect(page.get_by_text(re.compile(r"· stopped"))).to_be_visible(timeout=30_000)
+    no_exception(page)
+
+    go(page, "Runs", "tinygpt · Runs")
+    expect(page.get_by_text(run_id).first).to_be_visible()
+    no_exception(page)
+    page.screenshot(path=shots / "runs.png", full_page=True)

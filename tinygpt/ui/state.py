@@ -1,0 +1,210 @@
+"""The one place that owns Streamlit session state: every key the app uses, and typed accessors for them.
+
+Pages never write `st.session_state["..."]` with a string of their own; they call the functions here, so a
+reader of the app can see in one screen everything a browser session remembers:
+
+- the current run id, mirrored into the URL (`?run=<id>`) so that a refresh or a second tab reattaches to
+  the same run. Streamlit clears query params on a page switch, so `sync_run_id()` puts it back on every run;
+- one incremental `RunReader` per run this session looks at (each reads only what is new since its last poll);
+- the settings widgets' keys (`W_*`); they use `persist_state="session"` so values survive page switches;
+- small caches for the Attention page (the last grid figure and the step it shows, so the grid is re-sent only
+  when its step changes) and the Sample page (the last generation, to draw its charts).
+
+Deliberately left out: anything that must outlive a browser session (that lives in the run folder).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from tinygpt.errors import RunStoreError
+from tinygpt.runstore import RunReader, RunStore, validate_run_id
+
+URL_RUN = "run"  # the query parameter that carries the run id
+
+# ---------------------------------------------------------------- keys of non-widget state
+
+RUN_ID = "run_id"
+READERS = "readers"  # {run_id: RunReader}
+KNOB_NOTES = "knob_notes"  # {knob: {"value", "requested_at"}}: live knob changes waiting to show "applied at"
+ATTN_GRID = "attn_grid"  # {"key": (...), "figure": fig}: the grid last drawn and what it showed
+ATTN_PLAYING = "attn_playing"  # the Attention page's play button: advance the step slider by itself
+LAST_SAMPLE = "last_sample"  # {"text", "step": GenerationStep-like dict, "vocab", "tokens"}
+FLASH = "flash"  # a one-shot message for the next run of a page: (kind, text)
+
+# ---------------------------------------------------------------- widget keys (Train page settings and friends)
+
+W_PRESET = "w_preset"
+W_SOURCE = "w_source"
+W_PASTE = "w_paste"
+W_UPLOAD = "w_upload"
+W_LAYERS = "w_layers"
+W_WIDTH = "w_width"
+W_HEADS = "w_heads"
+W_CONTEXT = "w_context"
+W_BATCH = "w_batch"
+W_LR = "w_lr"
+W_WARMUP = "w_warmup"
+W_SCALE = "w_scale"
+W_SCALE_MULT = "w_scale_mult"
+W_MASK = "w_mask"
+W_WINDOW = "w_window"
+W_DROPOUT = "w_dropout"
+W_CLIP = "w_clip"
+W_SEED = "w_seed"
+W_DEVICE = "w_device"
+W_MAX_STEPS = "w_max_steps"
+W_STEP_N = "w_step_n"
+W_LARGE = "w_large"
+W_TARGET = "w_target"
+W_SMOOTH = "w_smooth"
+
+W_PROBE = "w_probe"
+W_ATTN_STEP = "w_attn_step"
+W_ATTN_LAYER = "w_attn_layer"
+W_ATTN_HEAD = "w_attn_head"
+W_ATTN_ROW = "w_attn_row"
+
+W_PROMPT = "w_prompt"
+W_TEMPERATURE = "w_temperature"
+W_TOP_K = "w_top_k"
+W_TOP_P = "w_top_p"
+W_NUM_CHARS = "w_num_chars"
+W_SAMPLE_SEED = "w_sample_seed"
+W_SAMPLE_RUN = "w_sample_run"
+W_SAMPLE_CKPT = "w_sample_ckpt"
+
+W_COMPARE = "w_compare"
+W_DELETE_CONFIRM = "w_delete_confirm"
+W_GRAD_FIELD = "w_grad_field"
+W_GRAD_VIEW = "w_grad_view"
+
+
+def get(key: str, default: Any = None) -> Any:
+    return st.session_state.get(key, default)
+
+
+def put(key: str, value: Any) -> None:
+    st.session_state[key] = value
+
+
+def pop(key: str, default: Any = None) -> Any:
+    return st.session_state.pop(key, default)
+
+
+def init(key: str, value: Any) -> None:
+    """Give a widget key its first value (a widget's own `value=` would fight with session state)."""
+    if key not in st.session_state:
+        st.session_state[key] = value
+
+
+# ---------------------------------------------------------------- the current run, mirrored in the URL
+
+
+def run_id() -> str | None:
+    return st.session_state.get(RUN_ID)
+
+
+def set_run_id(new_id: str | None) -> None:
+    """Make a run current (None: no run) and write it into the URL."""
+    if new_id is None:
+        st.session_state.pop(RUN_ID, None)
+        st.query_params.pop(URL_RUN, None)
+        return
+    st.session_state[RUN_ID] = validate_run_id(new_id)
+    st.query_params[URL_RUN] = new_id
+
+
+def sync_run_id(store: RunStore) -> str | None:
+    """Called on every script run, before the page: a run id in the URL wins (a refresh, a shared link, a
+    second tab); otherwise the session's run id is put back into the URL (page switches clear it).
+    A bad or unknown id in the URL is dropped with a message instead of failing the page."""
+    from_url = st.query_params.get(URL_RUN)
+    if from_url and from_url != st.session_state.get(RUN_ID):
+        try:
+            if not store.exists(from_url):
+                raise RunStoreError(f"there is no run {from_url!r} in {store.root}.")
+            st.session_state[RUN_ID] = from_url
+        except RunStoreError as e:
+            flash("warning", f"Ignored the run in the address: {e}")
+            st.query_params.pop(URL_RUN, None)
+    current = st.session_state.get(RUN_ID)
+    if current and not store.exists(current):  # deleted elsewhere
+        st.session_state.pop(RUN_ID, None)
+        current = None
+    if current and st.query_params.get(URL_RUN) != current:
+        st.query_params[URL_RUN] = current
+    return current
+
+
+# ---------------------------------------------------------------- readers: one incremental reader per run
+
+
+def reader(store: RunStore, run: str | None) -> RunReader | None:
+    """The session's reader of a run, polled (reads only what is new). None if there is no such run."""
+    if not run:
+        return None
+    readers: dict[str, RunReader] = st.session_state.setdefault(READERS, {})
+    rd = readers.get(run)
+    if rd is None:
+        try:
+            rd = readers[run] = store.reader(run)
+        except RunStoreError:
+            return None
+    else:
+        rd.poll()
+    return rd
+
+
+def forget_reader(run: str) -> None:
+    st.session_state.setdefault(READERS, {}).pop(run, None)
+
+
+# ---------------------------------------------------------------- one-shot messages
+
+
+def flash(kind: str, text: str) -> None:
+    """Show `text` as st.<kind> (success, info, warning, error) at the top of the next page run."""
+    st.session_state.setdefault(FLASH, []).append((kind, text))
+
+
+def show_flashes() -> None:
+    for kind, text in st.session_state.pop(FLASH, []):
+        getattr(st, kind)(text)
+
+
+# ---------------------------------------------------------------- Experiments page (the pitfall lab)
+
+W_EXPERIMENT = "w_experiment"
+W_LAB_SOURCE = "w_lab_source"
+W_LAB_SEED = "w_lab_seed"
+W_HEALTH_RUN = "w_health_run"
+W_MEM_BATCH = "w_mem_batch"
+W_MEM_CONTEXT = "w_mem_context"
+W_MEM_WIDTH = "w_mem_width"
+LAB_RUNS = "lab_runs"  # {experiment key: {variant label: run_id}}
+URL_LAB = "lab"  # ?lab=<id>,<id>: an experiment's runs, in variant order, so a refresh reattaches
+
+
+def lab_runs(key: str, labels: list[str]) -> dict[str, str] | None:
+    """The runs of experiment `key` this session started, or those named in the URL (?lab=id,id)."""
+    known = st.session_state.setdefault(LAB_RUNS, {})
+    ids = [i for i in str(st.query_params.get(URL_LAB, "")).split(",") if i]
+    if key not in known and len(ids) == len(labels):
+        try:
+            known[key] = {label: validate_run_id(i) for label, i in zip(labels, ids, strict=True)}
+        except RunStoreError as e:
+            flash("warning", f"Ignored the experiment runs in the address: {e}")
+    runs = known.get(key)
+    if runs:
+        st.query_params[URL_LAB] = ",".join(runs.values())
+    else:
+        st.query_params.pop(URL_LAB, None)
+    return runs
+
+
+def set_lab_runs(key: str, runs: dict[str, str]) -> None:
+    st.session_state.setdefault(LAB_RUNS, {})[key] = dict(runs)
+    st.query_params[URL_LAB] = ",".join(runs.values())
