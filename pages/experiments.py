@@ -1,0 +1,177 @@
+"""Experiments: every classic transformer failure as a one-click, side-by-side pair of runs, with a computed verdict."""
+
+import streamlit as st
+import torch
+
+from tinygpt import attention as attention_lib
+from tinygpt import experiments as lab_lib
+from tinygpt import health as health_lib
+from tinygpt import model as model_lib
+from tinygpt import trainer as trainer_lib
+from tinygpt.config import DataConfig, TransformerConfig
+from tinygpt.data import SYNTHETIC_TASKS
+from tinygpt.errors import TinyGPTError
+from tinygpt.ui import app_support as sup
+from tinygpt.ui import charts, lab, state, workshop
+
+REFRESH_S = 1.0
+CODE = {  # the library function behind each experiment's numbers, for "Show the code"
+    "scaling": [attention_lib.attention, TransformerConfig.scale.fget],
+    "mask": [attention_lib.mask_rows, health_lib.leak_score],
+    "warmup": [trainer_lib.lr_at],
+    "residual": [model_lib.Block.forward],
+    "softmax": [attention_lib.scores_to_weights, trainer_lib.first_nonfinite_activation],
+}
+
+store = sup.get_store()
+shop = workshop.parse_workshop(dict(st.query_params))
+
+st.title("tinygpt · Experiments")
+st.caption(
+    "Break a transformer on purpose. Each experiment trains a correct and a broken model side by side, on the same "
+    "data and seed, one setting apart; the verdict below the charts is computed from the runs' own numbers."
+)
+
+keys = list(lab_lib.EXPERIMENTS)
+state.init(state.W_EXPERIMENT, shop.experiment or keys[0])
+key = st.selectbox(
+    "Experiment",
+    keys,
+    key=state.W_EXPERIMENT,
+    format_func=lambda k: lab_lib.EXPERIMENTS[k].title,
+    disabled=shop.locked and shop.experiment is not None,
+)
+experiment = lab_lib.EXPERIMENTS[key]
+st.query_params["experiment"] = key
+st.info(experiment.what_to_look_for)
+
+sources = {"Tiny Shakespeare": "shakespeare", **{f"Synthetic: {t}": f"synthetic:{t}" for t in SYNTHETIC_TASKS}}
+left, mid, right = st.columns([2, 1, 1])
+state.init(state.W_LAB_SOURCE, "Tiny Shakespeare")
+source_label = left.selectbox("Corpus (both runs)", list(sources), key=state.W_LAB_SOURCE)
+state.init(state.W_LAB_SEED, 1337)
+seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=state.W_LAB_SEED)
+runs = state.lab_runs(key, list(experiment.variants))
+if right.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch"):
+    try:
+        sup.ensure_corpus(DataConfig(source=sources[source_label]))
+        runs = lab.start_experiment(sup.get_manager(), experiment, sources[source_label], int(seed))
+        state.set_lab_runs(key, runs)
+    except TinyGPTError as exc:
+        st.error(str(exc))
+
+tabs = st.tabs(["Side by side", "Model health", "Shape drift", "Memory"])
+
+with tabs[0]:
+    if not runs:
+        st.info("Press **Run side by side** to train the variants: " + ", ".join(experiment.variants) + ".")
+    else:
+        live = any(sup.is_live(r) for r in runs.values())
+
+        @st.fragment(run_every=REFRESH_S if live else None)
+        def side_by_side() -> None:
+            manager = sup.get_manager()
+            results = lab.results(store, runs)
+            readers = {label: state.reader(store, run_id) for label, run_id in runs.items()}
+            for run_id in runs.values():
+                if sup.is_live(run_id):
+                    manager.touch(run_id)
+            st.dataframe(
+                [
+                    {
+                        "run": label,
+                        "state": r.state,
+                        "step": r.steps,
+                        "train loss (last 20)": None if r.final_train_loss is None else round(r.final_train_loss, 4),
+                        "run id": runs[label],
+                    }
+                    for label, r in results.items()
+                ],
+                hide_index=True,
+                width="stretch",
+            )
+            large = bool(state.get(state.W_LARGE))
+            metrics = {label: rd.metrics for label, rd in readers.items() if rd is not None}
+            evals = {label: rd.evals for label, rd in readers.items() if rd is not None}
+            cols = st.columns(2)
+            with cols[0]:
+                sup.show_chart(charts.compare_chart(metrics, "loss", evals, large=large), "compare_chart", key="x_loss")
+            with cols[1]:
+                sup.show_chart(charts.compare_chart(metrics, "grad_norm", large=large), None, key="x_grad")
+            extra = lab.extra_series(key, readers)
+            if extra:
+                cols = st.columns(len(extra))
+                for col, (field, series) in zip(cols, extra.items(), strict=True):
+                    with col:
+                        sup.show_chart(charts.compare_chart(series, field, large=large), None, key=f"x_{field}")
+            st.markdown("#### Verdict")
+            st.success(experiment.verdict(results))
+            samples = {label: r.sample for label, r in results.items() if r.sample}
+            if samples:
+                st.markdown("#### Latest samples")
+                for col, (label, text) in zip(st.columns(len(samples)), samples.items(), strict=True):
+                    col.caption(label)
+                    col.code(text[:300], language=None)
+
+        side_by_side()
+    with st.expander("Show the code"):
+        for function in CODE.get(key, []):
+            st.code(workshop.source_of(function), language="python")
+
+with tabs[1]:
+    st.caption(
+        "Live checks on a run's latest checkpoint: pass/fail with the measured value. The leak detector changes "
+        "every token after position t and measures how much the logits at positions <= t move."
+    )
+    choices = {f"{label} ({rid})": rid for label, rid in (runs or {}).items()}
+    if state.run_id():
+        choices = {f"current run ({state.run_id()})": state.run_id(), **choices}
+    if not choices:
+        st.info("Start a run (here or on **Train**) to check its health.")
+    else:
+        picked = st.selectbox("Run to check", list(choices), key=state.W_HEALTH_RUN)
+        run_id = choices[picked]
+        rd = state.reader(store, run_id)
+        steps = rd.checkpoints() if rd is not None else []
+        if not steps:
+            st.info("This run has no checkpoint yet.")
+        elif st.button("Run the checks", icon=":material/health_and_safety:"):
+            try:
+                st.dataframe(lab.health_checks(str(rd.run_dir), steps[-1], rd.metrics), hide_index=True)
+                st.caption(f"Checked the checkpoint at step {steps[-1]}.")
+            except TinyGPTError as exc:
+                st.error(str(exc))
+    with st.expander("Show the code"):
+        st.code(workshop.source_of(health_lib.leak_score), language="python")
+
+with tabs[2]:
+    st.caption(
+        "Shape bugs usually surface three matmuls later as a cryptic message. The model's shape contract checks "
+        "its input at the door and names the tensor, the expected and the actual shape."
+    )
+    torch.manual_seed(0)
+    demo_model = model_lib.TinyGPT(
+        TransformerConfig(vocab_size=65, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=16)
+    )
+    st.dataframe(lab_lib.shape_drift_cases(demo_model), hide_index=True, width="stretch")
+    with st.expander("Show the code"):
+        st.code(workshop.source_of(model_lib.TinyGPT._check_input), language="python")
+
+with tabs[3]:
+    st.caption(
+        "Bytes for one training step. Parameters, gradients and AdamW's two moments grow with the model; "
+        "activations grow with batch x context, and attention's scores and weights with context squared."
+    )
+    c1, c2, c3 = st.columns(3)
+    state.init(state.W_MEM_BATCH, 12)
+    state.init(state.W_MEM_CONTEXT, 64)
+    state.init(state.W_MEM_WIDTH, 128)
+    batch = c1.slider("Batch", 1, 128, key=state.W_MEM_BATCH)
+    context = c2.select_slider("Context T", [16, 32, 64, 128, 256, 512, 1024], key=state.W_MEM_CONTEXT)
+    width = c3.select_slider("Width", [32, 64, 128, 256, 384, 512], key=state.W_MEM_WIDTH)
+    rows = lab.memory_comparison(width, context, batch)
+    measured = any(r.get("source", "").startswith("torch.cuda") for r in rows)
+    title = "Memory per training step (" + ("measured on CUDA" if measured else "estimated, fp32") + ")"
+    sup.show_chart(charts.memory_chart(rows, title=title, large=bool(state.get(state.W_LARGE))), "memory_chart")
+    with st.expander("Show the code"):
+        st.code(workshop.source_of(lab_lib.memory_rows), language="python")

@@ -1,0 +1,87 @@
+"""The Experiments page and workshop links through AppTest (offline: synthetic corpus only)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tinygpt.experiments import EXPERIMENTS  # noqa: E402
+from tinygpt.ui import app_support as sup  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.workshop import parse_workshop, workshop_link  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def runs_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
+    yield tmp_path / "runs"
+    try:
+        sup._manager_at(str((tmp_path / "runs").resolve())).shutdown()
+    except Exception:
+        pass
+
+
+def open_experiments(query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page("pages/experiments.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.mark.parametrize("key", list(EXPERIMENTS))
+def test_each_experiment_renders_from_a_url(runs_dir, key):
+    at = open_experiments({"experiment": key})
+    assert at.selectbox(key=state.W_EXPERIMENT).value == key
+    shown = "\n".join(i.value for i in at.info)
+    assert EXPERIMENTS[key].what_to_look_for[:40] in shown
+    assert len(EXPERIMENTS[key].configs(source="synthetic:copy")) >= 2
+
+
+def test_shape_drift_and_memory_tabs_render(runs_dir):
+    at = open_experiments()
+    frames = at.dataframe
+    assert any("with contract" in df.value.columns for df in frames)
+    assert not at.error
+
+
+def test_running_an_experiment_trains_both_variants(runs_dir):
+    at = open_experiments({"experiment": "residual"})
+    at.selectbox(key=state.W_LAB_SOURCE).set_value("Synthetic: copy").run()
+    [button] = [b for b in at.button if b.label == "Run side by side"]
+    button.click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = at.session_state[state.LAB_RUNS]["residual"]
+    assert set(runs) == {"residual", "detached residual"}
+    store = sup.get_store()
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        steps = [store.reader(r).status().get("step", 0) for r in runs.values()]
+        if min(steps) >= 20:
+            break
+        time.sleep(0.5)
+    assert min(steps) >= 20
+    at.run()
+    assert "First-layer attention gradient norm" in "\n".join(s.value for s in at.success)
+
+
+def test_workshop_link_round_trips_and_reports_bad_values():
+    link = workshop_link("http://host:8501/", "demo", {"num_heads": 2, "mask": "none"}, hidden={"mask"}, locked=True,
+                         tutorial=1)
+    query = dict(part.split("=", 1) for part in link.split("?", 1)[1].split("&"))
+    shop = parse_workshop(query)
+    assert shop.preset == "demo" and shop.overrides == {"num_heads": 2, "mask": "none"}
+    assert shop.hidden == {"mask"} and shop.locked and shop.tutorial == 1 and not shop.errors
+    bad = parse_workshop({"preset": "huge", "num_heads": "three", "colour": "red", "hidden_dim": "100"})
+    assert len(bad.errors) == 3 and bad.preset is None
+    clash = parse_workshop({"hidden_dim": "100", "num_heads": "8"})
+    assert clash.overrides == {} and "divisible" in clash.errors[0]
