@@ -11,9 +11,11 @@ does. Between two optimisation steps it
     4. rewrites status.json at most `STATUS_INTERVAL` apart (a whole-file rewrite, so not every step).
 
 Publishing is cheap by construction: one JSON line per step, files replaced atomically a few times per second,
-an attention snapshot is one no-grad forward of a (1, T) probe. Measured on a 2-core CPU at the demo preset, the
-loop runs within ~1-2% of a bare `Trainer.step()` loop doing the same steps, evals and samples (see
-`bare_tokens_per_s` and tinygpt.worker.measure_worker_throughput).
+an attention snapshot is one no-grad forward of a (1, T) probe. Measured on a (busy) 2-core CPU at the demo
+preset, the loop is as fast as a bare `Trainer.step()` loop doing the same steps, evals and samples (within the
+noise, a few %; see `bare_tokens_per_s` and tinygpt.worker.measure_worker_throughput). The work itself is not
+free: at the demo preset a 200-character sample costs ~14 steps and an eval ~3, so evals and samples every 50
+steps add ~30% to the time of the bare steps; raise sample_every to train faster.
 
 States (status.json): starting -> running <-> paused -> finished | stopped | diverged | failed, each with a human
 reason. A non-finite loss or gradient is never applied (the Trainer skips the update); the loop records which
@@ -241,6 +243,7 @@ class _Loop:
             elif cmd == "resume":
                 if self.paused:
                     self.paused, self.budget, self.diverged = False, 0, False
+                    self.rate_mark = (time.perf_counter(), step)  # the pause is not slow training
                     self.status("running", "training", force=True)
             elif cmd == "step":
                 n = command.get("n", 1)
@@ -248,6 +251,7 @@ class _Loop:
                     self.event("error", f"step needs a whole number of steps >= 1, got {n!r}")
                 elif self.paused:
                     self.budget += n
+                    self.rate_mark = (time.perf_counter(), step)
                     self.status("running", f"stepping {self.budget} step(s), then pausing", force=True)
             elif cmd == "stop":
                 self.exit = ("stopped", f"stopped by you at step {step}")
@@ -421,8 +425,8 @@ def run_training(
     config = RunConfig.from_dict(config.to_dict())  # our own copy: knobs and vocab_size are set on it
     loop = None
     try:
-        if resume_from is not None and resume_from != LATEST:
-            _rewind(run_dir, resume_from)
+        if resume_from not in (None, LATEST) and resume_from in list_checkpoints(run_dir / "checkpoints"):
+            _rewind(run_dir, resume_from)  # before the RunWriter reads the attention index
         loop = _Loop(run_dir, config, control or _NoControl(), on_record, device)
         loop.prepare = prepare
         loop.setup(resume_from)

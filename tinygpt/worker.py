@@ -226,6 +226,7 @@ class RunManager:
             max_active or _env_number("TINYGPT_MAX_RUNS", int) or default_max_active(cpus, self.threads_per_run)
         )
         self.lease_seconds = float(lease_seconds or _env_number("TINYGPT_LEASE_SECONDS", float) or 600)
+        self.stop_grace = STOP_GRACE  # s before an unresponsive worker is killed (tests shorten it)
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(PRELOAD)
         multiprocessing.forkserver.ensure_running()  # eager: torch is imported while nobody waits for it
@@ -307,13 +308,13 @@ class RunManager:
                 return
             if job.killed_as is None or job.killed_as[0] != "stopped":
                 self._send(job, {"cmd": "stop"})
-                job.killed_as = ("stopped", f"stopped: the worker did not stop within {STOP_GRACE:g} s and was killed")
+                job.killed_as = ("stopped", f"stopped: the worker did not stop within {self.stop_grace:g} s; killed")
                 if job.process is not None:
-                    job.deadline = time.monotonic() + STOP_GRACE
+                    job.deadline = time.monotonic() + self.stop_grace
                 else:
                     job.stop_requested = True
             if wait:
-                limit = time.monotonic() + STOP_GRACE + 10  # the monitor kills at the deadline; this is a backstop
+                limit = time.monotonic() + self.stop_grace + 10  # the monitor kills at the deadline; a backstop
                 while run_id in self._jobs and time.monotonic() < limit:
                     self._changed.wait(0.1)
 
@@ -360,7 +361,7 @@ class RunManager:
             job = self._jobs.get(run_id)
             return job.process.pid if job is not None and job.process is not None else None
 
-    def shutdown(self, timeout: float = STOP_GRACE) -> None:
+    def shutdown(self, timeout: float | None = None) -> None:
         """Checkpoint and end every worker (runs stay resumable). Called at interpreter exit too. Idempotent."""
         with self._lock:
             if self._closed:
@@ -379,7 +380,7 @@ class RunManager:
                     self._set_status(job.run_id, state="paused", reason="paused: the server stopped")
                 else:
                     self._release(job, "paused: the server stopped; resume the run to continue")
-            deadline = time.monotonic() + timeout
+            deadline = time.monotonic() + (self.stop_grace if timeout is None else timeout)
             while self._jobs and time.monotonic() < deadline:
                 for job in list(self._jobs.values()):
                     if not job.process.is_alive():
@@ -463,7 +464,7 @@ class RunManager:
                 self._send(job, command)
             job.commands.clear()
             if job.stop_requested:
-                job.deadline = time.monotonic() + STOP_GRACE
+                job.deadline = time.monotonic() + self.stop_grace
 
     def _send(self, job: _Job, command: dict) -> None:
         if job.conn is None:
@@ -480,7 +481,7 @@ class RunManager:
             return
         job.released = True
         self._send(job, {"cmd": "release", "reason": reason})
-        job.deadline = time.monotonic() + STOP_GRACE
+        job.deadline = time.monotonic() + self.stop_grace
         if job.killed_as is None:
             job.killed_as = ("paused", f"{reason} (the worker did not respond and was killed)")
 

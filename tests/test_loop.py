@@ -1,0 +1,310 @@
+"""The training loop in-process: what it publishes, how it obeys commands, and how it ends.
+
+Runs use a tiny model on a tiny text so each takes well under a second; commands are sent from `on_record`
+(exactly at a given step) or from the test thread through a QueueControl while the loop runs in a thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from tinygpt.checkpoint import list_checkpoints, load_checkpoint
+from tinygpt.config import ConfigError, preset
+from tinygpt.device import available_devices, resolve_device
+from tinygpt.loop import LATEST, QueueControl, bare_tokens_per_s, checkpoints_to_drop, run_training
+from tinygpt.runstore import RunStore
+
+
+def tiny(text: str, **overrides):
+    settings = dict(
+        source="text",
+        text=text,
+        hidden_dim=32,
+        num_layers=2,
+        num_heads=2,
+        max_seq_len=16,
+        batch_size=4,
+        max_steps=20,
+        warmup_steps=2,
+        eval_interval=10,
+        eval_batches=2,
+        attention_every=5,
+        sample_every=10,
+        checkpoint_every=10,
+        device="cpu",
+    )
+    settings.update(overrides)
+    return preset("demo", **settings)
+
+
+def new_run(tmp_path, config):
+    store = RunStore(tmp_path / "runs")
+    writer = store.create(config.to_dict(), owner="cli")
+    writer.close()
+    return store, writer.run_id, writer.run_dir
+
+
+def losses(reader):
+    return [(m["step"], m["loss"]) for m in reader.metrics]
+
+
+def state_of(reader):
+    reader.poll()
+    return reader.status().get("state")
+
+
+def wait_for(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise AssertionError("timed out waiting")
+
+
+def test_a_run_publishes_everything(tmp_path, tiny_text):
+    store, run_id, run_dir = new_run(tmp_path, tiny(tiny_text))
+    assert run_training(run_dir, tiny(tiny_text)) == "finished"
+    reader = store.reader(run_id)
+    status = reader.status()
+    assert status["state"] == "finished" and status["step"] == 20 and status["max_steps"] == 20
+    assert status["best_val_loss"] > 0 and status["device"] == "cpu" and status["tokens_per_s"] > 0
+    assert "20" in status["reason"]
+    config = reader.config()
+    assert config["vocab"] == sorted(set(tiny_text)) and config["num_params"] > 0
+    assert config["model"]["vocab_size"] == len(config["vocab"])
+    steps = [m["step"] for m in reader.metrics]
+    assert steps == list(range(1, 21))
+    record = reader.metrics[0]
+    for key in ("time", "loss", "lr", "grad_norm", "clipped", "layer_grad_norms", "update_ratios", "tokens_per_s"):
+        assert key in record
+    assert "applied" not in record and "nonfinite" not in record
+    assert list(record["layer_grad_norms"]) == ["emb", "L0.attn", "L0.mlp", "L1.attn", "L1.mlp", "ln_f"]
+    assert [e["step"] for e in reader.evals] == [10, 20]
+    snapshots = [s["step"] for s in reader.attention_index()["snapshots"]]
+    assert snapshots == [0, 5, 10, 15, 20]  # step 0 is the untrained model
+    weights = reader.load_attention(0)
+    assert weights.shape == (2, 2, 16, 16)
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-2)  # every query row is a distribution
+    samples = reader.samples
+    assert [s["step"] for s in samples] == [10, 20]
+    assert len(samples[0]["text"]) == 200 and samples[0]["prompt"] == reader.attention_index()["probe_text"][:16]
+    assert reader.checkpoints() == [0, 10, 20]
+    assert load_checkpoint(run_dir / "checkpoints" / "step_00000020").step == 20
+    assert reader.events[-1]["kind"] == "state"
+
+
+def test_pause_step_resume_give_exact_step_counts(tmp_path, tiny_text):
+    config = tiny(tiny_text, max_steps=40)
+    store, run_id, run_dir = new_run(tmp_path, config)
+    control = QueueControl()
+
+    def at_step(record):
+        if record["step"] == 3:
+            control.send({"cmd": "pause"})
+            control.send({"cmd": "pause"})  # idempotent
+
+    result = []
+    thread = threading.Thread(target=lambda: result.append(run_training(run_dir, config, control, on_record=at_step)))
+    thread.start()
+    reader = store.reader(run_id)
+
+    def state_and_step():
+        reader.poll()
+        return reader.status().get("state"), reader.status().get("step")
+
+    wait_for(lambda: state_and_step() == ("paused", 3))
+    control.send({"cmd": "step", "n": 4})
+    wait_for(lambda: state_and_step() == ("paused", 7))
+    time.sleep(0.2)
+    assert state_and_step() == ("paused", 7)  # and no step more
+    control.send({"cmd": "resume"})
+    control.send({"cmd": "resume"})
+    thread.join(30)
+    assert result == ["finished"]
+    reader.poll()
+    assert [m["step"] for m in reader.metrics] == list(range(1, 41))
+    assert 3 in reader.checkpoints()  # pausing checkpoints
+
+
+def test_stop_is_idempotent_and_checkpoints(tmp_path, tiny_text):
+    config = tiny(tiny_text, max_steps=1000)
+    store, run_id, run_dir = new_run(tmp_path, config)
+    control = QueueControl()
+
+    def at_step(record):
+        if record["step"] == 6:
+            control.send({"cmd": "stop"})
+            control.send({"cmd": "stop"})
+
+    assert run_training(run_dir, config, control, on_record=at_step) == "stopped"
+    reader = store.reader(run_id)
+    assert reader.status()["state"] == "stopped" and reader.status()["step"] == 6
+    assert reader.checkpoints()[-1] == 6
+
+
+def test_knob_applies_at_the_next_step_and_is_recorded(tmp_path, tiny_text):
+    config = tiny(tiny_text, max_steps=10)
+    _, plain_id, plain_dir = new_run(tmp_path / "a", config)
+    store_a = RunStore(tmp_path / "a" / "runs")
+    run_training(plain_dir, config)
+    store, run_id, run_dir = new_run(tmp_path / "b", config)
+    control = QueueControl()
+
+    def at_step(record):
+        if record["step"] == 5:
+            control.send({"cmd": "knob", "name": "mask", "value": "none"})
+            control.send({"cmd": "knob", "name": "attn_scale_mult", "value": -1.0})  # invalid: an error event
+            control.send({"cmd": "knob", "name": "num_layers", "value": 3})  # not live: an error event
+
+    assert run_training(run_dir, config, control, on_record=at_step) == "finished"
+    plain, knobbed = losses(store_a.reader(plain_id)), losses(store.reader(run_id))
+    assert plain[:5] == knobbed[:5]  # identical until the knob...
+    assert plain[5][1] != knobbed[5][1]  # ...which step 6 already feels
+    events = store.reader(run_id).events
+    knob = [e for e in events if e["kind"] == "knob"]
+    assert len(knob) == 1
+    assert knob[0]["step"] == 5 and knob[0]["knob"] == "mask" and knob[0]["old"] == "causal"
+    assert knob[0]["new"] == "none" and knob[0]["message"] == "mask: causal -> none at step 5"
+    errors = [e["message"] for e in events if e["kind"] == "error"]
+    assert len(errors) == 2 and "attn_scale_mult" in errors[0] and "num_layers" in errors[1]
+    assert load_checkpoint(run_dir / "checkpoints" / "step_00000010").config.model.mask == "none"
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.2])
+def test_resume_follows_the_uninterrupted_curve_exactly(tmp_path, tiny_text, dropout):
+    config = tiny(tiny_text, max_steps=24, dropout=dropout)
+    store_a, whole_id, whole_dir = new_run(tmp_path / "a", config)
+    run_training(whole_dir, config)
+    store, run_id, run_dir = new_run(tmp_path / "b", config)
+    control = QueueControl()
+
+    def at_step(record):
+        if record["step"] == 7:
+            control.send({"cmd": "stop"})
+
+    assert run_training(run_dir, config, control, on_record=at_step) == "stopped"
+    assert run_training(run_dir, config, resume_from=LATEST) == "finished"
+    whole = store_a.reader(whole_id)
+    assert losses(store.reader(run_id)) == losses(whole)  # bit for bit
+    assert store.reader(run_id).evals == whole.evals
+
+    # Resuming from an earlier checkpoint rewinds: the reader drops the abandoned future, the curve is the same.
+    assert run_training(run_dir, config, resume_from=10) == "finished"
+    reader = store.reader(run_id)
+    assert losses(reader) == losses(whole)
+    assert [s["step"] for s in reader.attention_index()["snapshots"]] == [0, 5, 10, 15, 20, 24]
+
+
+def test_resume_keeps_live_knob_changes_and_can_extend(tmp_path, tiny_text):
+    config = tiny(tiny_text, max_steps=10)
+    store, run_id, run_dir = new_run(tmp_path, config)
+    control = QueueControl()
+    control.send({"cmd": "knob", "name": "learning_rate", "value": 5e-3})
+    run_training(run_dir, config, control)
+    longer = tiny(tiny_text, max_steps=15)
+    assert run_training(run_dir, longer, resume_from=LATEST) == "finished"
+    reader = store.reader(run_id)
+    assert reader.status()["step"] == 15
+    assert load_checkpoint(run_dir / "checkpoints" / "step_00000015").config.train.learning_rate == 5e-3
+
+
+def test_naive_softmax_with_a_huge_scale_diverges(tmp_path, tiny_text):
+    config = tiny(tiny_text, softmax="naive", attn_scale_mult=1e4, max_steps=50)
+    store, run_id, run_dir = new_run(tmp_path, config)
+    assert run_training(run_dir, config) == "diverged"  # no control: nobody could resume it, so it ends
+    reader = store.reader(run_id)
+    status = reader.status()
+    assert status["state"] == "diverged" and status["step"] == 1
+    assert "step 1" in status["reason"] and "hook_weights" in status["reason"]
+    event = [e for e in reader.events if e["kind"] == "nonfinite"][0]
+    assert event["step"] == 1 and event["tensor"] == "blocks.0.attn.hook_weights"
+    assert reader.metrics[-1]["loss"] is None  # NaN is written as null
+    assert reader.checkpoints()[0] == 0  # the last good checkpoint (the weights never took the bad update)
+
+
+def test_diverged_run_waits_paused_for_a_command(tmp_path, tiny_text):
+    config = tiny(tiny_text, softmax="naive", attn_scale_mult=1e4, max_steps=50)
+    store, run_id, run_dir = new_run(tmp_path, config)
+    control = QueueControl()
+    result = []
+    thread = threading.Thread(target=lambda: result.append(run_training(run_dir, config, control)))
+    thread.start()
+    reader = store.reader(run_id)
+    wait_for(lambda: state_of(reader) == "diverged")
+    control.send({"cmd": "knob", "name": "attn_scale_mult", "value": 1.0})
+    control.send({"cmd": "step", "n": 3})
+    wait_for(lambda: state_of(reader) == "paused")
+    assert reader.status()["step"] == 4 and reader.metrics[-1]["loss"] is not None  # recovered
+    control.send({"cmd": "stop"})
+    thread.join(10)
+    assert result == ["stopped"]
+
+
+def test_an_exception_marks_the_run_failed_with_its_message(tmp_path):
+    config = tiny("too short")
+    store, run_id, run_dir = new_run(tmp_path, config)
+    assert run_training(run_dir, config) == "failed"
+    status = store.reader(run_id).status()
+    assert status["state"] == "failed" and "characters" in status["reason"]
+    assert store.reader(run_id).events[-1]["kind"] == "error"
+
+
+def test_a_corrupt_checkpoint_fails_the_resume_with_advice(tmp_path, tiny_text):
+    config = tiny(tiny_text, max_steps=10)
+    store, run_id, run_dir = new_run(tmp_path, config)
+    run_training(run_dir, config)
+    weights = run_dir / "checkpoints" / "step_00000010.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    assert run_training(run_dir, config, resume_from=LATEST) == "failed"
+    assert "truncated" in store.reader(run_id).status()["reason"]
+
+
+def test_resuming_from_a_missing_step_fails_and_deletes_nothing(tmp_path, tiny_text):
+    config = tiny(tiny_text, max_steps=20)
+    store, run_id, run_dir = new_run(tmp_path, config)
+    run_training(run_dir, config)
+    assert run_training(run_dir, config, resume_from=15) == "failed"
+    assert "no checkpoint at step 15" in store.reader(run_id).status()["reason"]
+    assert list_checkpoints(run_dir / "checkpoints") == [0, 10, 20]
+
+
+def test_checkpoint_thinning_is_bounded_and_spans_the_run():
+    kept: list[int] = []
+    for step in range(0, 100_001, 500):
+        kept.append(step)
+        for gone in checkpoints_to_drop(kept):
+            kept.remove(gone)
+        assert len(kept) <= 12
+    assert kept[0] == 0 and kept[-3:] == [99_000, 99_500, 100_000]
+    gaps = np.diff(kept[:-3])
+    assert (np.diff(gaps) >= 0).all() or len(set(gaps)) <= 3  # older checkpoints are further apart
+
+
+def test_devices():
+    assert available_devices()[-1] == "cpu"
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type == available_devices()[0]
+    missing = [d for d in ("cuda", "mps") if d not in available_devices()]
+    for name in missing:
+        with pytest.raises(ConfigError, match="not available"):
+            resolve_device(name)
+    with pytest.raises(ConfigError):
+        resolve_device("tpu")
+
+
+def test_bare_loop_measures(tiny_text):
+    assert bare_tokens_per_s(tiny(tiny_text), steps=5, warmup=1) > 0
+
+
+def test_checkpoint_listing_after_a_long_run_stays_small(tmp_path, tiny_text):
+    config = tiny(tiny_text, max_steps=60, checkpoint_every=2, eval_interval=1000, sample_every=1000)
+    _, _, run_dir = new_run(tmp_path, config)
+    run_training(run_dir, config)
+    steps = list_checkpoints(run_dir / "checkpoints")
+    assert len(steps) <= 12 and steps[0] == 0 and steps[-1] == 60

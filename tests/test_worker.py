@@ -1,0 +1,311 @@
+"""RunManager with real worker processes: start, steer, queue, lease, faults, and nothing left behind.
+
+Workers come from one forkserver per test process (the first test pays for its torch import). Runs use a tiny
+model on a tiny text and a max_steps they never reach, and are stopped by the test.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tinygpt.checkpoint import load_checkpoint
+from tinygpt.config import preset
+from tinygpt.errors import TinyGPTError
+from tinygpt.runstore import RunStore
+from tinygpt.worker import RunManager, _pid_alive, default_max_active, default_threads_per_run
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tiny(text: str, **overrides):
+    settings = dict(
+        source="text",
+        text=text,
+        hidden_dim=32,
+        num_layers=2,
+        num_heads=2,
+        max_seq_len=16,
+        batch_size=4,
+        max_steps=1_000_000,
+        warmup_steps=2,
+        eval_interval=200,
+        eval_batches=2,
+        attention_every=50,
+        sample_every=500,
+        checkpoint_every=500,
+        device="cpu",
+    )
+    settings.update(overrides)
+    return preset("demo", **settings)
+
+
+def wait_for(predicate, timeout=15.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def status(store, run_id):
+    return store.reader(run_id).status()
+
+
+def stepped(store, run_id, at_least=1):
+    return wait_for(lambda: (status(store, run_id).get("step") or 0) >= at_least, what=f"step {at_least}")
+
+
+@pytest.fixture
+def store(tmp_path):
+    return RunStore(tmp_path / "runs")
+
+
+@pytest.fixture
+def manager(store):
+    threads_before = threading.active_count()
+    manager = RunManager(store, max_active=2, threads_per_run=1, lease_seconds=600)
+    yield manager
+    manager.shutdown()
+    assert threading.active_count() == threads_before  # the monitor thread is gone
+    assert multiprocessing.active_children() == []
+
+
+def test_defaults_follow_the_core_count(monkeypatch, store):
+    assert default_threads_per_run(2) == 1 and default_threads_per_run(4) == 1 and default_threads_per_run(16) == 2
+    assert default_max_active(2) == 2 and default_max_active(4) == 3 and default_max_active(16) == 7
+    monkeypatch.setenv("TINYGPT_MAX_RUNS", "3")
+    monkeypatch.setenv("TINYGPT_THREADS_PER_RUN", "2")
+    monkeypatch.setenv("TINYGPT_LEASE_SECONDS", "90")
+    manager = RunManager(store)
+    try:
+        assert (manager.max_active, manager.threads_per_run, manager.lease_seconds) == (3, 2, 90.0)
+    finally:
+        manager.shutdown()
+
+
+def test_start_and_stop_50_runs_leaves_no_process_or_thread(manager, store, tiny_text):
+    run_ids = []
+    for _ in range(10):  # 5 at a time: 2 train, 3 wait in the queue
+        batch = [manager.start(tiny(tiny_text)) for _ in range(5)]
+        for run_id in batch:
+            manager.stop(run_id)
+        run_ids += batch
+    assert manager.live_runs() == [] and manager.queued_runs() == []
+    pids = [status(store, r).get("pid") for r in run_ids]
+    assert sum(p is not None for p in pids) >= 10  # the ones that got a worker before the stop
+    assert all(status(store, r)["state"] == "stopped" for r in run_ids)
+    wait_for(lambda: not any(_pid_alive(p) for p in pids if p), timeout=5, what="workers to exit")
+    assert multiprocessing.active_children() == []
+
+
+def test_pause_step_resume_give_exact_counts_and_controls_are_idempotent(manager, store, tiny_text):
+    run_id = manager.start(tiny(tiny_text))
+    stepped(store, run_id)
+    manager.pause(run_id)
+    manager.pause(run_id)
+    wait_for(lambda: status(store, run_id)["state"] == "paused", what="paused")
+    paused_at = status(store, run_id)["step"]
+    manager.step(run_id, 7)
+    wait_for(lambda: status(store, run_id)["step"] == paused_at + 7 and status(store, run_id)["state"] == "paused")
+    time.sleep(0.3)
+    assert status(store, run_id)["step"] == paused_at + 7  # exactly 7, then paused again
+    metrics = store.reader(run_id).metrics
+    assert metrics[-1]["step"] == paused_at + 7
+    manager.resume(run_id)
+    manager.resume(run_id)
+    stepped(store, run_id, paused_at + 20)
+    assert status(store, run_id)["state"] == "running"
+    manager.stop(run_id)
+    manager.stop(run_id)
+    final = status(store, run_id)
+    assert final["state"] == "stopped" and not manager.is_live(run_id)
+    manager.pause(run_id)  # on an ended run: nothing happens
+    assert status(store, run_id)["state"] == "stopped"
+    assert store.reader(run_id).checkpoints()[-1] == final["step"]
+
+
+def test_the_cap_queues_and_releases_in_order(store, tiny_text):
+    manager = RunManager(store, max_active=1, threads_per_run=1)
+    try:
+        first, second, third = (manager.start(tiny(tiny_text)) for _ in range(3))
+        assert manager.queued_runs() == [second, third]
+        assert status(store, second)["state"] == "queued" and status(store, second)["queue_position"] == 1
+        assert status(store, third)["queue_position"] == 2
+        stepped(store, first)
+        manager.stop(first)
+        stepped(store, second)
+        assert manager.queued_runs() == [third] and status(store, third)["queue_position"] == 1
+        assert status(store, third)["step"] == 0
+        manager.stop(second)
+        stepped(store, third)
+        assert status(store, third)["queue_position"] is None
+        manager.stop(third)
+    finally:
+        manager.shutdown()
+
+
+def test_a_paused_worker_gives_its_slot_to_a_queued_run(store, tiny_text):
+    manager = RunManager(store, max_active=1, threads_per_run=1)
+    try:
+        first = manager.start(tiny(tiny_text))
+        stepped(store, first)
+        manager.pause(first)
+        second = manager.start(tiny(tiny_text))
+        stepped(store, second)
+        assert not manager.is_live(first) and status(store, first)["state"] == "paused"
+        assert "slot" in status(store, first)["reason"]
+        manager.stop(second)
+        before = status(store, first)["step"]
+        manager.resume(first)  # a new worker, from the checkpoint taken when it was released
+        stepped(store, first, before + 5)
+        steps = [m["step"] for m in store.reader(first).metrics]
+        assert steps == list(range(1, steps[-1] + 1))  # the curve continues with no gap and no repeat
+    finally:
+        manager.shutdown()
+
+
+def test_the_lease_pauses_an_unwatched_run_and_it_resumes(store, tiny_text):
+    manager = RunManager(store, max_active=2, threads_per_run=1, lease_seconds=0.5)
+    try:
+        watched, unwatched = manager.start(tiny(tiny_text)), manager.start(tiny(tiny_text))
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and manager.is_live(unwatched):
+            manager.touch(watched)
+            time.sleep(0.05)
+        assert manager.is_live(watched) and not manager.is_live(unwatched)
+        st = status(store, unwatched)
+        assert st["state"] == "paused" and "nobody watched for 0.5 s" in st["reason"]
+        assert store.reader(unwatched).checkpoints()[-1] == st["step"]  # checkpointed on the way out
+        manager.resume(unwatched)
+        manager.touch(unwatched)
+        stepped(store, unwatched, st["step"] + 3)
+        manager.stop(unwatched)
+        manager.stop(watched)
+    finally:
+        manager.shutdown()
+
+
+def test_a_live_knob_change_applies_at_the_next_step_and_is_recorded(manager, store, tiny_text):
+    run_id = manager.start(tiny(tiny_text))
+    stepped(store, run_id)
+    manager.set_knob(run_id, "mask", "none")
+    manager.set_knob(run_id, "attn_scale_mult", -2.0)  # invalid: recorded as an error, the run goes on
+
+    def knob_events():
+        events = store.reader(run_id).events
+        return [e for e in events if e["kind"] == "knob"], [e for e in events if e["kind"] == "error"]
+
+    wait_for(lambda: all(knob_events()), what="knob and error events")
+    (knob,), (error,) = knob_events()
+    assert (knob["knob"], knob["old"], knob["new"]) == ("mask", "causal", "none")
+    assert knob["message"] == f"mask: causal -> none at step {knob['step']}"
+    assert "attn_scale_mult" in error["message"]
+    stepped(store, run_id, knob["step"] + 2)
+    assert status(store, run_id)["state"] == "running"
+    manager.stop(run_id)
+    last = store.reader(run_id).checkpoints()[-1]
+    assert load_checkpoint(store.path(run_id) / "checkpoints" / f"step_{last:08d}").config.model.mask == "none"
+    with pytest.raises(TinyGPTError, match="cannot change while training"):
+        manager.set_knob(run_id, "num_layers", 3)
+    with pytest.raises(TinyGPTError, match="no worker"):
+        manager.set_knob(run_id, "mask", "causal")
+
+
+def test_kill_9_of_a_worker_marks_the_run_failed_and_keeps_its_data(manager, store, tiny_text):
+    run_id = manager.start(tiny(tiny_text))
+    stepped(store, run_id, 5)
+    os.kill(manager.worker_pid(run_id), signal.SIGKILL)
+    wait_for(lambda: status(store, run_id)["state"] == "failed", what="failed")
+    st = status(store, run_id)
+    assert "SIGKILL" in st["reason"] and f"step {st['step']}" in st["reason"]
+    reader = store.reader(run_id)
+    assert len(reader.metrics) >= 5 and reader.config()["vocab"] and reader.checkpoints() == [0]
+    assert reader.events[-1]["kind"] == "error"
+    manager.resume(run_id)  # from its last checkpoint (step 0 here)
+    wait_for(lambda: status(store, run_id)["state"] == "running", what="running again")
+    manager.stop(run_id)
+
+
+def test_a_worker_that_ignores_stop_is_killed_and_its_run_stays_readable(manager, store, tiny_text):
+    manager.stop_grace = 1.0
+    run_id = manager.start(tiny(tiny_text))
+    stepped(store, run_id, 3)
+    pid = manager.worker_pid(run_id)
+    os.kill(pid, signal.SIGSTOP)  # frozen: it cannot obey
+    started = time.monotonic()
+    manager.stop(run_id)
+    assert 0.9 < time.monotonic() - started < 5
+    st = status(store, run_id)
+    assert st["state"] == "stopped" and "killed" in st["reason"]
+    assert len(store.reader(run_id).metrics) >= 3
+    wait_for(lambda: not _pid_alive(pid), timeout=5, what="the frozen worker to be gone")
+
+
+def test_an_exception_in_the_worker_marks_the_run_failed(manager, store):
+    run_id = manager.start(tiny("far too short"))
+    wait_for(lambda: status(store, run_id)["state"] == "failed", what="failed")
+    assert "characters" in status(store, run_id)["reason"]
+    wait_for(lambda: not manager.is_live(run_id), what="reaped")
+
+
+def test_a_restarted_server_lists_interrupted_runs_as_paused(store, tiny_text):
+    writer = store.create(tiny(tiny_text).to_dict(), owner="app")
+    writer.write_status(state="running", reason="training", pid=2**22 + 12345, step=40)
+    writer.close()
+    manager = RunManager(store, max_active=1, threads_per_run=1)
+    try:
+        st = status(store, writer.run_id)
+        assert st["state"] == "paused" and "server stopped" in st["reason"]
+    finally:
+        manager.shutdown()
+
+
+SERVER = textwrap.dedent(
+    """
+    import sys, time
+    from tinygpt.config import preset
+    from tinygpt.runstore import RunStore
+    from tinygpt.worker import RunManager
+    store = RunStore(sys.argv[1])
+    manager = RunManager(store, max_active=2, threads_per_run=1)
+    config = preset("demo", source="text", text=open(sys.argv[2]).read(), hidden_dim=32, num_layers=2, num_heads=2,
+                    max_seq_len=16, batch_size=4, max_steps=10**6, checkpoint_every=500, device="cpu")
+    run_id = manager.start(config)
+    while not (store.reader(run_id).status().get("step") or 0) >= 3:
+        time.sleep(0.01)
+    print(run_id, manager.worker_pid(run_id), flush=True)
+    time.sleep(60)
+    """
+)
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_killing_the_server_leaves_no_worker(tmp_path, tiny_text, how):
+    text = tmp_path / "text.txt"
+    text.write_text(tiny_text)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(tmp_path / "runs"), str(text)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        run_id, pid = server.stdout.readline().split()
+        os.kill(server.pid, how)
+        server.wait(10)
+        wait_for(lambda: not _pid_alive(int(pid)), timeout=10, what="the worker to exit")
+        st = RunStore(tmp_path / "runs").reader(run_id).status()
+        assert st["state"] == "paused" and "server stopped" in st["reason"]  # checkpointed, resumable
+    finally:
+        server.kill()
+        server.wait()
