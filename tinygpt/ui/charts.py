@@ -1,0 +1,1143 @@
+"""Every chart the app draws: pure functions from run data to a figure. No streamlit, no file IO.
+
+Inputs are plain data as `tinygpt.runstore.RunReader` hands it out (lists of dicts, None where a value was not
+finite), numpy arrays (attention maps, masks, probabilities) and lists of characters. Outputs are figures:
+- Altair (Vega-Lite) for line and bar charts: Streamlit updates a Vega-Lite view in place when only its data
+  changes, so a live chart keeps its zoom and hover between refreshes.
+- plotly for heatmaps: one figure with subplots, never one figure per head (sixteen separate heatmaps re-sent at
+  2 Hz cost ~600 kB/s of websocket traffic in the app's prototype).
+Tests read the figures through `to_dict()`; no browser is needed.
+
+Conventions:
+- Every chart has a title, axis titles with units and hover tooltips; `CHART_HELP[name]` says what to look for.
+- `large=True` gives projector-sized fonts (`theme`); `style_altair` / `style_plotly` apply them.
+- Long series go through `thin_for_display` before they are sent, so a 100k-step run sends a bounded payload and
+  every DataFrame stays under Altair's 5,000-row guard, which is left on (no global setting is changed).
+- Characters are drawn visibly: space "␣", newline "⏎" (`visible_char`). Heatmap axes are categories named by
+  position ("'a' (pos 3)") with the bare character as tick text, so a repeated character keeps its own cells and
+  the hover names query and key without a per-cell text array (which would multiply the payload).
+
+Deliberately left out: computing what is drawn (entropies, memory estimates, sampling filters live in the engine
+and arrive here as numbers), log-scale loss axes, and colours that assume a light background (Streamlit's theme
+supplies the background, so the same figures work in the dark theme).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+Records = Sequence[Mapping[str, Any]]
+
+CHART_HELP: dict[str, str] = {
+    "loss_chart": "Training loss should start near the dashed ln(V) line (a uniform guess over the vocabulary) and "
+    "fall below it within a few dozen steps. Validation loss pulling away upward from training loss is overfitting.",
+    "lr_chart": "The learning rate the optimizer used at each step: a linear warmup, then a cosine decay. "
+    "The faint line is the plan; the vertical rule is where training is now.",
+    "grad_norm_chart": "The size of the whole gradient before clipping (log scale). Points above the clip line were "
+    "scaled down to it; many clipped steps early on usually mean the learning rate is too high or warmup too short.",
+    "layer_grad_chart": "Gradient norm of each layer's parameters, above the learning rate on the same steps. "
+    "Layers should stay within a few orders of magnitude of each other; a line falling to the floor is a layer that "
+    "no longer learns (for example a detached residual path).",
+    "update_ratios": "How much one step changes each layer's weights, relative to their size. Around 1e-3 is the "
+    "classic healthy value; far above it training is unstable, far below it that layer barely moves.",
+    "layer_grad_heatmap": "Rows are layers, columns are steps, colour is the gradient norm (log10). A row that "
+    "goes dark stopped receiving gradient; a bright column is a gradient spike, often followed by a loss spike.",
+    "attention_grid": "Each square is one head: row = the character attending, column = the character attended to. "
+    "Early in training rows are flat; watch heads specialise, e.g. a bright diagonal just left of the main one is a "
+    "head that looks at the previous character.",
+    "attention_detail": "One head, step by step: raw scores q·k, scaled by 1/sqrt(d_head) (without scaling the "
+    "colours get darker and softmax saturates), the mask, the masked scores (blank = not allowed) and softmax rows "
+    "that each sum to 1.",
+    "mask_matrix": "Which keys each query position may attend to. The causal mask is lower-triangular: no position "
+    "sees the future. Anything above the diagonal lets the model peek at the characters it must predict.",
+    "head_stats_chart": "Entropy of each head's attention (nats, averaged over positions): near ln(T) a head looks "
+    "everywhere, near 0 it looks at one character. Max weight near 1 means softmax has saturated to one-hot.",
+    "next_char_chart": "The model's probabilities for the next character, before (temperature 1, no filtering) and "
+    "after temperature, top-k and top-p. Lower temperature sharpens the bars; top-k and top-p cut the tail to zero.",
+    "attention_row_chart": "Where each head looked when it produced the newest character: one row per layer and "
+    "head, one column per context character.",
+    "compare_chart": "The same curve for several runs on one axis: the gap between the lines is the effect of the "
+    "settings that differ (see the table).",
+    "memory_chart": "Where the memory goes. Parameters, gradients and optimizer state grow with the model; "
+    "activations grow with batch x context, and the attention maps with context squared.",
+}
+
+VISIBLE_CHARS = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
+LOG_FLOOR = 1e-8  # 0 cannot sit on a log axis: such values are drawn here, and tooltips show the real value
+HEALTHY_UPDATE_RATIO = 1e-3  # the rule of thumb from cs231n and Karpathy's makemore part 3: log10(update/data) ~ -3
+MEMORY_CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "attention")
+BLUE, ORANGE, GREEN, RED, PURPLE, GREY, PALE = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#888", "#aec7e8"
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+MASK_COLOURS = ("#d0d0d0", "#1f77b4")  # masked, may attend
+FIELD_TITLES = {
+    "loss": "training loss (nats per character)",
+    "val_loss": "validation loss (nats per character)",
+    "grad_norm": "gradient norm before clipping (log scale)",
+    "lr": "learning rate",
+    "tokens_per_s": "throughput (tokens per second)",
+    # Experiments page (pitfall lab) curves
+    "attention_entropy": "mean attention entropy (nats)",
+    "max_attention_weight": "mean max attention weight (0..1)",
+    "attention_grad_norm": "attention blocks' gradient norm",
+    "first_layer_grad_norm": "first layer (L0.attn) gradient norm",
+}
+STEP = "training step"
+MAX_ROWS = 5000  # Altair's default guard on rows per DataFrame: thinning keeps every frame under it, so it stays on
+
+
+# ---------------------------------------------------------------- theme and small helpers
+
+
+def theme(large: bool = False) -> dict[str, int]:
+    """Font sizes (px), line width and plot sizes. `large` is for a projector seen from the back of a room."""
+    if large:
+        return {
+            "title": 26,
+            "axis_title": 20,
+            "label": 17,
+            "text": 17,
+            "line": 3,
+            "height": 460,
+            "panel": 300,
+            "wide": 1100,
+        }
+    return {"title": 17, "axis_title": 14, "label": 12, "text": 12, "line": 2, "height": 340, "panel": 220, "wide": 820}
+
+
+def style_altair(chart: alt.TopLevelMixin, large: bool = False) -> alt.TopLevelMixin:
+    """Apply the theme's fonts. Returns a top-level chart (configured charts cannot be layered any further)."""
+    t = theme(large)
+    return (
+        chart.configure_title(fontSize=t["title"], anchor="start", subtitleFontSize=t["label"], offset=10)
+        .configure_axis(labelFontSize=t["label"], titleFontSize=t["axis_title"], titleFontWeight="normal")
+        .configure_legend(labelFontSize=t["label"], titleFontSize=t["label"], orient="top", labelLimit=400)
+        .configure_header(labelFontSize=t["axis_title"], titleFontSize=t["axis_title"])
+    )
+
+
+def style_plotly(fig: go.Figure, title: str, large: bool = False, height: int | None = None) -> go.Figure:
+    t = theme(large)
+    fig.update_layout(
+        title={"text": title, "font": {"size": t["title"]}, "x": 0.01, "xanchor": "left"},
+        font={"size": t["label"]},
+        hoverlabel={"font": {"size": t["label"] + 2}},
+        margin={"l": 70, "r": 30, "t": 90, "b": 60},
+    )
+    fig.update_annotations(font_size=t["axis_title"])  # subplot titles are annotations
+    fig.update_xaxes(title_font_size=t["axis_title"], tickfont_size=t["label"])
+    fig.update_yaxes(title_font_size=t["axis_title"], tickfont_size=t["label"])
+    bar_fonts = {"colorbar_tickfont_size": t["label"], "colorbar_title_font_size": t["label"]}
+    fig.update_coloraxes(**bar_fonts)
+    fig.update_traces(**bar_fonts, selector={"type": "heatmap"})
+    if height:
+        fig.update_layout(height=height)
+    return fig
+
+
+def visible_char(ch: str) -> str:
+    """A character as it should appear on an axis: whitespace as a symbol, control characters escaped."""
+    if ch in VISIBLE_CHARS:
+        return VISIBLE_CHARS[ch]
+    return ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+
+
+def thin_for_display(records: Sequence[Any], max_points: int = 1500) -> list[Any]:
+    """At most `max_points` of `records`: the first, the last, and every k-th in between.
+
+    k is a power of two, so while a live series grows the kept points stay the same until k doubles: the line does
+    not shimmer between refreshes as an evenly re-spaced sample would.
+    """
+    records, max_points = list(records), max(2, int(max_points))
+    if len(records) <= max_points:
+        return records
+    stride = 1
+    while len(records) / stride > max_points - 1:
+        stride *= 2
+    kept = records[::stride]
+    if (len(records) - 1) % stride:
+        kept.append(records[-1])
+    return kept
+
+
+def _num(value: Any) -> float | None:
+    """A finite float, or None (the run store writes non-finite values as null)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _series(records: Records | None, field: str) -> list[tuple[int, float]]:
+    """(step, value) for the records where both are finite."""
+    out = []
+    for r in records or []:
+        step, value = _num(r.get("step")), _num(r.get(field))
+        if step is not None and value is not None:
+            out.append((int(step), value))
+    return out
+
+
+def _nonfinite_steps(records: Records | None, field: str, events: Records | None) -> dict[int, str]:
+    """Steps where `field` was written as null (not finite), plus the 'nonfinite' events, with a message each."""
+    steps = {}
+    for r in records or []:
+        if field in r and r[field] is None and _num(r.get("step")) is not None:
+            steps[int(r["step"])] = f"{field} was not finite"
+    for e in events or []:
+        if e.get("kind") == "nonfinite" and _num(e.get("step")) is not None:
+            steps[int(e["step"])] = str(e.get("message") or "non-finite value")
+    return steps
+
+
+def _ema(values: Sequence[float], smoothing: float) -> list[float]:
+    """Exponential moving average, debiased like TensorBoard's smoothing so the first points are not pulled to 0."""
+    out, avg, weight = [], 0.0, 0.0
+    for v in values:
+        avg = smoothing * avg + (1 - smoothing) * v
+        weight = smoothing * weight + (1 - smoothing)
+        out.append(avg / weight)
+    return out
+
+
+def _data(rows: list[dict], *columns: str) -> pd.DataFrame:
+    """Chart data as a DataFrame: Streamlit ships it as Arrow, and Altair neither validates nor deep-copies it
+    (inline values are both, which costs seconds per refresh). Every chart keeps each frame under MAX_ROWS."""
+    return pd.DataFrame.from_records(rows[:MAX_ROWS], columns=list(columns) or None)
+
+
+def _x(title: str = STEP) -> alt.X:
+    # 1,500 below ten thousand, 25k above: short labels that stay exact where steps are few
+    labels = "datum.value >= 10000 ? format(datum.value, '.3~s') : format(datum.value, ',~d')"
+    return alt.X("step:Q", title=title, axis=alt.Axis(labelExpr=labels))
+
+
+def _y(field: str, title: str, log: bool = False, **scale: Any) -> alt.Y:
+    """Every layer of a chart uses the same y title and scale type, or Vega-Lite would merge them ("loss, y")."""
+    return alt.Y(field, title=title, scale=alt.Scale(type="log" if log else "linear", **scale))
+
+
+def _hover(chart: alt.Chart, name: str, size: int = 90, zoom: bool = True) -> alt.Chart:
+    """Points that appear under the pointer (nearest point, no need to hit the line) and carry the tooltip; with
+    `zoom`, dragging or scrolling also zooms the step axis. Both parameters sit on this one view: Altair names
+    every view that has parameters, and inside a vconcat it would attach them to all of those views."""
+    sel = alt.selection_point(name=f"hover_{name}", nearest=True, on="pointerover", clear="pointerout", empty=False)
+    params = [sel, alt.selection_interval(name=f"zoom_{name}", bind="scales", encodings=["x"])] if zoom else [sel]
+    return (
+        chart.mark_point(filled=True, size=size)
+        .encode(opacity=alt.condition(sel, alt.value(1), alt.value(0)))
+        .add_params(*params)
+    )
+
+
+def _hline(value: float, label: str, yspec: dict, t: dict, colour: str = GREY, dash: Sequence[int] = (6, 4)) -> list:
+    """A labelled horizontal reference line, on the same y title and scale (`yspec`, see `_y`) as the chart."""
+    base = alt.Chart(_data([{"ref": float(value), "label": label}]))
+    y = _y("ref:Q", **yspec)
+    rule = base.mark_rule(strokeDash=list(dash), color=colour, strokeWidth=t["line"]).encode(
+        y=y, tooltip=[alt.Tooltip("label:N", title="reference")]
+    )
+    text = base.mark_text(align="left", baseline="bottom", dx=6, dy=-3, color=colour, fontSize=t["text"]).encode(
+        y=y, x=alt.value(0), text="label:N"
+    )
+    return [rule, text]
+
+
+def _vlines(rows: list[dict], t: dict, colour: str, tooltip_title: str, stagger: bool = True) -> list:
+    """Vertical rules at rows' steps, labelled at the top; labels are staggered over three lines to avoid overlap."""
+    if not rows:
+        return []
+    tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title=tooltip_title)]
+    layers = [
+        alt.Chart(_data(rows))
+        .mark_rule(color=colour, strokeDash=[3, 3], strokeWidth=t["line"])
+        .encode(x=_x(), tooltip=tooltip)
+    ]
+    for level in range(3 if stagger else 1):
+        chunk = rows[level::3] if stagger else rows
+        if chunk:
+            layers.append(
+                alt.Chart(_data(chunk))
+                .mark_text(align="left", baseline="top", dx=4, color=colour, fontSize=t["text"])
+                .encode(x=_x(), y=alt.value(t["text"] + 6 + level * (t["text"] + 4)), text="label:N", tooltip=tooltip)
+            )
+    return layers
+
+
+def _event_layers(events: Records | None, nonfinite: dict[int, str], t: dict) -> list:
+    """Knob changes as labelled purple rules; non-finite steps as red rules with a red marker along the top."""
+    knobs = [
+        {"step": int(e["step"]), "label": str(e.get("message") or e.get("knob") or "knob")[:48]}
+        for e in events or []
+        if e.get("kind") == "knob" and _num(e.get("step")) is not None
+    ]
+    layers = _vlines(knobs, t, PURPLE, "knob change")
+    if nonfinite:
+        rows = [{"step": s, "label": m} for s, m in sorted(nonfinite.items())][-200:]
+        tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title="non-finite")]
+        base = alt.Chart(_data(rows))
+        layers.append(base.mark_rule(color=RED, strokeWidth=t["line"], opacity=0.7).encode(x=_x(), tooltip=tooltip))
+        layers.append(
+            base.mark_point(shape="triangle-down", filled=True, size=12 * t["text"], color=RED).encode(
+                x=_x(), y=alt.value(t["text"] // 2 + 2), tooltip=tooltip
+            )
+        )
+    return layers
+
+
+def _colour(
+    field: str,
+    domain: Sequence[str],
+    colours: Sequence[str] | None = None,
+    title: str | None = None,
+    lines: bool = False,
+) -> alt.Color:
+    """A colour encoding with a fixed order (and colours), so colours do not swap as series appear."""
+    scale = alt.Scale(domain=list(domain), range=list(colours)) if colours else alt.Scale(domain=list(domain))
+    legend = alt.Legend(title=title, symbolType="stroke", symbolStrokeWidth=3) if lines else alt.Legend(title=title)
+    return alt.Color(field, scale=scale, legend=legend, sort=list(domain))
+
+
+DASHES = ("solid", "dashed", "dotted")
+
+
+def _dash(field: str, domain: Sequence[str]) -> alt.StrokeDash:
+    """Line styles in a fixed order (DASHES). No legend: a dash legend next to a colour legend draws invisible
+    symbols in Vega-Lite, so the chart's subtitle names the styles instead (`_dash_note`)."""
+    styles = [[1, 0], [7, 4], [2, 2]]
+    return alt.StrokeDash(field, scale=alt.Scale(domain=list(domain), range=styles[: len(domain)]), legend=None)
+
+
+def _dash_note(names: Sequence[str]) -> str:
+    return ", ".join(f"{style}: {name}" for style, name in zip(DASHES, names, strict=False))
+
+
+def _palette(domain: Sequence[str]) -> list[str]:
+    return (PALETTE * (1 + len(domain) // len(PALETTE)))[: len(domain)]
+
+
+def _finish(layers: list, title: str, t: dict, subtitle: str | None = None, large: bool = False):
+    title_params = alt.TitleParams(title, subtitle=subtitle) if subtitle else title
+    return style_altair(alt.layer(*layers).properties(title=title_params, height=t["height"]), large)
+
+
+# ---------------------------------------------------------------- training curves (Altair)
+
+
+def loss_chart(
+    metrics: Records | None,
+    evals: Records | None,
+    events: Records | None,
+    vocab_size: int | None,
+    target: float | None = None,
+    smoothing: float = 0.0,
+    *,
+    target_label: str = "target",
+    max_points: int = 1500,
+    large: bool = False,
+):
+    """Train loss per step (optionally EMA-smoothed), val loss, the ln(V) uniform baseline, an optional target,
+    knob changes and non-finite steps. Never raises on empty input: it shows a 'waiting' title instead."""
+    t, smoothing = theme(large), min(max(float(smoothing or 0.0), 0.0), 0.999)
+    yspec = {"title": "cross-entropy loss (nats per character)", "zero": False}
+    y = _y("loss:Q", **yspec)
+    train = _series(metrics, "loss")
+    raw_name, smooth_name = ("train (raw)", f"train (EMA {smoothing:g})") if smoothing else ("train", None)
+    rows = []
+    smoothed = _ema([v for _, v in train], smoothing) if smoothing else [None] * len(train)
+    for (step, value), ema in thin_for_display(list(zip(train, smoothed, strict=True)), max_points):
+        rows.append({"step": step, "loss": value, "series": raw_name})
+        if ema is not None:
+            rows.append({"step": step, "loss": ema, "series": smooth_name})
+    rows += [{"step": s, "loss": v, "series": "val"} for s, v in thin_for_display(_series(evals, "val_loss"), 500)]
+    domain, colours = [raw_name, "val"], [PALE if smoothing else BLUE, ORANGE]
+    if smooth_name:
+        domain.insert(1, smooth_name)
+        colours.insert(1, BLUE)
+    base = alt.Chart(_data(rows)).encode(x=_x(), y=y, color=_colour("series:N", domain, colours, lines=True))
+    tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("series:N"), alt.Tooltip("loss:Q", format=".4f")]
+    layers = [
+        base.mark_line(strokeWidth=t["line"]),
+        base.mark_point(filled=True, size=6 * t["text"]).transform_filter(alt.datum.series == "val"),
+        _hover(base.encode(tooltip=tooltip), "loss"),
+    ]
+    if vocab_size and vocab_size > 0:
+        layers += _hline(math.log(vocab_size), f"uniform guess ln(V)={math.log(vocab_size):.2f}", yspec, t)
+    if target is not None and _num(target) is not None:
+        layers += _hline(float(target), f"{target_label} {float(target):.2f}", yspec, t, colour=GREEN, dash=(2, 3))
+    layers += _event_layers(events, _nonfinite_steps(metrics, "loss", events), t)
+    title = "Training loss" if rows else "Training loss: waiting for the first step"
+    return _finish(layers, title, t, large=large)
+
+
+def lr_chart(
+    metrics: Records | None,
+    current_step: int | None = None,
+    schedule: Sequence[tuple[int, float]] | None = None,
+    *,
+    max_points: int = 1500,
+    large: bool = False,
+):
+    """The learning rate used at each step, the planned schedule as a faint line, and the current step."""
+    t = theme(large)
+    rows = [{"step": s, "lr": v, "series": "used"} for s, v in thin_for_display(_series(metrics, "lr"), max_points)]
+    planned = [(int(s), float(v)) for s, v in schedule or [] if _num(s) is not None and _num(v) is not None]
+    rows += [{"step": s, "lr": v, "series": "planned"} for s, v in thin_for_display(planned, max_points)]
+    y = _y("lr:Q", "learning rate", zero=True)
+    base = alt.Chart(_data(rows)).encode(
+        x=_x(), y=y, color=_colour("series:N", ["planned", "used"], [PALE, BLUE], lines=True)
+    )
+    tooltip = [
+        alt.Tooltip("step:Q", title="step"),
+        alt.Tooltip("series:N"),
+        alt.Tooltip("lr:Q", format=".3e", title="learning rate"),
+    ]
+    layers = [
+        base.mark_line(strokeWidth=t["line"]).encode(strokeDash=_dash("series:N", ["used", "planned"])),
+        _hover(base.encode(tooltip=tooltip), "lr"),
+    ]
+    if current_step is not None and _num(current_step) is not None:
+        layers += _vlines(
+            [{"step": int(current_step), "label": f"now: step {int(current_step)}"}], t, GREY, "position", stagger=False
+        )
+    return _finish(
+        layers, "Learning rate schedule" if rows else "Learning rate: waiting for the first step", t, large=large
+    )
+
+
+def grad_norm_chart(
+    metrics: Records | None,
+    max_grad_norm: float | None,
+    events: Records | None,
+    *,
+    max_points: int = 1500,
+    large: bool = False,
+):
+    """Global gradient norm before clipping (log y), the clip threshold, clipped steps and non-finite steps."""
+    t = theme(large)
+    yspec = {"title": "gradient norm (L2, log scale)", "log": True}
+    y = _y("shown:Q", **yspec)
+    norms = _series(metrics, "grad_norm")
+    rows = [{"step": s, "norm": v, "shown": max(v, LOG_FLOOR)} for s, v in thin_for_display(norms, max_points)]
+    clipped = [
+        {"step": int(m["step"]), "norm": v, "shown": max(v, LOG_FLOOR), "clipped": "yes"}
+        for m in metrics or []
+        if m.get("clipped") and (v := _num(m.get("grad_norm"))) is not None and _num(m.get("step")) is not None
+    ]
+    tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("norm:Q", format=".4g", title="norm before clipping")]
+    base = alt.Chart(_data(rows)).encode(x=_x(), y=y)
+    layers = [
+        base.mark_line(strokeWidth=t["line"], color=BLUE),
+        _hover(base.encode(tooltip=tooltip, color=alt.value(BLUE)), "grad"),
+    ]
+    clipping = max_grad_norm is not None and (_num(max_grad_norm) or 0) > 0
+    if clipping:
+        layers += _hline(float(max_grad_norm), f"clip threshold {float(max_grad_norm):g}", yspec, t, colour=ORANGE)
+    if clipped:
+        layers.append(
+            alt.Chart(_data(thin_for_display(clipped, 500)))
+            .mark_point(filled=True, color=ORANGE, size=6 * t["text"])
+            .encode(x=_x(), y=y, tooltip=[*tooltip, alt.Tooltip("clipped:N", title="clipped to threshold")])
+        )
+    layers += _event_layers(events, _nonfinite_steps(metrics, "grad_norm", events), t)
+    subtitle = f"{len(clipped)} clipped steps shown" if clipping else "clipping is off"
+    title = "Global gradient norm before clipping" + ("" if rows else ": waiting for the first step")
+    return _finish(layers, title, t, subtitle=subtitle, large=large)
+
+
+def _groups(metrics: Records | None, field: str) -> list[str]:
+    """Group names in the writer's order ("emb", "L0.attn", "L0.mlp", ..., "ln_f"), first seen first."""
+    seen: dict[str, None] = {}
+    for m in metrics or []:
+        for g in m.get(field) or {}:
+            seen.setdefault(str(g), None)
+    return list(seen)
+
+
+def _layer_and_part(group: str) -> tuple[str, str]:
+    """ "L3.attn" -> ("L3", "attn"); "emb" -> ("emb", "other")."""
+    layer, _, part = group.partition(".")
+    return (layer, part) if part in ("attn", "mlp") else (group, "other")
+
+
+def _lr_panel(metrics: Records | None, t: dict, max_points: int) -> alt.LayerChart:
+    rows = [{"step": s, "lr": v} for s, v in thin_for_display(_series(metrics, "lr"), max_points)]
+    base = alt.Chart(_data(rows)).encode(x=_x(), y=_y("lr:Q", "learning rate", zero=True, nice=True))
+    tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("lr:Q", format=".3e", title="learning rate")]
+    return alt.layer(
+        base.mark_line(strokeWidth=t["line"], color=GREY),
+        _hover(base.encode(tooltip=tooltip, color=alt.value(GREY)), "lr_panel", zoom=False),
+    ).properties(height=int(t["height"] / 2.5))  # tall enough for the axis title "learning rate"
+
+
+def layer_grad_chart(
+    metrics: Records | None,
+    field: str = "layer_grad_norms",
+    lr_metrics: bool = True,
+    *,
+    max_rows: int = 4000,
+    width: int | None = None,
+    large: bool = False,
+):
+    """One line per parameter group over steps (log y): colour = layer, dash = attention or MLP. With
+    field="update_ratios" it draws ||dW|| / ||W|| with the 1e-3 reference. `lr_metrics`: add a learning-rate panel
+    below, from the same metrics, sharing the step axis (zooming one zooms both). Streamlit cannot stretch two
+    stacked panels to the page, so they get `width` pixels (default: the theme's `wide`)."""
+    t = theme(large)
+    groups = _groups(thin_for_display(list(metrics or []), 200), field)  # fixed for a run: a sample finds them
+    ratios = field == "update_ratios"
+    y_title = "‖ΔW‖ / ‖W‖ per step (log scale)" if ratios else "gradient L2 norm (log scale)"
+    yspec = {"title": y_title, "log": True}
+    y = _y("shown:Q", **yspec)
+    rows = [
+        {"step": int(step), "group": str(g), "value": v}
+        for m in thin_for_display(list(metrics or []), max(100, max_rows // max(1, len(groups))))
+        if (step := _num(m.get("step"))) is not None
+        for g, value in (m.get(field) or {}).items()
+        if (v := _num(value)) is not None
+    ]
+    layers_order = list(dict.fromkeys(_layer_and_part(g)[0] for g in groups))
+    base = (
+        alt.Chart(_data(rows, "step", "group", "value"))
+        .transform_calculate(  # "L3.attn" -> layer "L3", part "attn"; "emb" -> layer "emb", part "other"
+            layer="split(datum.group, '.')[0]",
+            part="indexof(datum.group, '.') < 0 ? 'other' : split(datum.group, '.')[1]",
+            shown=f"max(datum.value, {LOG_FLOOR})",
+        )
+        .encode(
+            x=_x(None if lr_metrics else STEP),
+            y=y,
+            color=_colour("layer:N", layers_order, _palette(layers_order), "layer", lines=True),
+            strokeDash=_dash("part:N", ["attn", "mlp", "other"]),
+            detail="group:N",
+        )
+    )
+    tooltip = [
+        alt.Tooltip("step:Q", title="step"),
+        alt.Tooltip("group:N", title="parameter group"),
+        alt.Tooltip("value:Q", format=".3e"),
+    ]
+    layers = [
+        base.mark_line(strokeWidth=t["line"]),
+        _hover(base.encode(tooltip=tooltip), "layers", size=60),
+    ]
+    if ratios:
+        layers += _hline(HEALTHY_UPDATE_RATIO, "1e-3: classic healthy value", yspec, t, colour=GREEN)
+    title = "Update / weight ratio per layer" if ratios else "Per-layer gradient norms"
+    if not rows:
+        title += ": waiting for the first step"
+    main = alt.layer(*layers).properties(height=t["height"])
+    if lr_metrics:
+        width = width or t["wide"]
+        panels = [main.properties(width=width), _lr_panel(metrics, t, 1500).properties(width=width)]
+        chart = alt.vconcat(*panels).resolve_scale(x="shared", color="independent")
+    else:
+        chart = main
+    note = _dash_note(["attention", "MLP", "embeddings / final layer norm"])
+    return style_altair(chart.properties(title=alt.TitleParams(title, subtitle=note)), large)
+
+
+def head_stats_chart(
+    rows: Records | None,
+    *,
+    seq_len: int | None = None,
+    layer: int | None = None,
+    large: bool = False,
+):
+    """Per-head attention entropy (nats, with the ln(seq_len) uniform reference) and mean max weight (0..1) over
+    training steps, coloured by head: one row of two small charts per layer, or only `layer` if given."""
+    t = theme(large)
+    width, height = (460, 400) if large else (340, 280)
+
+    def small(text: str) -> alt.TitleParams:  # panel titles below the chart's own, sized like axis titles
+        return alt.TitleParams(text, fontSize=t["axis_title"])
+
+    clean = [
+        {"step": int(r["step"]), "layer": int(r["layer"]), "head": f"H{int(r['head'])}", "entropy": e, "max_weight": w}
+        for r in rows or []
+        if None not in (_num(r.get("step")), _num(r.get("layer")), _num(r.get("head")))
+        and (e := _num(r.get("entropy"))) is not None
+        and (w := _num(r.get("max_weight"))) is not None
+    ]
+    keep = set(thin_for_display(sorted({r["step"] for r in clean}), 200))
+    clean = [r for r in clean if r["step"] in keep and (layer is None or r["layer"] == layer)]
+    heads = sorted({r["head"] for r in clean}, key=lambda h: int(h[1:]))
+    panels = []
+    for lay in sorted({r["layer"] for r in clean}) or [layer if layer is not None else 0]:
+        part = [r for r in clean if r["layer"] == lay]
+        base = alt.Chart(_data(part)).encode(
+            x=_x(), color=_colour("head:N", heads, _palette(heads), "head", lines=True)
+        )
+        tooltip = [
+            alt.Tooltip("step:Q"),
+            alt.Tooltip("head:N"),
+            alt.Tooltip("entropy:Q", format=".3f"),
+            alt.Tooltip("max_weight:Q", format=".3f", title="max weight"),
+        ]
+        point = alt.OverlayMarkDef(filled=True, size=5 * t["text"])
+        ent_spec = {"title": "attention entropy (nats)", "zero": True}
+        ent_y = _y("entropy:Q", **ent_spec)
+        ent = [base.mark_line(point=point, strokeWidth=t["line"]).encode(y=ent_y, tooltip=tooltip)]
+        if seq_len and seq_len > 1:
+            ent += _hline(math.log(seq_len), f"uniform over {seq_len} keys: ln(T)={math.log(seq_len):.2f}", ent_spec, t)
+        maxw = base.mark_line(point=point, strokeWidth=t["line"]).encode(
+            y=_y("max_weight:Q", "max attention weight (0..1)", domain=[0, 1]), tooltip=tooltip
+        )
+        panels.append(
+            alt.hconcat(
+                alt.layer(*ent).properties(title=small(f"layer {lay}: entropy"), width=width, height=height),
+                maxw.properties(title=small(f"layer {lay}: max weight"), width=width, height=height),
+            )
+        )
+    title = "Attention entropy and max weight per head" + ("" if clean else ": waiting for the first snapshot")
+    return style_altair(alt.vconcat(*panels).properties(title=title), large)
+
+
+def compare_chart(
+    series: Mapping[str, Records] | None,
+    field: str = "loss",
+    evals: Mapping[str, Records] | None = None,
+    *,
+    large: bool = False,
+):
+    """Several runs' curves of one metrics field on one axis, coloured by run name; with `evals` (run name -> eval
+    records) the validation loss is added as dashed lines."""
+    t = theme(large)
+    series = series or {}
+    per_run = max(20, 4000 // max(1, len(series) + len(evals or {})))  # one budget shared by all curves
+    rows = [
+        {"step": s, "value": v, "shown": max(v, LOG_FLOOR), "run": str(name), "curve": field}
+        for name, records in series.items()
+        for s, v in thin_for_display(_series(records, field), per_run)
+    ]
+    for name, records in (evals or {}).items():
+        rows += [
+            {"step": s, "value": v, "shown": v, "run": str(name), "curve": "val_loss"}
+            for s, v in thin_for_display(_series(records, "val_loss"), per_run)
+        ]
+    log = field.endswith("grad_norm")  # norms span orders of magnitude
+    runs = list(dict.fromkeys([str(n) for n in series] + [str(n) for n in evals or {}]))
+    y_title = FIELD_TITLES.get(field, field)
+    y = _y("shown:Q", y_title + (" (log scale)" if log and "log" not in y_title else ""), log=log, zero=False)
+    curves = [field, "val_loss"] if evals else [field]
+    base = alt.Chart(_data(rows)).encode(
+        x=_x(),
+        y=y,
+        color=_colour("run:N", runs, _palette(runs), "run", lines=True),
+        strokeDash=_dash("curve:N", curves),
+    )
+    tooltip = [
+        alt.Tooltip("run:N"),
+        alt.Tooltip("curve:N"),
+        alt.Tooltip("step:Q"),
+        alt.Tooltip("value:Q", format=".4g"),
+    ]
+    layers = [
+        base.mark_line(strokeWidth=t["line"]),
+        _hover(base.encode(tooltip=tooltip), "compare"),
+    ]
+    title = f"Compare runs: {FIELD_TITLES.get(field, field).split(' (')[0]}" + ("" if rows else " (no data yet)")
+    return _finish(layers, title, t, _dash_note(["training", "validation"]) if evals else None, large)
+
+
+def next_char_chart(vocab: Sequence[str], probs_raw: Any, probs: Any, top: int = 20, *, large: bool = False):
+    """Grouped bars of the top characters' probabilities before (temperature 1, unfiltered) and after temperature,
+    top-k and top-p. Characters are shown visibly (space as ␣, newline as ⏎)."""
+    t = theme(large)
+    raw, after = np.asarray(probs_raw, dtype=np.float64).ravel(), np.asarray(probs, dtype=np.float64).ravel()
+    size = min(len(vocab), raw.size, after.size)
+    raw, after = np.nan_to_num(raw[:size]), np.nan_to_num(after[:size])
+    order = (
+        sorted(
+            np.argsort(-np.maximum(raw, after), kind="stable")[: max(1, top)].tolist(),
+            key=lambda i: (-after[i], -raw[i]),
+        )
+        if size
+        else []
+    )
+    before_name, after_name = "before (temperature 1, no filter)", "after temperature / top-k / top-p"
+    rows = [
+        {"char": visible_char(vocab[i]), "rank": rank + 1, "which": which, "p": float(p[i])}
+        for rank, i in enumerate(order)
+        for which, p in ((before_name, raw), (after_name, after))
+    ]
+    chars = [visible_char(vocab[i]) for i in order]
+    chart = (
+        alt.Chart(_data(rows))
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "char:N",
+                sort=chars,
+                title="next character (most likely first)",
+                axis=alt.Axis(labelAngle=0, labelFontSize=t["axis_title"]),
+            ),
+            xOffset=alt.XOffset("which:N", sort=[before_name, after_name]),
+            y=alt.Y("p:Q", title="probability", scale=alt.Scale(zero=True)),
+            color=_colour("which:N", [before_name, after_name], [GREY, BLUE]),
+            tooltip=[
+                alt.Tooltip("char:N", title="character"),
+                alt.Tooltip("which:N", title="distribution"),
+                alt.Tooltip("p:Q", format=".3f", title="probability"),
+                alt.Tooltip("rank:Q"),
+            ],
+        )
+    )
+    subtitle = f"top {len(order)} of {size} characters" if size else None
+    return _finish(
+        [chart],
+        "Next-character probabilities" if size else "Next-character probabilities: nothing sampled yet",
+        t,
+        subtitle,
+        large,
+    )
+
+
+def memory_chart(rows: Records | None, *, title: str = "Memory by category", large: bool = False):
+    """Stacked bars of bytes by category (parameters, gradients, optimizer state, activations, attention) for each
+    setting `label`; rows: {"label", "category", "bytes"}. Say in `title` whether the numbers are measured."""
+    t = theme(large)
+    clean = [
+        {"label": str(r.get("label")), "category": str(r.get("category")), "bytes": int(b), "mb": b / 1e6}
+        for r in rows or []
+        if (b := _num(r.get("bytes"))) is not None
+    ]
+    labels = list(dict.fromkeys(r["label"] for r in clean))
+    cats = [c for c in MEMORY_CATEGORIES if any(r["category"] == c for r in clean)]
+    cats += [c for c in dict.fromkeys(r["category"] for r in clean) if c not in cats]
+    for r in clean:
+        r["order"] = cats.index(r["category"])
+    x = alt.X("label:N", sort=labels, title="setting", axis=alt.Axis(labelAngle=0, labelLimit=300))
+    base = alt.Chart(_data(clean))
+    bars = base.mark_bar().encode(
+        x=x,
+        y=alt.Y("mb:Q", title="memory (MB)", stack="zero"),
+        color=_colour("category:N", cats, _palette(cats), "category"),
+        order=alt.Order("order:Q"),
+        tooltip=[
+            alt.Tooltip("label:N", title="setting"),
+            alt.Tooltip("category:N"),
+            alt.Tooltip("mb:Q", format=",.2f", title="MB"),
+            alt.Tooltip("bytes:Q", format=",d"),
+        ],
+    )
+    totals = base.mark_text(dy=-6, baseline="bottom", fontSize=t["text"]).encode(
+        x=x, y=alt.Y("sum(mb):Q", title="memory (MB)"), text=alt.Text("sum(mb):Q", format=",.1f")
+    )
+    return _finish([bars, totals], title if clean else f"{title}: no data", t, large=large)
+
+
+# ---------------------------------------------------------------- tables
+
+
+def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping) and value:
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def config_diff(
+    configs: Mapping[str, Mapping[str, Any] | None], ignore: Sequence[str] = ("run_id", "created", "vocab")
+) -> list[dict]:
+    """Rows {"setting": "model.num_heads", run1: "4", run2: "2", ...} for the flattened settings whose values
+    differ, in first-seen order. Values are text (a table column of mixed ints and strings cannot become Arrow,
+    so Streamlit would fail to show it): lists and dicts as compact JSON, a missing setting as "—". `ignore` skips
+    settings that differ between any two runs."""
+    flat = {str(name): _flatten(cfg or {}) for name, cfg in configs.items()}
+    missing = object()
+
+    def cell(value: Any) -> str:
+        if value is missing:
+            return "—"
+        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
+
+    rows = []
+    for key in dict.fromkeys(k for f in flat.values() for k in f):
+        values = {name: cell(f.get(key, missing)) for name, f in flat.items()}
+        if key not in ignore and len(set(values.values())) > 1:
+            rows.append({"setting": key, **values})
+    return rows
+
+
+# ---------------------------------------------------------------- heatmaps (plotly)
+
+
+def _token_axis(tokens: Sequence[str] | None, size: int, offset: int = 0) -> tuple[list[str], list[str]]:
+    """Category names that are unique per position ("'a' (pos 3)"), and the visible characters as tick text.
+    `tokens` is fitted to `size` (the last ones kept, "?" padding), so a probe that changed never raises."""
+    if tokens is None:
+        return [f"pos {offset + i}" for i in range(size)], [str(offset + i) for i in range(size)]
+    toks = (["?"] * size + list(tokens))[-size:]
+    return [f"'{visible_char(c)}' (pos {offset + i})" for i, c in enumerate(toks)], [visible_char(c) for c in toks]
+
+
+def _tick_step(count: int, panel_px: float, font_px: int) -> int:
+    """Show every k-th tick label so labels do not overlap in a panel of about `panel_px` pixels."""
+    return max(1, math.ceil(count * font_px * 1.3 / max(panel_px, 1)))
+
+
+def _placeholder(title: str, message: str, large: bool) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(
+        text=message,
+        showarrow=False,
+        x=0.5,
+        y=0.5,
+        xref="paper",
+        yref="paper",
+        font={"size": theme(large)["axis_title"]},
+    )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return style_plotly(fig, title, large, height=theme(large)["panel"])
+
+
+def _array(value: Any, ndim: int, name: str) -> np.ndarray | None:
+    if value is None:
+        return None
+    arr = np.asarray(value)
+    if arr.size == 0:
+        return None
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
+    return arr
+
+
+def _token_ticks(fig: go.Figure, cats: list[str], ticks: list[str], step: int, axis: str, **where: Any) -> None:
+    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
+    update(tickmode="array", tickvals=cats[::step], ticktext=ticks[::step], tickangle=0, showgrid=False, **where)
+
+
+def _square(fig: go.Figure, rows: int, cols: int) -> None:
+    """Square cells: each subplot's y axis is scaled to its x axis."""
+    for i in range(rows * cols):
+        fig.layout[f"yaxis{i + 1 if i else ''}"].update(scaleanchor=f"x{i + 1 if i else ''}", constrain="domain")
+        fig.layout[f"xaxis{i + 1 if i else ''}"].update(constrain="domain")
+
+
+WEIGHT_AXIS = {"cmin": 0, "cmax": 1, "colorscale": "Viridis", "colorbar": {"title": {"text": "weight"}}}
+
+
+def attention_grid(
+    weights: Any,
+    tokens: Sequence[str] | None,
+    layer_names: Sequence[str] | None = None,
+    max_tokens: int = 64,
+    *,
+    title: str = "Attention weights: layers x heads",
+    large: bool = False,
+) -> go.Figure:
+    """One figure with a heatmap per (layer, head) of `weights` (L, H, T, T): rows = layers, columns = heads, the
+    probe's characters on both axes, one 0..1 colour scale. Only the last `max_tokens` positions are drawn."""
+    w = _array(weights, 4, "weights")
+    if w is None:
+        return _placeholder(title, "no attention snapshot yet", large)
+    t = theme(large)
+    num_layers, num_heads, size = w.shape[0], w.shape[1], w.shape[2]
+    start = max(0, size - max_tokens)
+    w = w[:, :, start:, start:].astype(np.float32)  # float16 has no typed array in plotly.js
+    cats, ticks = _token_axis(tokens, size, 0)
+    cats, ticks = cats[start:], ticks[start:]
+    names = list(layer_names or [f"L{i}" for i in range(num_layers)])
+    names += [f"L{i}" for i in range(len(names), num_layers)]
+    height = num_layers * t["panel"] + 140
+    fig = make_subplots(
+        rows=num_layers,
+        cols=num_heads,
+        subplot_titles=[f"{names[i]} H{h}" for i in range(num_layers) for h in range(num_heads)],
+        horizontal_spacing=min(0.03, 0.9 / max(1, num_heads - 1)),
+        vertical_spacing=min(50 / height, 0.9 / max(1, num_layers - 1)),
+    )
+    for i in range(num_layers):
+        for h in range(num_heads):
+            fig.add_trace(
+                go.Heatmap(
+                    z=w[i, h],
+                    x=cats,
+                    y=cats,
+                    coloraxis="coloraxis",
+                    zmin=0,
+                    zmax=1,
+                    name=f"{names[i]} H{h}",
+                    hovertemplate=f"{names[i]} H{h}: query %{{y}} → key %{{x}}: weight %{{z:.3f}}<extra></extra>",
+                ),
+                row=i + 1,
+                col=h + 1,
+            )
+    step = _tick_step(len(cats), 1000 / num_heads, t["label"])
+    _token_ticks(fig, cats, ticks, step, "x", showticklabels=False)
+    _token_ticks(fig, cats, ticks, step, "y", showticklabels=False, autorange="reversed")
+    fig.update_xaxes(showticklabels=True, title_text="key (attended to)", row=num_layers)
+    fig.update_yaxes(showticklabels=True, title_text="query", col=1)
+    _square(fig, num_layers, num_heads)
+    fig.update_layout(coloraxis=WEIGHT_AXIS)
+    suffix = f" (last {max_tokens} of {size} characters)" if start else ""
+    return style_plotly(fig, title + suffix, large, height=height)
+
+
+def _colorbar_under(fig: go.Figure, first_col: int, last_col: int, **bar: Any) -> dict:
+    """A horizontal colour bar centred under subplot columns first_col..last_col (1-based, one row)."""
+    x0 = fig.layout[f"xaxis{first_col if first_col > 1 else ''}"].domain[0]
+    x1 = fig.layout[f"xaxis{last_col if last_col > 1 else ''}"].domain[1]
+    return {
+        "orientation": "h",
+        "x": (x0 + x1) / 2,
+        "xanchor": "center",
+        "y": -0.22,
+        "yanchor": "top",
+        "len": x1 - x0,
+        "thickness": 12,
+        **bar,
+    }
+
+
+def attention_detail(
+    q_k_scores: Any,
+    scaled_scores: Any,
+    mask: Any,
+    masked_scores: Any,
+    weights: Any,
+    tokens: Sequence[str] | None,
+    *,
+    scale: float | None = None,
+    max_tokens: int = 64,
+    title: str = "One head, step by step",
+    large: bool = False,
+) -> go.Figure:
+    """Five (T, T) panels: QK^T, scaled, the mask (may attend / masked), masked scores (-inf blank) and the softmax
+    weights. Panels 1, 2 and 4 share one colour scale, so the effect of scaling is visible as paler colours."""
+    mats = [
+        _array(a, 2, n)
+        for a, n in zip(
+            (q_k_scores, scaled_scores, mask, masked_scores, weights),
+            ("q_k_scores", "scaled_scores", "mask", "masked_scores", "weights"),
+            strict=True,
+        )
+    ]
+    if any(m is None for m in mats):
+        return _placeholder(title, "no head selected yet", large)
+    t = theme(large)
+    size = mats[0].shape[0]
+    start = max(0, size - max_tokens)
+    qk, scaled, allowed, masked, w = (np.asarray(m, dtype=np.float64)[start:, start:] for m in mats)
+    allowed = (allowed != 0).astype(np.int8)
+    masked = np.where(np.isfinite(masked) & (allowed == 1), masked, np.nan)  # -inf -> blank
+    finite = np.concatenate([a[np.isfinite(a)] for a in (qk, scaled, masked)] + [np.zeros(1)])
+    bound = float(max(np.abs(finite).max(), 1e-9))
+    scaled_title = f"2. scaled: × {scale:.3g}" if scale else "2. scaled"
+    titles = ["1. scores Q·Kᵀ", scaled_title, "3. mask", "4. masked scores", "5. softmax weights"]
+    fig = make_subplots(rows=1, cols=5, subplot_titles=titles, horizontal_spacing=0.03)
+    cats, ticks = _token_axis(tokens, size, 0)
+    cats, ticks = cats[start:], ticks[start:]
+    panels = [
+        (qk, "coloraxis", ".3f"),
+        (scaled, "coloraxis", ".3f"),
+        (allowed, "coloraxis2", "d"),
+        (masked, "coloraxis", ".3f"),
+        (w, "coloraxis3", ".3f"),
+    ]
+    for col, ((z, axis, fmt), name) in enumerate(zip(panels, titles, strict=True), start=1):
+        value = "%{z} (1 = may attend, 0 = masked)" if axis == "coloraxis2" else f"%{{z:{fmt}}}"
+        fig.add_trace(
+            go.Heatmap(
+                z=z.astype(np.float32) if axis != "coloraxis2" else z,
+                x=cats,
+                y=cats,
+                coloraxis=axis,
+                name=name,
+                hoverongaps=False,
+                hovertemplate=f"{name}<br>query %{{y}} → key %{{x}}: {value}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+    step = _tick_step(len(cats), 200, t["label"])
+    _token_ticks(fig, cats, ticks, step, "x", title_text="key")
+    _token_ticks(fig, cats, ticks, step, "y", showticklabels=False, autorange="reversed")
+    fig.update_yaxes(showticklabels=True, title_text="query", col=1)
+    _square(fig, 1, 5)
+    fig.update_layout(
+        coloraxis={
+            "cmin": -bound,
+            "cmax": bound,
+            "colorscale": "RdBu_r",
+            "colorbar": _colorbar_under(fig, 1, 2, title={"text": "score (panels 1, 2, 4)", "side": "top"}),
+        },
+        coloraxis2={
+            "cmin": 0,
+            "cmax": 1,
+            "colorscale": _mask_scale(),
+            "colorbar": _colorbar_under(fig, 3, 3, tickvals=[0.25, 0.75], ticktext=["masked", "may attend"]),
+        },
+        coloraxis3={**WEIGHT_AXIS, "colorbar": _colorbar_under(fig, 5, 5, title={"text": "weight", "side": "top"})},
+    )
+    fig.update_layout(margin={"b": 150})
+    return style_plotly(fig, title, large, height=t["panel"] + 300)
+
+
+def _mask_scale() -> list:
+    """Two flat colours: 0 (masked) in the lower half, 1 (may attend) in the upper half."""
+    off, on = MASK_COLOURS
+    return [[0.0, off], [0.5, off], [0.5, on], [1.0, on]]
+
+
+def mask_matrix(
+    mask: Any,
+    tokens: Sequence[str] | None = None,
+    title: str = "Attention mask",
+    *,
+    max_tokens: int = 256,
+    large: bool = False,
+) -> go.Figure:
+    """A (T, T) bool mask (True = may attend) as a two-colour heatmap, queries down, keys across. Only the first
+    `max_tokens` positions are drawn (every mask the engine builds repeats its pattern along the diagonal)."""
+    m = _array(mask, 2, "mask")
+    if m is None:
+        return _placeholder(title, "no mask yet", large)
+    t = theme(large)
+    size = min(m.shape[0], max_tokens)
+    z = (m[:size, :size] != 0).astype(np.int8)
+    cats, ticks = _token_axis(None if tokens is None else list(tokens)[:size], size)
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=cats,
+            y=cats,
+            zmin=0,
+            zmax=1,
+            colorscale=_mask_scale(),
+            xgap=1 if size <= 32 else 0,
+            ygap=1 if size <= 32 else 0,
+            colorbar={"tickvals": [0.25, 0.75], "ticktext": ["masked", "may attend"], "thickness": 16},
+            hovertemplate="query %{y} → key %{x}: %{z} (1 = may attend, 0 = masked)<extra></extra>",
+        )
+    )
+    step = _tick_step(size, t["panel"] * 1.8, t["label"])
+    _token_ticks(fig, cats, ticks, step, "x", title_text="key position (attended to)", side="top")
+    _token_ticks(fig, cats, ticks, step, "y", title_text="query position (attending)", autorange="reversed")
+    _square(fig, 1, 1)
+    return style_plotly(fig, title, large, height=int(t["panel"] * 2))
+
+
+def attention_row_chart(
+    row: Any,
+    tokens: Sequence[str] | None,
+    *,
+    max_tokens: int = 128,
+    title: str = "Where the newest character looked",
+    large: bool = False,
+) -> go.Figure:
+    """`row` (L, H, S): each head's attention from the newest character over the context, as a heatmap with one
+    row per layer·head and the context characters across."""
+    r = _array(row, 3, "row")
+    if r is None:
+        return _placeholder(title, "generate some text first", large)
+    t = theme(large)
+    num_layers, num_heads, size = r.shape
+    start = max(0, size - max_tokens)
+    z = r[:, :, start:].reshape(num_layers * num_heads, size - start).astype(np.float32)  # (L, H, S) -> (L*H, S)
+    cats, ticks = _token_axis(tokens, size)
+    cats, ticks = cats[start:], ticks[start:]
+    heads = [f"L{i} H{h}" for i in range(num_layers) for h in range(num_heads)]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=cats,
+            y=heads,
+            coloraxis="coloraxis",
+            zmin=0,
+            zmax=1,
+            hovertemplate="%{y} → key %{x}: weight %{z:.3f}<extra></extra>",
+        )
+    )
+    _token_ticks(
+        fig, cats, ticks, _tick_step(len(cats), 900, t["label"]), "x", title_text="context character (attended to)"
+    )
+    fig.update_yaxes(title_text="layer · head", autorange="reversed", showgrid=False)
+    fig.update_layout(coloraxis=WEIGHT_AXIS)
+    return style_plotly(fig, title, large, height=150 + len(heads) * (t["label"] + 12))
+
+
+def layer_grad_heatmap(
+    metrics: Records | None,
+    field: str = "layer_grad_norms",
+    lr_metrics: bool = True,
+    *,
+    max_steps: int = 400,
+    large: bool = False,
+) -> go.Figure:
+    """Parameter groups x steps, colour = log10 of the value; with `lr_metrics`, the learning rate below on the
+    same step axis. For field="update_ratios" the colours diverge around the healthy 1e-3."""
+    ratios = field == "update_ratios"
+    title = "Update / weight ratio per layer over steps" if ratios else "Per-layer gradient norms over steps"
+    groups = _groups(thin_for_display(list(metrics or []), 200), field)  # fixed for a run: a sample finds them
+    kept = [m for m in thin_for_display(list(metrics or []), max_steps) if _num(m.get("step")) is not None]
+    if not groups or not kept:
+        return _placeholder(title, "waiting for the first step", large)
+    t = theme(large)
+    steps = [int(m["step"]) for m in kept]
+    raw = np.array(
+        [[_num((m.get(field) or {}).get(g)) for m in kept] for g in groups], dtype=np.float64
+    )  # (G, S), None -> nan
+    z = np.log10(np.where(raw > 0, raw, np.nan)).astype(np.float32)
+    fig = make_subplots(
+        rows=2 if lr_metrics else 1,
+        cols=1,
+        shared_xaxes=True,
+        row_heights=[0.78, 0.22] if lr_metrics else None,
+        vertical_spacing=0.06,
+    )
+    colour = {"colorscale": "RdBu_r", "zmid": math.log10(HEALTHY_UPDATE_RATIO)} if ratios else {"colorscale": "Viridis"}
+    bar = {
+        "title": {"text": "log10 ratio" if ratios else "log10 norm"},
+        "len": 0.75 if lr_metrics else 1,
+        "y": 1,
+        "yanchor": "top",
+    }
+    fig.add_trace(
+        go.Heatmap(
+            z=z,
+            x=steps,
+            y=groups,
+            customdata=raw.astype(np.float32),
+            colorbar=bar,
+            **colour,
+            hovertemplate="step %{x}<br>%{y}: %{customdata:.3e}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    fig.update_yaxes(title_text="parameter group", autorange="reversed", row=1, col=1)
+    if lr_metrics:
+        lr = [_num(m.get("lr")) for m in kept]
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=lr,
+                mode="lines",
+                line={"color": GREY, "width": t["line"]},
+                name="learning rate",
+                hovertemplate="step %{x}: learning rate %{y:.3e}<extra></extra>",
+                showlegend=False,
+            ),
+            row=2,
+            col=1,
+        )
+        fig.update_yaxes(title_text="LR", exponentformat="e", row=2, col=1)
+    fig.update_xaxes(title_text=STEP, row=2 if lr_metrics else 1, col=1)
+    return style_plotly(fig, title, large, height=140 + len(groups) * (t["label"] + 14) + (120 if lr_metrics else 0))
