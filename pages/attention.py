@@ -82,14 +82,18 @@ def grid_and_detail() -> None:
                 st.rerun()
     if st.session_state.get(state.W_ATTN_STEP) is None or state.get("attn_follow", True):
         st.session_state[state.W_ATTN_STEP] = steps[-1]
-    st.session_state[state.W_ATTN_STEP] = min(max(st.session_state[state.W_ATTN_STEP], steps[0]), steps[-1])
+    # The slider spans the whole run (0 .. max_steps), so its range stays put while snapshots arrive (a changing
+    # range would make it a new widget on every snapshot); it shows the snapshot nearest the chosen step.
+    end = max(int(rd.status().get("max_steps") or 0), int(config.get("train", {}).get("max_steps") or 0), steps[-1], 1)
+    st.session_state[state.W_ATTN_STEP] = min(max(int(st.session_state[state.W_ATTN_STEP]), 0), end)
     if len(steps) > 1:
         st.slider(
             "Training step",
-            steps[0],
-            steps[-1],
+            0,
+            end,
             key=state.W_ATTN_STEP,
             on_change=lambda: state.put("attn_follow", st.session_state[state.W_ATTN_STEP] >= steps[-1]),
+            help="Scrub through training time; the grid shows the attention snapshot nearest to this step.",
         )
     step = _nearest(steps, st.session_state[state.W_ATTN_STEP])
 

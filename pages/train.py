@@ -128,12 +128,12 @@ with left:
             "Attention scaling", list(sup.SCALE_LABELS), format_func=sup.SCALE_LABELS.get, key=state.W_SCALE,
             on_change=_knob_changed, args=("attn_scale",), **persist,
         )  # fmt: skip
-        c1, c2 = st.columns(2)
-        c1.selectbox(
+        st.selectbox(
             "Mask", list(sup.MASK_LABELS), format_func=sup.MASK_LABELS.get, key=state.W_MASK,
             on_change=_knob_changed, args=("mask",), **persist,
         )  # fmt: skip
-        c2.number_input(
+        c1, _ = st.columns(2)
+        c1.number_input(
             "Window", 1, 1024, key=state.W_WINDOW, disabled=st.session_state[state.W_MASK] != "sliding_window",
             on_change=_knob_changed, args=("window",), **persist,
         )  # fmt: skip
@@ -248,21 +248,18 @@ def live_view() -> None:
     notes = sup.event_notes(rd.events)
     if notes:
         st.caption(f"Markers: {notes}")
-    c1, c2 = st.columns(2)
-    with c1:
-        sup.show_chart(
-            charts.lr_chart(
-                rd.metrics, current_step=status.get("step"), schedule=sup.lr_schedule(config, knobs), large=large
-            ),
-            "lr_chart",
-            key="train_lr",
-        )
-    with c2:
-        sup.show_chart(
-            charts.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events, large=large),
-            "grad_norm_chart",
-            key="train_grad",
-        )
+    sup.show_chart(
+        charts.lr_chart(
+            rd.metrics, current_step=status.get("step"), schedule=sup.lr_schedule(config, knobs), large=large
+        ),
+        "lr_chart",
+        key="train_lr",
+    )
+    sup.show_chart(
+        charts.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events, large=large),
+        "grad_norm_chart",
+        key="train_grad",
+    )
     if rd.samples:
         last = rd.samples[-1]
         st.markdown(f"**Sample at step {last.get('step')}**")

@@ -163,11 +163,19 @@ def test_bad_run_id_in_the_url_is_a_message(runs_dir):
 
 def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
     at = new_app()
-    run_id = start_run(at, max_steps=40)
+    run_id = start_run(at, max_steps=60)
     wait_for(at, lambda a: status_step(a) > 0, timeout=60)
+    # Pause, then Step 5: exactly five more steps; Resume lets it run to the end.
+    click(at, "Pause")
+    wait_for(at, lambda a: "· paused" in texts(a), timeout=30)
+    paused_at = status_step(at)
+    at.number_input(key=state.W_STEP_N).set_value(5).run()
+    click(at, "Step")
+    wait_for(at, lambda a: status_step(a) == paused_at + 5 and "· paused" in texts(a), timeout=30)
+    click(at, "Resume")
     # let it finish: then checkpoints and attention snapshots exist for the other pages
     wait_for(at, lambda a: "finished" in texts(a), timeout=90)
-    assert status_step(at) == 40
+    assert status_step(at) == 60
 
     at.switch_page("pages/attention.py").run()
     assert not at.exception, at.exception
