@@ -97,8 +97,8 @@ def test_defaults_follow_the_core_count(monkeypatch, store):
 
 def test_start_and_stop_50_runs_leaves_no_process_or_thread(manager, store, tiny_text):
     run_ids = []
-    for _ in range(10):  # 5 at a time: 2 train, 3 wait in the queue
-        batch = [manager.start(tiny(tiny_text)) for _ in range(5)]
+    for _ in range(5):  # 10 at a time: 2 get a worker, 8 wait in the queue (and some get one as others stop)
+        batch = [manager.start(tiny(tiny_text)) for _ in range(10)]
         for run_id in batch:
             manager.stop(run_id)
         run_ids += batch
@@ -193,6 +193,29 @@ def test_the_lease_pauses_an_unwatched_run_and_it_resumes(store, tiny_text):
         stepped(store, unwatched, st["step"] + 3)
         manager.stop(unwatched)
         manager.stop(watched)
+    finally:
+        manager.shutdown()
+
+
+def test_resume_during_a_release_restarts_and_stop_after_it_stops(store, tiny_text):
+    manager = RunManager(store, max_active=2, threads_per_run=1, lease_seconds=0.5)
+    try:
+        run_id = manager.start(tiny(tiny_text))
+        stepped(store, run_id, 3)
+        pid = manager.worker_pid(run_id)
+        os.kill(pid, signal.SIGSTOP)  # frozen, so the lease's release is still pending when resume() comes
+        time.sleep(1.0)
+        manager.resume(run_id)
+        os.kill(pid, signal.SIGCONT)
+        wait_for(lambda: manager.worker_pid(run_id) not in (None, pid), what="a new worker")
+        manager.touch(run_id)
+        before = status(store, run_id)["step"]
+        manager.touch(run_id)
+        stepped(store, run_id, before + 1)
+        wait_for(lambda: not manager.is_live(run_id), what="the lease again")
+        assert status(store, run_id)["state"] == "paused"
+        manager.stop(run_id)  # an ended, paused run: stopped for good
+        assert status(store, run_id)["state"] == "stopped"
     finally:
         manager.shutdown()
 

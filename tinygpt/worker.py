@@ -201,7 +201,8 @@ class _Job:
     conn: Any = None
     launching: bool = False
     deadline: float | None = None  # kill the process if it is still alive then
-    stop_requested: bool = False  # a stop arrived before the process existed
+    stop_requested: bool = False  # stop() was called: the run must end "stopped"
+    then: list | None = None  # resume/step arrived after a release: restart with these commands once it exits
     killed_as: tuple[str, str] | None = None  # (state, reason) to record if it has to be killed
     released: bool = False  # asked to checkpoint and exit (lease, eviction, shutdown)
     position: int | None = None  # queue position last written to status.json
@@ -269,9 +270,12 @@ class RunManager:
         """Resume: a live worker continues; a run whose process ended restarts from its last checkpoint in a new
         worker (queued if all slots are busy). `max_steps` extends a run, e.g. a finished one. Idempotent."""
         with self._lock:
-            if run_id in self._jobs:
-                self._jobs[run_id].touched = time.monotonic()
-                self._send(self._jobs[run_id], {"cmd": "resume"})
+            if (job := self._jobs.get(run_id)) is not None:
+                job.touched = time.monotonic()
+                if job.released:  # on its way out: start it again once it has checkpointed
+                    job.then = []
+                else:
+                    self._send(job, {"cmd": "resume"})
             elif (job := self._queued(run_id)) is not None:
                 job.touched = time.monotonic()
             else:
@@ -283,9 +287,12 @@ class RunManager:
             raise TinyGPTError(f"step needs a whole number of steps >= 1, got {n!r}.")
         commands = [{"cmd": "pause"}, {"cmd": "step", "n": n}]
         with self._lock:
-            if run_id in self._jobs:
-                for command in commands:
-                    self._send(self._jobs[run_id], command)
+            if (job := self._jobs.get(run_id)) is not None:
+                if job.released:  # on its way out: start it again, paused, once it has checkpointed
+                    job.then = commands
+                else:
+                    for command in commands:
+                        self._send(job, command)
             elif (job := self._queued(run_id)) is not None:
                 job.commands += commands
             else:
@@ -306,13 +313,12 @@ class RunManager:
                 if status.get("state") in ("paused", "diverged", "queued", "starting", "running"):
                     self._set_status(run_id, state="stopped", reason="stopped by you")
                 return
-            if job.killed_as is None or job.killed_as[0] != "stopped":
+            if not job.stop_requested:
+                job.stop_requested, job.then = True, None
                 self._send(job, {"cmd": "stop"})
                 job.killed_as = ("stopped", f"stopped: the worker did not stop within {self.stop_grace:g} s; killed")
                 if job.process is not None:
                     job.deadline = time.monotonic() + self.stop_grace
-                else:
-                    job.stop_requested = True
             if wait:
                 limit = time.monotonic() + self.stop_grace + 10  # the monitor kills at the deadline; a backstop
                 while run_id in self._jobs and time.monotonic() < limit:
@@ -390,8 +396,9 @@ class RunManager:
                 job.process.kill()
                 job.process.join(5)
                 self._reap(job)
-        for fd in (self._wake_r, self._wake_w):
-            os.close(fd)
+            for fd in (self._wake_r, self._wake_w):
+                os.close(fd)
+            self._wake_r = self._wake_w = None  # a closed fd number may be reused by another file
         atexit.unregister(self.shutdown)
 
     # ---------------------------------------------------------------- queue and launching
@@ -488,6 +495,8 @@ class RunManager:
     # ---------------------------------------------------------------- the monitor
 
     def _wake(self) -> None:
+        if self._wake_w is None:
+            return
         try:
             os.write(self._wake_w, b"x")
         except (BlockingIOError, OSError):
@@ -562,9 +571,18 @@ class RunManager:
             pass  # the worker said how it ended
         elif job.killed_as is not None and code != 0:
             self._record_end(job.run_id, *job.killed_as, step)
+            state = job.killed_as[0]
         else:
             why = _exit_reason(code) if code != 0 else "the worker process ended without a final state"
             self._record_end(job.run_id, "failed", f"failed: {why} at step {step}", step)
+            state = "failed"
+        if state in ("paused", "diverged") and job.stop_requested:  # e.g. released by the lease just before
+            self._set_status(job.run_id, state="stopped", reason=f"stopped by you at step {step}")
+        elif state in ("paused", "diverged") and job.then is not None and not self._closed:
+            try:
+                self._restart(job.run_id, job.then, None)
+            except TinyGPTError as exc:
+                print(f"tinygpt.worker: could not resume {job.run_id}: {exc}", file=sys.stderr)
         self._changed.notify_all()
 
     def _record_end(self, run_id: str, state: str, reason: str, step: int) -> None:
