@@ -314,21 +314,29 @@ SERVER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
-def test_killing_the_server_leaves_no_worker(tmp_path, tiny_text, how):
+def test_killing_the_server_leaves_no_worker(tmp_path, tiny_text):
+    """kill -9 (the pipe's EOF ends the worker) and Ctrl-C (atexit releases it), two servers side by side."""
     text = tmp_path / "text.txt"
     text.write_text(tiny_text)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    server = subprocess.Popen(
-        [sys.executable, "-c", SERVER, str(tmp_path / "runs"), str(text)], stdout=subprocess.PIPE, text=True, env=env
-    )
+    servers = {
+        how: subprocess.Popen(
+            [sys.executable, "-c", SERVER, str(tmp_path / how.name), str(text)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for how in (signal.SIGKILL, signal.SIGINT)
+    }
     try:
-        run_id, pid = server.stdout.readline().split()
-        os.kill(server.pid, how)
-        server.wait(10)
-        wait_for(lambda: not _pid_alive(int(pid)), timeout=10, what="the worker to exit")
-        st = RunStore(tmp_path / "runs").reader(run_id).status()
-        assert st["state"] == "paused" and "server stopped" in st["reason"]  # checkpointed, resumable
+        for how, server in servers.items():
+            run_id, pid = server.stdout.readline().split()
+            os.kill(server.pid, how)
+            server.wait(10)
+            wait_for(lambda pid=pid: not _pid_alive(int(pid)), timeout=10, what=f"the worker to exit after {how.name}")
+            st = RunStore(tmp_path / how.name).reader(run_id).status()
+            assert st["state"] == "paused" and "server stopped" in st["reason"]  # checkpointed, resumable
     finally:
-        server.kill()
-        server.wait()
+        for server in servers.values():
+            server.kill()
+            server.wait()
