@@ -106,8 +106,7 @@ def grid_and_detail() -> None:
                 st.info("No checkpoint yet to run custom probe text through; the first one comes soon.")
                 return
             model, tokenizer, _ = sup.load_model(str(rd.run_dir), ck)
-            sup.with_knobs(model, knobs)
-            key = (run_id, "ckpt", ck, probe, tuple(sorted(knobs.items())), large)
+            key = (run_id, "ckpt", ck, probe, large)
             source = f"checkpoint at step {ck}"
         else:
             key = (run_id, "snapshot", step, large)
@@ -143,14 +142,13 @@ def grid_and_detail() -> None:
     else:
         try:
             model, tokenizer, _ = sup.load_model(str(rd.run_dir), ck)
-            sup.with_knobs(model, knobs)
             d = sup.attention_steps(model, tokenizer, probe or run_probe, layer, head)
         except TinyGPTError as e:
             st.warning(str(e))
         else:
             st.caption(
                 f"From the checkpoint at step {ck} (nearest to step {step}); scale = {d['scale']:.4g}, "
-                f"mask = {knobs.get('mask')}."
+                f"mask = {model.config.mask} (the knobs as they were at that checkpoint)."
             )
             sup.show_chart(
                 charts.attention_detail(

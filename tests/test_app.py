@@ -163,9 +163,9 @@ def test_bad_run_id_in_the_url_is_a_message(runs_dir):
 
 def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
     at = new_app()
-    run_id = start_run(at, max_steps=60)
+    run_id = start_run(at, max_steps=100_000)  # long enough that the pause below always lands mid-run
     wait_for(at, lambda a: status_step(a) > 0, timeout=60)
-    # Pause, then Step 5: exactly five more steps; Resume lets it run to the end.
+    # Pause, then Step 5: exactly five more steps; Resume trains on; Stop checkpoints and ends the run.
     click(at, "Pause")
     wait_for(at, lambda a: "· paused" in texts(a), timeout=30)
     paused_at = status_step(at)
@@ -173,9 +173,9 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
     click(at, "Step")
     wait_for(at, lambda a: status_step(a) == paused_at + 5 and "· paused" in texts(a), timeout=30)
     click(at, "Resume")
-    # let it finish: then checkpoints and attention snapshots exist for the other pages
-    wait_for(at, lambda a: "finished" in texts(a), timeout=90)
-    assert status_step(at) == 60
+    wait_for(at, lambda a: status_step(a) > paused_at + 30, timeout=60)
+    click(at, "Stop")
+    wait_for(at, lambda a: "· stopped" in texts(a), timeout=30)
 
     at.switch_page("pages/attention.py").run()
     assert not at.exception, at.exception

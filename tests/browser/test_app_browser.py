@@ -64,16 +64,23 @@ def go(page: Page, name: str, heading: str) -> None:
     expect(page.get_by_role("heading", name=heading)).to_be_visible()
 
 
+CONTENT_HEIGHT_JS = """() => Math.max(600, ...[...document.querySelectorAll(
+  '[data-testid="stMain"], [data-testid="stMainBlockContainer"], [data-testid="stSidebar"]')]
+  .map(e => e.scrollHeight))"""
+
+
 def snap(page: Page, path) -> None:
     """A screenshot of the whole page. Streamlit scrolls inside its main container, so full_page alone would cut
-    it off: grow the viewport to the content's height first, then restore it."""
+    it off: grow the viewport to the content's height first (measured a few times: live charts briefly collapse
+    while they redraw), then restore it."""
     size = page.viewport_size
-    height = page.evaluate(
-        '() => Math.max(...[...document.querySelectorAll(\'[data-testid="stMain"], [data-testid="stSidebar"]\')]'
-        ".map(e => e.scrollHeight), 600)"
-    )
-    page.set_viewport_size({"width": size["width"], "height": min(int(height) + 40, 6000)})
-    page.wait_for_timeout(800)  # let charts re-lay out at the new size
+    height = 0
+    for _ in range(3):
+        for _ in range(5):
+            height = max(height, page.evaluate(CONTENT_HEIGHT_JS))
+            page.wait_for_timeout(150)
+        page.set_viewport_size({"width": size["width"], "height": min(int(height) + 40, 8000)})
+        page.wait_for_timeout(500)  # let charts re-lay out at the new size
     page.screenshot(path=path, full_page=True)
     page.set_viewport_size(size)
 

@@ -14,6 +14,7 @@ import dataclasses
 import io
 import json
 import math
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -367,6 +368,9 @@ def checkpoint_stem(run_dir: Path, step: int) -> Path:
     return Path(run_dir) / "checkpoints" / f"step_{int(step):08d}"
 
 
+_PROBE_LOCK = threading.Lock()
+
+
 @st.cache_resource(max_entries=6, show_spinner=False)
 def load_model(run_dir: str, step: int) -> tuple[TinyGPT, CharTokenizer, dict]:
     """The model of one checkpoint (CPU, eval mode), its tokenizer, and the config it was saved with."""
@@ -387,13 +391,6 @@ def nearest_checkpoint(steps: list[int], step: int | None) -> int | None:
     return before[-1] if before else steps[0]
 
 
-def with_knobs(model: TinyGPT, knobs: dict[str, Any]) -> None:
-    """Set the model's live attention knobs (mask, scale, window) to the run's current values."""
-    for name in LIVE_MODEL_KNOBS:
-        if knobs.get(name) is not None:
-            setattr(model.config, name, knobs[name])
-
-
 @torch.no_grad()
 def attention_from_model(model: TinyGPT, tokenizer: CharTokenizer, text: str) -> np.ndarray:
     """(L, H, T, T) attention weights of `text` (cropped to the context), through the explicit path."""
@@ -409,7 +406,9 @@ def attention_steps(model: TinyGPT, tokenizer: CharTokenizer, text: str, layer: 
     ids = tokenizer.encode(text, what="probe text")[-model.config.max_seq_len :]
     idx = torch.tensor([ids], dtype=torch.long)  # (1, T)
     prefix = f"blocks.{layer}.attn."
-    with capture(model, [prefix + "hook_scores", prefix + "hook_mask", prefix + "hook_weights"]) as cache:
+    # Cached models are shared by every browser session: hooks attached by one session must not fire (and
+    # overwrite this cache) during another session's forward pass.
+    with _PROBE_LOCK, capture(model, [prefix + "hook_scores", prefix + "hook_mask", prefix + "hook_weights"]) as cache:
         model(idx)
     scaled = cache[prefix + "hook_scores"][0, head].double()  # (T, T): q.k * scale, before the mask
     mask = cache[prefix + "hook_mask"].bool()  # (T, T), True = may attend
