@@ -10,12 +10,17 @@ does. Between two optimisation steps it
        training), a sample text, checkpoints (also at pause, stop and finish), clip and non-finite events;
     4. rewrites status.json at most `STATUS_INTERVAL` apart (a whole-file rewrite, so not every step).
 
-Publishing is cheap by construction: one JSON line per step, files replaced atomically a few times per second,
-an attention snapshot is one no-grad forward of a (1, T) probe. Measured on a (busy) 2-core CPU at the demo
-preset, the loop is as fast as a bare `Trainer.step()` loop doing the same steps, evals and samples (within the
-noise, a few %; see `bare_tokens_per_s` and tinygpt.worker.measure_worker_throughput). The work itself is not
-free: at the demo preset a 200-character sample costs ~14 steps and an eval ~3, so evals and samples every 50
-steps add ~30% to the time of the bare steps; raise sample_every to train faster.
+Publishing is cheap by construction: one JSON line per step (0.02 ms), status.json rewritten at most 4 times a
+second (0.25 ms each), an attention snapshot is one no-grad forward of a (1, T) probe (1.6 ms at the demo preset,
+every 10 steps), a checkpoint 3 ms; about 2% of the demo preset's 10 ms steps. Measured end to end on a busy
+2-core CPU, a worker process publishing everything ran within 2-3% of a bare `Trainer.step()` loop doing the same
+steps, evals and samples (medians of 6; see `bare_tokens_per_s` and tinygpt.worker.measure_worker_throughput).
+The work itself is not free: at the demo preset a 200-character sample costs ~12 steps and an eval ~3, so evals
+and samples every 50 steps add ~30% to the time of the bare steps; raise sample_every to train faster.
+
+Commands: {"cmd": "pause"}, {"cmd": "resume"}, {"cmd": "step", "n": 5} (while paused: exactly n steps, then
+paused again), {"cmd": "stop"}, {"cmd": "knob", "name": "mask", "value": "none"}, and the manager's
+{"cmd": "release", "reason": ...} (checkpoint and end, resumable: the lease, or the server going away).
 
 States (status.json): starting -> running <-> paused -> finished | stopped | diverged | failed, each with a human
 reason. A non-finite loss or gradient is never applied (the Trainer skips the update); the loop records which
@@ -460,10 +465,14 @@ def _write_failure(run_dir: Path, loop: _Loop | None, reason: str, trace: str) -
 # ---------------------------------------------------------------- measurement (for tinygpt.bench)
 
 
-def bare_tokens_per_s(config: RunConfig, steps: int = 200, same_work: bool = True, warmup: int = 10) -> float:
-    """Tokens/s of a bare Trainer loop at `config`: no files, no controls. With `same_work` it also runs the
-    evals and samples the loop would (so the difference to the loop is the cost of publishing alone)."""
+def bare_tokens_per_s(config: RunConfig, steps: int | None = None, same_work: bool = True) -> float:
+    """Tokens/s of a bare Trainer loop at `config` (no files, no controls), timed like a run's metrics.jsonl:
+    from the end of step 1 (one-off warm-up costs excluded) to the end of step N (N = `steps` or max_steps).
+    With `same_work` it also runs the evals and samples a run does in that span, so the difference to
+    tinygpt.worker.measure_worker_throughput is the cost of publishing (files, attention snapshots, checkpoints,
+    status, controls) and of the process."""
     config = RunConfig.from_dict(config.to_dict())
+    steps = steps or config.train.max_steps
     corpus = load_corpus(config.data, config.model.max_seq_len)
     config.model.vocab_size = corpus.tokenizer.vocab_size
     torch.manual_seed(config.train.seed)
@@ -471,17 +480,16 @@ def bare_tokens_per_s(config: RunConfig, steps: int = 200, same_work: bool = Tru
     model = TinyGPT(config.model)
     trainer = Trainer(model, config.train, corpus, device)
     prompt = torch.tensor([corpus.tokenizer.encode(corpus.probe_text(SAMPLE_PROMPT_CHARS))], device=device)
-    for _ in range(warmup):
-        trainer.step()
+    trainer.step()
     started = time.perf_counter()
-    for _ in range(steps):
-        trainer.step()
-        step = trainer.step_count
+    for _ in range(steps - 1):
+        step = trainer.step_count  # the work a run does after step `step`'s record, before the next step
         if same_work and step % config.train.eval_interval == 0:
             trainer.evaluate()
         if same_work and step % config.sample_every == 0:
             generator = torch.Generator(device=device).manual_seed(SAMPLE_SEED)
             model.generate(prompt, SAMPLE_CHARS, SAMPLE_TEMPERATURE, generator=generator)
+        trainer.step()
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return steps * config.train.batch_size * config.model.max_seq_len / (time.perf_counter() - started)
+    return (steps - 1) * config.train.batch_size * config.model.max_seq_len / (time.perf_counter() - started)

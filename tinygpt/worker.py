@@ -8,15 +8,20 @@ down.
 
 Start-up: processes come from a `forkserver` that imported torch (and torch._dynamo, which the first AdamW
 construction would otherwise import: 1.2 s) once, eagerly, when the manager is created. A new worker is a fork
-of that clean process: ~1 s after start() its first step record is on disk at the demo preset, warm. Plain `fork`
+of that clean process. Measured from start() to the first line of metrics.jsonl at the demo preset (Tiny
+Shakespeare), on a 2-core machine busy with other work: 0.16-0.5 s once the forkserver is up; 6-11 s if start()
+comes right after the manager was created, while the forkserver is still importing torch (~2.5 s on an idle
+machine), so the app should create its manager when the server starts, not on the first click. Plain `fork`
 of the server is never used: the server has run OpenMP (the app computes attention maps), and a forked OpenMP
-runtime can deadlock. `spawn` would pay the torch import (1-2 s on a busy 2-core machine) on every click.
+runtime can deadlock. `spawn` would pay the torch import on every click.
 
-Threads: torch's OpenMP threads spin-wait, so a run with 2 threads slows down 4-9x as soon as any other process
-wants one of its cores, while 1 thread is unaffected; the models here are too small to gain much from a second
-thread anyway (measurements in docs and the report of issue 3). So each worker gets 1 thread on machines with up
-to 4 cores, 2 above, and the cap on concurrently active workers is max(2, (cores - 1) // threads): one core stays
-for the server and the browser, and at least two runs can train side by side for comparisons. Overrides:
+Threads: torch's OpenMP threads spin-wait, so a run with 2 threads collapses as soon as any other process wants
+one of its cores, while 1 thread is unaffected. Measured on this 2-core machine with other processes busy
+(median step time, 1 vs 2 threads): demo preset 10 ms vs 140 ms, nanogpt-cpu 143 ms vs 810 ms (a second time:
+21 vs 214 ms and 68 vs 1411 ms). The models are too small to gain much from a second thread even on an idle
+machine. So each worker gets 1 thread on machines with up to 4 cores, 2 above, and the cap on concurrently
+active workers is max(2, (cores - 1) // threads): one core stays for the server and the browser, and at least
+two runs can train side by side for comparisons (on 2 cores: 2 runs of 1 thread). Overrides:
 TINYGPT_MAX_RUNS, TINYGPT_THREADS_PER_RUN, TINYGPT_LEASE_SECONDS.
 
 Lifecycle: start() queues a run (status "queued" with its queue_position) and a monitor thread launches queued
