@@ -60,12 +60,12 @@ with st.sidebar:
         st.caption("No run yet: start one on **Train** or open one on **Runs**.")
     large = st.toggle("Large fonts (projector)", key=state.W_LARGE, persist_state="session")
 
+# Local CSS only (no fonts or scripts are fetched from the internet). Live charts rerun every second; Streamlit
+# fades elements that a rerun has not redrawn yet, which makes a live page blink, so stale elements stay opaque.
+CSS = "[data-testid='stElementContainer'][data-stale='true'] { opacity: 1 !important; transition: none !important; }"
 if large:
-    # Local CSS only: no fonts or scripts are fetched from the internet.
-    st.markdown(
-        "<style>html, body, [class*='st-'] { font-size: 20px; } h1 { font-size: 2.6rem !important; }</style>",
-        unsafe_allow_html=True,
-    )
+    CSS += " html, body, [class*='st-'] { font-size: 20px; } h1 { font-size: 2.6rem !important; }"
+st.html(f"<style>{CSS}</style>")
 
 state.show_flashes()
 page.run()

@@ -1,5 +1,7 @@
 """Sample: continue a prompt with a run's model, one character at a time, and see why each character won."""
 
+import time
+
 import streamlit as st
 
 from tinygpt.checkpoint import list_checkpoints
@@ -88,17 +90,25 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
             int(st.session_state[state.W_SAMPLE_SEED]),
             last,
         )
-        st.markdown(f"**Generated** (run `{run}`, step {step})")
-        with st.container(border=True):
-            text = st.write_stream(stream)
-        state.put(state.LAST_SAMPLE, {**last, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step})
+        st.markdown(f"**Generated** (run `{run}`, step {step}; the prompt, then the model's continuation)")
+        box = st.empty()  # a code block keeps newlines and spaces exactly; markdown would reflow them
+        text, shown_at = "", 0.0
+        for char in stream:
+            text += char
+            if time.monotonic() - shown_at > 0.03:  # ~30 updates a second: streams visibly, stays cheap
+                box.code(prompt + text + "▌", language=None, wrap_lines=True)
+                shown_at = time.monotonic()
+        box.code(prompt + text, language=None, wrap_lines=True)
+        state.put(
+            state.LAST_SAMPLE,
+            {**last, "prompt": prompt, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step},
+        )
     except TinyGPTError as e:
         st.warning(str(e))
 elif state.get(state.LAST_SAMPLE):
     last = state.get(state.LAST_SAMPLE)
-    st.markdown(f"**Generated** (run `{last['run']}`, step {last['step']})")
-    with st.container(border=True):
-        st.text(last["text"])
+    st.markdown(f"**Generated** (run `{last['run']}`, step {last['step']}; the prompt, then the model's continuation)")
+    st.code(last.get("prompt", "") + last["text"], language=None, wrap_lines=True)
 
 last = state.get(state.LAST_SAMPLE)
 large = bool(state.get(state.W_LARGE))

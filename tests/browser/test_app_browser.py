@@ -105,19 +105,14 @@ def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
     assert second > first
     page.wait_for_function(f"({LOSS_POINTS_JS})() > {points}", timeout=30_000)
     run_id = re.search(r"[?&]run=([A-Za-z0-9_-]+)", page.url).group(1)
-
-    # A live knob: mask -> none while training; the page says at which step it applied, the chart marks it.
-    choose(page, "Mask", "none (sees the future)")
-    expect(page.get_by_text(re.compile(r"mask → none: applied at step \d+"))).to_be_visible(timeout=30_000)
-    expect(page.locator('[data-testid="stVegaLiteChart"]').first).to_contain_text("mask", timeout=30_000)
-    no_exception(page)
-    snap(page, shots / "train.png")
+    wait_step_above(page, 300)  # long enough for attention heads to start forming
 
     # Attention: the layers x heads grid, then scrub the step slider back to the start.
     go(page, "Attention", "tinygpt · Attention")
     expect(page.get_by_text(re.compile(r"All heads · snapshot at step \d+"))).to_be_visible()
     assert run_id in page.url  # the page switch kept the run in the URL
     expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
+    snap(page, shots / "attention.png")  # the newest snapshot: heads have started to specialise
     slider = page.get_by_role("slider").first
     summary = page.get_by_text(re.compile(r"\d+ snapshots from step \d+ to \d+")).inner_text()
     first_snapshot = re.search(r"from step (\d+)", summary).group(1)  # thinning always keeps the first snapshot
@@ -125,7 +120,6 @@ def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
     slider.press("Home")
     expect(page.get_by_text(f"All heads · snapshot at step {first_snapshot}", exact=True)).to_be_visible(timeout=15_000)
     no_exception(page)
-    snap(page, shots / "attention.png")
 
     go(page, "Gradients", "tinygpt · Gradients")
     expect(page.locator('[data-testid="stVegaLiteChart"] svg').first).to_be_visible(timeout=30_000)
@@ -149,8 +143,15 @@ def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
     no_exception(page)
     snap(page, shots / "sample.png")
 
-    # Refresh: the URL still names the run, and it is still training.
     go(page, "Train", "tinygpt · Train")
+    # A live knob: mask -> none while training; the page says at which step it applied, the chart marks it.
+    choose(page, "Mask", "none (sees the future)")
+    expect(page.get_by_text(re.compile(r"mask → none: applied at step \d+"))).to_be_visible(timeout=30_000)
+    expect(page.locator('[data-testid="stVegaLiteChart"]').first).to_contain_text("mask", timeout=30_000)
+    no_exception(page)
+    snap(page, shots / "train.png")
+
+    # Refresh: the URL still names the run, and it is still training.
     before = status_step(page)
     page.reload()
     expect(page.get_by_role("heading", name="tinygpt · Train")).to_be_visible()
