@@ -42,22 +42,28 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import json
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.forkserver
 import os
 import signal
+import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from .checkpoint import list_checkpoints
-from .config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, RunConfig
+from .config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, RunConfig, preset
 from .errors import TinyGPTError
-from .loop import LATEST, run_training
+from .loop import LATEST, bare_tokens_per_s, run_training
 from .runstore import RunStore, RunWriter, read_json, write_json_atomic
 
 # Imported once by the forkserver, so every worker starts with them loaded. torch._dynamo is imported lazily by
@@ -665,3 +671,57 @@ def measure_worker_throughput(store: RunStore, config: RunConfig, manager: RunMa
     finally:
         if own:
             manager.shutdown()
+
+
+_COLD_START = """
+import json, sys
+from tinygpt.config import RunConfig
+from tinygpt.runstore import RunStore
+from tinygpt.worker import RunManager, measure_start_latency
+store = RunStore(sys.argv[1])
+manager = RunManager(store)  # starts the forkserver now: start() below finds it still importing torch
+print(json.dumps(measure_start_latency(store, RunConfig.from_dict(json.loads(sys.argv[2])), manager)))
+manager.shutdown()
+"""
+
+
+def benchmark_worker(config: RunConfig | None = None, rounds: int = 3) -> dict:
+    """For `python -m tinygpt.bench --worker`: time to the first step record (cold: a new server process whose
+    forkserver is still importing torch; warm: forkserver up), and tokens/s of a worker publishing everything
+    against a bare Trainer loop doing the same steps, evals and samples at the same thread count."""
+    config = config or preset("demo")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH")])
+            ),
+        }
+        args = [sys.executable, "-c", _COLD_START, str(Path(tmp) / "cold"), json.dumps(config.to_dict())]
+        cold = json.loads(subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout)
+        store = RunStore(Path(tmp) / "warm")
+        manager = RunManager(store)
+        threads = torch.get_num_threads()
+        try:
+            measure_start_latency(store, config, manager)  # waits out the forkserver's own start-up
+            warm = [measure_start_latency(store, config, manager) for _ in range(rounds)]
+            torch.set_num_threads(manager.threads_per_run)  # the bare loop gets the worker's thread budget
+            worker, bare = [], []
+            for _ in range(rounds):  # interleaved, so a noisy neighbour hurts both alike
+                worker.append(measure_worker_throughput(store, config, manager))
+                bare.append(bare_tokens_per_s(config))
+        finally:
+            torch.set_num_threads(threads)
+            manager.shutdown()
+    worker_tps, bare_tps = statistics.median(worker), statistics.median(bare)
+    return {
+        "config": "demo" if config == preset("demo") else "custom",
+        "threads_per_run": manager.threads_per_run,
+        "max_active": manager.max_active,
+        "start_latency_cold_s": round(cold, 3),
+        "start_latency_warm_s": [round(w, 3) for w in warm],
+        "worker_tokens_per_s": round(worker_tps),
+        "bare_tokens_per_s": round(bare_tps),
+        "worker_slowdown": round(1 - worker_tps / bare_tps, 4),  # must be <= 0.05
+        "rounds": rounds,
+    }
