@@ -463,7 +463,9 @@ class RunManager:
         """Start the worker process of a job that holds a slot (called by the monitor, without the lock)."""
         run_dir = self.store.path(job.run_id)
         try:
-            self._set_status(job.run_id, state="starting", reason="starting a worker process", queue_position=None)
+            self._set_status(
+                job.run_id, state="starting", reason="starting a worker process", queue_position=None, pid=None
+            )
             receiver, sender = self._ctx.Pipe(duplex=False)
             args = (receiver, str(run_dir), job.config, job.resume_from, self.threads_per_run)
             process = self._ctx.Process(target=_worker_main, args=args, name=f"tinygpt-{job.run_id}", daemon=True)
