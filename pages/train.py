@@ -263,7 +263,7 @@ def live_view() -> None:
     if rd.samples:
         last = rd.samples[-1]
         st.markdown(f"**Sample at step {last.get('step')}**")
-        st.code(last.get("text", ""), language=None)
+        st.code(last.get("text", ""), language=None, height=220)
     still_active = sup.is_live(run_id) and (
         status.get("state") in sup.ACTIVE_STATES or time.time() - (state.get("step_requested_at") or 0) < 5
     )
