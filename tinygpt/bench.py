@@ -202,6 +202,50 @@ def bench_quality(seeds: list[int], steps: int = 2000) -> dict:
     return {"steps": steps, "runs": runs, "mean_val_loss": round(statistics.mean(r["val_loss"] for r in runs), 4)}
 
 
+def bench_reader_memory(steps: int = 20_000, chunk: int = 500) -> dict:
+    """RSS growth of a RunReader following a run's metrics for `steps` steps, polled every `chunk` records.
+
+    The records are written in the same shape a 4-layer run writes (per-layer norms and ratios), so the byte
+    volume is realistic; the reader must keep memory flat (thinned history), not grow a list per step.
+    """
+    import resource
+    import tempfile
+
+    from .runstore import RunReader, RunWriter
+    from .trainer import group_names
+
+    def rss_mb() -> float:
+        with open("/proc/self/statm") as f:  # current resident set (ru_maxrss is a peak, not a level)
+            return int(f.read().split()[1]) * resource.getpagesize() / 1e6
+
+    groups = group_names(4)
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = RunWriter(tmp)
+        reader = RunReader(tmp)
+        reader.poll()
+        start = rss_mb()
+        for step in range(1, steps + 1):
+            writer.append_metric(
+                {
+                    "step": step,
+                    "loss": 2.0,
+                    "lr": 1e-3,
+                    "grad_norm": 0.5,
+                    "clipped": False,
+                    "layer_grad_norms": dict.fromkeys(groups, 0.1),
+                    "update_ratios": dict.fromkeys(groups, 1e-3),
+                    "tokens_per_s": 20000.0,
+                }
+            )
+            if step % chunk == 0:
+                reader.poll()
+        reader.poll()
+        end = rss_mb()
+        kept = len(reader.metrics)
+        writer.close()
+    return {"steps": steps, "rss_growth_mb": round(end - start, 2), "points_kept": kept}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tinygpt.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1), help="torch threads")
@@ -228,7 +272,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         from .worker import benchmark_worker  # imported lazily: it starts processes
 
-        report["worker"] = benchmark_worker()
+        report["worker"] = {
+            "demo": benchmark_worker(preset("demo")),
+            "nanogpt_cpu_300_steps": benchmark_worker(preset("nanogpt-cpu", max_steps=300)),
+        }
+        report["reader_memory"] = bench_reader_memory()
     if args.quality:
         report["quality"] = bench_quality(args.seeds)
     print(json.dumps(report, indent=2))

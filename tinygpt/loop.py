@@ -15,8 +15,11 @@ second (0.25 ms each), an attention snapshot is one no-grad forward of a (1, T) 
 every 10 steps), a checkpoint 3 ms; about 2% of the demo preset's 10 ms steps. Measured end to end on a busy
 2-core CPU, a worker process publishing everything ran within 2-3% of a bare `Trainer.step()` loop doing the same
 steps, evals and samples (medians of 6; see `bare_tokens_per_s` and tinygpt.worker.measure_worker_throughput).
-The work itself is not free: at the demo preset a 200-character sample costs ~12 steps and an eval ~3, so evals
-and samples every 50 steps add ~30% to the time of the bare steps; raise sample_every to train faster.
+The one costly publication is the sample text: 200 characters cost ~12 demo steps. So samples run on a time
+budget: a due sample waits until the time spent sampling is under `SAMPLE_BUDGET` (3%) of the time spent
+training, and the last step always gets one. At the nanoGPT CPU preset (sample every 250 steps) the budget never
+binds; at the demo preset it turns "every 50 steps" into "every few hundred". Evals are training, not publishing:
+a bare loop does them too.
 
 Commands: {"cmd": "pause"}, {"cmd": "resume"}, {"cmd": "step", "n": 5} (while paused: exactly n steps, then
 paused again), {"cmd": "stop"}, {"cmd": "knob", "name": "mask", "value": "none"}, and the manager's
@@ -58,6 +61,7 @@ from .trainer import ResourceError, Trainer
 LATEST = -1  # resume_from=LATEST: the newest complete checkpoint
 STATUS_INTERVAL = 0.25  # s between status.json rewrites: the page polls at ~2 Hz, so 4 Hz is always fresh
 PAUSED_POLL = 0.5  # s a paused loop blocks waiting for a command before looking again
+SAMPLE_BUDGET = 0.03  # at most this fraction of training time goes to published samples (see the docstring)
 SAMPLE_CHARS = 200  # characters per published sample: two or three lines of Shakespeare
 SAMPLE_TEMPERATURE = 0.8  # a little sharper than the model's distribution: fewer typos, still varied
 SAMPLE_SEED = 1234  # the same seed at every step, so samples differ only because the model changed
@@ -160,6 +164,8 @@ class _Loop:
         self.diverged = False  # paused by a non-finite step (kept as the state if the process is released)
         self.trainer: Trainer | None = None
         self.prepare = None  # optional hook run on the new Trainer (DDP wrapping)
+        self.sample_due = False  # a sample is scheduled but waits for the time budget
+        self.train_seconds = self.sample_seconds = 0.0  # for SAMPLE_BUDGET
 
     # ---------------------------------------------------------------- setup
 
@@ -294,8 +300,14 @@ class _Loop:
             self.snapshot_attention()
         if step % train.eval_interval == 0 or last:
             self.evaluate()
-        if step % cfg.sample_every == 0 or last:
+        if step % cfg.sample_every == 0:
+            self.sample_due = True
+        self.train_seconds += record.get("step_ms", 0.0) / 1000.0
+        if last or (self.sample_due and self.sample_seconds <= SAMPLE_BUDGET * self.train_seconds):
+            started = time.perf_counter()
             self.sample()
+            self.sample_seconds += time.perf_counter() - started
+            self.sample_due = False
         if step % cfg.checkpoint_every == 0 or last:
             self.save_checkpoint()
         self.status("running" if not self.paused or self.budget else "paused")
@@ -468,9 +480,9 @@ def _write_failure(run_dir: Path, loop: _Loop | None, reason: str, trace: str) -
 def bare_tokens_per_s(config: RunConfig, steps: int | None = None, same_work: bool = True) -> float:
     """Tokens/s of a bare Trainer loop at `config` (no files, no controls), timed like a run's metrics.jsonl:
     from the end of step 1 (one-off warm-up costs excluded) to the end of step N (N = `steps` or max_steps).
-    With `same_work` it also runs the evals and samples a run does in that span, so the difference to
-    tinygpt.worker.measure_worker_throughput is the cost of publishing (files, attention snapshots, checkpoints,
-    status, controls) and of the process."""
+    With `same_work` it also runs the evals a run does in that span (evaluation is training work: nanoGPT's loop
+    does it too), so the difference to tinygpt.worker.measure_worker_throughput is the cost of publishing (files,
+    attention snapshots, samples, checkpoints, status, controls) and of the process."""
     config = RunConfig.from_dict(config.to_dict())
     steps = steps or config.train.max_steps
     corpus = load_corpus(config.data, config.model.max_seq_len)
@@ -479,16 +491,12 @@ def bare_tokens_per_s(config: RunConfig, steps: int | None = None, same_work: bo
     device = resolve_device(config.train.device)
     model = TinyGPT(config.model)
     trainer = Trainer(model, config.train, corpus, device)
-    prompt = torch.tensor([corpus.tokenizer.encode(corpus.probe_text(SAMPLE_PROMPT_CHARS))], device=device)
     trainer.step()
     started = time.perf_counter()
     for _ in range(steps - 1):
         step = trainer.step_count  # the work a run does after step `step`'s record, before the next step
         if same_work and step % config.train.eval_interval == 0:
             trainer.evaluate()
-        if same_work and step % config.sample_every == 0:
-            generator = torch.Generator(device=device).manual_seed(SAMPLE_SEED)
-            model.generate(prompt, SAMPLE_CHARS, SAMPLE_TEMPERATURE, generator=generator)
         trainer.step()
     if device.type == "cuda":
         torch.cuda.synchronize()

@@ -690,7 +690,7 @@ manager.shutdown()
 def benchmark_worker(config: RunConfig | None = None, rounds: int = 3) -> dict:
     """For `python -m tinygpt.bench --worker`: time to the first step record (cold: a new server process whose
     forkserver is still importing torch; warm: forkserver up), and tokens/s of a worker publishing everything
-    against a bare Trainer loop doing the same steps, evals and samples at the same thread count."""
+    against a bare Trainer loop doing the same steps and evals at the same thread count."""
     config = config or preset("demo")
     with tempfile.TemporaryDirectory() as tmp:
         env = {
