@@ -62,6 +62,11 @@ def _bundle() -> bytes:
         "Per-layer gradient norms": charts.layer_grad_chart(rd.metrics, "layer_grad_norms"),
         "Update / weight ratios": charts.layer_grad_chart(rd.metrics, "update_ratios"),
     }
+    snapshots = rd.attention_index().get("snapshots", [])
+    if snapshots:  # the newest attention snapshot, all layers and heads
+        step = int(snapshots[-1]["step"])
+        tokens = rd.attention_index().get("tokens")
+        figures[f"Attention at step {step}"] = charts.attention_grid(rd.load_attention(step), tokens)
     return sup.make_bundle(rd.run_dir, figures)
 
 

@@ -199,3 +199,122 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
     at.switch_page("pages/runs.py").run()
     assert not at.exception, at.exception
     assert run_id in texts(at) or any(run_id in str(o) for o in at.selectbox(key="w_runs_pick").options)
+
+
+# ---------------------------------------------------------------- runs written directly (no worker needed)
+
+
+def write_run(root: Path, hidden_dim: int = 32, steps: int = 20) -> str:
+    """A finished run folder as a worker would leave it: config, status, metrics, evals, events, attention
+    snapshots and a checkpoint of a real (untrained) model on a synthetic corpus."""
+    import dataclasses
+
+    import torch
+
+    from tinygpt.checkpoint import checkpoint_stem, save_checkpoint
+    from tinygpt.config import preset
+    from tinygpt.data import load_corpus
+    from tinygpt.model import TinyGPT
+    from tinygpt.runstore import RunStore
+
+    config = preset("demo", source="synthetic:copy", hidden_dim=hidden_dim, max_steps=steps)
+    corpus = load_corpus(config.data, config.model.max_seq_len)
+    config.model = dataclasses.replace(config.model, vocab_size=corpus.tokenizer.vocab_size)
+    store = RunStore(root)
+    with store.create(config.to_dict(), owner="app") as w:
+        w.write_config({"vocab": corpus.tokenizer.vocab})
+        groups = ["emb", "L0.attn", "L0.mlp", "L1.attn", "L1.mlp", "ln_f"]
+        for s in range(1, steps + 1):
+            w.append_metric(
+                {
+                    "step": s,
+                    "loss": 3.0 - s / steps,
+                    "lr": 1e-3,
+                    "grad_norm": 1.5 / s,
+                    "clipped": s < 3,
+                    "layer_grad_norms": {g: 0.1 * s for g in groups},
+                    "update_ratios": {g: 1e-3 for g in groups},
+                    "tokens_per_s": 1000.0,
+                }
+            )
+        w.append_eval({"step": steps, "train_loss": 2.0, "val_loss": 2.1})
+        w.append_event({"step": 5, "kind": "knob", "knob": "mask", "old": "causal", "new": "none", "message": "m"})
+        model = TinyGPT(config.model)
+        probe = corpus.probe_text(16)
+        ids = torch.tensor([corpus.tokenizer.encode(probe)])
+        with torch.no_grad():
+            _, maps = model(ids, return_attention=True)
+        weights = torch.stack([m[0] for m in maps]).numpy()
+        for s in (0, steps):
+            w.write_attention(s, weights, probe, list(probe))
+        save_checkpoint(checkpoint_stem(w.run_dir / "checkpoints", steps), model, config, corpus.tokenizer.vocab, steps)
+        w.write_status(state="finished", reason="reached max_steps", step=steps, best_val_loss=2.1)
+        return w.run_id
+
+
+def test_uploaded_text_is_decoded_or_the_problem_named():
+    from tinygpt.config import ConfigError
+    from tinygpt.errors import DataError
+
+    data = sup.data_config(sup.SOURCE_UPLOAD, uploaded=b"\xef\xbb\xbfto be or not\r\n" * 20, block_size=16)
+    assert data.source == "text" and data.text.startswith("to be") and "\r" not in data.text
+    with pytest.raises(DataError, match="UTF-8"):
+        sup.data_config(sup.SOURCE_UPLOAD, uploaded=b"caf\xe9 " * 50, block_size=16)
+    with pytest.raises(ConfigError, match="choose a .txt file"):
+        sup.data_config(sup.SOURCE_UPLOAD, uploaded=None)
+
+
+def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
+    import io
+    import zipfile
+
+    run_a, run_b = write_run(runs_dir), write_run(runs_dir, hidden_dim=48)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["run"] = run_a  # a link (or a refresh) names the run
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state[state.RUN_ID] == run_a
+    assert "step 20 / 20" in texts(at) and "finished" in texts(at)
+
+    at.switch_page("pages/attention.py").run()
+    assert not at.exception, at.exception
+    assert "snapshot at step 20" in texts(at)
+    at.text_input(key=state.W_PROBE).set_value("abc>cba").run()  # custom probe: through the checkpoint
+    assert not at.exception, at.exception
+    assert "checkpoint at step 20" in texts(at)
+    at.text_input(key=state.W_PROBE).set_value("ABC").run()  # characters outside the vocabulary: a message
+    assert not at.exception and at.warning
+
+    at.switch_page("pages/gradients.py").run()
+    assert not at.exception, at.exception
+    at.segmented_control(key=state.W_GRAD_VIEW).set_value("heatmap").run()
+    assert not at.exception, at.exception
+
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception, at.exception
+    at.multiselect(key=state.W_COMPARE).set_value([run_a, run_b]).run()
+    assert not at.exception, at.exception
+    assert "Settings that differ" in texts(at)
+    at.selectbox(key="w_runs_pick").set_value(run_b).run()
+    click(at, "Delete…")
+    assert any("cannot be undone" in w.value for w in at.warning)
+    click(at, "Yes, delete")
+    assert not at.exception, at.exception
+    assert not (runs_dir / run_b).exists() and (runs_dir / run_a).exists()
+
+    from tinygpt.runstore import RunStore
+    from tinygpt.ui import charts
+
+    rd = RunStore(runs_dir).reader(run_a)
+    figures = {
+        "Loss": charts.loss_chart(rd.metrics, rd.evals, rd.events, 29),
+        "Attention": charts.attention_grid(rd.load_attention(20), rd.attention_index()["tokens"]),
+    }
+    bundle = zipfile.ZipFile(io.BytesIO(sup.make_bundle(rd.run_dir, figures)))
+    names = set(bundle.namelist())
+    assert {"config.json", "metrics.csv", "figures.html", "figures/loss.vl.json"} <= names
+    page = bundle.read("figures.html").decode()
+    assert "<h2>Attention</h2>" in page and "<script src=" not in page  # plotly.js embedded, nothing fetched
+    assert {"checkpoint/step_00000020.safetensors", "checkpoint/step_00000020.json"} <= names
+    header = bundle.read("metrics.csv").decode().splitlines()[0]
+    assert "loss" in header and "layer_grad_norms.L0.attn" in header

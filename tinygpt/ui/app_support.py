@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import html
 import io
 import json
 import math
@@ -571,18 +572,25 @@ def metrics_csv(run_dir: Path) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
+def _slug(title: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_") or "figure"
+
+
 def figures_html(figures: dict[str, Any]) -> str:
-    """The figures as one self-contained HTML page (plotly.js embedded once, nothing loaded from the internet)."""
+    """The plotly figures as one self-contained HTML page (plotly.js embedded once, nothing fetched from the
+    internet); Altair charts are listed with the name of their Vega-Lite spec file in the bundle."""
     parts, first = [], True
     for title, fig in figures.items():
         if fig is None:
             continue
-        if hasattr(fig, "to_html") and hasattr(fig, "to_plotly_json"):
-            parts.append(f"<h2>{title}</h2>" + fig.to_html(full_html=False, include_plotlyjs=first))
+        if hasattr(fig, "to_plotly_json"):
+            parts.append(f"<h2>{html.escape(title)}</h2>" + fig.to_html(full_html=False, include_plotlyjs=first))
             first = False
-        else:  # an Altair chart: keep its Vega-Lite spec (rendering it needs vega.js, which we do not fetch)
-            spec = json.dumps(fig.to_dict())
-            parts.append(f"<h2>{title}</h2><p>Vega-Lite spec:</p><pre>{spec}</pre>")
+        else:  # rendering Vega-Lite needs vega.js, which an offline page cannot fetch: ship the spec instead
+            parts.append(
+                f"<h2>{html.escape(title)}</h2><p>Vega-Lite chart: <code>figures/{_slug(title)}.vl.json</code> "
+                "(open it in the Vega editor, or with Altair: <code>alt.Chart.from_json(...)</code>).</p>"
+            )
     body = "\n".join(parts) or "<p>No figures.</p>"
     head = "<meta charset='utf-8'><title>tinygpt figures</title>"
     return f"<!DOCTYPE html><html><head>{head}</head><body>{body}</body></html>"
@@ -606,4 +614,7 @@ def make_bundle(run_dir: Path, figures: dict[str, Any] | None = None) -> bytes:
                 z.write(weights, f"checkpoint/{weights.name}")
         if figures:
             z.writestr("figures.html", figures_html(figures))
+            for title, fig in figures.items():
+                if fig is not None and not hasattr(fig, "to_plotly_json"):
+                    z.writestr(f"figures/{_slug(title)}.vl.json", json.dumps(fig.to_dict()))
     return buf.getvalue()
