@@ -44,6 +44,15 @@ FIELD_KEYS = {
     "max_steps": state.W_MAX_STEPS,
 }
 first_preset = next(iter(sup.PRESET_LABELS))
+if state.W_PRESET not in st.session_state and run_id:  # a reattached tab: show the settings of its run
+    _rd = state.reader(store, run_id)
+    _values, _source = sup.values_from_config(_rd.config() if _rd else {})
+    for _field, _value in _values.items():
+        state.init(FIELD_KEYS[_field], _value)
+    if _source:
+        state.init(state.W_SOURCE, _source)
+    if _source == sup.SOURCE_PASTE and _rd:
+        state.init(state.W_PASTE, (_rd.config().get("data") or {}).get("text", ""))
 state.init(state.W_PRESET, first_preset)
 for _field, _value in sup.preset_values(first_preset).items():
     state.init(FIELD_KEYS[_field], _value)

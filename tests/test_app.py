@@ -275,6 +275,11 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     assert not at.exception, at.exception
     assert at.session_state[state.RUN_ID] == run_a
     assert "step 20 / 20" in texts(at) and "finished" in texts(at)
+    # a reattached tab shows the settings of the run it watches, not the default preset
+    assert at.selectbox(key=state.W_WIDTH).value == 32
+    assert at.selectbox(key=state.W_SOURCE).value == "Synthetic: copy"
+    at.toggle(key=state.W_LARGE).set_value(True).run()  # projector mode: every chart in large fonts
+    assert not at.exception, at.exception
 
     at.switch_page("pages/attention.py").run()
     assert not at.exception, at.exception

@@ -161,6 +161,29 @@ def preset_values(label: str) -> dict[str, Any]:
     }
 
 
+def values_from_config(config: dict) -> tuple[dict[str, Any], str | None]:
+    """The settings form's values and corpus label for a run's saved config (a reattached tab shows the
+    settings of the run it watches). Fields the config lacks are left out."""
+    model, train, data = config.get("model") or {}, config.get("train") or {}, config.get("data") or {}
+    values = {k: model[k] for k in ("num_layers", "hidden_dim", "num_heads", "max_seq_len") if k in model}
+    values |= {k: model[k] for k in ("attn_scale", "attn_scale_mult", "mask", "window", "dropout") if k in model}
+    keys = ("batch_size", "learning_rate", "warmup_steps", "max_grad_norm", "seed", "max_steps")
+    values |= {k: train[k] for k in keys if k in train}
+    source = data.get("source", "")
+    label = SOURCE_SHAKESPEARE if source == "shakespeare" else None
+    if source.startswith("synthetic:"):
+        label = "Synthetic: " + source.removeprefix("synthetic:")
+    elif source == "text":
+        label = SOURCE_PASTE
+    return values, label
+
+
+def touch(run_id: str | None) -> None:
+    """Renew the lease of a live run: the run pauses itself when no page has looked at it for a while."""
+    if run_id and is_live(run_id):
+        get_manager().touch(run_id)
+
+
 def data_config(source: str, pasted: str = "", uploaded: bytes | None = None, block_size: int = 32) -> DataConfig:
     """The DataConfig of a corpus choice; user text is decoded and checked here (DataError says what to fix)."""
     if source == SOURCE_SHAKESPEARE:
