@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tinygpt.cli import build_parser, config_from_args, main
 from tinygpt.config import TrainConfig, TransformerConfig, preset
 
@@ -145,3 +147,24 @@ def test_train_then_sample_end_to_end(tmp_path, tiny_text):
         timeout=60,
     )
     assert run_id in listing.stdout and "finished" in listing.stdout
+
+
+def test_the_app_never_writes_into_a_cli_run(tmp_path, tiny_text):
+    from tinygpt.config import preset as make_preset
+    from tinygpt.errors import TinyGPTError
+    from tinygpt.runstore import RunStore
+    from tinygpt.worker import RunManager
+
+    store = RunStore(tmp_path)
+    config = make_preset("demo", source="text", text=tiny_text)
+    with store.create(config.to_dict(), owner="cli") as writer:
+        writer.write_status(state="paused", reason="paused by its owner", step=3)
+        run_id = writer.run_id
+    manager = RunManager(store)
+    try:
+        for action in (lambda: manager.resume(run_id), lambda: manager.step(run_id, 2), lambda: manager.stop(run_id)):
+            with pytest.raises(TinyGPTError, match="read-only"):
+                action()
+        assert json.loads((tmp_path / run_id / "status.json").read_text())["state"] == "paused"
+    finally:
+        manager.shutdown()

@@ -108,6 +108,16 @@ def config_from_json(data: dict) -> RunConfig:
     return RunConfig.from_dict({k: v for k, v in data.items() if k not in IDENTITY_KEYS})
 
 
+def _require_app_owned(run_id: str, config: dict) -> None:
+    """The app writes only into runs it started: a CLI or torchrun run belongs to that process (or its user)."""
+    owner = config.get("owner", "app")
+    if owner != "app":
+        raise TinyGPTError(
+            f"run {run_id} was trained from the command line (owner {owner!r}); the app shows it read-only. "
+            f"Continue it there: python -m tinygpt train --resume {run_id}"
+        )
+
+
 def _pid_alive(pid: Any) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
@@ -320,6 +330,7 @@ class RunManager:
                 return
             job = self._jobs.get(run_id)
             if job is None:
+                _require_app_owned(run_id, read_json(self.store.path(run_id) / "config.json", {}) or {})
                 status = read_json(self.store.path(run_id) / "status.json", {}) or {}
                 if status.get("state") in ("paused", "diverged", "queued", "starting", "running"):
                     self._set_status(run_id, state="stopped", reason="stopped by you")
@@ -433,6 +444,7 @@ class RunManager:
         config = read_json(run_dir / "config.json", None)
         if not isinstance(config, dict):
             raise TinyGPTError(f"run {run_id} has no readable config.json, so it cannot be resumed.")
+        _require_app_owned(run_id, config)
         config = config_from_json(config).to_dict()
         if max_steps is not None:
             config["train"]["max_steps"] = int(max_steps)
