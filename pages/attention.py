@@ -111,17 +111,18 @@ def grid_and_detail() -> None:
         else:
             key = (run_id, "snapshot", step, large)
             source = f"snapshot at step {step}"
-        cached = state.get(state.ATTN_GRID) or {}
-        if cached.get("key") == key:
-            fig = cached["figure"]
-        else:
+
+        def build_grid():
             if custom:
                 weights = sup.attention_from_model(model, tokenizer, probe)
                 tokens = list(probe[-model.config.max_seq_len :])
             else:
                 weights, tokens = rd.load_attention(step), index.get("tokens", list(run_probe))
-            fig = charts.attention_grid(weights, tokens, large=large)
-            state.put(state.ATTN_GRID, {"key": key, "figure": fig, "drawn": time.time()})
+            return charts.attention_grid(weights, tokens, large=large)
+
+        fig = state.cached_figure("attn_grid", key, build_grid)
+        if (state.get(state.ATTN_GRID) or {}).get("key") != key:
+            state.put(state.ATTN_GRID, {"key": key, "drawn": time.time()})
         st.markdown(f"**All heads** · {source}")
         sup.show_chart(fig, "attention_grid", key="attn_grid")
     except TinyGPTError as e:
@@ -140,23 +141,26 @@ def grid_and_detail() -> None:
     if ck is None:
         st.info("The detail view needs a checkpoint; the first one is written after a few steps.")
     else:
-        try:
+        text = probe or run_probe
+
+        def build_detail():
             model, tokenizer, _ = sup.load_model(str(rd.run_dir), ck)
-            d = sup.attention_steps(model, tokenizer, probe or run_probe, layer, head)
+            d = sup.attention_steps(model, tokenizer, text, layer, head)
+            fig = charts.attention_detail(
+                d["qk"], d["scaled"], d["mask"], d["masked"], d["weights"], d["tokens"], large=large
+            )
+            return fig, f"scale = {d['scale']:.4g}, mask = {model.config.mask}"
+
+        try:
+            fig, knobs_then = state.cached_figure("attn_detail", (run_id, ck, layer, head, text, large), build_detail)
         except TinyGPTError as e:
             st.warning(str(e))
         else:
             st.caption(
-                f"From the checkpoint at step {ck} (nearest to step {step}); scale = {d['scale']:.4g}, "
-                f"mask = {model.config.mask} (the knobs as they were at that checkpoint)."
+                f"From the checkpoint at step {ck} (nearest to step {step}); {knobs_then} "
+                "(the knobs as they were at that checkpoint)."
             )
-            sup.show_chart(
-                charts.attention_detail(
-                    d["qk"], d["scaled"], d["mask"], d["masked"], d["weights"], d["tokens"], large=large
-                ),
-                "attention_detail",
-                key="attn_detail",
-            )
+            sup.show_chart(fig, "attention_detail", key="attn_detail")
 
 
 grid_and_detail()
@@ -192,4 +196,10 @@ sup.show_chart(
 
 st.subheader("Heads over training time")
 seq_len = len(index.get("tokens") or run_probe) or None
-sup.show_chart(charts.head_stats_chart(sup.head_stats(rd), seq_len=seq_len, large=large), "head_stats_chart")
+stats_key = (run_id, tuple(snapshots), large)  # rebuilt only when the set of snapshots changed
+sup.show_chart(
+    state.cached_figure(
+        "head_stats", stats_key, lambda: charts.head_stats_chart(sup.head_stats(rd), seq_len=seq_len, large=large), 2
+    ),
+    "head_stats_chart",
+)

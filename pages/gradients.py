@@ -6,6 +6,7 @@ from tinygpt.ui import app_support as sup
 from tinygpt.ui import charts, state
 
 REFRESH_S = 1.0
+LIVE_POINTS = 400  # points per curve while live (the charts thin older steps; hover still shows values)
 
 store = sup.get_store()
 run_id = state.run_id()
@@ -45,11 +46,13 @@ def live_gradients() -> None:
             fig = charts.layer_grad_heatmap(metrics, field, large=large)
             help_name = "layer_grad_heatmap"
         else:
-            fig = charts.layer_grad_chart(metrics, field, large=large)
+            fig = charts.layer_grad_chart(metrics, field, max_rows=2400, large=large)
         sup.show_chart(fig, help_name, key=f"g_{field}")
         if field == "layer_grad_norms":
             sup.show_chart(
-                charts.grad_norm_chart(metrics, knobs.get("max_grad_norm") or 0.0, rd.events, large=large),
+                charts.grad_norm_chart(
+                    metrics, knobs.get("max_grad_norm") or 0.0, rd.events, max_points=LIVE_POINTS, large=large
+                ),
                 "grad_norm_chart",
                 key="g_clip",
             )

@@ -8,7 +8,8 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.ui import app_support as sup
 from tinygpt.ui import charts, state
 
-REFRESH_S = 0.75  # live charts refresh period while a run trains (>= 1 Hz, light enough for 2 cores)
+REFRESH_S = 0.5  # live charts refresh period while a run trains (2 Hz)
+LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
 WIDTHS = [16, 32, 48, 64, 96, 128, 192, 256, 384, 512]
 
 store = sup.get_store()
@@ -249,6 +250,7 @@ def live_view() -> None:
             vocab_size,
             target=target,
             smoothing=st.session_state.get(state.W_SMOOTH, 0.0),
+            max_points=LIVE_POINTS,
             large=large,
         ),
         "loss_chart",
@@ -259,13 +261,19 @@ def live_view() -> None:
         st.caption(f"Markers: {notes}")
     sup.show_chart(
         charts.lr_chart(
-            rd.metrics, current_step=status.get("step"), schedule=sup.lr_schedule(config, knobs), large=large
+            rd.metrics,
+            current_step=status.get("step"),
+            schedule=sup.lr_schedule(config, knobs, points=200),
+            max_points=LIVE_POINTS,
+            large=large,
         ),
         "lr_chart",
         key="train_lr",
     )
     sup.show_chart(
-        charts.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events, large=large),
+        charts.grad_norm_chart(
+            rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events, max_points=LIVE_POINTS, large=large
+        ),
         "grad_norm_chart",
         key="train_grad",
     )

@@ -15,6 +15,8 @@ Deliberately left out: anything that must outlive a browser session (that lives 
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -33,6 +35,7 @@ ATTN_GRID = "attn_grid"  # {"key": (...), "figure": fig}: the grid last drawn an
 ATTN_PLAYING = "attn_playing"  # the Attention page's play button: advance the step slider by itself
 LAST_SAMPLE = "last_sample"  # {"text", "step": GenerationStep-like dict, "vocab", "tokens"}
 FLASH = "flash"  # a one-shot message for the next run of a page: (kind, text)
+FIGURES = "figures"  # {cache name: OrderedDict(key -> figure)}: figures rebuilt only when their inputs change
 
 # ---------------------------------------------------------------- widget keys (Train page settings and friends)
 
@@ -208,3 +211,20 @@ def lab_runs(key: str, labels: list[str]) -> dict[str, str] | None:
 def set_lab_runs(key: str, runs: dict[str, str]) -> None:
     st.session_state.setdefault(LAB_RUNS, {})[key] = dict(runs)
     st.query_params[URL_LAB] = ",".join(runs.values())
+
+
+# ---------------------------------------------------------------- figures kept while their inputs stay the same
+
+
+def cached_figure(name: str, key: Any, build: Callable[[], Any], max_entries: int = 16) -> Any:
+    """The figure built for `key` in this session, building it only the first time (e.g. the attention grid per
+    snapshot step: scrubbing back and forth then costs no rebuilding). Least recently used entries go first."""
+    caches: dict[str, OrderedDict] = st.session_state.setdefault(FIGURES, {})
+    cache = caches.setdefault(name, OrderedDict())
+    if key in cache:
+        cache.move_to_end(key)
+        return cache[key]
+    value = cache[key] = build()
+    while len(cache) > max_entries:
+        cache.popitem(last=False)
+    return value
