@@ -13,7 +13,7 @@ import streamlit as st
 import torch
 
 from tinygpt.ui import state
-from tinygpt.ui.app_support import get_store, touch
+from tinygpt.ui.app_support import get_manager, get_store, touch
 
 # The server process only draws charts and runs tiny forward passes (sampling, probes); the training workers,
 # each a separate process, need the cores.
@@ -50,6 +50,9 @@ page = st.navigation(PAGES)
 
 store = get_store()
 run_id = state.sync_run_id(store)  # the URL's ?run= wins; otherwise the session's run goes back into the URL
+# The run manager starts its forkserver (which imports torch once) on the first page view, so the first click on
+# Train forks a ready worker instead of waiting seconds for torch.
+get_manager()
 touch(run_id)  # any page that shows a run keeps its lease (live pages also renew it on every refresh)
 
 with st.sidebar:
