@@ -165,6 +165,17 @@ with right:
     step_clicked = b[3].button("Step", disabled=not live or run_state != "paused", width="stretch")
     stop_clicked = b[4].button("Stop", disabled=not live, width="stretch")
     st.number_input("Steps per Step click", 1, 10_000, key=state.W_STEP_N, **persist)
+    if live and rd:  # settings that cannot change live: say that they need a new run
+        run_values, run_source = sup.values_from_config(rd.config())
+        changed = [
+            f"{field} {run_values[field]} → {st.session_state[key]}"
+            for field, key in FIELD_KEYS.items()
+            if field not in sup.KNOB_OF_SETTING and field in run_values and run_values[field] != st.session_state[key]
+        ]
+        if run_source and run_source != source:
+            changed.insert(0, f"corpus {run_source} → {source}")
+        if changed:
+            st.info(f"Changed since this run started: {', '.join(changed)}. Press **Train** to start a new run.")
 
     if train_clicked:
         values = {field: st.session_state[key] for field, key in FIELD_KEYS.items()}

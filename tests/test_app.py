@@ -153,6 +153,15 @@ def test_invalid_settings_show_an_error_not_a_traceback(runs_dir):
     assert state.RUN_ID not in at.session_state
 
 
+def test_missing_shakespeare_is_a_message(runs_dir, monkeypatch, tmp_path):
+    monkeypatch.setenv("TINYGPT_SHAKESPEARE", str(tmp_path / "nowhere.txt"))
+    at = new_app()
+    at.selectbox(key=state.W_SOURCE).set_value(sup.SOURCE_SHAKESPEARE).run()
+    click(at, "Train")
+    assert not at.exception, at.exception
+    assert at.error and "TINYGPT_SHAKESPEARE" in at.error[0].value
+
+
 def test_bad_run_id_in_the_url_is_a_message(runs_dir):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
     at.query_params["run"] = "../../etc"
@@ -165,6 +174,8 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
     at = new_app()
     run_id = start_run(at, max_steps=100_000)  # long enough that the pause below always lands mid-run
     wait_for(at, lambda a: status_step(a) > 0, timeout=60)
+    at.selectbox(key=state.W_WIDTH).set_value(128).run()  # not a live knob: the page says it needs a new run
+    assert any("hidden_dim 64 → 128" in i.value for i in at.info), [i.value for i in at.info]
     # Pause, then Step 5: exactly five more steps; Resume trains on; Stop checkpoints and ends the run.
     click(at, "Pause")
     wait_for(at, lambda a: "· paused" in texts(a), timeout=30)

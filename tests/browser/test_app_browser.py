@@ -90,6 +90,8 @@ def no_exception(page: Page) -> None:
 
 
 def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
+    outside = []  # the app must work offline: no fonts, scripts or metrics fetched from anywhere else
+    page.on("request", lambda r: None if r.url.startswith((app_server, "data:", "blob:")) else outside.append(r.url))
     page.goto(app_server)
     expect(page.get_by_role("heading", name="tinygpt · Train")).to_be_visible()
     no_exception(page)
@@ -169,3 +171,4 @@ def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
     expect(page.get_by_text(run_id).first).to_be_visible()
     no_exception(page)
     snap(page, shots / "runs.png")
+    assert not outside, f"the page fetched from outside the app: {sorted(set(outside))[:5]}"
