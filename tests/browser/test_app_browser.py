@@ -37,10 +37,19 @@ def choose(page: Page, label: str, option: str) -> None:
 
 
 def set_number(page: Page, label: str, value: int) -> None:
+    """Type a number and commit it. A rerun still in flight (from the previous widget) can redraw the old value
+    over what was typed, so the entry is retried until it sticks."""
     box = page.get_by_label(label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    expect(box).to_have_value(str(value))
+    for attempt in range(3):
+        box.fill(str(value))
+        box.press("Enter")
+        try:
+            page.wait_for_timeout(500)
+            expect(box).to_have_value(str(value), timeout=3_000)
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
 
 
 def status_step(page: Page) -> int:
@@ -50,12 +59,16 @@ def status_step(page: Page) -> int:
 
 
 def wait_step_above(page: Page, step: int, timeout_s: float = 60) -> int:
-    page.wait_for_function(
-        """(min) => [...document.querySelectorAll('p, strong')].some(e => {
-             const m = e.innerText.match(/^step ([\\d,]+) \\//); return m && +m[1].replace(/,/g, '') > min; })""",
-        arg=step,
-        timeout=timeout_s * 1000,
-    )
+    try:
+        page.wait_for_function(
+            """(min) => [...document.querySelectorAll('p, strong')].some(e => {
+                 const m = e.innerText.match(/^step ([\\d,]+) \\//); return m && +m[1].replace(/,/g, '') > min; })""",
+            arg=step,
+            timeout=timeout_s * 1000,
+        )
+    except PlaywrightTimeoutError:
+        said = page.locator('[data-testid="stMain"]').inner_text()[:1500]
+        raise AssertionError(f"the status never passed step {step} in {timeout_s}s; the page said:\n{said}") from None
     return status_step(page)
 
 
