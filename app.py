@@ -12,7 +12,7 @@ import plotly  # noqa: F401
 import streamlit as st
 import torch
 
-from tinygpt.ui import state
+from tinygpt.ui import state, workshop
 from tinygpt.ui.app_support import get_manager, get_store, touch
 
 # The server process only draws charts and runs tiny forward passes (sampling, probes); the training workers,
@@ -49,6 +49,7 @@ PAGES = [
 page = st.navigation(PAGES)
 
 store = get_store()
+shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a workshop link, kept across pages
 run_id = state.sync_run_id(store)  # the URL's ?run= wins; otherwise the session's run goes back into the URL
 # The run manager starts its forkserver (which imports torch once) on the first page view, so the first click on
 # Train forks a ready worker instead of waiting seconds for torch.
@@ -63,6 +64,12 @@ with st.sidebar:
     else:
         st.caption("No run yet: start one on **Train** or open one on **Runs**.")
     large = st.toggle("Large fonts (projector)", key=state.W_LARGE, persist_state="session")
+    if shop.locked:
+        st.caption(":material/lock: Settings locked by the workshop link.")
+workshop.tutorial_pane(shop)
+workshop.hide_controls(shop)
+for problem in shop.errors:
+    st.warning(f"Workshop link: {problem}")
 
 # Local CSS only (no fonts or scripts are fetched from the internet). Live charts rerun every second; Streamlit
 # fades elements that a rerun has not redrawn yet, which makes a live page blink, so stale elements stay opaque.

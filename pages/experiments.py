@@ -24,7 +24,7 @@ CODE = {  # the library function behind each experiment's numbers, for "Show the
 }
 
 store = sup.get_store()
-shop = workshop.parse_workshop(dict(st.query_params))
+shop = workshop.parse_workshop(state.get(state.WORKSHOP_PARAMS) or {})
 
 st.title("tinygpt · Experiments")
 st.caption(

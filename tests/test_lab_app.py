@@ -75,8 +75,9 @@ def test_running_an_experiment_trains_both_variants(runs_dir):
 
 
 def test_workshop_link_round_trips_and_reports_bad_values():
-    link = workshop_link("http://host:8501/", "demo", {"num_heads": 2, "mask": "none"}, hidden={"mask"}, locked=True,
-                         tutorial=1)
+    link = workshop_link(
+        "http://host:8501/", "demo", {"num_heads": 2, "mask": "none"}, hidden={"mask"}, locked=True, tutorial=1
+    )
     query = dict(part.split("=", 1) for part in link.split("?", 1)[1].split("&"))
     shop = parse_workshop(query)
     assert shop.preset == "demo" and shop.overrides == {"num_heads": 2, "mask": "none"}
@@ -85,3 +86,36 @@ def test_workshop_link_round_trips_and_reports_bad_values():
     assert len(bad.errors) == 3 and bad.preset is None
     clash = parse_workshop({"hidden_dim": "100", "num_heads": "8"})
     assert clash.overrides == {} and "divisible" in clash.errors[0]
+
+
+def open_app(query: dict) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_a_workshop_link_loads_a_preset_hides_controls_and_survives_page_switches(runs_dir):
+    at = open_app(
+        {"preset": "nanogpt-cpu", "num_heads": "8", "mask": "none", "hide": "mask,attn_scale", "tutorial": "2"}
+    )
+    assert at.selectbox(key=state.W_PRESET).value == "nanoGPT CPU"
+    assert at.selectbox(key=state.W_WIDTH).value == 128
+    assert at.selectbox(key=state.W_HEADS).value == 8
+    assert at.selectbox(key=state.W_MASK).value == "none"
+    styles = "\n".join(str(m.value) for m in at.markdown if "<style>" in str(m.value))
+    assert ".st-key-w_mask" in styles and ".st-key-w_scale" in styles and "display: none" in styles
+    assert any("Tutorial · 3." in str(m.value) for m in at.sidebar.markdown)
+    at.switch_page("pages/gradients.py").run()
+    assert not at.exception
+    assert at.query_params["preset"] in (["nanogpt-cpu"], "nanogpt-cpu")  # put back after the page switch
+    at.switch_page("pages/train.py").run()
+    assert at.selectbox(key=state.W_HEADS).value == 8  # the learner's page still has the link's settings
+
+
+def test_a_bad_workshop_link_gives_messages_not_a_traceback(runs_dir):
+    at = open_app({"preset": "huge", "num_heads": "three"})
+    warnings = "\n".join(w.value for w in at.warning)
+    assert "unknown preset 'huge'" in warnings and "num_heads" in warnings

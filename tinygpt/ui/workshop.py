@@ -163,3 +163,111 @@ def source_of(function: Callable) -> str:
         return inspect.getsource(function)
     except (OSError, TypeError):
         return f"# source of {getattr(function, '__qualname__', function)} is not available"
+
+
+# ---------------------------------------------------------------- the Streamlit side (called from app.py)
+
+WORKSHOP_KEYS = ("preset", "hide", "lock", "tutorial", "experiment", "large")
+
+
+def sync_workshop() -> Workshop:
+    """Read the workshop link once per session, keep it, and put it back into the URL on every run.
+
+    Page switches clear query parameters (Streamlit behaviour), so like the run id the workshop settings live in
+    session state and are written back to the URL; a refresh or a shared link then reopens the same lesson.
+    """
+    import streamlit as st
+
+    from tinygpt.ui import state
+
+    params = {k: v for k, v in st.query_params.to_dict().items() if k not in ("run", "lab")}
+    kept: dict[str, str] | None = state.get(state.WORKSHOP_PARAMS)
+    if kept is None or (params and params != kept):
+        # Only a change of preset or settings reloads the Train widgets (a new tutorial step or experiment must
+        # not undo what the learner set).
+        reseed = kept is None or _settings_part(params) != _settings_part(kept)
+        kept = params
+        state.put(state.WORKSHOP_PARAMS, kept)
+        if reseed:
+            _seed_settings(parse_workshop(kept))
+    for key, value in kept.items():
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value
+    shop = parse_workshop(kept)
+    state.put(state.WORKSHOP_LOCKED, shop.locked)
+    if shop.large:
+        state.init(state.W_LARGE, True)
+    return shop
+
+
+def _settings_part(params: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in params.items() if k not in ("tutorial", "experiment", "large", "hide", "lock")}
+
+
+def _seed_settings(shop: Workshop) -> None:
+    """Load the link's preset and overrides into the Train page's widgets (before the page draws them)."""
+    from tinygpt.ui import app_support as sup
+    from tinygpt.ui import state
+
+    if not (shop.preset or shop.overrides):
+        return
+    label = next((lbl for lbl, name in sup.PRESET_LABELS.items() if name == (shop.preset or "demo")), None)
+    if label is None:
+        return
+    state.put(state.W_PRESET, label)
+    values = {**sup.preset_values(label), **shop.overrides}
+    for name, key in state.SETTING_WIDGETS.items():
+        if name in values:
+            state.put(key, values[name])
+    source = shop.overrides.get("source")
+    if source == "shakespeare":
+        state.put(state.W_SOURCE, sup.SOURCE_SHAKESPEARE)
+    elif isinstance(source, str) and source.startswith("synthetic:"):
+        state.put(state.W_SOURCE, f"Synthetic: {source.split(':', 1)[1]}")
+
+
+def hide_controls(shop: Workshop) -> None:
+    """Hide the controls the link names: Streamlit tags each widget's container with the class st-key-<key>."""
+    import streamlit as st
+
+    from tinygpt.ui import state
+
+    keys = [state.SETTING_WIDGETS[name] for name in sorted(shop.hidden) if name in state.SETTING_WIDGETS]
+    if "source" in shop.hidden:
+        keys.append(state.W_SOURCE)
+    if "preset" in shop.hidden:
+        keys.append(state.W_PRESET)
+    if keys:
+        rules = ", ".join(f".st-key-{key}" for key in keys)
+        st.markdown(f"<style>{rules} {{ display: none !important; }}</style>", unsafe_allow_html=True)
+
+
+def tutorial_pane(shop: Workshop) -> None:
+    """The guided path, one step at a time, in the sidebar (Back / Next move through TUTORIAL)."""
+    import streamlit as st
+
+    from tinygpt.ui import state
+
+    if shop.tutorial is None:
+        return
+    index = shop.tutorial
+    step = TUTORIAL[index]
+    with st.sidebar.container(border=True):
+        st.markdown(f"**Tutorial · {step['title']}**")
+        st.caption(f"On the **{step['page']}** page")
+        st.write(step["text"])
+        back, forward = st.columns(2)
+        if back.button("Back", disabled=index == 0, key="tutorial_back", width="stretch"):
+            _move_tutorial(state, index - 1)
+        if forward.button("Next", disabled=index == len(TUTORIAL) - 1, key="tutorial_next", width="stretch"):
+            _move_tutorial(state, index + 1)
+
+
+def _move_tutorial(state, index: int) -> None:
+    import streamlit as st
+
+    kept = dict(state.get(state.WORKSHOP_PARAMS) or {})
+    kept["tutorial"] = str(index)
+    state.put(state.WORKSHOP_PARAMS, kept)
+    st.query_params["tutorial"] = str(index)
+    st.rerun()
