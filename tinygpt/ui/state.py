@@ -228,3 +228,33 @@ def cached_figure(name: str, key: Any, build: Callable[[], Any], max_entries: in
     while len(cache) > max_entries:
         cache.popitem(last=False)
     return value
+
+
+# ---------------------------------------------------------------- workshop mode (settings in the URL)
+
+WORKSHOP_PARAMS = "workshop_params"  # the workshop link's query parameters, kept across page switches
+WORKSHOP_LOCKED = "workshop_locked"  # ?lock=1: every setting read-only
+
+# Config field name -> the Train page widget that edits it (a workshop link sets and hides them by these names).
+SETTING_WIDGETS = {
+    "num_layers": W_LAYERS,
+    "hidden_dim": W_WIDTH,
+    "num_heads": W_HEADS,
+    "max_seq_len": W_CONTEXT,
+    "batch_size": W_BATCH,
+    "learning_rate": W_LR,
+    "warmup_steps": W_WARMUP,
+    "attn_scale": W_SCALE,
+    "attn_scale_mult": W_SCALE_MULT,
+    "mask": W_MASK,
+    "window": W_WINDOW,
+    "dropout": W_DROPOUT,
+    "max_grad_norm": W_CLIP,
+    "seed": W_SEED,
+    "max_steps": W_MAX_STEPS,
+    "device": W_DEVICE,
+}
+
+
+def locked() -> bool:
+    return bool(st.session_state.get(WORKSHOP_LOCKED))
