@@ -52,6 +52,7 @@ def test_shape_drift_and_memory_tabs_render(runs_dir):
     frames = at.dataframe
     assert any("with contract" in df.value.columns for df in frames)
     assert not at.error
+    assert any("def memory_rows" in code.value for code in at.code)  # "Show the code" next to the chart
 
 
 def test_running_an_experiment_trains_both_variants(runs_dir):

@@ -374,6 +374,7 @@ def event_notes(events: list[dict], limit: int = 5) -> str:
 def show_chart(fig: Any, help_name: str | None = None, key: str | None = None) -> None:
     """Draw a plotly or Altair figure, then the chart's 'what to look for' sentence from CHART_HELP."""
     from tinygpt.ui.charts import CHART_HELP
+    from tinygpt.ui.workshop import code_of_chart, source_of
 
     if fig is None:
         return
@@ -383,6 +384,11 @@ def show_chart(fig: Any, help_name: str | None = None, key: str | None = None) -
         st.altair_chart(fig, key=key, width="stretch")
     if help_name and CHART_HELP.get(help_name):
         st.caption(CHART_HELP[help_name])
+    functions = code_of_chart(help_name) if help_name else []
+    if functions:
+        with st.expander("Show the code", icon=":material/code:"):
+            for function in functions:
+                st.code(source_of(function), language="python")
 
 
 # ---------------------------------------------------------------- models from checkpoints

@@ -157,6 +157,28 @@ TUTORIAL: list[dict[str, str]] = [
 ]
 
 
+def code_of_chart(name: str) -> list[Callable]:
+    """The library functions whose numbers a chart draws ("Show the code" next to each chart)."""
+    from tinygpt import attention, experiments, model, sampling, trainer
+
+    table: dict[str, list[Callable]] = {
+        "loss_chart": [trainer.Trainer.loss_on, trainer.Trainer.evaluate],
+        "lr_chart": [trainer.lr_at],
+        "grad_norm_chart": [trainer.Trainer._step],
+        "layer_grad_chart": [trainer.param_group_name, trainer.Trainer._step],
+        "layer_grad_heatmap": [trainer.param_group_name, trainer.Trainer._step],
+        "update_ratios": [trainer.Trainer._step],
+        "attention_grid": [attention.attention, model.MultiHeadAttention.forward],
+        "attention_detail": [attention.attention, attention.mask_rows, attention.scores_to_weights],
+        "mask_matrix": [attention.mask_rows],
+        "head_stats_chart": [attention.attention_entropy],
+        "next_char_chart": [sampling.filter_logits, sampling.next_token_probs],
+        "attention_row_chart": [model.TinyGPT.stream],
+        "memory_chart": [experiments.memory_rows],
+    }
+    return table.get(name, [])
+
+
 def source_of(function: Callable) -> str:
     """The source text of a library function, for the 'Show the code' expanders."""
     try:
