@@ -87,12 +87,17 @@ with left:
         st.markdown("**Data and model** · changing these starts a new run")
         source = st.selectbox("Corpus", sup.SOURCES, key=state.W_SOURCE, **persist)
         uploaded = None
-        if source == sup.SOURCE_UPLOAD:
-            uploaded = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=state.W_UPLOAD)
-        elif source == sup.SOURCE_PASTE:
-            st.text_area("Text to train on", key=state.W_PASTE, height=120, **persist)
-        elif source == sup.SOURCE_SHAKESPEARE:
-            st.caption("1.1 MB of Shakespeare; downloaded once on first use (set TINYGPT_SHAKESPEARE to a local copy).")
+        # One container whatever the corpus, so the widgets below keep their places when it changes (otherwise
+        # they are redrawn as new elements, and a value typed during that rerun can be lost).
+        with st.container():
+            if source == sup.SOURCE_UPLOAD:
+                uploaded = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=state.W_UPLOAD)
+            elif source == sup.SOURCE_PASTE:
+                st.text_area("Text to train on", key=state.W_PASTE, height=120, **persist)
+            elif source == sup.SOURCE_SHAKESPEARE:
+                st.caption("1.1 MB of Shakespeare; downloaded once on first use (or set TINYGPT_SHAKESPEARE).")
+            else:
+                st.caption("Generated problems with exact answers: copy, reverse, sort or add.")
         c1, c2 = st.columns(2)
         c1.number_input("Layers", 1, 12, key=state.W_LAYERS, **persist)
         c2.selectbox("Width (hidden_dim)", WIDTHS, key=state.W_WIDTH, **persist)
@@ -165,6 +170,8 @@ with right:
     step_clicked = b[3].button("Step", disabled=not live or run_state != "paused", width="stretch")
     stop_clicked = b[4].button("Stop", disabled=not live, width="stretch")
     st.number_input("Steps per Step click", 1, 10_000, key=state.W_STEP_N, **persist)
+    # Messages go into one container, so the live view below keeps its place whether or not there are any.
+    messages = st.container()
     if live and rd:  # settings that cannot change live: say that they need a new run
         run_values, run_source = sup.values_from_config(rd.config())
         changed = [
@@ -175,7 +182,7 @@ with right:
         if run_source and run_source != source:
             changed.insert(0, f"corpus {run_source} → {source}")
         if changed:
-            st.info(f"Changed since this run started: {', '.join(changed)}. Press **Train** to start a new run.")
+            messages.info(f"Changed since this run started: {', '.join(changed)}. Press **Train** to start a new run.")
 
     if train_clicked:
         values = {field: st.session_state[key] for field, key in FIELD_KEYS.items()}
@@ -188,12 +195,12 @@ with right:
             )
             config = sup.build_config(st.session_state[state.W_PRESET], values, data, st.session_state[state.W_DEVICE])
             if data.source == "shakespeare":
-                bar = st.progress(0.0, text="Fetching Tiny Shakespeare ...")
+                bar = messages.progress(0.0, text="Fetching Tiny Shakespeare ...")
                 sup.ensure_corpus(data, lambda done, total: bar.progress(min(1.0, done / max(total, 1))))
                 bar.empty()
             new_id = sup.get_manager().start(config, parent=run_id)
         except TinyGPTError as e:
-            st.error(str(e))
+            messages.error(str(e))
         else:
             state.set_run_id(new_id)
             state.put(state.KNOB_NOTES, {})
@@ -211,7 +218,7 @@ with right:
         if stop_clicked:
             manager.stop(run_id)
     except TinyGPTError as e:
-        st.error(str(e))
+        messages.error(str(e))
     else:
         if pause_clicked or resume_clicked or step_clicked or stop_clicked:
             time.sleep(0.2)  # let the worker answer, so the status below is the new one
@@ -235,14 +242,16 @@ def live_view() -> None:
     st.markdown(f"**{sup.status_line(status, rd.metrics)}**")
     st.progress(sup.progress_fraction(status))
     config = rd.config()
-    for knob, note in (state.get(state.KNOB_NOTES) or {}).items():
-        applied, error = sup.knob_result(rd.events, knob, note["at"])
-        if error:
-            st.error(error)
-        elif applied is not None:
-            st.success(f"{knob} → {note['value']}: applied at step {applied}")
-        else:
-            st.info(f"{knob} → {note['value']}: applies at the next step")
+    # Variable content lives in containers, so the charts below keep their places and update in place.
+    with st.container():
+        for knob, note in (state.get(state.KNOB_NOTES) or {}).items():
+            applied, error = sup.knob_result(rd.events, knob, note["at"])
+            if error:
+                st.error(error)
+            elif applied is not None:
+                st.success(f"{knob} → {note['value']}: applied at step {applied}")
+            else:
+                st.info(f"{knob} → {note['value']}: applies at the next step")
     large = bool(state.get(state.W_LARGE))
     vocab_size = len(config.get("vocab") or []) or config.get("model", {}).get("vocab_size", 65)
     knobs = sup.current_knobs(config, rd.events)
@@ -268,8 +277,9 @@ def live_view() -> None:
         key="train_loss",
     )
     notes = sup.event_notes(rd.events)
-    if notes:
-        st.caption(f"Markers: {notes}")
+    with st.container():
+        if notes:
+            st.caption(f"Markers: {notes}")
     sup.show_chart(
         charts.lr_chart(
             rd.metrics,

@@ -98,6 +98,11 @@ def snap(page: Page, path) -> None:
     page.set_viewport_size(size)
 
 
+def button(page: Page, name: str):
+    """A button of the page itself (Streamlit's header shows its own "Stop" while a script runs)."""
+    return page.get_by_test_id("stMainBlockContainer").get_by_role("button", name=name, exact=True)
+
+
 def no_exception(page: Page) -> None:
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
@@ -113,7 +118,7 @@ def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
     set_number(page, "Max steps", 20000)  # still training when the test refreshes near its end; Stop ends it
 
     # Train: the status line appears and counts up, and the loss chart gains points.
-    page.get_by_role("button", name="Train").click()
+    button(page, "Train").click()
     first = wait_step_above(page, 0, timeout_s=30)
     points = page.evaluate(LOSS_POINTS_JS)
     second = wait_step_above(page, first + 5)
@@ -144,7 +149,7 @@ def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
     # Sample: type a prompt, Generate, and new text streams in.
     go(page, "Sample", "tinygpt · Sample")
     for _ in range(30):  # the first checkpoint may still be on its way
-        if page.get_by_role("button", name="Generate").count():
+        if button(page, "Generate").count():
             break
         page.wait_for_timeout(1000)
         page.reload()
@@ -152,7 +157,7 @@ def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
     page.get_by_label("Prompt").fill(prompt)
     page.get_by_label("Characters").fill("120")
     page.get_by_label("Characters").press("Enter")
-    page.get_by_role("button", name="Generate").click()
+    button(page, "Generate").click()
     expect(page.get_by_text(re.compile(r"Generated \(run"))).to_be_visible()
     expect(page.get_by_text("Where the last generated character looked")).to_be_visible(timeout=30_000)
     no_exception(page)
@@ -176,7 +181,7 @@ def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
     expect(page.get_by_text(re.compile(r"· running"))).to_be_visible()
 
     # Stop: the status says so within a step or two.
-    page.get_by_role("button", name="Stop").click()
+    button(page, "Stop").click()
     expect(page.get_by_text(re.compile(r"· stopped"))).to_be_visible(timeout=30_000)
     no_exception(page)
 
