@@ -39,9 +39,9 @@ if not snapshots:
     st.info("No attention snapshots yet: they appear every few steps once the run trains.")
 
 state.init(state.W_PROBE, run_probe)
-if state.get("probe_run") != run_id:  # a new run: its own probe text
+if state.get(state.PROBE_RUN) != run_id:  # a new run: its own probe text
     st.session_state[state.W_PROBE] = run_probe
-    state.put("probe_run", run_id)
+    state.put(state.PROBE_RUN, run_id)
 probe = st.text_input(
     "Probe text",
     key=state.W_PROBE,
@@ -50,11 +50,11 @@ probe = st.text_input(
 )
 
 c1, c2 = st.columns([1, 5])
-if state.pop("attn_play_done"):  # the play loop reached the newest snapshot on its last tick
+if state.pop(state.ATTN_PLAY_DONE):  # the play loop reached the newest snapshot on its last tick
     st.session_state[state.ATTN_PLAYING] = False
 playing = c1.toggle("Play", key=state.ATTN_PLAYING, disabled=len(snapshots) < 2)
 if not playing:
-    state.put("attn_play_started", False)
+    state.put(state.ATTN_PLAY_STARTED, False)
 if snapshots:
     c2.caption(f"{len(snapshots)} snapshots from step {snapshots[0]} to {snapshots[-1]}.")
 
@@ -68,9 +68,9 @@ def grid_and_detail() -> None:
     steps = [int(s["step"]) for s in rd.attention_index().get("snapshots", [])] or [0]
     chosen = st.session_state.get(state.W_ATTN_STEP)
     if playing:
-        state.put("attn_follow", False)
-        if not state.get("attn_play_started"):  # pressing play at the newest snapshot starts from the first
-            state.put("attn_play_started", True)
+        state.put(state.ATTN_FOLLOW, False)
+        if not state.get(state.ATTN_PLAY_STARTED):  # pressing play at the newest snapshot starts from the first
+            state.put(state.ATTN_PLAY_STARTED, True)
             if chosen is None or chosen >= steps[-1]:
                 chosen = st.session_state[state.W_ATTN_STEP] = steps[0]
         else:  # one snapshot per tick; stop at the newest
@@ -78,9 +78,9 @@ def grid_and_detail() -> None:
             if later:
                 st.session_state[state.W_ATTN_STEP] = later[0]
             else:
-                state.put("attn_play_done", True)
+                state.put(state.ATTN_PLAY_DONE, True)
                 st.rerun()
-    if st.session_state.get(state.W_ATTN_STEP) is None or state.get("attn_follow", True):
+    if st.session_state.get(state.W_ATTN_STEP) is None or state.get(state.ATTN_FOLLOW, True):
         st.session_state[state.W_ATTN_STEP] = steps[-1]
     # The slider spans the whole run (0 .. max_steps), so its range stays put while snapshots arrive (a changing
     # range would make it a new widget on every snapshot); it shows the snapshot nearest the chosen step.
@@ -92,7 +92,7 @@ def grid_and_detail() -> None:
             0,
             end,
             key=state.W_ATTN_STEP,
-            on_change=lambda: state.put("attn_follow", st.session_state[state.W_ATTN_STEP] >= steps[-1]),
+            on_change=lambda: state.put(state.ATTN_FOLLOW, st.session_state[state.W_ATTN_STEP] >= steps[-1]),
             help="Scrub through training time; the grid shows the attention snapshot nearest to this step.",
         )
     step = _nearest(steps, st.session_state[state.W_ATTN_STEP])
@@ -178,7 +178,7 @@ def follow_live() -> None:
     drawn = (state.get(state.ATTN_GRID) or {}).get("drawn", 0)
     shown = st.session_state.get(state.W_ATTN_STEP)
     st.caption(f"Live: newest snapshot at step {steps[-1] if steps else 0}.")
-    if steps and state.get("attn_follow", True) and shown != steps[-1] and time.time() - drawn > FOLLOW_EVERY_S:
+    if steps and state.get(state.ATTN_FOLLOW, True) and shown != steps[-1] and time.time() - drawn > FOLLOW_EVERY_S:
         st.rerun()
     if rd.status().get("state") not in sup.ACTIVE_STATES:
         st.rerun()

@@ -29,9 +29,9 @@ def _label(run: str) -> str:
 
 
 st.subheader("One run")
-if st.session_state.get("w_runs_pick") not in ids:
-    st.session_state["w_runs_pick"] = current if current in ids else ids[0]
-pick = st.selectbox("Run", ids, format_func=_label, key="w_runs_pick")
+if st.session_state.get(state.W_RUNS_PICK) not in ids:
+    st.session_state[state.W_RUNS_PICK] = current if current in ids else ids[0]
+pick = st.selectbox("Run", ids, format_func=_label, key=state.W_RUNS_PICK)
 b = st.columns(4)
 if b[0].button("Open", help="Make it the current run of every page", width="stretch"):
     state.set_run_id(pick)

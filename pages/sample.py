@@ -25,10 +25,10 @@ if not with_ckpt:
     st.stop()
 
 options = list(with_ckpt)
-if st.session_state.get(state.W_SAMPLE_RUN) not in options or state.get("sample_follow") != current:
+if st.session_state.get(state.W_SAMPLE_RUN) not in options or state.get(state.SAMPLE_FOLLOW) != current:
     # follow the current run (when it has a checkpoint) until the user picks another one
     st.session_state[state.W_SAMPLE_RUN] = current if current in options else options[0]
-    state.put("sample_follow", current)
+    state.put(state.SAMPLE_FOLLOW, current)
 
 
 def _label(run: str) -> str:
@@ -41,13 +41,13 @@ c1, c2 = st.columns([2, 1])
 run = c1.selectbox("Run", options, format_func=_label, key=state.W_SAMPLE_RUN)
 rd = state.reader(store, run)
 ckpts = rd.checkpoints()
-if st.session_state.get(state.W_SAMPLE_CKPT) not in ckpts or state.get("sample_ckpt_latest", True):
+if st.session_state.get(state.W_SAMPLE_CKPT) not in ckpts or state.get(state.SAMPLE_CKPT_LATEST, True):
     st.session_state[state.W_SAMPLE_CKPT] = ckpts[-1]
 c2.selectbox(
     "Checkpoint (step)",
     ckpts,
     key=state.W_SAMPLE_CKPT,
-    on_change=lambda: state.put("sample_ckpt_latest", st.session_state[state.W_SAMPLE_CKPT] == ckpts[-1]),
+    on_change=lambda: state.put(state.SAMPLE_CKPT_LATEST, st.session_state[state.W_SAMPLE_CKPT] == ckpts[-1]),
 )
 step = st.session_state[state.W_SAMPLE_CKPT]
 

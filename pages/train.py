@@ -214,7 +214,7 @@ with right:
             manager.resume(run_id)
         if step_clicked:
             manager.step(run_id, int(st.session_state[state.W_STEP_N]))
-            state.put("step_requested_at", time.time())
+            state.put(state.STEP_REQUESTED_AT, time.time())
         if stop_clicked:
             manager.stop(run_id)
     except TinyGPTError as e:
@@ -226,7 +226,7 @@ with right:
 
 # ---------------------------------------------------------------- live view
 
-recent_step = time.time() - (state.get("step_requested_at") or 0) < 5
+recent_step = time.time() - (state.get(state.STEP_REQUESTED_AT) or 0) < 5
 active = bool(run_id) and (live and (run_state in sup.ACTIVE_STATES or recent_step))
 
 
@@ -303,7 +303,7 @@ def live_view() -> None:
         st.markdown(f"**Sample at step {last.get('step')}**")
         st.code(last.get("text", ""), language=None, height=220)
     still_active = sup.is_live(run_id) and (
-        status.get("state") in sup.ACTIVE_STATES or time.time() - (state.get("step_requested_at") or 0) < 5
+        status.get("state") in sup.ACTIVE_STATES or time.time() - (state.get(state.STEP_REQUESTED_AT) or 0) < 5
     )
     if active and not still_active:
         st.rerun()  # a full run turns the auto-refresh off (and enables the right buttons)

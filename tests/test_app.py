@@ -209,7 +209,7 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
 
     at.switch_page("pages/runs.py").run()
     assert not at.exception, at.exception
-    assert run_id in texts(at) or any(run_id in str(o) for o in at.selectbox(key="w_runs_pick").options)
+    assert run_id in texts(at) or any(run_id in str(o) for o in at.selectbox(key=state.W_RUNS_PICK).options)
 
 
 # ---------------------------------------------------------------- runs written directly (no worker needed)
@@ -311,7 +311,7 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     at.multiselect(key=state.W_COMPARE).set_value([run_a, run_b]).run()
     assert not at.exception, at.exception
     assert "Settings that differ" in texts(at)
-    at.selectbox(key="w_runs_pick").set_value(run_b).run()
+    at.selectbox(key=state.W_RUNS_PICK).set_value(run_b).run()
     click(at, "Delete…")
     assert any("cannot be undone" in w.value for w in at.warning)
     click(at, "Yes, delete")

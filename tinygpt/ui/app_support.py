@@ -50,7 +50,6 @@ from tinygpt.trainer import lr_at
 
 # ---------------------------------------------------------------- the run store and the worker manager
 
-LIVE_STATES = ("queued", "starting", "running", "paused")  # a worker exists (or will) for these
 ACTIVE_STATES = ("queued", "starting", "running")  # charts refresh by themselves in these
 
 

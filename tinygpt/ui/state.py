@@ -30,10 +30,17 @@ URL_RUN = "run"  # the query parameter that carries the run id
 
 RUN_ID = "run_id"
 READERS = "readers"  # {run_id: RunReader}
-KNOB_NOTES = "knob_notes"  # {knob: {"value", "requested_at"}}: live knob changes waiting to show "applied at"
-ATTN_GRID = "attn_grid"  # {"key": (...), "figure": fig}: the grid last drawn and what it showed
+KNOB_NOTES = "knob_notes"  # {knob: {"value", "at"}}: live knob changes, until the page shows "applied at step N"
+STEP_REQUESTED_AT = "step_requested_at"  # unix time of the last Step click: refresh a paused run's view briefly
+ATTN_GRID = "attn_grid"  # {"key": (...), "drawn": unix time}: what the attention grid shows, and since when
 ATTN_PLAYING = "attn_playing"  # the Attention page's play button: advance the step slider by itself
-LAST_SAMPLE = "last_sample"  # {"text", "step": GenerationStep-like dict, "vocab", "tokens"}
+ATTN_PLAY_STARTED = "attn_play_started"  # play began (from the first snapshot if it was at the newest)
+ATTN_PLAY_DONE = "attn_play_done"  # play reached the newest snapshot: switch the button off on the next run
+ATTN_FOLLOW = "attn_follow"  # the step slider follows the newest snapshot (until the user scrubs back)
+PROBE_RUN = "probe_run"  # the run whose probe text the probe box was filled with
+LAST_SAMPLE = "last_sample"  # {"prompt", "text", "probs_raw", "probs", "attention", "keys", "char", "vocab", ...}
+SAMPLE_FOLLOW = "sample_follow"  # the current run the Sample page's run select last followed
+SAMPLE_CKPT_LATEST = "sample_ckpt_latest"  # the checkpoint select follows the newest checkpoint
 FLASH = "flash"  # a one-shot message for the next run of a page: (kind, text)
 FIGURES = "figures"  # {cache name: OrderedDict(key -> figure)}: figures rebuilt only when their inputs change
 
@@ -80,6 +87,7 @@ W_SAMPLE_RUN = "w_sample_run"
 W_SAMPLE_CKPT = "w_sample_ckpt"
 
 W_COMPARE = "w_compare"
+W_RUNS_PICK = "w_runs_pick"
 W_DELETE_CONFIRM = "w_delete_confirm"
 W_GRAD_FIELD = "w_grad_field"
 W_GRAD_VIEW = "w_grad_view"
