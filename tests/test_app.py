@@ -295,6 +295,15 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     at.switch_page("pages/attention.py").run()
     assert not at.exception, at.exception
     assert "snapshot at step 20" in texts(at)
+    # Play: starts from the first snapshot (the slider was at the newest), advances one snapshot per tick, stops.
+    at.toggle(key=state.ATTN_PLAYING).set_value(True).run()
+    assert at.session_state[state.W_ATTN_STEP] == 0 and "snapshot at step 0" in texts(at)
+    at.run()  # the next tick (AppTest has no timer: a rerun runs the fragment once more)
+    assert at.session_state[state.W_ATTN_STEP] == 20
+    at.run()  # nothing after the newest snapshot: play switches itself off
+    at.run()
+    assert not at.exception, at.exception
+    assert at.toggle(key=state.ATTN_PLAYING).value is False
     at.text_input(key=state.W_PROBE).set_value("abc>cba").run()  # custom probe: through the checkpoint
     assert not at.exception, at.exception
     assert "checkpoint at step 20" in texts(at)
