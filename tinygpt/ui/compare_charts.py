@@ -1,0 +1,174 @@
+"""Altair charts beyond one run's training curves: several runs on one axis (`compare_chart`, Runs and Experiments
+pages), the next-character probabilities before and after sampling filters (`next_char_chart`, Sample page) and
+memory by category (`memory_chart`).
+
+Pure functions from plain data to a chart, built from the helpers in tinygpt/ui/charts.py (theme, colours, hover,
+thinning). This module imports charts; charts finds these functions on first use (its `__getattr__`), so pages call
+`charts.compare_chart`. Deliberately left out: which runs to compare and the table of settings that differ
+(`charts.config_diff`), and the memory estimate itself (computed by the engine, it arrives here as bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import altair as alt
+import numpy as np
+
+from tinygpt.ui.charts import (
+    BLUE,
+    FIELD_TITLES,
+    GREY,
+    LOG_FLOOR,
+    MEMORY_CATEGORIES,
+    Records,
+    _colour,
+    _dash,
+    _dash_note,
+    _data,
+    _finish,
+    _hover,
+    _num,
+    _palette,
+    _series,
+    _x,
+    _y,
+    theme,
+    thin_for_display,
+    visible_char,
+)
+
+
+def compare_chart(
+    series: Mapping[str, Records] | None,
+    field: str = "loss",
+    evals: Mapping[str, Records] | None = None,
+    *,
+    large: bool = False,
+):
+    """Several runs' curves of one metrics field on one axis, coloured by run name; with `evals` (run name -> eval
+    records) the validation loss is added as dashed lines."""
+    t = theme(large)
+    series = series or {}
+    per_run = max(20, 4000 // max(1, len(series) + len(evals or {})))  # one budget shared by all curves
+    rows = [
+        {"step": s, "value": v, "shown": max(v, LOG_FLOOR), "run": str(name), "curve": field}
+        for name, records in series.items()
+        for s, v in thin_for_display(_series(records, field), per_run)
+    ]
+    for name, records in (evals or {}).items():
+        rows += [
+            {"step": s, "value": v, "shown": v, "run": str(name), "curve": "val_loss"}
+            for s, v in thin_for_display(_series(records, "val_loss"), per_run)
+        ]
+    log = field.endswith("grad_norm")  # norms span orders of magnitude
+    runs = list(dict.fromkeys([str(n) for n in series] + [str(n) for n in evals or {}]))
+    y_title = FIELD_TITLES.get(field, field)
+    y = _y("shown:Q", y_title + (" (log scale)" if log and "log" not in y_title else ""), log=log, zero=False)
+    curves = [field, "val_loss"] if evals else [field]
+    base = alt.Chart(_data(rows)).encode(
+        x=_x(),
+        y=y,
+        color=_colour("run:N", runs, _palette(runs), "run", lines=True),
+        strokeDash=_dash("curve:N", curves),
+    )
+    tooltip = [
+        alt.Tooltip("run:N"),
+        alt.Tooltip("curve:N"),
+        alt.Tooltip("step:Q"),
+        alt.Tooltip("value:Q", format=".4g"),
+    ]
+    layers = [
+        base.mark_line(strokeWidth=t["line"]),
+        _hover(base.encode(tooltip=tooltip), "compare"),
+    ]
+    title = f"Compare runs: {FIELD_TITLES.get(field, field).split(' (')[0]}" + ("" if rows else " (no data yet)")
+    return _finish(layers, title, t, _dash_note(["training", "validation"]) if evals else None, large)
+
+
+def next_char_chart(vocab: Sequence[str], probs_raw: Any, probs: Any, top: int = 20, *, large: bool = False):
+    """Grouped bars of the top characters' probabilities before (temperature 1, unfiltered) and after temperature,
+    top-k and top-p. Characters are shown visibly (space as ␣, newline as ⏎)."""
+    t = theme(large)
+    raw, after = np.asarray(probs_raw, dtype=np.float64).ravel(), np.asarray(probs, dtype=np.float64).ravel()
+    size = min(len(vocab), raw.size, after.size)
+    raw, after = np.nan_to_num(raw[:size]), np.nan_to_num(after[:size])
+    order = (
+        sorted(
+            np.argsort(-np.maximum(raw, after), kind="stable")[: max(1, top)].tolist(),
+            key=lambda i: (-after[i], -raw[i]),
+        )
+        if size
+        else []
+    )
+    before_name, after_name = "before (temperature 1, no filter)", "after temperature / top-k / top-p"
+    rows = [
+        {"char": visible_char(vocab[i]), "rank": rank + 1, "which": which, "p": float(p[i])}
+        for rank, i in enumerate(order)
+        for which, p in ((before_name, raw), (after_name, after))
+    ]
+    chars = [visible_char(vocab[i]) for i in order]
+    chart = (
+        alt.Chart(_data(rows))
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "char:N",
+                sort=chars,
+                title="next character (most likely first)",
+                axis=alt.Axis(labelAngle=0, labelFontSize=t["axis_title"]),
+            ),
+            xOffset=alt.XOffset("which:N", sort=[before_name, after_name]),
+            y=alt.Y("p:Q", title="probability", scale=alt.Scale(zero=True)),
+            color=_colour("which:N", [before_name, after_name], [GREY, BLUE]),
+            tooltip=[
+                alt.Tooltip("char:N", title="character"),
+                alt.Tooltip("which:N", title="distribution"),
+                alt.Tooltip("p:Q", format=".3f", title="probability"),
+                alt.Tooltip("rank:Q"),
+            ],
+        )
+    )
+    subtitle = f"top {len(order)} of {size} characters" if size else None
+    return _finish(
+        [chart],
+        "Next-character probabilities" if size else "Next-character probabilities: nothing sampled yet",
+        t,
+        subtitle,
+        large,
+    )
+
+
+def memory_chart(rows: Records | None, *, title: str = "Memory by category", large: bool = False):
+    """Stacked bars of bytes by category (parameters, gradients, optimizer state, activations, attention) for each
+    setting `label`; rows: {"label", "category", "bytes"}. Say in `title` whether the numbers are measured."""
+    t = theme(large)
+    clean = [
+        {"label": str(r.get("label")), "category": str(r.get("category")), "bytes": int(b), "mb": b / 1e6}
+        for r in rows or []
+        if (b := _num(r.get("bytes"))) is not None
+    ]
+    labels = list(dict.fromkeys(r["label"] for r in clean))
+    cats = [c for c in MEMORY_CATEGORIES if any(r["category"] == c for r in clean)]
+    cats += [c for c in dict.fromkeys(r["category"] for r in clean) if c not in cats]
+    for r in clean:
+        r["order"] = cats.index(r["category"])
+    x = alt.X("label:N", sort=labels, title="setting", axis=alt.Axis(labelAngle=0, labelLimit=300))
+    base = alt.Chart(_data(clean))
+    bars = base.mark_bar().encode(
+        x=x,
+        y=alt.Y("mb:Q", title="memory (MB)", stack="zero"),
+        color=_colour("category:N", cats, _palette(cats), "category"),
+        order=alt.Order("order:Q"),
+        tooltip=[
+            alt.Tooltip("label:N", title="setting"),
+            alt.Tooltip("category:N"),
+            alt.Tooltip("mb:Q", format=",.2f", title="MB"),
+            alt.Tooltip("bytes:Q", format=",d"),
+        ],
+    )
+    totals = base.mark_text(dy=-6, baseline="bottom", fontSize=t["text"]).encode(
+        x=x, y=alt.Y("sum(mb):Q", title="memory (MB)"), text=alt.Text("sum(mb):Q", format=",.1f")
+    )
+    return _finish([bars, totals], title if clean else f"{title}: no data", t, large=large)
