@@ -75,7 +75,7 @@ for problem in shop.errors:
 # fades elements that a rerun has not redrawn yet, which makes a live page blink, so stale elements stay opaque.
 CSS = "[data-testid='stElementContainer'][data-stale='true'] { opacity: 1 !important; transition: none !important; }"
 if large:
-    CSS += " html, body, [class*='st-'] { font-size: 20px; } h1 { font-size: 2.6rem !important; }"
+    CSS += " html { font-size: 20px !important; }"  # Streamlit sizes text in rem: everything scales
 st.html(f"<style>{CSS}</style>")
 
 state.show_flashes()
