@@ -51,9 +51,6 @@ page = st.navigation(PAGES)
 store = get_store()
 shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a workshop link, kept across pages
 run_id = state.sync_run_id(store)  # the URL's ?run= wins; otherwise the session's run goes back into the URL
-# The run manager starts its forkserver (which imports torch once) on the first page view, so the first click on
-# Train forks a ready worker instead of waiting seconds for torch.
-get_manager()
 touch(run_id)  # any page that shows a run keeps its lease (live pages also renew it on every refresh)
 
 with st.sidebar:
@@ -80,3 +77,7 @@ st.html(f"<style>{CSS}</style>")
 
 state.show_flashes()
 page.run()
+
+# After the first page is on screen: start the run manager, whose forkserver imports torch once (seconds on a busy
+# machine), so that the first click on Train forks a ready worker instead of waiting for torch.
+get_manager()

@@ -13,6 +13,7 @@ import re
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+expect.set_options(timeout=20_000)  # first script runs import torch; a busy 2-core machine can take seconds
 STATUS = re.compile(r"^step ([\d,]+) / ([\d,]+)")
 # The loss chart is the first Vega-Lite chart on the Train page; Vega's SVG gives every hover point an aria role.
 LOSS_POINTS_JS = """() => {
