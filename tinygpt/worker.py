@@ -162,14 +162,20 @@ def _main_script_hidden():
     under `streamlit run` that imports Streamlit into every worker (0.7 s). The worker needs nothing from it."""
     with _MAIN_LOCK:
         main = sys.modules.get("__main__")
-        path = None
-        if main is not None and getattr(main, "__spec__", None) is None:
-            path = main.__dict__.pop("__file__", None)
+        saved = {}
+        if main is not None:
+            # Both ways spawn finds a main to re-run: by module name (`python -m streamlit`) or by path (a script,
+            # or the page script Streamlit's AppTest installs as __main__, which would start a RunManager again
+            # inside the forkserver and kill it).
+            saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if k in main.__dict__}
+            main.__dict__.pop("__file__", None)
+            if "__spec__" in saved:
+                main.__spec__ = None
         try:
             yield
         finally:
-            if path is not None:
-                main.__file__ = path
+            if main is not None:
+                main.__dict__.update(saved)
 
 
 # ---------------------------------------------------------------- the worker process's side
@@ -251,7 +257,8 @@ class RunManager:
         self.stop_grace = STOP_GRACE  # s before an unresponsive worker is killed (tests shorten it)
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(PRELOAD)
-        multiprocessing.forkserver.ensure_running()  # eager: torch is imported while nobody waits for it
+        with _main_script_hidden():  # the forkserver itself must not re-run the parent's __main__ either
+            multiprocessing.forkserver.ensure_running()  # eager: torch is imported while nobody waits for it
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # notified whenever a job ends
         self._jobs: dict[str, _Job] = {}  # launching or live, at most max_active
