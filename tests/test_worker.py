@@ -297,7 +297,8 @@ def test_a_restarted_server_lists_interrupted_runs_as_paused(store, tiny_text):
 
 SERVER = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the test runner was started in the background
     from tinygpt.config import preset
     from tinygpt.runstore import RunStore
     from tinygpt.worker import RunManager

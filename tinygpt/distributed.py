@@ -97,8 +97,11 @@ def run_training_maybe_distributed(
         device = f"cuda:{local_rank}" if distributed and config.train.device == "cuda" else None
         prepare = make_ddp_preparer(rank, local_rank, config.train.device) if distributed else None
         on_record = progress(config.train.max_steps, rank) if progress else None
-        previous = signal.getsignal(signal.SIGTERM)
+        previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
         signal.signal(signal.SIGTERM, _raise_interrupt)  # torchrun and `kill` send SIGTERM: stop cleanly too
+        # A process started in the background inherits SIGINT *ignored*, and Python then never raises
+        # KeyboardInterrupt: ask for it explicitly, so Ctrl-C (or kill -INT) always stops with a checkpoint.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             state = run_training(
                 run_dir,
@@ -110,7 +113,8 @@ def run_training_maybe_distributed(
                 prepare=prepare,
             )
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGTERM, previous[0])
+            signal.signal(signal.SIGINT, previous[1])
         if rank == 0:
             print(f"run {announced[0]}: {state}", flush=True)
         return 1 if state in ("failed", "diverged") else 0
