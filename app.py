@@ -76,6 +76,7 @@ if large:
 st.html(f"<style>{CSS}</style>")
 
 state.show_flashes()
+state.mark_frame()
 page.run()
 
 # After the first page is on screen: start the run manager, whose forkserver imports torch once (seconds on a busy

@@ -8,6 +8,8 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.ui import app_support as sup
 from tinygpt.ui import charts, state
 
+state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
+
 FOLLOW_EVERY_S = 3.0  # while following a live run, redraw the grid at most this often
 PLAY_EVERY_S = 0.8  # the play button's pace: one snapshot per tick
 

@@ -14,6 +14,8 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.ui import app_support as sup
 from tinygpt.ui import charts, lab, state, workshop
 
+state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
+
 REFRESH_S = 1.0
 CODE = {  # the library function behind each experiment's numbers, for "Show the code"
     "scaling": [attention_lib.attention, TransformerConfig.scale.fget],
@@ -47,7 +49,8 @@ st.info(experiment.what_to_look_for)
 
 sources = {"Tiny Shakespeare": "shakespeare", **{f"Synthetic: {t}": f"synthetic:{t}" for t in SYNTHETIC_TASKS}}
 left, mid, right = st.columns([2, 1, 1])
-state.init(state.W_LAB_SOURCE, "Tiny Shakespeare")
+link_source = shop.overrides.get("source")  # ?source=synthetic:copy in a workshop link (offline rooms)
+state.init(state.W_LAB_SOURCE, next((k for k, v in sources.items() if v == link_source), "Tiny Shakespeare"))
 source_label = left.selectbox("Corpus (both runs)", list(sources), key=state.W_LAB_SOURCE)
 state.init(state.W_LAB_SEED, 1337)
 seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=state.W_LAB_SEED)

@@ -5,6 +5,8 @@ import streamlit as st
 from tinygpt.ui import app_support as sup
 from tinygpt.ui import charts, state
 
+state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
+
 REFRESH_S = 1.0
 LIVE_POINTS = 400  # points per curve while live (the charts thin older steps; hover still shows values)
 

@@ -9,6 +9,8 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.ui import app_support as sup
 from tinygpt.ui import charts, state
 
+state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
+
 store = sup.get_store()
 current = state.run_id()
 

@@ -8,6 +8,8 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.ui import app_support as sup
 from tinygpt.ui import charts, state
 
+state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
+
 REFRESH_S = 0.5  # live charts refresh period while a run trains (2 Hz)
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
 WIDTHS = [16, 32, 48, 64, 96, 128, 192, 256, 384, 512]
