@@ -82,12 +82,14 @@ def _knob_changed(field: str) -> None:
 
 
 persist = {"persist_state": "session"}
+# A workshop link with ?lock=1 fixes the preset and the model; the live knobs stay for learners to turn.
+fixed = {**persist, "disabled": state.locked()}
 left, right = st.columns([1.2, 2], gap="large")
 with left:
-    st.selectbox("Preset", list(sup.PRESET_LABELS), key=state.W_PRESET, on_change=_apply_preset, **persist)
+    st.selectbox("Preset", list(sup.PRESET_LABELS), key=state.W_PRESET, on_change=_apply_preset, **fixed)
     with st.container(border=True):
         st.markdown("**Data and model** · changing these starts a new run")
-        source = st.selectbox("Corpus", sup.SOURCES, key=state.W_SOURCE, **persist)
+        source = st.selectbox("Corpus", sup.SOURCES, key=state.W_SOURCE, **fixed)
         uploaded = None
         # One container whatever the corpus, so the widgets below keep their places when it changes (otherwise
         # they are redrawn as new elements, and a value typed during that rerun can be lost).
@@ -95,14 +97,14 @@ with left:
             if source == sup.SOURCE_UPLOAD:
                 uploaded = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=state.W_UPLOAD)
             elif source == sup.SOURCE_PASTE:
-                st.text_area("Text to train on", key=state.W_PASTE, height=120, **persist)
+                st.text_area("Text to train on", key=state.W_PASTE, height=120, **fixed)
             elif source == sup.SOURCE_SHAKESPEARE:
                 st.caption("1.1 MB of Shakespeare; downloaded once on first use (or set TINYGPT_SHAKESPEARE).")
             else:
                 st.caption("Generated problems with exact answers: copy, reverse, sort or add.")
         c1, c2 = st.columns(2)
-        c1.number_input("Layers", 1, 12, key=state.W_LAYERS, **persist)
-        c2.selectbox("Width (hidden_dim)", WIDTHS, key=state.W_WIDTH, **persist)
+        c1.number_input("Layers", 1, 12, key=state.W_LAYERS, **fixed)
+        c2.selectbox("Width (hidden_dim)", WIDTHS, key=state.W_WIDTH, **fixed)
         width = st.session_state[state.W_WIDTH]
         heads = sup.heads_options(width)
         if st.session_state.get(state.W_HEADS) not in heads:  # a new width: keep the closest valid head count
@@ -114,15 +116,15 @@ with left:
             key=state.W_HEADS,
             format_func=lambda h: f"{h} · d_head {width // h}",
             help="Only head counts that divide the width: each head gets width / heads dimensions.",
-            **persist,
+            **fixed,
         )
-        c2.number_input("Context (max_seq_len)", 4, 1024, key=state.W_CONTEXT, **persist)
-        c1.number_input("Batch size", 1, 1024, key=state.W_BATCH, **persist)
-        c2.number_input("Max steps", 1, 1_000_000, key=state.W_MAX_STEPS, **persist)
-        c1.number_input("Dropout", 0.0, 0.9, step=0.05, key=state.W_DROPOUT, **persist)
-        c2.number_input("Seed", 0, 2**31 - 1, key=state.W_SEED, **persist)
+        c2.number_input("Context (max_seq_len)", 4, 1024, key=state.W_CONTEXT, **fixed)
+        c1.number_input("Batch size", 1, 1024, key=state.W_BATCH, **fixed)
+        c2.number_input("Max steps", 1, 1_000_000, key=state.W_MAX_STEPS, **fixed)
+        c1.number_input("Dropout", 0.0, 0.9, step=0.05, key=state.W_DROPOUT, **fixed)
+        c2.number_input("Seed", 0, 2**31 - 1, key=state.W_SEED, **fixed)
         state.init(state.W_DEVICE, "auto")
-        st.selectbox("Device", sup.device_options(), key=state.W_DEVICE, **persist)
+        st.selectbox("Device", sup.device_options(), key=state.W_DEVICE, **fixed)
     with st.container(border=True):
         st.markdown("**Live knobs** · change the running model at its next step")
         c1, c2 = st.columns(2)

@@ -120,3 +120,11 @@ def test_a_bad_workshop_link_gives_messages_not_a_traceback(runs_dir):
     at = open_app({"preset": "huge", "num_heads": "three"})
     warnings = "\n".join(w.value for w in at.warning)
     assert "unknown preset 'huge'" in warnings and "num_heads" in warnings
+
+
+def test_a_locked_link_fixes_the_model_but_not_the_live_knobs(runs_dir):
+    at = open_app({"preset": "demo", "lock": "1"})
+    assert at.selectbox(key=state.W_PRESET).disabled
+    assert at.selectbox(key=state.W_WIDTH).disabled and at.number_input(key=state.W_LAYERS).disabled
+    assert not at.selectbox(key=state.W_MASK).disabled  # live knobs stay in the learners' hands
+    assert any("locked" in str(c.value) for c in at.sidebar.caption)
