@@ -6,7 +6,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.ui import app_support as sup
-from tinygpt.ui import charts, state
+from tinygpt.ui import charts, heatmaps, state
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
@@ -120,7 +120,7 @@ def grid_and_detail() -> None:
                 tokens = list(probe[-model.config.max_seq_len :])
             else:
                 weights, tokens = rd.load_attention(step), index.get("tokens", list(run_probe))
-            return charts.attention_grid(weights, tokens, large=large)
+            return heatmaps.attention_grid(weights, tokens, large=large)
 
         fig = state.cached_figure("attn_grid", key, build_grid)
         if (state.get(state.ATTN_GRID) or {}).get("key") != key:
@@ -148,7 +148,7 @@ def grid_and_detail() -> None:
         def build_detail():
             model, tokenizer, _ = sup.load_model(str(rd.run_dir), ck)
             d = sup.attention_steps(model, tokenizer, text, layer, head)
-            fig = charts.attention_detail(
+            fig = heatmaps.attention_detail(
                 d["qk"], d["scaled"], d["mask"], d["masked"], d["weights"], d["tokens"], large=large
             )
             return fig, f"scale = {d['scale']:.4g}, mask = {model.config.mask}"
@@ -192,7 +192,7 @@ st.subheader("The mask of the current mode")
 mode, window = knobs.get("mask") or "causal", int(knobs.get("window") or 16)
 tokens = list(probe or run_probe)[-int(config.get("model", {}).get("max_seq_len", 64)) :] or ["·"]
 sup.show_chart(
-    charts.mask_matrix(sup.mask_of(mode, len(tokens), window), tokens, title=f"Mask: {mode}", large=large),
+    heatmaps.mask_matrix(sup.mask_of(mode, len(tokens), window), tokens, title=f"Mask: {mode}", large=large),
     "mask_matrix",
 )
 

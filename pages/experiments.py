@@ -12,7 +12,7 @@ from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS
 from tinygpt.errors import TinyGPTError
 from tinygpt.ui import app_support as sup
-from tinygpt.ui import charts, lab, state, workshop
+from tinygpt.ui import compare_charts, lab, state, workshop
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
@@ -98,15 +98,17 @@ with tabs[0]:
             evals = {label: rd.evals for label, rd in readers.items() if rd is not None}
             cols = st.columns(2)
             with cols[0]:
-                sup.show_chart(charts.compare_chart(metrics, "loss", evals, large=large), "compare_chart", key="x_loss")
+                sup.show_chart(
+                    compare_charts.compare_chart(metrics, "loss", evals, large=large), "compare_chart", key="x_loss"
+                )
             with cols[1]:
-                sup.show_chart(charts.compare_chart(metrics, "grad_norm", large=large), None, key="x_grad")
+                sup.show_chart(compare_charts.compare_chart(metrics, "grad_norm", large=large), None, key="x_grad")
             extra = lab.extra_series(key, readers)
             if extra:
                 cols = st.columns(len(extra))
                 for col, (field, series) in zip(cols, extra.items(), strict=True):
                     with col:
-                        sup.show_chart(charts.compare_chart(series, field, large=large), None, key=f"x_{field}")
+                        sup.show_chart(compare_charts.compare_chart(series, field, large=large), None, key=f"x_{field}")
             st.markdown("#### Verdict")
             st.success(experiment.verdict(results))
             samples = {label: r.sample for label, r in results.items() if r.sample}
@@ -175,6 +177,6 @@ with tabs[3]:
     rows = lab.memory_comparison(width, context, batch)
     measured = any(r.get("source", "").startswith("torch.cuda") for r in rows)
     title = "Memory per training step (" + ("measured on CUDA" if measured else "estimated, fp32") + ")"
-    sup.show_chart(charts.memory_chart(rows, title=title, large=bool(state.get(state.W_LARGE))), "memory_chart")
+    sup.show_chart(compare_charts.memory_chart(rows, title=title, large=bool(state.get(state.W_LARGE))), "memory_chart")
     with st.expander("Show the code"):
         st.code(workshop.source_of(lab_lib.memory_rows), language="python")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from tinygpt.ui import app_support as sup
-from tinygpt.ui import charts, state
+from tinygpt.ui import charts, heatmaps, state
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
@@ -45,7 +45,7 @@ def live_gradients() -> None:
     # Each per-layer chart carries the learning rate in a panel below it, on the same step axis.
     for field, help_name in (("layer_grad_norms", "layer_grad_chart"), ("update_ratios", "update_ratios")):
         if view == "heatmap":
-            fig = charts.layer_grad_heatmap(metrics, field, large=large)
+            fig = heatmaps.layer_grad_heatmap(metrics, field, large=large)
             help_name = "layer_grad_heatmap"
         else:
             fig = charts.layer_grad_chart(metrics, field, max_rows=2400, large=large)

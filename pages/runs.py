@@ -4,7 +4,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.ui import app_support as sup
-from tinygpt.ui import charts, state
+from tinygpt.ui import charts, compare_charts, heatmaps, state
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
@@ -68,7 +68,7 @@ def _bundle() -> bytes:
     if snapshots:  # the newest attention snapshot, all layers and heads
         step = int(snapshots[-1]["step"])
         tokens = rd.attention_index().get("tokens")
-        figures[f"Attention at step {step}"] = charts.attention_grid(rd.load_attention(step), tokens)
+        figures[f"Attention at step {step}"] = heatmaps.attention_grid(rd.load_attention(step), tokens)
     return sup.make_bundle(rd.run_dir, figures)
 
 
@@ -114,9 +114,11 @@ if len(chosen) >= 2:
     large = bool(state.get(state.W_LARGE))
     c1, c2 = st.columns(2)
     with c1:
-        sup.show_chart(charts.compare_chart(series, "loss", evals=evals, large=large), "compare_chart", key="cmp_loss")
+        sup.show_chart(
+            compare_charts.compare_chart(series, "loss", evals=evals, large=large), "compare_chart", key="cmp_loss"
+        )
     with c2:
-        sup.show_chart(charts.compare_chart(series, "grad_norm", large=large), "compare_chart", key="cmp_grad")
+        sup.show_chart(compare_charts.compare_chart(series, "grad_norm", large=large), "compare_chart", key="cmp_grad")
     diff = charts.config_diff({run: rd.config() for run, rd in readers.items()})
     st.markdown("**Settings that differ**")
     if diff:

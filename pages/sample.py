@@ -7,7 +7,7 @@ import streamlit as st
 from tinygpt.checkpoint import list_checkpoints
 from tinygpt.errors import TinyGPTError
 from tinygpt.ui import app_support as sup
-from tinygpt.ui import charts, state
+from tinygpt.ui import compare_charts, heatmaps, state
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
@@ -119,11 +119,12 @@ if last and last.get("probs") is not None:
     with c1:
         st.markdown(f"**Next character after the last position** (it picked {last['char']!r})")
         sup.show_chart(
-            charts.next_char_chart(last["vocab"], last["probs_raw"], last["probs"], large=large), "next_char_chart"
+            compare_charts.next_char_chart(last["vocab"], last["probs_raw"], last["probs"], large=large),
+            "next_char_chart",
         )
     with c2:
         st.markdown(f"**Where the last generated character looked** ({last['char']!r})")
         if last.get("attention") is not None:
             sup.show_chart(
-                charts.attention_row_chart(last["attention"], last["keys"], large=large), "attention_row_chart"
+                heatmaps.attention_row_chart(last["attention"], last["keys"], large=large), "attention_row_chart"
             )

@@ -328,12 +328,12 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     assert not (runs_dir / run_b).exists() and (runs_dir / run_a).exists()
 
     from tinygpt.runstore import RunStore
-    from tinygpt.ui import charts
+    from tinygpt.ui import charts, heatmaps
 
     rd = RunStore(runs_dir).reader(run_a)
     figures = {
         "Loss": charts.loss_chart(rd.metrics, rd.evals, rd.events, 29),
-        "Attention": charts.attention_grid(rd.load_attention(20), rd.attention_index()["tokens"]),
+        "Attention": heatmaps.attention_grid(rd.load_attention(20), rd.attention_index()["tokens"]),
     }
     bundle = zipfile.ZipFile(io.BytesIO(sup.make_bundle(rd.run_dir, figures)))
     names = set(bundle.namelist())

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tinygpt.ui import charts
+from tinygpt.ui import charts, compare_charts, heatmaps
 
 REPO = Path(__file__).resolve().parent.parent
 GROUPS = ["emb", "L0.attn", "L0.mlp", "L1.attn", "L1.mlp", "ln_f"]
@@ -163,13 +163,14 @@ def test_visible_char(ch, shown):
 
 
 def test_chart_help_covers_every_chart():
+    modules = (charts, heatmaps, compare_charts)
     for name in CHART_FUNCTIONS:
-        assert callable(getattr(charts, name))
+        assert any(callable(getattr(m, name, None)) for m in modules), name
         assert 20 < len(charts.CHART_HELP[name]) < 400
 
 
 def test_charts_module_imports_no_streamlit():
-    code = "import sys, tinygpt.ui.charts; print('streamlit' in sys.modules)"
+    code = "import sys, tinygpt.ui.heatmaps, tinygpt.ui.compare_charts; print('streamlit' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -227,12 +228,12 @@ def test_a_100k_step_run_sends_a_bounded_payload():
         charts.lr_chart(long, 100_000, [(s, 1e-3) for s in range(100_000)]),
         charts.grad_norm_chart(long, 1.0, EVENTS),
         charts.layer_grad_chart(long),
-        charts.compare_chart({"a": long, "b": long, "c": long}, "grad_norm", evals={"a": EVALS}),
+        compare_charts.compare_chart({"a": long, "b": long, "c": long}, "grad_norm", evals={"a": EVALS}),
     ):
         spec = chart.to_dict()  # raises MaxRowsError if a frame went over Altair's guard
         assert all(len(rows) <= charts.MAX_ROWS for rows in spec["datasets"].values())
         assert len(json.dumps(spec)) < 1_000_000
-    heat = charts.layer_grad_heatmap(long).to_dict()
+    heat = heatmaps.layer_grad_heatmap(long).to_dict()
     assert len(heat["data"][0]["x"]) <= 400
 
 
@@ -297,7 +298,7 @@ def test_update_ratio_chart_has_the_healthy_reference():
 
 
 def test_layer_grad_heatmap_groups_by_steps_with_lr_below():
-    fig = charts.layer_grad_heatmap(METRICS).to_dict()
+    fig = heatmaps.layer_grad_heatmap(METRICS).to_dict()
     heat, lr = fig["data"]
     assert heat["type"] == "heatmap" and list(heat["y"]) == GROUPS
     z = array(heat["z"])
@@ -305,7 +306,7 @@ def test_layer_grad_heatmap_groups_by_steps_with_lr_below():
     assert z[1, 0] == pytest.approx(math.log10(0.2 / 1.01), abs=1e-5)
     assert lr["type"] == "scatter" and lr["xaxis"] == "x2"
     assert fig["layout"]["xaxis2"]["title"]["text"] == "training step"
-    assert not charts.layer_grad_heatmap([]).to_dict()["data"]
+    assert not heatmaps.layer_grad_heatmap([]).to_dict()["data"]
 
 
 # ---------------------------------------------------------------- attention
@@ -319,24 +320,24 @@ def attention(num_layers: int, num_heads: int, size: int) -> np.ndarray:
 
 def test_attention_grid_is_one_figure_of_layers_x_heads():
     tokens = list("the cat\nsat")
-    fig = charts.attention_grid(attention(2, 3, len(tokens)), tokens).to_dict()
-    heatmaps = [d for d in fig["data"] if d["type"] == "heatmap"]
-    assert len(heatmaps) == 6
-    assert all(d["zmin"] == 0 and d["zmax"] == 1 and d["coloraxis"] == "coloraxis" for d in heatmaps)
+    fig = heatmaps.attention_grid(attention(2, 3, len(tokens)), tokens).to_dict()
+    cells = [d for d in fig["data"] if d["type"] == "heatmap"]
+    assert len(cells) == 6
+    assert all(d["zmin"] == 0 and d["zmax"] == 1 and d["coloraxis"] == "coloraxis" for d in cells)
     assert fig["layout"]["coloraxis"]["cmin"] == 0 and fig["layout"]["coloraxis"]["cmax"] == 1
     titles = [a["text"] for a in fig["layout"]["annotations"]]
     assert titles == ["L0 H0", "L0 H1", "L0 H2", "L1 H0", "L1 H1", "L1 H2"]
     assert fig["layout"]["xaxis"]["ticktext"] == ["t", "h", "e", "␣", "c", "a", "t", "⏎", "s", "a", "t"]
     assert fig["layout"]["yaxis"]["autorange"] == "reversed"  # the first query at the top
-    x = list(heatmaps[0]["x"])
+    x = list(cells[0]["x"])
     assert len(set(x)) == len(tokens) and x[3] == "'␣' (pos 3)"  # repeated characters stay separate columns
-    assert "query %{y} → key %{x}: weight %{z:.3f}" in heatmaps[0]["hovertemplate"]
-    assert heatmaps[0]["z"]["dtype"] == "f4"  # sent as a compact typed array, not JSON numbers
+    assert "query %{y} → key %{x}: weight %{z:.3f}" in cells[0]["hovertemplate"]
+    assert cells[0]["z"]["dtype"] == "f4"  # sent as a compact typed array, not JSON numbers
 
 
 def test_attention_grid_keeps_the_last_max_tokens():
     tokens = [chr(ord("a") + i % 26) for i in range(100)]
-    fig = charts.attention_grid(attention(1, 1, 100), tokens, layer_names=["layer 0"], max_tokens=64).to_dict()
+    fig = heatmaps.attention_grid(attention(1, 1, 100), tokens, layer_names=["layer 0"], max_tokens=64).to_dict()
     heat = fig["data"][0]
     assert array(heat["z"]).shape == (64, 64)
     assert heat["x"][0] == "'k' (pos 36)" and heat["x"][-1] == "'v' (pos 99)"
@@ -346,17 +347,17 @@ def test_attention_grid_keeps_the_last_max_tokens():
 
 @pytest.mark.parametrize("weights", [None, np.zeros((0, 0, 0, 0))])
 def test_attention_grid_without_a_snapshot(weights):
-    fig = charts.attention_grid(weights, []).to_dict()
+    fig = heatmaps.attention_grid(weights, []).to_dict()
     assert fig["layout"]["annotations"][0]["text"] == "no attention snapshot yet"
 
 
 def test_attention_grid_rejects_a_wrong_shape():
     with pytest.raises(ValueError, match="4 dimensions"):
-        charts.attention_grid(np.zeros((3, 3)), list("abc"))
+        heatmaps.attention_grid(np.zeros((3, 3)), list("abc"))
 
 
 def test_attention_grid_tolerates_tokens_of_the_wrong_length():
-    fig = charts.attention_grid(attention(1, 1, 4), list("ab")).to_dict()
+    fig = heatmaps.attention_grid(attention(1, 1, 4), list("ab")).to_dict()
     assert fig["layout"]["xaxis"]["ticktext"] == ["?", "?", "a", "b"]
 
 
@@ -368,7 +369,7 @@ def test_attention_detail_five_panels_step_by_step():
     masked = np.where(mask, qk * scale, -np.inf)
     weights = np.exp(masked - masked.max(-1, keepdims=True))
     weights /= weights.sum(-1, keepdims=True)
-    fig = charts.attention_detail(qk, qk * scale, mask, masked, weights, list("hello\n"), scale=scale).to_dict()
+    fig = heatmaps.attention_detail(qk, qk * scale, mask, masked, weights, list("hello\n"), scale=scale).to_dict()
     assert [a["text"] for a in fig["layout"]["annotations"]] == [
         "1. scores Q·Kᵀ",
         "2. scaled: × 0.5",
@@ -389,7 +390,7 @@ def test_attention_detail_five_panels_step_by_step():
 
 def test_mask_matrix_of_causal_is_lower_triangular():
     size = 8
-    fig = charts.mask_matrix(np.tril(np.ones((size, size), dtype=bool)), list("abcdefgh"), title="causal").to_dict()
+    fig = heatmaps.mask_matrix(np.tril(np.ones((size, size), dtype=bool)), list("abcdefgh"), title="causal").to_dict()
     z = array(fig["data"][0]["z"])
     assert np.array_equal(z, np.tril(np.ones((size, size), dtype=int)))
     layout = fig["layout"]
@@ -401,13 +402,13 @@ def test_mask_matrix_of_causal_is_lower_triangular():
 
 
 def test_mask_matrix_without_tokens_labels_positions():
-    fig = charts.mask_matrix(np.ones((3, 3), dtype=bool)).to_dict()
+    fig = heatmaps.mask_matrix(np.ones((3, 3), dtype=bool)).to_dict()
     assert fig["layout"]["xaxis"]["ticktext"] == ["0", "1", "2"]
     assert fig["layout"]["title"]["text"] == "Attention mask"
 
 
 def test_attention_row_chart_layer_heads_by_context():
-    fig = charts.attention_row_chart(attention(2, 2, 5)[:, :, -1, :], list("a b\nc")).to_dict()
+    fig = heatmaps.attention_row_chart(attention(2, 2, 5)[:, :, -1, :], list("a b\nc")).to_dict()
     heat = fig["data"][0]
     assert list(heat["y"]) == ["L0 H0", "L0 H1", "L1 H0", "L1 H1"]
     assert array(heat["z"]).shape == (4, 5)
@@ -439,7 +440,7 @@ def test_next_char_chart_groups_before_and_after():
     raw /= raw.sum()
     after = np.zeros_like(raw)
     after[[0, 1, 2]] = [0.5, 0.3, 0.2]
-    spec = charts.next_char_chart(vocab, raw, after, top=5).to_dict()
+    spec = compare_charts.next_char_chart(vocab, raw, after, top=5).to_dict()
     bars = next(v for v in views(spec) if mark_type(v) == "bar")
     rows = [r for r in all_rows(spec) if "which" in r]
     assert len(rows) == 10 and {r["which"] for r in rows} == {
@@ -449,14 +450,16 @@ def test_next_char_chart_groups_before_and_after():
     assert bars["encoding"]["x"]["sort"][:3] == ["␣", "⏎", "a"]  # most likely after filtering first
     assert bars["encoding"]["y"]["title"] == "probability"
     assert "xOffset" in bars["encoding"]
-    assert title_text(charts.next_char_chart([], [], []).to_dict()).endswith("nothing sampled yet")
+    assert title_text(compare_charts.next_char_chart([], [], []).to_dict()).endswith("nothing sampled yet")
 
 
 # ---------------------------------------------------------------- runs, compare, memory
 
 
 def test_compare_chart_overlays_runs():
-    spec = charts.compare_chart({"baseline": METRICS, "no warmup": METRICS[:100]}, "loss", evals={"baseline": EVALS})
+    spec = compare_charts.compare_chart(
+        {"baseline": METRICS, "no warmup": METRICS[:100]}, "loss", evals={"baseline": EVALS}
+    )
     spec = spec.to_dict()
     line = next(v for v in views(spec) if mark_type(v) == "line")
     assert line["encoding"]["color"]["scale"]["domain"] == ["baseline", "no warmup"]
@@ -467,10 +470,12 @@ def test_compare_chart_overlays_runs():
         ("baseline", "val_loss"),
     }
     assert axis_titles(spec, "y") == {"training loss (nats per character)"}
-    grad = charts.compare_chart({"a": METRICS}, "grad_norm").to_dict()
+    grad = compare_charts.compare_chart({"a": METRICS}, "grad_norm").to_dict()
     assert next(v for v in views(grad) if mark_type(v) == "line")["encoding"]["y"]["scale"]["type"] == "log"
-    charts.compare_chart({}, "loss").to_dict()
-    other = charts.compare_chart({"a": [{"step": 1, "attention_grad_norm": 0.0}]}, "attention_grad_norm").to_dict()
+    compare_charts.compare_chart({}, "loss").to_dict()
+    other = compare_charts.compare_chart(
+        {"a": [{"step": 1, "attention_grad_norm": 0.0}]}, "attention_grad_norm"
+    ).to_dict()
     line = next(v for v in views(other) if mark_type(v) == "line")
     assert line["encoding"]["y"]["scale"]["type"] == "log" and line["encoding"]["y"]["title"].endswith("(log scale)")
 
@@ -497,14 +502,14 @@ def test_memory_chart_stacks_megabytes_by_category():
         for label, scale in (("T=64", 1), ("T=128", 2))
         for cat, n in zip(charts.MEMORY_CATEGORIES, (4e6, 4e6, 8e6, 1e6, 5e5), strict=True)
     ]
-    spec = charts.memory_chart(rows, title="Memory (estimated)").to_dict()
+    spec = compare_charts.memory_chart(rows, title="Memory (estimated)").to_dict()
     assert title_text(spec) == "Memory (estimated)"
     bars = next(v for v in views(spec) if mark_type(v) == "bar")
     assert bars["encoding"]["y"]["title"] == "memory (MB)" and bars["encoding"]["y"]["stack"] == "zero"
     assert bars["encoding"]["color"]["scale"]["domain"] == list(charts.MEMORY_CATEGORIES)
     assert bars["encoding"]["x"]["sort"] == ["T=64", "T=128"]
     assert [r for r in all_rows(spec) if r.get("mb")][0]["mb"] == 4.0
-    assert title_text(charts.memory_chart([]).to_dict()).endswith("no data")
+    assert title_text(compare_charts.memory_chart([]).to_dict()).endswith("no data")
 
 
 @pytest.mark.parametrize("name", ["loss_chart", "lr_chart", "grad_norm_chart", "layer_grad_chart", "compare_chart"])
@@ -516,7 +521,8 @@ def test_line_charts_have_hover_tooltips(name):
         "layer_grad_chart": (METRICS,),
         "compare_chart": ({"a": METRICS},),
     }[name]
-    spec = getattr(charts, name)(*args).to_dict()
+    module = next(m for m in (charts, compare_charts, heatmaps) if hasattr(m, name))
+    spec = getattr(module, name)(*args).to_dict()
     names = {p["name"] for p in spec.get("params", [])} | {p["name"] for v in views(spec) for p in v.get("params", [])}
     assert any(n.startswith("hover") for n in names)
     assert any(t for t in tooltips(spec))

@@ -6,7 +6,7 @@ learning rate, gradient norms, per-layer norms, per-head attention statistics) a
 that explains a comparison. Two sibling modules build on these helpers:
 - `tinygpt/ui/heatmaps.py`: the plotly heatmaps (attention maps, the mask, per-layer gradients over steps).
 - `tinygpt/ui/compare_charts.py`: several runs on one axis, the next-character bars, memory by category.
-`charts.<name>` finds their functions too (`__getattr__` at the end of this file), so pages call every chart here.
+Both import this module (never the other way round); pages import whichever module draws the chart they need.
 
 Inputs are plain data as `tinygpt.runstore.RunReader` hands it out (lists of dicts, None where a value was not
 finite), numpy arrays (attention maps, masks, probabilities) and lists of characters. Outputs are figures:
@@ -29,7 +29,6 @@ supplies the background, so the same figures work in the dark theme).
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -644,23 +643,3 @@ def config_diff(
 
 
 # ---------------------------------------------------------------- charts kept in sibling modules
-
-MOVED = {  # chart -> the module that draws it; both modules import the helpers above
-    **dict.fromkeys(("compare_chart", "next_char_chart", "memory_chart"), "tinygpt.ui.compare_charts"),
-    **dict.fromkeys(
-        ("attention_grid", "attention_detail", "mask_matrix", "attention_row_chart", "layer_grad_heatmap"),
-        "tinygpt.ui.heatmaps",
-    ),
-}
-
-
-def __getattr__(name: str) -> Any:
-    """`charts.attention_grid` and the other moved charts still work (PEP 562: called for names not found here).
-    They are imported on first use, not at import time: heatmaps.py and compare_charts.py import this module, so an
-    import of them here, even at the end of the file, fails with a circular ImportError when one of them is
-    imported first."""
-    if name not in MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(MOVED[name]), name)
-    globals()[name] = value  # found directly from now on
-    return value

@@ -3,9 +3,9 @@ pages), the next-character probabilities before and after sampling filters (`nex
 memory by category (`memory_chart`).
 
 Pure functions from plain data to a chart, built from the helpers in tinygpt/ui/charts.py (theme, colours, hover,
-thinning). This module imports charts; charts finds these functions on first use (its `__getattr__`), so pages call
-`charts.compare_chart`. Deliberately left out: which runs to compare and the table of settings that differ
-(`charts.config_diff`), and the memory estimate itself (computed by the engine, it arrives here as bytes).
+thinning); it imports charts, never the other way round. Deliberately left out: which runs to compare and the
+table of settings that differ (`charts.config_diff`), and the memory estimate itself (computed by the engine, it
+arrives here as bytes).
 """
 
 from __future__ import annotations

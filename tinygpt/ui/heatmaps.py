@@ -9,7 +9,7 @@ without a per-cell text array (which would multiply the payload). Weights are se
 float16 typed array.
 
 The theme, fonts, `visible_char`, `thin_for_display` and CHART_HELP live in tinygpt/ui/charts.py. This module
-imports charts; charts finds these functions on first use (its `__getattr__`), so pages call `charts.attention_grid`.
+imports charts (never the other way round); pages call `heatmaps.attention_grid` and so on.
 Deliberately left out: computing the matrices (tinygpt/attention.py returns them).
 """
 
