@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -68,7 +69,8 @@ def wait_step_above(page: Page, step: int, timeout_s: float = 60) -> int:
             timeout=timeout_s * 1000,
         )
     except PlaywrightTimeoutError:
-        said = page.locator('[data-testid="stMain"]').inner_text()[:1500]
+        said = page.locator('[data-testid="stMain"]').inner_text()[-1500:]
+        page.screenshot(path=Path(__file__).resolve().parents[2] / "test-output" / "step-timeout.png")
         raise AssertionError(f"the status never passed step {step} in {timeout_s}s; the page said:\n{said}") from None
     return status_step(page)
 
@@ -104,6 +106,11 @@ def button(page: Page, name: str):
     return page.get_by_test_id("stMainBlockContainer").get_by_role("button", name=name, exact=True)
 
 
+def idle(page: Page) -> None:
+    """Wait until no script run is in progress (Streamlit's running indicator in the header is gone)."""
+    expect(page.get_by_test_id("stStatusWidgetRunningIcon")).to_have_count(0)
+
+
 def no_exception(page: Page) -> None:
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
@@ -119,6 +126,7 @@ def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
     set_number(page, "Max steps", 20000)  # still training when the test refreshes near its end; Stop ends it
 
     # Train: the status line appears and counts up, and the loss chart gains points.
+    idle(page)
     button(page, "Train").click()
     first = wait_step_above(page, 0, timeout_s=30)
     points = page.evaluate(LOSS_POINTS_JS)
@@ -186,8 +194,24 @@ def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
     expect(page.get_by_text(re.compile(r"· stopped"))).to_be_visible(timeout=30_000)
     no_exception(page)
 
+    # A second run with 8 heads (a setting that needs a new run), then compare the two on the Runs page.
+    choose(page, "Heads", "8 · d_head 8")
+    button(page, "Train").click()
+    page.wait_for_url(lambda url: run_id not in url)
+    wait_step_above(page, 100)
+    button(page, "Stop").click()
+    expect(page.get_by_text(re.compile(r"· stopped"))).to_be_visible(timeout=30_000)
+    second_id = re.search(r"[?&]run=([A-Za-z0-9_-]+)", page.url).group(1)
+
     go(page, "Runs", "tinygpt · Runs")
-    expect(page.get_by_text(run_id).first).to_be_visible()
+    expect(page.get_by_role("combobox", name="Run", exact=True)).to_have_value(re.compile(second_id))
+    compare = page.get_by_role("combobox", name="Runs to compare (two or more)")
+    for rid in (run_id, second_id):
+        compare.click()
+        page.get_by_role("option").filter(has_text=rid).first.click()
+        page.keyboard.press("Escape")
+    expect(page.get_by_text("Settings that differ", exact=True)).to_be_visible()
+    expect(page.locator('[data-testid="stVegaLiteChart"] svg').first).to_be_visible()
     no_exception(page)
     snap(page, shots / "runs.png")
     assert not outside, f"the page fetched from outside the app: {sorted(set(outside))[:5]}"
