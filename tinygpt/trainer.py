@@ -107,6 +107,7 @@ class Trainer:
         group_of = [self.groups.index(param_group_name(n)) for n, _ in self.named_params]
         self._group_index = torch.tensor(group_of, device=self.device)  # (P,) parameter -> group
         self.track_update_ratios = True  # costs one parameter copy per step; the app shows it on Gradients
+        self._before: list[torch.Tensor] | None = None  # buffers for that copy, allocated on first use
 
     # ------------------------------------------------------------------ knobs
 
@@ -196,14 +197,18 @@ class Trainer:
             torch._foreach_mul_(grads, cfg.max_grad_norm / (grad_norm + 1e-6))  # rescale the whole gradient
             record["clipped"] = True
         if self.track_update_ratios:
-            before = torch._foreach_mul(params, 1.0)  # copies of the weights, (P,) tensors
+            # The update is (weights before) - (weights after): copy into buffers kept between steps (no
+            # allocation per step), step, subtract in place, and take all norms in two foreach calls.
+            if self._before is None:
+                self._before = [torch.empty_like(p) for p in params]
+            torch._foreach_copy_(self._before, params)
             self.optimizer.step()
-            deltas = torch._foreach_sub(params, before)
+            torch._foreach_sub_(self._before, params)  # now -(update), same norm
             delta_sq = torch.zeros(len(self.groups), device=self.device).index_add_(
-                0, self._group_index, torch.stack(torch._foreach_norm(deltas)) ** 2
+                0, self._group_index, torch.stack(torch._foreach_norm(self._before)) ** 2
             )
             weight_sq = torch.zeros(len(self.groups), device=self.device).index_add_(
-                0, self._group_index, torch.stack(torch._foreach_norm(before)) ** 2
+                0, self._group_index, torch.stack(torch._foreach_norm(params)) ** 2
             )
             ratios = (delta_sq.sqrt() / weight_sq.sqrt().clamp_min(1e-12)).tolist()
             record["update_ratios"] = dict(zip(self.groups, ratios, strict=True))
