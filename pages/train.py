@@ -50,6 +50,9 @@ first_preset = next(iter(sup.PRESET_LABELS))
 if state.W_PRESET not in st.session_state and run_id:  # a reattached tab: show the settings of its run
     _rd = state.reader(store, run_id)
     _values, _source = sup.values_from_config(_rd.config() if _rd else {})
+    if _rd:  # live knobs as they are now, not as the run started
+        _knobs = sup.current_knobs(_rd.config(), _rd.events)
+        _values |= {f: _knobs[k] for f, k in sup.KNOB_OF_SETTING.items() if _knobs.get(k) is not None}
     for _field, _value in _values.items():
         state.init(FIELD_KEYS[_field], _value)
     if _source:

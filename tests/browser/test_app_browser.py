@@ -196,8 +196,15 @@ def test_train_watch_attention_sample_reattach_stop(app_server, page, shots):
 
     # A second run with 8 heads (a setting that needs a new run), then compare the two on the Runs page.
     choose(page, "Heads", "8 · d_head 8")
+    stopped_at = status_step(page)
+    idle(page)
     button(page, "Train").click()
     page.wait_for_url(lambda url: run_id not in url)
+    page.wait_for_function(  # the status line now counts the new run, from 0
+        """(prev) => [...document.querySelectorAll('p, strong')].some(e => {
+             const m = e.innerText.match(/^step ([\\d,]+) \\//); return m && +m[1].replace(/,/g, '') < prev; })""",
+        arg=stopped_at,
+    )
     wait_step_above(page, 100)
     button(page, "Stop").click()
     expect(page.get_by_text(re.compile(r"· stopped"))).to_be_visible(timeout=30_000)
