@@ -172,7 +172,7 @@ with right:
     train_clicked = b[0].button("Train", type="primary", icon=":material/play_arrow:", width="stretch")
     pause_clicked = b[1].button("Pause", disabled=not live or run_state == "paused", width="stretch")
     resume_clicked = b[2].button(
-        "Resume", disabled=not rd or run_state not in ("paused", "stopped", "diverged"), width="stretch"
+        "Resume", disabled=not rd or run_state not in ("paused", "stopped", "diverged", "failed"), width="stretch"
     )
     step_clicked = b[3].button("Step", disabled=not live or run_state != "paused", width="stretch")
     stop_clicked = b[4].button("Stop", disabled=not live, width="stretch")
