@@ -46,6 +46,7 @@ import json
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.forkserver
+import multiprocessing.spawn
 import os
 import signal
 import statistics
@@ -158,24 +159,25 @@ def _minutes(seconds: float) -> str:
 
 @contextlib.contextmanager
 def _main_script_hidden():
-    """multiprocessing re-runs the parent's __main__ script in each child it starts (spawn and forkserver alike);
-    under `streamlit run` that imports Streamlit into every worker (0.7 s). The worker needs nothing from it."""
+    """multiprocessing re-runs the parent's __main__ in each child it starts (spawn and forkserver alike), found by
+    module name (`python -m streamlit`) or by path (a script). Under `streamlit run`, __main__ is the page script of
+    whichever session runs at that instant (Streamlit swaps it in at every script run, so hiding attributes on it
+    races), and re-running app.py in a worker imports Streamlit and starts a RunManager inside the child, which dies.
+    A worker needs nothing from any main script: drop both entries from the preparation data while we start one."""
     with _MAIN_LOCK:
-        main = sys.modules.get("__main__")
-        saved = {}
-        if main is not None:
-            # Both ways spawn finds a main to re-run: by module name (`python -m streamlit`) or by path (a script,
-            # or the page script Streamlit's AppTest installs as __main__, which would start a RunManager again
-            # inside the forkserver and kill it).
-            saved = {k: main.__dict__[k] for k in ("__spec__", "__file__") if k in main.__dict__}
-            main.__dict__.pop("__file__", None)
-            if "__spec__" in saved:
-                main.__spec__ = None
+        original = multiprocessing.spawn.get_preparation_data
+
+        def without_main(name):
+            data = original(name)
+            data.pop("init_main_from_path", None)
+            data.pop("init_main_from_name", None)
+            return data
+
+        multiprocessing.spawn.get_preparation_data = without_main
         try:
             yield
         finally:
-            if main is not None:
-                main.__dict__.update(saved)
+            multiprocessing.spawn.get_preparation_data = original
 
 
 # ---------------------------------------------------------------- the worker process's side
