@@ -339,9 +339,15 @@ def choose(page: Page, label: str, option: str) -> None:
 
 def set_number(page: Page, label: str, value: int) -> None:
     box = page.get_by_label(label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    expect(box).to_have_value(str(value))
+    for attempt in range(3):  # a live rerun can redraw the box while we type: check, and type again if needed
+        box.fill(str(value))
+        box.press("Enter")
+        try:
+            expect(box).to_have_value(str(value), timeout=3_000)
+            return
+        except AssertionError:
+            if attempt == 2:
+                raise
 
 
 class RunFailed(RuntimeError):
