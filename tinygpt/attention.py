@@ -17,8 +17,6 @@ Left out: dropout inside attention on the fused path when weights are requested,
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 
@@ -107,7 +105,3 @@ def fused_attention(
 def attention_entropy(weights: torch.Tensor) -> torch.Tensor:
     """Entropy in nats of each attention row, (..., T, S) -> (..., T). ln(S) is uniform; 0 is one-hot."""
     return -(weights * torch.log(weights.clamp_min(1e-12))).sum(dim=-1)
-
-
-def uniform_entropy(size: int) -> float:
-    return math.log(size)

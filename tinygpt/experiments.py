@@ -16,13 +16,13 @@ Left out: experiments that need more than a few minutes of CPU.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from .attention import attention_entropy
 from .config import RunConfig, preset
 from .errors import TinyGPTError
 from .model import TinyGPT
@@ -317,9 +317,4 @@ def measure_cuda_peak(model_config, batch_size: int) -> int:
 def attention_stats(weights) -> tuple[float, float]:
     """(mean entropy in nats, mean max weight) of attention weights (..., T, S), e.g. a (L, H, T, T) snapshot."""
     w = torch.as_tensor(weights, dtype=torch.float32)
-    entropy = -(w * torch.log(w.clamp_min(1e-12))).sum(-1)
-    return float(entropy.mean()), float(w.max(-1).values.mean())
-
-
-def uniform_entropy(size: int) -> float:
-    return math.log(size)
+    return float(attention_entropy(w).mean()), float(w.max(-1).values.mean())

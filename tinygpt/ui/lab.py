@@ -15,7 +15,7 @@ import torch
 
 from tinygpt.checkpoint import list_checkpoints, load_checkpoint
 from tinygpt.data import load_corpus
-from tinygpt.experiments import EXPERIMENTS, Experiment, RunResult, attention_stats
+from tinygpt.experiments import Experiment, RunResult, attention_stats
 from tinygpt.health import leak_score, run_health_checks
 from tinygpt.runstore import RunReader
 
@@ -109,10 +109,6 @@ def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
         }
         for c in checks
     ]
-
-
-def experiment_keys() -> list[str]:
-    return list(EXPERIMENTS)
 
 
 def extra_series(key: str, readers: dict[str, RunReader | None]) -> dict[str, dict[str, list[dict]]]:
