@@ -54,6 +54,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from test_app_browser import choose, set_number  # the browser test's widget helpers (same folder)
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -321,33 +322,6 @@ def open_train(page: Page, url: str) -> None:
     expect(page.get_by_role("heading", name="tinygpt · Train")).to_be_visible(timeout=60_000)
     expect(page.get_by_role("button", name="Train")).to_be_enabled(timeout=30_000)
     settle(page)
-
-
-def choose(page: Page, label: str, option: str) -> None:
-    box = page.get_by_role("combobox", name=label, exact=True)
-    for attempt in range(3):  # a rerun can close an open dropdown: retry the opening
-        box.click()
-        try:
-            page.get_by_role("option", name=option, exact=True).click(timeout=5_000)
-            break
-        except PlaywrightTimeoutError:
-            if attempt == 2:
-                raise
-            page.keyboard.press("Escape")
-    expect(box).to_have_value(option)
-
-
-def set_number(page: Page, label: str, value: int) -> None:
-    box = page.get_by_label(label, exact=True)
-    for attempt in range(3):  # a live rerun can redraw the box while we type: check, and type again if needed
-        box.fill(str(value))
-        box.press("Enter")
-        try:
-            expect(box).to_have_value(str(value), timeout=3_000)
-            return
-        except AssertionError:
-            if attempt == 2:
-                raise
 
 
 class RunFailed(RuntimeError):
