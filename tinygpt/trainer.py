@@ -11,7 +11,7 @@ Groups are "emb", "L0.attn", "L0.mlp", ..., "ln_f" (see `param_group_name`).
 Speed matters because the product is watching training live, so diagnostics are cheap by construction: all
 per-parameter gradient norms come from one `torch._foreach_norm`, are summed per group with one `index_add_`, and
 reach the host together with the loss in a single `.tolist()`; the clip reuses that norm instead of computing it
-again; AdamW uses the fused kernel where the device has one.
+again; AdamW (tinygpt/optim.py) uses the fused kernel where the device has one.
 
 Safety: a non-finite loss or gradient is never applied. The record says which tensor went bad first, and the
 parameters are left exactly as they were.
@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from .config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, TrainConfig
 from .errors import TinyGPTError
 from .model import TinyGPT
+from .optim import AdamW
 
 
 class ResourceError(TinyGPTError):
@@ -72,7 +73,7 @@ def group_names(num_layers: int) -> list[str]:
     return ["emb", *[f"L{i}.{part}" for i in range(num_layers) for part in ("attn", "mlp")], "ln_f"]
 
 
-def make_optimizer(model: TinyGPT, config: TrainConfig, device: torch.device) -> torch.optim.AdamW:
+def make_optimizer(model: TinyGPT, config: TrainConfig) -> AdamW:
     """AdamW with weight decay on matrices (>= 2-D) only: decaying biases and LayerNorm gains only hurts."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
@@ -80,9 +81,9 @@ def make_optimizer(model: TinyGPT, config: TrainConfig, device: torch.device) ->
         {"params": decay, "weight_decay": config.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    # The fused kernel is ~8x faster than the foreach one on CPU (measured: 0.7 vs 6.3 ms for 2M params).
-    fused = device.type in ("cuda", "cpu", "mps")
-    return torch.optim.AdamW(groups, lr=config.learning_rate, betas=(config.beta1, config.beta2), fused=fused)
+    # tinygpt.optim.AdamW uses the fused kernel where the device has one: ~8x faster than the foreach update on CPU
+    # (measured: 0.7 vs 6.3 ms for 2M params).
+    return AdamW(groups, lr=config.learning_rate, betas=(config.beta1, config.beta2))
 
 
 class Trainer:
@@ -96,7 +97,7 @@ class Trainer:
         self.forward_model = self.model
         self.config = config  # shared and mutable: live knobs edit it between steps
         self.corpus = corpus
-        self.optimizer = make_optimizer(model, config, self.device)
+        self.optimizer = make_optimizer(model, config)
         self.step_count = 0  # optimisation steps taken so far
         # Separate generators: evaluation must not shift the training batch stream, so a run resumed from a
         # checkpoint (which restores `batch_generator`) sees exactly the batches it would have seen.

@@ -6,14 +6,14 @@
 chart-building does not share a GIL with training; a crash or a runaway run is killed without taking the server
 down.
 
-Start-up: processes come from a `forkserver` that imported torch (and torch._dynamo, which the first AdamW
-construction would otherwise import: 1.2 s) once, eagerly, when the manager is created. A new worker is a fork
-of that clean process. Measured from start() to the first line of metrics.jsonl at the demo preset (Tiny
-Shakespeare), on a 2-core machine busy with other work: 0.16-0.5 s once the forkserver is up; 6-11 s if start()
-comes right after the manager was created, while the forkserver is still importing torch (~2.5 s on an idle
-machine), so the app should create its manager when the server starts, not on the first click. Plain `fork`
-of the server is never used: the server has run OpenMP (the app computes attention maps), and a forked OpenMP
-runtime can deadlock. `spawn` would pay the torch import on every click.
+Start-up: processes come from a `forkserver` that imports torch once, eagerly, when the manager is created. A
+new worker is a fork of that clean process. Nothing a run does imports torch._dynamo (tinygpt.optim exists for
+that: torch.optim.AdamW's constructor imports it, 1.2 s), so the forkserver is ready ~1 s after it starts.
+Measured from start() to the first line of metrics.jsonl at the demo preset (Tiny Shakespeare) on a quiet 2-core
+machine: 0.16-0.24 s once the forkserver is up; 1.1-1.3 s cold (start() right after the manager was created,
+while the forkserver still imports torch). The app creates its manager on the first page view, so a click finds
+it warm. Plain `fork` of the server is never used: the server has run OpenMP (the app computes attention maps),
+and a forked OpenMP runtime can deadlock. `spawn` would pay the torch import on every click.
 
 Threads: torch's OpenMP threads spin-wait, so a run with 2 threads collapses as soon as any other process wants
 one of its cores, while 1 thread is unaffected. Measured on this 2-core machine with other processes busy
@@ -67,9 +67,9 @@ from .errors import TinyGPTError
 from .loop import LATEST, bare_tokens_per_s, run_training
 from .runstore import RunStore, RunWriter, read_json, write_json_atomic
 
-# Imported once by the forkserver, so every worker starts with them loaded. torch._dynamo is imported lazily by
-# the first optimizer construction and costs as much as torch itself.
-PRELOAD = ["torch", "torch._dynamo", "numpy", "safetensors.torch", "tinygpt.loop", "tinygpt.worker"]
+# Imported once by the forkserver, so every worker starts with them loaded. Not torch._dynamo (1.2 s, as long as
+# torch itself): nothing a run does imports it since tinygpt.optim replaced torch.optim.AdamW.
+PRELOAD = ["torch", "numpy", "safetensors.torch", "tinygpt.loop", "tinygpt.worker"]
 STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is killed
 MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls
 FINAL_STATES = ("paused", "finished", "stopped", "diverged", "failed")  # what a worker writes before it exits
