@@ -308,7 +308,10 @@ def live_view() -> None:
     if rd.samples:
         last = rd.samples[-1]
         st.markdown(f"**Sample at step {last.get('step')}**")
-        st.code(last.get("text", ""), language=None, height=220)
+        if last.get("error"):
+            st.warning(last["error"])
+        else:
+            st.code(last.get("text", ""), language=None, height=220)
     still_active = sup.is_live(run_id) and (
         status.get("state") in sup.ACTIVE_STATES or time.time() - (state.get(state.STEP_REQUESTED_AT) or 0) < 5
     )

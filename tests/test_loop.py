@@ -16,6 +16,7 @@ import torch
 from tinygpt.checkpoint import list_checkpoints, load_checkpoint
 from tinygpt.config import ConfigError, preset
 from tinygpt.device import available_devices, resolve_device
+from tinygpt import loop
 from tinygpt.loop import LATEST, QueueControl, bare_tokens_per_s, checkpoints_to_drop, run_training
 from tinygpt.runstore import RunStore
 
@@ -67,6 +68,15 @@ def wait_for(predicate, timeout=10.0):
     raise AssertionError("timed out waiting")
 
 
+@pytest.mark.parametrize(("budget", "steps"), [(0.0, [0, 20]), (1e9, [0, 10, 20])])
+def test_samples_run_on_a_time_budget(tmp_path, tiny_text, monkeypatch, budget, steps):
+    """Step 0 and the last step always sample; a due sample in between only when the budget has room for it."""
+    monkeypatch.setattr(loop, "SAMPLE_BUDGET", budget)
+    store, run_id, run_dir = new_run(tmp_path, tiny(tiny_text))
+    run_training(run_dir, tiny(tiny_text))
+    assert [s["step"] for s in store.reader(run_id).samples] == steps
+
+
 def test_a_run_publishes_everything(tmp_path, tiny_text):
     store, run_id, run_dir = new_run(tmp_path, tiny(tiny_text))
     assert run_training(run_dir, tiny(tiny_text)) == "finished"
@@ -92,7 +102,7 @@ def test_a_run_publishes_everything(tmp_path, tiny_text):
     assert weights.shape == (2, 2, 16, 16)
     np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-2)  # every query row is a distribution
     samples = reader.samples
-    assert [s["step"] for s in samples] == [10, 20]
+    assert [s["step"] for s in samples] == [0, 20]  # step 10's is due, but 200 characters cost more than 3% allows
     assert len(samples[0]["text"]) == 200 and samples[0]["prompt"] == reader.attention_index()["probe_text"][:16]
     assert reader.checkpoints() == [0, 10, 20]
     assert load_checkpoint(run_dir / "checkpoints" / "step_00000020").step == 20
@@ -226,6 +236,8 @@ def test_naive_softmax_with_a_huge_scale_diverges(tmp_path, tiny_text):
     assert event["step"] == 1 and event["tensor"] == "blocks.0.attn.hook_weights"
     assert reader.metrics[-1]["loss"] is None  # NaN is written as null
     assert reader.checkpoints()[0] == 0  # the last good checkpoint (the weights never took the bad update)
+    sample = reader.samples[0]  # the step-0 sample of a model whose softmax overflows: a message, not a crash
+    assert sample["step"] == 0 and sample["text"] == "" and "not finite" in sample["error"]
 
 
 def test_diverged_run_waits_paused_for_a_command(tmp_path, tiny_text):

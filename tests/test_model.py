@@ -180,3 +180,11 @@ def test_top_p_keeps_the_nucleus_only():
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     probs = next_token_probs(logits, temperature=1.0, top_p=0.7)
     assert probs[0, 2:].sum() == 0 and probs[0, :2].sum() == pytest.approx(1.0)
+
+
+def test_sampling_from_non_finite_scores_says_why():
+    from tinygpt.errors import NonFiniteError
+    from tinygpt.sampling import sample_next_token
+
+    with pytest.raises(NonFiniteError, match="not finite"):
+        sample_next_token(torch.tensor([[0.0, float("nan"), 1.0]]), temperature=1.0)

@@ -85,9 +85,11 @@ def _json_safe(obj: Any) -> Any:
 
 
 def dumps(obj: Any, indent: int | None = None) -> str:
-    # allow_nan=False is a guard: after _json_safe no NaN can reach the encoder, and if one did we want to know.
     separators = None if indent else (",", ":")
-    return json.dumps(_json_safe(obj), ensure_ascii=False, allow_nan=False, indent=indent, separators=separators)
+    try:  # fast path, one metrics line per step: plain data encodes as it is
+        return json.dumps(obj, ensure_ascii=False, allow_nan=False, indent=indent, separators=separators)
+    except (ValueError, TypeError):  # NaN/inf (ValueError with allow_nan=False) or numpy scalars: clean it first
+        return json.dumps(_json_safe(obj), ensure_ascii=False, allow_nan=False, indent=indent, separators=separators)
 
 
 def _write_atomic(path: Path, write: Callable[[Any], None], fsync: bool = False) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from .errors import NonFiniteError
+
 
 def filter_logits(
     logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
@@ -50,4 +52,13 @@ def sample_next_token(
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)  # greedy: deterministic, no randomness consumed
     probs = next_token_probs(logits, temperature, top_k, top_p)
-    return torch.multinomial(probs, num_samples=1, generator=generator)
+    try:
+        return torch.multinomial(probs, num_samples=1, generator=generator)
+    except RuntimeError as exc:  # multinomial checks for NaN/inf itself, so the healthy path pays nothing extra
+        if torch.isfinite(logits).all():
+            raise
+        raise NonFiniteError(
+            "the model's next-character scores are not finite (NaN or inf), so there is nothing to sample from: "
+            "its weights or attention settings are broken (e.g. the naive softmax with a large attention scale). "
+            "Pick an earlier checkpoint or a healthy run."
+        ) from exc

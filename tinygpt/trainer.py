@@ -157,7 +157,8 @@ class Trainer:
     def _step(self) -> dict[str, Any]:
         started = time.perf_counter()
         model, cfg = self.model, self.config
-        model.train()
+        if not model.training:  # Module.train() walks every submodule: ~0.4 ms, 4% of a demo step
+            model.train()
         lr = self.current_lr()
         for group in self.optimizer.param_groups:
             group["lr"] = lr

@@ -62,7 +62,7 @@ def result_of(reader: RunReader) -> RunResult:
         layer_grad_norms={g: v for g, v in layer_norms.items() if v is not None},
         leak=leak_of(str(reader.run_dir), (list_checkpoints(Path(reader.run_dir) / "checkpoints") or [None])[-1]),
         diverged_step=int(nonfinite[0]["step"]) if nonfinite else None,
-        sample=str(samples[-1].get("text", "")) if samples else "",
+        sample=str(samples[-1].get("text") or samples[-1].get("error", "")) if samples else "",
     )
 
 
