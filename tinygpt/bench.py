@@ -323,8 +323,8 @@ def main(argv: list[str] | None = None) -> None:
         from .worker import benchmark_worker  # imported lazily: it starts processes
 
         report["worker"] = {
-            "demo": benchmark_worker(preset("demo")),
-            "nanogpt_cpu_300_steps": benchmark_worker(preset("nanogpt-cpu", max_steps=300)),
+            "demo": benchmark_worker(preset("demo"), rounds=args.rounds),
+            "nanogpt_cpu_300_steps": benchmark_worker(preset("nanogpt-cpu", max_steps=300), rounds=args.rounds),
         }
         report["reader_memory"] = bench_reader_memory()
     if args.quality:
