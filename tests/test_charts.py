@@ -264,9 +264,27 @@ def test_grad_norm_chart_log_scale_clip_threshold_and_clipped_points():
     clipped = [row for row in all_rows(spec) if row.get("clipped") == "yes"]
     assert [row["step"] for row in clipped] == list(range(1, 21))
     assert 77 in rules_at(spec, "x")  # the non-finite step
-    assert spec["title"]["subtitle"] == "20 clipped steps shown"
+    assert spec["title"]["subtitle"] == "orange points: steps clipped to the threshold"
     off = charts.grad_norm_chart(METRICS, None, []).to_dict()
     assert off["title"]["subtitle"] == "clipping is off"
+
+
+@pytest.mark.parametrize("name", ["loss_chart", "lr_chart", "grad_norm_chart"])
+def test_live_charts_keep_the_same_spec_while_data_grows(name):
+    """The browser swaps data into an existing view only when everything but `datasets` is unchanged; a different
+    spec rebuilds the view (and loses hover and zoom). So new steps, evals, events, a moved target or clip threshold
+    and a new current step change the datasets only."""
+    build = {
+        "loss_chart": lambda n: charts.loss_chart(
+            METRICS[:n], EVALS[: n // 100], EVENTS[: n // 150], 65, target=n / 100
+        ),
+        "lr_chart": lambda n: charts.lr_chart(METRICS[:n], current_step=n, schedule=[(s, 1e-3) for s in range(n)]),
+        "grad_norm_chart": lambda n: charts.grad_norm_chart(METRICS[:n], n / 100, EVENTS[: n // 150]),
+    }[name]
+    before, after = build(120).to_dict(), build(400).to_dict()
+    assert before["datasets"] != after["datasets"]
+    assert json.dumps({**before, "datasets": None}) == json.dumps({**after, "datasets": None})
+    assert all(isinstance(rows, list) for rows in after["datasets"].values())  # plain rows, named
 
 
 def test_grad_norm_chart_draws_zero_at_the_log_floor():

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
+from tinygpt import loop
 from tinygpt.checkpoint import list_checkpoints, load_checkpoint
 from tinygpt.config import ConfigError, preset
 from tinygpt.device import available_devices, resolve_device
-from tinygpt import loop
 from tinygpt.loop import LATEST, QueueControl, bare_tokens_per_s, checkpoints_to_drop, run_training
 from tinygpt.runstore import RunStore
 

@@ -13,7 +13,10 @@ def two_groups(seed: int = 0) -> tuple[list[torch.Tensor], list[dict]]:
     torch.manual_seed(seed)
     params = [torch.randn(8, 4, requires_grad=True), torch.randn(4, requires_grad=True), torch.randn(3, 8)]
     params[2].requires_grad_(True)
-    return params, [{"params": [params[0], params[2]], "weight_decay": 0.1}, {"params": [params[1]], "weight_decay": 0.0}]
+    return params, [
+        {"params": [params[0], params[2]], "weight_decay": 0.1},
+        {"params": [params[1]], "weight_decay": 0.0},
+    ]
 
 
 def train(make_optimizer, steps: int = 6, seed: int = 0) -> list[torch.Tensor]:

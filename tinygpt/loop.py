@@ -18,9 +18,9 @@ steps, evals and samples (medians of 6; see `bare_tokens_per_s` and tinygpt.work
 The one costly publication is the sample text: 200 characters cost ~15 demo steps. So samples run on a time
 budget: a due sample waits until the time spent sampling, this one included (its cost is known from the last),
 stays under `SAMPLE_BUDGET` (3%) of the time spent training. A new run samples at step 0, before training (the
-untrained model's babble, and the first cost measurement), and the last step always gets one. At the nanoGPT CPU preset (sample every 250 steps) the budget never
-binds; at the demo preset it turns "every 50 steps" into "every few hundred". Evals are training, not publishing:
-a bare loop does them too.
+untrained model's babble, and the first cost measurement), and the last step always gets one. At the nanoGPT
+CPU preset (sample every 250 steps) the budget rarely binds; at the demo preset it turns "every 50 steps" into
+"every 500 or so". Evals are training, not publishing: a bare loop does them too.
 
 Commands: {"cmd": "pause"}, {"cmd": "resume"}, {"cmd": "step", "n": 5} (while paused: exactly n steps, then
 paused again), {"cmd": "stop"}, {"cmd": "knob", "name": "mask", "value": "none"}, and the manager's

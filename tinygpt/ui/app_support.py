@@ -379,6 +379,8 @@ def show_chart(fig: Any, help_name: str | None = None, key: str | None = None) -
         return
     if hasattr(fig, "to_plotly_json"):
         st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)
+    elif isinstance(fig, dict):  # a Vega-Lite spec with named datasets (charts.VegaLite): updates in place
+        st.vega_lite_chart(fig, key=key, width="stretch")
     else:
         st.altair_chart(fig, key=key, width="stretch")
     if help_name and CHART_HELP.get(help_name):

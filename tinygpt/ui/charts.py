@@ -29,9 +29,10 @@ supplies the background, so the same figures work in the dark theme).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import altair as alt
@@ -256,48 +257,6 @@ def _hline(value: float, label: str, yspec: dict, t: dict, colour: str = GREY, d
     return [rule, text]
 
 
-def _vlines(rows: list[dict], t: dict, colour: str, tooltip_title: str, stagger: bool = True) -> list:
-    """Vertical rules at rows' steps, labelled at the top; labels are staggered over three lines to avoid overlap."""
-    if not rows:
-        return []
-    tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title=tooltip_title)]
-    layers = [
-        alt.Chart(_data(rows))
-        .mark_rule(color=colour, strokeDash=[3, 3], strokeWidth=t["line"])
-        .encode(x=_x(), tooltip=tooltip)
-    ]
-    for level in range(3 if stagger else 1):
-        chunk = rows[level::3] if stagger else rows
-        if chunk:
-            layers.append(
-                alt.Chart(_data(chunk))
-                .mark_text(align="left", baseline="top", dx=4, color=colour, fontSize=t["text"])
-                .encode(x=_x(), y=alt.value(t["text"] + 6 + level * (t["text"] + 4)), text="label:N", tooltip=tooltip)
-            )
-    return layers
-
-
-def _event_layers(events: Records | None, nonfinite: dict[int, str], t: dict) -> list:
-    """Knob changes as labelled purple rules; non-finite steps as red rules with a red marker along the top."""
-    knobs = [
-        {"step": int(e["step"]), "label": str(e.get("message") or e.get("knob") or "knob")[:48]}
-        for e in events or []
-        if e.get("kind") == "knob" and _num(e.get("step")) is not None
-    ]
-    layers = _vlines(knobs, t, PURPLE, "knob change")
-    if nonfinite:
-        rows = [{"step": s, "label": m} for s, m in sorted(nonfinite.items())][-200:]
-        tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title="non-finite")]
-        base = alt.Chart(_data(rows))
-        layers.append(base.mark_rule(color=RED, strokeWidth=t["line"], opacity=0.7).encode(x=_x(), tooltip=tooltip))
-        layers.append(
-            base.mark_point(shape="triangle-down", filled=True, size=12 * t["text"], color=RED).encode(
-                x=_x(), y=alt.value(t["text"] // 2 + 2), tooltip=tooltip
-            )
-        )
-    return layers
-
-
 def _colour(
     field: str,
     domain: Sequence[str],
@@ -337,6 +296,93 @@ def _finish(layers: list, title: str, t: dict, subtitle: str | None = None, larg
 # ---------------------------------------------------------------- training curves (Altair)
 
 
+# Live charts are a cached template plus named datasets. The template (every layer, encoding, colour and title)
+# is built with Altair once per shape (theme, series present, title) and kept as JSON; each refresh only computes
+# the rows. Two reasons, both measured on the Train page at 2 Hz: building and validating three Altair charts took
+# ~70 ms each on the server; and Streamlit names Altair's data by a hash of its content, so every refresh changed
+# the spec and the browser rebuilt all three views from scratch. With stable dataset names the spec stays
+# byte-identical between refreshes and the browser swaps the data into the existing view (hover and zoom survive).
+
+
+class VegaLite(dict):
+    """A Vega-Lite spec as plain JSON data, its rows in named top-level `datasets` (`to_dict()` like Altair's)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+
+@functools.lru_cache(maxsize=256)
+def _template_json(builder: Callable[..., Any], key: tuple) -> str:
+    return json.dumps(builder(*key).to_dict())
+
+
+def _live(builder: Callable[..., Any], key: tuple, datasets: dict[str, list[dict]]) -> VegaLite:
+    """`builder(*key)`'s Altair chart as a spec (built once per key), filled with `datasets` (name -> rows)."""
+    spec = VegaLite(json.loads(_template_json(builder, key)))
+    spec["datasets"] = {name: rows[:MAX_ROWS] for name, rows in datasets.items()}
+    return spec
+
+
+def _ref_layers(name: str, yspec: dict, t: dict, colour: str = GREY, dash: Sequence[int] = (6, 4)) -> list:
+    """Labelled horizontal reference lines drawn from dataset `name` (rows {"ref", "label"}; none: nothing drawn),
+    on the same y title and scale (`yspec`, see `_y`) as the chart."""
+    base = alt.Chart(alt.NamedData(name))
+    y = _y("ref:Q", **yspec)
+    rule = base.mark_rule(strokeDash=list(dash), color=colour, strokeWidth=t["line"]).encode(
+        y=y, tooltip=[alt.Tooltip("label:N", title="reference")]
+    )
+    text = base.mark_text(align="left", baseline="bottom", dx=6, dy=-3, color=colour, fontSize=t["text"]).encode(
+        y=y, x=alt.value(0), text="label:N"
+    )
+    return [rule, text]
+
+
+def _ref_rows(value: Any, label: str) -> list[dict]:
+    return [{"ref": float(value), "label": label}] if _num(value) is not None else []
+
+
+def _marker_layers(name: str, t: dict, colour: str, tooltip_title: str) -> list:
+    """Vertical rules at the steps of dataset `name`, labelled at the top. Rows are {"step", "label", "y"}, where
+    y (pixels from the top, see `_marker_rows`) staggers labels over three lines so neighbours do not overlap."""
+    tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title=tooltip_title)]
+    base = alt.Chart(alt.NamedData(name))
+    return [
+        base.mark_rule(color=colour, strokeDash=[3, 3], strokeWidth=t["line"]).encode(x=_x(), tooltip=tooltip),
+        base.mark_text(align="left", baseline="top", dx=4, color=colour, fontSize=t["text"]).encode(
+            x=_x(), y=alt.Y("y:Q", scale=None), text="label:N", tooltip=tooltip
+        ),
+    ]
+
+
+def _marker_rows(rows: list[dict], t: dict, stagger: bool = True) -> list[dict]:
+    return [{**row, "y": t["text"] + 6 + (i % 3 if stagger else 0) * (t["text"] + 4)} for i, row in enumerate(rows)]
+
+
+def _event_template_layers(t: dict) -> list:
+    """Knob changes as labelled purple rules ("knobs"); non-finite steps as red rules with a red marker along the
+    top ("nonfinite")."""
+    layers = _marker_layers("knobs", t, PURPLE, "knob change")
+    tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title="non-finite")]
+    base = alt.Chart(alt.NamedData("nonfinite"))
+    layers.append(base.mark_rule(color=RED, strokeWidth=t["line"], opacity=0.7).encode(x=_x(), tooltip=tooltip))
+    layers.append(
+        base.mark_point(shape="triangle-down", filled=True, size=12 * t["text"], color=RED).encode(
+            x=_x(), y=alt.value(t["text"] // 2 + 2), tooltip=tooltip
+        )
+    )
+    return layers
+
+
+def _event_rows(events: Records | None, nonfinite: dict[int, str], t: dict) -> dict[str, list[dict]]:
+    knobs = [
+        {"step": int(e["step"]), "label": str(e.get("message") or e.get("knob") or "knob")[:48]}
+        for e in events or []
+        if e.get("kind") == "knob" and _num(e.get("step")) is not None
+    ]
+    bad = [{"step": s, "label": m} for s, m in sorted(nonfinite.items())][-200:]
+    return {"knobs": _marker_rows(knobs, t), "nonfinite": bad}
+
+
 def loss_chart(
     metrics: Records | None,
     evals: Records | None,
@@ -348,12 +394,10 @@ def loss_chart(
     target_label: str = "target",
     max_points: int = 1500,
     large: bool = False,
-):
+) -> VegaLite:
     """Train loss per step (optionally EMA-smoothed), val loss, the ln(V) uniform baseline, an optional target,
     knob changes and non-finite steps. Never raises on empty input: it shows a 'waiting' title instead."""
     t, smoothing = theme(large), min(max(float(smoothing or 0.0), 0.0), 0.999)
-    yspec = {"title": "cross-entropy loss (nats per character)", "zero": False}
-    y = _y("loss:Q", **yspec)
     train = _series(metrics, "loss")
     raw_name, smooth_name = ("train (raw)", f"train (EMA {smoothing:g})") if smoothing else ("train", None)
     rows = []
@@ -363,23 +407,36 @@ def loss_chart(
         if ema is not None:
             rows.append({"step": step, "loss": ema, "series": smooth_name})
     rows += [{"step": s, "loss": v, "series": "val"} for s, v in thin_for_display(_series(evals, "val_loss"), 500)]
-    domain, colours = [raw_name, "val"], [PALE if smoothing else BLUE, ORANGE]
+    uniform = math.log(vocab_size) if vocab_size and vocab_size > 0 else None
+    datasets = {
+        "loss": rows,
+        "uniform": _ref_rows(uniform, f"uniform guess ln(V)={uniform:.2f}") if uniform else [],
+        "target": _ref_rows(target, f"{target_label} {_num(target) or 0:.2f}"),
+        **_event_rows(events, _nonfinite_steps(metrics, "loss", events), t),
+    }
+    title = "Training loss" if rows else "Training loss: waiting for the first step"
+    return _live(_loss_template, (raw_name, smooth_name, title, large), datasets)
+
+
+def _loss_template(raw_name: str, smooth_name: str | None, title: str, large: bool):
+    t = theme(large)
+    yspec = {"title": "cross-entropy loss (nats per character)", "zero": False}
+    domain, colours = [raw_name, "val"], [PALE if smooth_name else BLUE, ORANGE]
     if smooth_name:
         domain.insert(1, smooth_name)
         colours.insert(1, BLUE)
-    base = alt.Chart(_data(rows)).encode(x=_x(), y=y, color=_colour("series:N", domain, colours, lines=True))
+    base = alt.Chart(alt.NamedData("loss")).encode(
+        x=_x(), y=_y("loss:Q", **yspec), color=_colour("series:N", domain, colours, lines=True)
+    )
     tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("series:N"), alt.Tooltip("loss:Q", format=".4f")]
     layers = [
         base.mark_line(strokeWidth=t["line"]),
         base.mark_point(filled=True, size=6 * t["text"]).transform_filter(alt.datum.series == "val"),
         _hover(base.encode(tooltip=tooltip), "loss"),
+        *_ref_layers("uniform", yspec, t),
+        *_ref_layers("target", yspec, t, colour=GREEN, dash=(2, 3)),
+        *_event_template_layers(t),
     ]
-    if vocab_size and vocab_size > 0:
-        layers += _hline(math.log(vocab_size), f"uniform guess ln(V)={math.log(vocab_size):.2f}", yspec, t)
-    if target is not None and _num(target) is not None:
-        layers += _hline(float(target), f"{target_label} {float(target):.2f}", yspec, t, colour=GREEN, dash=(2, 3))
-    layers += _event_layers(events, _nonfinite_steps(metrics, "loss", events), t)
-    title = "Training loss" if rows else "Training loss: waiting for the first step"
     return _finish(layers, title, t, large=large)
 
 
@@ -390,15 +447,25 @@ def lr_chart(
     *,
     max_points: int = 1500,
     large: bool = False,
-):
+) -> VegaLite:
     """The learning rate used at each step, the planned schedule as a faint line, and the current step."""
     t = theme(large)
     rows = [{"step": s, "lr": v, "series": "used"} for s, v in thin_for_display(_series(metrics, "lr"), max_points)]
     planned = [(int(s), float(v)) for s, v in schedule or [] if _num(s) is not None and _num(v) is not None]
     rows += [{"step": s, "lr": v, "series": "planned"} for s, v in thin_for_display(planned, max_points)]
-    y = _y("lr:Q", "learning rate", zero=True)
-    base = alt.Chart(_data(rows)).encode(
-        x=_x(), y=y, color=_colour("series:N", ["planned", "used"], [PALE, BLUE], lines=True)
+    now = []
+    if current_step is not None and _num(current_step) is not None:
+        now = _marker_rows([{"step": int(current_step), "label": f"now: step {int(current_step)}"}], t, stagger=False)
+    title = "Learning rate schedule" if rows else "Learning rate: waiting for the first step"
+    return _live(_lr_template, (title, large), {"lr": rows, "now": now})
+
+
+def _lr_template(title: str, large: bool):
+    t = theme(large)
+    base = alt.Chart(alt.NamedData("lr")).encode(
+        x=_x(),
+        y=_y("lr:Q", "learning rate", zero=True),
+        color=_colour("series:N", ["planned", "used"], [PALE, BLUE], lines=True),
     )
     tooltip = [
         alt.Tooltip("step:Q", title="step"),
@@ -408,14 +475,9 @@ def lr_chart(
     layers = [
         base.mark_line(strokeWidth=t["line"]).encode(strokeDash=_dash("series:N", ["used", "planned"])),
         _hover(base.encode(tooltip=tooltip), "lr"),
+        *_marker_layers("now", t, GREY, "position"),
     ]
-    if current_step is not None and _num(current_step) is not None:
-        layers += _vlines(
-            [{"step": int(current_step), "label": f"now: step {int(current_step)}"}], t, GREY, "position", stagger=False
-        )
-    return _finish(
-        layers, "Learning rate schedule" if rows else "Learning rate: waiting for the first step", t, large=large
-    )
+    return _finish(layers, title, t, large=large)
 
 
 def grad_norm_chart(
@@ -425,11 +487,9 @@ def grad_norm_chart(
     *,
     max_points: int = 1500,
     large: bool = False,
-):
+) -> VegaLite:
     """Global gradient norm before clipping (log y), the clip threshold, clipped steps and non-finite steps."""
     t = theme(large)
-    yspec = {"title": "gradient norm (L2, log scale)", "log": True}
-    y = _y("shown:Q", **yspec)
     norms = _series(metrics, "grad_norm")
     rows = [{"step": s, "norm": v, "shown": max(v, LOG_FLOOR)} for s, v in thin_for_display(norms, max_points)]
     clipped = [
@@ -437,24 +497,35 @@ def grad_norm_chart(
         for m in metrics or []
         if m.get("clipped") and (v := _num(m.get("grad_norm"))) is not None and _num(m.get("step")) is not None
     ]
+    clipping = (_num(max_grad_norm) or 0) > 0
+    datasets = {
+        "grad": rows,
+        "clip": _ref_rows(max_grad_norm, f"clip threshold {_num(max_grad_norm) or 0:g}") if clipping else [],
+        "clipped": thin_for_display(clipped, 500),
+        **_event_rows(events, _nonfinite_steps(metrics, "grad_norm", events), t),
+    }
+    title = "Global gradient norm before clipping" + ("" if rows else ": waiting for the first step")
+    # The subtitle is part of the template, so it says what the points are rather than how many (that would
+    # change the spec, and rebuild the view, at every refresh).
+    subtitle = "orange points: steps clipped to the threshold" if clipping else "clipping is off"
+    return _live(_grad_norm_template, (title, subtitle, large), datasets)
+
+
+def _grad_norm_template(title: str, subtitle: str, large: bool):
+    t = theme(large)
+    yspec = {"title": "gradient norm (L2, log scale)", "log": True}
+    y = _y("shown:Q", **yspec)
     tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("norm:Q", format=".4g", title="norm before clipping")]
-    base = alt.Chart(_data(rows)).encode(x=_x(), y=y)
+    base = alt.Chart(alt.NamedData("grad")).encode(x=_x(), y=y)
     layers = [
         base.mark_line(strokeWidth=t["line"], color=BLUE),
         _hover(base.encode(tooltip=tooltip, color=alt.value(BLUE)), "grad"),
+        *_ref_layers("clip", yspec, t, colour=ORANGE),
+        alt.Chart(alt.NamedData("clipped"))
+        .mark_point(filled=True, color=ORANGE, size=6 * t["text"])
+        .encode(x=_x(), y=y, tooltip=[*tooltip, alt.Tooltip("clipped:N", title="clipped to threshold")]),
+        *_event_template_layers(t),
     ]
-    clipping = max_grad_norm is not None and (_num(max_grad_norm) or 0) > 0
-    if clipping:
-        layers += _hline(float(max_grad_norm), f"clip threshold {float(max_grad_norm):g}", yspec, t, colour=ORANGE)
-    if clipped:
-        layers.append(
-            alt.Chart(_data(thin_for_display(clipped, 500)))
-            .mark_point(filled=True, color=ORANGE, size=6 * t["text"])
-            .encode(x=_x(), y=y, tooltip=[*tooltip, alt.Tooltip("clipped:N", title="clipped to threshold")])
-        )
-    layers += _event_layers(events, _nonfinite_steps(metrics, "grad_norm", events), t)
-    subtitle = f"{len(clipped)} clipped steps shown" if clipping else "clipping is off"
-    title = "Global gradient norm before clipping" + ("" if rows else ": waiting for the first step")
     return _finish(layers, title, t, subtitle=subtitle, large=large)
 
 
