@@ -321,3 +321,4 @@ def live_view() -> None:
 
 with right:
     live_view()
+sup.preload_plotly()  # last, so it never delays the page itself: the Attention page's first view is then faster

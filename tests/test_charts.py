@@ -353,6 +353,36 @@ def test_attention_grid_is_one_figure_of_layers_x_heads():
     assert cells[0]["z"]["dtype"] == "f4"  # sent as a compact typed array, not JSON numbers
 
 
+@pytest.mark.parametrize(("layers", "heads"), [(1, 1), (2, 3), (4, 4), (6, 8)])
+def test_attention_grid_layout_matches_make_subplots(layers, heads):
+    """The grid's layout is built by hand for speed; it must place subplots exactly where plotly's would."""
+    from plotly.subplots import make_subplots
+
+    fig = heatmaps.attention_grid(attention(layers, heads, 8), list("abcdefgh")).to_dict()
+    height = fig["layout"]["height"]
+    ref = make_subplots(
+        rows=layers,
+        cols=heads,
+        subplot_titles=[f"L{i} H{h}" for i in range(layers) for h in range(heads)],
+        horizontal_spacing=min(0.03, 0.9 / max(1, heads - 1)),
+        vertical_spacing=min(50 / height, 0.9 / max(1, layers - 1)),
+    ).to_dict()["layout"]
+    for k in range(layers * heads):
+        for axis in ("xaxis", "yaxis"):
+            name = f"{axis}{k + 1 if k else ''}"
+            assert fig["layout"][name]["domain"] == pytest.approx(ref[name]["domain"], abs=1e-9)
+            assert fig["layout"][name]["anchor"] == ref[name]["anchor"]
+        assert fig["data"][k]["xaxis"] == ref[f"yaxis{k + 1 if k else ''}"]["anchor"]
+    for k in range(layers * heads):  # axis titles on the outer edges only: keys along the bottom, queries left
+        x_title = fig["layout"][f"xaxis{k + 1 if k else ''}"].get("title", {}).get("text")
+        y_title = fig["layout"][f"yaxis{k + 1 if k else ''}"].get("title", {}).get("text")
+        assert x_title == ("key (attended to)" if k >= (layers - 1) * heads else None)
+        assert y_title == ("query" if k % heads == 0 else None)
+    for ours, theirs in zip(fig["layout"]["annotations"], ref["annotations"], strict=True):
+        assert ours["text"] == theirs["text"]
+        assert (ours["x"], ours["y"]) == pytest.approx((theirs["x"], theirs["y"]), abs=1e-9)
+
+
 def test_attention_grid_keeps_the_last_max_tokens():
     tokens = [chr(ord("a") + i % 26) for i in range(100)]
     fig = heatmaps.attention_grid(attention(1, 1, 100), tokens, layer_names=["layer 0"], max_tokens=64).to_dict()
