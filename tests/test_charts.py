@@ -269,7 +269,9 @@ def test_grad_norm_chart_log_scale_clip_threshold_and_clipped_points():
     assert off["title"]["subtitle"] == "clipping is off"
 
 
-@pytest.mark.parametrize("name", ["loss_chart", "lr_chart", "grad_norm_chart"])
+@pytest.mark.parametrize(
+    "name", ["loss_chart", "lr_chart", "grad_norm_chart", "layer_grad_chart", "update_ratios", "compare_chart"]
+)
 def test_live_charts_keep_the_same_spec_while_data_grows(name):
     """The browser swaps data into an existing view only when everything but `datasets` is unchanged; a different
     spec rebuilds the view (and loses hover and zoom). So new steps, evals, events, a moved target or clip threshold
@@ -280,6 +282,11 @@ def test_live_charts_keep_the_same_spec_while_data_grows(name):
         ),
         "lr_chart": lambda n: charts.lr_chart(METRICS[:n], current_step=n, schedule=[(s, 1e-3) for s in range(n)]),
         "grad_norm_chart": lambda n: charts.grad_norm_chart(METRICS[:n], n / 100, EVENTS[: n // 150]),
+        "layer_grad_chart": lambda n: charts.layer_grad_chart(METRICS[:n]),
+        "update_ratios": lambda n: charts.layer_grad_chart(METRICS[:n], "update_ratios"),
+        "compare_chart": lambda n: compare_charts.compare_chart(
+            {"a": METRICS[:n], "b": METRICS[: n // 2]}, "loss", {"a": EVALS[: n // 100]}
+        ),
     }[name]
     before, after = build(120).to_dict(), build(400).to_dict()
     assert before["datasets"] != after["datasets"]

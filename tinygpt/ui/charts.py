@@ -544,9 +544,9 @@ def _layer_and_part(group: str) -> tuple[str, str]:
     return (layer, part) if part in ("attn", "mlp") else (group, "other")
 
 
-def _lr_panel(metrics: Records | None, t: dict, max_points: int) -> alt.LayerChart:
-    rows = [{"step": s, "lr": v} for s, v in thin_for_display(_series(metrics, "lr"), max_points)]
-    base = alt.Chart(_data(rows)).encode(x=_x(), y=_y("lr:Q", "learning rate", zero=True, nice=True))
+def _lr_panel_template(t: dict) -> alt.LayerChart:
+    """The learning rate under a per-layer chart, from dataset "lr_panel" (rows {"step", "lr"})."""
+    base = alt.Chart(alt.NamedData("lr_panel")).encode(x=_x(), y=_y("lr:Q", "learning rate", zero=True, nice=True))
     tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("lr:Q", format=".3e", title="learning rate")]
     return alt.layer(
         base.mark_line(strokeWidth=t["line"], color=GREY),
@@ -562,17 +562,15 @@ def layer_grad_chart(
     max_rows: int = 4000,
     width: int | None = None,
     large: bool = False,
-):
+) -> VegaLite:
     """One line per parameter group over steps (log y): colour = layer, dash = attention or MLP. With
     field="update_ratios" it draws ||dW|| / ||W|| with the 1e-3 reference. `lr_metrics`: add a learning-rate panel
     below, from the same metrics, sharing the step axis (zooming one zooms both). Streamlit cannot stretch two
-    stacked panels to the page, so they get `width` pixels (default: the theme's `wide`)."""
+    stacked panels to the page, so they get `width` pixels (default: the theme's `wide`). A live chart: a cached
+    template plus named datasets (see `_live`)."""
     t = theme(large)
     groups = _groups(thin_for_display(list(metrics or []), 200), field)  # fixed for a run: a sample finds them
     ratios = field == "update_ratios"
-    y_title = "‖ΔW‖ / ‖W‖ per step (log scale)" if ratios else "gradient L2 norm (log scale)"
-    yspec = {"title": y_title, "log": True}
-    y = _y("shown:Q", **yspec)
     rows = [
         {"step": int(step), "group": str(g), "value": v}
         for m in thin_for_display(list(metrics or []), max(100, max_rows // max(1, len(groups))))
@@ -580,18 +578,35 @@ def layer_grad_chart(
         for g, value in (m.get(field) or {}).items()
         if (v := _num(value)) is not None
     ]
-    layers_order = list(dict.fromkeys(_layer_and_part(g)[0] for g in groups))
+    layers_order = tuple(dict.fromkeys(_layer_and_part(g)[0] for g in groups))
+    title = "Update / weight ratio per layer" if ratios else "Per-layer gradient norms"
+    if not rows:
+        title += ": waiting for the first step"
+    datasets = {
+        "layers": rows,
+        "healthy": _ref_rows(HEALTHY_UPDATE_RATIO, "1e-3: classic healthy value") if ratios else [],
+    }
+    if lr_metrics:
+        datasets["lr_panel"] = [{"step": s, "lr": v} for s, v in thin_for_display(_series(metrics, "lr"), 1500)]
+    panel_width = (width or t["wide"]) if lr_metrics else None
+    return _live(_layer_grad_template, (ratios, layers_order, title, panel_width, large), datasets)
+
+
+def _layer_grad_template(ratios: bool, layers_order: tuple, title: str, panel_width: int | None, large: bool):
+    t = theme(large)
+    y_title = "‖ΔW‖ / ‖W‖ per step (log scale)" if ratios else "gradient L2 norm (log scale)"
+    yspec = {"title": y_title, "log": True}
     base = (
-        alt.Chart(_data(rows, "step", "group", "value"))
+        alt.Chart(alt.NamedData("layers"))
         .transform_calculate(  # "L3.attn" -> layer "L3", part "attn"; "emb" -> layer "emb", part "other"
             layer="split(datum.group, '.')[0]",
             part="indexof(datum.group, '.') < 0 ? 'other' : split(datum.group, '.')[1]",
             shown=f"max(datum.value, {LOG_FLOOR})",
         )
         .encode(
-            x=_x(None if lr_metrics else STEP),
-            y=y,
-            color=_colour("layer:N", layers_order, _palette(layers_order), "layer", lines=True),
+            x=_x(None if panel_width else STEP),
+            y=_y("shown:Q", **yspec),
+            color=_colour("layer:N", list(layers_order), _palette(layers_order), "layer", lines=True),
             strokeDash=_dash("part:N", ["attn", "mlp", "other"]),
             detail="group:N",
         )
@@ -601,19 +616,12 @@ def layer_grad_chart(
         alt.Tooltip("group:N", title="parameter group"),
         alt.Tooltip("value:Q", format=".3e"),
     ]
-    layers = [
-        base.mark_line(strokeWidth=t["line"]),
-        _hover(base.encode(tooltip=tooltip), "layers", size=60),
-    ]
+    layers = [base.mark_line(strokeWidth=t["line"]), _hover(base.encode(tooltip=tooltip), "layers", size=60)]
     if ratios:
-        layers += _hline(HEALTHY_UPDATE_RATIO, "1e-3: classic healthy value", yspec, t, colour=GREEN)
-    title = "Update / weight ratio per layer" if ratios else "Per-layer gradient norms"
-    if not rows:
-        title += ": waiting for the first step"
+        layers += _ref_layers("healthy", yspec, t, colour=GREEN)
     main = alt.layer(*layers).properties(height=t["height"])
-    if lr_metrics:
-        width = width or t["wide"]
-        panels = [main.properties(width=width), _lr_panel(metrics, t, 1500).properties(width=width)]
+    if panel_width:
+        panels = [main.properties(width=panel_width), _lr_panel_template(t).properties(width=panel_width)]
         chart = alt.vconcat(*panels).resolve_scale(x="shared", color="independent")
     else:
         chart = main

@@ -23,12 +23,14 @@ from tinygpt.ui.charts import (
     LOG_FLOOR,
     MEMORY_CATEGORIES,
     Records,
+    VegaLite,
     _colour,
     _dash,
     _dash_note,
     _data,
     _finish,
     _hover,
+    _live,
     _num,
     _palette,
     _series,
@@ -46,10 +48,9 @@ def compare_chart(
     evals: Mapping[str, Records] | None = None,
     *,
     large: bool = False,
-):
+) -> VegaLite:
     """Several runs' curves of one metrics field on one axis, coloured by run name; with `evals` (run name -> eval
-    records) the validation loss is added as dashed lines."""
-    t = theme(large)
+    records) the validation loss is added as dashed lines. A live chart: a cached template plus named datasets."""
     series = series or {}
     per_run = max(20, 4000 // max(1, len(series) + len(evals or {})))  # one budget shared by all curves
     rows = [
@@ -62,15 +63,21 @@ def compare_chart(
             {"step": s, "value": v, "shown": v, "run": str(name), "curve": "val_loss"}
             for s, v in thin_for_display(_series(records, "val_loss"), per_run)
         ]
+    runs = tuple(dict.fromkeys([str(n) for n in series] + [str(n) for n in evals or {}]))
+    title = f"Compare runs: {FIELD_TITLES.get(field, field).split(' (')[0]}" + ("" if rows else " (no data yet)")
+    return _live(_compare_template, (field, runs, bool(evals), title, large), {"compare": rows})
+
+
+def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, large: bool):
+    t = theme(large)
     log = field.endswith("grad_norm")  # norms span orders of magnitude
-    runs = list(dict.fromkeys([str(n) for n in series] + [str(n) for n in evals or {}]))
     y_title = FIELD_TITLES.get(field, field)
     y = _y("shown:Q", y_title + (" (log scale)" if log and "log" not in y_title else ""), log=log, zero=False)
-    curves = [field, "val_loss"] if evals else [field]
-    base = alt.Chart(_data(rows)).encode(
+    curves = [field, "val_loss"] if with_evals else [field]
+    base = alt.Chart(alt.NamedData("compare")).encode(
         x=_x(),
         y=y,
-        color=_colour("run:N", runs, _palette(runs), "run", lines=True),
+        color=_colour("run:N", list(runs), _palette(runs), "run", lines=True),
         strokeDash=_dash("curve:N", curves),
     )
     tooltip = [
@@ -83,8 +90,7 @@ def compare_chart(
         base.mark_line(strokeWidth=t["line"]),
         _hover(base.encode(tooltip=tooltip), "compare"),
     ]
-    title = f"Compare runs: {FIELD_TITLES.get(field, field).split(' (')[0]}" + ("" if rows else " (no data yet)")
-    return _finish(layers, title, t, _dash_note(["training", "validation"]) if evals else None, large)
+    return _finish(layers, title, t, _dash_note(["training", "validation"]) if with_evals else None, large)
 
 
 def next_char_chart(vocab: Sequence[str], probs_raw: Any, probs: Any, top: int = 20, *, large: bool = False):
