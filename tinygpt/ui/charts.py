@@ -101,7 +101,9 @@ MAX_ROWS = 5000  # Altair's default guard on rows per DataFrame: thinning keeps 
 
 
 def theme(large: bool = False) -> dict[str, int]:
-    """Font sizes (px), line width and plot sizes. `large` is for a projector seen from the back of a room."""
+    """Font sizes (px), line width and plot sizes. `large` is for a projector seen from the back of a room.
+    `wide` is the plot width of stacked panels, which Streamlit cannot stretch to the page: with axis labels it
+    fits the content column of a 1400 px window with the sidebar open."""
     if large:
         return {
             "title": 26,
@@ -111,9 +113,9 @@ def theme(large: bool = False) -> dict[str, int]:
             "line": 3,
             "height": 460,
             "panel": 300,
-            "wide": 1100,
+            "wide": 1000,
         }
-    return {"title": 17, "axis_title": 14, "label": 12, "text": 12, "line": 2, "height": 340, "panel": 220, "wide": 820}
+    return {"title": 17, "axis_title": 14, "label": 12, "text": 12, "line": 2, "height": 340, "panel": 220, "wide": 720}
 
 
 def style_altair(chart: alt.TopLevelMixin, large: bool = False) -> alt.TopLevelMixin:
