@@ -380,7 +380,10 @@ def show_chart(fig: Any, help_name: str | None = None, key: str | None = None) -
     if hasattr(fig, "to_plotly_json"):
         st.plotly_chart(fig, key=key, config={"displaylogo": False}, theme=None)
     elif isinstance(fig, dict):  # a Vega-Lite spec with named datasets (charts.VegaLite): updates in place
-        st.vega_lite_chart(fig, key=key, width="stretch")
+        # Stacked panels keep their own width: "stretch" would widen each panel to the page and push the axis
+        # labels past its edge.
+        stacked = any(k in fig for k in ("vconcat", "hconcat", "concat"))
+        st.vega_lite_chart(fig, key=key, width="content" if stacked else "stretch")
     else:
         st.altair_chart(fig, key=key, width="stretch")
     if help_name and CHART_HELP.get(help_name):
