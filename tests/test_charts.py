@@ -193,7 +193,8 @@ def test_loss_chart_baseline_target_events_and_nonfinite():
     red = [v for v in views(spec) if v["mark"].get("color") == charts.RED]
     assert red and all(row["step"] == 77 for v in red for row in values(spec, v))
     assert {row["series"] for row in all_rows(spec) if "series" in row} == {"train", "val"}
-    drawn = [row for row in all_rows(spec) if row.get("series") == "train"]
+    line = next(v for v in views(spec) if mark_type(v) == "line")
+    drawn = [row for row in values(spec, line) if row.get("series") == "train"]
     assert len(drawn) == 399 and all(math.isfinite(row["loss"]) for row in drawn)  # the null at step 77 is skipped
     assert tooltips(spec)
 
@@ -250,7 +251,8 @@ def test_lr_chart_marks_the_current_step_and_the_plan():
     assert title_text(spec) == "Learning rate schedule"
     assert axis_titles(spec, "y") == {"learning rate"}
     assert 400 in rules_at(spec, "x") and "now: step 400" in texts(spec)
-    series = [row["series"] for row in all_rows(spec) if "series" in row]
+    line = next(v for v in views(spec) if mark_type(v) == "line")
+    series = [row["series"] for row in values(spec, line)]
     assert series.count("planned") == len(schedule) and series.count("used") == len(METRICS)
     assert title_text(charts.lr_chart([], None, None).to_dict()).endswith("waiting for the first step")
 
@@ -292,6 +294,21 @@ def test_live_charts_keep_the_same_spec_while_data_grows(name):
     assert before["datasets"] != after["datasets"]
     assert json.dumps({**before, "datasets": None}) == json.dumps({**after, "datasets": None})
     assert all(isinstance(rows, list) for rows in after["datasets"].values())  # plain rows, named
+
+
+def test_live_hover_layers_draw_a_bounded_subset_of_each_series():
+    """Hover points are re-rendered at every refresh: each series gets at most HOVER_POINTS of them, spanning the
+    whole run, while the line keeps every thinned point."""
+    long = make_metrics(3000)
+    spec = charts.loss_chart(long, EVALS, [], 65, max_points=400).to_dict()
+    hover = next(v for v in views(spec) if v.get("data", {}).get("name") == "loss_hover")
+    rows = values(spec, hover)
+    for series in ("train", "val"):
+        mine = [r for r in rows if r["series"] == series]
+        assert 0 < len(mine) <= charts.HOVER_POINTS
+    train = [r["step"] for r in rows if r["series"] == "train"]
+    assert train[0] == 1 and train[-1] == 3000  # both ends stay hoverable
+    assert len(spec["datasets"]["loss"]) > len(rows)
 
 
 def test_grad_norm_chart_draws_zero_at_the_log_floor():

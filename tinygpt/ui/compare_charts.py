@@ -30,6 +30,7 @@ from tinygpt.ui.charts import (
     _data,
     _finish,
     _hover,
+    _hover_rows,
     _live,
     _num,
     _palette,
@@ -65,7 +66,8 @@ def compare_chart(
         ]
     runs = tuple(dict.fromkeys([str(n) for n in series] + [str(n) for n in evals or {}]))
     title = f"Compare runs: {FIELD_TITLES.get(field, field).split(' (')[0]}" + ("" if rows else " (no data yet)")
-    return _live(_compare_template, (field, runs, bool(evals), title, large), {"compare": rows})
+    hover = [row for run in runs for row in _hover_rows([r for r in rows if r["run"] == run], "curve")]
+    return _live(_compare_template, (field, runs, bool(evals), title, large), {"compare": rows, "compare_hover": hover})
 
 
 def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, large: bool):
@@ -88,7 +90,7 @@ def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, lar
     ]
     layers = [
         base.mark_line(strokeWidth=t["line"]),
-        _hover(base.encode(tooltip=tooltip), "compare"),
+        _hover(base.encode(tooltip=tooltip), "compare", data="compare_hover"),
     ]
     return _finish(layers, title, t, _dash_note(["training", "validation"]) if with_evals else None, large)
 
