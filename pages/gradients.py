@@ -49,7 +49,7 @@ def live_gradients() -> None:
             help_name = "layer_grad_heatmap"
         else:
             fig = charts.layer_grad_chart(metrics, field, max_rows=2400, large=large)
-        sup.show_chart(fig, help_name, key=f"g_{field}")
+        sup.show_chart(fig, help_name, key=f"g_{field}", code=False)
         if field == "layer_grad_norms":
             sup.show_chart(
                 charts.grad_norm_chart(
@@ -57,6 +57,7 @@ def live_gradients() -> None:
                 ),
                 "grad_norm_chart",
                 key="g_clip",
+                code=False,
             )
             notes = sup.event_notes(rd.events)
             if notes:
@@ -69,3 +70,6 @@ def live_gradients() -> None:
 
 
 live_gradients()
+# Outside the live fragment, so the static source text is not re-sent at every refresh.
+per_layer = "layer_grad_heatmap" if view == "heatmap" else "layer_grad_chart"
+sup.show_code([per_layer, "grad_norm_chart", "update_ratios"], "Show the code behind these charts")

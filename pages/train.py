@@ -262,12 +262,6 @@ def live_view() -> None:
     large = bool(state.get(state.W_LARGE))
     vocab_size = len(config.get("vocab") or []) or config.get("model", {}).get("vocab_size", 65)
     knobs = sup.current_knobs(config, rd.events)
-    with st.expander("Chart options"):
-        o1, o2 = st.columns(2)
-        state.init(state.W_TARGET, 0.0)
-        state.init(state.W_SMOOTH, 0.0)
-        o1.number_input("Target loss (0 = none)", 0.0, 10.0, step=0.1, key=state.W_TARGET)
-        o2.slider("Smoothing", 0.0, 0.99, key=state.W_SMOOTH)
     target = st.session_state.get(state.W_TARGET) or None
     sup.show_chart(
         charts.loss_chart(
@@ -281,6 +275,7 @@ def live_view() -> None:
             large=large,
         ),
         "loss_chart",
+        code=False,
         key="train_loss",
     )
     notes = sup.event_notes(rd.events)
@@ -296,6 +291,7 @@ def live_view() -> None:
             large=large,
         ),
         "lr_chart",
+        code=False,
         key="train_lr",
     )
     sup.show_chart(
@@ -303,6 +299,7 @@ def live_view() -> None:
             rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events, max_points=LIVE_POINTS, large=large
         ),
         "grad_norm_chart",
+        code=False,
         key="train_grad",
     )
     if rd.samples:
@@ -319,6 +316,20 @@ def live_view() -> None:
         st.rerun()  # a full run turns the auto-refresh off (and enables the right buttons)
 
 
+def chart_options() -> None:
+    """Outside the live fragment: widgets re-sent at every refresh cost the browser a re-render each time."""
+    with st.expander("Chart options"):
+        o1, o2 = st.columns(2)
+        state.init(state.W_TARGET, 0.0)
+        state.init(state.W_SMOOTH, 0.0)
+        o1.number_input("Target loss (0 = none)", 0.0, 10.0, step=0.1, key=state.W_TARGET)
+        o2.slider("Smoothing", 0.0, 0.99, key=state.W_SMOOTH)
+
+
 with right:
+    if run_id:
+        chart_options()
     live_view()
+    if run_id:  # one expander for the three live charts, outside the fragment: static text is not re-sent
+        sup.show_code(["loss_chart", "lr_chart", "grad_norm_chart"], "Show the code behind these charts")
 sup.preload_plotly()  # last, so it never delays the page itself: the Attention page's first view is then faster

@@ -370,10 +370,10 @@ def event_notes(events: list[dict], limit: int = 5) -> str:
     return " · ".join(str(e.get("message") or f"{e.get('knob')} at step {e.get('step')}") for e in marked)
 
 
-def show_chart(fig: Any, help_name: str | None = None, key: str | None = None) -> None:
-    """Draw a plotly or Altair figure, then the chart's 'what to look for' sentence from CHART_HELP."""
+def show_chart(fig: Any, help_name: str | None = None, key: str | None = None, code: bool = True) -> None:
+    """Draw a plotly, Altair or Vega-Lite figure, then the chart's 'what to look for' sentence from CHART_HELP and
+    (with `code`) a "Show the code" expander. Live fragments pass code=False and call `show_code` outside."""
     from tinygpt.ui.charts import CHART_HELP
-    from tinygpt.ui.workshop import code_of_chart, source_of
 
     if fig is None:
         return
@@ -388,9 +388,17 @@ def show_chart(fig: Any, help_name: str | None = None, key: str | None = None) -
         st.altair_chart(fig, key=key, width="stretch")
     if help_name and CHART_HELP.get(help_name):
         st.caption(CHART_HELP[help_name])
-    functions = code_of_chart(help_name) if help_name else []
+    if code and help_name:
+        show_code([help_name])
+
+
+def show_code(help_names: list[str], label: str = "Show the code") -> None:
+    """One expander with the library functions whose numbers the named charts draw (each function once)."""
+    from tinygpt.ui.workshop import code_of_chart, source_of
+
+    functions = list(dict.fromkeys(f for name in help_names for f in code_of_chart(name)))
     if functions:
-        with st.expander("Show the code", icon=":material/code:"):
+        with st.expander(label, icon=":material/code:"):
             for function in functions:
                 st.code(source_of(function), language="python")
 
