@@ -255,6 +255,12 @@ def test_lr_chart_marks_the_current_step_and_the_plan():
     series = [row["series"] for row in values(spec, line)]
     assert series.count("planned") == len(schedule) and series.count("used") == len(METRICS)
     assert title_text(charts.lr_chart([], None, None).to_dict()).endswith("waiting for the first step")
+    # A label near the right edge goes left of its rule: the zoomable chart clips marks to the plot area.
+    assert spec["datasets"]["now"][0]["side"] == "left"
+    end = charts.lr_chart(METRICS, current_step=1000, schedule=schedule).to_dict()
+    assert end["datasets"]["now"][0]["side"] == "right"
+    aligned = {v["mark"]["align"] for v in views(end) if mark_type(v) == "text" and v["data"]["name"] == "now"}
+    assert aligned == {"left", "right"}
 
 
 def test_grad_norm_chart_log_scale_clip_threshold_and_clipped_points():

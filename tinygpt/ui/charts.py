@@ -269,7 +269,9 @@ def _hline(value: float, label: str, yspec: dict, t: dict, colour: str = GREY, d
     rule = base.mark_rule(strokeDash=list(dash), color=colour, strokeWidth=t["line"]).encode(
         y=y, tooltip=[alt.Tooltip("label:N", title="reference")]
     )
-    text = base.mark_text(align="left", baseline="bottom", dx=6, dy=-3, color=colour, fontSize=t["text"]).encode(
+    # The label hangs just under its line: charts with a zoomable step axis clip marks to the plot area, and a
+    # reference near the top of the y range (ln(V) at the start of training) would lose a label drawn above it.
+    text = base.mark_text(align="left", baseline="top", dx=6, dy=4, color=colour, fontSize=t["text"]).encode(
         y=y, x=alt.value(0), text="label:N"
     )
     return [rule, text]
@@ -349,7 +351,9 @@ def _ref_layers(name: str, yspec: dict, t: dict, colour: str = GREY, dash: Seque
     rule = base.mark_rule(strokeDash=list(dash), color=colour, strokeWidth=t["line"]).encode(
         y=y, tooltip=[alt.Tooltip("label:N", title="reference")]
     )
-    text = base.mark_text(align="left", baseline="bottom", dx=6, dy=-3, color=colour, fontSize=t["text"]).encode(
+    # The label hangs just under its line: charts with a zoomable step axis clip marks to the plot area, and a
+    # reference near the top of the y range (ln(V) at the start of training) would lose a label drawn above it.
+    text = base.mark_text(align="left", baseline="top", dx=6, dy=4, color=colour, fontSize=t["text"]).encode(
         y=y, x=alt.value(0), text="label:N"
     )
     return [rule, text]
@@ -360,20 +364,38 @@ def _ref_rows(value: Any, label: str) -> list[dict]:
 
 
 def _marker_layers(name: str, t: dict, colour: str, tooltip_title: str) -> list:
-    """Vertical rules at the steps of dataset `name`, labelled at the top. Rows are {"step", "label", "y"}, where
-    y (pixels from the top, see `_marker_rows`) staggers labels over three lines so neighbours do not overlap."""
+    """Vertical rules at the steps of dataset `name`, labelled at the top. Rows are {"step", "label", "y", "side"}
+    (see `_marker_rows`): y (pixels from the top) staggers labels over three lines so neighbours do not overlap, and
+    side puts a label left of its rule near the right edge, where a zoomable chart would clip it."""
     tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title=tooltip_title)]
     base = alt.Chart(alt.NamedData(name))
+    labels = [
+        base.transform_filter(f"datum.side == '{side}'")
+        .mark_text(align=side, baseline="top", dx=4 if side == "left" else -4, color=colour, fontSize=t["text"])
+        .encode(x=_x(), y=alt.Y("y:Q", scale=None), text="label:N", tooltip=tooltip)
+        for side in ("left", "right")
+    ]
     return [
-        base.mark_rule(color=colour, strokeDash=[3, 3], strokeWidth=t["line"]).encode(x=_x(), tooltip=tooltip),
-        base.mark_text(align="left", baseline="top", dx=4, color=colour, fontSize=t["text"]).encode(
-            x=_x(), y=alt.Y("y:Q", scale=None), text="label:N", tooltip=tooltip
-        ),
+        base.mark_rule(color=colour, strokeDash=[3, 3], strokeWidth=t["line"]).encode(x=_x(), tooltip=tooltip)
+    ] + labels
+
+
+def _marker_rows(rows: list[dict], t: dict, x_max: float | None, stagger: bool = True) -> list[dict]:
+    """Marker rows with their label's line ("y", pixels) and side: "right" (label left of the rule) past 60% of
+    the x range that ends at `x_max`."""
+    far = 0.6 * x_max if x_max else math.inf
+    return [
+        {
+            **row,
+            "y": t["text"] + 6 + (i % 3 if stagger else 0) * (t["text"] + 4),
+            "side": "right" if row["step"] > far else "left",
+        }
+        for i, row in enumerate(rows)
     ]
 
 
-def _marker_rows(rows: list[dict], t: dict, stagger: bool = True) -> list[dict]:
-    return [{**row, "y": t["text"] + 6 + (i % 3 if stagger else 0) * (t["text"] + 4)} for i, row in enumerate(rows)]
+def _x_max(*row_lists: list[dict]) -> float | None:
+    return max((row["step"] for rows in row_lists for row in rows), default=None)
 
 
 def _event_template_layers(t: dict) -> list:
@@ -391,14 +413,16 @@ def _event_template_layers(t: dict) -> list:
     return layers
 
 
-def _event_rows(events: Records | None, nonfinite: dict[int, str], t: dict) -> dict[str, list[dict]]:
+def _event_rows(
+    events: Records | None, nonfinite: dict[int, str], t: dict, x_max: float | None
+) -> dict[str, list[dict]]:
     knobs = [
         {"step": int(e["step"]), "label": str(e.get("message") or e.get("knob") or "knob")[:48]}
         for e in events or []
         if e.get("kind") == "knob" and _num(e.get("step")) is not None
     ]
     bad = [{"step": s, "label": m} for s, m in sorted(nonfinite.items())][-200:]
-    return {"knobs": _marker_rows(knobs, t), "nonfinite": bad}
+    return {"knobs": _marker_rows(knobs, t, x_max), "nonfinite": bad}
 
 
 def loss_chart(
@@ -431,7 +455,7 @@ def loss_chart(
         "loss_hover": _hover_rows(rows, "series"),
         "uniform": _ref_rows(uniform, f"uniform guess ln(V)={uniform:.2f}") if uniform else [],
         "target": _ref_rows(target, f"{target_label} {_num(target) or 0:.2f}"),
-        **_event_rows(events, _nonfinite_steps(metrics, "loss", events), t),
+        **_event_rows(events, _nonfinite_steps(metrics, "loss", events), t, _x_max(rows)),
     }
     title = "Training loss" if rows else "Training loss: waiting for the first step"
     return _live(_loss_template, (raw_name, smooth_name, title, large), datasets)
@@ -474,7 +498,8 @@ def lr_chart(
     rows += [{"step": s, "lr": v, "series": "planned"} for s, v in thin_for_display(planned, max_points)]
     now = []
     if current_step is not None and _num(current_step) is not None:
-        now = _marker_rows([{"step": int(current_step), "label": f"now: step {int(current_step)}"}], t, stagger=False)
+        now_row = {"step": int(current_step), "label": f"now: step {int(current_step)}"}
+        now = _marker_rows([now_row], t, _x_max(rows, [now_row]), stagger=False)
     title = "Learning rate schedule" if rows else "Learning rate: waiting for the first step"
     return _live(_lr_template, (title, large), {"lr": rows, "lr_hover": _hover_rows(rows, "series"), "now": now})
 
@@ -522,7 +547,7 @@ def grad_norm_chart(
         "grad_hover": _hover_rows(rows),
         "clip": _ref_rows(max_grad_norm, f"clip threshold {_num(max_grad_norm) or 0:g}") if clipping else [],
         "clipped": thin_for_display(clipped, 500),
-        **_event_rows(events, _nonfinite_steps(metrics, "grad_norm", events), t),
+        **_event_rows(events, _nonfinite_steps(metrics, "grad_norm", events), t, _x_max(rows)),
     }
     title = "Global gradient norm before clipping" + ("" if rows else ": waiting for the first step")
     # The subtitle is part of the template, so it says what the points are rather than how many (that would
