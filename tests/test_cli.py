@@ -2,17 +2,14 @@
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import cli_env
 
 from tinygpt.cli import build_parser, config_from_args, main
 from tinygpt.config import TrainConfig, TransformerConfig, preset
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def parse(*argv):
@@ -83,7 +80,7 @@ def test_unknown_run_is_a_clean_error(tmp_path, capsys):
 
 
 def test_train_then_sample_end_to_end(tmp_path, tiny_text):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env = cli_env()
     text_args = ["--source", "text", "--text", tiny_text]
     train = subprocess.run(
         [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import cli_env
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -28,7 +28,7 @@ def status_of(run_dir: Path) -> dict:
 def test_app_lists_and_charts_a_run_the_cli_is_still_writing(tmp_path, tiny_text, monkeypatch):
     runs = tmp_path / "runs"
     monkeypatch.setenv("TINYGPT_RUNS_DIR", str(runs))
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env = cli_env()
     cli = subprocess.Popen(
         [
             sys.executable,

@@ -2,21 +2,20 @@
 with twice the batch."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import cli_env
 
-REPO = Path(__file__).resolve().parents[1]
 STEPS = 60
 
 
 def train(tmp_path: Path, text: str, nproc: int, batch: int) -> list[float]:
     runs = tmp_path / f"runs{nproc}"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env = cli_env()
     args = [
         "-m",
         "tinygpt",

@@ -12,35 +12,16 @@ import time
 import numpy as np
 import pytest
 import torch
+from helpers import tiny_config
 
 from tinygpt import loop
 from tinygpt.checkpoint import list_checkpoints, load_checkpoint
-from tinygpt.config import ConfigError, preset
+from tinygpt.config import ConfigError
 from tinygpt.device import available_devices, resolve_device
 from tinygpt.loop import LATEST, QueueControl, bare_tokens_per_s, checkpoints_to_drop, run_training
 from tinygpt.runstore import RunStore
 
-
-def tiny(text: str, **overrides):
-    settings = dict(
-        source="text",
-        text=text,
-        hidden_dim=32,
-        num_layers=2,
-        num_heads=2,
-        max_seq_len=16,
-        batch_size=4,
-        max_steps=20,
-        warmup_steps=2,
-        eval_interval=10,
-        eval_batches=2,
-        attention_every=5,
-        sample_every=10,
-        checkpoint_every=10,
-        device="cpu",
-    )
-    settings.update(overrides)
-    return preset("demo", **settings)
+tiny = tiny_config
 
 
 def new_run(tmp_path, config):

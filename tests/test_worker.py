@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import tiny_config
 
 from tinygpt.checkpoint import load_checkpoint
-from tinygpt.config import preset
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import RunStore
 from tinygpt.worker import RunManager, _pid_alive, default_max_active, default_threads_per_run
@@ -28,25 +28,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def tiny(text: str, **overrides):
-    settings = dict(
-        source="text",
-        text=text,
-        hidden_dim=32,
-        num_layers=2,
-        num_heads=2,
-        max_seq_len=16,
-        batch_size=4,
-        max_steps=1_000_000,
-        warmup_steps=2,
-        eval_interval=200,
-        eval_batches=2,
-        attention_every=50,
-        sample_every=500,
-        checkpoint_every=500,
-        device="cpu",
-    )
-    settings.update(overrides)
-    return preset("demo", **settings)
+    """A run that trains until stopped, publishing rarely: these tests steer it, they don't read its output."""
+    long_run = dict(max_steps=1_000_000, eval_interval=200, attention_every=50, sample_every=500, checkpoint_every=500)
+    return tiny_config(text, **{**long_run, **overrides})
 
 
 def wait_for(predicate, timeout=15.0, what="condition"):

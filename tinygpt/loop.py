@@ -307,7 +307,8 @@ class _Loop:
             self.sample_due = True
         self.train_seconds += record.get("step_ms", 0.0) / 1000.0
         if last or (self.sample_due and self.sample_seconds + self.sample_cost <= SAMPLE_BUDGET * self.train_seconds):
-            self.sample_seconds += self.sample()
+            self.sample()
+            self.sample_seconds += self.sample_cost
             self.sample_due = False
         if step % cfg.checkpoint_every == 0 or last:
             self.save_checkpoint()
@@ -374,8 +375,8 @@ class _Loop:
             self.best_val = losses["val_loss"]
             self.status(None, None, force=True, best_val_loss=self.best_val)
 
-    def sample(self) -> float:
-        """Publish a sample continuing the probe's first characters; returns the seconds it took."""
+    def sample(self) -> None:
+        """Publish a sample continuing the probe's first characters; `sample_cost` becomes the seconds it took."""
         started = time.perf_counter()
         generator = torch.Generator(device=self.device).manual_seed(SAMPLE_SEED)
         prompt = self.corpus.tokenizer.decode(self.prompt_idx[0].tolist())
@@ -388,7 +389,6 @@ class _Loop:
             record.update(text="", error=str(exc))
         self.writer.append_sample(record)
         self.sample_cost = time.perf_counter() - started
-        return self.sample_cost
 
     def save_checkpoint(self) -> None:
         step = self.trainer.step_count

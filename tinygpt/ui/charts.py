@@ -130,14 +130,19 @@ def style_altair(chart: alt.TopLevelMixin, large: bool = False) -> alt.TopLevelM
     )
 
 
+def plotly_layout_style(title: str, t: dict) -> dict[str, Any]:
+    """The title, fonts and margins every plotly figure gets, as layout keys (for figures built as one dict)."""
+    return {
+        "title": {"text": title, "font": {"size": t["title"]}, "x": 0.01, "xanchor": "left"},
+        "font": {"size": t["label"]},
+        "hoverlabel": {"font": {"size": t["label"] + 2}},
+        "margin": {"l": 70, "r": 30, "t": 90, "b": 60},
+    }
+
+
 def style_plotly(fig: go.Figure, title: str, large: bool = False, height: int | None = None) -> go.Figure:
     t = theme(large)
-    fig.update_layout(
-        title={"text": title, "font": {"size": t["title"]}, "x": 0.01, "xanchor": "left"},
-        font={"size": t["label"]},
-        hoverlabel={"font": {"size": t["label"] + 2}},
-        margin={"l": 70, "r": 30, "t": 90, "b": 60},
-    )
+    fig.update_layout(**plotly_layout_style(title, t))
     fig.update_annotations(font_size=t["axis_title"])  # subplot titles are annotations
     fig.update_xaxes(title_font_size=t["axis_title"], tickfont_size=t["label"])
     fig.update_yaxes(title_font_size=t["axis_title"], tickfont_size=t["label"])
@@ -250,31 +255,14 @@ def _hover(chart: alt.Chart, name: str, size: int = 90, zoom: bool = True, data:
     )
 
 
-def _hover_rows(rows: list[dict], by: str | None = None, limit: int = HOVER_POINTS) -> list[dict]:
-    """At most `limit` rows of each series (`by` names the series field): what a live chart's hover layer draws.
+def _hover_rows(rows: list[dict], *by: str, limit: int = HOVER_POINTS) -> list[dict]:
+    """At most `limit` rows of each series (the fields `by` name a series): what a live chart's hover layer draws.
     Every hover row is an invisible point the browser re-renders, and the nearest-point search is a Voronoi diagram
     over them: measured in Chromium on the Train page, the hover layers were ~30% of the browser's CPU at 2 Hz."""
-    if by is None:
-        return thin_for_display(rows, limit)
-    series: dict[Any, list[dict]] = {}
+    series: dict[tuple, list[dict]] = {}
     for row in rows:
-        series.setdefault(row.get(by), []).append(row)
+        series.setdefault(tuple(row.get(field) for field in by), []).append(row)
     return [row for part in series.values() for row in thin_for_display(part, limit)]
-
-
-def _hline(value: float, label: str, yspec: dict, t: dict, colour: str = GREY, dash: Sequence[int] = (6, 4)) -> list:
-    """A labelled horizontal reference line, on the same y title and scale (`yspec`, see `_y`) as the chart."""
-    base = alt.Chart(_data([{"ref": float(value), "label": label}]))
-    y = _y("ref:Q", **yspec)
-    rule = base.mark_rule(strokeDash=list(dash), color=colour, strokeWidth=t["line"]).encode(
-        y=y, tooltip=[alt.Tooltip("label:N", title="reference")]
-    )
-    # The label hangs just under its line: charts with a zoomable step axis clip marks to the plot area, and a
-    # reference near the top of the y range (ln(V) at the start of training) would lose a label drawn above it.
-    text = base.mark_text(align="left", baseline="top", dx=6, dy=4, color=colour, fontSize=t["text"]).encode(
-        y=y, x=alt.value(0), text="label:N"
-    )
-    return [rule, text]
 
 
 def _colour(
@@ -343,10 +331,12 @@ def _live(builder: Callable[..., Any], key: tuple, datasets: dict[str, list[dict
     return spec
 
 
-def _ref_layers(name: str, yspec: dict, t: dict, colour: str = GREY, dash: Sequence[int] = (6, 4)) -> list:
-    """Labelled horizontal reference lines drawn from dataset `name` (rows {"ref", "label"}; none: nothing drawn),
-    on the same y title and scale (`yspec`, see `_y`) as the chart."""
-    base = alt.Chart(alt.NamedData(name))
+def _ref_layers(
+    source: str | list[dict], yspec: dict, t: dict, colour: str = GREY, dash: Sequence[int] = (6, 4)
+) -> list:
+    """Labelled horizontal reference lines from rows {"ref", "label"} (see `_ref_rows`; none: nothing drawn), on the
+    same y title and scale (`yspec`, see `_y`) as the chart. `source` names a live chart's dataset, or is the rows."""
+    base = alt.Chart(alt.NamedData(source) if isinstance(source, str) else _data(source))
     y = _y("ref:Q", **yspec)
     rule = base.mark_rule(strokeDash=list(dash), color=colour, strokeWidth=t["line"]).encode(
         y=y, tooltip=[alt.Tooltip("label:N", title="reference")]
@@ -721,7 +711,8 @@ def head_stats_chart(
         ent_y = _y("entropy:Q", **ent_spec)
         ent = [base.mark_line(point=point, strokeWidth=t["line"]).encode(y=ent_y, tooltip=tooltip)]
         if seq_len and seq_len > 1:
-            ent += _hline(math.log(seq_len), f"uniform over {seq_len} keys: ln(T)={math.log(seq_len):.2f}", ent_spec, t)
+            uniform = _ref_rows(math.log(seq_len), f"uniform over {seq_len} keys: ln(T)={math.log(seq_len):.2f}")
+            ent += _ref_layers(uniform, ent_spec, t)
         maxw = base.mark_line(point=point, strokeWidth=t["line"]).encode(
             y=_y("max_weight:Q", "max attention weight (0..1)", domain=[0, 1]), tooltip=tooltip
         )

@@ -66,8 +66,8 @@ def compare_chart(
         ]
     runs = tuple(dict.fromkeys([str(n) for n in series] + [str(n) for n in evals or {}]))
     title = f"Compare runs: {FIELD_TITLES.get(field, field).split(' (')[0]}" + ("" if rows else " (no data yet)")
-    hover = [row for run in runs for row in _hover_rows([r for r in rows if r["run"] == run], "curve")]
-    return _live(_compare_template, (field, runs, bool(evals), title, large), {"compare": rows, "compare_hover": hover})
+    datasets = {"compare": rows, "compare_hover": _hover_rows(rows, "run", "curve")}
+    return _live(_compare_template, (field, runs, bool(evals), title, large), datasets)
 
 
 def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, large: bool):

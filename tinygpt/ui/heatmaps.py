@@ -30,6 +30,7 @@ from tinygpt.ui.charts import (
     Records,
     _groups,
     _num,
+    plotly_layout_style,
     style_plotly,
     theme,
     thin_for_display,
@@ -141,9 +142,13 @@ def attention_grid(
             x_name, y_name = _axis_name("x", k), _axis_name("y", k)
             layout[x_name].update(tick, **axis_fonts(), constrain="domain", showticklabels=i == num_layers - 1)
             layout[y_name].update(
-                tick, **axis_fonts(), autorange="reversed", scaleanchor=f"x{k + 1 if k else ''}", constrain="domain"
+                tick,
+                **axis_fonts(),
+                autorange="reversed",
+                scaleanchor=_axis_ref("x", k),
+                constrain="domain",
+                showticklabels=h == 0,
             )
-            layout[y_name]["showticklabels"] = h == 0
             traces.append(
                 go.Heatmap(
                     z=w[i, h],
@@ -154,8 +159,8 @@ def attention_grid(
                     zmax=1,
                     name=f"{names[i]} H{h}",
                     hovertemplate=f"{names[i]} H{h}: query %{{y}} → key %{{x}}: weight %{{z:.3f}}<extra></extra>",
-                    xaxis=f"x{k + 1 if k else ''}",
-                    yaxis=f"y{k + 1 if k else ''}",
+                    xaxis=_axis_ref("x", k),
+                    yaxis=_axis_ref("y", k),
                 )
             )
     for h in range(num_heads):
@@ -167,14 +172,19 @@ def attention_grid(
     layout.update(
         coloraxis={**WEIGHT_AXIS, "colorbar": bar_fonts},
         height=height,
-        **_plotly_style(title + suffix, t),
+        **plotly_layout_style(title + suffix, t),
     )
     return go.Figure(data=traces, layout=layout)
 
 
+def _axis_ref(axis: str, k: int) -> str:
+    """How traces and anchors name subplot k's (0-based, row-major) x or y axis: x, x2, ..."""
+    return f"{axis}{k + 1}" if k else axis
+
+
 def _axis_name(axis: str, k: int) -> str:
-    """Layout key of subplot k's (0-based, row-major) x or y axis: xaxis, xaxis2, ..."""
-    return f"{axis}axis{k + 1 if k else ''}"
+    """Layout key of subplot k's x or y axis: xaxis, xaxis2, ..."""
+    return f"{axis}axis{k + 1}" if k else f"{axis}axis"
 
 
 def _subplot_grid(
@@ -197,8 +207,8 @@ def _subplot_grid(
             left = c * (width + horizontal_spacing)
             x_domain = [max(0.0, left), min(1.0, left + width)]  # clamped: float rounding can leave [0, 1]
             y_domain = [max(0.0, top - height), min(1.0, top)]
-            layout[_axis_name("x", k)] = {"domain": x_domain, "anchor": f"y{k + 1 if k else ''}"}
-            layout[_axis_name("y", k)] = {"domain": y_domain, "anchor": f"x{k + 1 if k else ''}"}
+            layout[_axis_name("x", k)] = {"domain": x_domain, "anchor": _axis_ref("y", k)}
+            layout[_axis_name("y", k)] = {"domain": y_domain, "anchor": _axis_ref("x", k)}
             layout["annotations"].append(
                 {
                     "text": titles[k],
@@ -213,16 +223,6 @@ def _subplot_grid(
                 }
             )
     return layout
-
-
-def _plotly_style(title: str, t: dict) -> dict[str, Any]:
-    """`style_plotly`'s title, fonts and margins as layout keys, for figures built as one dict."""
-    return {
-        "title": {"text": title, "font": {"size": t["title"]}, "x": 0.01, "xanchor": "left"},
-        "font": {"size": t["label"]},
-        "hoverlabel": {"font": {"size": t["label"] + 2}},
-        "margin": {"l": 70, "r": 30, "t": 90, "b": 60},
-    }
 
 
 def _colorbar_under(fig: go.Figure, first_col: int, last_col: int, **bar: Any) -> dict:
