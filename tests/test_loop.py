@@ -301,3 +301,19 @@ def test_checkpoint_listing_after_a_long_run_stays_small(tmp_path, tiny_text):
     run_training(run_dir, config)
     steps = list_checkpoints(run_dir / "checkpoints")
     assert len(steps) <= 12 and steps[0] == 0 and steps[-1] == 60
+
+
+def test_ctrl_c_during_setup_ends_stopped_without_a_checkpoint(tmp_path, tiny_text):
+    """Interrupted before the model is ready (e.g. while DDP wraps it under torchrun): the interrupt goes on, and
+    the run says it stopped while starting instead of failing on a checkpoint of a model it does not have yet."""
+
+    def interrupted(trainer):
+        raise KeyboardInterrupt
+
+    config = tiny(tiny_text)
+    store, run_id, run_dir = new_run(tmp_path, config)
+    with pytest.raises(KeyboardInterrupt):
+        run_training(run_dir, config, prepare=interrupted)
+    status = store.reader(run_id).status()
+    assert status["state"] == "stopped" and "while starting" in status["reason"]
+    assert list_checkpoints(run_dir / "checkpoints") == []

@@ -94,6 +94,10 @@ def run_training_maybe_distributed(
             scratch = tempfile.mkdtemp(prefix=f"tinygpt-rank{rank}-")
             source = store.path(announced[0])
             run_dir = shutil.copytree(source, os.path.join(scratch, announced[0]))
+        if distributed:
+            # Rank 0 starts writing into the run folder as soon as it trains: wait until every copy is taken (a copy
+            # racing those writes failed on a vanished temp file).
+            dist.barrier()
         device = f"cuda:{local_rank}" if distributed and config.train.device == "cuda" else None
         prepare = make_ddp_preparer(rank, local_rank, config.train.device) if distributed else None
         on_record = progress(config.train.max_steps, rank) if progress else None

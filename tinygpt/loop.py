@@ -164,6 +164,7 @@ class _Loop:
         self.checkpointed_step: int | None = None
         self.diverged = False  # paused by a non-finite step (kept as the state if the process is released)
         self.trainer: Trainer | None = None
+        self.ready = False  # setup finished: model, vocab and trainer exist, so a checkpoint can be written
         self.prepare = None  # optional hook run on the new Trainer (DDP wrapping)
         self.sample_due = False  # a sample is scheduled but waits for the time budget
         self.train_seconds = self.sample_seconds = 0.0  # for SAMPLE_BUDGET
@@ -219,6 +220,7 @@ class _Loop:
             self.save_checkpoint()  # step 0 too: the Sample page can show what an untrained model writes
             self.sample()  # and what it writes now: babble, the first point of "babble to words"
         self.rate_mark = (time.perf_counter(), trainer.step_count)
+        self.ready = True
         self.status("running", "training", force=True, device=str(device), queue_position=None)
 
     # ---------------------------------------------------------------- the loop
@@ -462,8 +464,10 @@ def run_training(
         loop.setup(resume_from)
         return loop.run()
     except KeyboardInterrupt:  # Ctrl-C in the CLI: keep what was learned, end resumable
-        if loop is not None and loop.trainer is not None:
+        if loop is not None and loop.ready:
             return loop.finish("stopped", f"stopped: interrupted at step {loop.trainer.step_count}")
+        if loop is not None:  # nothing trained yet, and no model to save: say so instead of "starting" forever
+            loop.status("stopped", "stopped: interrupted while starting", force=True)
         raise
     except Exception as exc:
         if isinstance(exc, torch.OutOfMemoryError) and not isinstance(exc, ResourceError):
