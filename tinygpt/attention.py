@@ -61,6 +61,16 @@ def scores_to_weights(scores: torch.Tensor, softmax: str = "stable") -> torch.Te
     raise ValueError(f"unknown softmax {softmax!r}; choose 'stable' or 'naive'")
 
 
+def attention_scores(q: torch.Tensor, k: torch.Tensor, scale: float) -> torch.Tensor:
+    """q k^T * scale: how strongly each query matches each key, before the mask and the softmax."""
+    return (q @ k.transpose(-2, -1)) * scale  # (B, H, T, D) @ (B, H, D, S) -> (B, H, T, S)
+
+
+def apply_mask(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Scores with every disallowed (query, key) pair set to -inf, so the softmax gives it exactly zero weight."""
+    return scores.masked_fill(~mask, float("-inf"))  # (T, S) broadcasts over B and H
+
+
 def attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -74,9 +84,9 @@ def attention(
 
     `weights` are the softmax output before any dropout (what the heatmaps show).
     """
-    scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, T, D) @ (B, H, D, S) -> (B, H, T, S)
+    scores = attention_scores(q, k, scale)  # (B, H, T, S)
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # (T, S) broadcasts over B and H
+        scores = apply_mask(scores, mask)
     weights = scores_to_weights(scores, softmax)  # (B, H, T, S), each row sums to 1
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return dropped @ v, weights  # (B, H, T, S) @ (B, H, S, D) -> (B, H, T, D)

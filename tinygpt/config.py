@@ -27,6 +27,16 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 # Everything else (heads, layers, width, context, corpus, ...) needs a new run.
 LIVE_MODEL_KNOBS = ("attn_scale", "attn_scale_mult", "mask", "window")
 LIVE_TRAIN_KNOBS = ("learning_rate", "warmup_steps", "max_grad_norm", "min_lr", "weight_decay")
+LIVE_KNOBS = LIVE_MODEL_KNOBS + LIVE_TRAIN_KNOBS
+
+
+def check_live_knob(name: object) -> None:
+    """The one check of a live knob's name (the manager, the trainer and the app all call this one)."""
+    if name not in LIVE_KNOBS:
+        raise ConfigError(
+            f"{name!r} cannot change while training; live knobs are {', '.join(LIVE_KNOBS)}. "
+            "Other settings start a new run."
+        )
 
 
 class ConfigError(TinyGPTError):
@@ -97,6 +107,11 @@ class TransformerConfig:
             raise ConfigError(f"mask must be one of {', '.join(MASKS)}; got {self.mask!r}.")
         if not isinstance(self.window, int) or self.window < 1:
             raise ConfigError(f"window must be a positive whole number of positions, got {self.window!r}.")
+        if self.mask == "sliding_window" and self.window > self.max_seq_len:
+            raise ConfigError(
+                f"the sliding window ({self.window}) is longer than the context ({self.max_seq_len}): "
+                "it would be the causal mask. Pick a window smaller than the context."
+            )
         if self.softmax not in SOFTMAXES:
             raise ConfigError(f"softmax must be one of {', '.join(SOFTMAXES)}; got {self.softmax!r}.")
 
@@ -209,6 +224,14 @@ class RunConfig:
     checkpoint_every: int = 500  # steps between safetensors checkpoints (also at pause/stop/finish)
     probe_text: str = ""  # fixed text whose attention is captured; "" means the start of the val split
 
+    def __post_init__(self) -> None:
+        for name in ("attention_every", "sample_every", "checkpoint_every"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive whole number of steps, got {value!r}.")
+        if not isinstance(self.probe_text, str):
+            raise ConfigError(f"probe_text must be text, got {self.probe_text!r}.")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model.to_dict(),
@@ -253,7 +276,6 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             eval_interval=50,
             eval_batches=5,
             learning_rate=2e-3,
-            min_lr=2e-4,
         ),
         "run": dict(attention_every=10, sample_every=50, checkpoint_every=100),
     },
@@ -265,7 +287,6 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             max_steps=2000,
             warmup_steps=100,
             learning_rate=1e-3,
-            min_lr=1e-4,
             beta2=0.99,
             eval_interval=250,
             eval_batches=20,
@@ -280,7 +301,6 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             max_steps=5000,
             warmup_steps=100,
             learning_rate=1e-3,
-            min_lr=1e-4,
             beta2=0.99,
             eval_interval=250,
             eval_batches=200,
@@ -290,28 +310,61 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 
+MIN_LR_DIVISOR = 10  # the cosine floor follows the peak: min_lr = learning_rate / 10, as in nanoGPT and Chinchilla
+SHORT_RUN_EVALS = 4  # a short run still gets at least this many eval points ...
+SHORT_RUN_CHECKPOINTS = 3  # ... and this many checkpoints to look at, unless the interval was set explicitly
+RUN_FIELDS = ("attention_every", "sample_every", "checkpoint_every", "probe_text")
+
+
+def setting_section(name: str) -> str:
+    """Which part of a RunConfig a setting belongs to: "model", "train", "data" or "run" (ConfigError if none)."""
+    for section, cls in (("model", TransformerConfig), ("train", TrainConfig), ("data", DataConfig)):
+        if name in {f.name for f in dataclasses.fields(cls)}:
+            return section
+    if name in RUN_FIELDS:
+        return "run"
+    raise ConfigError(f"unknown setting {name!r}.")
+
+
 def preset(name: str, **overrides: Any) -> RunConfig:
-    """A RunConfig from a named preset; `overrides` are field names of any of the three configs."""
+    """A RunConfig from a named preset and settings by field name (of any of the configs): the one place that
+    turns settings into a config, for the app, the CLI and the experiments alike.
+
+    The policy for values nobody set explicitly lives here too, so every caller gets the same config:
+    `min_lr` follows `learning_rate` (MIN_LR_DIVISOR), and a short run's eval and checkpoint intervals shrink so it
+    still gets SHORT_RUN_EVALS evals and SHORT_RUN_CHECKPOINTS checkpoints. An explicit value always wins.
+    Cross-field checks (heads divide the width, a sliding window fits the context, ...) are the dataclasses'.
+    """
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}.")
     spec = PRESETS[name]
-    model = dict(spec["model"])
-    train = dict(spec["train"])
-    run = dict(spec["run"])
-    model_names = {f.name for f in dataclasses.fields(TransformerConfig)}
-    train_names = {f.name for f in dataclasses.fields(TrainConfig)}
-    run_names = {"attention_every", "sample_every", "checkpoint_every", "probe_text"}
-    data: dict[str, Any] = {}
-    data_names = {f.name for f in dataclasses.fields(DataConfig)}
+    parts: dict[str, dict[str, Any]] = {
+        "model": dict(spec["model"]),
+        "train": dict(spec["train"]),
+        "data": {},
+        "run": dict(spec["run"]),
+    }
     for key, value in overrides.items():
-        if key in model_names:
-            model[key] = value
-        elif key in train_names:
-            train[key] = value
-        elif key in run_names:
-            run[key] = value
-        elif key in data_names:
-            data[key] = value
-        else:
-            raise ConfigError(f"unknown setting {key!r} for preset {name!r}.")
-    return RunConfig(model=TransformerConfig(**model), train=TrainConfig(**train), data=DataConfig(**data), **run)
+        try:
+            parts[setting_section(key)][key] = value
+        except ConfigError:
+            raise ConfigError(f"unknown setting {key!r} for preset {name!r}.") from None
+    train, run = parts["train"], parts["run"]
+    defaults = TrainConfig()
+    if "min_lr" not in overrides:
+        lr = train.get("learning_rate", defaults.learning_rate)
+        if isinstance(lr, (int, float)) and not isinstance(lr, bool):
+            train["min_lr"] = lr / MIN_LR_DIVISOR
+    max_steps = train.get("max_steps", defaults.max_steps)
+    if isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps >= 1:
+        if "eval_interval" not in overrides:
+            interval = train.get("eval_interval", defaults.eval_interval)
+            train["eval_interval"] = max(1, min(interval, max_steps // SHORT_RUN_EVALS))
+        if "checkpoint_every" not in overrides:
+            run["checkpoint_every"] = max(1, min(run["checkpoint_every"], max_steps // SHORT_RUN_CHECKPOINTS))
+    return RunConfig(
+        model=TransformerConfig(**parts["model"]),
+        train=TrainConfig(**train),
+        data=DataConfig(**parts["data"]),
+        **run,
+    )

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import attention, fused_attention, mask_rows
+from .attention import attention, attention_scores, fused_attention, mask_rows
 from .config import TransformerConfig
 from .errors import ShapeError
 from .probes import Probe
@@ -75,13 +75,15 @@ class MultiHeadAttention(nn.Module):
             config.hidden_dim, config.hidden_dim, bias=config.bias
         )  # writes back into the residual stream
         self.resid_dropout = _dropout(config.dropout)
+        self.hook_q = Probe()  # (B, H, T, D) queries, split into heads
+        self.hook_k = Probe()  # (B, H, S, D) keys (cached ones included)
         self.hook_scores = Probe()  # (B, H, T, S) q.k * scale, before masking
         self.hook_mask = Probe()  # (T, S) bool, True = may attend
         self.hook_weights = Probe()  # (B, H, T, S) softmax weights, rows sum to 1
         self.hook_out = Probe()  # (B, T, C) heads concatenated, before the output projection
 
     def needs_weights(self) -> bool:
-        return self.hook_scores.active or self.hook_mask.active or self.hook_weights.active
+        return any(p.active for p in (self.hook_q, self.hook_k, self.hook_scores, self.hook_mask, self.hook_weights))
 
     def forward(
         self, x: torch.Tensor, need_weights: bool = False, cache: KVCache | None = None, layer: int = 0
@@ -100,9 +102,10 @@ class MultiHeadAttention(nn.Module):
         weights = None
         explicit = need_weights or self.needs_weights() or cfg.softmax != "stable" or not cfg.fused_attention
         if explicit:
+            q, k = self.hook_q(q), self.hook_k(k)
             mask = self.hook_mask(mask_rows(cfg.mask, past, T, cfg.window, x.device))  # (T, S)
             if self.hook_scores.active:  # recomputed only while someone watches the raw scores
-                self.hook_scores((q @ k.transpose(-2, -1)) * cfg.scale)  # (B, H, T, S)
+                self.hook_scores(attention_scores(q, k, cfg.scale))  # (B, H, T, S)
             dropout_p = cfg.dropout if self.training else 0.0
             y, weights = attention(q, k, v, mask, cfg.scale, cfg.softmax, dropout_p)  # (B,H,T,D), (B,H,T,S)
             weights = self.hook_weights(weights)

@@ -1,0 +1,110 @@
+"""Looking inside a model on given text: attention maps, one head step by step, and per-head statistics.
+
+The training loop's attention snapshots and the app's Attention page both call these, so a heatmap drawn from a
+snapshot and one drawn from a checkpoint were computed by the same code. Every number comes from the model's own
+probe points (tinygpt/probes.py) and the functions of tinygpt/attention.py that the forward pass itself runs:
+nothing here re-implements attention.
+
+Shape legend: L layers, H heads, T query positions, S key positions (S == T here), D head_dim.
+
+Deliberately left out: drawing (tinygpt/ui/charts), caching (the app caches per checkpoint), and batches of
+probes (one (1, T) probe is what a learner reads).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import torch
+
+from .attention import apply_mask, attention_entropy, attention_scores
+from .model import TinyGPT
+from .probes import capture
+from .tokenizer import CharTokenizer
+
+# capture() attaches hooks to a model object; the app shares cached models between browser sessions, so one
+# session's hooks must not fire during (and overwrite the cache of) another session's forward pass.
+_HOOK_LOCK = threading.Lock()
+
+
+def encode_probe(model: TinyGPT, tokenizer: CharTokenizer, text: str) -> tuple[torch.Tensor, list[str]]:
+    """(1, T) token ids of `text`, cropped to the model's context (its last max_seq_len characters), and the
+    characters they stand for. Unknown characters raise TinyGPTError naming them."""
+    ids = tokenizer.encode(text, what="probe text")[-model.config.max_seq_len :]
+    return torch.tensor([ids], dtype=torch.long), [tokenizer.vocab[i] for i in ids]
+
+
+@torch.no_grad()
+def attention_maps(model: TinyGPT, idx: torch.Tensor) -> np.ndarray:
+    """(L, H, T, T) float32 attention weights of a (1, T) probe, through the explicit path, without dropout.
+
+    Without dropout, train and eval mode compute the same thing, and switching walks every submodule (~0.4 ms
+    each way at the demo size, paid at every snapshot), so the mode is switched only when dropout is on.
+    """
+    switch = model.training and model.config.dropout > 0
+    if switch:
+        model.eval()
+    try:
+        _, maps = model(idx, return_attention=True)  # L x (1, H, T, T)
+    finally:
+        if switch:
+            model.train()
+    return torch.stack([m[0] for m in maps]).float().cpu().numpy()  # L x (H, T, T) -> (L, H, T, T)
+
+
+@torch.no_grad()
+def attention_steps(model: TinyGPT, idx: torch.Tensor, layer: int, head: int) -> dict[str, Any]:
+    """One head's attention on a (1, T) probe, step by step, each a (T, T) float64 array:
+
+        qk      q k^T                        (how well each query matches each key)
+        scaled  q k^T * scale                (scale = the run's attn_scale x attn_scale_mult, as configured)
+        mask    True = may attend            (the mask mode in force)
+        masked  scaled, -inf where masked
+        weights softmax(masked)              (the weights the model really used, from its probe point)
+
+    plus `scale`, `mask_mode`, `window` and `softmax`: what the model was configured with when this ran.
+    """
+    prefix = f"blocks.{layer}.attn."
+    names = [prefix + n for n in ("hook_q", "hook_k", "hook_mask", "hook_weights")]
+    with _HOOK_LOCK, capture(model, names) as cache:
+        model(idx)
+    q = cache[prefix + "hook_q"][0, head].double()  # (T, D)
+    k = cache[prefix + "hook_k"][0, head].double()  # (S, D)
+    mask = cache[prefix + "hook_mask"].bool()  # (T, S)
+    config = model.config
+    qk = attention_scores(q, k, 1.0)  # (T, D) @ (D, S) -> (T, S)
+    scaled = qk * config.scale
+    return {
+        "qk": qk.numpy(),
+        "scaled": scaled.numpy(),
+        "mask": mask.numpy(),
+        "masked": apply_mask(scaled, mask).numpy(),
+        "weights": cache[prefix + "hook_weights"][0, head].double().numpy(),
+        "scale": config.scale,
+        "mask_mode": config.mask,
+        "window": config.window,
+        "softmax": config.softmax,
+    }
+
+
+def head_stats(weights: np.ndarray) -> list[dict]:
+    """Per head of an (L, H, T, S) snapshot: the mean row entropy in nats (attention.attention_entropy, the
+    function the model's own statistics use) and the mean max weight. Rows: {layer, head, entropy, max_weight}."""
+    w = torch.as_tensor(np.asarray(weights, dtype=np.float32))
+    entropy = attention_entropy(w).mean(dim=-1)  # (L, H, T) -> (L, H): mean over query rows
+    max_weight = w.max(dim=-1).values.mean(dim=-1)  # (L, H)
+    return [
+        {"layer": layer, "head": head, "entropy": float(entropy[layer, head]), "max_weight": float(max_weight[layer, head])}
+        for layer in range(w.shape[0])
+        for head in range(w.shape[1])
+    ]
+
+
+def uniform_entropy(mask: np.ndarray) -> float:
+    """The mean row entropy (nats) of a head that spreads its weight evenly over the keys each query may see:
+    the mean of ln(visible keys) over the rows of a (T, S) bool mask. Under the causal mask that is the mean of
+    ln(t) for t = 1..T (about 2.55 at T = 32), not ln(T)."""
+    visible = np.asarray(mask, dtype=bool).sum(axis=-1)
+    return float(np.log(np.maximum(visible, 1)).mean())
