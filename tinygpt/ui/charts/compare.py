@@ -1,46 +1,58 @@
-"""Altair charts beyond one run's training curves: several runs on one axis (`compare_chart`, Runs and Experiments
-pages), the next-character probabilities before and after sampling filters (`next_char_chart`, Sample page) and
-memory by category (`memory_chart`).
+"""Charts across runs and settings: several runs on one axis (`compare_chart`, Runs and Experiments pages) with
+the table of settings that differ (`config_diff`), the next-character probabilities before and after sampling
+filters (`next_char_chart`, Sample page) and memory by category (`memory_chart`).
 
-Pure functions from plain data to a chart, built from the helpers in tinygpt/ui/charts.py (theme, colours, hover,
-thinning); it imports charts, never the other way round. Deliberately left out: which runs to compare and the
-table of settings that differ (`charts.config_diff`), and the memory estimate itself (computed by the engine, it
-arrives here as bytes).
+Pure functions from plain data to a chart, built from the helpers in style.py (theme, colours, hover, thinning).
+Deliberately left out: which runs to compare, and the memory estimate itself (computed by the engine, it arrives
+here as bytes).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import altair as alt
 import numpy as np
 
-from tinygpt.ui.charts import (
+from tinygpt.ui.charts.style import (
     BLUE,
-    FIELD_TITLES,
     GREY,
     LOG_FLOOR,
-    MEMORY_CATEGORIES,
     Records,
     VegaLite,
-    _colour,
-    _dash,
-    _dash_note,
-    _data,
-    _finish,
-    _hover,
-    _hover_rows,
-    _live,
-    _num,
-    _palette,
-    _series,
-    _x,
-    _y,
+    colour_encoding,
+    dash_encoding,
+    dash_note,
+    data_frame,
+    finish,
+    finite,
+    hover_layer,
+    hover_rows,
+    live_spec,
+    palette_for,
+    step_series,
+    step_x,
     theme,
     thin_for_display,
+    value_y,
     visible_char,
 )
+
+FIELD_TITLES = {  # y titles of `compare_chart`, by metrics field
+    "loss": "training loss (nats per character)",
+    "val_loss": "validation loss (nats per character)",
+    "grad_norm": "gradient norm before clipping (log scale)",
+    "lr": "learning rate",
+    "tokens_per_s": "throughput (tokens per second)",
+    # Experiments page (pitfall lab) curves
+    "attention_entropy": "mean attention entropy (nats)",
+    "max_attention_weight": "mean max attention weight (0..1)",
+    "attention_grad_norm": "attention blocks' gradient norm",
+    "first_layer_grad_norm": "first layer (L0.attn) gradient norm",
+}
+MEMORY_CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "attention")  # `memory_chart`'s order
 
 
 def compare_chart(
@@ -57,30 +69,30 @@ def compare_chart(
     rows = [
         {"step": s, "value": v, "shown": max(v, LOG_FLOOR), "run": str(name), "curve": field}
         for name, records in series.items()
-        for s, v in thin_for_display(_series(records, field), per_run)
+        for s, v in thin_for_display(step_series(records, field), per_run)
     ]
     for name, records in (evals or {}).items():
         rows += [
             {"step": s, "value": v, "shown": v, "run": str(name), "curve": "val_loss"}
-            for s, v in thin_for_display(_series(records, "val_loss"), per_run)
+            for s, v in thin_for_display(step_series(records, "val_loss"), per_run)
         ]
     runs = tuple(dict.fromkeys([str(n) for n in series] + [str(n) for n in evals or {}]))
     title = f"Compare runs: {FIELD_TITLES.get(field, field).split(' (')[0]}" + ("" if rows else " (no data yet)")
-    datasets = {"compare": rows, "compare_hover": _hover_rows(rows, "run", "curve")}
-    return _live(_compare_template, (field, runs, bool(evals), title, large), datasets)
+    datasets = {"compare": rows, "compare_hover": hover_rows(rows, "run", "curve")}
+    return live_spec(_compare_template, (field, runs, bool(evals), title, large), datasets)
 
 
 def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, large: bool):
     t = theme(large)
     log = field.endswith("grad_norm")  # norms span orders of magnitude
     y_title = FIELD_TITLES.get(field, field)
-    y = _y("shown:Q", y_title + (" (log scale)" if log and "log" not in y_title else ""), log=log, zero=False)
+    y = value_y("shown:Q", y_title + (" (log scale)" if log and "log" not in y_title else ""), log=log, zero=False)
     curves = [field, "val_loss"] if with_evals else [field]
     base = alt.Chart(alt.NamedData("compare")).encode(
-        x=_x(),
+        x=step_x(),
         y=y,
-        color=_colour("run:N", list(runs), _palette(runs), "run", lines=True),
-        strokeDash=_dash("curve:N", curves),
+        color=colour_encoding("run:N", list(runs), palette_for(runs), "run", lines=True),
+        strokeDash=dash_encoding("curve:N", curves),
     )
     tooltip = [
         alt.Tooltip("run:N"),
@@ -90,9 +102,9 @@ def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, lar
     ]
     layers = [
         base.mark_line(strokeWidth=t["line"]),
-        _hover(base.encode(tooltip=tooltip), "compare", data="compare_hover"),
+        hover_layer(base.encode(tooltip=tooltip), "compare", data="compare_hover"),
     ]
-    return _finish(layers, title, t, _dash_note(["training", "validation"]) if with_evals else None, large)
+    return finish(layers, title, t, dash_note(["training", "validation"]) if with_evals else None, large)
 
 
 def next_char_chart(vocab: Sequence[str], probs_raw: Any, probs: Any, top: int = 20, *, large: bool = False):
@@ -118,7 +130,7 @@ def next_char_chart(vocab: Sequence[str], probs_raw: Any, probs: Any, top: int =
     ]
     chars = [visible_char(vocab[i]) for i in order]
     chart = (
-        alt.Chart(_data(rows))
+        alt.Chart(data_frame(rows))
         .mark_bar()
         .encode(
             x=alt.X(
@@ -129,7 +141,7 @@ def next_char_chart(vocab: Sequence[str], probs_raw: Any, probs: Any, top: int =
             ),
             xOffset=alt.XOffset("which:N", sort=[before_name, after_name]),
             y=alt.Y("p:Q", title="probability", scale=alt.Scale(zero=True)),
-            color=_colour("which:N", [before_name, after_name], [GREY, BLUE]),
+            color=colour_encoding("which:N", [before_name, after_name], [GREY, BLUE]),
             tooltip=[
                 alt.Tooltip("char:N", title="character"),
                 alt.Tooltip("which:N", title="distribution"),
@@ -139,7 +151,7 @@ def next_char_chart(vocab: Sequence[str], probs_raw: Any, probs: Any, top: int =
         )
     )
     subtitle = f"top {len(order)} of {size} characters" if size else None
-    return _finish(
+    return finish(
         [chart],
         "Next-character probabilities" if size else "Next-character probabilities: nothing sampled yet",
         t,
@@ -155,7 +167,7 @@ def memory_chart(rows: Records | None, *, title: str = "Memory by category", lar
     clean = [
         {"label": str(r.get("label")), "category": str(r.get("category")), "bytes": int(b), "mb": b / 1e6}
         for r in rows or []
-        if (b := _num(r.get("bytes"))) is not None
+        if (b := finite(r.get("bytes"))) is not None
     ]
     labels = list(dict.fromkeys(r["label"] for r in clean))
     cats = [c for c in MEMORY_CATEGORIES if any(r["category"] == c for r in clean)]
@@ -163,11 +175,11 @@ def memory_chart(rows: Records | None, *, title: str = "Memory by category", lar
     for r in clean:
         r["order"] = cats.index(r["category"])
     x = alt.X("label:N", sort=labels, title="setting", axis=alt.Axis(labelAngle=0, labelLimit=300))
-    base = alt.Chart(_data(clean))
+    base = alt.Chart(data_frame(clean))
     bars = base.mark_bar().encode(
         x=x,
         y=alt.Y("mb:Q", title="memory (MB)", stack="zero"),
-        color=_colour("category:N", cats, _palette(cats), "category"),
+        color=colour_encoding("category:N", cats, palette_for(cats), "category"),
         order=alt.Order("order:Q"),
         tooltip=[
             alt.Tooltip("label:N", title="setting"),
@@ -179,4 +191,40 @@ def memory_chart(rows: Records | None, *, title: str = "Memory by category", lar
     totals = base.mark_text(dy=-6, baseline="bottom", fontSize=t["text"]).encode(
         x=x, y=alt.Y("sum(mb):Q", title="memory (MB)"), text=alt.Text("sum(mb):Q", format=",.1f")
     )
-    return _finish([bars, totals], title if clean else f"{title}: no data", t, large=large)
+    return finish([bars, totals], title if clean else f"{title}: no data", t, large=large)
+
+
+# ---------------------------------------------------------------- the settings that differ
+
+
+def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping) and value:
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def config_diff(
+    configs: Mapping[str, Mapping[str, Any] | None], ignore: Sequence[str] = ("run_id", "created", "vocab")
+) -> list[dict]:
+    """Rows {"setting": "model.num_heads", run1: "4", run2: "2", ...} for the flattened settings whose values
+    differ, in first-seen order. Values are text (a table column of mixed ints and strings cannot become Arrow,
+    so Streamlit would fail to show it): lists and dicts as compact JSON, a missing setting as "—". `ignore` skips
+    settings that differ between any two runs."""
+    flat = {str(name): _flatten(cfg or {}) for name, cfg in configs.items()}
+    missing = object()
+
+    def cell(value: Any) -> str:
+        if value is missing:
+            return "—"
+        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
+
+    rows = []
+    for key in dict.fromkeys(k for f in flat.values() for k in f):
+        values = {name: cell(f.get(key, missing)) for name, f in flat.items()}
+        if key not in ignore and len(set(values.values())) > 1:
+            rows.append({"setting": key, **values})
+    return rows

@@ -8,8 +8,8 @@ visible character as tick text, so a repeated character keeps its own cells and 
 without a per-cell text array (which would multiply the payload). Weights are sent as float32: plotly.js has no
 float16 typed array.
 
-The theme, fonts, `visible_char`, `thin_for_display` and CHART_HELP live in tinygpt/ui/charts.py. This module
-imports charts (never the other way round); pages call `heatmaps.attention_grid` and so on.
+The theme, fonts, `visible_char` and `thin_for_display` come from style.py, the "what to look for" sentences
+from help.py; pages call `heatmaps.attention_grid` and so on.
 Deliberately left out: computing the matrices (tinygpt/attention.py returns them).
 """
 
@@ -23,13 +23,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from tinygpt.ui.charts import (
+from tinygpt.ui.charts.style import (
     GREY,
     HEALTHY_UPDATE_RATIO,
     STEP,
     Records,
-    _groups,
-    _num,
+    finite,
+    group_names,
     plotly_layout_style,
     style_plotly,
     theme,
@@ -420,14 +420,14 @@ def layer_grad_heatmap(
     same step axis. For field="update_ratios" the colours diverge around the healthy 1e-3."""
     ratios = field == "update_ratios"
     title = "Update / weight ratio per layer over steps" if ratios else "Per-layer gradient norms over steps"
-    groups = _groups(thin_for_display(list(metrics or []), 200), field)  # fixed for a run: a sample finds them
-    kept = [m for m in thin_for_display(list(metrics or []), max_steps) if _num(m.get("step")) is not None]
+    groups = group_names(thin_for_display(list(metrics or []), 200), field)  # fixed for a run: a sample finds them
+    kept = [m for m in thin_for_display(list(metrics or []), max_steps) if finite(m.get("step")) is not None]
     if not groups or not kept:
         return _placeholder(title, "waiting for the first step", large)
     t = theme(large)
     steps = [int(m["step"]) for m in kept]
     raw = np.array(
-        [[_num((m.get(field) or {}).get(g)) for m in kept] for g in groups], dtype=np.float64
+        [[finite((m.get(field) or {}).get(g)) for m in kept] for g in groups], dtype=np.float64
     )  # (G, S), None -> nan
     z = np.log10(np.where(raw > 0, raw, np.nan)).astype(np.float32)
     fig = make_subplots(
@@ -459,7 +459,7 @@ def layer_grad_heatmap(
     )
     fig.update_yaxes(title_text="parameter group", autorange="reversed", row=1, col=1)
     if lr_metrics:
-        lr = [_num(m.get("lr")) for m in kept]
+        lr = [finite(m.get("lr")) for m in kept]
         fig.add_trace(
             go.Scatter(
                 x=steps,

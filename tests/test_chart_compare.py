@@ -1,0 +1,85 @@
+"""tinygpt/ui/charts/compare.py: several runs on one axis, the settings that differ, next-character bars and
+memory by category, read back through `to_dict()`."""
+
+from __future__ import annotations
+
+import numpy as np
+from chart_helpers import EVALS, METRICS, all_rows, axis_titles, mark_type, title_text, views
+
+from tinygpt.ui.charts import compare
+
+# ---------------------------------------------------------------- sampling
+
+
+def test_next_char_chart_groups_before_and_after():
+    vocab = list(" \nabcdefghij")
+    raw = np.linspace(1, 2, len(vocab))
+    raw /= raw.sum()
+    after = np.zeros_like(raw)
+    after[[0, 1, 2]] = [0.5, 0.3, 0.2]
+    spec = compare.next_char_chart(vocab, raw, after, top=5).to_dict()
+    bars = next(v for v in views(spec) if mark_type(v) == "bar")
+    rows = [r for r in all_rows(spec) if "which" in r]
+    assert len(rows) == 10 and {r["which"] for r in rows} == {
+        "before (temperature 1, no filter)",
+        "after temperature / top-k / top-p",
+    }
+    assert bars["encoding"]["x"]["sort"][:3] == ["␣", "⏎", "a"]  # most likely after filtering first
+    assert bars["encoding"]["y"]["title"] == "probability"
+    assert "xOffset" in bars["encoding"]
+    assert title_text(compare.next_char_chart([], [], []).to_dict()).endswith("nothing sampled yet")
+
+
+# ---------------------------------------------------------------- runs, settings, memory
+
+
+def test_compare_chart_overlays_runs():
+    spec = compare.compare_chart({"baseline": METRICS, "no warmup": METRICS[:100]}, "loss", evals={"baseline": EVALS})
+    spec = spec.to_dict()
+    line = next(v for v in views(spec) if mark_type(v) == "line")
+    assert line["encoding"]["color"]["scale"]["domain"] == ["baseline", "no warmup"]
+    rows = all_rows(spec)
+    assert {(r["run"], r["curve"]) for r in rows} == {
+        ("baseline", "loss"),
+        ("no warmup", "loss"),
+        ("baseline", "val_loss"),
+    }
+    assert axis_titles(spec, "y") == {"training loss (nats per character)"}
+    grad = compare.compare_chart({"a": METRICS}, "grad_norm").to_dict()
+    assert next(v for v in views(grad) if mark_type(v) == "line")["encoding"]["y"]["scale"]["type"] == "log"
+    compare.compare_chart({}, "loss").to_dict()
+    other = compare.compare_chart({"a": [{"step": 1, "attention_grad_norm": 0.0}]}, "attention_grad_norm").to_dict()
+    line = next(v for v in views(other) if mark_type(v) == "line")
+    assert line["encoding"]["y"]["scale"]["type"] == "log" and line["encoding"]["y"]["title"].endswith("(log scale)")
+
+
+def test_config_diff_returns_only_the_settings_that_differ():
+    a = {"run_id": "aaaaaaaa", "model": {"num_heads": 4, "hidden_dim": 64}, "train": {"lr": 1e-3, "betas": [0.9, 0.95]}}
+    b = {"run_id": "bbbbbbbb", "model": {"num_heads": 2, "hidden_dim": 64}, "train": {"lr": 1e-3, "betas": [0.9, 0.99]}}
+    c = {"run_id": "cccccccc", "model": {"num_heads": 4, "hidden_dim": 64, "dropout": 0.1}, "train": {"lr": 1e-3}}
+    rows = compare.config_diff({"A": a, "B": b, "C": c})
+    assert rows == [
+        {"setting": "model.num_heads", "A": "4", "B": "2", "C": "4"},
+        {"setting": "train.betas", "A": "[0.9,0.95]", "B": "[0.9,0.99]", "C": "—"},
+        {"setting": "model.dropout", "A": "—", "B": "—", "C": "0.1"},
+    ]
+    mixed = compare.config_diff({"A": {"mask": "causal", "heads": 4}, "B": {"mask": None, "heads": 2}})
+    assert mixed == [{"setting": "mask", "A": "causal", "B": "null"}, {"setting": "heads", "A": "4", "B": "2"}]
+    assert compare.config_diff({"A": a, "A2": dict(a)}) == []
+    assert compare.config_diff({}) == []
+
+
+def test_memory_chart_stacks_megabytes_by_category():
+    rows = [
+        {"label": label, "category": cat, "bytes": n * scale}
+        for label, scale in (("T=64", 1), ("T=128", 2))
+        for cat, n in zip(compare.MEMORY_CATEGORIES, (4e6, 4e6, 8e6, 1e6, 5e5), strict=True)
+    ]
+    spec = compare.memory_chart(rows, title="Memory (estimated)").to_dict()
+    assert title_text(spec) == "Memory (estimated)"
+    bars = next(v for v in views(spec) if mark_type(v) == "bar")
+    assert bars["encoding"]["y"]["title"] == "memory (MB)" and bars["encoding"]["y"]["stack"] == "zero"
+    assert bars["encoding"]["color"]["scale"]["domain"] == list(compare.MEMORY_CATEGORIES)
+    assert bars["encoding"]["x"]["sort"] == ["T=64", "T=128"]
+    assert [r for r in all_rows(spec) if r.get("mb")][0]["mb"] == 4.0
+    assert title_text(compare.memory_chart([]).to_dict()).endswith("no data")

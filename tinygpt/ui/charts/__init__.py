@@ -1,0 +1,20 @@
+"""The app's charts: pure functions from run data to a figure. No streamlit, no file IO.
+
+- `style.py`: what every chart shares (theme and fonts, colours, line styles, thinning, the step axis, hover
+  points, reference lines, the live-chart templates). The other modules import it, never the other way round.
+- `curves.py`: one run's training curves in Altair (loss, learning rate, gradient norms, per-layer norms,
+  per-head attention statistics).
+- `heatmaps.py`: the plotly heatmaps (attention maps, the mask, per-layer gradients over steps).
+- `compare.py`: several runs on one axis and the settings that differ, next-character bars, memory by category.
+- `help.py`: `CHART_HELP`, what to look for in each chart.
+Pages import the module that draws the chart they need; this package re-exports nothing.
+
+Inputs are plain data as `tinygpt.runstore.RunReader` hands it out (lists of dicts, None where a value was not
+finite), numpy arrays (attention maps, masks, probabilities) and lists of characters. Outputs are figures:
+Altair (Vega-Lite) for line and bar charts, plotly for heatmaps. Every chart has a title, axis titles with units
+and hover tooltips. Tests read the figures through `to_dict()`; no browser is needed.
+
+Deliberately left out: computing what is drawn (entropies, memory estimates, sampling filters live in the engine
+and arrive here as numbers), log-scale loss axes, and colours that assume a light background (Streamlit's theme
+supplies the background, so the same figures work in the dark theme).
+"""

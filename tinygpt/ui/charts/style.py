@@ -1,0 +1,288 @@
+"""What every chart shares: the theme and its fonts, colours and line styles, thinning, the Altair encodings and
+layers that several charts draw (step axis, hover points, reference lines) and the live-chart template machinery.
+No chart lives here; curves.py, heatmaps.py and compare.py import this module, never the other way round.
+
+Conventions it carries out:
+- `large=True` gives projector-sized fonts (`theme`); `style_altair` / `style_plotly` apply them.
+- Long series go through `thin_for_display` before they are sent, so a 100k-step run sends a bounded payload and
+  every DataFrame stays under Altair's 5,000-row guard (`MAX_ROWS`), which is left on (no global setting is
+  changed).
+- Characters are drawn visibly: space "␣", newline "⏎" (`visible_char`).
+- Values arrive as the run store writes them, None where not finite; `finite` and `step_series` read them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import plotly.graph_objects as go
+
+Records = Sequence[Mapping[str, Any]]
+"""Run-store records (metrics, evals, events): a sequence of dicts, None where a value was not finite."""
+
+VISIBLE_CHARS = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
+LOG_FLOOR = 1e-8  # 0 cannot sit on a log axis: such values are drawn here, and tooltips show the real value
+HEALTHY_UPDATE_RATIO = 1e-3  # the rule of thumb from cs231n and Karpathy's makemore part 3: log10(update/data) ~ -3
+BLUE, ORANGE, GREEN, RED, PURPLE, GREY, PALE = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#888", "#aec7e8"
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+STEP = "training step"  # the step axis title
+HOVER_POINTS = 100  # per series in a live chart's hover layer: one every ~7 px of a 700 px plot
+MAX_ROWS = 5000  # Altair's default guard on rows per DataFrame: thinning keeps every frame under it, so it stays on
+DASHES = ("solid", "dashed", "dotted")  # the order of `dash_encoding`'s line styles, as `dash_note` names them
+
+
+# ---------------------------------------------------------------- theme and fonts
+
+
+def theme(large: bool = False) -> dict[str, int]:
+    """Font sizes (px), line width and plot sizes. `large` is for a projector seen from the back of a room.
+    `wide` is the plot width of stacked panels, which Streamlit cannot stretch to the page: with axis labels it
+    fits the content column of a 1400 px window with the sidebar open."""
+    if large:
+        return {
+            "title": 26,
+            "axis_title": 20,
+            "label": 17,
+            "text": 17,
+            "line": 3,
+            "height": 460,
+            "panel": 300,
+            "wide": 1000,
+        }
+    return {"title": 17, "axis_title": 14, "label": 12, "text": 12, "line": 2, "height": 340, "panel": 220, "wide": 720}
+
+
+def style_altair(chart: alt.TopLevelMixin, large: bool = False) -> alt.TopLevelMixin:
+    """Apply the theme's fonts. Returns a top-level chart (configured charts cannot be layered any further)."""
+    t = theme(large)
+    return (
+        chart.configure_title(fontSize=t["title"], anchor="start", subtitleFontSize=t["label"], offset=10)
+        .configure_axis(labelFontSize=t["label"], titleFontSize=t["axis_title"], titleFontWeight="normal")
+        .configure_legend(labelFontSize=t["label"], titleFontSize=t["label"], orient="top", labelLimit=400)
+        .configure_header(labelFontSize=t["axis_title"], titleFontSize=t["axis_title"])
+    )
+
+
+def plotly_layout_style(title: str, t: dict) -> dict[str, Any]:
+    """The title, fonts and margins every plotly figure gets, as layout keys (for figures built as one dict)."""
+    return {
+        "title": {"text": title, "font": {"size": t["title"]}, "x": 0.01, "xanchor": "left"},
+        "font": {"size": t["label"]},
+        "hoverlabel": {"font": {"size": t["label"] + 2}},
+        "margin": {"l": 70, "r": 30, "t": 90, "b": 60},
+    }
+
+
+def style_plotly(fig: go.Figure, title: str, large: bool = False, height: int | None = None) -> go.Figure:
+    """Apply the theme's title, fonts and margins to a plotly figure (subplot titles and colour bars included)."""
+    t = theme(large)
+    fig.update_layout(**plotly_layout_style(title, t))
+    fig.update_annotations(font_size=t["axis_title"])  # subplot titles are annotations
+    fig.update_xaxes(title_font_size=t["axis_title"], tickfont_size=t["label"])
+    fig.update_yaxes(title_font_size=t["axis_title"], tickfont_size=t["label"])
+    bar_fonts = {"colorbar_tickfont_size": t["label"], "colorbar_title_font_size": t["label"]}
+    fig.update_coloraxes(**bar_fonts)
+    fig.update_traces(**bar_fonts, selector={"type": "heatmap"})
+    if height:
+        fig.update_layout(height=height)
+    return fig
+
+
+# ---------------------------------------------------------------- reading and thinning data
+
+
+def visible_char(ch: str) -> str:
+    """A character as it should appear on an axis: whitespace as a symbol, control characters escaped."""
+    if ch in VISIBLE_CHARS:
+        return VISIBLE_CHARS[ch]
+    return ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+
+
+def thin_for_display(records: Sequence[Any], max_points: int = 1500) -> list[Any]:
+    """At most `max_points` of `records`: the first, the last, and every k-th in between.
+
+    k is a power of two, so while a live series grows the kept points stay the same until k doubles: the line does
+    not shimmer between refreshes as an evenly re-spaced sample would.
+    """
+    records, max_points = list(records), max(2, int(max_points))
+    if len(records) <= max_points:
+        return records
+    stride = 1
+    while len(records) / stride > max_points - 1:
+        stride *= 2
+    kept = records[::stride]
+    if (len(records) - 1) % stride:
+        kept.append(records[-1])
+    return kept
+
+
+def finite(value: Any) -> float | None:
+    """A finite float, or None (the run store writes non-finite values as null)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def step_series(records: Records | None, field: str) -> list[tuple[int, float]]:
+    """(step, value) for the records where both are finite."""
+    out = []
+    for r in records or []:
+        step, value = finite(r.get("step")), finite(r.get(field))
+        if step is not None and value is not None:
+            out.append((int(step), value))
+    return out
+
+
+def group_names(metrics: Records | None, field: str) -> list[str]:
+    """Group names in the writer's order ("emb", "L0.attn", "L0.mlp", ..., "ln_f"), first seen first."""
+    seen: dict[str, None] = {}
+    for m in metrics or []:
+        for g in m.get(field) or {}:
+            seen.setdefault(str(g), None)
+    return list(seen)
+
+
+def data_frame(rows: list[dict], *columns: str) -> pd.DataFrame:
+    """Chart data as a DataFrame: Streamlit ships it as Arrow, and Altair neither validates nor deep-copies it
+    (inline values are both, which costs seconds per refresh). Every chart keeps each frame under MAX_ROWS."""
+    return pd.DataFrame.from_records(rows[:MAX_ROWS], columns=list(columns) or None)
+
+
+# ---------------------------------------------------------------- Altair encodings and shared layers
+
+
+def step_x(title: str | None = STEP) -> alt.X:
+    """The step axis: labels 1,500 below ten thousand and 25k above (short, and exact where steps are few)."""
+    labels = "datum.value >= 10000 ? format(datum.value, '.3~s') : format(datum.value, ',~d')"
+    return alt.X("step:Q", title=title, axis=alt.Axis(labelExpr=labels))
+
+
+def value_y(field: str, title: str, log: bool = False, **scale: Any) -> alt.Y:
+    """Every layer of a chart uses the same y title and scale type, or Vega-Lite would merge them ("loss, y")."""
+    return alt.Y(field, title=title, scale=alt.Scale(type="log" if log else "linear", **scale))
+
+
+def colour_encoding(
+    field: str,
+    domain: Sequence[str],
+    colours: Sequence[str] | None = None,
+    title: str | None = None,
+    lines: bool = False,
+) -> alt.Color:
+    """A colour encoding with a fixed order (and colours), so colours do not swap as series appear."""
+    scale = alt.Scale(domain=list(domain), range=list(colours)) if colours else alt.Scale(domain=list(domain))
+    legend = alt.Legend(title=title, symbolType="stroke", symbolStrokeWidth=3) if lines else alt.Legend(title=title)
+    return alt.Color(field, scale=scale, legend=legend, sort=list(domain))
+
+
+def dash_encoding(field: str, domain: Sequence[str]) -> alt.StrokeDash:
+    """Line styles in a fixed order (DASHES). No legend: a dash legend next to a colour legend draws invisible
+    symbols in Vega-Lite, so the chart's subtitle names the styles instead (`dash_note`)."""
+    styles = [[1, 0], [7, 4], [2, 2]]
+    return alt.StrokeDash(field, scale=alt.Scale(domain=list(domain), range=styles[: len(domain)]), legend=None)
+
+
+def dash_note(names: Sequence[str]) -> str:
+    """The subtitle that names `dash_encoding`'s styles: "solid: training, dashed: validation"."""
+    return ", ".join(f"{style}: {name}" for style, name in zip(DASHES, names, strict=False))
+
+
+def palette_for(domain: Sequence[str]) -> list[str]:
+    """One PALETTE colour per domain value, cycling when there are more values than colours."""
+    return (PALETTE * (1 + len(domain) // len(PALETTE)))[: len(domain)]
+
+
+def hover_layer(chart: alt.Chart, name: str, size: int = 90, zoom: bool = True, data: str | None = None) -> alt.Chart:
+    """Points that appear under the pointer (nearest point, no need to hit the line) and carry the tooltip; with
+    `zoom`, dragging or scrolling also zooms the step axis. Both parameters sit on this one view: Altair names
+    every view that has parameters, and inside a vconcat it would attach them to all of those views.
+    `data`: draw the hover points from this named dataset instead of the chart's own (see `hover_rows`)."""
+    sel = alt.selection_point(name=f"hover_{name}", nearest=True, on="pointerover", clear="pointerout", empty=False)
+    params = [sel, alt.selection_interval(name=f"zoom_{name}", bind="scales", encodings=["x"])] if zoom else [sel]
+    if data is not None:
+        chart = chart.properties(data=alt.NamedData(data))
+    return (
+        chart.mark_point(filled=True, size=size)
+        .encode(opacity=alt.condition(sel, alt.value(1), alt.value(0)))
+        .add_params(*params)
+    )
+
+
+def hover_rows(rows: list[dict], *by: str, limit: int = HOVER_POINTS) -> list[dict]:
+    """At most `limit` rows of each series (the fields `by` name a series): what a live chart's hover layer draws.
+    Every hover row is an invisible point the browser re-renders, and the nearest-point search is a Voronoi diagram
+    over them: measured in Chromium on the Train page, the hover layers were ~30% of the browser's CPU at 2 Hz."""
+    series: dict[tuple, list[dict]] = {}
+    for row in rows:
+        series.setdefault(tuple(row.get(field) for field in by), []).append(row)
+    return [row for part in series.values() for row in thin_for_display(part, limit)]
+
+
+def reference_layers(
+    source: str | list[dict], yspec: dict, t: dict, colour: str = GREY, dash: Sequence[int] = (6, 4)
+) -> list:
+    """Labelled horizontal reference lines from rows {"ref", "label"} (see `reference_rows`; none: nothing drawn),
+    on the same y title and scale (`yspec`, see `value_y`) as the chart. `source` names a live chart's dataset, or
+    is the rows."""
+    base = alt.Chart(alt.NamedData(source) if isinstance(source, str) else data_frame(source))
+    y = value_y("ref:Q", **yspec)
+    rule = base.mark_rule(strokeDash=list(dash), color=colour, strokeWidth=t["line"]).encode(
+        y=y, tooltip=[alt.Tooltip("label:N", title="reference")]
+    )
+    # The label hangs just under its line: charts with a zoomable step axis clip marks to the plot area, and a
+    # reference near the top of the y range (ln(V) at the start of training) would lose a label drawn above it.
+    text = base.mark_text(align="left", baseline="top", dx=6, dy=4, color=colour, fontSize=t["text"]).encode(
+        y=y, x=alt.value(0), text="label:N"
+    )
+    return [rule, text]
+
+
+def reference_rows(value: Any, label: str) -> list[dict]:
+    """The one row of a reference line at `value` labelled `label`, or no row when `value` is not finite."""
+    return [{"ref": float(value), "label": label}] if finite(value) is not None else []
+
+
+def finish(layers: list, title: str, t: dict, subtitle: str | None = None, large: bool = False):
+    """`layers` as one styled chart of the theme's height, with a title (and subtitle)."""
+    title_params = alt.TitleParams(title, subtitle=subtitle) if subtitle else title
+    return style_altair(alt.layer(*layers).properties(title=title_params, height=t["height"]), large)
+
+
+# ---------------------------------------------------------------- live charts
+
+
+# Live charts are a cached template plus named datasets. The template (every layer, encoding, colour and title)
+# is built with Altair once per shape (theme, series present, title) and kept as JSON; each refresh only computes
+# the rows. Two reasons, both measured on the Train page at 2 Hz: building and validating three Altair charts took
+# ~70 ms each on the server; and Streamlit names Altair's data by a hash of its content, so every refresh changed
+# the spec and the browser rebuilt all three views from scratch. With stable dataset names the spec stays
+# byte-identical between refreshes and the browser swaps the data into the existing view (hover and zoom survive).
+
+
+class VegaLite(dict):
+    """A Vega-Lite spec as plain JSON data, its rows in named top-level `datasets` (`to_dict()` like Altair's)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+
+@functools.lru_cache(maxsize=256)
+def _template_json(builder: Callable[..., Any], key: tuple) -> str:
+    return json.dumps(builder(*key).to_dict())
+
+
+def live_spec(builder: Callable[..., Any], key: tuple, datasets: dict[str, list[dict]]) -> VegaLite:
+    """`builder(*key)`'s Altair chart as a spec (built once per key), filled with `datasets` (name -> rows)."""
+    spec = VegaLite(json.loads(_template_json(builder, key)))
+    spec["datasets"] = {name: rows[:MAX_ROWS] for name, rows in datasets.items()}
+    return spec
