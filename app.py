@@ -1,8 +1,9 @@
 """tinygpt: watch a tiny character-level transformer learn, live.  Run with `streamlit run app.py`.
 
 This file is the frame: page setup, navigation, the run id in the URL, and an optional large-font mode for
-projectors. Each page under pages/ is a thin script over tinygpt.ui.app_support (logic) and tinygpt.ui.charts
-(figures); all session state goes through tinygpt.ui.state.
+projectors. Each page under pages/ is a thin script over the tinygpt.ui modules (settings: the form as data;
+resources: what the server shares; runinfo: what a page says about a run; explain: help and "Show the code") and
+tinygpt.ui.charts (figures); all session state goes through tinygpt.ui.state.
 """
 
 # torch, pandas and plotly are imported here, before any page runs: when several browser tabs open at once,
@@ -13,7 +14,7 @@ import streamlit as st
 import torch
 
 from tinygpt.ui import state, workshop
-from tinygpt.ui.app_support import get_manager, get_store, touch
+from tinygpt.ui.resources import get_manager, get_store, touch
 
 # The server process only draws charts and runs tiny forward passes (sampling, probes); the training workers,
 # each a separate process, need the cores.

@@ -3,29 +3,20 @@
 import streamlit as st
 import torch
 
-from tinygpt import attention as attention_lib
 from tinygpt import experiments as lab_lib
 from tinygpt import health as health_lib
 from tinygpt import model as model_lib
-from tinygpt import trainer as trainer_lib
 from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS
 from tinygpt.errors import TinyGPTError
-from tinygpt.ui import app_support as sup
-from tinygpt.ui import compare_charts, lab, state, workshop
+from tinygpt.ui import explain, lab, resources, settings, state, workshop
+from tinygpt.ui.charts import compare
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
 REFRESH_S = 1.0
-CODE = {  # the library function behind each experiment's numbers, for "Show the code"
-    "scaling": [attention_lib.attention, TransformerConfig.scale.fget],
-    "mask": [attention_lib.mask_rows, health_lib.leak_score],
-    "warmup": [trainer_lib.lr_at],
-    "residual": [model_lib.Block.forward],
-    "softmax": [attention_lib.scores_to_weights, trainer_lib.first_nonfinite_activation],
-}
 
-store = sup.get_store()
+store = resources.get_store()
 shop = workshop.parse_workshop(state.get(state.WORKSHOP_PARAMS) or {})
 
 st.title("tinygpt · Experiments")
@@ -57,8 +48,8 @@ seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=state.W_LAB_SEED)
 runs = state.lab_runs(key, list(experiment.variants))
 if right.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch"):
     try:
-        sup.ensure_corpus(DataConfig(source=sources[source_label]))
-        runs = lab.start_experiment(sup.get_manager(), experiment, sources[source_label], int(seed))
+        settings.ensure_corpus(DataConfig(source=sources[source_label]))
+        runs = lab.start_experiment(resources.get_manager(), experiment, sources[source_label], int(seed))
         state.set_lab_runs(key, runs)
     except TinyGPTError as exc:
         st.error(str(exc))
@@ -69,16 +60,14 @@ with tabs[0]:
     if not runs:
         st.info("Press **Run side by side** to train the variants: " + ", ".join(experiment.variants) + ".")
     else:
-        live = any(sup.is_live(r) for r in runs.values())
+        live = any(resources.is_live(r) for r in runs.values())
 
         @st.fragment(run_every=REFRESH_S if live else None)
         def side_by_side() -> None:
-            manager = sup.get_manager()
-            results = lab.results(store, runs)
             readers = {label: state.reader(store, run_id) for label, run_id in runs.items()}
+            results = lab.results(readers)
             for run_id in runs.values():
-                if sup.is_live(run_id):
-                    manager.touch(run_id)
+                resources.touch(run_id)
             st.dataframe(
                 [
                     {
@@ -93,22 +82,22 @@ with tabs[0]:
                 hide_index=True,
                 width="stretch",
             )
-            large = bool(state.get(state.W_LARGE))
+            large = state.large_fonts()
             metrics = {label: rd.metrics for label, rd in readers.items() if rd is not None}
             evals = {label: rd.evals for label, rd in readers.items() if rd is not None}
             cols = st.columns(2)
             with cols[0]:
-                sup.show_chart(
-                    compare_charts.compare_chart(metrics, "loss", evals, large=large), "compare_chart", key="x_loss"
+                explain.show_chart(
+                    compare.compare_chart(metrics, "loss", evals, large=large), "compare_chart", key="x_loss"
                 )
             with cols[1]:
-                sup.show_chart(compare_charts.compare_chart(metrics, "grad_norm", large=large), None, key="x_grad")
+                explain.show_chart(compare.compare_chart(metrics, "grad_norm", large=large), None, key="x_grad")
             extra = lab.extra_series(key, readers)
             if extra:
                 cols = st.columns(len(extra))
                 for col, (field, series) in zip(cols, extra.items(), strict=True):
                     with col:
-                        sup.show_chart(compare_charts.compare_chart(series, field, large=large), None, key=f"x_{field}")
+                        explain.show_chart(compare.compare_chart(series, field, large=large), None, key=f"x_{field}")
             st.markdown("#### Verdict")
             st.success(experiment.verdict(results))
             samples = {label: r.sample for label, r in results.items() if r.sample}
@@ -119,9 +108,7 @@ with tabs[0]:
                     col.code(text[:300], language=None)
 
         side_by_side()
-    with st.expander("Show the code"):
-        for function in CODE.get(key, []):
-            st.code(workshop.source_of(function), language="python")
+    explain.show_code_of(explain.EXPERIMENT_CODE.get(key, []))
 
 with tabs[1]:
     st.caption(
@@ -146,8 +133,7 @@ with tabs[1]:
                 st.caption(f"Checked the checkpoint at step {steps[-1]}.")
             except TinyGPTError as exc:
                 st.error(str(exc))
-    with st.expander("Show the code"):
-        st.code(workshop.source_of(health_lib.leak_score), language="python")
+    explain.show_code_of([health_lib.leak_score])
 
 with tabs[2]:
     st.caption(
@@ -159,8 +145,7 @@ with tabs[2]:
         TransformerConfig(vocab_size=65, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=16)
     )
     st.dataframe(lab_lib.shape_drift_cases(demo_model), hide_index=True, width="stretch")
-    with st.expander("Show the code"):
-        st.code(workshop.source_of(model_lib.TinyGPT._check_input), language="python")
+    explain.show_code_of([model_lib.TinyGPT._check_input])
 
 with tabs[3]:
     st.caption(
@@ -177,6 +162,5 @@ with tabs[3]:
     rows = lab.memory_comparison(width, context, batch)
     measured = any(r.get("source", "").startswith("torch.cuda") for r in rows)
     title = "Memory per training step (" + ("measured on CUDA" if measured else "estimated, fp32") + ")"
-    sup.show_chart(compare_charts.memory_chart(rows, title=title, large=bool(state.get(state.W_LARGE))), "memory_chart")
-    with st.expander("Show the code"):
-        st.code(workshop.source_of(lab_lib.memory_rows), language="python")
+    explain.show_chart(compare.memory_chart(rows, title=title, large=state.large_fonts()), "memory_chart", code=False)
+    explain.show_code_of([lab_lib.memory_rows])

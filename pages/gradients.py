@@ -2,15 +2,16 @@
 
 import streamlit as st
 
-from tinygpt.ui import app_support as sup
-from tinygpt.ui import charts, heatmaps, state
+from tinygpt.runstore import ACTIVE_STATES, knobs_now
+from tinygpt.ui import explain, resources, runinfo, state
+from tinygpt.ui.charts import curves, heatmaps
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
 REFRESH_S = 1.0
 LIVE_POINTS = 400  # points per curve while live (the charts thin older steps; hover still shows values)
 
-store = sup.get_store()
+store = resources.get_store()
 run_id = state.run_id()
 rd = state.reader(store, run_id)
 
@@ -23,7 +24,7 @@ if rd is None:
     st.info("No run selected: start one on **Train** or open one on **Runs**.")
     st.stop()
 
-active = sup.is_live(run_id) and rd.status().get("state") in sup.ACTIVE_STATES
+active = resources.is_live(run_id) and rd.status().get("state") in ACTIVE_STATES
 state.init(state.W_GRAD_VIEW, "lines")
 view = (
     st.segmented_control("Per-layer view", ["lines", "heatmap"], key=state.W_GRAD_VIEW, persist_state="session")
@@ -34,42 +35,41 @@ view = (
 @st.fragment(run_every=REFRESH_S if active else None)
 def live_gradients() -> None:
     rd.poll()
-    if sup.is_live(run_id):
-        sup.get_manager().touch(run_id)
+    resources.touch(run_id)
     status = rd.status()
-    st.markdown(f"**{sup.status_line(status, rd.metrics)}**")
+    st.markdown(f"**{runinfo.status_line(status, rd.metrics)}**")
     config = rd.config()
-    knobs = sup.current_knobs(config, rd.events)
+    knobs = knobs_now(config, rd.events)
     metrics = rd.metrics
-    large = bool(state.get(state.W_LARGE))
+    large = state.large_fonts()
     # Each per-layer chart carries the learning rate in a panel below it, on the same step axis.
     for field, help_name in (("layer_grad_norms", "layer_grad_chart"), ("update_ratios", "update_ratios")):
         if view == "heatmap":
             fig = heatmaps.layer_grad_heatmap(metrics, field, large=large)
             help_name = "layer_grad_heatmap"
         else:
-            fig = charts.layer_grad_chart(metrics, field, max_rows=2400, large=large)
-        sup.show_chart(fig, help_name, key=f"g_{field}", code=False)
+            fig = curves.layer_grad_chart(metrics, field, max_rows=2400, large=large)
+        explain.show_chart(fig, help_name, key=f"g_{field}", code=False)
         if field == "layer_grad_norms":
-            sup.show_chart(
-                charts.grad_norm_chart(
+            explain.show_chart(
+                curves.grad_norm_chart(
                     metrics, knobs.get("max_grad_norm") or 0.0, rd.events, max_points=LIVE_POINTS, large=large
                 ),
                 "grad_norm_chart",
                 key="g_clip",
                 code=False,
             )
-            notes = sup.event_notes(rd.events)
+            notes = runinfo.event_notes(rd.events)
             if notes:
                 st.caption(f"Markers: {notes}")
     bad = [e for e in rd.events if e.get("kind") == "nonfinite"]
     if bad:
         st.error(f"Non-finite values at step {bad[-1].get('step')}: {bad[-1].get('message')}")
-    if active and status.get("state") not in sup.ACTIVE_STATES:
+    if active and status.get("state") not in ACTIVE_STATES:
         st.rerun()
 
 
 live_gradients()
 # Outside the live fragment, so the static source text is not re-sent at every refresh.
 per_layer = "layer_grad_heatmap" if view == "heatmap" else "layer_grad_chart"
-sup.show_code([per_layer, "grad_norm_chart", "update_ratios"], "Show the code behind these charts")
+explain.show_code([per_layer, "grad_norm_chart", "update_ratios"], "Show the code behind these charts")

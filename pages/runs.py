@@ -3,18 +3,19 @@
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.ui import app_support as sup
-from tinygpt.ui import charts, compare_charts, heatmaps, state
+from tinygpt.runstore import knobs_now
+from tinygpt.ui import bundle, explain, resources, runinfo, state
+from tinygpt.ui.charts import compare, curves, heatmaps
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
-store = sup.get_store()
+store = resources.get_store()
 current = state.run_id()
 
 st.title("tinygpt · Runs")
 st.caption(f"Every run in `{store.root}`, live or finished. A run survives a server restart and can be resumed.")
 
-rows = sup.run_rows(store)
+rows = runinfo.run_rows(store)
 if not rows:
     st.info("No runs yet: start one on **Train**.")
     st.stop()
@@ -31,8 +32,8 @@ def _label(run: str) -> str:
 
 
 st.subheader("One run")
-if st.session_state.get(state.W_RUNS_PICK) not in ids:
-    st.session_state[state.W_RUNS_PICK] = current if current in ids else ids[0]
+if state.get(state.W_RUNS_PICK) not in ids:
+    state.put(state.W_RUNS_PICK, current if current in ids else ids[0])
 pick = st.selectbox("Run", ids, format_func=_label, key=state.W_RUNS_PICK)
 b = st.columns(4)
 if b[0].button("Open", help="Make it the current run of every page", width="stretch"):
@@ -41,7 +42,7 @@ if b[0].button("Open", help="Make it the current run of every page", width="stre
     st.rerun()
 if b[1].button("Resume", disabled=by_id[pick]["state"] in ("finished", "unreadable"), width="stretch"):
     try:
-        sup.get_manager().resume(pick)
+        resources.get_manager().resume(pick)
     except TinyGPTError as e:
         st.error(str(e))
     else:
@@ -56,20 +57,20 @@ def _bundle() -> bytes:
     rd = store.reader(pick)
     config = rd.config()
     vocab_size = len(config.get("vocab") or []) or 65
-    knobs = sup.current_knobs(config, rd.events)
+    knobs = knobs_now(config, rd.events)
     figures = {
-        "Loss": charts.loss_chart(rd.metrics, rd.evals, rd.events, vocab_size),
-        "Learning rate": charts.lr_chart(rd.metrics),
-        "Gradient norm": charts.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events),
-        "Per-layer gradient norms": charts.layer_grad_chart(rd.metrics, "layer_grad_norms"),
-        "Update / weight ratios": charts.layer_grad_chart(rd.metrics, "update_ratios"),
+        "Loss": curves.loss_chart(rd.metrics, rd.evals, rd.events, vocab_size),
+        "Learning rate": curves.lr_chart(rd.metrics),
+        "Gradient norm": curves.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events),
+        "Per-layer gradient norms": curves.layer_grad_chart(rd.metrics, "layer_grad_norms"),
+        "Update / weight ratios": curves.layer_grad_chart(rd.metrics, "update_ratios"),
     }
     snapshots = rd.attention_index().get("snapshots", [])
     if snapshots:  # the newest attention snapshot, all layers and heads
         step = int(snapshots[-1]["step"])
         tokens = rd.attention_index().get("tokens")
         figures[f"Attention at step {step}"] = heatmaps.attention_grid(rd.load_attention(step), tokens)
-    return sup.make_bundle(rd.run_dir, figures)
+    return bundle.make_bundle(rd.run_dir, figures)
 
 
 b[3].download_button(
@@ -88,8 +89,8 @@ if pending and pending in ids:
     d1, d2, _ = st.columns([1, 1, 4])
     if d1.button("Yes, delete", type="primary"):
         try:
-            if sup.is_live(pending):
-                sup.get_manager().stop(pending)
+            if resources.is_live(pending):
+                resources.get_manager().stop(pending)
             store.delete(pending)
         except TinyGPTError as e:
             st.error(str(e))
@@ -111,15 +112,15 @@ if len(chosen) >= 2:
     readers = {run: rd for run, rd in readers.items() if rd is not None}
     series = {run: rd.metrics for run, rd in readers.items()}
     evals = {run: rd.evals for run, rd in readers.items()}
-    large = bool(state.get(state.W_LARGE))
+    large = state.large_fonts()
     c1, c2 = st.columns(2)
     with c1:
-        sup.show_chart(
-            compare_charts.compare_chart(series, "loss", evals=evals, large=large), "compare_chart", key="cmp_loss"
+        explain.show_chart(
+            compare.compare_chart(series, "loss", evals=evals, large=large), "compare_chart", key="cmp_loss"
         )
     with c2:
-        sup.show_chart(compare_charts.compare_chart(series, "grad_norm", large=large), "compare_chart", key="cmp_grad")
-    diff = charts.config_diff({run: rd.config() for run, rd in readers.items()})
+        explain.show_chart(compare.compare_chart(series, "grad_norm", large=large), "compare_chart", key="cmp_grad")
+    diff = compare.config_diff({run: rd.config() for run, rd in readers.items()})
     st.markdown("**Settings that differ**")
     if diff:
         st.dataframe(diff, hide_index=True, width="stretch")

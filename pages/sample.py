@@ -4,14 +4,15 @@ import time
 
 import streamlit as st
 
-from tinygpt.checkpoint import list_checkpoints
+from tinygpt import inside
 from tinygpt.errors import TinyGPTError
-from tinygpt.ui import app_support as sup
-from tinygpt.ui import compare_charts, heatmaps, state
+from tinygpt.runstore import list_checkpoints
+from tinygpt.ui import explain, resources, state
+from tinygpt.ui.charts import compare, heatmaps
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
-store = sup.get_store()
+store = resources.get_store()
 current = state.run_id()
 
 st.title("tinygpt · Sample")
@@ -21,15 +22,15 @@ st.caption(
 )
 
 runs = [r for r in store.list_runs() if r.state != "unreadable"]
-with_ckpt = {r.run_id: r for r in runs if list_checkpoints(store.path(r.run_id) / "checkpoints")}
+with_ckpt = {r.run_id: r for r in runs if list_checkpoints(store.path(r.run_id))}
 if not with_ckpt:
     st.info("No checkpoints yet: train a run on **Train**; it saves one every few steps and when it stops.")
     st.stop()
 
 options = list(with_ckpt)
-if st.session_state.get(state.W_SAMPLE_RUN) not in options or state.get(state.SAMPLE_FOLLOW) != current:
+if state.get(state.W_SAMPLE_RUN) not in options or state.get(state.SAMPLE_FOLLOW) != current:
     # follow the current run (when it has a checkpoint) until the user picks another one
-    st.session_state[state.W_SAMPLE_RUN] = current if current in options else options[0]
+    state.put(state.W_SAMPLE_RUN, current if current in options else options[0])
     state.put(state.SAMPLE_FOLLOW, current)
 
 
@@ -43,15 +44,15 @@ c1, c2 = st.columns([2, 1])
 run = c1.selectbox("Run", options, format_func=_label, key=state.W_SAMPLE_RUN)
 rd = state.reader(store, run)
 ckpts = rd.checkpoints()
-if st.session_state.get(state.W_SAMPLE_CKPT) not in ckpts or state.get(state.SAMPLE_CKPT_LATEST, True):
-    st.session_state[state.W_SAMPLE_CKPT] = ckpts[-1]
+if state.get(state.W_SAMPLE_CKPT) not in ckpts or state.get(state.SAMPLE_CKPT_LATEST, True):
+    state.put(state.W_SAMPLE_CKPT, ckpts[-1])
 c2.selectbox(
     "Checkpoint (step)",
     ckpts,
     key=state.W_SAMPLE_CKPT,
-    on_change=lambda: state.put(state.SAMPLE_CKPT_LATEST, st.session_state[state.W_SAMPLE_CKPT] == ckpts[-1]),
+    on_change=lambda: state.put(state.SAMPLE_CKPT_LATEST, state.get(state.W_SAMPLE_CKPT) == ckpts[-1]),
 )
-step = st.session_state[state.W_SAMPLE_CKPT]
+step = state.get(state.W_SAMPLE_CKPT)
 
 persist = {"persist_state": "session"}
 state.init(state.W_PROMPT, "\n")
@@ -70,8 +71,9 @@ s5.number_input("Seed", 0, 2**31 - 1, key=state.W_SAMPLE_SEED, **persist)
 
 if st.button("Generate", type="primary", icon=":material/edit:"):
     try:
-        model, tokenizer, _ = sup.load_model(str(rd.run_dir), step)
-        prompt = st.session_state[state.W_PROMPT]
+        loaded = resources.cached_model(str(rd.run_dir), step)
+        model, tokenizer = loaded.model, loaded.tokenizer
+        prompt = state.get(state.W_PROMPT)
         unknown = tokenizer.unknown_chars(prompt)
         if unknown:
             raise TinyGPTError(
@@ -80,16 +82,16 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
                 + ". Remove them or train on a corpus that contains them."
             )
         last: dict = {}
-        top_p = st.session_state[state.W_TOP_P]
-        stream = sup.stream_text(
+        top_p = state.get(state.W_TOP_P)
+        stream = inside.stream_text(
             model,
             tokenizer,
             prompt,
-            int(st.session_state[state.W_NUM_CHARS]),
-            float(st.session_state[state.W_TEMPERATURE]),
-            int(st.session_state[state.W_TOP_K]) or None,
+            int(state.get(state.W_NUM_CHARS)),
+            float(state.get(state.W_TEMPERATURE)),
+            int(state.get(state.W_TOP_K)) or None,
             top_p if top_p < 1.0 else None,
-            int(st.session_state[state.W_SAMPLE_SEED]),
+            int(state.get(state.W_SAMPLE_SEED)),
             last,
         )
         st.markdown(f"**Generated** (run `{run}`, step {step}; the prompt, then the model's continuation)")
@@ -113,18 +115,18 @@ elif state.get(state.LAST_SAMPLE):
     st.code(last.get("prompt", "") + last["text"], language=None, wrap_lines=True)
 
 last = state.get(state.LAST_SAMPLE)
-large = bool(state.get(state.W_LARGE))
+large = state.large_fonts()
 if last and last.get("probs") is not None:
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**Next character after the last position** (it picked {last['char']!r})")
-        sup.show_chart(
-            compare_charts.next_char_chart(last["vocab"], last["probs_raw"], last["probs"], large=large),
+        explain.show_chart(
+            compare.next_char_chart(last["vocab"], last["probs_raw"], last["probs"], large=large),
             "next_char_chart",
         )
     with c2:
         st.markdown(f"**Where the last generated character looked** ({last['char']!r})")
         if last.get("attention") is not None:
-            sup.show_chart(
+            explain.show_chart(
                 heatmaps.attention_row_chart(last["attention"], last["keys"], large=large), "attention_row_chart"
             )

@@ -15,8 +15,13 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.config import RunConfig  # noqa: E402
-from tinygpt.ui import app_support as sup  # noqa: E402
-from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui import (  # noqa: E402
+    bundle,
+    resources,
+    runinfo,
+    settings,
+    state,  # noqa: E402
+)
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT = 60
@@ -27,7 +32,7 @@ def runs_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
     yield tmp_path / "runs"
     try:  # stop this test's workers; the manager is cached per runs folder
-        sup._manager_at(str((tmp_path / "runs").resolve())).shutdown()
+        resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
     except Exception:
         pass
 
@@ -84,30 +89,30 @@ def status_step(at: AppTest) -> int:
 # ---------------------------------------------------------------- pure helpers
 
 
-@pytest.mark.parametrize("label", list(sup.PRESET_LABELS))
+@pytest.mark.parametrize("label", list(settings.PRESET_LABELS))
 def test_every_preset_gives_a_valid_config(label):
-    values = sup.preset_values(label)
-    config = sup.build_config(label, values, sup.data_config("Synthetic: add"))
+    values = settings.preset_values(label)
+    config = settings.build_config(label, values, settings.data_config("Synthetic: add"))
     assert isinstance(config, RunConfig)
     assert config.model.hidden_dim % config.model.num_heads == 0
     assert RunConfig.from_dict(config.to_dict()) == config
 
 
 def test_heads_options_divide_the_width():
-    assert sup.heads_options(64) == [1, 2, 4, 8, 16]
-    assert sup.heads_options(48) == [1, 2, 3, 4, 6, 8, 12, 16]
-    assert all(384 % h == 0 for h in sup.heads_options(384))
+    assert settings.heads_options(64) == [1, 2, 4, 8, 16]
+    assert settings.heads_options(48) == [1, 2, 3, 4, 6, 8, 12, 16]
+    assert all(384 % h == 0 for h in settings.heads_options(384))
 
 
 def test_status_line_and_eta():
     metrics = [{"step": s, "time": 100.0 + s * 0.1} for s in range(1, 51)]
-    line = sup.status_line({"state": "running", "step": 50, "max_steps": 150, "tokens_per_s": 12345.6}, metrics)
+    line = runinfo.status_line({"state": "running", "step": 50, "max_steps": 150, "tokens_per_s": 12345.6}, metrics)
     assert line.startswith("step 50 / 150 · 12,346 tokens/s · ETA 10 s · running")
 
 
 def test_lr_schedule_warms_up_then_decays():
     config = {"train": {"max_steps": 100, "learning_rate": 1e-3, "min_lr": 1e-4, "warmup_steps": 10}}
-    sched = sup.lr_schedule(config, {})
+    sched = runinfo.lr_schedule(config, {})
     lrs = dict(sched)
     assert lrs[10] == pytest.approx(1e-3) and lrs[1] < lrs[10] and lrs[100] < lrs[50]
 
@@ -124,7 +129,7 @@ def test_train_page_renders_with_presets_and_only_valid_heads(runs_dir):
     assert offered and all(width % h == 0 for h in offered)
     at.selectbox(key=state.W_WIDTH).set_value(48).run()
     assert not at.exception
-    assert [int(str(o).split()[0]) for o in at.selectbox(key=state.W_HEADS).options] == sup.heads_options(48)
+    assert [int(str(o).split()[0]) for o in at.selectbox(key=state.W_HEADS).options] == settings.heads_options(48)
     at.selectbox(key=state.W_PRESET).set_value("nanoGPT CPU").run()
     assert at.selectbox(key=state.W_WIDTH).value == 128
     assert at.number_input(key=state.W_MAX_STEPS).value == 2000
@@ -139,7 +144,7 @@ def test_every_page_renders_without_a_run(runs_dir, page):
 
 def test_invalid_settings_show_an_error_not_a_traceback(runs_dir):
     at = new_app()
-    at.selectbox(key=state.W_SOURCE).set_value(sup.SOURCE_PASTE).run()
+    at.selectbox(key=state.W_SOURCE).set_value(settings.SOURCE_PASTE).run()
     at.text_area(key=state.W_PASTE).set_value("too short").run()
     click(at, "Train")
     assert not at.exception
@@ -156,7 +161,7 @@ def test_invalid_settings_show_an_error_not_a_traceback(runs_dir):
 def test_missing_shakespeare_is_a_message(runs_dir, monkeypatch, tmp_path):
     monkeypatch.setenv("TINYGPT_SHAKESPEARE", str(tmp_path / "nowhere.txt"))
     at = new_app()
-    at.selectbox(key=state.W_SOURCE).set_value(sup.SOURCE_SHAKESPEARE).run()
+    at.selectbox(key=state.W_SOURCE).set_value(settings.SOURCE_SHAKESPEARE).run()
     click(at, "Train")
     assert not at.exception, at.exception
     assert at.error and "TINYGPT_SHAKESPEARE" in at.error[0].value
@@ -222,11 +227,11 @@ def write_run(root: Path, hidden_dim: int = 32, steps: int = 20) -> str:
 
     import torch
 
-    from tinygpt.checkpoint import checkpoint_stem, save_checkpoint
+    from tinygpt.checkpoint import save_checkpoint
     from tinygpt.config import preset
     from tinygpt.data import load_corpus
     from tinygpt.model import TinyGPT
-    from tinygpt.runstore import RunStore
+    from tinygpt.runstore import RunStore, checkpoint_stem
 
     config = preset("demo", source="synthetic:copy", hidden_dim=hidden_dim, max_steps=steps)
     corpus = load_corpus(config.data, config.model.max_seq_len)
@@ -258,7 +263,7 @@ def write_run(root: Path, hidden_dim: int = 32, steps: int = 20) -> str:
         weights = torch.stack([m[0] for m in maps]).numpy()
         for s in (0, steps):
             w.write_attention(s, weights, probe, list(probe))
-        save_checkpoint(checkpoint_stem(w.run_dir / "checkpoints", steps), model, config, corpus.tokenizer.vocab, steps)
+        save_checkpoint(checkpoint_stem(w.run_dir, steps), model, config, corpus.tokenizer.vocab, steps)
         w.write_status(state="finished", reason="reached max_steps", step=steps, best_val_loss=2.1)
         return w.run_id
 
@@ -267,12 +272,12 @@ def test_uploaded_text_is_decoded_or_the_problem_named():
     from tinygpt.config import ConfigError
     from tinygpt.errors import DataError
 
-    data = sup.data_config(sup.SOURCE_UPLOAD, uploaded=b"\xef\xbb\xbfto be or not\r\n" * 20, block_size=16)
+    data = settings.data_config(settings.SOURCE_UPLOAD, uploaded=b"\xef\xbb\xbfto be or not\r\n" * 20, block_size=16)
     assert data.source == "text" and data.text.startswith("to be") and "\r" not in data.text
     with pytest.raises(DataError, match="UTF-8"):
-        sup.data_config(sup.SOURCE_UPLOAD, uploaded=b"caf\xe9 " * 50, block_size=16)
+        settings.data_config(settings.SOURCE_UPLOAD, uploaded=b"caf\xe9 " * 50, block_size=16)
     with pytest.raises(ConfigError, match="choose a .txt file"):
-        sup.data_config(sup.SOURCE_UPLOAD, uploaded=None)
+        settings.data_config(settings.SOURCE_UPLOAD, uploaded=None)
 
 
 def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
@@ -328,18 +333,18 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     assert not (runs_dir / run_b).exists() and (runs_dir / run_a).exists()
 
     from tinygpt.runstore import RunStore
-    from tinygpt.ui import charts, heatmaps
+    from tinygpt.ui.charts import curves, heatmaps
 
     rd = RunStore(runs_dir).reader(run_a)
     figures = {
-        "Loss": charts.loss_chart(rd.metrics, rd.evals, rd.events, 29),
+        "Loss": curves.loss_chart(rd.metrics, rd.evals, rd.events, 29),
         "Attention": heatmaps.attention_grid(rd.load_attention(20), rd.attention_index()["tokens"]),
     }
-    bundle = zipfile.ZipFile(io.BytesIO(sup.make_bundle(rd.run_dir, figures)))
-    names = set(bundle.namelist())
+    archive = zipfile.ZipFile(io.BytesIO(bundle.make_bundle(rd.run_dir, figures)))
+    names = set(archive.namelist())
     assert {"config.json", "metrics.csv", "figures.html", "figures/loss.vl.json"} <= names
-    page = bundle.read("figures.html").decode()
+    page = archive.read("figures.html").decode()
     assert "<h2>Attention</h2>" in page and "<script src=" not in page  # plotly.js embedded, nothing fetched
     assert {"checkpoint/step_00000020.safetensors", "checkpoint/step_00000020.json"} <= names
-    header = bundle.read("metrics.csv").decode().splitlines()[0]
+    header = archive.read("metrics.csv").decode().splitlines()[0]
     assert "loss" in header and "layer_grad_norms.L0.attn" in header

@@ -11,8 +11,10 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.experiments import EXPERIMENTS  # noqa: E402
-from tinygpt.ui import app_support as sup  # noqa: E402
-from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui import (  # noqa: E402
+    resources,
+    state,  # noqa: E402
+)
 from tinygpt.ui.workshop import parse_workshop, workshop_link  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,7 +25,7 @@ def runs_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
     yield tmp_path / "runs"
     try:
-        sup._manager_at(str((tmp_path / "runs").resolve())).shutdown()
+        resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
     except Exception:
         pass
 
@@ -63,7 +65,7 @@ def test_running_an_experiment_trains_both_variants(runs_dir):
     assert not at.exception and not at.error, [e.value for e in at.error]
     runs = at.session_state[state.LAB_RUNS]["residual"]
     assert set(runs) == {"residual", "detached residual"}
-    store = sup.get_store()
+    store = resources.get_store()
     deadline = time.time() + 60
     while time.time() < deadline:
         steps = [store.reader(r).status().get("step", 0) for r in runs.values()]

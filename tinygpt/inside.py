@@ -7,6 +7,8 @@ nothing here re-implements attention.
 
 Shape legend: L layers, H heads, T query positions, S key positions (S == T here), D head_dim.
 
+`stream_text` generates with the same eyes open: each character with its probabilities and where the heads looked.
+
 Deliberately left out: drawing (tinygpt/ui/charts), caching (the app caches per checkpoint), and batches of
 probes (one (1, T) probe is what a learner reads).
 """
@@ -108,3 +110,42 @@ def uniform_entropy(mask: np.ndarray) -> float:
     ln(t) for t = 1..T (about 2.55 at T = 32), not ln(T)."""
     visible = np.asarray(mask, dtype=bool).sum(axis=-1)
     return float(np.log(np.maximum(visible, 1)).mean())
+
+
+def stream_text(
+    model: TinyGPT,
+    tokenizer: CharTokenizer,
+    prompt: str,
+    num_chars: int,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    seed: int,
+    last: dict,
+):
+    """Yield generated characters one by one; `last` receives the final step's next-character probabilities
+    (before and after temperature/top-k/top-p, (V,) each) and where each head looked for it ((L, H, S) and the S
+    key characters). Raises TinyGPTError (e.g. an empty prompt or unknown characters) before yielding."""
+    from .errors import TinyGPTError
+
+    ids = tokenizer.encode(prompt, what="prompt")
+    if not ids:
+        raise TinyGPTError("the prompt is empty: type at least one character to continue from.")
+    idx = torch.tensor([ids], dtype=torch.long)  # (1, T)
+    generator = torch.Generator().manual_seed(int(seed))
+    context = list(ids)  # every token so far; the model sees the last max_seq_len of them
+    for _next_ids, step in model.stream(
+        idx, num_chars, temperature, top_k or None, top_p, generator, use_cache=True, with_attention=True
+    ):
+        row = None if step.attention is None else step.attention.float().numpy()  # (L, H, S)
+        keys = context[-row.shape[-1] :] if row is not None else []  # the S positions the newest query saw
+        context.append(step.token)
+        char = tokenizer.vocab[step.token]
+        last.update(
+            probs_raw=step.probs_raw.double().numpy(),
+            probs=step.probs.double().numpy(),
+            attention=row,
+            keys=[tokenizer.vocab[i] for i in keys],
+            char=char,
+        )
+        yield char

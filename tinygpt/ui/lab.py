@@ -7,17 +7,17 @@ own `verdict()` turns into sentences. Nothing here is canned: every number comes
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import streamlit as st
 import torch
 
-from tinygpt.checkpoint import list_checkpoints, load_checkpoint
+from tinygpt.checkpoint import load_model
+from tinygpt.config import TransformerConfig
 from tinygpt.data import load_corpus
-from tinygpt.experiments import Experiment, RunResult, attention_stats
+from tinygpt.experiments import Experiment, RunResult, attention_stats, memory_rows
 from tinygpt.health import leak_score, run_health_checks
 from tinygpt.runstore import RunReader
+from tinygpt.ui.resources import head_stats
 
 
 def start_experiment(manager, experiment: Experiment, source: str, seed: int = 1337) -> dict[str, str]:
@@ -60,7 +60,7 @@ def result_of(reader: RunReader) -> RunResult:
         mean_entropy=entropy,
         mean_max_weight=max_weight,
         layer_grad_norms={g: v for g, v in layer_norms.items() if v is not None},
-        leak=leak_of(str(reader.run_dir), (list_checkpoints(Path(reader.run_dir) / "checkpoints") or [None])[-1]),
+        leak=leak_of(str(reader.run_dir), (reader.checkpoints() or [None])[-1]),
         diverged_step=int(nonfinite[0]["step"]) if nonfinite else None,
         sample=str(samples[-1].get("text") or samples[-1].get("error", "")) if samples else "",
     )
@@ -72,34 +72,25 @@ def leak_of(run_dir: str, step: int | None) -> float | None:
     if step is None:
         return None
     try:
-        ckpt = load_checkpoint(Path(run_dir) / "checkpoints" / f"step_{int(step):08d}")
-        model = ckpt.build_model().eval()
-        corpus = load_corpus(ckpt.config.data, ckpt.config.model.max_seq_len)
+        loaded = load_model(run_dir, int(step))
+        corpus = load_corpus(loaded.config.data, loaded.config.model.max_seq_len)
         x, _ = corpus.get_batch("val", 2, torch.Generator().manual_seed(0))
-        return leak_score(model, x)
+        return leak_score(loaded.model, x)
     except Exception:  # noqa: BLE001 - the verdict shows n/a rather than failing the page
         return None
 
 
-def results(store, runs: dict[str, str]) -> dict[str, RunResult]:
-    from tinygpt.ui import state
-
-    out = {}
-    for label, run_id in runs.items():
-        reader = state.reader(store, run_id)
-        if reader is not None:
-            reader.poll()
-            out[label] = result_of(reader)
-    return out
+def results(readers: dict[str, RunReader | None]) -> dict[str, RunResult]:
+    """{variant label: its RunResult} for the runs that exist (readers already polled by the page)."""
+    return {label: result_of(reader) for label, reader in readers.items() if reader is not None}
 
 
 def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
     """The model health checklist for one checkpoint of a run, as table rows."""
-    ckpt = load_checkpoint(Path(run_dir) / "checkpoints" / f"step_{int(step):08d}")
-    model = ckpt.build_model()
-    corpus = load_corpus(ckpt.config.data, ckpt.config.model.max_seq_len)
+    loaded = load_model(run_dir, int(step))
+    corpus = load_corpus(loaded.config.data, loaded.config.model.max_seq_len)
     x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))
-    checks = run_health_checks(model, x, y, metrics, ckpt.config.train.max_grad_norm)
+    checks = run_health_checks(loaded.model, x, y, metrics, loaded.config.train.max_grad_norm)
     return [
         {
             "check": c.name,
@@ -113,8 +104,6 @@ def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
 
 def extra_series(key: str, readers: dict[str, RunReader | None]) -> dict[str, dict[str, list[dict]]]:
     """The experiment-specific curves, {field: {run label: records}}: what its claim is about."""
-    from tinygpt.ui.app_support import head_stats
-
     out: dict[str, dict[str, list[dict]]] = {}
     live = {label: rd for label, rd in readers.items() if rd is not None}
     if key == "scaling":
@@ -158,9 +147,6 @@ def extra_series(key: str, readers: dict[str, RunReader | None]) -> dict[str, di
 
 def memory_comparison(width: int, context: int, batch: int) -> list[dict]:
     """Memory rows for the chosen settings next to twice the context (the T^2 term shows) and twice the batch."""
-    from tinygpt.config import TransformerConfig
-    from tinygpt.experiments import memory_rows
-
     heads = 4 if width % 4 == 0 else 1
     rows = []
     for label, t, b in (

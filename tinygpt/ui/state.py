@@ -15,6 +15,7 @@ Deliberately left out: anything that must outlive a browser session (that lives 
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +31,7 @@ URL_RUN = "run"  # the query parameter that carries the run id
 
 RUN_ID = "run_id"
 READERS = "readers"  # {run_id: RunReader}
-KNOB_NOTES = "knob_notes"  # {knob: {"value", "at"}}: live knob changes, until the page shows "applied at step N"
+KNOB_NOTES = "knob_notes"  # {knob: {"value", "request"}}: live knob changes the page follows until answered
 STEP_REQUESTED_AT = "step_requested_at"  # unix time of the last Step click: refresh a paused run's view briefly
 ATTN_GRID = "attn_grid"  # {"key": (...), "drawn": unix time}: what the attention grid shows, and since when
 ATTN_PLAYING = "attn_playing"  # the Attention page's play button: advance the step slider by itself
@@ -105,10 +106,44 @@ def pop(key: str, default: Any = None) -> Any:
     return st.session_state.pop(key, default)
 
 
+def has(key: str) -> bool:
+    return key in st.session_state
+
+
 def init(key: str, value: Any) -> None:
     """Give a widget key its first value (a widget's own `value=` would fight with session state)."""
     if key not in st.session_state:
         st.session_state[key] = value
+
+
+def large_fonts() -> bool:
+    """The sidebar's "Large fonts (projector)" toggle."""
+    return bool(st.session_state.get(W_LARGE))
+
+
+# ---------------------------------------------------------------- live knob changes this session asked for
+
+
+def knob_notes() -> dict[str, dict]:
+    """{knob: {"value", "request"}}: the live-knob changes whose answer the Train page shows."""
+    return st.session_state.get(KNOB_NOTES) or {}
+
+
+def add_knob_note(knob: str, value: Any, request: str) -> None:
+    st.session_state[KNOB_NOTES] = {**knob_notes(), knob: {"value": value, "request": request}}
+
+
+def clear_knob_notes() -> None:
+    st.session_state[KNOB_NOTES] = {}
+
+
+def mark_step_requested() -> None:
+    """A Step click: the Train page refreshes a paused run's view for a few seconds to show the steps."""
+    st.session_state[STEP_REQUESTED_AT] = time.time()
+
+
+def step_requested_recently(seconds: float = 5.0) -> bool:
+    return time.time() - (st.session_state.get(STEP_REQUESTED_AT) or 0) < seconds
 
 
 # ---------------------------------------------------------------- the current run, mirrored in the URL
@@ -242,26 +277,6 @@ def cached_figure(name: str, key: Any, build: Callable[[], Any], max_entries: in
 
 WORKSHOP_PARAMS = "workshop_params"  # the workshop link's query parameters, kept across page switches
 WORKSHOP_LOCKED = "workshop_locked"  # ?lock=1: every setting read-only
-
-# Config field name -> the Train page widget that edits it (a workshop link sets and hides them by these names).
-SETTING_WIDGETS = {
-    "num_layers": W_LAYERS,
-    "hidden_dim": W_WIDTH,
-    "num_heads": W_HEADS,
-    "max_seq_len": W_CONTEXT,
-    "batch_size": W_BATCH,
-    "learning_rate": W_LR,
-    "warmup_steps": W_WARMUP,
-    "attn_scale": W_SCALE,
-    "attn_scale_mult": W_SCALE_MULT,
-    "mask": W_MASK,
-    "window": W_WINDOW,
-    "dropout": W_DROPOUT,
-    "max_grad_norm": W_CLIP,
-    "seed": W_SEED,
-    "max_steps": W_MAX_STEPS,
-    "device": W_DEVICE,
-}
 
 
 def locked() -> bool:

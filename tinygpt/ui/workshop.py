@@ -16,13 +16,15 @@ collected as messages for the page to show, never raised.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import streamlit as st
+
 from tinygpt.config import PRESETS, ConfigError, DataConfig, TrainConfig, TransformerConfig, preset
 from tinygpt.experiments import EXPERIMENTS
+from tinygpt.ui import settings, state
 
 SETTING_TYPES: dict[str, type] = {
     f.name: type(f.default)
@@ -157,36 +159,6 @@ TUTORIAL: list[dict[str, str]] = [
 ]
 
 
-def code_of_chart(name: str) -> list[Callable]:
-    """The library functions whose numbers a chart draws ("Show the code" next to each chart)."""
-    from tinygpt import attention, experiments, model, sampling, trainer
-
-    table: dict[str, list[Callable]] = {
-        "loss_chart": [trainer.Trainer.loss_on, trainer.Trainer.evaluate],
-        "lr_chart": [trainer.lr_at],
-        "grad_norm_chart": [trainer.Trainer._step],
-        "layer_grad_chart": [trainer.param_group_name, trainer.Trainer._step],
-        "layer_grad_heatmap": [trainer.param_group_name, trainer.Trainer._step],
-        "update_ratios": [trainer.Trainer._step],
-        "attention_grid": [attention.attention, model.MultiHeadAttention.forward],
-        "attention_detail": [attention.attention, attention.mask_rows, attention.scores_to_weights],
-        "mask_matrix": [attention.mask_rows],
-        "head_stats_chart": [attention.attention_entropy],
-        "next_char_chart": [sampling.filter_logits, sampling.next_token_probs],
-        "attention_row_chart": [model.TinyGPT.stream],
-        "memory_chart": [experiments.memory_rows],
-    }
-    return table.get(name, [])
-
-
-def source_of(function: Callable) -> str:
-    """The source text of a library function, for the 'Show the code' expanders."""
-    try:
-        return inspect.getsource(function)
-    except (OSError, TypeError):
-        return f"# source of {getattr(function, '__qualname__', function)} is not available"
-
-
 # ---------------------------------------------------------------- the Streamlit side (called from app.py)
 
 WORKSHOP_KEYS = ("preset", "hide", "lock", "tutorial", "experiment", "large")
@@ -198,9 +170,6 @@ def sync_workshop() -> Workshop:
     Page switches clear query parameters (Streamlit behaviour), so like the run id the workshop settings live in
     session state and are written back to the URL; a refresh or a shared link then reopens the same lesson.
     """
-    import streamlit as st
-
-    from tinygpt.ui import state
 
     params = {k: v for k, v in st.query_params.to_dict().items() if k not in ("run", "lab")}
     kept: dict[str, str] | None = state.get(state.WORKSHOP_PARAMS)
@@ -228,47 +197,34 @@ def _settings_part(params: Mapping[str, str]) -> dict[str, str]:
 
 def _seed_settings(shop: Workshop) -> None:
     """Load the link's preset and overrides into the Train page's widgets (before the page draws them)."""
-    from tinygpt.ui import app_support as sup
-    from tinygpt.ui import state
 
     if not (shop.preset or shop.overrides):
         return
-    label = next((lbl for lbl, name in sup.PRESET_LABELS.items() if name == (shop.preset or "demo")), None)
+    label = settings.preset_label(shop.preset or "demo")
     if label is None:
         return
     state.put(state.W_PRESET, label)
-    values = {**sup.preset_values(label), **shop.overrides}
-    for name, key in state.SETTING_WIDGETS.items():
-        if name in values:
-            state.put(key, values[name])
+    values = {**settings.preset_values(label), **shop.overrides}
+    for name, value in values.items():
+        if name in settings.FIELD_BY_NAME:
+            state.put(settings.FIELD_BY_NAME[name].key, value)
     source = shop.overrides.get("source")
-    if source == "shakespeare":
-        state.put(state.W_SOURCE, sup.SOURCE_SHAKESPEARE)
-    elif isinstance(source, str) and source.startswith("synthetic:"):
-        state.put(state.W_SOURCE, f"Synthetic: {source.split(':', 1)[1]}")
+    if isinstance(source, str) and settings.source_label(source) and source != "text":
+        state.put(state.W_SOURCE, settings.source_label(source))
 
 
 def hide_controls(shop: Workshop) -> None:
     """Hide the controls the link names: Streamlit tags each widget's container with the class st-key-<key>."""
-    import streamlit as st
 
-    from tinygpt.ui import state
-
-    keys = [state.SETTING_WIDGETS[name] for name in sorted(shop.hidden) if name in state.SETTING_WIDGETS]
-    if "source" in shop.hidden:
-        keys.append(state.W_SOURCE)
-    if "preset" in shop.hidden:
-        keys.append(state.W_PRESET)
-    if keys:
-        rules = ", ".join(f".st-key-{key}" for key in keys)
+    keys = {**{f.name: f.key for f in settings.FIELDS}, **settings.EXTRA_KEYS}
+    hidden = [keys[name] for name in sorted(shop.hidden) if name in keys]
+    if hidden:
+        rules = ", ".join(f".st-key-{key}" for key in hidden)
         st.markdown(f"<style>{rules} {{ display: none !important; }}</style>", unsafe_allow_html=True)
 
 
 def tutorial_pane(shop: Workshop) -> None:
     """The guided path, one step at a time, in the sidebar (Back / Next move through TUTORIAL)."""
-    import streamlit as st
-
-    from tinygpt.ui import state
 
     if shop.tutorial is None:
         return
@@ -280,13 +236,12 @@ def tutorial_pane(shop: Workshop) -> None:
         st.write(step["text"])
         back, forward = st.columns(2)
         if back.button("Back", disabled=index == 0, key="tutorial_back", width="stretch"):
-            _move_tutorial(state, index - 1)
+            _move_tutorial(index - 1)
         if forward.button("Next", disabled=index == len(TUTORIAL) - 1, key="tutorial_next", width="stretch"):
-            _move_tutorial(state, index + 1)
+            _move_tutorial(index + 1)
 
 
-def _move_tutorial(state, index: int) -> None:
-    import streamlit as st
+def _move_tutorial(index: int) -> None:
 
     kept = dict(state.get(state.WORKSHOP_PARAMS) or {})
     kept["tutorial"] = str(index)

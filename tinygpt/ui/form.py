@@ -1,0 +1,135 @@
+"""The Train page's settings form, drawn from the table in tinygpt/ui/settings.py.
+
+`seed_form` gives every widget its first value (a reattached tab: the run's own settings and current knobs; else
+the first preset); `draw_form` draws the preset select, the data-and-model box and the live-knob box; a live
+knob's widget sends its new value to the running worker the moment it changes (`on_change`), and the page shows
+the worker's structured answer (runinfo.knob_note).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from tinygpt.errors import TinyGPTError
+from tinygpt.runstore import RunStore
+from tinygpt.ui import resources, settings, state
+from tinygpt.ui.settings import Field
+
+
+def seed_form(store: RunStore, run_id: str | None) -> None:
+    """First values for every setting widget (widgets' own `value=` would fight with session state)."""
+    first = next(iter(settings.PRESET_LABELS))
+    if not state.has(state.W_PRESET) and run_id:  # a reattached tab: show the settings of its run
+        rd = state.reader(store, run_id)
+        if rd is not None:
+            values, source = settings.values_from_config(rd.config(), rd.events)
+            for name, value in values.items():
+                state.init(settings.FIELD_BY_NAME[name].key, value)
+            if source:
+                state.init(state.W_SOURCE, source)
+            if source == settings.SOURCE_PASTE:
+                state.init(state.W_PASTE, (rd.config().get("data") or {}).get("text", ""))
+    state.init(state.W_PRESET, first)
+    for name, value in settings.preset_values(first).items():
+        state.init(settings.FIELD_BY_NAME[name].key, value)
+    state.init(state.W_DEVICE, "auto")
+    state.init(state.W_SOURCE, settings.SOURCE_SHAKESPEARE)
+    state.init(state.W_STEP_N, 10)
+
+
+def form_values() -> dict[str, Any]:
+    """The form's current values, by field name."""
+    return {f.name: state.get(f.key) for f in settings.FIELDS}
+
+
+def _apply_preset() -> None:
+    for name, value in settings.preset_values(state.get(state.W_PRESET)).items():
+        state.put(settings.FIELD_BY_NAME[name].key, value)
+
+
+def _knob_changed(name: str) -> None:
+    """A live knob's widget changed: if the current run is live, change it there too (one command; the engine
+    moves coupled knobs, e.g. min_lr with the learning rate)."""
+    run = state.run_id()
+    if not run or not resources.is_live(run):
+        return
+    value = state.get(settings.FIELD_BY_NAME[name].key)
+    try:
+        request = resources.get_manager().set_knob(run, name, value)
+    except TinyGPTError as e:
+        state.flash("error", f"Could not change {name}: {e}")
+        return
+    state.add_knob_note(name, value, request)
+
+
+def _draw_field(container, field: Field, disabled: bool) -> None:
+    common: dict[str, Any] = {"key": field.key, "persist_state": "session", "help": field.help}
+    if field.live:
+        common.update(on_change=_knob_changed, args=(field.name,))
+    else:
+        common["disabled"] = disabled
+    if field.name == "window":
+        common["disabled"] = state.get(state.W_MASK) != "sliding_window"
+    if field.widget == "number":
+        extra = {k: v for k, v in (("step", field.step), ("format", field.format)) if v is not None}
+        container.number_input(field.label, field.minimum, field.maximum, **extra, **common)
+    elif field.widget == "select":
+        labels = field.labels or {}
+        container.selectbox(field.label, list(field.options), format_func=lambda o: str(labels.get(o, o)), **common)
+    elif field.widget == "heads":
+        width = state.get(state.W_WIDTH)
+        options = settings.heads_options(width)
+        if state.get(field.key) not in options:  # a new width: keep the closest valid head count
+            state.put(field.key, settings.closest_heads(width, state.get(field.key)))
+        container.selectbox(field.label, options, format_func=lambda h: f"{h} · d_head {width // h}", **common)
+    elif field.widget == "device":
+        container.selectbox(field.label, resources.device_options(), **common)
+    else:
+        raise ValueError(f"unknown widget {field.widget!r} for {field.name}")
+
+
+def _draw_fields(fields: tuple[Field, ...], disabled: bool) -> None:
+    """Two fields per row in table order; a wide field takes a row of its own."""
+    columns: list = []
+    for field in fields:
+        if field.wide:
+            columns = []
+            _draw_field(st, field, disabled)
+            continue
+        if not columns:
+            columns = list(st.columns(2))
+        _draw_field(columns.pop(0), field, disabled)
+
+
+def draw_form() -> tuple[str, Any]:
+    """The preset, corpus, model and live-knob widgets. Returns (corpus label, uploaded file or None)."""
+    # A workshop link with ?lock=1 fixes the preset and the model; the live knobs stay for learners to turn.
+    locked = state.locked()
+    st.selectbox(
+        "Preset", list(settings.PRESET_LABELS), key=state.W_PRESET, on_change=_apply_preset,
+        persist_state="session", disabled=locked,
+    )  # fmt: skip
+    uploaded = None
+    with st.container(border=True):
+        st.markdown("**Data and model** · changing these starts a new run")
+        source = st.selectbox("Corpus", settings.SOURCES, key=state.W_SOURCE, persist_state="session", disabled=locked)
+        # One container whatever the corpus, so the widgets below keep their places when it changes (otherwise
+        # they are redrawn as new elements, and a value typed during that rerun can be lost).
+        with st.container():
+            if source == settings.SOURCE_UPLOAD:
+                uploaded = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=state.W_UPLOAD)
+            elif source == settings.SOURCE_PASTE:
+                st.text_area(
+                    "Text to train on", key=state.W_PASTE, height=120, persist_state="session", disabled=locked
+                )
+            elif source == settings.SOURCE_SHAKESPEARE:
+                st.caption("1.1 MB of Shakespeare; downloaded once on first use (or set TINYGPT_SHAKESPEARE).")
+            else:
+                st.caption("Generated problems with exact answers: copy, reverse, sort or add.")
+        _draw_fields(settings.MODEL_FIELDS, locked)
+    with st.container(border=True):
+        st.markdown("**Live knobs** · change the running model at its next step")
+        _draw_fields(settings.KNOB_FIELDS, locked)
+    return source, uploaded

@@ -1,0 +1,86 @@
+"""What one app server shares between its browser sessions: the run store, the run manager (the training worker
+processes), and models and statistics computed from run files that never change once written.
+
+Every function here holds a Streamlit cache or talks to the manager; the numbers themselves come from the engine
+(tinygpt.checkpoint.load_model, tinygpt.inside). Deliberately left out: per-session state (tinygpt/ui/state.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from tinygpt import inside
+from tinygpt.checkpoint import LoadedModel, load_model
+from tinygpt.errors import TinyGPTError
+from tinygpt.runstore import RunReader, RunStore, snapshot_path
+
+
+@st.cache_resource(show_spinner=False)
+def store_at(root: str) -> RunStore:
+    return RunStore(root)
+
+
+def get_store() -> RunStore:
+    """The run store ($TINYGPT_RUNS_DIR, default ./runs), one per server process."""
+    return store_at(str(RunStore().root))
+
+
+@st.cache_resource(show_spinner=False)
+def manager_at(root: str):
+    from tinygpt.worker import RunManager  # imported late: the Streamlit script must not pay for it twice
+
+    return RunManager(store_at(root))
+
+
+def get_manager():
+    """The one RunManager of this server: owns the training worker processes of every browser session."""
+    return manager_at(str(RunStore().root))
+
+
+def is_live(run_id: str | None) -> bool:
+    """True while a worker process trains (or is about to train) the run."""
+    if not run_id:
+        return False
+    try:
+        return bool(get_manager().is_live(run_id))
+    except TinyGPTError:
+        return False
+
+
+def touch(run_id: str | None) -> None:
+    """Renew the lease of a live run: the run pauses itself when no page has looked at it for a while."""
+    if run_id and is_live(run_id):
+        get_manager().touch(run_id)
+
+
+def device_options() -> list[str]:
+    """Devices this machine can train on, "auto" first."""
+    from tinygpt.device import available_devices
+
+    return ["auto", *[str(d) for d in available_devices() if str(d) != "auto"]]
+
+
+@st.cache_resource(max_entries=6, show_spinner=False)
+def cached_model(run_dir: str, step: int) -> LoadedModel:
+    """The model of one checkpoint (CPU, eval mode), shared by every session: a checkpoint never changes."""
+    return load_model(run_dir, step)
+
+
+@st.cache_data(max_entries=20_000, show_spinner=False)
+def snapshot_head_stats(run_dir: str, step: int) -> list[dict]:
+    """inside.head_stats of one attention snapshot, with its step. A snapshot file never changes once written, so
+    this is cached per (run, step) and each file is read once per server."""
+    try:
+        weights = np.load(snapshot_path(run_dir, step), allow_pickle=False)  # (L, H, T, T)
+    except (FileNotFoundError, ValueError):
+        return []
+    return [{"step": int(step), **row} for row in inside.head_stats(weights)]
+
+
+def head_stats(reader: RunReader) -> list[dict]:
+    """Entropy and max weight per head for every attention snapshot of a run, oldest first."""
+    rows: list[dict] = []
+    for snap in reader.attention_index().get("snapshots", []):
+        rows.extend(snapshot_head_stats(str(reader.run_dir), int(snap["step"])))
+    return rows

@@ -1,0 +1,143 @@
+"""What the pages say about a run, as pure functions of its files' contents: the status line, the ETA, the planned
+learning-rate schedule under the current knobs, the marker notes, the answer to a live-knob change, the Runs table.
+
+Pure: plain dicts and lists in, strings and numbers out; no Streamlit. Tested in tests/test_runinfo.py.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from tinygpt.runstore import RunStore, knob_answer, knob_changes
+from tinygpt.trainer import lr_at
+
+
+def eta_seconds(metrics: list[dict], step: int, max_steps: int | None) -> float | None:
+    """Seconds left at the recent pace (the last ~50 step records)."""
+    if not max_steps or len(metrics) < 2 or step >= max_steps:
+        return None
+    recent = [m for m in metrics[-50:] if isinstance(m.get("time"), (int, float))]
+    if len(recent) < 2:
+        return None
+    steps = recent[-1]["step"] - recent[0]["step"]
+    seconds = recent[-1]["time"] - recent[0]["time"]
+    if steps <= 0 or seconds <= 0:
+        return None
+    return (max_steps - step) * seconds / steps
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def status_line(status: dict, metrics: list[dict]) -> str:
+    """`step N / M · X tokens/s · ETA · state: reason`."""
+    step = int(status.get("step") or 0)
+    max_steps = status.get("max_steps")
+    parts = [f"step {step:,} / {max_steps:,}" if max_steps else f"step {step:,}"]
+    tps = status.get("tokens_per_s")
+    if tps:
+        parts.append(f"{tps:,.0f} tokens/s")
+    state = status.get("state", "unknown")
+    if state in ("running", "starting"):
+        parts.append(f"ETA {format_duration(eta_seconds(metrics, step, max_steps))}")
+    text = state
+    if status.get("queue_position"):
+        text += f" (position {status['queue_position']} in the queue)"
+    if status.get("reason"):
+        text += f": {status['reason']}"
+    parts.append(text)
+    return " · ".join(parts)
+
+
+def progress_fraction(status: dict) -> float:
+    max_steps = status.get("max_steps") or 0
+    return min(1.0, max(0.0, (status.get("step") or 0) / max_steps)) if max_steps else 0.0
+
+
+def event_notes(events: list[dict], limit: int = 5) -> str:
+    """The newest knob changes and non-finite events as one line of text (the charts draw them as markers)."""
+    changes = {id(e) for e in knob_changes(events)}
+    marked = [e for e in events if id(e) in changes or e.get("kind") == "nonfinite"][-limit:]
+    return " · ".join(str(e.get("message") or f"{e.get('knob')} at step {e.get('step')}") for e in marked)
+
+
+def knob_note(events: list[dict], request: str, knob: str, value: Any) -> tuple[str, str]:
+    """(kind, text) of what happened to a live-knob change the page asked for: "success" with the step it
+    applied at, "error" with the worker's reason, or "info" while the worker has not answered yet."""
+    answer = knob_answer(events, request)
+    if answer is None:
+        return "info", f"{knob} → {value}: applies at the next step"
+    if answer.get("ok") is False:
+        return "error", str(answer.get("message") or answer.get("error"))
+    return "success", f"{knob} → {value}: applied at step {answer.get('step')}"
+
+
+def lr_schedule(config: dict, knobs: dict[str, Any], points: int = 300) -> list[tuple[int, float]]:
+    """The planned learning rate over the whole run with the current knobs: [(step, lr)], ~`points` long."""
+    train = config.get("train") or {}
+    max_steps = int(train.get("max_steps") or 0)
+    if max_steps < 1:
+        return []
+
+    def knob(name: str, default: Any) -> Any:
+        value = knobs.get(name)
+        return value if value is not None else train.get(name, default)
+
+    lr, min_lr, warmup = float(knob("learning_rate", 1e-3)), float(knob("min_lr", 0.0)), int(knob("warmup_steps", 0))
+    stride = max(1, max_steps // points)
+    steps = sorted(set(range(1, max_steps + 1, stride)) | {max_steps, min(max(warmup, 1), max_steps)})
+    # metrics' `step` is the step just completed (1-based); lr_at takes the 0-based step being taken
+    return [(s, lr_at(s - 1, lr, min_lr, warmup, max_steps)) for s in steps]
+
+
+def nearest_checkpoint(steps: list[int], step: int | None) -> int | None:
+    """The latest checkpoint at or before `step` (the first one if all are later); None if there is none."""
+    if not steps:
+        return None
+    if step is None:
+        return steps[-1]
+    before = [s for s in steps if s <= step]
+    return before[-1] if before else steps[0]
+
+
+def nearest_snapshot(steps: list[int], step: int) -> int:
+    """The snapshot step closest to `step` (ties go to the earlier one)."""
+    return min(steps, key=lambda s: (abs(s - step), s))
+
+
+def run_rows(store: RunStore) -> list[dict]:
+    """One plain row per run for the Runs table, newest first."""
+    rows = []
+    for s in store.list_runs():
+        model = s.config.get("model", {}) if s.config else {}
+        train = s.config.get("train", {}) if s.config else {}
+        data = s.config.get("data", {}) if s.config else {}
+        rows.append(
+            {
+                "run": s.run_id,
+                "state": s.state,
+                "step": s.step,
+                "max steps": s.max_steps,
+                "best val loss": s.best_val_loss,
+                "corpus": data.get("source", ""),
+                "layers x heads x width": (
+                    f"{model.get('num_layers')} x {model.get('num_heads')} x {model.get('hidden_dim')}" if model else ""
+                ),
+                "context": model.get("max_seq_len"),
+                "mask": model.get("mask"),
+                "lr": train.get("learning_rate"),
+                "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.created)) if s.created else "",
+                "reason": s.reason,
+            }
+        )
+    return rows
