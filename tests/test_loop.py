@@ -15,10 +15,11 @@ import torch
 from helpers import tiny_config
 
 from tinygpt import loop
+from tinygpt.bench_worker import bare_tokens_per_s
 from tinygpt.checkpoint import list_checkpoints, load_checkpoint
 from tinygpt.config import ConfigError
 from tinygpt.device import available_devices, resolve_device
-from tinygpt.loop import LATEST, QueueControl, bare_tokens_per_s, checkpoints_to_drop, run_training
+from tinygpt.loop import LATEST, QueueControl, checkpoints_to_drop, run_training
 from tinygpt.runstore import RunStore
 
 tiny = tiny_config

@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps({"train_speed": report["train_speed"]}), flush=True)
         report["sampling"] = bench_sampling()
     if args.worker:
-        from .worker import benchmark_worker  # imported lazily: it starts processes
+        from .bench_worker import benchmark_worker  # imported lazily: it starts processes
 
         report["worker"] = {
             "demo": benchmark_worker(preset("demo"), rounds=args.rounds),

@@ -14,7 +14,7 @@ Publishing is cheap by construction: one JSON line per step (0.02 ms), status.js
 second (0.25 ms each), an attention snapshot is one no-grad forward of a (1, T) probe (1.6 ms at the demo preset,
 every 10 steps), a checkpoint 3 ms; about 2% of the demo preset's 10 ms steps. Measured end to end on a busy
 2-core CPU, a worker process publishing everything ran within 2-3% of a bare `Trainer.step()` loop doing the same
-steps, evals and samples (medians of 6; see `bare_tokens_per_s` and tinygpt.worker.measure_worker_throughput).
+steps, evals and samples (medians of 6; see tinygpt.bench_worker: `bare_tokens_per_s`, `measure_worker_throughput`).
 The one costly publication is the sample text: 200 characters cost ~15 demo steps. So samples run on a time
 budget: a due sample waits until the time spent sampling, this one included (its cost is known from the last),
 stays under `SAMPLE_BUDGET` (3%) of the time spent training. A new run samples at step 0, before training (the
@@ -489,32 +489,3 @@ def _write_failure(run_dir: Path, loop: _Loop | None, reason: str, trace: str) -
     writer.write_status(state="failed", reason=reason, step=step)
     if loop is None:
         writer.close()
-
-
-# ---------------------------------------------------------------- measurement (for tinygpt.bench)
-
-
-def bare_tokens_per_s(config: RunConfig, steps: int | None = None, same_work: bool = True) -> float:
-    """Tokens/s of a bare Trainer loop at `config` (no files, no controls), timed like a run's metrics.jsonl:
-    from the end of step 1 (one-off warm-up costs excluded) to the end of step N (N = `steps` or max_steps).
-    With `same_work` it also runs the evals a run does in that span (evaluation is training work: nanoGPT's loop
-    does it too), so the difference to tinygpt.worker.measure_worker_throughput is the cost of publishing (files,
-    attention snapshots, samples, checkpoints, status, controls) and of the process."""
-    config = RunConfig.from_dict(config.to_dict())
-    steps = steps or config.train.max_steps
-    corpus = load_corpus(config.data, config.model.max_seq_len)
-    config.model.vocab_size = corpus.tokenizer.vocab_size
-    torch.manual_seed(config.train.seed)
-    device = resolve_device(config.train.device)
-    model = TinyGPT(config.model)
-    trainer = Trainer(model, config.train, corpus, device)
-    trainer.step()
-    started = time.perf_counter()
-    for _ in range(steps - 1):
-        step = trainer.step_count  # the work a run does after step `step`'s record, before the next step
-        if same_work and step % config.train.eval_interval == 0:
-            trainer.evaluate()
-        trainer.step()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return (steps - 1) * config.train.batch_size * config.model.max_seq_len / (time.perf_counter() - started)

@@ -11,9 +11,10 @@ new worker is a fork of that clean process. Nothing a run does imports torch._dy
 that: torch.optim.AdamW's constructor imports it, 1.2 s), so the forkserver is ready ~1 s after it starts.
 Measured from start() to the first line of metrics.jsonl at the demo preset (Tiny Shakespeare) on a quiet 2-core
 machine: 0.16-0.24 s once the forkserver is up; 1.1-1.3 s cold (start() right after the manager was created,
-while the forkserver still imports torch). The app creates its manager on the first page view, so a click finds
-it warm. Plain `fork` of the server is never used: the server has run OpenMP (the app computes attention maps),
-and a forked OpenMP runtime can deadlock. `spawn` would pay the torch import on every click.
+while the forkserver still imports torch; `python -m tinygpt.bench --worker` measures it, see
+tinygpt/bench_worker.py). The app creates its manager on the first page view, so a click finds it warm. Plain
+`fork` of the server is never used: the server has run OpenMP (the app computes attention maps), and a forked
+OpenMP runtime can deadlock. `spawn` would pay the torch import on every click.
 
 Threads: torch's OpenMP threads spin-wait, so a run with 2 threads collapses as soon as any other process wants
 one of its cores, while 1 thread is unaffected. Measured on this 2-core machine with other processes busy
@@ -42,29 +43,22 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
-import json
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.forkserver
 import multiprocessing.spawn
 import os
 import signal
-import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import torch
-
 from .checkpoint import list_checkpoints
-from .config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, RunConfig, preset
+from .config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, RunConfig
 from .errors import TinyGPTError
-from .loop import LATEST, bare_tokens_per_s, run_training
+from .loop import LATEST, run_training
 from .runstore import RunStore, RunWriter, read_json, write_json_atomic
 
 # Imported once by the forkserver, so every worker starts with them loaded. Not torch._dynamo (1.2 s, as long as
@@ -640,111 +634,3 @@ class RunManager:
             if not _pid_alive(status.get("pid")) or summary.state == "queued":
                 reason = f"paused: the server stopped while the run was {summary.state}; resume it to continue"
                 self._set_status(summary.run_id, state="paused", reason=reason, queue_position=None)
-
-
-# ---------------------------------------------------------------- measurement (for tinygpt.bench)
-
-
-def _first_line(path: Path) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return b"\n" in f.read(1 << 16)
-    except FileNotFoundError:
-        return False
-
-
-def measure_start_latency(store: RunStore, config: RunConfig, manager: RunManager | None = None) -> float:
-    """Seconds from start() to the first step record in metrics.jsonl. Pass a manager whose forkserver is up to
-    measure warm; without one, a new manager is created (cold if this process never started a forkserver)."""
-    own = manager is None
-    manager = manager or RunManager(store)
-    try:
-        started = time.perf_counter()
-        run_id = manager.start(config)
-        metrics = store.path(run_id) / "metrics.jsonl"
-        while not _first_line(metrics):
-            if time.perf_counter() - started > 120:
-                raise TimeoutError(f"no step record after 120 s; status: {store.reader(run_id).status()}")
-            time.sleep(0.002)
-        latency = time.perf_counter() - started
-        manager.stop(run_id)
-        return latency
-    finally:
-        if own:
-            manager.shutdown()
-
-
-def measure_worker_throughput(store: RunStore, config: RunConfig, manager: RunManager | None = None) -> float:
-    """Tokens/s of a worker process training `config` to the end, publishing everything, between its first and
-    its last step record (start-up excluded). Compare with tinygpt.loop.bare_tokens_per_s at the same threads."""
-    own = manager is None
-    manager = manager or RunManager(store)
-    try:
-        run_id = manager.start(config)
-        while manager.is_live(run_id) or run_id in manager.queued_runs():
-            manager.touch(run_id)
-            time.sleep(0.05)
-        reader = store.reader(run_id)
-        if reader.status().get("state") != "finished":
-            raise TinyGPTError(f"the measured run ended {reader.status().get('state')}: {reader.status()}")
-        metrics = reader.metrics
-        steps = metrics[-1]["step"] - metrics[0]["step"]
-        tokens = steps * config.train.batch_size * config.model.max_seq_len
-        return tokens / (metrics[-1]["time"] - metrics[0]["time"])
-    finally:
-        if own:
-            manager.shutdown()
-
-
-_COLD_START = """
-import json, sys
-from tinygpt.config import RunConfig
-from tinygpt.runstore import RunStore
-from tinygpt.worker import RunManager, measure_start_latency
-store = RunStore(sys.argv[1])
-manager = RunManager(store)  # starts the forkserver now: start() below finds it still importing torch
-print(json.dumps(measure_start_latency(store, RunConfig.from_dict(json.loads(sys.argv[2])), manager)))
-manager.shutdown()
-"""
-
-
-def benchmark_worker(config: RunConfig | None = None, rounds: int = 3) -> dict:
-    """For `python -m tinygpt.bench --worker`: time to the first step record (cold: a new server process whose
-    forkserver is still importing torch; warm: forkserver up), and tokens/s of a worker publishing everything
-    against a bare Trainer loop doing the same steps and evals at the same thread count."""
-    config = config or preset("demo")
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(
-                filter(None, [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH")])
-            ),
-        }
-        args = [sys.executable, "-c", _COLD_START, str(Path(tmp) / "cold"), json.dumps(config.to_dict())]
-        cold = json.loads(subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout)
-        store = RunStore(Path(tmp) / "warm")
-        manager = RunManager(store)
-        threads = torch.get_num_threads()
-        try:
-            measure_start_latency(store, config, manager)  # waits out the forkserver's own start-up
-            warm = [measure_start_latency(store, config, manager) for _ in range(rounds)]
-            torch.set_num_threads(manager.threads_per_run)  # the bare loop gets the worker's thread budget
-            worker, bare = [], []
-            for _ in range(rounds):  # interleaved, so a noisy neighbour hurts both alike
-                worker.append(measure_worker_throughput(store, config, manager))
-                bare.append(bare_tokens_per_s(config))
-        finally:
-            torch.set_num_threads(threads)
-            manager.shutdown()
-    worker_tps, bare_tps = statistics.median(worker), statistics.median(bare)
-    return {
-        "config": "demo" if config == preset("demo") else "custom",
-        "threads_per_run": manager.threads_per_run,
-        "max_active": manager.max_active,
-        "start_latency_cold_s": round(cold, 3),
-        "start_latency_warm_s": [round(w, 3) for w in warm],
-        "worker_tokens_per_s": round(worker_tps),
-        "bare_tokens_per_s": round(bare_tps),
-        "worker_slowdown": round(1 - worker_tps / bare_tps, 4),  # must be <= 0.05
-        "rounds": rounds,
-    }
