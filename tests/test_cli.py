@@ -165,3 +165,26 @@ def test_the_app_never_writes_into_a_cli_run(tmp_path, tiny_text):
         assert json.loads((tmp_path / run_id / "status.json").read_text())["state"] == "paused"
     finally:
         manager.shutdown()
+
+
+def test_sample_says_which_checkpoints_a_run_has(tmp_path, capsys):
+    from tinygpt.runstore import RunStore
+
+    with RunStore(tmp_path).create(preset("demo").to_dict(), owner="cli") as writer:
+        run_id = writer.run_id
+    assert main(["sample", "--run", run_id, "--runs-dir", str(tmp_path)]) == 2
+    assert f"run {run_id} has no checkpoint yet" in capsys.readouterr().err
+
+
+def test_resume_of_a_run_without_a_checkpoint_starts_it_over(tmp_path, tiny_text):
+    """The app's rule (RunManager): the newest checkpoint if there is one, else from the start."""
+    from helpers import tiny_config
+
+    from tinygpt.runstore import RunStore, list_checkpoints, read_status, update_status
+
+    store = RunStore(tmp_path)
+    with store.create(tiny_config(tiny_text, max_steps=5).to_dict(), owner="cli") as writer:
+        run_id = writer.run_id
+    update_status(writer.run_dir, state="failed", reason="failed: while starting")
+    assert main(["train", "--resume", run_id, "--runs-dir", str(tmp_path), "--quiet"]) == 0
+    assert read_status(writer.run_dir)["state"] == "finished" and list_checkpoints(writer.run_dir)[-1] == 5

@@ -16,11 +16,11 @@ from helpers import tiny_config
 
 from tinygpt import loop
 from tinygpt.bench_worker import bare_tokens_per_s
-from tinygpt.checkpoint import list_checkpoints, load_checkpoint
+from tinygpt.checkpoint import load_checkpoint
 from tinygpt.config import ConfigError
 from tinygpt.device import available_devices, resolve_device
 from tinygpt.loop import LATEST, QueueControl, checkpoints_to_drop, run_training
-from tinygpt.runstore import RunStore
+from tinygpt.runstore import RunStore, checkpoint_stem, list_checkpoints
 
 tiny = tiny_config
 
@@ -87,7 +87,7 @@ def test_a_run_publishes_everything(tmp_path, tiny_text):
     assert [s["step"] for s in samples] == [0, 20]  # step 10's is due, but 200 characters cost more than 3% allows
     assert len(samples[0]["text"]) == 200 and samples[0]["prompt"] == reader.attention_index()["probe_text"][:16]
     assert reader.checkpoints() == [0, 10, 20]
-    assert load_checkpoint(run_dir / "checkpoints" / "step_00000020").step == 20
+    assert load_checkpoint(checkpoint_stem(run_dir, 20)).step == 20
     assert reader.events[-1]["kind"] == "state"
 
 
@@ -165,7 +165,7 @@ def test_knob_applies_at_the_next_step_and_is_recorded(tmp_path, tiny_text):
     assert knob[0]["new"] == "none" and knob[0]["message"] == "mask: causal -> none at step 5"
     errors = [e["message"] for e in events if e["kind"] == "error"]
     assert len(errors) == 2 and "attn_scale_mult" in errors[0] and "num_layers" in errors[1]
-    assert load_checkpoint(run_dir / "checkpoints" / "step_00000010").config.model.mask == "none"
+    assert load_checkpoint(checkpoint_stem(run_dir, 10)).config.model.mask == "none"
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.2])
@@ -203,7 +203,7 @@ def test_resume_keeps_live_knob_changes_and_can_extend(tmp_path, tiny_text):
     assert run_training(run_dir, longer, resume_from=LATEST) == "finished"
     reader = store.reader(run_id)
     assert reader.status()["step"] == 15
-    assert load_checkpoint(run_dir / "checkpoints" / "step_00000015").config.train.learning_rate == 5e-3
+    assert load_checkpoint(checkpoint_stem(run_dir, 15)).config.train.learning_rate == 5e-3
 
 
 def test_naive_softmax_with_a_huge_scale_diverges(tmp_path, tiny_text):
@@ -253,7 +253,7 @@ def test_a_corrupt_checkpoint_fails_the_resume_with_advice(tmp_path, tiny_text):
     config = tiny(tiny_text, max_steps=10)
     store, run_id, run_dir = new_run(tmp_path, config)
     run_training(run_dir, config)
-    weights = run_dir / "checkpoints" / "step_00000010.safetensors"
+    weights = checkpoint_stem(run_dir, 10).with_suffix(".safetensors")
     weights.write_bytes(weights.read_bytes()[:100])
     assert run_training(run_dir, config, resume_from=LATEST) == "failed"
     assert "truncated" in store.reader(run_id).status()["reason"]
@@ -265,7 +265,7 @@ def test_resuming_from_a_missing_step_fails_and_deletes_nothing(tmp_path, tiny_t
     run_training(run_dir, config)
     assert run_training(run_dir, config, resume_from=15) == "failed"
     assert "no checkpoint at step 15" in store.reader(run_id).status()["reason"]
-    assert list_checkpoints(run_dir / "checkpoints") == [0, 10, 20]
+    assert list_checkpoints(run_dir) == [0, 10, 20]
 
 
 def test_checkpoint_thinning_is_bounded_and_spans_the_run():
@@ -300,7 +300,7 @@ def test_checkpoint_listing_after_a_long_run_stays_small(tmp_path, tiny_text):
     config = tiny(tiny_text, max_steps=60, checkpoint_every=2, eval_interval=1000, sample_every=1000)
     _, _, run_dir = new_run(tmp_path, config)
     run_training(run_dir, config)
-    steps = list_checkpoints(run_dir / "checkpoints")
+    steps = list_checkpoints(run_dir)
     assert len(steps) <= 12 and steps[0] == 0 and steps[-1] == 60
 
 
@@ -317,4 +317,4 @@ def test_ctrl_c_during_setup_ends_stopped_without_a_checkpoint(tmp_path, tiny_te
         run_training(run_dir, config, prepare=interrupted)
     status = store.reader(run_id).status()
     assert status["state"] == "stopped" and "while starting" in status["reason"]
-    assert list_checkpoints(run_dir / "checkpoints") == []
+    assert list_checkpoints(run_dir) == []

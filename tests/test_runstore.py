@@ -14,15 +14,30 @@ import pytest
 
 from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.runstore import (
+    ACTIVE_STATES,
+    ENDED_STATES,
+    FINAL_STATES,
+    PAUSED_STATES,
+    RESUMABLE_STATES,
+    STATES,
     RunReader,
     RunStore,
     RunWriter,
     ThinnedSeries,
     _write_atomic,
+    checkpoint_stem,
     columns,
     default_root,
+    delete_checkpoint,
+    list_checkpoints,
     new_run_id,
+    read_events,
     read_json,
+    read_status,
+    rewind,
+    snapshot_name,
+    snapshot_path,
+    update_status,
     validate_run_id,
     write_json_atomic,
 )
@@ -336,16 +351,92 @@ def test_orphan_snapshot_removed_on_reopen(writer: RunWriter):
 
 
 def test_checkpoints_need_both_files(writer: RunWriter):
-    folder = writer.run_dir / "checkpoints"
-    folder.mkdir()
-    for step in (500, 100):
-        (folder / f"step_{step:08d}.safetensors").write_bytes(b"x")
-        (folder / f"step_{step:08d}.json").write_text("{}")
-    (folder / "step_00000900.safetensors").write_bytes(b"x")  # still being written: no .json yet
+    for step in (500, 100, 700):
+        stem = checkpoint_stem(writer.run_dir, step)
+        stem.parent.mkdir(exist_ok=True)
+        stem.with_suffix(".safetensors").write_bytes(b"x")
+        stem.with_suffix(".json").write_text("{}")
+    checkpoint_stem(writer.run_dir, 900).with_suffix(".safetensors").write_bytes(b"x")  # being written: no .json yet
+    checkpoint_stem(writer.run_dir, 700).with_suffix(".safetensors").unlink()  # half deleted: a .json alone
+    (writer.run_dir / "checkpoints" / "notes.json").write_text("{}")
+    assert list_checkpoints(writer.run_dir) == [100, 500]
     assert RunReader(writer.run_dir).checkpoints() == [100, 500]
+    delete_checkpoint(writer.run_dir, 500)
+    assert list_checkpoints(writer.run_dir) == [100]
+    assert not checkpoint_stem(writer.run_dir, 500).with_suffix(".safetensors").exists()
+    assert list_checkpoints(writer.run_dir / "nowhere") == []
+
+
+def test_file_names_are_spelled_here():
+    assert checkpoint_stem(Path("r"), 500) == Path("r/checkpoints/step_00000500")
+    assert snapshot_name(7) == "step_00000007.npy"
+    assert snapshot_path(Path("r"), 7) == Path("r/attention/step_00000007.npy")
+
+
+def test_the_name_format_lives_only_in_runstore():
+    """One home for the step-numbered file names: every other module calls runstore's functions."""
+    package = Path(__file__).resolve().parent.parent / "tinygpt"
+    spelled = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if "step_{" in p.read_text())
+    assert spelled == ["runstore.py"]
+
+
+def test_update_status_merges_validates_and_stamps(writer: RunWriter):
+    writer.write_status(state="running", step=7, tokens_per_s=100.0)
+    status = update_status(writer.run_dir, state="failed", reason="failed: the worker was killed")
+    assert status == read_status(writer.run_dir)
+    assert (status["state"], status["step"], status["tokens_per_s"]) == ("failed", 7, 100.0)
+    assert status["updated"] >= read_json(writer.run_dir / "config.json")["created"]
+    with pytest.raises(RunStoreError, match="unknown run state 'crashed'"):
+        update_status(writer.run_dir, state="crashed")
+    with pytest.raises(RunStoreError, match="unknown run state"):
+        writer.write_status(state="crashed")
+    assert read_status(writer.run_dir)["state"] == "failed"  # nothing written for a refused state
+    assert read_status(writer.run_dir / "missing") == {}
+
+
+def test_state_groups_are_states():
+    for group in (ACTIVE_STATES, PAUSED_STATES, FINAL_STATES, ENDED_STATES, RESUMABLE_STATES):
+        assert set(group) <= set(STATES)
+    assert set(ENDED_STATES) <= set(FINAL_STATES) and not set(ACTIVE_STATES) & set(FINAL_STATES)
+
+
+def test_rewind_drops_later_checkpoints_and_snapshots(writer: RunWriter):
+    for step in (0, 10, 20):
+        writer.write_attention(step, np.zeros((1, 1, 2, 2)), "ab", ["a", "b"])
+        stem = checkpoint_stem(writer.run_dir, step)
+        stem.parent.mkdir(exist_ok=True)
+        stem.with_suffix(".safetensors").write_bytes(b"x")
+        stem.with_suffix(".json").write_text("{}")
+    writer.close()
+    rewind(writer.run_dir, 10)
+    assert list_checkpoints(writer.run_dir) == [0, 10]
+    assert [s["step"] for s in RunReader(writer.run_dir).attention_index()["snapshots"]] == [0, 10]
+    RunWriter(writer.run_dir).close()  # a writer reopening the run deletes the unlisted snapshot file
+    assert not snapshot_path(writer.run_dir, 20).exists() and snapshot_path(writer.run_dir, 10).exists()
+
+
+def test_read_events_skips_torn_lines(writer: RunWriter):
+    assert read_events(writer.run_dir) == []
+    writer.append_event({"step": 1, "kind": "state", "message": "a"})
+    writer.close()
+    with open(writer.run_dir / "events.jsonl", "ab") as f:
+        f.write(b'{"step": 2, "kind"')
+    assert [e["message"] for e in read_events(writer.run_dir)] == ["a"]
 
 
 def test_columns():
     records = [{"step": 1, "loss": 2.0, "layer_grad_norms": {"L0.attn": 0.5}}, {"step": 2}]
     cols = columns(records, ["step", "loss", ("layer_grad_norms", "L0.attn")])
     assert cols == {"step": [1, 2], "loss": [2.0, None], ("layer_grad_norms", "L0.attn"): [0.5, None]}
+
+
+def test_runstore_imports_without_torch():
+    """Pages import runstore to read runs; it must not drag torch in (numpy and tinygpt.config only)."""
+    import subprocess
+    import sys
+
+    probe = "import sys, tinygpt.runstore; print('torch' in sys.modules)"
+    repo = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

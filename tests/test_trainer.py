@@ -5,11 +5,13 @@ import math
 import pytest
 import torch
 
-from tinygpt.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
+from tinygpt.checkpoint import LoadedModel, load_checkpoint, load_model, save_checkpoint
 from tinygpt.config import ConfigError, RunConfig, TrainConfig, TransformerConfig
 from tinygpt.data import Corpus
 from tinygpt.errors import CheckpointError, TinyGPTError
 from tinygpt.model import TinyGPT
+from tinygpt.runstore import checkpoint_stem, list_checkpoints
+from tinygpt.tokenizer import CharTokenizer
 from tinygpt.trainer import Trainer, group_names, lr_at
 
 
@@ -100,10 +102,10 @@ def test_checkpoint_round_trip_and_exact_resume(tiny_text, tmp_path):
         first.step()
     config = RunConfig(model=first.model.config, train=first.config)
     vocab = first.corpus.tokenizer.vocab
-    save_checkpoint(tmp_path / "step_00000010", first.model, config, vocab, 10, first.state())
+    save_checkpoint(checkpoint_stem(tmp_path, 10), first.model, config, vocab, 10, first.state())
     assert list_checkpoints(tmp_path) == [10]
 
-    ckpt = load_checkpoint(tmp_path / "step_00000010")
+    ckpt = load_checkpoint(checkpoint_stem(tmp_path, 10))
     assert ckpt.step == 10 and ckpt.vocab == vocab and ckpt.config == config
     resumed = Trainer(ckpt.build_model(), ckpt.config.train, first.corpus)
     resumed.load_state(ckpt.trainer_state)
@@ -114,7 +116,7 @@ def test_checkpoint_round_trip_and_exact_resume(tiny_text, tmp_path):
 def test_corrupt_truncated_and_mismatched_checkpoints(tiny_text, tmp_path):
     trainer = make_trainer(tiny_text)
     config = RunConfig(model=trainer.model.config, train=trainer.config)
-    stem = tmp_path / "step_00000001"
+    stem = checkpoint_stem(tmp_path, 1)
     save_checkpoint(stem, trainer.model, config, trainer.corpus.tokenizer.vocab, 1, trainer.state())
     weights = stem.with_suffix(".safetensors")
     data = weights.read_bytes()
@@ -130,7 +132,7 @@ def test_corrupt_truncated_and_mismatched_checkpoints(tiny_text, tmp_path):
     with pytest.raises(CheckpointError, match="corrupt"):
         load_checkpoint(stem)
     with pytest.raises(CheckpointError, match="not found"):
-        load_checkpoint(tmp_path / "step_00000099")
+        load_checkpoint(checkpoint_stem(tmp_path, 99))
 
     from tinygpt.checkpoint import load_model_state
 
@@ -149,3 +151,40 @@ def test_checkpoints_never_unpickle():
     source = pathlib.Path(__file__).resolve().parents[1] / "tinygpt"
     for path in source.rglob("*.py"):
         assert "torch.load(" not in path.read_text(), path
+
+
+def test_load_model_newest_explicit_step_and_missing_step(tiny_text, tmp_path):
+    trainer = make_trainer(tiny_text)
+    vocab = trainer.corpus.tokenizer.vocab
+    with pytest.raises(CheckpointError, match="no checkpoint yet"):
+        load_model(tmp_path)
+    saved = {}
+    for step in (0, 3):
+        config = RunConfig(model=trainer.model.config, train=trainer.config)
+        save_checkpoint(checkpoint_stem(tmp_path, step), trainer.model, config, vocab, step, trainer.state())
+        saved[step] = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+        for _ in range(3):
+            trainer.step()
+    checkpoint_stem(tmp_path, 6).with_suffix(".safetensors").write_bytes(b"x")  # no .json: being written
+
+    newest = load_model(tmp_path)
+    assert isinstance(newest, LoadedModel) and newest.step == 3 and not newest.model.training
+    assert isinstance(newest.tokenizer, CharTokenizer) and newest.tokenizer.vocab == vocab
+    assert newest.config.model == trainer.model.config
+    for name, tensor in newest.model.state_dict().items():
+        assert torch.equal(tensor, saved[3][name]), name
+    first = load_model(tmp_path, 0)
+    assert first.step == 0 and torch.equal(first.model.tok_emb.weight, saved[0]["tok_emb.weight"])
+    with pytest.raises(CheckpointError, match=r"no checkpoint at step 6; it has \[0, 3\]"):
+        load_model(tmp_path, 6)
+
+
+def test_load_model_fixes_a_vocab_size_the_config_never_got(tiny_text, tmp_path):
+    """Configs saved before the tokenizer set vocab_size carry the default (65); the weights and vocab decide."""
+    trainer = make_trainer(tiny_text)
+    vocab = trainer.corpus.tokenizer.vocab
+    assert len(vocab) != 65
+    stale = RunConfig(model=TransformerConfig(**{**trainer.model.config.to_dict(), "vocab_size": 65}))
+    save_checkpoint(checkpoint_stem(tmp_path, 1), trainer.model, stale, vocab, 1)
+    loaded = load_model(tmp_path)
+    assert loaded.config.model.vocab_size == len(vocab) and loaded.model.config.vocab_size == len(vocab)

@@ -12,10 +12,15 @@ mismatched file raises `CheckpointError` saying which file and what to do. `torc
 can run arbitrary code, and checkpoints travel between workshop machines.
 
 The tied LM head is stored once (as tok_emb.weight): safetensors refuses aliased tensors, and the model re-ties it.
+
+Where a run keeps its checkpoints, and which of them are complete, is tinygpt.runstore's (`checkpoint_stem`,
+`list_checkpoints`); `load_model(run_dir, step)` is the one way to get a run's model back for sampling or probing
+(the CLI's sample command and the app's pages both use it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
@@ -29,6 +34,8 @@ from safetensors.torch import load_file, save_file
 from .config import RunConfig
 from .errors import CheckpointError
 from .model import TinyGPT
+from .runstore import checkpoint_stem, list_checkpoints
+from .tokenizer import CharTokenizer
 
 FORMAT = "tinygpt-checkpoint"
 VERSION = 1
@@ -47,10 +54,6 @@ class Checkpoint:
         model = TinyGPT(self.config.model)
         load_model_state(model, self.model_state)
         return model.to(device)
-
-
-def checkpoint_stem(folder: Path, step: int) -> Path:
-    return Path(folder) / f"step_{step:08d}"
 
 
 def save_checkpoint(
@@ -180,15 +183,32 @@ def load_model_state(model: TinyGPT, state: dict[str, torch.Tensor]) -> None:
     model.load_state_dict({**state, "lm_head.weight": state["tok_emb.weight"]})
 
 
-def list_checkpoints(folder: Path | str) -> list[int]:
-    """Steps of the complete checkpoints in a folder (those whose JSON exists), ascending."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return []
-    steps = []
-    for path in folder.glob("step_*.json"):
-        try:
-            steps.append(int(path.stem.split("_")[1]))
-        except (IndexError, ValueError):
-            continue
-    return sorted(steps)
+@dataclass
+class LoadedModel:
+    """A run's model at one checkpoint, ready to sample or probe."""
+
+    model: TinyGPT  # in eval mode (no dropout), on the device asked for
+    tokenizer: CharTokenizer  # of the checkpoint's vocabulary, which is what the model was trained on
+    config: RunConfig  # as saved with the checkpoint: live knob changes up to that step included
+    step: int
+
+
+def load_model(run_dir: str | Path, step: int | None = None, device: torch.device | str = "cpu") -> LoadedModel:
+    """The model of a run's checkpoint at `step` (None: the newest complete one), weights only.
+
+    Raises CheckpointError when the run has no complete checkpoint, or none at `step` (the message lists those
+    it has: older ones are thinned out as a run goes on), or when the files are damaged.
+    """
+    run_dir = Path(run_dir)
+    steps = list_checkpoints(run_dir)
+    if not steps:
+        raise CheckpointError(f"run {run_dir.name} has no checkpoint yet: train it longer or pick another run.")
+    if step is None:
+        step = steps[-1]
+    elif step not in steps:
+        raise CheckpointError(f"run {run_dir.name} has no checkpoint at step {step}; it has {steps}.")
+    ckpt = load_checkpoint(checkpoint_stem(run_dir, step))  # on the CPU: the optimizer moments stay there
+    if ckpt.config.model.vocab_size != len(ckpt.vocab):  # a config saved before the tokenizer set vocab_size
+        ckpt.config.model = dataclasses.replace(ckpt.config.model, vocab_size=len(ckpt.vocab))
+    model = ckpt.build_model(device).eval()
+    return LoadedModel(model=model, tokenizer=CharTokenizer(ckpt.vocab), config=ckpt.config, step=ckpt.step)

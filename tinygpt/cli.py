@@ -190,6 +190,7 @@ def _store(runs_dir: Path | None):
 
 def cmd_train(args: argparse.Namespace) -> int:
     from .distributed import run_training_maybe_distributed
+    from .runstore import list_checkpoints
 
     store = _store(args.runs_dir)
     if args.resume:
@@ -200,7 +201,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         overrides = config_overrides(args)
         if "max_steps" in overrides:
             config.train.max_steps = overrides["max_steps"]
-        run_id, resume_from = args.resume, "latest"
+        # The app's rule too (RunManager): continue from the newest checkpoint, or start over if there is none
+        # (a run that failed while starting).
+        run_id, resume_from = args.resume, "latest" if list_checkpoints(run_dir) else None
     else:
         config = config_from_args(args)
         run_id, resume_from = None, None
@@ -226,20 +229,10 @@ def _run_config(run_dir: Path) -> dict:
 def cmd_sample(args: argparse.Namespace) -> int:
     import torch
 
-    from .checkpoint import list_checkpoints, load_checkpoint
-    from .tokenizer import CharTokenizer
+    from .checkpoint import load_model
 
-    store = _store(args.runs_dir)
-    run_dir = store.path(args.run)
-    steps = list_checkpoints(run_dir / "checkpoints")
-    if not steps:
-        raise TinyGPTError(f"run {args.run} has no checkpoint yet: train it longer or pick another run.")
-    step = args.step if args.step is not None else steps[-1]
-    if step not in steps:
-        raise TinyGPTError(f"run {args.run} has no checkpoint at step {step}; it has {steps}.")
-    checkpoint = load_checkpoint(run_dir / "checkpoints" / f"step_{step:08d}")
-    model = checkpoint.build_model()
-    tokenizer = CharTokenizer(checkpoint.vocab)
+    loaded = load_model(_store(args.runs_dir).path(args.run), args.step)  # CheckpointError names the steps it has
+    model, tokenizer = loaded.model, loaded.tokenizer
     idx = torch.tensor([tokenizer.encode(args.prompt)], dtype=torch.long)
     generator = torch.Generator().manual_seed(args.seed)
     sys.stdout.write(args.prompt)

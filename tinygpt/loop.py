@@ -50,13 +50,20 @@ from typing import Any, Protocol
 
 import torch
 
-from .checkpoint import checkpoint_stem, list_checkpoints, load_checkpoint, load_model_state, save_checkpoint
+from .checkpoint import load_checkpoint, load_model_state, save_checkpoint
 from .config import RunConfig
 from .data import load_corpus
 from .device import resolve_device
 from .errors import CheckpointError, NonFiniteError, TinyGPTError
 from .model import TinyGPT
-from .runstore import RunWriter, read_json, write_json_atomic
+from .runstore import (
+    RunWriter,
+    checkpoint_stem,
+    delete_checkpoint,
+    list_checkpoints,
+    read_status,
+    rewind,
+)
 from .trainer import ResourceError, Trainer
 
 LATEST = -1  # resume_from=LATEST: the newest complete checkpoint
@@ -128,22 +135,6 @@ def _rng_from_text(text: str) -> torch.Tensor:
     return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)
 
 
-def _rewind(run_dir: Path, step: int) -> None:
-    """Resuming from an earlier checkpoint abandons what came after it: drop later checkpoints (else "latest"
-    would name them) and later attention snapshots from the index (RunWriter then deletes their files).
-    The .jsonl files are left alone: readers treat a step that goes backwards as a rewind."""
-    folder = run_dir / "checkpoints"
-    for later in [s for s in list_checkpoints(folder) if s > step]:
-        stem = checkpoint_stem(folder, later)
-        stem.with_suffix(".json").unlink(missing_ok=True)  # the JSON first: without it the checkpoint is invalid
-        stem.with_suffix(".safetensors").unlink(missing_ok=True)
-    index_path = run_dir / "attention" / "index.json"
-    index = read_json(index_path, None)
-    if isinstance(index, dict) and any(s.get("step", 0) > step for s in index.get("snapshots", [])):
-        index["snapshots"] = [s for s in index["snapshots"] if s.get("step", 0) <= step]
-        write_json_atomic(index_path, index)
-
-
 class _Loop:
     """One run's state between steps. Everything the loop publishes goes through `self.writer`."""
 
@@ -177,13 +168,13 @@ class _Loop:
         device = resolve_device(self.device_name or self.config.train.device)
         ckpt = None
         if resume_from is not None:
-            steps = list_checkpoints(self.run_dir / "checkpoints")
+            steps = list_checkpoints(self.run_dir)
             if not steps:
                 raise CheckpointError(f"run {self.run_dir.name} has no checkpoint to resume from: start a new run.")
             step = steps[-1] if resume_from == LATEST else resume_from
             if step not in steps:
                 raise CheckpointError(f"run {self.run_dir.name} has no checkpoint at step {step}; it has {steps}.")
-            ckpt = load_checkpoint(checkpoint_stem(self.run_dir / "checkpoints", step))
+            ckpt = load_checkpoint(checkpoint_stem(self.run_dir, step))
             # The checkpoint's config carries the knobs as they were; max_steps may have been raised since.
             ckpt.config.train.max_steps = self.config.train.max_steps
             self.config = ckpt.config
@@ -206,7 +197,7 @@ class _Loop:
             if "torch_rng" in ckpt.extra:
                 torch.set_rng_state(_rng_from_text(ckpt.extra["torch_rng"]))
             self.checkpointed_step = ckpt.step
-            self.best_val = (read_json(self.run_dir / "status.json", {}) or {}).get("best_val_loss")
+            self.best_val = read_status(self.run_dir).get("best_val_loss")
         else:
             self.writer.write_config({**config.to_dict(), "vocab": vocab, "num_params": model.num_params()})
 
@@ -396,16 +387,12 @@ class _Loop:
         step = self.trainer.step_count
         if step == self.checkpointed_step:
             return
-        folder = self.run_dir / "checkpoints"
         extra = {"torch_rng": _rng_to_text(torch.get_rng_state())}  # dropout's generator
-        save_checkpoint(
-            checkpoint_stem(folder, step), self.model, self.config, self.vocab, step, self.trainer.state(), extra
-        )
+        stem = checkpoint_stem(self.run_dir, step)
+        save_checkpoint(stem, self.model, self.config, self.vocab, step, self.trainer.state(), extra)
         self.checkpointed_step = step
-        for old in checkpoints_to_drop(list_checkpoints(folder)):
-            stem = checkpoint_stem(folder, old)
-            stem.with_suffix(".json").unlink(missing_ok=True)  # the JSON first: readers then skip the checkpoint
-            stem.with_suffix(".safetensors").unlink(missing_ok=True)
+        for old in checkpoints_to_drop(list_checkpoints(self.run_dir)):
+            delete_checkpoint(self.run_dir, old)
 
     def event(self, kind: str, message: str, **fields: Any) -> None:
         step = self.trainer.step_count if self.trainer is not None else 0
@@ -457,8 +444,8 @@ def run_training(
     config = RunConfig.from_dict(config.to_dict())  # our own copy: knobs and vocab_size are set on it
     loop = None
     try:
-        if resume_from not in (None, LATEST) and resume_from in list_checkpoints(run_dir / "checkpoints"):
-            _rewind(run_dir, resume_from)  # before the RunWriter reads the attention index
+        if resume_from not in (None, LATEST) and resume_from in list_checkpoints(run_dir):
+            rewind(run_dir, resume_from)  # before the RunWriter reads the attention index
         loop = _Loop(run_dir, config, control or _NoControl(), on_record, device)
         loop.prepare = prepare
         loop.setup(resume_from)

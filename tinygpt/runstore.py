@@ -14,6 +14,12 @@ folder. The folder is the only channel between them, so its format (v1, defined 
       attention/step_%08d.npy       float16 (num_layers, num_heads, T, T), thinned to ~64 snapshots
       checkpoints/step_%08d.safetensors (+ .json), written by tinygpt.checkpoint
 
+This module is the one home of that layout: the file names (`checkpoint_stem`, `snapshot_name`, `snapshot_path`,
+and the patterns that parse them), which checkpoints count (`list_checkpoints`: both files present), the run
+states and their groups (`STATES`, `ACTIVE_STATES`, ...), status.json edits by a process without a live writer
+(`update_status`), and abandoning what came after a checkpoint (`rewind`). Everybody else (loop, worker, CLI,
+app, charts) calls these.
+
 Two rules make a live reader safe without locks: whole files are replaced atomically (write a temp file in the
 same folder, then os.replace, which readers see as old-or-new, never half), and .jsonl files only grow, one
 complete line per write, so a reader remembers a byte offset and consumes only whole lines. Non-finite floats
@@ -45,12 +51,68 @@ import numpy as np
 from tinygpt.errors import RunStoreError
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
-STATES = ("queued", "starting", "running", "paused", "finished", "stopped", "diverged", "failed")
 EVENT_KINDS = ("knob", "clip", "nonfinite", "state", "checkpoint", "error")
 OWNERS = ("app", "cli")
 JSONL_FILES = ("metrics", "evals", "events", "samples")
-_ATTN_FILE_RE = re.compile(r"^step_(\d{8})\.npy$")
+
+# ---------------------------------------------------------------- run states
+
+# queued -> starting -> running <-> paused -> finished | stopped | diverged | failed (see tinygpt.loop).
+STATES = ("queued", "starting", "running", "paused", "finished", "stopped", "diverged", "failed")
+ACTIVE_STATES = ("queued", "starting", "running")  # something is (about to be) training: pages keep refreshing
+PAUSED_STATES = ("paused", "diverged")  # waiting for a command (a live worker) or resumable as it was (no worker)
+FINAL_STATES = ("paused", "finished", "stopped", "diverged", "failed")  # what a worker writes before it exits
+ENDED_STATES = ("finished", "stopped", "failed")  # nothing left to do, even if the exit itself was unclean
+RESUMABLE_STATES = ("paused", "stopped", "diverged", "failed")  # continue from the newest checkpoint
+
+
+def check_state(state: Any) -> None:
+    """The one validation of a state written to status.json."""
+    if state is not None and state not in STATES:
+        raise RunStoreError(f"unknown run state {state!r}; expected one of {STATES}.")
+
+
+# ---------------------------------------------------------------- file names inside a run folder
+
+# The only place the step-numbered names are spelled: 8 digits, so names sort like steps up to 10^8 - 1.
+_STEP_NAME = "step_{:08d}"
+_SNAPSHOT_FILE_RE = re.compile(r"^step_(\d{8})\.npy$")
 _CKPT_FILE_RE = re.compile(r"^step_(\d{8})\.safetensors$")
+
+
+def checkpoint_stem(run_dir: str | Path, step: int) -> Path:
+    """run_dir/checkpoints/step_00000500: add .safetensors or .json (tinygpt.checkpoint writes both)."""
+    return Path(run_dir) / "checkpoints" / _STEP_NAME.format(int(step))
+
+
+def snapshot_name(step: int) -> str:
+    """The attention snapshot's file name, as attention/index.json lists it: "step_00000500.npy"."""
+    return _STEP_NAME.format(int(step)) + ".npy"
+
+
+def snapshot_path(run_dir: str | Path, step: int) -> Path:
+    return Path(run_dir) / "attention" / snapshot_name(step)
+
+
+def list_checkpoints(run_dir: str | Path) -> list[int]:
+    """Steps of a run's complete checkpoints, ascending. Complete means both files exist: the .safetensors is
+    written first and the .json last (and deleted first), so a save or a delete in progress is never listed."""
+    folder = Path(run_dir) / "checkpoints"
+    if not folder.is_dir():
+        return []
+    steps = []
+    for path in folder.iterdir():
+        m = _CKPT_FILE_RE.match(path.name)
+        if m and path.with_suffix(".json").exists():
+            steps.append(int(m.group(1)))
+    return sorted(steps)
+
+
+def delete_checkpoint(run_dir: str | Path, step: int) -> None:
+    """Remove one checkpoint, the JSON first: from that moment on nobody lists it, even if we die mid-way."""
+    stem = checkpoint_stem(run_dir, step)
+    stem.with_suffix(".json").unlink(missing_ok=True)
+    stem.with_suffix(".safetensors").unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------- run ids and atomic files
@@ -122,6 +184,59 @@ def read_json(path: str | Path, default: Any = None) -> Any:
         return default
     except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
         raise RunStoreError(f"{path} is not valid JSON ({e}); delete the run or fix the file.") from e
+
+
+def read_events(run_dir: str | Path) -> list[dict]:
+    """Every event of a run at once, skipping torn or unparseable lines, for one-off readers (the CLI's listing);
+    pages follow events live with a RunReader. events.jsonl stays small: a few lines per knob, clip or state."""
+    try:
+        data = (Path(run_dir) / "events.jsonl").read_bytes()
+    except FileNotFoundError:
+        return []
+    events = []
+    for line in data.decode("utf-8", errors="replace").split("\n"):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            events.append(record)
+    return events
+
+
+# ---------------------------------------------------------------- edits by a process without a live writer
+
+
+def read_status(run_dir: str | Path) -> dict:
+    """status.json as a dict ({} when missing). A corrupt file raises RunStoreError."""
+    status = read_json(Path(run_dir) / "status.json", {})
+    return status if isinstance(status, dict) else {}
+
+
+def update_status(run_dir: str | Path, **fields: Any) -> dict:
+    """Read, merge `fields` and atomically rewrite status.json (with `updated` = now); returns the new status.
+
+    For processes that do not own the run's RunWriter: the worker manager marking a run queued, starting,
+    paused or failed before a worker exists or after it died. While a worker trains, its writer owns the file.
+    """
+    check_state(fields.get("state"))
+    status = {**read_status(run_dir), **fields, "updated": time.time()}
+    write_json_atomic(Path(run_dir) / "status.json", status)
+    return status
+
+
+def rewind(run_dir: str | Path, step: int) -> None:
+    """Abandon what came after checkpoint `step` (resuming from an earlier checkpoint): delete later checkpoints
+    (else "latest" would name them) and drop later attention snapshots from the index (a RunWriter opened
+    afterwards deletes their now unlisted files). The .jsonl files are left alone: readers treat a step that
+    goes backwards as a rewind. Call it before opening the run's RunWriter, which reads the index."""
+    for later in [s for s in list_checkpoints(run_dir) if s > step]:
+        delete_checkpoint(run_dir, later)
+    index_path = Path(run_dir) / "attention" / "index.json"
+    index = read_json(index_path, None)
+    if isinstance(index, dict) and any(s.get("step", 0) > step for s in index.get("snapshots", [])):
+        index["snapshots"] = [s for s in index["snapshots"] if s.get("step", 0) <= step]
+        write_json_atomic(index_path, index)
 
 
 # ---------------------------------------------------------------- the store: a folder of runs
@@ -268,9 +383,7 @@ class RunWriter:
         write_json_atomic(self.run_dir / "config.json", {**current, **config, **identity})
 
     def write_status(self, **fields: Any) -> None:
-        state = fields.get("state")
-        if state is not None and state not in STATES:
-            raise RunStoreError(f"unknown run state {state!r}; expected one of {STATES}.")
+        check_state(fields.get("state"))
         self._status.update(fields, updated=time.time())
         write_json_atomic(self.run_dir / "status.json", self._status)
 
@@ -310,7 +423,7 @@ class RunWriter:
         if array.ndim != 4 or array.shape[2] != array.shape[3] or array.shape[3] != len(tokens):
             raise RunStoreError(f"attention must be (L, H, T, T) with T = {len(tokens)} tokens, got {array.shape}.")
         self._attn_dir.mkdir(exist_ok=True)
-        name = f"step_{int(step):08d}.npy"
+        name = snapshot_name(step)
         _write_atomic(self._attn_dir / name, lambda f: np.save(f, array, allow_pickle=False))
         snapshots = [s for s in self._attn_index.get("snapshots", []) if s["step"] != int(step)]
         snapshots = sorted(snapshots + [{"step": int(step), "file": name}], key=lambda s: s["step"])
@@ -330,7 +443,7 @@ class RunWriter:
             return
         listed = {s.get("file") for s in self._attn_index.get("snapshots", [])}
         for p in self._attn_dir.iterdir():
-            if _ATTN_FILE_RE.match(p.name) and p.name not in listed:
+            if _SNAPSHOT_FILE_RE.match(p.name) and p.name not in listed:
                 p.unlink(missing_ok=True)
 
     def close(self) -> None:
@@ -580,23 +693,15 @@ class RunReader:
 
     def load_attention(self, step: int) -> np.ndarray:
         # The file name is built from the step, never taken from the index, so a bad index cannot point elsewhere.
-        path = self.run_dir / "attention" / f"step_{int(step):08d}.npy"
+        path = snapshot_path(self.run_dir, step)
         try:
             return np.load(path, allow_pickle=False).astype(np.float32)
         except FileNotFoundError:
             raise RunStoreError(f"no attention snapshot for step {step} (it may have been thinned out).") from None
 
     def checkpoints(self) -> list[int]:
-        """Steps with a complete checkpoint: the .safetensors and the .json that describes it."""
-        folder = self.run_dir / "checkpoints"
-        if not folder.is_dir():
-            return []
-        steps = []
-        for p in folder.iterdir():
-            m = _CKPT_FILE_RE.match(p.name)
-            if m and p.with_suffix(".json").exists():
-                steps.append(int(m.group(1)))
-        return sorted(steps)
+        """Steps with a complete checkpoint (see `list_checkpoints`)."""
+        return list_checkpoints(self.run_dir)
 
 
 def columns(records: Iterable[dict], keys: Iterable[str | tuple[str, ...]]) -> dict[Any, list]:

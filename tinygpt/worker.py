@@ -34,6 +34,9 @@ killed); pauses runs whose lease ran out (nobody called touch() for lease_second
 resumable); and, while runs wait in the queue, releases workers that sit paused so the slot goes to a run that
 wants to train. A run whose process has ended is resumed in a new worker from its last checkpoint.
 
+The manager writes status.json only while no worker owns the run (queued, starting, reaped), through
+tinygpt.runstore.update_status; run states and their groups are tinygpt.runstore's.
+
 Left out: more than one server sharing a runs folder (the second would see the first's runs as interrupted),
 GPU memory accounting in the cap, and remote workers.
 """
@@ -55,19 +58,27 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checkpoint import list_checkpoints
 from .config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, RunConfig
 from .errors import TinyGPTError
 from .loop import LATEST, run_training
-from .runstore import RunStore, RunWriter, read_json, write_json_atomic
+from .runstore import (
+    ACTIVE_STATES,
+    ENDED_STATES,
+    FINAL_STATES,
+    PAUSED_STATES,
+    RunStore,
+    RunWriter,
+    list_checkpoints,
+    read_json,
+    read_status,
+    update_status,
+)
 
 # Imported once by the forkserver, so every worker starts with them loaded. Not torch._dynamo (1.2 s, as long as
 # torch itself): nothing a run does imports it since tinygpt.optim replaced torch.optim.AdamW.
 PRELOAD = ["torch", "numpy", "safetensors.torch", "tinygpt.loop", "tinygpt.worker"]
 STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is killed
 MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls
-FINAL_STATES = ("paused", "finished", "stopped", "diverged", "failed")  # what a worker writes before it exits
-ENDED_STATES = ("finished", "stopped", "failed")  # nothing left to do, even if the exit itself was unclean
 IDENTITY_KEYS = ("run_id", "created", "owner", "parent", "vocab", "num_params")  # config.json keys not in RunConfig
 _MAIN_LOCK = threading.Lock()
 
@@ -334,8 +345,7 @@ class RunManager:
             job = self._jobs.get(run_id)
             if job is None:
                 _require_app_owned(run_id, read_json(self.store.path(run_id) / "config.json", {}) or {})
-                status = read_json(self.store.path(run_id) / "status.json", {}) or {}
-                if status.get("state") in ("paused", "diverged", "queued", "starting", "running"):
+                if read_status(self.store.path(run_id)).get("state") in PAUSED_STATES + ACTIVE_STATES:
                     self._set_status(run_id, state="stopped", reason="stopped by you")
                 return
             if not job.stop_requested:
@@ -441,7 +451,7 @@ class RunManager:
     def _restart(self, run_id: str, commands: list, max_steps: int | None) -> None:
         """Queue a run whose process has ended, to continue from its latest checkpoint (called with the lock)."""
         run_dir = self.store.path(run_id)
-        status = read_json(run_dir / "status.json", {}) or {}
+        status = read_status(run_dir)
         if status.get("state") in ("starting", "running") and _pid_alive(status.get("pid")):
             raise TinyGPTError(f"run {run_id} is being trained by another process (pid {status.get('pid')}).")
         config = read_json(run_dir / "config.json", None)
@@ -454,7 +464,7 @@ class RunManager:
         step = int(status.get("step") or 0)
         if status.get("state") == "finished" and config["train"]["max_steps"] <= step:
             return  # nothing left to train; extend it with resume(run_id, max_steps=...)
-        has_checkpoint = bool(list_checkpoints(run_dir / "checkpoints"))
+        has_checkpoint = bool(list_checkpoints(run_dir))
         max_steps = config["train"]["max_steps"]
         self._set_status(run_id, state="queued", reason=f"resuming from step {step}", max_steps=max_steps)
         self._enqueue(_Job(run_id, config, LATEST if has_checkpoint else None, time.monotonic(), list(commands)))
@@ -580,8 +590,7 @@ class RunManager:
         idle = []
         for job in self._jobs.values():
             if job.process is not None and not job.released:
-                state = (read_json(self.store.path(job.run_id) / "status.json", {}) or {}).get("state")
-                if state in ("paused", "diverged"):
+                if read_status(self.store.path(job.run_id)).get("state") in PAUSED_STATES:
                     idle.append(job)
         for job in sorted(idle, key=lambda j: j.touched)[: len(self._queue)]:
             self._release(job, "paused: its training slot went to a queued run; resume it to continue")
@@ -593,7 +602,7 @@ class RunManager:
         code = job.process.exitcode
         job.process.close()  # frees its sentinel now rather than at garbage collection
         job.conn.close()
-        status = read_json(self.store.path(job.run_id) / "status.json", {}) or {}
+        status = read_status(self.store.path(job.run_id))
         state, step = status.get("state"), int(status.get("step") or 0)
         if code == 0 and state in FINAL_STATES or state in ENDED_STATES:
             pass  # the worker said how it ended
@@ -604,9 +613,9 @@ class RunManager:
             why = _exit_reason(code) if code != 0 else "the worker process ended without a final state"
             self._record_end(job.run_id, "failed", f"failed: {why} at step {step}", step)
             state = "failed"
-        if state in ("paused", "diverged") and job.stop_requested:  # e.g. released by the lease just before
+        if state in PAUSED_STATES and job.stop_requested:  # e.g. released by the lease just before
             self._set_status(job.run_id, state="stopped", reason=f"stopped by you at step {step}")
-        elif state in ("paused", "diverged") and job.then is not None and not self._closed:
+        elif state in PAUSED_STATES and job.then is not None and not self._closed:
             try:
                 self._restart(job.run_id, job.then, None)
             except TinyGPTError as exc:
@@ -620,17 +629,14 @@ class RunManager:
 
     def _set_status(self, run_id: str, **fields: Any) -> None:
         """Rewrite status.json for a run without a live worker (a worker owns its own status while it runs)."""
-        path = self.store.path(run_id) / "status.json"
-        status = read_json(path, {}) or {}
-        status.update(fields, updated=time.time())
-        write_json_atomic(path, status)
+        update_status(self.store.path(run_id), **fields)
 
     def _recover(self) -> None:
         """After a server restart: runs that were queued or training under the old server are paused."""
         for summary in self.store.list_runs():
-            if summary.owner != "app" or summary.state not in ("queued", "starting", "running"):
+            if summary.owner != "app" or summary.state not in ACTIVE_STATES:
                 continue
-            status = read_json(self.store.path(summary.run_id) / "status.json", {}) or {}
+            status = read_status(self.store.path(summary.run_id))
             if not _pid_alive(status.get("pid")) or summary.state == "queued":
                 reason = f"paused: the server stopped while the run was {summary.state}; resume it to continue"
                 self._set_status(summary.run_id, state="paused", reason=reason, queue_position=None)
