@@ -167,6 +167,21 @@ def test_the_app_never_writes_into_a_cli_run(tmp_path, tiny_text):
         manager.shutdown()
 
 
+def test_runs_lists_knobs_changed_while_training(tmp_path, capsys):
+    from tinygpt.runstore import RunStore
+
+    store = RunStore(tmp_path)
+    with store.create(preset("demo").to_dict(), owner="cli") as writer:
+        writer.append_event({"step": 3, "kind": "knob", "knob": "mask", "old": "causal", "new": "none"})  # pre-"ok"
+        writer.append_event({"step": 4, "kind": "knob", "knob": "window", "ok": False, "error": "no", "request": "r"})
+        run_id = writer.run_id
+    with store.create(preset("demo").to_dict(), owner="cli") as writer:
+        plain_id = writer.run_id
+    assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert lines[run_id].endswith("knobs now: mask=none") and "knobs" not in lines[plain_id]
+
+
 def test_sample_says_which_checkpoints_a_run_has(tmp_path, capsys):
     from tinygpt.runstore import RunStore
 

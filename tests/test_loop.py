@@ -20,7 +20,7 @@ from tinygpt.checkpoint import load_checkpoint
 from tinygpt.config import ConfigError
 from tinygpt.device import available_devices, resolve_device
 from tinygpt.loop import LATEST, QueueControl, checkpoints_to_drop, run_training
-from tinygpt.runstore import RunStore, checkpoint_stem, list_checkpoints
+from tinygpt.runstore import RunStore, checkpoint_stem, knob_answer, knob_changes, knobs_now, list_checkpoints
 
 tiny = tiny_config
 
@@ -150,22 +150,64 @@ def test_knob_applies_at_the_next_step_and_is_recorded(tmp_path, tiny_text):
 
     def at_step(record):
         if record["step"] == 5:
-            control.send({"cmd": "knob", "name": "mask", "value": "none"})
-            control.send({"cmd": "knob", "name": "attn_scale_mult", "value": -1.0})  # invalid: an error event
-            control.send({"cmd": "knob", "name": "num_layers", "value": 3})  # not live: an error event
+            control.send({"cmd": "knob", "name": "mask", "value": "none", "request": "r1"})
+            control.send({"cmd": "knob", "name": "attn_scale_mult", "value": -1.0, "request": "r2"})  # invalid
+            control.send({"cmd": "knob", "name": "num_layers", "value": 3, "request": "r3"})  # not live
 
     assert run_training(run_dir, config, control, on_record=at_step) == "finished"
     plain, knobbed = losses(store_a.reader(plain_id)), losses(store.reader(run_id))
     assert plain[:5] == knobbed[:5]  # identical until the knob...
     assert plain[5][1] != knobbed[5][1]  # ...which step 6 already feels
     events = store.reader(run_id).events
-    knob = [e for e in events if e["kind"] == "knob"]
-    assert len(knob) == 1
-    assert knob[0]["step"] == 5 and knob[0]["knob"] == "mask" and knob[0]["old"] == "causal"
-    assert knob[0]["new"] == "none" and knob[0]["message"] == "mask: causal -> none at step 5"
-    errors = [e["message"] for e in events if e["kind"] == "error"]
-    assert len(errors) == 2 and "attn_scale_mult" in errors[0] and "num_layers" in errors[1]
+    (knob,) = knob_changes(events)
+    assert knob == knob_answer(events, "r1")
+    assert (knob["step"], knob["knob"], knob["old"], knob["new"], knob["ok"]) == (5, "mask", "causal", "none", True)
+    assert knob["message"] == "mask: causal -> none at step 5"
+    refused = knob_answer(events, "r2")  # the run went on: a refusal is an answer, not an error of the run
+    assert refused["ok"] is False and refused["knob"] == "attn_scale_mult" and refused["step"] == 5
+    assert "attn_scale_mult must be a positive number" in refused["error"]
+    assert refused["message"] == f"knob attn_scale_mult = -1.0 not applied: {refused['error']}"
+    not_live = knob_answer(events, "r3")
+    assert not_live["ok"] is False and "cannot change while training" in not_live["error"]
+    assert [e for e in events if e["kind"] == "error"] == []
     assert load_checkpoint(checkpoint_stem(run_dir, 10)).config.model.mask == "none"
+
+
+def test_every_knob_command_is_answered_and_learning_rate_carries_min_lr(tmp_path, tiny_text):
+    config = tiny(tiny_text, max_steps=6, learning_rate=2e-3, min_lr=5e-4)  # min_lr at 1/4 of the peak
+    store, run_id, run_dir = new_run(tmp_path, config)
+    control = QueueControl()
+    commands = [
+        ("lr", "learning_rate", 4e-3),  # min_lr moves along: 2e-3 (ratio 1/4 kept)
+        ("same", "mask", "causal"),  # already so: an answer with old == new, nothing changes
+        ("floor", "min_lr", 1e-2),  # above learning_rate: refused
+        ("wd", "weight_decay", 0),  # an int for a float knob is taken as a float
+    ]
+
+    def at_step(record):
+        if record["step"] == 2:
+            for request, name, value in commands:
+                control.send({"cmd": "knob", "name": name, "value": value, "request": request})
+
+    assert run_training(run_dir, config, control, on_record=at_step) == "finished"
+    events = store.reader(run_id).events
+    assert all(knob_answer(events, request) is not None for request, _, _ in commands)
+    lr, coupled = [e for e in events if e["kind"] == "knob" and e["request"] == "lr"]
+    assert (lr["knob"], lr["old"], lr["new"], lr["ok"]) == ("learning_rate", 2e-3, 4e-3, True)
+    assert (coupled["knob"], coupled["old"], coupled["new"]) == ("min_lr", 5e-4, 1e-3)
+    assert coupled["coupled_to"] == "learning_rate" and coupled["message"] == "min_lr: 0.0005 -> 0.001 at step 2"
+    assert "coupled_to" not in lr
+    same = knob_answer(events, "same")
+    assert same["ok"] and same["old"] == same["new"] == "causal" and same["step"] == 2
+    floor = knob_answer(events, "floor")
+    assert floor["ok"] is False and "min_lr" in floor["error"] and "learning_rate" in floor["error"]
+    assert knob_answer(events, "wd")["new"] == 0.0 and isinstance(knob_answer(events, "wd")["new"], float)
+    assert [e["knob"] for e in knob_changes(events)] == ["learning_rate", "min_lr", "weight_decay"]
+    now = knobs_now(store.reader(run_id).config(), events)
+    assert (now["learning_rate"], now["min_lr"], now["mask"], now["weight_decay"]) == (4e-3, 1e-3, "causal", 0.0)
+    saved = load_checkpoint(checkpoint_stem(run_dir, 6)).config.train
+    assert (saved.learning_rate, saved.min_lr) == (4e-3, 1e-3)
+    assert [m["lr"] for m in store.reader(run_id).metrics][-1] >= 1e-3  # the floor moved up with the peak
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.2])

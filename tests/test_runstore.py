@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tinygpt.config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS
 from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.runstore import (
     ACTIVE_STATES,
@@ -29,6 +30,9 @@ from tinygpt.runstore import (
     columns,
     default_root,
     delete_checkpoint,
+    knob_answer,
+    knob_changes,
+    knobs_now,
     list_checkpoints,
     new_run_id,
     read_events,
@@ -413,6 +417,49 @@ def test_rewind_drops_later_checkpoints_and_snapshots(writer: RunWriter):
     assert [s["step"] for s in RunReader(writer.run_dir).attention_index()["snapshots"]] == [0, 10]
     RunWriter(writer.run_dir).close()  # a writer reopening the run deletes the unlisted snapshot file
     assert not snapshot_path(writer.run_dir, 20).exists() and snapshot_path(writer.run_dir, 10).exists()
+
+
+def test_knob_events_read_back():
+    config = {
+        "model": {"mask": "causal", "attn_scale": "head_dim", "attn_scale_mult": 1.0, "window": 16, "num_heads": 4},
+        "train": {"learning_rate": 1e-3, "min_lr": 1e-4, "warmup_steps": 100, "max_grad_norm": 1.0},
+    }
+    events = [
+        {"kind": "knob", "knob": "mask", "old": "causal", "new": "none", "step": 3},  # an old run folder: no "ok"
+        {"kind": "clip", "step": 4, "message": "clipping"},
+        {"kind": "knob", "knob": "learning_rate", "request": "a", "ok": True, "old": 1e-3, "new": 2e-3, "step": 5},
+        {
+            "kind": "knob",
+            "knob": "min_lr",
+            "request": "a",
+            "ok": True,
+            "old": 1e-4,
+            "new": 2e-4,
+            "step": 5,
+            "coupled_to": "learning_rate",
+        },
+        {"kind": "knob", "knob": "window", "request": "b", "ok": False, "error": "window must be ...", "step": 6},
+        {"kind": "knob", "knob": "mask", "request": "c", "ok": True, "old": "none", "new": "none", "step": 7},
+        {"kind": "knob", "knob": "mask", "request": "c", "ok": True, "old": "none", "new": "causal", "step": 9},
+        {"kind": "knob", "knob": "num_heads", "old": 4, "new": 8, "step": 9},  # not a live knob: never a knob now
+    ]
+    assert [(e["knob"], e["step"]) for e in knob_changes(events)] == [
+        ("mask", 3),
+        ("learning_rate", 5),
+        ("min_lr", 5),
+        ("mask", 9),
+        ("num_heads", 9),
+    ]
+    assert knob_answer(events, "a")["knob"] == "learning_rate"  # the first answer: the knob that was asked for
+    assert knob_answer(events, "b")["ok"] is False
+    assert knob_answer(events, "c")["step"] == 7
+    assert knob_answer(events, "zzz") is None and knob_answer(events, None) is None
+    now = knobs_now(config, events)
+    assert set(now) == set(LIVE_MODEL_KNOBS + LIVE_TRAIN_KNOBS)
+    assert (now["learning_rate"], now["min_lr"], now["mask"], now["window"]) == (2e-3, 2e-4, "causal", 16)
+    assert now["weight_decay"] is None  # not in this config
+    assert knobs_now(config, events[:1])["mask"] == "none"
+    assert knobs_now({}, [])["mask"] is None
 
 
 def test_read_events_skips_torn_lines(writer: RunWriter):

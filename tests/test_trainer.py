@@ -76,13 +76,36 @@ def test_naive_softmax_on_huge_logits_is_caught_and_parameters_stay(tiny_text):
 
 def test_live_knobs_validate_and_apply(tiny_text):
     trainer = make_trainer(tiny_text)
-    assert trainer.set_knob("mask", "none") == ("causal", "none")
+    assert trainer.set_knob("mask", "none") == [("mask", "causal", "none")]
     assert trainer.model.config.mask == "none"
-    assert trainer.set_knob("learning_rate", 1) == (1e-3, 1.0)
+    assert trainer.set_knob("mask", "none") == [("mask", "none", "none")]  # unchanged: still reported
+    assert trainer.set_knob("weight_decay", 0) == [("weight_decay", 0.1, 0.0)]
+    assert trainer.optimizer.param_groups[0]["weight_decay"] == 0.0
     with pytest.raises(ConfigError, match="mask must be one of"):
         trainer.set_knob("mask", "sideways")
     with pytest.raises(TinyGPTError, match="cannot change while training"):
         trainer.set_knob("num_heads", 2)
+    assert trainer.model.config.mask == "none"  # a refused value changes nothing
+
+
+def test_learning_rate_carries_min_lr_at_the_same_ratio(tiny_text):
+    trainer = make_trainer(tiny_text, learning_rate=1e-3, min_lr=1e-4)
+    assert trainer.set_knob("learning_rate", 2e-3) == [("learning_rate", 1e-3, 2e-3), ("min_lr", 1e-4, 2e-4)]
+    assert trainer.set_knob("learning_rate", 3e-5) == [("learning_rate", 2e-3, 3e-5), ("min_lr", 2e-4, 3e-6)]
+    assert trainer.config.min_lr <= trainer.config.learning_rate
+    assert trainer.set_knob("learning_rate", 3e-5) == [("learning_rate", 3e-5, 3e-5)]  # same value: min_lr stays
+    assert trainer.set_knob("min_lr", 1e-5) == [("min_lr", 3e-6, 1e-5)]  # min_lr alone moves alone
+    with pytest.raises(ConfigError, match="min_lr"):
+        trainer.set_knob("min_lr", 1.0)  # above the peak
+    with pytest.raises(ConfigError, match="learning_rate must be > 0"):
+        trainer.set_knob("learning_rate", 0.0)
+    assert (trainer.config.learning_rate, trainer.config.min_lr) == (3e-5, 1e-5)  # refusals changed nothing
+    for ratio_lr in (0.1234567890123, 7e-4, 1.0):
+        trainer.set_knob("min_lr", trainer.config.learning_rate)  # ratio 1: the floor is the peak
+        trainer.set_knob("learning_rate", ratio_lr)
+        assert trainer.config.min_lr == trainer.config.learning_rate == ratio_lr
+    zero = make_trainer(tiny_text, min_lr=0.0)
+    assert zero.set_knob("learning_rate", 5e-3) == [("learning_rate", 1e-3, 5e-3)]  # min_lr 0 stays 0
 
 
 def test_loss_falls(tiny_text):

@@ -20,8 +20,9 @@ import pytest
 from helpers import tiny_config
 
 from tinygpt.checkpoint import load_checkpoint
+from tinygpt.config import ConfigError
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import RunStore
+from tinygpt.runstore import RunStore, checkpoint_stem, knob_answer
 from tinygpt.worker import RunManager, _pid_alive, default_max_active, default_threads_per_run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -207,25 +208,26 @@ def test_resume_during_a_release_restarts_and_stop_after_it_stops(store, tiny_te
 def test_a_live_knob_change_applies_at_the_next_step_and_is_recorded(manager, store, tiny_text):
     run_id = manager.start(tiny(tiny_text))
     stepped(store, run_id)
-    manager.set_knob(run_id, "mask", "none")
-    manager.set_knob(run_id, "attn_scale_mult", -2.0)  # invalid: recorded as an error, the run goes on
+    applied = manager.set_knob(run_id, "mask", "none")
+    refused = manager.set_knob(run_id, "attn_scale_mult", -2.0)  # invalid: answered ok False, the run goes on
+    assert isinstance(applied, str) and applied != refused
 
-    def knob_events():
+    def answers():
         events = store.reader(run_id).events
-        return [e for e in events if e["kind"] == "knob"], [e for e in events if e["kind"] == "error"]
+        return knob_answer(events, applied), knob_answer(events, refused)
 
-    wait_for(lambda: all(knob_events()), what="knob and error events")
-    (knob,), (error,) = knob_events()
-    assert (knob["knob"], knob["old"], knob["new"]) == ("mask", "causal", "none")
+    wait_for(lambda: all(answers()), what="both knob answers")
+    knob, error = answers()
+    assert (knob["knob"], knob["old"], knob["new"], knob["ok"]) == ("mask", "causal", "none", True)
     assert knob["message"] == f"mask: causal -> none at step {knob['step']}"
-    assert "attn_scale_mult" in error["message"]
+    assert error["ok"] is False and error["knob"] == "attn_scale_mult" and "positive number" in error["error"]
     stepped(store, run_id, knob["step"] + 2)
     assert status(store, run_id)["state"] == "running"
     manager.stop(run_id)
     last = store.reader(run_id).checkpoints()[-1]
-    assert load_checkpoint(store.path(run_id) / "checkpoints" / f"step_{last:08d}").config.model.mask == "none"
-    with pytest.raises(TinyGPTError, match="cannot change while training"):
-        manager.set_knob(run_id, "num_layers", 3)
+    assert load_checkpoint(checkpoint_stem(store.path(run_id), last)).config.model.mask == "none"
+    with pytest.raises(ConfigError, match="cannot change while training"):
+        manager.set_knob(run_id, "num_layers", 3)  # refused here, before anything is sent
     with pytest.raises(TinyGPTError, match="no worker"):
         manager.set_knob(run_id, "mask", "causal")
 

@@ -246,13 +246,18 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    from .runstore import knobs_now, read_events
+
     store = _store(args.runs_dir)
     runs = store.list_runs()
     if not runs:
         print(f"no runs in {store.root}")
     for run in runs:
         best = f"{run.best_val_loss:.4f}" if isinstance(run.best_val_loss, float) else "-"
-        print(f"{run.run_id}  {run.state:<10} step {run.step}/{run.max_steps}  best val {best}  {run.owner}")
+        line = f"{run.run_id}  {run.state:<10} step {run.step}/{run.max_steps}  best val {best}  {run.owner}"
+        started, now = knobs_now(run.config, []), knobs_now(run.config, read_events(store.path(run.run_id)))
+        changed = [f"{k}={v}" for k, v in now.items() if v != started[k]]
+        print(line + (f"  knobs now: {' '.join(changed)}" if changed else ""))
     return 0
 
 

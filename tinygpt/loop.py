@@ -23,8 +23,11 @@ CPU preset (sample every 250 steps) the budget rarely binds; at the demo preset 
 "every 500 or so". Evals are training, not publishing: a bare loop does them too.
 
 Commands: {"cmd": "pause"}, {"cmd": "resume"}, {"cmd": "step", "n": 5} (while paused: exactly n steps, then
-paused again), {"cmd": "stop"}, {"cmd": "knob", "name": "mask", "value": "none"}, and the manager's
-{"cmd": "release", "reason": ...} (checkpoint and end, resumable: the lease, or the server going away).
+paused again), {"cmd": "stop"}, {"cmd": "knob", "name": "mask", "value": "none", "request": "a1b2c3"}, and the
+manager's {"cmd": "release", "reason": ...} (checkpoint and end, resumable: the lease, or the server going away).
+Every knob command is answered with "knob" events carrying its request id: one per knob changed (ok, old, new;
+old == new if the value was already set), or one refusal (ok False, error), so a page waiting for the answer
+always gets one (tinygpt.runstore.knob_answer). The Trainer decides what changes (learning_rate moves min_lr).
 
 States (status.json): starting -> running <-> paused -> finished | stopped | diverged | failed, each with a human
 reason. A non-finite loss or gradient is never applied (the Trainer skips the update); the loop records which
@@ -266,19 +269,24 @@ class _Loop:
                 reason = str(command.get("reason") or f"paused at step {step}")
                 self.exit = ("diverged" if self.diverged else "paused", reason)
             elif cmd == "knob":
-                self.set_knob(command.get("name"), command.get("value"))
+                self.set_knob(command.get("name"), command.get("value"), command.get("request"))
             else:
                 self.event("error", f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
 
-    def set_knob(self, name: Any, value: Any) -> None:
+    def set_knob(self, name: Any, value: Any, request: Any = None) -> None:
+        """Apply a knob command and answer it: one "knob" event per knob changed, or one refusal."""
         step = self.trainer.step_count
+        answer = {"knob": name, "request": request}
         try:
-            old, new = self.trainer.set_knob(name, value)
+            changes = self.trainer.set_knob(name, value)
         except (ValueError, TypeError) as exc:  # a bad value (a ConfigError) is the learner's slip, not the run's end
-            self.event("error", f"knob {name} = {value!r} not applied: {exc}")
+            message = f"knob {name} = {value!r} not applied: {exc}"
+            self.event("knob", message, **answer, ok=False, error=str(exc))
             return
-        if old != new:
-            self.event("knob", f"{name}: {old} -> {new} at step {step}", knob=name, old=old, new=new)
+        for knob, old, new in changes:
+            coupled = {} if knob == name else {"coupled_to": name}
+            message = f"{knob}: {old} -> {new} at step {step}"
+            self.event("knob", message, **{**answer, "knob": knob}, ok=True, old=old, new=new, **coupled)
 
     def publish(self, record: dict) -> None:
         nonfinite = record.pop("nonfinite", None)

@@ -17,8 +17,8 @@ folder. The folder is the only channel between them, so its format (v1, defined 
 This module is the one home of that layout: the file names (`checkpoint_stem`, `snapshot_name`, `snapshot_path`,
 and the patterns that parse them), which checkpoints count (`list_checkpoints`: both files present), the run
 states and their groups (`STATES`, `ACTIVE_STATES`, ...), status.json edits by a process without a live writer
-(`update_status`), and abandoning what came after a checkpoint (`rewind`). Everybody else (loop, worker, CLI,
-app, charts) calls these.
+(`update_status`), abandoning what came after a checkpoint (`rewind`), and how knob events read back
+(`knob_changes`, `knob_answer`, `knobs_now`). Everybody else (loop, worker, CLI, app, charts) calls these.
 
 Two rules make a live reader safe without locks: whole files are replaced atomically (write a temp file in the
 same folder, then os.replace, which readers see as old-or-new, never half), and .jsonl files only grow, one
@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from tinygpt.config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS
 from tinygpt.errors import RunStoreError
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
@@ -237,6 +238,45 @@ def rewind(run_dir: str | Path, step: int) -> None:
     if isinstance(index, dict) and any(s.get("step", 0) > step for s in index.get("snapshots", [])):
         index["snapshots"] = [s for s in index["snapshots"] if s.get("step", 0) <= step]
         write_json_atomic(index_path, index)
+
+
+# ---------------------------------------------------------------- knob events read back
+
+# A knob command {"cmd": "knob", "name", "value", "request"} is answered by the loop with one event of kind "knob"
+# per knob it changed, all carrying the command's request id (docs/CONTRACTS.md):
+#   applied: ok True, knob, old, new, step, message ("lr: 0.001 -> 0.002 at step 5"); old == new when the value
+#            was already set, so every command gets an answer; a knob moved along with another (min_lr keeps
+#            its ratio to learning_rate) has its own event with coupled_to = the knob that was asked for;
+#   refused: ok False, knob, error (the ConfigError text), step, message.
+# Run folders from before request ids have applied events only, without "ok" and "request".
+
+
+def _is_knob(event: Any) -> bool:
+    return isinstance(event, dict) and event.get("kind") == "knob"
+
+
+def knob_changes(events: Iterable[dict]) -> list[dict]:
+    """The knob events that changed a value (applied, old != new), in order: chart markers and knob history."""
+    return [e for e in events if _is_knob(e) and e.get("ok", True) and e.get("old") != e.get("new")]
+
+
+def knob_answer(events: Iterable[dict], request: str) -> dict | None:
+    """The first knob event answering `request` (a RunManager.set_knob id), or None while none has come.
+    Its "ok" says whether it applied ("step"), else "error" says why not."""
+    if not request:  # events from commands without an id (older run folders, tests) answer nobody
+        return None
+    return next((e for e in events if _is_knob(e) and e.get("request") == request), None)
+
+
+def knobs_now(config: dict, events: Iterable[dict]) -> dict[str, Any]:
+    """A run's live knob values now: those in its config.json, then every change in order."""
+    model, train = config.get("model") or {}, config.get("train") or {}
+    knobs = {k: model.get(k) for k in LIVE_MODEL_KNOBS}
+    knobs.update({k: train.get(k) for k in LIVE_TRAIN_KNOBS})
+    for event in knob_changes(events):
+        if event.get("knob") in knobs:
+            knobs[event["knob"]] = event.get("new")
+    return knobs
 
 
 # ---------------------------------------------------------------- the store: a folder of runs

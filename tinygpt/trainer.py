@@ -17,7 +17,8 @@ Safety: a non-finite loss or gradient is never applied. The record says which te
 parameters are left exactly as they were.
 
 Live knobs (may change between steps, see `set_knob`): learning_rate, warmup_steps, min_lr, max_grad_norm,
-weight_decay, and the model's attn_scale, attn_scale_mult, mask, window.
+weight_decay, and the model's attn_scale, attn_scale_mult, mask, window. Coupled knobs move together here, in one
+place: a new learning_rate moves min_lr with it, keeping their ratio (so min_lr <= learning_rate always holds).
 
 Left out: gradient accumulation, mixed precision, learning-rate finders.
 """
@@ -32,7 +33,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from .config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, TrainConfig
+from .config import LIVE_TRAIN_KNOBS, TrainConfig, check_live_knob
 from .errors import TinyGPTError
 from .model import TinyGPT
 from .optim import AdamW
@@ -56,6 +57,14 @@ def lr_at(step: int, learning_rate: float, min_lr: float, warmup_steps: int, max
     progress = (step - warmup_steps) / max(1, max_steps - warmup_steps)  # 0 -> 1
     cosine = 0.5 * (1.0 + math.cos(math.pi * progress))  # 1 -> 0
     return min_lr + cosine * (learning_rate - min_lr)
+
+
+def _moved_floor(min_lr: float, old_lr: float, new_lr: float) -> float:
+    """min_lr at the same ratio to a new learning rate, rounded to 12 significant digits so 1e-4 * 2 reads 0.0002
+    (not 0.00019999999999999998) in the event log, and never above the new learning rate."""
+    if min_lr == old_lr:  # the floor is the peak: it stays the peak, exactly
+        return new_lr
+    return min(float(f"{min_lr / old_lr * new_lr:.12g}"), new_lr)
 
 
 def param_group_name(name: str) -> str:
@@ -112,26 +121,33 @@ class Trainer:
 
     # ------------------------------------------------------------------ knobs
 
-    def set_knob(self, name: str, value: Any) -> tuple[Any, Any]:
-        """Change a live knob before the next step; returns (old, new). Validates like the config does."""
-        if name in LIVE_TRAIN_KNOBS:
-            target = self.config
-        elif name in LIVE_MODEL_KNOBS:
-            target = self.model.config
-        else:
-            raise TinyGPTError(
-                f"{name!r} cannot change while training; live knobs are "
-                f"{', '.join(LIVE_TRAIN_KNOBS + LIVE_MODEL_KNOBS)}. Other settings start a new run."
-            )
+    def set_knob(self, name: str, value: Any) -> list[tuple[str, Any, Any]]:
+        """Change a live knob before the next step; returns (knob, old, new) for the knob asked for (first, even
+        when the value is unchanged) and for every knob that moved with it. Validates like the config does and
+        raises ConfigError (changing nothing) for a name that is not live or a value the config would refuse.
+
+        Coupling: learning_rate carries min_lr along at the same ratio (1e-3 with min_lr 1e-4, then 2e-3 gives
+        min_lr 2e-4), so the cosine still decays to the same fraction of the peak and a lower peak can never
+        fall below the floor. Setting min_lr itself moves only min_lr (it must stay <= learning_rate).
+        """
+        check_live_knob(name)
+        target = self.config if name in LIVE_TRAIN_KNOBS else self.model.config
         old = getattr(target, name)
-        field_type = type(old)
-        if field_type is float and isinstance(value, int):
+        if type(old) is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        dataclasses.replace(target, **{name: value})  # runs __post_init__: raises ConfigError if invalid
-        setattr(target, name, value)
+        changes = {name: value}
+        if name == "learning_rate" and value != old and isinstance(value, float) and math.isfinite(value):
+            changes["min_lr"] = _moved_floor(target.min_lr, old, value)
+        dataclasses.replace(target, **changes)  # runs __post_init__ on the pair: raises ConfigError if invalid
+        out = []
+        for knob, new in changes.items():
+            before = getattr(target, knob)
+            if knob == name or new != before:
+                out.append((knob, before, new))
+            setattr(target, knob, new)
         if name == "weight_decay":
             self.optimizer.param_groups[0]["weight_decay"] = value
-        return old, value
+        return out
 
     # ------------------------------------------------------------------ steps
 

@@ -26,7 +26,8 @@ two runs can train side by side for comparisons (on 2 cores: 2 runs of 1 thread)
 TINYGPT_MAX_RUNS, TINYGPT_THREADS_PER_RUN, TINYGPT_LEASE_SECONDS.
 
 Lifecycle: start() queues a run (status "queued" with its queue_position) and a monitor thread launches queued
-runs in FIFO order as slots free up. Commands go to a live worker over a one-way Pipe. When the server dies
+runs in FIFO order as slots free up. Commands go to a live worker over a one-way Pipe; a knob change returns a
+request id that the worker's answer in events.jsonl carries (tinygpt.runstore.knob_answer). When the server dies
 (Ctrl-C, kill -9) the pipe reaches EOF and the worker checkpoints and exits, and the forkserver exits with its
 server, so nothing is left behind. The monitor also reaps dead workers (killed, segfault, out of memory) and marks
 their runs failed unless they wrote a final state; enforces stop deadlines (a worker ignoring stop for 5 s is
@@ -51,6 +52,7 @@ import multiprocessing.connection
 import multiprocessing.forkserver
 import multiprocessing.spawn
 import os
+import secrets
 import signal
 import sys
 import threading
@@ -58,7 +60,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, RunConfig
+from .config import RunConfig, check_live_knob
 from .errors import TinyGPTError
 from .loop import LATEST, run_training
 from .runstore import (
@@ -359,15 +361,14 @@ class RunManager:
                 while run_id in self._jobs and time.monotonic() < limit:
                     self._changed.wait(0.1)
 
-    def set_knob(self, run_id: str, name: str, value: Any) -> None:
-        """Change a live knob; it applies at the run's next step and is recorded as an event. A bad value is
-        recorded as an "error" event by the worker (the run continues)."""
-        if name not in LIVE_TRAIN_KNOBS + LIVE_MODEL_KNOBS:
-            raise TinyGPTError(
-                f"{name!r} cannot change while training; live knobs are "
-                f"{', '.join(LIVE_TRAIN_KNOBS + LIVE_MODEL_KNOBS)}. Other settings start a new run."
-            )
-        command = {"cmd": "knob", "name": name, "value": value}
+    def set_knob(self, run_id: str, name: str, value: Any) -> str:
+        """Ask for a live knob change; it applies before the run's next step. Returns the request id that the
+        worker's answer carries: find it with tinygpt.runstore.knob_answer(events, request), which says the step
+        it applied at (and any knob that moved with it), or why the value was refused (the run goes on).
+        A name that is not a live knob raises ConfigError here, before anything is sent."""
+        check_live_knob(name)
+        request = secrets.token_hex(6)
+        command = {"cmd": "knob", "name": name, "value": value, "request": request}
         with self._lock:
             if run_id in self._jobs:
                 self._send(self._jobs[run_id], command)
@@ -375,6 +376,7 @@ class RunManager:
                 job.commands.append(command)
             else:
                 raise TinyGPTError(f"run {run_id} has no worker: resume it, then change {name}.")
+        return request
 
     def touch(self, run_id: str) -> None:
         """A page is watching this run: renew its lease."""
