@@ -58,6 +58,7 @@ from .config import RunConfig
 from .data import load_corpus
 from .device import resolve_device
 from .errors import CheckpointError, NonFiniteError, TinyGPTError
+from .inside import attention_maps
 from .model import TinyGPT
 from .runstore import (
     RunWriter,
@@ -355,17 +356,9 @@ class _Loop:
 
     # ---------------------------------------------------------------- what gets published
 
-    @torch.no_grad()
     def snapshot_attention(self) -> None:
-        # No dropout on the picture. Without dropout the two modes compute the same thing, and switching them walks
-        # every submodule (~0.4 ms each way), so switch only when it matters.
-        switch = self.model.training and self.model.config.dropout > 0
-        if switch:
-            self.model.eval()
-        _, maps = self.model(self.probe_idx, return_attention=True)  # L x (1, H, T, T)
-        if switch:
-            self.model.train()
-        weights = torch.stack([m[0] for m in maps]).float().cpu().numpy()  # L x (H, T, T) -> (L, H, T, T)
+        # The same function the Attention page draws checkpoints with: no dropout on the picture, (L, H, T, T).
+        weights = attention_maps(self.model, self.probe_idx)
         self.writer.write_attention(self.trainer.step_count, weights, self.probe_text, self.probe_tokens)
 
     def evaluate(self) -> None:
