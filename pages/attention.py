@@ -10,6 +10,7 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
 from tinygpt.ui import explain, playback, resources, runinfo, state
 from tinygpt.ui.charts import curves, heatmaps
+from tinygpt.ui.charts import help as help_text
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
@@ -90,7 +91,9 @@ def detail_figure(ck: int, layer: int, head: int, text: str):
     idx, tokens = inside.encode_probe(loaded.model, loaded.tokenizer, text)
     d = inside.attention_steps(loaded.model, idx, layer, head)
     fig = heatmaps.attention_detail(d["qk"], d["scaled"], d["mask"], d["masked"], d["weights"], tokens, large=large)
-    return fig, f"scale = {d['scale']:.4g}, mask = {d['mask_mode']}"
+    config = loaded.config.model
+    caption = help_text.detail_caption(config.attn_scale, d["scale"], config.head_dim, d["mask_mode"], d["window"])
+    return fig, caption
 
 
 @st.fragment(run_every=PLAY_EVERY_S if playing else None)
@@ -148,11 +151,8 @@ def grid_and_detail() -> None:
     except TinyGPTError as e:
         st.warning(str(e))
         return
-    st.caption(
-        f"From the checkpoint at step {ck} (nearest to step {step}); {knobs_then} "
-        "(the knobs as they were at that checkpoint)."
-    )
-    explain.show_chart(fig, "attention_detail", key="attn_detail")
+    st.caption(f"From the checkpoint at step {ck} (nearest to step {step}), with the knobs as they were then.")
+    explain.show_chart(fig, "attention_detail", key="attn_detail", caption=knobs_then)
 
 
 grid_and_detail()
@@ -182,10 +182,20 @@ st.subheader("The mask of the current mode")
 mode, window = knobs.get("mask") or "causal", int(knobs.get("window") or 16)
 tokens = list(probe or run_probe)[-int(config.get("model", {}).get("max_seq_len", 64)) :] or ["·"]
 mask = build_mask(mode, len(tokens), window).numpy()
-explain.show_chart(heatmaps.mask_matrix(mask, tokens, title=f"Mask: {mode}", large=large), "mask_matrix")
+mask_fig = heatmaps.mask_matrix(mask, tokens, title=f"Mask: {mode}", large=large)
+explain.show_chart(mask_fig, "mask_matrix", caption=help_text.mask_caption(mode, window))
 
 st.subheader("Heads over training time")
-seq_len = len(index.get("tokens") or run_probe) or None
-stats_key = (run_id, tuple(snapshots), large)  # rebuilt only when the set of snapshots changed
-build_stats = lambda: curves.head_stats_chart(resources.head_stats(rd), seq_len=seq_len, large=large)  # noqa: E731
+seq_len = len(index.get("tokens") or run_probe)
+uniform = None
+if seq_len > 1:  # the reference: a head spreading its weight evenly over what the mask in force lets it see
+    value = inside.uniform_entropy(build_mask(mode, seq_len, window).numpy())
+    uniform = (value, f"uniform under the {mode} mask (T={seq_len}): mean ln(visible keys) = {value:.2f}")
+stats_key = (run_id, tuple(snapshots), uniform, large)  # rebuilt only when the snapshots or the mask changed
+
+
+def build_stats():
+    return curves.head_stats_chart(resources.head_stats(rd), uniform=uniform, large=large)
+
+
 explain.show_chart(state.cached_figure("head_stats", stats_key, build_stats, 2), "head_stats_chart")

@@ -46,7 +46,7 @@ def live_gradients() -> None:
     for field, help_name in (("layer_grad_norms", "layer_grad_chart"), ("update_ratios", "update_ratios")):
         if view == "heatmap":
             fig = heatmaps.layer_grad_heatmap(metrics, field, large=large)
-            help_name = "layer_grad_heatmap"
+            help_name = "layer_grad_heatmap" if field == "layer_grad_norms" else "update_ratio_heatmap"
         else:
             fig = curves.layer_grad_chart(metrics, field, max_rows=2400, large=large)
         explain.show_chart(fig, help_name, key=f"g_{field}", code=False)
@@ -71,5 +71,5 @@ def live_gradients() -> None:
 
 live_gradients()
 # Outside the live fragment, so the static source text is not re-sent at every refresh.
-per_layer = "layer_grad_heatmap" if view == "heatmap" else "layer_grad_chart"
-explain.show_code([per_layer, "grad_norm_chart", "update_ratios"], "Show the code behind these charts")
+per_layer = ["layer_grad_heatmap", "update_ratio_heatmap"] if view == "heatmap" else ["layer_grad_chart"]
+explain.show_code([*per_layer, "grad_norm_chart"], "Show the code behind these charts")

@@ -109,6 +109,7 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
         )
     except TinyGPTError as e:
         st.warning(str(e))
+        state.pop(state.LAST_SAMPLE)  # the charts below would describe an earlier prompt
 elif state.get(state.LAST_SAMPLE):
     last = state.get(state.LAST_SAMPLE)
     st.markdown(f"**Generated** (run `{last['run']}`, step {last['step']}; the prompt, then the model's continuation)")

@@ -38,8 +38,24 @@ def make_metrics(steps: int, nan_at: int | None = None) -> list[dict]:
 METRICS = make_metrics(400, nan_at=77)
 EVALS = [{"step": s, "train_loss": 2.0, "val_loss": 4.2 * math.exp(-s / 300) + 1.6} for s in range(0, 401, 100)]
 EVENTS = [
-    {"step": 150, "time": 1.0, "kind": "knob", "message": "mask: causal -> none", "knob": "mask", "old": "causal"},
-    {"step": 200, "time": 2.0, "kind": "knob", "message": "learning_rate: 0.001 -> 0.003", "knob": "learning_rate"},
+    {
+        "step": 150,
+        "time": 1.0,
+        "kind": "knob",
+        "message": "mask: causal -> none",
+        "knob": "mask",
+        "old": "causal",
+        "new": "none",
+    },
+    {
+        "step": 200,
+        "time": 2.0,
+        "kind": "knob",
+        "message": "learning_rate: 0.001 -> 0.003",
+        "knob": "learning_rate",
+        "old": 0.001,
+        "new": 0.003,
+    },
     {"step": 77, "time": 3.0, "kind": "nonfinite", "message": "loss is nan at step 77"},
     {"step": 300, "time": 4.0, "kind": "checkpoint", "message": "saved"},
 ]

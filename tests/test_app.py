@@ -211,6 +211,8 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
     click(at, "Generate")
     assert not at.exception
     assert at.warning and "'€'" in at.warning[0].value
+    assert state.LAST_SAMPLE not in at.session_state  # no charts of the earlier prompt under the warning
+    assert not any("it picked" in m.value for m in at.markdown)
 
     at.switch_page("pages/runs.py").run()
     assert not at.exception, at.exception

@@ -165,7 +165,7 @@ def test_loss_chart_baseline_target_events_and_nonfinite():
     assert 1.88 in rules_at(spec, "y")
     labels = texts(spec)
     assert "uniform guess ln(V)=4.17" in labels and "target 1.88" in labels
-    assert "mask: causal -> none" in labels and "learning_rate: 0.001 -> 0.003" in labels
+    assert "@150 mask causal→none" in labels and "@200 LR 0.001→0.003" in labels
     assert "saved" not in labels  # only knob events are labelled
     assert {150, 200, 77} <= set(rules_at(spec, "x"))  # knob rules and the non-finite rule
     red = [v for v in views(spec) if v["mark"].get("color") == style.RED]
@@ -346,7 +346,7 @@ def test_head_stats_chart_entropy_and_max_weight_per_layer():
         for lay in range(2)
         for h in range(4)
     ]
-    spec = curves.head_stats_chart(rows, seq_len=64).to_dict()
+    spec = curves.head_stats_chart(rows, uniform=(math.log(64), "uniform over 64 keys")).to_dict()
     assert len(spec["vconcat"]) == 2  # one row per layer
     assert {"attention entropy (nats)", "max attention weight (0..1)"} <= axis_titles(spec, "y")
     assert math.log(64) in rules_at(spec, "y")

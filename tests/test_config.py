@@ -21,7 +21,9 @@ def test_heads_must_divide_width_and_the_message_suggests_fixes():
         TransformerConfig(hidden_dim=100, num_heads=8)
     message = str(info.value)
     assert "hidden_dim 100 is not divisible by num_heads 8" in message
-    assert "4 or 5 heads" in message
+    assert "5 or 10 heads" in message  # the nearest head counts below and above 8 that divide 100
+    with pytest.raises(ConfigError, match="try 2 or 4 heads"):  # not "1 or 2", which left out 4
+        TransformerConfig(hidden_dim=64, num_heads=3)
     assert "96/104" in message
 
 

@@ -43,11 +43,11 @@ class ConfigError(TinyGPTError):
     """A configuration a user asked for cannot work; the message says what to change."""
 
 
-def _divisors_near(n: int, target: int, count: int = 2) -> list[int]:
-    """Head counts that divide n: the largest ones below target (fewer heads is the usual fix), then above."""
-    below = [d for d in range(target - 1, 0, -1) if n % d == 0][:count]
-    above = [d for d in range(target + 1, n + 1) if n % d == 0][: count - len(below)]
-    return sorted(below + above)
+def _divisors_near(n: int, target: int) -> list[int]:
+    """The nearest head counts below and above target that divide n: 2 and 4 for 3 heads at width 64."""
+    below = [d for d in range(target - 1, 0, -1) if n % d == 0][:1]
+    above = [d for d in range(target + 1, n + 1) if n % d == 0][:1]
+    return below + above
 
 
 def _multiples_near(n: int, k: int) -> list[int]:

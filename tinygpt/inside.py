@@ -98,9 +98,9 @@ def head_stats(weights: np.ndarray) -> list[dict]:
     entropy = attention_entropy(w).mean(dim=-1)  # (L, H, T) -> (L, H): mean over query rows
     max_weight = w.max(dim=-1).values.mean(dim=-1)  # (L, H)
     return [
-        {"layer": layer, "head": head, "entropy": float(entropy[layer, head]), "max_weight": float(max_weight[layer, head])}
-        for layer in range(w.shape[0])
-        for head in range(w.shape[1])
+        {"layer": lay, "head": h, "entropy": float(entropy[lay, h]), "max_weight": float(max_weight[lay, h])}
+        for lay in range(w.shape[0])
+        for h in range(w.shape[1])
     ]
 
 

@@ -55,6 +55,7 @@ def expect_shape(
     if dtype is not None:
         allowed = dtype if isinstance(dtype, tuple) else (dtype,)
         if tensor.dtype not in allowed:
-            names = " or ".join(str(d).replace("torch.", "") for d in allowed)
+            # torch.long is torch.int64: name each dtype once
+            names = " or ".join(dict.fromkeys(str(d).replace("torch.", "") for d in allowed))
             raise ShapeError(f"{name}: expected dtype {names}, got {str(tensor.dtype).replace('torch.', '')}.{suffix}")
     return bound

@@ -25,6 +25,7 @@ CHART_CODE: dict[str, list[Callable]] = {
     "grad_norm_chart": [trainer.Trainer._step],
     "layer_grad_chart": [trainer.param_group_name, trainer.Trainer._step],
     "layer_grad_heatmap": [trainer.param_group_name, trainer.Trainer._step],
+    "update_ratio_heatmap": [trainer.param_group_name, trainer.Trainer._step],
     "update_ratios": [trainer.Trainer._step],
     "attention_grid": [inside.attention_maps, attention.attention, model.MultiHeadAttention.forward],
     "attention_detail": [
@@ -71,10 +72,13 @@ def show_code(chart_names: list[str], label: str = "Show the code") -> None:
     show_code_of([f for name in chart_names for f in CHART_CODE.get(name, [])], label)
 
 
-def show_chart(fig: Any, help_name: str | None = None, key: str | None = None, code: bool = True) -> None:
+def show_chart(
+    fig: Any, help_name: str | None = None, key: str | None = None, code: bool = True, caption: str | None = None
+) -> None:
     """Draw a plotly, Altair or Vega-Lite figure, then the chart's 'what to look for' sentence and (with `code`)
-    its "Show the code" expander. Live fragments pass code=False and call `show_code` outside the fragment, so
-    static text is not re-sent at every refresh."""
+    its "Show the code" expander. `caption` is added after the help: a sentence built from the data (the run's
+    own mask, scale, knobs). Live fragments pass code=False and call `show_code` outside the fragment, so static
+    text is not re-sent at every refresh."""
     if fig is None:
         return
     if hasattr(fig, "to_plotly_json"):
@@ -86,8 +90,9 @@ def show_chart(fig: Any, help_name: str | None = None, key: str | None = None, c
         st.vega_lite_chart(fig, key=key, width="content" if stacked else "stretch")
     else:
         st.altair_chart(fig, key=key, width="stretch")
-    if help_name and CHART_HELP.get(help_name):
-        st.caption(CHART_HELP[help_name])
+    text = " ".join(t for t in (CHART_HELP.get(help_name or ""), caption) if t)
+    if text:
+        st.caption(text)
     if code and help_name:
         show_code([help_name])
 

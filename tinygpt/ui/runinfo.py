@@ -53,8 +53,9 @@ def status_line(status: dict, metrics: list[dict]) -> str:
     text = state
     if status.get("queue_position"):
         text += f" (position {status['queue_position']} in the queue)"
-    if status.get("reason"):
-        text += f": {status['reason']}"
+    reason = str(status.get("reason") or "")
+    if reason:  # reasons often start with their state ("finished: reached max_steps"): say it once
+        text += f": {reason.removeprefix(state + ':').strip()}" if reason != state else ""
     parts.append(text)
     return " · ".join(parts)
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import altair as alt
 
+from tinygpt.runstore import knob_changes
 from tinygpt.ui.charts.style import (
     BLUE,
     GREEN,
@@ -137,13 +138,37 @@ def _event_template_layers(t: dict) -> list:
     return layers
 
 
+KNOB_TITLES = {  # the words the Train page's widgets use, shorter where a marker label must stay small
+    "learning_rate": "LR",
+    "min_lr": "min LR",
+    "warmup_steps": "warmup",
+    "max_grad_norm": "clip",
+    "weight_decay": "weight decay",
+    "attn_scale": "scaling",
+    "attn_scale_mult": "scale ×",
+    "mask": "mask",
+    "window": "window",
+}
+
+
+def _short(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def knob_label(event: dict) -> str:
+    """A knob marker's label: what changed, to what, and at which step, e.g. "@1810 mask causal→none" (the step
+    ties each label to its own rule when labels of neighbouring rules stack up)."""
+    name = KNOB_TITLES.get(str(event.get("knob")), str(event.get("knob")))
+    return f"@{int(event['step'])} {name} {_short(event.get('old'))}→{_short(event.get('new'))}"
+
+
 def _event_rows(
     events: Records | None, nonfinite: dict[int, str], t: dict, x_max: float | None
 ) -> dict[str, list[dict]]:
     knobs = [
-        {"step": int(e["step"]), "label": str(e.get("message") or e.get("knob") or "knob")[:48]}
-        for e in events or []
-        if e.get("kind") == "knob" and finite(e.get("step")) is not None
+        {"step": int(e["step"]), "label": knob_label(e)[:48]}
+        for e in knob_changes(events or [])
+        if finite(e.get("step")) is not None and not e.get("coupled_to")  # min_lr moves with the lr: one marker
     ]
     bad = [{"step": s, "label": m} for s, m in sorted(nonfinite.items())][-200:]
     return {"knobs": _marker_rows(knobs, t, x_max), "nonfinite": bad}
@@ -398,12 +423,14 @@ def _layer_grad_template(ratios: bool, layers_order: tuple, title: str, panel_wi
 def head_stats_chart(
     rows: Records | None,
     *,
-    seq_len: int | None = None,
+    uniform: tuple[float, str] | None = None,
     layer: int | None = None,
     large: bool = False,
 ):
-    """Per-head attention entropy (nats, with the ln(seq_len) uniform reference) and mean max weight (0..1) over
-    training steps, coloured by head: one row of two small charts per layer, or only `layer` if given."""
+    """Per-head attention entropy (nats) and mean max weight (0..1) over training steps, coloured by head: one row
+    of two small charts per layer, or only `layer` if given. `uniform` is (entropy, label) of a head that spreads
+    its weight evenly over the keys the mask in force lets it see (inside.uniform_entropy: the mean of
+    ln(visible keys), about 2.55 under a causal mask at T = 32, not ln(32) = 3.47), drawn as the reference."""
     t = theme(large)
     width, height = (460, 400) if large else (340, 280)
 
@@ -436,9 +463,8 @@ def head_stats_chart(
         ent_spec = {"title": "attention entropy (nats)", "zero": True}
         ent_y = value_y("entropy:Q", **ent_spec)
         ent = [base.mark_line(point=point, strokeWidth=t["line"]).encode(y=ent_y, tooltip=tooltip)]
-        if seq_len and seq_len > 1:
-            uniform = reference_rows(math.log(seq_len), f"uniform over {seq_len} keys: ln(T)={math.log(seq_len):.2f}")
-            ent += reference_layers(uniform, ent_spec, t)
+        if uniform is not None and finite(uniform[0]) is not None:
+            ent += reference_layers(reference_rows(uniform[0], uniform[1]), ent_spec, t)
         maxw = base.mark_line(point=point, strokeWidth=t["line"]).encode(
             y=value_y("max_weight:Q", "max attention weight (0..1)", domain=[0, 1]), tooltip=tooltip
         )

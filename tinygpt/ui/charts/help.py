@@ -19,16 +19,18 @@ CHART_HELP: dict[str, str] = {
     "classic healthy value; far above it training is unstable, far below it that layer barely moves.",
     "layer_grad_heatmap": "Rows are layers, columns are steps, colour is the gradient norm (log10). A row that "
     "goes dark stopped receiving gradient; a bright column is a gradient spike, often followed by a loss spike.",
+    "update_ratio_heatmap": "Rows are layers, columns are steps, colour is the update/weight ratio (log10): how much "
+    "one step changed that layer's weights relative to their size. Around -3 (1e-3) is healthy; a dark row barely "
+    "moves, a bright column is an unstable step.",
     "attention_grid": "Each square is one head: row = the character attending, column = the character attended to. "
     "Early in training rows are flat; watch heads specialise, e.g. a bright diagonal just left of the main one is a "
     "head that looks at the previous character.",
-    "attention_detail": "One head, step by step: raw scores q·k, scaled by 1/sqrt(d_head) (without scaling the "
-    "colours get darker and softmax saturates), the mask, the masked scores (blank = not allowed) and softmax rows "
-    "that each sum to 1.",
-    "mask_matrix": "Which keys each query position may attend to. The causal mask is lower-triangular: no position "
-    "sees the future. Anything above the diagonal lets the model peek at the characters it must predict.",
-    "head_stats_chart": "Entropy of each head's attention (nats, averaged over positions): near ln(T) a head looks "
-    "everywhere, near 0 it looks at one character. Max weight near 1 means softmax has saturated to one-hot.",
+    "attention_detail": "One head, step by step: raw scores q·k, multiplied by the run's scale, the mask, the "
+    "masked scores (blank = not allowed) and softmax rows that each sum to 1.",
+    "mask_matrix": "Which keys each query position may attend to (row = query, column = key).",
+    "head_stats_chart": "Entropy of each head's attention (nats, averaged over positions): on the dashed line a "
+    "head spreads its weight evenly over every key the mask lets it see, near 0 it looks at one character. Max "
+    "weight near 1 means softmax has saturated to one-hot.",
     "next_char_chart": "The model's probabilities for the next character, before (temperature 1, no filtering) and "
     "after temperature, top-k and top-p. Lower temperature sharpens the bars; top-k and top-p cut the tail to zero.",
     "attention_row_chart": "Where each head looked when it produced the newest character: one row per layer and "
@@ -38,3 +40,31 @@ CHART_HELP: dict[str, str] = {
     "memory_chart": "Where the memory goes. Parameters, gradients and optimizer state grow with the model; "
     "activations grow with batch x context, and the attention maps with context squared.",
 }
+
+
+def mask_caption(mode: str, window: int) -> str:
+    """What the mask in force lets each query see, for the mask matrix's caption."""
+    return {
+        "causal": "Causal: lower-triangular, each position sees itself and the past, never the future.",
+        "none": "None: every position sees every other, the future included, so the model can read the very "
+        "character it must predict: training loss falls 'too well' and samples are garbage.",
+        "off_by_one": "Off by one: the causal mask shifted one column right, so position t also sees t+1, exactly "
+        "the character it must predict (the classic misaligned tril).",
+        "sliding_window": f"Sliding window: causal, and only the last {window} positions (itself included): a "
+        "band along the diagonal.",
+    }.get(mode, f"Mask {mode}.")
+
+
+SCALE_WORDS = {"head_dim": "1/√d_head", "hidden_dim": "1/√d_model (the common bug)", "none": "1 (no scaling)"}
+
+
+def detail_caption(attn_scale: str, scale: float, head_dim: int | None, mask: str, window: int) -> str:
+    """The step-by-step view's caption, from the knobs the checkpoint was saved with."""
+    mult = ""
+    if head_dim and attn_scale == "head_dim" and abs(scale * head_dim**0.5 - 1) > 1e-6:
+        mult = f" × {scale * head_dim**0.5:g}"
+    saturate = " Without the 1/√d_head scale the scores grow with d_head and softmax saturates." if scale >= 1 else ""
+    return (
+        f"Scores q·k are multiplied by {scale:.4g} ({SCALE_WORDS.get(attn_scale, attn_scale)}{mult}).{saturate} "
+        + mask_caption(mask, window)
+    )
