@@ -27,11 +27,10 @@ import tokenize
 from pathlib import Path
 from typing import Any
 
-from .config import PRESETS, ConfigError, DataConfig, RunConfig, TrainConfig, TransformerConfig, preset
+from .config import PRESETS, RUN_FIELDS, ConfigError, DataConfig, RunConfig, TrainConfig, TransformerConfig, preset
 from .errors import TinyGPTError
 
 SECTIONS = {"model": TransformerConfig, "train": TrainConfig, "data": DataConfig}
-RUN_FIELDS = ("attention_every", "sample_every", "checkpoint_every", "probe_text")
 
 
 def field_comments(cls) -> dict[str, str]:
@@ -118,25 +117,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> RunConfig:
-    """preset < --config file < explicit flags; every value validated by the dataclasses."""
-    base = preset(args.preset).to_dict()
-    if args.config is not None:
-        try:
-            loaded = json.loads(Path(args.config).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read --config {args.config}: {exc}") from exc
-        for section in SECTIONS:
-            base[section].update(loaded.get(section, {}))
-        base.update({k: loaded[k] for k in RUN_FIELDS if k in loaded})
-    for dest, value in vars(args).items():
-        if value is None or "." not in dest:
-            continue
-        section, name = dest.split(".", 1)
-        if section == "run":
-            base[name] = value
-        else:
-            base[section][name] = value
-    return RunConfig.from_dict(base)
+    """preset < --config file < explicit flags, through `config.preset`: the app builds its configs the same way,
+    so identical settings give identical configs (min_lr following the learning rate, short-run intervals)."""
+    return preset(args.preset, **{**config_file_settings(args.config), **config_overrides(args)})
+
+
+def config_file_settings(path: Path | None) -> dict[str, Any]:
+    """The settings in a --config file (a run's config.json or an app bundle's), by field name."""
+    if path is None:
+        return {}
+    try:
+        loaded = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read --config {path}: {exc}") from exc
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"--config {path} must hold a JSON object (a run's config.json), not a {type(loaded).__name__}.")
+    settings: dict[str, Any] = {}
+    for section in SECTIONS:
+        part = loaded.get(section, {})
+        if not isinstance(part, dict):
+            raise ConfigError(f"--config {path}: {section!r} must be a JSON object, not a {type(part).__name__}.")
+        settings.update(part)
+    settings.update({k: loaded[k] for k in RUN_FIELDS if k in loaded})
+    return settings
 
 
 # ---------------------------------------------------------------- progress
