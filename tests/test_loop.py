@@ -310,16 +310,24 @@ def test_resuming_from_a_missing_step_fails_and_deletes_nothing(tmp_path, tiny_t
     assert list_checkpoints(run_dir) == [0, 10, 20]
 
 
-def test_checkpoint_thinning_is_bounded_and_spans_the_run():
+def test_checkpoint_retention_is_bounded_and_keeps_early_middle_and_late():
+    """Sample offered 0, 1900, 2100... for a 3000-step run; now early checkpoints stay (every one of the first
+    10%), the newest three, and an even spread in between."""
     kept: list[int] = []
-    for step in range(0, 100_001, 500):
+    for step in range(0, 3001, 100):
         kept.append(step)
-        for gone in checkpoints_to_drop(kept):
+        for gone in checkpoints_to_drop(kept, horizon=3000):
             kept.remove(gone)
         assert len(kept) <= 12
-    assert kept[0] == 0 and kept[-3:] == [99_000, 99_500, 100_000]
-    gaps = np.diff(kept[:-3])
-    assert (np.diff(gaps) >= 0).all() or len(set(gaps)) <= 3  # older checkpoints are further apart
+    assert kept[:4] == [0, 100, 200, 300] and kept[-3:] == [2800, 2900, 3000]
+    assert any(1000 <= s <= 2000 for s in kept)
+    kept = []
+    for step in range(0, 100_001, 500):
+        kept.append(step)
+        for gone in checkpoints_to_drop(kept, horizon=100_000):
+            kept.remove(gone)
+        assert len(kept) <= 12
+    assert kept[0] == 0 and kept[-3:] == [99_000, 99_500, 100_000] and any(s <= 10_000 for s in kept[1:])
 
 
 def test_devices():

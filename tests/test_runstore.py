@@ -38,6 +38,7 @@ from tinygpt.runstore import (
     read_events,
     read_json,
     read_status,
+    retained_steps,
     rewind,
     snapshot_name,
     snapshot_path,
@@ -319,7 +320,7 @@ def test_events_and_samples_are_capped_but_rare_events_kept(writer: RunWriter):
     assert len(reader.samples) == 200 and reader.samples[-1]["text"] == "é\n"
 
 
-def test_attention_thinning_keeps_first_and_latest(writer: RunWriter):
+def test_attention_retention_keeps_first_early_and_latest(writer: RunWriter):
     tokens = list("abc")
     reader = RunReader(writer.run_dir)
     assert reader.attention_index() == {} and reader.attention_version == 0
@@ -341,10 +342,28 @@ def test_attention_thinning_keeps_first_and_latest(writer: RunWriter):
     writer.write_attention(3000, np.zeros((2, 1, 3, 3)), "abc", tokens)
     reader.poll()
     assert reader.attention_version == 2
+    assert steps[:31] == list(range(0, 301, 10))  # the early phase, where heads form, is kept whole
     with pytest.raises(RunStoreError):
-        reader.load_attention(10)  # thinned out
+        reader.load_attention(1010)  # dropped: the middle of the run is spread out
     with pytest.raises(RunStoreError):
         writer.write_attention(1, np.zeros((2, 1, 3, 3)), "abcd", list("abcd"))
+
+
+@pytest.mark.parametrize(("max_steps", "every"), [(3000, 10), (3000, 50), (20_000, 50), (2000, 10)])
+def test_snapshot_retention_keeps_the_early_phase_and_spans_the_run(max_steps, every):
+    """Reproduces "the early history is thrown away": the old halving kept step 0 and then nothing before ~960
+    of 2000 (1920 of 3000). Now the first 10% and the first 300 steps stay dense and the rest is spread evenly."""
+    kept: list[int] = []
+    for step in range(0, max_steps + 1, every):
+        kept = retained_steps([*kept, step], 64, horizon=max_steps)
+        assert len(kept) <= 64
+    early = [s for s in kept if s <= max(300, max_steps // 10)]
+    assert len(early) >= min(16, max(300, max_steps // 10) // every)  # dense start (thinned only if huge)
+    assert [s for s in kept if 0 < s <= 100] or every > 100  # the slider has snapshots in the first 100 steps
+    thirds = [s for s in kept if max_steps / 3 <= s <= 2 * max_steps / 3]
+    assert thirds and kept[0] == 0 and kept[-1] == max_steps  # early, middle and late
+    gaps = np.diff([s for s in kept if s > max(300, max_steps // 10)])
+    assert gaps.max() <= 4 * max(np.median(gaps), every)  # evenly spread, no hole in the middle
 
 
 def test_orphan_snapshot_removed_on_reopen(writer: RunWriter):

@@ -66,6 +66,7 @@ from .runstore import (
     delete_checkpoint,
     list_checkpoints,
     read_status,
+    retained_steps,
     rewind,
 )
 from .trainer import ResourceError, Trainer
@@ -79,7 +80,7 @@ SAMPLE_TEMPERATURE = 0.8  # a little sharper than the model's distribution: fewe
 SAMPLE_SEED = 1234  # the same seed at every step, so samples differ only because the model changed
 SAMPLE_PROMPT_CHARS = 16  # the sample continues the first characters of the probe text
 KEEP_RECENT_CHECKPOINTS = 3  # always kept: the newest ones are what resume and the Sample page want most
-MAX_CHECKPOINTS = 12  # older ones are thinned to a roughly geometric spread from step 0 to now
+MAX_CHECKPOINTS = 12  # the early phase dense, the rest spread evenly to now (runstore.retained_steps)
 CLIP_QUIET = 10  # unclipped steps in a row that end a stretch of clipping (one event each way, not per step)
 COMMANDS = ("pause", "resume", "step", "stop", "knob", "release")
 
@@ -117,18 +118,17 @@ class _NoControl:
         return []
 
 
-def checkpoints_to_drop(steps: list[int], keep_recent: int = KEEP_RECENT_CHECKPOINTS, limit: int = MAX_CHECKPOINTS):
-    """Which checkpoint steps to delete so at most `limit` remain: the newest `keep_recent` always stay, and the
-    older ones lose every other member of their older half (never the first) until they fit. Repeated over a run
-    this leaves the distant past sparse and the recent past dense, always spanning the first checkpoint to now."""
-    steps = sorted(steps)
-    old, recent = steps[: max(0, len(steps) - keep_recent)], steps[len(steps) - keep_recent :]
-    dropped: list[int] = []
-    while len(old) > max(1, limit - len(recent)):
-        half = max(2, len(old) // 2)
-        dropped += old[1:half:2]
-        old = [old[0], *old[2:half:2], *old[half:]]
-    return dropped
+def checkpoints_to_drop(
+    steps: list[int],
+    keep_recent: int = KEEP_RECENT_CHECKPOINTS,
+    limit: int = MAX_CHECKPOINTS,
+    horizon: int | None = None,
+) -> list[int]:
+    """Which checkpoint steps to delete so at most `limit` remain, by the same rule as attention snapshots
+    (runstore.retained_steps): every checkpoint of the early phase, the newest `keep_recent`, and the rest spread
+    evenly, so Sample and the detail view can go back to any phase of training."""
+    keep = set(retained_steps(steps, limit, keep_recent, horizon))
+    return [s for s in sorted(steps) if s not in keep]
 
 
 def _rng_to_text(state: torch.Tensor) -> str:
@@ -359,7 +359,8 @@ class _Loop:
     def snapshot_attention(self) -> None:
         # The same function the Attention page draws checkpoints with: no dropout on the picture, (L, H, T, T).
         weights = attention_maps(self.model, self.probe_idx)
-        self.writer.write_attention(self.trainer.step_count, weights, self.probe_text, self.probe_tokens)
+        step, horizon = self.trainer.step_count, self.config.train.max_steps
+        self.writer.write_attention(step, weights, self.probe_text, self.probe_tokens, horizon=horizon)
 
     def evaluate(self) -> None:
         losses = self.trainer.evaluate()
@@ -392,7 +393,7 @@ class _Loop:
         stem = checkpoint_stem(self.run_dir, step)
         save_checkpoint(stem, self.model, self.config, self.vocab, step, self.trainer.state(), extra)
         self.checkpointed_step = step
-        for old in checkpoints_to_drop(list_checkpoints(self.run_dir)):
+        for old in checkpoints_to_drop(list_checkpoints(self.run_dir), horizon=self.config.train.max_steps):
             delete_checkpoint(self.run_dir, old)
 
     def event(self, kind: str, message: str, **fields: Any) -> None:

@@ -405,7 +405,7 @@ class RunWriter:
     """Publishes one run. Reopening an existing folder (a resumed worker) continues where it left off."""
 
     def __init__(self, run_dir: str | Path, max_snapshots: int = 64):
-        if max_snapshots < 4:  # thinning drops from the older half and must keep the first and the newest
+        if max_snapshots < 4:  # retention keeps the early phase, the newest and a spread in between
             raise RunStoreError(f"max_snapshots must be >= 4, got {max_snapshots}.")
         self.run_dir = Path(run_dir)
         self.run_id = self.run_dir.name
@@ -457,8 +457,12 @@ class RunWriter:
         f.write((dumps(record) + "\n").encode("utf-8"))
         f.flush()
 
-    def write_attention(self, step: int, weights: Any, probe_text: str, tokens: list[str]) -> None:
-        """Save one (L, H, T, T) attention snapshot as float16 and thin old ones so ~max_snapshots remain."""
+    def write_attention(
+        self, step: int, weights: Any, probe_text: str, tokens: list[str], horizon: int | None = None
+    ) -> None:
+        """Save one (L, H, T, T) attention snapshot as float16 and drop old ones so max_snapshots remain, by
+        `retained_steps`: the early phase dense (up to 10% of `horizon`, the run's max_steps), the rest spread
+        evenly."""
         array = np.asarray(weights, dtype=np.float16)  # float16 halves the disk cost; weights are in [0, 1]
         if array.ndim != 4 or array.shape[2] != array.shape[3] or array.shape[3] != len(tokens):
             raise RunStoreError(f"attention must be (L, H, T, T) with T = {len(tokens)} tokens, got {array.shape}.")
@@ -467,10 +471,9 @@ class RunWriter:
         _write_atomic(self._attn_dir / name, lambda f: np.save(f, array, allow_pickle=False))
         snapshots = [s for s in self._attn_index.get("snapshots", []) if s["step"] != int(step)]
         snapshots = sorted(snapshots + [{"step": int(step), "file": name}], key=lambda s: s["step"])
-        dropped = []
-        while len(snapshots) > self.max_snapshots:
-            snapshots, gone = _thin(snapshots)
-            dropped += gone
+        keep = set(retained_steps([snap["step"] for snap in snapshots], self.max_snapshots, horizon=horizon))
+        dropped = [snap for snap in snapshots if snap["step"] not in keep]
+        snapshots = [snap for snap in snapshots if snap["step"] in keep]
         self._attn_index = {"probe_text": probe_text, "tokens": list(tokens), "snapshots": snapshots}
         write_json_atomic(self._attn_dir / "index.json", self._attn_index)
         # Delete only after the index stops naming them, so a reader following the index rarely misses a file.
@@ -498,14 +501,50 @@ class RunWriter:
         self.close()
 
 
-def _thin(snapshots: list[dict]) -> tuple[list[dict], list[dict]]:
-    """Drop every other snapshot in the older half, never the first. Repeated, this keeps the recent past dense
-    and the distant past sparse while always spanning step 0 to now."""
-    half = len(snapshots) // 2
-    keep, drop = [snapshots[0]], []
-    for i in range(1, half):
-        (drop if i % 2 else keep).append(snapshots[i])
-    return keep + snapshots[half:], drop
+DENSE_STEPS = 300  # the first steps are where heads form: every snapshot and checkpoint of them is kept ...
+DENSE_FRACTION = 0.1  # ... and of the first 10% of the run so far, whichever reaches further
+
+
+def retained_steps(steps: list[int], budget: int, keep_recent: int = 1, horizon: int | None = None) -> list[int]:
+    """Which of `steps` (snapshot or checkpoint steps) to keep so that at most `budget` remain.
+
+    The early phase is kept dense: every step up to max(DENSE_STEPS, DENSE_FRACTION x `horizon`), thinned
+    evenly only if it alone would take more than half the budget. The newest `keep_recent` are always kept (resume
+    and "now" want them). The rest of the budget is spread evenly over the steps in between (`_evenly`). So a
+    3000-step demo run keeps snapshots at 0, 10, 20 ... 300 and then every 160 steps to now, instead of the old
+    halving that left nothing between step 0 and ~1900. `horizon` is the run's max_steps (known from the start,
+    so the dense phase is decided before its steps could have been dropped); without it, the newest step.
+    """
+    steps = sorted(set(steps))
+    if len(steps) <= budget:
+        return steps
+    newest = steps[-1]
+    recent = steps[-keep_recent:] if keep_recent else []
+    dense_until = max(DENSE_STEPS, DENSE_FRACTION * max(horizon or 0, newest))
+    early = [s for s in steps if s <= dense_until and s not in recent]
+    if len(early) > budget // 2:  # a very dense schedule: keep the early phase even, the first step always
+        early = _evenly(early, budget // 2)
+    middle = [s for s in steps if s > dense_until and s not in recent]
+    room = budget - len(early) - len(recent)
+    return sorted(set(early) | set(recent) | set(_evenly(middle, room)))
+
+
+def _evenly(steps: list[int], count: int) -> list[int]:
+    """At most `count` of the sorted `steps`, evenly spread: the multiples of the smallest stride that fits, the
+    stride being the run's usual interval doubled as often as needed. A kept step stays kept while the run grows
+    until the stride doubles past it, so the retained set is stable from one write to the next (choosing the
+    nearest to fresh targets at every write drifted into uneven gaps)."""
+    if count <= 0 or not steps:
+        return []
+    if len(steps) <= count:
+        return list(steps)
+    gaps = [b - a for a, b in zip(steps, steps[1:], strict=False) if b > a]
+    stride = max(1, min(set(gaps), key=lambda g: (-gaps.count(g), g)))  # the most common interval
+    while True:
+        kept = [s for s in steps if s % stride == 0]
+        if len(kept) <= count:
+            return kept or steps[:1]
+        stride *= 2
 
 
 # ---------------------------------------------------------------- reader (the app's side)
