@@ -4,13 +4,10 @@ import time
 
 import streamlit as st
 
-from tinygpt import inside
-from tinygpt.attention import build_mask
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
+from tinygpt.ui import attention_view as view
 from tinygpt.ui import explain, playback, resources, runinfo, state
-from tinygpt.ui.charts import curves, heatmaps
-from tinygpt.ui.charts import help as help_text
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
@@ -35,24 +32,29 @@ snapshots = [int(s["step"]) for s in index.get("snapshots", [])]
 run_probe = index.get("probe_text", "")
 config = rd.config()
 knobs = knobs_now(config, rd.events)
+mode, window = knobs.get("mask") or "causal", int(knobs.get("window") or 16)
 large = state.large_fonts()
 following_live = resources.is_live(run_id) and rd.status().get("state") in ACTIVE_STATES
 resources.touch(run_id)
-
 if not snapshots:
     st.info("No attention snapshots yet: they appear every few steps once the run trains.")
 
-state.init(state.W_PROBE, run_probe)
 if state.get(state.PROBE_RUN) != run_id:  # a new run: its own probe text
     state.put(state.W_PROBE, run_probe)
     state.put(state.PROBE_RUN, run_id)
-probe = st.text_input(
-    "Probe text",
-    key=state.W_PROBE,
+
+
+def toy_mode_changed() -> None:  # toy mode: a short probe whose every cell shows its number
+    state.put(state.W_PROBE, run_probe[: view.TOY_PROBE_CHARS] if state.get(state.W_ATTN_TOY) else run_probe)
+
+
+p1, p2 = st.columns([4, 1])
+probe = p1.text_input(
+    "Probe text", key=state.W_PROBE,
     help="The run's own probe (its attention is saved as it trains). Other text is run through the checkpoint "
     "nearest the chosen step.",
-)
-
+)  # fmt: skip
+p2.toggle("Toy mode", key=state.W_ATTN_TOY, on_change=toy_mode_changed, help="A 10-character probe, numbers in cells")
 c1, c2 = st.columns([1, 5])
 if state.pop(state.ATTN_PLAY_DONE):  # the play loop reached the newest snapshot on its last tick
     state.put(state.ATTN_PLAYING, False)
@@ -63,46 +65,11 @@ if snapshots:
     c2.caption(f"{len(snapshots)} snapshots from step {snapshots[0]} to {snapshots[-1]}.")
 
 
-def grid_figure(step: int, custom: bool):
-    """(figure, cache key, where it came from) of all heads at `step`: the run's snapshot, or other probe text run
-    through the checkpoint nearest the step; (None, None, "") when custom text has no checkpoint yet."""
-    if not custom:
-
-        def from_snapshot():
-            return heatmaps.attention_grid(rd.load_attention(step), index.get("tokens", list(run_probe)), large=large)
-
-        key = (run_id, "snapshot", step, large)
-        return state.cached_figure("attn_grid", key, from_snapshot), key, f"snapshot at step {step}"
-    ck = runinfo.nearest_checkpoint(rd.checkpoints(), step)
-    if ck is None:
-        return None, None, ""
-
-    def from_checkpoint():
-        loaded = resources.cached_model(str(rd.run_dir), ck)
-        idx, tokens = inside.encode_probe(loaded.model, loaded.tokenizer, probe)
-        return heatmaps.attention_grid(inside.attention_maps(loaded.model, idx), tokens, large=large)
-
-    key = (run_id, "ckpt", ck, probe, large)
-    return state.cached_figure("attn_grid", key, from_checkpoint), key, f"checkpoint at step {ck}"
-
-
-def detail_figure(ck: int, layer: int, head: int, text: str):
-    loaded = resources.cached_model(str(rd.run_dir), ck)
-    idx, tokens = inside.encode_probe(loaded.model, loaded.tokenizer, text)
-    d = inside.attention_steps(loaded.model, idx, layer, head)
-    fig = heatmaps.attention_detail(d["qk"], d["scaled"], d["mask"], d["masked"], d["weights"], tokens, large=large)
-    config = loaded.config.model
-    caption = help_text.detail_caption(config.attn_scale, d["scale"], config.head_dim, d["mask_mode"], d["window"])
-    return fig, caption
-
-
 @st.fragment(run_every=PLAY_EVERY_S if playing else None)
 def grid_and_detail() -> None:
     steps = [int(s["step"]) for s in rd.attention_index().get("snapshots", [])] or [0]
-    move = playback.advance(
-        steps, state.get(state.W_ATTN_STEP), playing, bool(state.get(state.ATTN_PLAY_STARTED)),
-        bool(state.get(state.ATTN_FOLLOW, True)),
-    )  # fmt: skip
+    started, follow = bool(state.get(state.ATTN_PLAY_STARTED)), bool(state.get(state.ATTN_FOLLOW, True))
+    move = playback.advance(steps, state.get(state.W_ATTN_STEP), playing, started, follow)
     if move.done:
         state.put(state.ATTN_PLAY_DONE, True)
         st.rerun()
@@ -120,7 +87,7 @@ def grid_and_detail() -> None:
         )  # fmt: skip
     step = runinfo.nearest_snapshot(steps, state.get(state.W_ATTN_STEP))
     try:
-        fig, key, source = grid_figure(step, custom=probe != run_probe or not snapshots)
+        fig, key, source = view.grid(rd, step, probe, large)
     except TinyGPTError as e:
         st.warning(str(e))
         return
@@ -133,26 +100,29 @@ def grid_and_detail() -> None:
     explain.show_chart(fig, "attention_grid", key="attn_grid")
 
     st.subheader("One head, step by step")
-    h1, h2 = st.columns(2)
+    h1, h2, h3 = st.columns([1, 1, 2])
     state.init(state.W_ATTN_LAYER, 0)
     state.init(state.W_ATTN_HEAD, 0)
+    state.init(state.W_ATTN_PER_ROW, 1 if large else 2)
     layer = h1.selectbox(
         "Layer", list(range(int(config.get("model", {}).get("num_layers", 1)))), key=state.W_ATTN_LAYER
     )
     head = h2.selectbox("Head", list(range(int(config.get("model", {}).get("num_heads", 1)))), key=state.W_ATTN_HEAD)
+    per_row = h3.segmented_control("Panels per row", [1, 2, 3, 5], key=state.W_ATTN_PER_ROW) or 2
     ck = runinfo.nearest_checkpoint(rd.checkpoints(), step)
     if ck is None:
         st.info("The detail view needs a checkpoint; the first one is written after a few steps.")
         return
     text = probe or run_probe
     try:
-        build = lambda: detail_figure(ck, layer, head, text)  # noqa: E731
-        fig, knobs_then = state.cached_figure("attn_detail", (run_id, ck, layer, head, text, large), build)
+        fig, caption = view.detail(rd, ck, layer, head, text, per_row, large)
+        st.caption(f"From the checkpoint at step {ck} (nearest to step {step}), with the knobs as they were then.")
+        explain.show_chart(fig, "attention_detail", key="attn_detail", caption=caption)
+        st.subheader("Every mask on the same text")
+        masks = view.masks_side_by_side(rd, ck, layer, head, text, window, large)
+        explain.show_chart(masks, "mask_comparison", key="attn_masks")
     except TinyGPTError as e:
         st.warning(str(e))
-        return
-    st.caption(f"From the checkpoint at step {ck} (nearest to step {step}), with the knobs as they were then.")
-    explain.show_chart(fig, "attention_detail", key="attn_detail", caption=knobs_then)
 
 
 grid_and_detail()
@@ -179,23 +149,8 @@ def follow_live() -> None:
 follow_live()
 
 st.subheader("The mask of the current mode")
-mode, window = knobs.get("mask") or "causal", int(knobs.get("window") or 16)
 tokens = list(probe or run_probe)[-int(config.get("model", {}).get("max_seq_len", 64)) :] or ["·"]
-mask = build_mask(mode, len(tokens), window).numpy()
-mask_fig = heatmaps.mask_matrix(mask, tokens, title=f"Mask: {mode}", large=large)
-explain.show_chart(mask_fig, "mask_matrix", caption=help_text.mask_caption(mode, window))
-
+mask_fig, mask_caption = view.mask_matrix(mode, window, tokens, large)
+explain.show_chart(mask_fig, "mask_matrix", caption=mask_caption)
 st.subheader("Heads over training time")
-seq_len = len(index.get("tokens") or run_probe)
-uniform = None
-if seq_len > 1:  # the reference: a head spreading its weight evenly over what the mask in force lets it see
-    value = inside.uniform_entropy(build_mask(mode, seq_len, window).numpy())
-    uniform = (value, f"uniform under the {mode} mask (T={seq_len}): mean ln(visible keys) = {value:.2f}")
-stats_key = (run_id, tuple(snapshots), uniform, large)  # rebuilt only when the snapshots or the mask changed
-
-
-def build_stats():
-    return curves.head_stats_chart(resources.head_stats(rd), uniform=uniform, large=large)
-
-
-explain.show_chart(state.cached_figure("head_stats", stats_key, build_stats, 2), "head_stats_chart")
+explain.show_chart(view.head_stats(rd, mode, window, large), "head_stats_chart")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from chart_helpers import GROUPS, METRICS, array, attention
 
-from tinygpt.ui.charts import heatmaps
+from tinygpt.ui.charts import heatmaps, masks, tokens
 
 # ---------------------------------------------------------------- per-layer gradients over steps
 
@@ -131,7 +131,7 @@ def test_attention_detail_five_panels_step_by_step():
 
 def test_mask_matrix_of_causal_is_lower_triangular():
     size = 8
-    fig = heatmaps.mask_matrix(np.tril(np.ones((size, size), dtype=bool)), list("abcdefgh"), title="causal").to_dict()
+    fig = masks.mask_matrix(np.tril(np.ones((size, size), dtype=bool)), list("abcdefgh"), title="causal").to_dict()
     z = array(fig["data"][0]["z"])
     assert np.array_equal(z, np.tril(np.ones((size, size), dtype=int)))
     layout = fig["layout"]
@@ -143,7 +143,7 @@ def test_mask_matrix_of_causal_is_lower_triangular():
 
 
 def test_mask_matrix_without_tokens_labels_positions():
-    fig = heatmaps.mask_matrix(np.ones((3, 3), dtype=bool)).to_dict()
+    fig = masks.mask_matrix(np.ones((3, 3), dtype=bool)).to_dict()
     assert fig["layout"]["xaxis"]["ticktext"] == ["0", "1", "2"]
     assert fig["layout"]["title"]["text"] == "Attention mask"
 
@@ -155,3 +155,51 @@ def test_attention_row_chart_layer_heads_by_context():
     assert array(heat["z"]).shape == (4, 5)
     assert fig["layout"]["xaxis"]["ticktext"] == ["a", "␣", "b", "⏎", "c"]
     assert fig["layout"]["coloraxis"]["cmax"] == 1
+
+
+# ---------------------------------------------------------------- attention that can be read aloud
+
+
+def _ticktexts(fig: dict, axis: str) -> list[list[str]]:
+    return [v.get("ticktext") for k, v in fig["layout"].items() if k.startswith(axis + "axis") and v.get("ticktext")]
+
+
+def test_every_token_is_labelled_in_the_grid_and_the_step_by_step_view():
+    """Reproduces "abcabcabcabc the" read as "a c b a c b h": the grid labelled every 2nd character and the
+    detail view every 3rd-4th. Now every token has its label, in a font that fits."""
+    text = "abcabcabcabc the quick brown fox"  # 32 characters, the demo's context
+    weights = np.full((2, 4, 32, 32), 1 / 32)
+    grid = heatmaps.attention_grid(weights, list(text)).to_dict()
+    shown = text.replace(" ", "␣")  # spaces are drawn visible
+    assert all(len(t) == 32 for t in _ticktexts(grid, "x")) and "".join(_ticktexts(grid, "x")[0]) == shown
+    mats = [np.zeros((32, 32))] * 2 + [np.tril(np.ones((32, 32)))] + [np.zeros((32, 32))] * 2
+    detail = heatmaps.attention_detail(*mats, list(text)).to_dict()
+    assert _ticktexts(detail, "x") and all("".join(t) == shown for t in _ticktexts(detail, "x"))
+    fonts = [v["tickfont"]["size"] for k, v in detail["layout"].items() if k.startswith("xaxis")]
+    assert min(fonts) >= tokens.MIN_TOKEN_FONT
+
+
+@pytest.mark.parametrize("per_row", [1, 2, 3, 5])
+def test_step_by_step_panels_per_row(per_row):
+    mats = [np.zeros((8, 8))] * 2 + [np.tril(np.ones((8, 8)))] + [np.zeros((8, 8))] * 2
+    fig = heatmaps.attention_detail(*mats, list("abcdefgh"), per_row=per_row).to_dict()
+    rows = {round(v["domain"][0], 3) for k, v in fig["layout"].items() if k.startswith("yaxis")}
+    assert len(rows) == -(-5 // per_row)
+
+
+def test_toy_mode_shows_the_number_in_every_cell():
+    mats = [np.arange(64, dtype=float).reshape(8, 8) / 10] * 2 + [np.tril(np.ones((8, 8)))] + [np.zeros((8, 8))] * 2
+    short = heatmaps.attention_detail(*mats, list("abcdefgh")).to_dict()
+    assert all(trace.get("texttemplate") for trace in short["data"])  # <= 12 tokens: numbers on
+    long = [np.zeros((20, 20))] * 2 + [np.tril(np.ones((20, 20)))] + [np.zeros((20, 20))] * 2
+    assert not any(trace.get("texttemplate") for trace in heatmaps.attention_detail(*long, None).to_dict()["data"])
+
+
+def test_every_mask_side_by_side():
+    from tinygpt.attention import build_mask
+
+    results = {m: (build_mask(m, 6, 3).numpy(), np.full((6, 6), 1 / 6)) for m in ("causal", "none", "off_by_one")}
+    fig = masks.mask_comparison(results, list("abcdef")).to_dict()
+    titles = [a["text"] for a in fig["layout"]["annotations"]]
+    assert titles[:3] == ["mask: causal", "mask: none", "mask: off_by_one"] and len(fig["data"]) == 6
+    assert masks.mask_comparison({}, None).to_dict()["layout"]["title"]["text"]

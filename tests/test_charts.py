@@ -33,7 +33,7 @@ from chart_helpers import (
     views,
 )
 
-from tinygpt.ui.charts import compare, curves, heatmaps, style
+from tinygpt.ui.charts import compare, curves, heatmaps, masks, style
 from tinygpt.ui.charts.help import CHART_HELP
 
 REPO = Path(__file__).resolve().parent.parent
@@ -47,6 +47,7 @@ CHART_FUNCTIONS = [
     "attention_grid",
     "attention_detail",
     "mask_matrix",
+    "mask_comparison",
     "head_stats_chart",
     "next_char_chart",
     "attention_row_chart",
@@ -59,7 +60,7 @@ CHART_FUNCTIONS = [
 
 
 def test_chart_help_covers_every_chart():
-    modules = (curves, heatmaps, compare)
+    modules = (curves, heatmaps, masks, compare)
     for name in CHART_FUNCTIONS:
         assert any(callable(getattr(m, name, None)) for m in modules), name
         assert 20 < len(CHART_HELP[name]) < 400
@@ -116,7 +117,7 @@ def test_the_package_re_exports_nothing():
     import tinygpt.ui.charts as package
 
     public = {name for name in vars(package) if not name.startswith("_")}
-    assert public <= {"compare", "curves", "heatmaps", "help", "style"}  # submodules, once imported
+    assert public <= {"compare", "curves", "heatmaps", "help", "masks", "style", "tokens"}  # submodules
 
 
 def test_chart_modules_import_no_streamlit_and_help_imports_no_plotting_library():

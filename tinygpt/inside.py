@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from .attention import apply_mask, attention_entropy, attention_scores
+from .attention import apply_mask, attention_entropy, attention_scores, mask_rows
 from .model import TinyGPT
 from .probes import capture
 from .tokenizer import CharTokenizer
 
-# capture() attaches hooks to a model object; the app shares cached models between browser sessions, so one
-# session's hooks must not fire during (and overwrite the cache of) another session's forward pass.
+# capture() attaches hooks to a model object, and attention_under_masks switches its mask knob for a moment; the
+# app shares cached models between browser sessions, so one session's hooks or mask must never act during another
+# session's forward pass.
 _HOOK_LOCK = threading.Lock()
 
 
@@ -46,13 +47,14 @@ def attention_maps(model: TinyGPT, idx: torch.Tensor) -> np.ndarray:
     each way at the demo size, paid at every snapshot), so the mode is switched only when dropout is on.
     """
     switch = model.training and model.config.dropout > 0
-    if switch:
-        model.eval()
-    try:
-        _, maps = model(idx, return_attention=True)  # L x (1, H, T, T)
-    finally:
+    with _HOOK_LOCK:  # attention_under_masks switches a shared model's mask for a moment
         if switch:
-            model.train()
+            model.eval()
+        try:
+            _, maps = model(idx, return_attention=True)  # L x (1, H, T, T)
+        finally:
+            if switch:
+                model.train()
     return torch.stack([m[0] for m in maps]).float().cpu().numpy()  # L x (H, T, T) -> (L, H, T, T)
 
 
@@ -149,3 +151,25 @@ def stream_text(
             char=char,
         )
         yield char
+
+
+@torch.no_grad()
+def attention_under_masks(
+    model: TinyGPT, idx: torch.Tensor, layer: int, head: int, modes: tuple[str, ...], window: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{mode: ((T, T) mask, (T, T) weights of one head)} for the same checkpoint and probe under each mask mode:
+    what the mask alone changes. The model's mask knob is switched for each pass and restored after (under the
+    hook lock, since the app shares cached models between sessions)."""
+    config = model.config
+    saved = (config.mask, config.window)
+    out = {}
+    with _HOOK_LOCK:
+        try:
+            for mode in modes:
+                config.mask, config.window = mode, window
+                _, maps = model(idx, return_attention=True)  # L x (1, H, T, T)
+                mask = mask_rows(mode, 0, idx.shape[1], window).numpy()
+                out[mode] = (mask, maps[layer][0, head].double().numpy())
+        finally:
+            config.mask, config.window = saved
+    return out

@@ -35,6 +35,7 @@ CHART_CODE: dict[str, list[Callable]] = {
         attention.scores_to_weights,
     ],
     "mask_matrix": [attention.mask_rows],
+    "mask_comparison": [inside.attention_under_masks, attention.mask_rows],
     "head_stats_chart": [inside.head_stats, attention.attention_entropy],
     "next_char_chart": [sampling.filter_logits, sampling.next_token_probs],
     "attention_row_chart": [model.TinyGPT.stream],

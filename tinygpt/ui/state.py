@@ -77,6 +77,8 @@ W_ATTN_STEP = "w_attn_step"
 W_ATTN_LAYER = "w_attn_layer"
 W_ATTN_HEAD = "w_attn_head"
 W_ATTN_ROW = "w_attn_row"
+W_ATTN_TOY = "w_attn_toy"  # toy mode: a short probe whose every cell shows its number
+W_ATTN_PER_ROW = "w_attn_per_row"  # panels per row of the step-by-step view
 
 W_PROMPT = "w_prompt"
 W_TEMPERATURE = "w_temperature"

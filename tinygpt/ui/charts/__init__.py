@@ -4,7 +4,10 @@
   points, reference lines, the live-chart templates). The other modules import it, never the other way round.
 - `curves.py`: one run's training curves in Altair (loss, learning rate, gradient norms, per-layer norms,
   per-head attention statistics).
-- `heatmaps.py`: the plotly heatmaps (attention maps, the mask, per-layer gradients over steps).
+- `heatmaps.py`: the plotly heatmaps (attention maps all heads and one head step by step, the newest character's
+  attention row, per-layer gradients over steps).
+- `masks.py`: the mask in force, and every mask side by side with the attention it produces.
+- `tokens.py`: what the heatmaps share: token axes with every token labelled, square cells, colour scales.
 - `compare.py`: several runs on one axis and the settings that differ, next-character bars, memory by category.
 - `help.py`: `CHART_HELP`, what to look for in each chart.
 Pages import the module that draws the chart they need; this package re-exports nothing.

@@ -1,4 +1,5 @@
-"""The plotly heatmaps: attention maps, the attention mask and per-layer gradients over steps.
+"""The plotly heatmaps: attention maps (all heads, one head step by step, the newest character's row) and
+per-layer gradients over steps. The mask heatmaps are in masks.py, the shared token axes in tokens.py.
 
 Pure functions from numpy arrays (attention weights (L, H, T, T), one head's intermediate (T, T) matrices, a bool
 mask, the newest character's attention row (L, H, S)) or metrics records to a `plotly.graph_objects.Figure`.
@@ -34,66 +35,18 @@ from tinygpt.ui.charts.style import (
     style_plotly,
     theme,
     thin_for_display,
-    visible_char,
 )
-
-MASK_COLOURS = ("#d0d0d0", "#1f77b4")  # masked, may attend
-
-
-def _token_axis(tokens: Sequence[str] | None, size: int, offset: int = 0) -> tuple[list[str], list[str]]:
-    """Category names that are unique per position ("'a' (pos 3)"), and the visible characters as tick text.
-    `tokens` is fitted to `size` (the last ones kept, "?" padding), so a probe that changed never raises."""
-    if tokens is None:
-        return [f"pos {offset + i}" for i in range(size)], [str(offset + i) for i in range(size)]
-    toks = (["?"] * size + list(tokens))[-size:]
-    return [f"'{visible_char(c)}' (pos {offset + i})" for i, c in enumerate(toks)], [visible_char(c) for c in toks]
-
-
-def _tick_step(count: int, panel_px: float, font_px: int) -> int:
-    """Show every k-th tick label so labels do not overlap in a panel of about `panel_px` pixels."""
-    return max(1, math.ceil(count * font_px * 1.3 / max(panel_px, 1)))
-
-
-def _placeholder(title: str, message: str, large: bool) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(
-        text=message,
-        showarrow=False,
-        x=0.5,
-        y=0.5,
-        xref="paper",
-        yref="paper",
-        font={"size": theme(large)["axis_title"]},
-    )
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    return style_plotly(fig, title, large, height=theme(large)["panel"])
-
-
-def _array(value: Any, ndim: int, name: str) -> np.ndarray | None:
-    if value is None:
-        return None
-    arr = np.asarray(value)
-    if arr.size == 0:
-        return None
-    if arr.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
-    return arr
-
-
-def _token_ticks(fig: go.Figure, cats: list[str], ticks: list[str], step: int, axis: str, **where: Any) -> None:
-    update = fig.update_xaxes if axis == "x" else fig.update_yaxes
-    update(tickmode="array", tickvals=cats[::step], ticktext=ticks[::step], tickangle=0, showgrid=False, **where)
-
-
-def _square(fig: go.Figure, rows: int, cols: int) -> None:
-    """Square cells: each subplot's y axis is scaled to its x axis."""
-    for i in range(rows * cols):
-        fig.layout[f"yaxis{i + 1 if i else ''}"].update(scaleanchor=f"x{i + 1 if i else ''}", constrain="domain")
-        fig.layout[f"xaxis{i + 1 if i else ''}"].update(constrain="domain")
-
-
-WEIGHT_AXIS = {"cmin": 0, "cmax": 1, "colorscale": "Viridis", "colorbar": {"title": {"text": "weight"}}}
+from tinygpt.ui.charts.tokens import (
+    WEIGHT_AXIS,
+    as_array,
+    mask_scale,
+    placeholder,
+    square_cells,
+    tick_step,
+    token_axis,
+    token_font,
+    token_ticks,
+)
 
 
 def attention_grid(
@@ -107,14 +60,14 @@ def attention_grid(
 ) -> go.Figure:
     """One figure with a heatmap per (layer, head) of `weights` (L, H, T, T): rows = layers, columns = heads, the
     probe's characters on both axes, one 0..1 colour scale. Only the last `max_tokens` positions are drawn."""
-    w = _array(weights, 4, "weights")
+    w = as_array(weights, 4, "weights")
     if w is None:
-        return _placeholder(title, "no attention snapshot yet", large)
+        return placeholder(title, "no attention snapshot yet", large)
     t = theme(large)
     num_layers, num_heads, size = w.shape[0], w.shape[1], w.shape[2]
     start = max(0, size - max_tokens)
     w = w[:, :, start:, start:].astype(np.float32)  # float16 has no typed array in plotly.js
-    cats, ticks = _token_axis(tokens, size, 0)
+    cats, ticks = token_axis(tokens, size, 0)
     cats, ticks = cats[start:], ticks[start:]
     names = list(layer_names or [f"L{i}" for i in range(num_layers)])
     names += [f"L{i}" for i in range(len(names), num_layers)]
@@ -129,11 +82,13 @@ def attention_grid(
         vertical_spacing=min(50 / height, 0.9 / max(1, num_layers - 1)),
         title_size=t["axis_title"],
     )
-    step = _tick_step(len(cats), 1000 / num_heads, t["label"])
-    tick = {"tickmode": "array", "tickvals": cats[::step], "ticktext": ticks[::step], "tickangle": 0}
+    # Square panels: about the row height, or narrower when many heads share the page width (~1000 px).
+    panel_px = min(t["panel"] - 40, 1000 / num_heads)
+    tick_font = token_font(len(cats), panel_px, t["label"])
+    tick = {"tickmode": "array", "tickvals": cats, "ticktext": ticks, "tickangle": 0}
 
     def axis_fonts() -> dict[str, Any]:  # a fresh dict per axis: titles are filled in per axis below
-        return {"title": {"font": {"size": t["axis_title"]}}, "tickfont": {"size": t["label"]}, "showgrid": False}
+        return {"title": {"font": {"size": t["axis_title"]}}, "tickfont": {"size": tick_font}, "showgrid": False}
 
     traces = []
     for i in range(num_layers):
@@ -241,6 +196,9 @@ def _colorbar_under(fig: go.Figure, first_col: int, last_col: int, **bar: Any) -
     }
 
 
+TOY_TOKENS = 12  # a probe this short shows the number in every cell: an instructor can read it out
+
+
 def attention_detail(
     q_k_scores: Any,
     scaled_scores: Any,
@@ -251,13 +209,17 @@ def attention_detail(
     *,
     scale: float | None = None,
     max_tokens: int = 64,
+    per_row: int = 2,
+    numbers: bool | None = None,
     title: str = "One head, step by step",
     large: bool = False,
 ) -> go.Figure:
     """Five (T, T) panels: QK^T, scaled, the mask (may attend / masked), masked scores (-inf blank) and the softmax
-    weights. Panels 1, 2 and 4 share one colour scale, so the effect of scaling is visible as paler colours."""
+    weights, `per_row` panels a row (1 on a narrow screen or a projector, up to 5). Panels 1, 2 and 4 share one
+    colour scale, so the effect of scaling is visible as paler colours. With `numbers` (default: a probe of at
+    most TOY_TOKENS characters) every cell shows its value, so QK^T -> scale -> mask -> softmax can be read aloud."""
     mats = [
-        _array(a, 2, n)
+        as_array(a, 2, n)
         for a, n in zip(
             (q_k_scores, scaled_scores, mask, masked_scores, weights),
             ("q_k_scores", "scaled_scores", "mask", "masked_scores", "weights"),
@@ -265,8 +227,10 @@ def attention_detail(
         )
     ]
     if any(m is None for m in mats):
-        return _placeholder(title, "no head selected yet", large)
+        return placeholder(title, "no head selected yet", large)
     t = theme(large)
+    per_row = max(1, min(5, int(per_row)))
+    rows = math.ceil(5 / per_row)
     size = mats[0].shape[0]
     start = max(0, size - max_tokens)
     qk, scaled, allowed, masked, w = (np.asarray(m, dtype=np.float64)[start:, start:] for m in mats)
@@ -276,18 +240,24 @@ def attention_detail(
     bound = float(max(np.abs(finite).max(), 1e-9))
     scaled_title = f"2. scaled: × {scale:.3g}" if scale else "2. scaled"
     titles = ["1. scores Q·Kᵀ", scaled_title, "3. mask", "4. masked scores", "5. softmax weights"]
-    fig = make_subplots(rows=1, cols=5, subplot_titles=titles, horizontal_spacing=0.03)
-    cats, ticks = _token_axis(tokens, size, 0)
+    panel_px = (t["wide"] + 180) / per_row - 40  # the content column, less the gaps between panels
+    fig = make_subplots(
+        rows=rows, cols=per_row, subplot_titles=titles, horizontal_spacing=0.06, vertical_spacing=0.12 / rows
+    )
+    cats, ticks = token_axis(tokens, size, 0)
     cats, ticks = cats[start:], ticks[start:]
+    numbers = len(cats) <= TOY_TOKENS if numbers is None else numbers
+    cell_font = token_font(1, panel_px / max(len(cats), 1) / 3.2, t["label"])  # ~5 characters per cell
     panels = [
-        (qk, "coloraxis", ".3f"),
-        (scaled, "coloraxis", ".3f"),
+        (qk, "coloraxis", ".2f"),
+        (scaled, "coloraxis", ".2f"),
         (allowed, "coloraxis2", "d"),
-        (masked, "coloraxis", ".3f"),
-        (w, "coloraxis3", ".3f"),
+        (masked, "coloraxis", ".2f"),
+        (w, "coloraxis3", ".2f"),
     ]
-    for col, ((z, axis, fmt), name) in enumerate(zip(panels, titles, strict=True), start=1):
+    for k, ((z, axis, fmt), name) in enumerate(zip(panels, titles, strict=True)):
         value = "%{z} (1 = may attend, 0 = masked)" if axis == "coloraxis2" else f"%{{z:{fmt}}}"
+        cells = {"texttemplate": f"%{{z:{fmt}}}", "textfont": {"size": cell_font}} if numbers else {}
         fig.add_trace(
             go.Heatmap(
                 z=z.astype(np.float32) if axis != "coloraxis2" else z,
@@ -297,76 +267,39 @@ def attention_detail(
                 name=name,
                 hoverongaps=False,
                 hovertemplate=f"{name}<br>query %{{y}} → key %{{x}}: {value}<extra></extra>",
+                **cells,
             ),
-            row=1,
-            col=col,
+            row=k // per_row + 1,
+            col=k % per_row + 1,
         )
-    step = _tick_step(len(cats), 200, t["label"])
-    _token_ticks(fig, cats, ticks, step, "x", title_text="key")
-    _token_ticks(fig, cats, ticks, step, "y", showticklabels=False, autorange="reversed")
-    fig.update_yaxes(showticklabels=True, title_text="query", col=1)
-    _square(fig, 1, 5)
+    font = token_font(len(cats), panel_px, t["label"])
+    token_ticks(fig, cats, ticks, 1, "x", title_text="key", tickfont={"size": font})
+    token_ticks(fig, cats, ticks, 1, "y", autorange="reversed", tickfont={"size": font})
+    fig.update_yaxes(title_text="query", col=1)
+    square_cells(fig, rows, per_row)
+    bars = {"len": 0.5 / rows, "thickness": 14, "x": 1.02}
     fig.update_layout(
         coloraxis={
             "cmin": -bound,
             "cmax": bound,
             "colorscale": "RdBu_r",
-            "colorbar": _colorbar_under(fig, 1, 2, title={"text": "score (panels 1, 2, 4)", "side": "top"}),
+            "colorbar": {**bars, "y": 1.0, "yanchor": "top", "title": {"text": "score (1, 2, 4)"}},
         },
         coloraxis2={
             "cmin": 0,
             "cmax": 1,
-            "colorscale": _mask_scale(),
-            "colorbar": _colorbar_under(fig, 3, 3, tickvals=[0.25, 0.75], ticktext=["masked", "may attend"]),
+            "colorscale": mask_scale(),
+            "colorbar": {
+                **bars,
+                "y": 0.5,
+                "yanchor": "middle",
+                "tickvals": [0.25, 0.75],
+                "ticktext": ["masked", "may attend"],
+            },
         },
-        coloraxis3={**WEIGHT_AXIS, "colorbar": _colorbar_under(fig, 5, 5, title={"text": "weight", "side": "top"})},
+        coloraxis3={**WEIGHT_AXIS, "colorbar": {**bars, "y": 0.0, "yanchor": "bottom", "title": {"text": "weight"}}},
     )
-    fig.update_layout(margin={"b": 150})
-    return style_plotly(fig, title, large, height=t["panel"] + 300)
-
-
-def _mask_scale() -> list:
-    """Two flat colours: 0 (masked) in the lower half, 1 (may attend) in the upper half."""
-    off, on = MASK_COLOURS
-    return [[0.0, off], [0.5, off], [0.5, on], [1.0, on]]
-
-
-def mask_matrix(
-    mask: Any,
-    tokens: Sequence[str] | None = None,
-    title: str = "Attention mask",
-    *,
-    max_tokens: int = 256,
-    large: bool = False,
-) -> go.Figure:
-    """A (T, T) bool mask (True = may attend) as a two-colour heatmap, queries down, keys across. Only the first
-    `max_tokens` positions are drawn (every mask the engine builds repeats its pattern along the diagonal)."""
-    m = _array(mask, 2, "mask")
-    if m is None:
-        return _placeholder(title, "no mask yet", large)
-    t = theme(large)
-    size = min(m.shape[0], max_tokens)
-    z = (m[:size, :size] != 0).astype(np.int8)
-    cats, ticks = _token_axis(None if tokens is None else list(tokens)[:size], size)
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=cats,
-            y=cats,
-            zmin=0,
-            zmax=1,
-            colorscale=_mask_scale(),
-            xgap=1 if size <= 32 else 0,
-            ygap=1 if size <= 32 else 0,
-            colorbar={"tickvals": [0.25, 0.75], "ticktext": ["masked", "may attend"], "thickness": 16},
-            hovertemplate="query %{y} → key %{x}: %{z} (1 = may attend, 0 = masked)<extra></extra>",
-        )
-    )
-    step = _tick_step(size, t["panel"] * 1.8, t["label"])
-    _token_ticks(fig, cats, ticks, step, "x", title_text="key position (attended to)", side="top")
-    _token_ticks(fig, cats, ticks, step, "y", title_text="query position (attending)", autorange="reversed")
-    _square(fig, 1, 1)
-    return style_plotly(fig, title, large, height=int(t["panel"] * 2))
+    return style_plotly(fig, title, large, height=int(rows * (panel_px + 70) + 120))
 
 
 def attention_row_chart(
@@ -379,14 +312,14 @@ def attention_row_chart(
 ) -> go.Figure:
     """`row` (L, H, S): each head's attention from the newest character over the context, as a heatmap with one
     row per layer·head and the context characters across."""
-    r = _array(row, 3, "row")
+    r = as_array(row, 3, "row")
     if r is None:
-        return _placeholder(title, "generate some text first", large)
+        return placeholder(title, "generate some text first", large)
     t = theme(large)
     num_layers, num_heads, size = r.shape
     start = max(0, size - max_tokens)
     z = r[:, :, start:].reshape(num_layers * num_heads, size - start).astype(np.float32)  # (L, H, S) -> (L*H, S)
-    cats, ticks = _token_axis(tokens, size)
+    cats, ticks = token_axis(tokens, size)
     cats, ticks = cats[start:], ticks[start:]
     heads = [f"L{i} H{h}" for i in range(num_layers) for h in range(num_heads)]
     fig = go.Figure(
@@ -400,8 +333,8 @@ def attention_row_chart(
             hovertemplate="%{y} → key %{x}: weight %{z:.3f}<extra></extra>",
         )
     )
-    _token_ticks(
-        fig, cats, ticks, _tick_step(len(cats), 900, t["label"]), "x", title_text="context character (attended to)"
+    token_ticks(
+        fig, cats, ticks, tick_step(len(cats), 900, t["label"]), "x", title_text="context character (attended to)"
     )
     fig.update_yaxes(title_text="layer · head", autorange="reversed", showgrid=False)
     fig.update_layout(coloraxis=WEIGHT_AXIS)
@@ -423,7 +356,7 @@ def layer_grad_heatmap(
     groups = group_names(thin_for_display(list(metrics or []), 200), field)  # fixed for a run: a sample finds them
     kept = [m for m in thin_for_display(list(metrics or []), max_steps) if finite(m.get("step")) is not None]
     if not groups or not kept:
-        return _placeholder(title, "waiting for the first step", large)
+        return placeholder(title, "waiting for the first step", large)
     t = theme(large)
     steps = [int(m["step"]) for m in kept]
     raw = np.array(

@@ -1,0 +1,108 @@
+"""Mask heatmaps: the mask in force, and every mask side by side with the attention one head produces under it.
+
+Pure functions from bool (T, T) masks and (T, T) weights to plotly figures; the numbers come from
+tinygpt.attention (the masks) and tinygpt.inside (the weights under each mask).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from tinygpt.ui.charts.style import style_plotly, theme
+from tinygpt.ui.charts.tokens import (
+    WEIGHT_AXIS,
+    as_array,
+    mask_scale,
+    placeholder,
+    square_cells,
+    tick_step,
+    token_axis,
+    token_font,
+    token_ticks,
+)
+
+
+def mask_matrix(
+    mask: Any,
+    tokens: Sequence[str] | None = None,
+    title: str = "Attention mask",
+    *,
+    max_tokens: int = 256,
+    large: bool = False,
+) -> go.Figure:
+    """A (T, T) bool mask (True = may attend) as a two-colour heatmap, queries down, keys across. Only the first
+    `max_tokens` positions are drawn (every mask the engine builds repeats its pattern along the diagonal)."""
+    m = as_array(mask, 2, "mask")
+    if m is None:
+        return placeholder(title, "no mask yet", large)
+    t = theme(large)
+    size = min(m.shape[0], max_tokens)
+    z = (m[:size, :size] != 0).astype(np.int8)
+    cats, ticks = token_axis(None if tokens is None else list(tokens)[:size], size)
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=cats,
+            y=cats,
+            zmin=0,
+            zmax=1,
+            colorscale=mask_scale(),
+            xgap=1 if size <= 32 else 0,
+            ygap=1 if size <= 32 else 0,
+            colorbar={"tickvals": [0.25, 0.75], "ticktext": ["masked", "may attend"], "thickness": 16},
+            hovertemplate="query %{y} → key %{x}: %{z} (1 = may attend, 0 = masked)<extra></extra>",
+        )
+    )
+    step = tick_step(size, t["panel"] * 1.8, t["label"])
+    token_ticks(fig, cats, ticks, step, "x", title_text="key position (attended to)", side="top")
+    token_ticks(fig, cats, ticks, step, "y", title_text="query position (attending)", autorange="reversed")
+    square_cells(fig, 1, 1)
+    return style_plotly(fig, title, large, height=int(t["panel"] * 2))
+
+
+def mask_comparison(
+    results: dict[str, tuple[Any, Any]], tokens: Sequence[str] | None, *, title: str | None = None, large: bool = False
+) -> go.Figure:
+    """All masks side by side on the same text and checkpoint: for each mode (columns) its (T, T) mask (top row)
+    and the attention weights one head produces under it (bottom row). `results` is {mode: (mask, weights)}."""
+    modes = list(results)
+    if not modes:
+        return placeholder(title or "Masks side by side", "no checkpoint yet", large)
+    t = theme(large)
+    fig = make_subplots(
+        rows=2, cols=len(modes), subplot_titles=[f"mask: {m}" for m in modes] + [f"weights under {m}" for m in modes],
+        horizontal_spacing=0.04, vertical_spacing=0.12,
+    )  # fmt: skip
+    size = np.asarray(results[modes[0]][0]).shape[0]
+    cats, ticks = token_axis(tokens, size, 0)
+    for c, mode in enumerate(modes, start=1):
+        mask, weights = (np.asarray(a, dtype=np.float64) for a in results[mode])
+        fig.add_trace(
+            go.Heatmap(z=(mask != 0).astype(np.int8), x=cats, y=cats, coloraxis="coloraxis2", name=f"mask {mode}",
+                       hovertemplate=f"{mode}: query %{{y}} → key %{{x}}: %{{z}}<extra></extra>"),
+            row=1, col=c,
+        )  # fmt: skip
+        fig.add_trace(
+            go.Heatmap(z=weights.astype(np.float32), x=cats, y=cats, coloraxis="coloraxis", name=f"weights {mode}",
+                       hovertemplate=f"{mode}: query %{{y}} → key %{{x}}: weight %{{z:.3f}}<extra></extra>"),
+            row=2, col=c,
+        )  # fmt: skip
+    panel_px = (t["wide"] + 180) / len(modes) - 30
+    font = token_font(len(cats), panel_px, t["label"])
+    token_ticks(fig, cats, ticks, 1, "x", tickfont={"size": font})
+    token_ticks(fig, cats, ticks, 1, "y", autorange="reversed", tickfont={"size": font})
+    square_cells(fig, 2, len(modes))
+    weight_bar = {"len": 0.45, "y": 0.0, "yanchor": "bottom", "title": {"text": "weight"}}
+    mask_bar = {"len": 0.45, "y": 1.0, "yanchor": "top", "tickvals": [0.25, 0.75], "ticktext": ["masked", "may attend"]}
+    fig.update_layout(
+        coloraxis={**WEIGHT_AXIS, "colorbar": weight_bar},
+        coloraxis2={"cmin": 0, "cmax": 1, "colorscale": mask_scale(), "colorbar": mask_bar},
+    )
+    return style_plotly(
+        fig, title or "Every mask on the same text and checkpoint", large, height=int(2 * panel_px + 200)
+    )
