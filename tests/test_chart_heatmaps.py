@@ -168,7 +168,7 @@ def test_every_token_is_labelled_in_the_grid_and_the_step_by_step_view():
     """Reproduces "abcabcabcabc the" read as "a c b a c b h": the grid labelled every 2nd character and the
     detail view every 3rd-4th. Now every token has its label, in a font that fits."""
     text = "abcabcabcabc the quick brown fox"  # 32 characters, the demo's context
-    weights = np.full((2, 4, 32, 32), 1 / 32)
+    weights = np.full((2, 2, 32, 32), 1 / 32)  # two heads a row: room for a 7 px label per token
     grid = heatmaps.attention_grid(weights, list(text)).to_dict()
     shown = text.replace(" ", "␣")  # spaces are drawn visible
     assert all(len(t) == 32 for t in _ticktexts(grid, "x")) and "".join(_ticktexts(grid, "x")[0]) == shown

@@ -37,6 +37,7 @@ from tinygpt.ui.charts.style import (
     thin_for_display,
 )
 from tinygpt.ui.charts.tokens import (
+    MIN_TOKEN_FONT,
     WEIGHT_AXIS,
     as_array,
     mask_scale,
@@ -71,7 +72,12 @@ def attention_grid(
     cats, ticks = cats[start:], ticks[start:]
     names = list(layer_names or [f"L{i}" for i in range(num_layers)])
     names += [f"L{i}" for i in range(len(names), num_layers)]
-    height = num_layers * t["panel"] + 140
+    # Square panels: about the row height, or narrower when many heads share the content column (~850 px); taller
+    # rows when the probe is long, so a 7 px label fits each token. Every token gets a label when it fits; a grid
+    # too dense for that (many heads and a long probe) labels every k-th, and the step-by-step view below labels
+    # every character of one head.
+    panel_px = min(max(t["panel"] - 40, len(cats) * MIN_TOKEN_FONT * 1.15), 850 / num_heads)
+    height = int(num_layers * max(t["panel"], panel_px + 40) + 140)
     # Built as one layout dict and one Figure() call: make_subplots plus per-axis update_* calls took 220-310 ms
     # for 4 x 4 heads (plotly re-validates the layout on every update), this ~30 ms. Same figure either way.
     layout = _subplot_grid(
@@ -82,10 +88,9 @@ def attention_grid(
         vertical_spacing=min(50 / height, 0.9 / max(1, num_layers - 1)),
         title_size=t["axis_title"],
     )
-    # Square panels: about the row height, or narrower when many heads share the page width (~1000 px).
-    panel_px = min(t["panel"] - 40, 1000 / num_heads)
     tick_font = token_font(len(cats), panel_px, t["label"])
-    tick = {"tickmode": "array", "tickvals": cats, "ticktext": ticks, "tickangle": 0}
+    every = 1 if len(cats) * MIN_TOKEN_FONT * 1.15 <= panel_px else tick_step(len(cats), panel_px, MIN_TOKEN_FONT)
+    tick = {"tickmode": "array", "tickvals": cats[::every], "ticktext": ticks[::every], "tickangle": 0}
 
     def axis_fonts() -> dict[str, Any]:  # a fresh dict per axis: titles are filled in per axis below
         return {"title": {"font": {"size": t["axis_title"]}}, "tickfont": {"size": tick_font}, "showgrid": False}

@@ -66,10 +66,16 @@ def mask_matrix(
 
 
 def mask_comparison(
-    results: dict[str, tuple[Any, Any]], tokens: Sequence[str] | None, *, title: str | None = None, large: bool = False
+    results: dict[str, tuple[Any, Any]],
+    tokens: Sequence[str] | None,
+    *,
+    max_tokens: int = 16,
+    title: str | None = None,
+    large: bool = False,
 ) -> go.Figure:
     """All masks side by side on the same text and checkpoint: for each mode (columns) its (T, T) mask (top row)
-    and the attention weights one head produces under it (bottom row). `results` is {mode: (mask, weights)}."""
+    and the attention weights one head produces under it (bottom row). `results` is {mode: (mask, weights)}.
+    Only the last `max_tokens` positions are drawn, so four panels in a row still label every character."""
     modes = list(results)
     if not modes:
         return placeholder(title or "Masks side by side", "no checkpoint yet", large)
@@ -79,9 +85,11 @@ def mask_comparison(
         horizontal_spacing=0.04, vertical_spacing=0.12,
     )  # fmt: skip
     size = np.asarray(results[modes[0]][0]).shape[0]
+    start = max(0, size - max_tokens)
     cats, ticks = token_axis(tokens, size, 0)
+    cats, ticks = cats[start:], ticks[start:]
     for c, mode in enumerate(modes, start=1):
-        mask, weights = (np.asarray(a, dtype=np.float64) for a in results[mode])
+        mask, weights = (np.asarray(a, dtype=np.float64)[start:, start:] for a in results[mode])
         fig.add_trace(
             go.Heatmap(z=(mask != 0).astype(np.int8), x=cats, y=cats, coloraxis="coloraxis2", name=f"mask {mode}",
                        hovertemplate=f"{mode}: query %{{y}} → key %{{x}}: %{{z}}<extra></extra>"),
@@ -103,6 +111,6 @@ def mask_comparison(
         coloraxis={**WEIGHT_AXIS, "colorbar": weight_bar},
         coloraxis2={"cmin": 0, "cmax": 1, "colorscale": mask_scale(), "colorbar": mask_bar},
     )
-    return style_plotly(
-        fig, title or "Every mask on the same text and checkpoint", large, height=int(2 * panel_px + 200)
-    )
+    suffix = f" (the last {size - start} of {size} positions)" if start else ""
+    heading = (title or "Every mask on the same text and checkpoint") + suffix
+    return style_plotly(fig, heading, large, height=int(2 * panel_px + 200))
