@@ -28,7 +28,7 @@ by_id = {r["run"]: r for r in rows}
 def _label(run: str) -> str:
     r = by_id[run]
     tag = " (current)" if run == current else ""
-    return f"{run}{tag} · {r['state']} · step {r['step']}"
+    return f"{r['name'] or run} ({run}){tag} · {r['state']} · step {r['step']}"
 
 
 st.subheader("One run")
@@ -112,16 +112,17 @@ if len(chosen) >= 2:
     readers = {run: rd for run, rd in readers.items() if rd is not None}
     series = {run: rd.metrics for run, rd in readers.items()}
     evals = {run: rd.evals for run, rd in readers.items()}
+    events = {run: rd.events for run, rd in readers.items()}  # live knob changes: markers and the table count them
     large = state.large_fonts()
     c1, c2 = st.columns(2)
     with c1:
-        explain.show_chart(
-            compare.compare_chart(series, "loss", evals=evals, large=large), "compare_chart", key="cmp_loss"
-        )
+        loss = compare.compare_chart(series, "loss", evals=evals, events=events, large=large)
+        explain.show_chart(loss, "compare_chart", key="cmp_loss")
     with c2:
-        explain.show_chart(compare.compare_chart(series, "grad_norm", large=large), "compare_chart", key="cmp_grad")
-    diff = compare.config_diff({run: rd.config() for run, rd in readers.items()})
-    st.markdown("**Settings that differ**")
+        grad = compare.compare_chart(series, "grad_norm", events=events, large=large)
+        explain.show_chart(grad, "compare_chart", key="cmp_grad")
+    diff = compare.config_diff({run: rd.config() for run, rd in readers.items()}, events=events)
+    st.markdown("**Settings that differ** (live knob changes included: `old → new @step`)")
     if diff:
         st.dataframe(diff, hide_index=True, width="stretch")
     else:

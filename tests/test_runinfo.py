@@ -44,3 +44,41 @@ def test_playback_follows_the_newest_snapshot_until_the_learner_scrubs():
     assert playback.advance([0, 10, 20], 10, playing=False, started=False, follow=True).step == 20
     assert playback.advance([0, 10, 20], 10, playing=False, started=False, follow=False).step == 10
     assert playback.advance([0, 10], None, playing=False, started=False, follow=False).step == 10
+
+
+# ---------------------------------------------------------------- what each run really did (live knob changes)
+
+CONFIG = {
+    "model": {"num_layers": 2, "num_heads": 4, "hidden_dim": 64, "mask": "causal", "attn_scale": "head_dim"},
+    "train": {"learning_rate": 0.002, "min_lr": 0.0002, "warmup_steps": 30, "max_grad_norm": 1.0},
+    "data": {"source": "synthetic:copy"},
+}
+EVENTS = [  # the cheating run of the issue: scale off at 1130, mask none at 1810
+    {"kind": "knob", "knob": "attn_scale", "ok": True, "old": "head_dim", "new": "none", "step": 1130},
+    {"kind": "knob", "knob": "mask", "ok": True, "old": "causal", "new": "none", "step": 1810},
+    {"kind": "knob", "knob": "window", "ok": False, "error": "no", "step": 1900},
+]
+
+
+def test_runs_show_the_live_changes_and_the_knobs_of_the_best_val_loss():
+    assert runinfo.knob_history(EVENTS) == ["scale head_dim → none @1130", "mask causal → none @1810"]
+    assert runinfo.run_name(CONFIG, EVENTS) == "2L×4H×64 · synthetic:copy · lr 0.002 · scale→none@1130 · mask→none@1810"
+    evals = [{"step": 1000, "val_loss": 1.9}, {"step": 2000, "val_loss": 0.126}]
+    step, loss, under = runinfo.best_eval(CONFIG, EVENTS, evals)
+    assert (step, loss) == (2000, 0.126) and under == ["scale none", "mask none"]  # reached while cheating
+    assert runinfo.best_eval(CONFIG, [], evals)[2] == []
+    assert runinfo.knobs_at(CONFIG, EVENTS, 1500)["mask"] == "causal"
+
+
+def test_settings_that_differ_count_live_changes_and_compare_charts_mark_them():
+    from tinygpt.ui.charts import compare
+
+    two_heads = {**CONFIG, "model": {**CONFIG["model"], "num_heads": 2}}
+    diff = compare.config_diff({"A": CONFIG, "B": two_heads}, events={"A": EVENTS, "B": []})
+    rows = {r["setting"]: r for r in diff}
+    assert rows["model.mask"]["A"] == "causal → none @1810" and rows["model.mask"]["B"] == "causal"
+    assert {"model.num_heads", "model.mask", "model.attn_scale"} <= set(rows)  # not only num_heads 4 vs 2
+    series = {"A": [{"step": s, "loss": 2.0} for s in range(1, 2001, 10)], "B": [{"step": 1, "loss": 2.0}]}
+    spec = compare.compare_chart(series, "loss", events={"A": EVENTS})
+    labels = [r["label"] for r in spec["datasets"]["compare_knobs"]]
+    assert labels == ["A: @1130 scaling head_dim→none", "A: @1810 mask causal→none"]

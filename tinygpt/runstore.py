@@ -188,11 +188,22 @@ def read_json(path: str | Path, default: Any = None) -> Any:
 
 
 def read_events(run_dir: str | Path) -> list[dict]:
-    """Every event of a run at once, skipping torn or unparseable lines, for one-off readers (the CLI's listing);
-    pages follow events live with a RunReader. events.jsonl stays small: a few lines per knob, clip or state."""
+    """Every event of a run at once, skipping torn or unparseable lines, for one-off readers (the CLI's listing,
+    the Runs table); pages follow events live with a RunReader. events.jsonl stays small: a few lines per knob,
+    clip or state."""
+    return read_jsonl(Path(run_dir) / "events.jsonl")
+
+
+def read_evals(run_dir: str | Path) -> list[dict]:
+    """Every eval record of a run (one per eval_interval steps: small), for one-off readers like read_events."""
+    return read_jsonl(Path(run_dir) / "evals.jsonl")
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """The records of a small .jsonl file, torn or unparseable lines skipped; [] if it does not exist."""
     try:
-        data = (Path(run_dir) / "events.jsonl").read_bytes()
-    except FileNotFoundError:
+        data = Path(path).read_bytes()
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
         return []
     events = []
     for line in data.decode("utf-8", errors="replace").split("\n"):

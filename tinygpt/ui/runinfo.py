@@ -10,7 +10,7 @@ import math
 import time
 from typing import Any
 
-from tinygpt.runstore import RunStore, knob_answer, knob_changes
+from tinygpt.runstore import RunStore, knob_answer, knob_changes, knobs_now, read_evals, read_events
 from tinygpt.trainer import lr_at
 
 
@@ -116,27 +116,94 @@ def nearest_snapshot(steps: list[int], step: int) -> int:
     return min(steps, key=lambda s: (abs(s - step), s))
 
 
+KNOB_WORDS = {  # short names for tables and run names
+    "learning_rate": "lr",
+    "warmup_steps": "warmup",
+    "max_grad_norm": "clip",
+    "attn_scale": "scale",
+    "attn_scale_mult": "scale×",
+    "mask": "mask",
+    "window": "window",
+    "weight_decay": "wd",
+    "min_lr": "min lr",
+}
+
+
+def _short(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def knob_history(events: list[dict]) -> list[str]:
+    """What the run really did besides its config: every applied live change, e.g. ["mask causal → none @1810"]
+    (a coupled min_lr move is part of its learning-rate change)."""
+    return [
+        f"{KNOB_WORDS.get(e['knob'], e['knob'])} {_short(e.get('old'))} → {_short(e.get('new'))} @{e.get('step')}"
+        for e in knob_changes(events)
+        if not e.get("coupled_to") and e.get("knob")
+    ]
+
+
+def knobs_at(config: dict, events: list[dict], step: int) -> dict[str, Any]:
+    """The live knobs in force at `step`: the config's, then every change made at or before that step."""
+    return knobs_now(config, [e for e in events if isinstance(e.get("step"), int) and e["step"] <= step])
+
+
+def run_name(config: dict, events: list[dict]) -> str:
+    """A readable name made from a run's settings and live changes, e.g.
+    "2L×4H×64 · synthetic:copy · lr 0.002 · mask→none@1810"."""
+    model, train, data = (config.get(part) or {} for part in ("model", "train", "data"))
+    parts = [f"{model.get('num_layers', '?')}L×{model.get('num_heads', '?')}H×{model.get('hidden_dim', '?')}"]
+    parts.append(str(data.get("source") or "?"))
+    parts.append(f"lr {_short(train.get('learning_rate'))}")
+    if model.get("mask", "causal") != "causal":
+        parts.append(f"mask {model['mask']}")
+    if model.get("attn_scale", "head_dim") != "head_dim":
+        parts.append(f"scale {model['attn_scale']}")
+    for e in knob_changes(events):
+        if not e.get("coupled_to") and e.get("knob"):
+            parts.append(f"{KNOB_WORDS.get(e['knob'], e['knob'])}→{_short(e.get('new'))}@{e.get('step')}")
+    return " · ".join(parts)
+
+
+def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int, float, list[str]] | None:
+    """(step, val loss, the live changes in force then) of a run's best validation loss, or None without one:
+    a low loss reached under mask "none" is the model reading the answer, and the table must say so."""
+    scored = [(e["val_loss"], e["step"]) for e in evals if isinstance(e.get("val_loss"), float) and "step" in e]
+    if not scored:
+        return None
+    loss, step = min(scored)
+    base = knobs_now(config, [])
+    then = knobs_at(config, events, step)
+    changed = [f"{KNOB_WORDS.get(k, k)} {_short(v)}" for k, v in then.items() if v != base.get(k) and k != "min_lr"]
+    return step, loss, changed
+
+
 def run_rows(store: RunStore) -> list[dict]:
-    """One plain row per run for the Runs table, newest first."""
+    """One plain row per run for the Runs table, newest first: its readable name, the mask as it is now (with
+    its changes), and the best val loss with the knobs it was reached under."""
     rows = []
     for s in store.list_runs():
-        model = s.config.get("model", {}) if s.config else {}
-        train = s.config.get("train", {}) if s.config else {}
-        data = s.config.get("data", {}) if s.config else {}
+        config = s.config or {}
+        model, train, data = (config.get(part) or {} for part in ("model", "train", "data"))
+        events = read_events(store.path(s.run_id)) if s.config else []
+        best = best_eval(config, events, read_evals(store.path(s.run_id))) if s.config else None
+        best_text = (
+            "" if best is None else f"{best[1]:.4f} @{best[0]}" + (f" ({', '.join(best[2])})" if best[2] else "")
+        )
+        now = knobs_now(config, events)
         rows.append(
             {
                 "run": s.run_id,
+                "name": run_name(config, events) if s.config else "",
                 "state": s.state,
                 "step": s.step,
                 "max steps": s.max_steps,
-                "best val loss": s.best_val_loss,
+                "best val loss": best_text,
+                "live changes": ", ".join(knob_history(events)),
+                "mask now": now.get("mask") or model.get("mask"),
+                "lr now": now.get("learning_rate") or train.get("learning_rate"),
                 "corpus": data.get("source", ""),
-                "layers x heads x width": (
-                    f"{model.get('num_layers')} x {model.get('num_heads')} x {model.get('hidden_dim')}" if model else ""
-                ),
                 "context": model.get("max_seq_len"),
-                "mask": model.get("mask"),
-                "lr": train.get("learning_rate"),
                 "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.created)) if s.created else "",
                 "reason": s.reason,
             }

@@ -16,6 +16,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
+from tinygpt.runstore import knob_changes
 from tinygpt.ui.charts.style import (
     BLUE,
     GREY,
@@ -30,7 +31,9 @@ from tinygpt.ui.charts.style import (
     finite,
     hover_layer,
     hover_rows,
+    knob_label,
     live_spec,
+    marker_rows,
     palette_for,
     step_series,
     step_x,
@@ -60,10 +63,13 @@ def compare_chart(
     field: str = "loss",
     evals: Mapping[str, Records] | None = None,
     *,
+    events: Mapping[str, Records] | None = None,
     large: bool = False,
 ) -> VegaLite:
     """Several runs' curves of one metrics field on one axis, coloured by run name; with `evals` (run name -> eval
-    records) the validation loss is added as dashed lines. A live chart: a cached template plus named datasets."""
+    records) the validation loss is added as dashed lines; with `events` (run name -> events) every live knob
+    change is a rule in its run's colour, labelled "run: @step knob old→new", so a jump in one curve is never
+    credited to the settings table alone. A live chart: a cached template plus named datasets."""
     series = series or {}
     per_run = max(20, 4000 // max(1, len(series) + len(evals or {})))  # one budget shared by all curves
     rows = [
@@ -78,7 +84,16 @@ def compare_chart(
         ]
     runs = tuple(dict.fromkeys([str(n) for n in series] + [str(n) for n in evals or {}]))
     title = f"Compare runs: {FIELD_TITLES.get(field, field).split(' (')[0]}" + ("" if rows else " (no data yet)")
-    datasets = {"compare": rows, "compare_hover": hover_rows(rows, "run", "curve")}
+    knobs = [
+        {"step": int(e["step"]), "label": f"{name}: {knob_label(e)}"[:56], "run": str(name)}
+        for name, records in (events or {}).items()
+        for e in knob_changes(records or [])
+        if finite(e.get("step")) is not None and not e.get("coupled_to")
+    ]
+    knobs = marker_rows(
+        sorted(knobs, key=lambda r: r["step"]), theme(large), max((r["step"] for r in rows), default=None)
+    )
+    datasets = {"compare": rows, "compare_hover": hover_rows(rows, "run", "curve"), "compare_knobs": knobs}
     return live_spec(_compare_template, (field, runs, bool(evals), title, large), datasets)
 
 
@@ -100,8 +115,20 @@ def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, lar
         alt.Tooltip("step:Q"),
         alt.Tooltip("value:Q", format=".4g"),
     ]
+    marks = alt.Chart(alt.NamedData("compare_knobs"))
+    colour = colour_encoding("run:N", list(runs), palette_for(runs), "run", lines=True)
+    knob_tooltip = [alt.Tooltip("label:N", title="knob change")]
     layers = [
         base.mark_line(strokeWidth=t["line"]),
+        marks.mark_rule(strokeDash=[3, 3], strokeWidth=t["line"]).encode(
+            x=step_x(), color=colour, tooltip=knob_tooltip
+        ),
+        *[
+            marks.transform_filter(f"datum.side == '{side}'")
+            .mark_text(align=side, baseline="top", dx=4 if side == "left" else -4, fontSize=t["text"])
+            .encode(x=step_x(), y=alt.Y("y:Q", scale=None), text="label:N", color=colour, tooltip=knob_tooltip)
+            for side in ("left", "right")
+        ],
         hover_layer(base.encode(tooltip=tooltip), "compare", data="compare_hover"),
     ]
     return finish(layers, title, t, dash_note(["training", "validation"]) if with_evals else None, large)
@@ -208,12 +235,15 @@ def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def config_diff(
-    configs: Mapping[str, Mapping[str, Any] | None], ignore: Sequence[str] = ("run_id", "created", "vocab")
+    configs: Mapping[str, Mapping[str, Any] | None],
+    ignore: Sequence[str] = ("run_id", "created", "vocab", "parent", "owner", "num_params"),
+    events: Mapping[str, Records] | None = None,
 ) -> list[dict]:
     """Rows {"setting": "model.num_heads", run1: "4", run2: "2", ...} for the flattened settings whose values
-    differ, in first-seen order. Values are text (a table column of mixed ints and strings cannot become Arrow,
-    so Streamlit would fail to show it): lists and dicts as compact JSON, a missing setting as "—". `ignore` skips
-    settings that differ between any two runs."""
+    differ, in first-seen order. With `events`, a live knob change counts: the cell reads "causal → none @1810",
+    so a run switched to mask none mid-run differs from one that stayed causal. Values are text (a table column of
+    mixed ints and strings cannot become Arrow, so Streamlit would fail to show it): lists and dicts as compact
+    JSON, a missing setting as "—". `ignore` skips settings that differ between any two runs."""
     flat = {str(name): _flatten(cfg or {}) for name, cfg in configs.items()}
     missing = object()
 
@@ -222,9 +252,15 @@ def config_diff(
             return "—"
         return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
 
+    cells = {name: {key: cell(value) for key, value in f.items()} for name, f in flat.items()}
+    for name, records in (events or {}).items():
+        for e in knob_changes(records or []):
+            for key in (f"model.{e.get('knob')}", f"train.{e.get('knob')}"):
+                if key in cells.get(str(name), {}):
+                    cells[str(name)][key] += f" → {cell(e.get('new'))} @{e.get('step')}"
     rows = []
     for key in dict.fromkeys(k for f in flat.values() for k in f):
-        values = {name: cell(f.get(key, missing)) for name, f in flat.items()}
+        values = {name: c.get(key, "—") for name, c in cells.items()}
         if key not in ignore and len(set(values.values())) > 1:
             rows.append({"setting": key, **values})
     return rows

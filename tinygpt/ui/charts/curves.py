@@ -42,7 +42,9 @@ from tinygpt.ui.charts.style import (
     group_names,
     hover_layer,
     hover_rows,
+    knob_label,
     live_spec,
+    marker_rows,
     palette_for,
     reference_layers,
     reference_rows,
@@ -90,7 +92,7 @@ def _layer_and_part(group: str) -> tuple[str, str]:
 
 def _marker_layers(name: str, t: dict, colour: str, tooltip_title: str) -> list:
     """Vertical rules at the steps of dataset `name`, labelled at the top. Rows are {"step", "label", "y", "side"}
-    (see `_marker_rows`): y (pixels from the top) staggers labels over three lines so neighbours do not overlap, and
+    (see `marker_rows`): y (pixels from the top) staggers labels over three lines so neighbours do not overlap, and
     side puts a label left of its rule near the right edge, where a zoomable chart would clip it."""
     tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title=tooltip_title)]
     base = alt.Chart(alt.NamedData(name))
@@ -103,20 +105,6 @@ def _marker_layers(name: str, t: dict, colour: str, tooltip_title: str) -> list:
     return [
         base.mark_rule(color=colour, strokeDash=[3, 3], strokeWidth=t["line"]).encode(x=step_x(), tooltip=tooltip)
     ] + labels
-
-
-def _marker_rows(rows: list[dict], t: dict, x_max: float | None, stagger: bool = True) -> list[dict]:
-    """Marker rows with their label's line ("y", pixels) and side: "right" (label left of the rule) past 60% of
-    the x range that ends at `x_max`."""
-    far = 0.6 * x_max if x_max else math.inf
-    return [
-        {
-            **row,
-            "y": t["text"] + 6 + (i % 3 if stagger else 0) * (t["text"] + 4),
-            "side": "right" if row["step"] > far else "left",
-        }
-        for i, row in enumerate(rows)
-    ]
 
 
 def _x_max(*row_lists: list[dict]) -> float | None:
@@ -138,30 +126,6 @@ def _event_template_layers(t: dict) -> list:
     return layers
 
 
-KNOB_TITLES = {  # the words the Train page's widgets use, shorter where a marker label must stay small
-    "learning_rate": "LR",
-    "min_lr": "min LR",
-    "warmup_steps": "warmup",
-    "max_grad_norm": "clip",
-    "weight_decay": "weight decay",
-    "attn_scale": "scaling",
-    "attn_scale_mult": "scale ×",
-    "mask": "mask",
-    "window": "window",
-}
-
-
-def _short(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def knob_label(event: dict) -> str:
-    """A knob marker's label: what changed, to what, and at which step, e.g. "@1810 mask causal→none" (the step
-    ties each label to its own rule when labels of neighbouring rules stack up)."""
-    name = KNOB_TITLES.get(str(event.get("knob")), str(event.get("knob")))
-    return f"@{int(event['step'])} {name} {_short(event.get('old'))}→{_short(event.get('new'))}"
-
-
 def _event_rows(
     events: Records | None, nonfinite: dict[int, str], t: dict, x_max: float | None
 ) -> dict[str, list[dict]]:
@@ -171,7 +135,7 @@ def _event_rows(
         if finite(e.get("step")) is not None and not e.get("coupled_to")  # min_lr moves with the lr: one marker
     ]
     bad = [{"step": s, "label": m} for s, m in sorted(nonfinite.items())][-200:]
-    return {"knobs": _marker_rows(knobs, t, x_max), "nonfinite": bad}
+    return {"knobs": marker_rows(knobs, t, x_max), "nonfinite": bad}
 
 
 # ---------------------------------------------------------------- live charts
@@ -251,7 +215,7 @@ def lr_chart(
     now = []
     if current_step is not None and finite(current_step) is not None:
         now_row = {"step": int(current_step), "label": f"now: step {int(current_step)}"}
-        now = _marker_rows([now_row], t, _x_max(rows, [now_row]), stagger=False)
+        now = marker_rows([now_row], t, _x_max(rows, [now_row]), stagger=False)
     title = "Learning rate schedule" if rows else "Learning rate: waiting for the first step"
     return live_spec(_lr_template, (title, large), {"lr": rows, "lr_hover": hover_rows(rows, "series"), "now": now})
 

@@ -286,3 +286,44 @@ def live_spec(builder: Callable[..., Any], key: tuple, datasets: dict[str, list[
     spec = VegaLite(json.loads(_template_json(builder, key)))
     spec["datasets"] = {name: rows[:MAX_ROWS] for name, rows in datasets.items()}
     return spec
+
+
+# ---------------------------------------------------------------- knob markers (curves and comparisons)
+
+
+KNOB_TITLES = {  # the words the Train page's widgets use, shorter where a marker label must stay small
+    "learning_rate": "LR",
+    "min_lr": "min LR",
+    "warmup_steps": "warmup",
+    "max_grad_norm": "clip",
+    "weight_decay": "weight decay",
+    "attn_scale": "scaling",
+    "attn_scale_mult": "scale ×",
+    "mask": "mask",
+    "window": "window",
+}
+
+
+def _short(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def knob_label(event: dict) -> str:
+    """A knob marker's label: what changed, to what, and at which step, e.g. "@1810 mask causal→none" (the step
+    ties each label to its own rule when labels of neighbouring rules stack up)."""
+    name = KNOB_TITLES.get(str(event.get("knob")), str(event.get("knob")))
+    return f"@{int(event['step'])} {name} {_short(event.get('old'))}→{_short(event.get('new'))}"
+
+
+def marker_rows(rows: list[dict], t: dict, x_max: float | None, stagger: bool = True) -> list[dict]:
+    """Marker rows with their label's line ("y", pixels) and side: "right" (label left of the rule) past 60% of
+    the x range that ends at `x_max`."""
+    far = 0.6 * x_max if x_max else math.inf
+    return [
+        {
+            **row,
+            "y": t["text"] + 6 + (i % 3 if stagger else 0) * (t["text"] + 4),
+            "side": "right" if row["step"] > far else "left",
+        }
+        for i, row in enumerate(rows)
+    ]
