@@ -117,9 +117,11 @@ def live_view() -> None:
     large = state.large_fonts()
     vocab_size = len(config.get("vocab") or []) or config.get("model", {}).get("vocab_size", 65)
     knobs = knobs_now(config, rd.events)
+    parent = state.reader(store, config.get("parent"))  # the run this one replaced: its curve, faint
+    ghost = dict(ghost=parent.metrics, ghost_label=settings.ghost_label(parent.config(), config)) if parent else {}
     loss = curves.loss_chart(
         rd.metrics, rd.evals, rd.events, vocab_size, target=state.get(state.W_TARGET) or None,
-        smoothing=state.get(state.W_SMOOTH, 0.0), max_points=LIVE_POINTS, large=large,
+        smoothing=state.get(state.W_SMOOTH, 0.0), max_points=LIVE_POINTS, large=large, **ghost,
     )  # fmt: skip
     explain.show_chart(loss, "loss_chart", code=False, key="train_loss")
     notes = runinfo.event_notes(rd.events)

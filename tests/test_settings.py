@@ -77,3 +77,18 @@ def test_preset_values_reattach_values_and_the_changed_list():
 def test_heads_follow_the_width():
     assert settings.heads_options(64) == [1, 2, 4, 8, 16]
     assert settings.closest_heads(48, 8) == 8 and settings.closest_heads(96, 5) == 4
+
+
+def test_the_ghost_curve_is_labelled_with_what_the_new_run_changed():
+    from tinygpt.ui.charts import curves
+
+    data = settings.data_config("Synthetic: copy")
+    before = settings.build_config("Demo (CPU, seconds)", {}, data).to_dict()
+    after = settings.build_config("Demo (CPU, seconds)", {"num_heads": 8}, data).to_dict()
+    label = settings.ghost_label(before, after)
+    assert label == "previous run: num_heads 4 → 8"
+    assert settings.ghost_label(before, before) == "previous run (same settings)"
+    parent = [{"step": s, "loss": 3.0 - s / 100} for s in range(1, 101)]
+    spec = curves.loss_chart(parent[:50], [], [], 29, ghost=parent, ghost_label=label)
+    assert len(spec["datasets"]["ghost"]) == 100 and spec["datasets"]["ghost_label"][0]["label"] == label
+    assert not curves.loss_chart(parent, [], [], 29)["datasets"]["ghost"]

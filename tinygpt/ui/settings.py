@@ -196,3 +196,12 @@ def changed_since_start(
     if run_source and run_source != form_source:
         changed.insert(0, f"corpus {run_source} → {form_source}")
     return changed
+
+
+def ghost_label(parent_config: dict, config: dict) -> str:
+    """The label of the replaced run's faint curve on Train: what this run changed, e.g.
+    "previous run: num_heads 4 → 8" (or "previous run (same settings)")."""
+    before, before_source = values_from_config(parent_config)
+    after, after_source = values_from_config(config)
+    changed = changed_since_start(before, before_source, after, after_source or "")
+    return "previous run: " + ", ".join(changed) if changed else "previous run (same settings)"

@@ -150,11 +150,15 @@ def loss_chart(
     smoothing: float = 0.0,
     *,
     target_label: str = "target",
+    ghost: Records | None = None,
+    ghost_label: str = "",
     max_points: int = 1500,
     large: bool = False,
 ) -> VegaLite:
     """Train loss per step (optionally EMA-smoothed), val loss, the ln(V) uniform baseline, an optional target,
-    knob changes and non-finite steps. Never raises on empty input: it shows a 'waiting' title instead."""
+    knob changes and non-finite steps. `ghost` is the train loss of the run this one replaced (started from a
+    changed setting), drawn as a faint dashed line labelled `ghost_label` (e.g. "previous run: num_heads 4"), so
+    "what did more heads do?" is answered on one chart. Never raises on empty input: it shows a 'waiting' title."""
     t, smoothing = theme(large), min(max(float(smoothing or 0.0), 0.0), 0.999)
     train = step_series(metrics, "loss")
     raw_name, smooth_name = ("train (raw)", f"train (EMA {smoothing:g})") if smoothing else ("train", None)
@@ -173,11 +177,14 @@ def loss_chart(
         "target": reference_rows(target, f"{target_label} {finite(target) or 0:.2f}"),
         **_event_rows(events, _nonfinite_steps(metrics, "loss", events), t, _x_max(rows)),
     }
+    shade = [{"step": s, "loss": v} for s, v in thin_for_display(step_series(ghost, "loss"), max_points // 2)]
+    datasets["ghost"] = shade
+    datasets["ghost_label"] = [{**shade[-1], "label": ghost_label}] if shade and ghost_label else []
     title = "Training loss" if rows else "Training loss: waiting for the first step"
-    return live_spec(_loss_template, (raw_name, smooth_name, title, large), datasets)
+    return live_spec(_loss_template, (raw_name, smooth_name, title, bool(ghost), large), datasets)
 
 
-def _loss_template(raw_name: str, smooth_name: str | None, title: str, large: bool):
+def _loss_template(raw_name: str, smooth_name: str | None, title: str, with_ghost: bool, large: bool):
     t = theme(large)
     yspec = {"title": "cross-entropy loss (nats per character)", "zero": False}
     domain, colours = [raw_name, "val"], [PALE if smooth_name else BLUE, ORANGE]
@@ -196,6 +203,15 @@ def _loss_template(raw_name: str, smooth_name: str | None, title: str, large: bo
         *reference_layers("target", yspec, t, colour=GREEN, dash=(2, 3)),
         *_event_template_layers(t),
     ]
+    if with_ghost:  # the run this one replaced, faint and labelled at its last point
+        ghost = alt.Chart(alt.NamedData("ghost")).encode(x=step_x(), y=value_y("loss:Q", **yspec))
+        label = alt.Chart(alt.NamedData("ghost_label")).encode(x=step_x(), y=value_y("loss:Q", **yspec))
+        layers[:0] = [
+            ghost.mark_line(color=GREY, opacity=0.55, strokeDash=[5, 3], strokeWidth=t["line"]),
+            label.mark_text(align="right", baseline="bottom", dy=-6, color=GREY, fontSize=t["text"]).encode(
+                text="label:N"
+            ),
+        ]
     return finish(layers, title, t, large=large)
 
 
