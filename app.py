@@ -13,7 +13,7 @@ import plotly  # noqa: F401
 import streamlit as st
 import torch
 
-from tinygpt.ui import state, workshop
+from tinygpt.ui import safe, state, workshop
 from tinygpt.ui.resources import get_manager, get_store, touch
 
 # The server process only draws charts and runs tiny forward passes (sampling, probes); the training workers,
@@ -67,7 +67,7 @@ with st.sidebar:
 workshop.tutorial_pane(shop)
 workshop.hide_controls(shop)
 for problem in shop.errors:
-    st.warning(f"Workshop link: {problem}")
+    st.warning(f"Workshop link: {safe.md(problem)}")
 
 # Local CSS only (no fonts or scripts are fetched from the internet). Live charts rerun every second; Streamlit
 # fades elements that a rerun has not redrawn yet, which makes a live page blink, so stale elements stay opaque.

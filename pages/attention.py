@@ -7,7 +7,7 @@ import streamlit as st
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
 from tinygpt.ui import attention_view as view
-from tinygpt.ui import explain, playback, resources, runinfo, state
+from tinygpt.ui import explain, playback, resources, runinfo, safe, state
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
@@ -89,7 +89,7 @@ def grid_and_detail() -> None:
     try:
         fig, key, source = view.grid(rd, step, probe, large)
     except TinyGPTError as e:
-        st.warning(str(e))
+        st.warning(safe.md(e))
         return
     if fig is None:
         st.info("No checkpoint yet to run custom probe text through; the first one comes soon.")
@@ -122,7 +122,7 @@ def grid_and_detail() -> None:
         masks = view.masks_side_by_side(rd, ck, layer, head, text, window, large)
         explain.show_chart(masks, "mask_comparison", key="attn_masks")
     except TinyGPTError as e:
-        st.warning(str(e))
+        st.warning(safe.md(e))
 
 
 grid_and_detail()

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
-from tinygpt.ui import explain, resources, runinfo, state
+from tinygpt.ui import explain, resources, runinfo, safe, state
 from tinygpt.ui.charts import curves, heatmaps
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
@@ -64,7 +64,7 @@ def live_gradients() -> None:
                 st.caption(f"Markers: {notes}")
     bad = [e for e in rd.events if e.get("kind") == "nonfinite"]
     if bad:
-        st.error(f"Non-finite values at step {bad[-1].get('step')}: {bad[-1].get('message')}")
+        st.error(f"Non-finite values at step {bad[-1].get('step')}: {safe.md(bad[-1].get('message'))}")
     if active and status.get("state") not in ACTIVE_STATES:
         st.rerun()
 

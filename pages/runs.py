@@ -4,7 +4,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import knobs_now
-from tinygpt.ui import bundle, explain, resources, runinfo, state
+from tinygpt.ui import bundle, explain, resources, runinfo, safe, state
 from tinygpt.ui.charts import compare, curves, heatmaps
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
@@ -44,7 +44,7 @@ if b[1].button("Resume", disabled=by_id[pick]["state"] in ("finished", "unreadab
     try:
         resources.get_manager().resume(pick)
     except TinyGPTError as e:
-        st.error(str(e))
+        st.error(safe.md(e))
     else:
         state.set_run_id(pick)
         state.flash("success", f"Resumed run {pick} from its last checkpoint.")
@@ -93,7 +93,7 @@ if pending and pending in ids:
                 resources.get_manager().stop(pending)
             store.delete(pending)
         except TinyGPTError as e:
-            st.error(str(e))
+            st.error(safe.md(e))
         else:
             state.forget_reader(pending)
             if pending == current:

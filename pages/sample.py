@@ -7,7 +7,7 @@ import streamlit as st
 from tinygpt import inside
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import list_checkpoints
-from tinygpt.ui import explain, resources, state
+from tinygpt.ui import explain, resources, safe, state
 from tinygpt.ui.charts import compare, heatmaps
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
@@ -108,7 +108,7 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
             {**last, "prompt": prompt, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step},
         )
     except TinyGPTError as e:
-        st.warning(str(e))
+        st.warning(safe.md(e))
         state.pop(state.LAST_SAMPLE)  # the charts below would describe an earlier prompt
 elif state.get(state.LAST_SAMPLE):
     last = state.get(state.LAST_SAMPLE)

@@ -6,7 +6,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES, knobs_now
-from tinygpt.ui import explain, form, resources, runinfo, settings, state
+from tinygpt.ui import explain, form, resources, runinfo, safe, settings, state
 from tinygpt.ui.charts import curves
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
@@ -61,7 +61,7 @@ with right:
                 bar.empty()
             new_id = resources.get_manager().start(config, parent=run_id)
         except TinyGPTError as e:
-            messages.error(str(e))
+            messages.error(safe.md(e))
         else:
             state.set_run_id(new_id)
             state.clear_knob_notes()
@@ -81,7 +81,7 @@ with right:
             if stop_clicked:
                 manager.stop(run_id)
         except TinyGPTError as e:
-            messages.error(str(e))
+            messages.error(safe.md(e))
         else:
             time.sleep(0.2)  # let the worker answer, so the status below is the new one
             st.rerun()
@@ -113,7 +113,7 @@ def live_view() -> None:
     with st.container():
         for knob, note in state.knob_notes().items():
             kind, text = runinfo.knob_note(rd.events, note["request"], knob, note["value"])
-            getattr(st, kind)(text)
+            getattr(st, kind)(safe.md(text))
     large = state.large_fonts()
     vocab_size = len(config.get("vocab") or []) or config.get("model", {}).get("vocab_size", 65)
     knobs = knobs_now(config, rd.events)
@@ -140,7 +140,7 @@ def live_view() -> None:
         last = rd.samples[-1]
         st.markdown(f"**Sample at step {last.get('step')}**")
         if last.get("error"):
-            st.warning(last["error"])
+            st.warning(safe.md(last["error"]))
         else:
             st.code(last.get("text", ""), language=None, height=220)
     if active and not is_active():

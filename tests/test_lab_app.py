@@ -86,8 +86,8 @@ def test_workshop_link_round_trips_and_reports_bad_values():
     assert shop.preset == "demo" and shop.overrides == {"num_heads": 2, "mask": "none"}
     assert shop.hidden == {"mask"} and shop.locked and shop.tutorial == 1 and not shop.errors
     bad = parse_workshop({"preset": "huge", "num_heads": "three", "colour": "red", "hidden_dim": "100"})
-    assert len(bad.errors) == 3 and bad.preset is None
-    clash = parse_workshop({"hidden_dim": "100", "num_heads": "8"})
+    assert len(bad.errors) == 4 and bad.preset is None  # 100 is not a width the widget offers: reported too
+    clash = parse_workshop({"hidden_dim": "96", "num_heads": "5"})
     assert clash.overrides == {} and "divisible" in clash.errors[0]
 
 
@@ -120,7 +120,7 @@ def test_a_workshop_link_loads_a_preset_hides_controls_and_survives_page_switche
 
 def test_a_bad_workshop_link_gives_messages_not_a_traceback(runs_dir):
     at = open_app({"preset": "huge", "num_heads": "three"})
-    warnings = "\n".join(w.value for w in at.warning)
+    warnings = "\n".join(w.value for w in at.warning).replace("\\", "")  # shown as text: markdown escaped
     assert "unknown preset 'huge'" in warnings and "num_heads" in warnings
 
 

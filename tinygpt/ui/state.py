@@ -24,6 +24,7 @@ import streamlit as st
 
 from tinygpt.errors import RunStoreError
 from tinygpt.runstore import RunReader, RunStore, validate_run_id
+from tinygpt.ui.safe import md
 
 URL_RUN = "run"  # the query parameter that carries the run id
 
@@ -219,8 +220,9 @@ def flash(kind: str, text: str) -> None:
 
 
 def show_flashes() -> None:
+    """Show the pending one-shot messages as text: they often carry a value from the URL or a user's file."""
     for kind, text in st.session_state.pop(FLASH, []):
-        getattr(st, kind)(text)
+        getattr(st, kind)(md(text))
 
 
 # ---------------------------------------------------------------- Experiments page (the pitfall lab)

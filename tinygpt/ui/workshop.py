@@ -62,6 +62,27 @@ def _typed(name: str, text: str) -> Any:
     return kind(text)
 
 
+def _within_widget(name: str, value: Any) -> tuple[str | None, Any]:
+    """(message or None, value to use) for a link's value against the Train widget's range and options: a number
+    outside the range is clamped to the nearest allowed value and reported (a widget given an out-of-range value
+    silently falls back to its minimum: ?learning_rate=100 trained at 1e-06); an option it does not offer is
+    reported and dropped (value None)."""
+    field = settings.FIELD_BY_NAME.get(name)
+    if field is None:
+        return None, value
+    if field.options and value not in field.options:
+        offered = ", ".join(map(str, field.options))
+        return f"the link's {name}={value!r} is not one of the choices ({offered}); ignored.", None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if field.minimum is not None and value < field.minimum:
+            clamped = type(value)(field.minimum)
+            return f"the link's {name}={value!r} is below the smallest allowed {clamped!r}; using {clamped!r}.", clamped
+        if field.maximum is not None and value > field.maximum:
+            clamped = type(value)(field.maximum)
+            return f"the link's {name}={value!r} is above the largest allowed {clamped!r}; using {clamped!r}.", clamped
+    return None, value
+
+
 def parse_workshop(params: Mapping[str, str]) -> Workshop:
     """Read workshop settings from URL query parameters; unknown or invalid ones become messages."""
     shop = Workshop()
@@ -77,16 +98,27 @@ def parse_workshop(params: Mapping[str, str]) -> Workshop:
             shop.errors.append(f"the link sets {name!r}, which is not a setting; ignored.")
             continue
         try:
-            shop.overrides[name] = _typed(name, str(text))
+            value = _typed(name, str(text))
         except ValueError as exc:
             shop.errors.append(f"the link's {name}={text!r} is not valid ({exc}); ignored.")
+            continue
+        problem, value = _within_widget(name, value)
+        if problem:
+            shop.errors.append(problem)
+        if value is not None:
+            shop.overrides[name] = value
     if shop.overrides or shop.preset:
         try:
             preset(shop.preset or "demo", **shop.overrides)
         except ConfigError as exc:
-            shop.errors.append(f"the link's settings don't work together: {exc}")
+            shop.errors.append(f"the link's settings don't work together: {exc} None of its settings were applied.")
             shop.overrides = {}
-    shop.hidden = {h.strip() for h in str(params.get("hide", "")).split(",") if h.strip()}
+    hidable = {f.name for f in settings.FIELDS} | set(settings.EXTRA_KEYS)
+    asked = {h.strip() for h in str(params.get("hide", "")).split(",") if h.strip()}
+    shop.hidden = asked & hidable
+    if asked - hidable:
+        unknown = ", ".join(repr(h) for h in sorted(asked - hidable))
+        shop.errors.append(f"the link hides {unknown}, which is not a control; controls: {', '.join(sorted(hidable))}.")
     shop.locked = str(params.get("lock", "")).lower() in ("1", "true", "yes")
     shop.large = str(params.get("large", "")).lower() in ("1", "true", "yes")
     if "tutorial" in params:
