@@ -290,6 +290,47 @@ def knobs_now(config: dict, events: Iterable[dict]) -> dict[str, Any]:
     return knobs
 
 
+# ---------------------------------------------------------------- who may change a run
+
+# config.json's "learner" is {"id", "name"} of the browser that started the run (tinygpt/ui/room.py): its id is a
+# hash of the learner's secret cookie, never the cookie itself. Runs without one (the CLI, older folders) belong
+# to nobody in particular: anyone may steer them, as before ownership existed.
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who asks for a change: a learner's public id and name, and whether they hold the instructor key."""
+
+    id: str
+    name: str = ""
+    instructor: bool = False
+
+
+def run_learner(config: dict) -> dict:
+    """{"id", "name"} of the learner who started a run, or {} for a run nobody owns."""
+    learner = (config or {}).get("learner")
+    return learner if isinstance(learner, dict) and learner.get("id") else {}
+
+
+def may_control(config: dict, actor: Actor | None) -> bool:
+    """Whether `actor` may pause, resume, step, stop, turn knobs of or delete a run: its owner and the instructor
+    may; other learners may watch, compare and sample it. None is the server itself, the CLI or a test."""
+    if actor is None or actor.instructor:
+        return True
+    owner = run_learner(config)
+    return not owner or owner["id"] == actor.id
+
+
+def require_control(config: dict, actor: Actor | None, run_id: str) -> None:
+    """RunStoreError unless `actor` may change the run (the manager and the store check before acting)."""
+    if not may_control(config, actor):
+        name = run_learner(config).get("name") or "another learner"
+        raise RunStoreError(
+            f"run {run_id} belongs to {name}: you can watch, compare and sample it, but only {name} "
+            "or the instructor can change it. Start your own run on Train."
+        )
+
+
 # ---------------------------------------------------------------- the store: a folder of runs
 
 
@@ -357,8 +398,9 @@ class RunStore:
     def reader(self, run_id: str, **kwargs: Any) -> RunReader:
         return RunReader(self._existing(run_id), **kwargs)
 
-    def delete(self, run_id: str) -> None:
+    def delete(self, run_id: str, actor: Actor | None = None) -> None:
         path = self._existing(run_id)
+        require_control(read_json(path / "config.json", {}) or {}, actor, run_id)
         if path.is_symlink():  # remove the link, never what it points to
             path.unlink()
         else:

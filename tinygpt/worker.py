@@ -68,11 +68,13 @@ from .runstore import (
     ENDED_STATES,
     FINAL_STATES,
     PAUSED_STATES,
+    Actor,
     RunStore,
     RunWriter,
     list_checkpoints,
     read_json,
     read_status,
+    require_control,
     update_status,
 )
 
@@ -81,7 +83,8 @@ from .runstore import (
 PRELOAD = ["torch", "numpy", "safetensors.torch", "tinygpt.loop", "tinygpt.worker"]
 STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is killed
 MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls
-IDENTITY_KEYS = ("run_id", "created", "owner", "parent", "vocab", "num_params")  # config.json keys not in RunConfig
+# config.json keys not in RunConfig
+IDENTITY_KEYS = ("run_id", "created", "owner", "parent", "learner", "vocab", "num_params")
 _MAIN_LOCK = threading.Lock()
 
 
@@ -283,18 +286,21 @@ class RunManager:
 
     # ---------------------------------------------------------------- public API
 
-    def start(self, config: RunConfig, parent: str | None = None) -> str:
-        """Create a run folder and queue the run; it starts as soon as a slot is free. Returns its id."""
+    def start(self, config: RunConfig, parent: str | None = None, actor: Actor | None = None) -> str:
+        """Create a run folder and queue the run; it starts as soon as a slot is free. Returns its id. `actor`
+        (a learner of the app) becomes the run's owner: only they and the instructor may change it."""
         from .device import resolve_device
 
         resolve_device(config.train.device)  # fail here, in the page, if the device does not exist
-        writer = self.store.create(config.to_dict(), owner="app", parent=parent)
+        learner = {"learner": {"id": actor.id, "name": actor.name}} if actor is not None else {}
+        writer = self.store.create({**config.to_dict(), **learner}, owner="app", parent=parent)
         writer.close()
         self._enqueue(_Job(writer.run_id, config.to_dict(), None, time.monotonic()))
         return writer.run_id
 
-    def pause(self, run_id: str) -> None:
+    def pause(self, run_id: str, actor: Actor | None = None) -> None:
         """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent."""
+        self._require_control(run_id, actor)
         with self._lock:
             if run_id in self._jobs:
                 self._send(self._jobs[run_id], {"cmd": "pause"})
@@ -303,9 +309,10 @@ class RunManager:
                 self._set_status(run_id, state="paused", reason="paused before it started", queue_position=None)
                 self._schedule()
 
-    def resume(self, run_id: str, max_steps: int | None = None) -> None:
+    def resume(self, run_id: str, max_steps: int | None = None, actor: Actor | None = None) -> None:
         """Resume: a live worker continues; a run whose process ended restarts from its last checkpoint in a new
         worker (queued if all slots are busy). `max_steps` extends a run, e.g. a finished one. Idempotent."""
+        self._require_control(run_id, actor)
         with self._lock:
             if (job := self._jobs.get(run_id)) is not None:
                 job.touched = time.monotonic()
@@ -318,8 +325,9 @@ class RunManager:
             else:
                 self._restart(run_id, [], max_steps)
 
-    def step(self, run_id: str, n: int = 1) -> None:
+    def step(self, run_id: str, n: int = 1, actor: Actor | None = None) -> None:
         """Take exactly n steps, then pause. A live running run is paused first; an ended one is restarted paused."""
+        self._require_control(run_id, actor)
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise TinyGPTError(f"step needs a whole number of steps >= 1, got {n!r}.")
         commands = [{"cmd": "pause"}, {"cmd": "step", "n": n}]
@@ -335,9 +343,10 @@ class RunManager:
             else:
                 self._restart(run_id, commands, None)
 
-    def stop(self, run_id: str, wait: bool = True) -> None:
+    def stop(self, run_id: str, wait: bool = True, actor: Actor | None = None) -> None:
         """Stop a run for good (checkpoint, state "stopped"). With `wait`, returns once the worker has ended: after
         the step in progress, or after STOP_GRACE s when it is killed (its data stays readable). Idempotent."""
+        self._require_control(run_id, actor)
         with self._lock:
             if (job := self._queued(run_id)) is not None:
                 self._queue.remove(job)
@@ -361,11 +370,12 @@ class RunManager:
                 while run_id in self._jobs and time.monotonic() < limit:
                     self._changed.wait(0.1)
 
-    def set_knob(self, run_id: str, name: str, value: Any) -> str:
+    def set_knob(self, run_id: str, name: str, value: Any, actor: Actor | None = None) -> str:
         """Ask for a live knob change; it applies before the run's next step. Returns the request id that the
         worker's answer carries: find it with tinygpt.runstore.knob_answer(events, request), which says the step
         it applied at (and any knob that moved with it), or why the value was refused (the run goes on).
         A name that is not a live knob raises ConfigError here, before anything is sent."""
+        self._require_control(run_id, actor)
         check_live_knob(name)
         request = secrets.token_hex(6)
         command = {"cmd": "knob", "name": name, "value": value, "request": request}
@@ -377,6 +387,11 @@ class RunManager:
             else:
                 raise TinyGPTError(f"run {run_id} has no worker: resume it, then change {name}.")
         return request
+
+    def _require_control(self, run_id: str, actor: Actor | None) -> None:
+        """A learner may change only their own runs (the instructor any): refused here even if a page sent it."""
+        if actor is not None:
+            require_control(read_json(self.store.path(run_id) / "config.json", {}) or {}, actor, run_id)
 
     def touch(self, run_id: str) -> None:
         """A page is watching this run: renew its lease."""
