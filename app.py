@@ -1,24 +1,20 @@
 """tinygpt: watch a tiny character-level transformer learn, live.  Run with `streamlit run app.py`.
 
-This file is the frame: page setup, navigation, the run id in the URL, and an optional large-font mode for
-projectors. Each page under pages/ is a thin script over the tinygpt.ui modules (settings: the form as data;
-resources: what the server shares; runinfo: what a page says about a run; explain: help and "Show the code") and
-tinygpt.ui.charts (figures); all session state goes through tinygpt.ui.state.
+This file is the frame: page setup, navigation, who the learner is, the run id in the URL, and an optional
+large-font mode for projectors. Each page under pages/ is a thin script over the tinygpt.ui modules (settings:
+the form as data; resources: what the server shares; runinfo: what a page says about a run; room: learners and
+the instructor; explain: help and "Show the code") and tinygpt.ui.charts (figures); all session state goes
+through tinygpt.ui.state.
 """
 
-# torch, pandas and plotly are imported here, before any page runs: when several browser tabs open at once,
-# their first script runs would otherwise import them concurrently (a measured start-up race).
-import pandas  # noqa: F401
-import plotly  # noqa: F401
+import sys
+import threading
+
 import streamlit as st
-import torch
 
-from tinygpt.ui import safe, state, workshop
-from tinygpt.ui.resources import get_manager, get_store, touch
+from tinygpt.ui import room, safe, state
 
-# The server process only draws charts and runs tiny forward passes (sampling, probes); the training workers,
-# each a separate process, need the cores.
-torch.set_num_threads(1)
+_IMPORTS = threading.Lock()
 
 
 @st.cache_resource(show_spinner=False)
@@ -38,6 +34,7 @@ def _favicon():
 
 st.set_page_config(page_title="tinygpt: watch a transformer learn", page_icon=_favicon(), layout="wide")
 
+learner = room.current()
 PAGES = [
     # Material icons ship with Streamlit (no web font is fetched; emoji need a system emoji font).
     st.Page("pages/train.py", title="Train", icon=":material/model_training:", default=True),
@@ -47,11 +44,34 @@ PAGES = [
     st.Page("pages/runs.py", title="Runs", icon=":material/folder_open:"),
     st.Page("pages/experiments.py", title="Experiments", icon=":material/science:"),
 ]
+if learner.instructor:
+    PAGES.append(st.Page("pages/room.py", title="Room", icon=":material/groups:"))
+# The navigation first, before torch: on a fresh server the first view shows the real menu and a "starting"
+# line at once, instead of ~5 s of a blank page under Streamlit's raw file-name menu.
 page = st.navigation(PAGES)
+
+if "torch" not in sys.modules:
+    starting = st.empty()
+    starting.info("Starting tinygpt: loading PyTorch (only the first visit after the server starts waits for this).")
+    # torch, pandas and plotly are imported once, here, before any page runs: browser tabs opening at once would
+    # otherwise import them concurrently (a measured start-up race); the lock makes the others wait for the first.
+    with _IMPORTS:
+        import pandas  # noqa: F401
+        import plotly  # noqa: F401
+        import torch
+
+        # The server process only draws charts and runs tiny forward passes (sampling, probes); the training
+        # workers, each a separate process, need the cores.
+        torch.set_num_threads(1)
+    starting.empty()
+
+from tinygpt.ui import workshop  # noqa: E402 - after the first paint: imports torch
+from tinygpt.ui.resources import get_manager, get_store, touch  # noqa: E402
 
 store = get_store()
 shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a workshop link, kept across pages
-run_id = state.sync_run_id(store)  # the URL's ?run= wins; otherwise the session's run goes back into the URL
+# The URL's ?run= wins if the run is this learner's (or the link says view=1); otherwise the session's run goes back.
+run_id = state.sync_run_id(store, lambda run: room.can_control(store.reader(run).config()))
 touch(run_id)  # any page that shows a run keeps its lease (live pages also renew it on every refresh)
 
 with st.sidebar:
@@ -64,6 +84,7 @@ with st.sidebar:
     large = st.toggle("Large fonts (projector)", key=state.W_LARGE, persist_state="session")
     if shop.locked:
         st.caption(":material/lock: Settings locked by the workshop link.")
+    room.sidebar(learner)
 workshop.tutorial_pane(shop)
 workshop.hide_controls(shop)
 for problem in shop.errors:
@@ -76,6 +97,7 @@ if large:
     CSS += " html { font-size: 20px !important; }"  # Streamlit sizes text in rem: everything scales
 st.html(f"<style>{CSS}</style>")
 
+room.write_pending_cookies()
 state.show_flashes()
 state.mark_frame()
 page.run()

@@ -4,7 +4,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import knobs_now
-from tinygpt.ui import bundle, explain, resources, runinfo, safe, state
+from tinygpt.ui import bundle, explain, resources, room, runinfo, safe, state
 from tinygpt.ui.charts import compare, curves, heatmaps
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
@@ -15,7 +15,8 @@ current = state.run_id()
 st.title("tinygpt · Runs")
 st.caption(f"Every run in `{store.root}`, live or finished. A run survives a server restart and can be resumed.")
 
-rows = runinfo.run_rows(store)
+learner = room.current()
+rows = runinfo.run_rows(store, learner)
 if not rows:
     st.info("No runs yet: start one on **Train**.")
     st.stop()
@@ -35,22 +36,29 @@ st.subheader("One run")
 if state.get(state.W_RUNS_PICK) not in ids:
     state.put(state.W_RUNS_PICK, current if current in ids else ids[0])
 pick = st.selectbox("Run", ids, format_func=_label, key=state.W_RUNS_PICK)
-b = st.columns(4)
-if b[0].button("Open", help="Make it the current run of every page", width="stretch"):
+mine = (
+    room.can_control(store.reader(pick).config()) if by_id[pick]["state"] != "unreadable" else room.current().instructor
+)
+b = st.columns(5)
+if b[0].button("Open", help="Make it the current run of every page (read-only if it is not yours)", width="stretch"):
     state.set_run_id(pick)
-    state.flash("success", f"Opened run {pick}.")
+    state.flash("success", f"Opened run {pick}" + ("." if mine else " (read-only: it is not yours)."))
     st.rerun()
-if b[1].button("Resume", disabled=by_id[pick]["state"] in ("finished", "unreadable"), width="stretch"):
+resumable = mine and by_id[pick]["state"] not in ("finished", "unreadable")
+if b[1].button("Resume", disabled=not resumable, width="stretch", help=None if mine else "Only its owner can"):
     try:
-        resources.get_manager().resume(pick)
+        resources.get_manager().resume(pick, actor=learner)
     except TinyGPTError as e:
         st.error(safe.md(e))
     else:
         state.set_run_id(pick)
         state.flash("success", f"Resumed run {pick} from its last checkpoint.")
         st.rerun()
-if b[2].button("Delete…", width="stretch"):
+if b[2].button("Delete…", disabled=not mine, width="stretch"):
     state.put(state.W_DELETE_CONFIRM, pick)
+if b[4].button("Share (read-only)", help="A link that opens this run for others to watch", width="stretch"):
+    st.code(f"{st.context.url.split('?')[0]}?run={pick}&view=1", language=None)
+    st.caption("Anyone who opens this link watches the run; only its owner and the instructor can change it.")
 
 
 def _bundle() -> bytes:
@@ -90,8 +98,8 @@ if pending and pending in ids:
     if d1.button("Yes, delete", type="primary"):
         try:
             if resources.is_live(pending):
-                resources.get_manager().stop(pending)
-            store.delete(pending)
+                resources.get_manager().stop(pending, actor=learner)
+            store.delete(pending, actor=learner)
         except TinyGPTError as e:
             st.error(safe.md(e))
         else:

@@ -6,8 +6,8 @@ import streamlit as st
 
 from tinygpt import inside
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import list_checkpoints
-from tinygpt.ui import explain, resources, safe, state
+from tinygpt.runstore import list_checkpoints, run_learner
+from tinygpt.ui import explain, resources, room, safe, state
 from tinygpt.ui.charts import compare, heatmaps
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
@@ -21,7 +21,9 @@ st.caption(
     "babble, a late one to read words."
 )
 
+me = room.current()
 runs = [r for r in store.list_runs() if r.state != "unreadable"]
+runs.sort(key=lambda r: run_learner(r.config).get("id") != me.id)  # mine first: a fresh learner's default is theirs
 with_ckpt = {r.run_id: r for r in runs if list_checkpoints(store.path(r.run_id))}
 if not with_ckpt:
     st.info("No checkpoints yet: train a run on **Train**; it saves one every few steps and when it stops.")
@@ -37,7 +39,9 @@ if state.get(state.W_SAMPLE_RUN) not in options or state.get(state.SAMPLE_FOLLOW
 def _label(run: str) -> str:
     r = with_ckpt[run]
     tag = " (current)" if run == current else ""
-    return f"{run}{tag} · {r.state} · step {r.step}"
+    owner = run_learner(r.config).get("name")
+    whose = "" if not owner else " · yours" if run_learner(r.config).get("id") == me.id else f" · {owner}'s"
+    return f"{run}{tag}{whose} · {r.state} · step {r.step}"
 
 
 c1, c2 = st.columns([2, 1])

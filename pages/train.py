@@ -6,7 +6,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES, knobs_now
-from tinygpt.ui import explain, form, resources, runinfo, safe, settings, state
+from tinygpt.ui import explain, form, resources, room, runinfo, safe, settings, state
 from tinygpt.ui.charts import curves
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
@@ -17,31 +17,44 @@ LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and
 store = resources.get_store()
 run_id = state.run_id()
 
+large = state.large_fonts()
 st.title("tinygpt · Train")
-st.caption("Pick a corpus and a model, press **Train**, and watch the loss fall. Live knobs act on the running model.")
-
-form.seed_form(store, run_id)
-left, right = st.columns([1.2, 2], gap="large")
-with left:
-    source, uploaded = form.draw_form()
-
-# ---------------------------------------------------------------- controls
+if not large:  # on a projector the first screen is for the buttons, the knobs and the loss chart
+    st.caption(
+        "Pick a corpus and a model, press **Train**, and watch the loss fall. Live knobs act on the running model."
+    )
 
 rd = state.reader(store, run_id)
 status = rd.status() if rd else {}
 run_state = status.get("state")
 live = resources.is_live(run_id)
+learner = room.current()
+mine = rd is None or room.can_control(rd.config())  # others' runs: watch, compare, sample; no controls
+
+form.seed_form(store, run_id)
+left, right = st.columns([1.2, 2], gap="large")
+with left:
+    source, uploaded = form.draw_form(run_shown=rd is not None)
+
+# ---------------------------------------------------------------- controls
 
 with right:
-    b = st.columns([1.3, 1, 1, 1, 1])
+    # Two rows on a projector, so every label fits at large fonts ("Tr...", "Re..." in one row of five).
+    rows = [st.columns(3), st.columns(3)] if large else [st.columns([1.3, 1, 1, 1, 1])]
+    b = [c for row in rows for c in row]
     train_clicked = b[0].button("Train", type="primary", icon=":material/play_arrow:", width="stretch")
-    pause_clicked = b[1].button("Pause", disabled=not live or run_state == "paused", width="stretch")
-    resume_clicked = b[2].button("Resume", disabled=not rd or run_state not in RESUMABLE_STATES, width="stretch")
-    step_clicked = b[3].button("Step", disabled=not live or run_state != "paused", width="stretch")
-    stop_clicked = b[4].button("Stop", disabled=not live, width="stretch")
-    st.number_input("Steps per Step click", 1, 10_000, key=state.W_STEP_N, persist_state="session")
+    pause_clicked = b[1].button("Pause", disabled=not (live and mine) or run_state == "paused", width="stretch")
+    can_resume = rd is not None and mine and run_state in RESUMABLE_STATES
+    resume_clicked = b[2].button("Resume", disabled=not can_resume, width="stretch")
+    step_clicked = b[3].button("Step", disabled=not (live and mine) or run_state != "paused", width="stretch")
+    stop_clicked = b[4].button("Stop", disabled=not (live and mine), width="stretch")
+    if not large:
+        st.number_input("Steps per Step click", 1, 10_000, key=state.W_STEP_N, persist_state="session")
     # Messages go into one container, so the live view below keeps its place whether or not there are any.
     messages = st.container()
+    if rd is not None and not mine:
+        owner = room.owner_name(rd.config()) or "another learner"
+        messages.info(f"Watching {safe.md(owner)}'s run (read-only). **Train** starts your own run.")
     if live and rd:  # settings that cannot change live: say that they need a new run
         run_values, run_source = settings.values_from_config(rd.config())
         changed = settings.changed_since_start(run_values, run_source, form.form_values(), source)
@@ -59,7 +72,7 @@ with right:
                 bar = messages.progress(0.0, text="Fetching Tiny Shakespeare ...")
                 settings.ensure_corpus(data, lambda done, total: bar.progress(min(1.0, done / max(total, 1))))
                 bar.empty()
-            new_id = resources.get_manager().start(config, parent=run_id)
+            new_id = resources.get_manager().start(config, parent=run_id if mine else None, actor=learner)
         except TinyGPTError as e:
             messages.error(safe.md(e))
         else:
@@ -72,14 +85,14 @@ with right:
         try:
             manager = resources.get_manager()
             if pause_clicked:
-                manager.pause(run_id)
+                manager.pause(run_id, actor=learner)
             if resume_clicked:
-                manager.resume(run_id)
+                manager.resume(run_id, actor=learner)
             if step_clicked:
-                manager.step(run_id, int(state.get(state.W_STEP_N)))
+                manager.step(run_id, int(state.get(state.W_STEP_N)), actor=learner)
                 state.mark_step_requested()
             if stop_clicked:
-                manager.stop(run_id)
+                manager.stop(run_id, actor=learner)
         except TinyGPTError as e:
             messages.error(safe.md(e))
         else:
@@ -114,7 +127,6 @@ def live_view() -> None:
         for knob, note in state.knob_notes().items():
             kind, text = runinfo.knob_note(rd.events, note["request"], knob, note["value"])
             getattr(st, kind)(safe.md(text))
-    large = state.large_fonts()
     vocab_size = len(config.get("vocab") or []) or config.get("model", {}).get("vocab_size", 65)
     knobs = knobs_now(config, rd.events)
     parent = state.reader(store, config.get("parent"))  # the run this one replaced: its curve, faint
@@ -147,6 +159,17 @@ def live_view() -> None:
         st.rerun()  # a full run turns the auto-refresh off (and enables the right buttons)
 
 
+@st.fragment(run_every=2.0 if rd is not None and not active else None)
+def watch_state() -> None:
+    """A page showing a run that is not training still follows it: when another tab (or the instructor) resumes,
+    steps, stops or deletes it, the page redraws within ~2 s instead of showing "paused" until reloaded."""
+    if rd is None or active:  # nothing shown, or the live view already refreshes
+        return
+    now = state.reader(store, run_id)
+    if now is None or (now.status().get("state"), resources.is_live(run_id)) != (run_state, live):
+        st.rerun()
+
+
 def chart_options() -> None:
     """Outside the live fragment: widgets re-sent at every refresh cost the browser a re-render each time."""
     with st.expander("Chart options"):
@@ -161,6 +184,7 @@ with right:
     if run_id:
         chart_options()
     live_view()
+    watch_state()
     if run_id:  # one expander for the three live charts, outside the fragment: static text is not re-sent
         explain.show_code(["loss_chart", "lr_chart", "grad_norm_chart"], "Show the code behind these charts")
 explain.preload_plotly()  # last, so it never delays the page itself: the Attention page's first view is then faster

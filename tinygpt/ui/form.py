@@ -14,7 +14,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import RunStore
-from tinygpt.ui import resources, settings, state
+from tinygpt.ui import resources, room, settings, state
 from tinygpt.ui.settings import Field
 
 
@@ -56,8 +56,13 @@ def _knob_changed(name: str) -> None:
     if not run or not resources.is_live(run):
         return
     value = state.get(settings.FIELD_BY_NAME[name].key)
+    rd = state.reader(resources.get_store(), run)
+    if rd is not None and not room.can_control(rd.config()):
+        owner = room.owner_name(rd.config()) or "another learner"
+        state.flash("info", f"This run belongs to {owner}: {name} stays as it is there; it applies to your next run.")
+        return
     try:
-        request = resources.get_manager().set_knob(run, name, value)
+        request = resources.get_manager().set_knob(run, name, value, actor=room.current())
     except TinyGPTError as e:
         state.flash("error", f"Could not change {name}: {e}")
         return
@@ -90,30 +95,41 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
         raise ValueError(f"unknown widget {field.widget!r} for {field.name}")
 
 
-def _draw_fields(fields: tuple[Field, ...], disabled: bool) -> None:
-    """Two fields per row in table order; a wide field takes a row of its own."""
+def _draw_fields(fields: tuple[Field, ...], disabled: bool, per_row: int = 2) -> None:
+    """`per_row` fields per row in table order (1 with large fonts, where two would truncate their values);
+    a wide field takes a row of its own."""
     columns: list = []
     for field in fields:
-        if field.wide:
+        if field.wide or per_row == 1:
             columns = []
             _draw_field(st, field, disabled)
             continue
         if not columns:
-            columns = list(st.columns(2))
+            columns = list(st.columns(per_row))
         _draw_field(columns.pop(0), field, disabled)
 
 
-def draw_form() -> tuple[str, Any]:
-    """The preset, corpus, model and live-knob widgets. Returns (corpus label, uploaded file or None)."""
+def draw_form(run_shown: bool = False) -> tuple[str, Any]:
+    """The preset, live-knob, corpus and model widgets. Returns (corpus label, uploaded file or None).
+
+    The live knobs come first, next to the charts they act on; once a run is shown, the data-and-model settings
+    (which only a new run uses) fold into an expander, so on a projector the knobs and the loss chart share the
+    first screen."""
     # A workshop link with ?lock=1 fixes the preset and the model; the live knobs stay for learners to turn.
     locked = state.locked()
+    per_row = 1 if state.large_fonts() else 2
     st.selectbox(
         "Preset", list(settings.PRESET_LABELS), key=state.W_PRESET, on_change=_apply_preset,
         persist_state="session", disabled=locked,
     )  # fmt: skip
-    uploaded = None
     with st.container(border=True):
-        st.markdown("**Data and model** · changing these starts a new run")
+        st.markdown("**Live knobs** · change the running model at its next step")
+        _draw_fields(settings.KNOB_FIELDS, locked, per_row)
+    uploaded = None
+    model_box = st.expander("**Data and model** · changing these starts a new run") if run_shown else None
+    with model_box or st.container(border=True):
+        if not run_shown:
+            st.markdown("**Data and model** · changing these starts a new run")
         source = st.selectbox("Corpus", settings.SOURCES, key=state.W_SOURCE, persist_state="session", disabled=locked)
         # One container whatever the corpus, so the widgets below keep their places when it changes (otherwise
         # they are redrawn as new elements, and a value typed during that rerun can be lost).
@@ -128,8 +144,5 @@ def draw_form() -> tuple[str, Any]:
                 st.caption("1.1 MB of Shakespeare; downloaded once on first use (or set TINYGPT_SHAKESPEARE).")
             else:
                 st.caption("Generated problems with exact answers: copy, reverse, sort or add.")
-        _draw_fields(settings.MODEL_FIELDS, locked)
-    with st.container(border=True):
-        st.markdown("**Live knobs** · change the running model at its next step")
-        _draw_fields(settings.KNOB_FIELDS, locked)
+        _draw_fields(settings.MODEL_FIELDS, locked, per_row)
     return source, uploaded

@@ -10,7 +10,16 @@ import math
 import time
 from typing import Any
 
-from tinygpt.runstore import RunStore, knob_answer, knob_changes, knobs_now, read_evals, read_events
+from tinygpt.runstore import (
+    Actor,
+    RunStore,
+    knob_answer,
+    knob_changes,
+    knobs_now,
+    read_evals,
+    read_events,
+    run_learner,
+)
 from tinygpt.trainer import lr_at
 
 
@@ -178,11 +187,11 @@ def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int,
     return step, loss, changed
 
 
-def run_rows(store: RunStore) -> list[dict]:
-    """One plain row per run for the Runs table, newest first: its readable name, the mask as it is now (with
-    its changes), and the best val loss with the knobs it was reached under."""
+def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
+    """One plain row per run for the Runs table, `me`'s own runs first, each newest first: its owner, readable
+    name, the mask as it is now (with its changes), and the best val loss with the knobs it was reached under."""
     rows = []
-    for s in store.list_runs():
+    for s in sorted(store.list_runs(), key=lambda s: me is not None and run_learner(s.config).get("id") != me.id):
         config = s.config or {}
         model, train, data = (config.get(part) or {} for part in ("model", "train", "data"))
         events = read_events(store.path(s.run_id)) if s.config else []
@@ -194,6 +203,8 @@ def run_rows(store: RunStore) -> list[dict]:
         rows.append(
             {
                 "run": s.run_id,
+                "owner": ("you" if me and run_learner(config).get("id") == me.id else run_learner(config).get("name"))
+                or "-",
                 "name": run_name(config, events) if s.config else "",
                 "state": s.state,
                 "step": s.step,
@@ -206,6 +217,29 @@ def run_rows(store: RunStore) -> list[dict]:
                 "context": model.get("max_seq_len"),
                 "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.created)) if s.created else "",
                 "reason": s.reason,
+            }
+        )
+    return rows
+
+
+def room_rows(store: RunStore) -> list[dict]:
+    """The instructor's table: one row per run, its learner first, then what the run is doing and did."""
+    rows = []
+    for s in store.list_runs():
+        config = s.config or {}
+        events = read_events(store.path(s.run_id)) if s.config else []
+        learner = (config.get("learner") or {}).get("name") or "(no learner: CLI or older run)"
+        position = s.reason if s.state == "queued" else ""
+        rows.append(
+            {
+                "learner": learner,
+                "run": s.run_id,
+                "name": run_name(config, events) if s.config else "",
+                "state": s.state,
+                "step": s.step,
+                "max steps": s.max_steps,
+                "queue": position,
+                "live changes": ", ".join(knob_history(events)),
             }
         )
     return rows

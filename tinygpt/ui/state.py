@@ -31,6 +31,9 @@ URL_RUN = "run"  # the query parameter that carries the run id
 # ---------------------------------------------------------------- keys of non-widget state
 
 RUN_ID = "run_id"
+LEARNER = "learner"  # tinygpt.runstore.Actor: this browser's learner (tinygpt/ui/room.py)
+LEARNER_COOKIES = "learner_cookies"  # {cookie: value} the frame still has to write (a new learner, a rename)
+URL_VIEW = "view"  # ?view=1: a shared link to someone else's run, opened read-only
 READERS = "readers"  # {run_id: RunReader}
 KNOB_NOTES = "knob_notes"  # {knob: {"value", "request"}}: live knob changes the page follows until answered
 STEP_REQUESTED_AT = "step_requested_at"  # unix time of the last Step click: refresh a paused run's view briefly
@@ -91,6 +94,9 @@ W_SAMPLE_RUN = "w_sample_run"
 W_SAMPLE_CKPT = "w_sample_ckpt"
 
 W_COMPARE = "w_compare"
+W_LEARNER_NAME = "w_learner_name"
+W_ROOM_PICK = "w_room_pick"
+W_INSTRUCTOR_KEY = "w_instructor_key"
 W_RUNS_PICK = "w_runs_pick"
 W_DELETE_CONFIRM = "w_delete_confirm"
 W_GRAD_FIELD = "w_grad_field"
@@ -166,19 +172,27 @@ def set_run_id(new_id: str | None) -> None:
     st.query_params[URL_RUN] = new_id
 
 
-def sync_run_id(store: RunStore) -> str | None:
-    """Called on every script run, before the page: a run id in the URL wins (a refresh, a shared link, a
-    second tab); otherwise the session's run id is put back into the URL (page switches clear it).
-    A bad or unknown id in the URL is dropped with a message instead of failing the page."""
+def sync_run_id(store: RunStore, may_attach: Callable[[str], bool] = lambda run: True) -> str | None:
+    """Called on every script run, before the page: a run id in the URL wins (a refresh, a second tab, a link
+    shared with "share this run"); otherwise the session's run id is put back into the URL (page switches clear
+    it). `may_attach(run)` says whether a link may make that run this session's current one: a learner's own
+    run, or any run with ?view=1 (read-only); a link copied from someone else's address bar opens the learner's
+    own session instead. A bad or unknown id in the URL is dropped with a message instead of failing the page."""
     from_url = st.query_params.get(URL_RUN)
     if from_url and from_url != st.session_state.get(RUN_ID):
         try:
             if not store.exists(from_url):
                 raise RunStoreError(f"there is no run {from_url!r} in {store.root}.")
+            if not (may_attach(from_url) or st.query_params.get(URL_VIEW) == "1"):
+                raise RunStoreError(
+                    "that link points at another learner's run, so it opened your own session. To show a run to "
+                    "others, use 'Share this run (read-only)' on the Runs page."
+                )
             st.session_state[RUN_ID] = from_url
         except RunStoreError as e:
             flash("warning", f"Ignored the run in the address: {e}")
             st.query_params.pop(URL_RUN, None)
+            st.query_params.pop(URL_VIEW, None)
     current = st.session_state.get(RUN_ID)
     if current and not store.exists(current):  # deleted elsewhere
         st.session_state.pop(RUN_ID, None)

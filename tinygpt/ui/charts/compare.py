@@ -264,3 +264,32 @@ def config_diff(
         if key not in ignore and len(set(values.values())) > 1:
             rows.append({"setting": key, **values})
     return rows
+
+
+def room_chart(series: Mapping[str, Records] | None, *, columns: int = 4, large: bool = False):
+    """Small multiples for the instructor's room dashboard: one small training-loss panel per run (titled by its
+    learner and run name), on a shared step axis and loss scale, so a stuck or diverging learner stands out."""
+    t = theme(large)
+    rows = [
+        {"step": s, "loss": v, "run": str(name)}
+        for name, records in (series or {}).items()
+        for s, v in thin_for_display(step_series(records, "loss"), 150)
+    ]
+    if not rows:
+        rows = [{"step": 0, "loss": None, "run": "no runs yet"}]
+    width, height = (260, 150) if large else (200, 110)
+    chart = (
+        alt.Chart(data_frame(rows))
+        .mark_line(strokeWidth=t["line"], color=BLUE)
+        .encode(
+            x=alt.X("step:Q", title="step"),
+            y=alt.Y("loss:Q", title="train loss", scale=alt.Scale(zero=False)),
+            tooltip=[alt.Tooltip("run:N"), alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".3f")],
+        )
+        .properties(width=width, height=height)
+        .facet(facet=alt.Facet("run:N", title=None, header=alt.Header(labelFontSize=t["label"])), columns=columns)
+        .properties(title="Every learner's training loss")
+    )
+    return chart.configure_title(fontSize=t["title"], anchor="start").configure_axis(
+        labelFontSize=t["label"], titleFontSize=t["axis_title"]
+    )

@@ -1,0 +1,47 @@
+"""Room: the instructor's view of the workshop: every learner's runs, live, and one of them on the projector."""
+
+import streamlit as st
+
+from tinygpt.runstore import ACTIVE_STATES
+from tinygpt.ui import explain, resources, room, runinfo, safe, state
+from tinygpt.ui.charts import compare
+
+state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
+
+REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
+
+st.title("tinygpt · Room")
+if not room.current().instructor:
+    st.info("The room dashboard is for the instructor: enter the instructor key in the sidebar.")
+    st.stop()
+st.caption("Every learner's runs on this server, newest first. Pick one and bring it to the projector.")
+store = resources.get_store()
+
+
+@st.fragment(run_every=REFRESH_S)
+def dashboard() -> None:
+    rows = runinfo.room_rows(store)
+    if not rows:
+        st.info("No runs yet: learners start theirs on **Train**.")
+        return
+    active = [r for r in rows if r["state"] in ACTIVE_STATES or r["state"] == "paused"][:24]
+    readers = {f"{r['learner']} · {r['run']}": state.reader(store, r["run"]) for r in active}
+    series = {label: rd.metrics for label, rd in readers.items() if rd is not None}
+    queued = sum(r["state"] == "queued" for r in rows)
+    training = sum(r["state"] == "running" for r in rows)
+    st.markdown(f"**{training} training · {queued} queued · {len(rows)} runs in all**")
+    explain.show_chart(compare.room_chart(series, large=state.large_fonts()), code=False)
+    st.dataframe(rows, hide_index=True, width="stretch")
+
+
+dashboard()
+runs = [r["run"] for r in runinfo.room_rows(store)]
+if runs:
+    c1, c2 = st.columns([3, 1])
+    pick = c1.selectbox("Run", runs, key=state.W_ROOM_PICK)
+    if c2.button("Bring to the projector", type="primary", icon=":material/cast:", width="stretch"):
+        state.set_run_id(pick)
+        state.put(state.W_LARGE, True)
+        state.flash("success", f"Run {pick} is on your screen, in large fonts.")
+        st.switch_page("pages/train.py")
+    st.caption(f"Instructor key: `{safe.md(room.instructor_key())}` (give it to a co-instructor; not to learners).")

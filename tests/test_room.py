@@ -1,0 +1,100 @@
+"""A workshop room on one server: each learner's runs are their own, the instructor may change any of them, and
+links never hand one learner's run to another (except as a read-only share)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tinygpt.errors import TinyGPTError  # noqa: E402
+from tinygpt.runstore import Actor, RunStore, may_control  # noqa: E402
+from tinygpt.ui import resources, room, state  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+ANNA = Actor("a" * 16, "anna")
+BEN = Actor("b" * 16, "ben")
+TEACHER = Actor("c" * 16, "teacher", instructor=True)
+
+
+@pytest.fixture
+def runs_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
+    yield tmp_path / "runs"
+    try:
+        resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
+    except Exception:
+        pass
+
+
+def app_as(actor: Actor, query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.session_state[state.LEARNER] = actor
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_may_control_is_the_owner_or_the_instructor():
+    config = {"learner": {"id": ANNA.id, "name": "anna"}}
+    assert may_control(config, ANNA) and may_control(config, TEACHER) and not may_control(config, BEN)
+    assert may_control({}, BEN) and may_control(config, None)  # nobody's run; the server or the CLI itself
+
+
+def test_names_and_ids():
+    token = "x" * 24
+    assert room.public_id(token) != token and len(room.public_id(token)) == 16
+    assert room.friendly_name(token) == room.friendly_name(token) and "-" in room.friendly_name(token)
+    assert room.clean_name("  <b>Ann\\na</b>  " + "z" * 40) == "<b>Ann\\na</b> " + "z" * 18
+
+
+def test_a_learner_cannot_change_anothers_run_and_the_instructor_can(runs_dir):
+    anna = app_as(ANNA)
+    anna.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
+    anna.number_input(key=state.W_MAX_STEPS).set_value(400).run()
+    button(anna, "Train").click().run()
+    run_id = anna.session_state[state.RUN_ID]
+    assert RunStore(runs_dir).reader(run_id).config()["learner"] == {"id": ANNA.id, "name": "anna"}
+
+    ben = app_as(BEN, {"run": run_id})  # Anna's address bar, copied: Ben gets his own session
+    assert state.RUN_ID not in ben.session_state
+    assert any("another learner" in str(w.value).replace("\\", "") for w in ben.warning)
+    ben = app_as(BEN, {"run": run_id, "view": "1"})  # a read-only share: Ben watches, cannot steer
+    assert ben.session_state[state.RUN_ID] == run_id
+    assert all(button(ben, label).disabled for label in ("Pause", "Resume", "Step", "Stop"))
+    manager = resources.get_manager()
+    for command in (manager.pause, manager.stop, manager.resume):
+        with pytest.raises(TinyGPTError, match="belongs to anna"):
+            command(run_id, actor=BEN)  # the manager refuses even if a page sent it
+    with pytest.raises(TinyGPTError, match="belongs to anna"):
+        manager.set_knob(run_id, "learning_rate", 5.0, actor=BEN)
+    with pytest.raises(TinyGPTError, match="belongs to anna"):
+        RunStore(runs_dir).delete(run_id, actor=BEN)
+
+    manager.pause(run_id, actor=TEACHER)  # the instructor may
+    deadline = time.time() + 30
+    while RunStore(runs_dir).reader(run_id).status().get("state") != "paused" and time.time() < deadline:
+        time.sleep(0.2)
+    assert RunStore(runs_dir).reader(run_id).status()["state"] == "paused"
+    manager.stop(run_id, actor=ANNA)
+
+
+def test_the_room_page_is_the_instructors(runs_dir):
+    learner = app_as(BEN)
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        learner.switch_page("pages/room.py")  # not registered for a learner: no room dashboard in their menu
+    teacher = app_as(TEACHER)
+    teacher.switch_page("pages/room.py").run()
+    assert not teacher.exception, teacher.exception
+    assert any("Room" in t.value for t in teacher.title)
+    assert any("Every learner" in str(c.value) for c in teacher.caption)
