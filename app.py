@@ -93,8 +93,10 @@ for problem in shop.errors:
 # Local CSS only (no fonts or scripts are fetched from the internet). Live charts rerun every second; Streamlit
 # fades elements that a rerun has not redrawn yet, which makes a live page blink, so stale elements stay opaque.
 CSS = "[data-testid='stElementContainer'][data-stale='true'] { opacity: 1 !important; transition: none !important; }"
-if large:
-    CSS += " html { font-size: 20px !important; }"  # Streamlit sizes text in rem: everything scales
+if large:  # Streamlit sizes text in rem: everything scales; the page title and top margin shrink to make room
+    CSS += " html { font-size: 20px !important; }"
+    CSS += " [data-testid='stMainBlockContainer'] { padding-top: 3.2rem !important; }"
+    CSS += " h1 { font-size: 1.9rem !important; padding: 0 0 0.4rem 0 !important; }"
 st.html(f"<style>{CSS}</style>")
 
 room.write_pending_cookies()

@@ -92,5 +92,5 @@ def test_a_clamped_link_value_reaches_the_widget(runs_dir):
     at.run()
     from tinygpt.ui import state
 
-    assert at.number_input(key=state.W_LR).value == 10.0
+    assert at.select_slider(key=state.W_LR).value == 10.0
     assert any("above the largest allowed 10.0" in str(w.value).replace("\\", "") for w in at.warning)

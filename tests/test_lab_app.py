@@ -106,8 +106,8 @@ def test_a_workshop_link_loads_a_preset_hides_controls_and_survives_page_switche
     )
     assert at.selectbox(key=state.W_PRESET).value == "nanoGPT CPU"
     assert at.selectbox(key=state.W_WIDTH).value == 128
-    assert at.selectbox(key=state.W_HEADS).value == 8
-    assert at.selectbox(key=state.W_MASK).value == "none"
+    assert at.select_slider(key=state.W_HEADS).value == 8
+    assert at.radio(key=state.W_MASK).value == "none"
     styles = "\n".join(str(m.value) for m in at.markdown if "<style>" in str(m.value))
     assert ".st-key-w_mask" in styles and ".st-key-w_scale" in styles and "display: none" in styles
     assert any("Tutorial · 3." in str(m.value) for m in at.sidebar.markdown)
@@ -115,7 +115,7 @@ def test_a_workshop_link_loads_a_preset_hides_controls_and_survives_page_switche
     assert not at.exception
     assert at.query_params["preset"] in (["nanogpt-cpu"], "nanogpt-cpu")  # put back after the page switch
     at.switch_page("pages/train.py").run()
-    assert at.selectbox(key=state.W_HEADS).value == 8  # the learner's page still has the link's settings
+    assert at.select_slider(key=state.W_HEADS).value == 8  # the learner's page still has the link's settings
 
 
 def test_a_bad_workshop_link_gives_messages_not_a_traceback(runs_dir):
@@ -128,5 +128,5 @@ def test_a_locked_link_fixes_the_model_but_not_the_live_knobs(runs_dir):
     at = open_app({"preset": "demo", "lock": "1"})
     assert at.selectbox(key=state.W_PRESET).disabled
     assert at.selectbox(key=state.W_WIDTH).disabled and at.number_input(key=state.W_LAYERS).disabled
-    assert not at.selectbox(key=state.W_MASK).disabled  # live knobs stay in the learners' hands
+    assert not at.radio(key=state.W_MASK).disabled  # live knobs stay in the learners' hands
     assert any("locked" in str(c.value) for c in at.sidebar.caption)

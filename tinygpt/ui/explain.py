@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from tinygpt import attention, experiments, health, inside, model, sampling, trainer
+from tinygpt import attention, experiments, health, inside, memory, model, sampling, trainer
 from tinygpt.config import TransformerConfig
 from tinygpt.ui.charts.help import CHART_HELP
 
@@ -48,6 +48,8 @@ EXPERIMENT_CODE: dict[str, list[Callable]] = {
     "warmup": [trainer.lr_at],
     "residual": [model.Block.forward],
     "softmax": [attention.scores_to_weights, trainer.first_nonfinite_activation],
+    "shape_drift": [model.drifted_attention],
+    "memory": [memory.fresh_loop, memory.reuse_loop, memory.cuda_allocations],
 }
 
 

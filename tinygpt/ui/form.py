@@ -88,11 +88,51 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
         options = settings.heads_options(width)
         if state.get(field.key) not in options:  # a new width: keep the closest valid head count
             state.put(field.key, settings.closest_heads(width, state.get(field.key)))
-        container.selectbox(field.label, options, format_func=lambda h: f"{h} · d_head {width // h}", **common)
+        container.select_slider(field.label, options, format_func=lambda h: f"{h} (d_head {width // h})", **common)
     elif field.widget == "device":
         container.selectbox(field.label, resources.device_options(), **common)
+    elif field.widget == "radio":
+        labels = field.labels or {}
+        container.radio(field.label, list(field.options), format_func=lambda o: str(labels.get(o, o)), horizontal=True,
+                        **common)  # fmt: skip
+    elif field.widget == "slider":
+        top = int(state.get(state.W_CONTEXT)) if field.name == "window" else int(field.maximum)  # window <= context
+        state.put(field.key, min(max(int(state.get(field.key) or 0), int(field.minimum)), top))
+        container.slider(field.label, int(field.minimum), max(top, int(field.minimum) + 1), **common)
+    elif field.widget == "log_slider":
+        _draw_log_slider(container, field, common)
     else:
         raise ValueError(f"unknown widget {field.widget!r} for {field.name}")
+
+
+def _exact_key(field: Field) -> str:
+    return field.key + "_exact"
+
+
+def _sync(field: Field, to_exact: bool) -> None:
+    """Keep a log slider and its exact box on one value, then act like any knob change."""
+    if to_exact:
+        state.put(_exact_key(field), float(state.get(field.key)))
+    else:
+        state.put(field.key, float(state.get(_exact_key(field))))
+    if field.live:
+        _knob_changed(field.name)
+
+
+def _draw_log_slider(container, field: Field, common: dict) -> None:
+    """A select-slider over log-spaced stops (1, 2, 5 per decade), with the exact value typeable beside it: the
+    slider for turning the knob in front of a room, the box where precision matters. The current value is always
+    one of the stops, so a preset's or a link's 3e-4 is not snapped away."""
+    value = float(state.get(field.key))
+    options = sorted({*field.options, value})
+    state.put(_exact_key(field), value)
+    slider_col, exact_col = container.columns([3, 1.3])
+    slider_args = {**common, "on_change": _sync, "args": (field, True)}
+    slider_col.select_slider(field.label, options, format_func=lambda v: f"{v:g}", **slider_args)
+    exact_col.number_input(
+        "exact", float(field.minimum), float(field.maximum), format=field.format, key=_exact_key(field),
+        on_change=_sync, args=(field, False), disabled=common.get("disabled", False),
+    )  # fmt: skip
 
 
 def _draw_fields(fields: tuple[Field, ...], disabled: bool, per_row: int = 2) -> None:

@@ -1,92 +1,76 @@
-"""Support for the Experiments page: start a pitfall experiment's runs side by side, and read their numbers.
+"""Support for the Experiments page: start a pitfall experiment's runs side by side, read their numbers, and show
+the verdict in the colour it earned.
 
-`results()` turns each run folder into an `experiments.RunResult` (final losses, early spikes, attention entropy
-of the latest snapshot, per-layer gradient norms, the leak score of the latest checkpoint), which the experiment's
-own `verdict()` turns into sentences. Nothing here is canned: every number comes from the runs.
+`results()` turns each run folder into an `experiments.RunResult` (tinygpt.experiments.read_result, with the
+checkpoint probes cached here), which the experiment's own `verdict()` judges. `show_verdict()` is the one place
+that picks the box: green only when the pitfall reproduced, a warning when it did not, neutral while training.
+Nothing here is canned: every number comes from the runs or from a measurement taken on this machine.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 import torch
 
 from tinygpt.checkpoint import load_model
 from tinygpt.config import TransformerConfig
 from tinygpt.data import load_corpus
-from tinygpt.experiments import Experiment, RunResult, attention_stats, memory_rows
-from tinygpt.health import leak_score, run_health_checks
+from tinygpt.experiments import Experiment, RunResult, Verdict, checkpoint_probe, finite_mean, read_result
+from tinygpt.health import run_health_checks
+from tinygpt.memory import memory_rows
 from tinygpt.runstore import RunReader
 from tinygpt.ui.resources import head_stats
 
 
-def start_experiment(manager, experiment: Experiment, source: str, seed: int = 1337) -> dict[str, str]:
-    """Start every variant of an experiment (same data, same seed); returns {label: run_id}."""
+def start_experiment(manager, experiment: Experiment, source: str, seed: int = 1337, actor=None) -> dict[str, str]:
+    """Start every variant of an experiment (same data, same seed), owned by `actor`; returns {label: run_id}."""
     runs = {}
     for label, config in experiment.configs(seed=seed, source=source).items():
-        runs[label] = manager.start(config)
+        runs[label] = manager.start(config, actor=actor)
     return runs
 
 
-def _mean(values: list[float]) -> float | None:
-    values = [v for v in values if isinstance(v, (int, float)) and np.isfinite(v)]
-    return float(np.mean(values)) if values else None
-
-
-def result_of(reader: RunReader) -> RunResult:
-    status = reader.status() or {}
-    metrics = reader.metrics
-    max_steps = int(status.get("max_steps") or (metrics[-1]["step"] if metrics else 1))
-    early = [m for m in metrics if m.get("step", 0) <= max(1, max_steps // 10)]
-    recent = metrics[-20:]
-    groups = recent[-1].get("layer_grad_norms", {}) if recent else {}
-    layer_norms = {g: _mean([(m.get("layer_grad_norms") or {}).get(g) for m in recent]) for g in groups}
-    entropy = max_weight = None
-    snapshots = (reader.attention_index() or {}).get("snapshots", [])
-    if snapshots:
-        try:
-            entropy, max_weight = attention_stats(reader.load_attention(int(snapshots[-1]["step"])))
-        except Exception:  # noqa: BLE001 - a snapshot thinned away between reads: try next refresh
-            pass
-    nonfinite = [e for e in reader.events if e.get("kind") == "nonfinite"]
-    samples = reader.samples
-    return RunResult(
-        state=str(status.get("state", "?")),
-        steps=int(status.get("step") or 0),
-        final_train_loss=_mean([m.get("loss") for m in recent]),
-        final_val_loss=(reader.evals[-1].get("val_loss") if reader.evals else None),
-        max_loss_early=max([m["loss"] for m in early if isinstance(m.get("loss"), float)], default=None),
-        clip_events_early=sum(1 for m in early if m.get("clipped")),
-        mean_entropy=entropy,
-        mean_max_weight=max_weight,
-        layer_grad_norms={g: v for g, v in layer_norms.items() if v is not None},
-        leak=leak_of(str(reader.run_dir), (reader.checkpoints() or [None])[-1]),
-        diverged_step=int(nonfinite[0]["step"]) if nonfinite else None,
-        sample=str(samples[-1].get("text") or samples[-1].get("error", "")) if samples else "",
-    )
-
-
 @st.cache_data(max_entries=200, show_spinner=False)
-def leak_of(run_dir: str, step: int | None) -> float | None:
-    """Leak score of a run's checkpoint on a val batch (cached: a checkpoint never changes once written)."""
-    if step is None:
-        return None
+def probe_of(run_dir: str, step: int) -> dict[str, float]:
+    """Leak score and no-peek loss of a run's checkpoint (cached: a checkpoint never changes once written)."""
     try:
-        loaded = load_model(run_dir, int(step))
-        corpus = load_corpus(loaded.config.data, loaded.config.model.max_seq_len)
-        x, _ = corpus.get_batch("val", 2, torch.Generator().manual_seed(0))
-        return leak_score(loaded.model, x)
+        return checkpoint_probe(run_dir, step)
     except Exception:  # noqa: BLE001 - the verdict shows n/a rather than failing the page
-        return None
+        return {}
 
 
-def results(readers: dict[str, RunReader | None]) -> dict[str, RunResult]:
+def result_of(reader: RunReader, probes: bool = False) -> RunResult:
+    return read_result(reader, probe_of if probes else None)
+
+
+def results(readers: dict[str, RunReader | None], experiment: Experiment | None = None) -> dict[str, RunResult]:
     """{variant label: its RunResult} for the runs that exist (readers already polled by the page)."""
-    return {label: result_of(reader) for label, reader in readers.items() if reader is not None}
+    probes = bool(experiment and experiment.probes)
+    return {label: result_of(reader, probes) for label, reader in readers.items() if reader is not None}
+
+
+def show_verdict(verdict: Verdict) -> None:
+    """The verdict box, coloured by `reproduced`, with the expected effect, then the numbers it was judged on."""
+    if verdict.reproduced is None:
+        st.info(f"**Still training — no verdict yet.** {verdict.sentence}", icon=":material/hourglass_top:")
+        return
+    text = f"{verdict.sentence}\n\nExpected: {verdict.expected}."
+    if verdict.reproduced:
+        st.success(f"**Reproduced.** {text}", icon=":material/check_circle:")
+    else:
+        st.warning(f"**Did not reproduce on this run.** {text}", icon=":material/warning:")
+    rows = [{"measured": name, "value": _cell(value)} for name, value in verdict.observed.items()]
+    st.dataframe(rows, hide_index=True, width="stretch")
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if value != 0 and abs(value) < 1e-2 else f"{value:.3f}"
+    return "n/a" if value is None else str(value)
 
 
 def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
-    """The model health checklist for one checkpoint of a run, as table rows."""
+    """The model health checklist for one checkpoint of a run, as table rows (pass / FAIL / not enough data)."""
     loaded = load_model(run_dir, int(step))
     corpus = load_corpus(loaded.config.data, loaded.config.model.max_seq_len)
     x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))
@@ -94,8 +78,9 @@ def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
     return [
         {
             "check": c.name,
-            "result": "pass" if c.passed else "FAIL",
+            "result": c.outcome,
             "measured": "" if c.value is None else f"{c.value:.4g}",
+            "threshold": c.threshold,
             "detail": c.detail,
         }
         for c in checks
@@ -114,17 +99,17 @@ def extra_series(key: str, readers: dict[str, RunReader | None]) -> dict[str, di
                 by_step.setdefault(row["step"], []).append(row)
             steps = sorted(by_step)
             entropy[label] = [
-                {"step": s, "attention_entropy": _mean([r["entropy"] for r in by_step[s]])} for s in steps
+                {"step": s, "attention_entropy": finite_mean([r["entropy"] for r in by_step[s]])} for s in steps
             ]
             max_weight[label] = [
-                {"step": s, "max_attention_weight": _mean([r["max_weight"] for r in by_step[s]])} for s in steps
+                {"step": s, "max_attention_weight": finite_mean([r["max_weight"] for r in by_step[s]])} for s in steps
             ]
         out = {"attention_entropy": entropy, "max_attention_weight": max_weight}
         out["attention_grad_norm"] = {
             label: [
                 {
                     "step": m["step"],
-                    "attention_grad_norm": _mean(
+                    "attention_grad_norm": finite_mean(
                         [v for g, v in (m.get("layer_grad_norms") or {}).items() if g.endswith(".attn")]
                     ),
                 }
@@ -143,6 +128,20 @@ def extra_series(key: str, readers: dict[str, RunReader | None]) -> dict[str, di
     elif key == "warmup":
         out["lr"] = {label: rd.metrics for label, rd in live.items()}
     return out
+
+
+def memory_table(results: dict[str, dict]) -> list[dict]:
+    """The fragmentation measurement as rows: one per loop, every measured number in MB or a count."""
+    rows = []
+    for label, numbers in results.items():
+        row = {"loop": label}
+        for name, value in numbers.items():
+            if name.endswith("_bytes") or name == "bytes_allocated":
+                row[name.removesuffix("_bytes").replace("_", " ") + " (MB)"] = round(value / 1e6, 2)
+            elif name in ("allocations", "device", "source"):
+                row[name] = value
+        rows.append(row)
+    return rows
 
 
 def memory_comparison(width: int, context: int, batch: int) -> list[dict]:

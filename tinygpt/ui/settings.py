@@ -40,6 +40,9 @@ MASK_LABELS = {
     "sliding_window": "sliding window",
 }
 WIDTHS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+# Log-spaced stops (1, 2, 5 per decade) for the sliders whose useful values span decades.
+LR_GRID = tuple(m * 10.0**e for e in range(-5, 1) for m in (1, 2, 5)) + (10.0,)
+SCALE_MULT_GRID = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
 assert set(SCALE_LABELS) == set(ATTN_SCALES) and set(MASK_LABELS) == set(MASKS)
 
 
@@ -84,16 +87,37 @@ FIELDS: tuple[Field, ...] = (
     Field("dropout", "Dropout", state.W_DROPOUT, minimum=0.0, maximum=0.9, step=0.05),
     Field("seed", "Seed", state.W_SEED, minimum=0, maximum=2**31 - 1),
     Field("device", "Device", state.W_DEVICE, "device", wide=True, in_preset=False),
-    # Live knobs.
-    Field("learning_rate", "Learning rate", state.W_LR, minimum=1e-6, maximum=10.0, step=1e-4, format="%.1e"),
-    Field("warmup_steps", "Warmup steps", state.W_WARMUP, minimum=0, maximum=100_000),
-    Field("max_grad_norm", "Clip grad norm (0 = off)", state.W_CLIP, minimum=0.0, maximum=1000.0, step=0.1),
-    Field("attn_scale_mult", "Scale multiplier", state.W_SCALE_MULT, minimum=0.01, maximum=100.0, step=0.5),
+    # Live knobs: sliders (a slider sends its value when released, so dragging makes one knob event, not fifty),
+    # log-scale where the useful values span decades, with the exact value typeable beside them.
     Field(
-        "attn_scale", "Attention scaling", state.W_SCALE, "select", options=ATTN_SCALES, labels=SCALE_LABELS, wide=True
+        "learning_rate",
+        "Learning rate",
+        state.W_LR,
+        "log_slider",
+        minimum=1e-6,
+        maximum=10.0,
+        format="%.1e",
+        options=LR_GRID,
+        wide=True,
+    ),  # fmt: skip
+    Field("warmup_steps", "Warmup steps", state.W_WARMUP, "slider", minimum=0, maximum=2000, wide=True),
+    Field(
+        "attn_scale", "Attention scaling", state.W_SCALE, "radio", options=ATTN_SCALES, labels=SCALE_LABELS, wide=True
     ),
-    Field("mask", "Mask", state.W_MASK, "select", options=MASKS, labels=MASK_LABELS, wide=True),
-    Field("window", "Window", state.W_WINDOW, minimum=1, maximum=1024),
+    Field(
+        "attn_scale_mult",
+        "Scale multiplier",
+        state.W_SCALE_MULT,
+        "log_slider",
+        minimum=0.01,
+        maximum=100.0,
+        format="%.2f",
+        options=SCALE_MULT_GRID,
+        wide=True,
+    ),  # fmt: skip
+    Field("mask", "Mask", state.W_MASK, "radio", options=MASKS, labels=MASK_LABELS, wide=True),
+    Field("window", "Window", state.W_WINDOW, "slider", minimum=1, maximum=1024, wide=True),
+    Field("max_grad_norm", "Clip grad norm (0 = off)", state.W_CLIP, minimum=0.0, maximum=1000.0, step=0.1),
 )
 FIELD_BY_NAME = {f.name: f for f in FIELDS}
 MODEL_FIELDS = tuple(f for f in FIELDS if not f.live)

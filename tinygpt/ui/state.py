@@ -274,6 +274,18 @@ def set_lab_runs(key: str, runs: dict[str, str]) -> None:
     st.query_params[URL_LAB] = ",".join(runs.values())
 
 
+LAB_MEASURED = "lab_measured"  # {experiment key: (seed, results)} for experiments measured in-process (memory)
+
+
+def lab_measured(key: str) -> tuple[int, dict] | None:
+    """The last in-process measurement of experiment `key` this session took, with its seed."""
+    return st.session_state.setdefault(LAB_MEASURED, {}).get(key)
+
+
+def set_lab_measured(key: str, seed: int, results: dict) -> None:
+    st.session_state.setdefault(LAB_MEASURED, {})[key] = (int(seed), results)
+
+
 # ---------------------------------------------------------------- figures kept while their inputs stay the same
 
 

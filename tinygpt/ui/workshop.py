@@ -70,7 +70,7 @@ def _within_widget(name: str, value: Any) -> tuple[str | None, Any]:
     field = settings.FIELD_BY_NAME.get(name)
     if field is None:
         return None, value
-    if field.options and value not in field.options:
+    if field.widget in ("select", "radio") and value not in field.options:  # a log slider takes any value
         offered = ", ".join(map(str, field.options))
         return f"the link's {name}={value!r} is not one of the choices ({offered}); ignored.", None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -169,7 +169,8 @@ TUTORIAL: list[dict[str, str]] = [
         "title": "3. Why 1/sqrt(d_head)?",
         "page": "Experiments",
         "text": "Run the 'Unscaled attention logits' experiment. Predict first: with no scaling, will attention "
-        "become sharper or flatter? Then compare entropy and max weight per head.",
+        "become sharper or flatter, and will the model learn better or worse? Compare entropy, max weight and the "
+        "loss, then read why the answer is different at the demo's smaller width.",
     },
     {
         "title": "4. The mask that cheats",
@@ -180,13 +181,21 @@ TUTORIAL: list[dict[str, str]] = [
     {
         "title": "5. Warmup and stability",
         "page": "Experiments",
-        "text": "Run 'No learning-rate warmup' and 'Unstable softmax'. Look at the first steps of the gradient-norm "
-        "chart and at the step where the naive softmax run stopped.",
+        "text": "Run 'No learning-rate warmup' and 'Unstable softmax'. Which learning rate needs warmup? Compare "
+        "the loss curves at lr 1e-2 and at 2e-3, then find the step where the naive softmax run stopped and the "
+        "tensor the trainer names.",
     },
     {
         "title": "6. Residuals carry the gradient",
         "page": "Experiments",
         "text": "Run 'Detached residual path' and open Gradients: the first layer's line falls to the floor.",
+    },
+    {
+        "title": "7. Bugs that don't crash",
+        "page": "Experiments",
+        "text": "Run 'Shape drift'. The buggy run's loss looks even better than the correct one: why is it still "
+        "wrong? Then read the message the shape contract stopped the same code with. Last, 'Memory fragmentation': "
+        "how many allocations does each loop make?",
     },
 ]
 
