@@ -50,8 +50,8 @@ if learner.instructor:
 # line at once, instead of ~5 s of a blank page under Streamlit's raw file-name menu.
 page = st.navigation(PAGES)
 
+starting = st.empty()  # on every run, so the page's elements keep their places from the first run to the next
 if "torch" not in sys.modules:
-    starting = st.empty()
     starting.info("Starting tinygpt: loading PyTorch (only the first visit after the server starts waits for this).")
     # torch, pandas and plotly are imported once, here, before any page runs: browser tabs opening at once would
     # otherwise import them concurrently (a measured start-up race); the lock makes the others wait for the first.
@@ -66,13 +66,23 @@ if "torch" not in sys.modules:
     starting.empty()
 
 from tinygpt.ui import workshop  # noqa: E402 - after the first paint: imports torch
-from tinygpt.ui.resources import get_manager, get_store, touch  # noqa: E402
+from tinygpt.ui.resources import get_manager, get_store, touch, touch_mine  # noqa: E402
 
 store = get_store()
 shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a workshop link, kept across pages
 # The URL's ?run= wins if the run is this learner's (or the link says view=1); otherwise the session's run goes back.
 run_id = state.sync_run_id(store, lambda run: room.can_control(store.reader(run).config()))
 touch(run_id)  # any page that shows a run keeps its lease (live pages also renew it on every refresh)
+
+
+@st.fragment(run_every=30)
+def keep_my_runs() -> None:
+    """Every 30 s, whatever page the learner reads (Sample does not refresh by itself): their own live and
+    queued runs keep their leases."""
+    touch_mine(learner)
+
+
+keep_my_runs()
 
 with st.sidebar:
     st.markdown("### tinygpt")

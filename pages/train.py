@@ -4,6 +4,7 @@ import time
 
 import streamlit as st
 
+from tinygpt.config import RunConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES, knobs_now
 from tinygpt.ui import explain, form, resources, room, runinfo, safe, settings, state
@@ -37,6 +38,19 @@ with left:
     source, uploaded = form.draw_form(run_shown=rd is not None)
 
 # ---------------------------------------------------------------- controls
+
+
+def start(config: RunConfig) -> None:
+    """Queue a new run owned by this learner, make it the page's run, and redraw."""
+    try:
+        new_id = resources.get_manager().start(config, parent=run_id if mine else None, actor=learner)
+    except TinyGPTError as e:
+        st.error(safe.md(e))
+        return
+    state.set_run_id(new_id)
+    state.clear_knob_notes()
+    st.rerun()
+
 
 with right:
     # Two rows on a projector, so every label fits at large fonts ("Tr...", "Re..." in one row of five).
@@ -72,12 +86,27 @@ with right:
                 bar = messages.progress(0.0, text="Fetching Tiny Shakespeare ...")
                 settings.ensure_corpus(data, lambda done, total: bar.progress(min(1.0, done / max(total, 1))))
                 bar.empty()
-            new_id = resources.get_manager().start(config, parent=run_id if mine else None, actor=learner)
+            if resources.my_active_runs(learner):  # one training slot per learner: ask before taking a second
+                state.put(state.PENDING_TRAIN, config.to_dict())
+            else:
+                start(config)
         except TinyGPTError as e:
             messages.error(safe.md(e))
-        else:
-            state.set_run_id(new_id)
-            state.clear_knob_notes()
+    pending = state.get(state.PENDING_TRAIN)
+    if pending:
+        busy = resources.my_active_runs(learner)
+        messages.warning(
+            f"You already have a run training or queued ({', '.join(busy) or 'just ended'}). Each learner trains one "
+            "run at a time, so the room's few training slots go round."
+        )
+        s1, s2 = messages.columns(2)
+        if s1.button("Stop it and start the new run", type="primary", width="stretch"):
+            for other in busy:
+                resources.get_manager().stop(other, actor=learner)
+            state.pop(state.PENDING_TRAIN)
+            start(RunConfig.from_dict(pending))
+        if s2.button("Keep it; cancel the new run", width="stretch"):
+            state.pop(state.PENDING_TRAIN)
             st.rerun()
 
     clicked = pause_clicked or resume_clicked or step_clicked or stop_clicked
@@ -103,9 +132,10 @@ with right:
 
 
 def is_active() -> bool:
-    """Refresh by itself while a worker trains (or just took the steps a Step click asked for)."""
+    """Refresh by itself while a worker trains or the run waits in the queue (or just took the steps a Step
+    click asked for)."""
     state_now = (rd.status() if rd else {}).get("state")
-    return resources.is_live(run_id) and (state_now in ACTIVE_STATES or state.step_requested_recently())
+    return resources.is_active(run_id) and (state_now in ACTIVE_STATES or state.step_requested_recently())
 
 
 active = bool(run_id) and is_active()
@@ -120,6 +150,14 @@ def live_view() -> None:
     resources.touch(run_id)  # the lease: a run nobody watches pauses itself
     status = rd.status()
     st.markdown(f"**{runinfo.status_line(status, rd.metrics)}**")
+    if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
+        wait = runinfo.queue_wait(resources.get_store(), run_id)
+        st.info(
+            f"Starts in about {runinfo.format_duration(wait)}, when a training slot frees up. Meanwhile, open the "
+            "instructor's or a neighbour's run on **Runs** (read-only) and watch it learn."
+            if wait is not None
+            else "Waiting for a training slot. Meanwhile, open a neighbour's run on **Runs** and watch it learn."
+        )
     st.progress(runinfo.progress_fraction(status))
     config = rd.config()
     # Variable content lives in containers, so the charts below keep their places and update in place.
@@ -181,10 +219,10 @@ def chart_options() -> None:
 
 
 with right:
-    if run_id:
-        chart_options()
     live_view()
     watch_state()
-    if run_id:  # one expander for the three live charts, outside the fragment: static text is not re-sent
+    if run_id:  # under the charts: on a projector the first screen is for the knobs and the loss chart
+        chart_options()
+        # one expander for the three live charts, outside the fragment: static text is not re-sent
         explain.show_code(["loss_chart", "lr_chart", "grad_norm_chart"], "Show the code behind these charts")
 explain.preload_plotly()  # last, so it never delays the page itself: the Attention page's first view is then faster

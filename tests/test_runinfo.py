@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tinygpt.ui import playback, runinfo
 
 
@@ -82,3 +84,21 @@ def test_settings_that_differ_count_live_changes_and_compare_charts_mark_them():
     spec = compare.compare_chart(series, "loss", events={"A": EVENTS})
     labels = [r["label"] for r in spec["datasets"]["compare_knobs"]]
     assert labels == ["A: @1130 scaling head_dim→none", "A: @1810 mask causal→none"]
+
+
+def test_queue_wait_follows_the_running_runs_pace(tmp_path):
+    """A queued learner sees when their run will start: slots free as running runs finish at their own pace,
+    and each run queued ahead takes a slot for its whole length."""
+    from tinygpt.runstore import RunStore, update_status
+
+    store = RunStore(tmp_path)
+    config = {"model": {"max_seq_len": 32}, "train": {"batch_size": 16, "max_steps": 300}}
+    ids = []
+    for state_, step, position in (("running", 100, None), ("running", 250, None), ("queued", 0, 1), ("queued", 0, 2)):
+        with store.create(config, owner="app") as w:
+            ids.append(w.run_id)
+        update_status(store.path(ids[-1]), state=state_, step=step, max_steps=300, queue_position=position,
+                      tokens_per_s=512.0 * 10)  # 10 steps/s  # fmt: skip
+    assert runinfo.queue_wait(store, ids[2]) == pytest.approx(5.0)  # the second run has 50 steps left
+    assert runinfo.queue_wait(store, ids[3]) == pytest.approx(20.0)  # then the first run's 200 steps
+    assert runinfo.queue_wait(store, ids[0]) is None  # not queued

@@ -88,14 +88,28 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
+INSTRUCTOR_KEY = "test-instructor-key"  # the browser tests' server takes this key instead of a generated one
+
+
 @pytest.fixture(scope="session")
-def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def app_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The runs folder of the browser tests' server (tests read the run folders the app wrote)."""
+    return tmp_path_factory.mktemp("app_runs")
+
+
+@pytest.fixture(scope="session")
+def app_server(app_runs: Path) -> Iterator[str]:
     """Start `streamlit run app.py` on a free port with a fresh runs dir; yield its base URL."""
     port = _free_port()
-    runs = tmp_path_factory.mktemp("app_runs")
+    runs = app_runs
     OUTPUT.mkdir(exist_ok=True)
     log_path = OUTPUT / "streamlit.log"
-    env = {**os.environ, "TINYGPT_RUNS_DIR": str(runs), "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "TINYGPT_RUNS_DIR": str(runs),
+        "PYTHONUNBUFFERED": "1",
+        "TINYGPT_INSTRUCTOR_KEY": INSTRUCTOR_KEY,
+    }
     cmd = [
         sys.executable, "-m", "streamlit", "run", "app.py",
         "--server.headless", "true",

@@ -48,10 +48,48 @@ def is_live(run_id: str | None) -> bool:
         return False
 
 
+def is_queued(run_id: str | None) -> bool:
+    """True while the run waits in the manager's queue for a training slot."""
+    return bool(run_id) and run_id in get_manager().queued_runs()
+
+
+def is_active(run_id: str | None) -> bool:
+    """A worker trains it or it waits for one: a page showing it refreshes by itself (a queued page that did not
+    refresh kept saying "queued" long after its run had trained and finished)."""
+    return is_live(run_id) or is_queued(run_id)
+
+
 def touch(run_id: str | None) -> None:
-    """Renew the lease of a live run: the run pauses itself when no page has looked at it for a while."""
-    if run_id and is_live(run_id):
+    """Renew the lease of a live or queued run: a run pauses itself when no page has looked at it for a while
+    (queued runs too: a learner watching the queue must not find their run paused before it started)."""
+    if run_id:
         get_manager().touch(run_id)
+
+
+def touch_mine(learner) -> None:
+    """Renew the leases of every live or queued run `learner` owns: any page of the app they look at (Sample,
+    Runs, another learner's run) keeps their own runs going."""
+    from tinygpt.runstore import read_json, run_learner
+
+    manager = get_manager()
+    store = get_store()
+    for run_id in [*manager.live_runs(), *manager.queued_runs()]:
+        config = read_json(store.path(run_id) / "config.json", {}) or {}
+        if run_learner(config).get("id") == learner.id:
+            manager.touch(run_id)
+
+
+def my_active_runs(learner) -> list[str]:
+    """The runs `learner` owns that train or wait for a slot now (one learner holds at most one slot)."""
+    from tinygpt.runstore import read_json, run_learner
+
+    manager = get_manager()
+    store = get_store()
+    return [
+        run_id
+        for run_id in [*manager.live_runs(), *manager.queued_runs()]
+        if run_learner(read_json(store.path(run_id) / "config.json", {}) or {}).get("id") == learner.id
+    ]
 
 
 def device_options() -> list[str]:

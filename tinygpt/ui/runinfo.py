@@ -18,6 +18,7 @@ from tinygpt.runstore import (
     knobs_now,
     read_evals,
     read_events,
+    read_status,
     run_learner,
 )
 from tinygpt.trainer import lr_at
@@ -243,3 +244,38 @@ def room_rows(store: RunStore) -> list[dict]:
             }
         )
     return rows
+
+
+def queue_wait(store: RunStore, run_id: str) -> float | None:
+    """Seconds until a queued run should start, at the running runs' own pace: the slots free up as the running
+    runs finish (their steps left / their steps per second), and each run queued ahead then takes one slot for
+    its whole length. None when nothing is known (no run reports a speed yet)."""
+    import heapq
+
+    runs = store.list_runs()
+    status = {r.run_id: read_status(store.path(r.run_id)) for r in runs if r.state in ("running", "starting", "queued")}
+    me = status.get(run_id, {})
+    if me.get("state") != "queued" or not me.get("queue_position"):
+        return None
+    rates, free_at = [], []
+    for r in runs:
+        st_ = status.get(r.run_id, {})
+        config = r.config or {}
+        tokens = (config.get("train") or {}).get("batch_size", 0) * (config.get("model") or {}).get("max_seq_len", 0)
+        if st_.get("state") == "running" and st_.get("tokens_per_s") and tokens:
+            rate = st_["tokens_per_s"] / tokens  # steps per second
+            rates.append(rate)
+            free_at.append(max(0.0, (int(st_.get("max_steps") or 0) - int(st_.get("step") or 0)) / rate))
+    if not rates:
+        return None
+    rate = sum(rates) / len(rates)
+    ahead = sorted(
+        (s.get("queue_position"), rid) for rid, s in status.items() if s.get("state") == "queued" and rid != run_id
+    )
+    heapq.heapify(free_at)
+    for position, rid in ahead:
+        if position is None or position >= me["queue_position"] or not free_at:
+            continue
+        steps = int(status[rid].get("max_steps") or 0)
+        heapq.heappush(free_at, heapq.heappop(free_at) + steps / rate)
+    return float(heapq.heappop(free_at)) if free_at else None
