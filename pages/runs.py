@@ -122,12 +122,15 @@ if len(chosen) >= 2:
     evals = {run: rd.evals for run, rd in readers.items()}
     events = {run: rd.events for run, rd in readers.items()}  # live knob changes: markers and the table count them
     large = state.large_fonts()
+    state.init(state.W_X_AXIS, "steps")
+    axis = st.segmented_control("x axis", ["steps", "seconds"], key=state.W_X_AXIS, help="seconds: time to quality")
+    seconds = axis == "seconds"
     c1, c2 = st.columns(2)
     with c1:
-        loss = compare.compare_chart(series, "loss", evals=evals, events=events, large=large)
+        loss = compare.compare_chart(series, "loss", evals=evals, events=events, seconds=seconds, large=large)
         explain.show_chart(loss, "compare_chart", key="cmp_loss")
     with c2:
-        grad = compare.compare_chart(series, "grad_norm", events=events, large=large)
+        grad = compare.compare_chart(series, "grad_norm", events=events, seconds=seconds, large=large)
         explain.show_chart(grad, "compare_chart", key="cmp_grad")
     diff = compare.config_diff({run: rd.config() for run, rd in readers.items()}, events=events)
     st.markdown("**Settings that differ** (live knob changes included: `old → new @step`)")

@@ -171,7 +171,8 @@ def live_view() -> None:
     ghost = dict(ghost=parent.metrics, ghost_label=settings.ghost_label(parent.config(), config)) if parent else {}
     loss = curves.loss_chart(
         rd.metrics, rd.evals, rd.events, vocab_size, target=state.get(state.W_TARGET) or None,
-        smoothing=state.get(state.W_SMOOTH, 0.0), max_points=LIVE_POINTS, large=large, **ghost,
+        smoothing=state.get(state.W_SMOOTH, 0.0), max_points=LIVE_POINTS, large=large,
+        seconds=state.get(state.W_X_AXIS) == "seconds", **ghost,
     )  # fmt: skip
     explain.show_chart(loss, "loss_chart", code=False, key="train_loss")
     notes = runinfo.event_notes(rd.events)
@@ -216,6 +217,10 @@ def chart_options() -> None:
         state.init(state.W_SMOOTH, 0.0)
         o1.number_input("Target loss (0 = none)", 0.0, 10.0, step=0.1, key=state.W_TARGET)
         o2.slider("Smoothing", 0.0, 0.99, key=state.W_SMOOTH)
+        state.init(state.W_X_AXIS, "steps")
+        o1.segmented_control(
+            "Loss x axis", ["steps", "seconds"], key=state.W_X_AXIS, help="Wall-clock seconds race recipes"
+        )
 
 
 with right:

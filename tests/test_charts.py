@@ -356,3 +356,18 @@ def test_head_stats_chart_entropy_and_max_weight_per_layer():
     assert {row["layer"] for row in all_rows(only) if "layer" in row} == {1}
     empty = curves.head_stats_chart([]).to_dict()
     assert title_text(empty).endswith("waiting for the first snapshot")
+
+
+def test_loss_and_comparison_curves_on_a_wall_clock_axis():
+    """Time to quality: the same curves with seconds since the first step on x, each run on its own clock."""
+    fast = [{"step": s, "loss": 3.0 - s / 100, "time": 1000.0 + s * 0.01} for s in range(1, 101)]
+    slow = [{"step": s, "loss": 3.0 - s / 100, "time": 5000.0 + s * 0.02} for s in range(1, 101)]
+    spec = curves.loss_chart(fast, [{"step": 50, "val_loss": 2.5}], [], 65, seconds=True)
+    assert "seconds since the first step (wall clock)" in axis_titles(spec, "x")
+    steps = [r["step"] for r in spec["datasets"]["loss"] if r["series"] == "train"]
+    assert steps[0] == 0.0 and steps[-1] == pytest.approx(0.99)
+    val = [r for r in spec["datasets"]["loss"] if r["series"] == "val"]
+    assert val[0]["step"] == pytest.approx(0.49)  # an eval step mapped through the run's own clock
+    both = compare.compare_chart({"fast": fast, "slow": slow}, "loss", seconds=True)
+    ends = {run: max(r["step"] for r in both["datasets"]["compare"] if r["run"] == run) for run in ("fast", "slow")}
+    assert ends["slow"] == pytest.approx(2 * ends["fast"])  # twice as long to the same loss, visible on x

@@ -76,6 +76,7 @@ W_STEP_N = "w_step_n"
 W_LARGE = "w_large"
 W_TARGET = "w_target"
 W_SMOOTH = "w_smooth"
+W_X_AXIS = "w_x_axis"  # loss curves on training steps or on wall-clock seconds (Train and Compare)
 
 W_PROBE = "w_probe"
 W_ATTN_STEP = "w_attn_step"

@@ -21,6 +21,8 @@ from tinygpt.ui.charts.style import (
     BLUE,
     GREY,
     LOG_FLOOR,
+    SECONDS,
+    STEP,
     Records,
     VegaLite,
     colour_encoding,
@@ -35,6 +37,7 @@ from tinygpt.ui.charts.style import (
     live_spec,
     marker_rows,
     palette_for,
+    step_seconds,
     step_series,
     step_x,
     theme,
@@ -64,12 +67,15 @@ def compare_chart(
     evals: Mapping[str, Records] | None = None,
     *,
     events: Mapping[str, Records] | None = None,
+    seconds: bool = False,
     large: bool = False,
 ) -> VegaLite:
     """Several runs' curves of one metrics field on one axis, coloured by run name; with `evals` (run name -> eval
     records) the validation loss is added as dashed lines; with `events` (run name -> events) every live knob
     change is a rule in its run's colour, labelled "run: @step knob old→new", so a jump in one curve is never
-    credited to the settings table alone. A live chart: a cached template plus named datasets."""
+    credited to the settings table alone. With `seconds` the x axis is each run's wall-clock seconds since its
+    first step: "twice as fast to the same loss" is then visible. A live chart: a cached template plus named
+    datasets."""
     series = series or {}
     per_run = max(20, 4000 // max(1, len(series) + len(evals or {})))  # one budget shared by all curves
     rows = [
@@ -90,21 +96,26 @@ def compare_chart(
         for e in knob_changes(records or [])
         if finite(e.get("step")) is not None and not e.get("coupled_to")
     ]
+    if seconds:  # each run on its own clock
+        clocks = {str(name): step_seconds(records) for name, records in series.items()}
+        rows = [{**r, "step": clocks.get(r["run"], step_seconds(None))(r["step"])} for r in rows]
+        knobs = [{**k, "step": clocks.get(k["run"], step_seconds(None))(k["step"])} for k in knobs]
     knobs = marker_rows(
         sorted(knobs, key=lambda r: r["step"]), theme(large), max((r["step"] for r in rows), default=None)
     )
     datasets = {"compare": rows, "compare_hover": hover_rows(rows, "run", "curve"), "compare_knobs": knobs}
-    return live_spec(_compare_template, (field, runs, bool(evals), title, large), datasets)
+    key = (field, runs, bool(evals), title, SECONDS if seconds else STEP, large)
+    return live_spec(_compare_template, key, datasets)
 
 
-def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, large: bool):
+def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, x_title: str, large: bool):
     t = theme(large)
     log = field.endswith("grad_norm")  # norms span orders of magnitude
     y_title = FIELD_TITLES.get(field, field)
     y = value_y("shown:Q", y_title + (" (log scale)" if log and "log" not in y_title else ""), log=log, zero=False)
     curves = [field, "val_loss"] if with_evals else [field]
     base = alt.Chart(alt.NamedData("compare")).encode(
-        x=step_x(),
+        x=step_x(x_title),
         y=y,
         color=colour_encoding("run:N", list(runs), palette_for(runs), "run", lines=True),
         strokeDash=dash_encoding("curve:N", curves),
@@ -121,12 +132,12 @@ def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, lar
     layers = [
         base.mark_line(strokeWidth=t["line"]),
         marks.mark_rule(strokeDash=[3, 3], strokeWidth=t["line"]).encode(
-            x=step_x(), color=colour, tooltip=knob_tooltip
+            x=step_x(x_title), color=colour, tooltip=knob_tooltip
         ),
         *[
             marks.transform_filter(f"datum.side == '{side}'")
             .mark_text(align=side, baseline="top", dx=4 if side == "left" else -4, fontSize=t["text"])
-            .encode(x=step_x(), y=alt.Y("y:Q", scale=None), text="label:N", color=colour, tooltip=knob_tooltip)
+            .encode(x=step_x(x_title), y=alt.Y("y:Q", scale=None), text="label:N", color=colour, tooltip=knob_tooltip)
             for side in ("left", "right")
         ],
         hover_layer(base.encode(tooltip=tooltip), "compare", data="compare_hover"),

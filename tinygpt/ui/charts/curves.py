@@ -30,6 +30,7 @@ from tinygpt.ui.charts.style import (
     PALE,
     PURPLE,
     RED,
+    SECONDS,
     STEP,
     Records,
     VegaLite,
@@ -48,6 +49,7 @@ from tinygpt.ui.charts.style import (
     palette_for,
     reference_layers,
     reference_rows,
+    step_seconds,
     step_series,
     step_x,
     style_altair,
@@ -90,7 +92,7 @@ def _layer_and_part(group: str) -> tuple[str, str]:
 # ---------------------------------------------------------------- markers: knob changes, non-finite steps, now
 
 
-def _marker_layers(name: str, t: dict, colour: str, tooltip_title: str) -> list:
+def _marker_layers(name: str, t: dict, colour: str, tooltip_title: str, x_title: str = STEP) -> list:
     """Vertical rules at the steps of dataset `name`, labelled at the top. Rows are {"step", "label", "y", "side"}
     (see `marker_rows`): y (pixels from the top) staggers labels over three lines so neighbours do not overlap, and
     side puts a label left of its rule near the right edge, where a zoomable chart would clip it."""
@@ -99,28 +101,28 @@ def _marker_layers(name: str, t: dict, colour: str, tooltip_title: str) -> list:
     labels = [
         base.transform_filter(f"datum.side == '{side}'")
         .mark_text(align=side, baseline="top", dx=4 if side == "left" else -4, color=colour, fontSize=t["text"])
-        .encode(x=step_x(), y=alt.Y("y:Q", scale=None), text="label:N", tooltip=tooltip)
+        .encode(x=step_x(x_title), y=alt.Y("y:Q", scale=None), text="label:N", tooltip=tooltip)
         for side in ("left", "right")
     ]
-    return [
-        base.mark_rule(color=colour, strokeDash=[3, 3], strokeWidth=t["line"]).encode(x=step_x(), tooltip=tooltip)
-    ] + labels
+    rule = base.mark_rule(color=colour, strokeDash=[3, 3], strokeWidth=t["line"])
+    return [rule.encode(x=step_x(x_title), tooltip=tooltip)] + labels
 
 
 def _x_max(*row_lists: list[dict]) -> float | None:
     return max((row["step"] for rows in row_lists for row in rows), default=None)
 
 
-def _event_template_layers(t: dict) -> list:
+def _event_template_layers(t: dict, x_title: str = STEP) -> list:
     """Knob changes as labelled purple rules ("knobs"); non-finite steps as red rules with a red marker along the
     top ("nonfinite")."""
-    layers = _marker_layers("knobs", t, PURPLE, "knob change")
+    layers = _marker_layers("knobs", t, PURPLE, "knob change", x_title)
     tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title="non-finite")]
     base = alt.Chart(alt.NamedData("nonfinite"))
-    layers.append(base.mark_rule(color=RED, strokeWidth=t["line"], opacity=0.7).encode(x=step_x(), tooltip=tooltip))
+    rule = base.mark_rule(color=RED, strokeWidth=t["line"], opacity=0.7)
+    layers.append(rule.encode(x=step_x(x_title), tooltip=tooltip))
     layers.append(
         base.mark_point(shape="triangle-down", filled=True, size=12 * t["text"], color=RED).encode(
-            x=step_x(), y=alt.value(t["text"] // 2 + 2), tooltip=tooltip
+            x=step_x(x_title), y=alt.value(t["text"] // 2 + 2), tooltip=tooltip
         )
     )
     return layers
@@ -152,13 +154,16 @@ def loss_chart(
     target_label: str = "target",
     ghost: Records | None = None,
     ghost_label: str = "",
+    seconds: bool = False,
     max_points: int = 1500,
     large: bool = False,
 ) -> VegaLite:
     """Train loss per step (optionally EMA-smoothed), val loss, the ln(V) uniform baseline, an optional target,
     knob changes and non-finite steps. `ghost` is the train loss of the run this one replaced (started from a
     changed setting), drawn as a faint dashed line labelled `ghost_label` (e.g. "previous run: num_heads 4"), so
-    "what did more heads do?" is answered on one chart. Never raises on empty input: it shows a 'waiting' title."""
+    "what did more heads do?" is answered on one chart. With `seconds` the x axis is wall-clock seconds since the
+    run's first step (from the records' times; pauses included), so two recipes race on one axis. Never raises
+    on empty input: it shows a 'waiting' title."""
     t, smoothing = theme(large), min(max(float(smoothing or 0.0), 0.0), 0.999)
     train = step_series(metrics, "loss")
     raw_name, smooth_name = ("train (raw)", f"train (EMA {smoothing:g})") if smoothing else ("train", None)
@@ -180,11 +185,18 @@ def loss_chart(
     shade = [{"step": s, "loss": v} for s, v in thin_for_display(step_series(ghost, "loss"), max_points // 2)]
     datasets["ghost"] = shade
     datasets["ghost_label"] = [{**shade[-1], "label": ghost_label}] if shade and ghost_label else []
+    x_title = STEP
+    if seconds:  # every dataset's "step" becomes seconds since the first step, each run by its own clock
+        mine, theirs = step_seconds(metrics), step_seconds(ghost)
+        for name, rows_ in datasets.items():
+            clock = theirs if name.startswith("ghost") else mine
+            datasets[name] = [{**r, "step": clock(r["step"])} for r in rows_ if "step" in r] if rows_ else rows_
+        x_title = SECONDS
     title = "Training loss" if rows else "Training loss: waiting for the first step"
-    return live_spec(_loss_template, (raw_name, smooth_name, title, bool(ghost), large), datasets)
+    return live_spec(_loss_template, (raw_name, smooth_name, title, bool(ghost), x_title, large), datasets)
 
 
-def _loss_template(raw_name: str, smooth_name: str | None, title: str, with_ghost: bool, large: bool):
+def _loss_template(raw_name: str, smooth_name: str | None, title: str, with_ghost: bool, x_title: str, large: bool):
     t = theme(large)
     yspec = {"title": "cross-entropy loss (nats per character)", "zero": False}
     domain, colours = [raw_name, "val"], [PALE if smooth_name else BLUE, ORANGE]
@@ -192,7 +204,7 @@ def _loss_template(raw_name: str, smooth_name: str | None, title: str, with_ghos
         domain.insert(1, smooth_name)
         colours.insert(1, BLUE)
     base = alt.Chart(alt.NamedData("loss")).encode(
-        x=step_x(), y=value_y("loss:Q", **yspec), color=colour_encoding("series:N", domain, colours, lines=True)
+        x=step_x(x_title), y=value_y("loss:Q", **yspec), color=colour_encoding("series:N", domain, colours, lines=True)
     )
     tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("series:N"), alt.Tooltip("loss:Q", format=".4f")]
     layers = [
@@ -201,11 +213,11 @@ def _loss_template(raw_name: str, smooth_name: str | None, title: str, with_ghos
         hover_layer(base.encode(tooltip=tooltip), "loss", data="loss_hover"),
         *reference_layers("uniform", yspec, t),
         *reference_layers("target", yspec, t, colour=GREEN, dash=(2, 3)),
-        *_event_template_layers(t),
+        *_event_template_layers(t, x_title),
     ]
     if with_ghost:  # the run this one replaced, faint and labelled at its last point
-        ghost = alt.Chart(alt.NamedData("ghost")).encode(x=step_x(), y=value_y("loss:Q", **yspec))
-        label = alt.Chart(alt.NamedData("ghost_label")).encode(x=step_x(), y=value_y("loss:Q", **yspec))
+        ghost = alt.Chart(alt.NamedData("ghost")).encode(x=step_x(x_title), y=value_y("loss:Q", **yspec))
+        label = alt.Chart(alt.NamedData("ghost_label")).encode(x=step_x(x_title), y=value_y("loss:Q", **yspec))
         layers[:0] = [
             ghost.mark_line(color=GREY, opacity=0.55, strokeDash=[5, 3], strokeWidth=t["line"]),
             label.mark_text(align="right", baseline="bottom", dy=-6, color=GREY, fontSize=t["text"]).encode(

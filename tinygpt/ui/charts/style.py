@@ -32,6 +32,7 @@ HEALTHY_UPDATE_RATIO = 1e-3  # the rule of thumb from cs231n and Karpathy's make
 BLUE, ORANGE, GREEN, RED, PURPLE, GREY, PALE = "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#888", "#aec7e8"
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 STEP = "training step"  # the step axis title
+SECONDS = "seconds since the first step (wall clock)"  # the same axis on the clock: recipes race on it
 HOVER_POINTS = 100  # per series in a live chart's hover layer: one every ~7 px of a 700 px plot
 MAX_ROWS = 5000  # Altair's default guard on rows per DataFrame: thinning keeps every frame under it, so it stays on
 DASHES = ("solid", "dashed", "dotted")  # the order of `dash_encoding`'s line styles, as `dash_note` names them
@@ -327,3 +328,28 @@ def marker_rows(rows: list[dict], t: dict, x_max: float | None, stagger: bool = 
         }
         for i, row in enumerate(rows)
     ]
+
+
+def step_seconds(records: Records | None):
+    """A function step -> seconds since the first record of `records` (metrics with "step" and "time"), by linear
+    interpolation between records (evals and markers fall between metric records); steps outside the records are
+    clamped to the ends. The identity's zero when there are no times: a chart stays drawable."""
+    pairs = sorted({(r["step"], r["time"]) for r in records or [] if finite(r.get("step")) is not None
+                    and finite(r.get("time")) is not None})  # fmt: skip
+    if not pairs:
+        return lambda step: 0.0
+    steps = [p[0] for p in pairs]
+    times = [p[1] - pairs[0][1] for p in pairs]
+
+    def seconds(step: float) -> float:
+        import bisect
+
+        i = bisect.bisect_left(steps, step)
+        if i <= 0:
+            return round(times[0], 3)
+        if i >= len(steps):
+            return round(times[-1], 3)
+        s0, s1, t0, t1 = steps[i - 1], steps[i], times[i - 1], times[i]
+        return round(t0 + (t1 - t0) * (step - s0) / (s1 - s0), 3)
+
+    return seconds
