@@ -35,6 +35,14 @@ def dashboard() -> None:
 
 
 dashboard()
+with st.expander("Per-run budget for learners", icon=":material/speed:"):
+    budget = resources.room_budget()
+    b1, b2 = st.columns(2)
+    params = b1.number_input("Max parameters (millions, 0 = no limit)", 0.0, 1000.0, budget["max_params"] / 1e6)
+    steps = b2.number_input("Max steps per run (0 = no limit)", 0, 1_000_000, budget["max_steps"])
+    budget.update(max_params=int(params * 1e6), max_steps=int(steps))
+    st.caption("Checked when a learner presses Train: a bigger run is refused with the numbers. Memory is checked "
+               "for everyone: a run estimated not to fit is refused before it starts.")  # fmt: skip
 runs = [r["run"] for r in runinfo.room_rows(store)]
 if runs:
     c1, c2 = st.columns([3, 1])

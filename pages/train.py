@@ -82,6 +82,8 @@ with right:
                 source, state.get(state.W_PASTE, ""), uploaded.getvalue() if uploaded else None, values["max_seq_len"]
             )
             config = settings.build_config(state.get(state.W_PRESET), values, data)
+            if not learner.instructor:
+                settings.check_budget(config, resources.room_budget())
             if data.source == "shakespeare":
                 bar = messages.progress(0.0, text="Fetching Tiny Shakespeare ...")
                 settings.ensure_corpus(data, lambda done, total: bar.progress(min(1.0, done / max(total, 1))))

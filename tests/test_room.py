@@ -98,3 +98,17 @@ def test_the_room_page_is_the_instructors(runs_dir):
     assert not teacher.exception, teacher.exception
     assert any("Room" in t.value for t in teacher.title)
     assert any("Every learner" in str(c.value) for c in teacher.caption)
+
+
+def test_the_rooms_per_run_budget_refuses_an_oversized_run_with_the_numbers():
+    from tinygpt.config import ConfigError, DataConfig
+    from tinygpt.ui import settings
+
+    big = settings.build_config(
+        "Demo (CPU, seconds)", {"num_layers": 12, "hidden_dim": 512, "num_heads": 8}, DataConfig()
+    )
+    with pytest.raises(ConfigError, match=r"37\.\d+M parameters, above the room's budget of 2\.00M"):
+        settings.check_budget(big, {"max_params": 2_000_000, "max_steps": 0})
+    with pytest.raises(ConfigError, match="max_steps 300 is above the room's budget of 100"):
+        settings.check_budget(big, {"max_params": 0, "max_steps": 100})
+    settings.check_budget(big, {"max_params": 0, "max_steps": 0})  # no budget: no limit

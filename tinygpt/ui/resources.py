@@ -122,3 +122,10 @@ def head_stats(reader: RunReader) -> list[dict]:
     for snap in reader.attention_index().get("snapshots", []):
         rows.extend(snapshot_head_stats(str(reader.run_dir), int(snap["step"])))
     return rows
+
+
+@st.cache_resource(show_spinner=False)
+def room_budget() -> dict:
+    """The per-run budget the instructor sets on the Room page, shared by every session of this server:
+    {"max_params": int or 0 (no limit), "max_steps": int or 0}. Checked when a learner presses Train."""
+    return {"max_params": 0, "max_steps": 0}
