@@ -1,5 +1,12 @@
 """Attention: every head of every layer on a probe text, scrubbed through training time, and one head in detail."""
 
+from tinygpt.ui import state
+
+# First, before the imports below: a deep link's first run on a fresh server skips app.py (see state.py), and
+# app.py must paint the menu before torch loads.
+state.require_frame()
+
+
 import time
 
 import streamlit as st
@@ -7,9 +14,7 @@ import streamlit as st
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
 from tinygpt.ui import attention_view as view
-from tinygpt.ui import explain, playback, resources, runinfo, safe, state
-
-state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
+from tinygpt.ui import explain, playback, resources, runinfo, safe
 
 FOLLOW_EVERY_S = 3.0  # while following a live run, redraw the grid at most this often
 PLAY_EVERY_S = 0.8  # the play button's pace: one snapshot per tick

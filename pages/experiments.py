@@ -1,5 +1,12 @@
 """Experiments: every classic transformer failure as a one-click, side-by-side pair of runs, with a computed verdict."""
 
+from tinygpt.ui import state
+
+# First, before the imports below: a deep link's first run on a fresh server skips app.py (see state.py), and
+# app.py must paint the menu before torch loads.
+state.require_frame()
+
+
 import streamlit as st
 import torch
 
@@ -9,10 +16,8 @@ from tinygpt import model as model_lib
 from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS
 from tinygpt.errors import TinyGPTError
-from tinygpt.ui import explain, lab, resources, settings, state, workshop
+from tinygpt.ui import explain, lab, resources, room, settings, workshop
 from tinygpt.ui.charts import compare
-
-state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
 REFRESH_S = 1.0
 
@@ -45,19 +50,34 @@ state.init(state.W_LAB_SOURCE, next((k for k, v in sources.items() if v == link_
 source_label = left.selectbox("Corpus (both runs)", list(sources), key=state.W_LAB_SOURCE)
 state.init(state.W_LAB_SEED, 1337)
 seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=state.W_LAB_SEED)
-runs = state.lab_runs(key, list(experiment.variants))
+measured = experiment.measure is not None  # measured in this process, not trained (memory)
+runs = None if measured else state.lab_runs(key, list(experiment.variants))
 if right.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch"):
     try:
-        settings.ensure_corpus(DataConfig(source=sources[source_label]))
-        runs = lab.start_experiment(resources.get_manager(), experiment, sources[source_label], int(seed))
-        state.set_lab_runs(key, runs)
+        if measured:
+            with st.spinner("Measuring both loops..."):
+                state.set_lab_measured(key, int(seed), experiment.measure(int(seed)))
+        else:
+            settings.ensure_corpus(DataConfig(source=sources[source_label]))
+            manager, learner = resources.get_manager(), room.current()
+            runs = lab.start_experiment(manager, experiment, sources[source_label], int(seed), learner)
+            state.set_lab_runs(key, runs)
     except TinyGPTError as exc:
         st.error(str(exc))
 
-tabs = st.tabs(["Side by side", "Model health", "Shape drift", "Memory"])
+tabs = st.tabs(["Side by side", "Model health", "Shape contracts", "Memory per step"])
 
 with tabs[0]:
-    if not runs:
+    if measured:
+        taken = state.lab_measured(key)
+        if taken is None:
+            st.info("Press **Run side by side** to measure both loops: " + ", ".join(experiment.variants) + ".")
+        else:
+            st.caption(f"Measured on this machine, seed {taken[0]} (the sizes both loops use).")
+            st.dataframe(lab.memory_table(taken[1]), hide_index=True, width="stretch")
+            st.markdown("#### Verdict")
+            lab.show_verdict(experiment.verdict(taken[1]))
+    elif not runs:
         st.info("Press **Run side by side** to train the variants: " + ", ".join(experiment.variants) + ".")
     else:
         live = any(resources.is_live(r) for r in runs.values())
@@ -65,7 +85,7 @@ with tabs[0]:
         @st.fragment(run_every=REFRESH_S if live else None)
         def side_by_side() -> None:
             readers = {label: state.reader(store, run_id) for label, run_id in runs.items()}
-            results = lab.results(readers)
+            results = lab.results(readers, experiment)
             for run_id in runs.values():
                 resources.touch(run_id)
             st.dataframe(
@@ -99,7 +119,7 @@ with tabs[0]:
                     with col:
                         explain.show_chart(compare.compare_chart(series, field, large=large), None, key=f"x_{field}")
             st.markdown("#### Verdict")
-            st.success(experiment.verdict(results))
+            lab.show_verdict(experiment.verdict(results))
             samples = {label: r.sample for label, r in results.items() if r.sample}
             if samples:
                 st.markdown("#### Latest samples")
@@ -112,7 +132,8 @@ with tabs[0]:
 
 with tabs[1]:
     st.caption(
-        "Live checks on a run's latest checkpoint: pass/fail with the measured value. The leak detector changes "
+        "Checks on a run's latest checkpoint and its recent steps: pass, FAIL, or not enough data (too few steps "
+        "to judge), each with the value it measured and the threshold it was held to. The leak detector changes "
         "every token after position t and measures how much the logits at positions <= t move."
     )
     choices = {f"{label} ({rid})": rid for label, rid in (runs or {}).items()}
@@ -149,7 +170,8 @@ with tabs[2]:
 
 with tabs[3]:
     st.caption(
-        "Bytes for one training step. Parameters, gradients and AdamW's two moments grow with the model; "
+        "Estimated bytes for one training step (arithmetic, fp32; on CUDA one bar is the measured peak). "
+        "Parameters, gradients and AdamW's two moments grow with the model; "
         "activations grow with batch x context, and attention's scores and weights with context squared."
     )
     c1, c2, c3 = st.columns(3)
@@ -160,7 +182,7 @@ with tabs[3]:
     context = c2.select_slider("Context T", [16, 32, 64, 128, 256, 512, 1024], key=state.W_MEM_CONTEXT)
     width = c3.select_slider("Width", [32, 64, 128, 256, 384, 512], key=state.W_MEM_WIDTH)
     rows = lab.memory_comparison(width, context, batch)
-    measured = any(r.get("source", "").startswith("torch.cuda") for r in rows)
-    title = "Memory per training step (" + ("measured on CUDA" if measured else "estimated, fp32") + ")"
+    cuda_peak = any(r.get("source", "").startswith("torch.cuda") for r in rows)
+    title = "Memory per training step (estimated, fp32" + ("; the peak bar is measured on CUDA)" if cuda_peak else ")")
     explain.show_chart(compare.memory_chart(rows, title=title, large=state.large_fonts()), "memory_chart", code=False)
     explain.show_code_of([lab_lib.memory_rows])

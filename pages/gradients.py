@@ -1,12 +1,17 @@
 """Gradients: how hard each layer is pushed, next to the learning rate that scales the push."""
 
+from tinygpt.ui import state
+
+# First, before the imports below: a deep link's first run on a fresh server skips app.py (see state.py), and
+# app.py must paint the menu before torch loads.
+state.require_frame()
+
+
 import streamlit as st
 
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
-from tinygpt.ui import explain, resources, runinfo, safe, state
+from tinygpt.ui import explain, resources, runinfo, safe
 from tinygpt.ui.charts import curves, heatmaps
-
-state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
 REFRESH_S = 1.0
 LIVE_POINTS = 400  # points per curve while live (the charts thin older steps; hover still shows values)

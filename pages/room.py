@@ -1,12 +1,17 @@
 """Room: the instructor's view of the workshop: every learner's runs, live, and one of them on the projector."""
 
+from tinygpt.ui import state
+
+# First, before the imports below: a deep link's first run on a fresh server skips app.py (see state.py), and
+# app.py must paint the menu before torch loads.
+state.require_frame()
+
+
 import streamlit as st
 
 from tinygpt.runstore import ACTIVE_STATES
-from tinygpt.ui import explain, resources, room, runinfo, safe, state
+from tinygpt.ui import explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare
-
-state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
 

@@ -1,13 +1,18 @@
 """Runs: every run in the run store; open, resume, delete, compare, download."""
 
+from tinygpt.ui import state
+
+# First, before the imports below: a deep link's first run on a fresh server skips app.py (see state.py), and
+# app.py must paint the menu before torch loads.
+state.require_frame()
+
+
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import knobs_now
-from tinygpt.ui import bundle, explain, resources, room, runinfo, safe, state
+from tinygpt.ui import bundle, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, curves, heatmaps
-
-state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
 store = resources.get_store()
 current = state.run_id()

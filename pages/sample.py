@@ -1,5 +1,12 @@
 """Sample: continue a prompt with a run's model, one character at a time, and see why each character won."""
 
+from tinygpt.ui import state
+
+# First, before the imports below: a deep link's first run on a fresh server skips app.py (see state.py), and
+# app.py must paint the menu before torch loads.
+state.require_frame()
+
+
 import time
 
 import streamlit as st
@@ -7,10 +14,8 @@ import streamlit as st
 from tinygpt import inside
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import list_checkpoints, run_learner
-from tinygpt.ui import explain, resources, room, safe, state
+from tinygpt.ui import explain, resources, room, safe
 from tinygpt.ui.charts import compare, heatmaps
-
-state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
 store = resources.get_store()
 current = state.run_id()

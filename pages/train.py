@@ -1,16 +1,20 @@
 """Train: choose the settings, start a run, and watch its loss, learning rate and gradient norm live."""
 
+from tinygpt.ui import state
+
+# First, before the imports below: a deep link's first run on a fresh server skips app.py (see state.py), and
+# app.py must paint the menu before torch loads.
+state.require_frame()
+
+
 import time
 
 import streamlit as st
 
-from tinygpt.config import RunConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES, knobs_now
-from tinygpt.ui import explain, form, resources, room, runinfo, safe, settings, state
+from tinygpt.ui import explain, form, launch, resources, room, runinfo, safe, settings
 from tinygpt.ui.charts import curves
-
-state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
 REFRESH_S = 0.45  # live charts refresh period while a run trains: ~2.2 Hz, so timer jitter never drops it below 2
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
@@ -40,18 +44,6 @@ with left:
 # ---------------------------------------------------------------- controls
 
 
-def start(config: RunConfig) -> None:
-    """Queue a new run owned by this learner, make it the page's run, and redraw."""
-    try:
-        new_id = resources.get_manager().start(config, parent=run_id if mine else None, actor=learner)
-    except TinyGPTError as e:
-        st.error(safe.md(e))
-        return
-    state.set_run_id(new_id)
-    state.clear_knob_notes()
-    st.rerun()
-
-
 with right:
     # Two rows on a projector, so every label fits at large fonts ("Tr...", "Re..." in one row of five).
     rows = [st.columns(3), st.columns(3)] if large else [st.columns([1.3, 1, 1, 1, 1])]
@@ -76,40 +68,8 @@ with right:
             messages.info(f"Changed since this run started: {', '.join(changed)}. Press **Train** to start a new run.")
 
     if train_clicked:
-        try:
-            values = form.form_values()
-            data = settings.data_config(
-                source, state.get(state.W_PASTE, ""), uploaded.getvalue() if uploaded else None, values["max_seq_len"]
-            )
-            config = settings.build_config(state.get(state.W_PRESET), values, data)
-            if not learner.instructor:
-                settings.check_budget(config, resources.room_budget())
-            if data.source == "shakespeare":
-                bar = messages.progress(0.0, text="Fetching Tiny Shakespeare ...")
-                settings.ensure_corpus(data, lambda done, total: bar.progress(min(1.0, done / max(total, 1))))
-                bar.empty()
-            if resources.my_active_runs(learner):  # one training slot per learner: ask before taking a second
-                state.put(state.PENDING_TRAIN, config.to_dict())
-            else:
-                start(config)
-        except TinyGPTError as e:
-            messages.error(safe.md(e))
-    pending = state.get(state.PENDING_TRAIN)
-    if pending:
-        busy = resources.my_active_runs(learner)
-        messages.warning(
-            f"You already have a run training or queued ({', '.join(busy) or 'just ended'}). Each learner trains one "
-            "run at a time, so the room's few training slots go round."
-        )
-        s1, s2 = messages.columns(2)
-        if s1.button("Stop it and start the new run", type="primary", width="stretch"):
-            for other in busy:
-                resources.get_manager().stop(other, actor=learner)
-            state.pop(state.PENDING_TRAIN)
-            start(RunConfig.from_dict(pending))
-        if s2.button("Keep it; cancel the new run", width="stretch"):
-            state.pop(state.PENDING_TRAIN)
-            st.rerun()
+        launch.train_clicked(source, uploaded, learner, run_id if mine else None, messages)
+    launch.one_slot_question(learner, run_id if mine else None, messages)
 
     clicked = pause_clicked or resume_clicked or step_clicked or stop_clicked
     if clicked:

@@ -424,7 +424,9 @@ def head_stats_chart(
     its weight evenly over the keys the mask in force lets it see (inside.uniform_entropy: the mean of
     ln(visible keys), about 2.55 under a causal mask at T = 32, not ln(32) = 3.47), drawn as the reference."""
     t = theme(large)
-    width, height = (460, 400) if large else (340, 280)
+    # Two panels side by side fit the content column of a 1400 px window (300 px each plus axes); with large fonts
+    # they stack, so neither is cut at the right edge of a 1280 px projector.
+    width, height = (620, 300) if large else (300, 260)
 
     def small(text: str) -> alt.TitleParams:  # panel titles below the chart's own, sized like axis titles
         return alt.TitleParams(text, fontSize=t["axis_title"])
@@ -460,11 +462,10 @@ def head_stats_chart(
         maxw = base.mark_line(point=point, strokeWidth=t["line"]).encode(
             y=value_y("max_weight:Q", "max attention weight (0..1)", domain=[0, 1]), tooltip=tooltip
         )
-        panels.append(
-            alt.hconcat(
-                alt.layer(*ent).properties(title=small(f"layer {lay}: entropy"), width=width, height=height),
-                maxw.properties(title=small(f"layer {lay}: max weight"), width=width, height=height),
-            )
+        pair = (
+            alt.layer(*ent).properties(title=small(f"layer {lay}: entropy"), width=width, height=height),
+            maxw.properties(title=small(f"layer {lay}: max weight"), width=width, height=height),
         )
+        panels.append(alt.vconcat(*pair) if large else alt.hconcat(*pair))
     title = "Attention entropy and max weight per head" + ("" if clean else ": waiting for the first snapshot")
     return style_altair(alt.vconcat(*panels).properties(title=title), large)

@@ -245,7 +245,8 @@ def attention_detail(
     bound = float(max(np.abs(finite).max(), 1e-9))
     scaled_title = f"2. scaled: × {scale:.3g}" if scale else "2. scaled"
     titles = ["1. scores Q·Kᵀ", scaled_title, "3. mask", "4. masked scores", "5. softmax weights"]
-    panel_px = (t["wide"] + 180) / per_row - 40  # the content column, less the gaps between panels
+    # The content column (the stacked-chart width plus its axes; large fonts leave less room), less the gaps.
+    panel_px = (t["wide"] + (40 if large else 180)) / per_row - 40
     fig = make_subplots(
         rows=rows, cols=per_row, subplot_titles=titles, horizontal_spacing=0.06, vertical_spacing=0.12 / rows
     )

@@ -100,7 +100,7 @@ def mask_comparison(
                        hovertemplate=f"{mode}: query %{{y}} → key %{{x}}: weight %{{z:.3f}}<extra></extra>"),
             row=2, col=c,
         )  # fmt: skip
-    panel_px = (t["wide"] + 180) / len(modes) - 30
+    panel_px = (t["wide"] + (40 if large else 180)) / len(modes) - 30
     font = token_font(len(cats), panel_px, t["label"])
     token_ticks(fig, cats, ticks, 1, "x", tickfont={"size": font})
     token_ticks(fig, cats, ticks, 1, "y", autorange="reversed", tickfont={"size": font})
