@@ -4,7 +4,7 @@ A training worker (another process) owns a `RunWriter`; every app page owns a `R
 folder. The folder is the only channel between them, so its format (v1, defined in docs/CONTRACTS.md) is simple:
 
     runs/<run_id>/                  run_id matches ^[A-Za-z0-9_-]{8,64}$ and resolves to a folder inside runs/
-      config.json                   atomic: RunConfig.to_dict() + run_id, created, owner, parent, vocab, num_params
+      config.json                   atomic: RunConfig.to_dict() + run_id, created, owner, parent, learner, vocab, num_params
       status.json                   atomic, rewritten often: state, reason, step, max_steps, tokens_per_s, ...
       metrics.jsonl                 one JSON object per line per step: step, time, loss, lr, grad_norm, ...
       evals.jsonl                   step, train_loss, val_loss
@@ -12,29 +12,42 @@ folder. The folder is the only channel between them, so its format (v1, defined 
       samples.jsonl                 step, prompt, text
       attention/index.json          atomic: probe_text, tokens, snapshots [{step, file}]
       attention/step_%08d.npy       float16 (num_layers, num_heads, T, T), thinned to ~64 snapshots
+      attention/scores.jsonl        one line per snapshot step, never thinned: head-role scores (tinygpt.circuits)
       checkpoints/step_%08d.safetensors (+ .json), written by tinygpt.checkpoint
+      corpus.txt                    a pasted or uploaded corpus (UTF-8), stored once; configs name it by sha256
+      writer.lock                   flock'ed by the one process writing the run, as long as it writes
 
 This module is the one home of that layout: the file names (`checkpoint_stem`, `snapshot_name`, `snapshot_path`,
 and the patterns that parse them), which checkpoints count (`list_checkpoints`: both files present), the run
 states and their groups (`STATES`, `ACTIVE_STATES`, ...), status.json edits by a process without a live writer
 (`update_status`), abandoning what came after a checkpoint (`rewind`), and how knob events read back
-(`knob_changes`, `knob_answer`, `knobs_now`). Everybody else (loop, worker, CLI, app, charts) calls these.
+(`knob_changes`, `knob_answer`, `knobs_now`), one writer per run (`acquire_writer_lock`, `writer_lock_holder`),
+the corpus file (`store_corpus`, `read_corpus`), and what a folder without a readable status.json says about itself
+(`read_status`). Everybody else (loop, worker, CLI, app, charts) calls these.
 
 Two rules make a live reader safe without locks: whole files are replaced atomically (write a temp file in the
 same folder, then os.replace, which readers see as old-or-new, never half), and .jsonl files only grow, one
 complete line per write, so a reader remembers a byte offset and consumes only whole lines. Non-finite floats
 (a diverged loss) are written as null, because NaN is not JSON and a strict reader would reject the whole line.
 
-Deliberately left out: locking (one writer per run is the worker's job), detecting a dead worker (a status of
+One writer per run: whoever trains a run (a worker, the CLI, torchrun's rank 0) holds an exclusive flock on its
+writer.lock for as long as it writes; a second would-be writer gets RunLockedError, and the kernel drops the lock
+when its holder dies (kill -9 too), so a stale lock never blocks. Readers take no lock.
+
+Deliberately left out: locks over NFS (flock there depends on the server), detecting a hung worker (a status of
 "running" with a stale `updated` is for tinygpt.worker to judge), compression, and any schema beyond the keys
 the writer is given. Readers keep memory flat by thinning, never by loading whole files.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import hashlib
 import json
 import math
 import os
+import pickle
 import re
 import secrets
 import shutil
@@ -52,7 +65,7 @@ from tinygpt.config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS
 from tinygpt.errors import RunStoreError
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
-EVENT_KINDS = ("knob", "clip", "nonfinite", "state", "checkpoint", "error")
+EVENT_KINDS = ("knob", "clip", "nonfinite", "diverged", "state", "checkpoint", "error")
 OWNERS = ("app", "cli")
 JSONL_FILES = ("metrics", "evals", "events", "samples")
 
@@ -130,8 +143,21 @@ def validate_run_id(run_id: Any) -> str:
     return run_id
 
 
+RUNS_DIR_ENV = "TINYGPT_RUNS_DIR"
+
+
 def default_root() -> Path:
-    return Path(os.environ.get("TINYGPT_RUNS_DIR") or "runs")
+    return Path(os.environ.get(RUNS_DIR_ENV) or "runs")
+
+
+def os_error_message(exc: OSError, root: str | Path) -> str:
+    """What an OSError while writing under the runs folder `root` means for the user, and what to do."""
+    detail = f"[Errno {exc.errno}] {exc.strerror}" if exc.strerror else str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"the disk holding the runs folder {root} is full ({detail}): free some space (delete old runs), retry."
+    if Path(root).exists() and not Path(root).is_dir():
+        return f"the runs folder {root} is a file, not a folder: set {RUNS_DIR_ENV} (or --runs-dir) to a folder."
+    return f"the runs folder {root} is not writable: {detail}; set {RUNS_DIR_ENV} to a folder you can write."
 
 
 def _json_safe(obj: Any) -> Any:
@@ -199,6 +225,21 @@ def read_evals(run_dir: str | Path) -> list[dict]:
     return read_jsonl(Path(run_dir) / "evals.jsonl")
 
 
+def read_scores(run_dir: str | Path) -> list[dict]:
+    """The head-role score records of a run (attention/scores.jsonl), in step order. A step that is not after the
+    one before means the run was rewound (resumed from an earlier checkpoint): the records from that step on are
+    abandoned, as RunReader does for metrics."""
+    kept: list[dict] = []
+    for record in read_jsonl(Path(run_dir) / "attention" / "scores.jsonl"):
+        step = _step(record)
+        if step is None:
+            continue
+        while kept and kept[-1]["step"] >= step:
+            kept.pop()
+        kept.append(record)
+    return kept
+
+
 def read_jsonl(path: str | Path) -> list[dict]:
     """The records of a small .jsonl file, torn or unparseable lines skipped; [] if it does not exist."""
     try:
@@ -220,20 +261,112 @@ def read_jsonl(path: str | Path) -> list[dict]:
 
 
 def read_status(run_dir: str | Path) -> dict:
-    """status.json as a dict ({} when missing). A corrupt file raises RunStoreError."""
-    status = read_json(Path(run_dir) / "status.json", {})
-    return status if isinstance(status, dict) else {}
+    """status.json as a dict; {} for a folder without config.json (not a run, or not yet one).
+
+    A run folder whose status.json is missing or unreadable (deleted, garbage, a disk that filled up mid-write)
+    reports what the folder itself knows (`recovered_status`): the last step in its metrics, state "stopped", and
+    a reason naming the checkpoint a resume continues from. Nothing is written; the next status update heals it.
+    """
+    run_dir = Path(run_dir)
+    try:
+        status = read_json(run_dir / "status.json", None)
+        problem = "status.json missing" if status is None else "status.json is not an object"
+    except RunStoreError:
+        status, problem = None, "status.json is unreadable"
+    if isinstance(status, dict):
+        return status
+    if not (run_dir / "config.json").exists():
+        return {}
+    return recovered_status(run_dir, problem)
+
+
+def recovered_status(run_dir: str | Path, problem: str) -> dict:
+    """A status for a run folder from its other files: step = the last step in metrics.jsonl, state "stopped"
+    (or "running" while a live writer holds its lock), reason = `problem` and the checkpoint to resume from."""
+    run_dir = Path(run_dir)
+    checkpoints = list_checkpoints(run_dir)
+    try:
+        config = read_json(run_dir / "config.json", {}) or {}
+    except RunStoreError:
+        config = {}
+    train = config.get("train") if isinstance(config, dict) else None
+    holder = writer_lock_holder(run_dir)
+    if holder is not None:
+        state, then = "running", f"pid {holder.get('pid')} is writing it"
+    elif checkpoints:
+        state, then = "stopped", f"resumable from checkpoint {checkpoints[-1]}"
+    else:
+        state, then = "stopped", "no checkpoint, so resuming starts it over"
+    return {
+        "state": state,
+        "reason": f"{problem}; {then}",
+        "step": last_metric_step(run_dir) or 0,
+        "max_steps": train.get("max_steps") if isinstance(train, dict) else None,
+        "tokens_per_s": None,
+        "best_val_loss": None,
+        "device": None,
+        "pid": holder.get("pid") if holder else None,
+        "queue_position": None,
+        "updated": None,
+    }
+
+
+def last_metric_step(run_dir: str | Path) -> int | None:
+    """The step of the last complete record in metrics.jsonl, read from the file's end (a long run's file stays
+    unread); None without one."""
+    try:
+        with open(Path(run_dir) / "metrics.jsonl", "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 65536))  # 64 KiB holds hundreds of step records
+            tail = f.read()
+    except OSError:
+        return None
+    for line in reversed(tail.split(b"\n")):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        step = _step(record) if isinstance(record, dict) else None
+        if step is not None:
+            return int(step)
+    return None
+
+
+def write_status_file(run_dir: str | Path, status: dict) -> None:
+    """Atomically replace status.json; on a full disk, rewrite it in place instead.
+
+    The in-place rewrite needs no new block (status.json is far smaller than one), so even on a disk with no
+    free block a run can still say that it failed and why. A reader may see that rewrite half done: it then
+    keeps the status it had (RunReader) until the next complete one.
+    """
+    path = Path(run_dir) / "status.json"
+    try:
+        write_json_atomic(path, status)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or not path.exists():
+            raise RunStoreError(os_error_message(exc, Path(run_dir).parent)) from exc
+        data = (dumps(status, indent=2) + "\n").encode("utf-8")
+        try:
+            with open(path, "r+b") as f:
+                f.write(data)
+                f.truncate()
+        except OSError:
+            raise RunStoreError(os_error_message(exc, Path(run_dir).parent)) from exc
 
 
 def update_status(run_dir: str | Path, **fields: Any) -> dict:
     """Read, merge `fields` and atomically rewrite status.json (with `updated` = now); returns the new status.
 
     For processes that do not own the run's RunWriter: the worker manager marking a run queued, starting,
-    paused or failed before a worker exists or after it died. While a worker trains, its writer owns the file.
+    paused or failed before a worker exists or after it died. While a worker trains, its writer owns the file:
+    a run whose writer lock another process holds raises RunLockedError, and an unwritable folder RunStoreError.
     """
     check_state(fields.get("state"))
+    holder = writer_lock_holder(run_dir)
+    if holder is not None and not holder.get("this_process"):
+        raise RunLockedError(_locked_message(Path(run_dir), holder))
     status = {**read_status(run_dir), **fields, "updated": time.time()}
-    write_json_atomic(Path(run_dir) / "status.json", status)
+    write_status_file(run_dir, status)
     return status
 
 
@@ -249,6 +382,156 @@ def rewind(run_dir: str | Path, step: int) -> None:
     if isinstance(index, dict) and any(s.get("step", 0) > step for s in index.get("snapshots", [])):
         index["snapshots"] = [s for s in index["snapshots"] if s.get("step", 0) <= step]
         write_json_atomic(index_path, index)
+
+
+# ---------------------------------------------------------------- one writer per run
+
+WRITER_LOCK = "writer.lock"  # in the run folder: flock'ed (exclusive) by the process writing the run
+_HELD_LOCKS: dict[str, WriterLock] = {}  # resolved run folder -> the lock this process holds on it
+
+
+class RunLockedError(RunStoreError):
+    """Another process is writing this run: only one may (the message names it)."""
+
+
+class WriterLock:
+    """The exclusive flock on a run's writer.lock, held from `acquire_writer_lock` until `release` (or the
+    holder's death: the kernel drops it with the last file descriptor, so a killed writer leaves no stale lock).
+    The file holds the holder's pid, a description and the time, for the refusal message; the lock is the flock,
+    not the file, which stays behind."""
+
+    def __init__(self, run_dir: Path, fd: int):
+        self.run_dir, self._fd = run_dir, fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            _HELD_LOCKS.pop(str(self.run_dir.resolve()), None)
+            os.close(self._fd)  # closing the only descriptor of this open file drops the flock
+            self._fd = None
+
+    def __enter__(self) -> WriterLock:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def acquire_writer_lock(run_dir: str | Path, holder: str) -> WriterLock:
+    """Become the one writer of a run; RunLockedError (naming who writes it) if another process is, RunStoreError
+    if the folder is not writable. `holder` says who we are ("the app's training worker", ...)."""
+    run_dir = Path(run_dir)
+    path = run_dir / WRITER_LOCK
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise RunStoreError(os_error_message(exc, run_dir.parent)) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EACCES):
+            raise RunLockedError(_locked_message(run_dir, _lock_info(path))) from None
+        raise RunStoreError(os_error_message(exc, run_dir.parent)) from exc
+    info = {"pid": os.getpid(), "holder": holder, "since": time.time()}
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps(info).encode("utf-8"))
+    except OSError:
+        pass  # a full disk: the lock holds without its description
+    lock = _HELD_LOCKS[str(run_dir.resolve())] = WriterLock(run_dir, fd)
+    return lock
+
+
+def writer_lock_holder(run_dir: str | Path) -> dict | None:
+    """Who holds a run's writer lock ({"pid", "holder", "since"}, plus "this_process": True when it is us), or
+    None when nobody writes the run. Takes no lock and writes nothing (works on a read-only folder)."""
+    run_dir = Path(run_dir)
+    path = run_dir / WRITER_LOCK
+    held = _HELD_LOCKS.get(str(run_dir.resolve()))
+    if held is not None:
+        return {**_lock_info(path), "pid": os.getpid(), "this_process": True}
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # no lock file: nobody ever wrote this run under a lock
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a shared lock is refused only while a writer holds it
+    except OSError:
+        return _lock_info(path) or {"pid": None}
+    finally:
+        os.close(fd)  # also drops our shared lock at once
+    return None
+
+
+def _lock_info(path: Path) -> dict:
+    try:
+        info = json.loads(path.read_bytes() or b"{}")
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _locked_message(run_dir: Path, info: dict) -> str:
+    who = info.get("holder") or "another process"
+    pid = f" (pid {info['pid']})" if info.get("pid") else ""
+    return (
+        f"run {run_dir.name} is being written by {who}{pid}: only one process may train a run at a time. "
+        "Stop it there first (or wait for it to end), or start a new run."
+    )
+
+
+# ---------------------------------------------------------------- the corpus of a run
+
+CORPUS_FILE = "corpus.txt"  # a pasted or uploaded corpus, stored once per run instead of in every config
+
+
+def corpus_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def store_corpus(run_dir: str | Path, config: dict) -> dict:
+    """Move a config's inline text corpus (source "text") into run_dir/corpus.txt and return the config that
+    names it instead (data.text "", data.text_sha256 its hash). Other configs come back unchanged. A 20 MB upload
+    used to be copied into config.json and every checkpoint's JSON (~100 MB a run) and into every reader's
+    memory; now it is on disk once and configs stay a few kB."""
+    data = config.get("data") if isinstance(config, dict) else None
+    if not isinstance(data, dict) or data.get("source") != "text" or not data.get("text"):
+        return config
+    text = data["text"]
+    digest = corpus_sha256(text)
+    path = Path(run_dir) / CORPUS_FILE
+    if not path.exists() or corpus_sha256(path.read_bytes().decode("utf-8", errors="replace")) != digest:
+        encoded = text.encode("utf-8")
+        _write_atomic(path, lambda f: f.write(encoded))
+    return {**config, "data": {**data, "text": "", "text_sha256": digest}}
+
+
+def read_corpus(run_dir: str | Path, sha256: str | None = None) -> str:
+    """The text a "text"-source run trains on: its corpus.txt (new runs) or the text inline in its config.json
+    (older run folders); "" for other sources. With `sha256` (or the one config.json names), the text must match
+    it, else RunStoreError: a corpus.txt edited after the run started is not the text its checkpoints learned."""
+    run_dir = Path(run_dir)
+    data = (read_json(run_dir / "config.json", {}) or {}).get("data") or {}
+    if data.get("source") != "text":
+        return ""
+    if data.get("text"):
+        return data["text"]
+    expected = sha256 or data.get("text_sha256") or None
+    try:
+        text = (run_dir / CORPUS_FILE).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise RunStoreError(
+            f"run {run_dir.name} trains on your text, but its {CORPUS_FILE} is missing: put the file back, or "
+            "start a new run with the text."
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunStoreError(f"{run_dir / CORPUS_FILE} is unreadable ({exc}): start a new run with the text.") from exc
+    if expected and corpus_sha256(text) != expected:
+        raise RunStoreError(
+            f"{run_dir / CORPUS_FILE} is not the text run {run_dir.name} was trained on (sha256 "
+            f"{corpus_sha256(text)[:12]}..., expected {expected[:12]}...): put the original back, or start a new run."
+        )
+    return text
 
 
 # ---------------------------------------------------------------- knob events read back
@@ -366,17 +649,22 @@ class RunStore:
         return self.path(run_id).is_dir()
 
     def create(self, config: dict, owner: str, parent: str | None = None) -> RunWriter:
-        """A new run folder with config.json and a "queued" status, then a writer for it."""
+        """A new run folder with config.json and a "queued" status, then a writer for it. An inline text corpus
+        goes to corpus.txt (`store_corpus`). A runs folder that cannot be written raises RunStoreError saying so."""
         if owner not in OWNERS:
             raise RunStoreError(f"owner must be one of {OWNERS}, got {owner!r}.")
         if parent is not None:
             validate_run_id(parent)
-        self.root.mkdir(parents=True, exist_ok=True)
-        run_id = new_run_id()
-        # Build the folder under a hidden name and rename it into place, so list_runs never sees a run
-        # that has no config.json yet (hidden names never match RUN_ID_RE).
-        staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".new-"))
         try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            # Build the folder under a hidden name and rename it into place, so list_runs never sees a run
+            # that has no config.json yet (hidden names never match RUN_ID_RE).
+            staging = Path(tempfile.mkdtemp(dir=self.root, prefix=".new-"))
+        except OSError as exc:
+            raise RunStoreError(os_error_message(exc, self.root)) from exc
+        run_id = new_run_id()
+        try:
+            config = store_corpus(staging, config)
             created = time.time()
             write_json_atomic(
                 staging / "config.json",
@@ -387,8 +675,10 @@ class RunStore:
             status.update(tokens_per_s=None, best_val_loss=None, device=None, pid=None, queue_position=None)
             write_json_atomic(staging / "status.json", {**status, "updated": created})
             os.rename(staging, self.path(run_id))
-        except BaseException:
+        except BaseException as exc:
             shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise RunStoreError(os_error_message(exc, self.root)) from exc
             raise
         return RunWriter(self.path(run_id))
 
@@ -426,11 +716,9 @@ class RunStore:
 def _summarize(run_dir: Path) -> RunSummary:
     try:
         config = read_json(run_dir / "config.json")
-        status = read_json(run_dir / "status.json")
         if not isinstance(config, dict):
             raise RunStoreError("config.json is missing or not an object")
-        if not isinstance(status, dict):
-            raise RunStoreError("status.json is missing or not an object")
+        status = read_status(run_dir)  # a missing or broken status.json: what the folder itself knows
         return RunSummary(
             run_id=run_dir.name,
             state=str(status.get("state", "unknown")),
@@ -463,11 +751,23 @@ class RunWriter:
         self.run_dir = Path(run_dir)
         self.run_id = self.run_dir.name
         self.max_snapshots = max_snapshots
-        self._status: dict = read_json(self.run_dir / "status.json", {}) or {}
+        self._status: dict = read_status(self.run_dir)  # a broken status.json is replaced by the next write
         self._files: dict[str, Any] = {}
         self._attn_dir = self.run_dir / "attention"
-        self._attn_index: dict = read_json(self._attn_dir / "index.json", {}) or {}
+        self._attn_index: dict = self._read_index()
         self._remove_orphan_snapshots()
+
+    def _read_index(self) -> dict:
+        """attention/index.json; a corrupt one is rebuilt from the snapshot files there (none is deleted)."""
+        try:
+            index = read_json(self._attn_dir / "index.json", {}) or {}
+        except RunStoreError:
+            index = None
+        if isinstance(index, dict) and isinstance(index.get("snapshots", []), list):
+            return index
+        files = sorted(p.name for p in self._attn_dir.iterdir() if _SNAPSHOT_FILE_RE.match(p.name))
+        snapshots = [{"step": int(_SNAPSHOT_FILE_RE.match(f).group(1)), "file": f} for f in files]
+        return {"probe_text": "", "tokens": [], "snapshots": snapshots}
 
     def write_config(self, config: dict) -> None:
         """Merge keys into config.json (e.g. vocab and num_params once the worker knows them); identity stays."""
@@ -478,7 +778,7 @@ class RunWriter:
     def write_status(self, **fields: Any) -> None:
         check_state(fields.get("state"))
         self._status.update(fields, updated=time.time())
-        write_json_atomic(self.run_dir / "status.json", self._status)
+        write_status_file(self.run_dir, self._status)
 
     def append_metric(self, record: dict) -> None:
         self._append("metrics", {"time": time.time(), **record})
@@ -533,6 +833,12 @@ class RunWriter:
         for s in dropped:
             (self._attn_dir / s["file"]).unlink(missing_ok=True)
 
+    def append_scores(self, record: dict) -> None:
+        """One line of attention/scores.jsonl: a snapshot's head-role scores (tinygpt.circuits.snapshot_scores, with
+        its "step"). A few hundred bytes each, so every one is kept, thinned snapshots' included."""
+        self._attn_dir.mkdir(exist_ok=True)
+        self._append("attention/scores", record)
+
     def _remove_orphan_snapshots(self) -> None:
         """A worker killed between saving a snapshot and rewriting the index leaves a file nobody lists."""
         if not self._attn_dir.is_dir():
@@ -544,7 +850,10 @@ class RunWriter:
 
     def close(self) -> None:
         for f in self._files.values():
-            f.close()
+            try:
+                f.close()
+            except OSError:  # a full disk: the line that did not fit is lost, the file stays whole-line
+                pass
         self._files.clear()
 
     def __enter__(self) -> RunWriter:
@@ -717,7 +1026,7 @@ class RunReader:
     """A live, incremental view of one run folder. Call `poll()` often; it reads only what is new."""
 
     EVENTS_RECENT = 2000
-    EVENTS_KEPT_KINDS = ("knob", "nonfinite", "state")  # rare and meaningful: kept even when old
+    EVENTS_KEPT_KINDS = ("knob", "nonfinite", "diverged", "state")  # rare and meaningful: kept even when old
     EVENTS_KEPT_MAX = 10_000  # a cap so even a pathological run cannot grow memory without bound
     SAMPLES_RECENT = 200
 
@@ -782,13 +1091,17 @@ class RunReader:
             signature = (st.st_ino, st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
             signature = None
-        if signature == self._signatures.get(str(path)):
+        if str(path) in self._signatures and signature == self._signatures[str(path)]:
             return False
         try:
             value = read_json(path, {})
         except RunStoreError:
-            return False  # keep what we had; the next rewrite will fix it
+            if attr != "_status" or self._status:
+                return False  # keep what we had; the next rewrite will fix it
+            value = None
         self._signatures[str(path)] = signature
+        if attr == "_status" and (signature is None or not isinstance(value, dict) or not value):
+            value = read_status(self.run_dir)  # no status.json: what the folder itself says (read_status)
         setattr(self, attr, value if isinstance(value, dict) else {})
         return True
 
@@ -827,9 +1140,16 @@ class RunReader:
         # The file name is built from the step, never taken from the index, so a bad index cannot point elsewhere.
         path = snapshot_path(self.run_dir, step)
         try:
-            return np.load(path, allow_pickle=False).astype(np.float32)
+            array = np.load(path, allow_pickle=False)
         except FileNotFoundError:
             raise RunStoreError(f"no attention snapshot for step {step} (it may have been thinned out).") from None
+        except (ValueError, OSError, EOFError, pickle.UnpicklingError) as exc:  # pickled, truncated, not .npy
+            raise RunStoreError(
+                f"the attention snapshot of step {step} is damaged ({type(exc).__name__}: {exc}); pick another step."
+            ) from None
+        if not isinstance(array, np.ndarray) or array.ndim != 4:
+            raise RunStoreError(f"the attention snapshot of step {step} is not (L, H, T, T); pick another step.")
+        return array.astype(np.float32)
 
     def checkpoints(self) -> list[int]:
         """Steps with a complete checkpoint (see `list_checkpoints`)."""
