@@ -25,7 +25,7 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 
 # Knobs that may change between two training steps without rebuilding the model or the data.
 # Everything else (heads, layers, width, context, corpus, ...) needs a new run.
-LIVE_MODEL_KNOBS = ("attn_scale", "attn_scale_mult", "mask", "window")
+LIVE_MODEL_KNOBS = ("attn_scale", "attn_scale_mult", "mask", "window", "ablated_heads")
 LIVE_TRAIN_KNOBS = ("learning_rate", "warmup_steps", "max_grad_norm", "min_lr", "weight_decay")
 LIVE_KNOBS = LIVE_MODEL_KNOBS + LIVE_TRAIN_KNOBS
 
@@ -41,6 +41,24 @@ def check_live_knob(name: object) -> None:
 
 class ConfigError(TinyGPTError):
     """A configuration a user asked for cannot work; the message says what to change."""
+
+
+def parse_heads(text: str) -> set[tuple[int, int]]:
+    """{(layer, head)} named by a comma-separated list like "L1H2,L0H0" (spaces and case ignored; "" is none)."""
+    heads = set()
+    for part in str(text).replace(" ", "").upper().split(","):
+        if not part:
+            continue
+        layer, sep, head = part.removeprefix("L").partition("H")
+        if not (part.startswith("L") and sep and layer.isdigit() and head.isdigit()):
+            raise ConfigError(f"ablated_heads names heads like L1H2 (layer 1, head 2), comma-separated; got {part!r}.")
+        heads.add((int(layer), int(head)))
+    return heads
+
+
+def format_heads(heads) -> str:
+    """The canonical ablated_heads text of {(layer, head)}: sorted, "L0H1,L1H2"."""
+    return ",".join(f"L{layer}H{head}" for layer, head in sorted(heads))
 
 
 def _divisors_near(n: int, target: int) -> list[int]:
@@ -81,6 +99,9 @@ class TransformerConfig:
     window: int = 16  # keys visible per query under mask="sliding_window" (the query itself included)
     softmax: str = "stable"  # "naive" skips the max subtraction so large scores overflow exp() to inf/NaN
     detach_residual: bool = False  # cut gradients along the residual stream: lower layers stop learning
+    # Heads switched off, e.g. "L1H2,L0H0": their output is zeroed before the output projection (zero ablation,
+    # tinygpt/lens.py), live, so a learner can switch a head off mid-run and watch the model route around it.
+    ablated_heads: str = ""  # "" keeps every head on
     # Use torch's fused scaled_dot_product_attention on steps that need no attention weights.
     # Only taken where it computes exactly what the explicit path computes (stable softmax).
     fused_attention: bool = True
@@ -114,6 +135,12 @@ class TransformerConfig:
             )
         if self.softmax not in SOFTMAXES:
             raise ConfigError(f"softmax must be one of {', '.join(SOFTMAXES)}; got {self.softmax!r}.")
+        for layer, head in parse_heads(self.ablated_heads):
+            if layer >= self.num_layers or head >= self.num_heads:
+                raise ConfigError(
+                    f"ablated_heads names L{layer}H{head}, but the model has layers 0-{self.num_layers - 1} and "
+                    f"heads 0-{self.num_heads - 1}."
+                )
 
     @property
     def head_dim(self) -> int:

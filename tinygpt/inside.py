@@ -29,7 +29,7 @@ from .tokenizer import CharTokenizer
 # capture() attaches hooks to a model object, and attention_under_masks switches its mask knob for a moment; the
 # app shares cached models between browser sessions, so one session's hooks or mask must never act during another
 # session's forward pass.
-_HOOK_LOCK = threading.Lock()
+HOOK_LOCK = threading.Lock()  # public: tinygpt.lens holds it too, for its hooks on shared models
 
 
 def encode_probe(model: TinyGPT, tokenizer: CharTokenizer, text: str) -> tuple[torch.Tensor, list[str]]:
@@ -47,7 +47,7 @@ def attention_maps(model: TinyGPT, idx: torch.Tensor) -> np.ndarray:
     each way at the demo size, paid at every snapshot), so the mode is switched only when dropout is on.
     """
     switch = model.training and model.config.dropout > 0
-    with _HOOK_LOCK:  # attention_under_masks switches a shared model's mask for a moment
+    with HOOK_LOCK:  # attention_under_masks switches a shared model's mask for a moment
         if switch:
             model.eval()
         try:
@@ -72,7 +72,7 @@ def attention_steps(model: TinyGPT, idx: torch.Tensor, layer: int, head: int) ->
     """
     prefix = f"blocks.{layer}.attn."
     names = [prefix + n for n in ("hook_q", "hook_k", "hook_mask", "hook_weights")]
-    with _HOOK_LOCK, capture(model, names) as cache:
+    with HOOK_LOCK, capture(model, names) as cache:
         model(idx)
     q = cache[prefix + "hook_q"][0, head].double()  # (T, D)
     k = cache[prefix + "hook_k"][0, head].double()  # (S, D)
@@ -163,7 +163,7 @@ def attention_under_masks(
     config = model.config
     saved = (config.mask, config.window)
     out = {}
-    with _HOOK_LOCK:
+    with HOOK_LOCK:
         try:
             for mode in modes:
                 config.mask, config.window = mode, window

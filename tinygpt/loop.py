@@ -54,6 +54,7 @@ from typing import Any, Protocol
 import torch
 
 from .checkpoint import load_checkpoint, load_model_state, save_checkpoint
+from .circuits import induction_probe, snapshot_scores
 from .config import RunConfig
 from .data import load_corpus
 from .device import resolve_device
@@ -210,6 +211,7 @@ class _Loop:
         self.probe_text, self.probe_tokens = probe, [vocab[i] for i in ids]
         self.probe_idx = torch.tensor([ids], dtype=torch.long, device=device)  # (1, T)
         self.prompt_idx = self.probe_idx[:, :SAMPLE_PROMPT_CHARS]  # (1, P)
+        self.circuit_probe = induction_probe(vocab, config.model.max_seq_len, device=device)  # (B, 2n) for scores
         if ckpt is None:
             self.snapshot_attention()  # step 0: the untrained model's attention, the start of the step slider
             self.save_checkpoint()  # step 0 too: the Sample page can show what an untrained model writes
@@ -361,6 +363,10 @@ class _Loop:
         weights = attention_maps(self.model, self.probe_idx)
         step, horizon = self.trainer.step_count, self.config.train.max_steps
         self.writer.write_attention(step, weights, self.probe_text, self.probe_tokens, horizon=horizon)
+        # Head-role scores, the in-context loss and the residual stream's norms (tinygpt.circuits): one more
+        # no-grad forward, every snapshot, kept for all of them (a few hundred bytes a line).
+        scores = snapshot_scores(self.model, weights, self.probe_idx, self.circuit_probe)
+        self.writer.append_scores({"step": step, **scores})
 
     def evaluate(self) -> None:
         losses = self.trainer.evaluate()

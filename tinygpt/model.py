@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from .attention import attention, attention_scores, fused_attention, mask_rows
-from .config import TransformerConfig
+from .config import TransformerConfig, parse_heads
 from .errors import ShapeError
 from .probes import Probe
 from .sampling import next_token_probs, sample_next_token
@@ -112,6 +112,12 @@ class MultiHeadAttention(nn.Module):
         else:
             dropout_p = cfg.dropout if self.training else 0.0
             y = fused_attention(q, k, v, cfg.mask, cfg.scale, cfg.window, dropout_p)  # (B, H, T, D)
+        if cfg.ablated_heads:  # live zero ablation: a switched-off head writes nothing (and so learns nothing)
+            off = [h for lay, h in parse_heads(cfg.ablated_heads) if lay == layer]
+            if off:
+                keep = torch.ones(cfg.num_heads, 1, 1, device=y.device, dtype=y.dtype)
+                keep[off] = 0.0
+                y = y * keep  # (B, H, T, D) * (H, 1, 1) -> (B, H, T, D)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, C)
         y = self.hook_out(y)
         return self.resid_dropout(self.proj(y)), weights

@@ -13,6 +13,7 @@ folder. The folder is the only channel between them, so its format (v1, defined 
       attention/index.json          atomic: probe_text, tokens, snapshots [{step, file}]
       attention/step_%08d.npy       float16 (num_layers, num_heads, T, T), thinned to ~64 snapshots
       attention/scores.jsonl        one line per snapshot step, never thinned: head-role scores (tinygpt.circuits)
+      attention/scores.jsonl        one line per snapshot step, never thinned: head-role scores (tinygpt.circuits)
       checkpoints/step_%08d.safetensors (+ .json), written by tinygpt.checkpoint
       corpus.txt                    a pasted or uploaded corpus (UTF-8), stored once; configs name it by sha256
       writer.lock                   flock'ed by the one process writing the run, as long as it writes
@@ -223,6 +224,21 @@ def read_events(run_dir: str | Path) -> list[dict]:
 def read_evals(run_dir: str | Path) -> list[dict]:
     """Every eval record of a run (one per eval_interval steps: small), for one-off readers like read_events."""
     return read_jsonl(Path(run_dir) / "evals.jsonl")
+
+
+def read_scores(run_dir: str | Path) -> list[dict]:
+    """The head-role score records of a run (attention/scores.jsonl), in step order. A step that is not after the
+    one before means the run was rewound (resumed from an earlier checkpoint): the records from that step on are
+    abandoned, as RunReader does for metrics."""
+    kept: list[dict] = []
+    for record in read_jsonl(Path(run_dir) / "attention" / "scores.jsonl"):
+        step = _step(record)
+        if step is None:
+            continue
+        while kept and kept[-1]["step"] >= step:
+            kept.pop()
+        kept.append(record)
+    return kept
 
 
 def read_scores(run_dir: str | Path) -> list[dict]:
@@ -832,6 +848,12 @@ class RunWriter:
         # Delete only after the index stops naming them, so a reader following the index rarely misses a file.
         for s in dropped:
             (self._attn_dir / s["file"]).unlink(missing_ok=True)
+
+    def append_scores(self, record: dict) -> None:
+        """One line of attention/scores.jsonl: a snapshot's head-role scores (tinygpt.circuits.snapshot_scores, with
+        its "step"). A few hundred bytes each, so every one is kept, thinned snapshots' included."""
+        self._attn_dir.mkdir(exist_ok=True)
+        self._append("attention/scores", record)
 
     def append_scores(self, record: dict) -> None:
         """One line of attention/scores.jsonl: a snapshot's head-role scores (tinygpt.circuits.snapshot_scores, with

@@ -1,0 +1,155 @@
+"""Head-role scores against attention patterns built by hand, the repeated probe, the phase change finder, and the
+scores the training loop stores with every snapshot."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from helpers import tiny_config
+
+from tinygpt import circuits
+from tinygpt.attention import build_mask
+from tinygpt.loop import run_training
+from tinygpt.runstore import RunStore, read_scores
+
+T = 16
+CAUSAL = build_mask("causal", T).numpy()
+
+
+def uniform_head(size: int = T) -> np.ndarray:
+    mask = build_mask("causal", size).numpy()
+    return mask / mask.sum(axis=-1, keepdims=True)  # (T, T): every visible key the same weight
+
+
+def previous_token_head(size: int = T) -> np.ndarray:
+    pattern = np.zeros((size, size))
+    pattern[0, 0] = 1.0
+    pattern[np.arange(1, size), np.arange(size - 1)] = 1.0  # row t looks at t - 1
+    return pattern
+
+
+def induction_head(n: int) -> np.ndarray:
+    """On r_0 .. r_{n-1} r_0 .. r_{n-1}: the second copy's r_i looks at i + 1; the first copy looks at itself."""
+    pattern = np.eye(2 * n)
+    rows = np.arange(n, 2 * n)
+    pattern[rows] = 0.0
+    pattern[rows, rows - n + 1] = 1.0
+    return pattern
+
+
+def scores_of(pattern: np.ndarray) -> dict[str, float]:
+    scores, _ = circuits.role_scores(
+        pattern[None, None], CAUSAL[: len(pattern), : len(pattern)], circuits.ROLES[:1] + circuits.ROLES[2:]
+    )
+    rows, keys = circuits.role_keys("induction", len(pattern))
+    scores["induction"] = circuits.stripe_score(pattern[None, None], rows, keys)
+    return {role: float(value[0, 0]) for role, value in scores.items()}
+
+
+def test_a_pure_previous_token_head_scores_one_there_and_zero_elsewhere():
+    s = scores_of(previous_token_head())
+    assert s["previous"] == 1.0 and s["self"] == 0.0 and s["first"] == pytest.approx(1 / (T - 1))  # row 1's t-1 is 0
+
+
+def test_a_pure_induction_head_on_a_repeated_sequence():
+    s = scores_of(induction_head(T // 2))
+    assert s["induction"] == 1.0
+    assert s["previous"] < 0.1  # only row n (whose i + 1 is 1, not n - 1) ... none look back one
+    assert 0.4 < s["self"] < 0.6  # the first copy looks at itself
+
+
+def test_a_uniform_head_scores_exactly_its_baseline():
+    pattern = uniform_head()
+    s = scores_of(pattern)
+    _, baselines = circuits.role_scores(pattern[None, None], CAUSAL)
+    for role in ("previous", "self", "first"):
+        assert s[role] == pytest.approx(baselines[role])
+        assert baselines[role] == pytest.approx(np.mean(1.0 / np.arange(2, T + 1)))  # 1 / (t + 1), t = 1 .. T-1
+    rows, keys = circuits.role_keys("induction", T)
+    assert s["induction"] == pytest.approx(circuits.uniform_baseline(CAUSAL, rows, keys))
+
+
+def test_baselines_follow_the_mask():
+    none = np.ones((T, T), dtype=bool)
+    rows, keys = circuits.role_keys("previous", T)
+    assert circuits.uniform_baseline(none, rows, keys) == pytest.approx(1 / T)
+    window = build_mask("sliding_window", T, window=2).numpy()
+    assert circuits.uniform_baseline(window, rows, keys) == pytest.approx(0.5)  # each row sees itself and t - 1
+
+
+def test_the_repeated_probe_holds_two_copies_of_distinct_characters():
+    vocab = list("\n.>abcdefghijklmnopqrstuvwxyz")
+    idx = circuits.induction_probe(vocab, 32)
+    assert idx.shape == (circuits.INDUCTION_ROWS, 32)
+    first, second = idx[:, :16], idx[:, 16:]
+    assert torch.equal(first, second)
+    assert all(len(set(row.tolist())) == 16 for row in first)  # so "the previous occurrence" is one position
+    assert all(vocab[i].isalpha() for i in idx.flatten().tolist())  # no structure characters
+    assert torch.equal(idx, circuits.induction_probe(vocab, 32))  # the same probe at every snapshot
+    assert circuits.induction_probe(vocab, 64).shape == (4, 52)  # n is capped by the 26 letters
+    assert circuits.induction_probe(["a"], 32) is None and circuits.induction_probe(vocab, 3) is None
+
+
+def test_copy_losses_read_the_two_halves():
+    n, V = 4, 6
+    idx = torch.tensor([[1, 2, 3, 4, 1, 2, 3, 4]])
+    logits = torch.zeros(1, 2 * n, V)
+    logits[0, n:-1] = -20.0
+    logits[0, torch.arange(n, 2 * n - 1), idx[0, n + 1 :]] = 20.0  # the second copy predicted perfectly
+    first, second = circuits.copy_losses(logits, idx)
+    assert first == pytest.approx(np.log(V)) and second == pytest.approx(0.0, abs=1e-6)
+
+
+def record(step: int, induction: float, first: float = 3.3, second: float = 3.3, previous: float = 0.1) -> dict:
+    roles = {
+        "previous": [[previous, 0.1]],
+        "induction": [[0.05, induction]],
+        "first": [[0.1, 0.1]],
+        "self": [[0.1, 0.1]],
+    }
+    baselines = {"previous": 0.1, "induction": 0.05, "first": 0.1, "self": 0.1}
+    return {"step": step, "roles": roles, "baselines": baselines, "copy_loss": {"first": first, "second": second}}
+
+
+def test_phase_change_is_where_the_best_score_and_the_in_context_gain_jump():
+    records = [record(s, 0.05) for s in range(0, 100, 10)]
+    records += [record(100, 0.3, second=2.5), record(110, 0.6, second=1.0)]
+    records += [record(s, 0.7, second=0.5) for s in range(120, 200, 10)]
+    change = circuits.phase_change(records)
+    assert change.found and change.head == "L0H1"
+    assert change.score.step == 110 and change.score.onset == 90 and change.score.before == 0.05
+    assert change.score.after == 0.7 and change.gap.step == 110
+    assert change.second_before == 3.3 and change.second_after == 0.5
+    flat = circuits.phase_change([record(s, 0.05 + 0.001 * s) for s in range(0, 200, 10)])
+    assert not flat.found and flat.score is None
+
+
+def test_head_roles_say_since_when():
+    records = [record(s, 0.05, previous=0.1) for s in range(0, 50, 10)]
+    records += [record(s, 0.8 if s >= 80 else 0.05, previous=0.6) for s in range(50, 120, 10)]
+    rows = {r.name: r for r in circuits.head_roles(records)}
+    assert rows["L0H0"].role == "previous" and rows["L0H0"].since == 50
+    assert rows["L0H1"].role == "induction" and rows["L0H1"].since == 80
+    assert rows["L0H1"].sentence == "L0H1 is an induction head since step 80 (score 0.80, uniform baseline 0.05)."
+    early = {r.name: r for r in circuits.head_roles(records, step=45)}
+    assert early["L0H0"].role is None and early["L0H1"].role is None
+
+
+def test_the_loop_stores_scores_with_every_snapshot(tmp_path, tiny_text):
+    store = RunStore(tmp_path)
+    config = tiny_config(tiny_text)
+    with store.create(config.to_dict(), owner="cli") as writer:
+        run_dir = writer.run_dir
+    assert run_training(run_dir, config) == "finished"
+    records = read_scores(run_dir)
+    snapshots = [s["step"] for s in store.reader(run_dir.name).attention_index()["snapshots"]]
+    assert [r["step"] for r in records] == snapshots == [0, 5, 10, 15, 20]
+    first = records[0]
+    L, H = config.model.num_layers, config.model.num_heads
+    for role in circuits.ROLES:
+        grid = np.array(first["roles"][role])
+        assert grid.shape == (L, H) and ((grid >= 0) & (grid <= 1)).all()
+        assert 0 < first["baselines"][role] < 1
+    assert set(first["copy_loss"]) == {"first", "second"}
+    assert len(first["residual"]["resid"]) == L + 1 and len(first["residual"]["attn"]) == L

@@ -1,0 +1,461 @@
+"""Circuits: what each attention head does, as numbers, and the induction-head phase change they reveal.
+
+A head's role score is the share of its attention that goes to one particular key, averaged over the query rows
+where that key exists; each lies in [0, 1]. Its *baseline* is the same number for a head that spreads its weight
+evenly over the keys the mask lets it see (under the causal mask, 1/(t+1) at row t), so a score far above its
+baseline is a pattern, not chance:
+
+    role        weight read      rows                   text                          reference
+    previous    A[t, t-1]        t = 1 .. T-1           the run's probe text          Elhage et al. 2021
+    self        A[t, t]          t = 1 .. T-1           the run's probe text
+    first       A[t, 0]          t = 1 .. T-1           the run's probe text          the "attention sink"
+    induction   A[n+i, i+1]      i = 0 .. n-1           random tokens repeated twice  Olsson et al. 2022
+                                                        r_0 .. r_{n-1} r_0 .. r_{n-1}  (prefix matching)
+
+Row 0 is left out of the first three: its only key is itself. The induction query n+i is the second occurrence of
+r_i, and i+1 is the token that followed its first occurrence: a head that attends there (and copies it) predicts
+the second half, which no amount of memorising the training data can do, since the tokens are random. The same
+probe gives the *in-context loss*: the loss on the second copy against the first (which is random, near
+ln(choices)); an induction circuit makes the second copy cheap. Each half holds distinct characters (letters and
+digits of the vocabulary where there are enough), so "the previous occurrence" is one position.
+
+`snapshot_scores` computes all of it, plus the residual stream's norms (tinygpt.lens), for the training loop's
+attention snapshots (runstore: attention/scores.jsonl, one line per snapshot). `phase_change` finds the step where
+the best induction score jumps and `induction_verdict` judges the experiment: a 2-layer model against a 1-layer
+control, which cannot compose a previous-token head with a second head that reads it (Olsson et al. 2022, sec. 3).
+
+Shape legend: L layers, H heads, T query positions, S key positions (S == T), B probe rows, n half the probe.
+Left out: the OV "copying" score (Olsson's second criterion; head ablation in tinygpt.lens measures what a head's
+output is worth instead), path patching, and scores on real text for the induction role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .attention import mask_rows
+from .config import RunConfig, preset
+from .lens import residual_stream
+from .model import TinyGPT
+
+ROLES = ("previous", "induction", "first", "self")
+ROLE_DEFINITIONS = {
+    "previous": "previous-token score: the mean attention weight on the token just before, A[t, t-1], on the "
+    "run's probe text (Elhage et al. 2021)",
+    "induction": "induction (prefix-matching) score: on random characters repeated twice, the mean weight a token "
+    "in the second copy puts on the token that followed its first occurrence, A[n+i, i+1] (Olsson et al. 2022)",
+    "first": "first-token (attention sink) score: the mean weight on position 0, A[t, 0], on the run's probe text",
+    "self": "self score: the mean weight on the diagonal, A[t, t], on the run's probe text",
+}
+ROLE_NOUNS = {"previous": "a previous-token head", "induction": "an induction head", "first": "a first-token head",
+              "self": "a self head"}  # fmt: skip
+ROLE_THRESHOLD = 0.4  # a head "is" a role once that score passes 0.4 (above every uniform baseline at T >= 8)
+INDUCTION_ROWS = 4  # random probes averaged per snapshot: the score's noise falls by half, the cost barely moves
+PROBE_SEED = 0  # the same random probe at every snapshot, so scores change only because the model did
+
+
+# ---------------------------------------------------------------- which key each role reads
+
+
+def role_keys(role: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(query rows, key columns) that a role's score reads in a (size, size) pattern; for "induction" `size` is
+    the repeated probe's length 2n."""
+    if role == "induction":
+        n = size // 2
+        rows = np.arange(n, 2 * n)  # the second copy
+        return rows, rows - n + 1  # the token after the first occurrence of the same token
+    rows = np.arange(1, size)
+    keys = {"previous": rows - 1, "self": rows, "first": np.zeros_like(rows)}
+    if role not in keys:
+        raise ValueError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
+    return rows, keys[role]
+
+
+def stripe_score(weights: np.ndarray, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The mean of weights[..., rows[j], keys[j]] over j: (..., T, S) -> (...)."""
+    return np.asarray(weights)[..., rows, keys].mean(axis=-1)
+
+
+def uniform_baseline(mask: np.ndarray, rows: np.ndarray, keys: np.ndarray) -> float:
+    """The score of a head with uniform attention over the keys each row may see: mean of mask[t, k] / visible(t).
+    (T, S) bool mask, True = may attend."""
+    mask = np.asarray(mask, dtype=bool)
+    visible = np.maximum(mask.sum(axis=-1), 1)  # (T,)
+    return float((mask[rows, keys] / visible[rows]).mean())
+
+
+def role_scores(weights: np.ndarray, mask: np.ndarray, roles: Sequence[str] = ("previous", "first", "self")):
+    """{role: (L, H) scores} and {role: baseline} of an (L, H, T, T) pattern on ordinary text."""
+    size = np.asarray(weights).shape[-1]
+    scores, baselines = {}, {}
+    for role in roles:
+        rows, keys = role_keys(role, size)
+        scores[role] = stripe_score(weights, rows, keys)
+        baselines[role] = uniform_baseline(mask, rows, keys)
+    return scores, baselines
+
+
+# ---------------------------------------------------------------- the repeated random probe
+
+
+def probe_pool(vocab: Sequence[str]) -> list[int]:
+    """Token ids the random probe draws from: the letters and digits of the vocabulary, if there are at least 8
+    (structure characters like ">" or a newline mean something in the training text), else every token."""
+    pool = [i for i, ch in enumerate(vocab) if ch.isalnum()]
+    return pool if len(pool) >= 8 else list(range(len(vocab)))
+
+
+def induction_probe(
+    vocab: Sequence[str], max_len: int, rows: int = INDUCTION_ROWS, seed: int = PROBE_SEED, device=None
+) -> torch.Tensor | None:
+    """(rows, 2n) token ids: n distinct random characters, then the same n again; n = min(max_len // 2, pool).
+    None when the context cannot hold two copies of two characters (max_seq_len < 4 or a 1-character vocabulary)."""
+    pool = torch.tensor(probe_pool(vocab))
+    n = min(max_len // 2, len(pool))
+    if n < 2:
+        return None
+    generator = torch.Generator().manual_seed(seed)
+    half = torch.stack([pool[torch.randperm(len(pool), generator=generator)[:n]] for _ in range(rows)])  # (B, n)
+    return torch.cat([half, half], dim=1).to(device)  # (B, n) twice -> (B, 2n)
+
+
+def copy_losses(logits: torch.Tensor, idx: torch.Tensor) -> tuple[float, float]:
+    """Mean loss on the first and on the second copy of a repeated probe: logits (B, 2n, V), idx (B, 2n).
+
+    Position t predicts idx[t + 1]. First copy: t = 0 .. n-2 (targets r_1 .. r_{n-1}, random). Second copy:
+    t = n .. 2n-2 (the same targets again, which a model that looks back can read off the first copy). Position
+    n-1 (target r_0, not yet repeated) belongs to neither."""
+    n = idx.shape[1] // 2
+    losses = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), idx[:, 1:], reduction="none")  # (B, 2n-1)
+    return float(losses[:, : n - 1].mean()), float(losses[:, n:].mean())
+
+
+# ---------------------------------------------------------------- what the loop stores with each snapshot
+
+
+@torch.no_grad()
+def snapshot_scores(
+    model: TinyGPT, probe_weights: np.ndarray, probe_idx: torch.Tensor, induction_idx: torch.Tensor | None
+) -> dict[str, Any]:
+    """One JSON-ready record for an attention snapshot (the loop adds "step"):
+
+        roles       {role: [[score per head] per layer]}             every role of ROLES
+        baselines   {role: the uniform-attention score}              under the mask in force now
+        copy_loss   {"first", "second"}                              loss on each copy of the repeated probe
+        residual    tinygpt.lens.residual_stream's norms on the probe text
+
+    `probe_weights` (L, H, T, T) is the snapshot itself (inside.attention_maps of `probe_idx` (1, T)). One more
+    forward, without dropout, runs the repeated probe (B, 2n) and the probe text, batched when their lengths match.
+    Without a repeated probe (induction_probe gave None) the induction role and copy_loss are None.
+    """
+    config = model.config
+    switch = model.training and config.dropout > 0  # as inside.attention_maps: no dropout on what we measure
+    rows = 0 if induction_idx is None else induction_idx.shape[0]
+    together = rows and induction_idx.shape[1] == probe_idx.shape[1]
+    if switch:
+        model.eval()
+    try:
+        if rows:
+            batch = torch.cat([induction_idx, probe_idx]) if together else induction_idx  # (B [+ 1], 2n)
+            logits, maps, stream = residual_stream(model, batch, return_attention=True)
+        if not together:
+            stream = residual_stream(model, probe_idx)[2]
+    finally:
+        if switch:
+            model.train()
+    mask = mask_rows(config.mask, 0, probe_weights.shape[-1], config.window).numpy()  # (T, T)
+    scores, baselines = role_scores(probe_weights, mask)
+    copy = None
+    if rows:
+        maps = torch.stack([m[:rows].float().mean(0) for m in maps]).cpu().numpy()  # L x (H, 2n, 2n) -> (L, H, 2n, 2n)
+        ind_rows, ind_keys = role_keys("induction", maps.shape[-1])
+        scores["induction"] = stripe_score(maps, ind_rows, ind_keys)
+        ind_mask = mask_rows(config.mask, 0, maps.shape[-1], config.window).numpy()
+        baselines["induction"] = uniform_baseline(ind_mask, ind_rows, ind_keys)
+        first, second = copy_losses(logits[:rows], induction_idx)
+        copy = {"first": round(first, 4), "second": round(second, 4)}
+    probe_row = -1 if together else 0  # the probe text is the batch's last row, or its own forward's only one
+    return {
+        "roles": {r: np.round(scores[r], 4).tolist() if r in scores else None for r in ROLES},
+        "baselines": {r: round(baselines[r], 4) if r in baselines else None for r in ROLES},
+        "copy_loss": copy,
+        "residual": {k: [round(float(v[probe_row]), 4) for v in vals] for k, vals in stream.items()},
+    }
+
+
+# ---------------------------------------------------------------- reading the scores back: heads over training
+
+
+def head_name(layer: int, head: int) -> str:
+    return f"L{layer}H{head}"
+
+
+def score_rows(records: Sequence[dict], roles: Sequence[str] = ROLES) -> list[dict]:
+    """Records to long rows for charts: {step, layer, head, name, role, score, baseline}, None scores skipped."""
+    rows = []
+    for record in records:
+        for role in roles:
+            grid = (record.get("roles") or {}).get(role)
+            if not grid:
+                continue
+            base = (record.get("baselines") or {}).get(role)
+            for layer, heads in enumerate(grid):
+                for head, score in enumerate(heads):
+                    if score is not None:
+                        name = head_name(layer, head)
+                        rows.append(dict(step=record["step"], layer=layer, head=head, name=name, role=role,
+                                         score=score, baseline=base))  # fmt: skip
+    return rows
+
+
+def lift(score: float, baseline: float) -> float:
+    """How far a score is from its uniform baseline toward 1: (score - baseline) / (1 - baseline)."""
+    return (score - baseline) / (1.0 - baseline) if baseline < 1.0 else 0.0
+
+
+def dominant_role(record: dict, layer: int, head: int, threshold: float = ROLE_THRESHOLD) -> str | None:
+    """The role a head plays in one record: among the roles whose score reaches `threshold`, the one furthest above
+    its baseline (`lift`); None when no score reaches it."""
+    best, best_lift = None, -1.0
+    for role in ROLES:
+        grid = (record.get("roles") or {}).get(role)
+        base = (record.get("baselines") or {}).get(role)
+        if not grid or base is None:
+            continue
+        score = grid[layer][head]
+        if score >= threshold and lift(score, base) > best_lift:
+            best, best_lift = role, lift(score, base)
+    return best
+
+
+@dataclass
+class HeadRole:
+    """One row of the head table at a step."""
+
+    layer: int
+    head: int
+    role: str | None  # the dominant role, None: no score reaches ROLE_THRESHOLD
+    since: int | None  # the first step of the unbroken run of snapshots, up to this one, with that role
+    scores: dict[str, float | None] = field(default_factory=dict)  # every role's score at this step
+    baselines: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return head_name(self.layer, self.head)
+
+    @property
+    def sentence(self) -> str:
+        if self.role is None:
+            return f"{self.name} has no dominant role (no score reaches {ROLE_THRESHOLD})."
+        score, base = self.scores[self.role], self.baselines[self.role]
+        kind = ROLE_NOUNS[self.role]
+        return f"{self.name} is {kind} since step {self.since} (score {score:.2f}, uniform baseline {base:.2f})."
+
+
+def record_at(records: Sequence[dict], step: int | None) -> int | None:
+    """The index of the newest record at or before `step` (None: the newest of all); None when there is none."""
+    if not records:
+        return None
+    if step is None:
+        return len(records) - 1
+    before = [i for i, r in enumerate(records) if r["step"] <= step]
+    return before[-1] if before else 0
+
+
+def head_roles(records: Sequence[dict], step: int | None = None, threshold: float = ROLE_THRESHOLD) -> list[HeadRole]:
+    """Every head's dominant role at `step` (the newest record at or before it), and since when it has held it."""
+    at = record_at(records, step)
+    if at is None:
+        return []
+    record = records[at]
+    grid = next(g for g in (record.get("roles") or {}).values() if g)
+    out = []
+    for layer, heads in enumerate(grid):
+        for head in range(len(heads)):
+            role = dominant_role(record, layer, head, threshold)
+            since = None
+            if role is not None:
+                i = at
+                while i > 0 and dominant_role(records[i - 1], layer, head, threshold) == role:
+                    i -= 1
+                since = records[i]["step"]
+            scores = {r: (record["roles"].get(r) or [[None] * len(heads)] * len(grid))[layer][head] for r in ROLES}
+            out.append(HeadRole(layer, head, role, since, scores, dict(record.get("baselines") or {})))
+    return out
+
+
+def best_series(records: Sequence[dict], role: str = "induction") -> list[dict]:
+    """{step, score, name} of the best-scoring head of `role` at every record (None-free)."""
+    out = []
+    for record in records:
+        grid = (record.get("roles") or {}).get(role)
+        if grid:
+            score, layer, head = max((s, lay, h) for lay, heads in enumerate(grid) for h, s in enumerate(heads))
+            out.append({"step": record["step"], "score": score, "name": head_name(layer, head)})
+    return out
+
+
+def copy_loss_series(records: Sequence[dict]) -> list[dict]:
+    """{step, first, second, gap} per record: the repeated probe's loss on each copy and first - second."""
+    out = []
+    for record in records:
+        copy = record.get("copy_loss")
+        if copy and copy.get("first") is not None and copy.get("second") is not None:
+            out.append({"step": record["step"], **copy, "gap": copy["first"] - copy["second"]})
+    return out
+
+
+# ---------------------------------------------------------------- the phase change
+
+
+MIN_SCORE_JUMP = 0.2  # the best induction score must rise at least this much to count as a phase change
+MIN_GAP_RISE = 0.5  # nats: the second copy must become at least this much cheaper than the first
+
+
+@dataclass
+class Jump:
+    """Where a rising series crosses halfway from its start to its end (the median of its last three points)."""
+
+    step: int  # the first step at or above the midpoint
+    onset: int  # the last step before it still within 10% of the rise from the start
+    before: float  # the value at `onset`
+    after: float  # the value at the end
+
+
+def find_jump(points: Sequence[tuple[int, float]], min_rise: float) -> Jump | None:
+    """The midpoint crossing of a series of (step, value) that rises by at least `min_rise`, else None."""
+    if len(points) < 3:
+        return None
+    steps, values = [p[0] for p in points], [p[1] for p in points]
+    start, end = values[0], float(np.median(values[-3:]))
+    rise = end - start
+    if rise < min_rise:
+        return None
+    i = next(j for j, v in enumerate(values) if v >= start + rise / 2)
+    onset = max([j for j in range(i) if values[j] <= start + 0.1 * rise], default=0)
+    return Jump(step=steps[i], onset=steps[onset], before=values[onset], after=values[-1])
+
+
+@dataclass
+class PhaseChange:
+    """The induction-head phase change in one run's score records (Olsson et al. 2022, sec. 3)."""
+
+    score: Jump | None  # the best head's induction score jumping (None: it did not rise by MIN_SCORE_JUMP)
+    gap: Jump | None  # the in-context gain, first-copy loss - second-copy loss, jumping (MIN_GAP_RISE)
+    head: str | None  # the best induction head at the end
+    final_score: float | None  # its score there
+    baseline: float | None  # the uniform-attention induction score
+    second_before: float | None = None  # second-copy loss at the score jump's onset, and at the end
+    second_after: float | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.score is not None and self.gap is not None
+
+
+def phase_change(records: Sequence[dict]) -> PhaseChange:
+    best = best_series(records)
+    copy = copy_loss_series(records)
+    score = find_jump([(p["step"], p["score"]) for p in best], MIN_SCORE_JUMP)
+    gap = find_jump([(p["step"], p["gap"]) for p in copy], MIN_GAP_RISE)
+    baseline = (records[-1].get("baselines") or {}).get("induction") if records else None
+    change = PhaseChange(score, gap, best[-1]["name"] if best else None, best[-1]["score"] if best else None, baseline)
+    if score is not None and copy:
+        second = {p["step"]: p["second"] for p in copy}
+        change.second_before, change.second_after = second.get(score.onset), copy[-1]["second"]
+    return change
+
+
+# ---------------------------------------------------------------- the experiment: 2 layers against 1
+
+
+INDUCTION_SOURCES = {"synthetic:copyvar": "the copy task, words of every length", "shakespeare": "Tiny Shakespeare"}
+INDUCTION_VARIANTS = {"2 layers": {"num_layers": 2}, "1 layer (control)": {"num_layers": 1}}
+# Settings shared by both runs, on top of the demo preset (tinygpt/bench_circuits.py measured them; BENCHMARKS.md).
+INDUCTION_BASE: dict[str, dict[str, Any]] = {
+    "synthetic:copyvar": dict(synthetic_digits=10, max_steps=3000, attention_every=20),
+    "shakespeare": dict(max_steps=3000, attention_every=20),
+}
+COINCIDE_SNAPSHOTS = 3  # the score and the loss jumps count as one phase change within this many snapshots ...
+COINCIDE_FRACTION = 0.25  # ... or this fraction of the step, whichever is more
+CONTROL_MAX_LIFT = 0.15  # the control "stays near its baseline": its best head's lift stays below this
+INDUCTION_EXPECTED = (
+    "The 2-layer model's best head jumps to an induction (prefix-matching) score above "
+    f"{ROLE_THRESHOLD} and, at about the same step, its loss on the second copy of a repeated random probe falls "
+    "below the first copy's; the 1-layer control, which cannot compose two heads, stays near the uniform baseline."
+)
+
+
+def induction_configs(source: str = "synthetic:copyvar", seed: int = 1337, **overrides: Any) -> dict[str, RunConfig]:
+    """The experiment's two runs: same data, seed and settings, 2 layers against 1."""
+    base = {**INDUCTION_BASE.get(source, INDUCTION_BASE["shakespeare"]), **overrides}
+    return {
+        label: preset("demo", **{**base, **v, "seed": seed, "source": source})
+        for label, v in INDUCTION_VARIANTS.items()
+    }
+
+
+@dataclass
+class Verdict:
+    """The experiment's computed answer (the pitfall lab's shape: tinygpt.experiments.Verdict)."""
+
+    reproduced: bool | None  # None while the runs train
+    expected: str
+    observed: dict[str, Any]
+    sentence: str
+
+    @property
+    def status(self) -> str:
+        return {True: "reproduced", False: "did not reproduce", None: "still training"}[self.reproduced]
+
+
+def _r(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def induction_verdict(records: dict[str, Sequence[dict]], ended: bool = True) -> Verdict:
+    """Judge the experiment from each run's score records ({"2 layers": [...], "1 layer (control)": [...]}):
+    reproduced when the 2-layer run's best induction score and its in-context gain jump at about the same step
+    (`phase_change`, COINCIDE_*) and the control's best head stays within CONTROL_MAX_LIFT of its baseline."""
+    two_label, one_label = list(INDUCTION_VARIANTS)
+    two, one = phase_change(records.get(two_label) or []), phase_change(records.get(one_label) or [])
+    if not ended:
+        return Verdict(None, INDUCTION_EXPECTED, {}, "Still training: the verdict comes when both runs end.")
+    steps = [r["step"] for r in records.get(two_label) or []]
+    cadence = (steps[1] - steps[0]) if len(steps) > 1 else 1
+    control_lift = lift(one.final_score, one.baseline) if one.final_score is not None and one.baseline else None
+    observed = {
+        "phase change step (score)": two.score.step if two.score else None,
+        "phase change step (in-context loss)": two.gap.step if two.gap else None,
+        "best head": two.head,
+        "best score before": _r(two.score.before if two.score else None),
+        "best score after": _r(two.final_score),
+        "second-copy loss before": _r(two.second_before),
+        "second-copy loss after": _r(two.second_after),
+        "uniform baseline": _r(two.baseline, 3),
+        "control best score": _r(one.final_score),
+    }
+    if not two.found:
+        missing = "induction score" if two.score is None else "in-context loss"
+        return Verdict(
+            False, INDUCTION_EXPECTED, observed, f"No phase change: the 2-layer run's {missing} never jumped."
+        )
+    gap_steps = abs(two.score.step - two.gap.step)
+    together = gap_steps <= max(COINCIDE_SNAPSHOTS * cadence, COINCIDE_FRACTION * two.score.step)
+    control_flat = control_lift is not None and control_lift < CONTROL_MAX_LIFT
+    reproduced = bool(together and control_flat and (two.final_score or 0) > ROLE_THRESHOLD)
+    sentence = (
+        f"{two.head}'s induction score jumped from {two.score.before:.2f} to {two.final_score:.2f} at step "
+        f"{two.score.step}, and the second copy's loss fell from {two.second_before:.2f} to {two.second_after:.2f} "
+        f"(gain jump at step {two.gap.step}); the 1-layer control's best head ends at {one.final_score:.2f} "
+        f"(uniform {one.baseline:.2f})."
+    )
+    if not together:
+        sentence += f" The two jumps are {gap_steps} steps apart: not one phase change."
+    return Verdict(reproduced, INDUCTION_EXPECTED, observed, sentence)
