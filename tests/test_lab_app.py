@@ -1,4 +1,4 @@
-"""The Experiments page and workshop links through AppTest (offline: synthetic corpus only)."""
+"""The Experiments page and workshop links through AppTest (offline: synthetic corpus only), and its helpers."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tinygpt.experiments import EXPERIMENTS  # noqa: E402
+from tinygpt.experiments import ENDED, EXPERIMENTS, read_result  # noqa: E402
 from tinygpt.ui import (  # noqa: E402
     resources,
     state,  # noqa: E402
@@ -57,24 +57,72 @@ def test_shape_drift_and_memory_tabs_render(runs_dir):
     assert any("def memory_rows" in code.value for code in at.code)  # "Show the code" next to the chart
 
 
-def test_running_an_experiment_trains_both_variants(runs_dir):
-    at = open_experiments({"experiment": "residual"})
+def verdict_boxes(at: AppTest) -> dict[str, str]:
+    """The verdict's box by kind: a reproduced pitfall is green (success), one that did not is a warning."""
+    return {
+        kind: "\n".join(str(e.value) for e in elements if "Reproduced" in str(e.value) or "reproduce" in str(e.value))
+        for kind, elements in (("success", at.success), ("warning", at.warning))
+    }
+
+
+def test_running_an_experiment_trains_both_variants_and_colours_the_verdict(runs_dir):
+    at = open_experiments({"experiment": "softmax"})
     at.selectbox(key=state.W_LAB_SOURCE).set_value("Synthetic: copy").run()
     [button] = [b for b in at.button if b.label == "Run side by side"]
     button.click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    runs = at.session_state[state.LAB_RUNS]["residual"]
-    assert set(runs) == {"residual", "detached residual"}
+    runs = at.session_state[state.LAB_RUNS]["softmax"]
+    assert set(runs) == {"stable softmax", "naive softmax"}
+    at.run()
     store = resources.get_store()
-    deadline = time.time() + 60
+    if not all(store.reader(r).status().get("state") in ENDED for r in runs.values()):
+        assert any("Still training" in str(i.value) for i in at.info)  # neutral while the runs train
+    deadline = time.time() + 240
     while time.time() < deadline:
-        steps = [store.reader(r).status().get("step", 0) for r in runs.values()]
-        if min(steps) >= 20:
+        if all(store.reader(r).status().get("state") in ENDED for r in runs.values()):
             break
         time.sleep(0.5)
-    assert min(steps) >= 20
     at.run()
-    assert "First-layer attention gradient norm" in "\n".join(s.value for s in at.success)
+    readers = {label: store.reader(run_id) for label, run_id in runs.items()}
+    for reader in readers.values():
+        reader.poll()
+    verdict = EXPERIMENTS["softmax"].verdict({label: read_result(rd) for label, rd in readers.items()})
+    assert verdict.reproduced is not None, verdict.sentence
+    boxes = verdict_boxes(at)
+    shown, other = ("success", "warning") if verdict.reproduced else ("warning", "success")
+    assert "The naive softmax" in boxes[shown] and not boxes[other]
+    assert ("Reproduced." if verdict.reproduced else "Did not reproduce on this run.") in boxes[shown]
+
+
+def test_the_memory_experiment_measures_in_the_page_and_is_green_when_it_reproduces(runs_dir):
+    at = open_experiments({"experiment": "memory"})
+    assert any("Press **Run side by side** to measure" in str(i.value) for i in at.info)
+    [button] = [b for b in at.button if b.label == "Run side by side"]
+    button.click().run()
+    assert not at.exception and not at.error
+    boxes = verdict_boxes(at)
+    assert "Reproduced." in boxes["success"] and "allocations" in boxes["success"] and not boxes["warning"]
+    assert any("allocations" in df.value.columns for df in at.dataframe)
+
+
+def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
+    from helpers import tiny_config
+
+    from tinygpt.loop import run_training
+    from tinygpt.runstore import RunReader, RunStore
+    from tinygpt.ui import lab
+
+    config = tiny_config("", source="synthetic:copy")  # checkpoints do not keep inline text: a named corpus
+    with RunStore(tmp_runs).create(config.to_dict(), owner="app") as writer:
+        run_dir = writer.run_dir
+    assert run_training(run_dir, config) == "finished"
+    reader = RunReader(run_dir)
+    reader.poll()
+    rows = {r["check"]: r for r in lab.health_checks(str(run_dir), reader.checkpoints()[-1], reader.metrics)}
+    assert {r["result"] for r in rows.values()} <= {"pass", "FAIL", "not enough data"}
+    assert rows["loss still decreasing"]["result"] in ("pass", "FAIL")  # 20 steps: enough to judge
+    assert all(r["threshold"] for r in rows.values())
+    assert rows["no future leak"]["result"] == "pass" and rows["no future leak"]["measured"] == "0"
 
 
 def test_workshop_link_round_trips_and_reports_bad_values():

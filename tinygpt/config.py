@@ -21,6 +21,7 @@ from .errors import TinyGPTError
 ATTN_SCALES = ("head_dim", "hidden_dim", "none")
 MASKS = ("causal", "none", "off_by_one", "sliding_window")
 SOFTMAXES = ("stable", "naive")
+SHAPE_BUGS = ("none", "softmax_dim")  # deliberate silent shape bugs, for the pitfall lab's shape drift experiment
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
 # Knobs that may change between two training steps without rebuilding the model or the data.
@@ -102,6 +103,10 @@ class TransformerConfig:
     # Heads switched off, e.g. "L1H2,L0H0": their output is zeroed before the output projection (zero ablation,
     # tinygpt/lens.py), live, so a learner can switch a head off mid-run and watch the model route around it.
     ablated_heads: str = ""  # "" keeps every head on
+    # Shape drift (the pitfall lab): "softmax_dim" sums the softmax's exponentials over the queries, a (B, H, 1, S)
+    # tensor where (B, H, T, 1) belongs; T == S in training, so it broadcasts silently. shape_contracts names it.
+    shape_bug: str = "none"  # "none", or "softmax_dim": a deliberate silent broadcasting bug in attention
+    shape_contracts: bool = False  # check the attention tensors' shapes every forward: a drifted one stops the run
     # Use torch's fused scaled_dot_product_attention on steps that need no attention weights.
     # Only taken where it computes exactly what the explicit path computes (stable softmax).
     fused_attention: bool = True
@@ -141,6 +146,8 @@ class TransformerConfig:
                     f"ablated_heads names L{layer}H{head}, but the model has layers 0-{self.num_layers - 1} and "
                     f"heads 0-{self.num_heads - 1}."
                 )
+        if self.shape_bug not in SHAPE_BUGS:
+            raise ConfigError(f"shape_bug must be one of {', '.join(SHAPE_BUGS)}; got {self.shape_bug!r}.")
 
     @property
     def head_dim(self) -> int:

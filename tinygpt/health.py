@@ -1,9 +1,11 @@
-"""Model health checks: measured pass/fail answers to "is this transformer wired correctly and training sanely?"
+"""Model health checks: measured answers to "is this transformer wired correctly and training sanely?"
 
-Each check returns a `Check(name, passed, value, detail)` with the number it measured, so the app can show
-"attention rows sum to 1: max error 2.4e-07 (pass)" rather than a bare tick. The leak detector is the interesting
-one: it perturbs every token after position t and measures how far the logits at positions <= t move. Under a
-correct causal mask they cannot move at all (exactly 0.0); under "none" or "off_by_one" they do.
+Each check returns a `Check(name, outcome, value, threshold, detail)`: one of three outcomes (pass, FAIL, or "not
+enough data" when there is too little to judge, never a silent pass), the number it measured and the threshold it
+was held to, so the app can show "attention rows sum to 1: 2.4e-07 (< 1e-04): pass" rather than a bare tick.
+The leak detector is the interesting one: it perturbs every token after position t and measures how far the logits
+at positions <= t move. Under a correct causal mask they cannot move at all (exactly 0.0); under "none" or
+"off_by_one" they do. `no_peek_loss` scores a model the way generation uses it, each position seeing only its past.
 
 Left out: checks that need a reference model (e.g. comparing with a known-good checkpoint).
 """
@@ -19,13 +21,26 @@ import torch.nn.functional as F
 from .errors import ShapeError
 from .model import TinyGPT
 
+PASS, FAIL, NOT_ENOUGH = "pass", "FAIL", "not enough data"  # the three outcomes of a check
+
 
 @dataclass
 class Check:
+    """One check's answer: the outcome, the number it measured, and the threshold that number was held to."""
+
     name: str
-    passed: bool
-    value: float | None
-    detail: str
+    outcome: str  # PASS, FAIL or NOT_ENOUGH (too few steps or nothing to measure: never a silent pass)
+    value: float | None  # what was measured; None when there was nothing to measure
+    threshold: str  # what `value` must satisfy to pass, in words: "< 1e-04", "== 0 exactly", ...
+    detail: str  # what was measured, on what, and what the outcome means
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == PASS
+
+
+def _outcome(ok: bool) -> str:
+    return PASS if ok else FAIL
 
 
 @torch.no_grad()
@@ -55,18 +70,51 @@ def leak_score(model: TinyGPT, idx: torch.Tensor, positions: list[int] | None = 
         model.train(was_training)
 
 
+@torch.no_grad()
+def no_peek_loss(model: TinyGPT, idx: torch.Tensor, targets: torch.Tensor) -> float:
+    """Mean cross-entropy when each prediction sees only its past, as in generation: position t is predicted by
+    running the model on idx[:, : t + 1] alone, so a mask (or a bug) that let training read the future cannot help.
+
+    idx, targets (B, T). Under a correct causal mask this equals the ordinary loss; a leaking model's is far higher.
+    Costs T forwards of growing length.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        losses = []
+        for t in range(idx.shape[1]):
+            last = model(idx[:, : t + 1])[:, -1].float()  # (B, t + 1, V) -> (B, V): the newest position only
+            losses.append(F.cross_entropy(last, targets[:, t], reduction="none"))  # (B,)
+        return float(torch.stack(losses).mean())  # (T, B) -> scalar
+    finally:
+        model.train(was_training)
+
+
+ROW_SUM_TOLERANCE = 1e-4  # float32 softmax rows sum to 1 within ~1e-7; 1e-4 leaves room for fp16 snapshots
+INITIAL_LOSS_TOLERANCE = 0.3  # nats: a fresh GPT-2-style init (std 0.02) starts within ~0.1 of ln(vocab)
+DEAD_GRAD = 1e-12  # a parameter whose largest gradient entry is below this received no gradient
+GRAD_WINDOW = 20  # recent steps whose pre-clip gradient norms are held to the clip
+FINITE_WINDOW = 50  # recent steps whose gradient norms must all be finite
+TREND_MIN_STEPS = 20  # fewer recent losses than this: "not enough data" to call a trend
+TREND_SIGMAS = 2.0  # a decrease must exceed this many standard errors of the step-loss noise to count
+
+
 def check_attention_rows(model: TinyGPT, idx: torch.Tensor) -> Check:
     with torch.no_grad():
         _, maps = model(idx, return_attention=True)
     error = max((m.sum(-1) - 1).abs().max().item() for m in maps)
     finite = all(torch.isfinite(m).all() for m in maps)
-    passed = finite and error < 1e-4
+    detail = (
+        f"max |row sum - 1| = {error:.2e} over every layer, head and row of a ({idx.shape[0]}, {idx.shape[1]}) batch"
+    )
+    if not finite:
+        detail += "; some weights are NaN/inf (an unstable softmax overflowed)"
     return Check(
         "attention rows sum to 1",
-        passed,
+        _outcome(finite and error < ROW_SUM_TOLERANCE),
         error,
-        f"max |row sum - 1| = {error:.2e}"
-        + ("" if finite else "; some weights are NaN/inf (an unstable softmax overflowed)"),
+        f"< {ROW_SUM_TOLERANCE:.0e}",
+        detail,
     )
 
 
@@ -79,33 +127,45 @@ def check_no_future_leak(model: TinyGPT, idx: torch.Tensor) -> Check:
         if not passed
         else f"earlier logits unchanged (exactly 0) under mask '{model.config.mask}'"
     )
-    return Check("no future leak", passed, score, detail)
+    return Check("no future leak", _outcome(passed), score, "== 0 exactly (max |change| of earlier logits)", detail)
 
 
 def check_gradients_reach_every_parameter(model: TinyGPT, idx: torch.Tensor, targets: torch.Tensor) -> Check:
     model.zero_grad(set_to_none=True)
     logits = model(idx)
     F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1)).backward()
-    dead = [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().max().item() < 1e-12]
+    dead = [n for n, p in model.named_parameters() if p.grad is None or p.grad.abs().max().item() < DEAD_GRAD]
     model.zero_grad(set_to_none=True)
-    passed = not dead
-    detail = "every parameter received a gradient" if passed else f"{len(dead)} get no gradient: {', '.join(dead[:4])}"
-    return Check("gradients reach every parameter", passed, float(len(dead)), detail)
+    total = sum(1 for _ in model.parameters())
+    detail = (
+        f"all {total} parameter tensors received a gradient"
+        if not dead
+        else f"{len(dead)} of {total} get no gradient: {', '.join(dead[:4])}"
+    )
+    return Check(
+        "gradients reach every parameter",
+        _outcome(not dead),
+        float(len(dead)),
+        f"0 tensors with |grad| < {DEAD_GRAD:g}",
+        detail,
+    )
 
 
-def check_initial_loss(model: TinyGPT, idx: torch.Tensor, targets: torch.Tensor, tolerance: float = 0.3) -> Check:
+def check_initial_loss(
+    model: TinyGPT, idx: torch.Tensor, targets: torch.Tensor, tolerance: float = INITIAL_LOSS_TOLERANCE
+) -> Check:
     """A fresh model of the same config should be near-uniform: loss ~ ln(vocab)."""
     fresh = TinyGPT(model.config).to(idx.device).eval()
     with torch.no_grad():
         logits = fresh(idx)
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1)).item()
     expected = math.log(model.config.vocab_size)
-    passed = abs(loss - expected) < tolerance
     return Check(
         "initial loss close to ln(vocab)",
-        passed,
+        _outcome(abs(loss - expected) < tolerance),
         loss,
-        f"initial loss {loss:.3f} vs ln({model.config.vocab_size}) = {expected:.3f}",
+        f"within {tolerance:g} of ln({model.config.vocab_size}) = {expected:.3f}",
+        f"a freshly initialised model of this config scores {loss:.3f} on the batch",
     )
 
 
@@ -114,55 +174,85 @@ def check_shape_contracts(model: TinyGPT) -> Check:
     T = model.config.max_seq_len
     device = next(model.parameters()).device
     idx = torch.randint(0, model.config.vocab_size, (2, T), device=device)
+    rule = f"(2, {T}) runs and (2, {T + 1}) is refused with a ShapeError"
     try:
         logits = model(idx)
         logits.float().mean().backward()
         model.zero_grad(set_to_none=True)
     except ShapeError as exc:
-        return Check("shape contracts", False, None, str(exc))
+        return Check("shape contracts", FAIL, None, rule, str(exc))
     try:
         model(torch.zeros(2, T + 1, dtype=torch.long, device=device))
-    except ShapeError:
-        return Check("shape contracts", True, None, f"(2, {T}) passes; (2, {T + 1}) is refused with a clear message")
-    return Check("shape contracts", False, None, f"a sequence of {T + 1} > max_seq_len was not refused")
+    except ShapeError as exc:
+        return Check("shape contracts", PASS, None, rule, f"(2, {T}) passes; (2, {T + 1}) is refused: {exc}")
+    return Check("shape contracts", FAIL, None, rule, f"a sequence of {T + 1} > max_seq_len was not refused")
 
 
 def check_training_metrics(metrics: list[dict], max_grad_norm: float) -> list[Check]:
-    """Checks on a run's recent step records: finite grad norm under the clip; loss still falling."""
-    checks = []
-    recent = [m for m in metrics[-50:] if m.get("loss") is not None]
-    norms = [m.get("grad_norm") for m in metrics[-50:]]
-    if not metrics:
-        return [Check("gradient norm finite", False, None, "no steps yet")]
-    finite = all(isinstance(n, (int, float)) and math.isfinite(n) for n in norms)
-    last_norm = norms[-1] if finite else None
-    under = finite and (max_grad_norm <= 0 or last_norm <= max_grad_norm * 10)
-    checks.append(
-        Check(
-            "gradient norm finite and under the clip",
-            finite and under,
-            last_norm,
-            "non-finite gradient norms in the last 50 steps"
-            if not finite
-            else f"last pre-clip norm {last_norm:.3g} (clip at {max_grad_norm:g})",
-        )
-    )
-    checks.append(loss_trend_check([m["loss"] for m in recent]))
+    """Checks on a run's step records: gradient norms finite; pre-clip norms under the clip; loss still falling.
+
+    With no clipping (max_grad_norm 0) there is no clip to be under, so that check is left out.
+    """
+    norms = [m.get("grad_norm") for m in metrics[-FINITE_WINDOW:]]
+    if not norms:
+        checks = [Check("gradient norm finite", NOT_ENOUGH, None, "finite on every recent step", "no steps yet")]
+    else:
+        bad = [n for n in norms if not (isinstance(n, (int, float)) and math.isfinite(n))]
+        checks = [
+            Check(
+                "gradient norm finite",
+                _outcome(not bad),
+                float(len(bad)),
+                f"0 non-finite in the last {FINITE_WINDOW} steps",
+                f"{len(bad)} of the last {len(norms)} steps had a NaN/inf gradient norm",
+            )
+        ]
+    if max_grad_norm > 0:
+        checks.append(grad_clip_check([m.get("grad_norm") for m in metrics], max_grad_norm))
+    checks.append(loss_trend_check([m["loss"] for m in metrics[-50:] if isinstance(m.get("loss"), (int, float))]))
     return checks
 
 
+def grad_clip_check(norms: list, max_grad_norm: float, window: int = GRAD_WINDOW) -> Check:
+    """The largest pre-clip gradient norm of the last `window` steps against the clip: above it, clipping is still
+    rescaling updates (the learning rate is high for this clip, or the clip tight for this model)."""
+    name, threshold = (
+        "gradient norm under the clip",
+        f"<= max_grad_norm {max_grad_norm:g} on each of the last {window} steps",
+    )
+    recent = [n for n in norms[-window:] if isinstance(n, (int, float)) and math.isfinite(n)]
+    if len(recent) < min(window, 5):
+        return Check(name, NOT_ENOUGH, None, threshold, f"{len(recent)} finite step(s) so far; need {min(window, 5)}")
+    worst, clipped = max(recent), sum(1 for n in recent if n > max_grad_norm)
+    detail = (
+        f"largest pre-clip norm {worst:.3g}, last {recent[-1]:.3g}; {clipped} of the last {len(recent)} steps clipped"
+    )
+    return Check(name, _outcome(worst <= max_grad_norm), worst, threshold, detail)
+
+
 def loss_trend_check(losses: list[float]) -> Check:
-    """Compare the mean of the older and the newer half of recent losses: falling, plateau, or diverging."""
-    if len(losses) < 10:
-        return Check("loss still decreasing", True, None, "too few steps to judge yet")
+    """Is the loss still falling? The older and newer half of recent step losses, compared with the noise of
+    step losses (standard error of the difference of the two means): only a decrease beyond TREND_SIGMAS of it
+    passes. A flat or rising loss fails; fewer than TREND_MIN_STEPS losses is "not enough data"."""
+    name = "loss still decreasing"
+    threshold = f"newer half's mean below the older half's by > {TREND_SIGMAS:g} standard errors"
+    losses = [x for x in losses if math.isfinite(x)]
+    if len(losses) < TREND_MIN_STEPS:
+        return Check(name, NOT_ENOUGH, None, threshold, f"{len(losses)} step losses; need {TREND_MIN_STEPS}")
     half = len(losses) // 2
-    older, newer = sum(losses[:half]) / half, sum(losses[half:]) / (len(losses) - half)
-    change = newer - older
-    if change > 0.05 * max(older, 1e-8):
-        return Check("loss still decreasing", False, change, f"loss rising: {older:.3f} -> {newer:.3f} (diverging?)")
-    if abs(change) < 0.002 * max(older, 1e-8):
-        return Check("loss still decreasing", False, change, f"plateau: {older:.3f} -> {newer:.3f}")
-    return Check("loss still decreasing", True, change, f"{older:.3f} -> {newer:.3f} over the last {len(losses)} steps")
+    older, newer = losses[:half], losses[half:]
+    mean_old, mean_new = sum(older) / len(older), sum(newer) / len(newer)
+    var_old = sum((x - mean_old) ** 2 for x in older) / (len(older) - 1)
+    var_new = sum((x - mean_new) ** 2 for x in newer) / (len(newer) - 1)
+    noise = math.sqrt(var_old / len(older) + var_new / len(newer))
+    change = mean_new - mean_old
+    detail = (
+        f"{mean_old:.3f} -> {mean_new:.3f} over the last {len(losses)} steps (change {change:+.3f}, noise ±{noise:.3f})"
+    )
+    if change < -TREND_SIGMAS * noise and change < 0:
+        return Check(name, PASS, change, threshold, detail)
+    verdict = "rising" if change > TREND_SIGMAS * noise else "not falling beyond the noise (plateau)"
+    return Check(name, FAIL, change, threshold, f"{verdict}: {detail}")
 
 
 def run_health_checks(

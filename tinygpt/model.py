@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import attention, attention_scores, fused_attention, mask_rows
+from .attention import apply_mask, attention, attention_scores, fused_attention, mask_rows
 from .config import TransformerConfig, parse_heads
 from .errors import ShapeError
 from .probes import Probe
@@ -62,6 +62,24 @@ class KVCache:
         self.keys[layer][:, :, self.length : end] = k
         self.values[layer][:, :, self.length : end] = v
         return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
+
+
+# ---------------------------------------------------------------- a deliberate bug, for the shape drift experiment
+
+
+def drifted_attention(q, k, v, mask, scale: float, contracts: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """attention() with a one-argument shape bug: the softmax divides by sums over the queries (dim -2) instead of
+    the keys (dim -1). Training has T == S, so (B, H, 1, S) broadcasts against (B, H, T, S) without a sound: rows no
+    longer sum to 1 and each weight depends on later queries (a future leak). `contracts` checks the sums' shape.
+    Only the shape drift experiment turns it on (TransformerConfig.shape_bug = "softmax_dim")."""
+    B, H, T, _ = q.shape
+    scores = apply_mask(attention_scores(q, k, scale), mask)  # (B, H, T, S), -inf where masked
+    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))  # (B, H, T, S), every entry in [0, 1]
+    sums = exps.sum(dim=-2, keepdim=True)  # the bug: (B, H, 1, S); dim=-1 would give (B, H, T, 1)
+    if contracts:
+        expect_shape("softmax row sums", sums, ("B", "H", "T", 1), sizes={"B": B, "H": H, "T": T})
+    weights = exps / sums  # (B, H, T, S) / (B, H, 1, S) -> (B, H, T, S): broadcasting hides the drift
+    return weights @ v, weights  # (B, H, T, S) @ (B, H, S, D) -> (B, H, T, D)
 
 
 class MultiHeadAttention(nn.Module):
@@ -101,13 +119,20 @@ class MultiHeadAttention(nn.Module):
             k, v = cache.append(layer, k, v)  # (B, H, S, D) with S = past + T
         weights = None
         explicit = need_weights or self.needs_weights() or cfg.softmax != "stable" or not cfg.fused_attention
+        explicit = explicit or cfg.shape_bug != "none"  # the shape drift experiment's bug lives on the explicit path
+        if cfg.shape_contracts:
+            for name, t in (("q", q), ("k", k), ("v", v)):
+                expect_shape(name, t, ("B", "H", None, "D"), sizes={"B": B, "H": cfg.num_heads, "D": cfg.head_dim})
         if explicit:
             q, k = self.hook_q(q), self.hook_k(k)
             mask = self.hook_mask(mask_rows(cfg.mask, past, T, cfg.window, x.device))  # (T, S)
             if self.hook_scores.active:  # recomputed only while someone watches the raw scores
                 self.hook_scores(attention_scores(q, k, cfg.scale))  # (B, H, T, S)
             dropout_p = cfg.dropout if self.training else 0.0
-            y, weights = attention(q, k, v, mask, cfg.scale, cfg.softmax, dropout_p)  # (B,H,T,D), (B,H,T,S)
+            if cfg.shape_bug == "softmax_dim":
+                y, weights = drifted_attention(q, k, v, mask, cfg.scale, cfg.shape_contracts)
+            else:
+                y, weights = attention(q, k, v, mask, cfg.scale, cfg.softmax, dropout_p)  # (B,H,T,D), (B,H,T,S)
             weights = self.hook_weights(weights)
         else:
             dropout_p = cfg.dropout if self.training else 0.0
