@@ -71,9 +71,11 @@ def test_each_experiment_runs_to_a_verdict_whose_colour_matches_reproduced(
         assert red > blue and green > blue, rgba  # yellow
     if SOURCE == "shakespeare":
         assert reproduced, f"{key} did not reproduce on Tiny Shakespeare: {verdict.inner_text()}"
-    page.screenshot(path=str(shots / f"experiment_{key}.png"), full_page=True)
     if key == "residual":  # the runs are in the address: a refresh reattaches and judges them again
         page.screenshot(path=str(shots / "experiments.png"), full_page=True)  # the README's picture of the page
+    verdict.scroll_into_view_if_needed()  # the page scrolls inside Streamlit's container: show the verdict
+    page.screenshot(path=str(shots / f"experiment_{key}.png"))
+    if key == "residual":
         assert "lab=" in page.url
         charts = page.locator('[data-testid="stVegaLiteChart"] svg')
         expect(charts.locator("text", has_text="detached residual").first).to_be_visible()
