@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 from pathlib import Path
 
 from tinygpt.config import RunConfig, preset
@@ -36,3 +38,21 @@ def tiny_config(text: str, **overrides) -> RunConfig:
 def cli_env() -> dict[str, str]:
     """The environment for `python -m tinygpt ...` in a subprocess: this checkout importable, one torch thread."""
     return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(path: Path, size: str = "4m"):
+    """A real small file system at `path` (tmpfs of `size`, root only) for full-disk and read-only cases; yields
+    a remount(read_only) function. Raises OSError where mounting is not allowed (the caller skips)."""
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                                           capture_output=True).returncode:  # fmt: skip
+        raise OSError(f"cannot mount a tmpfs at {path} here (needs root and mount rights)")
+
+    def remount(read_only: bool) -> None:
+        subprocess.run(["mount", "-o", f"remount,{'ro' if read_only else 'rw'}", str(path)], check=True)
+
+    try:
+        yield remount
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)

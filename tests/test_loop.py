@@ -291,14 +291,16 @@ def test_an_exception_marks_the_run_failed_with_its_message(tmp_path):
     assert store.reader(run_id).events[-1]["kind"] == "error"
 
 
-def test_a_corrupt_checkpoint_fails_the_resume_with_advice(tmp_path, tiny_text):
+def test_a_corrupt_checkpoint_named_explicitly_fails_the_resume_with_advice(tmp_path, tiny_text):
+    """Asked for by step, a damaged checkpoint is the answer (LATEST falls back instead: test_reliability.py)."""
     config = tiny(tiny_text, max_steps=10)
     store, run_id, run_dir = new_run(tmp_path, config)
     run_training(run_dir, config)
     weights = checkpoint_stem(run_dir, 10).with_suffix(".safetensors")
     weights.write_bytes(weights.read_bytes()[:100])
-    assert run_training(run_dir, config, resume_from=LATEST) == "failed"
-    assert "truncated" in store.reader(run_id).status()["reason"]
+    assert run_training(run_dir, config, resume_from=10) == "failed"
+    status = store.reader(run_id).status()
+    assert "truncated" in status["reason"] and status["step"] == 10  # the run's step is not reset to 0
 
 
 def test_resuming_from_a_missing_step_fails_and_deletes_nothing(tmp_path, tiny_text):

@@ -262,10 +262,13 @@ def test_a_worker_that_ignores_stop_is_killed_and_its_run_stays_readable(manager
     wait_for(lambda: not _pid_alive(pid), timeout=5, what="the frozen worker to be gone")
 
 
-def test_an_exception_in_the_worker_marks_the_run_failed(manager, store):
-    run_id = manager.start(tiny("far too short"))
+def test_an_exception_in_the_worker_marks_the_run_failed(manager, store, tiny_text):
+    with pytest.raises(TinyGPTError, match="characters"):  # a corpus too short is refused before any run exists
+        manager.start(tiny("far too short"))
+    assert store.list_runs() == []
+    run_id = manager.start(tiny(tiny_text, probe_text="\u2603 not in the vocabulary"))  # known only in the worker
     wait_for(lambda: status(store, run_id)["state"] == "failed", what="failed")
-    assert "characters" in status(store, run_id)["reason"]
+    assert "probe text" in status(store, run_id)["reason"]
     wait_for(lambda: not manager.is_live(run_id), what="reaped")
 
 

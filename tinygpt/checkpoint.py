@@ -21,6 +21,7 @@ Where a run keeps its checkpoints, and which of them are complete, is tinygpt.ru
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 from dataclasses import dataclass
@@ -93,14 +94,23 @@ def save_checkpoint(
         tensors["rng.eval"] = trainer_state["eval_generator"]
         meta["trainer_step"] = int(trainer_state["step"])
     weights_path = stem.with_suffix(".safetensors")
-    tmp = weights_path.with_suffix(".safetensors.tmp")
-    save_file(tensors, str(tmp))
-    os.replace(tmp, weights_path)
-    meta["weights_bytes"] = weights_path.stat().st_size
     json_path = stem.with_suffix(".json")
-    tmp = json_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta))
-    os.replace(tmp, json_path)
+    tmp = weights_path.with_suffix(".safetensors.tmp")
+    try:
+        save_file(tensors, str(tmp))
+        os.replace(tmp, weights_path)
+        meta["weights_bytes"] = weights_path.stat().st_size
+        tmp = json_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(meta))
+        os.replace(tmp, json_path)
+    except (OSError, SafetensorError) as exc:
+        tmp.unlink(missing_ok=True)  # a full disk gets its space back; the checkpoint is simply not there
+        if isinstance(exc, OSError):
+            raise
+        # safetensors reports the OS error inside its own message: keep it an OSError, so callers say "disk full"
+        if "No space left" in str(exc) or "StorageFull" in str(exc):
+            raise OSError(errno.ENOSPC, "No space left on device", str(weights_path)) from exc
+        raise OSError(errno.EIO, f"cannot write {weights_path}: {exc}") from exc
     return json_path
 
 

@@ -6,44 +6,85 @@
     torchrun --nproc_per_node 2 -m tinygpt train --preset demo      # DistributedDataParallel, rank 0 writes
     python -m tinygpt sample --run RUN_ID --prompt "ROMEO:" --max-new-tokens 200
 
-Flags are generated from the config dataclasses (`TransformerConfig`, `TrainConfig`, `DataConfig`, and the
-publishing fields of `RunConfig`), in kebab case, with each field's comment as its help text: one name per setting
-across the app, the CLI and the code. Precedence: preset < --config file < explicit flags.
+    python -m tinygpt train --resume RUN_ID --from-step 200                 # rewind to checkpoint 200
 
-Ctrl-C stops cleanly: the loop writes a final checkpoint and marks the run "stopped" (resumable with --resume).
-Errors a user can cause (a bad flag combination, an unknown run) print one line and exit with status 2.
+Flags are generated from the config dataclasses (`TransformerConfig`, `TrainConfig`, `DataConfig`, and the
+publishing fields of `RunConfig`), in kebab case, with each field's comment as its help text, its choices from
+tinygpt.config, and every preset's value: one name per setting across the app, the CLI and the code.
+Precedence: preset < --config file < explicit flags.
+
+Exit status: 0 for a run that finished, stopped or paused; 1 for one that failed or diverged (the last line says
+why, from its status); 2 for an error a user can cause (a bad flag, an unknown run, a run another process is
+training, a run too big for this machine, a runs folder that cannot be written), said in one line, before any run
+folder is made where that can be known; 130 for Ctrl-C while starting. Never a traceback for any of these.
+Ctrl-C while training stops cleanly: the loop writes a final checkpoint and marks the run "stopped" (resumable
+with --resume).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import inspect
 import io
 import json
+import math
 import sys
 import time
 import tokenize
 from pathlib import Path
 from typing import Any
 
-from .config import PRESETS, RUN_FIELDS, ConfigError, DataConfig, RunConfig, TrainConfig, TransformerConfig, preset
+from . import config as config_module
+from .config import (
+    MIN_LR_DIVISOR,
+    PRESETS,
+    RUN_FIELDS,
+    SHORT_RUN_CHECKPOINTS,
+    SHORT_RUN_EVALS,
+    ConfigError,
+    DataConfig,
+    RunConfig,
+    TrainConfig,
+    TransformerConfig,
+    preset,
+)
 from .errors import TinyGPTError
 
 SECTIONS = {"model": TransformerConfig, "train": TrainConfig, "data": DataConfig}
+NOT_FLAGS = ("vocab_size", "text_sha256")  # set from the corpus, and a run folder's reference to its corpus.txt
+# Values preset() derives when they are not set, said in the help instead of a number.
+DERIVED = {
+    "min_lr": f"learning_rate / {MIN_LR_DIVISOR}",
+    "eval_interval": f"the preset's, or max_steps / {SHORT_RUN_EVALS} for a short run",
+    "checkpoint_every": f"the preset's, or max_steps / {SHORT_RUN_CHECKPOINTS} for a short run",
+}
+MAX_TEMPERATURE = 1000.0  # above this every character is equally likely anyway
+MIN_TEMPERATURE = 1e-3  # below this (but above 0) logits / temperature overflow: 0 is the greedy choice
 
 
+@functools.cache
 def field_comments(cls) -> dict[str, str]:
-    """The trailing `# comment` of each dataclass field line: the help text of its flag."""
+    """Each dataclass field's comment: the trailing `# comment` on its line, else the comment block right above
+    it (for fields whose why takes more than a line). The help text of its flag."""
     comments: dict[str, str] = {}
     source = inspect.getsource(cls)
-    pending = None
+    pending, block, above = None, [], {}
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.NAME and token.start[1] == 4 and pending is None:
+        alone = token.line.strip().startswith("#")
+        if token.type == tokenize.COMMENT and alone and token.start[1] == 4:
+            block.append(token.string.lstrip("# ").strip())
+        elif token.type == tokenize.NL and not token.line.strip():
+            block = []  # a blank line ends a comment block
+        elif token.type == tokenize.NAME and token.start[1] == 4 and pending is None:
             pending = (token.string, token.start[0])
+            above[token.string], block = " ".join(block), []
         elif token.type == tokenize.COMMENT and pending and token.start[0] == pending[1]:
             comments[pending[0]] = token.string.lstrip("# ").strip()
         if token.type == tokenize.NEWLINE:
+            if pending and pending[0] not in comments and above.get(pending[0]):
+                comments[pending[0]] = above[pending[0]]
             pending = None
     return comments
 
@@ -61,58 +102,166 @@ def _parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def _add_dataclass_flags(group: argparse._ArgumentGroup, cls, dest_prefix: str, skip=()) -> None:
+def _number(kind: type, low: float | None = None, high: float | None = None, above_low: bool = False) -> Any:
+    """An argparse type: `kind` (int or float), finite, within [low, high] ((low, high] with `above_low`); the
+    error says the range. The config's own checks (tinygpt.config) still apply to whatever passes here."""
+    if low is None:
+        bounds = "" if high is None else f" <= {high:g}"
+    elif high is None:
+        bounds = f" {'>' if above_low else '>='} {low:g}"
+    else:
+        bounds = f" in {'(' if above_low else '['}{low:g}, {high:g}]"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'a whole number' if kind is int else 'a number'}{bounds}, got {text!r}"
+            ) from None
+        too_low = low is not None and (value <= low if above_low else value < low)
+        if not math.isfinite(value) or too_low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected a finite number{bounds}, got {text!r}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in "invalid int value" messages
+    return parse
+
+
+def _folder(text: str) -> Path:
+    """A path argument: not blank (that would be the current folder, or one named " "), no NUL byte."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty name")
+    if "\x00" in text:
+        raise argparse.ArgumentTypeError(f"a path cannot contain a NUL byte, got {text!r}")
+    return Path(text)
+
+
+def _temperature(text: str) -> float:
+    value = _number(float, 0.0, MAX_TEMPERATURE)(text)
+    if 0 < value < MIN_TEMPERATURE:
+        raise argparse.ArgumentTypeError(
+            f"a temperature below {MIN_TEMPERATURE:g} overflows the scores; use 0 for greedy, got {text!r}"
+        )
+    return value
+
+
+def _preset_values(section: str, name: str, default: Any) -> str:
+    """ "(default: ...)": the value each preset gives the field, or the field's own default."""
+    if name in DERIVED:
+        return f"(default: {DERIVED[name]})"
+    values = {p: spec.get(section, {}).get(name, default) for p, spec in PRESETS.items()}
+    if len(set(map(repr, values.values()))) == 1:
+        return f"(default: {_show(default)})"
+    return "(default: the preset's: " + ", ".join(f"{p} {_show(v)}" for p, v in values.items()) + ")"
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return repr(value) if value else '""'
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _add_flags(group: argparse._ArgumentGroup, cls, section: str, sources: list[str]) -> None:
+    """One flag per field of `cls`: its comment as help, choices where tinygpt.config names them, and every
+    preset's value. `section` is "model", "train", "data" or "run" (PRESETS' keys, and the flag's dest prefix)."""
     comments = field_comments(cls)
+    names = RUN_FIELDS if cls is RunConfig else [f.name for f in dataclasses.fields(cls)]
     for f in dataclasses.fields(cls):
-        if f.name in skip:
+        if f.name in NOT_FLAGS or f.name not in names:
             continue
         default = f.default if f.default is not dataclasses.MISSING else None
         kind = type(default) if default is not None else str
-        parse = _parse_bool if kind is bool else kind
-        help_text = comments.get(f.name, f.name.replace("_", " "))
+        choices = sources if f.name == "source" else config_choices(f.name)
+        if kind is bool:
+            parse, metavar = _parse_bool, "{true,false}"
+        elif kind in (int, float):
+            parse, metavar = _number(kind), ("STEPS" if section == "run" else kind.__name__.upper())
+        else:
+            parse, metavar = str, (None if choices else "TEXT")
+        help_text = comments.get(f.name) or f.name.replace("_", " ")
         group.add_argument(
             _flag(f.name),
-            dest=f"{dest_prefix}.{f.name}",
+            dest=f"{section}.{f.name}",
             type=parse,
+            choices=choices,
             default=None,
-            metavar=kind.__name__.upper(),
-            help=f"{help_text} (default: {default!r})",
+            metavar=metavar,
+            help=f"{help_text} {_preset_values(section, f.name, default)}".replace("%", "%%"),
         )
 
 
+def config_choices(name: str) -> tuple[str, ...] | None:
+    """A text field's choices: tinygpt.config's tuple named after it in the plural (ATTN_SCALES for attn_scale,
+    MASKS, SOFTMAXES, DEVICES, ...), so a new setting with a choice list gets its choices here without an edit."""
+    for plural in (name.upper() + "S", name.upper() + "ES"):
+        values = getattr(config_module, plural, None)
+        if isinstance(values, tuple) and values and all(isinstance(v, str) for v in values):
+            return values
+    return None
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (argparse prints the whole usage first): what was wrong, and where to look."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tinygpt", description="Train and sample tiny GPTs.")
+    from .data import data_sources
+
+    runs_dir_help = "runs folder (default: $TINYGPT_RUNS_DIR or ./runs)"
+    parser = _Parser(prog="python -m tinygpt", description="Train and sample tiny GPTs.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train a model into a run folder (also under torchrun)")
     train.add_argument("--preset", choices=list(PRESETS), default="demo", help="starting settings (default: demo)")
-    train.add_argument("--config", type=Path, help="a config.json from a run folder or an app bundle")
-    train.add_argument("--resume", metavar="RUN_ID", help="continue a stopped/paused run from its last checkpoint")
-    train.add_argument("--runs-dir", type=Path, help="runs folder (default: $TINYGPT_RUNS_DIR or ./runs)")
-    train.add_argument("--threads", type=int, help="torch threads for this process (default: torch's choice)")
+    train.add_argument("--config", type=_folder, help="a config.json from a run folder or an app bundle")
+    train.add_argument(
+        "--resume", metavar="RUN_ID", help="continue a run from its newest checkpoint that loads (see --from-step)"
+    )
+    train.add_argument(
+        "--from-step", type=_number(int, 0), metavar="STEP",
+        help="with --resume: continue from this checkpoint instead; later ones are dropped (`runs` lists them)",
+    )  # fmt: skip
+    train.add_argument("--runs-dir", type=_folder, help=runs_dir_help)
+    train.add_argument(
+        "--threads", type=_number(int, 1), metavar="N", help="torch threads for this process (default: torch's choice)"
+    )
     train.add_argument("--quiet", action="store_true", help="no progress output")
-    _add_dataclass_flags(train.add_argument_group("model"), TransformerConfig, "model", skip=("vocab_size",))
-    _add_dataclass_flags(train.add_argument_group("training"), TrainConfig, "train")
-    _add_dataclass_flags(train.add_argument_group("data"), DataConfig, "data")
-    publish = train.add_argument_group("publishing")
-    publish.add_argument("--attention-every", dest="run.attention_every", type=int, help="steps between snapshots")
-    publish.add_argument("--sample-every", dest="run.sample_every", type=int, help="steps between sample texts")
-    publish.add_argument("--checkpoint-every", dest="run.checkpoint_every", type=int, help="steps between checkpoints")
-    publish.add_argument("--probe-text", dest="run.probe_text", help="text whose attention is captured")
+    _add_flags(train.add_argument_group("model"), TransformerConfig, "model", [])
+    _add_flags(train.add_argument_group("training"), TrainConfig, "train", [])
+    _add_flags(train.add_argument_group("data"), DataConfig, "data", data_sources())
+    _add_flags(train.add_argument_group("publishing"), RunConfig, "run", [])
 
     sample = sub.add_parser("sample", help="generate text from a saved run")
     sample.add_argument("--run", required=True, metavar="RUN_ID", help="the run to load")
     sample.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
-    sample.add_argument("--max-new-tokens", type=int, default=300, help="characters to generate")
-    sample.add_argument("--temperature", type=float, default=0.8, help="0 is greedy; higher is more random")
-    sample.add_argument("--top-k", type=int, help="sample only among the k most likely characters")
-    sample.add_argument("--top-p", type=float, help="sample only within this much probability mass")
-    sample.add_argument("--seed", type=int, default=0, help="random seed")
-    sample.add_argument("--step", type=int, help="checkpoint step (default: the latest)")
-    sample.add_argument("--runs-dir", type=Path, help="runs folder (default: $TINYGPT_RUNS_DIR or ./runs)")
+    sample.add_argument(
+        "--max-new-tokens", type=_number(int, 0), default=300, metavar="N", help="characters to generate (default: 300)"
+    )
+    sample.add_argument(
+        "--temperature", type=_temperature, default=0.8, metavar="T",
+        help=f"0 is greedy; higher is more random, up to {MAX_TEMPERATURE:g} (default: 0.8)",
+    )  # fmt: skip
+    sample.add_argument(
+        "--top-k", type=_number(int, 1), metavar="K", help="sample only among the k most likely characters"
+    )
+    sample.add_argument(
+        "--top-p", type=_number(float, 0.0, 1.0, above_low=True), metavar="P",
+        help="sample only within this much probability mass, in (0, 1]",
+    )  # fmt: skip
+    sample.add_argument(
+        "--seed", type=_number(int, 0, 2**63 - 1), default=0, metavar="N", help="random seed (default: 0)"
+    )
+    sample.add_argument("--step", type=_number(int, 0), metavar="STEP", help="checkpoint step (default: the latest)")
+    sample.add_argument("--runs-dir", type=_folder, help=runs_dir_help)
 
     runs = sub.add_parser("runs", help="list the runs in a runs folder")
-    runs.add_argument("--runs-dir", type=Path, help="runs folder (default: $TINYGPT_RUNS_DIR or ./runs)")
+    runs.add_argument("--runs-dir", type=_folder, help=runs_dir_help)
     return parser
 
 
@@ -131,7 +280,8 @@ def config_file_settings(path: Path | None) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"cannot read --config {path}: {exc}") from exc
     if not isinstance(loaded, dict):
-        raise ConfigError(f"--config {path} must hold a JSON object (a run's config.json), not a {type(loaded).__name__}.")
+        kind = type(loaded).__name__
+        raise ConfigError(f"--config {path} must hold a JSON object (a run's config.json), not a {kind}.")
     settings: dict[str, Any] = {}
     for section in SECTIONS:
         part = loaded.get(section, {})
@@ -139,7 +289,27 @@ def config_file_settings(path: Path | None) -> dict[str, Any]:
             raise ConfigError(f"--config {path}: {section!r} must be a JSON object, not a {type(part).__name__}.")
         settings.update(part)
     settings.update({k: loaded[k] for k in RUN_FIELDS if k in loaded})
+    sha = settings.pop("text_sha256", "")
+    if settings.get("source") == "text" and not settings.get("text") and sha:
+        settings["text"] = _corpus_beside(Path(path), sha)  # a run's config.json names its corpus.txt
     return settings
+
+
+def _corpus_beside(path: Path, sha: Any) -> str:
+    """The corpus.txt next to a run's config.json (or in a bundle), checked against the hash the config names."""
+    from .runstore import CORPUS_FILE, corpus_sha256
+
+    corpus = path.parent / CORPUS_FILE
+    try:
+        text = corpus.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"--config {path} trains on a text stored in {CORPUS_FILE} beside it, which cannot be read ({exc}): copy "
+            f"the run's {CORPUS_FILE} next to it, or pass the text with --text."
+        ) from None
+    if corpus_sha256(text) != sha:
+        raise ConfigError(f"{corpus} is not the text {path} names (its sha256 differs): use that run's {CORPUS_FILE}.")
+    return text
 
 
 # ---------------------------------------------------------------- progress
@@ -193,23 +363,19 @@ def _store(runs_dir: Path | None):
 
 def cmd_train(args: argparse.Namespace) -> int:
     from .distributed import run_training_maybe_distributed
-    from .runstore import list_checkpoints
+    from .preflight import preflight
 
     store = _store(args.runs_dir)
+    if args.from_step is not None and not args.resume:
+        raise TinyGPTError("--from-step needs --resume RUN_ID: it picks the checkpoint a run continues from.")
     if args.resume:
-        run_dir = store.path(args.resume)
-        if not (run_dir / "config.json").exists():
-            raise TinyGPTError(f"no run {args.resume!r} in {store.root}: see `python -m tinygpt runs`.")
-        config = RunConfig.from_dict(_run_config(run_dir))
-        overrides = config_overrides(args)
-        if "max_steps" in overrides:
-            config.train.max_steps = overrides["max_steps"]
-        # The app's rule too (RunManager): continue from the newest checkpoint, or start over if there is none
-        # (a run that failed while starting).
-        run_id, resume_from = args.resume, "latest" if list_checkpoints(run_dir) else None
+        config, resume_from = _resume_config(store, args)
+        run_id = args.resume
     else:
         config = config_from_args(args)
         run_id, resume_from = None, None
+    # Everything that can be known before a run folder exists: threads, device, source, memory, disk.
+    preflight(config, runs_root=None if args.resume else store.root, threads=args.threads)
     return run_training_maybe_distributed(
         store,
         config,
@@ -220,12 +386,51 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
 
 
+def _resume_config(store, args: argparse.Namespace) -> tuple[RunConfig, Any]:
+    """The config and the resume point of `train --resume RUN [--from-step N]`, or the TinyGPTError that says
+    why the run cannot be resumed (no such run, another process trains it, an unusable config.json, no such
+    checkpoint)."""
+    from .runstore import RunLockedError, list_checkpoints, writer_lock_holder
+
+    run_dir = store.path(args.resume)
+    if not (run_dir / "config.json").exists():
+        raise TinyGPTError(f"no run {args.resume!r} in {store.root}: see `python -m tinygpt runs`.")
+    holder = writer_lock_holder(run_dir)
+    if holder is not None:
+        raise RunLockedError(
+            f"run {args.resume} is being trained by {holder.get('holder') or 'another process'} (pid "
+            f"{holder.get('pid')}): only one process may train a run at a time. Stop it there first, or "
+            "train a new run with --config on its config.json."
+        )
+    try:
+        config = RunConfig.from_dict(_run_config(run_dir))
+    except TinyGPTError as exc:
+        raise TinyGPTError(
+            f"run {args.resume} cannot be resumed: its config.json is unusable ({exc}). Start a new run instead."
+        ) from None
+    overrides = config_overrides(args)
+    if "max_steps" in overrides:
+        config.train.max_steps = overrides["max_steps"]
+    steps = list_checkpoints(run_dir)
+    if args.from_step is not None:
+        if args.from_step not in steps:
+            raise TinyGPTError(f"run {args.resume} has no checkpoint at step {args.from_step}; it has {steps}.")
+        return config, args.from_step
+    # The app's rule too (RunManager): continue from the newest checkpoint that loads, or start over if there is
+    # none (a run that failed while starting).
+    return config, "latest" if steps else None
+
+
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {dest.split(".", 1)[1]: v for dest, v in vars(args).items() if v is not None and "." in dest}
 
 
 def _run_config(run_dir: Path) -> dict:
-    data = json.loads((run_dir / "config.json").read_text())
+    from .runstore import read_json
+
+    data = read_json(run_dir / "config.json", {})  # RunStoreError for garbage
+    if not isinstance(data, dict):
+        raise ConfigError(f"{run_dir / 'config.json'} holds a {type(data).__name__}, not a JSON object")
     return {k: data[k] for k in ("model", "train", "data", *RUN_FIELDS) if k in data}
 
 
@@ -265,11 +470,24 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     commands = {"train": cmd_train, "sample": cmd_sample, "runs": cmd_runs}
     try:
+        args = build_parser().parse_args(argv)  # usage errors exit 2 from argparse, in one line (_Parser)
         return commands[args.command](args)
     except TinyGPTError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before training began (a run that trained says "stopped" itself)
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `sample ... | head`: the reader is gone, nothing left to say
+        sys.stderr.close()
+        return 0
+    except OSError as exc:  # the file system said no somewhere we did not expect: say it, no traceback
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+
+
+def one_line(text: str) -> str:
+    """A message as one line: torch's and the OS's errors sometimes span several."""
+    return " ".join(text.split())

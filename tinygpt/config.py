@@ -179,14 +179,14 @@ class TrainConfig:
     min_lr: float = 1e-4  # cosine floor, learning_rate / 10 as in Chinchilla and nanoGPT
     warmup_steps: int = 100  # linear ramp from ~0: Adam's second-moment estimates are noisy at first
     weight_decay: float = 0.1  # applied to >= 2-D weights only (not biases, LayerNorm gains)
-    beta1: float = 0.9
+    beta1: float = 0.9  # momentum: how much of the previous update each step keeps (Adam's default)
     beta2: float = 0.95  # 0.95 (GPT-3) forgets noisy early gradients faster; nanoGPT uses 0.99 for Shakespeare
     max_grad_norm: float = 1.0  # clip the global gradient norm to this; 0 disables clipping
     batch_size: int = 12  # sequences per step (nanoGPT's CPU config)
-    max_steps: int = 2000
+    max_steps: int = 2000  # optimisation steps in the run; the cosine decay reaches min_lr here
     eval_interval: int = 250  # steps between validation-loss estimates
     eval_batches: int = 20  # batches averaged per estimate (nanoGPT's eval_iters for CPU)
-    seed: int = 1337
+    seed: int = 1337  # weight init, dropout and batch order: the same seed gives the same run
     device: str = "auto"  # auto picks CUDA, then Apple MPS, then CPU
 
     def __post_init__(self) -> None:
@@ -216,8 +216,9 @@ class TrainConfig:
             raise ConfigError(
                 f"warmup_steps must be a whole number >= 0 (0 means no warmup), got {self.warmup_steps!r}."
             )
-        if not isinstance(self.seed, int):
-            raise ConfigError(f"seed must be a whole number, got {self.seed!r}.")
+        # torch seeds are 64-bit; the eval generator takes seed + 1 and a torchrun rank seed + rank.
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
+            raise ConfigError(f"seed must be a whole number from 0 to 2**63 - 1, got {self.seed!r}.")
         if self.device not in DEVICES:
             raise ConfigError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}.")
 
@@ -233,10 +234,20 @@ class TrainConfig:
 class DataConfig:
     """Which text to train on. `source` is "shakespeare", "synthetic:<task>", or "text" (inline text)."""
 
-    source: str = "shakespeare"
+    source: str = "shakespeare"  # Tiny Shakespeare, a generated task with exact answers, or your own text
     text: str = ""  # the corpus itself when source == "text" (uploaded or pasted by the user)
+    # A run folder keeps a "text" corpus once, in its corpus.txt, and its configs name it by this hash instead
+    # of carrying the text ("" text): config.json and every checkpoint stay small (tinygpt.runstore.store_corpus).
+    text_sha256: str = ""
     synthetic_examples: int = 4000  # problems generated for a synthetic task
     synthetic_digits: int = 6  # length of each problem's operand(s)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise ConfigError(f"text must be text, got {type(self.text).__name__}.")
+        sha = self.text_sha256
+        if not isinstance(sha, str) or (sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha))):
+            raise ConfigError(f"text_sha256 must be a sha256 in hex (64 characters) or empty, got {sha!r}.")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from collections.abc import Callable
 
@@ -25,7 +26,7 @@ import torch
 
 from .config import RunConfig
 from .errors import TinyGPTError
-from .runstore import RunStore
+from .runstore import RunStore, read_status
 
 
 def world() -> tuple[int, int, int]:
@@ -115,13 +116,17 @@ def run_training_maybe_distributed(
                 threads=threads,
                 on_record=on_record,
                 prepare=prepare,
+                holder="python -m tinygpt train" + (f" (rank {rank} of {world_size})" if distributed else ""),
             )
         finally:
             signal.signal(signal.SIGTERM, previous[0])
             signal.signal(signal.SIGINT, previous[1])
-        if rank == 0:
-            print(f"run {announced[0]}: {state}", flush=True)
-        return 1 if state in ("failed", "diverged") else 0
+        failed = state in ("failed", "diverged")
+        if rank == 0:  # the reason from the run's status, on one line: "run X: failed: <why>"
+            reason = " ".join(str(read_status(run_dir).get("reason") or state).split())
+            reason = reason if reason.startswith(state) else f"{state}: {reason}"
+            print(f"run {announced[0]}: {reason}", file=sys.stderr if failed else sys.stdout, flush=True)
+        return 1 if failed else 0
     except TinyGPTError:
         raise
     finally:

@@ -37,4 +37,8 @@ class NonFiniteError(TinyGPTError):
 
 
 class RunStoreError(TinyGPTError):
-    """A run folder is missing, malformed, or a run id is not acceptable."""
+    """A run folder is missing, malformed, not writable, or a run id is not acceptable."""
+
+
+class ResourceError(TinyGPTError):
+    """A run does not fit: out of memory on the device, or too little memory or disk to start; says what to lower."""

@@ -42,9 +42,11 @@ Left out: gradient accumulation, multi-rank coordination (the torchrun issue), a
 from __future__ import annotations
 
 import base64
+import dataclasses
 import math
 import os
 import queue
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -53,24 +55,30 @@ from typing import Any, Protocol
 
 import torch
 
-from .checkpoint import load_checkpoint, load_model_state, save_checkpoint
+from .checkpoint import Checkpoint, load_checkpoint, load_model_state, save_checkpoint
 from .circuits import induction_probe, snapshot_scores
-from .config import RunConfig
+from .config import DataConfig, RunConfig
 from .data import load_corpus
 from .device import resolve_device
-from .errors import CheckpointError, NonFiniteError, TinyGPTError
+from .errors import CheckpointError, NonFiniteError, ResourceError, RunStoreError, TinyGPTError
 from .inside import attention_maps
 from .model import TinyGPT
+from .preflight import check_memory, check_threads
 from .runstore import (
     RunWriter,
+    acquire_writer_lock,
     checkpoint_stem,
     delete_checkpoint,
+    last_metric_step,
     list_checkpoints,
-    read_status,
+    os_error_message,
+    read_corpus,
+    read_evals,
     retained_steps,
     rewind,
+    store_corpus,
 )
-from .trainer import ResourceError, Trainer
+from .trainer import Trainer
 
 LATEST = -1  # resume_from=LATEST: the newest complete checkpoint
 STATUS_INTERVAL = 0.25  # s between status.json rewrites: the page polls at ~2 Hz, so 4 Hz is always fresh
@@ -83,6 +91,12 @@ SAMPLE_PROMPT_CHARS = 16  # the sample continues the first characters of the pro
 KEEP_RECENT_CHECKPOINTS = 3  # always kept: the newest ones are what resume and the Sample page want most
 MAX_CHECKPOINTS = 12  # the early phase dense, the rest spread evenly to now (runstore.retained_steps)
 CLIP_QUIET = 10  # unclipped steps in a row that end a stretch of clipping (one event each way, not per step)
+# Divergence without NaN: a loss this many times ln(V) (what guessing uniformly scores, and an untrained model's
+# loss) for DIVERGE_PATIENCE steps in a row. Measured on the demo preset (ln 65 = 4.17, limit 6.26): lr 10 with no
+# warmup or clipping stays above it for 254 steps (loss ~500); lr 1 spikes above it for 35 steps and recovers; lr
+# 0.1, lr 1e-2 without warmup, lr 1e-5 (slow) and the demo itself never exceed it for more than 2 steps.
+DIVERGE_LOSS_FACTOR = 1.5
+DIVERGE_PATIENCE = 50
 COMMANDS = ("pause", "resume", "step", "stop", "knob", "release")
 
 
@@ -159,6 +173,8 @@ class _Loop:
         self.clip_last = self.clip_count = 0  # its last clipped step, and how many steps clipped in it
         self.checkpointed_step: int | None = None
         self.diverged = False  # paused by a non-finite step (kept as the state if the process is released)
+        self.blowup: list[float] = []  # losses of the current stretch of steps above the divergence limit
+        self.loss_limit = math.inf  # DIVERGE_LOSS_FACTOR x ln(V), set once the vocabulary is known
         self.trainer: Trainer | None = None
         self.ready = False  # setup finished: model, vocab and trainer exist, so a checkpoint can be written
         self.prepare = None  # optional hook run on the new Trainer (DDP wrapping)
@@ -168,27 +184,24 @@ class _Loop:
 
     # ---------------------------------------------------------------- setup
 
-    def setup(self, resume_from: int | None) -> None:
+    def setup(self, ckpt: Checkpoint | None, damaged: list[tuple[int, str]]) -> None:
+        """Build everything for the first step: fresh, or from `ckpt` (pick_checkpoint's choice; `damaged` lists
+        the newer checkpoints that could not be loaded, for the record)."""
         self.status("starting", "loading the data and building the model", force=True, pid=os.getpid())
         device = resolve_device(self.device_name or self.config.train.device)
-        ckpt = None
-        if resume_from is not None:
-            steps = list_checkpoints(self.run_dir)
-            if not steps:
-                raise CheckpointError(f"run {self.run_dir.name} has no checkpoint to resume from: start a new run.")
-            step = steps[-1] if resume_from == LATEST else resume_from
-            if step not in steps:
-                raise CheckpointError(f"run {self.run_dir.name} has no checkpoint at step {step}; it has {steps}.")
-            ckpt = load_checkpoint(checkpoint_stem(self.run_dir, step))
+        if ckpt is not None:
             # The checkpoint's config carries the knobs as they were; max_steps may have been raised since.
             ckpt.config.train.max_steps = self.config.train.max_steps
             self.config = ckpt.config
         config = self.config
-        corpus = load_corpus(config.data, config.model.max_seq_len)
+        corpus = load_corpus(self.corpus_config(config), config.model.max_seq_len)
         vocab = corpus.tokenizer.vocab
         if ckpt is not None and ckpt.vocab != vocab:
             raise CheckpointError("the corpus no longer has the vocabulary this checkpoint was trained with.")
         config.model.vocab_size = len(vocab)
+        check_memory(config, str(device))  # before the model exists: a 160 GB attention is refused, not tried
+        if len(vocab) > 1:
+            self.loss_limit = DIVERGE_LOSS_FACTOR * math.log(len(vocab))
         torch.manual_seed(config.train.seed)  # weight init and dropout draw from torch's global generator
         model = TinyGPT(config.model)
         self.trainer = trainer = Trainer(model, config.train, corpus, device)
@@ -202,7 +215,7 @@ class _Loop:
             if "torch_rng" in ckpt.extra:
                 torch.set_rng_state(_rng_from_text(ckpt.extra["torch_rng"]))
             self.checkpointed_step = ckpt.step
-            self.best_val = read_status(self.run_dir).get("best_val_loss")
+            self.best_val = self.best_val_until(ckpt.step)
         else:
             self.writer.write_config({**config.to_dict(), "vocab": vocab, "num_params": model.num_params()})
 
@@ -218,7 +231,39 @@ class _Loop:
             self.sample()  # and what it writes now: babble, the first point of "babble to words"
         self.rate_mark = (time.perf_counter(), trainer.step_count)
         self.ready = True
-        self.status("running", "training", force=True, device=str(device), queue_position=None)
+        reason = "training" if ckpt is None else f"training, {self.record_resume(ckpt.step, damaged)}"
+        self.status("running", reason, force=True, device=str(device), queue_position=None)
+
+    def corpus_config(self, config: RunConfig) -> DataConfig:
+        """The DataConfig to load the corpus from, text included. A "text" corpus lives in the run folder's
+        corpus.txt (runstore.store_corpus): an inline text is stored there now (a new run, or a folder from before
+        corpus.txt), and `config.data` keeps only its hash, so config.json and checkpoints stay small."""
+        data = config.data
+        if data.source != "text":
+            return data
+        if data.text:
+            config.data = DataConfig.from_dict(store_corpus(self.run_dir, {"data": data.to_dict()})["data"])
+            return data
+        return dataclasses.replace(data, text=read_corpus(self.run_dir, data.text_sha256 or None))
+
+    def best_val_until(self, step: int) -> float | None:
+        """The best val loss up to `step` (a resume abandons what came after it)."""
+        losses = [e.get("val_loss") for e in read_evals(self.run_dir) if (e.get("step") or 0) <= step]
+        finite = [v for v in losses if isinstance(v, (int, float)) and math.isfinite(v)]
+        return min(finite) if finite else None
+
+    def record_resume(self, step: int, damaged: list[tuple[int, str]]) -> str:
+        """Say where a resumed run continues from, as an event; returns the words for the status reason."""
+        said = f"resumed from checkpoint {step}"
+        last = last_metric_step(self.run_dir) or 0
+        if last > step:  # a killed worker got further than its last checkpoint: those steps are trained again
+            said += f" (steps {step + 1}-{last} came after it and are trained again)"
+        for bad, why in damaged:
+            self.event("checkpoint", f"checkpoint {bad} could not be loaded and was removed: {why}", checkpoint=bad)
+        if damaged:
+            said += f"; newer checkpoint {', '.join(str(b) for b, _ in damaged)} could not be loaded"
+        self.event("state", said, resumed_from=step, rewound_from=last if last > step else None)
+        return said
 
     # ---------------------------------------------------------------- the loop
 
@@ -237,6 +282,8 @@ class _Loop:
             self.publish(record)
             if not record["applied"]:
                 self.diverge(record)
+            elif self.watch_loss(record):
+                pass  # diverged: paused (or ending) like a non-finite step
             elif self.budget:
                 self.budget -= 1
                 if self.budget == 0:
@@ -255,7 +302,7 @@ class _Loop:
                     self.status("paused", f"paused by you at step {step}", force=True)
             elif cmd == "resume":
                 if self.paused:
-                    self.paused, self.budget, self.diverged = False, 0, False
+                    self.paused, self.budget, self.diverged, self.blowup = False, 0, False, []
                     self.rate_mark = (time.perf_counter(), step)  # the pause is not slow training
                     self.status("running", "training", force=True)
             elif cmd == "step":
@@ -345,10 +392,44 @@ class _Loop:
             "attention scale, then resume."
         )
         self.writer.append_event({"step": step, "kind": "nonfinite", "message": reason, **info})
-        self.paused, self.budget, self.diverged = True, 0, True
+        self.stop_diverged(reason)
+
+    def stop_diverged(self, reason: str) -> None:
+        self.paused, self.budget, self.diverged, self.blowup = True, 0, True, []
         if isinstance(self.control, _NoControl):  # nobody can resume it: end here, resumable from a checkpoint
             self.exit = ("diverged", reason)
         self.status("diverged", reason, force=True)
+
+    def watch_loss(self, record: dict) -> bool:
+        """Divergence with finite numbers: the loss far above ln(V) (DIVERGE_LOSS_FACTOR) for DIVERGE_PATIENCE
+        steps in a row. Then record the evidence as a "diverged" event, mark the run diverged and return True."""
+        loss = record["loss"]
+        if not loss > self.loss_limit:
+            self.blowup = []
+            return False
+        self.blowup.append(loss)
+        if len(self.blowup) < DIVERGE_PATIENCE:
+            return False
+        step, steps = record["step"], len(self.blowup)
+        first = step - steps + 1
+        mean = sum(self.blowup) / steps
+        vocab = len(self.vocab)
+        before = [s for s in list_checkpoints(self.run_dir) if s < first]
+        ratios = sorted((record.get("update_ratios") or {}).values())
+        ratio = f"; update ratio ||dW||/||W|| now {ratios[len(ratios) // 2]:.2g} (healthy: ~1e-3)" if ratios else ""
+        back = f"resume from checkpoint {before[-1]}, from before it blew up" if before else "start a new run"
+        reason = (
+            f"diverged at step {step}: the loss stayed above {self.loss_limit:.2f} (1.5 x ln {vocab}; guessing "
+            f"uniformly scores {math.log(vocab):.2f}) for {steps} steps in a row, steps {first}-{step}, mean "
+            f"{mean:.3g}{ratio}. The weights no longer model the text: lower learning_rate (or raise "
+            f"warmup_steps, or set max_grad_norm), then {back}."
+        )
+        self.event(
+            "diverged", reason, rule="loss_above_uniform", limit=self.loss_limit, mean_loss=mean,
+            first_step=first, steps=steps, checkpoint=before[-1] if before else None,
+        )  # fmt: skip
+        self.stop_diverged(reason)
+        return True
 
     def finish(self, state: str, reason: str) -> str:
         self.save_checkpoint()
@@ -436,27 +517,35 @@ def run_training(
     threads: int | None = None,
     on_record: Callable[[dict], None] | None = None,
     prepare: Callable[[Trainer], None] | None = None,
+    holder: str = "a training process",
 ) -> str:
     """Train `config` into the existing run folder `run_dir` (see RunStore.create); return the final state.
 
     control: where commands come from (None: none, e.g. the CLI; a diverged run then ends instead of waiting).
-    resume_from: None starts fresh; a step (or LATEST) continues from that checkpoint, whose config (with any
-    live knob changes) wins over `config`, except for max_steps. device: overrides config.train.device.
-    threads: torch.set_num_threads for this process. on_record: called with every step record, after it is written.
-    prepare: called with the new Trainer before any step (tinygpt/distributed.py wraps it for DDP there).
-    Never raises for a failing run: the failure is written to status.json (state "failed") and returned.
+    resume_from: None starts fresh; a step (or LATEST: the newest checkpoint that loads) continues from that
+    checkpoint, whose config (with any live knob changes) wins over `config`, except for max_steps.
+    device: overrides config.train.device. threads: torch.set_num_threads for this process. on_record: called
+    with every step record, after it is written. prepare: called with the new Trainer before any step
+    (tinygpt/distributed.py wraps it for DDP there). holder: who we are, for the writer lock's refusal message.
+
+    Never raises for a failing run: the failure is written to status.json (state "failed") and returned. Raises
+    only when it may not write at all, before writing anything: RunLockedError when another process writes the
+    run (its writer lock, runstore.acquire_writer_lock), RunStoreError when the folder is not writable.
     """
     run_dir = Path(run_dir)
-    if threads:
-        torch.set_num_threads(threads)
-    config = RunConfig.from_dict(config.to_dict())  # our own copy: knobs and vocab_size are set on it
+    lock = acquire_writer_lock(run_dir, holder)  # one writer per run, held until we return
     loop = None
     try:
-        if resume_from not in (None, LATEST) and resume_from in list_checkpoints(run_dir):
-            rewind(run_dir, resume_from)  # before the RunWriter reads the attention index
+        check_threads(threads)
+        if threads:
+            torch.set_num_threads(threads)
+        config = RunConfig.from_dict(config.to_dict())  # our own copy: knobs and vocab_size are set on it
+        ckpt, damaged = pick_checkpoint(run_dir, resume_from)
+        if ckpt is not None:
+            rewind(run_dir, ckpt.step)  # before the RunWriter reads the attention index
         loop = _Loop(run_dir, config, control or _NoControl(), on_record, device)
         loop.prepare = prepare
-        loop.setup(resume_from)
+        loop.setup(ckpt, damaged)
         return loop.run()
     except KeyboardInterrupt:  # Ctrl-C in the CLI: keep what was learned, end resumable
         if loop is not None and loop.ready:
@@ -469,18 +558,57 @@ def run_training(
             exc = ResourceError(
                 f"the device ran out of memory ({exc}): lower batch_size or max_seq_len, or hidden_dim."
             )
-        message = str(exc) if isinstance(exc, TinyGPTError) else f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, OSError):  # the disk filled up, the folder became read-only, ...
+            message = os_error_message(exc, run_dir.parent)
+        else:
+            message = str(exc) if isinstance(exc, TinyGPTError) else f"{type(exc).__name__}: {exc}"
         _write_failure(run_dir, loop, f"failed: {message}", traceback.format_exc())
         return "failed"
     finally:
         if loop is not None:
             loop.writer.close()
+        lock.release()
+
+
+def pick_checkpoint(run_dir: Path, resume_from: int | None) -> tuple[Checkpoint | None, list[tuple[int, str]]]:
+    """The checkpoint a run continues from, and the newer ones skipped as damaged [(step, why)].
+
+    LATEST takes the newest checkpoint that loads: a truncated or replaced newest one (a kill mid-copy, a full
+    disk) leaves the run resumable from the one before. An explicit step must load, or CheckpointError says
+    which steps there are."""
+    if resume_from is None:
+        return None, []
+    name = run_dir.name
+    steps = list_checkpoints(run_dir)
+    if not steps:
+        raise CheckpointError(f"run {name} has no checkpoint to resume from: start a new run.")
+    if resume_from != LATEST:
+        if resume_from not in steps:
+            raise CheckpointError(f"run {name} has no checkpoint at step {resume_from}; it has {steps}.")
+        return load_checkpoint(checkpoint_stem(run_dir, resume_from)), []
+    damaged: list[tuple[int, str]] = []
+    for step in reversed(steps):
+        try:
+            return load_checkpoint(checkpoint_stem(run_dir, step)), damaged
+        except CheckpointError as exc:
+            damaged.append((step, str(exc)))
+    raise CheckpointError(f"none of run {name}'s checkpoints {steps} can be loaded ({damaged[0][1]}): start a new run.")
 
 
 def _write_failure(run_dir: Path, loop: _Loop | None, reason: str, trace: str) -> None:
+    """Say why the run failed, as far as the disk lets us. The step stays what status.json said if no trainer
+    exists yet (a resume that could not start must not reset a long run to step 0)."""
     writer = loop.writer if loop is not None else RunWriter(run_dir)
-    step = loop.trainer.step_count if loop is not None and loop.trainer is not None else 0
-    writer.append_event({"step": step, "kind": "error", "message": reason, "traceback": trace})
-    writer.write_status(state="failed", reason=reason, step=step)
+    trained = loop is not None and loop.trainer is not None
+    step = loop.trainer.step_count if trained else None
+    try:
+        writer.append_event({"step": step or 0, "kind": "error", "message": reason, "traceback": trace})
+    except OSError:
+        pass  # a full disk: status.json below can still be rewritten in place
+    fields = {"step": step} if trained else {}
+    try:
+        writer.write_status(state="failed", reason=reason, **fields)
+    except RunStoreError:
+        print(f"tinygpt: run {run_dir.name} {reason} (and status.json could not be written)", file=sys.stderr)
     if loop is None:
         writer.close()

@@ -4,7 +4,7 @@ A training worker (another process) owns a `RunWriter`; every app page owns a `R
 folder. The folder is the only channel between them, so its format (v1, defined in docs/CONTRACTS.md) is simple:
 
     runs/<run_id>/                  run_id matches ^[A-Za-z0-9_-]{8,64}$ and resolves to a folder inside runs/
-      config.json                   atomic: RunConfig.to_dict() + run_id, created, owner, parent, learner, vocab, num_params
+      config.json                   atomic: the RunConfig, run_id, created, owner, parent, learner, vocab, num_params
       status.json                   atomic, rewritten often: state, reason, step, max_steps, tokens_per_s, ...
       metrics.jsonl                 one JSON object per line per step: step, time, loss, lr, grad_norm, ...
       evals.jsonl                   step, train_loss, val_loss
@@ -12,7 +12,6 @@ folder. The folder is the only channel between them, so its format (v1, defined 
       samples.jsonl                 step, prompt, text
       attention/index.json          atomic: probe_text, tokens, snapshots [{step, file}]
       attention/step_%08d.npy       float16 (num_layers, num_heads, T, T), thinned to ~64 snapshots
-      attention/scores.jsonl        one line per snapshot step, never thinned: head-role scores (tinygpt.circuits)
       attention/scores.jsonl        one line per snapshot step, never thinned: head-role scores (tinygpt.circuits)
       checkpoints/step_%08d.safetensors (+ .json), written by tinygpt.checkpoint
       corpus.txt                    a pasted or uploaded corpus (UTF-8), stored once; configs name it by sha256
@@ -134,8 +133,11 @@ def delete_checkpoint(run_dir: str | Path, step: int) -> None:
 
 
 def new_run_id() -> str:
-    """16 URL-safe characters (96 random bits): unguessable, and safe as a folder name on every OS."""
-    return secrets.token_urlsafe(12)
+    """16 URL-safe characters (96 random bits): unguessable, and safe as a folder name on every OS. Never
+    starting with "-", which a command line would read as a flag (`--resume -x...`; older ids: `--resume=-x...`)."""
+    while (run_id := secrets.token_urlsafe(12)).startswith("-"):
+        pass
+    return run_id
 
 
 def validate_run_id(run_id: Any) -> str:
@@ -224,21 +226,6 @@ def read_events(run_dir: str | Path) -> list[dict]:
 def read_evals(run_dir: str | Path) -> list[dict]:
     """Every eval record of a run (one per eval_interval steps: small), for one-off readers like read_events."""
     return read_jsonl(Path(run_dir) / "evals.jsonl")
-
-
-def read_scores(run_dir: str | Path) -> list[dict]:
-    """The head-role score records of a run (attention/scores.jsonl), in step order. A step that is not after the
-    one before means the run was rewound (resumed from an earlier checkpoint): the records from that step on are
-    abandoned, as RunReader does for metrics."""
-    kept: list[dict] = []
-    for record in read_jsonl(Path(run_dir) / "attention" / "scores.jsonl"):
-        step = _step(record)
-        if step is None:
-            continue
-        while kept and kept[-1]["step"] >= step:
-            kept.pop()
-        kept.append(record)
-    return kept
 
 
 def read_scores(run_dir: str | Path) -> list[dict]:
@@ -855,12 +842,6 @@ class RunWriter:
         self._attn_dir.mkdir(exist_ok=True)
         self._append("attention/scores", record)
 
-    def append_scores(self, record: dict) -> None:
-        """One line of attention/scores.jsonl: a snapshot's head-role scores (tinygpt.circuits.snapshot_scores, with
-        its "step"). A few hundred bytes each, so every one is kept, thinned snapshots' included."""
-        self._attn_dir.mkdir(exist_ok=True)
-        self._append("attention/scores", record)
-
     def _remove_orphan_snapshots(self) -> None:
         """A worker killed between saving a snapshot and rewriting the index leaves a file nobody lists."""
         if not self._attn_dir.is_dir():
@@ -1113,7 +1094,11 @@ class RunReader:
             signature = (st.st_ino, st.st_mtime_ns, st.st_size)
         except FileNotFoundError:
             signature = None
-        if str(path) in self._signatures and signature == self._signatures[str(path)]:
+        known = str(path) in self._signatures
+        if known and signature == self._signatures[str(path)]:
+            return False
+        if not known and signature is None and attr != "_status":  # not there yet: nothing changed
+            self._signatures[str(path)] = None
             return False
         try:
             value = read_json(path, {})

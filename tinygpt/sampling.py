@@ -27,6 +27,7 @@ def filter_logits(
         cumulative = torch.softmax(sorted_logits, dim=-1).cumsum(dim=-1)
         # Drop a token when the tokens ranked above it already hold top_p of the mass; the best one always stays.
         drop_sorted = (cumulative - torch.softmax(sorted_logits, dim=-1)) >= top_p
+        drop_sorted[..., 0] = False  # exactly: float rounding can leave the best one's "mass above" at 1e-17
         drop = drop_sorted.scatter(-1, order, drop_sorted)  # back to vocabulary order
         logits = logits.masked_fill(drop, float("-inf"))
     return logits

@@ -34,13 +34,9 @@ import torch
 import torch.nn.functional as F
 
 from .config import LIVE_TRAIN_KNOBS, TrainConfig, check_live_knob
-from .errors import TinyGPTError
+from .errors import ResourceError
 from .model import TinyGPT
 from .optim import AdamW
-
-
-class ResourceError(TinyGPTError):
-    """The device ran out of memory; the message says what to shrink."""
 
 
 def lr_at(step: int, learning_rate: float, min_lr: float, warmup_steps: int, max_steps: int) -> float:
@@ -258,11 +254,11 @@ class Trainer:
         self.model.eval()
         out = {}
         for split in ("train", "val"):
-            losses = torch.zeros(batches)
-            for i in range(batches):
+            total = torch.zeros((), device=self.device)  # a running sum: eval_batches costs time, never memory
+            for _ in range(batches):
                 x, y = self.corpus.get_batch(split, self.config.batch_size, self.eval_generator, self.device)
-                losses[i] = self.loss_on(x, y).float()
-            out[f"{split}_loss"] = float(losses.mean())
+                total += self.loss_on(x, y).float()
+            out[f"{split}_loss"] = float(total) / batches
         self.model.train()
         return out
 

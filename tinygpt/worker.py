@@ -61,14 +61,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import RunConfig, check_live_knob
-from .errors import TinyGPTError
+from .errors import RunStoreError, TinyGPTError
 from .loop import LATEST, run_training
+from .preflight import preflight
 from .runstore import (
     ACTIVE_STATES,
     ENDED_STATES,
     FINAL_STATES,
     PAUSED_STATES,
     Actor,
+    RunLockedError,
     RunStore,
     RunWriter,
     list_checkpoints,
@@ -76,6 +78,7 @@ from .runstore import (
     read_status,
     require_control,
     update_status,
+    writer_lock_holder,
 )
 
 # Imported once by the forkserver, so every worker starts with them loaded. Not torch._dynamo (1.2 s, as long as
@@ -85,6 +88,8 @@ STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is k
 MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls
 # config.json keys not in RunConfig
 IDENTITY_KEYS = ("run_id", "created", "owner", "parent", "learner", "vocab", "num_params")
+LOCKED_EXIT = 3  # a worker's exit code when another process holds the run's writer lock: it wrote nothing
+UNWRITABLE_EXIT = 4  # ... when the run folder cannot be written at all (read-only, full): it could write nothing
 _MAIN_LOCK = threading.Lock()
 
 
@@ -219,7 +224,16 @@ def _worker_main(conn, run_dir: str, config: dict, resume_from: int | None, thre
     # Ctrl-C in a terminal signals the whole process group; the server decides what happens to its runs.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        run_training(run_dir, RunConfig.from_dict(config), PipeControl(conn), resume_from=resume_from, threads=threads)
+        run_training(
+            run_dir, RunConfig.from_dict(config), PipeControl(conn), resume_from=resume_from, threads=threads,
+            holder="the app's training worker",
+        )  # fmt: skip
+    except RunLockedError as exc:  # someone else writes the run: leave everything as they wrote it
+        print(f"tinygpt.worker: {exc}", file=sys.stderr)
+        sys.exit(LOCKED_EXIT)
+    except RunStoreError as exc:
+        print(f"tinygpt.worker: {exc}", file=sys.stderr)
+        sys.exit(UNWRITABLE_EXIT)
     finally:
         conn.close()
 
@@ -242,6 +256,7 @@ class _Job:
     deadline: float | None = None  # kill the process if it is still alive then
     stop_requested: bool = False  # stop() was called: the run must end "stopped"
     then: list | None = None  # resume/step arrived after a release: restart with these commands once it exits
+    then_from: int | None = None  # ... from this checkpoint (resume(from_step=...)), else the newest
     killed_as: tuple[str, str] | None = None  # (state, reason) to record if it has to be killed
     released: bool = False  # asked to checkpoint and exit (lease, eviction, shutdown)
     position: int | None = None  # queue position last written to status.json
@@ -289,13 +304,15 @@ class RunManager:
     def start(self, config: RunConfig, parent: str | None = None, actor: Actor | None = None) -> str:
         """Create a run folder and queue the run; it starts as soon as a slot is free. Returns its id. `actor`
         (a learner of the app) becomes the run's owner: only they and the instructor may change it."""
-        from .device import resolve_device
-
-        resolve_device(config.train.device)  # fail here, in the page, if the device does not exist
+        # Fail here, in the page, for what cannot work: no such device, an unknown source, a run too big for
+        # the memory, a runs folder without room (RunStore.create then says if it cannot be written at all).
+        preflight(config, runs_root=self.store.root)
         learner = {"learner": {"id": actor.id, "name": actor.name}} if actor is not None else {}
         writer = self.store.create({**config.to_dict(), **learner}, owner="app", parent=parent)
         writer.close()
-        self._enqueue(_Job(writer.run_id, config.to_dict(), None, time.monotonic()))
+        # The stored config: a text corpus is in the run's corpus.txt, not in every message to the worker.
+        stored = config_from_json(read_json(writer.run_dir / "config.json", {}) or {}).to_dict()
+        self._enqueue(_Job(writer.run_id, stored, None, time.monotonic()))
         return writer.run_id
 
     def pause(self, run_id: str, actor: Actor | None = None) -> None:
@@ -309,21 +326,38 @@ class RunManager:
                 self._set_status(run_id, state="paused", reason="paused before it started", queue_position=None)
                 self._schedule()
 
-    def resume(self, run_id: str, max_steps: int | None = None, actor: Actor | None = None) -> None:
-        """Resume: a live worker continues; a run whose process ended restarts from its last checkpoint in a new
-        worker (queued if all slots are busy). `max_steps` extends a run, e.g. a finished one. Idempotent."""
+    def resume(
+        self, run_id: str, max_steps: int | None = None, actor: Actor | None = None, from_step: int | None = None
+    ) -> None:
+        """Resume: a live worker continues; a run whose process ended restarts from its newest checkpoint that
+        loads, in a new worker (queued if all slots are busy). `max_steps` extends a run, e.g. a finished one.
+        `from_step` continues from that checkpoint instead (later ones are dropped: the run is rewound); a live
+        worker is released first. Idempotent. Raises TinyGPTError when another process writes the run, when the
+        folder cannot be written, or for a `from_step` the run has no checkpoint at."""
         self._require_control(run_id, actor)
         with self._lock:
+            if from_step is not None:
+                self._check_from_step(run_id, from_step)
             if (job := self._jobs.get(run_id)) is not None:
                 job.touched = time.monotonic()
-                if job.released:  # on its way out: start it again once it has checkpointed
+                if from_step is not None:  # a new worker, from that checkpoint, once this one has ended
+                    job.then, job.then_from = [], from_step
+                    self._release(job, f"paused: resuming from checkpoint {from_step}")
+                elif job.released:  # on its way out: start it again once it has checkpointed
                     job.then = []
                 else:
                     self._send(job, {"cmd": "resume"})
             elif (job := self._queued(run_id)) is not None:
                 job.touched = time.monotonic()
+                if from_step is not None:
+                    job.resume_from = from_step
             else:
-                self._restart(run_id, [], max_steps)
+                self._restart(run_id, [], max_steps, from_step)
+
+    def _check_from_step(self, run_id: str, step: Any) -> None:
+        steps = list_checkpoints(self.store.path(run_id))
+        if not isinstance(step, int) or isinstance(step, bool) or step not in steps:
+            raise TinyGPTError(f"run {run_id} has no checkpoint at step {step!r}; it has {steps}.")
 
     def step(self, run_id: str, n: int = 1, actor: Actor | None = None) -> None:
         """Take exactly n steps, then pause. A live running run is paused first; an ended one is restarted paused."""
@@ -430,12 +464,12 @@ class RunManager:
         with self._lock:
             for job in self._queue:
                 reason = "paused: the server stopped before it started; resume it to start"
-                self._set_status(job.run_id, state="paused", reason=reason, queue_position=None)
+                self._try_status(job.run_id, state="paused", reason=reason, queue_position=None)
             self._queue.clear()
             for job in list(self._jobs.values()):
                 if job.process is None:
                     self._jobs.pop(job.run_id)
-                    self._set_status(job.run_id, state="paused", reason="paused: the server stopped")
+                    self._try_status(job.run_id, state="paused", reason="paused: the server stopped")
                 else:
                     self._release(job, "paused: the server stopped; resume the run to continue")
             deadline = time.monotonic() + (self.stop_grace if timeout is None else timeout)
@@ -465,26 +499,45 @@ class RunManager:
             self._queue.append(job)
             self._schedule()
 
-    def _restart(self, run_id: str, commands: list, max_steps: int | None) -> None:
-        """Queue a run whose process has ended, to continue from its latest checkpoint (called with the lock)."""
+    def _restart(self, run_id: str, commands: list, max_steps: int | None, from_step: int | None = None) -> None:
+        """Queue a run whose process has ended, to continue from its newest checkpoint that loads, or from
+        `from_step` (called with the lock). Raises TinyGPTError for what would make the worker fail at once."""
         run_dir = self.store.path(run_id)
+        holder = writer_lock_holder(run_dir)
+        if holder is not None:
+            raise RunLockedError(
+                f"run {run_id} is being written by {holder.get('holder') or 'another process'} (pid "
+                f"{holder.get('pid')}): only one process may train a run at a time. Stop it there first."
+            )
         status = read_status(run_dir)
         if status.get("state") in ("starting", "running") and _pid_alive(status.get("pid")):
             raise TinyGPTError(f"run {run_id} is being trained by another process (pid {status.get('pid')}).")
-        config = read_json(run_dir / "config.json", None)
-        if not isinstance(config, dict):
-            raise TinyGPTError(f"run {run_id} has no readable config.json, so it cannot be resumed.")
-        _require_app_owned(run_id, config)
-        config = config_from_json(config).to_dict()
+        try:
+            raw = read_json(run_dir / "config.json", None)
+            if not isinstance(raw, dict):
+                raise TinyGPTError("config.json is missing or not an object")
+        except TinyGPTError as exc:
+            raise TinyGPTError(f"run {run_id} cannot be resumed: its config.json is unusable ({exc}).") from None
+        _require_app_owned(run_id, raw)
+        try:
+            config = config_from_json(raw).to_dict()
+        except TinyGPTError as exc:
+            raise TinyGPTError(f"run {run_id} cannot be resumed: its config.json is unusable ({exc}).") from None
         if max_steps is not None:
             config["train"]["max_steps"] = int(max_steps)
         step = int(status.get("step") or 0)
-        if status.get("state") == "finished" and config["train"]["max_steps"] <= step:
+        if status.get("state") == "finished" and config["train"]["max_steps"] <= step and from_step is None:
             return  # nothing left to train; extend it with resume(run_id, max_steps=...)
-        has_checkpoint = bool(list_checkpoints(run_dir))
+        checkpoints = list_checkpoints(run_dir)
         max_steps = config["train"]["max_steps"]
-        self._set_status(run_id, state="queued", reason=f"resuming from step {step}", max_steps=max_steps)
-        self._enqueue(_Job(run_id, config, LATEST if has_checkpoint else None, time.monotonic(), list(commands)))
+        if from_step is not None:
+            resume_from, said = from_step, f"resuming from checkpoint {from_step}"
+        elif checkpoints:
+            resume_from, said = LATEST, f"resuming from its newest checkpoint (step {checkpoints[-1]})"
+        else:
+            resume_from, said = None, "starting over: it has no checkpoint"
+        self._set_status(run_id, state="queued", reason=said, max_steps=max_steps)  # RunStoreError if unwritable
+        self._enqueue(_Job(run_id, config, resume_from, time.monotonic(), list(commands)))
 
     def _schedule(self) -> None:
         """Move queued runs into free slots (the monitor launches them) and publish the others' queue positions."""
@@ -517,7 +570,11 @@ class RunManager:
         except Exception as exc:
             with self._lock:
                 self._jobs.pop(job.run_id, None)
-                self._set_status(job.run_id, state="failed", reason=f"failed: could not start a worker: {exc}")
+                if isinstance(exc, RunLockedError):  # another process writes it: not ours to mark
+                    print(f"tinygpt.worker: not starting {job.run_id}: {exc}", file=sys.stderr)
+                else:
+                    why = str(exc) if isinstance(exc, TinyGPTError) else f"{type(exc).__name__}: {exc}"
+                    self._record_end(job.run_id, "failed", f"failed: could not start a worker: {why}", None)
                 self._changed.notify_all()
             return
         with self._lock:
@@ -621,8 +678,14 @@ class RunManager:
         job.conn.close()
         status = read_status(self.store.path(job.run_id))
         state, step = status.get("state"), int(status.get("step") or 0)
-        if code == 0 and state in FINAL_STATES or state in ENDED_STATES:
+        if code == LOCKED_EXIT:
+            pass  # another process writes the run: what it says stands, and nothing here may change it
+        elif code == 0 and state in FINAL_STATES or state in ENDED_STATES:
             pass  # the worker said how it ended
+        elif code == UNWRITABLE_EXIT:
+            why = "the worker could not write the run folder (read-only or full); see the server log"
+            self._record_end(job.run_id, "failed", f"failed: {why}", step)
+            state = "failed"
         elif job.killed_as is not None and code != 0:
             self._record_end(job.run_id, *job.killed_as, step)
             state = job.killed_as[0]
@@ -630,19 +693,35 @@ class RunManager:
             why = _exit_reason(code) if code != 0 else "the worker process ended without a final state"
             self._record_end(job.run_id, "failed", f"failed: {why} at step {step}", step)
             state = "failed"
-        if state in PAUSED_STATES and job.stop_requested:  # e.g. released by the lease just before
+        if code == LOCKED_EXIT:
+            pass
+        elif state in PAUSED_STATES and job.stop_requested:  # e.g. released by the lease just before
             self._set_status(job.run_id, state="stopped", reason=f"stopped by you at step {step}")
-        elif state in PAUSED_STATES and job.then is not None and not self._closed:
+        elif job.then is not None and not self._closed and (state in PAUSED_STATES or job.then_from is not None):
             try:
-                self._restart(job.run_id, job.then, None)
+                self._restart(job.run_id, job.then, None, job.then_from)
             except TinyGPTError as exc:
                 print(f"tinygpt.worker: could not resume {job.run_id}: {exc}", file=sys.stderr)
         self._changed.notify_all()
 
-    def _record_end(self, run_id: str, state: str, reason: str, step: int) -> None:
-        with RunWriter(self.store.path(run_id)) as writer:
-            writer.append_event({"step": step, "kind": "error" if state == "failed" else "state", "message": reason})
-        self._set_status(run_id, state=state, reason=reason)
+    def _record_end(self, run_id: str, state: str, reason: str, step: int | None) -> None:
+        """Say how a run without a live worker ended: an event and its status, as far as the disk allows (a full
+        disk still gets the status: runstore.write_status_file rewrites it in place). Never raises."""
+        run_dir = self.store.path(run_id)
+        try:
+            with RunWriter(run_dir) as writer:
+                kind = "error" if state == "failed" else "state"
+                writer.append_event({"step": step or 0, "kind": kind, "message": reason})
+        except (OSError, TinyGPTError):
+            pass
+        self._try_status(run_id, state=state, reason=reason, queue_position=None)
+
+    def _try_status(self, run_id: str, **fields: Any) -> None:
+        """_set_status for the monitor and shutdown, which must go on past one run folder they cannot write."""
+        try:
+            self._set_status(run_id, **fields)
+        except TinyGPTError as exc:
+            print(f"tinygpt.worker: run {run_id}: {fields.get('reason')}; could not record it: {exc}", file=sys.stderr)
 
     def _set_status(self, run_id: str, **fields: Any) -> None:
         """Rewrite status.json for a run without a live worker (a worker owns its own status while it runs)."""
@@ -656,4 +735,4 @@ class RunManager:
             status = read_status(self.store.path(summary.run_id))
             if not _pid_alive(status.get("pid")) or summary.state == "queued":
                 reason = f"paused: the server stopped while the run was {summary.state}; resume it to continue"
-                self._set_status(summary.run_id, state="paused", reason=reason, queue_position=None)
+                self._try_status(summary.run_id, state="paused", reason=reason, queue_position=None)
