@@ -116,9 +116,13 @@ def current() -> Actor:
 
 
 def write_pending_cookies() -> None:
-    """Called by the frame after the page: writes the cookies a new learner or a name change needs."""
+    """Called by the frame on every run: writes the cookies a new learner or a name change needs, into one
+    container that exists on every run (an element present on the first run only would shift every element
+    after it, and the browser would briefly show each widget twice)."""
+    slot = st.container(height=1, border=False)  # 1 px, invisible: only scripts go here
     for name, value in (state.pop(state.LEARNER_COOKIES) or {}).items():
-        _set_cookie(name, value)
+        with slot:
+            _set_cookie(name, value)
 
 
 def rename(name: str) -> None:
