@@ -13,15 +13,7 @@ import torch
 from tinygpt.config import DataConfig, RunConfig, TrainConfig, TransformerConfig
 from tinygpt.data import Corpus
 from tinygpt.errors import ShapeError
-from tinygpt.experiments import (
-    EXPERIMENTS,
-    RunResult,
-    Verdict,
-    attention_stats,
-    memory_rows,
-    shape_drift_cases,
-    softmax_gain,
-)
+from tinygpt.experiments import EXPERIMENTS, RunResult, Verdict, memory_rows, shape_drift_cases
 from tinygpt.health import (
     FAIL,
     NOT_ENOUGH,
@@ -38,6 +30,7 @@ from tinygpt.health import (
     no_peek_loss,
     run_health_checks,
 )
+from tinygpt.lab_runs import attention_stats, softmax_gain
 from tinygpt.memory import allocation_churn
 from tinygpt.model import TinyGPT, drifted_attention
 from tinygpt.trainer import Trainer
@@ -417,7 +410,7 @@ TEST_SEEDS = (1337, 7, 1)
 @pytest.mark.slow
 @pytest.mark.parametrize("key", list(EXPERIMENTS))
 def test_every_pitfall_reproduces_on_three_seeds(key, shakespeare_path, monkeypatch, tmp_path):
-    from tinygpt.experiments import run_experiment
+    from tinygpt.lab_runs import run_experiment
 
     monkeypatch.setenv("TINYGPT_SHAKESPEARE", str(shakespeare_path))
     experiment = EXPERIMENTS[key]

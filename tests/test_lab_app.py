@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tinygpt.experiments import ENDED, EXPERIMENTS, read_result  # noqa: E402
+from tinygpt.experiments import ENDED, EXPERIMENTS  # noqa: E402
+from tinygpt.lab_runs import read_result  # noqa: E402
 from tinygpt.ui import (  # noqa: E402
     resources,
     state,  # noqa: E402

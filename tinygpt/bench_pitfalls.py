@@ -26,7 +26,8 @@ from typing import Any
 
 import torch
 
-from .experiments import EXPERIMENTS, Experiment, run_experiment
+from .experiments import EXPERIMENTS, Experiment
+from .lab_runs import run_experiment
 
 SEEDS = (1337, 7, 1, 2, 3)
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tinygpt.experiments import EXPERIMENTS, checkpoint_probe, read_result
+from tinygpt.experiments import EXPERIMENTS
+from tinygpt.lab_runs import checkpoint_probe, read_result
 from tinygpt.memory import allocation_churn
 from tinygpt.runstore import RunReader
 

@@ -1,0 +1,148 @@
+"""Reading and running the pitfall lab's experiments: a run folder becomes a `RunResult`, and an experiment can
+be trained to the end in this process.
+
+`read_result(reader, probe)` reads a polled RunReader: losses (first, around a third of the run, last 20), early
+clipping and gradient norms, per-layer gradient norms, the latest attention snapshot's entropy, max weight,
+saturated rows, softmax gain and row-sum error, the first non-finite tensor of a diverged run, and, through
+`probe(run_dir, step)` (`checkpoint_probe`), the leak score and no-peek loss of the last checkpoint. The app calls it
+with a cached probe (tinygpt/ui/lab.py); `run_experiment` trains every variant one after another with the same
+`run_training` the app's workers run (tests, tinygpt/bench_pitfalls.py).
+
+Left out: parallel runs (the app's RunManager does that) and reading runs that are still being written faster than
+a page refreshes (a reader sees whole lines only, so a verdict judges what was there).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .attention import attention_entropy
+from .experiments import ENDED, SATURATED, Experiment, RunResult, Verdict
+
+
+def finite_mean(values) -> float | None:
+    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return float(np.mean(values)) if values else None
+
+
+def attention_stats(weights) -> tuple[float, float]:
+    """(mean entropy in nats, mean max weight) of attention weights (..., T, S), e.g. a (L, H, T, T) snapshot."""
+    w = torch.as_tensor(weights, dtype=torch.float32)
+    return float(attention_entropy(w).mean()), float(w.max(-1).values.mean())
+
+
+def softmax_gain(weights) -> float:
+    """Mean over rows of the spectral norm of the softmax Jacobian diag(w) - w w^T: the most a gradient arriving at
+    a row's weights can be passed back to its scores. 0.5 at most (two keys at 50/50); near-one-hot rows have
+    ~2(1 - max weight), so a saturated softmax passes almost nothing back. weights (..., T, S)."""
+    rows = torch.as_tensor(weights, dtype=torch.float64).reshape(-1, np.shape(weights)[-1])  # (R, S)
+    jacobian = torch.diag_embed(rows) - rows.unsqueeze(-1) * rows.unsqueeze(-2)  # (R, S, S), symmetric
+    return float(torch.linalg.eigvalsh(jacobian).abs().amax(-1).mean())
+
+
+def snapshot_numbers(weights) -> dict[str, float | None]:
+    """Entropy, max weight, saturated fraction, softmax gain and row-sum error of one (L, H, T, T) snapshot."""
+    w = np.asarray(weights, dtype=np.float32)
+    if not np.isfinite(w).all():
+        return {}
+    entropy, max_weight = attention_stats(w)
+    return {
+        "mean_entropy": entropy,
+        "mean_max_weight": max_weight,
+        "saturated_rows": float((w.max(-1) > SATURATED).mean()),
+        "softmax_gain": softmax_gain(w),
+        "row_sum_error": float(np.abs(w.sum(-1) - 1).max()),
+    }
+
+
+def checkpoint_probe(run_dir: str, step: int) -> dict[str, float]:
+    """Leak score and no-peek loss of a run's checkpoint, on a fixed val batch of its own corpus."""
+    from .checkpoint import load_model
+    from .data import load_corpus
+    from .health import leak_score, no_peek_loss
+
+    loaded = load_model(run_dir, int(step))
+    corpus = load_corpus(loaded.config.data, loaded.config.model.max_seq_len)
+    x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))  # (4, T) each
+    return {"leak": leak_score(loaded.model, x[:2]), "no_peek_loss": no_peek_loss(loaded.model, x, y)}
+
+
+def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunResult:
+    """A RunResult from a polled RunReader; `probe(run_dir, step)` (e.g. checkpoint_probe) adds leak numbers."""
+    status = reader.status() or {}
+    metrics = reader.metrics
+    max_steps = int(status.get("max_steps") or (metrics[-1]["step"] if metrics else 1))
+    early = [m for m in metrics if m.get("step", 0) <= max(1, max_steps // 10)]
+    third = max_steps / 3
+    middle = [m for m in metrics if abs(m.get("step", 0) - third) <= max(1, max_steps // 30)]
+    recent = metrics[-20:]
+    groups = recent[-1].get("layer_grad_norms", {}) if recent else {}
+    layer_norms = {g: finite_mean([(m.get("layer_grad_norms") or {}).get(g) for m in recent]) for g in groups}
+    attention: dict[str, float | None] = {}
+    snapshots = (reader.attention_index() or {}).get("snapshots", [])
+    if snapshots:
+        try:
+            attention = snapshot_numbers(reader.load_attention(int(snapshots[-1]["step"])))
+        except Exception:  # noqa: BLE001 - a snapshot thinned away between reads: the next refresh reads another
+            pass
+    nonfinite = [e for e in reader.events if e.get("kind") == "nonfinite"]
+    probed: dict[str, float] = {}
+    checkpoints = reader.checkpoints() or []
+    if probe is not None and checkpoints and str(status.get("state")) in ENDED:
+        probed = probe(str(reader.run_dir), checkpoints[-1]) or {}
+    samples = reader.samples
+    losses = [m.get("loss") for m in metrics]
+    return RunResult(
+        state=str(status.get("state", "?")),
+        steps=int(status.get("step") or 0),
+        max_steps=max_steps,
+        reason=str(status.get("reason") or ""),
+        initial_loss=losses[0] if losses and isinstance(losses[0], float) else None,
+        final_train_loss=finite_mean([m.get("loss") for m in recent]),
+        mid_loss=finite_mean([m.get("loss") for m in middle]),
+        final_val_loss=(reader.evals[-1].get("val_loss") if reader.evals else None),
+        max_loss_early=max([m["loss"] for m in early if isinstance(m.get("loss"), float)], default=None),
+        clip_events_early=sum(1 for m in early if m.get("clipped")),
+        max_grad_norm_early=max([m["grad_norm"] for m in early if isinstance(m.get("grad_norm"), float)], default=None),
+        layer_grad_norms={g: v for g, v in layer_norms.items() if v is not None},
+        leak=probed.get("leak"),
+        no_peek_loss=probed.get("no_peek_loss"),
+        diverged_step=int(nonfinite[0]["step"]) if nonfinite else None,
+        nonfinite_tensor=str(nonfinite[0].get("tensor", "")) if nonfinite else "",
+        sample=str(samples[-1].get("text") or samples[-1].get("error", "")) if samples else "",
+        **{k: attention.get(k) for k in ("mean_entropy", "mean_max_weight", "saturated_rows")},
+        **{k: attention.get(k) for k in ("softmax_gain", "row_sum_error")},
+    )
+
+
+def run_experiment(
+    experiment: Experiment,
+    seed: int,
+    root: str | Path,
+    source: str = "shakespeare",
+    threads: int | None = 1,
+    overrides: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], Verdict]:
+    """Run every variant to the end in this process, one after another, into run folders under `root` (or take the
+    measurement); returns (results, verdict). For tests and tinygpt/bench_pitfalls.py; the app uses the RunManager."""
+    if experiment.measure is not None:
+        results = experiment.measure(seed)
+        return results, experiment.verdict(results)
+    from .loop import run_training
+    from .runstore import RunReader, RunStore
+
+    store, results = RunStore(root), {}
+    for label, config in experiment.configs(seed, source, overrides=overrides).items():
+        with store.create(config.to_dict(), owner="app") as writer:
+            run_dir = writer.run_dir
+        run_training(run_dir, config, threads=threads)
+        reader = RunReader(run_dir)
+        reader.poll()
+        results[label] = read_result(reader, checkpoint_probe if experiment.probes else None)
+    return results, experiment.verdict(results)
