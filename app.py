@@ -39,6 +39,7 @@ PAGES = [
     # Material icons ship with Streamlit (no web font is fetched; emoji need a system emoji font).
     st.Page("pages/train.py", title="Train", icon=":material/model_training:", default=True),
     st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
+    st.Page("pages/circuits.py", title="Circuits", icon=":material/hub:"),
     st.Page("pages/gradients.py", title="Gradients", icon=":material/show_chart:"),
     st.Page("pages/sample.py", title="Sample", icon=":material/edit_note:"),
     st.Page("pages/runs.py", title="Runs", icon=":material/folder_open:"),

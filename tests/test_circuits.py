@@ -10,10 +10,13 @@ from helpers import tiny_config
 
 from tinygpt import circuits
 from tinygpt.attention import build_mask
-from tinygpt.loop import run_training
+from tinygpt.config import DataConfig
+from tinygpt.data import COPYVAR_CHOICES, load_corpus, make_synthetic, solve
+from tinygpt.loop import QueueControl, run_training
 from tinygpt.runstore import RunStore, read_scores
 
 T = 16
+PHASE_TEST_STEPS = 1800  # of the experiment's 3000: its best head passed 0.4 by ~1500 on 5 of 5 seeds
 CAUSAL = build_mask("causal", T).numpy()
 
 
@@ -153,3 +156,58 @@ def test_the_loop_stores_scores_with_every_snapshot(tmp_path, tiny_text):
         assert 0 < first["baselines"][role] < 1
     assert set(first["copy_loss"]) == {"first", "second"}
     assert len(first["residual"]["resid"]) == L + 1 and len(first["residual"]["attn"]) == L
+
+
+def test_copyvar_repeats_pseudo_words_of_every_length_back_to_back():
+    task = make_synthetic("copyvar", 500, 12, seed=0)
+    assert task.text == "".join(w + w for w, _ in task.problems)  # no separators, no lines
+    lengths = {len(w) for w, _ in task.problems}
+    assert lengths == set(range(4, 13))  # no fixed offset
+    assert all(a == w and solve("copyvar", w) == w for w, a in task.problems)
+    follow: dict[str, set[str]] = {}
+    for word, _ in task.problems:
+        for i in range(2, len(word)):
+            follow.setdefault(word[i - 2 : i], set()).add(word[i])
+    assert max(len(s) for s in follow.values()) <= COPYVAR_CHOICES  # a second-order chain: t-1 and t tell t+1
+    assert make_synthetic("copyvar", 50, 12, seed=0) == make_synthetic("copyvar", 50, 12, seed=0)
+    corpus = load_corpus(DataConfig(source="synthetic:copyvar", synthetic_examples=200, synthetic_digits=12), 32)
+    assert corpus.description.startswith("synthetic copyvar (200 words of 4-12 letters, each twice)")
+
+
+def test_the_verdict_needs_both_jumps_together_and_a_flat_control():
+    two = [record(s, 0.05) for s in range(0, 100, 10)]
+    two += [record(s, 0.7, second=0.5) for s in range(100, 200, 10)]
+    flat = [record(s, 0.05) for s in range(0, 200, 10)]
+    labels = list(circuits.INDUCTION_VARIANTS)
+    verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat})
+    assert verdict.reproduced is True and verdict.status == "reproduced"
+    assert verdict.observed["phase change step (score)"] == 100
+    assert verdict.observed["second-copy loss before"] == 3.3 and verdict.observed["second-copy loss after"] == 0.5
+    assert "L0H1's induction score jumped from 0.05 to 0.70 at step 100" in verdict.sentence
+    assert circuits.induction_verdict({labels[0]: two, labels[1]: two}).reproduced is False  # the control too
+    assert circuits.induction_verdict({labels[0]: flat, labels[1]: flat}).reproduced is False
+    assert circuits.induction_verdict({labels[0]: two, labels[1]: flat}, ended=False).reproduced is None
+    configs = circuits.induction_configs("synthetic:copyvar", seed=7)
+    assert [c.model.num_layers for c in configs.values()] == [2, 1]
+    assert {c.train.seed for c in configs.values()} == {7}
+
+
+@pytest.mark.slow  # ~1 minute on 2 cores: the experiment's own settings, stopped once the phase change is past
+def test_a_two_layer_model_forms_an_induction_head_and_a_one_layer_model_cannot(tmp_path):
+    configs = circuits.induction_configs("synthetic:copyvar", seed=1337)
+    store, records = RunStore(tmp_path), {}
+    for label, config in configs.items():
+        with store.create(config.to_dict(), owner="cli") as writer:
+            run_dir = writer.run_dir
+        control = QueueControl()
+
+        def stop_at(record, control=control):
+            if record["step"] == PHASE_TEST_STEPS:
+                control.send({"cmd": "stop"})
+
+        assert run_training(run_dir, config, control, threads=1, on_record=stop_at) == "stopped"
+        records[label] = read_scores(run_dir)
+    two, one = (circuits.phase_change(records[label]) for label in configs)
+    assert two.final_score > circuits.ROLE_THRESHOLD, two
+    assert two.gap is not None and two.second_after < two.second_before - 1.0, two  # the second copy got cheap
+    assert circuits.lift(one.final_score, one.baseline) < circuits.CONTROL_MAX_LIFT, one

@@ -16,8 +16,8 @@ Row 0 is left out of the first three: its only key is itself. The induction quer
 r_i, and i+1 is the token that followed its first occurrence: a head that attends there (and copies it) predicts
 the second half, which no amount of memorising the training data can do, since the tokens are random. The same
 probe gives the *in-context loss*: the loss on the second copy against the first (which is random, near
-ln(choices)); an induction circuit makes the second copy cheap. Each half holds distinct characters (letters and
-digits of the vocabulary where there are enough), so "the previous occurrence" is one position.
+ln(choices)); an induction circuit makes the second copy cheap. Each half holds distinct characters (lowercase
+letters of the vocabulary where there are enough), so "the previous occurrence" is one position.
 
 `snapshot_scores` computes all of it, plus the residual stream's norms (tinygpt.lens), for the training loop's
 attention snapshots (runstore: attention/scores.jsonl, one line per snapshot). `phase_change` finds the step where
@@ -105,10 +105,14 @@ def role_scores(weights: np.ndarray, mask: np.ndarray, roles: Sequence[str] = ("
 
 
 def probe_pool(vocab: Sequence[str]) -> list[int]:
-    """Token ids the random probe draws from: the letters and digits of the vocabulary, if there are at least 8
-    (structure characters like ">" or a newline mean something in the training text), else every token."""
-    pool = [i for i, ch in enumerate(vocab) if ch.isalnum()]
-    return pool if len(pool) >= 8 else list(range(len(vocab)))
+    """Token ids the random probe draws from: the vocabulary's lowercase letters if there are at least 8 (the bulk
+    of text, and structure characters like ">" or a newline mean something in training text), else its letters
+    and digits, else every token."""
+    for keep in (str.islower, str.isalnum):
+        pool = [i for i, ch in enumerate(vocab) if keep(ch)]
+        if len(pool) >= 8:
+            return pool
+    return list(range(len(vocab)))
 
 
 def induction_probe(
@@ -379,8 +383,16 @@ INDUCTION_SOURCES = {"synthetic:copyvar": "the copy task, words of every length"
 INDUCTION_VARIANTS = {"2 layers": {"num_layers": 2}, "1 layer (control)": {"num_layers": 1}}
 # Settings shared by both runs, on top of the demo preset (tinygpt/bench_circuits.py measured them; BENCHMARKS.md).
 INDUCTION_BASE: dict[str, dict[str, Any]] = {
-    "synthetic:copyvar": dict(synthetic_digits=10, max_steps=3000, attention_every=20),
-    "shakespeare": dict(max_steps=3000, attention_every=20),
+    "synthetic:copyvar": dict(
+        synthetic_digits=12,
+        synthetic_examples=8000,  # 4000 words let the model memorise many of them instead (measured: no jump)
+        batch_size=32,
+        learning_rate=3e-3,
+        warmup_steps=50,
+        max_steps=3000,
+        attention_every=20,
+    ),
+    "shakespeare": dict(batch_size=32, learning_rate=3e-3, warmup_steps=50, max_steps=4000, attention_every=40),
 }
 COINCIDE_SNAPSHOTS = 3  # the score and the loss jumps count as one phase change within this many snapshots ...
 COINCIDE_FRACTION = 0.25  # ... or this fraction of the step, whichever is more

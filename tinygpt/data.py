@@ -145,13 +145,20 @@ def load_shakespeare(
 #   reverse  "qhvbxa>axbvhq."   the letters backwards
 #   sort     "583194>134589."   digits in ascending order
 #   add      "041372+950018=0991390."  operands zero-padded to `digits`, the sum zero-padded to `digits` + 1
+#   copyvar  "kerokerotiaotiao"  the exception: no lines, no separators. Pseudo-words of digits // 3 to `digits`
+#            letters, each said twice, back to back: the induction-head task (tinygpt/circuits.py). A copy with a
+#            marker and fixed widths is solved by counting positions from the marker (measured: BENCHMARKS.md);
+#            with neither, the model must find the previous occurrence of the current letter and copy what came
+#            next. The letters follow a fixed random second-order chain (COPYVAR_CHOICES letters may follow each
+#            pair), so, as in real text, a head that reads the previous letter pays off by itself and forms first.
 # Fixed widths put every answer character at a fixed position, which is what makes these learnable by a
 # model this small. Letters (26 symbols) for copy/reverse make guessing hopeless, so accuracy measures the mechanism.
 
-SYNTHETIC_TASKS = ("copy", "reverse", "sort", "add")
+SYNTHETIC_TASKS = ("copy", "reverse", "sort", "add", "copyvar")
 ANSWER_END = "."
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _DIGITS = "0123456789"
+COPYVAR_CHOICES = 3  # letters that may follow each pair of letters in copyvar's pseudo-words
 
 
 @dataclass
@@ -172,6 +179,8 @@ def _check_task(task: str) -> None:
 def solve(task: str, prompt: str) -> str:
     """The exact answer to `prompt` (e.g. "12+34=" -> "046"), computed, never looked up."""
     _check_task(task)
+    if task == "copyvar":  # the prompt is the word itself: its answer is the word again
+        return prompt
     sep = "=" if task == "add" else ">"
     if not prompt.endswith(sep):
         raise DataError(f"a {task} prompt ends with {sep!r}, got {prompt!r}.")
@@ -195,6 +204,8 @@ def make_synthetic(task: str, num_examples: int, digits: int, seed: int = 0) -> 
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise DataError(f"{name} must be a positive whole number, got {value!r}.")
     rng = random.Random(seed)  # a private generator: never touches the global random state
+    if task == "copyvar":
+        return _make_copyvar(num_examples, digits, rng)
     alphabet = _LETTERS if task in ("copy", "reverse") else _DIGITS
     problems = []
     for _ in range(num_examples):
@@ -206,6 +217,20 @@ def make_synthetic(task: str, num_examples: int, digits: int, seed: int = 0) -> 
         problems.append((prompt, solve(task, prompt)))
     text = "".join(f"{p}{a}{ANSWER_END}\n" for p, a in problems)
     return SyntheticTask(task=task, digits=digits, problems=problems, text=text)
+
+
+def _make_copyvar(num_examples: int, digits: int, rng: random.Random) -> SyntheticTask:
+    """copyvar's words, each repeated, as one unbroken text (see the table above)."""
+    follow = {a + b: rng.sample(_LETTERS, COPYVAR_CHOICES) for a in _LETTERS for b in _LETTERS}
+    problems = []
+    for _ in range(num_examples):
+        length = rng.randint(max(1, digits // 3), digits)
+        word = rng.sample(_LETTERS, 2)
+        while len(word) < length:
+            word.append(rng.choice(follow[word[-2] + word[-1]]))
+        word = "".join(word[:length])
+        problems.append((word, word))
+    return SyntheticTask("copyvar", digits, problems, "".join(p + a for p, a in problems))
 
 
 def score_answers(task: str, prompts: Sequence[str], predicted: Sequence[str]) -> float:
@@ -357,6 +382,10 @@ def load_corpus(data_config: DataConfig, block_size: int, progress: Progress | N
         )
         try:
             name = f"synthetic {task.task} ({len(task.problems):,} problems of {task.digits} characters)"
+            if task.task == "copyvar":
+                shortest = max(1, task.digits // 3)
+                words = f"{len(task.problems):,} words of {shortest}-{task.digits} letters"
+                name = f"synthetic copyvar ({words}, each twice)"
             corpus = Corpus.from_text(task.text, block_size, name=name)
         except DataError as e:
             raise DataError(f"{e} For a synthetic task, raise synthetic_examples.") from None

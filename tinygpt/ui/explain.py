@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from tinygpt import attention, experiments, health, inside, memory, model, sampling, trainer
+from tinygpt import attention, circuits, experiments, health, inside, lens, memory, model, sampling, trainer
 from tinygpt.config import TransformerConfig
 from tinygpt.ui.charts.help import CHART_HELP
 
@@ -40,6 +40,12 @@ CHART_CODE: dict[str, list[Callable]] = {
     "next_char_chart": [sampling.filter_logits, sampling.next_token_probs],
     "attention_row_chart": [model.TinyGPT.stream],
     "memory_chart": [experiments.memory_rows],
+    "role_history_chart": [circuits.role_keys, circuits.stripe_score, circuits.uniform_baseline],
+    "residual_chart": [lens.residual_stream],
+    "phase_change_chart": [circuits.induction_probe, circuits.copy_losses, circuits.find_jump, circuits.phase_change],
+    "ablation_heatmap": [lens.head_ablation, lens.replaced_head],
+    "ablated_probs_chart": [lens.ablated_probs, lens.replaced_head],
+    "logit_lens_chart": [lens.logit_lens],
 }
 # experiment key -> the functions behind its claim
 EXPERIMENT_CODE: dict[str, list[Callable]] = {

@@ -288,6 +288,39 @@ def set_lab_measured(key: str, seed: int, results: dict) -> None:
     st.session_state.setdefault(LAB_MEASURED, {})[key] = (int(seed), results)
 
 
+# ---------------------------------------------------------------- Circuits page (head roles, ablation, lens)
+
+W_CIRC_STEP = "w_circ_step"  # the step the head table and the checkpoint views look at
+W_CIRC_MODE = "w_circ_mode"  # zero or mean ablation
+W_CIRC_HEAD = "w_circ_head"  # the head whose ablation the probe chart shows, "L1H2"
+W_CIRC_PROBE = "w_circ_probe"  # the logit lens's and the ablation's probe text
+W_CIRC_OFF = "w_circ_off"  # heads to switch off in the live run, ["L1H2", ...]
+W_CIRC_SOURCE = "w_circ_source"  # the induction experiment's corpus
+W_CIRC_SEED = "w_circ_seed"
+CIRC_PROBE_RUN = "circ_probe_run"  # the run whose probe text the probe box was filled with
+CIRC_RUNS = "circ_runs"  # {label: run_id} of the induction experiment this session started
+URL_CIRC = "induction"  # ?induction=<id>,<id>: the experiment's runs, so a refresh reattaches
+
+
+def circuit_runs(labels: list[str]) -> dict[str, str] | None:
+    """The induction experiment's runs this session started, or those named in the URL (?induction=id,id)."""
+    runs = st.session_state.get(CIRC_RUNS)
+    ids = [i for i in str(st.query_params.get(URL_CIRC, "")).split(",") if i]
+    if not runs and len(ids) == len(labels):
+        try:
+            runs = st.session_state[CIRC_RUNS] = {lab: validate_run_id(i) for lab, i in zip(labels, ids, strict=True)}
+        except RunStoreError as e:
+            flash("warning", f"Ignored the induction runs in the address: {e}")
+    if runs:
+        st.query_params[URL_CIRC] = ",".join(runs.values())
+    return runs or None
+
+
+def set_circuit_runs(runs: dict[str, str]) -> None:
+    st.session_state[CIRC_RUNS] = dict(runs)
+    st.query_params[URL_CIRC] = ",".join(runs.values())
+
+
 # ---------------------------------------------------------------- figures kept while their inputs stay the same
 
 

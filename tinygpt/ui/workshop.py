@@ -32,7 +32,7 @@ SETTING_TYPES: dict[str, type] = {
     for f in dataclasses.fields(cls)
     if f.name not in ("vocab_size", "text")
 }
-RESERVED = ("preset", "hide", "lock", "tutorial", "experiment", "large", "run", "lab")
+RESERVED = ("preset", "hide", "lock", "tutorial", "experiment", "large", "run", "lab", "induction")
 
 
 @dataclass

@@ -1,0 +1,149 @@
+"""Circuits: what each head does over training, the induction-head phase change, head ablation, the logit lens."""
+
+import streamlit as st
+
+from tinygpt import circuits
+from tinygpt.errors import TinyGPTError
+from tinygpt.runstore import ACTIVE_STATES, knobs_now
+from tinygpt.ui import circuits_view as view
+from tinygpt.ui import explain, resources, room, runinfo, safe, state
+
+state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
+
+store = resources.get_store()
+large = state.large_fonts()
+st.title("tinygpt · Circuits")
+st.caption(
+    "Which heads look at the previous character, which ones find the last time the current character appeared and "
+    "copy what came next (induction heads), and what happens when one is switched off."
+)
+with st.expander("How each number is defined", icon=":material/functions:"):
+    for role in circuits.ROLES:
+        st.markdown(f"- **{role}**: {circuits.ROLE_DEFINITIONS[role]}.")
+    st.markdown(
+        f"Each score is in [0, 1]; its *uniform baseline* is the score of a head that spreads its weight evenly over "
+        f"the keys the mask lets it see. A head is labelled with a role once that score reaches "
+        f"{circuits.ROLE_THRESHOLD} (the role furthest above its baseline wins). In-context loss: the loss on the "
+        "second copy of the repeated probe against the first copy's."
+    )
+
+
+@st.fragment(run_every=2.0 if st.session_state.get("circ_live") else None)
+def experiment() -> None:
+    st.subheader("The induction-head phase change")
+    labels = list(circuits.INDUCTION_VARIANTS)
+    c1, c2, c3 = st.columns([2, 1, 1])
+    source = c1.selectbox("Corpus", list(circuits.INDUCTION_SOURCES), key=state.W_CIRC_SOURCE,
+                          format_func=circuits.INDUCTION_SOURCES.get)  # fmt: skip
+    state.init(state.W_CIRC_SEED, 1337)
+    seed = c2.number_input("Seed", 0, 10**6, key=state.W_CIRC_SEED)
+    if c3.button("Start the experiment", icon=":material/play_arrow:", key="circ_start"):
+        try:
+            state.set_circuit_runs(view.start_experiment(resources.get_manager(), source, int(seed), room.current()))
+        except TinyGPTError as e:
+            st.error(safe.md(e))
+    runs = state.circuit_runs(labels)
+    if not runs:
+        st.caption(circuits.INDUCTION_EXPECTED)
+        return
+    readers, records, ended = view.experiment_state(store, runs)
+    st.session_state["circ_live"] = not ended
+    for rd in readers.values():
+        resources.touch(rd.run_id)
+    st.caption(" · ".join(f"{label}: {runinfo.status_line(rd.status(), rd.metrics)}" for label, rd in readers.items()))
+    explain.show_chart(view.experiment_figure(readers, records, large), "phase_change_chart", key="circ_phase")
+    verdict = circuits.induction_verdict(records, ended)
+    box = {True: st.success, False: st.error, None: st.info}[verdict.reproduced]
+    box(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}", icon=":material/science:")
+    st.caption(f"Expected: {verdict.expected}")
+    if verdict.observed:
+        st.dataframe([{"measure": k, "value": v} for k, v in verdict.observed.items()], hide_index=True)
+
+
+experiment()
+
+st.divider()
+run_id = state.run_id()
+rd = state.reader(store, run_id)
+if rd is None:
+    st.info("No run selected: start one on **Train** or open one on **Runs** to see its heads.")
+    st.stop()
+records = view.scores(rd.run_dir)
+config = rd.config()
+if not records:
+    st.info("No head-role scores yet: they are computed with every attention snapshot, once the run trains.")
+    st.stop()
+steps = [r["step"] for r in records]
+live = resources.is_live(run_id) and rd.status().get("state") in ACTIVE_STATES
+
+st.subheader("Heads over training")
+wanted = state.get(state.W_CIRC_STEP)
+state.put(state.W_CIRC_STEP, steps[-1] if wanted is None else min(steps, key=lambda s: abs(s - wanted)))
+step = st.select_slider("Step", steps, key=state.W_CIRC_STEP, help="The head table and the checkpoint views below.")
+change = circuits.phase_change(records)
+mark = {"step": change.score.step, "label": f"phase change @{change.score.step}"} if change.score else None
+fig = view.charts.role_history_chart(circuits.score_rows(records), change=mark, knobs=view.knob_markers(rd.events),
+                                     large=large)  # fmt: skip
+explain.show_chart(fig, "role_history_chart", key="circ_roles")
+st.markdown(f"**Heads at step {step}**")
+for sentence in view.role_sentences(records, step):
+    st.markdown(f"- {sentence}")
+st.dataframe(view.head_rows(records, step), hide_index=True, key="circ_heads")
+explain.show_chart(view.charts.residual_chart(records, large=large), "residual_chart", key="circ_resid")
+
+st.subheader("At a checkpoint: ablation and the logit lens")
+ck = runinfo.nearest_checkpoint(rd.checkpoints(), step)
+if ck is None:
+    st.info("No checkpoint yet.")
+    st.stop()
+run_dir = str(rd.run_dir)
+if state.get(state.CIRC_PROBE_RUN) != run_id:
+    state.put(state.W_CIRC_PROBE, rd.attention_index().get("probe_text", ""))
+    state.put(state.CIRC_PROBE_RUN, run_id)
+probe = st.text_input("Probe text", key=state.W_CIRC_PROBE, help="The run's probe; type any text the vocabulary has.")
+st.caption(f"From the checkpoint at step {ck} (nearest to step {step}).")
+names = [
+    circuits.head_name(lay, h)
+    for lay in range(config["model"]["num_layers"])
+    for h in range(config["model"]["num_heads"])
+]
+try:
+    tab_ablate, tab_lens = st.tabs(["Head ablation", "Logit lens"])
+    with tab_ablate:
+        a1, a2 = st.columns(2)
+        mode = a1.segmented_control("Ablation", ["zero", "mean"], key=state.W_CIRC_MODE, default="zero") or "zero"
+        head = a2.selectbox("Head", names, key=state.W_CIRC_HEAD)
+        result = view.ablation(run_dir, ck, probe)
+        layer, h = divmod(names.index(head), config["model"]["num_heads"])
+        caption = f"{result['tokens']:,} validation tokens, every head ablated in turn, in {result['seconds']:.2f} s."
+        explain.show_chart(view.ablation_figure(result, mode, (layer, h), large), "ablation_heatmap",
+                           key="circ_ablation", caption=caption)  # fmt: skip
+        probs = view.ablated_figure(run_dir, ck, probe, layer, h, mode, result, large)
+        explain.show_chart(probs, "ablated_probs_chart", key="circ_ablated")
+    with tab_lens:
+        explain.show_chart(view.logit_lens_figure(run_dir, ck, probe, large), "logit_lens_chart", key="circ_lens",
+                           caption=view.lens_answers(run_dir, ck, probe))  # fmt: skip
+except TinyGPTError as e:
+    st.warning(safe.md(e))
+
+st.subheader("Switch a head off while it trains")
+off_now = view.heads_off(knobs_now(config, rd.events))
+st.caption(
+    f"Heads off now: {', '.join(off_now) or 'none'}. A switched-off head writes nothing into the residual stream "
+    "(zero ablation, live): watch the loss and the other heads' scores as the model routes around it."
+)
+state.init(state.W_CIRC_OFF, off_now)
+chosen = st.multiselect("Heads to switch off", names, key=state.W_CIRC_OFF, disabled=not live)
+if st.button("Apply", key="circ_apply", disabled=not live or not room.can_control(config)):
+    try:
+        request = resources.get_manager().set_knob(
+            run_id, "ablated_heads", view.heads_text(chosen), actor=room.current()
+        )
+        state.add_knob_note("ablated_heads", view.heads_text(chosen), request)
+    except TinyGPTError as e:
+        st.error(safe.md(e))
+for knob, note in state.knob_notes().items():
+    if knob == "ablated_heads":
+        st.caption(runinfo.knob_note(rd.events, note["request"], knob, note["value"])[1])
+if not live:
+    st.caption("The switch needs a run that is training now.")

@@ -1,0 +1,71 @@
+"""The Circuits page through AppTest: it renders without a run, and on a finished tiny run it shows the head
+table, the ablation and the logit lens, and refuses the live head switch for a run that is not training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from helpers import tiny_config  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tinygpt.loop import run_training  # noqa: E402
+from tinygpt.runstore import RunStore  # noqa: E402
+from tinygpt.ui import resources, state  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def runs_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
+    yield tmp_path / "runs"
+    try:
+        resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
+    except Exception:
+        pass
+
+
+def app() -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_the_page_renders_without_a_run(runs_dir):
+    at = app()
+    at.switch_page("pages/circuits.py").run()
+    assert not at.exception, at.exception
+    assert "No run selected" in texts(at)
+    assert any(b.label == "Start the experiment" for b in at.button)
+
+
+def test_the_page_shows_heads_ablation_and_lens_of_a_run(runs_dir, tiny_text):
+    store = RunStore(runs_dir)
+    config = tiny_config(tiny_text, max_steps=30)
+    with store.create(config.to_dict(), owner="cli") as writer:
+        run_dir = writer.run_dir
+    assert run_training(run_dir, config) == "finished"
+    at = app()
+    at.query_params["run"] = run_dir.name
+    at.run()
+    at.switch_page("pages/circuits.py").run()
+    assert not at.exception, at.exception
+    shown = texts(at)
+    assert "Heads at step 30" in shown
+    assert "validation tokens, every head ablated in turn" in shown
+    assert "Top guess right, by where the stream is read" in shown
+    assert "The switch needs a run that is training now." in shown
+    [table] = [d for d in at.dataframe if "role" in d.value.columns]
+    assert list(table.value["head"]) == ["L0H0", "L0H1", "L1H0", "L1H1"]
+    at.selectbox(key=state.W_CIRC_HEAD).set_value("L1H1").run()
+    at.segmented_control(key=state.W_CIRC_MODE).set_value("mean").run()
+    assert not at.exception, at.exception

@@ -1,0 +1,116 @@
+"""The Circuits charts through to_dict(): the data they draw, their markers and labels, and empty inputs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tinygpt import circuits
+from tinygpt.ui.charts import circuits as charts
+
+
+def record(step: int, induction: float, second: float = 3.3) -> dict:
+    return {
+        "step": step,
+        "roles": {
+            "previous": [[0.6, 0.1], [0.1, 0.1]],
+            "induction": [[0.05, 0.05], [0.05, induction]],
+            "first": [[0.1, 0.1], [0.1, 0.1]],
+            "self": [[0.1, 0.1], [0.1, 0.1]],
+        },
+        "baselines": {"previous": 0.12, "induction": 0.04, "first": 0.12, "self": 0.12},
+        "copy_loss": {"first": 3.3, "second": second},
+        "residual": {"resid": [0.5, 1.0, 2.0], "attn": [0.3, 0.6], "mlp": [0.4, 0.9], "ln": [5.0, 5.0, 5.0]},
+    }
+
+
+RECORDS = [record(s, 0.05) for s in range(0, 100, 10)] + [record(s, 0.8, 0.4) for s in range(100, 200, 10)]
+
+
+def datasets(spec: dict) -> list[dict]:
+    """Every row an Altair spec carries (inline datasets)."""
+    return [row for rows in spec.get("datasets", {}).values() for row in rows]
+
+
+def test_role_history_draws_every_head_and_role_with_its_baseline_and_markers():
+    rows = circuits.score_rows(RECORDS)
+    change = {"step": 100, "label": "phase change @100"}
+    knobs = [{"step": 150, "label": "@150 ablated_heads→L1H1"}]
+    spec = charts.role_history_chart(rows, change=change, knobs=knobs).to_dict()
+    data = datasets(spec)
+    assert {r["name"] for r in data if "name" in r} == {"L0H0", "L0H1", "L1H0", "L1H1"}
+    assert {r["baseline"] for r in data if "baseline" in r} == {0.12, 0.04}
+    labels = {r["label"] for r in data if "label" in r}
+    assert labels == {"phase change @100", "@150 ablated_heads→L1H1"}
+    text = json.dumps(spec)
+    for role in circuits.ROLES:
+        assert charts.ROLE_TITLES[role] in text
+    assert "uniform attention" in text
+
+
+def test_role_history_waits_without_records():
+    assert "waiting" in json.dumps(charts.role_history_chart([]).to_dict())
+
+
+def test_phase_change_chart_puts_both_runs_and_the_marker_on_both_panels():
+    series = {
+        "2 layers": {"best": circuits.best_series(RECORDS), "copy": circuits.copy_loss_series(RECORDS), "train": []},
+        "1 layer (control)": {"best": circuits.best_series(RECORDS[:3]), "copy": [], "train": []},
+    }
+    change = {"2 layers": {"step": 100, "label": "2 layers: phase change @100"}}
+    spec = charts.phase_change_chart(series, changes=change, baseline=0.04, threshold=0.4).to_dict()
+    data = datasets(spec)
+    assert {r["run"] for r in data if "run" in r} == {"2 layers", "1 layer (control)"}
+    assert {r["curve"] for r in data if "curve" in r} == {"first copy", "second copy"}
+    assert any(r.get("label") == "2 layers: phase change @100" for r in data)
+    for panel in spec["vconcat"]:  # the red rule on the score panel and on the loss panel
+        assert any(layer["mark"].get("color") == charts.RED and layer["mark"]["type"] == "rule" for layer in panel["layer"])
+    assert {r["label"] for r in data if "ref" in r} == {"uniform", "induction head"}
+
+
+def test_residual_chart_has_the_stream_and_each_write():
+    data = datasets(charts.residual_chart(RECORDS).to_dict())
+    assert {r["where"] for r in data if "where" in r} == {"into layer 0", "into layer 1", "final (into ln_f)"}
+    assert {(r["layer"], r["sublayer"]) for r in data if "sublayer" in r} == {
+        ("layer 0", "attention"),
+        ("layer 0", "MLP"),
+        ("layer 1", "attention"),
+        ("layer 1", "MLP"),
+    }
+
+
+def test_ablation_heatmap_numbers_every_cell_and_outlines_the_selected_head():
+    deltas = {"validation batches": np.array([[0.5, -0.1], [0.0, 1.2]]), "probe text": np.zeros((2, 2))}
+    fig = charts.ablation_heatmap(deltas, mode="mean", selected=(1, 0)).to_dict()
+    first = fig["data"][0]
+    assert first["text"] == [["+0.500", "-0.100"], ["+0.000", "+1.200"]]
+    assert list(first["y"]) == ["L0", "L1"] and list(first["x"]) == ["H0", "H1"]
+    assert len(fig["data"]) == 2 and "mean-ablated" in fig["layout"]["title"]["text"]
+    assert fig["layout"]["coloraxis"]["cmin"] == -1.2 and fig["layout"]["coloraxis"]["cmax"] == 1.2
+    outline = fig["layout"]["shapes"][0]
+    assert (outline["x0"], outline["y0"]) == (-0.5, 0.5)
+    assert "no checkpoint" in json.dumps(charts.ablation_heatmap(None).to_dict())
+
+
+def test_ablated_probs_chart_reads_the_right_next_character():
+    vocab = list("abc")
+    tokens = list("abca")
+    clean = np.full((4, 3), 1 / 3)
+    ablated = np.array([[0, 1.0, 0], [0, 0, 1.0], [0.5, 0.5, 0], [1.0, 0, 0]])
+    fig = charts.ablated_probs_chart(tokens, clean, ablated, vocab, head="L1H1").to_dict()
+    assert [round(v, 3) for v in fig["data"][0]["y"]] == [0.333] * 3
+    assert list(fig["data"][1]["y"]) == [1.0, 1.0, 0.5]  # b after a, c after b, a after c
+    assert list(fig["layout"]["xaxis"]["ticktext"]) == ["b", "c", "a"]
+
+
+def test_logit_lens_chart_labels_every_cell_and_ticks_the_right_guesses():
+    vocab = list("ab␣")
+    tokens = list("aba")
+    top_ids = np.array([[[0, 1], [0, 1], [1, 0]], [[1, 0], [0, 1], [1, 0]]])  # (2 rows, 3 positions, k=2)
+    top_probs = np.full((2, 3, 2), 0.5)
+    fig = charts.logit_lens_chart(["embeddings", "after layer 0"], tokens, top_ids, top_probs, vocab).to_dict()
+    cells = fig["data"][0]["text"]
+    assert cells == [["a", "a✓", "b"], ["b✓", "a✓", "b"]]  # next after a is b, after b is a
+    assert list(fig["data"][0]["y"]) == ["embeddings", "after layer 0"]
+    assert list(fig["layout"]["xaxis"]["ticktext"]) == ["a", "b", "a"]

@@ -1,0 +1,168 @@
+"""python -m tinygpt.bench_circuits: what the Circuits page costs and whether its experiment reproduces.
+
+    --overhead    the head-role scores' cost per snapshot against a training step (demo and nanoGPT CPU presets)
+    --ablation    head_ablation of a 4 x 4 model on 20 validation batches (both modes), in seconds
+    --induction   the induction experiment on --seeds seeds: each seed's 2-layer run and 1-layer control train side
+                  by side (one process and one thread each, as the app's workers do), then the table of BENCHMARKS.md
+
+Every measurement uses one torch thread per process. Prints JSON lines, then the markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from . import circuits, lens
+from .config import preset
+from .data import load_corpus
+from .inside import attention_maps
+from .model import TinyGPT
+from .trainer import Trainer
+
+
+def _setup(config):
+    corpus = load_corpus(config.data, config.model.max_seq_len)
+    config.model.vocab_size = corpus.tokenizer.vocab_size
+    torch.manual_seed(config.train.seed)
+    model = TinyGPT(config.model)
+    return corpus, model, Trainer(model, config.train, corpus, "cpu")
+
+
+def overhead(name: str, source: str, steps: int = 200, repeats: int = 50) -> dict:
+    """Median ms of a training step and of snapshot_scores (the loop's extra work per snapshot), and the share of
+    training time the scores take at the preset's snapshot cadence."""
+    torch.set_num_threads(1)
+    config = preset(name, source=source, device="cpu")
+    corpus, model, trainer = _setup(config)
+    step_ms = [trainer.step()["step_ms"] for _ in range(steps)][steps // 4 :]  # after warm-up
+    T = config.model.max_seq_len
+    probe = torch.tensor([corpus.tokenizer.encode(corpus.probe_text(T))])
+    induction = circuits.induction_probe(corpus.tokenizer.vocab, T)
+    weights = attention_maps(model, probe)
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        circuits.snapshot_scores(model, weights, probe, induction)
+        times.append((time.perf_counter() - started) * 1000)
+    step, score = statistics.median(step_ms), statistics.median(times)
+    share = score / (config.attention_every * step)
+    return {"preset": name, "step_ms": step, "scores_ms": score, "attention_every": config.attention_every,
+            "overhead": share}  # fmt: skip
+
+
+def ablation_time(hidden_dim: int, max_seq_len: int, batch_size: int, repeats: int = 3) -> dict:
+    """Seconds for lens.head_ablation (zero and mean, every head) of a 4-layer, 4-head model on 20 batches."""
+    torch.set_num_threads(1)
+    config = preset("demo", source="synthetic:copy", num_layers=4, num_heads=4, hidden_dim=hidden_dim,
+                    max_seq_len=max_seq_len, batch_size=batch_size, device="cpu")  # fmt: skip
+    corpus, model, _ = _setup(config)
+    g = torch.Generator().manual_seed(0)
+    batches = [corpus.get_batch("val", batch_size, g) for _ in range(20)]
+    x, y = torch.cat([b[0] for b in batches]), torch.cat([b[1] for b in batches])
+    probe = x[:1]
+    seconds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        lens.head_ablation(model, x, y, probe)
+        seconds.append(time.perf_counter() - started)
+    return {"model": f"4x4, width {hidden_dim}, T={max_seq_len}", "tokens": int(x.numel()), "seconds": min(seconds)}
+
+
+def _train(args) -> str:
+    from .loop import run_training
+
+    run_dir, config = args
+    return run_training(run_dir, config, threads=1)
+
+
+def induction(seed: int, source: str, root: Path, **overrides) -> dict:
+    """One seed of the experiment: both runs in parallel processes, then the verdict and the ablation of the
+    best head against the mean of the other heads (zero ablation, validation batches, final checkpoint)."""
+    from .runstore import RunStore, read_scores
+
+    store = RunStore(root)
+    configs = circuits.induction_configs(source, seed, **overrides)
+    dirs = {}
+    for label, config in configs.items():
+        with store.create(config.to_dict(), owner="cli") as writer:
+            dirs[label] = writer.run_dir
+    started = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(len(configs)) as pool:
+        states = pool.map(_train, [(dirs[label], configs[label]) for label in configs])
+    wall = time.perf_counter() - started
+    records = {label: read_scores(d) for label, d in dirs.items()}
+    verdict = circuits.induction_verdict(records)
+    two = list(configs)[0]
+    change = circuits.phase_change(records[two])
+    best, others = _best_head_ablation(dirs[two], change.head)
+    return {"seed": seed, "states": states, "wall_s": wall, "reproduced": verdict.reproduced,
+            **verdict.observed, "ablation best head": best, "ablation mean of others": others,
+            "sentence": verdict.sentence}  # fmt: skip
+
+
+def _best_head_ablation(run_dir: Path, head: str | None) -> tuple[float | None, float | None]:
+    from .checkpoint import load_model
+
+    if head is None:
+        return None, None
+    loaded = load_model(run_dir)
+    corpus = load_corpus(loaded.config.data, loaded.config.model.max_seq_len)
+    g = torch.Generator().manual_seed(0)
+    batches = [corpus.get_batch("val", loaded.config.train.batch_size, g) for _ in range(20)]
+    x, y = torch.cat([b[0] for b in batches]), torch.cat([b[1] for b in batches])
+    deltas = lens.head_ablation(loaded.model, x, y, modes=("zero",))["zero"]["val"]
+    layer, h = int(head[1 : head.index("H")]), int(head[head.index("H") + 1 :])
+    L, H = deltas.shape
+    rest = [float(deltas[i, j]) for i in range(L) for j in range(H) if (i, j) != (layer, h)]
+    return float(deltas[layer, h]), statistics.mean(rest)
+
+
+def table(rows: list[dict]) -> str:
+    """The BENCHMARKS.md table of the induction experiment."""
+    cols = ["seed", "reproduced", "phase change step (score)", "phase change step (in-context loss)", "best head",
+            "best score before", "best score after", "second-copy loss before", "second-copy loss after",
+            "control best score", "ablation best head", "ablation mean of others", "wall_s"]  # fmt: skip
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in rows:
+        cells = [f"{row.get(c):.3g}" if isinstance(row.get(c), float) else str(row.get(c)) for c in cols]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench_circuits", description=__doc__.splitlines()[0])
+    parser.add_argument("--overhead", action="store_true", help="scores per snapshot against a training step")
+    parser.add_argument("--ablation", action="store_true", help="head ablation of a 4 x 4 model, seconds")
+    parser.add_argument("--induction", action="store_true", help="the induction experiment on --seeds seeds")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds for --induction (default 5)")
+    parser.add_argument("--source", default="synthetic:copyvar", help="corpus for --induction")
+    parser.add_argument("--max-steps", type=int, help="override the experiment's max_steps")
+    args = parser.parse_args(argv)
+    if args.overhead:
+        for name in ("demo", "nanogpt-cpu"):
+            print(json.dumps(overhead(name, "synthetic:copy")), flush=True)
+    if args.ablation:
+        for shape in ((64, 32, 16), (128, 64, 12)):
+            print(json.dumps(ablation_time(*shape)), flush=True)
+    if args.induction:
+        overrides = {"max_steps": args.max_steps} if args.max_steps else {}
+        rows = []
+        with tempfile.TemporaryDirectory() as root:
+            for seed in range(args.seeds):
+                row = induction(1337 + seed, args.source, Path(root), **overrides)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+        print(table(rows))
+        print(f"reproduced on {sum(bool(r['reproduced']) for r in rows)} of {len(rows)} seeds")
+
+
+if __name__ == "__main__":
+    main()

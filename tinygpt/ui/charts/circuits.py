@@ -1,0 +1,410 @@
+"""The Circuits page's figures: head roles over training, the induction phase change, head ablation, the logit
+lens and the residual stream. Pure functions from the engine's plain data (tinygpt.circuits score rows,
+tinygpt.lens arrays) to an Altair chart or a plotly figure; nothing here computes a score.
+
+Curves (roles, phase change, residual stream) are Altair: one small panel per role or quantity, heads coloured in a
+fixed order, the uniform-attention baseline dashed, the phase change and knob changes as labelled rules. Tables of
+cells (ablation, logit lens) are plotly heatmaps with the number or character in every cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import altair as alt
+import numpy as np
+import plotly.graph_objects as go
+
+from tinygpt.ui.charts.style import (
+    GREY,
+    PURPLE,
+    RED,
+    Records,
+    colour_encoding,
+    dash_encoding,
+    dash_note,
+    data_frame,
+    palette_for,
+    plotly_layout_style,
+    step_x,
+    style_altair,
+    theme,
+    thin_for_display,
+    value_y,
+    visible_char,
+)
+from tinygpt.ui.charts.tokens import placeholder
+
+ROLE_TITLES = {
+    "previous": "previous token: A[t, t-1]",
+    "induction": "induction: A[n+i, i+1] on a repeated probe",
+    "first": "first token (sink): A[t, 0]",
+    "self": "self: A[t, t]",
+}
+
+
+def _markers(rows: Sequence[Mapping[str, Any]], t: dict, colour: str) -> list:
+    """Vertical rules at rows {"step", "label"}, labelled at the top."""
+    if not rows:
+        return []
+    base = alt.Chart(data_frame(list(rows), "step", "label"))
+    tooltip = [alt.Tooltip("step:Q"), alt.Tooltip("label:N", title="marker")]
+    rule = base.mark_rule(color=colour, strokeDash=[4, 3], strokeWidth=t["line"]).encode(x=step_x(), tooltip=tooltip)
+    text = base.mark_text(align="left", baseline="top", dx=4, dy=2, color=colour, fontSize=t["text"]).encode(
+        x=step_x(), y=alt.value(2), text="label:N"
+    )
+    return [rule, text]
+
+
+def _steps_kept(rows: Sequence[Mapping[str, Any]], limit: int = 300) -> set[int]:
+    return set(thin_for_display(sorted({int(r["step"]) for r in rows}), limit))
+
+
+def role_history_chart(
+    rows: Records | None,
+    *,
+    roles: Sequence[str] = ("previous", "induction", "first", "self"),
+    change: Mapping[str, Any] | None = None,
+    knobs: Sequence[Mapping[str, Any]] = (),
+    large: bool = False,
+):
+    """Each role's score per head over training (rows from circuits.score_rows: step, name, role, score,
+    baseline), one panel per role with its uniform baseline dashed. `change` {"step", "label"} marks the phase
+    change (red) and `knobs` [{"step", "label"}] the live knob changes (purple) on every panel."""
+    t = theme(large)
+    rows = [r for r in rows or [] if r.get("score") is not None]
+    if not rows:
+        return style_altair(alt.Chart(data_frame([])).mark_text().properties(title="Head roles: waiting"), large)
+    keep = _steps_kept(rows)
+    heads = sorted({r["name"] for r in rows}, key=lambda n: (int(n[1 : n.index("H")]), int(n[n.index("H") + 1 :])))
+    colours = palette_for(heads)
+    width = 620 if large else 330
+    panels = []
+    for role in roles:
+        part = [dict(r) for r in rows if r["role"] == role and int(r["step"]) in keep]
+        if not part:
+            continue
+        yspec = {"title": "score", "scale": alt.Scale(domain=[0, 1])}
+        base = alt.Chart(data_frame(part, "step", "name", "score", "baseline"))
+        tooltip = [alt.Tooltip("step:Q"), alt.Tooltip("name:N", title="head"), alt.Tooltip("score:Q", format=".3f")]
+        lines = base.mark_line(strokeWidth=t["line"]).encode(
+            x=step_x(),
+            y=alt.Y("score:Q", **yspec),
+            color=colour_encoding("name:N", heads, colours, "head", lines=True),
+            tooltip=tooltip,
+        )
+        baseline = base.mark_line(color=GREY, strokeDash=[6, 4], strokeWidth=t["line"]).encode(
+            x=step_x(), y=alt.Y("mean(baseline):Q", **yspec), tooltip=[alt.Tooltip("mean(baseline):Q", title="uniform")]
+        )
+        layers = [lines, baseline, *_markers(knobs, t, PURPLE)]
+        if change:
+            layers += _markers([change], t, RED)
+        title = alt.TitleParams(ROLE_TITLES.get(role, role), fontSize=t["axis_title"])
+        panels.append(alt.layer(*layers).properties(width=width, height=t["panel"], title=title))
+    pairs = [alt.hconcat(*panels[i : i + 2]) for i in range(0, len(panels), 2)] if not large else panels
+    chart = alt.vconcat(*pairs).resolve_scale(color="shared")
+    subtitle = "dashed grey: a head with uniform attention over the keys it may see"
+    return style_altair(chart.properties(title=alt.TitleParams("Head roles over training", subtitle=subtitle)), large)
+
+
+def phase_change_chart(
+    series: Mapping[str, Mapping[str, Records]],
+    *,
+    changes: Mapping[str, Mapping[str, Any] | None] | None = None,
+    baseline: float | None = None,
+    threshold: float | None = None,
+    large: bool = False,
+):
+    """The induction experiment, runs side by side: top, the best head's induction score per run (circuits.
+    best_series); bottom, the loss on each copy of the repeated probe per run (circuits.copy_loss_series: solid
+    the second copy, dashed the first) and the training loss (dotted). `series` is {run label: {"best", "copy",
+    "train"}} and `changes` {run label: {"step", "label"}} marks each run's phase change on both panels."""
+    t = theme(large)
+    labels = list(series)
+    colours = palette_for(labels)
+    width = 900 if large else 640
+    score_rows, loss_rows = [], []
+    for label, parts in series.items():
+        score_rows += [{"step": r["step"], "score": r["score"], "run": label, "head": r["name"]} for r in parts["best"]]
+        for r in parts.get("copy") or []:
+            loss_rows.append({"step": r["step"], "loss": r["second"], "run": label, "curve": "second copy"})
+            loss_rows.append({"step": r["step"], "loss": r["first"], "run": label, "curve": "first copy"})
+        for step, value in thin_for_display([(m["step"], m["loss"]) for m in parts.get("train") or []], 400):
+            if value is not None:
+                loss_rows.append({"step": step, "loss": value, "run": label, "curve": "training loss"})
+    colour = colour_encoding("run:N", labels, colours, "run", lines=True)
+    tooltip = [alt.Tooltip("step:Q"), alt.Tooltip("run:N"), alt.Tooltip("head:N", title="best head")]
+    top = [
+        alt.Chart(data_frame(score_rows, "step", "score", "run", "head"))
+        .mark_line(strokeWidth=t["line"], point=alt.OverlayMarkDef(size=3 * t["text"]))
+        .encode(
+            x=step_x(),
+            y=value_y("score:Q", "best induction score", domain=[0, 1]),
+            color=colour,
+            tooltip=[*tooltip, alt.Tooltip("score:Q", format=".3f")],
+        )
+    ]
+    refs = [{"ref": v, "label": lab} for v, lab in ((baseline, "uniform"), (threshold, "induction head")) if v]
+    if refs:
+        base = alt.Chart(data_frame(refs, "ref", "label"))
+        top.append(base.mark_rule(color=GREY, strokeDash=[6, 4]).encode(y="ref:Q", tooltip="label:N"))
+        top.append(
+            base.mark_text(align="left", baseline="bottom", dx=4, color=GREY, fontSize=t["text"]).encode(
+                y="ref:Q", x=alt.value(0), text="label:N"
+            )
+        )
+    curves = ["second copy", "first copy", "training loss"]
+    bottom = [
+        alt.Chart(data_frame(loss_rows, "step", "loss", "run", "curve"))
+        .mark_line(strokeWidth=t["line"])
+        .encode(
+            x=step_x(),
+            y=value_y("loss:Q", "loss (nats)", zero=True),
+            color=colour,
+            strokeDash=dash_encoding("curve:N", curves),
+            detail="curve:N",
+            tooltip=[
+                alt.Tooltip("step:Q"),
+                alt.Tooltip("run:N"),
+                alt.Tooltip("curve:N"),
+                alt.Tooltip("loss:Q", format=".3f"),
+            ],
+        )
+    ]
+    marks = [dict(c) for c in (changes or {}).values() if c]
+    top += _markers(marks, t, RED)
+    bottom += _markers(marks, t, RED)
+    chart = alt.vconcat(
+        alt.layer(*top).properties(width=width, height=t["panel"], title="Best head's induction score"),
+        alt.layer(*bottom).properties(width=width, height=t["panel"], title="Loss on the repeated probe"),
+    ).resolve_scale(color="shared")
+    subtitle = dash_note(curves) + "; red: the detected phase change"
+    return style_altair(chart.properties(title=alt.TitleParams("The induction phase change", subtitle=subtitle)), large)
+
+
+def residual_chart(records: Records | None, *, large: bool = False):
+    """The residual stream over training (circuits score records' "residual"): left, the stream's mean norm
+    entering each block and after the last; right, each sublayer's write (attention solid, MLP dashed)."""
+    t = theme(large)
+    stream, writes = [], []
+    kept = _steps_kept([r for r in records or [] if r.get("residual")])
+    for r in records or []:
+        res = r.get("residual")
+        if not res or int(r["step"]) not in kept:
+            continue
+        resid = res.get("resid") or []
+        for i, value in enumerate(resid):
+            where = "final (into ln_f)" if i == len(resid) - 1 else f"into layer {i}"
+            stream.append({"step": r["step"], "norm": value, "where": where})
+        for part, name in (("attn", "attention"), ("mlp", "MLP")):
+            for i, value in enumerate(res.get(part) or []):
+                writes.append({"step": r["step"], "norm": value, "layer": f"layer {i}", "sublayer": name})
+    if not stream:
+        return style_altair(alt.Chart(data_frame([])).mark_text().properties(title="Residual stream: waiting"), large)
+    wheres = list(dict.fromkeys(s["where"] for s in stream))
+    layers = list(dict.fromkeys(w["layer"] for w in writes))
+    width = 620 if large else 330
+    left = (
+        alt.Chart(data_frame(stream, "step", "norm", "where"))
+        .mark_line(strokeWidth=t["line"])
+        .encode(
+            x=step_x(),
+            y=value_y("norm:Q", "mean L2 norm per position", zero=True),
+            color=colour_encoding("where:N", wheres, palette_for(wheres), "stream", lines=True),
+            tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("where:N"), alt.Tooltip("norm:Q", format=".3f")],
+        )
+        .properties(width=width, height=t["panel"], title="The stream's size")
+    )
+    right = (
+        alt.Chart(data_frame(writes, "step", "norm", "layer", "sublayer"))
+        .mark_line(strokeWidth=t["line"])
+        .encode(
+            x=step_x(),
+            y=value_y("norm:Q", "mean L2 norm of the write", zero=True),
+            color=colour_encoding("layer:N", layers, palette_for(layers)[::-1], "layer", lines=True),
+            strokeDash=dash_encoding("sublayer:N", ["attention", "MLP"]),
+            detail="sublayer:N",
+            tooltip=[
+                alt.Tooltip("step:Q"),
+                alt.Tooltip("layer:N"),
+                alt.Tooltip("sublayer:N"),
+                alt.Tooltip("norm:Q", format=".3f"),
+            ],
+        )
+        .properties(width=width, height=t["panel"], title="What each sublayer adds")
+    )
+    chart = alt.vconcat(left, right) if large else alt.hconcat(left, right)
+    chart = chart.resolve_scale(color="independent")
+    subtitle = dash_note(["attention", "MLP"]) + " (right)"
+    return style_altair(chart.properties(title=alt.TitleParams("The residual stream", subtitle=subtitle)), large)
+
+
+# ---------------------------------------------------------------- plotly tables of cells
+
+
+def _cell_figure(title: str, height: int, large: bool, **layout: Any) -> dict:
+    t = theme(large)
+    return {**plotly_layout_style(title, t), "height": height, **layout}
+
+
+def ablation_heatmap(
+    deltas: Mapping[str, Any] | None,
+    *,
+    mode: str = "zero",
+    selected: tuple[int, int] | None = None,
+    large: bool = False,
+) -> go.Figure:
+    """Loss change when each head is ablated, layers x heads, one panel per measure ({"validation batches": (L, H),
+    "probe text": (L, H)}), the number in every cell, red = the loss rose (the head helped), blue = it fell.
+    `selected` (layer, head) is outlined."""
+    title = f"Loss change when one head is {mode}-ablated"
+    if not deltas:
+        return placeholder(title, "no checkpoint to ablate yet", large)
+    t = theme(large)
+    names = list(deltas)
+    arrays = [np.asarray(deltas[n], dtype=np.float64) for n in names]
+    L, H = arrays[0].shape
+    limit = max(1e-6, max(float(np.abs(a).max()) for a in arrays))
+    traces, layout = [], {}
+    for k, (name, z) in enumerate(zip(names, arrays, strict=True)):
+        x_axis, y_axis = ("x", "y") if k == 0 else (f"x{k + 1}", f"y{k + 1}")
+        lo, hi = k / len(names) + (0.02 if k else 0), (k + 1) / len(names) - 0.04
+        traces.append(
+            go.Heatmap(
+                z=z,
+                x=[f"H{h}" for h in range(H)],
+                y=[f"L{i}" for i in range(L)],
+                zmin=-limit,
+                zmax=limit,
+                colorscale="RdBu_r",
+                coloraxis="coloraxis",
+                text=[[f"{v:+.3f}" for v in row] for row in z],
+                texttemplate="%{text}",
+                textfont={"size": t["text"] + 2},
+                hovertemplate=f"{name}: %{{y}} %{{x}} ablated: loss %{{z:+.4f}}<extra></extra>",
+                xaxis=x_axis,
+                yaxis=y_axis,
+            )
+        )
+        layout[f"xaxis{k + 1 if k else ''}"] = {
+            "domain": [lo, hi],
+            "title": {"text": f"head · {name}"},
+            "side": "bottom",
+        }
+        layout[f"yaxis{k + 1 if k else ''}"] = {
+            "autorange": "reversed",
+            "anchor": x_axis,
+            "title": {"text": "layer" if k == 0 else ""},
+        }
+    shapes = []
+    if selected is not None:
+        for k in range(len(names)):
+            ref = "" if k == 0 else str(k + 1)
+            layer, head = selected
+            shapes.append({"type": "rect", "xref": f"x{ref}", "yref": f"y{ref}", "x0": head - 0.5, "x1": head + 0.5,
+                           "y0": layer - 0.5, "y1": layer + 0.5, "line": {"color": "black", "width": 3}})  # fmt: skip
+    bar = {"title": {"text": "Δ loss (nats)"}, "tickfont": {"size": t["label"]}}
+    height = max(t["panel"], 90 * L + 160)
+    fig_layout = _cell_figure(title, height, large, shapes=shapes, **layout)
+    fig_layout["coloraxis"] = {"colorscale": "RdBu_r", "cmin": -limit, "cmax": limit, "colorbar": bar}
+    return go.Figure(data=traces, layout=fig_layout)
+
+
+def ablated_probs_chart(
+    tokens: Sequence[str], clean: Any, ablated: Any, vocab: Sequence[str], *, head: str = "", large: bool = False
+) -> go.Figure:
+    """For each position of the probe, the probability of the character that really comes next, with every head
+    on and with `head` ablated: clean (T, V) and ablated (T, V) next-character probabilities of tokens (T,)."""
+    title = f"Next-character probability with {head} ablated" if head else "Next-character probability"
+    if clean is None or len(tokens) < 2:
+        return placeholder(title, "no probe to run", large)
+    t = theme(large)
+    stoi = {c: i for i, c in enumerate(vocab)}
+    clean, ablated = np.asarray(clean), np.asarray(ablated)
+    positions = list(range(len(tokens) - 1))
+    targets = [stoi.get(tokens[i + 1]) for i in positions]
+    cats = [f"{i}: {visible_char(tokens[i])}→{visible_char(tokens[i + 1])}" for i in positions]
+    ticks = [visible_char(tokens[i + 1]) for i in positions]
+    traces = []
+    for name, probs, colour in (("all heads on", clean, "#1f77b4"), (f"{head} ablated", ablated, "#d62728")):
+        p = [float(probs[i, j]) if j is not None else 0.0 for i, j in zip(positions, targets, strict=True)]
+        top = [visible_char(vocab[int(np.argmax(probs[i]))]) for i in positions]
+        traces.append(
+            go.Bar(
+                x=cats,
+                y=p,
+                name=name,
+                marker_color=colour,
+                customdata=top,
+                hovertemplate=f"{name}<br>%{{x}}: p(next) %{{y:.3f}}, top guess '%{{customdata}}'<extra></extra>",
+            )
+        )
+    layout = _cell_figure(title, t["height"], large, barmode="group", legend={"orientation": "h", "y": 1.12})
+    layout["xaxis"] = {"tickmode": "array", "tickvals": cats, "ticktext": ticks, "tickangle": 0,
+                       "title": {"text": "the character to predict, at each position"}}  # fmt: skip
+    layout["yaxis"] = {"range": [0, 1], "title": {"text": "p(the right next character)"}}
+    return go.Figure(data=traces, layout=layout)
+
+
+def logit_lens_chart(
+    names: Sequence[str],
+    tokens: Sequence[str],
+    top_ids: Any,
+    top_probs: Any,
+    vocab: Sequence[str],
+    *,
+    large: bool = False,
+) -> go.Figure:
+    """The logit lens as a table: rows = where the stream is read (embeddings, after each layer; the last row is
+    the model's output), columns = probe positions, each cell the most likely next character and its colour its
+    probability; hover lists the top k. A cell whose top guess is the right next character is shown in capitals
+    of ✓ (e.g. "e✓"). tokens (T,), top_ids and top_probs (L+1, T, k)."""
+    title = "Logit lens: the next-character guess read after each layer"
+    if top_ids is None or not len(tokens):
+        return placeholder(title, "no checkpoint yet", large)
+    t = theme(large)
+    ids, probs = np.asarray(top_ids), np.asarray(top_probs, dtype=np.float64)
+    rows, T, k = ids.shape
+    nxt = [tokens[i + 1] if i + 1 < T else None for i in range(T)]
+    cats = [f"{i}: {visible_char(c)}" for i, c in enumerate(tokens)]
+    text, hover = [], []
+    for r in range(rows):
+        text.append(
+            [visible_char(vocab[ids[r, i, 0]]) + ("✓" if vocab[ids[r, i, 0]] == nxt[i] else "") for i in range(T)]
+        )
+        hover.append(
+            [
+                f"next should be '{visible_char(nxt[i]) if nxt[i] is not None else '?'}'<br>"
+                + "<br>".join(f"'{visible_char(vocab[ids[r, i, j]])}' {probs[r, i, j]:.3f}" for j in range(k))
+                for i in range(T)
+            ]
+        )
+    font = max(7, min(t["text"] + 1, int(900 / max(T, 1) / 1.2)))
+    trace = go.Heatmap(
+        z=probs[:, :, 0].astype(np.float32),
+        x=cats,
+        y=list(names),
+        zmin=0,
+        zmax=1,
+        colorscale="Blues",
+        text=text,
+        texttemplate="%{text}",
+        textfont={"size": font},
+        customdata=hover,
+        hovertemplate="%{y}, position %{x}<br>%{customdata}<extra></extra>",
+        colorbar={"title": {"text": "p(top guess)"}},
+    )
+    layout = _cell_figure(title, max(t["panel"], 60 * rows + 180), large)
+    ticks = [visible_char(c) for c in tokens]
+    title_x = {"text": "probe text (input character)"}
+    layout["xaxis"] = {
+        "tickmode": "array",
+        "tickvals": cats,
+        "ticktext": ticks,
+        "tickangle": 0,
+        "tickfont": {"size": font},
+        "title": title_x,
+    }
+    layout["yaxis"] = {"autorange": "reversed", "title": {"text": "read from"}}
+    return go.Figure(data=[trace], layout=layout)

@@ -1,0 +1,191 @@
+"""The Circuits page's logic: head roles from the run folder, ablation and the logit lens at a checkpoint (cached:
+a checkpoint never changes), the live head switch, and the induction experiment's runs and verdict.
+
+The numbers come from the engine (tinygpt.circuits for scores and the verdict, tinygpt.lens for ablation, the
+logit lens and the residual stream); this module reads run folders, caches, and turns results into rows and
+figures. Deliberately left out: drawing widgets (pages/circuits.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import streamlit as st
+import torch
+
+from tinygpt import circuits, lens
+from tinygpt.config import format_heads, parse_heads
+from tinygpt.data import load_corpus
+from tinygpt.inside import encode_probe
+from tinygpt.runstore import ENDED_STATES, RunReader, knob_changes, read_scores
+from tinygpt.ui import resources
+from tinygpt.ui.charts import circuits as charts
+
+ABLATION_BATCHES = 20  # validation batches of the run's batch size: the same number nanoGPT's CPU eval averages
+
+
+# ---------------------------------------------------------------- scores over training
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _scores_at(path: str, signature: tuple) -> list[dict]:
+    return read_scores(Path(path))
+
+
+def scores(run_dir: str | Path) -> list[dict]:
+    """The run's score records (attention/scores.jsonl), re-read only when the file changed."""
+    path = Path(run_dir) / "attention" / "scores.jsonl"
+    try:
+        st_ = os.stat(path)
+        signature = (st_.st_ino, st_.st_size, st_.st_mtime_ns)
+    except FileNotFoundError:
+        return []
+    return _scores_at(str(run_dir), signature)
+
+
+def knob_markers(events: list[dict]) -> list[dict]:
+    """Live knob changes as chart markers {"step", "label"} (the head switch among them)."""
+    out = []
+    for e in knob_changes(events):
+        if not e.get("coupled_to"):
+            new = e.get("new")
+            out.append({"step": int(e["step"]), "label": f"@{e['step']} {e['knob']}→{new if new != '' else 'none'}"})
+    return out
+
+
+def head_rows(records: list[dict], step: int | None) -> list[dict]:
+    """The head table at `step`: every head's dominant role (since when), and each score next to its baseline."""
+    rows = []
+    for h in circuits.head_roles(records, step):
+        row: dict[str, Any] = {"head": h.name, "role": h.role or "-", "since step": h.since}
+        for role in circuits.ROLES:
+            score, base = h.scores.get(role), h.baselines.get(role)
+            row[role] = None if score is None else f"{score:.2f} (uniform {base:.2f})"
+        rows.append(row)
+    return rows
+
+
+def role_sentences(records: list[dict], step: int | None) -> list[str]:
+    """ "L1H2 is an induction head since step 340 (score 0.81, uniform baseline 0.06)." for each head with a role."""
+    return [h.sentence for h in circuits.head_roles(records, step) if h.role is not None]
+
+
+# ---------------------------------------------------------------- at a checkpoint
+
+
+def _probe(loaded, text: str) -> tuple[torch.Tensor, list[str]]:
+    return encode_probe(loaded.model, loaded.tokenizer, text)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def ablation(run_dir: str, step: int, probe_text: str) -> dict:
+    """lens.head_ablation at a checkpoint on ABLATION_BATCHES validation batches and the probe text, plus the
+    seconds it took (cached per checkpoint and probe)."""
+    import time
+
+    loaded = resources.cached_model(run_dir, step)
+    config = loaded.config
+    data = config.data
+    if data.source == "text" and not data.text:  # the run folder keeps a pasted corpus in its corpus.txt
+        from tinygpt.runstore import read_corpus
+
+        data = dataclasses.replace(data, text=read_corpus(run_dir))
+    corpus = load_corpus(data, config.model.max_seq_len)
+    generator = torch.Generator().manual_seed(0)
+    batches = [corpus.get_batch("val", config.train.batch_size, generator) for _ in range(ABLATION_BATCHES)]
+    x = torch.cat([b[0] for b in batches])  # 20 x (B, T) -> (20 B, T)
+    y = torch.cat([b[1] for b in batches])
+    idx, _ = _probe(loaded, probe_text)
+    started = time.perf_counter()
+    out = lens.head_ablation(loaded.model, x, y, idx if idx.shape[1] > 1 else None)
+    out["seconds"] = time.perf_counter() - started
+    out["tokens"] = int(x.numel())
+    return out
+
+
+def ablation_figure(result: dict, mode: str, selected: tuple[int, int] | None, large: bool):
+    deltas = {"validation batches": result[mode]["val"]}
+    if "probe" in result[mode]:
+        deltas["probe text"] = result[mode]["probe"]
+    return charts.ablation_heatmap(deltas, mode=mode, selected=selected, large=large)
+
+
+def ablated_figure(run_dir: str, step: int, text: str, layer: int, head: int, mode: str, result: dict, large: bool):
+    """The probe's next-character probabilities with one head ablated, as a figure."""
+    loaded = resources.cached_model(run_dir, step)
+    idx, tokens = _probe(loaded, text)
+    value = result["means"][layer, head] if mode == "mean" else None
+    clean, ablated = lens.ablated_probs(loaded.model, idx, layer, head, value)
+    name = circuits.head_name(layer, head)
+    return charts.ablated_probs_chart(tokens, clean, ablated, loaded.tokenizer.vocab, head=name, large=large)
+
+
+def logit_lens_figure(run_dir: str, step: int, text: str, large: bool):
+    loaded = resources.cached_model(run_dir, step)
+    idx, tokens = _probe(loaded, text)
+    out = lens.logit_lens(loaded.model, idx)
+    return charts.logit_lens_chart(out["names"], tokens, out["top_ids"], out["top_probs"], loaded.tokenizer.vocab,
+                                   large=large)  # fmt: skip
+
+
+def lens_answers(run_dir: str, step: int, text: str) -> str:
+    """Where the right next character first tops the lens, averaged: a sentence for the caption."""
+    loaded = resources.cached_model(run_dir, step)
+    idx, tokens = _probe(loaded, text)
+    out = lens.logit_lens(loaded.model, idx)
+    right = np.array([[loaded.tokenizer.vocab[i] for i in row] for row in out["top_ids"][:, :-1, 0]])
+    hits = right == np.array(tokens[1:])[None, :]  # (L+1, T-1) top guess is the next character
+    parts = [f"{name}: {int(row.sum())}/{hits.shape[1]}" for name, row in zip(out["names"], hits, strict=True)]
+    return "Top guess right, by where the stream is read: " + ", ".join(parts) + "."
+
+
+# ---------------------------------------------------------------- the live head switch
+
+
+def heads_off(knobs: dict) -> list[str]:
+    """The heads switched off now, as ["L1H2", ...], from the run's live knobs."""
+    return [circuits.head_name(lay, h) for lay, h in sorted(parse_heads(knobs.get("ablated_heads") or ""))]
+
+
+def heads_text(names: list[str]) -> str:
+    return format_heads(parse_heads(",".join(names)))
+
+
+# ---------------------------------------------------------------- the induction experiment
+
+
+def start_experiment(manager, source: str, seed: int, actor=None) -> dict[str, str]:
+    """Start the 2-layer run and its 1-layer control side by side; returns {label: run_id}."""
+    return {
+        label: manager.start(config, actor=actor) for label, config in circuits.induction_configs(source, seed).items()
+    }
+
+
+def experiment_state(store, runs: dict[str, str]) -> tuple[dict[str, RunReader], dict[str, list[dict]], bool]:
+    """(readers, score records, all ended) of an experiment's runs; readers missing runs are left out."""
+    readers, records = {}, {}
+    for label, run_id in runs.items():
+        try:
+            rd = readers[label] = store.reader(run_id)
+        except Exception:  # noqa: BLE001 - a deleted run: left out
+            continue
+        records[label] = scores(rd.run_dir)
+    ended = bool(readers) and all(rd.status().get("state") in ENDED_STATES for rd in readers.values())
+    return readers, records, ended
+
+
+def experiment_figure(readers: dict[str, RunReader], records: dict[str, list[dict]], large: bool):
+    series, changes, baseline = {}, {}, None
+    for label, recs in records.items():
+        series[label] = {"best": circuits.best_series(recs), "copy": circuits.copy_loss_series(recs),
+                         "train": readers[label].metrics}  # fmt: skip
+        change = circuits.phase_change(recs)
+        baseline = baseline or change.baseline
+        if change.score is not None:
+            changes[label] = {"step": change.score.step, "label": f"{label}: phase change @{change.score.step}"}
+    return charts.phase_change_chart(series, changes=changes, baseline=baseline, threshold=circuits.ROLE_THRESHOLD,
+                                     large=large)  # fmt: skip
