@@ -294,6 +294,21 @@ def test_4_sigkill_of_a_worker_then_resume_follows_the_uninterrupted_curve_step_
         assert f"resumed from checkpoint {checkpoint} (steps {checkpoint + 1}-{last}" in resumed["message"]
 
 
+def test_4_a_resume_in_the_moment_after_a_kill_is_not_lost(manager, tiny_text):
+    """Resume clicked after the worker died but before the monitor noticed: it used to be sent down the dead pipe
+    and dropped, leaving the run failed. The monitor is held off (its lock) to make that moment certain."""
+    run_id = manager.start(tiny_config(tiny_text, max_steps=40, checkpoint_every=10))
+    store = manager.store
+    wait_for(lambda: (store.reader(run_id).status().get("step") or 0) >= 15, what="step 15")
+    with manager._lock:  # the monitor cannot reap while we hold it
+        process = manager._jobs[run_id].process
+        os.kill(process.pid, signal.SIGKILL)
+        wait_for(lambda: not process.is_alive(), what="the worker to die")
+        manager.resume(run_id)
+    wait_for(lambda: store.reader(run_id).status().get("state") == "finished", 120, what="finished after all")
+    assert [m["step"] for m in store.reader(run_id).metrics] == list(range(1, 41))
+
+
 # ---------------------------------------------------------------- 5. the CLI says why a run failed
 
 

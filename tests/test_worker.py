@@ -186,7 +186,8 @@ def test_resume_during_a_release_restarts_and_stop_after_it_stops(store, tiny_te
     manager = RunManager(store, max_active=2, threads_per_run=1, lease_seconds=0.5)
     try:
         run_id = manager.start(tiny(tiny_text))
-        stepped(store, run_id, 3)
+        # Watched until step 3 (a busy machine takes longer than the 0.5 s lease to get there), then left alone.
+        wait_for(lambda: manager.touch(run_id) or (status(store, run_id).get("step") or 0) >= 3, what="step 3")
         pid = manager.worker_pid(run_id)
         os.kill(pid, signal.SIGSTOP)  # frozen, so the lease's release is still pending when resume() comes
         time.sleep(1.0)

@@ -257,6 +257,7 @@ class _Job:
     stop_requested: bool = False  # stop() was called: the run must end "stopped"
     then: list | None = None  # resume/step arrived after a release: restart with these commands once it exits
     then_from: int | None = None  # ... from this checkpoint (resume(from_step=...)), else the newest
+    restart_anyway: bool = False  # ... even if it ended failed (resume() came just after it died)
     killed_as: tuple[str, str] | None = None  # (state, reason) to record if it has to be killed
     released: bool = False  # asked to checkpoint and exit (lease, eviction, shutdown)
     position: int | None = None  # queue position last written to status.json
@@ -343,8 +344,8 @@ class RunManager:
                 if from_step is not None:  # a new worker, from that checkpoint, once this one has ended
                     job.then, job.then_from = [], from_step
                     self._release(job, f"paused: resuming from checkpoint {from_step}")
-                elif job.released:  # on its way out: start it again once it has checkpointed
-                    job.then = []
+                elif job.released or self._dead(job):  # on its way out (or just died): again once it is reaped
+                    job.then, job.restart_anyway = [], job.restart_anyway or self._dead(job)
                 else:
                     self._send(job, {"cmd": "resume"})
             elif (job := self._queued(run_id)) is not None:
@@ -353,6 +354,11 @@ class RunManager:
                     job.resume_from = from_step
             else:
                 self._restart(run_id, [], max_steps, from_step)
+
+    @staticmethod
+    def _dead(job: _Job) -> bool:
+        """Its process has ended but the monitor has not reaped it yet (a command sent now would be lost)."""
+        return job.process is not None and not job.process.is_alive()
 
     def _check_from_step(self, run_id: str, step: Any) -> None:
         steps = list_checkpoints(self.store.path(run_id))
@@ -367,8 +373,8 @@ class RunManager:
         commands = [{"cmd": "pause"}, {"cmd": "step", "n": n}]
         with self._lock:
             if (job := self._jobs.get(run_id)) is not None:
-                if job.released:  # on its way out: start it again, paused, once it has checkpointed
-                    job.then = commands
+                if job.released or self._dead(job):  # on its way out: start it again, paused, once it has ended
+                    job.then, job.restart_anyway = commands, job.restart_anyway or self._dead(job)
                 else:
                     for command in commands:
                         self._send(job, command)
@@ -414,8 +420,8 @@ class RunManager:
         request = secrets.token_hex(6)
         command = {"cmd": "knob", "name": name, "value": value, "request": request}
         with self._lock:
-            if run_id in self._jobs:
-                self._send(self._jobs[run_id], command)
+            if (job := self._jobs.get(run_id)) is not None and not self._dead(job):
+                self._send(job, command)
             elif (job := self._queued(run_id)) is not None:
                 job.commands.append(command)
             else:
@@ -693,11 +699,13 @@ class RunManager:
             why = _exit_reason(code) if code != 0 else "the worker process ended without a final state"
             self._record_end(job.run_id, "failed", f"failed: {why} at step {step}", step)
             state = "failed"
+        wanted = job.then is not None and not self._closed  # resume or step came while it was ending
+        restart = wanted and (state in PAUSED_STATES or job.then_from is not None or job.restart_anyway)
         if code == LOCKED_EXIT:
             pass
         elif state in PAUSED_STATES and job.stop_requested:  # e.g. released by the lease just before
             self._set_status(job.run_id, state="stopped", reason=f"stopped by you at step {step}")
-        elif job.then is not None and not self._closed and (state in PAUSED_STATES or job.then_from is not None):
+        elif restart:
             try:
                 self._restart(job.run_id, job.then, None, job.then_from)
             except TinyGPTError as exc:
