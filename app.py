@@ -79,13 +79,12 @@ touch(run_id)  # any page that shows a run keeps its lease (live pages also rene
 @st.fragment(run_every=30)
 def keep_my_runs() -> None:
     """Every 30 s, whatever page the learner reads (Sample does not refresh by itself): their own live and
-    queued runs keep their leases."""
+    queued runs keep their leases. Drawn first in the sidebar, so its place never moves."""
     touch_mine(learner)
 
 
-keep_my_runs()
-
 with st.sidebar:
+    keep_my_runs()
     st.markdown("### tinygpt")
     st.caption("A tiny character-level GPT, trained live while you watch.")
     if run_id:

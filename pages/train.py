@@ -160,7 +160,9 @@ def live_view() -> None:
         st.rerun()  # a full run turns the auto-refresh off (and enables the right buttons)
 
 
-@st.fragment(run_every=2.0 if rd is not None and not active else None)
+# A constant timer: a fragment whose run_every changes between full reruns (or that stops being drawn) can leave
+# the browser a timer for a fragment the page no longer has (Streamlit #15084: a white page under load).
+@st.fragment(run_every=2.0)
 def watch_state() -> None:
     """A page showing a run that is not training still follows it: when another tab (or the instructor) resumes,
     steps, stops or deletes it, the page redraws within ~2 s instead of showing "paused" until reloaded."""

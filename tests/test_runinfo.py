@@ -102,3 +102,19 @@ def test_queue_wait_follows_the_running_runs_pace(tmp_path):
     assert runinfo.queue_wait(store, ids[2]) == pytest.approx(5.0)  # the second run has 50 steps left
     assert runinfo.queue_wait(store, ids[3]) == pytest.approx(20.0)  # then the first run's 200 steps
     assert runinfo.queue_wait(store, ids[0]) is None  # not queued
+
+
+def test_queue_wait_ignores_runs_queued_without_a_position_yet(tmp_path):
+    """Seen in the 20-learner load test: a run just created is 'queued' with queue_position None, and sorting
+    positions raised TypeError in the page of every other queued learner."""
+    from tinygpt.runstore import RunStore, update_status
+
+    store = RunStore(tmp_path)
+    config = {"model": {"max_seq_len": 32}, "train": {"batch_size": 16, "max_steps": 300}}
+    ids = []
+    for state_, position in (("running", None), ("queued", None), ("queued", 1)):
+        with store.create(config, owner="app") as w:
+            ids.append(w.run_id)
+        update_status(store.path(ids[-1]), state=state_, step=0, max_steps=300, queue_position=position,
+                      tokens_per_s=5120.0)  # fmt: skip
+    assert runinfo.queue_wait(store, ids[2]) == pytest.approx(30.0)

@@ -269,8 +269,10 @@ def queue_wait(store: RunStore, run_id: str) -> float | None:
     if not rates:
         return None
     rate = sum(rates) / len(rates)
-    ahead = sorted(
-        (s.get("queue_position"), rid) for rid, s in status.items() if s.get("state") == "queued" and rid != run_id
+    ahead = sorted(  # a run just created or just given a slot is "queued" without a position yet: not ahead
+        (s["queue_position"], rid)
+        for rid, s in status.items()
+        if s.get("state") == "queued" and rid != run_id and isinstance(s.get("queue_position"), int)
     )
     heapq.heapify(free_at)
     for position, rid in ahead:
