@@ -94,3 +94,27 @@ def test_a_clamped_link_value_reaches_the_widget(runs_dir):
 
     assert at.select_slider(key=state.W_LR).value == 10.0
     assert any("above the largest allowed 10.0" in str(w.value).replace("\\", "") for w in at.warning)
+
+
+def test_a_runs_folder_that_cannot_be_written_is_a_message_on_train(tmp_path, monkeypatch):
+    """Train with a runs folder that cannot be created (here under a file: root ignores read-only permissions)
+    shows what happened and what to do, not an OSError traceback."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(blocker / "runs"))
+    from tinygpt.ui import state
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    try:
+        assert not at.exception, at.exception
+        at.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
+        next(b for b in at.button if b.label == "Train").click().run()
+        assert not at.exception, at.exception
+        said = " ".join(str(e.value).replace("\\", "") for e in at.error)
+        assert "runs folder" in said and "TINYGPT_RUNS_DIR" in said, said
+    finally:
+        try:
+            resources.manager_at(str((blocker / "runs").resolve())).shutdown()
+        except Exception:
+            pass
