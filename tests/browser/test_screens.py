@@ -22,14 +22,14 @@ def shoot(locator, path, tries: int = 5) -> None:
                 raise
 
 
-def test_projector_screens_and_readable_attention(app_server, browser, shots):
+def test_projector_screens_and_readable_attention(app_server, app_runs, browser, shots):
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     context.set_default_timeout(30_000)
     page = context.new_page()
     page.goto(f"{app_server}/?large=1")
     expect(page.get_by_role("heading", name="tinygpt · Train")).to_be_visible()
     choose(page, "Corpus", "Synthetic: copy")
-    set_number(page, "Max steps", 600)
+    set_number(page, "Max steps", 3000)  # long enough to show what retention keeps
     idle(page)
     button(page, "Train").click()
     wait_step_above(page, 200, timeout_s=90)
@@ -49,6 +49,29 @@ def test_projector_screens_and_readable_attention(app_server, browser, shots):
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
     page.wait_for_timeout(1500)
     page.screenshot(path=shots / "projector-attention.png")
+
+    # The whole story of a 3000-step run is kept: snapshots in the first 100 steps and across the run, head
+    # statistics in the first 10%, checkpoints from early, middle and late training.
+    go(page, "Train", "tinygpt · Train")
+    expect(page.get_by_text(re.compile(r"· finished"))).to_be_visible(timeout=240_000)
+    go(page, "Attention", "tinygpt · Attention")
+    summary = page.get_by_text(re.compile(r"\d+ snapshots from step 0 to 3000")).inner_text()
+    assert int(summary.split()[0]) >= 40, summary
+    import json
+
+    index = json.loads((app_runs / run_id / "attention" / "index.json").read_text())
+    kept = [snap["step"] for snap in index["snapshots"]]
+    assert [k for k in kept if 0 < k <= 100] and [k for k in kept if 1000 <= k <= 2000], kept  # early and middle
+    assert len([k for k in kept if k <= 300]) >= 20, kept  # the first 10% dense: where the head statistics start
+    stats = page.locator('[data-testid="stVegaLiteChart"]').last
+    expect(stats).to_contain_text("uniform under the causal mask")
+    go(page, "Sample", "tinygpt · Sample")
+    checkpoints = page.get_by_role("combobox", name="Checkpoint (step)")
+    checkpoints.click()
+    steps = [int(o) for o in page.get_by_role("option").all_inner_texts() if o.strip().isdigit()]
+    page.keyboard.press("Escape")
+    assert min(steps) == 0 and any(0 < s <= 300 for s in steps) and any(1000 <= s <= 2000 for s in steps)
+    assert max(steps) == 3000, steps
     go(page, "Experiments", "tinygpt · Experiments")
     page.wait_for_timeout(1500)
     page.screenshot(path=shots / "projector-experiments.png")
