@@ -53,7 +53,7 @@ def toy_mode_changed() -> None:  # toy mode: a short probe whose every cell show
     state.put(state.W_PROBE, run_probe[: view.TOY_PROBE_CHARS] if state.get(state.W_ATTN_TOY) else run_probe)
 
 
-p1, p2 = st.columns([4, 1])
+p1, p2 = st.columns([3, 1.4])  # room for "Toy mode" at large fonts
 probe = p1.text_input(
     "Probe text", key=state.W_PROBE,
     help="The run's own probe (its attention is saved as it trains). Other text is run through the checkpoint "
