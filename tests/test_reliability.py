@@ -309,6 +309,33 @@ def test_4_a_resume_in_the_moment_after_a_kill_is_not_lost(manager, tiny_text):
     assert [m["step"] for m in store.reader(run_id).metrics] == list(range(1, 41))
 
 
+def test_4_ctrl_c_of_the_cli_then_resume_follows_the_uninterrupted_curve(tmp_path, tiny_text):
+    """SIGINT stops the CLI between two steps: an interrupt in the middle of one used to checkpoint the batch
+    stream a batch ahead of the weights, and the resumed curve parted from the uninterrupted one."""
+    config = tiny_config(tiny_text, max_steps=150, checkpoint_every=40, eval_interval=25, dropout=0.1)
+    reference_store, reference_dir = new_run(tmp_path / "reference", config)
+    run_training(reference_dir, config)
+    (tmp_path / "config.json").write_text(json.dumps(config.to_dict()))
+    runs = tmp_path / "runs"
+    train = [sys.executable, "-m", "tinygpt", "train", "--runs-dir", str(runs), "--threads", "1", "--quiet"]
+    proc = subprocess.Popen([*train, "--config", str(tmp_path / "config.json")], env=cli_env(), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    run_id = proc.stdout.readline().split()[1]
+    wait_for(lambda: (read_status(runs / run_id).get("step") or 0) >= 50, what="step 50")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in err
+    status = read_status(runs / run_id)
+    assert status["state"] == "stopped" and status["reason"].startswith("stopped: interrupted (SIGINT) at step")
+    assert list_checkpoints(runs / run_id)[-1] == status["step"] < 150
+    again = subprocess.run([*train, "--resume", run_id], env=cli_env(), cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    got = [(m["step"], m["loss"], m["grad_norm"]) for m in RunReader(runs / run_id).metrics]
+    want = [(m["step"], m["loss"], m["grad_norm"]) for m in reference_store.reader(reference_dir.name).metrics]
+    assert got == want
+
+
 # ---------------------------------------------------------------- 5. the CLI says why a run failed
 
 

@@ -17,8 +17,8 @@ Exit status: 0 for a run that finished, stopped or paused; 1 for one that failed
 why, from its status); 2 for an error a user can cause (a bad flag, an unknown run, a run another process is
 training, a run too big for this machine, a runs folder that cannot be written), said in one line, before any run
 folder is made where that can be known; 130 for Ctrl-C while starting. Never a traceback for any of these.
-Ctrl-C while training stops cleanly: the loop writes a final checkpoint and marks the run "stopped" (resumable
-with --resume).
+Ctrl-C (or SIGTERM) while training stops cleanly between two steps: the loop writes a final checkpoint and marks
+the run "stopped" (resumable with --resume, on the same curve); a second Ctrl-C interrupts at once.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 
 import torch
@@ -103,14 +104,20 @@ def run_training_maybe_distributed(
         prepare = make_ddp_preparer(rank, local_rank, config.train.device) if distributed else None
         on_record = progress(config.train.max_steps, rank) if progress else None
         previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
-        signal.signal(signal.SIGTERM, _raise_interrupt)  # torchrun and `kill` send SIGTERM: stop cleanly too
-        # A process started in the background inherits SIGINT *ignored*, and Python then never raises
-        # KeyboardInterrupt: ask for it explicitly, so Ctrl-C (or kill -INT) always stops with a checkpoint.
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        # Ctrl-C and SIGTERM (`kill`, torchrun) stop with a checkpoint. A single process stops between two steps
+        # (SignalStop), so the checkpoint holds a consistent state and a resume continues the same curve: an
+        # interrupt in the middle of a step used to save the batch stream one batch ahead of the weights. Ranks of
+        # a DDP group stop at once instead: waiting for a step boundary could leave the others in an all-reduce.
+        # Handlers are installed explicitly because a process started in the background inherits SIGINT ignored.
+        stopper = None if distributed else SignalStop()
+        handler = stopper.handle if stopper is not None else _raise_interrupt
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
         try:
             state = run_training(
                 run_dir,
                 config,
+                stopper,
                 resume_from=LATEST if resume_from == "latest" else resume_from,
                 device=device,
                 threads=threads,
@@ -141,3 +148,28 @@ def run_training_maybe_distributed(
 
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
+
+
+class SignalStop:
+    """Ctrl-C (SIGINT) and SIGTERM as a loop Control: a signal while training becomes a "stop" command the loop
+    takes between two steps. A signal before the loop's first poll (while it loads the data and builds the model:
+    nothing to save yet) or a second signal (a step that takes too long) interrupts at once, as KeyboardInterrupt."""
+
+    interactive = False  # only stop ever comes: a diverged run ends (tinygpt.loop)
+
+    def __init__(self) -> None:
+        self.polled = False  # the loop is stepping: a signal can wait for the next step boundary
+        self.signal: int | None = None
+
+    def handle(self, signum, frame) -> None:
+        if not self.polled or self.signal is not None:
+            raise KeyboardInterrupt
+        self.signal = signum
+
+    def poll(self, timeout: float) -> list[dict]:
+        self.polled = True
+        if self.signal is None and timeout > 0:
+            time.sleep(timeout)  # nothing else can come: only a signal, which ends the sleep early
+        if self.signal is None:
+            return []
+        return [{"cmd": "stop", "reason": f"stopped: interrupted ({signal.Signals(self.signal).name})"}]

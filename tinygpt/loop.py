@@ -101,7 +101,8 @@ COMMANDS = ("pause", "resume", "step", "stop", "knob", "release")
 
 
 class Control(Protocol):
-    """Where commands come from: `poll(0)` must not block; `poll(t)` waits up to t seconds for the first one."""
+    """Where commands come from: `poll(0)` must not block; `poll(t)` waits up to t seconds for the first one.
+    A control with `interactive = False` (the CLI's) never sends resume or step, so a diverged run ends."""
 
     def poll(self, timeout: float) -> list[dict]: ...
 
@@ -129,6 +130,8 @@ class QueueControl:
 
 
 class _NoControl:
+    interactive = False  # no command but stop can ever come: a diverged run ends instead of waiting paused
+
     def poll(self, timeout: float) -> list[dict]:
         return []
 
@@ -313,8 +316,8 @@ class _Loop:
                     self.budget += n
                     self.rate_mark = (time.perf_counter(), step)
                     self.status("running", f"stepping {self.budget} step(s), then pausing", force=True)
-            elif cmd == "stop":
-                self.exit = ("stopped", f"stopped by you at step {step}")
+            elif cmd == "stop":  # "reason" says who stopped it (the CLI's Ctrl-C: "stopped: interrupted (SIGINT)")
+                self.exit = ("stopped", f"{command.get('reason') or 'stopped by you'} at step {step}")
             elif cmd == "release":  # from the manager: free the process, stay resumable
                 reason = str(command.get("reason") or f"paused at step {step}")
                 self.exit = ("diverged" if self.diverged else "paused", reason)
@@ -396,7 +399,7 @@ class _Loop:
 
     def stop_diverged(self, reason: str) -> None:
         self.paused, self.budget, self.diverged, self.blowup = True, 0, True, []
-        if isinstance(self.control, _NoControl):  # nobody can resume it: end here, resumable from a checkpoint
+        if not getattr(self.control, "interactive", True):  # nobody can resume it: end here, resumable
             self.exit = ("diverged", reason)
         self.status("diverged", reason, force=True)
 
