@@ -67,9 +67,9 @@ def live_gradients() -> None:
             notes = runinfo.event_notes(rd.events)
             if notes:
                 st.caption(f"Markers: {notes}")
-    bad = [e for e in rd.events if e.get("kind") == "nonfinite"]
+    bad = [e for e in rd.events if e.get("kind") in ("nonfinite", "diverged")]  # NaN, or a loss far above ln V
     if bad:
-        st.error(f"Non-finite values at step {bad[-1].get('step')}: {safe.md(bad[-1].get('message'))}")
+        st.error(f"Diverged at step {bad[-1].get('step')}: {safe.md(bad[-1].get('message'))}")
     if active and status.get("state") not in ACTIVE_STATES:
         st.rerun()
 

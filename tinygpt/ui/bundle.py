@@ -79,11 +79,12 @@ def _spec(fig: Any) -> dict:
 
 
 def make_bundle(run_dir: Path, figures: dict[str, Any] | None = None) -> bytes:
-    """A zip of one run: config.json, metrics.csv, evals/events/samples, the latest checkpoint, figures.html."""
+    """A zip of one run: config.json (and corpus.txt for a run on uploaded or pasted text, so `--config` of the
+    bundle trains on it again), metrics.csv, evals/events/samples, the latest checkpoint, figures.html."""
     run_dir = Path(run_dir)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for name in ("config.json", "status.json", "evals.jsonl", "events.jsonl", "samples.jsonl"):
+        for name in ("config.json", "corpus.txt", "status.json", "evals.jsonl", "events.jsonl", "samples.jsonl"):
             if (run_dir / name).exists():
                 z.write(run_dir / name, name)
         z.writestr("metrics.csv", metrics_csv(run_dir))

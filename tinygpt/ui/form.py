@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import RunStore
+from tinygpt.runstore import RunStore, read_corpus
 from tinygpt.ui import resources, room, settings, state
 from tinygpt.ui.settings import Field
 
@@ -29,8 +29,8 @@ def seed_form(store: RunStore, run_id: str | None) -> None:
                 state.init(settings.FIELD_BY_NAME[name].key, value)
             if source:
                 state.init(state.W_SOURCE, source)
-            if source == settings.SOURCE_PASTE:
-                state.init(state.W_PASTE, (rd.config().get("data") or {}).get("text", ""))
+            if source == settings.SOURCE_PASTE:  # the run keeps its text once, in corpus.txt (older: inline)
+                state.init(state.W_PASTE, read_corpus(rd.run_dir) or (rd.config().get("data") or {}).get("text", ""))
     state.init(state.W_PRESET, first)
     for name, value in settings.preset_values(first).items():
         state.init(settings.FIELD_BY_NAME[name].key, value)
