@@ -77,7 +77,7 @@ def progress_fraction(status: dict) -> float:
 
 def event_notes(events: list[dict], limit: int = 5) -> str:
     """The newest knob changes and non-finite events as one line of text (the charts draw them as markers)."""
-    changes = {id(e) for e in knob_changes(events)}
+    changes = {id(e) for e in knob_changes(events) if not e.get("coupled_to")}  # min_lr moves with its lr
     marked = [e for e in events if id(e) in changes or e.get("kind") in ("nonfinite", "diverged")][-limit:]
     return " · ".join(str(e.get("message") or f"{e.get('knob')} at step {e.get('step')}") for e in marked)
 
