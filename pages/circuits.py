@@ -6,7 +6,7 @@ from tinygpt import circuits
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
 from tinygpt.ui import circuits_view as view
-from tinygpt.ui import explain, resources, room, runinfo, safe, state
+from tinygpt.ui import resources, room, runinfo, safe, state
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
@@ -28,7 +28,7 @@ with st.expander("How each number is defined", icon=":material/functions:"):
     )
 
 
-@st.fragment(run_every=2.0 if st.session_state.get("circ_live") else None)
+@st.fragment(run_every=2.0 if state.get(state.CIRC_LIVE) else None)
 def experiment() -> None:
     st.subheader("The induction-head phase change")
     labels = list(circuits.INDUCTION_VARIANTS)
@@ -47,17 +47,26 @@ def experiment() -> None:
         st.caption(circuits.INDUCTION_EXPECTED)
         return
     readers, records, ended = view.experiment_state(store, runs)
-    st.session_state["circ_live"] = not ended
+    if bool(state.get(state.CIRC_LIVE)) != (not ended):  # started or ended: redraw the page, so the fragment
+        state.put(state.CIRC_LIVE, not ended)  # refreshes itself exactly while the runs train
+        st.rerun()
     for rd in readers.values():
         resources.touch(rd.run_id)
     st.caption(" · ".join(f"{label}: {runinfo.status_line(rd.status(), rd.metrics)}" for label, rd in readers.items()))
-    explain.show_chart(view.experiment_figure(readers, records, large), "phase_change_chart", key="circ_phase")
+    view.chart(view.experiment_figure(readers, records, large), "phase_change_chart", "circ_phase",
+               caption=view.change_caption(records))  # fmt: skip
     verdict = circuits.induction_verdict(records, ended)
     box = {True: st.success, False: st.error, None: st.info}[verdict.reproduced]
     box(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}", icon=":material/science:")
     st.caption(f"Expected: {verdict.expected}")
     if verdict.observed:
-        st.dataframe([{"measure": k, "value": v} for k, v in verdict.observed.items()], hide_index=True)
+        st.dataframe(
+            [{"measure": k, "value": "-" if v is None else str(v)} for k, v in verdict.observed.items()],
+            hide_index=True,
+        )
+    if state.run_id() != runs[labels[0]] and st.button("Look at the 2-layer run's heads below", key="circ_open"):
+        state.set_run_id(runs[labels[0]])
+        st.rerun()
 
 
 experiment()
@@ -84,12 +93,12 @@ change = circuits.phase_change(records)
 mark = {"step": change.score.step, "label": f"phase change @{change.score.step}"} if change.score else None
 fig = view.charts.role_history_chart(circuits.score_rows(records), change=mark, knobs=view.knob_markers(rd.events),
                                      large=large)  # fmt: skip
-explain.show_chart(fig, "role_history_chart", key="circ_roles")
+view.chart(fig, "role_history_chart", "circ_roles")
 st.markdown(f"**Heads at step {step}**")
 for sentence in view.role_sentences(records, step):
     st.markdown(f"- {sentence}")
 st.dataframe(view.head_rows(records, step), hide_index=True, key="circ_heads")
-explain.show_chart(view.charts.residual_chart(records, large=large), "residual_chart", key="circ_resid")
+view.chart(view.charts.residual_chart(records, large=large), "residual_chart", "circ_resid")
 
 st.subheader("At a checkpoint: ablation and the logit lens")
 ck = runinfo.nearest_checkpoint(rd.checkpoints(), step)
@@ -113,16 +122,15 @@ try:
         a1, a2 = st.columns(2)
         mode = a1.segmented_control("Ablation", ["zero", "mean"], key=state.W_CIRC_MODE, default="zero") or "zero"
         head = a2.selectbox("Head", names, key=state.W_CIRC_HEAD)
-        result = view.ablation(run_dir, ck, probe)
+        result = view.ablation(run_dir, ck, probe, mode)
         layer, h = divmod(names.index(head), config["model"]["num_heads"])
         caption = f"{result['tokens']:,} validation tokens, every head ablated in turn, in {result['seconds']:.2f} s."
-        explain.show_chart(view.ablation_figure(result, mode, (layer, h), large), "ablation_heatmap",
-                           key="circ_ablation", caption=caption)  # fmt: skip
+        view.chart(view.ablation_figure(result, mode, (layer, h), large), "ablation_heatmap", "circ_ablation", caption)
         probs = view.ablated_figure(run_dir, ck, probe, layer, h, mode, result, large)
-        explain.show_chart(probs, "ablated_probs_chart", key="circ_ablated")
+        view.chart(probs, "ablated_probs_chart", "circ_ablated")
     with tab_lens:
-        explain.show_chart(view.logit_lens_figure(run_dir, ck, probe, large), "logit_lens_chart", key="circ_lens",
-                           caption=view.lens_answers(run_dir, ck, probe))  # fmt: skip
+        lens_fig = view.logit_lens_figure(run_dir, ck, probe, large)
+        view.chart(lens_fig, "logit_lens_chart", "circ_lens", view.lens_answers(run_dir, ck, probe))
 except TinyGPTError as e:
     st.warning(safe.md(e))
 

@@ -90,7 +90,7 @@ def test_the_repeated_probe_holds_two_copies_of_distinct_characters():
     assert all(len(set(row.tolist())) == 16 for row in first)  # so "the previous occurrence" is one position
     assert all(vocab[i].isalpha() for i in idx.flatten().tolist())  # no structure characters
     assert torch.equal(idx, circuits.induction_probe(vocab, 32))  # the same probe at every snapshot
-    assert circuits.induction_probe(vocab, 64).shape == (4, 52)  # n is capped by the 26 letters
+    assert circuits.induction_probe(vocab, 64).shape == (circuits.INDUCTION_ROWS, 52)  # n: capped by the 26 letters
     assert circuits.induction_probe(["a"], 32) is None and circuits.induction_probe(vocab, 3) is None
 
 
@@ -211,3 +211,12 @@ def test_a_two_layer_model_forms_an_induction_head_and_a_one_layer_model_cannot(
     assert two.final_score > circuits.ROLE_THRESHOLD, two
     assert two.gap is not None and two.second_after < two.second_before - 1.0, two  # the second copy got cheap
     assert circuits.lift(one.final_score, one.baseline) < circuits.CONTROL_MAX_LIFT, one
+
+
+def test_read_scores_drops_what_a_rewound_run_abandoned(tmp_path):
+    writer = RunStore(tmp_path).create({}, owner="cli")
+    for step, score in ((0, 0.1), (10, 0.2), (20, 0.3), (10, 0.9), (20, 0.8)):  # resumed from step 0's checkpoint
+        writer.append_scores({"step": step, "score": score})
+    writer.close()
+    assert [(r["step"], r["score"]) for r in read_scores(writer.run_dir)] == [(0, 0.1), (10, 0.9), (20, 0.8)]
+    assert read_scores(tmp_path / "nothing") == []

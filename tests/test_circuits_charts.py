@@ -65,7 +65,8 @@ def test_phase_change_chart_puts_both_runs_and_the_marker_on_both_panels():
     assert {r["curve"] for r in data if "curve" in r} == {"first copy", "second copy"}
     assert any(r.get("label") == "2 layers: phase change @100" for r in data)
     for panel in spec["vconcat"]:  # the red rule on the score panel and on the loss panel
-        assert any(layer["mark"].get("color") == charts.RED and layer["mark"]["type"] == "rule" for layer in panel["layer"])
+        marks = [layer["mark"] for layer in panel["layer"]]
+        assert any(m.get("color") == charts.RED and m["type"] == "rule" for m in marks)
     assert {r["label"] for r in data if "ref" in r} == {"uniform", "induction head"}
 
 

@@ -58,9 +58,9 @@ def overhead(name: str, source: str, steps: int = 200, repeats: int = 50) -> dic
             "overhead": share}  # fmt: skip
 
 
-def ablation_time(hidden_dim: int, max_seq_len: int, batch_size: int, repeats: int = 3) -> dict:
-    """Seconds for lens.head_ablation (zero and mean, every head) of a 4-layer, 4-head model on 20 batches."""
-    torch.set_num_threads(1)
+def ablation_time(hidden_dim: int, max_seq_len: int, batch_size: int, threads: int, modes, repeats: int = 3) -> dict:
+    """Seconds for lens.head_ablation (every head, `modes`) of a 4-layer, 4-head model on 20 validation batches."""
+    torch.set_num_threads(threads)
     config = preset("demo", source="synthetic:copy", num_layers=4, num_heads=4, hidden_dim=hidden_dim,
                     max_seq_len=max_seq_len, batch_size=batch_size, device="cpu")  # fmt: skip
     corpus, model, _ = _setup(config)
@@ -71,9 +71,11 @@ def ablation_time(hidden_dim: int, max_seq_len: int, batch_size: int, repeats: i
     seconds = []
     for _ in range(repeats):
         started = time.perf_counter()
-        lens.head_ablation(model, x, y, probe)
+        lens.head_ablation(model, x, y, probe, modes=modes)
         seconds.append(time.perf_counter() - started)
-    return {"model": f"4x4, width {hidden_dim}, T={max_seq_len}", "tokens": int(x.numel()), "seconds": min(seconds)}
+    torch.set_num_threads(1)
+    return {"model": f"4x4, width {hidden_dim}, T={max_seq_len}", "tokens": int(x.numel()), "threads": threads,
+            "modes": list(modes), "seconds": min(seconds)}  # fmt: skip
 
 
 def _train(args) -> str:
@@ -102,34 +104,51 @@ def induction(seed: int, source: str, root: Path, **overrides) -> dict:
     verdict = circuits.induction_verdict(records)
     two = list(configs)[0]
     change = circuits.phase_change(records[two])
-    best, others = _best_head_ablation(dirs[two], change.head)
+    ablation = _best_head_ablation(dirs[two], change.head)
     return {"seed": seed, "states": states, "wall_s": wall, "reproduced": verdict.reproduced,
-            **verdict.observed, "ablation best head": best, "ablation mean of others": others,
-            "sentence": verdict.sentence}  # fmt: skip
+            **verdict.observed, **ablation, "sentence": verdict.sentence}  # fmt: skip
 
 
-def _best_head_ablation(run_dir: Path, head: str | None) -> tuple[float | None, float | None]:
+def _best_head_ablation(run_dir: Path, head: str | None) -> dict[str, float | None]:
+    """Zero-ablate the best induction head and, in turn, every other head at the run's final checkpoint: the loss
+    change on 20 validation batches, and on the second copy of the repeated probe (where induction is the only
+    way to predict). Returns the best head's and the mean of the others' change for both."""
     from .checkpoint import load_model
 
+    out = dict.fromkeys(["ablation best head", "ablation mean of others", "second copy: best head",
+                         "second copy: mean of others"])  # fmt: skip
     if head is None:
-        return None, None
+        return out
     loaded = load_model(run_dir)
-    corpus = load_corpus(loaded.config.data, loaded.config.model.max_seq_len)
+    model, config = loaded.model, loaded.config
+    corpus = load_corpus(config.data, config.model.max_seq_len)
     g = torch.Generator().manual_seed(0)
-    batches = [corpus.get_batch("val", loaded.config.train.batch_size, g) for _ in range(20)]
+    batches = [corpus.get_batch("val", config.train.batch_size, g) for _ in range(20)]
     x, y = torch.cat([b[0] for b in batches]), torch.cat([b[1] for b in batches])
-    deltas = lens.head_ablation(loaded.model, x, y, modes=("zero",))["zero"]["val"]
+    deltas = lens.head_ablation(model, x, y, modes=("zero",))["zero"]["val"]
+    probe = circuits.induction_probe(loaded.tokenizer.vocab, config.model.max_seq_len)
+    with torch.no_grad():
+        clean = circuits.copy_losses(model(probe), probe)[1]
+        second = torch.zeros(deltas.shape)
+        for i in range(deltas.shape[0]):
+            for j in range(deltas.shape[1]):
+                with lens.replaced_head(model, i, j, None):
+                    second[i, j] = circuits.copy_losses(model(probe), probe)[1] - clean
     layer, h = int(head[1 : head.index("H")]), int(head[head.index("H") + 1 :])
-    L, H = deltas.shape
-    rest = [float(deltas[i, j]) for i in range(L) for j in range(H) if (i, j) != (layer, h)]
-    return float(deltas[layer, h]), statistics.mean(rest)
+    others = [(i, j) for i in range(deltas.shape[0]) for j in range(deltas.shape[1]) if (i, j) != (layer, h)]
+    out["ablation best head"] = float(deltas[layer, h])
+    out["ablation mean of others"] = statistics.mean(float(deltas[i, j]) for i, j in others)
+    out["second copy: best head"] = float(second[layer, h])
+    out["second copy: mean of others"] = statistics.mean(float(second[i, j]) for i, j in others)
+    return out
 
 
 def table(rows: list[dict]) -> str:
     """The BENCHMARKS.md table of the induction experiment."""
     cols = ["seed", "reproduced", "phase change step (score)", "phase change step (in-context loss)", "best head",
             "best score before", "best score after", "second-copy loss before", "second-copy loss after",
-            "control best score", "ablation best head", "ablation mean of others", "wall_s"]  # fmt: skip
+            "control best score", "ablation best head", "ablation mean of others", "second copy: best head",
+            "second copy: mean of others", "wall_s"]  # fmt: skip
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in rows:
         cells = [f"{row.get(c):.3g}" if isinstance(row.get(c), float) else str(row.get(c)) for c in cols]
@@ -145,19 +164,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="seeds for --induction (default 5)")
     parser.add_argument("--source", default="synthetic:copyvar", help="corpus for --induction")
     parser.add_argument("--max-steps", type=int, help="override the experiment's max_steps")
+    parser.add_argument("--runs-dir", help="keep the experiment's run folders here (default: a temporary folder)")
     args = parser.parse_args(argv)
     if args.overhead:
         for name in ("demo", "nanogpt-cpu"):
             print(json.dumps(overhead(name, "synthetic:copy")), flush=True)
     if args.ablation:
         for shape in ((64, 32, 16), (128, 64, 12)):
-            print(json.dumps(ablation_time(*shape)), flush=True)
+            for threads, modes in ((1, ("zero", "mean")), (2, ("zero", "mean")), (2, ("zero",))):
+                print(json.dumps(ablation_time(*shape, threads, modes)), flush=True)
     if args.induction:
         overrides = {"max_steps": args.max_steps} if args.max_steps else {}
         rows = []
-        with tempfile.TemporaryDirectory() as root:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(args.runs_dir or tmp)
             for seed in range(args.seeds):
-                row = induction(1337 + seed, args.source, Path(root), **overrides)
+                row = induction(1337 + seed, args.source, root, **overrides)
                 print(json.dumps(row), flush=True)
                 rows.append(row)
         print(table(rows))

@@ -22,10 +22,16 @@ from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
 from tinygpt.inside import encode_probe
 from tinygpt.runstore import ENDED_STATES, RunReader, knob_changes, read_scores
-from tinygpt.ui import resources
+from tinygpt.ui import explain, resources
 from tinygpt.ui.charts import circuits as charts
 
 ABLATION_BATCHES = 20  # validation batches of the run's batch size: the same number nanoGPT's CPU eval averages
+
+
+def chart(fig, help_name: str, key: str, caption: str | None = None) -> None:
+    """explain.show_chart inside a box named `key` (class st-key-<key>), so a browser test can find the chart."""
+    with st.container(key=key):
+        explain.show_chart(fig, help_name, key=f"{key}_chart", caption=caption)
 
 
 # ---------------------------------------------------------------- scores over training
@@ -82,9 +88,9 @@ def _probe(loaded, text: str) -> tuple[torch.Tensor, list[str]]:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def ablation(run_dir: str, step: int, probe_text: str) -> dict:
-    """lens.head_ablation at a checkpoint on ABLATION_BATCHES validation batches and the probe text, plus the
-    seconds it took (cached per checkpoint and probe)."""
+def ablation(run_dir: str, step: int, probe_text: str, mode: str) -> dict:
+    """lens.head_ablation (one mode) at a checkpoint on ABLATION_BATCHES validation batches and the probe text,
+    plus the seconds it took (cached per checkpoint, probe and mode: a click computes one mode, half the work)."""
     import time
 
     loaded = resources.cached_model(run_dir, step)
@@ -101,7 +107,7 @@ def ablation(run_dir: str, step: int, probe_text: str) -> dict:
     y = torch.cat([b[1] for b in batches])
     idx, _ = _probe(loaded, probe_text)
     started = time.perf_counter()
-    out = lens.head_ablation(loaded.model, x, y, idx if idx.shape[1] > 1 else None)
+    out = lens.head_ablation(loaded.model, x, y, idx if idx.shape[1] > 1 else None, modes=(mode,))
     out["seconds"] = time.perf_counter() - started
     out["tokens"] = int(x.numel())
     return out
@@ -189,3 +195,17 @@ def experiment_figure(readers: dict[str, RunReader], records: dict[str, list[dic
             changes[label] = {"step": change.score.step, "label": f"{label}: phase change @{change.score.step}"}
     return charts.phase_change_chart(series, changes=changes, baseline=baseline, threshold=circuits.ROLE_THRESHOLD,
                                      large=large)  # fmt: skip
+
+
+def change_caption(records: dict[str, list[dict]]) -> str:
+    """Where the red rules are: each run's detected phase change, in words."""
+    parts = []
+    for label, recs in records.items():
+        change = circuits.phase_change(recs)
+        if change.score is not None:
+            parts.append(f"{label}: phase change at step {change.score.step} (best head {change.head})")
+        else:
+            parts.append(
+                f"{label}: no phase change yet (best head {change.head or '-'}, {change.final_score or 0:.2f})"
+            )
+    return "Red rules: " + "; ".join(parts) + "."

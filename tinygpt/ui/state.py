@@ -299,6 +299,7 @@ W_CIRC_SOURCE = "w_circ_source"  # the induction experiment's corpus
 W_CIRC_SEED = "w_circ_seed"
 CIRC_PROBE_RUN = "circ_probe_run"  # the run whose probe text the probe box was filled with
 CIRC_RUNS = "circ_runs"  # {label: run_id} of the induction experiment this session started
+CIRC_LIVE = "circ_live"  # the experiment's runs still train: its fragment refreshes itself
 URL_CIRC = "induction"  # ?induction=<id>,<id>: the experiment's runs, so a refresh reattaches
 
 

@@ -21,6 +21,7 @@ from tinygpt.ui.charts.style import (
     PURPLE,
     RED,
     Records,
+    VegaLite,
     colour_encoding,
     dash_encoding,
     dash_note,
@@ -123,7 +124,7 @@ def phase_change_chart(
     t = theme(large)
     labels = list(series)
     colours = palette_for(labels)
-    width = 900 if large else 640
+    width = 900 if large else 560
     score_rows, loss_rows = [], []
     for label, parts in series.items():
         score_rows += [{"step": r["step"], "score": r["score"], "run": label, "head": r["name"]} for r in parts["best"]]
@@ -180,12 +181,18 @@ def phase_change_chart(
         alt.layer(*bottom).properties(width=width, height=t["panel"], title="Loss on the repeated probe"),
     ).resolve_scale(color="shared")
     subtitle = dash_note(curves) + "; red: the detected phase change"
-    return style_altair(chart.properties(title=alt.TitleParams("The induction phase change", subtitle=subtitle)), large)
+    styled = style_altair(
+        chart.properties(title=alt.TitleParams("The induction phase change", subtitle=subtitle)), large
+    )
+    # As a plain spec: the app draws stacked specs at their own width (an Altair chart is stretched to the page,
+    # which pushes a stacked panel's right edge out of view).
+    return VegaLite(styled.to_dict())
 
 
 def residual_chart(records: Records | None, *, large: bool = False):
     """The residual stream over training (circuits score records' "residual"): left, the stream's mean norm
-    entering each block and after the last; right, each sublayer's write (attention solid, MLP dashed)."""
+    entering each block and after the last (solid) and what its LayerNorm hands on (dashed); right, each
+    sublayer's write (attention solid, MLP dashed)."""
     t = theme(large)
     stream, writes = [], []
     kept = _steps_kept([r for r in records or [] if r.get("residual")])
@@ -193,10 +200,12 @@ def residual_chart(records: Records | None, *, large: bool = False):
         res = r.get("residual")
         if not res or int(r["step"]) not in kept:
             continue
-        resid = res.get("resid") or []
+        resid, ln = res.get("resid") or [], res.get("ln") or []
         for i, value in enumerate(resid):
             where = "final (into ln_f)" if i == len(resid) - 1 else f"into layer {i}"
-            stream.append({"step": r["step"], "norm": value, "where": where})
+            stream.append({"step": r["step"], "norm": value, "where": where, "kind": "stream"})
+            if i < len(ln):
+                stream.append({"step": r["step"], "norm": ln[i], "where": where, "kind": "after its LayerNorm"})
         for part, name in (("attn", "attention"), ("mlp", "MLP")):
             for i, value in enumerate(res.get(part) or []):
                 writes.append({"step": r["step"], "norm": value, "layer": f"layer {i}", "sublayer": name})
@@ -206,13 +215,20 @@ def residual_chart(records: Records | None, *, large: bool = False):
     layers = list(dict.fromkeys(w["layer"] for w in writes))
     width = 620 if large else 330
     left = (
-        alt.Chart(data_frame(stream, "step", "norm", "where"))
+        alt.Chart(data_frame(stream, "step", "norm", "where", "kind"))
         .mark_line(strokeWidth=t["line"])
         .encode(
             x=step_x(),
             y=value_y("norm:Q", "mean L2 norm per position", zero=True),
             color=colour_encoding("where:N", wheres, palette_for(wheres), "stream", lines=True),
-            tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("where:N"), alt.Tooltip("norm:Q", format=".3f")],
+            strokeDash=dash_encoding("kind:N", ["stream", "after its LayerNorm"]),
+            detail="kind:N",
+            tooltip=[
+                alt.Tooltip("step:Q"),
+                alt.Tooltip("where:N"),
+                alt.Tooltip("kind:N"),
+                alt.Tooltip("norm:Q", format=".3f"),
+            ],
         )
         .properties(width=width, height=t["panel"], title="The stream's size")
     )
@@ -236,7 +252,8 @@ def residual_chart(records: Records | None, *, large: bool = False):
     )
     chart = alt.vconcat(left, right) if large else alt.hconcat(left, right)
     chart = chart.resolve_scale(color="independent")
-    subtitle = dash_note(["attention", "MLP"]) + " (right)"
+    subtitle = "left: " + dash_note(["the stream", "what its LayerNorm hands on"]) + "; right: "
+    subtitle += dash_note(["attention", "MLP"])
     return style_altair(chart.properties(title=alt.TitleParams("The residual stream", subtitle=subtitle)), large)
 
 
@@ -406,5 +423,6 @@ def logit_lens_chart(
         "tickfont": {"size": font},
         "title": title_x,
     }
-    layout["yaxis"] = {"autorange": "reversed", "title": {"text": "read from"}}
+    layout["yaxis"] = {"autorange": "reversed", "title": {"text": "read from"}, "automargin": True}
+    layout["margin"] = {**layout["margin"], "l": 130}  # room for "after layer 3"
     return go.Figure(data=[trace], layout=layout)

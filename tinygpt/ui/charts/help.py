@@ -44,9 +44,9 @@ CHART_HELP: dict[str, str] = {
     "role_history_chart": "Each head's role scores over training, one panel per role, the dashed line a head with "
     "uniform attention. A previous-token head rises first; an induction head appears later, often suddenly, once it "
     "can read a previous-token head's output (Olsson et al. 2022). Purple rules are live knob changes.",
-    "residual_chart": "Left: the size of the residual stream entering each block (it grows as layers add to it). "
-    "Right: how much each attention and MLP sublayer writes into it. LayerNorm rescales every sublayer's input to "
-    "the same size, so a growing stream does not blow up the next layer.",
+    "residual_chart": "Left: the size of the residual stream entering each block (solid: it grows as layers add to "
+    "it) and of what that block's LayerNorm hands on (dashed: about the same size whatever the stream does). Right: "
+    "how much each attention and MLP sublayer writes into the stream.",
     "phase_change_chart": "Top: the best head's induction score in each run. Bottom: the loss on the first and the "
     "second copy of a repeated random probe. When the 2-layer model forms an induction head, the second copy "
     "becomes cheap to predict at the same step (red rule); the 1-layer control cannot compose two heads and stays "
@@ -58,7 +58,9 @@ CHART_HELP: dict[str, str] = {
     "really comes next, with all heads on (blue) and with the chosen head ablated (red).",
     "logit_lens_chart": "The stream after each layer read through the final LayerNorm and the output head, as if "
     "the model stopped there: the top guess in each cell (✓ = the right next character) and its probability as "
-    "colour. The layer where the answer first appears is where it was computed.",
+    "colour. The layer where the answer first appears is where it was computed. The embeddings row mostly guesses the "
+    "input character itself: the output head is the embedding matrix (tied), and a vector scores highest against "
+    "itself.",
 }
 
 

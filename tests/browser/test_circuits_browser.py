@@ -1,0 +1,82 @@
+"""The Circuits page in a real browser: the induction experiment runs to its verdict, the page names the phase
+change it marked, the verdict box is green exactly when the run folders say it reproduced, and the head-roles
+chart, the ablation heatmap and the logit lens of the 2-layer run are drawn (screenshots in test-output/screenshots).
+
+`reproduced` is recomputed here from the score files the app's workers wrote (runstore.read_scores and
+circuits.induction_verdict), so the page's colour is checked against the numbers, not against its own words.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+from playwright.sync_api import expect
+
+from tinygpt import circuits
+from tinygpt.runstore import read_scores
+
+expect.set_options(timeout=30_000)
+VERDICT = re.compile(r"Reproduced\.|Did not reproduce\.")
+RUN_TIMEOUT_MS = 480_000  # two 3000-step runs side by side on a busy 2-core machine
+
+
+def run_folder(tmp_path_factory: pytest.TempPathFactory, run_id: str) -> Path:
+    [found] = {p.resolve() for p in tmp_path_factory.getbasetemp().glob(f"app_runs*/{run_id}") if p.is_dir()}
+    return found
+
+
+def element(page, key: str):
+    """A chart drawn with explain.show_chart(..., key=key): Streamlit marks its container with st-key-<key>."""
+    return page.locator(f".st-key-{key}").first
+
+
+def test_the_induction_experiment_marks_its_phase_change_and_the_page_shows_the_heads(
+    app_server, page, shots, tmp_path_factory
+):
+    page.goto(f"{app_server}/circuits")
+    expect(page.get_by_role("heading", name="tinygpt · Circuits")).to_be_visible(timeout=60_000)
+    page.get_by_role("button", name="Start the experiment").click()
+    verdict = page.locator('[data-testid^="stAlertContent"]').filter(has_text=VERDICT)
+    expect(verdict).to_be_visible(timeout=RUN_TIMEOUT_MS)
+
+    ids = unquote(re.search(r"[?&]induction=([^&]+)", page.url).group(1)).split(",")
+    labels = list(circuits.INDUCTION_VARIANTS)
+    records = {label: read_scores(run_folder(tmp_path_factory, i)) for label, i in zip(labels, ids, strict=True)}
+    expected = circuits.induction_verdict(records)
+    change = circuits.phase_change(records[labels[0]])
+    if change.score is not None:  # the step the page marks is the step the engine finds in the same files
+        expect(page.get_by_text(f"{labels[0]}: phase change at step {change.score.step}")).to_be_visible()
+    kind = verdict.get_attribute("data-testid")
+    rgba = verdict.evaluate("el => getComputedStyle(el.closest('[data-testid=\"stAlertContainer\"]')).backgroundColor")
+    red, green, blue = (float(c) for c in re.findall(r"[\d.]+", rgba)[:3])
+    if expected.reproduced:
+        assert kind == "stAlertContentSuccess" and "Reproduced." in verdict.inner_text()
+        assert green > red and green > blue, rgba
+    else:
+        assert kind == "stAlertContentError" and "Did not reproduce." in verdict.inner_text()
+        assert red > green and red > blue, rgba
+    assert expected.sentence.split(" (")[0] in verdict.inner_text().replace("\n", " ")
+    assert expected.reproduced, f"the induction experiment did not reproduce: {expected.sentence}"
+    verdict.scroll_into_view_if_needed()
+    element(page, "circ_phase").screenshot(path=str(shots / "circuits_phase_change.png"))
+
+    page.goto(f"{app_server}/circuits?run={ids[0]}&induction={ids[0]},{ids[1]}")  # the 2-layer run's heads
+    roles = element(page, "circ_roles")
+    expect(roles).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("is an induction head since step").first).to_be_visible()
+    roles.scroll_into_view_if_needed()
+    roles.screenshot(path=str(shots / "circuits_head_roles.png"))
+    ablation = element(page, "circ_ablation")
+    expect(ablation).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("validation tokens, every head ablated in turn")).to_be_visible()
+    ablation.scroll_into_view_if_needed()
+    ablation.screenshot(path=str(shots / "circuits_ablation.png"))
+    page.get_by_role("tab", name="Logit lens").click()
+    lens = element(page, "circ_lens")
+    expect(lens).to_be_visible(timeout=60_000)
+    lens.scroll_into_view_if_needed()
+    lens.screenshot(path=str(shots / "circuits_logit_lens.png"))
+    page.screenshot(path=str(shots / "circuits.png"), full_page=True)
