@@ -13,7 +13,7 @@ from tinygpt.attention import build_mask
 from tinygpt.config import DataConfig
 from tinygpt.data import COPYVAR_CHOICES, load_corpus, make_synthetic, solve
 from tinygpt.loop import QueueControl, run_training
-from tinygpt.runstore import RunStore, read_scores
+from tinygpt.runstore import RunStore, knob_answer, knobs_now, read_events, read_json, read_scores
 
 T = 16
 PHASE_TEST_STEPS = 1800  # of the experiment's 3000: its best head passed 0.4 by ~1500 on 5 of 5 seeds
@@ -220,3 +220,25 @@ def test_read_scores_drops_what_a_rewound_run_abandoned(tmp_path):
     writer.close()
     assert [(r["step"], r["score"]) for r in read_scores(writer.run_dir)] == [(0, 0.1), (10, 0.9), (20, 0.8)]
     assert read_scores(tmp_path / "nothing") == []
+
+
+def test_a_head_switched_off_live_is_answered_and_marked(tmp_path, tiny_text):
+    config = tiny_config(tiny_text)
+    with RunStore(tmp_path).create(config.to_dict(), owner="cli") as writer:
+        run_dir = writer.run_dir
+    control = QueueControl()
+
+    def switch(record):
+        if record["step"] == 8:
+            control.send({"cmd": "knob", "name": "ablated_heads", "value": "L1H0", "request": "r1"})
+        if record["step"] == 9:
+            control.send({"cmd": "knob", "name": "ablated_heads", "value": "L5H0", "request": "r2"})
+
+    assert run_training(run_dir, config, control, on_record=switch) == "finished"
+    events = read_events(run_dir)
+    applied, refused = knob_answer(events, "r1"), knob_answer(events, "r2")
+    assert applied["ok"] and applied["old"] == "" and applied["new"] == "L1H0" and applied["step"] == 8
+    assert not refused["ok"] and "layers 0-1" in refused["error"]
+    assert knobs_now(read_json(run_dir / "config.json"), events)["ablated_heads"] == "L1H0"
+    late = read_scores(run_dir)[-1]  # the switched-off head still attends; it just writes nothing
+    assert len(late["roles"]["previous"]) == config.model.num_layers
