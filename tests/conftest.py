@@ -57,3 +57,17 @@ def shakespeare_path() -> Path:
     if path.is_file():
         return path.resolve()
     pytest.skip("Tiny Shakespeare not available offline: set TINYGPT_SHAKESPEARE to a local copy")
+
+
+@pytest.fixture
+def runs_dir(tmp_path, monkeypatch):
+    """A fresh runs folder for an app test (TINYGPT_RUNS_DIR); its RunManager, cached per folder, is shut down
+    after the test so no worker outlives it. Imported lazily: engine tests must not load the app."""
+    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
+    yield tmp_path / "runs"
+    try:
+        from tinygpt.ui import resources
+
+        resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
+    except Exception:
+        pass

@@ -17,7 +17,6 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tinygpt.config import RunConfig  # noqa: E402
 from tinygpt.ui import (  # noqa: E402
     bundle,
-    resources,
     runinfo,
     settings,
     state,  # noqa: E402
@@ -25,16 +24,6 @@ from tinygpt.ui import (  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT = 60
-
-
-@pytest.fixture
-def runs_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
-    yield tmp_path / "runs"
-    try:  # stop this test's workers; the manager is cached per runs folder
-        resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
-    except Exception:
-        pass
 
 
 def new_app() -> AppTest:

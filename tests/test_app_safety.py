@@ -17,16 +17,6 @@ LINK = "[Click here to log in](http://evil.example/login)"
 IMAGE = "![](http://evil.example/pixel.png)"
 
 
-@pytest.fixture
-def runs_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
-    yield tmp_path / "runs"
-    try:
-        resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
-    except Exception:
-        pass
-
-
 def rendered(at: AppTest) -> list[str]:
     """Every string the page hands to Streamlit's markdown renderer."""
     elements = [*at.markdown, *at.caption, *at.warning, *at.error, *at.info, *at.success]

@@ -13,19 +13,9 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.loop import run_training  # noqa: E402
 from tinygpt.runstore import RunStore  # noqa: E402
-from tinygpt.ui import resources, state  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def runs_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
-    yield tmp_path / "runs"
-    try:
-        resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
-    except Exception:
-        pass
 
 
 def app() -> AppTest:

@@ -21,16 +21,6 @@ from tinygpt.ui.workshop import parse_workshop, workshop_link  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def runs_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
-    yield tmp_path / "runs"
-    try:
-        resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
-    except Exception:
-        pass
-
-
 def open_experiments(query: dict | None = None) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     for key, value in (query or {}).items():

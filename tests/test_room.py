@@ -21,16 +21,6 @@ BEN = Actor("b" * 16, "ben")
 TEACHER = Actor("c" * 16, "teacher", instructor=True)
 
 
-@pytest.fixture
-def runs_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
-    yield tmp_path / "runs"
-    try:
-        resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
-    except Exception:
-        pass
-
-
 def app_as(actor: Actor, query: dict | None = None) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.session_state[state.LEARNER] = actor
