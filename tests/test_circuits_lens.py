@@ -64,6 +64,32 @@ def test_mean_ablation_replaces_a_head_by_its_average_output(model):
     assert out["mean"]["val"][1, 2] == pytest.approx(expected, abs=1e-5)
 
 
+@pytest.mark.parametrize("piece_tokens", [lens.PIECE_TOKENS, 128])
+def test_the_fast_ablation_gives_the_straightforward_numbers(model, monkeypatch, piece_tokens):
+    """head_ablation (clean stream cached below each layer, the layer's attention reused, the H ablations of a
+    layer batched, pieces of rows) against head_ablation_reference (the whole model once per head and mode, a hook
+    replacing the head). 128 tokens a piece cuts 11 sequences of 16 into uneven pieces: 8 + 3 for the clean pass,
+    2 + 2 + 2 + 2 + 2 + 1 for the ablations (4 copies each)."""
+    monkeypatch.setattr(lens, "PIECE_TOKENS", piece_tokens)
+    x, y = batch(n=11)
+    probe = torch.randint(0, 11, (1, 14), generator=torch.Generator().manual_seed(6))
+    model.config.ablated_heads = "L1H0"  # a head already off live: both paths see the model as it runs
+    try:
+        fast = lens.head_ablation(model, x, y, probe)
+        slow = lens.head_ablation_reference(model, x, y, probe)
+    finally:
+        model.config.ablated_heads = ""
+    assert fast["clean"] == pytest.approx(slow["clean"], abs=1e-5)
+    assert abs(fast["means"] - slow["means"]).max() < 1e-5
+    for mode in lens.ABLATIONS:
+        for name in ("val", "probe"):
+            assert fast[mode][name].shape == (3, 4)
+            assert abs(fast[mode][name] - slow[mode][name]).max() < 1e-5, (mode, name)
+        assert abs(slow[mode]["val"]).max() > 1e-2  # the heads matter: equal numbers are not two rows of zeros
+        assert abs(fast[mode]["val"][1, 0]) < 1e-6  # ablating a head that is already off changes nothing
+    assert abs(fast["zero"]["val"] - fast["mean"]["val"]).max() > 1e-3  # the modes differ
+
+
 def test_ablated_probs_are_the_model_with_the_head_off(model):
     idx = torch.randint(0, 11, (1, 10), generator=torch.Generator().manual_seed(3))
     clean, ablated = lens.ablated_probs(model, idx, 2, 0)

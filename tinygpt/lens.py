@@ -95,15 +95,72 @@ def replaced_head(model: TinyGPT, layer: int, head: int, value: torch.Tensor | N
         handle.remove()
 
 
-def _loss_from(model: TinyGPT, x: torch.Tensor, y: torch.Tensor, layer: int) -> float:
-    """Loss of the model run from block `layer` up, x (N, T, C) being the stream entering that block."""
-    for i in range(layer, len(model.blocks)):
-        x, _ = model.blocks[i](x, False, None, i)
-    logits = model.lm_head(model.ln_f(x))  # (N, T, C) @ (C, V) -> (N, T, V)
-    return float(F.cross_entropy(logits.flatten(0, 1).float(), y.flatten()))
+# Rows of tokens one forward piece works on. A (20 x 16, 32) validation set is 10,240 tokens: run whole, every
+# sublayer allocates fresh multi-megabyte tensors (the MLP's (N, T, 4C) is 10 MB at width 64), which the allocator
+# hands back to the OS and page-faults in again, and which fall out of the caches between two ops; an MLP on 10,240
+# rows takes ~2.5x as long as the same MLP on ten pieces of 1,024 (measured, BENCHMARKS.md "Circuits").
+PIECE_TOKENS = 2048
 
 
-@torch.no_grad()
+def _clean_pass(model: TinyGPT, idx: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, list, list]:
+    """One clean forward of idx (N, T) in pieces, keeping what the ablations start from:
+
+        loss_sum   ()           summed (float64) cross-entropy against y (N, T)
+        pre        L x (N, T, C) the stream entering each block (hook_resid_pre)
+        heads      L x (N, T, C) each attention's heads, concatenated, before its output projection (attn.hook_out)
+
+    The caller holds HOOK_LOCK (hooks are attached)."""
+    L, T = len(model.blocks), idx.shape[1]
+    pre, heads = [[] for _ in range(L)], [[] for _ in range(L)]
+    loss_sum = torch.zeros((), dtype=torch.float64)
+    names = ["blocks.*.hook_resid_pre", "blocks.*.attn.hook_out"]
+    with capture(model, names, to_cpu=False) as cache:
+        for xs, ys in zip(idx.split(max(1, PIECE_TOKENS // T)), y.split(max(1, PIECE_TOKENS // T)), strict=True):
+            logits = model(xs)  # (n, T, V); the capture refills `cache` for this piece
+            ce = F.cross_entropy(logits.flatten(0, 1).float(), ys.flatten(), reduction="none")  # (n T,)
+            loss_sum += ce.double().sum()
+            for i in range(L):
+                pre[i].append(cache[f"blocks.{i}.hook_resid_pre"])
+                heads[i].append(cache[f"blocks.{i}.attn.hook_out"])
+    return loss_sum, [torch.cat(p) for p in pre], [torch.cat(h) for h in heads]
+
+
+def _ablated_loss_sums(
+    model: TinyGPT, layer: int, pre: torch.Tensor, heads: torch.Tensor, y: torch.Tensor, values: torch.Tensor
+) -> torch.Tensor:
+    """Summed (float64) cross-entropy against y (N, T) with each head of `layer` in turn replaced by its row of
+    `values` (H, D): (H,). The same numbers as running the whole model with `replaced_head`, with less work:
+
+    - below `layer` nothing changes: the stream entering it, pre (N, T, C), is the clean pass's;
+    - in `layer` the queries, keys, values and attention do not change either (ablation replaces the heads'
+      output): start from the clean heads (N, T, C), overwrite one head's D columns, apply the output projection;
+    - the H ablations of a layer share every op from there up: they go through it as one batch, (H n, T, C),
+      piece by piece (n = PIECE_TOKENS / (H T) sequences), so each op runs once per piece instead of once per head.
+    """
+    H, D = values.shape
+    N, T, C = pre.shape
+    block = model.blocks[layer]
+    n = max(1, PIECE_TOKENS // (H * T))  # sequences per piece; the piece holds H copies of them
+    sums = torch.zeros(H, dtype=torch.float64)
+    for start in range(0, N, n):
+        p, h, ys = pre[start : start + n], heads[start : start + n], y[start : start + n]  # (n, T, C), (n, T)
+        m = p.shape[0]
+        out = h.unsqueeze(0).repeat(H, 1, 1, 1).view(H, m, T, H, D)  # (H copies, n, T, H heads, D)
+        for k in range(H):
+            out[k, :, :, k] = values[k]  # copy k has head k replaced: (n, T, D) <- (D,)
+        out = out.view(H * m, T, C)  # (H n, T, C), copy-major
+        x = p.repeat(H, 1, 1)  # (H n, T, C): the same stream entering the layer, once per copy
+        x = x + block.attn.resid_dropout(block.attn.proj(out))  # resid_mid with the head replaced
+        x = x + block.mlp(block.ln_2(x))  # the rest of `layer` (Block.forward, eval: no dropout, no detach)
+        for i in range(layer + 1, len(model.blocks)):
+            x, _ = model.blocks[i](x, False, None, i)  # (H n, T, C); no weights asked: the fused attention path
+        logits = model.lm_head(model.ln_f(x))  # (H n, T, C) @ (C, V) -> (H n, T, V)
+        targets = ys.repeat(H, 1).flatten()  # (H n T,)
+        ce = F.cross_entropy(logits.flatten(0, 1).float(), targets, reduction="none")  # (H n T,)
+        sums += ce.view(H, m * T).double().sum(dim=1)  # (H,)
+    return sums
+
+
 def head_ablation(
     model: TinyGPT, x: torch.Tensor, y: torch.Tensor, probe_idx: torch.Tensor | None = None, modes=ABLATIONS
 ) -> dict:
@@ -114,35 +171,68 @@ def head_ablation(
         <mode>      {"val": (L, H), "probe": (L, H)}      loss with that head ablated minus the clean loss
         means       (L, H, D)                              each head's mean output over the validation tokens
 
-    A positive delta means the head helped. Mean ablation uses `means`; zero ablation uses 0."""
+    A positive delta means the head helped. Mean ablation uses `means`; zero ablation uses 0. The numbers are those
+    of `head_ablation_reference` (the whole model run once per head, a hook replacing the head), computed with
+    about a fifth of its work (see `_ablated_loss_sums`)."""
     L, H, D = model.config.num_layers, model.config.num_heads, model.config.head_dim
     was_training = model.training
     model.eval()
     try:
-        with HOOK_LOCK:
-            names = ["blocks.*.hook_resid_pre", "blocks.*.attn.hook_out"]
-            with capture(model, names, to_cpu=False) as cache:
-                clean_val = float(F.cross_entropy(model(x).flatten(0, 1).float(), y.flatten()))
-            pre = [cache[f"blocks.{i}.hook_resid_pre"] for i in range(L)]  # L x (N, T, C)
-            means = torch.stack([cache[f"blocks.{i}.attn.hook_out"].mean(dim=(0, 1)).view(H, D) for i in range(L)])
+        with HOOK_LOCK, torch.inference_mode():
+            sum_val, pre, heads = _clean_pass(model, x, y)
+            count = y.numel()
+            means = torch.stack([heads[i].mean(dim=(0, 1)).view(H, D) for i in range(L)])  # (L, H, D)
+            out: dict = {"clean": {"val": float(sum_val / count)}, "means": means.numpy().copy()}
             if probe_idx is not None:
                 px, py = probe_idx[:, :-1], probe_idx[:, 1:]  # (1, T-1): each position predicts the next character
-                with capture(model, ["blocks.*.hook_resid_pre"], to_cpu=False) as probe_cache:
-                    clean_probe = float(F.cross_entropy(model(px).flatten(0, 1).float(), py.flatten()))
-            out: dict = {"clean": {"val": clean_val}, "means": means.cpu().numpy()}
-            if probe_idx is not None:
-                out["clean"]["probe"] = clean_probe
+                sum_probe, probe_pre, probe_heads = _clean_pass(model, px, py)
+                out["clean"]["probe"] = float(sum_probe / py.numel())
             for mode in modes:
                 val, probe = np.zeros((L, H)), np.zeros((L, H))
                 for layer in range(L):
-                    for head in range(H):
-                        value = means[layer, head] if mode == "mean" else None
-                        with replaced_head(model, layer, head, value):
-                            val[layer, head] = _loss_from(model, pre[layer], y, layer) - clean_val
-                            if probe_idx is not None:
-                                stream = probe_cache[f"blocks.{layer}.hook_resid_pre"]
-                                probe[layer, head] = _loss_from(model, stream, py, layer) - clean_probe
+                    values = means[layer] if mode == "mean" else torch.zeros(H, D)  # (H, D): what each head says
+                    val[layer] = ((_ablated_loss_sums(model, layer, pre[layer], heads[layer], y, values) - sum_val)
+                                  / count).numpy()  # fmt: skip
+                    if probe_idx is not None:
+                        sums = _ablated_loss_sums(model, layer, probe_pre[layer], probe_heads[layer], py, values)
+                        probe[layer] = ((sums - sum_probe) / py.numel()).numpy()
                 out[mode] = {"val": val, "probe": probe} if probe_idx is not None else {"val": val}
+    finally:
+        model.train(was_training)
+    return out
+
+
+@torch.no_grad()
+def head_ablation_reference(
+    model: TinyGPT, x: torch.Tensor, y: torch.Tensor, probe_idx: torch.Tensor | None = None, modes=ABLATIONS
+) -> dict:
+    """`head_ablation` the straightforward way, kept as its definition: for every mode and head, the whole model
+    runs on all of x (N, T) with `replaced_head` in place, and the loss is compared with the clean one. The tests
+    hold the fast path to it and bench_circuits times both."""
+    L, H, D = model.config.num_layers, model.config.num_heads, model.config.head_dim
+
+    def loss(idx, targets):
+        return float(F.cross_entropy(model(idx).flatten(0, 1).float(), targets.flatten()))
+
+    was_training = model.training
+    model.eval()
+    try:
+        with HOOK_LOCK:
+            with capture(model, ["blocks.*.attn.hook_out"], to_cpu=False) as cache:
+                clean = {"val": loss(x, y)}
+            means = torch.stack([cache[f"blocks.{i}.attn.hook_out"].mean(dim=(0, 1)).view(H, D) for i in range(L)])
+            inputs = {"val": (x, y)}
+            if probe_idx is not None:
+                inputs["probe"] = (probe_idx[:, :-1], probe_idx[:, 1:])
+                clean["probe"] = loss(*inputs["probe"])
+            out: dict = {"clean": clean, "means": means.numpy()}
+            for mode in modes:
+                out[mode] = {name: np.zeros((L, H)) for name in inputs}
+                for layer in range(L):
+                    for head in range(H):
+                        with replaced_head(model, layer, head, means[layer, head] if mode == "mean" else None):
+                            for name, (idx, targets) in inputs.items():
+                                out[mode][name][layer, head] = loss(idx, targets) - clean[name]
     finally:
         model.train(was_training)
     return out
