@@ -14,9 +14,9 @@ import streamlit as st
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES, knobs_now
 from tinygpt.ui import explain, form, launch, resources, room, runinfo, safe, settings
+from tinygpt.ui import live as live_period
 from tinygpt.ui.charts import curves
 
-REFRESH_S = 0.45  # live charts refresh period while a run trains: ~2.2 Hz, so timer jitter never drops it below 2
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
 
 store = resources.get_store()
@@ -101,32 +101,13 @@ def is_active() -> bool:
 
 
 active = bool(run_id) and is_active()
+queued = active and not live  # waiting for a slot: the buttons wait too, and the page refreshes slower
+# The refresh period adapts to how many sessions watch live views on this server (tinygpt/ui/live.py).
+period = live_period.period(state.session_token(), queued) if active else None
 
 
-@st.fragment(run_every=REFRESH_S if active else None)
-def live_view() -> None:
-    rd = state.reader(store, run_id)
-    if rd is None:
-        st.info("No run yet. Choose settings on the left and press **Train**.")
-        return
-    resources.touch(run_id)  # the lease: a run nobody watches pauses itself
-    status = rd.status()
-    st.markdown(f"**{runinfo.status_line(status, rd.metrics)}**")
-    if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
-        wait = runinfo.queue_wait(resources.get_store(), run_id)
-        st.info(
-            f"Starts in about {runinfo.format_duration(wait)}, when a training slot frees up. Meanwhile, open the "
-            "instructor's or a neighbour's run on **Runs** (read-only) and watch it learn."
-            if wait is not None
-            else "Waiting for a training slot. Meanwhile, open a neighbour's run on **Runs** and watch it learn."
-        )
-    st.progress(runinfo.progress_fraction(status))
-    config = rd.config()
-    # Variable content lives in containers, so the charts below keep their places and update in place.
-    with st.container():
-        for knob, note in state.knob_notes().items():
-            kind, text = runinfo.knob_note(rd.events, note["request"], knob, note["value"])
-            getattr(st, kind)(safe.md(text))
+def build_view(rd, config: dict, status: dict) -> dict:
+    """The live view's figures (datasets already Arrow bytes) and texts, from the run's records."""
     vocab_size = len(config.get("vocab") or []) or config.get("model", {}).get("vocab_size", 65)
     knobs = knobs_now(config, rd.events)
     parent = state.reader(store, config.get("parent"))  # the run this one replaced: its curve, faint
@@ -136,28 +117,72 @@ def live_view() -> None:
         smoothing=state.get(state.W_SMOOTH, 0.0), max_points=LIVE_POINTS, large=large,
         seconds=state.get(state.W_X_AXIS) == "seconds", **ghost,
     )  # fmt: skip
-    explain.show_chart(loss, "loss_chart", code=False, key="train_loss")
-    notes = runinfo.event_notes(rd.events)
-    with st.container():
-        if notes:
-            st.caption(f"Markers: {notes}")
     schedule = runinfo.lr_schedule(config, knobs, points=200)
     lr = curves.lr_chart(
         rd.metrics, current_step=status.get("step"), schedule=schedule, max_points=LIVE_POINTS, large=large
     )
-    explain.show_chart(lr, "lr_chart", code=False, key="train_lr")
-    clip = knobs.get("max_grad_norm") or 0.0
-    grad = curves.grad_norm_chart(rd.metrics, clip, rd.events, max_points=LIVE_POINTS, large=large)
-    explain.show_chart(grad, "grad_norm_chart", code=False, key="train_grad")
-    if rd.samples:
-        last = rd.samples[-1]
+    grad = curves.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events, max_points=LIVE_POINTS,
+                                  large=large)  # fmt: skip
+    notes = [runinfo.knob_note(rd.events, n["request"], knob, n["value"]) for knob, n in state.knob_notes().items()]
+    figures = {name: explain.arrow_datasets(fig) for name, fig in (("loss", loss), ("lr", lr), ("grad", grad))}
+    last = rd.samples[-1] if rd.samples else None
+    return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last}
+
+
+@st.fragment(run_every=period)
+def live_view() -> None:
+    rd = state.reader(store, run_id)
+    if rd is None:
+        st.info("No run yet. Choose settings on the left and press **Train**.")
+        return
+    resources.touch(run_id)  # the lease: a run nobody watches pauses itself
+    status = rd.status()
+    config = rd.config()
+    # Rebuilt only when the run's files (or the parent run's, or a chart option) changed since the last refresh;
+    # otherwise the same figures are sent again, which costs the server little.
+    parent = state.reader(store, config.get("parent"))
+    key = (
+        run_id, id(rd), rd.version, parent.version if parent else None, large, state.get(state.W_TARGET),
+        state.get(state.W_SMOOTH), state.get(state.W_X_AXIS), repr(sorted(state.knob_notes().items())),
+    )  # fmt: skip
+    view = state.cached_figure("train_live", key, lambda: build_view(rd, config, status), max_entries=2)
+    st.markdown(f"**{runinfo.status_line(status, rd.metrics)}**")
+    if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
+        wait = resources.queue_wait(run_id)
+        st.info(
+            f"Starts in about {runinfo.format_duration(wait)}, when a training slot frees up. Meanwhile, open the "
+            "instructor's or a neighbour's run on **Runs** (read-only) and watch it learn."
+            if wait is not None
+            else "Waiting for a training slot. Meanwhile, open a neighbour's run on **Runs** and watch it learn."
+        )
+    st.progress(runinfo.progress_fraction(status))
+    # Variable content lives in containers, so the charts below keep their places and update in place.
+    with st.container():
+        for kind, text in view["knob_notes"]:
+            getattr(st, kind)(safe.md(text))
+    explain.show_chart(view["loss"], "loss_chart", code=False, key="train_loss")
+    with st.container():
+        if view["markers"]:
+            st.caption(f"Markers: {view['markers']}")
+    explain.show_chart(view["lr"], "lr_chart", code=False, key="train_lr")
+    explain.show_chart(view["grad"], "grad_norm_chart", code=False, key="train_grad")
+    last = view["sample"]
+    if last:
         st.markdown(f"**Sample at step {last.get('step')}**")
         if last.get("error"):
             st.warning(safe.md(last["error"]))
         else:
             st.code(last.get("text", ""), language=None, height=220)
-    if active and not is_active():
-        st.rerun()  # a full run turns the auto-refresh off (and enables the right buttons)
+    if active:
+        now_active = is_active()
+        # A full redraw when the run ended (the auto-refresh stops, the right buttons enable), when it left the
+        # queue (Pause and Stop enable, the period of a training view applies), or when the room's refresh
+        # period moved to another step (more or fewer sessions watching).
+        left_queue = queued and resources.is_live(run_id)
+        if not now_active or left_queue:
+            st.rerun()
+        if live_period.needs_redraw(period, live_period.period(state.session_token(), queued)):
+            st.rerun()
 
 
 # A constant timer: a fragment whose run_every changes between full reruns (or that stops being drawn) can leave

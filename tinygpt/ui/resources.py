@@ -59,6 +59,19 @@ def is_active(run_id: str | None) -> bool:
     return is_live(run_id) or is_queued(run_id)
 
 
+@st.cache_data(ttl=1.0, max_entries=1, show_spinner=False)
+def _queue_waits() -> dict[str, float | None]:
+    from tinygpt.ui import runinfo
+
+    return runinfo.queue_waits(get_store())
+
+
+def queue_wait(run_id: str | None) -> float | None:
+    """runinfo.queue_wait, from one reading of the run store a second for the whole server: every queued page
+    asks at each refresh, and reading every run folder each time grew with the room (and the store) squared."""
+    return _queue_waits().get(run_id) if run_id else None
+
+
 def touch(run_id: str | None) -> None:
     """Renew the lease of a live or queued run: a run pauses itself when no page has looked at it for a while
     (queued runs too: a learner watching the queue must not find their run paused before it started)."""

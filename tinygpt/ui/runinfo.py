@@ -250,10 +250,19 @@ def queue_wait(store: RunStore, run_id: str) -> float | None:
     """Seconds until a queued run should start, at the running runs' own pace: the slots free up as the running
     runs finish (their steps left / their steps per second), and each run queued ahead then takes one slot for
     its whole length. None when nothing is known (no run reports a speed yet)."""
-    import heapq
+    return queue_waits(store).get(run_id)
 
+
+def queue_waits(store: RunStore) -> dict[str, float | None]:
+    """`queue_wait` of every queued run, from one reading of the run store (a page can share it for a second)."""
     runs = store.list_runs()
     status = {r.run_id: read_status(store.path(r.run_id)) for r in runs if r.state in ("running", "starting", "queued")}
+    return {rid: _queue_wait(runs, status, rid) for rid, s in status.items() if s.get("state") == "queued"}
+
+
+def _queue_wait(runs: list, status: dict[str, dict], run_id: str) -> float | None:
+    import heapq
+
     me = status.get(run_id, {})
     if me.get("state") != "queued" or not me.get("queue_position"):
         return None

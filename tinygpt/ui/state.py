@@ -49,6 +49,7 @@ SAMPLE_FOLLOW = "sample_follow"  # the current run the Sample page's run select 
 SAMPLE_CKPT_LATEST = "sample_ckpt_latest"  # the checkpoint select follows the newest checkpoint
 FLASH = "flash"  # a one-shot message for the next run of a page: (kind, text)
 FIGURES = "figures"  # {cache name: OrderedDict(key -> figure)}: figures rebuilt only when their inputs change
+SESSION_TOKEN = "session_token"  # a random token: this session in the server's count of live watchers (live.py)
 
 # ---------------------------------------------------------------- widget keys (Train page settings and friends)
 
@@ -337,6 +338,15 @@ def cached_figure(name: str, key: Any, build: Callable[[], Any], max_entries: in
     while len(cache) > max_entries:
         cache.popitem(last=False)
     return value
+
+
+def session_token() -> str:
+    """A random token of this browser session (not of the learner: two tabs are two sessions)."""
+    if SESSION_TOKEN not in st.session_state:
+        import secrets
+
+        st.session_state[SESSION_TOKEN] = secrets.token_hex(8)
+    return st.session_state[SESSION_TOKEN]
 
 
 # ---------------------------------------------------------------- workshop mode (settings in the URL)

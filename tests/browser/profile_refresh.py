@@ -1,0 +1,206 @@
+"""Where the server's CPU goes while pages watch a live run: a CPU-weighted sampling profile of the Streamlit server.
+
+    .venv/bin/python tests/browser/profile_refresh.py [--pages 1] [--seconds 20] [--top 40]
+
+Starts `streamlit run app.py` inside this script's own launcher (`--serve`), which samples every thread's Python
+stack every 5 ms and charges each stack the CPU its thread used since the last sample (nanoseconds from
+/proc/self/task/<tid>/schedstat), so waiting threads cost nothing. One page (the host) starts a long Demo run; once
+it trains, `--pages` pages watch it (`?run=...&view=1` for the others) and the profile covers `--seconds` of
+that. Prints the server's CPU per page refresh, the functions with the most CPU (inclusive and own), and writes
+the collapsed stacks to test-output/profile_refresh/stacks.txt (flame-graph input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+OUT = HERE.parents[1] / "test-output" / "profile_refresh"
+INTERVAL_S = 0.005
+
+
+# ---------------------------------------------------------------- the launcher, inside the server process
+
+
+def _thread_ns(tid: int) -> int | None:
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _sampler(out: Path) -> None:
+    active = threading.Event()
+    stacks: collections.Counter = collections.Counter()
+    last: dict[int, int] = {}
+    totals = {"ns": 0, "started": 0.0}
+
+    def start(*_):
+        stacks.clear()
+        last.clear()
+        totals.update(ns=0, started=time.time())
+        active.set()
+
+    def stop(*_):
+        active.clear()
+        out.write_text(json.dumps({"seconds": time.time() - totals["started"], "cpu_ns": totals["ns"],
+                                   "stacks": [[k, v] for k, v in stacks.most_common()]}))  # fmt: skip
+
+    signal.signal(signal.SIGUSR1, start)
+    signal.signal(signal.SIGUSR2, stop)
+
+    def loop():
+        me = threading.get_native_id()
+        while True:
+            time.sleep(INTERVAL_S)
+            if not active.is_set():
+                continue
+            frames = sys._current_frames()
+            natives = {t.ident: t.native_id for t in threading.enumerate()}
+            for ident, frame in frames.items():
+                tid = natives.get(ident)
+                if tid is None or tid == me:
+                    continue
+                ns = _thread_ns(tid)
+                if ns is None:
+                    continue
+                delta = ns - last.get(tid, ns)
+                last[tid] = ns
+                if delta <= 0:
+                    continue
+                names = []
+                f = frame
+                while f is not None:
+                    code = f.f_code
+                    names.append(f"{Path(code.co_filename).name}:{code.co_name}")
+                    f = f.f_back
+                stacks[";".join(reversed(names))] += delta
+                totals["ns"] += delta
+
+    threading.Thread(target=loop, name="sampler", daemon=True).start()
+
+
+def serve(out: Path, argv: list[str]) -> None:
+    _sampler(out)
+    from streamlit.web import cli
+
+    sys.argv = ["streamlit", *argv]
+    cli.main()
+
+
+# ---------------------------------------------------------------- the driver
+
+
+def report(data: dict, reruns: int, top: int) -> dict:
+    inclusive: collections.Counter = collections.Counter()
+    own: collections.Counter = collections.Counter()
+    for stack, ns in data["stacks"]:
+        names = stack.split(";")
+        own[names[-1]] += ns
+        for name in set(names):
+            inclusive[name] += ns
+    total = data["cpu_ns"] or 1
+    ms = lambda ns: round(ns / 1e6 / max(reruns, 1), 2)  # noqa: E731 - per rerun
+    return {
+        "seconds": round(data["seconds"], 1),
+        "server_cpu_s": round(data["cpu_ns"] / 1e9, 2),
+        "reruns": reruns,
+        "server_ms_per_rerun": ms(data["cpu_ns"]),
+        "inclusive_ms_per_rerun": [[k, ms(v), round(100 * v / total, 1)] for k, v in inclusive.most_common(top)],
+        "own_ms_per_rerun": [[k, ms(v), round(100 * v / total, 1)] for k, v in own.most_common(top)],
+    }
+
+
+def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--serve":
+        serve(Path(sys.argv[2]), sys.argv[3:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--top", type=int, default=40)
+    args = parser.parse_args()
+
+    import shutil
+    import subprocess
+    import tempfile
+
+    import load_room as lr
+    from conftest import _stop
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    prof = OUT / "profile.json"
+    runs = Path(tempfile.mkdtemp(prefix="profile_refresh_"))
+    port = lr._free_port()
+    env = {**os.environ, "TINYGPT_RUNS_DIR": str(runs), "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--serve", str(prof), "run", "app.py",
+           "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
+           "--browser.gatherUsageStats", "false"]  # fmt: skip
+    log = open(OUT / "server.log", "wb")  # noqa: SIM115 - open for the server's lifetime
+    proc = subprocess.Popen(cmd, cwd=lr.REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    errors: dict = {"page_errors": [], "console_errors": [], "script": [], "clock": time.time()}
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                import urllib.request
+
+                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as resp:
+                    if resp.read().decode().strip() == "ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"server did not start; see {OUT / 'server.log'}")
+            time.sleep(0.25)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(headless=True, executable_path=executable, args=lr.CHROMIUM_ARGS)
+            _, host = lr.open_learner(browser, base + lr.HOST_LINK, errors, "host")
+            lr.wait_ready(host, 120)
+            lr.train_button(host).click()
+            host.wait_for_function("() => window.__lt && window.__lt.firstStep", timeout=120_000)
+            run_id = host.evaluate("() => window.__lt.run")
+            pages = [host]
+            for i in range(args.pages - 1):
+                _, page = lr.open_learner(browser, f"{base}/?run={run_id}&view=1", errors, f"watcher{i + 1}")
+                page.wait_for_function("() => window.__lt && window.__lt.state === 'running'", timeout=120_000)
+                pages.append(page)
+            time.sleep(3)
+            t0 = time.time()
+            os.kill(proc.pid, signal.SIGUSR1)
+            time.sleep(args.seconds)
+            os.kill(proc.pid, signal.SIGUSR2)
+            t1 = time.time()
+            reruns = sum(lr.sent_between(pages, t0, t1))
+            time.sleep(1)
+            data = json.loads(prof.read_text())
+            shots = OUT / "host.png"
+            host.screenshot(path=str(shots), full_page=True)
+            browser.close()
+    finally:
+        _stop(proc)
+        log.close()
+        shutil.rmtree(runs, ignore_errors=True)
+    (OUT / "stacks.txt").write_text("".join(f"{k} {v // 1000}\n" for k, v in data["stacks"]))
+    result = {"pages": args.pages, "load": lr.loadavg(), **report(data, reruns, args.top), "errors": errors}
+    result["errors"].pop("clock")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""The live view's server cost: its refresh period adapts to the room, and its chart data goes out as Arrow bytes
+built without pandas (tinygpt/ui/live.py, tinygpt/ui/explain.arrow_rows)."""
+
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+import pytest
+
+from tinygpt.ui import explain, live
+from tinygpt.ui.charts import curves
+
+
+def test_period_is_the_base_rate_for_a_small_room_and_grows_in_steps_with_the_room():
+    assert live.period_for(1) == live.period_for(8) == 0.45
+    assert live.period_for(9) == live.period_for(16) == 0.9
+    assert live.period_for(21) == 1.35  # 20 learners and the instructor
+    assert live.period_for(10_000) == live.MAX_S
+    assert live.period_for(0) == 0.45  # nobody counted yet: this session itself
+    # the room's refreshes per second stay bounded however many watch (~SESSIONS_PER_STEP / BASE_S)
+    assert max(n / live.period_for(n) for n in range(1, 64)) <= live.SESSIONS_PER_STEP / live.BASE_S + 1e-9
+
+
+def test_a_queued_view_refreshes_at_most_every_0_9_s():
+    assert live.period_for(1, queued=True) == live.QUEUED_MIN_S == 0.9
+    assert live.period_for(30, queued=True) == live.period_for(30) == 1.8
+
+
+def test_watchers_count_sessions_seen_in_the_window_once_each():
+    room = live.Watchers(window_s=10)
+    for session in ("a", "b", "a", "c"):
+        room.refreshed(session, now=100.0)
+    assert room.count(now=105.0) == 3
+    room.refreshed("a", now=108.0)
+    assert room.count(now=112.0) == 1  # b and c last refreshed 12 s ago: gone
+    room.left("a")
+    assert room.count(now=112.0) == 0
+
+
+def test_needs_redraw_only_when_the_period_changed():
+    assert not live.needs_redraw(None, 0.9)  # a page that does not refresh by itself
+    assert not live.needs_redraw(0.45, 0.45)
+    assert live.needs_redraw(0.45, 0.9)
+
+
+def _read(data: bytes) -> list[dict]:
+    return pa.ipc.open_stream(data).read_all().to_pylist()
+
+
+def test_arrow_rows_keep_every_value_and_every_column():
+    rows = [{"step": 1, "loss": 4.2, "series": "train"}, {"step": 2, "loss": None, "series": "val", "extra": True}]
+    out = explain.arrow_rows(rows)
+    assert isinstance(out, bytes)
+    assert _read(out) == [{**rows[0], "extra": None}, rows[1]]  # a key missing from a row: null
+    nan = _read(explain.arrow_rows([{"x": math.nan}]))[0]["x"]
+    assert math.isnan(nan)
+    assert _read(explain.arrow_rows([])) == []
+
+
+def test_arrow_rows_that_pyarrow_cannot_type_go_to_streamlit_as_they_are():
+    rows = [{"a": "x"}, {"a": 1}]
+    assert explain.arrow_rows(rows) is rows
+
+
+def test_a_live_chart_spec_goes_out_with_arrow_datasets_and_the_same_spec():
+    metrics = [{"step": s, "loss": 4.0 - s / 100, "lr": 1e-3, "grad_norm": 1.0} for s in range(1, 301)]
+    spec = curves.loss_chart(metrics, [], [], 65, max_points=400)
+    out = explain.arrow_datasets(spec)
+    assert {k: v for k, v in out.items() if k != "datasets"} == {k: v for k, v in spec.items() if k != "datasets"}
+    assert set(out["datasets"]) == set(spec["datasets"])
+    for name, rows in spec["datasets"].items():
+        assert _read(out["datasets"][name]) == [{k: r.get(k) for k in rows[0]} for r in rows] if rows else True
+    assert "datasets" not in explain.arrow_datasets({"mark": "line"})
+
+
+@pytest.mark.parametrize("n", [1, 8, 9, 21, 40])
+def test_every_period_is_a_multiple_of_the_base(n):
+    steps = live.period_for(n) / live.BASE_S
+    assert abs(steps - round(steps)) < 1e-9
