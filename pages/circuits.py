@@ -97,7 +97,13 @@ view.chart(fig, "role_history_chart", "circ_roles")
 st.markdown(f"**Heads at step {step}**")
 for sentence in view.role_sentences(records, step):
     st.markdown(f"- {sentence}")
-st.dataframe(view.head_rows(records, step), hide_index=True, key="circ_heads")
+names = [
+    circuits.head_name(lay, h)
+    for lay in range(config["model"]["num_layers"])
+    for h in range(config["model"]["num_heads"])
+]
+st.caption("Click a row to see that head's ablation below.")
+view.head_table(view.head_rows(records, step), names)
 view.chart(view.charts.residual_chart(records, large=large), "residual_chart", "circ_resid")
 
 st.subheader("At a checkpoint: ablation and the logit lens")
@@ -111,21 +117,18 @@ if state.get(state.CIRC_PROBE_RUN) != run_id:
     state.put(state.CIRC_PROBE_RUN, run_id)
 probe = st.text_input("Probe text", key=state.W_CIRC_PROBE, help="The run's probe; type any text the vocabulary has.")
 st.caption(f"From the checkpoint at step {ck} (nearest to step {step}).")
-names = [
-    circuits.head_name(lay, h)
-    for lay in range(config["model"]["num_layers"])
-    for h in range(config["model"]["num_heads"])
-]
 try:
     tab_ablate, tab_lens = st.tabs(["Head ablation", "Logit lens"])
     with tab_ablate:
         a1, a2 = st.columns(2)
         mode = a1.segmented_control("Ablation", ["zero", "mean"], key=state.W_CIRC_MODE, default="zero") or "zero"
-        head = a2.selectbox("Head", names, key=state.W_CIRC_HEAD)
+        head = a2.selectbox("Head", names, key=state.W_CIRC_HEAD, help="Or click a cell of the heatmap.")
         result = view.ablation(run_dir, ck, probe, mode)
-        layer, h = divmod(names.index(head), config["model"]["num_heads"])
+        num_layers, num_heads = config["model"]["num_layers"], config["model"]["num_heads"]
+        layer, h = divmod(names.index(head), num_heads)
         caption = f"{result['tokens']:,} validation tokens, every head ablated in turn, in {result['seconds']:.2f} s."
-        view.chart(view.ablation_figure(result, mode, (layer, h), large), "ablation_heatmap", "circ_ablation", caption)
+        fig = view.ablation_figure(result, mode, (layer, h), large)
+        view.ablation_chart(fig, names, num_layers, num_heads, caption)
         probs = view.ablated_figure(run_dir, ck, probe, layer, h, mode, result, large)
         view.chart(probs, "ablated_probs_chart", "circ_ablated")
     with tab_lens:

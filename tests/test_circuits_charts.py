@@ -87,11 +87,31 @@ def test_ablation_heatmap_numbers_every_cell_and_outlines_the_selected_head():
     first = fig["data"][0]
     assert first["text"] == [["+0.500", "-0.100"], ["+0.000", "+1.200"]]
     assert list(first["y"]) == ["L0", "L1"] and list(first["x"]) == ["H0", "H1"]
-    assert len(fig["data"]) == 2 and "mean-ablated" in fig["layout"]["title"]["text"]
+    assert [d["type"] for d in fig["data"]] == ["heatmap", "scatter"] * 2 and "mean-ablated" in fig["layout"]["title"][
+        "text"
+    ]
     assert fig["layout"]["coloraxis"]["cmin"] == -1.2 and fig["layout"]["coloraxis"]["cmax"] == 1.2
     outline = fig["layout"]["shapes"][0]
     assert (outline["x0"], outline["y0"]) == (-0.5, 0.5)
     assert "no checkpoint" in json.dumps(charts.ablation_heatmap(None).to_dict())
+
+
+def test_a_click_on_an_ablation_cell_names_its_head():
+    deltas = {"validation batches": np.arange(6.0).reshape(2, 3), "probe text": np.zeros((2, 3))}
+    fig = charts.ablation_heatmap(deltas).to_dict()
+    for k, clicks in enumerate(fig["data"][1::2]):  # one invisible marker per cell, on its panel's axes
+        assert clicks["marker"]["color"] == "rgba(0,0,0,0)" and clicks["xaxis"] == fig["data"][2 * k]["xaxis"]
+        cells = list(zip(clicks["y"], clicks["x"], strict=True))
+        assert cells == [(f"L{i}", f"H{h}") for i in range(2) for h in range(3)]
+        assert [list(c) for c in clicks["customdata"]] == [[i, h] for i in range(2) for h in range(3)]
+    assert "+5.0000" in fig["data"][1]["hovertemplate"][5]  # L1 H2 hovers its own number
+    # Streamlit's selection state after a click on the cell L1 H2, and what is not a click on a cell
+    click = {"selection": {"points": [{"curve_number": 1, "x": "H2", "y": "L1", "customdata": [1, 2]}]}}
+    assert charts.clicked_head(click, 2, 3) == (1, 2)
+    assert charts.clicked_head(click, 2, 2) is None  # a head this model does not have
+    assert charts.clicked_head({"selection": {"points": []}}, 2, 3) is None
+    assert charts.clicked_head(None, 2, 3) is None
+    assert charts.clicked_head({"selection": {"points": [{"customdata": ["a", None]}]}}, 2, 3) is None
 
 
 def test_ablated_probs_chart_reads_the_right_next_character():

@@ -125,7 +125,7 @@ def _clean_pass(model: TinyGPT, idx: torch.Tensor, y: torch.Tensor) -> tuple[tor
     return loss_sum, [torch.cat(p) for p in pre], [torch.cat(h) for h in heads]
 
 
-def _ablated_loss_sums(
+def ablated_loss_sums(
     model: TinyGPT, layer: int, pre: torch.Tensor, heads: torch.Tensor, y: torch.Tensor, values: torch.Tensor
 ) -> torch.Tensor:
     """Summed (float64) cross-entropy against y (N, T) with each head of `layer` in turn replaced by its row of
@@ -172,8 +172,8 @@ def head_ablation(
         means       (L, H, D)                              each head's mean output over the validation tokens
 
     A positive delta means the head helped. Mean ablation uses `means`; zero ablation uses 0. The numbers are those
-    of `head_ablation_reference` (the whole model run once per head, a hook replacing the head), computed with
-    about a fifth of its work (see `_ablated_loss_sums`)."""
+    of `head_ablation_reference` (the whole model run once per head, a hook replacing the head) to float rounding,
+    in about 40% of its time (see `ablated_loss_sums`; BENCHMARKS.md "Circuits")."""
     L, H, D = model.config.num_layers, model.config.num_heads, model.config.head_dim
     was_training = model.training
     model.eval()
@@ -191,10 +191,10 @@ def head_ablation(
                 val, probe = np.zeros((L, H)), np.zeros((L, H))
                 for layer in range(L):
                     values = means[layer] if mode == "mean" else torch.zeros(H, D)  # (H, D): what each head says
-                    val[layer] = ((_ablated_loss_sums(model, layer, pre[layer], heads[layer], y, values) - sum_val)
+                    val[layer] = ((ablated_loss_sums(model, layer, pre[layer], heads[layer], y, values) - sum_val)
                                   / count).numpy()  # fmt: skip
                     if probe_idx is not None:
-                        sums = _ablated_loss_sums(model, layer, probe_pre[layer], probe_heads[layer], py, values)
+                        sums = ablated_loss_sums(model, layer, probe_pre[layer], probe_heads[layer], py, values)
                         probe[layer] = ((sums - sum_probe) / py.numel()).numpy()
                 out[mode] = {"val": val, "probe": probe} if probe_idx is not None else {"val": val}
     finally:

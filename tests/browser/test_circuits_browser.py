@@ -13,10 +13,13 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from helpers import tiny_config
 from playwright.sync_api import expect
 
 from tinygpt import circuits
-from tinygpt.runstore import read_scores
+from tinygpt.loop import run_training
+from tinygpt.runstore import RunStore, read_scores
+from tinygpt.ui import state
 
 expect.set_options(timeout=30_000)
 VERDICT = re.compile(r"Reproduced\.|Did not reproduce\.")
@@ -80,3 +83,59 @@ def test_the_induction_experiment_marks_its_phase_change_and_the_page_shows_the_
     lens.scroll_into_view_if_needed()
     lens.screenshot(path=str(shots / "circuits_logit_lens.png"))
     page.screenshot(path=str(shots / "circuits.png"), full_page=True)
+
+
+def head_box(page):
+    """The Head select box's input, whose value is the head chosen ("L0H0")."""
+    return page.locator(f".st-key-{state.W_CIRC_HEAD} input").first
+
+
+def test_clicking_an_ablation_cell_or_a_table_row_chooses_the_head(app_server, app_runs, page, shots, tiny_text):
+    """A 2-layer, 2-head run; a click on the cell L1 H1 of the ablation heatmap puts L1H1 in the Head box, outlines
+    that cell and redraws the probe chart for L1H1; choosing in the box and clicking the table's row of L0H1 work
+    too, and a click on L1 H1 again after that still counts (the heatmap starts fresh after every choice)."""
+    config = tiny_config(tiny_text, max_steps=40, checkpoint_every=20)
+    with RunStore(app_runs).create(config.to_dict(), owner="cli") as writer:
+        run_dir = writer.run_dir
+    assert run_training(run_dir, config) == "finished"
+    page.goto(f"{app_server}/circuits?run={run_dir.name}")
+    ablation = element(page, "circ_ablation")
+    expect(ablation.locator(".js-plotly-plot")).to_be_visible(timeout=60_000)
+    expect(head_box(page)).to_have_value("L0H0")
+    probs = element(page, "circ_ablated")
+    expect(probs).to_contain_text("with L0H0 ablated")
+
+    def click_cell(layer: int, head: int) -> None:
+        # The first panel's invisible click markers, one per cell in row-major order (charts.ablation_heatmap);
+        # the mouse goes where a learner's would: the middle of the cell.
+        marker = ablation.locator(".scatterlayer .trace").first.locator("path.point").nth(layer * 2 + head)
+        box = marker.bounding_box()
+        assert box is not None
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+    ablation.scroll_into_view_if_needed()
+    click_cell(1, 1)
+    expect(head_box(page)).to_have_value("L1H1")
+    expect(probs).to_contain_text("with L1H1 ablated")
+    ablation.scroll_into_view_if_needed()
+    ablation.screenshot(path=str(shots / "circuits_ablation_clicked.png"))
+    # the outline (a layout shape) sits on the clicked cell: x from 0.5 to 1.5, y likewise
+    shape = ablation.locator(".js-plotly-plot").evaluate("el => el.layout.shapes[0]")
+    assert (shape["x0"], shape["y0"]) == (0.5, 0.5), shape
+
+    click_cell(0, 0)
+    expect(head_box(page)).to_have_value("L0H0")
+    expect(probs).to_contain_text("with L0H0 ablated")
+    click_cell(1, 1)  # back to a head clicked before: still a change
+    expect(head_box(page)).to_have_value("L1H1")
+
+    # the head table: one row per head, a click on a row's selection box (left edge) chooses that head
+    table = page.locator(f".st-key-{state.W_CIRC_TABLE}_L1H1").first
+    table.scroll_into_view_if_needed()
+    box = table.bounding_box()
+    assert box is not None
+    row_px = 35  # glide-data-grid's default row height, header included
+    table.click(position={"x": 12, "y": row_px * (1 + 1) + row_px / 2})  # row 1: L0H1
+    expect(head_box(page)).to_have_value("L0H1")
+    expect(probs).to_contain_text("with L0H1 ablated")
+    page.screenshot(path=str(shots / "circuits_click.png"), full_page=True)

@@ -9,6 +9,7 @@ figures. Deliberately left out: drawing widgets (pages/circuits.py).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,9 @@ from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
 from tinygpt.inside import encode_probe
 from tinygpt.runstore import ENDED_STATES, RunReader, knob_changes, read_scores
-from tinygpt.ui import explain, resources
+from tinygpt.ui import explain, resources, state
 from tinygpt.ui.charts import circuits as charts
+from tinygpt.ui.charts.help import CHART_HELP
 
 ABLATION_BATCHES = 20  # validation batches of the run's batch size: the same number nanoGPT's CPU eval averages
 
@@ -118,6 +120,43 @@ def ablation_figure(result: dict, mode: str, selected: tuple[int, int] | None, l
     if "probe" in result[mode]:
         deltas["probe text"] = result[mode]["probe"]
     return charts.ablation_heatmap(deltas, mode=mode, selected=selected, large=large)
+
+
+# Clicking a head. The Head select box (state.W_CIRC_HEAD) holds the chosen head; a click on a heatmap cell or a
+# table row sets it in the widget's callback, before the box is drawn, so box, outline and probe chart agree. The
+# clickable widgets' keys end in the head chosen now: after any choice they start with nothing selected, so a
+# click on any other head is always a change (a selection that outlived it would swallow the next click).
+
+
+def _cell_clicked(key: str, names: list[str], num_layers: int, num_heads: int) -> None:
+    picked = charts.clicked_head(state.get(key), num_layers, num_heads)
+    if picked is not None:
+        state.choose_circuit_head(circuits.head_name(*picked), names)
+
+
+def _row_clicked(key: str, names: list[str], rows: list[dict]) -> None:
+    chosen = ((state.get(key) or {}).get("selection") or {}).get("rows") or []
+    if chosen and 0 <= chosen[0] < len(rows):
+        state.choose_circuit_head(rows[chosen[0]]["head"], names)
+
+
+def ablation_chart(fig, names: list[str], num_layers: int, num_heads: int, caption: str) -> None:
+    """The ablation heatmap (box key circ_ablation, as `chart` draws it), clickable: a click on a cell chooses
+    that head for the probe chart below."""
+    key = f"{state.W_CIRC_CELLS}_{state.get(state.W_CIRC_HEAD)}"
+    with st.container(key="circ_ablation"):
+        st.plotly_chart(fig, key=key, on_select=functools.partial(_cell_clicked, key, names, num_layers, num_heads),
+                        selection_mode="points", config={"displaylogo": False}, theme=None)  # fmt: skip
+        st.caption(" ".join([CHART_HELP["ablation_heatmap"], "Click a cell to see what that head does below.",
+                             caption]))  # fmt: skip
+        explain.show_code_of([lens.head_ablation, lens.ablated_loss_sums, lens.head_ablation_reference])
+
+
+def head_table(rows: list[dict], names: list[str]) -> None:
+    """The head table at a step; a click on a row chooses that head for the ablation views."""
+    key = f"{state.W_CIRC_TABLE}_{state.get(state.W_CIRC_HEAD)}"
+    st.dataframe(rows, hide_index=True, key=key, on_select=functools.partial(_row_clicked, key, names, rows),
+                 selection_mode="single-row")  # fmt: skip
 
 
 def ablated_figure(run_dir: str, step: int, text: str, layer: int, head: int, mode: str, result: dict, large: bool):

@@ -298,6 +298,8 @@ W_CIRC_PROBE = "w_circ_probe"  # the logit lens's and the ablation's probe text
 W_CIRC_OFF = "w_circ_off"  # heads to switch off in the live run, ["L1H2", ...]
 W_CIRC_SOURCE = "w_circ_source"  # the induction experiment's corpus
 W_CIRC_SEED = "w_circ_seed"
+W_CIRC_TABLE = "circ_heads"  # the head table (a row click chooses W_CIRC_HEAD); the key ends in the head chosen
+W_CIRC_CELLS = "circ_ablation_cells"  # the ablation heatmap (a cell click chooses W_CIRC_HEAD); the same
 CIRC_PROBE_RUN = "circ_probe_run"  # the run whose probe text the probe box was filled with
 CIRC_RUNS = "circ_runs"  # {label: run_id} of the induction experiment this session started
 CIRC_LIVE = "circ_live"  # the experiment's runs still train: its fragment refreshes itself
@@ -321,6 +323,13 @@ def circuit_runs(labels: list[str]) -> dict[str, str] | None:
 def set_circuit_runs(runs: dict[str, str]) -> None:
     st.session_state[CIRC_RUNS] = dict(runs)
     st.query_params[URL_CIRC] = ",".join(runs.values())
+
+
+def choose_circuit_head(name: str, names: list[str]) -> None:
+    """A click on the head table or the ablation heatmap chooses head `name` ("L1H2") in the Head select box (in
+    a widget callback, so before the box is drawn); a name the model does not have is ignored."""
+    if name in names:
+        st.session_state[W_CIRC_HEAD] = name
 
 
 # ---------------------------------------------------------------- figures kept while their inputs stay the same

@@ -274,7 +274,11 @@ def ablation_heatmap(
 ) -> go.Figure:
     """Loss change when each head is ablated, layers x heads, one panel per measure ({"validation batches": (L, H),
     "probe text": (L, H)}), the number in every cell, red = the loss rose (the head helped), blue = it fell.
-    `selected` (layer, head) is outlined."""
+    `selected` (layer, head) is outlined.
+
+    Plotly cannot select heatmap cells, so each panel also carries an invisible scatter trace with one square
+    marker on every cell (customdata [layer, head]): with st.plotly_chart(..., on_select=..., selection_mode=
+    "points") a click on a cell selects that marker and the page reads the head from it (`clicked_head`)."""
     title = f"Loss change when one head is {mode}-ablated"
     if not deltas:
         return placeholder(title, "no checkpoint to ablate yet", large)
@@ -304,6 +308,27 @@ def ablation_heatmap(
                 yaxis=y_axis,
             )
         )
+        cells = [(layer, head) for layer in range(L) for head in range(H)]  # L H cells, row-major
+        traces.append(
+            go.Scatter(
+                x=[f"H{h}" for _, h in cells],
+                y=[f"L{i}" for i, _ in cells],
+                customdata=[[i, h] for i, h in cells],
+                mode="markers",
+                # A square as big as a cell (about 90 px a layer), fully transparent: the heatmap shows through
+                # and a click anywhere on the cell lands on its marker. Selecting must not dim anything either.
+                marker={"symbol": "square", "size": 60, "color": "rgba(0,0,0,0)"},
+                selected={"marker": {"opacity": 0}},
+                unselected={"marker": {"opacity": 0}},
+                hovertemplate=[
+                    f"{name}: L{i} H{h} ablated: loss {z[i, h]:+.4f} (click to choose this head)<extra></extra>"
+                    for i, h in cells
+                ],
+                showlegend=False,
+                xaxis=x_axis,
+                yaxis=y_axis,
+            )
+        )
         layout[f"xaxis{k + 1 if k else ''}"] = {
             "domain": [lo, hi],
             "title": {"text": f"head · {name}"},
@@ -326,6 +351,23 @@ def ablation_heatmap(
     fig_layout = _cell_figure(title, height, large, shapes=shapes, **layout)
     fig_layout["coloraxis"] = {"colorscale": "RdBu_r", "cmin": -limit, "cmax": limit, "colorbar": bar}
     return go.Figure(data=traces, layout=fig_layout)
+
+
+def clicked_head(selection: Mapping[str, Any] | None, num_layers: int, num_heads: int) -> tuple[int, int] | None:
+    """The (layer, head) a click on `ablation_heatmap` selected, from Streamlit's plotly selection state
+    ({"selection": {"points": [{"customdata": [layer, head], ...}]}}), or None: no click, a click elsewhere, or
+    a point outside the model's layers and heads (a selection left over from another run's chart)."""
+    points = ((selection or {}).get("selection") or {}).get("points") or []
+    for point in points:
+        data = point.get("customdata")
+        if isinstance(data, (list, tuple)) and len(data) == 2:
+            try:
+                layer, head = int(data[0]), int(data[1])
+            except (TypeError, ValueError):
+                continue
+            if 0 <= layer < num_layers and 0 <= head < num_heads:
+                return layer, head
+    return None
 
 
 def ablated_probs_chart(
