@@ -42,12 +42,16 @@ def dashboard() -> None:
 dashboard()
 with st.expander("Per-run budget for learners", icon=":material/speed:"):
     budget = resources.room_budget()
-    b1, b2 = st.columns(2)
+    b1, b2, b3 = st.columns(3)
     params = b1.number_input("Max parameters (millions, 0 = no limit)", 0.0, 1000.0, budget["max_params"] / 1e6)
     steps = b2.number_input("Max steps per run (0 = no limit)", 0, 1_000_000, budget["max_steps"])
-    budget.update(max_params=int(params * 1e6), max_steps=int(steps))
-    st.caption("Checked when a learner presses Train: a bigger run is refused with the numbers. Memory is checked "
-               "for everyone: a run estimated not to fit is refused before it starts.")  # fmt: skip
+    minutes = b3.number_input("Max minutes per run (0 = no limit)", 0.0, 24 * 60.0, float(budget["max_minutes"]), 1.0)
+    budget.update(max_params=int(params * 1e6), max_steps=int(steps), max_minutes=float(minutes))
+    st.caption("Size and steps are checked when a learner presses Train: a bigger run is refused with the numbers. "
+               "The minutes go with each new run: once its worker has trained (or sat paused) that long in a slot, "
+               "it is stopped with a checkpoint and says why; a resume starts a new budget at the back of the "
+               "queue. Memory is checked for everyone: a run estimated not to fit is refused before it starts. "
+               "Your own runs have no budget.")  # fmt: skip
 runs = [r["run"] for r in runinfo.room_rows(store)]
 if runs:
     c1, c2 = st.columns([3, 1])

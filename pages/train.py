@@ -61,6 +61,12 @@ with right:
     if rd is not None and not mine:
         owner = room.owner_name(rd.config()) or "another learner"
         messages.info(f"Watching {safe.md(owner)}'s run (read-only). **Train** starts your own run.")
+    limit = resources.get_manager().time_limit(run_id) if run_id and resources.is_active(run_id) else None
+    if limit:
+        messages.caption(
+            f":material/timer: The room's time budget stops this run after {runinfo.format_duration(limit)} in a "
+            "training slot (set by the instructor)."
+        )
     if live and rd:  # settings that cannot change live: say that they need a new run
         run_values, run_source = settings.values_from_config(rd.config())
         changed = settings.changed_since_start(run_values, run_source, form.form_values(), source)

@@ -102,3 +102,35 @@ def test_the_rooms_per_run_budget_refuses_an_oversized_run_with_the_numbers():
     with pytest.raises(ConfigError, match="max_steps 300 is above the room's budget of 100"):
         settings.check_budget(big, {"max_params": 0, "max_steps": 100})
     settings.check_budget(big, {"max_params": 0, "max_steps": 0})  # no budget: no limit
+
+
+def test_the_rooms_time_budget_goes_with_a_learners_run_and_stops_it_with_the_reason(runs_dir):
+    teacher = app_as(TEACHER)
+    teacher.switch_page("pages/room.py").run()
+    minutes = next(n for n in teacher.number_input if n.label.startswith("Max minutes per run"))
+    minutes.set_value(0.05).run()  # 3 s
+    assert not teacher.exception, teacher.exception
+    try:
+        assert resources.room_budget()["max_minutes"] == pytest.approx(0.05)
+        anna = app_as(ANNA)
+        anna.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
+        anna.number_input(key=state.W_MAX_STEPS).set_value(1_000_000).run()
+        button(anna, "Train").click().run()
+        run_id = anna.session_state[state.RUN_ID]
+        assert resources.get_manager().time_limit(run_id) == pytest.approx(3.0)
+        assert any("time budget stops this run after 3 s" in str(c.value) for c in anna.caption)
+        reader = RunStore(runs_dir).reader(run_id)
+        deadline = time.time() + 60
+        while reader.status().get("state") not in ("stopped", "failed") and time.time() < deadline:
+            time.sleep(0.2)
+            resources.touch(run_id)
+            reader.poll()
+        assert reader.status()["state"] == "stopped", reader.status()
+        assert "the room's time budget of 3 s per run ran out" in reader.status()["reason"]
+        assert any("time budget" in str(e.get("message")) for e in reader.events if e.get("kind") == "state")
+        anna.run()
+        assert any("time budget of 3 s per run ran out" in str(m.value) for m in anna.markdown)
+        # the instructor's own runs have no budget
+        assert resources.time_limit_s(TEACHER) is None and resources.time_limit_s(ANNA) == pytest.approx(3.0)
+    finally:
+        resources.room_budget()["max_minutes"] = 0.0

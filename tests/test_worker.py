@@ -182,6 +182,21 @@ def test_the_lease_pauses_an_unwatched_run_and_it_resumes(store, tiny_text):
         manager.shutdown()
 
 
+def test_the_rooms_time_budget_stops_a_run_with_a_checkpoint_and_says_why(manager, store, tiny_text):
+    limited = manager.start(tiny(tiny_text), time_limit_s=1.5)
+    free = manager.start(tiny(tiny_text))
+    assert manager.time_limit(limited) == 1.5 and manager.time_limit(free) is None
+    stepped(store, limited)
+    wait_for(lambda: status(store, limited).get("state") == "stopped", timeout=30, what="the budget's stop")
+    st = status(store, limited)
+    assert st["reason"].startswith("stopped: the room's time budget of 1.5 s per run ran out at step")
+    assert store.reader(limited).checkpoints()[-1] == st["step"]  # checkpointed on the way out
+    said = [e for e in store.reader(limited).events if e.get("kind") == "state"]
+    assert said and "time budget of 1.5 s" in said[-1]["message"]
+    assert manager.is_live(free)  # a run without a budget trains on
+    manager.stop(free)
+
+
 def test_resume_during_a_release_restarts_and_stop_after_it_stops(store, tiny_text):
     manager = RunManager(store, max_active=2, threads_per_run=1, lease_seconds=0.5)
     try:

@@ -261,6 +261,7 @@ class _Job:
     killed_as: tuple[str, str] | None = None  # (state, reason) to record if it has to be killed
     released: bool = False  # asked to checkpoint and exit (lease, eviction, shutdown)
     position: int | None = None  # queue position last written to status.json
+    launched: float | None = None  # time.monotonic() when its worker process started (its slot's clock)
 
 
 class RunManager:
@@ -291,6 +292,7 @@ class RunManager:
         self._changed = threading.Condition(self._lock)  # notified whenever a job ends
         self._jobs: dict[str, _Job] = {}  # launching or live, at most max_active
         self._queue: list[_Job] = []  # FIFO
+        self._time_limits: dict[str, float] = {}  # run id -> seconds each of its workers may hold a slot
         self._closed = False
         self._wake_r, self._wake_w = os.pipe()  # start() wakes the monitor out of its wait()
         for fd in (self._wake_r, self._wake_w):
@@ -302,9 +304,17 @@ class RunManager:
 
     # ---------------------------------------------------------------- public API
 
-    def start(self, config: RunConfig, parent: str | None = None, actor: Actor | None = None) -> str:
+    def start(
+        self,
+        config: RunConfig,
+        parent: str | None = None,
+        actor: Actor | None = None,
+        time_limit_s: float | None = None,
+    ) -> str:
         """Create a run folder and queue the run; it starts as soon as a slot is free. Returns its id. `actor`
-        (a learner of the app) becomes the run's owner: only they and the instructor may change it."""
+        (a learner of the app) becomes the run's owner: only they and the instructor may change it.
+        `time_limit_s` (the room's time budget): once its worker has held a training slot that long, the run is
+        stopped with a checkpoint, the reason in its status and events; a resume starts a new budget."""
         # Fail here, in the page, for what cannot work: no such device, an unknown source, a run too big for
         # the memory, a runs folder without room (RunStore.create then says if it cannot be written at all).
         preflight(config, runs_root=self.store.root)
@@ -313,6 +323,9 @@ class RunManager:
         writer.close()
         # The stored config: a text corpus is in the run's corpus.txt, not in every message to the worker.
         stored = config_from_json(read_json(writer.run_dir / "config.json", {}) or {}).to_dict()
+        if time_limit_s:
+            with self._lock:
+                self._time_limits[writer.run_id] = float(time_limit_s)
         self._enqueue(_Job(writer.run_id, stored, None, time.monotonic()))
         return writer.run_id
 
@@ -439,6 +452,11 @@ class RunManager:
             job = self._jobs.get(run_id) or self._queued(run_id)
             if job is not None:
                 job.touched = time.monotonic()
+
+    def time_limit(self, run_id: str) -> float | None:
+        """The seconds a worker of this run may hold a training slot (the room's time budget), or None."""
+        with self._lock:
+            return self._time_limits.get(run_id)
 
     def is_live(self, run_id: str) -> bool:
         """True while a worker process exists (or is being started) for the run."""
@@ -585,6 +603,7 @@ class RunManager:
             return
         with self._lock:
             job.process, job.conn, job.launching = process, sender, False
+            job.launched = time.monotonic()
             for command in job.commands:
                 self._send(job, command)
             job.commands.clear()
@@ -650,6 +669,8 @@ class RunManager:
                     job.process.kill()  # reaped on the next tick, as killed_as says
                 elif not job.released and now - job.touched > self.lease_seconds:
                     self._release(job, f"paused: nobody watched for {_minutes(self.lease_seconds)}")
+                else:
+                    self._enforce_time_limit(job, now)
             for job in list(self._queue):
                 if now - job.touched > self.lease_seconds:
                     self._queue.remove(job)
@@ -662,6 +683,17 @@ class RunManager:
                 job.launching = True
         for job in pending:
             self._launch(job)
+
+    def _enforce_time_limit(self, job: _Job, now: float) -> None:
+        """Stop a run whose worker has held its slot for the room's time budget (called with the lock)."""
+        limit = self._time_limits.get(job.run_id)
+        if not limit or job.launched is None or job.released or job.stop_requested or now - job.launched < limit:
+            return
+        reason = f"stopped: the room's time budget of {_minutes(limit)} per run ran out"
+        job.stop_requested, job.then = True, None
+        self._send(job, {"cmd": "stop", "reason": reason})
+        job.killed_as = ("stopped", f"{reason}; the worker did not stop within {self.stop_grace:g} s and was killed")
+        job.deadline = now + self.stop_grace
 
     def _evict_paused(self) -> None:
         """While runs wait for a slot, a worker that sits paused gives its slot up (it stays resumable)."""

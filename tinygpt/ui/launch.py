@@ -32,7 +32,8 @@ def config_from_form(source: str, uploaded: Any, learner: Actor, messages) -> Ru
 def start(config: RunConfig, learner: Actor, parent: str | None) -> None:
     """Queue a new run owned by `learner`, make it the page's run, and redraw."""
     try:
-        new_id = resources.get_manager().start(config, parent=parent, actor=learner)
+        limit = resources.time_limit_s(learner)
+        new_id = resources.get_manager().start(config, parent=parent, actor=learner, time_limit_s=limit)
     except TinyGPTError as e:
         st.error(safe.md(e))
         return

@@ -140,5 +140,13 @@ def head_stats(reader: RunReader) -> list[dict]:
 @st.cache_resource(show_spinner=False)
 def room_budget() -> dict:
     """The per-run budget the instructor sets on the Room page, shared by every session of this server:
-    {"max_params": int or 0 (no limit), "max_steps": int or 0}. Checked when a learner presses Train."""
-    return {"max_params": 0, "max_steps": 0}
+    {"max_params": int or 0 (no limit), "max_steps": int or 0, "max_minutes": float or 0}. Size and steps are
+    checked when a learner presses Train; the minutes go with the run to the run manager, which stops it when its
+    worker has held a training slot that long (`time_limit_s`)."""
+    return {"max_params": 0, "max_steps": 0, "max_minutes": 0.0}
+
+
+def time_limit_s(learner) -> float | None:
+    """The room's time budget for a new run of `learner` in seconds (None: no limit; the instructor has none)."""
+    minutes = float(room_budget().get("max_minutes") or 0)
+    return minutes * 60 if minutes > 0 and not learner.instructor else None
