@@ -31,6 +31,7 @@ with st.expander("How each number is defined", icon=":material/functions:"):
 @st.fragment(run_every=2.0 if state.get(state.CIRC_LIVE) else None)
 def experiment() -> None:
     st.subheader("The induction-head phase change")
+    st.page_link("pages/experiments.py", label="More experiments: the pitfall lab", icon=":material/science:")
     labels = list(circuits.INDUCTION_VARIANTS)
     c1, c2, c3 = st.columns([2, 1, 1])
     source = c1.selectbox("Corpus", list(circuits.INDUCTION_SOURCES), key=state.W_CIRC_SOURCE,

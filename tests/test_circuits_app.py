@@ -59,3 +59,28 @@ def test_the_page_shows_heads_ablation_and_lens_of_a_run(runs_dir, tiny_text):
     at.selectbox(key=state.W_CIRC_HEAD).set_value("L1H1").run()
     at.segmented_control(key=state.W_CIRC_MODE).set_value("mean").run()
     assert not at.exception, at.exception
+
+
+def test_the_experiments_page_links_the_induction_runs_to_circuits_and_back(runs_dir, tiny_text):
+    store = RunStore(runs_dir)
+    ids = []
+    for layers in (2, 1):  # stand-ins for the experiment's two runs (labels in circuits.INDUCTION_VARIANTS)
+        config = tiny_config(tiny_text, max_steps=10, num_layers=layers)
+        with store.create(config.to_dict(), owner="cli") as writer:
+            ids.append(writer.run_dir.name)
+        assert run_training(writer.run_dir, config) == "finished"
+    at = app()
+    at.switch_page("pages/experiments.py").run()
+    assert not at.exception, at.exception
+    [link] = [e for e in at.get("page_link") if "Run it on Circuits" in e.proto.label]
+    assert link.proto.page.endswith("circuits")
+    at.query_params[state.URL_CIRC] = ",".join(ids)  # a session that started the experiment (or a link to it)
+    at.run()
+    assert not at.exception, at.exception
+    [link] = [e for e in at.get("page_link") if "on Circuits" in e.proto.label]
+    assert "See its phase change" in link.proto.label
+    assert link.proto.query_string == f"{state.URL_RUN}={ids[0]}&{state.URL_CIRC}={ids[0]}%2C{ids[1]}"
+    assert "Did not reproduce." in texts(at)  # 10 steps: the verdict is computed, and honest
+    at.switch_page("pages/circuits.py").run()
+    assert not at.exception, at.exception
+    assert any("pitfall lab" in e.proto.label for e in at.get("page_link"))

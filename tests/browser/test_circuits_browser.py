@@ -139,3 +139,30 @@ def test_clicking_an_ablation_cell_or_a_table_row_chooses_the_head(app_server, a
     expect(head_box(page)).to_have_value("L0H1")
     expect(probs).to_contain_text("with L0H1 ablated")
     page.screenshot(path=str(shots / "circuits_click.png"), full_page=True)
+
+
+def test_the_experiments_entry_opens_the_induction_runs_on_circuits_and_circuits_links_back(
+    app_server, app_runs, page, shots, tiny_text
+):
+    """Two short stand-in runs as the experiment's pair (?induction=): the Experiments page's induction entry
+    states them and their verdict, its link opens Circuits with the 2-layer run selected, and Circuits links back."""
+    ids = []
+    for layers in (2, 1):
+        config = tiny_config(tiny_text, max_steps=20, num_layers=layers)
+        with RunStore(app_runs).create(config.to_dict(), owner="cli") as writer:
+            ids.append(writer.run_dir.name)
+        assert run_training(writer.run_dir, config) == "finished"
+    page.goto(f"{app_server}/experiments?induction={ids[0]},{ids[1]}")
+    entry = element(page, "lab_induction")
+    expect(entry).to_contain_text("Induction heads: watch a circuit form", timeout=60_000)
+    expect(entry).to_contain_text("Did not reproduce.")  # 20 steps: no circuit, and the entry says so
+    entry.screenshot(path=str(shots / "experiments_induction_entry.png"))
+    entry.get_by_role("link", name=re.compile("See its phase change")).click()
+    expect(page.get_by_role("heading", name="tinygpt · Circuits")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("Heads at step 20")).to_be_visible(timeout=60_000)
+    assert f"run={ids[0]}" in page.url and "induction=" in page.url, page.url
+    expect(
+        page.get_by_text("2 layers: phase change at step").or_(page.get_by_text("2 layers: no phase change"))
+    ).to_be_visible()
+    page.get_by_role("link", name="More experiments: the pitfall lab").click()
+    expect(page.get_by_role("heading", name="tinygpt · Experiments")).to_be_visible(timeout=60_000)
