@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from tinygpt.optim import AdamW
+from tinygpt.optim import NEWTON_SCHULZ_COEFFS, NEWTON_SCHULZ_STEPS, AdamW, Muon, orthogonalize
 
 
 def two_groups(seed: int = 0) -> tuple[list[torch.Tensor], list[dict]]:
@@ -115,3 +115,96 @@ def test_training_step_does_not_import_dynamo():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------- Muon
+
+
+def newton_schulz_by_svd(matrix: torch.Tensor) -> torch.Tensor:
+    """The reference: what the quintic Newton-Schulz iteration does, computed on the SVD instead of with matmuls.
+
+    X -> a X + b (X X^T) X + c (X X^T)^2 X keeps U and V and maps each singular value s to a s + b s^3 + c s^5,
+    so after scaling to Frobenius norm 1 the result is U p(p(...p(s / ||M||)...)) V^T."""
+    a, b, c = NEWTON_SCHULZ_COEFFS
+    u, s, vh = torch.linalg.svd(matrix.double(), full_matrices=False)
+    s = s / matrix.double().norm()
+    for _ in range(NEWTON_SCHULZ_STEPS):
+        s = a * s + b * s**3 + c * s**5
+    return (u * s) @ vh
+
+
+@pytest.mark.parametrize("shape", [(16, 16), (48, 16), (16, 64)])
+def test_orthogonalize_is_newton_schulz_on_the_singular_values(shape):
+    matrix = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+    ours = orthogonalize(matrix)
+    assert ours.shape == matrix.shape
+    torch.testing.assert_close(ours.double(), newton_schulz_by_svd(matrix), rtol=0, atol=2e-5)
+    # ... which is close to the nearest semi-orthogonal matrix U V^T: every singular value near 1, not equal to it.
+    singular = torch.linalg.svdvals(ours)
+    assert 0.6 < singular.min() and singular.max() < 1.25
+    u, _, vh = torch.linalg.svd(matrix, full_matrices=False)
+    assert torch.nn.functional.cosine_similarity(ours.flatten(), (u @ vh).flatten(), dim=0) > 0.95
+
+
+def test_muon_step_follows_its_equations():
+    """Two steps of Muon against the update rule written out with the SVD reference."""
+    gen = torch.Generator().manual_seed(3)
+    weight = torch.randn(24, 8, generator=gen, requires_grad=True)
+    grads = [torch.randn(24, 8, generator=gen) for _ in range(2)]
+    lr, mu, wd = 0.01, 0.95, 0.1
+    optimizer = Muon([weight], lr=lr, momentum=mu, weight_decay=wd)
+    expected = weight.detach().double().clone()
+    buffer = torch.zeros_like(expected)
+    for grad in grads:
+        weight.grad = grad.clone()
+        optimizer.step()
+        buffer = mu * buffer + grad.double()
+        update = newton_schulz_by_svd(grad.double() + mu * buffer)
+        expected = expected * (1 - lr * wd) - lr * 0.2 * max(24, 8) ** 0.5 * update
+    torch.testing.assert_close(weight.detach().double(), expected, rtol=0, atol=1e-5)
+    # the step's RMS is ~0.2 * lr, like an AdamW step: one learning rate serves both optimizers of a run
+    single = Muon([torch.zeros(24, 8, requires_grad=True)], lr=lr)
+    single.param_groups[0]["params"][0].grad = grads[0]
+    single.step()
+    rms = single.param_groups[0]["params"][0].detach().pow(2).mean().sqrt()
+    assert 0.15 * lr < rms < 0.25 * lr
+
+
+def test_muon_refuses_what_it_is_not_for():
+    with pytest.raises(ValueError, match="2-D weight matrices only"):
+        Muon([torch.zeros(8, requires_grad=True)], lr=0.01)
+
+
+def test_muon_run_resumes_from_a_checkpoint_exactly(tmp_path):
+    """A Muon run (Muon on the blocks' matrices + AdamW on the rest, as one optimizer) saved to a checkpoint and
+    resumed continues the same losses bit for bit."""
+    from tinygpt.checkpoint import load_checkpoint, save_checkpoint
+    from tinygpt.config import preset
+    from tinygpt.data import Corpus
+    from tinygpt.model import TinyGPT
+    from tinygpt.trainer import Trainer
+
+    corpus = Corpus.from_text("the quick brown fox jumps over the lazy dog. " * 40, block_size=16)
+    config = preset("demo", optimizer="muon", max_steps=8, max_seq_len=16, hidden_dim=32, batch_size=4)
+    config.model.vocab_size = corpus.tokenizer.vocab_size
+
+    def fresh() -> Trainer:
+        torch.manual_seed(0)
+        return Trainer(TinyGPT(config.model), config.train, corpus)
+
+    whole = fresh()
+    expected = [whole.step()["loss"] for _ in range(8)]
+    first = fresh()
+    losses = [first.step()["loss"] for _ in range(4)]
+    kinds = {type(o).__name__ for o in first.optimizer.optimizers}
+    assert kinds == {"Muon", "AdamW"}
+    muon_params = first.optimizer.optimizers[0].param_groups[0]["params"]
+    assert len(muon_params) == 4 * config.model.num_layers  # qkv, proj, fc, mlp.proj per block
+    stem = tmp_path / "step_4"
+    save_checkpoint(stem, first.model, config, corpus.tokenizer.vocab, 4, first.state())
+    saved = load_checkpoint(stem)
+    second = fresh()
+    second.model.load_state_dict(saved.model_state, strict=False)
+    second.load_state(saved.trainer_state)
+    losses += [second.step()["loss"] for _ in range(4)]
+    assert losses == expected

@@ -30,7 +30,7 @@ from tinygpt import data as data_module
 from tinygpt import preflight as preflight_module
 from tinygpt import runstore
 from tinygpt.cli import build_parser, main
-from tinygpt.config import ATTN_SCALES, DEVICES, MASKS, PRESETS, SOFTMAXES
+from tinygpt.config import ATTN_SCALES, DEVICES, MASKS, OPTIMIZERS, PRESETS, SOFTMAXES
 from tinygpt.errors import ResourceError, RunStoreError, TinyGPTError
 from tinygpt.loop import DIVERGE_PATIENCE, LATEST, QueueControl, run_training
 from tinygpt.runstore import (
@@ -664,7 +664,8 @@ def test_13_every_flag_has_help_choices_and_the_presets_values():
     assert tuple(actions["model.softmax"].choices) == SOFTMAXES and tuple(actions["train.device"].choices) == DEVICES
     assert "synthetic:add" in actions["data.source"].choices
     assert "GPT-2 had them" in actions["model.bias"].help and actions["model.bias"].metavar == "{true,false}"
-    assert "demo 64, nanogpt-cpu 128, gpu 384" in actions["model.hidden_dim"].help
+    assert "demo 64, nanogpt-cpu 128, fast 128, gpu 384" in actions["model.hidden_dim"].help
+    assert tuple(actions["train.optimizer"].choices) == OPTIMIZERS
     assert f"demo {PRESETS['demo']['run']['attention_every']}" in actions["run.attention_every"].help
     assert "learning_rate / 10" in actions["train.min_lr"].help
     assert "model.vocab_size" not in actions and "data.text_sha256" not in actions

@@ -2,8 +2,9 @@
 
 A checkpoint is two files with the same stem:
 
-    step_00000500.safetensors   model weights ("model.*"), AdamW moments ("optim.<i>.exp_avg", ...),
-                                generator states ("rng.batch", "rng.eval") as uint8 tensors
+    step_00000500.safetensors   model weights ("model.*"), optimizer state ("optim.<i>.exp_avg", ...,
+                                Muon's "optim.<i>.momentum_buffer"), the batch generator's state ("rng.batch")
+                                as uint8 tensors (older checkpoints also hold "rng.eval", no longer needed)
     step_00000500.json          format, version, step, run config, vocabulary, the optimizer's scalar state
                                 (per-parameter step counts, hyper-parameters), and the safetensors file's size
 
@@ -91,7 +92,6 @@ def save_checkpoint(
                     scalars.setdefault(str(index), {})[key] = float(value)
         meta["optimizer"] = {"param_groups": optim["param_groups"], "scalars": scalars}
         tensors["rng.batch"] = trainer_state["batch_generator"]
-        tensors["rng.eval"] = trainer_state["eval_generator"]
         meta["trainer_step"] = int(trainer_state["step"])
     weights_path = stem.with_suffix(".safetensors")
     json_path = stem.with_suffix(".json")
@@ -162,7 +162,6 @@ def load_checkpoint(stem: Path | str, device: torch.device | str = "cpu") -> Che
             "step": meta["trainer_step"],
             "optimizer": {"state": state, "param_groups": meta["optimizer"]["param_groups"]},
             "batch_generator": tensors["rng.batch"].cpu(),
-            "eval_generator": tensors["rng.eval"].cpu(),
         }
     return Checkpoint(
         step=int(meta["step"]),

@@ -23,6 +23,7 @@ MASKS = ("causal", "none", "off_by_one", "sliding_window")
 SOFTMAXES = ("stable", "naive")
 SHAPE_BUGS = ("none", "softmax_dim")  # deliberate silent shape bugs, for the pitfall lab's shape drift experiment
 DEVICES = ("auto", "cpu", "cuda", "mps")
+OPTIMIZERS = ("adamw", "muon")
 
 # Knobs that may change between two training steps without rebuilding the model or the data.
 # Everything else (heads, layers, width, context, corpus, ...) needs a new run.
@@ -188,6 +189,9 @@ class TrainConfig:
     eval_batches: int = 20  # batches averaged per estimate (nanoGPT's eval_iters for CPU)
     seed: int = 1337  # weight init, dropout and batch order: the same seed gives the same run
     device: str = "auto"  # auto picks CUDA, then Apple MPS, then CPU
+    # "muon": Muon (tinygpt/optim.py) on the blocks' weight matrices, AdamW on embeddings and gains; it reaches a
+    # given loss in fewer steps at this scale (BENCHMARKS.md, "Time to quality"). "adamw" everywhere is the classic.
+    optimizer: str = "adamw"
 
     def __post_init__(self) -> None:
         for name in ("learning_rate", "min_lr", "weight_decay", "beta1", "beta2", "max_grad_norm"):
@@ -216,11 +220,13 @@ class TrainConfig:
             raise ConfigError(
                 f"warmup_steps must be a whole number >= 0 (0 means no warmup), got {self.warmup_steps!r}."
             )
-        # torch seeds are 64-bit; the eval generator takes seed + 1 and a torchrun rank seed + rank.
+        # torch seeds are 64-bit; a torchrun rank takes seed + rank.
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
             raise ConfigError(f"seed must be a whole number from 0 to 2**63 - 1, got {self.seed!r}.")
         if self.device not in DEVICES:
             raise ConfigError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}.")
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}.")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -338,6 +344,22 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         ),
         "run": dict(attention_every=50, sample_every=250, checkpoint_every=500),
     },
+    # The CPU speedrun: nanoGPT's CPU model, data and batch, trained to nanoGPT's val loss in well under half its
+    # wall time (BENCHMARKS.md, "Time to quality"). The levers are in PRESET_NOTES["fast"].
+    "fast": {
+        "model": dict(hidden_dim=128, num_layers=4, num_heads=4, max_seq_len=64),
+        "train": dict(
+            batch_size=12,
+            max_steps=600,
+            warmup_steps=50,
+            learning_rate=6e-3,
+            beta2=0.99,
+            optimizer="muon",
+            eval_interval=50,
+            eval_batches=20,
+        ),
+        "run": dict(attention_every=25, sample_every=100, checkpoint_every=200),
+    },
     # nanoGPT's shakespeare_char GPU configuration: val loss ~1.47 in minutes on one A100.
     "gpu": {
         "model": dict(hidden_dim=384, num_layers=6, num_heads=6, max_seq_len=256, dropout=0.2),
@@ -354,6 +376,23 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 
+
+# What each preset is for and why it has its values: the app shows it under the preset select, the CLI in --help.
+PRESET_NOTES: dict[str, str] = {
+    "demo": "A 2-layer, 64-wide model on short contexts: a few seconds on a laptop CPU, enough to watch the loss "
+    "fall and heads start to form.",
+    "nanogpt-cpu": "nanoGPT's README CPU recipe (4 layers, 4 heads, width 128, context 64, batch 12, AdamW at "
+    "lr 1e-3, 2000 steps): val loss ~1.9 on Tiny Shakespeare. The yardstick the Fast preset races.",
+    "fast": "The same model, data and batch as nanoGPT CPU, to the same val loss in under half its wall time. "
+    "Two levers, each measured (BENCHMARKS.md, Time to quality): (1) Muon on the blocks' weight matrices: it "
+    "orthogonalizes each update, so every direction of a matrix learns at the same rate instead of the few "
+    "that dominate the gradient; it needs ~3x fewer steps than AdamW here. (2) A 6x higher peak learning rate "
+    "(6e-3) with a shorter warmup (50 steps) and a 600-step cosine: Muon's orthogonal steps stay stable at a rate "
+    "where AdamW's diverge or plateau. Embeddings and gains stay on AdamW.",
+    "gpu": "nanoGPT's baby GPT for a GPU (6 layers, 6 heads, width 384, context 256, batch 64, dropout 0.2): val "
+    "loss ~1.47 in minutes on one A100. Far too slow for a CPU.",
+}
+assert set(PRESET_NOTES) == set(PRESETS)
 
 MIN_LR_DIVISOR = 10  # the cosine floor follows the peak: min_lr = learning_rate / 10, as in nanoGPT and Chinchilla
 SHORT_RUN_EVALS = 4  # a short run still gets at least this many eval points ...

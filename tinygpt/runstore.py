@@ -787,7 +787,7 @@ class RunWriter:
         self._append("metrics", {"time": time.time(), **record})
 
     def append_eval(self, record: dict) -> None:
-        self._append("evals", record)
+        self._append("evals", {"time": time.time(), **record})  # when the eval ended: time to quality reads it
 
     def append_event(self, record: dict) -> None:
         if record.get("kind") not in EVENT_KINDS:
