@@ -112,7 +112,7 @@ def _clean_pass(model: TinyGPT, idx: torch.Tensor, y: torch.Tensor) -> tuple[tor
     The caller holds HOOK_LOCK (hooks are attached)."""
     L, T = len(model.blocks), idx.shape[1]
     pre, heads = [[] for _ in range(L)], [[] for _ in range(L)]
-    loss_sum = torch.zeros((), dtype=torch.float64)
+    loss_sum = torch.zeros((), dtype=torch.float64, device=idx.device)
     names = ["blocks.*.hook_resid_pre", "blocks.*.attn.hook_out"]
     with capture(model, names, to_cpu=False) as cache:
         for xs, ys in zip(idx.split(max(1, PIECE_TOKENS // T)), y.split(max(1, PIECE_TOKENS // T)), strict=True):
@@ -141,7 +141,7 @@ def ablated_loss_sums(
     N, T, C = pre.shape
     block = model.blocks[layer]
     n = max(1, PIECE_TOKENS // (H * T))  # sequences per piece; the piece holds H copies of them
-    sums = torch.zeros(H, dtype=torch.float64)
+    sums = torch.zeros(H, dtype=torch.float64, device=pre.device)
     for start in range(0, N, n):
         p, h, ys = pre[start : start + n], heads[start : start + n], y[start : start + n]  # (n, T, C), (n, T)
         m = p.shape[0]
@@ -173,7 +173,7 @@ def head_ablation(
 
     A positive delta means the head helped. Mean ablation uses `means`; zero ablation uses 0. The numbers are those
     of `head_ablation_reference` (the whole model run once per head, a hook replacing the head) to float rounding,
-    in about 40% of its time (see `ablated_loss_sums`; BENCHMARKS.md "Circuits")."""
+    in a third to a half of its time (see `ablated_loss_sums`; BENCHMARKS.md "Circuits")."""
     L, H, D = model.config.num_layers, model.config.num_heads, model.config.head_dim
     was_training = model.training
     model.eval()
@@ -182,7 +182,7 @@ def head_ablation(
             sum_val, pre, heads = _clean_pass(model, x, y)
             count = y.numel()
             means = torch.stack([heads[i].mean(dim=(0, 1)).view(H, D) for i in range(L)])  # (L, H, D)
-            out: dict = {"clean": {"val": float(sum_val / count)}, "means": means.numpy().copy()}
+            out: dict = {"clean": {"val": float(sum_val / count)}, "means": means.cpu().numpy()}
             if probe_idx is not None:
                 px, py = probe_idx[:, :-1], probe_idx[:, 1:]  # (1, T-1): each position predicts the next character
                 sum_probe, probe_pre, probe_heads = _clean_pass(model, px, py)
@@ -190,12 +190,13 @@ def head_ablation(
             for mode in modes:
                 val, probe = np.zeros((L, H)), np.zeros((L, H))
                 for layer in range(L):
-                    values = means[layer] if mode == "mean" else torch.zeros(H, D)  # (H, D): what each head says
-                    val[layer] = ((ablated_loss_sums(model, layer, pre[layer], heads[layer], y, values) - sum_val)
-                                  / count).numpy()  # fmt: skip
+                    # (H, D): what each head of the layer says instead of its output
+                    values = means[layer] if mode == "mean" else torch.zeros_like(means[layer])
+                    sums = ablated_loss_sums(model, layer, pre[layer], heads[layer], y, values)
+                    val[layer] = ((sums - sum_val) / count).cpu().numpy()
                     if probe_idx is not None:
                         sums = ablated_loss_sums(model, layer, probe_pre[layer], probe_heads[layer], py, values)
-                        probe[layer] = ((sums - sum_probe) / py.numel()).numpy()
+                        probe[layer] = ((sums - sum_probe) / py.numel()).cpu().numpy()
                 out[mode] = {"val": val, "probe": probe} if probe_idx is not None else {"val": val}
     finally:
         model.train(was_training)
