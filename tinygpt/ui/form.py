@@ -160,7 +160,7 @@ def draw_form(run_shown: bool = False) -> tuple[str, Any]:
     per_row = 1 if state.large_fonts() else 2
     st.selectbox(
         "Preset", list(settings.PRESET_LABELS), key=state.W_PRESET, on_change=_apply_preset,
-        persist_state="session", disabled=locked,
+        persist_state="session", disabled=locked, help=settings.preset_note(state.get(state.W_PRESET)),
     )  # fmt: skip
     with st.container(border=True):
         st.markdown("**Live knobs** · change the running model at its next step")

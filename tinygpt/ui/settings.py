@@ -19,12 +19,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tinygpt.config import ATTN_SCALES, LIVE_KNOBS, MASKS, ConfigError, DataConfig, RunConfig, preset
+from tinygpt.config import (
+    ATTN_SCALES,
+    LIVE_KNOBS,
+    MASKS,
+    OPTIMIZERS,
+    PRESET_NOTES,
+    ConfigError,
+    DataConfig,
+    RunConfig,
+    preset,
+)
 from tinygpt.data import SYNTHETIC_TASKS, load_shakespeare, min_corpus_chars, text_from_user
 from tinygpt.runstore import knobs_now
 from tinygpt.ui import state
 
-PRESET_LABELS = {"Demo (CPU, seconds)": "demo", "nanoGPT CPU": "nanogpt-cpu", "GPU": "gpu"}
+PRESET_LABELS = {
+    "Demo (CPU, seconds)": "demo",
+    "nanoGPT CPU": "nanogpt-cpu",
+    "Fast Shakespeare (CPU speedrun)": "fast",
+    "GPU": "gpu",
+}
 SOURCE_SHAKESPEARE = "Tiny Shakespeare"
 SOURCE_UPLOAD = "Upload a .txt file"
 SOURCE_PASTE = "Paste text"
@@ -44,7 +59,9 @@ WIDTHS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 # Log-spaced stops (1, 2, 5 per decade) for the sliders whose useful values span decades.
 LR_GRID = tuple(m * 10.0**e for e in range(-5, 1) for m in (1, 2, 5)) + (10.0,)
 SCALE_MULT_GRID = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+OPTIMIZER_LABELS = {"adamw": "AdamW (every weight)", "muon": "Muon (matrices) + AdamW"}
 assert set(SCALE_LABELS) == set(ATTN_SCALES) and set(MASK_LABELS) == set(MASKS)
+assert set(OPTIMIZER_LABELS) == set(OPTIMIZERS) and set(PRESET_LABELS.values()) == set(PRESET_NOTES)
 
 
 @dataclass(frozen=True)
@@ -87,6 +104,16 @@ FIELDS: tuple[Field, ...] = (
     Field("max_steps", "Max steps", state.W_MAX_STEPS, minimum=1, maximum=1_000_000),
     Field("dropout", "Dropout", state.W_DROPOUT, minimum=0.0, maximum=0.9, step=0.05),
     Field("seed", "Seed", state.W_SEED, minimum=0, maximum=2**31 - 1),
+    Field(
+        "optimizer",
+        "Optimizer",
+        state.W_OPTIMIZER,
+        "select",
+        options=OPTIMIZERS,
+        labels=OPTIMIZER_LABELS,
+        help="Muon orthogonalizes each weight matrix's update, so every direction of it learns at the same rate; "
+        "it reaches a given loss in ~3x fewer steps here (the Fast preset). Embeddings and gains stay on AdamW.",
+    ),  # fmt: skip
     Field("device", "Device", state.W_DEVICE, "device", wide=True, in_preset=False),
     # Live knobs: sliders (a slider sends its value when released, so dragging makes one knob event, not fifty),
     # log-scale where the useful values span decades, with the exact value typeable beside them.
@@ -141,6 +168,11 @@ def preset_name(label: str) -> str:
     if label not in PRESET_LABELS:
         raise ConfigError(f"unknown preset {label!r}; choose one of {', '.join(PRESET_LABELS)}.")
     return PRESET_LABELS[label]
+
+
+def preset_note(label: str | None) -> str:
+    """What the preset is for and why it has its values (tinygpt.config.PRESET_NOTES); "" for no preset."""
+    return PRESET_NOTES.get(PRESET_LABELS.get(label or ""), "")
 
 
 def preset_label(name: str) -> str | None:
