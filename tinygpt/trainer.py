@@ -20,7 +20,10 @@ Live knobs (may change between steps, see `set_knob`): learning_rate, warmup_ste
 weight_decay, and the model's attn_scale, attn_scale_mult, mask, window. Coupled knobs move together here, in one
 place: a new learning_rate moves min_lr with it, keeping their ratio (so min_lr <= learning_rate always holds).
 
-Left out: gradient accumulation, mixed precision, learning-rate finders.
+Precision: float32, or bfloat16 autocast on a CUDA GPU (`TrainConfig.precision`, tinygpt.device.autocast_dtype);
+the weights, gradients and optimizer state stay float32 either way.
+
+Left out: gradient accumulation, float16 with loss scaling, learning-rate finders.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from .config import LIVE_TRAIN_KNOBS, TrainConfig, check_live_knob
+from .device import autocast_dtype
 from .errors import ResourceError
 from .model import TinyGPT
 from .optim import AdamW, Muon, OptimizerPair
@@ -120,6 +124,10 @@ class Trainer:
         self.config = config  # shared and mutable: live knobs edit it between steps
         self.corpus = corpus
         self.optimizer = make_optimizer(model, config)
+        # bfloat16 autocast on a CUDA GPU (config.precision "auto"), float32 elsewhere: tinygpt.device.
+        self.autocast = autocast_dtype(self.device, config.precision)
+        if self.device.type == "cuda":
+            torch.backends.cuda.matmul.allow_tf32 = True  # float32 matmuls that remain use TF32 tensor cores
         self.step_count = 0  # optimisation steps taken so far
         # Its own generator (evaluation has a fixed one of its own, `evaluate_model`), so a run resumed from a
         # checkpoint (which restores `batch_generator`) sees exactly the batches it would have seen.
@@ -193,7 +201,8 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         x, y = self.corpus.get_batch("train", cfg.batch_size, self.batch_generator, self.device)  # (B, T) each
-        loss = self.loss_on(x, y, self.forward_model)
+        with torch.autocast(self.device.type, self.autocast or torch.bfloat16, enabled=self.autocast is not None):
+            loss = self.loss_on(x, y, self.forward_model)  # matmuls in bf16 under autocast; the loss in float32
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
 
