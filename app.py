@@ -66,7 +66,7 @@ if "torch" not in sys.modules:
         torch.set_num_threads(1)
     starting.empty()
 
-from tinygpt.ui import workshop  # noqa: E402 - after the first paint: imports torch
+from tinygpt.ui import live, workshop  # noqa: E402 - after the first paint: imports torch
 from tinygpt.ui.resources import get_manager, get_store, touch, touch_mine  # noqa: E402
 
 store = get_store()
@@ -74,13 +74,16 @@ shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a wor
 # The URL's ?run= wins if the run is this learner's (or the link says view=1); otherwise the session's run goes back.
 run_id = state.sync_run_id(store, lambda run: room.can_control(store.reader(run).config()))
 touch(run_id)  # any page that shows a run keeps its lease (live pages also renew it on every refresh)
+live.seen(state.session_token())  # one more session in the room: live charts refresh a little slower
 
 
 @st.fragment(run_every=30)
 def keep_my_runs() -> None:
     """Every 30 s, whatever page the learner reads (Sample does not refresh by itself): their own live and
-    queued runs keep their leases. Drawn first in the sidebar, so its place never moves."""
+    queued runs keep their leases. Drawn first in the sidebar, so its place never moves. It also counts this
+    session in the room, which sets how often live charts refresh (tinygpt/ui/live.py)."""
     touch_mine(learner)
+    live.seen(state.session_token())
 
 
 with st.sidebar:

@@ -49,11 +49,13 @@ with right:
     rows = [st.columns(3), st.columns(3)] if large else [st.columns([1.3, 1, 1, 1, 1])]
     b = [c for row in rows for c in row]
     train_clicked = b[0].button("Train", type="primary", icon=":material/play_arrow:", width="stretch")
-    pause_clicked = b[1].button("Pause", disabled=not (live and mine) or run_state == "paused", width="stretch")
+    # A queued run can be paused (it leaves the queue) or stopped too: the buttons need no redraw when it starts.
+    in_play = live or resources.is_queued(run_id)
+    pause_clicked = b[1].button("Pause", disabled=not (in_play and mine) or run_state == "paused", width="stretch")
     can_resume = rd is not None and mine and run_state in RESUMABLE_STATES
     resume_clicked = b[2].button("Resume", disabled=not can_resume, width="stretch")
     step_clicked = b[3].button("Step", disabled=not (live and mine) or run_state != "paused", width="stretch")
-    stop_clicked = b[4].button("Stop", disabled=not (live and mine), width="stretch")
+    stop_clicked = b[4].button("Stop", disabled=not (in_play and mine), width="stretch")
     if not large:
         st.number_input("Steps per Step click", 1, 10_000, key=state.W_STEP_N, persist_state="session")
     # Messages go into one container, so the live view below keeps its place whether or not there are any.
@@ -107,9 +109,8 @@ def is_active() -> bool:
 
 
 active = bool(run_id) and is_active()
-queued = active and not live  # waiting for a slot: the buttons wait too, and the page refreshes slower
-# The refresh period adapts to how many sessions watch live views on this server (tinygpt/ui/live.py).
-period = live_period.period(state.session_token(), queued) if active else None
+# The refresh period adapts to how many sessions have the app open on this server (tinygpt/ui/live.py).
+period = live_period.period(state.session_token()) if active else None
 
 
 def build_view(rd, config: dict, status: dict) -> dict:
@@ -179,16 +180,11 @@ def live_view() -> None:
             st.warning(safe.md(last["error"]))
         else:
             st.code(last.get("text", ""), language=None, height=220)
-    if active:
-        now_active = is_active()
-        # A full redraw when the run ended (the auto-refresh stops, the right buttons enable), when it left the
-        # queue (Pause and Stop enable, the period of a training view applies), or when the room's refresh
-        # period moved to another step (more or fewer sessions watching).
-        left_queue = queued and resources.is_live(run_id)
-        if not now_active or left_queue:
-            st.rerun()
-        if live_period.needs_redraw(period, live_period.period(state.session_token(), queued)):
-            st.rerun()
+    # A full redraw (rare: redrawing the page from a live fragment is what Streamlit's frontend races on under
+    # load) when the run ended (the auto-refresh stops, the right buttons enable), or when the room's refresh period
+    # moved to another step (sessions arrived or left).
+    if active and (not is_active() or live_period.needs_redraw(period, live_period.period(state.session_token()))):
+        st.rerun()
 
 
 # A constant timer: a fragment whose run_every changes between full reruns (or that stops being drawn) can leave

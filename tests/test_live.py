@@ -22,20 +22,17 @@ def test_period_is_the_base_rate_for_a_small_room_and_grows_in_steps_with_the_ro
     assert max(n / live.period_for(n) for n in range(1, 64)) <= live.SESSIONS_PER_STEP / live.BASE_S + 1e-9
 
 
-def test_a_queued_view_refreshes_at_most_every_0_9_s():
-    assert live.period_for(1, queued=True) == live.QUEUED_MIN_S == 0.9
-    assert live.period_for(30, queued=True) == live.period_for(30) == 1.8
-
-
 def test_watchers_count_sessions_seen_in_the_window_once_each():
     room = live.Watchers(window_s=10)
     for session in ("a", "b", "a", "c"):
         room.refreshed(session, now=100.0)
     assert room.count(now=105.0) == 3
     room.refreshed("a", now=108.0)
-    assert room.count(now=112.0) == 1  # b and c last refreshed 12 s ago: gone
+    assert room.count(now=112.0) == 1  # b and c last seen 12 s ago: gone
     room.left("a")
     assert room.count(now=112.0) == 0
+    # the app's window outlasts the sidebar's 30 s lease keeper, so an open page that shows no live run counts
+    assert live.WINDOW_S > 2 * 30
 
 
 def test_needs_redraw_only_when_the_period_changed():
@@ -78,3 +75,14 @@ def test_a_live_chart_spec_goes_out_with_arrow_datasets_and_the_same_spec():
 def test_every_period_is_a_multiple_of_the_base(n):
     steps = live.period_for(n) / live.BASE_S
     assert abs(steps - round(steps)) < 1e-9
+
+
+def test_a_closed_session_stops_counting_at_once():
+    open_ids = {"s1", "s2"}
+    room = live.Watchers(window_s=75, connected=lambda sid: sid in open_ids)
+    room.refreshed("a", now=0.0, streamlit_id="s1")
+    room.refreshed("b", now=0.0, streamlit_id="s2")
+    room.refreshed("c", now=0.0)  # no Streamlit session known: counted while seen
+    assert room.count(now=1.0) == 3
+    open_ids.discard("s2")  # b closed its tab
+    assert room.count(now=1.0) == 2

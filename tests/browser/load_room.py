@@ -407,10 +407,21 @@ def sent_between(pages: list[Page], a: float, b: float) -> list[int]:
     return counts
 
 
+PROBLEM = r"Traceback|Error|Exception|WARNING|CRITICAL"
+
+
 def server_log_problems(log_path: Path) -> list[str]:
+    """Problems the server logged while the room ran (its shutdown, once "Stopping..." is logged, is apart: uvicorn
+    reports the websockets the script's browser still held then)."""
     lines = log_path.read_text(errors="replace").splitlines()
-    hits = [ln for ln in lines if re.search(r"Traceback|Error|Exception|WARNING|CRITICAL", ln)]
-    return hits[:20]
+    end = next((i for i, ln in enumerate(lines) if "Stopping..." in ln), len(lines))
+    return [ln for ln in lines[:end] if re.search(PROBLEM, ln)][:20]
+
+
+def server_log_at_shutdown(log_path: Path) -> list[str]:
+    lines = log_path.read_text(errors="replace").splitlines()
+    end = next((i for i, ln in enumerate(lines) if "Stopping..." in ln), len(lines))
+    return sorted({ln for ln in lines[end:] if re.search(r"^\w*(Error|Exception)|^Exception in", ln)})[:5]
 
 
 def first_time(hist: list, states: tuple[str, ...]) -> float | None:
@@ -612,6 +623,7 @@ def run_room(browser, n: int, args) -> dict:
     result["wall_s"] = round(time.time() - t_start, 1)
     result["load_after"] = loadavg()
     result["server_log_problems"] = server_log_problems(log_path)
+    result["server_log_at_shutdown"] = server_log_at_shutdown(log_path)
     errors.pop("clock")
     for kind in ("page_errors", "console_errors"):  # the same message over and over: once, with a count
         seen: dict[str, int] = {}

@@ -1,14 +1,18 @@
 """How often a live page refreshes, so that a room of learners watching live charts stays cheap for the server.
 
-Each refresh of the Train page's live view costs the server ~10 ms of CPU (measured with
-tests/browser/profile_refresh.py; BENCHMARKS.md "A workshop room under load"). Alone or in a small room a page
-refreshes every 0.45 s (~2.2 Hz); as more sessions watch live views on the same server, every page slows down
-together in steps of 0.45 s (one step per 8 watching sessions), so the whole room's refreshes stay at ~18 per second
-however many learners watch: 20 learners watching live charts refresh every 1.35 s. A queued page (nothing to draw
-but the queue) refreshes at most every 0.9 s.
+Each refresh of the Train page's live view costs the server 10-20 ms of CPU (measured with
+tests/browser/profile_refresh.py and tests/browser/load_room.py; BENCHMARKS.md "A workshop room under load"). In a
+small room a page refreshes every 0.45 s (~2.2 Hz); as more browser sessions have the app open on the same server,
+every live page slows down together in steps of 0.45 s (one step per 8 sessions), so the whole room's refreshes stay
+at ~18 per second however many learners watch: a room of 20 learners and the instructor refreshes every 1.35 s.
 
-A page's refresh period is fixed when the page is drawn (a fragment's `run_every`); the live view redraws the page
-when the room's period moved to another step (`needs_redraw`), which happens a few times as a room fills or empties.
+The room is counted by the sessions seen lately that are still connected (`Watchers`): every script run of a session
+says it is there (the frame on every page view, the sidebar's lease keeper every 30 s, a live view at every
+refresh), so a room is counted once its learners have opened the app, before anyone presses Train, and a closed tab
+stops counting at once. A page's refresh period is fixed when the page
+is drawn (a fragment's `run_every`); a live view redraws its page only when the room's period moved to another step
+(`needs_redraw`), which is rare once the room has arrived: redrawing a whole page from inside a live fragment is
+what left pages blank under load (Streamlit "Cannot set a node at a delta path"; BENCHMARKS.md).
 Deliberately left out: the drawing itself (pages/train.py) and per-session state (tinygpt/ui/state.py).
 """
 
@@ -17,61 +21,79 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 
 import streamlit as st
 
 BASE_S = 0.45  # one page watching: ~2.2 Hz, so timer jitter never drops it below 2
 SESSIONS_PER_STEP = 8  # every 8 more watching sessions add one BASE_S to everybody's period
 MAX_S = 3.6  # never slower than this: a live page must follow a state change within a few seconds
-QUEUED_MIN_S = 0.9  # a queued page shows only the queue; it still starts its run's view within ~1 s
-WINDOW_S = 10.0  # a session counts as watching for this long after its last refresh
+WINDOW_S = 75.0  # a session counts for this long after it was last seen (the lease keeper runs every 30 s)
 
 
-def period_for(watchers: int, queued: bool = False) -> float:
-    """The refresh period (seconds) of a live view when `watchers` sessions (this one included) watch live views on
-    this server: BASE_S up to SESSIONS_PER_STEP watchers, one more BASE_S per SESSIONS_PER_STEP after that, at most
-    MAX_S; a queued view at least QUEUED_MIN_S."""
-    steps = max(1, math.ceil(max(int(watchers), 1) / SESSIONS_PER_STEP))
-    period = min(MAX_S, round(BASE_S * steps, 2))
-    return max(period, QUEUED_MIN_S) if queued else period
+def period_for(sessions: int) -> float:
+    """The refresh period (seconds) of a live view when `sessions` browser sessions (this one included) have the
+    app open on this server: BASE_S up to SESSIONS_PER_STEP sessions, one more BASE_S per SESSIONS_PER_STEP after
+    that, at most MAX_S."""
+    steps = max(1, math.ceil(max(int(sessions), 1) / SESSIONS_PER_STEP))
+    return min(MAX_S, round(BASE_S * steps, 2))
 
 
 class Watchers:
-    """The sessions that refreshed a live view lately, shared by every session of one server."""
+    """The browser sessions seen lately, shared by every session of one server."""
 
-    def __init__(self, window_s: float = WINDOW_S):
+    def __init__(self, window_s: float = WINDOW_S, connected: Callable[[str], bool] | None = None):
         self.window_s = window_s
+        self.connected = connected  # Streamlit session id -> still connected (None: everyone seen is)
         self._lock = threading.Lock()
-        self._seen: dict[str, float] = {}
+        self._seen: dict[str, tuple[float, str | None]] = {}
 
-    def refreshed(self, session: str, now: float | None = None) -> None:
+    def refreshed(self, session: str, now: float | None = None, streamlit_id: str | None = None) -> None:
         with self._lock:
-            self._seen[session] = time.monotonic() if now is None else now
+            self._seen[session] = (time.monotonic() if now is None else now, streamlit_id)
 
     def left(self, session: str) -> None:
         with self._lock:
             self._seen.pop(session, None)
 
     def count(self, now: float | None = None) -> int:
-        """How many sessions refreshed a live view in the last `window_s` seconds (old entries are dropped)."""
+        """How many sessions were seen in the last `window_s` seconds (old entries are dropped)."""
         now = time.monotonic() if now is None else now
         with self._lock:
-            for session in [s for s, t in self._seen.items() if now - t > self.window_s]:
+            for session in [s for s, (t, _) in self._seen.items() if now - t > self.window_s]:
                 del self._seen[session]
-            return len(self._seen)
+            seen = list(self._seen.values())
+        return sum(1 for _, sid in seen if sid is None or self.connected is None or self.connected(sid))
+
+
+def _connected(streamlit_id: str) -> bool:
+    from streamlit.runtime import Runtime
+
+    return not Runtime.exists() or Runtime.instance().is_active_session(streamlit_id)
 
 
 @st.cache_resource(show_spinner=False)
 def watchers() -> Watchers:
     """This server's Watchers."""
-    return Watchers()
+    return Watchers(connected=_connected)
 
 
-def period(session: str, queued: bool = False) -> float:
-    """The period for this session's live view now, counting this session as watching."""
-    room = watchers()
-    room.refreshed(session)
-    return period_for(room.count(), queued)
+def _streamlit_id() -> str | None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    return ctx.session_id if ctx is not None else None
+
+
+def seen(session: str) -> None:
+    """This session is here (any script run of it)."""
+    watchers().refreshed(session, streamlit_id=_streamlit_id())
+
+
+def period(session: str) -> float:
+    """The period for this session's live view now, counting this session."""
+    seen(session)
+    return period_for(watchers().count())
 
 
 def needs_redraw(drawn_s: float | None, now_s: float) -> bool:
