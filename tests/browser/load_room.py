@@ -410,12 +410,37 @@ def sent_between(pages: list[Page], a: float, b: float) -> list[int]:
 PROBLEM = r"Traceback|Error|Exception|WARNING|CRITICAL"
 
 
+def _log_blocks(lines: list[str]) -> list[list[str]]:
+    """The log cut into blocks: a line that does not start with whitespace begins a block (a traceback's frames
+    and its "During handling ..." part stay with it)."""
+    blocks: list[list[str]] = []
+    for ln in lines:
+        raised = re.match(r"[\w.]+(Error|Exception|Disconnected|Interrupt)\b", ln) is not None  # its last line
+        chained = ln.startswith(("Traceback", "During handling")) or not ln.strip() or raised
+        if blocks and (ln[:1].isspace() or chained or blocks[-1][-1].startswith("During handling")):
+            blocks[-1].append(ln)
+        else:
+            blocks.append([ln])
+    return blocks
+
+
 def server_log_problems(log_path: Path) -> list[str]:
-    """Problems the server logged while the room ran (its shutdown, once "Stopping..." is logged, is apart: uvicorn
-    reports the websockets the script's browser still held then)."""
+    """Problems the server logged while the room ran. Apart: the shutdown (once "Stopping..." is logged: uvicorn
+    reports the websockets the script's browser still held then) and Streamlit's own websocket endpoint failing to
+    close a connection the browser had already dropped (`WebSocketDisconnected`, `websocket_disconnects`)."""
     lines = log_path.read_text(errors="replace").splitlines()
     end = next((i for i, ln in enumerate(lines) if "Stopping..." in ln), len(lines))
-    return [ln for ln in lines[:end] if re.search(PROBLEM, ln)][:20]
+    out = []
+    for block in _log_blocks(lines[:end]):
+        if any("WebSocketDisconnected" in ln for ln in block):
+            continue
+        out.extend(ln for ln in block if re.search(PROBLEM, ln))
+    return out[:20]
+
+
+def websocket_disconnects(log_path: Path) -> int:
+    lines = log_path.read_text(errors="replace").splitlines()
+    return sum(1 for b in _log_blocks(lines) if any("WebSocketDisconnected" in ln for ln in b))
 
 
 def server_log_at_shutdown(log_path: Path) -> list[str]:
@@ -624,6 +649,7 @@ def run_room(browser, n: int, args) -> dict:
     result["load_after"] = loadavg()
     result["server_log_problems"] = server_log_problems(log_path)
     result["server_log_at_shutdown"] = server_log_at_shutdown(log_path)
+    result["websocket_disconnect_tracebacks"] = websocket_disconnects(log_path)
     errors.pop("clock")
     for kind in ("page_errors", "console_errors"):  # the same message over and over: once, with a count
         seen: dict[str, int] = {}
