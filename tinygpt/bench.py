@@ -41,32 +41,35 @@ from .trainer import Trainer, lr_at
 
 
 class _RefBlock(nn.Module):
-    def __init__(self, width: int, heads: int):
+    def __init__(self, width: int, heads: int, dropout: float = 0.0):
         super().__init__()
-        self.heads = heads
+        self.heads, self.dropout = heads, dropout
         self.ln_1 = nn.LayerNorm(width, bias=False)
         self.qkv = nn.Linear(width, 3 * width, bias=False)
         self.proj = nn.Linear(width, width, bias=False)
         self.ln_2 = nn.LayerNorm(width, bias=False)
         self.fc = nn.Linear(width, 4 * width, bias=False)
         self.fc_out = nn.Linear(4 * width, width, bias=False)
+        self.drop = nn.Dropout(dropout)
 
     def forward(self, x):
         B, T, C = x.shape
         q, k, v = (
             t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in self.qkv(self.ln_1(x)).split(C, 2)
         )
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).contiguous().view(B, T, C)
-        x = x + self.proj(y)
-        return x + self.fc_out(F.gelu(self.fc(self.ln_2(x))))
+        p = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        x = x + self.drop(self.proj(y.transpose(1, 2).contiguous().view(B, T, C)))
+        return x + self.drop(self.fc_out(F.gelu(self.fc(self.ln_2(x)))))
 
 
 class _RefGPT(nn.Module):
-    def __init__(self, vocab: int, width: int, layers: int, heads: int, context: int):
+    def __init__(self, vocab: int, width: int, layers: int, heads: int, context: int, dropout: float = 0.0):
         super().__init__()
         self.tok = nn.Embedding(vocab, width)
         self.pos = nn.Embedding(context, width)
-        self.blocks = nn.ModuleList(_RefBlock(width, heads) for _ in range(layers))
+        self.drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(_RefBlock(width, heads, dropout) for _ in range(layers))
         self.ln_f = nn.LayerNorm(width, bias=False)
         self.head = nn.Linear(width, vocab, bias=False)
         self.head.weight = self.tok.weight
@@ -78,16 +81,18 @@ class _RefGPT(nn.Module):
                 nn.init.normal_(proj.weight, std=0.02 / (2 * layers) ** 0.5)
 
     def forward(self, idx):
-        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1]))
+        x = self.drop(self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device)))
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
 
 
-def _reference_stepper(corpus: Corpus, mc: TransformerConfig, tc: TrainConfig):
-    """A nanoGPT-style training step (returns its loss) and its model, for side-by-side comparisons."""
+def _reference_stepper(corpus: Corpus, mc: TransformerConfig, tc: TrainConfig, device="cpu", autocast=None):
+    """A nanoGPT-style training step (returns its loss) and its model, for side-by-side comparisons. On a GPU pass
+    autocast=torch.bfloat16, as nanoGPT's train.py does there."""
     torch.manual_seed(tc.seed)
-    model = _RefGPT(mc.vocab_size, mc.hidden_dim, mc.num_layers, mc.num_heads, mc.max_seq_len)
+    model = _RefGPT(mc.vocab_size, mc.hidden_dim, mc.num_layers, mc.num_heads, mc.max_seq_len, mc.dropout)
+    model.to(device)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
     opt = torch.optim.AdamW(
@@ -98,12 +103,14 @@ def _reference_stepper(corpus: Corpus, mc: TransformerConfig, tc: TrainConfig):
     )
     gen = torch.Generator().manual_seed(tc.seed)
     counter = [0]
+    device_type = torch.device(device).type
 
     def step():
         for group in opt.param_groups:
             group["lr"] = lr_at(counter[0], tc.learning_rate, tc.min_lr, tc.warmup_steps, tc.max_steps)
-        x, y = corpus.get_batch("train", tc.batch_size, gen)
-        loss = F.cross_entropy(model(x).view(-1, mc.vocab_size), y.view(-1))
+        x, y = corpus.get_batch("train", tc.batch_size, gen, device)
+        with torch.autocast(device_type, autocast or torch.bfloat16, enabled=autocast is not None):
+            loss = F.cross_entropy(model(x).view(-1, mc.vocab_size), y.view(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), tc.max_grad_norm)
