@@ -105,6 +105,8 @@ def test_a_click_on_an_ablation_cell_names_its_head():
         assert cells == [(f"L{i}", f"H{h}") for i in range(2) for h in range(3)]
         assert [list(c) for c in clicks["customdata"]] == [[i, h] for i in range(2) for h in range(3)]
     assert "+5.0000" in fig["data"][1]["hovertemplate"][5]  # L1 H2 hovers its own number
+    assert list(fig["layout"]["xaxis"]["range"]) == [-0.5, 2.5]  # the cells fill the panel, layer 0 on top
+    assert list(fig["layout"]["yaxis2"]["range"]) == [1.5, -0.5]
     # Streamlit's selection state after a click on the cell L1 H2, and what is not a click on a cell
     click = {"selection": {"points": [{"curve_number": 1, "x": "H2", "y": "L1", "customdata": [1, 2]}]}}
     assert charts.clicked_head(click, 2, 3) == (1, 2)

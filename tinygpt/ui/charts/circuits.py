@@ -329,13 +329,16 @@ def ablation_heatmap(
                 yaxis=y_axis,
             )
         )
+        # Ranges pinned to the cells (category i spans i - 0.5 .. i + 0.5): autorange would pad them for the
+        # click markers' size. Layer 0 on top, as the table reads.
         layout[f"xaxis{k + 1 if k else ''}"] = {
             "domain": [lo, hi],
             "title": {"text": f"head · {name}"},
             "side": "bottom",
+            "range": [-0.5, H - 0.5],
         }
         layout[f"yaxis{k + 1 if k else ''}"] = {
-            "autorange": "reversed",
+            "range": [L - 0.5, -0.5],
             "anchor": x_axis,
             "title": {"text": "layer" if k == 0 else ""},
         }
