@@ -65,6 +65,8 @@ EVENTS = [  # the cheating run of the issue: scale off at 1130, mask none at 181
 def test_runs_show_the_live_changes_and_the_knobs_of_the_best_val_loss():
     assert runinfo.knob_history(EVENTS) == ["scale head_dim → none @1130", "mask causal → none @1810"]
     assert runinfo.run_name(CONFIG, EVENTS) == "2L×4H×64 · synthetic:copy · lr 0.002 · scale→none@1130 · mask→none@1810"
+    muon = {**CONFIG, "train": {**CONFIG["train"], "optimizer": "muon"}}
+    assert runinfo.run_name(muon, []) == "2L×4H×64 · synthetic:copy · lr 0.002 · muon"  # the speedrun's lever
     evals = [{"step": 1000, "val_loss": 1.9}, {"step": 2000, "val_loss": 0.126}]
     step, loss, under = runinfo.best_eval(CONFIG, EVENTS, evals)
     assert (step, loss) == (2000, 0.126) and under == ["scale none", "mask none"]  # reached while cheating

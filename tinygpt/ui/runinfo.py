@@ -165,6 +165,8 @@ def run_name(config: dict, events: list[dict]) -> str:
     parts = [f"{model.get('num_layers', '?')}L×{model.get('num_heads', '?')}H×{model.get('hidden_dim', '?')}"]
     parts.append(str(data.get("source") or "?"))
     parts.append(f"lr {_short(train.get('learning_rate'))}")
+    if train.get("optimizer", "adamw") != "adamw":
+        parts.append(str(train["optimizer"]))
     if model.get("mask", "causal") != "causal":
         parts.append(f"mask {model['mask']}")
     if model.get("attn_scale", "head_dim") != "head_dim":

@@ -1,0 +1,69 @@
+"""The speedrun on the Runs page: the Fast preset and the nanoGPT recipe compared on the wall-clock axis.
+
+Two run folders are put into the server's runs folder (trained here, a few seconds each, on the copy task; or,
+with TINYGPT_SPEEDRUN_RUNS pointing at `python -m tinygpt.bench_speedrun --runs-dir DIR`'s folder, the
+benchmark's real Tiny Shakespeare runs, which is how the README's screenshot is made); the test picks both in
+Compare, switches the x axis to seconds and reads the axis title and the legend off the chart."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import torch
+from playwright.sync_api import expect
+from test_app_browser import go, no_exception, snap
+
+from tinygpt.config import preset
+from tinygpt.loop import run_training
+from tinygpt.runstore import RunStore
+from tinygpt.ui.charts.style import SECONDS
+
+README_SHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "compare-wall-clock.png"
+
+
+def speedrun_runs(runs: Path) -> list[str]:
+    """The ids of a Fast and a nanoGPT-recipe run in `runs` (copied from the benchmark, or trained now)."""
+    source = os.environ.get("TINYGPT_SPEEDRUN_RUNS")
+    if source:
+        picked = {}
+        for folder in sorted(Path(source).iterdir()):
+            config = (folder / "config.json").read_text() if (folder / "config.json").exists() else ""
+            kind = "fast" if '"optimizer": "muon"' in config else "nanogpt" if config else None
+            if kind and kind not in picked:
+                shutil.copytree(folder, runs / folder.name)
+                picked[kind] = folder.name
+        return [picked["fast"], picked["nanogpt"]]
+    torch.set_num_threads(1)
+    store, ids = RunStore(runs), []
+    for name, steps in (("fast", 40), ("nanogpt-cpu", 120)):
+        config = preset(name, max_steps=steps, source="synthetic:copy")
+        writer = store.create(config.to_dict(), owner="cli")
+        writer.close()
+        assert run_training(writer.run_dir, config) == "finished"
+        ids.append(writer.run_id)
+    return ids
+
+
+def test_compare_races_the_fast_preset_against_nanogpt_on_the_clock(app_server, app_runs, page, shots):
+    fast, nanogpt = speedrun_runs(app_runs)
+    page.goto(f"{app_server}/runs")
+    expect(page.get_by_role("heading", name="tinygpt · Runs")).to_be_visible()
+    compare = page.get_by_role("combobox", name="Runs to compare (two or more)")
+    for run_id in (fast, nanogpt):
+        compare.click()
+        page.get_by_role("option").filter(has_text=run_id).first.click()
+        page.keyboard.press("Escape")
+    loss_chart = page.locator('[data-testid="stVegaLiteChart"]').first
+    expect(loss_chart.locator("svg").first).to_be_visible()
+    expect(loss_chart.get_by_text("training step").first).to_be_visible()
+    page.get_by_role("button", name="seconds", exact=True).click()
+    expect(loss_chart.get_by_text(SECONDS).first).to_be_visible()  # the x axis is the wall clock now
+    expect(loss_chart.get_by_text(re.compile("muon")).first).to_be_visible()  # the Fast run, named by its lever
+    no_exception(page)
+    snap(page, shots / "compare-wall-clock.png")
+    if os.environ.get("TINYGPT_SPEEDRUN_RUNS"):
+        README_SHOT.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shots / "compare-wall-clock.png", README_SHOT)
