@@ -41,11 +41,14 @@ def induction_entry() -> None:
         st.caption(circuits.INDUCTION_EXPECTED)
         labels = list(circuits.INDUCTION_VARIANTS)
         runs = state.circuit_runs(labels)
-        if not runs:
+        readers, records, ended = circuits_view.experiment_state(store, runs) if runs else ({}, {}, True)
+        if not readers:  # none started in this session, or its runs were deleted since
+            if state.get(state.CIRC_LIVE):  # nothing left to refresh for
+                state.put(state.CIRC_LIVE, False)
+                st.rerun()
             st.page_link("pages/circuits.py", label="Run it on Circuits: 2 layers against a 1-layer control",
                          icon=":material/hub:")  # fmt: skip
             return
-        readers, records, ended = circuits_view.experiment_state(store, runs)
         for rd in readers.values():  # a page looking at a run keeps it going (runs pause when nobody watches)
             resources.touch(rd.run_id)
         if bool(state.get(state.CIRC_LIVE)) != (not ended):  # refresh exactly while the runs train
