@@ -180,10 +180,10 @@ def live_view() -> None:
             st.warning(safe.md(last["error"]))
         else:
             st.code(last.get("text", ""), language=None, height=220)
-    # A full redraw (rare: redrawing the page from a live fragment is what Streamlit's frontend races on under
-    # load) when the run ended (the auto-refresh stops, the right buttons enable), or when the room's refresh period
-    # moved to another step (sessions arrived or left).
-    if active and (not is_active() or live_period.needs_redraw(period, live_period.period(state.session_token()))):
+    # The one full redraw from here: the run ended (the auto-refresh stops, the right buttons enable). A change of
+    # the room's refresh period waits for the page's next full run: redrawing every page at once from its live
+    # fragment, as the room filled, left pages that stopped receiving anything under load (BENCHMARKS.md).
+    if active and not is_active():
         st.rerun()
 
 

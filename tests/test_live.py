@@ -35,12 +35,6 @@ def test_watchers_count_sessions_seen_in_the_window_once_each():
     assert live.WINDOW_S > 2 * 30
 
 
-def test_needs_redraw_only_when_the_period_changed():
-    assert not live.needs_redraw(None, 0.9)  # a page that does not refresh by itself
-    assert not live.needs_redraw(0.45, 0.45)
-    assert live.needs_redraw(0.45, 0.9)
-
-
 def _read(data: bytes) -> list[dict]:
     return pa.ipc.open_stream(data).read_all().to_pylist()
 

@@ -9,10 +9,10 @@ at ~18 per second however many learners watch: a room of 20 learners and the ins
 The room is counted by the sessions seen lately that are still connected (`Watchers`): every script run of a session
 says it is there (the frame on every page view, the sidebar's lease keeper every 30 s, a live view at every
 refresh), so a room is counted once its learners have opened the app, before anyone presses Train, and a closed tab
-stops counting at once. A page's refresh period is fixed when the page
-is drawn (a fragment's `run_every`); a live view redraws its page only when the room's period moved to another step
-(`needs_redraw`), which is rare once the room has arrived: redrawing a whole page from inside a live fragment is
-what left pages blank under load (Streamlit "Cannot set a node at a delta path"; BENCHMARKS.md).
+stops counting at once. A page's refresh period is fixed when the page is drawn (a fragment's `run_every`) and
+changes at the page's next full run (a click, the run's end), never by a redraw from inside the live fragment:
+redrawing pages from their live fragments under load left some blank (Streamlit "Cannot set a node at a delta
+path") or deaf to the server (BENCHMARKS.md).
 Deliberately left out: the drawing itself (pages/train.py) and per-session state (tinygpt/ui/state.py).
 """
 
@@ -94,8 +94,3 @@ def period(session: str) -> float:
     """The period for this session's live view now, counting this session."""
     seen(session)
     return period_for(watchers().count())
-
-
-def needs_redraw(drawn_s: float | None, now_s: float) -> bool:
-    """True when the period a page was drawn with is no longer the room's (the page must redraw to change it)."""
-    return drawn_s is not None and abs(drawn_s - now_s) > 1e-6

@@ -7,6 +7,9 @@ Every function here holds a Streamlit cache or talks to the manager; the numbers
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import streamlit as st
 
@@ -59,17 +62,27 @@ def is_active(run_id: str | None) -> bool:
     return is_live(run_id) or is_queued(run_id)
 
 
-@st.cache_data(ttl=1.0, max_entries=1, show_spinner=False)
-def _queue_waits() -> dict[str, float | None]:
-    from tinygpt.ui import runinfo
-
-    return runinfo.queue_waits(get_store())
+@st.cache_resource(show_spinner=False)
+def _queue_memo() -> dict:
+    return {"lock": threading.Lock(), "at": 0.0, "waits": {}}
 
 
 def queue_wait(run_id: str | None) -> float | None:
     """runinfo.queue_wait, from one reading of the run store a second for the whole server: every queued page
-    asks at each refresh, and reading every run folder each time grew with the room (and the store) squared."""
-    return _queue_waits().get(run_id) if run_id else None
+    asks at each refresh, and reading every run folder each time grew with the room (and the store) squared. A
+    page never waits for another page's reading: while one reads, the others take the last answer."""
+    from tinygpt.ui import runinfo
+
+    if not run_id:
+        return None
+    memo = _queue_memo()
+    if time.monotonic() - memo["at"] > 1.0 and memo["lock"].acquire(blocking=False):
+        try:
+            memo["waits"] = runinfo.queue_waits(get_store())
+            memo["at"] = time.monotonic()
+        finally:
+            memo["lock"].release()
+    return memo["waits"].get(run_id)
 
 
 def touch(run_id: str | None) -> None:
