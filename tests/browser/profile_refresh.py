@@ -7,7 +7,8 @@ stack every 5 ms and charges each stack the CPU its thread used since the last s
 /proc/self/task/<tid>/schedstat), so waiting threads cost nothing. One page (the host) starts a long Demo run; once
 it trains, `--pages` pages watch it (`?run=...&view=1` for the others) and the profile covers `--seconds` of
 that. Prints the server's CPU per page refresh, the functions with the most CPU (inclusive and own), and writes
-the collapsed stacks to test-output/profile_refresh/stacks.txt (flame-graph input).
+the collapsed stacks to test-output/profile_refresh/stacks.txt (flame-graph input) and the host page's screenshots
+(host.png, host_below.png: the charts below the fold) next to them. Run it under the bench lock for timings.
 """
 
 from __future__ import annotations
@@ -189,8 +190,11 @@ def main() -> None:
             reruns = sum(lr.sent_between(pages, t0, t1))
             time.sleep(1)
             data = json.loads(prof.read_text())
-            shots = OUT / "host.png"
-            host.screenshot(path=str(shots), full_page=True)
+            host.screenshot(path=str(OUT / "host.png"))
+            charts = host.locator("[data-testid='stVegaLiteChart']")
+            if charts.count() >= 3:  # the learning-rate and gradient-norm charts, below the fold
+                charts.nth(2).scroll_into_view_if_needed()
+                host.screenshot(path=str(OUT / "host_below.png"))
             browser.close()
     finally:
         _stop(proc)
