@@ -181,8 +181,8 @@ def live_view() -> None:
         else:
             st.code(last.get("text", ""), language=None, height=220)
     # The one full redraw from here: the run ended (the auto-refresh stops, the right buttons enable). A change of
-    # the room's refresh period waits for the page's next full run: redrawing every page at once from its live
-    # fragment, as the room filled, left pages that stopped receiving anything under load (BENCHMARKS.md).
+    # the room's refresh period waits for the page's next full run: a redraw from a live fragment under load is
+    # what preceded the white and the deaf pages of the load test (BENCHMARKS.md, "A workshop room under load").
     if active and not is_active():
         st.rerun()
 
