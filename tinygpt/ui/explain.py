@@ -43,7 +43,7 @@ CHART_CODE: dict[str, list[Callable]] = {
     "role_history_chart": [circuits.role_keys, circuits.stripe_score, circuits.uniform_baseline],
     "residual_chart": [lens.residual_stream],
     "phase_change_chart": [circuits.induction_probe, circuits.copy_losses, circuits.find_jump, circuits.phase_change],
-    "ablation_heatmap": [lens.head_ablation, lens.replaced_head],
+    "ablation_heatmap": [lens.head_ablation, lens.ablated_loss_sums],
     "ablated_probs_chart": [lens.ablated_probs, lens.replaced_head],
     "logit_lens_chart": [lens.logit_lens],
 }
