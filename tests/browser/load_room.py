@@ -535,13 +535,14 @@ def run_room(browser, n: int, args) -> dict:
                 f"{args.first_result_timeout_s} s of the clicks: "
                 + ", ".join(f"learner{i + 1}: {s.get('text')!r}" for i, s in enumerate(sums) if not s.get("result"))
             )
-        a = mon.sample()
-        time.sleep(args.watch_s)
-        b = mon.sample()
-        reruns = sum(sent_between(pages, a["t"], b["t"]))
-        result["cpu_queue"] = cpu_block(
-            window(a, b), n, reruns, "all N pages refreshing: 2 runs training, the rest queued"
-        )
+        if args.watch_s > 0:  # --watch-s 0: no CPU windows at all
+            a = mon.sample()
+            time.sleep(args.watch_s)
+            b = mon.sample()
+            reruns = sum(sent_between(pages, a["t"], b["t"]))
+            result["cpu_queue"] = cpu_block(
+                window(a, b), n, reruns, "all N pages refreshing: 2 runs training, the rest queued"
+            )
 
         # until every run ended on the server and every page shows `finished`
         deadline = time.time() + args.room_timeout_s
