@@ -208,3 +208,14 @@ def test_muon_run_resumes_from_a_checkpoint_exactly(tmp_path):
     second.load_state(saved.trainer_state)
     losses += [second.step()["loss"] for _ in range(4)]
     assert losses == expected
+
+
+def test_a_stack_of_matrices_is_orthogonalized_like_each_alone():
+    """Muon orthogonalizes a model's same-shaped matrices as one stack (one batched GEMM per line): the same
+    numbers as one at a time, tall ones (a (48, 16) fc) included."""
+    gen = torch.Generator().manual_seed(5)
+    for shape in ((16, 48), (48, 16), (16, 16)):
+        stack = torch.randn(3, *shape, generator=gen)
+        together = orthogonalize(stack)
+        for i in range(3):
+            torch.testing.assert_close(together[i], orthogonalize(stack[i]), rtol=0, atol=1e-5)

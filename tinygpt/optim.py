@@ -182,19 +182,26 @@ def orthogonalize(matrix: torch.Tensor, steps: int = NEWTON_SCHULZ_STEPS) -> tor
     Newton-Schulz: after scaling the matrix to Frobenius norm 1 (so every singular value is <= 1), each step maps
     X -> a X + (b A + c A^2) X with A = X X^T. On the SVD that is s -> a s + b s^3 + c s^5 applied to every singular
     value s at once while U and V stay put: small singular values grow, large ones settle near 1. Only matmuls,
-    so it costs a few small GEMMs per weight matrix (microseconds at width 128).
-    Shapes: matrix (m, n); worked on as (min, max) so A = X X^T is the small (min, min) Gram matrix.
+    so it costs a few small GEMMs per weight matrix.
+    Shapes: matrix (m, n), or a stack (G, m, n) of same-shaped matrices done together (one batched GEMM per line
+    instead of G small ones: the optimizer stacks a model's matrices by shape). Worked on as (min, max), so
+    A = X X^T is the small (min, min) Gram matrix.
     """
     a, b, c = NEWTON_SCHULZ_COEFFS
     x = matrix.float()
-    tall = x.size(0) > x.size(1)
+    tall = x.size(-2) > x.size(-1)
     if tall:
-        x = x.T  # (n, m) with n < m
-    x = x / (x.norm() + 1e-7)  # every singular value now <= 1: inside the iteration's basin
+        x = x.mT  # (..., n, m) with n < m
+    x = x / (x.norm(dim=(-2, -1), keepdim=True) + 1e-7)  # every singular value now <= 1: inside the basin
     for _ in range(steps):
-        gram = x @ x.T  # (min, min)
-        x = a * x + (b * gram + c * gram @ gram) @ x
-    return (x.T if tall else x).to(matrix.dtype)
+        gram = x @ x.mT  # (..., min, min)
+        poly = (
+            torch.baddbmm(gram, gram, gram, beta=b, alpha=c)
+            if x.dim() == 3
+            else torch.addmm(gram, gram, gram, beta=b, alpha=c)
+        )  # b A + c A^2, one kernel
+        x = torch.baddbmm(x, poly, x, beta=a) if x.dim() == 3 else torch.addmm(x, poly, x, beta=a)  # a X + poly X
+    return (x.mT if tall else x).to(matrix.dtype)
 
 
 class Muon:
@@ -240,16 +247,29 @@ class Muon:
     def step(self) -> None:
         for group in self.param_groups:
             lr, mu, wd = group["lr"], group["momentum"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                slots = self.state.setdefault(p, {"momentum_buffer": torch.zeros_like(p)})
-                buffer = slots["momentum_buffer"]
-                buffer.mul_(mu).add_(p.grad)  # B <- mu B + G
-                update = orthogonalize(p.grad.add(buffer, alpha=mu))  # (m, n) ~ U V^T of G + mu B
-                if wd:
-                    p.mul_(1 - lr * wd)
-                p.add_(update, alpha=-lr * MUON_RMS_MATCH * max(p.shape) ** 0.5)
+            params = [p for p in group["params"] if p.grad is not None]
+            if not params:
+                continue
+            grads = [p.grad for p in params]
+            buffers = [self.state.setdefault(p, {"momentum_buffer": torch.zeros_like(p)})["momentum_buffer"]
+                       for p in params]  # fmt: skip
+            torch._foreach_mul_(buffers, mu)
+            torch._foreach_add_(buffers, grads)  # B <- mu B + G
+            looks = torch._foreach_add(grads, buffers, alpha=mu)  # M = G + mu B, the Nesterov look-ahead
+            if wd:
+                torch._foreach_mul_(params, 1 - lr * wd)
+            # Same-shaped matrices (as (min, max): a (512, 128) fc and a (128, 512) proj are one shape) are
+            # orthogonalized as one stack: 3 batched iterations for a model's 16 matrices instead of 16.
+            by_shape: dict[tuple[int, int], list[int]] = {}
+            for i, p in enumerate(params):
+                by_shape.setdefault((min(p.shape), max(p.shape)), []).append(i)
+            for (_, longest), members in by_shape.items():
+                stack = torch.stack([looks[i] if looks[i].size(0) <= looks[i].size(1) else looks[i].mT
+                                     for i in members])  # (G, min, max)  # fmt: skip
+                updates = orthogonalize(stack).mul_(-lr * MUON_RMS_MATCH * longest**0.5)  # (G, min, max)
+                for update, i in zip(updates, members, strict=True):
+                    p = params[i]
+                    p.add_(update if p.size(0) <= p.size(1) else update.mT)
 
     def state_dict(self) -> dict[str, Any]:
         """The `torch.optim` layout, like AdamW's."""
