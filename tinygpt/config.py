@@ -444,7 +444,7 @@ def preset(name: str, **overrides: Any) -> RunConfig:
     if "min_lr" not in overrides:
         lr = train.get("learning_rate", defaults.learning_rate)
         if isinstance(lr, (int, float)) and not isinstance(lr, bool):
-            train["min_lr"] = lr / MIN_LR_DIVISOR
+            train["min_lr"] = float(f"{lr / MIN_LR_DIVISOR:.12g}")  # 6e-4, not 0.0006000000000000001
     max_steps = train.get("max_steps", defaults.max_steps)
     if isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps >= 1:
         if "eval_interval" not in overrides:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 from playwright.sync_api import expect
-from test_app_browser import go, no_exception, snap
+from test_app_browser import no_exception, snap
 
 from tinygpt.config import preset
 from tinygpt.loop import run_training
@@ -59,9 +59,13 @@ def test_compare_races_the_fast_preset_against_nanogpt_on_the_clock(app_server, 
     loss_chart = page.locator('[data-testid="stVegaLiteChart"]').first
     expect(loss_chart.locator("svg").first).to_be_visible()
     expect(loss_chart.get_by_text("training step").first).to_be_visible()
-    page.get_by_role("button", name="seconds", exact=True).click()
+    axis = page.get_by_test_id("stButtonGroup").filter(has_text="seconds")  # the "x axis" segmented control
+    axis.locator("button").filter(has_text=re.compile("^seconds$")).click()
     expect(loss_chart.get_by_text(SECONDS).first).to_be_visible()  # the x axis is the wall clock now
-    expect(loss_chart.get_by_text(re.compile("muon")).first).to_be_visible()  # the Fast run, named by its lever
+    for run_id in (fast, nanogpt):  # both runs in the legend
+        expect(loss_chart.get_by_text(run_id).first).to_be_attached()
+    chosen = page.get_by_test_id("stMultiSelect").filter(has_text="Runs to compare")
+    expect(chosen.get_by_text(re.compile("lr 0.006 · muon")).first).to_be_visible()  # the Fast run, named by its lever
     no_exception(page)
     snap(page, shots / "compare-wall-clock.png")
     if os.environ.get("TINYGPT_SPEEDRUN_RUNS"):
