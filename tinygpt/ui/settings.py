@@ -112,7 +112,7 @@ FIELDS: tuple[Field, ...] = (
         options=OPTIMIZERS,
         labels=OPTIMIZER_LABELS,
         help="Muon orthogonalizes each weight matrix's update, so every direction of it learns at the same rate; "
-        "it reaches a given loss in ~3x fewer steps here (the Fast preset). Embeddings and gains stay on AdamW.",
+        "it reaches nanoGPT's val loss in ~4x fewer steps here (the Fast preset). Embeddings and gains stay on AdamW.",
     ),  # fmt: skip
     Field("device", "Device", state.W_DEVICE, "device", wide=True, in_preset=False),
     # Live knobs: sliders (a slider sends its value when released, so dragging makes one knob event, not fifty),
