@@ -10,14 +10,13 @@ state.require_frame()
 import streamlit as st
 import torch
 
-from tinygpt import circuits
 from tinygpt import experiments as lab_lib
 from tinygpt import health as health_lib
 from tinygpt import model as model_lib
 from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS
 from tinygpt.errors import TinyGPTError
-from tinygpt.ui import circuits_view, explain, lab, resources, room, runinfo, safe, settings, workshop
+from tinygpt.ui import circuits_view, explain, lab, resources, room, settings, workshop
 from tinygpt.ui.charts import compare
 
 REFRESH_S = 1.0
@@ -32,39 +31,7 @@ st.caption(
 )
 
 
-@st.fragment(run_every=2.0 if state.get(state.CIRC_LIVE) else None)
-def induction_entry() -> None:
-    """The induction-head experiment lives on Circuits (its charts are the head-role views); here: what it shows,
-    how this session's runs stand, and a link that opens them there."""
-    with st.container(border=True, key="lab_induction"):
-        st.markdown("**Induction heads: watch a circuit form** (on the Circuits page)")
-        st.caption(circuits.INDUCTION_EXPECTED)
-        labels = list(circuits.INDUCTION_VARIANTS)
-        runs = state.circuit_runs(labels)
-        readers, records, ended = circuits_view.experiment_state(store, runs) if runs else ({}, {}, True)
-        if not readers:  # none started in this session, or its runs were deleted since
-            if state.get(state.CIRC_LIVE):  # nothing left to refresh for
-                state.put(state.CIRC_LIVE, False)
-                st.rerun()
-            st.page_link("pages/circuits.py", label="Run it on Circuits: 2 layers against a 1-layer control",
-                         icon=":material/hub:")  # fmt: skip
-            return
-        for rd in readers.values():  # a page looking at a run keeps it going (runs pause when nobody watches)
-            resources.touch(rd.run_id)
-        if bool(state.get(state.CIRC_LIVE)) != (not ended):  # refresh exactly while the runs train
-            state.put(state.CIRC_LIVE, not ended)
-            st.rerun()
-        st.caption(
-            " · ".join(f"{label}: {runinfo.status_line(rd.status(), rd.metrics)}" for label, rd in readers.items())
-        )
-        verdict = circuits.induction_verdict(records, ended)
-        st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")
-        st.page_link("pages/circuits.py", label="See its phase change and the 2-layer run's heads on Circuits",
-                     icon=":material/hub:", query_params={state.URL_RUN: runs[labels[0]],
-                                                          state.URL_CIRC: ",".join(runs.values())})  # fmt: skip
-
-
-induction_entry()
+circuits_view.induction_entry(store)
 
 keys = list(lab_lib.EXPERIMENTS)
 state.init(state.W_EXPERIMENT, shop.experiment or keys[0])

@@ -12,12 +12,9 @@ import time
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES, knobs_now
-from tinygpt.ui import explain, form, launch, resources, room, runinfo, safe, settings
+from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES
+from tinygpt.ui import explain, form, launch, resources, room, runinfo, safe, settings, train_view
 from tinygpt.ui import live as live_period
-from tinygpt.ui.charts import curves
-
-LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
 
 store = resources.get_store()
 run_id = state.run_id()
@@ -113,29 +110,6 @@ active = bool(run_id) and is_active()
 period = live_period.period(state.session_token()) if active else None
 
 
-def build_view(rd, config: dict, status: dict) -> dict:
-    """The live view's figures (datasets already Arrow bytes) and texts, from the run's records."""
-    vocab_size = len(config.get("vocab") or []) or config.get("model", {}).get("vocab_size", 65)
-    knobs = knobs_now(config, rd.events)
-    parent = state.reader(store, config.get("parent"))  # the run this one replaced: its curve, faint
-    ghost = dict(ghost=parent.metrics, ghost_label=settings.ghost_label(parent.config(), config)) if parent else {}
-    loss = curves.loss_chart(
-        rd.metrics, rd.evals, rd.events, vocab_size, target=state.get(state.W_TARGET) or None,
-        smoothing=state.get(state.W_SMOOTH, 0.0), max_points=LIVE_POINTS, large=large,
-        seconds=state.get(state.W_X_AXIS) == "seconds", **ghost,
-    )  # fmt: skip
-    schedule = runinfo.lr_schedule(config, knobs, points=200)
-    lr = curves.lr_chart(
-        rd.metrics, current_step=status.get("step"), schedule=schedule, max_points=LIVE_POINTS, large=large
-    )
-    grad = curves.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events, max_points=LIVE_POINTS,
-                                  large=large)  # fmt: skip
-    notes = [runinfo.knob_note(rd.events, n["request"], knob, n["value"]) for knob, n in state.knob_notes().items()]
-    figures = {name: explain.arrow_datasets(fig) for name, fig in (("loss", loss), ("lr", lr), ("grad", grad))}
-    last = rd.samples[-1] if rd.samples else None
-    return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last}
-
-
 @st.fragment(run_every=period)
 def live_view() -> None:
     rd = state.reader(store, run_id)
@@ -152,7 +126,9 @@ def live_view() -> None:
         run_id, id(rd), rd.version, parent.version if parent else None, large, state.get(state.W_TARGET),
         state.get(state.W_SMOOTH), state.get(state.W_X_AXIS), repr(sorted(state.knob_notes().items())),
     )  # fmt: skip
-    view = state.cached_figure("train_live", key, lambda: build_view(rd, config, status), max_entries=2)
+    view = state.cached_figure(
+        "train_live", key, lambda: train_view.build_view(store, rd, config, status, large), max_entries=2
+    )
     st.markdown(f"**{runinfo.status_line(status, rd.metrics)}**")
     if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
         wait = resources.queue_wait(run_id)
@@ -200,25 +176,11 @@ def watch_state() -> None:
         st.rerun()
 
 
-def chart_options() -> None:
-    """Outside the live fragment: widgets re-sent at every refresh cost the browser a re-render each time."""
-    with st.expander("Chart options"):
-        o1, o2 = st.columns(2)
-        state.init(state.W_TARGET, 0.0)
-        state.init(state.W_SMOOTH, 0.0)
-        o1.number_input("Target loss (0 = none)", 0.0, 10.0, step=0.1, key=state.W_TARGET)
-        o2.slider("Smoothing", 0.0, 0.99, key=state.W_SMOOTH)
-        state.init(state.W_X_AXIS, "steps")
-        o1.segmented_control(
-            "Loss x axis", ["steps", "seconds"], key=state.W_X_AXIS, help="Wall-clock seconds race recipes"
-        )
-
-
 with right:
     live_view()
     watch_state()
     if run_id:  # under the charts: on a projector the first screen is for the knobs and the loss chart
-        chart_options()
+        train_view.chart_options()
         # one expander for the three live charts, outside the fragment: static text is not re-sent
         explain.show_code(["loss_chart", "lr_chart", "grad_norm_chart"], "Show the code behind these charts")
 explain.preload_plotly()  # last, so it never delays the page itself: the Attention page's first view is then faster

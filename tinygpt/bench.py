@@ -87,7 +87,7 @@ class _RefGPT(nn.Module):
         return self.head(self.ln_f(x))
 
 
-def _reference_stepper(corpus: Corpus, mc: TransformerConfig, tc: TrainConfig, device="cpu", autocast=None):
+def reference_stepper(corpus: Corpus, mc: TransformerConfig, tc: TrainConfig, device="cpu", autocast=None):
     """A nanoGPT-style training step (returns its loss) and its model, for side-by-side comparisons. On a GPU pass
     autocast=torch.bfloat16, as nanoGPT's train.py does there."""
     torch.manual_seed(tc.seed)
@@ -125,13 +125,13 @@ def _reference_stepper(corpus: Corpus, mc: TransformerConfig, tc: TrainConfig, d
 # ---------------------------------------------------------------- sections
 
 
-def _corpus(block_size: int) -> Corpus:
+def shakespeare_corpus(block_size: int) -> Corpus:
     return Corpus.from_text(load_shakespeare(), block_size, name="Tiny Shakespeare")
 
 
 def bench_train_speed(rounds: int = 5, steps_per_round: int = 40) -> dict:
     rc = preset("nanogpt-cpu")
-    corpus = _corpus(rc.model.max_seq_len)
+    corpus = shakespeare_corpus(rc.model.max_seq_len)
     rc.model.vocab_size = corpus.tokenizer.vocab_size
     tokens_per_step = rc.train.batch_size * rc.model.max_seq_len
 
@@ -151,7 +151,7 @@ def bench_train_speed(rounds: int = 5, steps_per_round: int = 40) -> dict:
         return record
 
     steppers = {
-        "nanogpt_style": _reference_stepper(corpus, rc.model, rc.train),
+        "nanogpt_style": reference_stepper(corpus, rc.model, rc.train),
         "tinygpt_bare": bare.step,
         "tinygpt_inspect": inspect_step,
     }
@@ -222,7 +222,7 @@ def train_to_val_loss(
     seed: int, impl: str = "tinygpt", recipe: str = "nanogpt", steps: int = 2000, eval_batches: int = 200
 ) -> dict:
     rc = preset("nanogpt-cpu", seed=seed, max_steps=steps, **RECIPES[recipe])
-    corpus = _corpus(rc.model.max_seq_len)
+    corpus = shakespeare_corpus(rc.model.max_seq_len)
     rc.model.vocab_size = corpus.tokenizer.vocab_size
     started = time.perf_counter()
     if impl == "tinygpt":
@@ -233,7 +233,7 @@ def train_to_val_loss(
             trainer.step()
         model = trainer.model
     else:
-        step = _reference_stepper(corpus, rc.model, rc.train)
+        step = reference_stepper(corpus, rc.model, rc.train)
         for _ in range(steps):
             step()
         model = step.model

@@ -6,7 +6,7 @@ Three measurements on one CUDA GPU, each written as JSON to DIR (and printed):
   64, dropout 0.2, AdamW lr 1e-3) trained by the app's worker with live capture on (attention snapshots, head
   scores, grad norms, samples, checkpoints), bfloat16 autocast (precision "auto"); seconds from its first step to
   its first eval at or below val 1.47 (nanoGPT's README: 1.4697 after ~3 minutes on one A100), and its final val.
-- `yardstick.json`: the same recipe in the nanoGPT-style loop (`tinygpt.bench._reference_stepper`, bf16 autocast
+- `yardstick.json`: the same recipe in the nanoGPT-style loop (`tinygpt.bench.reference_stepper`, bf16 autocast
   as nanoGPT's train.py uses on a GPU, no capture), evaluated on the same fixed windows (`evaluate_model`).
 - `concurrent.json`: 1, 4 and 16 learner runs (the nanoGPT CPU model) trained at once by one worker pool on the
   one GPU, as in a workshop on a GPU box: tokens/s of each run and in total, and each run's speed relative to one
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from .bench import _corpus, _reference_stepper
+from .bench import shakespeare_corpus, reference_stepper
 from .config import DataConfig, preset
 from .runstore import RunStore
 from .trainer import evaluate_model
@@ -88,9 +88,9 @@ def baby_gpt(store: RunStore, cap_s: float) -> dict:
 
 def yardstick(cap_s: float) -> dict:
     config = preset("gpu")
-    corpus = _corpus(config.model.max_seq_len)
+    corpus = shakespeare_corpus(config.model.max_seq_len)
     config.model.vocab_size = corpus.tokenizer.vocab_size
-    step = _reference_stepper(corpus, config.model, config.train, device="cuda", autocast=torch.bfloat16)
+    step = reference_stepper(corpus, config.model, config.train, device="cuda", autocast=torch.bfloat16)
     evals, started, done = [], time.perf_counter(), 0
     while done < config.train.max_steps and time.perf_counter() - started < cap_s:
         step()

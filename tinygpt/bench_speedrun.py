@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from .bench import _corpus, _reference_stepper
+from .bench import shakespeare_corpus, reference_stepper
 from .config import DataConfig, preset
 from .runstore import RunStore
 from .trainer import evaluate_model
@@ -49,10 +49,10 @@ def time_to_target(evals: list[dict], target: float) -> float | None:
 def race_nanogpt(seed: int, threads: int, **settings) -> dict:
     """The yardstick: nanoGPT's CPU recipe in a nanoGPT-style loop, evaluated as nanoGPT does (steps 0, 250, ...)."""
     config = preset("nanogpt-cpu", seed=seed, **settings)
-    corpus = _corpus(config.model.max_seq_len)
+    corpus = shakespeare_corpus(config.model.max_seq_len)
     config.model.vocab_size = corpus.tokenizer.vocab_size
     torch.set_num_threads(threads)
-    step = _reference_stepper(corpus, config.model, config.train)
+    step = reference_stepper(corpus, config.model, config.train)
     evals = []
     started = time.perf_counter()
     for done in range(config.train.max_steps + 1):

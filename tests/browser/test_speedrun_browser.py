@@ -52,8 +52,9 @@ def test_compare_races_the_fast_preset_against_nanogpt_on_the_clock(app_server, 
     page.goto(f"{app_server}/runs")
     expect(page.get_by_role("heading", name="tinygpt · Runs")).to_be_visible()
     compare = page.get_by_role("combobox", name="Runs to compare (two or more)")
-    for run_id in (fast, nanogpt):
+    for run_id in (fast, nanogpt):  # typed to filter: with many runs the drop-down does not render them all
         compare.click()
+        page.keyboard.type(run_id)
         page.get_by_role("option").filter(has_text=run_id).first.click()
         page.keyboard.press("Escape")
     loss_chart = page.locator('[data-testid="stVegaLiteChart"]').first

@@ -23,7 +23,7 @@ from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
 from tinygpt.inside import encode_probe
 from tinygpt.runstore import ENDED_STATES, RunReader, knob_changes, read_scores
-from tinygpt.ui import explain, resources, state
+from tinygpt.ui import explain, resources, runinfo, safe, state
 from tinygpt.ui.charts import circuits as charts
 from tinygpt.ui.charts.help import CHART_HELP
 
@@ -248,3 +248,40 @@ def change_caption(records: dict[str, list[dict]]) -> str:
                 f"{label}: no phase change yet (best head {change.head or '-'}, {change.final_score or 0:.2f})"
             )
     return "Red rules: " + "; ".join(parts) + "."
+
+
+def induction_entry(store) -> None:
+    """The Experiments page's entry for the induction experiment, refreshed every 2 s while its runs train. The
+    fragment is made at each page run, so whether it refreshes follows the runs' state (CIRC_LIVE)."""
+    st.fragment(run_every=2.0 if state.get(state.CIRC_LIVE) else None)(_induction_entry)(store)
+
+
+def _induction_entry(store) -> None:
+    """The induction-head experiment lives on Circuits (its charts are the head-role views); here: what it shows,
+    how this session's runs stand, and a link that opens them there."""
+    with st.container(border=True, key="lab_induction"):
+        st.markdown("**Induction heads: watch a circuit form** (on the Circuits page)")
+        st.caption(circuits.INDUCTION_EXPECTED)
+        labels = list(circuits.INDUCTION_VARIANTS)
+        runs = state.circuit_runs(labels)
+        readers, records, ended = experiment_state(store, runs) if runs else ({}, {}, True)
+        if not readers:  # none started in this session, or its runs were deleted since
+            if state.get(state.CIRC_LIVE):  # nothing left to refresh for
+                state.put(state.CIRC_LIVE, False)
+                st.rerun()
+            st.page_link("pages/circuits.py", label="Run it on Circuits: 2 layers against a 1-layer control",
+                         icon=":material/hub:")  # fmt: skip
+            return
+        for rd in readers.values():  # a page looking at a run keeps it going (runs pause when nobody watches)
+            resources.touch(rd.run_id)
+        if bool(state.get(state.CIRC_LIVE)) != (not ended):  # refresh exactly while the runs train
+            state.put(state.CIRC_LIVE, not ended)
+            st.rerun()
+        st.caption(
+            " · ".join(f"{label}: {runinfo.status_line(rd.status(), rd.metrics)}" for label, rd in readers.items())
+        )
+        verdict = circuits.induction_verdict(records, ended)
+        st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")
+        st.page_link("pages/circuits.py", label="See its phase change and the 2-layer run's heads on Circuits",
+                     icon=":material/hub:", query_params={state.URL_RUN: runs[labels[0]],
+                                                          state.URL_CIRC: ",".join(runs.values())})  # fmt: skip
