@@ -111,6 +111,7 @@ FIELDS: tuple[Field, ...] = (
         "select",
         options=OPTIMIZERS,
         labels=OPTIMIZER_LABELS,
+        wide=True,  # a whole row: a half-width select cut "Muon (matrices) + AdamW" to "Muon (matrice"
         help="Muon orthogonalizes each weight matrix's update, so every direction of it learns at the same rate; "
         "it reaches nanoGPT's val loss in ~4x fewer steps here (the Fast preset). Embeddings and gains stay on AdamW.",
     ),  # fmt: skip
