@@ -59,7 +59,7 @@ WIDTHS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 # Log-spaced stops (1, 2, 5 per decade) for the sliders whose useful values span decades.
 LR_GRID = tuple(m * 10.0**e for e in range(-5, 1) for m in (1, 2, 5)) + (10.0,)
 SCALE_MULT_GRID = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
-OPTIMIZER_LABELS = {"adamw": "AdamW (every weight)", "muon": "Muon (matrices) + AdamW"}
+OPTIMIZER_LABELS = {"adamw": "AdamW", "muon": "Muon"}  # short: a half-width select must show them whole
 assert set(SCALE_LABELS) == set(ATTN_SCALES) and set(MASK_LABELS) == set(MASKS)
 assert set(OPTIMIZER_LABELS) == set(OPTIMIZERS) and set(PRESET_LABELS.values()) == set(PRESET_NOTES)
 
@@ -111,7 +111,6 @@ FIELDS: tuple[Field, ...] = (
         "select",
         options=OPTIMIZERS,
         labels=OPTIMIZER_LABELS,
-        wide=True,  # a whole row: a half-width select cut "Muon (matrices) + AdamW" to "Muon (matrice"
         help="Muon orthogonalizes each weight matrix's update, so every direction of it learns at the same rate; "
         "it reaches nanoGPT's val loss in ~4x fewer steps here (the Fast preset). Embeddings and gains stay on AdamW.",
     ),  # fmt: skip
