@@ -66,9 +66,10 @@ if "torch" not in sys.modules:
         torch.set_num_threads(1)
     starting.empty()
 
-from tinygpt.ui import live, workshop  # noqa: E402 - after the first paint: imports torch
+from tinygpt.ui import backlog, live, workshop  # noqa: E402 - after the first paint: imports torch
 from tinygpt.ui.resources import get_manager, get_store, touch, touch_mine  # noqa: E402
 
+backlog.reconnect_on_overflow()  # a browser whose websocket queue filled up reconnects instead of going deaf
 store = get_store()
 shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a workshop link, kept across pages
 # The URL's ?run= wins if the run is this learner's (or the link says view=1); otherwise the session's run goes back.

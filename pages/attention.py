@@ -14,7 +14,7 @@ import streamlit as st
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
 from tinygpt.ui import attention_view as view
-from tinygpt.ui import explain, playback, resources, runinfo, safe
+from tinygpt.ui import backlog, explain, playback, resources, runinfo, safe
 
 FOLLOW_EVERY_S = 3.0  # while following a live run, redraw the grid at most this often
 PLAY_EVERY_S = 0.8  # the play button's pace: one snapshot per tick
@@ -70,7 +70,7 @@ if snapshots:
     c2.caption(f"{len(snapshots)} snapshots from step {snapshots[0]} to {snapshots[-1]}.")
 
 
-@st.fragment(run_every=PLAY_EVERY_S if playing else None)
+@backlog.live_fragment(PLAY_EVERY_S if playing else None)
 def grid_and_detail() -> None:
     steps = [int(s["step"]) for s in rd.attention_index().get("snapshots", [])] or [0]
     started, follow = bool(state.get(state.ATTN_PLAY_STARTED)), bool(state.get(state.ATTN_FOLLOW, True))
@@ -133,7 +133,7 @@ def grid_and_detail() -> None:
 grid_and_detail()
 
 
-@st.fragment(run_every=1.0 if following_live and not playing else None)
+@backlog.live_fragment(1.0 if following_live and not playing else None)
 def follow_live() -> None:
     """While the run trains: when a new snapshot arrives and the user is watching the newest one, redraw
     the page (at most every FOLLOW_EVERY_S); the grid is not re-sent while nothing changed."""

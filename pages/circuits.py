@@ -5,8 +5,8 @@ import streamlit as st
 from tinygpt import circuits
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
+from tinygpt.ui import backlog, resources, room, runinfo, safe, state
 from tinygpt.ui import circuits_view as view
-from tinygpt.ui import resources, room, runinfo, safe, state
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
 
@@ -28,7 +28,7 @@ with st.expander("How each number is defined", icon=":material/functions:"):
     )
 
 
-@st.fragment(run_every=2.0 if state.get(state.CIRC_LIVE) else None)
+@backlog.live_fragment(2.0 if state.get(state.CIRC_LIVE) else None)
 def experiment() -> None:
     st.subheader("The induction-head phase change")
     st.page_link("pages/experiments.py", label="More experiments: the pitfall lab", icon=":material/science:")

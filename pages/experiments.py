@@ -16,7 +16,7 @@ from tinygpt import model as model_lib
 from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS
 from tinygpt.errors import TinyGPTError
-from tinygpt.ui import circuits_view, explain, lab, resources, room, settings, workshop
+from tinygpt.ui import backlog, circuits_view, explain, lab, resources, room, settings, workshop
 from tinygpt.ui.charts import compare
 
 REFRESH_S = 1.0
@@ -85,7 +85,7 @@ with tabs[0]:
     else:
         live = any(resources.is_live(r) for r in runs.values())
 
-        @st.fragment(run_every=REFRESH_S if live else None)
+        @backlog.live_fragment(REFRESH_S if live else None)
         def side_by_side() -> None:
             readers = {label: state.reader(store, run_id) for label, run_id in runs.items()}
             results = lab.results(readers, experiment)

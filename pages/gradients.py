@@ -10,7 +10,7 @@ state.require_frame()
 import streamlit as st
 
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
-from tinygpt.ui import explain, resources, runinfo, safe
+from tinygpt.ui import backlog, explain, resources, runinfo, safe
 from tinygpt.ui.charts import curves, heatmaps
 
 REFRESH_S = 1.0
@@ -37,7 +37,7 @@ view = (
 )
 
 
-@st.fragment(run_every=REFRESH_S if active else None)
+@backlog.live_fragment(REFRESH_S if active else None)
 def live_gradients() -> None:
     rd.poll()
     resources.touch(run_id)

@@ -10,7 +10,7 @@ state.require_frame()
 import streamlit as st
 
 from tinygpt.runstore import ACTIVE_STATES
-from tinygpt.ui import explain, resources, room, runinfo, safe
+from tinygpt.ui import backlog, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
@@ -23,7 +23,7 @@ st.caption("Every learner's runs on this server, newest first. Pick one and brin
 store = resources.get_store()
 
 
-@st.fragment(run_every=REFRESH_S)
+@backlog.live_fragment(REFRESH_S)
 def dashboard() -> None:
     rows = runinfo.room_rows(store)
     if not rows:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES
-from tinygpt.ui import explain, form, launch, resources, room, runinfo, safe, settings, train_view
+from tinygpt.ui import backlog, explain, form, launch, resources, room, runinfo, safe, settings, train_view
 from tinygpt.ui import live as live_period
 
 store = resources.get_store()
@@ -110,7 +110,7 @@ active = bool(run_id) and is_active()
 period = live_period.period(state.session_token()) if active else None
 
 
-@st.fragment(run_every=period)
+@backlog.live_fragment(period)
 def live_view() -> None:
     rd = state.reader(store, run_id)
     if rd is None:

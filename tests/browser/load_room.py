@@ -307,13 +307,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(runs: Path, log_path: Path, lease_s: float | None) -> tuple[subprocess.Popen, str]:
+def start_server(
+    runs: Path, log_path: Path, lease_s: float | None, probe: Path | None = None
+) -> tuple[subprocess.Popen, str]:
     port = _free_port()
     env = {**os.environ, "TINYGPT_RUNS_DIR": str(runs), "PYTHONUNBUFFERED": "1"}
     if lease_s:
         env["TINYGPT_LEASE_SECONDS"] = str(lease_s)
+    launcher = [sys.executable, "-m", "streamlit", "run"]
+    if probe is not None:  # the same server with tests/browser/server_probe.py inside it
+        probe.unlink(missing_ok=True)
+        launcher = [sys.executable, str(Path(__file__).with_name("server_probe.py")), str(probe), "--"]
     cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
+        *launcher, "app.py",
         "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
         "--browser.gatherUsageStats", "false",
     ]  # fmt: skip
@@ -481,7 +487,8 @@ def run_room(browser, n: int, args) -> dict:
     errors: dict = {"page_errors": [], "console_errors": [], "script": [], "clock": time.time()}
     result: dict = {"sessions": n, "load_before": loadavg(), "server_log": str(log_path.relative_to(REPO))}
     t_start = time.time()
-    proc, base = start_server(runs, log_path, args.lease_s)
+    probe = OUT_DIR / f"probe_n{n}.jsonl" if args.probe else None
+    proc, base = start_server(runs, log_path, args.lease_s, probe)
     mon = Monitor(proc.pid, runs)
     mon.start()
     contexts = []
@@ -774,6 +781,7 @@ def main() -> None:
     parser.add_argument("--room-timeout-s", type=float, default=600.0)
     parser.add_argument("--grace-s", type=float, default=15.0, help="how long pages may lag the server at the end")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "load_room.json")
+    parser.add_argument("--probe", action="store_true", help="run the server inside tests/browser/server_probe.py")
     parser.add_argument("--brief", action="store_true", help="leave the per-learner timelines out of stdout")
     args = parser.parse_args()
     report = {"machine": {"cpus": os.cpu_count(), "load_at_start": loadavg()},

@@ -23,7 +23,7 @@ from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
 from tinygpt.inside import encode_probe
 from tinygpt.runstore import ENDED_STATES, RunReader, knob_changes, read_scores
-from tinygpt.ui import explain, resources, runinfo, safe, state
+from tinygpt.ui import backlog, explain, resources, runinfo, safe, state
 from tinygpt.ui.charts import circuits as charts
 from tinygpt.ui.charts.help import CHART_HELP
 
@@ -253,7 +253,7 @@ def change_caption(records: dict[str, list[dict]]) -> str:
 def induction_entry(store) -> None:
     """The Experiments page's entry for the induction experiment, refreshed every 2 s while its runs train. The
     fragment is made at each page run, so whether it refreshes follows the runs' state (CIRC_LIVE)."""
-    st.fragment(run_every=2.0 if state.get(state.CIRC_LIVE) else None)(_induction_entry)(store)
+    backlog.live_fragment(2.0 if state.get(state.CIRC_LIVE) else None)(_induction_entry)(store)
 
 
 def _induction_entry(store) -> None:
