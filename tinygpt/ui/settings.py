@@ -111,8 +111,9 @@ FIELDS: tuple[Field, ...] = (
         "select",
         options=OPTIMIZERS,
         labels=OPTIMIZER_LABELS,
-        help="Muon orthogonalizes each weight matrix's update, so every direction of it learns at the same rate; "
-        "it reaches nanoGPT's val loss in ~4x fewer steps here (the Fast preset). Embeddings and gains stay on AdamW.",
+        help="AdamW: the classic, on every parameter. Muon orthogonalizes each block weight matrix's update, so "
+        "every direction of it learns at the same rate (fewer steps to a given loss; the Fast preset uses it). "
+        "Embeddings and gains stay on AdamW. Train one of each and compare their curves on Runs.",
     ),  # fmt: skip
     Field("device", "Device", state.W_DEVICE, "device", wide=True, in_preset=False),
     # Live knobs: sliders (a slider sends its value when released, so dragging makes one knob event, not fifty),
