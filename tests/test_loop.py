@@ -375,3 +375,30 @@ def test_ctrl_c_during_setup_ends_stopped_without_a_checkpoint(tmp_path, tiny_te
     status = store.reader(run_id).status()
     assert status["state"] == "stopped" and "while starting" in status["reason"]
     assert list_checkpoints(run_dir) == []
+
+
+def test_bench_clock_starts_at_the_first_recorded_step_and_waits_keep_leases_then_stop_over_the_cap():
+    from tinygpt.bench_worker import training_started_at, wait_for_runs
+
+    assert training_started_at([{"time": 100.0, "step_ms": 250.0}, {"time": 101.0, "step_ms": 9.0}]) == 99.75
+
+    class FakeManager:
+        def __init__(self):
+            self.live, self.touched, self.stopped = {"a", "b"}, [], []
+
+        def is_live(self, run_id):
+            return run_id in self.live
+
+        def queued_runs(self):
+            return []
+
+        def touch(self, run_id):
+            self.touched.append(run_id)
+
+        def stop(self, run_id):
+            self.stopped.append(run_id)
+            self.live.discard(run_id)
+
+    manager = FakeManager()
+    wait_for_runs(manager, ["a", "b"], cap_s=0.05, poll_s=0.01)
+    assert set(manager.touched) == {"a", "b"} and sorted(manager.stopped) == ["a", "b"]

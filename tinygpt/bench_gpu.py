@@ -27,7 +27,8 @@ from pathlib import Path
 
 import torch
 
-from .bench import shakespeare_corpus, reference_stepper
+from .bench import reference_stepper, shakespeare_corpus
+from .bench_worker import training_started_at, wait_for_runs
 from .config import DataConfig, preset
 from .runstore import RunStore
 from .trainer import evaluate_model
@@ -36,23 +37,10 @@ from .worker import RunManager
 TARGET = 1.47  # nanoGPT's README: val 1.4697 for this recipe
 
 
-def _wait(manager: RunManager, run_ids: list[str], cap_s: float) -> None:
-    started = time.monotonic()
-    while any(manager.is_live(r) or r in manager.queued_runs() for r in run_ids):
-        for run_id in run_ids:
-            manager.touch(run_id)
-        if time.monotonic() - started > cap_s:
-            for run_id in run_ids:
-                if manager.is_live(run_id):
-                    manager.stop(run_id)
-            cap_s = float("inf")  # stopping takes a moment; wait for it
-        time.sleep(0.2)
-
-
 def _timed_evals(store: RunStore, run_id: str) -> tuple[list[dict], list[dict]]:
     reader = store.reader(run_id)
     metrics = reader.metrics
-    clock = metrics[0]["time"] - metrics[0]["step_ms"] / 1000  # start of step 1
+    clock = training_started_at(metrics)
     evals = [{"step": e["step"], "seconds": round(e["time"] - clock, 2), "val_loss": round(e["val_loss"], 4)}
              for e in reader.evals]  # fmt: skip
     return metrics, evals
@@ -64,13 +52,13 @@ def baby_gpt(store: RunStore, cap_s: float) -> dict:
     manager = RunManager(store, max_active=1)
     try:
         run_id = manager.start(config)
-        _wait(manager, [run_id], cap_s)
+        wait_for_runs(manager, [run_id], cap_s)
     finally:
         manager.shutdown()
     metrics, evals = _timed_evals(store, run_id)
     reached = next((e for e in evals if e["val_loss"] <= TARGET), None)
     steps = metrics[-1]["step"]
-    seconds = metrics[-1]["time"] - (metrics[0]["time"] - metrics[0]["step_ms"] / 1000)
+    seconds = metrics[-1]["time"] - training_started_at(metrics)
     return {
         "recipe": "gpu preset, worker, live capture on, precision auto (bf16)",
         "state": store.reader(run_id).status().get("state"),
@@ -119,7 +107,7 @@ def concurrent(store: RunStore, counts: list[int], steps: int) -> dict:
             for c in configs:
                 c.data = DataConfig(source="shakespeare")
             run_ids = [manager.start(c) for c in configs]
-            _wait(manager, run_ids, 300)
+            wait_for_runs(manager, run_ids, 300)
         finally:
             manager.shutdown()
         speeds = []

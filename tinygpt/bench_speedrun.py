@@ -31,7 +31,8 @@ from pathlib import Path
 
 import torch
 
-from .bench import shakespeare_corpus, reference_stepper
+from .bench import reference_stepper, shakespeare_corpus
+from .bench_worker import training_started_at, wait_for_runs
 from .config import DataConfig, preset
 from .runstore import RunStore
 from .trainer import evaluate_model
@@ -82,15 +83,13 @@ def race_worker(name: str, seed: int, manager: RunManager, store: RunStore, **se
         raise SystemExit(f"preset {name!r} must keep batch 12 and context 64 to be scored on the same windows")
     requested = time.time()
     run_id = manager.start(config)
-    while manager.is_live(run_id) or run_id in manager.queued_runs():
-        manager.touch(run_id)
-        time.sleep(0.1)
+    wait_for_runs(manager, [run_id])
     reader = store.reader(run_id)
     status = reader.status()
     if status.get("state") != "finished":
         raise SystemExit(f"the {name} run (seed {seed}) ended {status.get('state')}: {status.get('reason')}")
     metrics = reader.metrics
-    clock = metrics[0]["time"] - metrics[0]["step_ms"] / 1000  # the start of step 1
+    clock = training_started_at(metrics)
     evals = [{"step": e["step"], "seconds": e["time"] - clock, "val_loss": e["val_loss"]} for e in reader.evals]
     seconds = metrics[-1]["time"] - clock
     tokens = config.train.max_steps * config.train.batch_size * config.model.max_seq_len

@@ -89,6 +89,27 @@ def measure_start_latency(store: RunStore, config: RunConfig, manager: RunManage
             manager.shutdown()
 
 
+def wait_for_runs(manager: RunManager, run_ids: list[str], cap_s: float = float("inf"), poll_s: float = 0.1) -> None:
+    """Until every run's worker has ended (queued ones included), keeping their leases as a watching page would.
+    After `cap_s` seconds the runs still live are stopped (with a checkpoint), and this waits for that."""
+    started = time.monotonic()
+    while any(manager.is_live(r) or r in manager.queued_runs() for r in run_ids):
+        for run_id in run_ids:
+            manager.touch(run_id)
+        if time.monotonic() - started > cap_s:
+            for run_id in run_ids:
+                if manager.is_live(run_id):
+                    manager.stop(run_id)
+            cap_s = float("inf")  # stopping takes a moment; wait for it
+        time.sleep(poll_s)
+
+
+def training_started_at(metrics: list[dict]) -> float:
+    """The wall-clock time (time.time()) at which a run's first recorded step began: its record's time less that
+    step's own duration. Process start, corpus load and model build come before it and are not counted."""
+    return metrics[0]["time"] - metrics[0]["step_ms"] / 1000
+
+
 def measure_worker_throughput(store: RunStore, config: RunConfig, manager: RunManager | None = None) -> float:
     """Tokens/s of a worker process training `config` to the end, publishing everything, between its first and
     its last step record (start-up excluded). Compare with `bare_tokens_per_s` at the same threads."""
@@ -96,9 +117,7 @@ def measure_worker_throughput(store: RunStore, config: RunConfig, manager: RunMa
     manager = manager or RunManager(store)
     try:
         run_id = manager.start(config)
-        while manager.is_live(run_id) or run_id in manager.queued_runs():
-            manager.touch(run_id)
-            time.sleep(0.05)
+        wait_for_runs(manager, [run_id], poll_s=0.05)
         reader = store.reader(run_id)
         if reader.status().get("state") != "finished":
             raise TinyGPTError(f"the measured run ended {reader.status().get('state')}: {reader.status()}")
