@@ -35,6 +35,34 @@ def tiny_config(text: str, **overrides) -> RunConfig:
     return preset("demo", **settings)
 
 
+def losses_across_a_checkpoint(config: RunConfig, corpus, checkpoint_dir: Path, steps: int = 8, device="cpu"):
+    """Train `config` on `corpus` for `steps` steps twice from the same seed: once straight through, once saved to a
+    checkpoint halfway and resumed in a fresh Trainer. Returns (straight losses, resumed losses, the trainer that
+    saved the checkpoint): a resume that restores everything gives the same losses bit for bit."""
+    import torch
+
+    from tinygpt.checkpoint import load_checkpoint, save_checkpoint
+    from tinygpt.model import TinyGPT
+    from tinygpt.trainer import Trainer
+
+    def fresh() -> Trainer:
+        torch.manual_seed(0)
+        return Trainer(TinyGPT(config.model), config.train, corpus, device)
+
+    whole = fresh()
+    straight = [whole.step()["loss"] for _ in range(steps)]
+    first = fresh()
+    resumed = [first.step()["loss"] for _ in range(steps // 2)]
+    stem = checkpoint_dir / f"step_{steps // 2}"
+    save_checkpoint(stem, first.model, config, corpus.tokenizer.vocab, steps // 2, first.state())
+    saved = load_checkpoint(stem, device=device)
+    second = fresh()
+    second.model.load_state_dict(saved.model_state, strict=False)
+    second.load_state(saved.trainer_state)
+    resumed += [second.step()["loss"] for _ in range(steps - steps // 2)]
+    return straight, resumed, first
+
+
 def cli_env() -> dict[str, str]:
     """The environment for `python -m tinygpt ...` in a subprocess: this checkout importable, one torch thread."""
     return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}

@@ -178,36 +178,20 @@ def test_muon_refuses_what_it_is_not_for():
 def test_muon_run_resumes_from_a_checkpoint_exactly(tmp_path):
     """A Muon run (Muon on the blocks' matrices + AdamW on the rest, as one optimizer) saved to a checkpoint and
     resumed continues the same losses bit for bit."""
-    from tinygpt.checkpoint import load_checkpoint, save_checkpoint
+    from helpers import losses_across_a_checkpoint
+
     from tinygpt.config import preset
     from tinygpt.data import Corpus
-    from tinygpt.model import TinyGPT
-    from tinygpt.trainer import Trainer
 
     corpus = Corpus.from_text("the quick brown fox jumps over the lazy dog. " * 40, block_size=16)
     config = preset("demo", optimizer="muon", max_steps=8, max_seq_len=16, hidden_dim=32, batch_size=4)
     config.model.vocab_size = corpus.tokenizer.vocab_size
-
-    def fresh() -> Trainer:
-        torch.manual_seed(0)
-        return Trainer(TinyGPT(config.model), config.train, corpus)
-
-    whole = fresh()
-    expected = [whole.step()["loss"] for _ in range(8)]
-    first = fresh()
-    losses = [first.step()["loss"] for _ in range(4)]
+    straight, resumed, first = losses_across_a_checkpoint(config, corpus, tmp_path)
     kinds = {type(o).__name__ for o in first.optimizer.optimizers}
     assert kinds == {"Muon", "AdamW"}
     muon_params = first.optimizer.optimizers[0].param_groups[0]["params"]
     assert len(muon_params) == 4 * config.model.num_layers  # qkv, proj, fc, mlp.proj per block
-    stem = tmp_path / "step_4"
-    save_checkpoint(stem, first.model, config, corpus.tokenizer.vocab, 4, first.state())
-    saved = load_checkpoint(stem)
-    second = fresh()
-    second.model.load_state_dict(saved.model_state, strict=False)
-    second.load_state(saved.trainer_state)
-    losses += [second.step()["loss"] for _ in range(4)]
-    assert losses == expected
+    assert resumed == straight
 
 
 def test_a_stack_of_matrices_is_orthogonalized_like_each_alone():

@@ -8,9 +8,9 @@ import math
 
 import pytest
 import torch
+from helpers import losses_across_a_checkpoint
 
 from tinygpt.attention import attention, build_mask, fused_attention
-from tinygpt.checkpoint import load_checkpoint, save_checkpoint
 from tinygpt.config import preset
 from tinygpt.data import Corpus
 from tinygpt.errors import ResourceError
@@ -75,21 +75,8 @@ def test_a_cuda_checkpoint_round_trips_and_resumes_exactly(tmp_path):
     config = preset("demo", max_steps=8)
     config.model.vocab_size = data.tokenizer.vocab_size
 
-    def fresh() -> Trainer:
-        torch.manual_seed(0)
-        return Trainer(TinyGPT(config.model), config.train, data, CUDA)
-
-    whole = fresh()
-    expected = [whole.step()["loss"] for _ in range(8)]
-    first = fresh()
-    losses = [first.step()["loss"] for _ in range(4)]
-    save_checkpoint(tmp_path / "step_4", first.model, config, data.tokenizer.vocab, 4, first.state())
-    saved = load_checkpoint(tmp_path / "step_4", device=CUDA)
-    second = fresh()
-    second.model.load_state_dict(saved.model_state, strict=False)
-    second.load_state(saved.trainer_state)
-    losses += [second.step()["loss"] for _ in range(4)]
-    assert losses == expected
+    straight, resumed, _ = losses_across_a_checkpoint(config, data, tmp_path, device=CUDA)
+    assert resumed == straight
 
 
 def test_the_non_finite_guard_leaves_cuda_weights_untouched():
