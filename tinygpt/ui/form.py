@@ -134,11 +134,13 @@ def _draw_log_slider(container, field: Field, common: dict) -> None:
     value = float(state.get(field.key))
     options = sorted({*field.options, value})
     state.put(_exact_key(field), value)
-    slider_col, exact_col = container.columns([3, 1.3])
+    # Side by side; with large fonts one under the other (beside it the box showed "6.0e" of 6.0e-03).
+    large = state.large_fonts()
+    slider_col, exact_col = (container, container) if large else container.columns([3, 1.3])
     slider_args = {**common, "on_change": _sync, "args": (field, True)}
     slider_col.select_slider(field.label, options, format_func=lambda v: f"{v:g}", **slider_args)
     exact_col.number_input(
-        "exact", float(field.minimum), float(field.maximum), format=field.format, key=_exact_key(field),
+        f"{field.label}, exact" if large else "exact", float(field.minimum), float(field.maximum), format=field.format, key=_exact_key(field),
         on_change=_sync, args=(field, False), disabled=common.get("disabled", False),
     )  # fmt: skip
 

@@ -37,7 +37,7 @@ from tinygpt.ui import state
 PRESET_LABELS = {
     "Demo (CPU, seconds)": "demo",
     "nanoGPT CPU": "nanogpt-cpu",
-    "Fast Shakespeare (CPU speedrun)": "fast",
+    "Fast (CPU speedrun)": "fast",
     "GPU": "gpu",
 }
 SOURCE_SHAKESPEARE = "Tiny Shakespeare"
