@@ -344,3 +344,36 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     assert {"checkpoint/step_00000020.safetensors", "checkpoint/step_00000020.json"} <= names
     header = archive.read("metrics.csv").decode().splitlines()[0]
     assert "loss" in header and "layer_grad_norms.L0.attn" in header
+
+
+def test_the_browsers_stale_copy_of_a_widget_the_page_set_does_not_undo_a_knob_move(runs_dir, monkeypatch):
+    """One key press on the learning-rate slider moves its exact box too. A rerun request the browser sent before
+    it drew the box's new value carries the old one (seen in the browser test: 0.002 -> 0.005 -> 0.002, two knob
+    commands). That stale copy is not a change: one command, and both widgets keep the new value."""
+    import json
+
+    exact = state.W_LR + "_exact"
+    at = new_app()
+    run_id = start_run(at, max_steps=100_000)
+    wait_for(at, lambda a: status_step(a) > 0)
+    assert at.select_slider(key=state.W_LR).value == 0.002
+    at.select_slider(key=state.W_LR).set_value(0.005).run()  # the learner's key press
+    assert at.number_input(key=exact).value == 0.005
+    at.number_input(key=exact).set_value(0.002).run()  # the browser's stale copy of the box, with the next refresh
+    assert at.select_slider(key=state.W_LR).value == 0.005 and at.number_input(key=exact).value == 0.005
+
+    def lr_changes(_at=None) -> list[dict]:
+        lines = (runs_dir / run_id / "events.jsonl").read_text().splitlines()
+        events = [json.loads(line) for line in lines if line.strip()]
+        return [e for e in events if e.get("kind") == "knob" and e.get("knob") == "learning_rate"]
+
+    wait_for(at, lambda a: lr_changes(), timeout=30)
+    time.sleep(1.0)  # a second command, if one had been sent, would be answered by now
+    assert [(c["old"], c["new"]) for c in lr_changes()] == [(0.002, 0.005)]
+
+    # Past the echo window, the same move is the learner's: typed 0.002 back, it applies.
+    monkeypatch.setattr(state, "ECHO_S", 0.0)
+    at.number_input(key=exact).set_value(0.002).run()
+    assert at.select_slider(key=state.W_LR).value == 0.002
+    wait_for(at, lambda a: len(lr_changes()) == 2, timeout=30)
+    click(at, "Stop")

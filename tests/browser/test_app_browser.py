@@ -184,8 +184,11 @@ def test_train_watch_attention_sample_reattach_stop(app_server, app_runs, page, 
     # answered with the step it applied at; the run's events hold one learning-rate change (and its coupled
     # min_lr), not one per pixel of a drag.
     lr = page.get_by_role("slider", name="Learning rate")
+    expect(lr).to_have_attribute("aria-valuetext", "0.002")
+    idle(page)  # the page's own run is over (a key press during it was once lost, and once reported four times)
     lr.focus()
     lr.press("ArrowRight")
+    expect(lr).to_have_attribute("aria-valuetext", "0.005")
     expect(page.get_by_text(re.compile(r"learning_rate → 0\.005: applied at step \d+"))).to_be_visible(timeout=30_000)
     changes = [e for e in events_of(app_runs, run_id) if e.get("kind") == "knob" and e.get("knob") == "learning_rate"]
     assert len(changes) == 1 and changes[0]["new"] == 0.005 and changes[0]["ok"]

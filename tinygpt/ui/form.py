@@ -46,12 +46,14 @@ def form_values() -> dict[str, Any]:
 
 def _apply_preset() -> None:
     for name, value in settings.preset_values(state.get(state.W_PRESET)).items():
-        state.put(settings.FIELD_BY_NAME[name].key, value)
+        state.put_widget(settings.FIELD_BY_NAME[name].key, value)
 
 
 def _knob_changed(name: str) -> None:
     """A live knob's widget changed: if the current run is live, change it there too (one command; the engine
     moves coupled knobs, e.g. min_lr with the learning rate)."""
+    if state.stale_echo(settings.FIELD_BY_NAME[name].key):
+        return  # the browser's old copy of a value the page set itself (state.put_widget), not the learner's move
     run = state.run_id()
     if not run or not resources.is_live(run):
         return
@@ -95,7 +97,7 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
         width = state.get(state.W_WIDTH)
         options = settings.heads_options(width)
         if state.get(field.key) not in options:  # a new width: keep the closest valid head count
-            state.put(field.key, settings.closest_heads(width, state.get(field.key)))
+            state.put_widget(field.key, settings.closest_heads(width, state.get(field.key)))
         container.select_slider(field.label, options, format_func=lambda h: f"{h} (d_head {width // h})", **common)
     elif field.widget == "device":
         container.selectbox(field.label, resources.device_options(), **common)
@@ -105,7 +107,7 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
                         **common)  # fmt: skip
     elif field.widget == "slider":
         top = int(state.get(state.W_CONTEXT)) if field.name == "window" else int(field.maximum)  # window <= context
-        state.put(field.key, min(max(int(state.get(field.key) or 0), int(field.minimum)), top))
+        state.put_widget(field.key, min(max(int(state.get(field.key) or 0), int(field.minimum)), top))
         container.slider(field.label, int(field.minimum), max(top, int(field.minimum) + 1), **common)
     elif field.widget == "log_slider":
         _draw_log_slider(container, field, common)
@@ -118,11 +120,12 @@ def _exact_key(field: Field) -> str:
 
 
 def _sync(field: Field, to_exact: bool) -> None:
-    """Keep a log slider and its exact box on one value, then act like any knob change."""
-    if to_exact:
-        state.put(_exact_key(field), float(state.get(field.key)))
-    else:
-        state.put(field.key, float(state.get(_exact_key(field))))
+    """Keep a log slider and its exact box on one value, then act like any knob change. Each follows the other
+    through state.put_widget, so the browser's stale copy of the one that followed is not taken for a change."""
+    moved, follower = (field.key, _exact_key(field)) if to_exact else (_exact_key(field), field.key)
+    if state.stale_echo(moved):
+        return
+    state.put_widget(follower, float(state.get(moved)))
     if field.live:
         _knob_changed(field.name)
 
@@ -133,15 +136,16 @@ def _draw_log_slider(container, field: Field, common: dict) -> None:
     one of the stops, so a preset's or a link's 3e-4 is not snapped away."""
     value = float(state.get(field.key))
     options = sorted({*field.options, value})
-    state.put(_exact_key(field), value)
+    state.put_widget(_exact_key(field), value)
     # Side by side; with large fonts one under the other (beside it the box showed "6.0e" of 6.0e-03).
     large = state.large_fonts()
     slider_col, exact_col = (container, container) if large else container.columns([3, 1.3])
     slider_args = {**common, "on_change": _sync, "args": (field, True)}
     slider_col.select_slider(field.label, options, format_func=lambda v: f"{v:g}", **slider_args)
     exact_col.number_input(
-        f"{field.label}, exact" if large else "exact", float(field.minimum), float(field.maximum), format=field.format, key=_exact_key(field),
-        on_change=_sync, args=(field, False), disabled=common.get("disabled", False),
+        f"{field.label}, exact" if large else "exact", float(field.minimum), float(field.maximum),
+        format=field.format, key=_exact_key(field), on_change=_sync, args=(field, False),
+        disabled=common.get("disabled", False),
     )  # fmt: skip
 
 

@@ -49,6 +49,7 @@ SAMPLE_FOLLOW = "sample_follow"  # the current run the Sample page's run select 
 SAMPLE_CKPT_LATEST = "sample_ckpt_latest"  # the checkpoint select follows the newest checkpoint
 FLASH = "flash"  # a one-shot message for the next run of a page: (kind, text)
 FIGURES = "figures"  # {cache name: OrderedDict(key -> figure)}: figures rebuilt only when their inputs change
+SET_BY_PAGE = "set_by_page"  # {widget key: (value replaced, value put, monotonic time)}: see put_widget
 SESSION_TOKEN = "session_token"  # a random token: this session in the server's count of live watchers (live.py)
 
 # ---------------------------------------------------------------- widget keys (Train page settings and friends)
@@ -127,6 +128,41 @@ def init(key: str, value: Any) -> None:
     """Give a widget key its first value (a widget's own `value=` would fight with session state)."""
     if key not in st.session_state:
         st.session_state[key] = value
+
+
+ECHO_S = 5.0  # how long the browser may still send a widget's old value after the server replaced it
+
+
+def put_widget(key: str, value: Any) -> None:
+    """Set a widget's value from the server's side (a log slider's exact box following the slider, a preset, a
+    clamp), remembering the value it replaced, so that `stale_echo` can recognise that value coming back.
+
+    Why: the browser sends every widget's value with each rerun request, and a live fragment asks for one every
+    half second. A request sent before the browser drew the server's new value carries the old one, which looks like
+    the learner changing it back: one key press on the learning-rate slider moved the exact box, whose stale value
+    then moved the slider back (two knob commands, 0.002 -> 0.005 -> 0.002, or four)."""
+    old = get(key)
+    if old != value:
+        st.session_state.setdefault(SET_BY_PAGE, {})[key] = (old, value, time.monotonic())
+    put(key, value)
+
+
+def stale_echo(key: str) -> bool:
+    """In a widget's on_change: is its "new" value only the browser's stale copy of the one `put_widget` replaced
+    (within ECHO_S)? Then the server's value is put back, and the caller should do nothing else. Deliberately
+    left out: telling an echo from a learner who sets the old value back on purpose within those seconds (the
+    widget then shows the current value again, and a second try works)."""
+    entry = get(SET_BY_PAGE, {}).get(key)
+    if entry is None:
+        return False
+    old, new, at = entry
+    if time.monotonic() - at > ECHO_S:
+        del st.session_state[SET_BY_PAGE][key]
+        return False
+    if get(key) != old:
+        return False
+    put(key, new)
+    return True
 
 
 def large_fonts() -> bool:
