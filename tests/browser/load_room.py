@@ -210,6 +210,8 @@ class Monitor(threading.Thread):
             return "workers"
         if pid in mine:
             return "browser"
+        if pid == self.me:  # this script: with --clients protocol, the N learners' websocket clients
+            return "clients"
         return None
 
     def sample(self) -> dict:
@@ -288,12 +290,12 @@ def window(a: dict, b: dict) -> dict:
     """CPU cores used per group between two Monitor.sample() results."""
     dt = b["t"] - a["t"]
     out = {"seconds": round(dt, 1)}
-    for key in ("server", "forkserver", "workers", "browser"):
+    for key in ("server", "forkserver", "workers", "browser", "clients"):
         out[f"{key}_cores"] = round((b.get(key, 0) - a.get(key, 0)) / dt, 3)
     out["server_cpu_s"] = round(b.get("server", 0) - a.get("server", 0), 2)
     machine = (b["machine_busy"] - a["machine_busy"]) / dt
     out["machine_cores"] = round(machine, 2)
-    known = sum(out[f"{k}_cores"] for k in ("server", "forkserver", "workers", "browser"))
+    known = sum(out[f"{k}_cores"] for k in ("server", "forkserver", "workers", "browser", "clients"))
     out["others_cores"] = round(max(0.0, machine - known), 2)
     return out
 
@@ -391,6 +393,126 @@ def wait_ready(page: Page, timeout_s: float) -> None:
     page.get_by_role("heading", name="tinygpt · Train").wait_for(timeout=timeout_s * 1000)
     train_button(page).wait_for(timeout=timeout_s * 1000)
     page.get_by_test_id("stStatusWidgetRunningIcon").wait_for(state="detached", timeout=timeout_s * 1000)
+
+
+class BrowserPages:
+    """Learners as Chromium pages of one headless browser (`--clients browser`): the whole frontend runs, charts
+    drawn, on the server's own cores."""
+
+    name = "browser"
+
+    def __init__(self, browser, errors: dict):
+        self.browser, self.errors, self.contexts = browser, errors, []
+
+    def open(self, url: str, label: str):
+        ctx, page = open_learner(self.browser, url, self.errors, label)
+        self.contexts.append(ctx)
+        return page
+
+    def ready(self, page, timeout_s: float) -> None:
+        wait_ready(page, timeout_s)
+
+    def click_train(self, page) -> None:
+        train_button(page).click(timeout=60_000)
+
+    def summaries(self, pages) -> list[dict]:
+        return summaries(pages)
+
+    def sent_between(self, pages, a: float, b: float) -> list[int]:
+        return sent_between(pages, a, b)
+
+    def exception_boxes(self, page) -> int:
+        return page.locator('[data-testid="stException"]').count()
+
+    def keep(self, page, shot: Path) -> str:
+        """The page's text (and a screenshot next to `shot`), for whoever looks into a stuck page."""
+        text = page.inner_text("body")  # the text first: a screenshot makes a stalled page draw (and possibly fail)
+        Path(str(shot) + ".txt").write_text(text)
+        page.screenshot(path=str(shot) + ".png", full_page=True)
+        return text
+
+    def goto(self, page, url: str) -> None:
+        page.goto(url)
+
+    def wait_first_step(self, page, timeout_s: float) -> None:
+        page.wait_for_function("() => window.__lt && window.__lt.firstStep", timeout=timeout_s * 1000)
+
+    def wait_running(self, page, timeout_s: float) -> None:
+        page.wait_for_function("() => window.__lt && window.__lt.state === 'running'", timeout=timeout_s * 1000)
+
+    def run_id(self, page) -> str:
+        return page.evaluate("() => window.__lt.run")
+
+    def close(self) -> None:
+        for ctx in self.contexts:
+            try:
+                ctx.close()
+            except Exception:
+                pass
+
+
+class ProtocolPages(BrowserPages):
+    """Learners as websocket clients speaking Streamlit's protocol (`--clients protocol`,
+    tests/browser/protocol_learner.py): the server does all its work, nothing is drawn on its machine."""
+
+    name = "protocol"
+
+    def __init__(self, errors: dict):
+        from protocol_learner import Loop
+
+        self.loop, self.errors, self.learners = Loop(), errors, []
+
+    def open(self, url: str, label: str):
+        from protocol_learner import ProtocolLearner
+
+        learner = ProtocolLearner(self.loop, label)
+        learner.goto(url)
+        self.learners.append(learner)
+        return learner
+
+    def _until(self, predicate, timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise PlaywrightTimeoutError(f"{what} not seen within {timeout_s:g} s")
+            time.sleep(0.1)
+
+    def ready(self, learner, timeout_s: float) -> None:
+        self._until(learner.ready, timeout_s, f"{learner.label}: the Train page")
+
+    def click_train(self, learner) -> None:
+        learner.click("Train")
+
+    def summaries(self, learners) -> list[dict]:
+        return [learner.summary() for learner in learners]
+
+    def sent_between(self, learners, a: float, b: float) -> list[int]:
+        return [learner.sent_between(a * 1000, b * 1000) for learner in learners]
+
+    def exception_boxes(self, learner) -> int:
+        return learner.exceptions
+
+    def keep(self, learner, shot: Path) -> str:
+        text = learner.page_text()
+        Path(str(shot) + ".txt").write_text(text)
+        return text
+
+    def goto(self, learner, url: str) -> None:
+        learner.goto(url)
+
+    def wait_first_step(self, learner, timeout_s: float) -> None:
+        self._until(lambda: learner.lt["firstStep"], timeout_s, f"{learner.label}: a first step")
+
+    def wait_running(self, learner, timeout_s: float) -> None:
+        self._until(lambda: learner.lt["state"] == "running", timeout_s, f"{learner.label}: `running`")
+
+    def run_id(self, learner) -> str:
+        return learner.lt["run"]
+
+    def close(self) -> None:
+        for learner in self.learners:
+            learner.close()
+        self.loop.close()
 
 
 def summaries(pages: list[Page]) -> list[dict]:
@@ -491,11 +613,13 @@ def run_room(browser, n: int, args) -> dict:
     proc, base = start_server(runs, log_path, args.lease_s, probe)
     mon = Monitor(proc.pid, runs)
     mon.start()
-    contexts = []
+    clients = ProtocolPages(errors) if args.clients == "protocol" else BrowserPages(browser, errors)
+    result["clients"] = clients.name
     try:
         # 1. warm-up: torch import, manager and forkserver (a workshop's learners arrive at a started server)
-        ctx, page = open_learner(browser, base + LINK, errors, "warmup")
-        wait_ready(page, 120)
+        warmup = BrowserPages(browser, errors) if browser is not None else clients
+        page = warmup.open(base + LINK, "warmup")
+        warmup.ready(page, 120)
         time.sleep(1)
         t0 = time.monotonic()
         while time.monotonic() - t0 < 30:  # until the forkserver exists and stopped importing (CPU flat)
@@ -504,35 +628,36 @@ def run_room(browser, n: int, args) -> dict:
             b = mon.sample()
             if b.get("forkserver", 0) > 0 and b.get("forkserver", 0) - a.get("forkserver", 0) < 0.05:
                 break
-        ctx.close()
+        if warmup is clients:
+            page.close()
+        else:
+            warmup.close()
 
         # 2. N learners open the workshop link
         pages = []
         t_open = time.time()
         for i in range(n):
-            ctx, page = open_learner(browser, base + LINK, errors, f"learner{i + 1}")
-            contexts.append(ctx)
-            pages.append(page)
+            pages.append(clients.open(base + LINK, f"learner{i + 1}"))
         for page in pages:
-            wait_ready(page, 180)
+            clients.ready(page, 180)
         result["open_all_s"] = round(time.time() - t_open, 1)
         a = mon.sample()
         time.sleep(args.idle_s)
         b = mon.sample()
-        idle_reruns = sum(sent_between(pages, a["t"], b["t"]))
+        idle_reruns = sum(clients.sent_between(pages, a["t"], b["t"]))
         result["cpu_idle_pages"] = cpu_block(window(a, b), n, idle_reruns, "N pages open, nothing training")
 
         # 3. everyone presses Train
         t_click0 = errors["clock"] = time.time()
         for i, page in enumerate(pages):
             try:
-                train_button(page).click(timeout=60_000)
-            except PlaywrightTimeoutError as exc:
+                clients.click_train(page)
+            except (PlaywrightTimeoutError, KeyError) as exc:
                 errors["script"].append(f"learner{i + 1}: Train click failed: {exc}"[:300])
         result["click_spread_s"] = round(time.time() - t_click0, 1)
         deadline = time.time() + args.first_result_timeout_s
         while time.time() < deadline:
-            sums = summaries(pages)
+            sums = clients.summaries(pages)
             if all(s.get("result") for s in sums):
                 break
             time.sleep(1)
@@ -546,7 +671,7 @@ def run_room(browser, n: int, args) -> dict:
             a = mon.sample()
             time.sleep(args.watch_s)
             b = mon.sample()
-            reruns = sum(sent_between(pages, a["t"], b["t"]))
+            reruns = sum(clients.sent_between(pages, a["t"], b["t"]))
             result["cpu_queue"] = cpu_block(
                 window(a, b), n, reruns, "all N pages refreshing: 2 runs training, the rest queued"
             )
@@ -560,21 +685,19 @@ def run_room(browser, n: int, args) -> dict:
             server_done = len(hists) >= n and all(h[-1][1] in ENDED for h in hists.values())
             if server_done:
                 ended_at = ended_at or time.time()
-                sums = summaries(pages)
+                sums = clients.summaries(pages)
                 if all(s.get("state") in ENDED for s in sums) or time.time() - ended_at > args.grace_s:
                     break
             time.sleep(1)
         else:
             errors["script"].append(f"the room did not finish within {args.room_timeout_s} s")
-        sums = summaries(pages)
+        sums = clients.summaries(pages)
         with mon.lock:
             hists = {k: list(v) for k, v in mon.runs.items()}
             counts = list(mon.counts)
         result["room_s"] = round(time.time() - t_click0, 1)
         result.update(analyse(n, sums, hists, counts, t_click0, errors))
-        result["pages_with_exception_box"] = sum(
-            1 for p in pages if p.locator('[data-testid="stException"]').count() > 0
-        )
+        result["pages_with_exception_box"] = sum(1 for p in pages if clients.exception_boxes(p) > 0)
         stuck = []
         for i, (page, s) in enumerate(zip(pages, sums, strict=True)):
             if s.get("state") != "finished":  # keep what the page showed, for whoever fixes it
@@ -582,10 +705,8 @@ def run_room(browser, n: int, args) -> dict:
                 ages = {k: round(s[k] / 1000, 1) if s.get(k) is not None else None
                         for k in ("sinceFrame", "sinceRecv", "sinceSend")}  # fmt: skip
                 t_seen = round(time.time() - t_click0, 1)
-                try:  # the text first: a screenshot makes a stalled page draw (and possibly fail)
-                    text = page.inner_text("body")
-                    Path(str(shot) + ".txt").write_text(text)
-                    page.screenshot(path=str(shot) + ".png", full_page=True)
+                try:
+                    text = clients.keep(page, shot)
                 except Exception as exc:
                     text = f"(could not read the page: {exc})"
                 stuck.append({"learner": i + 1, "seen_at_s": t_seen, "status_line": s.get("text"),
@@ -595,23 +716,22 @@ def run_room(browser, n: int, args) -> dict:
 
         # 4. the watch windows: a long run, its host alone, then all N learners watching it read-only
         if args.watch_s > 0:
-            ctx, host = open_learner(browser, base + HOST_LINK, errors, "host")
-            contexts.append(ctx)
-            wait_ready(host, 120)
-            train_button(host).click()
-            host.wait_for_function("() => window.__lt && window.__lt.firstStep", timeout=120_000)
-            run_id = host.evaluate("() => window.__lt.run")
+            host = clients.open(base + HOST_LINK, "host")
+            clients.ready(host, 120)
+            clients.click_train(host)
+            clients.wait_first_step(host, 120)
+            run_id = clients.run_id(host)
             time.sleep(2)
             a = mon.sample()
             time.sleep(args.watch_s)
             b = mon.sample()
-            reruns = sum(sent_between([host], a["t"], b["t"]))
+            reruns = sum(clients.sent_between([host], a["t"], b["t"]))
             result["cpu_watch_1"] = cpu_block(window(a, b), 1, reruns, "1 page watching a training run")
             for page in pages:
-                page.goto(f"{base}/?run={run_id}&view=1")
+                clients.goto(page, f"{base}/?run={run_id}&view=1")
             for i, page in enumerate(pages):
                 try:
-                    page.wait_for_function("() => window.__lt && window.__lt.state === 'running'", timeout=120_000)
+                    clients.wait_running(page, 120)
                 except PlaywrightTimeoutError:
                     errors["script"].append(f"learner{i + 1}: the shared run never showed `running`")
             time.sleep(3)
@@ -619,7 +739,7 @@ def run_room(browser, n: int, args) -> dict:
             time.sleep(args.watch_s)
             b = mon.sample()
             everyone = [host, *pages]
-            reruns = sum(sent_between(everyone, a["t"], b["t"]))
+            reruns = sum(clients.sent_between(everyone, a["t"], b["t"]))
             watch = cpu_block(window(a, b), n + 1, reruns, f"{n + 1} pages watching one training run's live charts")
             one = result["cpu_watch_1"]
             watch["marginal_server_cpu_s_per_session_per_min"] = round(
@@ -634,11 +754,7 @@ def run_room(browser, n: int, args) -> dict:
     finally:
         final = mon.sample()
         mon.stop()
-        for ctx in contexts:
-            try:
-                ctx.close()
-            except Exception:
-                pass
+        clients.close()
         _stop(proc)
         shutil.rmtree(runs, ignore_errors=True)
     rss = defaultdict(list)
@@ -781,15 +897,21 @@ def main() -> None:
     parser.add_argument("--room-timeout-s", type=float, default=600.0)
     parser.add_argument("--grace-s", type=float, default=15.0, help="how long pages may lag the server at the end")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "load_room.json")
+    parser.add_argument("--clients", choices=["browser", "protocol"], default="browser",
+                        help="learners as Chromium pages, or as websocket clients of Streamlit's protocol (nothing "
+                        "drawn on the server's machine; tests/browser/protocol_learner.py)")  # fmt: skip
     parser.add_argument("--probe", action="store_true", help="run the server inside tests/browser/server_probe.py")
     parser.add_argument("--brief", action="store_true", help="leave the per-learner timelines out of stdout")
     args = parser.parse_args()
     report = {"machine": {"cpus": os.cpu_count(), "load_at_start": loadavg()},
-              "settings": {"link": LINK, "lease_s": args.lease_s or "app default (600)", "watch_s": args.watch_s},
+              "settings": {"link": LINK, "lease_s": args.lease_s or "app default (600)", "watch_s": args.watch_s,
+                           "clients": args.clients},
               "rooms": []}  # fmt: skip
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(headless=True, executable_path=executable, args=CHROMIUM_ARGS)
+        browser = None
+        if args.clients == "browser":
+            browser = pw.chromium.launch(headless=True, executable_path=executable, args=CHROMIUM_ARGS)
         try:
             for n in args.sessions:
                 print(f"# N={n}: starting (load {loadavg()})", file=sys.stderr, flush=True)
@@ -801,7 +923,8 @@ def main() -> None:
                 args.out.parent.mkdir(parents=True, exist_ok=True)
                 args.out.write_text(json.dumps(report, indent=1))
         finally:
-            browser.close()
+            if browser is not None:
+                browser.close()
     shown = report
     if args.brief:
         shown = {**report, "rooms": [{k: v for k, v in r.items() if k != "learners"} for r in report["rooms"]]}

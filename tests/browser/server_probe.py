@@ -27,6 +27,7 @@ def main() -> None:
     faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
 
     from streamlit.runtime import Runtime
+    from streamlit.runtime.app_session import AppSession
     from streamlit.runtime.session_manager import SessionClientDisconnectedError
     from streamlit.web.server.starlette import starlette_websocket as ws
 
@@ -55,6 +56,32 @@ def main() -> None:
     ws.StarletteSessionClient.__init__ = init
     ws.StarletteSessionClient.write_forward_msg = write
 
+    # Per session: the BackMsgs it received (by type) and the script runs that started and ended.
+    sessions: dict[str, dict] = {}
+    original_backmsg = AppSession.handle_backmsg
+    original_event = AppSession._on_scriptrunner_event
+
+    def handle_backmsg(self, msg) -> None:  # noqa: ANN001
+        entry = sessions.setdefault(self.id, {"backmsgs": {}, "runs_started": 0, "runs_ended": 0, "last_msg": None})
+        kind = msg.WhichOneof("type")
+        entry["backmsgs"][kind] = entry["backmsgs"].get(kind, 0) + 1
+        entry["last_msg"] = time.time()
+        return original_backmsg(self, msg)
+
+    def on_event(self, sender, event, **kwargs) -> None:  # noqa: ANN001
+        entry = sessions.setdefault(self.id, {"backmsgs": {}, "runs_started": 0, "runs_ended": 0, "last_msg": None})
+        name = getattr(event, "name", str(event))
+        if name == "SCRIPT_STARTED":
+            entry["runs_started"] += 1
+            entry["last_start"] = time.time()
+        elif name.startswith(("SCRIPT_STOPPED", "FRAGMENT_STOPPED")):
+            entry["runs_ended"] += 1
+            entry["last_end"] = time.time()
+        return original_event(self, sender, event, **kwargs)
+
+    AppSession.handle_backmsg = handle_backmsg
+    AppSession._on_scriptrunner_event = on_event
+
     def sample() -> None:
         with probe_path.open("a") as out:
             while True:
@@ -75,6 +102,8 @@ def main() -> None:
                         }
                         for key, e in clients.items()
                     ]
+                for row in rows:
+                    row.update(sessions.get(row["session"] or "", {}))
                 out.write(json.dumps({"t": time.time(), "clients": rows}) + "\n")
                 out.flush()
 
