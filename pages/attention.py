@@ -53,14 +53,13 @@ def toy_mode_changed() -> None:  # toy mode: a short probe whose every cell show
     state.put(state.W_PROBE, run_probe[: view.TOY_PROBE_CHARS] if state.get(state.W_ATTN_TOY) else run_probe)
 
 
-p1, p2 = st.columns([3, 1.4])  # room for "Toy mode" at large fonts
-probe = p1.text_input(
+probe = st.text_input(
     "Probe text", key=state.W_PROBE,
     help="The run's own probe (its attention is saved as it trains). Other text is run through the checkpoint "
     "nearest the chosen step.",
 )  # fmt: skip
-p2.toggle("Toy mode", key=state.W_ATTN_TOY, on_change=toy_mode_changed, help="A 10-character probe, numbers in cells")
-c1, c2 = st.columns([1, 5])
+c1, toy, c2 = st.columns([1, 1.5, 3.5])  # the toggles in one row: beside the probe, "Toy mode" read "Toy m..."
+toy.toggle("Toy mode", key=state.W_ATTN_TOY, on_change=toy_mode_changed, help="A 10-character probe, numbers in cells")
 if state.pop(state.ATTN_PLAY_DONE):  # the play loop reached the newest snapshot on its last tick
     state.put(state.ATTN_PLAYING, False)
 playing = c1.toggle("Play", key=state.ATTN_PLAYING, disabled=len(snapshots) < 2)
