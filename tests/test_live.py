@@ -80,3 +80,24 @@ def test_a_closed_session_stops_counting_at_once():
     assert room.count(now=1.0) == 3
     open_ids.discard("s2")  # b closed its tab
     assert room.count(now=1.0) == 2
+
+
+def test_sessions_watching_one_run_share_its_charts_while_they_are_fresh():
+    """The room watching the instructor's run builds its three charts once per FRESH_S, not once per page."""
+    from tinygpt.ui import train_view
+
+    builds = []
+
+    def figures_for(steps: int, run: str = "/runs/abc", fresh_s: float = 60.0):
+        key = (run, None, (False, None, 0.0, "steps"))
+        records = (steps, steps, 100.0 + steps, 0, 0)
+        return train_view.shared_figures(key, records, lambda: builds.append(steps) or {"loss": steps}, fresh_s)
+
+    assert figures_for(10) == figures_for(10) == {"loss": 10} and builds == [10]  # the second page got the first's
+    assert figures_for(11) == {"loss": 10} and builds == [10]  # newer records, but the charts are still fresh
+    assert figures_for(12, fresh_s=0.0) == {"loss": 12} and builds == [10, 12]  # stale: rebuilt from the new records
+    assert figures_for(12, fresh_s=0.0) == {"loss": 12} and builds == [10, 12]  # the same records: never rebuilt
+    assert figures_for(12, run="/runs/other") == {"loss": 12} and builds == [10, 12, 12]  # another run: its own
+    for n in range(train_view.SHARED_ENTRIES + 5):  # bounded: the least recently used go first
+        figures_for(1, run=f"/runs/r{n}")
+    assert len(train_view._shared) == train_view.SHARED_ENTRIES

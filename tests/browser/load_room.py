@@ -260,6 +260,8 @@ class Monitor(threading.Thread):
         except OSError:
             return
         for name in names:
+            if name.startswith("."):  # RunStore.create's folder before its rename: not a run yet
+                continue
             try:
                 status = json.loads((self.runs_dir / name / "status.json").read_text())
             except (OSError, ValueError):

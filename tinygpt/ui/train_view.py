@@ -4,6 +4,11 @@ when to draw them."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
 import streamlit as st
 
 from tinygpt.runstore import knobs_now
@@ -15,14 +20,30 @@ LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and
 
 def build_view(store, rd, config: dict, status: dict, large: bool) -> dict:
     """The live view's figures (datasets already Arrow bytes) and texts, from the run's records."""
+    parent = state.reader(store, config.get("parent"))  # the run this one replaced: its curve, faint
+    options = (large, state.get(state.W_TARGET) or None, state.get(state.W_SMOOTH, 0.0), state.get(state.W_X_AXIS))
+    key = (str(rd.run_dir), str(parent.run_dir) if parent else None, options)
+    figures = shared_figures(key, _records(rd), lambda: _figures(rd, parent, config, status, options))
+    notes = [runinfo.knob_note(rd.events, n["request"], knob, n["value"]) for knob, n in state.knob_notes().items()]
+    last = rd.samples[-1] if rd.samples else None
+    return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last}
+
+
+def _records(rd) -> tuple:
+    """What a run's charts are drawn from, in a few numbers: how many records of each kind, and the newest step
+    and time (a rewound run that grew back to the same length still differs)."""
+    last = rd.metrics[-1] if rd.metrics else {}
+    return (len(rd.metrics), last.get("step"), last.get("time"), len(rd.evals), len(rd.events))
+
+
+def _figures(rd, parent, config: dict, status: dict, options: tuple) -> dict:
+    large, target, smoothing, x_axis = options
     vocab_size = len(config.get("vocab") or []) or config.get("model", {}).get("vocab_size", 65)
     knobs = knobs_now(config, rd.events)
-    parent = state.reader(store, config.get("parent"))  # the run this one replaced: its curve, faint
     ghost = dict(ghost=parent.metrics, ghost_label=settings.ghost_label(parent.config(), config)) if parent else {}
     loss = curves.loss_chart(
-        rd.metrics, rd.evals, rd.events, vocab_size, target=state.get(state.W_TARGET) or None,
-        smoothing=state.get(state.W_SMOOTH, 0.0), max_points=LIVE_POINTS, large=large,
-        seconds=state.get(state.W_X_AXIS) == "seconds", **ghost,
+        rd.metrics, rd.evals, rd.events, vocab_size, target=target, smoothing=smoothing, max_points=LIVE_POINTS,
+        large=large, seconds=x_axis == "seconds", **ghost,
     )  # fmt: skip
     schedule = runinfo.lr_schedule(config, knobs, points=200)
     lr = curves.lr_chart(
@@ -30,10 +51,36 @@ def build_view(store, rd, config: dict, status: dict, large: bool) -> dict:
     )
     grad = curves.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events, max_points=LIVE_POINTS,
                                   large=large)  # fmt: skip
-    notes = [runinfo.knob_note(rd.events, n["request"], knob, n["value"]) for knob, n in state.knob_notes().items()]
-    figures = {name: explain.arrow_datasets(fig) for name, fig in (("loss", loss), ("lr", lr), ("grad", grad))}
-    last = rd.samples[-1] if rd.samples else None
-    return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last}
+    return {name: explain.arrow_datasets(fig) for name, fig in (("loss", loss), ("lr", lr), ("grad", grad))}
+
+
+# Shared by every session of this server: when the room watches one run (the instructor's, on the projector and on
+# 20 laptops), its charts are built once per FRESH_S for everyone instead of once per page refresh. A run records a
+# step every few milliseconds, so pages refreshing at different moments never see the same records: a page takes
+# charts another page built less than FRESH_S ago (at most that much older than its own records), or builds them.
+FRESH_S = 0.4  # under the fastest refresh period (tinygpt/ui/live.py BASE_S, 0.45 s)
+SHARED_ENTRIES = 48  # charts of this many (run, options) at most; each is three charts' Arrow bytes (~50 KB)
+_shared: OrderedDict = OrderedDict()  # key -> (monotonic time built, records, figures)
+_shared_lock = threading.Lock()
+
+
+def shared_figures(key: tuple, records: tuple, build: Callable[[], dict], fresh_s: float | None = None) -> dict:
+    """The figures for `key` (a run and the chart options): the ones built for the same `records`, or built less
+    than `fresh_s` ago, else new ones from `build` (two sessions at once may both build; either result is right)."""
+    fresh_s = FRESH_S if fresh_s is None else fresh_s
+    now = time.monotonic()
+    with _shared_lock:
+        entry = _shared.get(key)
+        if entry is not None and (entry[1] == records or now - entry[0] < fresh_s):
+            _shared.move_to_end(key)
+            return entry[2]
+    value = build()
+    with _shared_lock:
+        _shared[key] = (now, records, value)
+        _shared.move_to_end(key)
+        while len(_shared) > SHARED_ENTRIES:
+            _shared.popitem(last=False)
+    return value
 
 
 def chart_options() -> None:
