@@ -10,6 +10,7 @@ here as bytes).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -112,7 +113,10 @@ def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, x_t
     t = theme(large)
     log = field.endswith("grad_norm")  # norms span orders of magnitude
     y_title = FIELD_TITLES.get(field, field)
-    y = value_y("shown:Q", y_title + (" (log scale)" if log and "log" not in y_title else ""), log=log, zero=False)
+    y_title += " (log scale)" if log and "log" not in y_title else ""
+    if large and len(y_title) * t["axis_title"] * 0.5 > t["height"]:  # would run past the plot's height
+        y_title = re.sub(r" \([^()]*\)$", "", y_title)  # without its last parenthesis (units, scale)
+    y = value_y("shown:Q", y_title, log=log, zero=False)
     curves = [field, "val_loss"] if with_evals else [field]
     base = alt.Chart(alt.NamedData("compare")).encode(
         x=step_x(x_title),
