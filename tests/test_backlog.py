@@ -4,6 +4,7 @@ leaving the page deaf (tinygpt/ui/backlog.py)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import pytest
 
@@ -93,7 +94,12 @@ def test_a_full_send_queue_closes_the_websocket_so_the_browser_reconnects():
         await client.aclose()
         return socket, sent, depth
 
-    socket, sent, depth = asyncio.run(scenario())
+    # In a thread of its own: in the full suite the browser tests' Playwright already runs an event loop here.
+    outcome: list = []
+    worker = threading.Thread(target=lambda: outcome.append(asyncio.run(scenario())))
+    worker.start()
+    worker.join(30)
+    [(socket, sent, depth)] = outcome
     assert sent == WEBSOCKET_MAX_SEND_QUEUE_SIZE + 1  # one in the stalled send, the queue full, then refused
     assert depth == WEBSOCKET_MAX_SEND_QUEUE_SIZE
     assert socket.closed_with == [1013]  # once, "try again later": the browser reconnects and redraws
