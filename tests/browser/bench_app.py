@@ -42,29 +42,19 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import Page, expect, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from serving import AppServer, chromium_executable, launch_chromium
 from test_app_browser import choose, set_number  # the browser test's widget helpers (same folder)
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SHAKESPEARE_DEFAULT = Path("/work/shared/data/tinyshakespeare.txt")
 LIVE_STATES = ("queued", "starting", "running", "paused")
 TARGETS = {"click_to_first_point_s": 2.0, "refresh_hz": 2.0, "slowdown_pct": 10.0, "page_switch_s": 1.0,
@@ -184,72 +174,8 @@ SCRIPT_STATE_JS = """() => {
 # ---------------------------------------------------------------- server
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """`streamlit run app.py` in its own process group (training workers included), killed as a group."""
-
-    def __init__(self, runs_dir: Path, log_path: Path, shakespeare: Path | None):
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
-        env = {**os.environ, "TINYGPT_RUNS_DIR": str(runs_dir), "PYTHONUNBUFFERED": "1"}
-        if shakespeare:
-            env["TINYGPT_SHAKESPEARE"] = str(shakespeare)
-        cmd = [
-            sys.executable, "-m", "streamlit", "run", "app.py",
-            "--server.headless", "true",
-            "--server.port", str(self.port),
-            "--server.address", "127.0.0.1",
-            "--browser.gatherUsageStats", "false",
-        ]  # fmt: skip
-        with open(log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )  # fmt: skip
-
-    def wait_healthy(self, timeout_s: float = 90) -> float:
-        started = time.monotonic()
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.base}/_stcore/health", timeout=2) as resp:
-                    if resp.read().decode().strip() == "ok":
-                        return time.monotonic() - started
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() - started > timeout_s:
-                raise RuntimeError(f"streamlit not healthy after {timeout_s}s:\n{self.log_tail()}")
-            time.sleep(0.1)
-
-    def log_tail(self, n: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-n:]
-        except OSError:
-            return ""
-
-    def stop(self) -> None:
-        """SIGTERM the whole group (the server checkpoints and releases its workers), then SIGKILL."""
-        for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.proc.wait(timeout=wait_s)
-            except subprocess.TimeoutExpired:
-                continue
-            break
-        try:  # workers outlive the server by a moment while they checkpoint: don't leave any behind
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+def start_server(runs_dir: Path, log_path: Path, shakespeare: Path | None) -> AppServer:
+    return AppServer(runs_dir, log_path, env={"TINYGPT_SHAKESPEARE": str(shakespeare)} if shakespeare else None)
 
 
 # ---------------------------------------------------------------- the run folder
@@ -479,7 +405,7 @@ def first_point(page: Page, base: str, runs: Runs) -> dict:
 
 
 def refresh_rate(
-    page: Page, base: str, runs: Runs, server: Server, max_steps: int, window_s: float
+    page: Page, base: str, runs: Runs, server: AppServer, max_steps: int, window_s: float
 ) -> tuple[dict, str]:
     """Returns the refresh numbers and the id of the run, still training (the page switches come next)."""
     _, run_id = start_measured(page, base, runs, max_steps)
@@ -545,7 +471,7 @@ def page_switches(page: Page) -> dict[str, float]:
     return out
 
 
-def throughput_run(page: Page, base: str, runs: Runs, server: Server, watched: bool, max_steps: int) -> dict:
+def throughput_run(page: Page, base: str, runs: Runs, server: AppServer, watched: bool, max_steps: int) -> dict:
     open_train(page, base)
     choose(page, "Preset", "nanoGPT CPU")
     set_number(page, "Max steps", max_steps)
@@ -619,15 +545,11 @@ def load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def chromium_path() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 def median(values) -> float:
     return round(statistics.median(values), 3)
 
 
-def failure_report(page: Page, server: Server) -> None:
+def failure_report(page: Page, server: AppServer) -> None:
     """On a failure: a screenshot and the page's text under test-output/, and the server log's tail on stderr."""
     folder = REPO / "test-output"
     try:
@@ -668,13 +590,13 @@ def run(args: argparse.Namespace) -> dict:
         raise SystemExit(f"no Tiny Shakespeare at {shakespeare}: set TINYGPT_SHAKESPEARE to a local copy")
     tmp = Path(tempfile.mkdtemp(prefix="tinygpt-bench-"))
     runs = Runs(tmp / "runs")
-    server = Server(runs.root, tmp / "streamlit.log", shakespeare)
+    server = start_server(runs.root, tmp / "streamlit.log", shakespeare)
     started = time.monotonic()
     try:
         out["server_start_s"] = round(server.wait_healthy(), 2)
         with sync_playwright() as pw:
-            executable = chromium_path()
-            browser = pw.chromium.launch(headless=True, executable_path=executable, args=CHROMIUM_ARGS)
+            executable = chromium_executable()
+            browser = launch_chromium(pw)
             out["machine"]["chromium"] = f"{executable or 'playwright'} {browser.version}"
             page = None
             failures: list[str] = []

@@ -45,39 +45,30 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
-from conftest import _stop  # the browser tests' own: SIGTERM the server's process group, then SIGKILL
 from playwright.sync_api import Page, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from serving import AppServer, launch_chromium, stop_group
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tinygpt.ui.live import period_for  # noqa: E402 - the app's refresh period for a room of N watchers
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "test-output" / "load_room"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    # N pages in one headless browser: none of them may be throttled as a background tab would be.
+# N pages in one headless browser: none of them may be throttled as a background tab would be.
+EXTRA_CHROMIUM_ARGS = (
     "--disable-background-timer-throttling",
     "--disable-renderer-backgrounding",
     "--disable-backgrounding-occluded-windows",
-]
+)
 LINK = "/?preset=demo&source=synthetic:copy"
 HOST_LINK = "/?preset=demo&source=synthetic:copy&max_steps=100000"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -305,48 +296,22 @@ def window(a: dict, b: dict) -> dict:
 # ---------------------------------------------------------------- server
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(
     runs: Path, log_path: Path, lease_s: float | None, probe: Path | None = None
 ) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    env = {**os.environ, "TINYGPT_RUNS_DIR": str(runs), "PYTHONUNBUFFERED": "1"}
-    if lease_s:
-        env["TINYGPT_LEASE_SECONDS"] = str(lease_s)
-    launcher = [sys.executable, "-m", "streamlit", "run"]
-    if probe is not None:  # the same server with tests/browser/server_probe.py inside it
+    """A fresh server for one room (with `probe`: inside tests/browser/server_probe.py). Returns (process, URL)."""
+    launcher = None
+    if probe is not None:
         probe.unlink(missing_ok=True)
         launcher = [sys.executable, str(Path(__file__).with_name("server_probe.py")), str(probe), "--"]
-    cmd = [
-        *launcher, "app.py",
-        "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-        "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {proc.returncode}; see {log_path}")
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as resp:
-                if resp.read().decode().strip() == "ok":
-                    return proc, base
-        except (urllib.error.URLError, OSError):
-            pass
-        if time.monotonic() > deadline:
-            _stop(proc)
-            raise RuntimeError(f"streamlit not healthy after 90 s; see {log_path}")
-        time.sleep(0.25)
+    server = AppServer(runs, log_path, env={"TINYGPT_LEASE_SECONDS": str(lease_s)} if lease_s else None,
+                       launcher=launcher)  # fmt: skip
+    try:
+        server.wait_healthy(90)
+    except RuntimeError:
+        server.stop()
+        raise RuntimeError(f"streamlit did not start; see {log_path}") from None
+    return server.proc, server.base
 
 
 # ---------------------------------------------------------------- helpers
@@ -757,7 +722,7 @@ def run_room(browser, n: int, args) -> dict:
         final = mon.sample()
         mon.stop()
         clients.close()
-        _stop(proc)
+        stop_group(proc)
         shutil.rmtree(runs, ignore_errors=True)
     rss = defaultdict(list)
     for role, value in mon.rss_max.values():
@@ -909,11 +874,10 @@ def main() -> None:
               "settings": {"link": LINK, "lease_s": args.lease_s or "app default (600)", "watch_s": args.watch_s,
                            "clients": args.clients},
               "rooms": []}  # fmt: skip
-    executable = shutil.which("chromium") or shutil.which("chromium-browser")
     with sync_playwright() as pw:
         browser = None
         if args.clients == "browser":
-            browser = pw.chromium.launch(headless=True, executable_path=executable, args=CHROMIUM_ARGS)
+            browser = launch_chromium(pw, EXTRA_CHROMIUM_ARGS)
         try:
             for n in args.sessions:
                 print(f"# N={n}: starting (load {loadavg()})", file=sys.stderr, flush=True)

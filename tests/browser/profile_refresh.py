@@ -134,43 +134,23 @@ def main() -> None:
     args = parser.parse_args()
 
     import shutil
-    import subprocess
     import tempfile
 
     import load_room as lr
-    from conftest import _stop
     from playwright.sync_api import sync_playwright
+    from serving import AppServer, launch_chromium, stop_group
 
     OUT.mkdir(parents=True, exist_ok=True)
     prof = OUT / "profile.json"
     runs = Path(tempfile.mkdtemp(prefix="profile_refresh_"))
-    port = lr._free_port()
-    env = {**os.environ, "TINYGPT_RUNS_DIR": str(runs), "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--serve", str(prof), "run", "app.py",
-           "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-           "--browser.gatherUsageStats", "false"]  # fmt: skip
-    log = open(OUT / "server.log", "wb")  # noqa: SIM115 - open for the server's lifetime
-    proc = subprocess.Popen(cmd, cwd=lr.REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
+    launcher = [sys.executable, str(Path(__file__).resolve()), "--serve", str(prof), "run"]
+    server = AppServer(runs, OUT / "server.log", launcher=launcher)
+    proc, base = server.proc, server.base
     errors: dict = {"page_errors": [], "console_errors": [], "script": [], "clock": time.time()}
-    executable = shutil.which("chromium") or shutil.which("chromium-browser")
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                import urllib.request
-
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as resp:
-                    if resp.read().decode().strip() == "ok":
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"server did not start; see {OUT / 'server.log'}")
-            time.sleep(0.25)
+        server.wait_healthy(90)
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(headless=True, executable_path=executable, args=lr.CHROMIUM_ARGS)
+            browser = launch_chromium(pw, lr.EXTRA_CHROMIUM_ARGS)
             _, host = lr.open_learner(browser, base + lr.HOST_LINK, errors, "host")
             lr.wait_ready(host, 120)
             lr.train_button(host).click()
@@ -197,8 +177,7 @@ def main() -> None:
                 host.screenshot(path=str(OUT / "host_below.png"))
             browser.close()
     finally:
-        _stop(proc)
-        log.close()
+        stop_group(proc)
         shutil.rmtree(runs, ignore_errors=True)
     (OUT / "stacks.txt").write_text("".join(f"{k} {v // 1000}\n" for k, v in data["stacks"]))
     result = {"pages": args.pages, "load": lr.loadavg(), **report(data, reruns, args.top), "errors": errors}
