@@ -161,7 +161,7 @@ def test_loss_chart_baseline_target_events_and_nonfinite():
     spec = curves.loss_chart(METRICS, EVALS, EVENTS, vocab_size=65, target=1.88).to_dict()
     assert title_text(spec) == "Training loss"
     assert axis_titles(spec, "x") == {"training step"}
-    assert axis_titles(spec, "y") == {"cross-entropy loss (nats per character)"}
+    assert axis_titles(spec, "y") == {"cross-entropy loss (nats/char)"}
     assert any(abs(y - math.log(65)) < 1e-9 for y in rules_at(spec, "y"))
     assert 1.88 in rules_at(spec, "y")
     labels = texts(spec)

@@ -198,8 +198,9 @@ def loss_chart(
 
 def _loss_template(raw_name: str, smooth_name: str | None, title: str, with_ghost: bool, x_title: str, large: bool):
     t = theme(large)
-    # Large fonts: a title that fits the plot's height (the long one ran off its top on a 720-line projector).
-    yspec = {"title": "loss (nats per char)" if large else "cross-entropy loss (nats per character)", "zero": False}
+    # A title no taller than the plot: "cross-entropy loss (nats per character)" ran off its top (1280x720, both
+    # font sizes).
+    yspec = {"title": "loss (nats per char)" if large else "cross-entropy loss (nats/char)", "zero": False}
     domain, colours = [raw_name, "val"], [PALE if smooth_name else BLUE, ORANGE]
     if smooth_name:
         domain.insert(1, smooth_name)
