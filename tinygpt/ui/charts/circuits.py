@@ -214,47 +214,39 @@ def residual_chart(records: Records | None, *, large: bool = False):
     wheres = list(dict.fromkeys(s["where"] for s in stream))
     layers = list(dict.fromkeys(w["layer"] for w in writes))
     width = 620 if large else 330
-    left = (
-        alt.Chart(data_frame(stream, "step", "norm", "where", "kind"))
-        .mark_line(strokeWidth=t["line"])
-        .encode(
-            x=step_x(),
-            y=value_y("norm:Q", "mean L2 norm per position", zero=True),
-            color=colour_encoding("where:N", wheres, palette_for(wheres), "stream", lines=True),
-            strokeDash=dash_encoding("kind:N", ["stream", "after its LayerNorm"]),
-            detail="kind:N",
-            tooltip=[
-                alt.Tooltip("step:Q"),
-                alt.Tooltip("where:N"),
-                alt.Tooltip("kind:N"),
-                alt.Tooltip("norm:Q", format=".3f"),
-            ],
-        )
-        .properties(width=width, height=t["panel"], title="The stream's size")
-    )
-    right = (
-        alt.Chart(data_frame(writes, "step", "norm", "layer", "sublayer"))
-        .mark_line(strokeWidth=t["line"])
-        .encode(
-            x=step_x(),
-            y=value_y("norm:Q", "mean L2 norm of the write", zero=True),
-            color=colour_encoding("layer:N", layers, palette_for(layers)[::-1], "layer", lines=True),
-            strokeDash=dash_encoding("sublayer:N", ["attention", "MLP"]),
-            detail="sublayer:N",
-            tooltip=[
-                alt.Tooltip("step:Q"),
-                alt.Tooltip("layer:N"),
-                alt.Tooltip("sublayer:N"),
-                alt.Tooltip("norm:Q", format=".3f"),
-            ],
-        )
-        .properties(width=width, height=t["panel"], title="What each sublayer adds")
-    )
+    stream_kinds, sublayers = ["stream", "after its LayerNorm"], ["attention", "MLP"]
+    left = _norm_panel(stream, "where", wheres, palette_for(wheres), "stream", "kind", stream_kinds,
+                       "mean L2 norm per position", "The stream's size", width, t)  # fmt: skip
+    right = _norm_panel(writes, "layer", layers, palette_for(layers)[::-1], "layer", "sublayer", sublayers,
+                        "mean L2 norm of the write", "What each sublayer adds", width, t)  # fmt: skip
     chart = alt.vconcat(left, right) if large else alt.hconcat(left, right)
     chart = chart.resolve_scale(color="independent")
     subtitle = "left: " + dash_note(["the stream", "what its LayerNorm hands on"]) + "; right: "
     subtitle += dash_note(["attention", "MLP"])
     return style_altair(chart.properties(title=alt.TitleParams("The residual stream", subtitle=subtitle)), large)
+
+
+def _norm_panel(rows: list[dict], group: str, groups: list, palette: list, legend: str, dashed: str,
+                dashes: list[str], y_title: str, title: str, width: int, t: dict) -> alt.Chart:  # fmt: skip
+    """One panel of the residual-stream chart: a norm per step, a colour per `group`, a dash per `dashed`."""
+    return (
+        alt.Chart(data_frame(rows, "step", "norm", group, dashed))
+        .mark_line(strokeWidth=t["line"])
+        .encode(
+            x=step_x(),
+            y=value_y("norm:Q", y_title, zero=True),
+            color=colour_encoding(f"{group}:N", groups, palette, legend, lines=True),
+            strokeDash=dash_encoding(f"{dashed}:N", dashes),
+            detail=f"{dashed}:N",
+            tooltip=[
+                alt.Tooltip("step:Q"),
+                alt.Tooltip(f"{group}:N"),
+                alt.Tooltip(f"{dashed}:N"),
+                alt.Tooltip("norm:Q", format=".3f"),
+            ],  # fmt: skip
+        )
+        .properties(width=width, height=t["panel"], title=title)
+    )
 
 
 # ---------------------------------------------------------------- plotly tables of cells
