@@ -696,9 +696,10 @@ def run_room(browser, n: int, args) -> dict:
             result["cpu_watch_1"] = cpu_block(window(a, b), 1, reruns, "1 page watching a training run")
             for page in pages:
                 clients.goto(page, f"{base}/?run={run_id}&view=1")
+            deadline = time.monotonic() + 120  # for all of them together (a slow browser: not 120 s per page)
             for i, page in enumerate(pages):
                 try:
-                    clients.wait_running(page, 120)
+                    clients.wait_running(page, max(1.0, deadline - time.monotonic()))
                 except PlaywrightTimeoutError:
                     errors["script"].append(f"learner{i + 1}: the shared run never showed `running`")
             time.sleep(3)
