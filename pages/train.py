@@ -119,16 +119,9 @@ def live_view() -> None:
     resources.touch(run_id)  # the lease: a run nobody watches pauses itself
     status = rd.status()
     config = rd.config()
-    # Rebuilt only when the run's files (or the parent run's, or a chart option) changed since the last refresh;
-    # otherwise the same figures are sent again, which costs the server little.
-    parent = state.reader(store, config.get("parent"))
-    key = (
-        run_id, id(rd), rd.version, parent.version if parent else None, large, state.get(state.W_TARGET),
-        state.get(state.W_SMOOTH), state.get(state.W_X_AXIS), repr(sorted(state.knob_notes().items())),
-    )  # fmt: skip
-    view = state.cached_figure(
-        "train_live", key, lambda: train_view.build_view(store, rd, config, status, large), max_entries=2
-    )
+    # The charts are rebuilt only when the run's records changed, and shared with every page watching this run
+    # (train_view.shared_figures); otherwise the same figures are sent again, which costs the server little.
+    view = train_view.build_view(store, rd, config, status, large)
     st.markdown(f"**{runinfo.status_line(status, rd.metrics)}**")
     if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
         wait = resources.queue_wait(run_id)

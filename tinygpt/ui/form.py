@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import RunStore, knob_answer, knobs_now, read_corpus
+from tinygpt.runstore import RunStore, read_corpus
 from tinygpt.ui import resources, room, settings, state
 from tinygpt.ui.settings import Field
 
@@ -59,14 +59,6 @@ def _knob_changed(name: str) -> None:
         return
     value = state.get(settings.FIELD_BY_NAME[name].key)
     rd = state.reader(resources.get_store(), run)
-    # A widget can report a change more than once for one move (seen with the log slider: one key press, four
-    # commands): a value already sent from here, or already in force on the run, is not sent again.
-    if rd is not None:
-        pending = state.knob_notes().get(name)
-        if pending and pending["value"] == value and knob_answer(rd.events, pending["request"]) is None:
-            return  # the same value is on its way
-        if knobs_now(rd.config(), rd.events).get(name) == value:
-            return  # already in force
     if rd is not None and not room.can_control(rd.config()):
         owner = room.owner_name(rd.config()) or "another learner"
         state.flash("info", f"This run belongs to {owner}: {name} stays as it is there; it applies to your next run.")

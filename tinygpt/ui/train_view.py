@@ -23,7 +23,8 @@ def build_view(store, rd, config: dict, status: dict, large: bool) -> dict:
     parent = state.reader(store, config.get("parent"))  # the run this one replaced: its curve, faint
     options = (large, state.get(state.W_TARGET) or None, state.get(state.W_SMOOTH, 0.0), state.get(state.W_X_AXIS))
     key = (str(rd.run_dir), str(parent.run_dir) if parent else None, options)
-    figures = shared_figures(key, _records(rd), lambda: _figures(rd, parent, config, status, options))
+    records = (_records(rd), _records(parent) if parent else None)
+    figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
     notes = [runinfo.knob_note(rd.events, n["request"], knob, n["value"]) for knob, n in state.knob_notes().items()]
     last = rd.samples[-1] if rd.samples else None
     return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last}
