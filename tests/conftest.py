@@ -1,7 +1,7 @@
 """Shared fixtures for the whole test suite.
 
-Tests must run offline on a 2-core CPU machine: nothing here downloads anything, and the real corpus is only
-used when a local copy exists (see `shakespeare_path`).
+Tests must run offline on a 2-core CPU machine: nothing here downloads anything; the real corpus is the copy
+embedded in the package (see `shakespeare_path`), so no test skips for want of it.
 """
 
 from __future__ import annotations
@@ -45,18 +45,26 @@ def tmp_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def shakespeare_path() -> Path:
-    """Path to a local Tiny Shakespeare: $TINYGPT_SHAKESPEARE, else ../shared/data/tinyshakespeare.txt; else skip."""
+def shakespeare_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Path to a plain-text Tiny Shakespeare: $TINYGPT_SHAKESPEARE (an override), else the package's embedded
+    copy written out once per session (load_shakespeare checks its sha256)."""
     env = os.environ.get("TINYGPT_SHAKESPEARE")
     if env:
         path = Path(env).expanduser()
         if not path.is_file():
             pytest.fail(f"TINYGPT_SHAKESPEARE={env!r} is not a file")
         return path.resolve()
-    path = REPO.parent / "shared" / "data" / "tinyshakespeare.txt"
-    if path.is_file():
-        return path.resolve()
-    pytest.skip("Tiny Shakespeare not available offline: set TINYGPT_SHAKESPEARE to a local copy")
+    from tinygpt.data import load_shakespeare
+
+    saved = os.environ.pop("TINYGPT_SHAKESPEARE", None)
+    try:
+        text = load_shakespeare()
+    finally:
+        if saved is not None:
+            os.environ["TINYGPT_SHAKESPEARE"] = saved
+    path = tmp_path_factory.mktemp("corpus") / "tinyshakespeare.txt"
+    path.write_text(text, encoding="utf-8", newline="")
+    return path
 
 
 @pytest.fixture

@@ -6,12 +6,10 @@
 #   2. makes a Chromium available for the browser tests: a `chromium`/`chromium-browser` on PATH is used as is;
 #      otherwise, as root with apt-get, Debian's `chromium` package is installed; otherwise Playwright downloads
 #      its own build (`python -m playwright install chromium`);
-#   3. points TINYGPT_SHAKESPEARE at ../shared/data/tinyshakespeare.txt when that file exists (tests that need
-#      the corpus skip without it: nothing here downloads it);
-#   4. runs pytest (paths default to `testpaths` in pyproject.toml) and exits with its status.
+#   3. runs pytest (paths default to `testpaths` in pyproject.toml) and exits with its status.
 #
-# Tip: on a machine without a GPU, install the CPU build of torch into .venv first
-# (`.venv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu`), or pip fetches CUDA wheels.
+# On a machine without a GPU, install the CPU build of torch into .venv first, or pip fetches ~3 GB of CUDA wheels:
+#   python3 -m venv .venv && .venv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -38,10 +36,7 @@ else
     "$PY" -m playwright install chromium
 fi
 
-SHAKESPEARE="$REPO/../shared/data/tinyshakespeare.txt"
-if [ -z "${TINYGPT_SHAKESPEARE:-}" ] && [ -f "$SHAKESPEARE" ]; then
-    TINYGPT_SHAKESPEARE="$(cd "$(dirname "$SHAKESPEARE")" && pwd)/$(basename "$SHAKESPEARE")"
-    export TINYGPT_SHAKESPEARE
-fi
+# Tiny Shakespeare needs no set-up: the tests use the copy embedded in the package (tinygpt/corpora/). A
+# TINYGPT_SHAKESPEARE already in the environment is an override and is passed through as is.
 
 exec "$PY" -m pytest -q "$@"

@@ -161,6 +161,28 @@ def test_missing_shakespeare_is_a_message(runs_dir, monkeypatch, tmp_path):
     assert at.error and "TINYGPT_SHAKESPEARE" in plain(at.error[0].value)
 
 
+def test_failed_corpus_load_leaves_no_progress_bar(runs_dir, monkeypatch, tmp_path):
+    """Issue 24 finding 1: offline (here with the embedded copy damaged, the only way left to fail), the message
+    stands alone: the "Fetching Tiny Shakespeare ..." bar used to stay on screen beside it."""
+    import urllib.error
+
+    import tinygpt.data as data
+
+    def no_network(*args, **kwargs):
+        raise urllib.error.URLError("offline")
+
+    monkeypatch.delenv("TINYGPT_SHAKESPEARE", raising=False)
+    monkeypatch.setenv("TINYGPT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(data, "EMBEDDED_SHAKESPEARE", tmp_path / "gone.txt.xz")
+    monkeypatch.setattr(data, "urlopen", no_network)
+    at = new_app()
+    at.selectbox(key=state.W_SOURCE).set_value(settings.SOURCE_SHAKESPEARE).run()
+    click(at, "Train")
+    assert not at.exception, at.exception
+    assert at.error and "seems offline" in plain(at.error[0].value)
+    assert not [p for p in at.get("progress") if "Shakespeare" in str(p.proto.text)]
+
+
 def test_bad_run_id_in_the_url_is_a_message(runs_dir):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
     at.query_params["run"] = "../../etc"

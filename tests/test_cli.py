@@ -203,3 +203,24 @@ def test_resume_of_a_run_without_a_checkpoint_starts_it_over(tmp_path, tiny_text
     update_status(writer.run_dir, state="failed", reason="failed: while starting")
     assert main(["train", "--resume", run_id, "--runs-dir", str(tmp_path), "--quiet"]) == 0
     assert read_status(writer.run_dir)["state"] == "finished" and list_checkpoints(writer.run_dir)[-1] == 5
+
+
+def test_readme_first_command_trains_shakespeare_offline(tmp_path, capsys, monkeypatch):
+    """Issue 24 finding 1: offline, with no TINYGPT_SHAKESPEARE and an empty cache, the default corpus trains from
+    the embedded copy (it used to fail and leave a `failed` run behind)."""
+    import urllib.error
+
+    import tinygpt.data as data
+
+    def no_network(*args, **kwargs):
+        raise urllib.error.URLError("offline")
+
+    monkeypatch.delenv("TINYGPT_SHAKESPEARE", raising=False)
+    monkeypatch.setenv("TINYGPT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(data, "urlopen", no_network)
+    args = ["--runs-dir", str(tmp_path / "runs"), "--device", "cpu", "--quiet"]
+    code = main(["train", "--preset", "demo", "--max-steps", "3", "--hidden-dim", "32", "--max-seq-len", "16", *args])
+    assert code == 0, capsys.readouterr().err
+    code = main(["runs", "--runs-dir", str(tmp_path / "runs")])
+    out = capsys.readouterr().out
+    assert code == 0 and "finished" in out and "failed" not in out

@@ -3,6 +3,7 @@
 import hashlib
 import io
 import urllib.error
+from pathlib import Path
 
 import pytest
 import torch
@@ -44,7 +45,8 @@ def test_user_errors_share_one_base():
 @pytest.fixture
 def fake_corpus(monkeypatch, tmp_path):
     """A small payload standing in for Tiny Shakespeare (size and hash patched to match), served from a file:// URL."""
-    monkeypatch.delenv("TINYGPT_SHAKESPEARE", raising=False)  # tests/run.sh sets it for the real-corpus tests
+    monkeypatch.delenv("TINYGPT_SHAKESPEARE", raising=False)  # an override a user may set
+    monkeypatch.setattr(data, "EMBEDDED_SHAKESPEARE", tmp_path / "not-embedded.txt.xz")  # exercise the fallback
     payload = ("First Citizen:\nSpeak, speak.\n" * 10_000).encode()
     monkeypatch.setattr(data, "SHAKESPEARE_BYTES", len(payload))
     monkeypatch.setattr(data, "SHAKESPEARE_SHA256", hashlib.sha256(payload).hexdigest())
@@ -344,3 +346,59 @@ def test_device_argument_gives_the_same_batch(tiny_text):
     x1, y1 = corpus.get_batch("val", 4, torch.Generator().manual_seed(5))
     x2, y2 = corpus.get_batch("val", 4, torch.Generator().manual_seed(5), device="cpu")
     assert torch.equal(x1, x2) and torch.equal(y1, y2) and x2.device.type == "cpu"
+
+
+# --- the embedded copy (issue 24 finding 1: the default corpus needed the network) ------------------------------
+
+
+def _no_network(*args, **kwargs):
+    raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+
+def test_first_use_offline_reads_the_embedded_copy(monkeypatch, tmp_path):
+    """No env var, an empty cache, no network: Tiny Shakespeare still loads, verified, on the first call."""
+    monkeypatch.delenv("TINYGPT_SHAKESPEARE", raising=False)
+    monkeypatch.setattr(data, "urlopen", _no_network)
+    calls = []
+    text = load_shakespeare(progress=lambda done, total: calls.append((done, total)), cache_dir=tmp_path / "cache")
+    assert len(text.encode()) == SHAKESPEARE_BYTES and text.startswith("First Citizen:")
+    assert hashlib.sha256(text.encode()).hexdigest() == SHAKESPEARE_SHA256
+    assert calls and calls[-1][0] == calls[-1][1]  # a progress bar, if any, ends full
+    assert not (tmp_path / "cache").exists()  # nothing written: the package is the copy
+    corpus = load_corpus(DataConfig(source="shakespeare"), block_size=64)
+    assert corpus.tokenizer.vocab_size == 65 and corpus.num_chars == SHAKESPEARE_BYTES
+
+
+def test_embedded_copy_is_small_and_lives_in_the_package():
+    path = data.EMBEDDED_SHAKESPEARE
+    assert path.is_file() and path.parent.parent == Path(data.__file__).parent
+    assert path.stat().st_size < 450_000  # compressed: about a third of the 1.1 MB text
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == data.EMBEDDED_SHAKESPEARE_SHA256
+
+
+def test_damaged_embedded_copy_falls_back_to_the_download(fake_corpus, tmp_path, monkeypatch):
+    payload, url = fake_corpus
+    broken = tmp_path / "broken.txt.xz"
+    broken.write_bytes(b"\xfd7zXZ\x00 not really")
+    monkeypatch.setattr(data, "EMBEDDED_SHAKESPEARE", broken)
+    assert load_shakespeare(cache_dir=tmp_path / "cache", url=url) == payload.decode()
+
+
+def test_damaged_embedded_copy_offline_says_so(monkeypatch, tmp_path):
+    monkeypatch.delenv("TINYGPT_SHAKESPEARE", raising=False)
+    broken = tmp_path / "broken.txt.xz"
+    broken.write_bytes(b"garbage")
+    monkeypatch.setattr(data, "EMBEDDED_SHAKESPEARE", broken)
+    monkeypatch.setattr(data, "urlopen", _no_network)
+    with pytest.raises(DataError) as info:
+        load_shakespeare(cache_dir=tmp_path / "cache", timeout=1)
+    message = str(info.value)
+    assert "embedded copy" in message and "damaged" in message and "seems offline" in message
+
+
+def test_pyproject_ships_the_corpus_as_package_data():
+    import tomllib
+
+    meta = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    patterns = meta["tool"]["setuptools"]["package-data"]["tinygpt"]
+    assert any(Path("corpora/tinyshakespeare.txt.xz").match(p) for p in patterns)

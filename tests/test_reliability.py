@@ -340,13 +340,16 @@ def test_4_ctrl_c_of_the_cli_then_resume_follows_the_uninterrupted_curve(tmp_pat
 
 
 def test_5_offline_shakespeare_prints_the_reason_and_exits_1(tmp_path, capsys, monkeypatch):
+    """Offline with the embedded copy damaged (offline with it intact trains: tests/test_cli.py)."""
     monkeypatch.delenv("TINYGPT_SHAKESPEARE", raising=False)
+    monkeypatch.setattr(data_module, "EMBEDDED_SHAKESPEARE", tmp_path / "gone.txt.xz")
     monkeypatch.setenv("TINYGPT_CACHE_DIR", str(tmp_path / "cache"))
     defaults = data_module.load_shakespeare.__defaults__
     monkeypatch.setattr(data_module.load_shakespeare, "__defaults__", (*defaults[:2], 2, "http://127.0.0.1:9/x"))
     code, out, err = cli(capsys, "train", "--max-steps", "2", "--device", "cpu", "--quiet", "--runs-dir", str(tmp_path))
     last = err.strip().splitlines()[-1]
-    assert code == 1 and last.startswith("run ") and ": failed: could not download Tiny Shakespeare" in last
+    assert code == 1 and last.startswith("run ") and ": failed: The embedded copy" in last
+    assert "could not download Tiny Shakespeare" in last
     assert "TINYGPT_SHAKESPEARE" in last
 
 

@@ -1,7 +1,9 @@
 """Corpora and batches: where the text comes from and how it becomes (x, y) pairs of token windows.
 
 Three kinds of text:
-- Tiny Shakespeare (Karpathy's char-rnn, 1,115,394 characters), downloaded once, checked against a SHA-256, cached.
+- Tiny Shakespeare (Karpathy's char-rnn, 1,115,394 characters, public domain), shipped inside the package
+  xz-compressed (tinygpt/corpora/, 364 KB) so the default works offline on the first click; checked against its
+  SHA-256 on every load, and downloaded (then cached) only when that copy is damaged or missing.
 - Synthetic tasks generated in code, each with an exact answer, so "did the model learn it?" is a number:
   `copy` (the induction-head task: the answer repeats the prompt), `reverse`, `sort` (digits) and `add`.
 - Text a user pastes or uploads.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import lzma
 import os
 import random
 import tempfile
@@ -40,7 +43,11 @@ from .tokenizer import CharTokenizer
 SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 SHAKESPEARE_BYTES = 1115394
 SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
-SHAKESPEARE_ENV = "TINYGPT_SHAKESPEARE"  # path to a local copy: skips the download (offline machines, CI)
+SHAKESPEARE_ENV = "TINYGPT_SHAKESPEARE"  # path to a local copy: an override of the embedded one
+# The copy in the package (pyproject.toml's package-data ships it): lzma -9e of input.txt. Its own digest tells a
+# damaged file (a truncated clone, a bad checkout) from a good one before decompressing it.
+EMBEDDED_SHAKESPEARE = Path(__file__).resolve().parent / "corpora" / "tinyshakespeare.txt.xz"
+EMBEDDED_SHAKESPEARE_SHA256 = "21b40ccf4999c004256d116655824719001352dbc22636354d9cd0c645d03a4a"
 CACHE_DIR_ENV = "TINYGPT_CACHE_DIR"  # where the download is kept; default ~/.cache/tinygpt
 _CHUNK = 64 * 1024  # bytes per read: ~17 progress callbacks for the whole file
 
@@ -61,6 +68,20 @@ def _check_shakespeare(raw: bytes, where: str) -> str:
             f"{SHAKESPEARE_URL}, or train on it as your own text."
         )
     return raw.decode("utf-8")
+
+
+def _embedded_shakespeare() -> tuple[str | None, str]:
+    """(the text, "") from the package's copy; (None, why) when that copy is missing or damaged."""
+    try:
+        packed = EMBEDDED_SHAKESPEARE.read_bytes()
+    except OSError as e:
+        return None, f"the embedded copy {str(EMBEDDED_SHAKESPEARE)!r} is missing ({e.strerror or e})"
+    if hashlib.sha256(packed).hexdigest() != EMBEDDED_SHAKESPEARE_SHA256:
+        return None, f"the embedded copy {str(EMBEDDED_SHAKESPEARE)!r} is damaged (its sha256 does not match)"
+    try:
+        return _check_shakespeare(lzma.decompress(packed), "the embedded copy"), ""
+    except (lzma.LZMAError, DataError) as e:
+        return None, f"the embedded copy {str(EMBEDDED_SHAKESPEARE)!r} is damaged ({e})"
 
 
 def _download(url: str, dest: Path, progress: Progress | None, timeout: float) -> bytes:
@@ -114,13 +135,21 @@ def load_shakespeare(
     timeout: float = 10,
     url: str = SHAKESPEARE_URL,
 ) -> str:
-    """The Tiny Shakespeare text: from $TINYGPT_SHAKESPEARE, else the cache, else downloaded into the cache."""
+    """The Tiny Shakespeare text: from $TINYGPT_SHAKESPEARE, else the package's embedded copy; only when that copy
+    is damaged, from the cache, else downloaded into the cache (a DataError offline says why the embedded one failed).
+    """
     local = os.environ.get(SHAKESPEARE_ENV)
     if local:
         path = Path(local).expanduser()
         if not path.is_file():
             raise DataError(f"{SHAKESPEARE_ENV} is set to {local!r}, but no file is there: fix the path or unset it.")
         return _check_shakespeare(path.read_bytes(), f"{SHAKESPEARE_ENV} ({local})")
+
+    text, damaged = _embedded_shakespeare()
+    if text is not None:
+        if progress:
+            progress(SHAKESPEARE_BYTES, SHAKESPEARE_BYTES)
+        return text
 
     cache = Path(cache_dir or os.environ.get(CACHE_DIR_ENV) or Path.home() / ".cache" / "tinygpt").expanduser()
     dest = cache / "tinyshakespeare.txt"
@@ -134,7 +163,10 @@ def load_shakespeare(
             if progress:
                 progress(len(raw), len(raw))
             return text
-    return _download(url, dest, progress, timeout).decode("utf-8")
+    try:
+        return _download(url, dest, progress, timeout).decode("utf-8")
+    except DataError as e:
+        raise DataError(f"{damaged[0].upper()}{damaged[1:]}, and {e}") from None
 
 
 # --- synthetic tasks -------------------------------------------------------------------------------------------

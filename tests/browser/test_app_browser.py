@@ -1,13 +1,12 @@
 """The app in a real headless Chromium: train on the Demo preset, turn a live knob, watch attention, sample,
 refresh and reattach, stop. Screenshots of every page go to test-output/screenshots/.
 
-Offline: trains on a synthetic task unless TINYGPT_SHAKESPEARE points at a local Tiny Shakespeare.
+Offline: trains the default corpus, Tiny Shakespeare, from the copy embedded in the package.
 One test walks the whole story (each step needs the run the previous one started); waits are on text, not sleeps.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -128,8 +127,6 @@ def test_train_watch_attention_sample_reattach_stop(app_server, app_runs, page, 
     page.goto(app_server)
     expect(page.get_by_role("heading", name="tinygpt · Train")).to_be_visible()
     no_exception(page)
-    if not os.environ.get("TINYGPT_SHAKESPEARE"):
-        choose(page, "Corpus", "Synthetic: copy")
     set_number(page, "Max steps", 20000)  # still training when the test refreshes near its end; Stop ends it
 
     # Train: the status line appears and counts up, and the loss chart gains points.
@@ -169,7 +166,7 @@ def test_train_watch_attention_sample_reattach_stop(app_server, app_runs, page, 
             break
         page.wait_for_timeout(1000)
         page.reload()
-    prompt = "abc>" if not os.environ.get("TINYGPT_SHAKESPEARE") else "ROMEO:"
+    prompt = "ROMEO:"
     page.get_by_label("Prompt").fill(prompt)
     page.get_by_label("Characters").fill("120")
     page.get_by_label("Characters").press("Enter")

@@ -3,13 +3,12 @@ and the verdict's box is green exactly when the pitfall reproduced.
 
 `reproduced` is recomputed here from the run folders the app's workers wrote (the same `read_result` and
 `verdict`), so the test checks the page's colour against the numbers, not against the page's own words. On Tiny
-Shakespeare (TINYGPT_SHAKESPEARE, as tests/run.sh sets it) every experiment should be green; on the synthetic
-fallback some may honestly not reproduce, and then the box must be the warning.
+Shakespeare (the default corpus, embedded in the package) every experiment should be green; a box that honestly
+did not reproduce must be the warning.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from tinygpt.runstore import RunReader
 expect.set_options(timeout=30_000)
 VERDICT = re.compile(r"Reproduced\.|Did not reproduce on this run\.")
 RUN_TIMEOUT_MS = 300_000  # the slowest experiment (four warmup runs, two at a time) on a busy 2-core machine
-SOURCE = "shakespeare" if os.environ.get("TINYGPT_SHAKESPEARE") else "synthetic:copy"
+SOURCE = "shakespeare"  # the embedded copy: every experiment should be green on it
 
 
 def run_folder(tmp_path_factory: pytest.TempPathFactory, run_id: str) -> Path:

@@ -14,8 +14,8 @@ from tinygpt.ui import form, resources, safe, settings, state
 
 
 def config_from_form(source: str, uploaded: Any, learner: Actor, messages) -> RunConfig:
-    """The run the form describes (TinyGPTError says what to change); fetches Tiny Shakespeare with a progress
-    bar in `messages` when the run needs it."""
+    """The run the form describes (TinyGPTError says what to change); loads Tiny Shakespeare (the embedded copy,
+    or a download when that copy is damaged) with a progress bar in `messages`, gone again whatever happens."""
     values = form.form_values()
     pasted, data_bytes = state.get(state.W_PASTE, ""), uploaded.getvalue() if uploaded else None
     data = settings.data_config(source, pasted, data_bytes, values["max_seq_len"])
@@ -23,9 +23,11 @@ def config_from_form(source: str, uploaded: Any, learner: Actor, messages) -> Ru
     if not learner.instructor:
         settings.check_budget(config, resources.room_budget())
     if data.source == "shakespeare":
-        bar = messages.progress(0.0, text="Fetching Tiny Shakespeare ...")
-        settings.ensure_corpus(data, lambda done, total: bar.progress(min(1.0, done / max(total, 1))))
-        bar.empty()
+        bar = messages.progress(0.0, text="Loading Tiny Shakespeare ...")
+        try:
+            settings.ensure_corpus(data, lambda done, total: bar.progress(min(1.0, done / max(total, 1))))
+        finally:  # a failure's message must not sit under a half-full bar
+            bar.empty()
     return config
 
 

@@ -236,7 +236,8 @@ def build_config(label: str, values: Mapping[str, Any], data: DataConfig) -> Run
 
 
 def ensure_corpus(data: DataConfig, progress=None) -> None:
-    """Fetch Tiny Shakespeare into the cache before a run needs it (with a progress callback); DataError offline."""
+    """Load Tiny Shakespeare before a run needs it (embedded; downloaded only when that copy is damaged), with a
+    progress callback; DataError says why it failed."""
     if data.source == "shakespeare":
         load_shakespeare(progress=progress)
 
