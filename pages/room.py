@@ -10,7 +10,7 @@ state.require_frame()
 import streamlit as st
 
 from tinygpt.runstore import ACTIVE_STATES
-from tinygpt.ui import backlog, explain, resources, room, runinfo, safe
+from tinygpt.ui import backlog, explain, resources, room, runinfo
 from tinygpt.ui.charts import compare
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
@@ -61,4 +61,4 @@ if runs:
         state.put(state.W_LARGE, True)
         state.flash("success", f"Run {pick} is on your screen, in large fonts.")
         st.switch_page("pages/train.py")
-    st.caption(f"Instructor key: `{safe.md(room.instructor_key())}` (give it to a co-instructor; not to learners).")
+room.key_reveal()

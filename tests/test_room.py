@@ -134,3 +134,68 @@ def test_the_rooms_time_budget_goes_with_a_learners_run_and_stops_it_with_the_re
         assert resources.time_limit_s(TEACHER) is None and resources.time_limit_s(ANNA) == pytest.approx(3.0)
     finally:
         resources.room_budget()["max_minutes"] = 0.0
+
+
+# --- the instructor key (issue 24 finding 3; issue 20: never shown on the projector unless revealed) ------------
+
+
+class _Terminal:
+    """A stand-in for the server's stdout under nohup: what was written, and whether it was flushed."""
+
+    def __init__(self):
+        self.text, self.flushed_upto = "", 0
+
+    def write(self, s):
+        self.text += s
+        return len(s)
+
+    def flush(self):
+        self.flushed_upto = len(self.text)
+
+
+def test_the_generated_key_is_printed_once_flushed_with_how_to_enter_it(runs_dir, monkeypatch):
+    monkeypatch.delenv("TINYGPT_INSTRUCTOR_KEY", raising=False)
+    room.instructor_key.clear()
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stdout", terminal)
+    try:
+        app_as(BEN)  # the first page load: nobody has typed any key yet
+        app_as(ANNA).run()
+        key = room.instructor_key()
+    finally:
+        room.instructor_key.clear()
+    lines = [line for line in terminal.text.splitlines() if key in line]
+    assert len(lines) == 1, terminal.text  # once, however many sessions and reruns
+    assert terminal.flushed_upto >= terminal.text.index(key) + len(key)  # not stuck in a nohup buffer
+    assert "Instructor key" in terminal.text and "sidebar" in terminal.text  # how to enter it
+    assert "TINYGPT_INSTRUCTOR_KEY" in terminal.text
+
+
+def test_a_key_set_in_the_environment_is_announced_without_echoing_it(runs_dir, monkeypatch):
+    monkeypatch.setenv("TINYGPT_INSTRUCTOR_KEY", "my-own-secret")
+    room.instructor_key.clear()
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stdout", terminal)
+    try:
+        app_as(BEN)
+    finally:
+        room.instructor_key.clear()
+    assert "TINYGPT_INSTRUCTOR_KEY" in terminal.text and "my-own-secret" not in terminal.text
+
+
+def test_the_room_page_hides_the_key_until_the_instructor_reveals_it(runs_dir, monkeypatch):
+    key = "e7OpYc9u_Ros*x"  # markdown characters that used to come out escaped inside a code span
+    monkeypatch.setenv("TINYGPT_INSTRUCTOR_KEY", key)
+    room.instructor_key.clear()
+    try:
+        teacher = app_as(TEACHER)
+        teacher.switch_page("pages/room.py").run()
+        assert not teacher.exception, teacher.exception
+        shown = [str(e.value) for kind in ("markdown", "caption", "code", "text") for e in teacher.get(kind)]
+        assert not any("e7OpYc9u" in s for s in shown)  # hidden by default: the Room page is projected
+        reveal = next(t for t in teacher.toggle if "instructor key" in t.label.lower())
+        reveal.set_value(True).run()
+        assert not teacher.exception, teacher.exception
+        assert [c.value for c in teacher.code] == [key]  # exactly the key, copyable, no backslashes
+    finally:
+        room.instructor_key.clear()

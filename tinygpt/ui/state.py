@@ -102,6 +102,7 @@ W_COMPARE = "w_compare"
 W_LEARNER_NAME = "w_learner_name"
 W_ROOM_PICK = "w_room_pick"
 W_INSTRUCTOR_KEY = "w_instructor_key"
+W_SHOW_KEY = "w_show_key"  # Room: the instructor key revealed (off on every visit)
 W_RUNS_PICK = "w_runs_pick"
 W_DELETE_CONFIRM = "w_delete_confirm"
 W_GRAD_FIELD = "w_grad_field"
