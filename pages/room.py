@@ -9,7 +9,6 @@ state.require_frame()
 
 import streamlit as st
 
-from tinygpt.runstore import ACTIVE_STATES
 from tinygpt.ui import backlog, explain, resources, room, runinfo
 from tinygpt.ui.charts import compare
 
@@ -29,13 +28,15 @@ def dashboard() -> None:
     if not rows:
         st.info("No runs yet: learners start theirs on **Train**.")
         return
-    active = [r for r in rows if r["state"] in ACTIVE_STATES or r["state"] == "paused"][:24]
-    readers = {f"{r['learner']} · {r['run']}": state.reader(store, r["run"]) for r in active}
+    drawn, note = runinfo.room_chart_runs(rows)  # the live runs, else the latest ones, by readable name
+    readers = {label: state.reader(store, run) for run, label in drawn}
     series = {label: rd.metrics for label, rd in readers.items() if rd is not None}
     queued = sum(r["state"] == "queued" for r in rows)
     training = sum(r["state"] == "running" for r in rows)
     st.markdown(f"**{training} training · {queued} queued · {len(rows)} runs in all**")
     explain.show_chart(compare.room_chart(series, large=state.large_fonts()), code=False)
+    if note:
+        st.caption(note)
     st.dataframe(rows, hide_index=True, width="stretch")
 
 
@@ -52,10 +53,12 @@ with st.expander("Per-run budget for learners", icon=":material/speed:"):
                "it is stopped with a checkpoint and says why; a resume starts a new budget at the back of the "
                "queue. Memory is checked for everyone: a run estimated not to fit is refused before it starts. "
                "Your own runs have no budget.")  # fmt: skip
-runs = [r["run"] for r in runinfo.room_rows(store)]
+names = {r["run"]: f"{r['learner']} · {r['name'] or r['run']} · {r['state']} · {r['run'][:6]}"
+         for r in runinfo.room_rows(store)}  # fmt: skip
+runs = list(names)
 if runs:
     c1, c2 = st.columns([3, 1])
-    pick = c1.selectbox("Run", runs, key=state.W_ROOM_PICK)
+    pick = c1.selectbox("Run", runs, key=state.W_ROOM_PICK, format_func=names.get)
     if c2.button("Bring to the projector", type="primary", icon=":material/cast:", width="stretch"):
         state.set_run_id(pick)
         state.put(state.W_LARGE, True)

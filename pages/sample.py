@@ -13,8 +13,8 @@ import streamlit as st
 
 from tinygpt import inside
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import list_checkpoints, run_learner
-from tinygpt.ui import explain, resources, room, safe
+from tinygpt.runstore import list_checkpoints, read_events, run_learner
+from tinygpt.ui import explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, heatmaps
 
 store = resources.get_store()
@@ -41,12 +41,12 @@ if state.get(state.W_SAMPLE_RUN) not in options or state.get(state.SAMPLE_FOLLOW
     state.put(state.SAMPLE_FOLLOW, current)
 
 
-def _label(run: str) -> str:
+events = {run: read_events(store.path(run)) for run in options}  # live changes: part of a run's readable name
+
+
+def _label(run: str) -> str:  # the name the Runs table shows, not the bare id
     r = with_ckpt[run]
-    tag = " (current)" if run == current else ""
-    owner = run_learner(r.config).get("name")
-    whose = "" if not owner else " · yours" if run_learner(r.config).get("id") == me.id else f" · {owner}'s"
-    return f"{run}{tag}{whose} · {r.state} · step {r.step}"
+    return runinfo.pick_label(run, r.config or {}, events[run], r.state, r.step, me_id=me.id, current=run == current)
 
 
 c1, c2 = st.columns([2, 1])
@@ -62,6 +62,9 @@ c2.selectbox(
     on_change=lambda: state.put(state.SAMPLE_CKPT_LATEST, state.get(state.W_SAMPLE_CKPT) == ckpts[-1]),
 )
 step = state.get(state.W_SAMPLE_CKPT)
+st.caption(runinfo.sample_source(run, with_ckpt[run].config or {}, events[run], step))
+if cheat := runinfo.cheat_note(with_ckpt[run].config or {}, events[run], step):
+    st.warning(cheat, icon=":material/visibility:")
 
 persist = {"persist_state": "session"}
 state.init(state.W_PROMPT, "\n")

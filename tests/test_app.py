@@ -99,7 +99,7 @@ def test_heads_options_divide_the_width():
 
 
 def test_status_line_and_eta():
-    metrics = [{"step": s, "time": 100.0 + s * 0.1} for s in range(1, 51)]
+    metrics = [{"step": s, "time": 100.0 + s * 0.1, "tokens_per_s": 12345.6} for s in range(1, 51)]
     line = runinfo.status_line({"state": "running", "step": 50, "max_steps": 150, "tokens_per_s": 12345.6}, metrics)
     assert line.startswith("step 50 / 150 · 12,346 tokens/s · ETA 10 s · running")
 
@@ -284,6 +284,22 @@ def write_run(root: Path, hidden_dim: int = 32, steps: int = 20) -> str:
         save_checkpoint(checkpoint_stem(w.run_dir, steps), model, config, corpus.tokenizer.vocab, steps)
         w.write_status(state="finished", reason="reached max_steps", step=steps, best_val_loss=2.1)
         return w.run_id
+
+
+def test_sample_names_its_run_and_step_and_explains_a_cheating_run(runs_dir):
+    """Issue 24 finding 5: the picker showed bare ids and, after a mask→none run, ":::::" came with no hint why."""
+    from tinygpt.runstore import RunStore, read_events
+
+    run_id = write_run(runs_dir)  # mask → none at step 5, a checkpoint at step 20
+    config = RunStore(runs_dir).reader(run_id).config()
+    name = runinfo.run_name(config, read_events(runs_dir / run_id))
+    at = new_app()
+    at.switch_page("pages/sample.py").run()
+    assert not at.exception, at.exception
+    picker = at.selectbox(key=state.W_SAMPLE_RUN)
+    assert picker.value == run_id and picker.options[0].startswith(name), picker.options
+    assert any("Sampling from" in plain(c.value) and "step 20" in c.value for c in at.caption)
+    assert any("mask none" in plain(w.value) and "next character" in plain(w.value) for w in at.warning)
 
 
 def test_uploaded_text_is_decoded_or_the_problem_named():

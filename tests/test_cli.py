@@ -224,3 +224,39 @@ def test_readme_first_command_trains_shakespeare_offline(tmp_path, capsys, monke
     code = main(["runs", "--runs-dir", str(tmp_path / "runs")])
     out = capsys.readouterr().out
     assert code == 0 and "finished" in out and "failed" not in out
+
+
+class _Log:
+    def __init__(self):
+        self.text = ""
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+
+def test_progress_eta_comes_from_recent_steps_not_the_first(monkeypatch):
+    """Issue 24 finding 4: the CLI's first ETA read "1040s": the first step carries the start-up (model build,
+    first kernels), and the ETA divided all elapsed time by one step."""
+    from tinygpt import cli
+
+    clock = {"t": 1000.0}
+    monkeypatch.setattr(cli.time, "time", lambda: clock["t"])
+    log = _Log()
+    progress = cli.Progress(1000, stream=log)
+    clock["t"] += 10.0  # start-up
+    progress({"step": 1, "loss": 4.2, "tokens_per_s": 100.0})
+    first = log.text.splitlines()[-1]
+    assert "ETA -" in first and "ETA 9990s" not in first  # too few steps to say
+    for step in range(2, 400):  # a log line every 5 s off a terminal: one more, at step 251
+        clock["t"] += 0.02
+        progress({"step": step, "loss": 3.0, "tokens_per_s": 9000.0})
+    last = log.text.splitlines()[-1]
+    step = int(last.split("step ", 1)[1].split("/", 1)[0])
+    eta = int(last.rsplit("ETA ", 1)[1].rstrip("s\n"))
+    assert step > 200 and abs(eta - (1000 - step) * 0.02) <= 2, last  # ~15 s at the recent pace

@@ -120,3 +120,69 @@ def test_queue_wait_ignores_runs_queued_without_a_position_yet(tmp_path):
         update_status(store.path(ids[-1]), state=state_, step=0, max_steps=300, queue_position=position,
                       tokens_per_s=5120.0)  # fmt: skip
     assert runinfo.queue_wait(store, ids[2]) == pytest.approx(30.0)
+
+
+def test_a_finished_runs_tokens_per_s_is_its_recent_steps_not_the_last_status_write():
+    """Issue 24 finding 4: a finished 3000-step run said "753 tokens/s" (status.json's wall-clock rate over its
+    last few steps and the final eval) while its steps ran at 8k-34k tokens/s."""
+    metrics = [{"step": s, "time": s * 0.05, "tokens_per_s": 10_000.0 + (s % 2) * 2_000} for s in range(1, 3001)]
+    status = {"state": "finished", "step": 3000, "max_steps": 3000, "tokens_per_s": 752.7, "reason": "max_steps"}
+    line = runinfo.status_line(status, metrics)
+    assert "753" not in line
+    rate = runinfo.recent_tokens_per_s(metrics)
+    assert 10_000 < rate < 12_000  # the harmonic mean: total tokens over total step time
+    assert f"{rate:,.0f} tokens/s" in line
+    assert runinfo.recent_tokens_per_s([]) is None
+    assert "tokens/s" not in runinfo.status_line({"state": "queued", "step": 0, "max_steps": 10}, [])
+
+
+# --- readable names where a run is picked (issue 24 finding 5) --------------------------------------------------
+
+_CFG = {
+    "model": {"num_layers": 2, "num_heads": 4, "hidden_dim": 64, "mask": "causal"},
+    "train": {"learning_rate": 0.002},
+    "data": {"source": "shakespeare"},
+    "learner": {"id": "me", "name": "anna"},
+}
+_MASK_NONE_AT_100 = [{"kind": "knob", "knob": "mask", "ok": True, "old": "causal", "new": "none", "step": 100}]
+
+
+def test_the_sample_picker_names_runs_as_runs_does():
+    label = runinfo.pick_label("C8grKhNsuilD6cG9", _CFG, _MASK_NONE_AT_100, "finished", 300, me_id="me")
+    name = runinfo.run_name(_CFG, _MASK_NONE_AT_100)
+    assert label.startswith(name) and "yours" in label and "finished" in label and "step 300" in label
+    assert "C8grKhNsuilD6cG9" not in label.split(" · ")[0]  # the id is not what one reads first
+    theirs = runinfo.pick_label("X" * 16, _CFG, [], "running", 20, me_id="other", current=True)
+    assert "anna's" in theirs and "(current)" in theirs
+
+
+def test_sample_says_which_run_and_step_and_why_a_cheating_run_babbles():
+    source = runinfo.sample_source("C8grKhNsuilD6cG9", _CFG, _MASK_NONE_AT_100, 300)
+    assert runinfo.run_name(_CFG, _MASK_NONE_AT_100) in source and "step 300" in source
+    note = runinfo.cheat_note(_CFG, _MASK_NONE_AT_100, 300)
+    assert note and "mask none" in note and "step 100" in note and "next character" in note
+    assert runinfo.cheat_note(_CFG, _MASK_NONE_AT_100, 50) is None  # that checkpoint predates the switch
+    assert runinfo.cheat_note(_CFG, [], 300) is None  # an honest run: nothing to explain
+    back = [*_MASK_NONE_AT_100, {"kind": "knob", "knob": "mask", "ok": True, "old": "none", "new": "causal",
+                                 "step": 200}]  # fmt: skip
+    note = runinfo.cheat_note(_CFG, back, 300)
+    assert note and "steps 100-200" in note  # switched back: the weights still carry those steps
+    window = {**_CFG, "model": {**_CFG["model"], "mask": "sliding_window"}}
+    assert runinfo.cheat_note(window, [], 300) is None  # a sliding window does not see the future
+
+
+def test_the_room_chart_draws_the_latest_runs_when_none_is_training():
+    """Issue 24 finding 4: the Room's loss chart said "no runs yet" over six finished runs listed under it."""
+    rows = [{"learner": f"l{i}", "run": f"r{i}", "name": f"2L×4H×64 · n{i}", "state": "finished"} for i in range(6)]
+    drawn, note = runinfo.room_chart_runs(rows)
+    assert [run for run, _ in drawn] == [f"r{i}" for i in range(6)] and "No run is training" in note
+    assert drawn[0][1] == "l0 · 2L×4H×64 · n0"  # readable: learner and run name, not the id
+    rows[2]["state"] = "running"
+    drawn, note = runinfo.room_chart_runs(rows)
+    assert [run for run, _ in drawn] == ["r2"] and note == ""
+    assert runinfo.room_chart_runs([]) == ([], "")
+    many = [{**rows[0], "run": f"x{i}", "state": "finished"} for i in range(30)]
+    drawn, note = runinfo.room_chart_runs(many)
+    assert len(drawn) == 8 and "latest 8 of 30" in note
+    twins = [{**rows[0], "run": "a1"}, {**rows[0], "run": "b2"}]  # same learner, same settings: still two lines
+    assert len({label for _, label in runinfo.room_chart_runs(twins)[0]}) == 2

@@ -24,6 +24,7 @@ the run "stopped" (resumable with --resume, on the same curve); a second Ctrl-C 
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import functools
 import inspect
@@ -315,6 +316,10 @@ def _corpus_beside(path: Path, sha: Any) -> str:
 # ---------------------------------------------------------------- progress
 
 
+ETA_WINDOW = 200  # steps the CLI's ETA averages over
+ETA_MIN_STEPS = 5  # steps after the first before the CLI gives an ETA
+
+
 class Progress:
     """A one-line progress bar on a terminal; a log line every few seconds otherwise (CI logs, nohup)."""
 
@@ -325,30 +330,40 @@ class Progress:
         self.tty = stream.isatty()
         self.last = 0.0
         self.started = time.time()
+        self.recent: collections.deque[tuple[float, int]] = collections.deque(maxlen=ETA_WINDOW)  # (time, step)
+
+    def eta(self, now: float, step: int) -> str:
+        """Seconds left at the pace of the last few steps. The first step carries the start-up (model build,
+        first kernels), so the pace is measured from it on, once ETA_MIN_STEPS more steps have run."""
+        self.recent.append((now, step))
+        (t0, s0), (t1, s1) = self.recent[0], self.recent[-1]
+        if s1 - s0 < ETA_MIN_STEPS or t1 <= t0:
+            return "-"
+        return f"{(t1 - t0) / (s1 - s0) * (self.max_steps - step):.0f}s"
 
     def __call__(self, record: dict) -> None:
         if self.quiet:
             return
         now = time.time()
         step = record["step"]
+        remaining = self.eta(now, step)
         if now - self.last < (0.2 if self.tty else 5.0) and step != self.max_steps:
             return
         self.last = now
         loss = record.get("loss")
         loss_text = f"{loss:.4f}" if isinstance(loss, float) else "nan"
         tps = record.get("tokens_per_s") or 0
-        remaining = (now - self.started) / max(step, 1) * (self.max_steps - step)
         if self.tty:
             width = 28
             filled = int(width * step / max(self.max_steps, 1))
             bar = "#" * filled + "-" * (width - filled)
             self.stream.write(
-                f"\r[{bar}] step {step}/{self.max_steps} loss {loss_text} {tps:,.0f} tok/s ETA {remaining:.0f}s "
+                f"\r[{bar}] step {step}/{self.max_steps} loss {loss_text} {tps:,.0f} tok/s ETA {remaining} "
             )
             if step == self.max_steps:
                 self.stream.write("\n")
         else:
-            self.stream.write(f"step {step}/{self.max_steps} loss {loss_text} {tps:,.0f} tok/s ETA {remaining:.0f}s\n")
+            self.stream.write(f"step {step}/{self.max_steps} loss {loss_text} {tps:,.0f} tok/s ETA {remaining}\n")
         self.stream.flush()
 
 
