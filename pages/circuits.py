@@ -40,9 +40,13 @@ def experiment() -> None:
     seed = c2.number_input("Seed", 0, 10**6, key=state.W_CIRC_SEED)
     if c3.button("Start the experiment", icon=":material/play_arrow:", key="circ_start"):
         try:
-            state.set_circuit_runs(view.start_experiment(resources.get_manager(), source, int(seed), room.current()))
+            started = view.start_experiment(resources.get_manager(), source, int(seed), room.current())
         except TinyGPTError as e:
             st.error(safe.md(e))
+        else:  # the heads section below follows the experiment's 2-layer run
+            state.set_circuit_runs(started)
+            state.set_run_id(started[labels[0]])
+            st.rerun()
     runs = state.circuit_runs(labels)
     if not runs:
         st.caption(circuits.INDUCTION_EXPECTED)
@@ -55,7 +59,7 @@ def experiment() -> None:
         resources.touch(rd.run_id)
     st.caption(" · ".join(f"{label}: {runinfo.status_line(rd.status(), rd.metrics)}" for label, rd in readers.items()))
     view.chart(view.experiment_figure(readers, records, large), "phase_change_chart", "circ_phase",
-               caption=view.change_caption(records))  # fmt: skip
+               caption=view.change_caption(records, ended))  # fmt: skip
     verdict = circuits.induction_verdict(records, ended)
     box = {True: st.success, False: st.error, None: st.info}[verdict.reproduced]
     box(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}", icon=":material/science:")
@@ -87,11 +91,11 @@ steps = [r["step"] for r in records]
 live = resources.is_live(run_id) and rd.status().get("state") in ACTIVE_STATES
 
 st.subheader("Heads over training")
+st.caption(f"Run **{runinfo.run_name(config, rd.events)}** (`{run_id}`), as Runs names it.")
 wanted = state.get(state.W_CIRC_STEP)
 state.put(state.W_CIRC_STEP, steps[-1] if wanted is None else min(steps, key=lambda s: abs(s - wanted)))
 step = st.select_slider("Step", steps, key=state.W_CIRC_STEP, help="The head table and the checkpoint views below.")
-change = circuits.phase_change(records)
-mark = {"step": change.score.step, "label": f"phase change @{change.score.step}"} if change.score else None
+mark = view.change_mark(records, live)  # "provisional" while the run trains
 fig = view.charts.role_history_chart(circuits.score_rows(records), change=mark, knobs=view.knob_markers(rd.events),
                                      large=large)  # fmt: skip
 view.chart(fig, "role_history_chart", "circ_roles")

@@ -242,3 +242,16 @@ def test_a_head_switched_off_live_is_answered_and_marked(tmp_path, tiny_text):
     assert knobs_now(read_json(run_dir / "config.json"), events)["ablated_heads"] == "L1H0"
     late = read_scores(run_dir)[-1]  # the switched-off head still attends; it just writes nothing
     assert len(late["roles"]["previous"]) == config.model.num_layers
+
+
+def test_scores_of_a_one_character_probe_warn_nothing():
+    """Issue 24 finding 8: the tests printed numpy's "Mean of empty slice" from here (a probe too short for a
+    role has no rows to average): such a score is NaN, "not enough data", and no warning."""
+    import warnings
+
+    weights, mask = np.ones((2, 4, 1, 1)), np.ones((1, 1), dtype=bool)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scores, baselines = circuits.role_scores(weights, mask)
+    assert scores["previous"].shape == (2, 4) and np.isnan(scores["previous"]).all()
+    assert np.isnan(baselines["previous"])

@@ -84,3 +84,51 @@ def test_the_experiments_page_links_the_induction_runs_to_circuits_and_back(runs
     at.switch_page("pages/circuits.py").run()
     assert not at.exception, at.exception
     assert any("pitfall lab" in e.proto.label for e in at.get("page_link"))
+
+
+def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_dir, tiny_text, monkeypatch):
+    """Issue 24 finding 6: after "Start the experiment" the heads section still showed the previous run until
+    the 2-layer run was clicked, and the head table printed None under "since step"."""
+    from tinygpt import circuits
+    from tinygpt.ui import circuits_view
+
+    store = RunStore(runs_dir)
+    ids = []
+    for layers in (1, 2, 1):  # an earlier run the page shows, then the experiment's two (stand-ins, trained here)
+        config = tiny_config(tiny_text, max_steps=10, num_layers=layers)
+        with store.create(config.to_dict(), owner="cli") as writer:
+            ids.append(writer.run_dir.name)
+        assert run_training(writer.run_dir, config) == "finished"
+    earlier, two_layer, one_layer = ids
+    labels = list(circuits.INDUCTION_VARIANTS)
+    monkeypatch.setattr(circuits_view, "start_experiment", lambda *a, **k: {labels[0]: two_layer, labels[1]: one_layer})
+    at = app()
+    at.query_params["run"] = earlier
+    at.run()
+    at.switch_page("pages/circuits.py").run()
+    assert at.session_state[state.RUN_ID] == earlier
+    next(b for b in at.button if b.label == "Start the experiment").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state[state.RUN_ID] == two_layer  # the heads below are the experiment's 2-layer run
+    from tinygpt.ui import runinfo
+
+    name = runinfo.run_name(store.reader(two_layer).config(), store.reader(two_layer).events)
+    assert any(name in c.value and two_layer in c.value for c in at.caption)  # named as Runs names it
+    [table] = [d for d in at.dataframe if "role" in d.value.columns]
+    assert list(table.value["head"])[:4] == ["L0H0", "L0H1", "L1H0", "L1H1"]
+    assert not any(v is None or str(v) in ("None", "nan") for v in table.value["since step"])
+
+
+def test_a_phase_change_found_mid_run_is_provisional():
+    """Issue 24 finding 6: the marked phase change moved from @1120 mid-run to @1260 at the end, unannounced."""
+    from tinygpt.ui import circuits_view
+
+    grid = lambda s: [[0.05, s], [0.05, 0.05]]  # noqa: E731 - (L, H) induction scores of one record
+    records = [{"step": 100 * i, "roles": {"induction": grid(0.05 if i < 5 else 0.8)}} for i in range(10)]
+    for r in records:
+        r["copy_loss"] = {"first": 3.0, "second": 3.0 if r["step"] < 500 else 1.0}
+    live = circuits_view.change_caption({"2 layers": records}, ended=False)
+    done = circuits_view.change_caption({"2 layers": records}, ended=True)
+    assert "provisional" in live and "provisional" not in done
+    assert "provisional" in circuits_view.change_mark(records, live=True)["label"]
+    assert "provisional" not in circuits_view.change_mark(records, live=False)["label"]

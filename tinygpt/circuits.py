@@ -78,14 +78,20 @@ def role_keys(role: str, size: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def stripe_score(weights: np.ndarray, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """The mean of weights[..., rows[j], keys[j]] over j: (..., T, S) -> (...)."""
-    return np.asarray(weights)[..., rows, keys].mean(axis=-1)
+    """The mean of weights[..., rows[j], keys[j]] over j: (..., T, S) -> (...); NaN (not enough data, and no numpy
+    "Mean of empty slice" warning) when the probe is too short to have any such row."""
+    weights = np.asarray(weights)
+    if len(rows) == 0:
+        return np.full(weights.shape[:-2], np.nan)
+    return weights[..., rows, keys].mean(axis=-1)
 
 
 def uniform_baseline(mask: np.ndarray, rows: np.ndarray, keys: np.ndarray) -> float:
     """The score of a head with uniform attention over the keys each row may see: mean of mask[t, k] / visible(t).
     (T, S) bool mask, True = may attend."""
     mask = np.asarray(mask, dtype=bool)
+    if len(rows) == 0:  # too short a probe: not enough data
+        return float("nan")
     visible = np.maximum(mask.sum(axis=-1), 1)  # (T,)
     return float((mask[rows, keys] / visible[rows]).mean())
 

@@ -69,7 +69,11 @@ def head_rows(records: list[dict], step: int | None) -> list[dict]:
     """The head table at `step`: every head's dominant role (since when), and each score next to its baseline."""
     rows = []
     for h in circuits.head_roles(records, step):
-        row: dict[str, Any] = {"head": h.name, "role": h.role or "-", "since step": h.since}
+        row: dict[str, Any] = {
+            "head": h.name,
+            "role": h.role or "-",
+            "since step": "-" if h.since is None else str(h.since),
+        }
         for role in circuits.ROLES:
             score, base = h.scores.get(role), h.baselines.get(role)
             row[role] = None if score is None else f"{score:.2f} (uniform {base:.2f})"
@@ -236,8 +240,12 @@ def experiment_figure(readers: dict[str, RunReader], records: dict[str, list[dic
                                      large=large)  # fmt: skip
 
 
-def change_caption(records: dict[str, list[dict]]) -> str:
-    """Where the red rules are: each run's detected phase change, in words."""
+PROVISIONAL = "provisional: the run is still training, later snapshots can move it"
+
+
+def change_caption(records: dict[str, list[dict]], ended: bool = True) -> str:
+    """Where the red rules are: each run's detected phase change, in words; provisional until the runs end (the
+    step is where the score's biggest rise lies so far, which more snapshots can move)."""
     parts = []
     for label, recs in records.items():
         change = circuits.phase_change(recs)
@@ -247,7 +255,16 @@ def change_caption(records: dict[str, list[dict]]) -> str:
             parts.append(
                 f"{label}: no phase change yet (best head {change.head or '-'}, {change.final_score or 0:.2f})"
             )
-    return "Red rules: " + "; ".join(parts) + "."
+    tail = "" if ended else f" ({PROVISIONAL})"
+    return "Red rules: " + "; ".join(parts) + tail + "."
+
+
+def change_mark(records: list[dict], live: bool) -> dict | None:
+    """The heads chart's phase-change marker, saying "provisional" while the run trains."""
+    change = circuits.phase_change(records)
+    if change.score is None:
+        return None
+    return {"step": change.score.step, "label": f"phase change @{change.score.step}" + (" (provisional)" * live)}
 
 
 def induction_entry(store) -> None:
