@@ -11,6 +11,7 @@ import time
 
 import streamlit as st
 
+from tinygpt.config import TransformerConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
 from tinygpt.ui import attention_view as view
@@ -37,7 +38,7 @@ snapshots = [int(s["step"]) for s in index.get("snapshots", [])]
 run_probe = index.get("probe_text", "")
 config = rd.config()
 knobs = knobs_now(config, rd.events)
-mode, window = knobs.get("mask") or "causal", int(knobs.get("window") or 16)
+mode, window = knobs.get("mask") or "causal", int(knobs.get("window") or TransformerConfig.window)
 large = state.large_fonts()
 following_live = resources.is_live(run_id) and rd.status().get("state") in ACTIVE_STATES
 resources.touch(run_id)

@@ -63,6 +63,7 @@ def live_gradients() -> None:
                 "grad_norm_chart",
                 key="g_clip",
                 code=False,
+                caption=runinfo.clip_caption(metrics, knobs, (config.get("train") or {}).get("optimizer", "adamw")),
             )
             notes = runinfo.event_notes(rd.events)
             if notes:

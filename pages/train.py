@@ -141,7 +141,7 @@ def live_view() -> None:
         if view["markers"]:
             st.caption(f"Markers: {view['markers']}")
     explain.show_chart(view["lr"], "lr_chart", code=False, key="train_lr")
-    explain.show_chart(view["grad"], "grad_norm_chart", code=False, key="train_grad")
+    explain.show_chart(view["grad"], "grad_norm_chart", code=False, key="train_grad", caption=view.get("clip"))
     last = view["sample"]
     if last:
         st.markdown(f"**Sample at step {last.get('step')}**")

@@ -203,3 +203,24 @@ def test_every_mask_side_by_side():
     titles = [a["text"] for a in fig["layout"]["annotations"]]
     assert titles[:3] == ["mask: causal", "mask: none", "mask: off_by_one"] and len(fig["data"]) == 6
     assert masks.mask_comparison({}, None).to_dict()["layout"]["title"]["text"]
+
+
+def test_the_default_sliding_window_looks_different_from_causal_in_the_mask_panels():
+    """Issue 24 finding 8: at the defaults (window 16) the mask panels, which draw the last 16 positions, showed
+    the sliding window identical to causal."""
+    from tinygpt.attention import build_mask
+    from tinygpt.config import TransformerConfig
+    from tinygpt.ui.charts import masks
+
+    window = TransformerConfig().window
+    shown = masks.mask_comparison.__kwdefaults__["max_tokens"]
+    causal, sliding = (build_mask(m, 32, window=window).numpy()[-shown:, -shown:] for m in ("causal", "sliding_window"))
+    assert (causal != sliding).sum() >= shown  # a band visibly narrower than the triangle
+
+
+def test_the_score_colour_bar_says_which_panels_it_is_for():
+    """Issue 24 finding 8: the bar was titled "score (1, 2, 4)", which reads like three score values."""
+    z = np.zeros((4, 4))
+    fig = heatmaps.attention_detail(z, z, np.tril(np.ones((4, 4))), z, z, list("abcd")).to_dict()
+    title = fig["layout"]["coloraxis"]["colorbar"]["title"]["text"]
+    assert "panels 1, 2, 4" in title and title != "score (1, 2, 4)"

@@ -186,3 +186,26 @@ def test_the_room_chart_draws_the_latest_runs_when_none_is_training():
     assert len(drawn) == 8 and "latest 8 of 30" in note
     twins = [{**rows[0], "run": "a1"}, {**rows[0], "run": "b2"}]  # same learner, same settings: still two lines
     assert len({label for _, label in runinfo.room_chart_runs(twins)[0]}) == 2
+
+
+def test_the_clipping_caption_is_the_runs_share_and_what_it_means_here():
+    """Issue 24 finding 4: the demo clipped nearly every step while the caption said that many clipped steps mean
+    the learning rate is too high (under AdamW a steady clip rescales the moments, not the update's size)."""
+    from tinygpt.ui.charts.help import CHART_HELP
+
+    assert "learning rate is too high" not in CHART_HELP["grad_norm_chart"]  # a fixed verdict, true or not
+    every = [{"step": s, "loss": 3 - s / 300, "grad_norm": 2.5, "clipped": True} for s in range(1, 301)]
+    text = runinfo.clip_caption(every, {"max_grad_norm": 1.0, "learning_rate": 0.002}, "adamw")
+    assert "300 of the last 300 steps (100%)" in text and "0.002" in text and "AdamW" in text
+    assert "0.4×" in text  # 1.0 / 2.5: the factor each clipped gradient was scaled by
+    assert "falling" in text  # the loss fell: the caption says so instead of blaming the learning rate
+    rising = [{**m, "loss": 1 + m["step"] / 100} for m in every]
+    assert "rising" in runinfo.clip_caption(rising, {"max_grad_norm": 1.0, "learning_rate": 0.002}, "adamw")
+    sgd = runinfo.clip_caption(every, {"max_grad_norm": 1.0, "learning_rate": 0.1}, "sgd")
+    assert "SGD" in sgd and "0.04" in sgd  # the effective step: lr × 0.4
+    few = [{**m, "clipped": m["step"] % 50 == 0} for m in every]
+    assert "6 of the last 300 steps (2%)" in runinfo.clip_caption(few, {"max_grad_norm": 1.0}, "adamw")
+    assert "no step was clipped" in runinfo.clip_caption([{**m, "clipped": False} for m in every],
+                                                         {"max_grad_norm": 1.0}, "adamw").lower()  # fmt: skip
+    assert "off" in runinfo.clip_caption(every, {"max_grad_norm": 0.0}, "adamw")
+    assert runinfo.clip_caption([], {"max_grad_norm": 1.0}, "adamw") == ""

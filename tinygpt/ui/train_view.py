@@ -52,7 +52,9 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple) -> dict:
     )
     grad = curves.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events, max_points=LIVE_POINTS,
                                   large=large)  # fmt: skip
-    return {name: explain.arrow_datasets(fig) for name, fig in (("loss", loss), ("lr", lr), ("grad", grad))}
+    figures = {name: explain.arrow_datasets(fig) for name, fig in (("loss", loss), ("lr", lr), ("grad", grad))}
+    optimizer = (config.get("train") or {}).get("optimizer", "adamw")
+    return {**figures, "clip": runinfo.clip_caption(rd.metrics, knobs, optimizer)}  # what clipping did here
 
 
 # Shared by every session of this server: when the room watches one run (the instructor's, on the projector and on

@@ -289,7 +289,7 @@ def attention_detail(
             "cmin": -bound,
             "cmax": bound,
             "colorscale": "RdBu_r",
-            "colorbar": {**bars, "y": 1.0, "yanchor": "top", "title": {"text": "score (1, 2, 4)"}},
+            "colorbar": {**bars, "y": 1.0, "yanchor": "top", "title": {"text": "score<br>(panels 1, 2, 4)"}},
         },
         coloraxis2={
             "cmin": 0,

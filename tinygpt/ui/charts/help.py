@@ -11,7 +11,7 @@ CHART_HELP: dict[str, str] = {
     "lr_chart": "The learning rate the optimizer used at each step: a linear warmup, then a cosine decay. "
     "The faint line is the plan; the vertical rule is where training is now.",
     "grad_norm_chart": "The size of the whole gradient before clipping (log scale). Points above the clip line were "
-    "scaled down to it; many clipped steps early on usually mean the learning rate is too high or warmup too short.",
+    "scaled down to it (orange points).",
     "layer_grad_chart": "Gradient norm of each layer's parameters, above the learning rate on the same steps. "
     "Layers should stay within a few orders of magnitude of each other; a line falling to the floor is a layer that "
     "no longer learns (for example a detached residual path).",
