@@ -7,11 +7,17 @@ Chromium: the system one (`chromium` / `chromium-browser` on PATH) if present, e
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from serving import AppServer, chromium_executable, launch_chromium
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: readme_contract
+import readme_contract  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -85,3 +91,15 @@ def shots() -> Path:
     path = OUTPUT / "screenshots"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+_SESSION_START = time.time()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """With TINYGPT_README_SHOTS=1, the README screenshots this session retook replace docs/screenshots/ and
+    the manifest records the page version each shows (tests/readme_contract.py; tests/test_readme.py checks it)."""
+    if os.environ.get(readme_contract.ENV) == "1" and exitstatus == 0:
+        published = readme_contract.publish(OUTPUT / "screenshots", _SESSION_START)
+        if published:
+            print(f"\nREADME screenshots retaken: {', '.join(published)}")
