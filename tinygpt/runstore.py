@@ -283,6 +283,25 @@ def read_status(run_dir: str | Path) -> dict:
     return recovered_status(run_dir, problem)
 
 
+def interrupted(run_dir: str | Path, status: dict) -> dict:
+    """The status as it stands now, not as its writer last left it: a "running" run whose writer lock nobody
+    holds (its process was killed -9, or the machine went down) is "stopped" and says it was interrupted, with
+    the checkpoint a resume continues from. For what readers show (RunReader.status, list_runs); writes nothing
+    (a reader may not write), and read_status stays the file's own word for the processes that edit it. Runs
+    written without a lock (none since writer.lock exists) keep what their file says."""
+    run_dir = Path(run_dir)
+    if status.get("state") != "running" or not (run_dir / WRITER_LOCK).exists():
+        return status
+    if writer_lock_holder(run_dir) is not None:
+        return status
+    checkpoints = list_checkpoints(run_dir)
+    pid = _lock_info(run_dir / WRITER_LOCK).get("pid") or status.get("pid")
+    who = f" (pid {pid})" if pid else ""
+    then = f"resume it to continue from checkpoint {checkpoints[-1]}" if checkpoints else "resuming starts it over"
+    reason = f"interrupted at step {status.get('step') or 0}: the process writing it{who} is gone; {then}"
+    return {**status, "state": "stopped", "reason": reason, "pid": None}
+
+
 def recovered_status(run_dir: str | Path, problem: str) -> dict:
     """A status for a run folder from its other files: step = the last step in metrics.jsonl, state "stopped"
     (or "running" while a live writer holds its lock), reason = `problem` and the checkpoint to resume from."""
@@ -691,9 +710,21 @@ class RunStore:
     def reader(self, run_id: str, **kwargs: Any) -> RunReader:
         return RunReader(self._existing(run_id), **kwargs)
 
-    def delete(self, run_id: str, actor: Actor | None = None) -> None:
+    def delete(self, run_id: str, actor: Actor | None = None, wait_s: float = 0.0) -> None:
+        """Delete a run folder. Refused (RunLockedError, naming the process) while another process writes the
+        run: deleting under a live CLI run killed it with a misleading "not writable". `wait_s` gives a worker
+        that was just told to stop that long to checkpoint and let go of the lock."""
         path = self._existing(run_id)
         require_control(read_json(path / "config.json", {}) or {}, actor, run_id)
+        deadline = time.monotonic() + wait_s
+        while (holder := writer_lock_holder(path)) is not None and not holder.get("this_process"):
+            if time.monotonic() >= deadline:
+                who = holder.get("holder") or "another process"
+                pid = f" (pid {holder['pid']})" if holder.get("pid") else ""
+                raise RunLockedError(
+                    f"run {run_id} is being written by {who}{pid}: stop it there first, then delete it."
+                )
+            time.sleep(0.05)
         if path.is_symlink():  # remove the link, never what it points to
             path.unlink()
         else:
@@ -721,7 +752,7 @@ def _summarize(run_dir: Path) -> RunSummary:
         config = read_json(run_dir / "config.json")
         if not isinstance(config, dict):
             raise RunStoreError("config.json is missing or not an object")
-        status = read_status(run_dir)  # a missing or broken status.json: what the folder itself knows
+        status = interrupted(run_dir, read_status(run_dir))  # a broken status.json: what the folder knows
         return RunSummary(
             run_id=run_dir.name,
             state=str(status.get("state", "unknown")),
@@ -1120,7 +1151,7 @@ class RunReader:
         return self._config
 
     def status(self) -> dict:
-        return self._status
+        return interrupted(self.run_dir, self._status)  # a killed writer leaves "running" in its file
 
     @property
     def metrics(self) -> list[dict]:
