@@ -73,7 +73,11 @@ def instructor_key() -> str:
 
 
 def is_instructor_key(text: str) -> bool:
-    return bool(text) and hmac.compare_digest(str(text).strip(), instructor_key())
+    """Whether `text` is this server's key, in constant time. Compared as UTF-8 bytes: compare_digest refuses str
+    with non-ASCII characters (a cookie "été" locked its browser out of every page); a lone surrogate that no
+    key can hold is simply wrong."""
+    typed = str(text or "").strip().encode("utf-8", errors="surrogatepass")
+    return bool(typed) and hmac.compare_digest(typed, instructor_key().encode("utf-8"))
 
 
 def _set_cookie(name: str, value: str) -> None:
