@@ -86,7 +86,7 @@ def test_app_lists_and_charts_a_run_the_cli_is_still_writing(tmp_path, tiny_text
         at.run()  # the page tails the growing metrics file
         assert not at.exception, at.exception
         shown = [
-            int(str(m.value)[7:].split(" ", 1)[0].replace(",", ""))
+            int(str(m.value)[7:].split(" ", 1)[0].replace("\\", "").replace(",", ""))
             for m in at.markdown
             if str(m.value).startswith("**step ")
         ]

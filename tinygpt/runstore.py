@@ -63,6 +63,7 @@ import numpy as np
 
 from tinygpt.config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS
 from tinygpt.errors import RunStoreError
+from tinygpt.runcheck import clean_index, clean_scores, clean_status, valid_event, valid_knob_value
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 EVENT_KINDS = ("knob", "clip", "nonfinite", "diverged", "state", "checkpoint", "error")
@@ -220,7 +221,7 @@ def read_events(run_dir: str | Path) -> list[dict]:
     """Every event of a run at once, skipping torn or unparseable lines, for one-off readers (the CLI's listing,
     the Runs table); pages follow events live with a RunReader. events.jsonl stays small: a few lines per knob,
     clip or state."""
-    return read_jsonl(Path(run_dir) / "events.jsonl")
+    return [e for e in read_jsonl(Path(run_dir) / "events.jsonl") if valid_event(e, EVENT_KINDS)]
 
 
 def read_evals(run_dir: str | Path) -> list[dict]:
@@ -234,9 +235,10 @@ def read_scores(run_dir: str | Path) -> list[dict]:
     abandoned, as RunReader does for metrics."""
     kept: list[dict] = []
     for record in read_jsonl(Path(run_dir) / "attention" / "scores.jsonl"):
-        step = _step(record)
-        if step is None:
+        record = clean_scores(record)  # a damaged line is skipped like a torn one (tinygpt.runcheck)
+        if record is None:
             continue
+        step = record["step"]
         while kept and kept[-1]["step"] >= step:
             kept.pop()
         kept.append(record)
@@ -281,6 +283,14 @@ def read_status(run_dir: str | Path) -> dict:
     if not (run_dir / "config.json").exists():
         return {}
     return recovered_status(run_dir, problem)
+
+
+def trusted_status(run_dir: str | Path, status: dict) -> dict:
+    """status.json as a page may show it: every field of its type, damage said in the reason (tinygpt.runcheck)."""
+    if not status:
+        return status
+    step = None if isinstance(status.get("step"), int) else last_metric_step(run_dir)
+    return clean_status(status, STATES, step)
 
 
 def interrupted(run_dir: str | Path, status: dict) -> dict:
@@ -568,7 +578,7 @@ def read_corpus(run_dir: str | Path, sha256: str | None = None) -> str:
 
 
 def _is_knob(event: Any) -> bool:
-    return isinstance(event, dict) and event.get("kind") == "knob"
+    return isinstance(event, dict) and event.get("kind") == "knob" and valid_event(event, EVENT_KINDS)
 
 
 def knob_changes(events: Iterable[dict]) -> list[dict]:
@@ -590,7 +600,7 @@ def knobs_now(config: dict, events: Iterable[dict]) -> dict[str, Any]:
     knobs = {k: model.get(k) for k in LIVE_MODEL_KNOBS}
     knobs.update({k: train.get(k) for k in LIVE_TRAIN_KNOBS})
     for event in knob_changes(events):
-        if event.get("knob") in knobs:
+        if event.get("knob") in knobs and valid_knob_value(event["knob"], event.get("new")):
             knobs[event["knob"]] = event.get("new")
     return knobs
 
@@ -752,7 +762,7 @@ def _summarize(run_dir: Path) -> RunSummary:
         config = read_json(run_dir / "config.json")
         if not isinstance(config, dict):
             raise RunStoreError("config.json is missing or not an object")
-        status = interrupted(run_dir, read_status(run_dir))  # a broken status.json: what the folder knows
+        status = interrupted(run_dir, trusted_status(run_dir, read_status(run_dir)))  # broken: what the folder knows
         return RunSummary(
             run_id=run_dir.name,
             state=str(status.get("state", "unknown")),
@@ -1092,6 +1102,8 @@ class RunReader:
             self._samples: deque = deque(maxlen=self.SAMPLES_RECENT)
 
     def _add_event(self, record: dict) -> None:
+        if not valid_event(record, EVENT_KINDS):  # damaged: skipped like a torn line (tinygpt.runcheck)
+            return
         item = (self._event_seq, record)
         self._event_seq += 1
         self._events_recent.append(item)
@@ -1140,6 +1152,10 @@ class RunReader:
         self._signatures[str(path)] = signature
         if attr == "_status" and (signature is None or not isinstance(value, dict) or not value):
             value = read_status(self.run_dir)  # no status.json: what the folder itself says (read_status)
+        if attr == "_status" and isinstance(value, dict):
+            value = trusted_status(self.run_dir, value)
+        elif attr == "_attn_index":
+            value = clean_index(value)
         setattr(self, attr, value if isinstance(value, dict) else {})
         return True
 
