@@ -147,3 +147,10 @@ def test_a_non_ascii_instructor_key_is_a_wrong_key_not_a_crash(monkeypatch, type
         assert room.is_instructor_key("s3cret-key") is True
     finally:
         room.instructor_key.clear()
+
+
+def test_a_learners_own_name_is_shown_as_text_in_their_sidebar(runs_dir):
+    """Issue 22, finding 6: a name cookie with an image rendered it (and fetched it) in the sidebar's expander."""
+    at = app_as(Actor("d" * 16, "![img](//evil.example/y.png)"))
+    [you] = [e for e in at.expander if "You:" in e.label]
+    assert "](//evil.example" not in you.label and "evil" in you.label  # shown, as text

@@ -31,7 +31,7 @@ from urllib.parse import unquote
 import streamlit as st
 
 from tinygpt.runstore import Actor, may_control
-from tinygpt.ui import state
+from tinygpt.ui import safe, state
 
 LEARNER_COOKIE = "tinygpt_learner"  # the learner's secret token
 NAME_COOKIE = "tinygpt_name"
@@ -171,7 +171,7 @@ def _key_entered() -> None:
 
 def sidebar(learner: Actor) -> None:
     """Who you are in the room, your name (editable) and, for the instructor, the key box."""
-    title = f"You: {learner.name}" + (" · instructor" if learner.instructor else "")
+    title = f"You: {safe.md(learner.name)}" + (" · instructor" if learner.instructor else "")  # a label is markdown
     with st.expander(title, icon=":material/person:"):
         state.init(state.W_LEARNER_NAME, learner.name)
         st.text_input("Your name (shown to the room)", key=state.W_LEARNER_NAME, max_chars=32, on_change=_renamed)
