@@ -96,7 +96,7 @@ def test_an_experiment_is_one_slot_within_the_rooms_budget(runs_dir):
 
 def test_the_instructor_prepares_several_runs_without_a_question(runs_dir, tiny_text):
     manager = resources.get_manager()
-    first = manager.start(tiny_config(tiny_text, max_steps=10**6), actor=TEACHER)
+    manager.start(tiny_config(tiny_text, max_steps=10**6), actor=TEACHER)
     try:
         at = app_as(TEACHER, "pages/experiments.py", {"experiment": "mask", "source": "synthetic:copy"})
         click(at, "Run side by side")
