@@ -90,7 +90,7 @@ def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_di
     """Issue 24 finding 6: after "Start the experiment" the heads section still showed the previous run until
     the 2-layer run was clicked, and the head table printed None under "since step"."""
     from tinygpt import circuits
-    from tinygpt.ui import circuits_view
+    from tinygpt.ui import admission
 
     store = RunStore(runs_dir)
     ids = []
@@ -101,7 +101,7 @@ def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_di
         assert run_training(writer.run_dir, config) == "finished"
     earlier, two_layer, one_layer = ids
     labels = list(circuits.INDUCTION_VARIANTS)
-    monkeypatch.setattr(circuits_view, "start_experiment", lambda *a, **k: {labels[0]: two_layer, labels[1]: one_layer})
+    monkeypatch.setattr(admission, "start", lambda *a, **k: {labels[0]: two_layer, labels[1]: one_layer})
     at = app()
     at.query_params["run"] = earlier
     at.run()
