@@ -55,6 +55,11 @@ def test_learners_own_their_runs_and_the_instructor_steers_any(app_server, brows
     teacher.locator('[data-testid="stSidebarNav"] a').filter(has_text="Room").first.click()
     expect(teacher.get_by_role("heading", name="tinygpt · Room")).to_be_visible()
     expect(teacher.get_by_text(re.compile(r"training · \d+ queued"))).to_be_visible()
+    # The README's picture: the room's loss chart and table drawn, the key hidden behind its switch.
+    expect(teacher.locator('[data-testid="stVegaLiteChart"] svg').first).to_be_visible(timeout=30_000)
+    expect(teacher.get_by_test_id("stDataFrame").first).to_be_visible(timeout=30_000)
+    expect(teacher.get_by_text("Show the instructor key")).to_be_visible()
+    expect(teacher.get_by_text(INSTRUCTOR_KEY)).to_have_count(0)
     teacher.screenshot(path=shots / "room.png")
     button(anna, "Stop").click()
     expect(anna.get_by_text(re.compile(r"· stopped"))).to_be_visible(timeout=30_000)
