@@ -58,7 +58,7 @@ if runs:
     pick = c1.selectbox("Run", runs, key=state.W_ROOM_PICK)
     if c2.button("Bring to the projector", type="primary", icon=":material/cast:", width="stretch"):
         state.set_run_id(pick)
-        state.put(state.W_LARGE, True)
+        state.request_large_fonts()  # applied before the sidebar's toggle is drawn on the next run
         state.flash("success", f"Run {pick} is on your screen, in large fonts.")
         st.switch_page("pages/train.py")
     st.caption(f"Instructor key: `{safe.md(room.instructor_key())}` (give it to a co-instructor; not to learners).")

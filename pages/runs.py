@@ -10,7 +10,7 @@ state.require_frame()
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import knobs_now
+from tinygpt.runstore import knobs_now, read_hold
 from tinygpt.ui import bundle, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, curves, heatmaps
 
@@ -49,8 +49,10 @@ if b[0].button("Open", help="Make it the current run of every page (read-only if
     state.set_run_id(pick)
     state.flash("success", f"Opened run {pick}" + ("." if mine else " (read-only: it is not yours)."))
     st.rerun()
-resumable = mine and by_id[pick]["state"] not in ("finished", "unreadable")
-if b[1].button("Resume", disabled=not resumable, width="stretch", help=None if mine else "Only its owner can"):
+held = not learner.instructor and bool(read_hold(store.path(pick)))  # the instructor's pause: theirs to lift
+resumable = mine and by_id[pick]["state"] not in ("finished", "unreadable") and not held
+why = "Only its owner can" if not mine else "The instructor paused it: only they can resume it" if held else None
+if b[1].button("Resume", disabled=not resumable, width="stretch", help=why):
     try:
         resources.get_manager().resume(pick, actor=learner)
     except TinyGPTError as e:
@@ -62,7 +64,7 @@ if b[1].button("Resume", disabled=not resumable, width="stretch", help=None if m
 if b[2].button("Delete…", disabled=not mine, width="stretch"):
     state.put(state.W_DELETE_CONFIRM, pick)
 if b[4].button("Share (read-only)", help="A link that opens this run for others to watch", width="stretch"):
-    st.code(f"{st.context.url.split('?')[0]}?run={pick}&view=1", language=None)
+    st.code(runinfo.share_link(st.context.url, pick), language=None)
     st.caption("Anyone who opens this link watches the run; only its owner and the instructor can change it.")
 
 
