@@ -10,7 +10,7 @@ state.require_frame()
 import streamlit as st
 
 from tinygpt.runstore import ACTIVE_STATES
-from tinygpt.ui import backlog, explain, resources, room, runinfo, safe
+from tinygpt.ui import backlog, explain, form, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
@@ -58,6 +58,7 @@ if runs:
     pick = c1.selectbox("Run", runs, key=state.W_ROOM_PICK)
     if c2.button("Bring to the projector", type="primary", icon=":material/cast:", width="stretch"):
         state.set_run_id(pick)
+        form.forget_settings()  # Train shows the run's own settings and knobs, not this browser's last form
         state.request_large_fonts()  # applied before the sidebar's toggle is drawn on the next run
         state.flash("success", f"Run {pick} is on your screen, in large fonts.")
         st.switch_page("pages/train.py")

@@ -85,6 +85,10 @@ def test_bring_to_the_projector_shows_the_run_in_large_fonts(runs_dir, large_bef
     assert teacher.sidebar.toggle(key=state.W_LARGE).value is True
     assert any(t.value == "tinygpt · Train" for t in teacher.title)
     assert f"Run {run_id} is on your screen" in texts(teacher)
+    # the run's own settings on the projector, not the instructor's last form
+    assert teacher.selectbox(key=state.W_SOURCE).value == "Synthetic: copy"
+    assert teacher.number_input(key=state.W_MAX_STEPS).value == 50
+    assert "Changed since this run started" not in texts(teacher)
     resources.get_manager().stop(run_id)
 
 
