@@ -117,7 +117,8 @@ def warmup_effect(config: dict, events: list[dict], answer: dict) -> str | None:
         return (f"At step {step} {ended}: {new} warmup steps start it again, so the learning rate drops from "
                 f"{before:.3g} to {after:.3g} and climbs back until step {new}.")  # fmt: skip
     if abs(after - before) <= 1e-3 * max(abs(before), 1e-12):
-        return f"At step {step} {ended}: the change has no effect on training (the learning rate stays {before:.3g})."
+        return (f"At step {step} {ended}: the change has no measurable effect on training (the learning rate "
+                f"stays {before:.3g}, within 0.1%).")  # fmt: skip
     return (f"At step {step} {ended}: nothing warms up again; the cosine decay shifts, so the learning rate goes "
             f"from {before:.3g} to {after:.3g}.")  # fmt: skip
 
