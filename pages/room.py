@@ -9,6 +9,7 @@ state.require_frame()
 
 import streamlit as st
 
+from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES
 from tinygpt.ui import backlog, explain, form, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare
@@ -40,6 +41,24 @@ def dashboard() -> None:
 
 
 dashboard()
+# "Eyes on the projector": every learner's run paused as a hold (they cannot resume it), then let go at once.
+held, me, manager = runinfo.held_runs(store), room.current(), resources.get_manager()
+h1, h2 = st.columns(2)
+pause_all = h1.button("Pause every learner's run", icon=":material/front_hand:", width="stretch")
+let_go = h2.button(f"Let go: resume {len(held)} held", icon=":material/play_arrow:", disabled=not held, width="stretch")
+if pause_all or let_go:
+    for run in runinfo.learners_in_play(store, me) if pause_all else held:
+        try:
+            if pause_all:
+                manager.pause(run, actor=me)
+            else:
+                manager.let_go(run, actor=me)
+        except TinyGPTError as e:  # e.g. the run ended or was deleted meanwhile: say so, go on with the others
+            state.flash("warning", f"Run {run}: {e}")
+    st.rerun()
+if held:
+    st.caption(f"You hold {len(held)} run(s): their learners cannot resume them until you let go (or resume one "
+               "on Train).")  # fmt: skip
 with st.expander("Per-run budget for learners", icon=":material/speed:"):
     budget = resources.room_budget()
     b1, b2, b3 = st.columns(3)

@@ -185,3 +185,31 @@ def test_large_fonts_stays_on_per_browser_across_refreshes(runs_dir, monkeypatch
     cookies[room.LARGE_COOKIE] = "0"
     assert app_as(ANNA).sidebar.toggle(key=state.W_LARGE).value is False
     assert app_as(ANNA, {"large": "1"}).sidebar.toggle(key=state.W_LARGE).value is True  # the link still wins
+
+
+def test_the_room_pauses_every_learners_run_as_a_hold_and_lets_go_at_once(runs_dir):
+    """"Eyes on the projector": one click holds every learner's training run (not the instructor's own); one click
+    lets go (a run its learner stopped meanwhile stays stopped)."""
+    runs = {name: start_run(app_as(actor)) for name, actor in (("anna", ANNA), ("ben", BEN))}
+    own = start_run(app_as(TEACHER))
+    for run in runs.values():
+        wait_state(runs_dir, run, "running")
+    teacher = app_as(TEACHER)
+    teacher.switch_page("pages/room.py").run()
+    button(teacher, "Pause every learner's run").click().run()
+    assert not teacher.exception, teacher.exception
+    for run in runs.values():  # held (a held run may then give its slot to a queued one: still held)
+        wait_state(runs_dir, run, "paused")
+        assert read_hold(RunStore(runs_dir).path(run))["by"] == "the instructor"
+    assert read_hold(RunStore(runs_dir).path(own)) == {}  # the instructor's own run: no hold
+    manager = resources.get_manager()
+    manager.stop(runs["ben"], actor=BEN)  # a learner may still stop a held run
+    teacher.run()
+    assert "You hold 2 run(s)" in texts(teacher)
+    button(teacher, "Let go: resume 2 held").click().run()
+    assert not teacher.exception, teacher.exception
+    wait_state(runs_dir, runs["anna"], "running", timeout_s=120)  # maybe after a wait in the queue
+    assert RunStore(runs_dir).reader(runs["ben"]).status()["state"] == "stopped"
+    assert all(read_hold(RunStore(runs_dir).path(run)) == {} for run in runs.values())
+    for run in (runs["anna"], own):
+        manager.stop(run)

@@ -384,6 +384,14 @@ class RunManager:
             else:
                 self._restart(run_id, [], max_steps, from_step)
 
+    def let_go(self, run_id: str, actor: Actor | None = None) -> None:
+        """The instructor lets go of a hold (Room: "Let go"): a run that sits paused resumes; one its learner
+        stopped meanwhile stays stopped. Either way its learner has it back."""
+        self._require_control(run_id, actor)
+        if read_status(self.store.path(run_id)).get("state") in PAUSED_STATES:
+            self.resume(run_id, actor=actor)  # the instructor's resume lifts the hold
+        clear_hold(self.store.path(run_id))
+
     @staticmethod
     def _dead(job: _Job) -> bool:
         """Its process has ended but the monitor has not reaped it yet (a command sent now would be lost)."""

@@ -354,3 +354,20 @@ def hold_note(run_dir, config: dict, actor: Actor) -> tuple[str, str] | None:
         f"Paused by the instructor{at}: **Resume** and **Step** stay off until the instructor resumes it "
         "(look at the projector). You can still watch, sample, or start a run of your own."
     )
+
+
+def held_runs(store: RunStore) -> list[str]:
+    """The runs the instructor holds (paused a learner's run: tinygpt.runstore.HOLD_FILE), oldest first."""
+    return [s.run_id for s in reversed(store.list_runs()) if read_hold(store.path(s.run_id))]
+
+
+def learners_in_play(store: RunStore, actor: Actor) -> list[str]:
+    """The learners' runs training or queued now (not `actor`'s own, nor runs nobody owns): what "Pause every
+    learner's run" holds."""
+    return [
+        s.run_id
+        for s in store.list_runs()
+        if s.state in ("queued", "starting", "running")
+        and (owner := run_learner(s.config or {}))
+        and owner["id"] != actor.id
+    ]
