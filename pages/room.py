@@ -23,24 +23,6 @@ if not room.current().instructor:
 st.caption("Every learner's runs on this server, newest first. Pick one and bring it to the projector.")
 store = resources.get_store()
 
-
-@backlog.live_fragment(REFRESH_S)
-def dashboard() -> None:
-    rows = runinfo.room_rows(store)
-    if not rows:
-        st.info("No runs yet: learners start theirs on **Train**.")
-        return
-    active = [r for r in rows if r["state"] in ACTIVE_STATES or r["state"] == "paused"][:24]
-    readers = {f"{r['learner']} · {r['run']}": state.reader(store, r["run"]) for r in active}
-    series = {label: rd.metrics for label, rd in readers.items() if rd is not None}
-    queued = sum(r["state"] == "queued" for r in rows)
-    training = sum(r["state"] == "running" for r in rows)
-    st.markdown(f"**{training} training · {queued} queued · {len(rows)} runs in all**")
-    explain.show_chart(compare.room_chart(series, large=state.large_fonts()), code=False)
-    st.dataframe(rows, hide_index=True, width="stretch")
-
-
-dashboard()
 # "Eyes on the projector": every learner's run paused as a hold (they cannot resume it), then let go at once.
 held, me, manager = runinfo.held_runs(store), room.current(), resources.get_manager()
 h1, h2 = st.columns(2)
@@ -59,6 +41,25 @@ if pause_all or let_go:
 if held:
     st.caption(f"You hold {len(held)} run(s): their learners cannot resume them until you let go (or resume one "
                "on Train).")  # fmt: skip
+
+
+@backlog.live_fragment(REFRESH_S)
+def dashboard() -> None:
+    rows = runinfo.room_rows(store)
+    if not rows:
+        st.info("No runs yet: learners start theirs on **Train**.")
+        return
+    active = [r for r in rows if r["state"] in ACTIVE_STATES or r["state"] == "paused"][:24]
+    readers = {f"{r['learner']} · {r['run']}": state.reader(store, r["run"]) for r in active}
+    series = {label: rd.metrics for label, rd in readers.items() if rd is not None}
+    queued = sum(r["state"] == "queued" for r in rows)
+    training = sum(r["state"] == "running" for r in rows)
+    st.markdown(f"**{training} training · {queued} queued · {len(rows)} runs in all**")
+    explain.show_chart(compare.room_chart(series, large=state.large_fonts()), code=False)
+    st.dataframe(rows, hide_index=True, width="stretch")
+
+
+dashboard()
 with st.expander("Per-run budget for learners", icon=":material/speed:"):
     budget = resources.room_budget()
     b1, b2, b3 = st.columns(3)

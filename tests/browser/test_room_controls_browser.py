@@ -67,8 +67,8 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, browser, shot
     no_exception(teacher)
     expect(teacher.get_by_role("switch", name="Large fonts (projector)")).to_be_checked()
     assert teacher.evaluate(FONT_SIZE_JS) == "20px" and f"run={run_id}" in teacher.url
-    expect(teacher.get_by_role("combobox", name="Corpus")).to_have_value("Synthetic: copy")  # the run's settings
-    expect(teacher.get_by_text(re.compile("Changed since this run started"))).to_have_count(0)
+    expect(teacher.get_by_text(re.compile(r"· running"))).to_be_visible()
+    expect(teacher.get_by_text(re.compile("Changed since this run started"))).to_have_count(0)  # the run's settings
     teacher.screenshot(path=shots / "room-projector.png")
 
     # The instructor's pause is a hold: Anna's page says so, and her Resume and Step stay off.
@@ -84,8 +84,12 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, browser, shot
     expect(teacher.get_by_text(re.compile("and hold it"))).to_be_visible(timeout=10_000)
     teacher.screenshot(path=shots / "room-hold-instructor.png")
 
-    # The instructor lets go: training goes on, and Anna has her run back.
-    button(teacher, "Resume").click()
+    # The instructor lets go (from the Room, where the holds are listed): training goes on, Anna has her run back.
+    go(teacher, "Room", "tinygpt · Room")
+    expect(teacher.get_by_text(re.compile(r"You hold 1 run\(s\)"))).to_be_visible()
+    no_exception(teacher)
+    teacher.screenshot(path=shots / "room-holds.png")
+    button(teacher, "Let go: resume 1 held").click()
     expect(anna.get_by_text(re.compile(r"^step [\d,]+ / [\d,]+ .*· running"))).to_be_visible(timeout=15_000)
     expect(button(anna, "Pause")).to_be_enabled(timeout=10_000)
     expect(anna.get_by_text(re.compile("Paused by the instructor"))).to_have_count(0)
@@ -109,6 +113,7 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, browser, shot
     ben.goto(link)  # the link as the Runs page prints it now
     expect(ben.get_by_text(re.compile(r"Watching .*'s run \(read-only\)")).first).to_be_visible()
 
+    go(teacher, "Train", "tinygpt · Train")
     button(teacher, "Stop").click()
     expect(teacher.get_by_text(re.compile(r"· stopped"))).to_be_visible(timeout=30_000)
     for context in (anna_ctx, teach_ctx, ben_ctx):
