@@ -49,8 +49,14 @@ if b[0].button("Open", help="Make it the current run of every page (read-only if
     state.set_run_id(pick)
     state.flash("success", f"Opened run {pick}" + ("." if mine else " (read-only: it is not yours)."))
     st.rerun()
+# A run another process writes or wrote (the CLI, torchrun) is read-only here for everyone: the manager refuses
+# to write into it, so its buttons say where to act instead of failing after a click.
+elsewhere = runinfo.written_elsewhere(store, pick)
+if elsewhere:
+    st.caption("Trained from the command line: the app only watches it (for everyone). Continue it there:")
+    st.code(elsewhere, language="bash")
 held = not learner.instructor and bool(read_hold(store.path(pick)))  # the instructor's pause: theirs to lift
-resumable = mine and by_id[pick]["state"] not in ("finished", "unreadable") and not held
+resumable = mine and by_id[pick]["state"] not in ("finished", "unreadable") and not elsewhere and not held
 why = "Only its owner can" if not mine else "The instructor paused it: only they can resume it" if held else None
 if b[1].button("Resume", disabled=not resumable, width="stretch", help=why):
     try:
@@ -61,7 +67,8 @@ if b[1].button("Resume", disabled=not resumable, width="stretch", help=why):
         state.set_run_id(pick)
         state.flash("success", f"Resumed run {pick} from its last checkpoint.")
         st.rerun()
-if b[2].button("Delete…", disabled=not mine, width="stretch"):
+writing = runinfo.live_writer(store, pick)  # delete is refused while another process writes the run
+if b[2].button("Delete…", disabled=not mine or bool(writing), width="stretch", help=writing or None):
     state.put(state.W_DELETE_CONFIRM, pick)
 if b[4].button("Share (read-only)", help="A link that opens this run for others to watch", width="stretch"):
     st.code(runinfo.share_link(st.context.url, pick), language=None)
@@ -106,7 +113,7 @@ if pending and pending in ids:
         try:
             if resources.is_live(pending):
                 resources.get_manager().stop(pending, actor=learner)
-            store.delete(pending, actor=learner)
+            store.delete(pending, actor=learner, wait_s=10)  # a worker told to stop checkpoints first
         except TinyGPTError as e:
             st.error(safe.md(e))
         else:

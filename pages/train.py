@@ -126,7 +126,7 @@ def live_view() -> None:
     # The charts are rebuilt only when the run's records changed, and shared with every page watching this run
     # (train_view.shared_figures); otherwise the same figures are sent again, which costs the server little.
     view = train_view.build_view(store, rd, config, status, large)
-    st.markdown(f"**{runinfo.status_line(status, rd.metrics)}**")
+    st.markdown(f"**{safe.md(runinfo.status_line(status, rd.metrics))}**")  # the reason is a file's text
     if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
         wait = resources.queue_wait(run_id)
         st.info(
@@ -143,7 +143,7 @@ def live_view() -> None:
     explain.show_chart(view["loss"], "loss_chart", code=False, key="train_loss")
     with st.container():
         if view["markers"]:
-            st.caption(f"Markers: {view['markers']}")
+            st.caption(f"Markers: {safe.md(view['markers'])}")  # messages come from events.jsonl
     explain.show_chart(view["lr"], "lr_chart", code=False, key="train_lr")
     explain.show_chart(view["grad"], "grad_norm_chart", code=False, key="train_grad")
     last = view["sample"]

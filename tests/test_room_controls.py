@@ -99,7 +99,7 @@ def test_an_instructors_pause_is_a_hold_the_learner_cannot_undo(runs_dir):
     wait_state(runs_dir, run_id, "running")
     manager = resources.get_manager()
     manager.pause(run_id, actor=TEACHER)
-    status = wait_state(runs_dir, run_id, "paused", "paused by the instructor")
+    wait_state(runs_dir, run_id, "paused", "paused by the instructor")
     assert read_hold(RunStore(runs_dir).path(run_id))["by"] == "the instructor"
     # enforced where control is checked, whatever a page shows
     for command in (manager.resume, manager.step):

@@ -317,7 +317,9 @@ def _induction_entry(store) -> None:
             state.put(state.CIRC_LIVE, not ended)
             st.rerun()
         st.caption(
-            " · ".join(f"{label}: {runinfo.status_line(rd.status(), rd.metrics)}" for label, rd in readers.items())
+            " · ".join(
+                f"{label}: {safe.md(runinfo.status_line(rd.status(), rd.metrics))}" for label, rd in readers.items()
+            )
         )
         verdict = circuits.induction_verdict(records, ended)
         st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")
