@@ -188,8 +188,8 @@ def test_large_fonts_stays_on_per_browser_across_refreshes(runs_dir, monkeypatch
 
 
 def test_the_room_pauses_every_learners_run_as_a_hold_and_lets_go_at_once(runs_dir):
-    """"Eyes on the projector": one click holds every learner's training run (not the instructor's own); one click
-    lets go (a run its learner stopped meanwhile stays stopped)."""
+    """The "eyes on the projector" buttons: one click holds every learner's training run (not the instructor's
+    own); one click lets go (a run its learner stopped meanwhile stays stopped)."""
     runs = {name: start_run(app_as(actor)) for name, actor in (("anna", ANNA), ("ben", BEN))}
     own = start_run(app_as(TEACHER))
     for run in runs.values():
