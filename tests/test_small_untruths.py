@@ -45,7 +45,7 @@ def test_the_planned_learning_rate_starts_now_and_follows_the_trainer():
     """Reproduces: warmup_steps moved from 30 to 200 at step 250 redrew the plan's warmup ramp over steps 1-200,
     steps already taken."""
     config = {"train": {"max_steps": 1000, "learning_rate": 1e-3, "min_lr": 1e-4, "warmup_steps": 30}}
-    plan = runinfo.lr_schedule(config, {"warmup_steps": 200}, from_step=250)
+    plan = runinfo.lr_schedule(config, {"warmup_steps": 200}, now=250)
     assert plan[0][0] == 251 and plan[-1][0] == 1000  # nothing before the next step
     for step, lr in plan:  # exactly what the trainer will use (metrics' step s is taken with lr_at(s - 1))
         assert lr == pytest.approx(lr_at(step - 1, 1e-3, 1e-4, 200, 1000))

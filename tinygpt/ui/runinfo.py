@@ -127,24 +127,27 @@ def warmup_effect(config: dict, events: list[dict], answer: dict) -> str | None:
             f"from {before:.3g} to {after:.3g}.")  # fmt: skip
 
 
-def lr_schedule(config: dict, knobs: dict[str, Any], points: int = 300, from_step: int = 0) -> list[tuple[int, float]]:
-    """The planned learning rate from `from_step` (the step just completed) to the end with the knobs in force now:
-    [(step, lr)], ~`points` long. Only from now on: the past is the rate used (metrics), and a knob moved now
-    changes no step already taken (a plan redrawn from step 1 showed a new warmup "backwards in time")."""
+def lr_schedule(
+    config: dict, knobs: dict[str, Any], points: int = 300, now: int | None = None
+) -> list[tuple[int, float]]:
+    """The planned learning rate from the step after `now` (the step just completed) to the end, with the knobs in
+    force now: [(step, lr)], ~`points` long. Only from now on: the past is the rate used (metrics), and a knob moved
+    now changes no step already taken (a plan redrawn from step 1 showed a new warmup "backwards in time")."""
     train = config.get("train") or {}
     max_steps = int(train.get("max_steps") or 0)
-    first = max(1, min(int(from_step or 0) + 1, max_steps))  # the next step to take
     if max_steps < 1:
         return []
+    end = max_steps  # the last step drawn; the schedule itself always runs to max_steps, as the trainer's does
+    first = max(1, min(int(now or 0) + 1, end))  # the next step to take
 
     def knob(name: str, default: Any) -> Any:
         value = knobs.get(name)
         return value if value is not None else train.get(name, default)
 
     lr, min_lr, warmup = float(knob("learning_rate", 1e-3)), float(knob("min_lr", 0.0)), int(knob("warmup_steps", 0))
-    stride = max(1, (max_steps - first) // points)
-    ends = {max_steps} | ({warmup} if first <= warmup <= max_steps else set())  # where warmup ends: its corner
-    steps = sorted(set(range(first, max_steps + 1, stride)) | ends)
+    stride = max(1, (end - first) // points)
+    corners = {end} | ({warmup} if first <= warmup <= end else set())  # where warmup ends, if still ahead
+    steps = sorted(set(range(first, end + 1, stride)) | corners)
     # metrics' `step` is the step just completed (1-based); lr_at takes the 0-based step being taken
     return [(s, lr_at(s - 1, lr, min_lr, warmup, max_steps)) for s in steps]
 
