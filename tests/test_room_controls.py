@@ -213,3 +213,26 @@ def test_the_room_pauses_every_learners_run_as_a_hold_and_lets_go_at_once(runs_d
     assert all(read_hold(RunStore(runs_dir).path(run)) == {} for run in runs.values())
     for run in (runs["anna"], own):
         manager.stop(run)
+
+
+def test_a_hold_outlives_the_worker(runs_dir):
+    """The hold is the server's, in the run folder: a run whose worker was released is held too, and stays held
+    after its learner stops it."""
+    manager = resources.get_manager()
+    anna = app_as(ANNA)
+    run_id = start_run(anna)
+    wait_state(runs_dir, run_id, "running")
+    manager.pause(run_id, actor=ANNA)
+    wait_state(runs_dir, run_id, "paused", "paused by you")
+    manager._release(manager._jobs[run_id], "paused: nobody watched")  # as the lease does
+    deadline = time.time() + 30
+    while resources.is_live(run_id) and time.time() < deadline:
+        time.sleep(0.2)
+    manager.pause(run_id, actor=TEACHER)  # no worker now: the status and the hold say so
+    status = wait_state(runs_dir, run_id, "paused", "paused by the instructor")
+    assert read_hold(RunStore(runs_dir).path(run_id)) and not resources.is_live(run_id), status
+    with pytest.raises(TinyGPTError, match="holds it"):
+        manager.resume(run_id, actor=ANNA)
+    manager.stop(run_id, actor=ANNA)  # a learner may stop a held run; it stays held (no resume from Runs)
+    with pytest.raises(TinyGPTError, match="holds it"):
+        manager.resume(run_id, actor=ANNA)

@@ -356,8 +356,8 @@ class RunManager:
                 reason = f"paused by {by} before it started"
                 self._set_status(run_id, state="paused", reason=reason, queue_position=None)
                 self._schedule()
-            elif by == "the instructor" and read_status(self.store.path(run_id)).get("state") in PAUSED_STATES:
-                self._set_status(run_id, reason="paused by the instructor")  # no worker: the hold says why
+            elif by == "the instructor" and read_status(self.store.path(run_id)).get("state") == "paused":
+                self._set_status(run_id, state="paused", reason="paused by the instructor")  # no worker: say why
 
     def resume(
         self, run_id: str, max_steps: int | None = None, actor: Actor | None = None, from_step: int | None = None
