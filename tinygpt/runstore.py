@@ -682,11 +682,9 @@ def require_not_held(run_dir: str | Path, actor: Actor | None, run_id: str) -> N
     instructor pass)."""
     if actor is None or actor.instructor:
         return
-    hold = read_hold(run_dir)
-    if hold:
-        at = f" at step {hold['step']}" if hold.get("step") is not None else ""
+    if read_hold(run_dir):
         raise RunStoreError(
-            f"the instructor paused run {run_id}{at} and holds it: only the instructor can resume it (or step it)."
+            f"the instructor paused run {run_id} and holds it: only the instructor can resume it (or step it)."
         )
 
 

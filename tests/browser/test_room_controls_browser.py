@@ -75,7 +75,7 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, browser, shot
     expect(button(teacher, "Pause")).to_be_enabled(timeout=30_000)
     button(teacher, "Pause").click()
     expect(anna.get_by_text(re.compile(r"· paused: paused by the instructor at step"))).to_be_visible(timeout=10_000)
-    expect(anna.get_by_text(re.compile("Paused by the instructor at step"))).to_be_visible()
+    expect(anna.get_by_text(re.compile("Paused by the instructor: Resume and Step stay off"))).to_be_visible()
     expect(button(anna, "Resume")).to_be_disabled()
     expect(button(anna, "Step")).to_be_disabled()
     assert anna.get_by_text("paused by you").count() == 0

@@ -351,14 +351,14 @@ def hold_note(run_dir, config: dict, actor: Actor) -> tuple[str, str] | None:
     hold = read_hold(run_dir)
     if not hold:
         return None
-    at = f" at step {hold['step']:,}" if isinstance(hold.get("step"), int) else ""
+    # No step here: the status line says where the worker stopped (the hold is written a step or so before that).
     if actor.instructor:
         from tinygpt.ui.safe import md  # a learner's name: shown as text, never as markdown
 
         owner = md(run_learner(config).get("name") or "its learner")
-        return "info", f"You paused this run{at} and hold it: {owner} cannot resume it. **Resume** lets go of it."
+        return "info", f"You paused this run and hold it: {owner} cannot resume it. **Resume** lets go of it."
     return "warning", (
-        f"Paused by the instructor{at}: **Resume** and **Step** stay off until the instructor resumes it "
+        "Paused by the instructor: **Resume** and **Step** stay off until the instructor resumes it "
         "(look at the projector). You can still watch, sample, or start a run of your own."
     )
 
