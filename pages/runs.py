@@ -11,7 +11,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import knobs_now, read_hold
-from tinygpt.ui import bundle, explain, resources, room, runinfo, safe
+from tinygpt.ui import admission, bundle, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, curves, heatmaps
 
 store = resources.get_store()
@@ -58,15 +58,18 @@ if elsewhere:
 held = not learner.instructor and bool(read_hold(store.path(pick)))  # the instructor's pause: theirs to lift
 resumable = mine and by_id[pick]["state"] not in ("finished", "unreadable") and not elsewhere and not held
 why = "Only its owner can" if not mine else "The instructor paused it: only they can resume it" if held else None
+
+
+def _resume(check_slot: bool) -> None:
+    admission.resume(learner, pick, check_slot)
+    state.set_run_id(pick)
+    state.flash("success", f"Resumed run {pick} from its last checkpoint.")
+    st.rerun()
+
+
 if b[1].button("Resume", disabled=not resumable, width="stretch", help=why):
-    try:
-        resources.get_manager().resume(pick, actor=learner)
-    except TinyGPTError as e:
-        st.error(safe.md(e))
-    else:
-        state.set_run_id(pick)
-        state.flash("success", f"Resumed run {pick} from its last checkpoint.")
-        st.rerun()
+    admission.attempt(_resume, "resume this one", st)  # one slot a learner: another run of theirs asks first
+admission.slot_question(learner, st)
 writing = runinfo.live_writer(store, pick)  # delete is refused while another process writes the run
 if b[2].button("Delete…", disabled=not mine or bool(writing), width="stretch", help=writing or None):
     state.put(state.W_DELETE_CONFIRM, pick)

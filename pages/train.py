@@ -13,7 +13,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES
-from tinygpt.ui import backlog, explain, form, launch, resources, room, runinfo, safe, settings, train_view
+from tinygpt.ui import admission, backlog, explain, form, launch, resources, room, runinfo, safe, settings, train_view
 from tinygpt.ui import live as live_period
 
 store = resources.get_store()
@@ -78,7 +78,7 @@ with right:
 
     if train_clicked:
         launch.train_clicked(source, uploaded, learner, run_id if mine else None, messages)
-    launch.one_slot_question(learner, run_id if mine else None, messages)
+    admission.slot_question(learner, messages)  # a second run waits for "stop the first?" (one slot a learner)
 
     clicked = pause_clicked or resume_clicked or step_clicked or stop_clicked
     if clicked:
@@ -86,8 +86,8 @@ with right:
             manager = resources.get_manager()
             if pause_clicked:
                 manager.pause(run_id, actor=learner)
-            if resume_clicked:
-                manager.resume(run_id, actor=learner)
+            if resume_clicked:  # another run of this learner's may hold their slot: admission asks first
+                admission.attempt(lambda check: admission.resume(learner, run_id, check), "resume this run", messages)
             if step_clicked:
                 manager.step(run_id, int(state.get(state.W_STEP_N)), actor=learner)
                 state.mark_step_requested()
