@@ -105,8 +105,8 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, browser, shot
     idle(ben)
     expect(ben.get_by_text(re.compile(r"Watching .*'s run \(read-only\)")).first).to_be_visible()
     expect(ben.get_by_text(re.compile("not a setting"))).to_have_count(0)
-    for label in ("Pause", "Resume", "Step", "Stop"):
-        expect(button(ben, label)).to_be_disabled()
+    for label in ("Pause", "Resume", "Step", "Stop"):  # a loaded server redraws the page slowly: a longer wait
+        expect(button(ben, label)).to_be_disabled(timeout=60_000)
     wait_step_above(ben, 0, timeout_s=30)  # the live view, counting
     no_exception(ben)
     snap(ben, shots / "room-share-view.png")
