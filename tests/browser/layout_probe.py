@@ -21,6 +21,7 @@ Use: `problems = probe_layout(page); assert not problems, "\\n".join(problems)`.
 problem lines to drop (for a known problem owned elsewhere; say why where you pass it).
 """
 
+# ruff: noqa: E501 - long lines are the probe's JavaScript
 from __future__ import annotations
 
 from collections.abc import Iterable
