@@ -45,8 +45,8 @@ class ScriptedKnobs:
         return [{"cmd": "knob", "name": self.at[s][0], "value": self.at.pop(s)[1], "request": f"r{s}"} for s in due]
 
 
-def train(runs, text, parent=None, control=None, **overrides) -> str:
-    config = tiny_config(overrides.pop("text", text), **overrides)
+def train(runs, corpus, parent=None, control=None, **overrides) -> str:
+    config = tiny_config(overrides.pop("text", corpus), **overrides)
     with RunStore(runs).create(config.to_dict(), owner="cli", parent=parent) as writer:
         run_dir = writer.run_dir
     on_record = control.seen if control else None
@@ -119,7 +119,7 @@ def walk(browser, app_server: str, runs: dict[str, str], shots, only: tuple[str,
     settle(page)
     check("attention-grid")
     page.get_by_text("Toy mode", exact=True).click()
-    expect(page.locator(".js-plotly-plot").nth(2)).to_contain_text("mask: sliding_window", timeout=60_000)
+    expect(page.locator(".js-plotly-plot").nth(2)).to_contain_text("weights: query", timeout=60_000)
     settle(page)
     check("attention-toy-masks")
 

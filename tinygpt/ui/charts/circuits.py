@@ -129,7 +129,7 @@ def phase_change_chart(
     t = theme(large)
     labels = list(series)
     colours = palette_for(labels)
-    width = 900 if large else 560
+    width = 740 if large else 560  # 900 ran ~100 px past a 1280 px projector with the sidebar open
     score_rows, loss_rows = [], []
     for label, parts in series.items():
         score_rows += [{"step": r["step"], "score": r["score"], "run": label, "head": r["name"]} for r in parts["best"]]

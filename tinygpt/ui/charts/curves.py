@@ -458,9 +458,10 @@ def head_stats_chart(
     panels = []
     for lay in sorted({r["layer"] for r in clean}) or [layer if layer is not None else 0]:
         part = [r for r in clean if r["layer"] == lay]
-        base = alt.Chart(data_frame(part)).encode(
-            x=step_x(), color=colour_encoding("head:N", heads, palette_for(heads), "head", lines=True)
-        )
+        # Heads listed in rows of at most 8: a 16-head legend in one row ran ~300 px past a projector's edge.
+        legend = alt.Legend(title="head", symbolType="stroke", symbolStrokeWidth=3, columns=min(8, max(1, len(heads))))
+        colour = alt.Color("head:N", scale=alt.Scale(domain=heads, range=palette_for(heads)), legend=legend, sort=heads)
+        base = alt.Chart(data_frame(part)).encode(x=step_x(), color=colour)
         tooltip = [
             alt.Tooltip("step:Q"),
             alt.Tooltip("head:N"),

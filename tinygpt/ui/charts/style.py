@@ -54,7 +54,7 @@ def theme(large: bool = False) -> dict[str, int]:
             "line": 3,
             "height": 380,  # the loss chart fits a 720-line projector under the buttons and the status line
             "panel": 300,
-            "wide": 760,  # the content column of a 1280 px projector with the sidebar open
+            "wide": 700,  # plot width: with its axes it fits the content column of a 1280 px projector, sidebar open
         }
     return {"title": 17, "axis_title": 14, "label": 12, "text": 12, "line": 2, "height": 340, "panel": 220, "wide": 720}
 
