@@ -164,15 +164,14 @@ PROBE_JS = r"""
         if (r.width === 0 || r.height === 0) continue;
         texts.push({t, words, r});
         if (/…$|\.\.\.$/.test(words)) problems.push(`${name}: text cut with an ellipsis: "${words.slice(0, 60)}"`);
-        // Rotated and italic glyph boxes overshoot the drawn text by a few pixels: more slack here.
-        const outside = (b, e = 2 * slack) => r.left < b.left - e || r.right > b.right + e || r.top < b.top - e || r.bottom > b.bottom + e;
-        const unused = (b) => r.left < b.left - slack || r.right > b.right + slack || r.top < b.top - slack || r.bottom > b.bottom + slack;
-        if (outside(box)) {
+        // Sideways only: the projector cuts at the left and right edges, and Vega draws titles in a group whose
+        // box reads above the SVG's own.
+        if (r.left < box.left - 2 * slack || r.right > box.right + 2 * slack) {
           problems.push(`${name}: text "${words.slice(0, 40)}" leaves the chart's box (x ${round(r.left)}..${round(r.right)}, chart ${round(box.left)}..${round(box.right)})`);
           continue;
         }
         const clip = clipRect(t, svg);
-        if (clip && outside(clip))
+        if (clip && (r.left < clip.left - 2 * slack || r.right > clip.right + 2 * slack))
           problems.push(`${name}: text "${words.slice(0, 40)}" is clipped by its plot (x ${round(r.left)}..${round(r.right)}, plot ${round(clip.left)}..${round(clip.right)})`);
       }
       // Pairs of texts whose boxes overlap. Boxes are sorted by left edge so the inner loop stops early.

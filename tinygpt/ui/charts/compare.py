@@ -35,6 +35,7 @@ from tinygpt.ui.charts.style import (
     hover_layer,
     hover_rows,
     knob_label,
+    legend_lines,
     live_spec,
     numbered_marker_layers,
     numbered_markers,
@@ -107,11 +108,14 @@ def compare_chart(
         knobs = [{**k, "step": clocks.get(k["run"], step_seconds(None))(k["step"])} for k in knobs]
     knobs = numbered_markers(knobs, theme(large), max((r["step"] for r in rows), default=None))
     datasets = {"compare": rows, "compare_hover": hover_rows(rows, "run", "curve"), "compare_knobs": knobs}
-    key = (field, runs, bool(evals), title, SECONDS if seconds else STEP, large)
+    below = legend_lines(len(runs) + 1, len(knobs) + (1 if knobs else 0))  # each legend has a title line
+    key = (field, runs, bool(evals), title, SECONDS if seconds else STEP, large, below)
     return live_spec(_compare_template, key, datasets)
 
 
-def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, x_title: str, large: bool):
+def _compare_template(
+    field: str, runs: tuple, with_evals: bool, title: str, x_title: str, large: bool, below: int = 0
+):  # fmt: skip
     t = theme(large)
     log = field.endswith("grad_norm")  # norms span orders of magnitude
     y_title = FIELD_TITLES.get(field, field)
@@ -137,7 +141,7 @@ def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, x_t
         *numbered_marker_layers("compare_knobs", t, base.encoding.color, step_x(x_title)),
         hover_layer(base.encode(tooltip=tooltip), "compare", data="compare_hover"),
     ]
-    return finish(layers, title, t, dash_note(["training", "validation"]) if with_evals else None, large)
+    return finish(layers, title, t, dash_note(["training", "validation"]) if with_evals else None, large, below)
 
 
 def run_colours(runs: Sequence[str]) -> alt.Color:

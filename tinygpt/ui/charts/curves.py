@@ -46,6 +46,7 @@ from tinygpt.ui.charts.style import (
     hover_layer,
     hover_rows,
     knob_label,
+    legend_lines,
     live_spec,
     marker_rows,
     numbered_marker_layers,
@@ -203,13 +204,15 @@ def loss_chart(
     shade = thin_for_display([r for r in datasets["ghost"] if end is not None and r["step"] <= end], max_points // 2)
     datasets["ghost"] = shade
     title = "Training loss" if rows else "Training loss: waiting for the first step"
-    key = (raw_name, smooth_name, title, (ghost_label or "") if ghost else None, x_title, large)
+    below = legend_lines(len(datasets["knobs"]))
+    key = (raw_name, smooth_name, title, (ghost_label or "") if ghost else None, x_title, large, below)
     return live_spec(_loss_template, key, datasets)
 
 
 def _loss_template(
-    raw_name: str, smooth_name: str | None, title: str, ghost_label: str | None, x_title: str, large: bool
-):
+    raw_name: str, smooth_name: str | None, title: str, ghost_label: str | None, x_title: str, large: bool,
+    below: int = 0,
+):  # fmt: skip
     t = theme(large)
     # A title no taller than the plot: "cross-entropy loss (nats per character)" ran off its top (1280x720, both
     # font sizes).
@@ -237,7 +240,7 @@ def _loss_template(
         # Wrapped, not drawn at the line's end: "previous run: hidden_dim 32 → 64, num_heads 2 → 16" is wider
         # than a projector's plot, and a label at the plot's edge lost its start ("ous run: ...").
         subtitle = textwrap.wrap(f"grey dashed: {ghost_label or 'previous run'}", 44 if large else 70)
-    return finish(layers, title, t, subtitle, large=large)
+    return finish(layers, title, t, subtitle, large=large, below=below)
 
 
 def lr_chart(
@@ -311,10 +314,10 @@ def grad_norm_chart(
     # The subtitle is part of the template, so it says what the points are rather than how many (that would
     # change the spec, and rebuild the view, at every refresh).
     subtitle = "orange points: steps clipped to the threshold" if clipping else "clipping is off"
-    return live_spec(_grad_norm_template, (title, subtitle, large), datasets)
+    return live_spec(_grad_norm_template, (title, subtitle, large, legend_lines(len(datasets["knobs"]))), datasets)
 
 
-def _grad_norm_template(title: str, subtitle: str, large: bool):
+def _grad_norm_template(title: str, subtitle: str, large: bool, below: int = 0):
     t = theme(large)
     yspec = {"title": "gradient norm (L2, log scale)", "log": True}
     y = value_y("shown:Q", **yspec)
@@ -329,7 +332,7 @@ def _grad_norm_template(title: str, subtitle: str, large: bool):
         .encode(x=step_x(), y=y, tooltip=[*tooltip, alt.Tooltip("clipped:N", title="clipped to threshold")]),
         *_event_template_layers(t),
     ]
-    return finish(layers, title, t, subtitle=subtitle, large=large)
+    return finish(layers, title, t, subtitle=subtitle, large=large, below=below)
 
 
 def _lr_panel_template(t: dict) -> alt.LayerChart:

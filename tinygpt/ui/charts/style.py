@@ -253,10 +253,18 @@ def reference_rows(value: Any, label: str) -> list[dict]:
     return [{"ref": float(value), "label": label}] if finite(value) is not None else []
 
 
-def finish(layers: list, title: str, t: dict, subtitle: str | None = None, large: bool = False):
-    """`layers` as one styled chart of the theme's height, with a title (and subtitle)."""
+def finish(layers: list, title: str, t: dict, subtitle: str | None = None, large: bool = False, below: int = 0):
+    """`layers` as one styled chart of the theme's height, with a title (and subtitle). `below`: lines of legend
+    under the plot (`legend_lines`); the chart grows by their height, since Streamlit fits the whole chart, legend
+    included, into the height it is given (four knob changes squeezed the loss plot to a sliver)."""
     title_params = alt.TitleParams(title, subtitle=subtitle) if subtitle else title
-    return style_altair(alt.layer(*layers).properties(title=title_params, height=t["height"]), large)
+    height = t["height"] + (below * (t["label"] + 7) + 2 * t["label"] + 10 if below else 0)
+    return style_altair(alt.layer(*layers).properties(title=title_params, height=height), large)
+
+
+def legend_lines(*entries: int) -> int:
+    """The lines of the legends under a chart (one per entry), capped: a chart keeps a bounded height."""
+    return min(sum(entries), 24)
 
 
 # ---------------------------------------------------------------- live charts
