@@ -281,7 +281,9 @@ def test_live_charts_keep_the_same_spec_while_data_grows(name):
             {"a": METRICS[:n], "b": METRICS[: n // 2]}, "loss", {"a": EVALS[: n // 100]}
         ),
     }[name]
-    before, after = build(120).to_dict(), build(400).to_dict()
+    # 200 and 400 steps: one and two knob changes, both within the first four lines kept for the list of changes
+    # under the chart (style.legend_lines; the first change grows the chart once)
+    before, after = build(200).to_dict(), build(400).to_dict()
     assert before["datasets"] != after["datasets"]
     assert json.dumps({**before, "datasets": None}) == json.dumps({**after, "datasets": None})
     assert all(isinstance(rows, list) for rows in after["datasets"].values())  # plain rows, named
