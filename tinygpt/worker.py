@@ -73,11 +73,15 @@ from .runstore import (
     RunLockedError,
     RunStore,
     RunWriter,
+    clear_hold,
+    holds,
     list_checkpoints,
     read_json,
     read_status,
     require_control,
+    require_not_held,
     update_status,
+    write_hold,
     writer_lock_holder,
 )
 
@@ -85,6 +89,7 @@ from .runstore import (
 # torch itself): nothing a run does imports it since tinygpt.optim replaced torch.optim.AdamW.
 PRELOAD = ["torch", "numpy", "safetensors.torch", "tinygpt.loop", "tinygpt.worker"]
 STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is killed
+DEFAULT_LEASE_SECONDS = 600.0  # s a run nobody watches keeps training before it checkpoints and pauses
 MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls
 # config.json keys not in RunConfig
 IDENTITY_KEYS = ("run_id", "created", "owner", "parent", "learner", "vocab", "num_params")
@@ -104,6 +109,11 @@ def default_max_active(cpus: int | None = None, threads: int | None = None) -> i
     cpus = cpus or os.cpu_count() or 1
     threads = threads or default_threads_per_run(cpus)
     return max(2, (cpus - 1) // threads)
+
+
+def lease_from_env() -> float:
+    """The lease of the app's runs: $TINYGPT_LEASE_SECONDS, else DEFAULT_LEASE_SECONDS."""
+    return float(_env_number("TINYGPT_LEASE_SECONDS", float) or DEFAULT_LEASE_SECONDS)
 
 
 def _env_number(name: str, kind: type) -> Any:
@@ -282,7 +292,7 @@ class RunManager:
         self.max_active = int(
             max_active or _env_number("TINYGPT_MAX_RUNS", int) or default_max_active(cpus, self.threads_per_run)
         )
-        self.lease_seconds = float(lease_seconds or _env_number("TINYGPT_LEASE_SECONDS", float) or 600)
+        self.lease_seconds = float(lease_seconds or lease_from_env())
         self.stop_grace = STOP_GRACE  # s before an unresponsive worker is killed (tests shorten it)
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(PRELOAD)
@@ -330,15 +340,24 @@ class RunManager:
         return writer.run_id
 
     def pause(self, run_id: str, actor: Actor | None = None) -> None:
-        """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent."""
+        """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent.
+        The instructor's pause of a learner's run is a hold (tinygpt.runstore.HOLD_FILE): the learner cannot
+        resume or step it until the instructor resumes it."""
         self._require_control(run_id, actor)
+        config = read_json(self.store.path(run_id) / "config.json", {}) or {}
+        by = "the instructor" if holds(config, actor) else "you"
         with self._lock:
+            if by == "the instructor":
+                write_hold(self.store.path(run_id), by, read_status(self.store.path(run_id)).get("step"))
             if run_id in self._jobs:
-                self._send(self._jobs[run_id], {"cmd": "pause"})
+                self._send(self._jobs[run_id], {"cmd": "pause", "reason": f"paused by {by}"})
             elif (job := self._queued(run_id)) is not None:
                 self._queue.remove(job)
-                self._set_status(run_id, state="paused", reason="paused before it started", queue_position=None)
+                reason = f"paused by {by} before it started"
+                self._set_status(run_id, state="paused", reason=reason, queue_position=None)
                 self._schedule()
+            elif by == "the instructor" and read_status(self.store.path(run_id)).get("state") == "paused":
+                self._set_status(run_id, state="paused", reason="paused by the instructor")  # no worker: say why
 
     def resume(
         self, run_id: str, max_steps: int | None = None, actor: Actor | None = None, from_step: int | None = None
@@ -349,6 +368,9 @@ class RunManager:
         worker is released first. Idempotent. Raises TinyGPTError when another process writes the run, when the
         folder cannot be written, or for a `from_step` the run has no checkpoint at."""
         self._require_control(run_id, actor)
+        require_not_held(self.store.path(run_id), actor, run_id)
+        if actor is not None and actor.instructor:
+            clear_hold(self.store.path(run_id))  # the instructor's resume lifts the hold
         with self._lock:
             if from_step is not None:
                 self._check_from_step(run_id, from_step)
@@ -368,6 +390,14 @@ class RunManager:
             else:
                 self._restart(run_id, [], max_steps, from_step)
 
+    def let_go(self, run_id: str, actor: Actor | None = None) -> None:
+        """The instructor lets go of a hold (Room: "Let go"): a run that sits paused resumes; one its learner
+        stopped meanwhile stays stopped. Either way its learner has it back."""
+        self._require_control(run_id, actor)
+        if read_status(self.store.path(run_id)).get("state") in PAUSED_STATES:
+            self.resume(run_id, actor=actor)  # the instructor's resume lifts the hold
+        clear_hold(self.store.path(run_id))
+
     @staticmethod
     def _dead(job: _Job) -> bool:
         """Its process has ended but the monitor has not reaped it yet (a command sent now would be lost)."""
@@ -381,6 +411,7 @@ class RunManager:
     def step(self, run_id: str, n: int = 1, actor: Actor | None = None) -> None:
         """Take exactly n steps, then pause. A live running run is paused first; an ended one is restarted paused."""
         self._require_control(run_id, actor)
+        require_not_held(self.store.path(run_id), actor, run_id)
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise TinyGPTError(f"step needs a whole number of steps >= 1, got {n!r}.")
         commands = [{"cmd": "pause"}, {"cmd": "step", "n": n}]

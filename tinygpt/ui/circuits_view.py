@@ -23,7 +23,7 @@ from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
 from tinygpt.inside import encode_probe
 from tinygpt.runstore import ENDED_STATES, RunReader, knob_changes, read_scores
-from tinygpt.ui import backlog, explain, resources, runinfo, safe, state
+from tinygpt.ui import admission, backlog, explain, resources, runinfo, safe, state
 from tinygpt.ui.charts import circuits as charts
 from tinygpt.ui.charts.help import CHART_HELP
 
@@ -80,6 +80,45 @@ def head_rows(records: list[dict], step: int | None) -> list[dict]:
 def role_sentences(records: list[dict], step: int | None) -> list[str]:
     """ "L1H2 is an induction head since step 340 (score 0.81, uniform baseline 0.06)." for each head with a role."""
     return [h.sentence for h in circuits.head_roles(records, step) if h.role is not None]
+
+
+def residual_caption(records: list[dict]) -> str:
+    """What the residual-stream chart shows, from its own numbers: how the stream into each block and what that
+    block's LayerNorm hands on changed between the first and the newest measurement (the fixed sentence it
+    replaces said the LayerNorm line "stays about the same size" beside a chart where it rose from 8 to 10)."""
+    measured = [r for r in records or [] if (r.get("residual") or {}).get("resid")]
+    if len(measured) < 2:
+        return "Not enough data yet: the residual stream has been measured at fewer than two steps."
+    first, last = measured[0], measured[-1]
+    a, b = first["residual"], last["residual"]
+    span = f"From step {first['step']} to step {last['step']}"
+
+    def change(old: list, new: list, i: int) -> tuple[float, float, float] | None:
+        if i >= min(len(old), len(new)) or not old[i]:
+            return None
+        return float(old[i]), float(new[i]), float(new[i]) / float(old[i])
+
+    parts = []
+    streams = [c for i in range(len(b["resid"])) if (c := change(a["resid"], b["resid"], i))]
+    norms = [(i, c) for i in range(len(b.get("ln") or [])) if (c := change(a.get("ln") or [], b["ln"], i))]
+    if streams:
+        x, y, k = streams[-1]
+        parts.append(f"the stream into ln_f went from {x:.1f} to {y:.1f} (×{k:.2f})")
+    for i, (x, y, k) in norms:
+        name = "ln_f's output" if i == len(b["resid"]) - 1 else f"layer {i}'s LayerNorm output"
+        parts.append(f"{name} from {x:.1f} to {y:.1f} (×{k:.2f})")
+    if not parts:
+        return "Not enough data yet: the measurements have no norms to compare."
+    text = f"{span}: " + ", ".join(parts) + "."
+    if streams and norms:
+        stream_move = max(abs(k - 1) for _, _, k in streams)
+        norm_move = max(abs(k - 1) for _, (_, _, k) in norms)
+        if norm_move < 0.5 * stream_move:
+            text += " LayerNorm divides out the stream's size: what it hands on changed less than the stream did."
+        else:
+            text += (" What LayerNorm hands on changed about as much as the stream here: its output size is set by "
+                     "its learned gain, which moved too, not by the stream's size.")  # fmt: skip
+    return text
 
 
 # ---------------------------------------------------------------- at a checkpoint
@@ -203,11 +242,12 @@ def heads_text(names: list[str]) -> str:
 # ---------------------------------------------------------------- the induction experiment
 
 
-def start_experiment(manager, source: str, seed: int, actor=None) -> dict[str, str]:
-    """Start the 2-layer run and its 1-layer control side by side; returns {label: run_id}."""
-    return {
-        label: manager.start(config, actor=actor) for label, config in circuits.induction_configs(source, seed).items()
-    }
+def start_experiment(source: str, seed: int, learner, check_slot: bool = True) -> None:
+    """Start the 2-layer run and its 1-layer control side by side, one training slot of `learner`'s
+    (tinygpt.ui.admission), as the page's experiment; then redraw."""
+    configs = circuits.induction_configs(source, seed)
+    state.set_circuit_runs(admission.start(learner, configs, check_slot=check_slot))
+    st.rerun()
 
 
 def experiment_state(store, runs: dict[str, str]) -> tuple[dict[str, RunReader], dict[str, list[dict]], bool]:
@@ -278,7 +318,9 @@ def _induction_entry(store) -> None:
             state.put(state.CIRC_LIVE, not ended)
             st.rerun()
         st.caption(
-            " · ".join(f"{label}: {runinfo.status_line(rd.status(), rd.metrics)}" for label, rd in readers.items())
+            " · ".join(
+                f"{label}: {safe.md(runinfo.status_line(rd.status(), rd.metrics))}" for label, rd in readers.items()
+            )
         )
         verdict = circuits.induction_verdict(records, ended)
         st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")

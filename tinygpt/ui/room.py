@@ -31,11 +31,12 @@ from urllib.parse import unquote
 import streamlit as st
 
 from tinygpt.runstore import Actor, may_control
-from tinygpt.ui import state
+from tinygpt.ui import safe, state
 
 LEARNER_COOKIE = "tinygpt_learner"  # the learner's secret token
 NAME_COOKIE = "tinygpt_name"
 INSTRUCTOR_COOKIE = "tinygpt_instructor"
+LARGE_COOKIE = "tinygpt_large"  # "1" or "0": this browser's Large fonts, kept across refreshes (a projector's)
 COOKIE_DAYS = 30
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 ADJECTIVES = ("brave", "calm", "clever", "curious", "eager", "gentle", "happy", "keen", "lucky", "merry",
@@ -73,7 +74,11 @@ def instructor_key() -> str:
 
 
 def is_instructor_key(text: str) -> bool:
-    return bool(text) and hmac.compare_digest(str(text).strip(), instructor_key())
+    """Whether `text` is this server's key, in constant time. Compared as UTF-8 bytes: compare_digest refuses str
+    with non-ASCII characters (a cookie "été" locked its browser out of every page); a lone surrogate that no
+    key can hold is simply wrong."""
+    typed = str(text or "").strip().encode("utf-8", errors="surrogatepass")
+    return bool(typed) and hmac.compare_digest(typed, instructor_key().encode("utf-8"))
 
 
 def _set_cookie(name: str, value: str) -> None:
@@ -125,6 +130,26 @@ def write_pending_cookies() -> None:
             _set_cookie(name, value)
 
 
+def _queue_cookie(name: str, value: str) -> None:
+    state.put(state.LEARNER_COOKIES, {**(state.get(state.LEARNER_COOKIES) or {}), name: value})
+
+
+def large_fonts_before_toggle() -> None:
+    """Called by the frame just before it draws the Large fonts toggle: a page's request ("Bring to the
+    projector") wins and is remembered; else a new session starts as this browser last left it (the cookie), so
+    a refresh of the projector's tab stays large without &large=1 in the address."""
+    pending = state.apply_pending_large()
+    if pending is not None:
+        _queue_cookie(LARGE_COOKIE, "1" if pending else "0")
+    elif not state.has(state.W_LARGE) and _cookie(LARGE_COOKIE) in ("0", "1"):
+        state.put(state.W_LARGE, _cookie(LARGE_COOKIE) == "1")
+
+
+def large_fonts_changed() -> None:
+    """The toggle's on_change: remember the choice in this browser."""
+    _queue_cookie(LARGE_COOKIE, "1" if state.large_fonts() else "0")
+
+
 def rename(name: str) -> None:
     actor = current()
     name = clean_name(name) or actor.name
@@ -167,7 +192,7 @@ def _key_entered() -> None:
 
 def sidebar(learner: Actor) -> None:
     """Who you are in the room, your name (editable) and, for the instructor, the key box."""
-    title = f"You: {learner.name}" + (" · instructor" if learner.instructor else "")
+    title = f"You: {safe.md(learner.name)}" + (" · instructor" if learner.instructor else "")  # a label is markdown
     with st.expander(title, icon=":material/person:"):
         state.init(state.W_LEARNER_NAME, learner.name)
         st.text_input("Your name (shown to the room)", key=state.W_LEARNER_NAME, max_chars=32, on_change=_renamed)

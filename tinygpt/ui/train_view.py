@@ -25,7 +25,9 @@ def build_view(store, rd, config: dict, status: dict, large: bool) -> dict:
     key = (str(rd.run_dir), str(parent.run_dir) if parent else None, options)
     records = (_records(rd), _records(parent) if parent else None)
     figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
-    notes = [runinfo.knob_note(rd.events, n["request"], knob, n["value"]) for knob, n in state.knob_notes().items()]
+    notes = [
+        runinfo.knob_note(rd.events, n["request"], knob, n["value"], config) for knob, n in state.knob_notes().items()
+    ]
     last = rd.samples[-1] if rd.samples else None
     return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last}
 
@@ -46,7 +48,7 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple) -> dict:
         rd.metrics, rd.evals, rd.events, vocab_size, target=target, smoothing=smoothing, max_points=LIVE_POINTS,
         large=large, seconds=x_axis == "seconds", **ghost,
     )  # fmt: skip
-    schedule = runinfo.lr_schedule(config, knobs, points=200)
+    schedule = runinfo.lr_schedule(config, knobs, points=200, now=status.get("step"))
     lr = curves.lr_chart(
         rd.metrics, current_step=status.get("step"), schedule=schedule, max_points=LIVE_POINTS, large=large
     )
