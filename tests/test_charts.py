@@ -411,5 +411,7 @@ def test_compare_legend_names_runs_readably_and_lists_every_entry_below_the_char
     spec = compare.compare_chart(series, "grad_norm", large=True).to_dict()
     assert title_text(spec) == "Gradient norm before clipping"
     colour = next(v["encoding"]["color"] for v in views(spec) if "color" in v.get("encoding", {}))
-    assert colour["legend"]["orient"] == "bottom" and colour["legend"]["labelLimit"] == 0
+    assert (
+        colour["legend"]["orient"] == "top" and colour["legend"]["columns"] == 1 and colour["legend"]["labelLimit"] == 0
+    )
     assert colour["scale"]["domain"] == list(series)

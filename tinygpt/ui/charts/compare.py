@@ -58,7 +58,7 @@ FIELD_TITLES = {  # y titles of `compare_chart`, by metrics field
     # Experiments page (pitfall lab) curves
     "attention_entropy": "mean attention entropy (nats)",
     "max_attention_weight": "mean max attention weight (0..1)",
-    "attention_grad_norm": "attention blocks' gradient norm",
+    "attention_grad_norm": "attention gradient norm",  # "Attention blocks' gradient n…" at projector fonts
     "first_layer_grad_norm": "first layer (L0.attn) gradient norm",
 }
 MEMORY_CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "attention")  # `memory_chart`'s order
@@ -145,11 +145,12 @@ def _compare_template(
 
 
 def run_colours(runs: Sequence[str]) -> alt.Color:
-    """The colour by run of a comparison, its legend under the chart, one run per line and no label limit: run
-    names are long ("2L×4H×64 · synthetic:copy · lr 0.002"), and a legend beside or above a half-width chart cut
-    them ("scaled 1/sqrt(d_he") or dropped the fourth."""
+    """The colour by run of a comparison, its legend above the plot, one run per line and no label limit: run
+    names are long ("2L×4H×64 · synthetic:copy · lr 0.002"), and a one-row legend over a half-width chart cut
+    them ("scaled 1/sqrt(d_he") or dropped the fourth. Above, not below: the list of knob changes is the legend
+    below, and Vega lays two legends on one side out in a row, the second past the chart's right edge."""
     runs = list(runs)
-    legend = alt.Legend(title="run", orient="bottom", direction="vertical", columns=1, labelLimit=0,
+    legend = alt.Legend(title="run", orient="top", direction="vertical", columns=1, labelLimit=0,
                         symbolType="stroke", symbolStrokeWidth=3)  # fmt: skip
     return alt.Color("run:N", scale=alt.Scale(domain=runs, range=palette_for(runs)), legend=legend, sort=runs)
 
