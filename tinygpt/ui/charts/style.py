@@ -402,8 +402,9 @@ def numbered_marker_layers(
         "entry:N",
         sort=alt.EncodingSortField("n", order="ascending"),
         scale=alt.Scale(range=[1, 1]),
+        # No legend title: a run without changes would still show it, alone, under the chart ("knob chan").
         legend=alt.Legend(
-            title=title, orient="bottom", direction="vertical", columns=1, labelLimit=0, symbolType="stroke",
+            title=None, orient="bottom", direction="vertical", columns=1, labelLimit=0, symbolType="stroke",
             symbolStrokeColor=PURPLE if not mark_colour else mark_colour["color"], symbolDash=[3, 3],
             symbolStrokeWidth=2,
         ),
