@@ -1,6 +1,7 @@
 """The lesson's steps and checks (tinygpt/ui/lesson.py): every check computed from run data, never canned."""
 
 import math
+from pathlib import Path
 
 from tinygpt.ui import lesson
 from tinygpt.ui.lesson import Evidence, RunData
@@ -46,13 +47,15 @@ def test_knob_effect_measures_each_side_of_the_change():
     run.metrics = metrics([2.2] * 100 + [0.3] * 30)
     result = check(Evidence(runs={"lecture": run}))
     assert result.passed is True and "fell from 2.20 to 0.30" in result.text and "step 100" in result.text
-    run.metrics = metrics([2.2] * 100 + [2.1] * 30)
+    run.metrics = metrics([2.2] * 100 + [2.6] * 30)  # disturbed first: not judged yet
+    assert check(Evidence(runs={"lecture": run})).passed is None
+    run.metrics = metrics([2.2] * 100 + [2.1] * 400)
     assert check(Evidence(runs={"lecture": run})).passed is False
     up = lesson.knob_effect("learning_rate", 0.1, rise=True)
     run.events = [knob("learning_rate", 0.002, 0.1, 100)]
     run.metrics = metrics([2.0] * 100 + [3.1] * 30)
     assert up(Evidence(runs={"lecture": run})).passed is True
-    run.metrics = metrics([2.0] * 100 + [1.9] * 30)
+    run.metrics = metrics([2.0] * 100 + [1.9] * 400)
     assert up(Evidence(runs={"lecture": run})).passed is False
 
 
@@ -95,7 +98,8 @@ def test_health_ablation_and_lens_checks():
 
 
 def test_the_room_file_and_following(tmp_path):
-    assert lesson.read_room(tmp_path)["step"] is None
+    assert lesson.read_room(tmp_path / "new")["step"] is None
+    assert lesson.write_room(tmp_path / "new", step=0)["step"] == 0  # a runs folder not made yet
     lesson.write_room(tmp_path, step=3, runs={"lecture": {"run": "abc"}})
     room = lesson.write_room(tmp_path, measured={"memory": {"x": 1}})
     assert room["step"] == 3 and room["runs"]["lecture"] == {"run": "abc"} and room["measured"]["memory"]
@@ -107,3 +111,42 @@ def test_the_room_file_and_following(tmp_path):
     assert lesson.follow(5, 2, 2) == (5, 2)
     assert lesson.follow(5, 2, 3) == (3, 3)
     assert lesson.follow(None, None, None) == (0, None)
+
+
+def test_the_instructors_next_moves_a_learners_pane_and_a_learner_may_look_around(runs_dir):
+    """Two sessions on one runs folder (AppTest): the instructor starts the lesson and moves it; the learner's pane
+    follows every move, and between moves stays where the learner browsed."""
+    from streamlit.testing.v1 import AppTest
+
+    from tinygpt.runstore import Actor
+
+    def session(instructor: bool) -> AppTest:
+        at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=90)
+        at.session_state["learner"] = Actor("t" if instructor else "l", "someone", instructor)
+        at.run()
+        assert not at.exception, at.exception
+        return at
+
+    def heading(at: AppTest) -> str:
+        return next((str(m.value) for m in at.sidebar.markdown if str(m.value).startswith("**Lesson")), "")
+
+    teacher = session(True)
+    learner = session(False)
+    assert heading(learner) == ""  # no lesson yet: no pane
+    teacher.sidebar.button[0].click().run()  # "Teach the lesson"
+    assert heading(teacher).startswith("**Lesson 1/")
+    learner.run()
+    assert heading(learner).startswith("**Lesson 1/")
+    next_button = next(b for b in teacher.sidebar.button if b.label == "Next")
+    next_button.click().run()
+    assert lesson.read_room(runs_dir)["step"] == 1
+    learner.run()
+    assert heading(learner).startswith("**Lesson 2/")
+    next(b for b in learner.sidebar.button if b.label == "Back").click().run()
+    assert heading(learner).startswith("**Lesson 1/")  # looking around: the room stays at step 2
+    assert lesson.read_room(runs_dir)["step"] == 1
+    assert any(b.label == "Back to the room's step" for b in learner.sidebar.button)
+    next(b for b in teacher.sidebar.button if b.label == "Next").click().run()
+    learner.run()
+    assert heading(learner).startswith("**Lesson 3/")  # the room's next move takes the learner along
+    assert not learner.exception and not teacher.exception

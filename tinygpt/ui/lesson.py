@@ -29,6 +29,7 @@ ROOM_FILE = "lesson.json"  # in the runs folder: {"step", "runs": {role: {label:
 LECTURE = "lecture"  # the role of the run the live-knob steps steer
 INDUCTION = "induction"  # the role of the induction experiment's two runs
 WINDOW = 20  # steps averaged on each side of a knob change (the Train chart's default smoothing is similar)
+PATIENCE = 300  # steps a live knob's effect may take to show before the check says it did not
 MIN_KNOB_CHANGE = 0.3  # nats: a live knob's effect smaller than this is not something the room can see
 
 
@@ -116,9 +117,12 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0) 
     return Check(False, f"{text}; but {' and '.join(why)}.")
 
 
-def knob_effect(knob: str, value: Any, rise: bool, min_change: float = MIN_KNOB_CHANGE) -> Callable[[Evidence], Check]:
+def knob_effect(
+    knob: str, value: Any, rise: bool, min_change: float = MIN_KNOB_CHANGE, patience: int = PATIENCE
+) -> Callable[[Evidence], Check]:
     """The loss on each side of the lecture run's latest change of `knob` to `value`: it must fall (rise=False)
-    or rise (rise=True) by at least `min_change` nats over WINDOW steps."""
+    or rise (rise=True) by at least `min_change` nats over WINDOW steps, within `patience` steps of the change
+    (a mask switched off first disturbs the model: its loss rises for a few steps before it plunges)."""
 
     def check(ev: Evidence) -> Check:
         run = ev.runs.get(LECTURE)
@@ -143,7 +147,12 @@ def knob_effect(knob: str, value: Any, rise: bool, min_change: float = MIN_KNOB_
         moved = change >= min_change if rise else -change >= min_change
         if moved:
             return Check(True, text + ".")
-        return Check(False, f"{text}: a change of {abs(change):.2f}, under the {min_change} nats the room could see.")
+        if len(after) < patience:  # the model needs some steps to exploit (or be hurt by) the change
+            return Check(None, f"Not enough data yet: {text}; waiting up to {patience} steps for it to "
+                               f"{'rise' if rise else 'fall'} by {min_change}.")  # fmt: skip
+        wanted = "rise" if rise else "fall"
+        return Check(False, f"{text}: it did not {wanted} by {min_change} nats, the least the room could see, "
+                            f"in {len(after)} steps.")  # fmt: skip
 
     return check
 
@@ -198,6 +207,7 @@ def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
 
 
 PITFALLS = ("scaling", "mask", "warmup", "residual", "softmax", "shape_drift", "memory")
+PREPARE_ORDER = ("shape_drift", "scaling", "residual", "mask", "warmup", "softmax")  # the lesson's order: FIFO queue
 
 
 def all_pitfalls(ev: Evidence) -> Check:
@@ -395,6 +405,7 @@ def write_room(root: str | Path, **changes: Any) -> dict:
     for role, runs in (changes.get("runs") or {}).items():
         room["runs"][role] = dict(runs)
     room["measured"].update(changes.get("measured") or {})
+    Path(root).mkdir(parents=True, exist_ok=True)  # a fresh server's runs folder exists only after its first run
     write_json_atomic(Path(root) / ROOM_FILE, room)
     return room
 

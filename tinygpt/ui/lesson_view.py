@@ -11,6 +11,7 @@ the same runs); a learner's setup opens the room's runs read-only, or starts the
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 import streamlit as st
@@ -23,7 +24,7 @@ from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES, Actor
 from tinygpt.ui import circuits_view, lab, lesson, resources, runinfo, safe, settings, state
 from tinygpt.ui.lesson import INDUCTION, LECTURE, STEPS, Evidence, RunData, Step
 
-REFRESH_S = 5.0  # how often a pane re-reads the room's position and its step's check
+REFRESH_S = 3.0  # how often a pane re-reads the room's position and its step's check
 TWO, ONE = list(circuits.INDUCTION_VARIANTS)  # the induction experiment's 2-layer run and its control
 
 
@@ -74,12 +75,23 @@ def _lecture(actor: Actor, runs: dict, manager) -> str:
     _remember(actor, LECTURE, {"run": rid})
     label = settings.preset_label(lesson.lecture_settings()["preset"])
     if label:  # the Train form shows the lecture run's settings (no "changed since this run started")
-        state.put(state.W_PRESET, label)
+        _widget(state.W_PRESET, label)
     values, source = settings.values_from_config(config.to_dict())
     for name, value in values.items():
-        state.put(settings.FIELD_BY_NAME[name].key, value)
-    state.put(state.W_SOURCE, source or settings.SOURCE_SHAKESPEARE)
+        _widget(settings.FIELD_BY_NAME[name].key, value)
+    _widget(state.W_SOURCE, source or settings.SOURCE_SHAKESPEARE)
     return rid
+
+
+def _widget(key: str, value: Any) -> None:
+    """A widget value for the page the setup opens, set at the start of that page's run (`apply_pending`): set
+    now, it would be overwritten by the values the browser sent with the click, which switch_page carries over."""
+    state.put(state.LESSON_PENDING, {**(state.get(state.LESSON_PENDING) or {}), key: value})
+
+
+def apply_pending() -> None:
+    for key, value in (state.pop(state.LESSON_PENDING) or {}).items():
+        state.put_widget(key, value)
 
 
 def _experiment(actor: Actor, runs: dict, manager, key: str) -> dict[str, str]:
@@ -104,8 +116,8 @@ def prepare(actor: Actor) -> int:
     """Before class (the instructor): start every long step's runs the room has not started; returns how many."""
     manager, count = resources.get_manager(), 0
     runs = room()["runs"]
-    for key in lesson.PITFALLS:
-        if key != "memory" and not runs.get(f"exp:{key}"):
+    for key in lesson.PREPARE_ORDER:
+        if not runs.get(f"exp:{key}"):
             count += len(_experiment(actor, runs, manager, key))
     if not runs.get(INDUCTION):
         count += len(_induction(actor, runs, manager))
@@ -124,7 +136,7 @@ def set_up(step: Step, actor: Actor) -> None:
         query[state.URL_RUN] = rid
         for name, value in setup.knobs.items():
             request = manager.set_knob(rid, name, value, actor=actor)
-            state.put_widget(settings.FIELD_BY_NAME[name].key, value)
+            _widget(settings.FIELD_BY_NAME[name].key, value)
             state.add_knob_note(name, value, request)
     if setup.rest and (rid := (runs.get(LECTURE) or {}).get("run")) and resources.is_active(rid):
         manager.pause(rid, actor=actor)  # its training slot goes to the long runs
@@ -138,7 +150,7 @@ def set_up(step: Step, actor: Actor) -> None:
             lesson.write_room(_root(), measured={key: results})
     if setup.experiment:
         started = _experiment(actor, runs, manager, setup.experiment)
-        state.put(state.W_EXPERIMENT, setup.experiment)
+        _widget(state.W_EXPERIMENT, setup.experiment)
         state.set_lab_runs(setup.experiment, started)
         query |= {"experiment": setup.experiment, state.URL_LAB: ",".join(started.values())}
     if setup.induction:
@@ -308,8 +320,11 @@ def _check_view(index: int, actor: Actor, seen_room: int | None) -> None:
 
 def pane(shop, actor: Actor) -> None:
     """The lesson in the sidebar: the step, its one-click setup, what to predict and watch, and its check."""
+    apply_pending()  # before the page draws its widgets
     data = room()
-    if shop.tutorial is None and data["step"] is None and not state.get(state.LESSON_STEP):
+    shown = not (shop.tutorial is None and data["step"] is None and state.get(state.LESSON_STEP) is None)
+    state.put(state.LESSON_SHOWN, shown)
+    if not shown:
         if actor.instructor and st.sidebar.button("Teach the lesson", icon=":material/school:", width="stretch"):
             lesson.write_room(_root(), step=0)
             st.rerun()

@@ -223,6 +223,13 @@ def hide_controls(shop: Workshop) -> None:
         st.markdown(f"<style>{rules} {{ display: none !important; }}</style>", unsafe_allow_html=True)
 
 
+def lesson_started_unseen() -> bool:
+    """The room has a lesson going and this session's page, drawn without its pane, does not show it yet."""
+    from tinygpt.ui import lesson_view
+
+    return state.get(state.LESSON_SHOWN) is False and lesson_view.room()["step"] is not None
+
+
 def tutorial_pane(shop: Workshop) -> None:
     """The lesson, one step at a time, in the sidebar (tinygpt/ui/lesson_view.py draws it)."""
     from tinygpt.ui import lesson_view, room  # imports torch: after the frame's first paint
