@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - until that branch is merged
     probe_layout = None
 
 VIEWPORT = {"width": 1280, "height": 720}
-SHORT_S = 240  # a step on the live lecture run or a few-hundred-step experiment (a loaded 2-core machine)
+SHORT_S = 420  # a step on the live lecture run or a few-hundred-step experiment (a loaded 2-core machine)
 LONG_S = 1200  # the pitfalls and the induction runs, prepared ahead but maybe still training
 HEADINGS = {"Train": "tinygpt · Train", "Attention": "tinygpt · Attention", "Experiments": "tinygpt · Experiments",
             "Circuits": "tinygpt · Circuits"}  # fmt: skip
