@@ -120,3 +120,25 @@ def test_queue_wait_ignores_runs_queued_without_a_position_yet(tmp_path):
         update_status(store.path(ids[-1]), state=state_, step=0, max_steps=300, queue_position=position,
                       tokens_per_s=5120.0)  # fmt: skip
     assert runinfo.queue_wait(store, ids[2]) == pytest.approx(30.0)
+
+
+def test_a_run_that_trains_until_stopped_says_so_instead_of_an_eta():
+    """Issue 20 finding 7: the Lecture preset's run has no planned end: the status line says "until stopped" (no
+    "/ 1,000,000", no 9-hour ETA), there is no progress bar, the planned learning rate follows the run instead
+    of a million-step axis, and a queue does not promise a slot it holds."""
+    from tinygpt.config import UNTIL_STOPPED
+
+    metrics = [{"step": s, "time": s * 0.01} for s in range(1, 200)]
+    status = {"state": "running", "step": 199, "max_steps": UNTIL_STOPPED, "tokens_per_s": 50_000}
+    line = runinfo.status_line(status, metrics)
+    assert "until stopped" in line and "ETA" not in line and "1,000,000" not in line, line
+    assert line.startswith("step 199 ·")
+    assert runinfo.eta_seconds(metrics, 199, UNTIL_STOPPED) is None
+    assert runinfo.progress_fraction(status) is None
+    assert "until stopped" not in runinfo.status_line({**status, "state": "stopped"}, metrics)
+    config = {"train": {"max_steps": UNTIL_STOPPED, "learning_rate": 3e-3, "min_lr": 3e-3, "warmup_steps": 50}}
+    plan = runinfo.lr_schedule(config, {}, points=200, now=4000)
+    assert plan[-1][0] == 5000 and plan[-1][1] == 3e-3 and plan[0][1] < 3e-3
+    assert runinfo.lr_schedule(config, {}, points=200)[-1][0] == 100  # before the first step: past the warmup
+    short = {"train": {"max_steps": 300, "learning_rate": 2e-3, "min_lr": 2e-4, "warmup_steps": 30}}
+    assert runinfo.lr_schedule(short, {}, now=100)[-1][0] == 300  # a planned end is drawn whole, as before

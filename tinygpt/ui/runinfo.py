@@ -11,6 +11,7 @@ import shlex
 import time
 from typing import Any
 
+from tinygpt.config import trains_until_stopped
 from tinygpt.errors import RunStoreError
 from tinygpt.runstore import (
     Actor,
@@ -29,8 +30,8 @@ from tinygpt.trainer import lr_at
 
 
 def eta_seconds(metrics: list[dict], step: int, max_steps: int | None) -> float | None:
-    """Seconds left at the recent pace (the last ~50 step records)."""
-    if not max_steps or len(metrics) < 2 or step >= max_steps:
+    """Seconds left at the recent pace (the last ~50 step records); None for a run that trains until stopped."""
+    if not max_steps or trains_until_stopped(max_steps) or len(metrics) < 2 or step >= max_steps:
         return None
     recent = [m for m in metrics[-50:] if isinstance(m.get("time"), (int, float))]
     if len(recent) < 2:
@@ -54,15 +55,19 @@ def format_duration(seconds: float | None) -> str:
 
 
 def status_line(status: dict, metrics: list[dict]) -> str:
-    """`step N / M · X tokens/s · ETA · state: reason`."""
+    """`step N / M · X tokens/s · ETA · state: reason`; `step N · X tokens/s · until stopped · state` for a run
+    with no planned end (the Lecture preset): it has no ETA to give."""
     step = int(status.get("step") or 0)
     max_steps = status.get("max_steps")
-    parts = [f"step {step:,} / {max_steps:,}" if max_steps else f"step {step:,}"]
+    endless = trains_until_stopped(max_steps)
+    parts = [f"step {step:,} / {max_steps:,}" if max_steps and not endless else f"step {step:,}"]
     tps = status.get("tokens_per_s")
     if tps:
         parts.append(f"{tps:,.0f} tokens/s")
     state = status.get("state", "unknown")
-    if state in ("running", "starting"):
+    if endless and state in ("queued", "starting", "running", "paused"):
+        parts.append("until stopped")
+    elif state in ("running", "starting"):
         parts.append(f"ETA {format_duration(eta_seconds(metrics, step, max_steps))}")
     text = state
     if status.get("queue_position"):
@@ -74,8 +79,11 @@ def status_line(status: dict, metrics: list[dict]) -> str:
     return " · ".join(parts)
 
 
-def progress_fraction(status: dict) -> float:
+def progress_fraction(status: dict) -> float | None:
+    """How far through its planned steps a run is (0-1); None for a run that trains until stopped (no bar)."""
     max_steps = status.get("max_steps") or 0
+    if trains_until_stopped(max_steps):
+        return None
     return min(1.0, max(0.0, (status.get("step") or 0) / max_steps)) if max_steps else 0.0
 
 
@@ -97,20 +105,28 @@ def knob_note(events: list[dict], request: str, knob: str, value: Any) -> tuple[
     return "success", f"{knob} → {value}: applied at step {answer.get('step')}"
 
 
-def lr_schedule(config: dict, knobs: dict[str, Any], points: int = 300) -> list[tuple[int, float]]:
-    """The planned learning rate over the whole run with the current knobs: [(step, lr)], ~`points` long."""
+def lr_schedule(
+    config: dict, knobs: dict[str, Any], points: int = 300, now: int | None = None
+) -> list[tuple[int, float]]:
+    """The planned learning rate over the whole run with the current knobs: [(step, lr)], ~`points` long. A run
+    that trains until stopped has no end to plan to: its plan reaches a quarter past `now` (the current step) and
+    past twice the warmup, so the chart's axis follows the run instead of squeezing it against a million steps."""
     train = config.get("train") or {}
     max_steps = int(train.get("max_steps") or 0)
     if max_steps < 1:
         return []
+    end = max_steps  # the last step drawn; the schedule itself always runs to max_steps, as the trainer's does
+    if trains_until_stopped(max_steps):
+        warmup_now = int(knobs.get("warmup_steps") or train.get("warmup_steps") or 0)
+        end = max(100, 2 * warmup_now, int(1.25 * (now or 0)))
 
     def knob(name: str, default: Any) -> Any:
         value = knobs.get(name)
         return value if value is not None else train.get(name, default)
 
     lr, min_lr, warmup = float(knob("learning_rate", 1e-3)), float(knob("min_lr", 0.0)), int(knob("warmup_steps", 0))
-    stride = max(1, max_steps // points)
-    steps = sorted(set(range(1, max_steps + 1, stride)) | {max_steps, min(max(warmup, 1), max_steps)})
+    stride = max(1, end // points)
+    steps = sorted(set(range(1, end + 1, stride)) | {end, min(max(warmup, 1), end)})
     # metrics' `step` is the step just completed (1-based); lr_at takes the 0-based step being taken
     return [(s, lr_at(s - 1, lr, min_lr, warmup, max_steps)) for s in steps]
 
@@ -280,6 +296,8 @@ def _queue_wait(runs: list, status: dict[str, dict], run_id: str) -> float | Non
         if st_.get("state") == "running" and st_.get("tokens_per_s") and tokens:
             rate = st_["tokens_per_s"] / tokens  # steps per second
             rates.append(rate)
+            if trains_until_stopped(st_.get("max_steps")):
+                continue  # its slot frees only when someone stops it: no time to promise
             free_at.append(max(0.0, (int(st_.get("max_steps") or 0) - int(st_.get("step") or 0)) / rate))
     if not rates:
         return None

@@ -46,7 +46,7 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple) -> dict:
         rd.metrics, rd.evals, rd.events, vocab_size, target=target, smoothing=smoothing, max_points=LIVE_POINTS,
         large=large, seconds=x_axis == "seconds", **ghost,
     )  # fmt: skip
-    schedule = runinfo.lr_schedule(config, knobs, points=200)
+    schedule = runinfo.lr_schedule(config, knobs, points=200, now=status.get("step"))
     lr = curves.lr_chart(
         rd.metrics, current_step=status.get("step"), schedule=schedule, max_points=LIVE_POINTS, large=large
     )
