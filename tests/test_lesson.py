@@ -59,15 +59,30 @@ def test_knob_effect_measures_each_side_of_the_change():
     assert up(Evidence(runs={"lecture": run})).passed is False
 
 
-def test_heads_differ_reads_the_latest_snapshot():
+def test_heads_differ_reads_the_latest_snapshot_and_waits_for_the_run_to_end():
     flat = {"step": 50, "roles": {"previous": [[0.3, 0.31], [0.3, 0.32]]}}
-    run = RunData("r", scores=[flat])
-    assert lesson.heads_differ(Evidence(runs={"lecture": run})).passed is False
-    run.events = [knob("mask", "none", "causal", 40)]  # just put back: the heads re-form first
-    assert lesson.heads_differ(Evidence(runs={"lecture": run})).passed is None
+    run = RunData("r", state="running", scores=[flat])
+    assert lesson.heads_differ(Evidence(runs={"heads": run})).passed is None  # roles still forming
+    run.state = "finished"
+    assert lesson.heads_differ(Evidence(runs={"heads": run})).passed is False
     run.scores = [flat, {"step": 60, "roles": {"previous": [[0.8, 0.1], [0.3, 0.3]], "self": None}}]
-    check = lesson.heads_differ(Evidence(runs={"lecture": run}))
+    check = lesson.heads_differ(Evidence(runs={"heads": run}))
     assert check.passed is True and "L0H0" in check.text and "0.80" in check.text and "step 60" in check.text
+    assert lesson.heads_differ(Evidence()).passed is None
+
+
+def test_knobs_moved_by_one_click_are_one_change_and_a_later_change_ends_the_window():
+    check = lesson.knob_effect("mask", "none", rise=False, min_change=1.0)
+    events = [knob("attn_scale", "none", "head_dim", 100), knob("mask", "causal", "none", 101)]
+    # 2.0 under the old settings; 2.8 for the step between the two knobs (not counted as "before"); then 0.2
+    losses = [2.0] * 100 + [2.8] + [0.2] * 40
+    run = RunData("r", metrics=metrics(losses), events=events)
+    result = check(Evidence(runs={"lecture": run}))
+    assert result.passed is True and "from 2.00 to 0.20" in result.text
+    assert "attn_scale none → head_dim, mask causal → none" in result.text
+    run.events = [*events, knob("mask", "none", "causal", 125)]  # the next step put it back: its loss is not ours
+    run.metrics = metrics(losses[:125] + [2.5] * 40)
+    assert check(Evidence(runs={"lecture": run})).passed is True
 
 
 def test_verdict_checks_and_the_pitfall_count():

@@ -123,7 +123,7 @@ def test_the_whole_lesson_plays_for_an_instructor_and_two_learners(browser, less
         clicked = time.monotonic()
         pane_button(teacher, "Set up this step").click()
         expect(teacher.get_by_role("heading", name=HEADINGS[lesson.page_name(step)])).to_be_visible(timeout=60_000)
-        text = wait_seen(teacher, LONG_S if step.long or index in (1, 2, 5, 8) else SHORT_S)
+        text = wait_seen(teacher, LONG_S if step.long or step.setup.experiment else SHORT_S)
         seconds = time.monotonic() - clicked
         timings.append({"step": index + 1, "section": step.section, "page": lesson.page_name(step),
                         "seconds": round(seconds, 1), "load": round(load, 2), "check": text})  # fmt: skip

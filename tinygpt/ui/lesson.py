@@ -27,8 +27,10 @@ from tinygpt.runstore import knob_changes, read_json, write_json_atomic
 
 ROOM_FILE = "lesson.json"  # in the runs folder: {"step", "runs": {role: {label: run_id}}, "measured", "moved_at"}
 LECTURE = "lecture"  # the role of the run the live-knob steps steer
+HEADS = "heads"  # the role of the Demo run (4 heads per layer) the multiple-heads step looks at
 INDUCTION = "induction"  # the role of the induction experiment's two runs
 WINDOW = 20  # steps averaged on each side of a knob change (the Train chart's default smoothing is similar)
+GROUP_STEPS = 3  # knob changes this close together came from one click
 PATIENCE = 300  # steps a live knob's effect may take to show before the check says it did not
 MIN_KNOB_CHANGE = 0.3  # nats: a live knob's effect smaller than this is not something the room can see
 
@@ -133,17 +135,26 @@ def knob_effect(
             return Check(None, f"Not enough data yet: {knob} has not been set to {value} on the lecture run.")
         event = changes[-1]
         at = int(event.get("step") or 0)
+        # Knobs the same click moved land within a few steps of each other: one change, named together; the loss
+        # before it is read before the first of them, after it until the next change of any knob.
+        every = knob_changes(run.events)
+        together = [e for e in every if abs(int(e.get("step") or 0) - at) <= GROUP_STEPS]
+        first = min(int(e.get("step") or 0) for e in together)
+        later = [int(e.get("step") or 0) for e in every if int(e.get("step") or 0) > at + GROUP_STEPS]
+        until = min(later) if later else None
         losses = _losses(run.metrics)
-        before = [v for s, v in losses if s <= at][-WINDOW:]
-        after = [v for s, v in losses if s > at]
+        before = [v for s, v in losses if s <= first][-WINDOW:]
+        after = [v for s, v in losses if s > at and (until is None or s <= until)]
+        named = ", ".join(f"{e.get('knob')} {e.get('old')} → {e.get('new')}" for e in together
+                          if not e.get("coupled_to"))  # fmt: skip
         if len(before) < 5 or len(after) < WINDOW:
-            return Check(None, f"Not enough data yet: {len(after)} of {WINDOW} steps since {knob} → {value} "
+            return Check(None, f"Not enough data yet: {len(after)} of {WINDOW} steps since {named} "
                                f"at step {at}.")  # fmt: skip
         old, new = _mean(before), _mean(after[-WINDOW:])
         change = new - old
         verb = "rose" if change > 0 else "fell"
-        text = (f"The loss {verb} from {old:.2f} to {new:.2f} after {knob} {event.get('old')} → {event.get('new')} "
-                f"at step {at} (mean of {WINDOW} steps each side, {len(after)} steps since)")  # fmt: skip
+        text = (f"The loss {verb} from {old:.2f} to {new:.2f} after {named} at step {at} (mean of {WINDOW} steps "
+                f"each side, {len(after)} steps since)")  # fmt: skip
         moved = change >= min_change if rise else -change >= min_change
         if moved:
             return Check(True, text + ".")
@@ -163,12 +174,12 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def heads_differ(ev: Evidence, min_spread: float = 0.2, patience: int = PATIENCE) -> Check:
-    """Several heads learn different jobs: in the latest snapshot, some role's score differs across heads by
-    `min_spread` or more (one head looks back a character, another does not)."""
-    run = ev.runs.get(LECTURE)
+def heads_differ(ev: Evidence, min_spread: float = 0.2) -> Check:
+    """Several heads learn different jobs: in the heads run's latest snapshot, some role's score differs across
+    heads by `min_spread` or more (one head attends to the first character, another does not)."""
+    run = ev.runs.get(HEADS)
     if run is None:
-        return _no_run(LECTURE)
+        return _no_run("heads")
     if not run.scores:
         return Check(None, "Not enough data yet: no attention snapshot has been scored.")
     record = run.scores[-1]
@@ -189,12 +200,8 @@ def heads_differ(ev: Evidence, min_spread: float = 0.2, patience: int = PATIENCE
             f"({lo[0]}) to {hi[1]:.2f} ({hi[0]})")  # fmt: skip
     if spread >= min_spread:
         return Check(True, f"{text}: the heads do different jobs.")
-    changes = knob_changes(run.events)
-    since = int(record.get("step") or 0) - int(changes[-1].get("step") or 0) if changes else None
-    if since is not None and since < patience:  # a live change (the mask back on) reset them: they re-form
-        return Check(None, f"Not enough data yet: {text}; {since} of up to {patience} steps since the last live "
-                           f"change ({changes[-1].get('knob')} → {changes[-1].get('new')}) for the heads to "
-                           "re-form.")  # fmt: skip
+    if run.state not in ("finished", "stopped", "diverged", "failed"):  # the roles form as it trains
+        return Check(None, f"Not enough data yet: {text}; still training, judged when the run ends.")
     return Check(False, f"{text}: a spread of {spread:.2f}, under {min_spread}; the heads look alike.")
 
 
@@ -292,6 +299,7 @@ class Setup:
     """What the step's one click does."""
 
     train: bool = False  # make sure the lecture run trains (start it if there is none, or it ended)
+    heads: bool = False  # a Demo run (4 heads per layer, 300 steps) for the multiple-heads step
     knobs: Mapping[str, Any] = field(default_factory=dict)  # live knobs to set on the lecture run, in order
     experiment: str | None = None  # an Experiments-page pitfall to open (and start if the room has none)
     induction: bool = False  # the induction experiment's runs (started if the room has none)
@@ -324,19 +332,20 @@ STEPS: tuple[Step, ...] = (
          "A softmax over the wrong dimension broadcasts without an error. Will its loss look wrong?",
          "The buggy run's loss looks fine, even better; its rows don't sum to 1; with contracts it stops at step 0.",
          experiment_verdict("shape_drift", "Shape drift")),
-    Step("scaling", "Attention and 1/√d scaling", "pages/experiments.py", Setup(experiment="scaling"),
-         "Without 1/√d_head the scores grow with the width: sharper or flatter attention? Better or worse loss?",
-         "Unscaled: near one-hot attention (entropy toward 0), smaller attention gradients, a higher loss.",
-         experiment_verdict("scaling", "Unscaled attention logits")),
+    Step("scaling", "Attention and 1/√d scaling", "pages/train.py", Setup(train=True, knobs={"attn_scale": "none"}),
+         "The scaling 1/√d_head is switched off while the model trains (one head of 128 dimensions): what happens?",
+         "The scores grow about 11x, the softmax goes one-hot, and the loss jumps up within seconds.",
+         knob_effect("attn_scale", "none", rise=True)),
     Step("mask", "Causal masking, and a broken mask", "pages/train.py",
-         Setup(train=True, knobs={"mask": "none"}),
-         "The mask is switched off while the model trains: it can now see the character it must predict.",
+         Setup(train=True, knobs={"attn_scale": "head_dim", "mask": "none"}),
+         "The scaling is back; now the mask is switched off: the model can see the character it must predict.",
          "Within seconds the loss plunges toward zero: the model copies the answer instead of predicting it.",
          knob_effect("mask", "none", rise=False, min_change=1.0)),
-    Step("heads", "Multiple heads", "pages/attention.py", Setup(train=True, knobs={"mask": "causal"}),
-         "The mask is back on. Four heads per layer: will they all learn the same pattern?",
-         "Different heads, different jobs: one attends to the first character, another one back, another to "
-         "itself (the roles re-form within a few hundred steps of the mask going back on).",
+    Step("heads", "Multiple heads", "pages/attention.py", Setup(train=True, knobs={"mask": "causal"}, heads=True),
+         "The lecture run's mask is back on (its loss jumps back up). A Demo run with 4 heads per layer trains "
+         "beside it: will its heads all learn the same pattern?",
+         "Different heads, different jobs on the Attention page: one attends to the first character, another one "
+         "back, another to itself.",
          heads_differ),
     Step("residual", "Residual connections and pre-LayerNorm", "pages/experiments.py",
          Setup(experiment="residual"),
@@ -345,8 +354,10 @@ STEPS: tuple[Step, ...] = (
          experiment_verdict("residual", "Detached residual path")),
     Step("optim", "Optimisation: AdamW, clipping, warmup", "pages/train.py",
          Setup(train=True, knobs={"learning_rate": 0.1}),
-         "The learning rate jumps 50x, to 0.1, mid-run. AdamW moves every weight by about lr per step: and then?",
-         "The loss jumps up within a few steps, and the gradient norm spikes past the clipping line.",
+         "The learning rate jumps to 0.1 mid-run, tens of times the preset's. AdamW moves every weight by about "
+         "lr per step, whatever its gradient: and then?",
+         "The loss jumps up within a few steps; clipping the gradient norm does not stop it (Adam divides the "
+         "clipped gradient by its own running size).",
          knob_effect("learning_rate", 0.1, rise=True)),
     Step("pitfalls", "The seven pitfalls", "pages/experiments.py",
          Setup(experiment="softmax", pitfalls=True, measure=("memory",), rest=True),
@@ -428,8 +439,10 @@ def follow(local: int | None, seen_room: int | None, room_step: int | None) -> t
 def roles_needed(step: Step) -> list[str]:
     """The room's run roles a step's check reads."""
     roles = []
-    if step.setup.train or step.key in ("heads",):
+    if step.setup.train:
         roles.append(LECTURE)
+    if step.setup.heads:
+        roles.append(HEADS)
     if step.setup.experiment:
         roles.append(f"exp:{step.setup.experiment}")
     if step.setup.pitfalls:

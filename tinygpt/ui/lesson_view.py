@@ -20,9 +20,9 @@ from tinygpt import circuits
 from tinygpt.config import DataConfig, preset
 from tinygpt.errors import TinyGPTError
 from tinygpt.experiments import ENDED, EXPERIMENTS
-from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES, Actor
-from tinygpt.ui import circuits_view, lab, lesson, resources, runinfo, safe, settings, state
-from tinygpt.ui.lesson import INDUCTION, LECTURE, STEPS, Evidence, RunData, Step
+from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES, Actor, may_control
+from tinygpt.ui import admission, circuits_view, lab, lesson, resources, runinfo, safe, settings, state
+from tinygpt.ui.lesson import HEADS, INDUCTION, LECTURE, STEPS, Evidence, RunData, Step
 
 REFRESH_S = 3.0  # how often a pane re-reads the room's position and its step's check
 TWO, ONE = list(circuits.INDUCTION_VARIANTS)  # the induction experiment's 2-layer run and its control
@@ -58,27 +58,31 @@ def _remember(actor: Actor, role: str, runs: dict[str, str]) -> None:
 
 def _lecture(actor: Actor, runs: dict, manager) -> str:
     """The lecture run, training: resumed if paused, started (with the Train form showing its settings) if there
-    is none or it ended; an instructor's own run, or a learner's."""
+    is none or it ended. A learner watches the room's (read-only: its knobs are the instructor's) or, in a room
+    without one, trains their own."""
     rid = (runs.get(LECTURE) or {}).get("run")
     store = resources.get_store()
     if rid and store.exists(rid):
+        if not may_control(store.reader(rid).config(), actor):
+            return rid
         run_state = store.reader(rid).status().get("state")
         if run_state in ACTIVE_STATES and run_state != "paused":
             return rid
         if run_state in RESUMABLE_STATES:
-            manager.resume(rid, actor=actor)
+            admission.resume(actor, rid)
             return rid
     wanted = lesson.lecture_settings()
-    config = preset(wanted.pop("preset"), **wanted, source="shakespeare")
+    name = wanted.pop("preset")
+    config = preset(name, **wanted, source="shakespeare")
     settings.ensure_corpus(config.data)
-    rid = manager.start(config, actor=actor, time_limit_s=resources.time_limit_s(actor))
+    rid = admission.start(actor, {"run": config})["run"]
     _remember(actor, LECTURE, {"run": rid})
-    label = settings.preset_label(lesson.lecture_settings()["preset"])
+    label = settings.preset_label(name)
     if label:  # the Train form shows the lecture run's settings (no "changed since this run started")
         _widget(state.W_PRESET, label)
     values, source = settings.values_from_config(config.to_dict())
-    for name, value in values.items():
-        _widget(settings.FIELD_BY_NAME[name].key, value)
+    for field_name, value in values.items():
+        _widget(settings.FIELD_BY_NAME[field_name].key, value)
     _widget(state.W_SOURCE, source or settings.SOURCE_SHAKESPEARE)
     return rid
 
@@ -94,33 +98,44 @@ def apply_pending() -> None:
         state.put_widget(key, value)
 
 
-def _experiment(actor: Actor, runs: dict, manager, key: str) -> dict[str, str]:
+def _heads(actor: Actor, runs: dict) -> str:
+    """The multiple-heads step's run: the Demo preset (4 heads per layer, 300 steps), the room's if it has one."""
+    if (rid := (runs.get(HEADS) or {}).get("run")) and resources.get_store().exists(rid):
+        return rid
+    config = preset("demo", source="shakespeare")
+    rid = admission.start(actor, {"run": config})["run"]
+    _remember(actor, HEADS, {"run": rid})
+    return rid
+
+
+def _experiment(actor: Actor, runs: dict, key: str) -> dict[str, str]:
     role = f"exp:{key}"
     if runs.get(role):
         return runs[role]
     settings.ensure_corpus(DataConfig(source="shakespeare"))
-    started = lab.start_experiment(manager, EXPERIMENTS[key], "shakespeare", 1337, actor)
+    started = admission.start(actor, EXPERIMENTS[key].configs(seed=1337, source="shakespeare"))
     _remember(actor, role, started)
     return started
 
 
-def _induction(actor: Actor, runs: dict, manager) -> dict[str, str]:
+def _induction(actor: Actor, runs: dict) -> dict[str, str]:
     if runs.get(INDUCTION):
         return runs[INDUCTION]
-    started = circuits_view.start_experiment(manager, "synthetic:copyvar", 1337, actor)
+    started = admission.start(actor, circuits.induction_configs("synthetic:copyvar", 1337))
     _remember(actor, INDUCTION, started)
     return started
 
 
 def prepare(actor: Actor) -> int:
-    """Before class (the instructor): start every long step's runs the room has not started; returns how many."""
-    manager, count = resources.get_manager(), 0
+    """Before class (the instructor): start every long step's runs the room has not started; returns how many.
+    They queue in the lesson's order, so the earliest steps' runs finish first."""
+    count = 0
     runs = room()["runs"]
     for key in lesson.PREPARE_ORDER:
         if not runs.get(f"exp:{key}"):
-            count += len(_experiment(actor, runs, manager, key))
+            count += len(_experiment(actor, runs, key))
     if not runs.get(INDUCTION):
-        count += len(_induction(actor, runs, manager))
+        count += len(_induction(actor, runs))
     return count
 
 
@@ -134,12 +149,17 @@ def set_up(step: Step, actor: Actor) -> None:
         rid = _lecture(actor, runs, manager)
         state.set_run_id(rid)
         query[state.URL_RUN] = rid
-        for name, value in setup.knobs.items():
+        mine = may_control(resources.get_store().reader(rid).config(), actor)
+        for name, value in setup.knobs.items() if mine else ():  # a learner watches the room's run
             request = manager.set_knob(rid, name, value, actor=actor)
             _widget(settings.FIELD_BY_NAME[name].key, value)
             state.add_knob_note(name, value, request)
     if setup.rest and (rid := (runs.get(LECTURE) or {}).get("run")) and resources.is_active(rid):
         manager.pause(rid, actor=actor)  # its training slot goes to the long runs
+    if setup.heads:
+        rid = _heads(actor, runs)
+        state.set_run_id(rid)
+        query[state.URL_RUN] = rid
     if setup.pitfalls and actor.instructor:
         prepare(actor)
         runs = runs_for(actor, room())
@@ -149,12 +169,12 @@ def set_up(step: Step, actor: Actor) -> None:
         if actor.instructor:
             lesson.write_room(_root(), measured={key: results})
     if setup.experiment:
-        started = _experiment(actor, runs, manager, setup.experiment)
+        started = _experiment(actor, runs, setup.experiment)
         _widget(state.W_EXPERIMENT, setup.experiment)
         state.set_lab_runs(setup.experiment, started)
         query |= {"experiment": setup.experiment, state.URL_LAB: ",".join(started.values())}
     if setup.induction:
-        started = _induction(actor, runs, manager)
+        started = _induction(actor, runs)
         state.set_circuit_runs(started)
         state.set_run_id(started[TWO])
         query |= {state.URL_RUN: started[TWO], state.URL_CIRC: ",".join(started.values())}
@@ -223,10 +243,10 @@ def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evi
         ids = runs.get(role)
         if not ids:
             continue
-        if role == LECTURE:
+        if role in (LECTURE, HEADS):
             data = _run_data(ids["run"])
             if data is not None:
-                ev.runs[LECTURE] = data
+                ev.runs[role] = data
         elif role.startswith("exp:"):
             key = role.removeprefix("exp:")
             readers = {label: _reader(rid) for label, rid in ids.items()}
