@@ -131,11 +131,16 @@ def prepare(actor: Actor) -> int:
     They queue in the lesson's order, so the earliest steps' runs finish first."""
     count = 0
     runs = room()["runs"]
-    for key in lesson.PREPARE_ORDER:
-        if not runs.get(f"exp:{key}"):
-            count += len(_experiment(actor, runs, key))
-    if not runs.get(INDUCTION):
-        count += len(_induction(actor, runs))
+    for role in lesson.PREPARE_ORDER:
+        if runs.get(role):
+            continue
+        if role == HEADS:
+            _heads(actor, runs)
+            count += 1
+        elif role == INDUCTION:
+            count += len(_induction(actor, runs))
+        else:
+            count += len(_experiment(actor, runs, role.removeprefix("exp:")))
     return count
 
 
