@@ -21,6 +21,7 @@ Use: `problems = probe_layout(page); assert not problems, "\\n".join(problems)`.
 problem lines to drop (for a known problem owned elsewhere; say why where you pass it).
 """
 
+# ruff: noqa: E501 - long lines are the probe's JavaScript
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -130,13 +131,19 @@ PROBE_JS = r"""
 
   // ---------------------------------------------------------------- SVG text: ellipsis, clipped, overlapping
   const clipRect = (el, root) => {
-    // The nearest clip-path the text is under (Vega clips a zoomable plot's marks to the plot area).
+    // The nearest clip-path the text is under (Vega clips a zoomable plot's marks to the plot area), in screen
+    // pixels: a clip rectangle has no box of its own, so its attributes go through the referencing group's CTM.
     for (let e = el.parentNode; e && e !== root; e = e.parentNode) {
       const ref = e.getAttribute && e.getAttribute('clip-path');
       if (!ref) continue;
       const id = (ref.match(/url\(["']?#([^"')]+)["']?\)/) || [])[1];
-      const shape = id && root.querySelector(`[id="${CSS.escape(id)}"] rect, [id="${CSS.escape(id)}"] path`);
-      if (shape) return shape.getBoundingClientRect();
+      const rect = id && root.querySelector(`[id="${CSS.escape(id)}"] rect`);
+      const ctm = e.getScreenCTM && e.getScreenCTM();
+      if (!rect || !ctm) return null;
+      const num = (a) => parseFloat(rect.getAttribute(a) || '0');
+      const p = new DOMPoint(num('x'), num('y')).matrixTransform(ctm);
+      const q = new DOMPoint(num('x') + num('width'), num('y') + num('height')).matrixTransform(ctm);
+      return {left: Math.min(p.x, q.x), right: Math.max(p.x, q.x), top: Math.min(p.y, q.y), bottom: Math.max(p.y, q.y)};
     }
     return null;
   };
@@ -144,7 +151,10 @@ PROBE_JS = r"""
     const name = nameOf(chart);
     for (const svg of chart.querySelectorAll('svg')) {
       if (svg.parentElement.closest('svg')) continue;  // nested svgs are handled with their outermost one
-      const box = svg.getBoundingClientRect();
+      // The chart's box: Streamlit's element (its SVG can be drawn a little outside its own box, titles included).
+      const own = chart.getBoundingClientRect(), drawn = svg.getBoundingClientRect();
+      const box = {left: Math.min(own.left, drawn.left), right: Math.max(own.right, drawn.right),
+                   top: Math.min(own.top, drawn.top), bottom: Math.max(own.bottom, drawn.bottom)};
       const texts = [];
       for (const t of svg.querySelectorAll('text')) {
         if (t.closest('.hoverlayer, .role-tooltip, defs, .legendtoggle')) continue;
@@ -154,13 +164,14 @@ PROBE_JS = r"""
         if (r.width === 0 || r.height === 0) continue;
         texts.push({t, words, r});
         if (/…$|\.\.\.$/.test(words)) problems.push(`${name}: text cut with an ellipsis: "${words.slice(0, 60)}"`);
-        const outside = (b) => r.left < b.left - slack || r.right > b.right + slack || r.top < b.top - slack || r.bottom > b.bottom + slack;
-        if (outside(box)) {
+        // Sideways only: the projector cuts at the left and right edges, and Vega draws titles in a group whose
+        // box reads above the SVG's own.
+        if (r.left < box.left - 2 * slack || r.right > box.right + 2 * slack) {
           problems.push(`${name}: text "${words.slice(0, 40)}" leaves the chart's box (x ${round(r.left)}..${round(r.right)}, chart ${round(box.left)}..${round(box.right)})`);
           continue;
         }
         const clip = clipRect(t, svg);
-        if (clip && outside(clip))
+        if (clip && (r.left < clip.left - 2 * slack || r.right > clip.right + 2 * slack))
           problems.push(`${name}: text "${words.slice(0, 40)}" is clipped by its plot (x ${round(r.left)}..${round(r.right)}, plot ${round(clip.left)}..${round(clip.right)})`);
       }
       // Pairs of texts whose boxes overlap. Boxes are sorted by left edge so the inner loop stops early.

@@ -195,7 +195,7 @@ def head_table(rows: list[dict], names: list[str]) -> None:
     """The head table at a step; a click on a row chooses that head for the ablation views."""
     key = f"{state.W_CIRC_TABLE}_{state.get(state.W_CIRC_HEAD)}"
     st.dataframe(rows, hide_index=True, key=key, on_select=functools.partial(_row_clicked, key, names, rows),
-                 selection_mode="single-row")  # fmt: skip
+                 selection_mode="single-row", width="stretch")  # fmt: skip
 
 
 def ablated_figure(run_dir: str, step: int, text: str, layer: int, head: int, mode: str, result: dict, large: bool):
