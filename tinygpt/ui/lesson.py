@@ -375,7 +375,8 @@ STEPS: tuple[Step, ...] = (
          induction_formed, long=True),
     Step("ablation", "Circuits: ablation", "pages/circuits.py", Setup(induction=True),
          "Switch the induction head off: which loss goes up, and by how much?",
-         "The loss on the repeated text's second copy rises: the copying needs that head.", ablation_hurts, long=True),
+         "The loss on the repeated text's second copy rises (the check measures it there, on the experiment's "
+         "repeated probe; the page's chart ablates on the probe text you type).", ablation_hurts, long=True),
     Step("lens", "Circuits: the logit lens", "pages/circuits.py", Setup(induction=True),
          "Read the residual stream after each layer as if it were the output: where does the answer appear?",
          "The embedding alone guesses little; the right character tops the list by the last layer.",
