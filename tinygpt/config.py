@@ -480,7 +480,8 @@ def preset(name: str, **overrides: Any) -> RunConfig:
     if "min_lr" not in overrides:
         lr = train.get("learning_rate", defaults.learning_rate)
         own = spec["train"]
-        divisor = own.get("learning_rate", defaults.learning_rate) / own["min_lr"] if own.get("min_lr") else MIN_LR_DIVISOR
+        peak = own.get("learning_rate", defaults.learning_rate)
+        divisor = peak / own["min_lr"] if own.get("min_lr") else MIN_LR_DIVISOR
         if isinstance(lr, (int, float)) and not isinstance(lr, bool):
             train["min_lr"] = float(f"{lr / divisor:.12g}")  # 6e-4, not 0.0006000000000000001
     max_steps = train.get("max_steps", defaults.max_steps)
