@@ -67,7 +67,7 @@ if "torch" not in sys.modules:
     starting.empty()
 
 from tinygpt.ui import backlog, live, workshop  # noqa: E402 - after the first paint: imports torch
-from tinygpt.ui.resources import get_manager, get_store, touch, touch_mine  # noqa: E402
+from tinygpt.ui.resources import get_manager, get_store, keepalive_seconds, touch, touch_mine  # noqa: E402
 
 backlog.reconnect_on_overflow()  # a browser whose websocket queue filled up reconnects instead of going deaf
 store = get_store()
@@ -78,11 +78,11 @@ touch(run_id)  # any page that shows a run keeps its lease (live pages also rene
 live.seen(state.session_token())  # one more session in the room: live charts refresh a little slower
 
 
-@st.fragment(run_every=30)
+@st.fragment(run_every=keepalive_seconds())
 def keep_my_runs() -> None:
-    """Every 30 s, whatever page the learner reads (Sample does not refresh by itself): their own live and
-    queued runs keep their leases. Drawn first in the sidebar, so its place never moves. It also counts this
-    session in the room, which sets how often live charts refresh (tinygpt/ui/live.py)."""
+    """Every third of a lease (30 s at most), whatever page the learner reads (Sample does not refresh by
+    itself): their own live and queued runs keep their leases. Drawn first in the sidebar, so its place never
+    moves. It also counts this session in the room, which sets how often live charts refresh (tinygpt/ui/live.py)."""
     touch_mine(learner)
     live.seen(state.session_token())
 

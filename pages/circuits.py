@@ -1,11 +1,13 @@
 """Circuits: what each head does over training, the induction-head phase change, head ablation, the logit lens."""
 
+import functools
+
 import streamlit as st
 
 from tinygpt import circuits
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
-from tinygpt.ui import backlog, resources, room, runinfo, safe, state
+from tinygpt.ui import admission, backlog, resources, room, runinfo, safe, state
 from tinygpt.ui import circuits_view as view
 
 state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
@@ -38,11 +40,9 @@ def experiment() -> None:
                           format_func=circuits.INDUCTION_SOURCES.get)  # fmt: skip
     state.init(state.W_CIRC_SEED, 1337)
     seed = c2.number_input("Seed", 0, 10**6, key=state.W_CIRC_SEED)
-    if c3.button("Start the experiment", icon=":material/play_arrow:", key="circ_start"):
-        try:
-            state.set_circuit_runs(view.start_experiment(resources.get_manager(), source, int(seed), room.current()))
-        except TinyGPTError as e:
-            st.error(safe.md(e))
+    if c3.button("Start the experiment", icon=":material/play_arrow:", key="circ_start"):  # one slot: admission
+        admission.attempt(functools.partial(view.start_experiment, source, int(seed), room.current()), "start it", st)
+    admission.slot_question(room.current(), st)
     runs = state.circuit_runs(labels)
     if not runs:
         st.caption(circuits.INDUCTION_EXPECTED)

@@ -7,6 +7,8 @@ from tinygpt.ui import state
 state.require_frame()
 
 
+import functools
+
 import streamlit as st
 import torch
 
@@ -16,7 +18,7 @@ from tinygpt import model as model_lib
 from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS
 from tinygpt.errors import TinyGPTError
-from tinygpt.ui import backlog, circuits_view, explain, lab, resources, room, settings, workshop
+from tinygpt.ui import admission, backlog, circuits_view, explain, lab, resources, room, settings, workshop
 from tinygpt.ui.charts import compare
 
 REFRESH_S = 1.0
@@ -62,11 +64,11 @@ if right.button("Run side by side", type="primary", icon=":material/play_arrow:"
                 state.set_lab_measured(key, int(seed), experiment.measure(int(seed)))
         else:
             settings.ensure_corpus(DataConfig(source=sources[source_label]))
-            manager, learner = resources.get_manager(), room.current()
-            runs = lab.start_experiment(manager, experiment, sources[source_label], int(seed), learner)
-            state.set_lab_runs(key, runs)
+            start = functools.partial(lab.start_experiment, key, experiment, sources[source_label], int(seed))
+            admission.attempt(start, "run this experiment", st)  # its runs together are one slot of the learner's
     except TinyGPTError as exc:
         st.error(str(exc))
+admission.slot_question(room.current(), st)
 
 tabs = st.tabs(["Side by side", "Model health", "Shape contracts", "Memory per step"])
 

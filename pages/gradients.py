@@ -42,7 +42,7 @@ def live_gradients() -> None:
     rd.poll()
     resources.touch(run_id)
     status = rd.status()
-    st.markdown(f"**{runinfo.status_line(status, rd.metrics)}**")
+    st.markdown(f"**{safe.md(runinfo.status_line(status, rd.metrics))}**")  # the reason is a file's text
     config = rd.config()
     knobs = knobs_now(config, rd.events)
     metrics = rd.metrics
@@ -66,7 +66,7 @@ def live_gradients() -> None:
             )
             notes = runinfo.event_notes(rd.events)
             if notes:
-                st.caption(f"Markers: {notes}")
+                st.caption(f"Markers: {safe.md(notes)}")  # messages come from events.jsonl
     bad = [e for e in rd.events if e.get("kind") in ("nonfinite", "diverged")]  # NaN, or a loss far above ln V
     if bad:
         st.error(f"Diverged at step {bad[-1].get('step')}: {safe.md(bad[-1].get('message'))}")

@@ -11,7 +11,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import knobs_now
-from tinygpt.ui import bundle, explain, resources, room, runinfo, safe
+from tinygpt.ui import admission, bundle, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, curves, heatmaps
 
 store = resources.get_store()
@@ -49,17 +49,27 @@ if b[0].button("Open", help="Make it the current run of every page (read-only if
     state.set_run_id(pick)
     state.flash("success", f"Opened run {pick}" + ("." if mine else " (read-only: it is not yours)."))
     st.rerun()
-resumable = mine and by_id[pick]["state"] not in ("finished", "unreadable")
+# A run another process writes or wrote (the CLI, torchrun) is read-only here for everyone: the manager refuses
+# to write into it, so its buttons say where to act instead of failing after a click.
+elsewhere = runinfo.written_elsewhere(store, pick)
+if elsewhere:
+    st.caption("Trained from the command line: the app only watches it (for everyone). Continue it there:")
+    st.code(elsewhere, language="bash")
+resumable = mine and by_id[pick]["state"] not in ("finished", "unreadable") and not elsewhere
+
+
+def _resume(check_slot: bool) -> None:
+    admission.resume(learner, pick, check_slot)
+    state.set_run_id(pick)
+    state.flash("success", f"Resumed run {pick} from its last checkpoint.")
+    st.rerun()
+
+
 if b[1].button("Resume", disabled=not resumable, width="stretch", help=None if mine else "Only its owner can"):
-    try:
-        resources.get_manager().resume(pick, actor=learner)
-    except TinyGPTError as e:
-        st.error(safe.md(e))
-    else:
-        state.set_run_id(pick)
-        state.flash("success", f"Resumed run {pick} from its last checkpoint.")
-        st.rerun()
-if b[2].button("Delete…", disabled=not mine, width="stretch"):
+    admission.attempt(_resume, "resume this one", st)  # one slot a learner: another run of theirs asks first
+admission.slot_question(learner, st)
+writing = runinfo.live_writer(store, pick)  # delete is refused while another process writes the run
+if b[2].button("Delete…", disabled=not mine or bool(writing), width="stretch", help=writing or None):
     state.put(state.W_DELETE_CONFIRM, pick)
 if b[4].button("Share (read-only)", help="A link that opens this run for others to watch", width="stretch"):
     st.code(f"{st.context.url.split('?')[0]}?run={pick}&view=1", language=None)
@@ -104,7 +114,7 @@ if pending and pending in ids:
         try:
             if resources.is_live(pending):
                 resources.get_manager().stop(pending, actor=learner)
-            store.delete(pending, actor=learner)
+            store.delete(pending, actor=learner, wait_s=10)  # a worker told to stop checkpoints first
         except TinyGPTError as e:
             st.error(safe.md(e))
         else:

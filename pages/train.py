@@ -13,7 +13,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES
-from tinygpt.ui import backlog, explain, form, launch, resources, room, runinfo, safe, settings, train_view
+from tinygpt.ui import admission, backlog, explain, form, launch, resources, room, runinfo, safe, settings, train_view
 from tinygpt.ui import live as live_period
 
 store = resources.get_store()
@@ -74,7 +74,7 @@ with right:
 
     if train_clicked:
         launch.train_clicked(source, uploaded, learner, run_id if mine else None, messages)
-    launch.one_slot_question(learner, run_id if mine else None, messages)
+    admission.slot_question(learner, messages)  # a second run waits for "stop the first?" (one slot a learner)
 
     clicked = pause_clicked or resume_clicked or step_clicked or stop_clicked
     if clicked:
@@ -82,8 +82,8 @@ with right:
             manager = resources.get_manager()
             if pause_clicked:
                 manager.pause(run_id, actor=learner)
-            if resume_clicked:
-                manager.resume(run_id, actor=learner)
+            if resume_clicked:  # another run of this learner's may hold their slot: admission asks first
+                admission.attempt(lambda check: admission.resume(learner, run_id, check), "resume this run", messages)
             if step_clicked:
                 manager.step(run_id, int(state.get(state.W_STEP_N)), actor=learner)
                 state.mark_step_requested()
@@ -122,7 +122,7 @@ def live_view() -> None:
     # The charts are rebuilt only when the run's records changed, and shared with every page watching this run
     # (train_view.shared_figures); otherwise the same figures are sent again, which costs the server little.
     view = train_view.build_view(store, rd, config, status, large)
-    st.markdown(f"**{runinfo.status_line(status, rd.metrics)}**")
+    st.markdown(f"**{safe.md(runinfo.status_line(status, rd.metrics))}**")  # the reason is a file's text
     if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
         wait = resources.queue_wait(run_id)
         st.info(
@@ -140,7 +140,7 @@ def live_view() -> None:
     explain.show_chart(view["loss"], "loss_chart", code=False, key="train_loss")
     with st.container():
         if view["markers"]:
-            st.caption(f"Markers: {view['markers']}")
+            st.caption(f"Markers: {safe.md(view['markers'])}")  # messages come from events.jsonl
     explain.show_chart(view["lr"], "lr_chart", code=False, key="train_lr")
     explain.show_chart(view["grad"], "grad_norm_chart", code=False, key="train_grad")
     last = view["sample"]

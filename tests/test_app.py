@@ -39,7 +39,7 @@ def plain(text: str) -> str:
 
 
 def texts(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts = [plain(m.value) for m in at.markdown] + [plain(c.value) for c in at.caption]
     parts += [plain(e.value) for e in at.error] + [plain(w.value) for w in at.warning] + [i.value for i in at.info]
     parts += [s.value for s in at.success]
     return "\n".join(str(p) for p in parts)
@@ -75,6 +75,7 @@ def wait_for(at: AppTest, predicate, timeout: float = 60) -> AppTest:
 def status_step(at: AppTest) -> int:
     for m in at.markdown:
         value = str(m.value)
+        value = plain(value)  # the status line is shown as text (markdown-escaped: it carries a file's reason)
         if value.startswith("**step "):
             return int(value.removeprefix("**step ").split(" ", 1)[0].replace(",", ""))
     return -1

@@ -216,7 +216,7 @@ def test_a_two_layer_model_forms_an_induction_head_and_a_one_layer_model_cannot(
 def test_read_scores_drops_what_a_rewound_run_abandoned(tmp_path):
     writer = RunStore(tmp_path).create({}, owner="cli")
     for step, score in ((0, 0.1), (10, 0.2), (20, 0.3), (10, 0.9), (20, 0.8)):  # resumed from step 0's checkpoint
-        writer.append_scores({"step": step, "score": score})
+        writer.append_scores({"step": step, "score": score, "roles": {"induction": [[score]]}})
     writer.close()
     assert [(r["step"], r["score"]) for r in read_scores(writer.run_dir)] == [(0, 0.1), (10, 0.9), (20, 0.8)]
     assert read_scores(tmp_path / "nothing") == []

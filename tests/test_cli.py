@@ -203,3 +203,63 @@ def test_resume_of_a_run_without_a_checkpoint_starts_it_over(tmp_path, tiny_text
     update_status(writer.run_dir, state="failed", reason="failed: while starting")
     assert main(["train", "--resume", run_id, "--runs-dir", str(tmp_path), "--quiet"]) == 0
     assert read_status(writer.run_dir)["state"] == "finished" and list_checkpoints(writer.run_dir)[-1] == 5
+
+
+# ---------------------------------------------------------------- nonsense is refused before a run folder exists
+# (issue 22, finding 7): each case exited 0 or created a folder and then failed with exit 1.
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--resume", ""], "--resume needs a run id"),
+        (["--text", "abc abc abc", "--source", "synthetic:copy"], "--text is only read with --source text"),
+        (["--source", "synthetic:copy", "--synthetic-examples", "0"], "synthetic_examples must be"),
+        (["--source", "synthetic:copy", "--synthetic-examples", "-1"], "synthetic_examples must be"),
+        (["--source", "synthetic:copy", "--synthetic-digits", "0"], "synthetic_digits must be"),
+        (["--source", "synthetic:copy", "--synthetic-digits", "-1"], "synthetic_digits must be"),
+        (["--source", "synthetic:copy", "--probe-text", "Zebra!"], "probe text"),
+    ],
+)
+def test_nonsense_exits_2_in_one_line_before_any_run_folder(tmp_path, capsys, argv, message):
+    status = main(["train", "--runs-dir", str(tmp_path), "--max-steps", "3", "--quiet", *argv])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert message in err and err.count("\n") == 1
+    assert not [p for p in tmp_path.iterdir() if not p.name.startswith(".")]  # no run folder was made
+
+
+def _trained_run(tmp_path, tiny_text, steps=12):
+    from helpers import tiny_config
+
+    from tinygpt.runstore import RunStore
+
+    store = RunStore(tmp_path)
+    with store.create(tiny_config(tiny_text, max_steps=steps).to_dict(), owner="cli") as writer:
+        run_id = writer.run_id
+    assert main(["train", "--resume", run_id, "--runs-dir", str(tmp_path), "--quiet"]) == 0
+    return store, run_id
+
+
+def test_resume_to_fewer_steps_than_the_run_has_is_refused_and_changes_nothing(tmp_path, tiny_text, capsys):
+    store, run_id = _trained_run(tmp_path, tiny_text)
+    before = {p.name: p.read_bytes() for p in store.path(run_id).iterdir() if p.is_file()}
+    capsys.readouterr()
+    status = main(["train", "--resume", run_id, "--runs-dir", str(tmp_path), "--max-steps", "5", "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 2 and "step 12" in err and "--max-steps 5" in err
+    after = {p.name: p.read_bytes() for p in store.path(run_id).iterdir() if p.is_file()}
+    assert after == before
+
+
+def test_a_refused_resume_of_a_tampered_corpus_leaves_the_run_as_it_was(tmp_path, tiny_text, capsys):
+    """Finding 8: the resume exited 1 and rewrote the finished run's status to failed (and its max_steps)."""
+    store, run_id = _trained_run(tmp_path, tiny_text)
+    run_dir = store.path(run_id)
+    (run_dir / "corpus.txt").write_text("tampered " * 400)
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+    capsys.readouterr()
+    status = main(["train", "--resume", run_id, "--runs-dir", str(tmp_path), "--max-steps", "40", "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 2 and "corpus.txt" in err
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before

@@ -74,6 +74,10 @@ def test_app_lists_and_charts_a_run_the_cli_is_still_writing(tmp_path, tiny_text
         listing = at.dataframe[0].value
         row = listing[listing.apply(lambda r: run_id in " ".join(map(str, r.values)), axis=1)]
         assert len(row) == 1 and "running" in " ".join(map(str, row.iloc[0].values))
+        # Read-only for everyone (issue 22, finding 4): Delete removed the folder under the CLI, which then died.
+        buttons = {b.label: b for b in at.button}
+        assert buttons["Resume"].disabled and buttons["Delete…"].disabled
+        assert any(f"--resume {run_id}" in str(c.value) for c in at.code)
 
         at.switch_page("pages/gradients.py").run()
         assert not at.exception, at.exception
@@ -82,7 +86,7 @@ def test_app_lists_and_charts_a_run_the_cli_is_still_writing(tmp_path, tiny_text
         at.run()  # the page tails the growing metrics file
         assert not at.exception, at.exception
         shown = [
-            int(str(m.value)[7:].split(" ", 1)[0].replace(",", ""))
+            int(str(m.value)[7:].split(" ", 1)[0].replace("\\", "").replace(",", ""))
             for m in at.markdown
             if str(m.value).startswith("**step ")
         ]

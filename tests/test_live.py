@@ -4,6 +4,7 @@ built without pandas (tinygpt/ui/live.py, tinygpt/ui/explain.arrow_rows)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -101,3 +102,18 @@ def test_sessions_watching_one_run_share_its_charts_while_they_are_fresh():
     for n in range(train_view.SHARED_ENTRIES + 5):  # bounded: the least recently used go first
         figures_for(1, run=f"/runs/r{n}")
     assert len(train_view._shared) == train_view.SHARED_ENTRIES
+
+
+@pytest.mark.parametrize("lease, period", [("20", 20 / 3), ("600", 30.0), ("2", 1.0), (None, 30.0), ("x", 30.0)])
+def test_open_pages_renew_leases_well_within_the_lease(monkeypatch, lease, period):
+    """Issue 22, finding 10: the sidebar's keep-alive ran every 30 s whatever the lease, so with a 20 s lease a
+    learner reading Sample found their run 'paused: nobody watched for 20 s'."""
+    from tinygpt.ui import resources
+
+    if lease is None:
+        monkeypatch.delenv("TINYGPT_LEASE_SECONDS", raising=False)
+    else:
+        monkeypatch.setenv("TINYGPT_LEASE_SECONDS", lease)
+    assert resources.keepalive_seconds() == pytest.approx(period)
+    source = (Path(__file__).resolve().parents[1] / "app.py").read_text()
+    assert "@st.fragment(run_every=keepalive_seconds())" in source  # the sidebar fragment uses it

@@ -357,7 +357,7 @@ def test_5_truncated_and_pickled_checkpoints_say_so(tmp_path, capsys, tiny_text)
     weights = checkpoint_stem(run_dir, 20).with_suffix(".safetensors")
     weights.write_bytes(weights.read_bytes()[:100])
     args = ("--runs-dir", str(tmp_path), "--quiet")
-    code, out, err = cli(capsys, "train", "--resume", run_dir.name, "--from-step", "20", *args)
+    code, out, err = cli(capsys, "train", "--resume", run_dir.name, "--from-step", "20", "--max-steps", "25", *args)
     assert code == 1 and "failed: weights file" in err and "truncated" in err.strip().splitlines()[-1]
     torch.save({"model": torch.zeros(3)}, checkpoint_stem(run_dir, 10).with_suffix(".safetensors"))  # a pickle
     code, _, err = cli(capsys, "sample", "--run", run_dir.name, "--step", "10", "--runs-dir", str(tmp_path))

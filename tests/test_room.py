@@ -134,3 +134,23 @@ def test_the_rooms_time_budget_goes_with_a_learners_run_and_stops_it_with_the_re
         assert resources.time_limit_s(TEACHER) is None and resources.time_limit_s(ANNA) == pytest.approx(3.0)
     finally:
         resources.room_budget()["max_minutes"] = 0.0
+
+
+@pytest.mark.parametrize("typed", ["clé", "été", "\u00e9t\u00e9 ", "🔑", "\udcff"])
+def test_a_non_ascii_instructor_key_is_a_wrong_key_not_a_crash(monkeypatch, typed):
+    """Issue 22, finding 1: hmac.compare_digest on str raised TypeError for non-ASCII text, from the cookie on
+    every page: that browser was locked out of the whole app."""
+    monkeypatch.setenv("TINYGPT_INSTRUCTOR_KEY", "s3cret-key")
+    room.instructor_key.clear()
+    try:
+        assert room.is_instructor_key(typed) is False
+        assert room.is_instructor_key("s3cret-key") is True
+    finally:
+        room.instructor_key.clear()
+
+
+def test_a_learners_own_name_is_shown_as_text_in_their_sidebar(runs_dir):
+    """Issue 22, finding 6: a name cookie with an image rendered it (and fetched it) in the sidebar's expander."""
+    at = app_as(Actor("d" * 16, "![img](//evil.example/y.png)"))
+    [you] = [e for e in at.expander if "You:" in e.label]
+    assert "](//evil.example" not in you.label and "evil" in you.label  # shown, as text

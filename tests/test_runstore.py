@@ -506,3 +506,65 @@ def test_runstore_imports_without_torch():
     out = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------- a run's state from its lock (issue 22)
+
+_WRITER = """
+import sys, time
+from tinygpt.runstore import RunWriter, acquire_writer_lock
+lock = acquire_writer_lock(sys.argv[1], "the CLI (python -m tinygpt train)")
+writer = RunWriter(sys.argv[1])
+writer.append_metric({"step": 2150, "loss": 1.5})
+writer.write_status(state="running", reason="training", step=2150, max_steps=100000)
+print("running", flush=True)
+time.sleep(60)
+"""
+
+
+def _start_writer(run_dir: Path):
+    import subprocess
+    import sys
+
+    from helpers import cli_env
+
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(run_dir)], stdout=subprocess.PIPE, text=True,
+                            env=cli_env())  # fmt: skip
+    assert proc.stdout.readline().strip() == "running"
+    return proc
+
+
+def test_a_killed_writer_leaves_its_run_interrupted_not_running(store: RunStore):
+    """Finding 9: after kill -9 of a CLI run, status.json and `runs` said `running step 2150/100000` forever."""
+    with store.create({"train": {"max_steps": 100000}}, owner="cli") as writer:
+        run_dir = writer.run_dir
+    proc = _start_writer(run_dir)
+    reader = RunReader(run_dir)
+    try:
+        assert reader.status()["state"] == "running" and store.list_runs()[0].state == "running"
+    finally:
+        proc.kill()
+        proc.wait()
+    reader.poll()  # status.json did not change: the reader must still notice that its writer is gone
+    status = reader.status()
+    assert status["state"] == "stopped" and status["reason"].startswith("interrupted at step 2150")
+    assert "resum" in status["reason"] and read_status(run_dir)["state"] == "running"  # the file's own word
+    summary = store.list_runs()[0]
+    assert summary.state == "stopped" and summary.reason.startswith("interrupted at step 2150")
+    assert json.loads((run_dir / "status.json").read_text())["state"] == "running"  # reading wrote nothing
+
+
+def test_delete_refuses_a_run_another_process_writes(store: RunStore):
+    """Finding 4: any learner could delete a run the CLI was training; the CLI then died 'not writable'."""
+    with store.create({"train": {"max_steps": 100000}}, owner="cli") as writer:
+        run_id, run_dir = writer.run_id, writer.run_dir
+    proc = _start_writer(run_dir)
+    try:
+        with pytest.raises(RunStoreError, match=f"pid {proc.pid}"):
+            store.delete(run_id)
+        assert run_dir.is_dir()
+    finally:
+        proc.kill()
+        proc.wait()
+    store.delete(run_id, wait_s=5)  # the holder is gone: the lock went with it
+    assert not run_dir.exists()

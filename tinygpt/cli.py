@@ -372,13 +372,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .preflight import preflight
 
     store = _store(args.runs_dir)
-    if args.from_step is not None and not args.resume:
+    if args.from_step is not None and args.resume is None:
         raise TinyGPTError("--from-step needs --resume RUN_ID: it picks the checkpoint a run continues from.")
-    if args.resume:
+    if args.resume is not None:  # `--resume ""` is a mistake to report, not a request for a new run
         config, resume_from = _resume_config(store, args)
         run_id = args.resume
     else:
         config = config_from_args(args)
+        _check_new_run(args, config)
         run_id, resume_from = None, None
     # Everything that can be known before a run folder exists: threads, device, source, memory, disk.
     preflight(config, runs_root=None if args.resume else store.root, threads=args.threads)
@@ -392,12 +393,30 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
 
 
+def _check_new_run(args: argparse.Namespace, config: RunConfig) -> None:
+    """What a new run's flags say that its config cannot show: a --text that the chosen source would ignore, and a
+    --probe-text with characters outside the corpus (the loop would fail on it after making the run folder)."""
+    if "text" in config_overrides(args) and config.data.source != "text":
+        raise TinyGPTError(
+            f"--text is only read with --source text (the source is {config.data.source!r}): add --source text, "
+            "or drop --text."
+        )
+    if config.probe_text:  # rare, so the corpus is loaded twice only when a probe text was asked for
+        from .data import load_corpus
+
+        corpus = load_corpus(config.data, config.model.max_seq_len)
+        corpus.tokenizer.encode(config.probe_text, what="probe text")  # TokenizerError names the characters
+
+
 def _resume_config(store, args: argparse.Namespace) -> tuple[RunConfig, Any]:
     """The config and the resume point of `train --resume RUN [--from-step N]`, or the TinyGPTError that says
-    why the run cannot be resumed (no such run, another process trains it, an unusable config.json, no such
-    checkpoint)."""
-    from .runstore import RunLockedError, list_checkpoints, writer_lock_holder
+    why the run cannot be resumed (no such run, another process trains it, an unusable config.json or
+    corpus.txt, no such checkpoint, fewer steps than the run has). Nothing in the run folder is changed here, so
+    a refused resume leaves the run as it was."""
+    from .runstore import RunLockedError, list_checkpoints, read_corpus, read_status, writer_lock_holder
 
+    if not args.resume.strip():
+        raise TinyGPTError("--resume needs a run id: see `python -m tinygpt runs` for the runs there are.")
     run_dir = store.path(args.resume)
     if not (run_dir / "config.json").exists():
         raise TinyGPTError(f"no run {args.resume!r} in {store.root}: see `python -m tinygpt runs`.")
@@ -414,6 +433,8 @@ def _resume_config(store, args: argparse.Namespace) -> tuple[RunConfig, Any]:
         raise TinyGPTError(
             f"run {args.resume} cannot be resumed: its config.json is unusable ({exc}). Start a new run instead."
         ) from None
+    if config.data.source == "text":
+        read_corpus(run_dir, config.data.text_sha256 or None)  # RunStoreError if corpus.txt is missing or edited
     overrides = config_overrides(args)
     if "max_steps" in overrides:
         config.train.max_steps = overrides["max_steps"]
@@ -421,10 +442,23 @@ def _resume_config(store, args: argparse.Namespace) -> tuple[RunConfig, Any]:
     if args.from_step is not None:
         if args.from_step not in steps:
             raise TinyGPTError(f"run {args.resume} has no checkpoint at step {args.from_step}; it has {steps}.")
+        _check_steps_ahead(args.resume, config.train.max_steps, args.from_step, "continues from checkpoint")
         return config, args.from_step
     # The app's rule too (RunManager): continue from the newest checkpoint that loads, or start over if there is
     # none (a run that failed while starting).
+    trained = max([int(read_status(run_dir).get("step") or 0), *steps[-1:]])
+    _check_steps_ahead(args.resume, config.train.max_steps, trained, "is at")
     return config, "latest" if steps else None
+
+
+def _check_steps_ahead(run_id: str, max_steps: int, step: int, where: str) -> None:
+    """A resume must have steps left to train: --max-steps at or below where the run is would "finish" at once
+    and leave a status that says step 2150 of 400."""
+    if max_steps <= step:
+        raise TinyGPTError(
+            f"run {run_id} {where} step {step}, so --max-steps {max_steps} leaves nothing to train: pass "
+            f"--max-steps above {step} to train it longer, or --from-step to go back to an earlier checkpoint."
+        )
 
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -260,6 +260,10 @@ class DataConfig:
         sha = self.text_sha256
         if not isinstance(sha, str) or (sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha))):
             raise ConfigError(f"text_sha256 must be a sha256 in hex (64 characters) or empty, got {sha!r}.")
+        for name in ("synthetic_examples", "synthetic_digits"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a whole number of at least 1, got {value!r}.")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

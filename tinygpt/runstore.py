@@ -63,6 +63,7 @@ import numpy as np
 
 from tinygpt.config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS
 from tinygpt.errors import RunStoreError
+from tinygpt.runcheck import clean_index, clean_scores, clean_status, valid_event, valid_knob_value
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 EVENT_KINDS = ("knob", "clip", "nonfinite", "diverged", "state", "checkpoint", "error")
@@ -220,7 +221,7 @@ def read_events(run_dir: str | Path) -> list[dict]:
     """Every event of a run at once, skipping torn or unparseable lines, for one-off readers (the CLI's listing,
     the Runs table); pages follow events live with a RunReader. events.jsonl stays small: a few lines per knob,
     clip or state."""
-    return read_jsonl(Path(run_dir) / "events.jsonl")
+    return [e for e in read_jsonl(Path(run_dir) / "events.jsonl") if valid_event(e, EVENT_KINDS)]
 
 
 def read_evals(run_dir: str | Path) -> list[dict]:
@@ -234,9 +235,10 @@ def read_scores(run_dir: str | Path) -> list[dict]:
     abandoned, as RunReader does for metrics."""
     kept: list[dict] = []
     for record in read_jsonl(Path(run_dir) / "attention" / "scores.jsonl"):
-        step = _step(record)
-        if step is None:
+        record = clean_scores(record)  # a damaged line is skipped like a torn one (tinygpt.runcheck)
+        if record is None:
             continue
+        step = record["step"]
         while kept and kept[-1]["step"] >= step:
             kept.pop()
         kept.append(record)
@@ -281,6 +283,33 @@ def read_status(run_dir: str | Path) -> dict:
     if not (run_dir / "config.json").exists():
         return {}
     return recovered_status(run_dir, problem)
+
+
+def trusted_status(run_dir: str | Path, status: dict) -> dict:
+    """status.json as a page may show it: every field of its type, damage said in the reason (tinygpt.runcheck)."""
+    if not status:
+        return status
+    step = None if isinstance(status.get("step"), int) else last_metric_step(run_dir)
+    return clean_status(status, STATES, step)
+
+
+def interrupted(run_dir: str | Path, status: dict) -> dict:
+    """The status as it stands now, not as its writer last left it: a "running" run whose writer lock nobody
+    holds (its process was killed -9, or the machine went down) is "stopped" and says it was interrupted, with
+    the checkpoint a resume continues from. For what readers show (RunReader.status, list_runs); writes nothing
+    (a reader may not write), and read_status stays the file's own word for the processes that edit it. Runs
+    written without a lock (none since writer.lock exists) keep what their file says."""
+    run_dir = Path(run_dir)
+    if status.get("state") != "running" or not (run_dir / WRITER_LOCK).exists():
+        return status
+    if writer_lock_holder(run_dir) is not None:
+        return status
+    checkpoints = list_checkpoints(run_dir)
+    pid = _lock_info(run_dir / WRITER_LOCK).get("pid") or status.get("pid")
+    who = f" (pid {pid})" if pid else ""
+    then = f"resume it to continue from checkpoint {checkpoints[-1]}" if checkpoints else "resuming starts it over"
+    reason = f"interrupted at step {status.get('step') or 0}: the process writing it{who} is gone; {then}"
+    return {**status, "state": "stopped", "reason": reason, "pid": None}
 
 
 def recovered_status(run_dir: str | Path, problem: str) -> dict:
@@ -549,7 +578,7 @@ def read_corpus(run_dir: str | Path, sha256: str | None = None) -> str:
 
 
 def _is_knob(event: Any) -> bool:
-    return isinstance(event, dict) and event.get("kind") == "knob"
+    return isinstance(event, dict) and event.get("kind") == "knob" and valid_event(event, EVENT_KINDS)
 
 
 def knob_changes(events: Iterable[dict]) -> list[dict]:
@@ -571,7 +600,7 @@ def knobs_now(config: dict, events: Iterable[dict]) -> dict[str, Any]:
     knobs = {k: model.get(k) for k in LIVE_MODEL_KNOBS}
     knobs.update({k: train.get(k) for k in LIVE_TRAIN_KNOBS})
     for event in knob_changes(events):
-        if event.get("knob") in knobs:
+        if event.get("knob") in knobs and valid_knob_value(event["knob"], event.get("new")):
             knobs[event["knob"]] = event.get("new")
     return knobs
 
@@ -691,9 +720,21 @@ class RunStore:
     def reader(self, run_id: str, **kwargs: Any) -> RunReader:
         return RunReader(self._existing(run_id), **kwargs)
 
-    def delete(self, run_id: str, actor: Actor | None = None) -> None:
+    def delete(self, run_id: str, actor: Actor | None = None, wait_s: float = 0.0) -> None:
+        """Delete a run folder. Refused (RunLockedError, naming the process) while another process writes the
+        run: deleting under a live CLI run killed it with a misleading "not writable". `wait_s` gives a worker
+        that was just told to stop that long to checkpoint and let go of the lock."""
         path = self._existing(run_id)
         require_control(read_json(path / "config.json", {}) or {}, actor, run_id)
+        deadline = time.monotonic() + wait_s
+        while (holder := writer_lock_holder(path)) is not None and not holder.get("this_process"):
+            if time.monotonic() >= deadline:
+                who = holder.get("holder") or "another process"
+                pid = f" (pid {holder['pid']})" if holder.get("pid") else ""
+                raise RunLockedError(
+                    f"run {run_id} is being written by {who}{pid}: stop it there first, then delete it."
+                )
+            time.sleep(0.05)
         if path.is_symlink():  # remove the link, never what it points to
             path.unlink()
         else:
@@ -721,7 +762,7 @@ def _summarize(run_dir: Path) -> RunSummary:
         config = read_json(run_dir / "config.json")
         if not isinstance(config, dict):
             raise RunStoreError("config.json is missing or not an object")
-        status = read_status(run_dir)  # a missing or broken status.json: what the folder itself knows
+        status = interrupted(run_dir, trusted_status(run_dir, read_status(run_dir)))  # broken: what the folder knows
         return RunSummary(
             run_id=run_dir.name,
             state=str(status.get("state", "unknown")),
@@ -1061,6 +1102,8 @@ class RunReader:
             self._samples: deque = deque(maxlen=self.SAMPLES_RECENT)
 
     def _add_event(self, record: dict) -> None:
+        if not valid_event(record, EVENT_KINDS):  # damaged: skipped like a torn line (tinygpt.runcheck)
+            return
         item = (self._event_seq, record)
         self._event_seq += 1
         self._events_recent.append(item)
@@ -1109,6 +1152,10 @@ class RunReader:
         self._signatures[str(path)] = signature
         if attr == "_status" and (signature is None or not isinstance(value, dict) or not value):
             value = read_status(self.run_dir)  # no status.json: what the folder itself says (read_status)
+        if attr == "_status" and isinstance(value, dict):
+            value = trusted_status(self.run_dir, value)
+        elif attr == "_attn_index":
+            value = clean_index(value)
         setattr(self, attr, value if isinstance(value, dict) else {})
         return True
 
@@ -1120,7 +1167,7 @@ class RunReader:
         return self._config
 
     def status(self) -> dict:
-        return self._status
+        return interrupted(self.run_dir, self._status)  # a killed writer leaves "running" in its file
 
     @property
     def metrics(self) -> list[dict]:

@@ -85,6 +85,7 @@ from .runstore import (
 # torch itself): nothing a run does imports it since tinygpt.optim replaced torch.optim.AdamW.
 PRELOAD = ["torch", "numpy", "safetensors.torch", "tinygpt.loop", "tinygpt.worker"]
 STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is killed
+DEFAULT_LEASE_SECONDS = 600.0  # s a run nobody watches keeps training before it checkpoints and pauses
 MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls
 # config.json keys not in RunConfig
 IDENTITY_KEYS = ("run_id", "created", "owner", "parent", "learner", "vocab", "num_params")
@@ -104,6 +105,11 @@ def default_max_active(cpus: int | None = None, threads: int | None = None) -> i
     cpus = cpus or os.cpu_count() or 1
     threads = threads or default_threads_per_run(cpus)
     return max(2, (cpus - 1) // threads)
+
+
+def lease_from_env() -> float:
+    """The lease of the app's runs: $TINYGPT_LEASE_SECONDS, else DEFAULT_LEASE_SECONDS."""
+    return float(_env_number("TINYGPT_LEASE_SECONDS", float) or DEFAULT_LEASE_SECONDS)
 
 
 def _env_number(name: str, kind: type) -> Any:
@@ -282,7 +288,7 @@ class RunManager:
         self.max_active = int(
             max_active or _env_number("TINYGPT_MAX_RUNS", int) or default_max_active(cpus, self.threads_per_run)
         )
-        self.lease_seconds = float(lease_seconds or _env_number("TINYGPT_LEASE_SECONDS", float) or 600)
+        self.lease_seconds = float(lease_seconds or lease_from_env())
         self.stop_grace = STOP_GRACE  # s before an unresponsive worker is killed (tests shorten it)
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(PRELOAD)

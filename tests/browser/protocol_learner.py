@@ -217,9 +217,9 @@ class ProtocolLearner:
         elif which in ("markdown", "alert"):
             body = element.markdown.body if which == "markdown" else element.alert.body
             self.texts[path] = body
-            status = STATUS.match(body)
+            status = STATUS.match(re.sub(r"\\(.)", r"\1", body))  # the status line is markdown-escaped text
             if status:
-                self._status(body.strip("*"), int(status.group(1).replace(",", "")))
+                self._status(re.sub(r"\\(.)", r"\1", body).strip("*"), int(status.group(1).replace(",", "")))
 
     def _status(self, line: str, step: int) -> None:
         """The in-page tracker's rules (load_room.TRACKER_JS), on the status line `step N / M · ... · state`."""

@@ -23,7 +23,7 @@ from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
 from tinygpt.inside import encode_probe
 from tinygpt.runstore import ENDED_STATES, RunReader, knob_changes, read_scores
-from tinygpt.ui import backlog, explain, resources, runinfo, safe, state
+from tinygpt.ui import admission, backlog, explain, resources, runinfo, safe, state
 from tinygpt.ui.charts import circuits as charts
 from tinygpt.ui.charts.help import CHART_HELP
 
@@ -203,11 +203,12 @@ def heads_text(names: list[str]) -> str:
 # ---------------------------------------------------------------- the induction experiment
 
 
-def start_experiment(manager, source: str, seed: int, actor=None) -> dict[str, str]:
-    """Start the 2-layer run and its 1-layer control side by side; returns {label: run_id}."""
-    return {
-        label: manager.start(config, actor=actor) for label, config in circuits.induction_configs(source, seed).items()
-    }
+def start_experiment(source: str, seed: int, learner, check_slot: bool = True) -> None:
+    """Start the 2-layer run and its 1-layer control side by side, one training slot of `learner`'s
+    (tinygpt.ui.admission), as the page's experiment; then redraw."""
+    configs = circuits.induction_configs(source, seed)
+    state.set_circuit_runs(admission.start(learner, configs, check_slot=check_slot))
+    st.rerun()
 
 
 def experiment_state(store, runs: dict[str, str]) -> tuple[dict[str, RunReader], dict[str, list[dict]], bool]:
@@ -228,7 +229,9 @@ def experiment_progress(readers: dict[str, RunReader], ended: bool) -> None:
     from the runs' own recent pace (runinfo.verdict_progress); once they ended, each run's status line."""
     if ended:
         st.caption(
-            " · ".join(f"{label}: {runinfo.status_line(rd.status(), rd.metrics)}" for label, rd in readers.items())
+            " · ".join(
+                f"{label}: {safe.md(runinfo.status_line(rd.status(), rd.metrics))}" for label, rd in readers.items()
+            )
         )
         return
     fraction, text = runinfo.verdict_progress({label: (rd.status(), rd.metrics) for label, rd in readers.items()})

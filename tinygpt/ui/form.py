@@ -12,9 +12,9 @@ from typing import Any
 
 import streamlit as st
 
-from tinygpt.errors import TinyGPTError
+from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.runstore import RunStore, read_corpus
-from tinygpt.ui import resources, room, settings, state
+from tinygpt.ui import resources, room, safe, settings, state
 from tinygpt.ui.settings import Field
 
 
@@ -30,7 +30,12 @@ def seed_form(store: RunStore, run_id: str | None) -> None:
             if source:
                 state.init(state.W_SOURCE, source)
             if source == settings.SOURCE_PASTE:  # the run keeps its text once, in corpus.txt (older: inline)
-                state.init(state.W_PASTE, read_corpus(rd.run_dir) or (rd.config().get("data") or {}).get("text", ""))
+                try:
+                    text = read_corpus(rd.run_dir) or (rd.config().get("data") or {}).get("text", "")
+                except RunStoreError as e:  # a missing or edited corpus.txt: the run can still be watched
+                    text = ""
+                    st.warning(safe.md(f"The form starts without this run's text: {e}"))
+                state.init(state.W_PASTE, text)
     state.init(state.W_PRESET, first)
     for name, value in settings.preset_values(first).items():
         state.init(settings.FIELD_BY_NAME[name].key, value)

@@ -20,15 +20,17 @@ from tinygpt.health import run_health_checks
 from tinygpt.lab_runs import checkpoint_probe, finite_mean, read_result
 from tinygpt.memory import memory_rows
 from tinygpt.runstore import RunReader
+from tinygpt.ui import admission, room, state
 from tinygpt.ui.resources import head_stats
 
 
-def start_experiment(manager, experiment: Experiment, source: str, seed: int = 1337, actor=None) -> dict[str, str]:
-    """Start every variant of an experiment (same data, same seed), owned by `actor`; returns {label: run_id}."""
-    runs = {}
-    for label, config in experiment.configs(seed=seed, source=source).items():
-        runs[label] = manager.start(config, actor=actor)
-    return runs
+def start_experiment(key: str, experiment: Experiment, source: str, seed: int, check_slot: bool = True) -> None:
+    """Start every variant of an experiment (same data, same seed) as the page's runs of it, owned by this
+    learner and as one training slot (tinygpt.ui.admission: the room's budget and time limit apply to each
+    run), then redraw."""
+    configs = experiment.configs(seed=seed, source=source)
+    state.set_lab_runs(key, admission.start(room.current(), configs, check_slot=check_slot))
+    st.rerun()
 
 
 @st.cache_data(max_entries=200, show_spinner=False)

@@ -92,6 +92,18 @@ def touch(run_id: str | None) -> None:
         get_manager().touch(run_id)
 
 
+def keepalive_seconds() -> float:
+    """How often any open page renews its learner's leases (app.py's sidebar fragment): a third of the run
+    manager's lease, at most 30 s. A fixed 30 s let a 20 s lease pause the run of a learner reading Sample."""
+    from tinygpt.worker import lease_from_env  # not the manager: app.py asks before the page is drawn
+
+    try:
+        lease = lease_from_env()
+    except TinyGPTError:  # a bad TINYGPT_LEASE_SECONDS: the run manager says so when it starts
+        return 30.0
+    return max(1.0, min(30.0, lease / 3))
+
+
 def touch_mine(learner) -> None:
     """Renew the leases of every live or queued run `learner` owns: any page of the app they look at (Sample,
     Runs, another learner's run) keeps their own runs going."""

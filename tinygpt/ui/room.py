@@ -31,7 +31,7 @@ from urllib.parse import unquote
 import streamlit as st
 
 from tinygpt.runstore import Actor, may_control
-from tinygpt.ui import state
+from tinygpt.ui import safe, state
 
 LEARNER_COOKIE = "tinygpt_learner"  # the learner's secret token
 NAME_COOKIE = "tinygpt_name"
@@ -73,7 +73,11 @@ def instructor_key() -> str:
 
 
 def is_instructor_key(text: str) -> bool:
-    return bool(text) and hmac.compare_digest(str(text).strip(), instructor_key())
+    """Whether `text` is this server's key, in constant time. Compared as UTF-8 bytes: compare_digest refuses str
+    with non-ASCII characters (a cookie "été" locked its browser out of every page); a lone surrogate that no
+    key can hold is simply wrong."""
+    typed = str(text or "").strip().encode("utf-8", errors="surrogatepass")
+    return bool(typed) and hmac.compare_digest(typed, instructor_key().encode("utf-8"))
 
 
 def _set_cookie(name: str, value: str) -> None:
@@ -167,7 +171,7 @@ def _key_entered() -> None:
 
 def sidebar(learner: Actor) -> None:
     """Who you are in the room, your name (editable) and, for the instructor, the key box."""
-    title = f"You: {learner.name}" + (" · instructor" if learner.instructor else "")
+    title = f"You: {safe.md(learner.name)}" + (" · instructor" if learner.instructor else "")  # a label is markdown
     with st.expander(title, icon=":material/person:"):
         state.init(state.W_LEARNER_NAME, learner.name)
         st.text_input("Your name (shown to the room)", key=state.W_LEARNER_NAME, max_chars=32, on_change=_renamed)

@@ -7,10 +7,12 @@ Pure: plain dicts and lists in, strings and numbers out; no Streamlit. Tested in
 from __future__ import annotations
 
 import math
+import shlex
 import time
 from typing import Any
 
 from tinygpt.config import trains_until_stopped
+from tinygpt.errors import RunStoreError
 from tinygpt.runstore import (
     Actor,
     RunStore,
@@ -19,8 +21,10 @@ from tinygpt.runstore import (
     knobs_now,
     read_evals,
     read_events,
+    read_json,
     read_status,
     run_learner,
+    writer_lock_holder,
 )
 from tinygpt.trainer import lr_at
 
@@ -355,3 +359,30 @@ def _queue_wait(runs: list, status: dict[str, dict], run_id: str) -> float | Non
         steps = int(status[rid].get("max_steps") or 0)
         heapq.heappush(free_at, heapq.heappop(free_at) + steps / rate)
     return float(heapq.heappop(free_at)) if free_at else None
+
+
+def written_elsewhere(store: RunStore, run_id: str) -> str:
+    """ "" for a run the app trains; for a run the CLI or torchrun wrote (owner "cli"), the command that continues
+    it there: the run manager will not write into it for anyone, the instructor included."""
+    if _owner(store, run_id) in ("app", None):
+        return ""
+    return f"python -m tinygpt train --resume {run_id} --runs-dir {shlex.quote(str(store.root))}"
+
+
+def live_writer(store: RunStore, run_id: str) -> str:
+    """ "" unless a process other than the app's own workers is writing the run now; then who, for the Delete
+    button's help (RunStore.delete refuses it too)."""
+    holder = writer_lock_holder(store.path(run_id)) if _owner(store, run_id) not in ("app", None) else None
+    if not holder:
+        return ""
+    pid = f" (pid {holder['pid']})" if holder.get("pid") else ""
+    return f"{holder.get('holder') or 'another process'}{pid} is training it: stop it there first, then delete it"
+
+
+def _owner(store: RunStore, run_id: str) -> str | None:
+    """config.json's owner ("app" or "cli"), read alone (not through a RunReader, which reads every file)."""
+    try:
+        config = read_json(store.path(run_id) / "config.json", {})
+    except RunStoreError:
+        return None
+    return config.get("owner") if isinstance(config, dict) else None

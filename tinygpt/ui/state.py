@@ -33,7 +33,7 @@ URL_RUN = "run"  # the query parameter that carries the run id
 RUN_ID = "run_id"
 LEARNER = "learner"  # tinygpt.runstore.Actor: this browser's learner (tinygpt/ui/room.py)
 LEARNER_COOKIES = "learner_cookies"  # {cookie: value} the frame still has to write (a new learner, a rename)
-PENDING_TRAIN = "pending_train"  # a new run's config, waiting for "stop my other run first?"
+PENDING_START = "pending_start"  # {"action", "what"}: a start waiting for "stop my other run first?" (admission)
 URL_VIEW = "view"  # ?view=1: a shared link to someone else's run, opened read-only
 READERS = "readers"  # {run_id: RunReader}
 KNOB_NOTES = "knob_notes"  # {knob: {"value", "request"}}: live knob changes the page follows until answered
