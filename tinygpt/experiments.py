@@ -151,6 +151,10 @@ def _gt(a: float | None, b: float | None, margin: float = 0.0) -> bool:
 # ---------------------------------------------------------------- the judges
 
 
+# nats: the unscaled run must end at least this much higher (measured: 0.28-0.31 on Shakespeare, 0.29 on licences)
+SCALING_WORSE = 0.1
+
+
 def _judge_scaling(results: dict[str, RunResult]) -> Verdict:
     good, bad = results["scaled 1/sqrt(d_head)"], results["unscaled"]
     observed = {
@@ -170,7 +174,9 @@ def _judge_scaling(results: dict[str, RunResult]) -> Verdict:
     )
     starved = _gt(good.softmax_gain, None if bad.softmax_gain is None else 2 * bad.softmax_gain)
     smaller_grads = _gt(good.attention_grad_norm, bad.attention_grad_norm)
-    worse = _gt(bad.final_train_loss, good.final_train_loss, 0.05)
+    margin = noise_margin(SCALING_WORSE, good, bad)
+    observed["worse margin (nats)"] = margin
+    worse = _gt(bad.final_train_loss, good.final_train_loss, margin)
     parts = [
         f"unscaled attention {'is' if saturated else 'is not'} near one-hot (max weight {_fmt(bad.mean_max_weight, 2)}"
         f", entropy {_fmt(bad.mean_entropy, 2)} vs {_fmt(good.mean_entropy, 2)} nats)",
@@ -178,8 +184,8 @@ def _judge_scaling(results: dict[str, RunResult]) -> Verdict:
         f"vs {_fmt(good.softmax_gain)})",
         f"attention gradients are {'smaller' if smaller_grads else 'not smaller'} "
         f"({_fmt(bad.attention_grad_norm)} vs {_fmt(good.attention_grad_norm)})",
-        f"the loss ends {'higher' if worse else 'not higher'} ({_fmt(bad.final_train_loss)} vs "
-        f"{_fmt(good.final_train_loss)})",
+        f"the loss ends {'higher' if worse else 'not higher by enough'} ({_fmt(bad.final_train_loss)} vs "
+        f"{_fmt(good.final_train_loss)}; needs {margin:.2f} more)",
     ]
     reproduced = saturated and starved and smaller_grads and worse
     return Verdict(reproduced, EXPERIMENTS["scaling"].expected, observed, "; ".join(parts).capitalize() + ".")
@@ -405,14 +411,17 @@ EXPERIMENTS: dict[str, Experiment] = {
             what_to_look_for=(
                 "q·k grows with the width of q and k, so without 1/sqrt(d_head) the scores get large and the softmax "
                 "saturates: each query stares at one key (entropy toward 0, max weight toward 1), and a saturated "
-                "softmax passes almost no gradient back to its scores. Here (width 256, d_head 128, 1 layer) that "
-                "is what happens, and the unscaled model trains worse. At the demo's width 128 it is different, "
-                "measured: attention still turns sharp (entropy ~0.7 vs ~2.1 nats), but the unscaled model ends "
+                "softmax passes almost no gradient back to its scores. Here (width 256, d_head 128, 1 layer) that is "
+                "what happens, and the unscaled model trains worse, ~0.3 nats behind at the end. "
+                "At the demo's width 128 it is different, measured: attention still turns sharp (entropy ~0.7 vs "
+                "~2.1 nats), but the unscaled model ends "
                 "with a slightly lower loss and larger attention gradients — the missing 1/sqrt(d) also multiplies "
                 "the gradient reaching q and k, which outweighs the saturation at that size."
             ),
             expected="unscaled: near one-hot attention, a softmax that passes back less gradient, smaller "
             "attention gradients and a higher loss",
+            # Two heads of 128. One head of 256 parted the curves further on Shakespeare (0.44 nats, seed 1337) but
+            # not on English licence texts (0.13, under its noise margin; two heads: 0.29): BENCHMARKS.md.
             base=dict(hidden_dim=256, num_heads=2, num_layers=1, max_steps=200),
             variants={"scaled 1/sqrt(d_head)": dict(attn_scale="head_dim"), "unscaled": dict(attn_scale="none")},
             judge=_judge_scaling,
