@@ -37,12 +37,12 @@ st.set_page_config(page_title="tinygpt: watch a transformer learn", page_icon=_f
 learner = room.current()
 PAGES = [
     # Material icons ship with Streamlit (no web font is fetched; emoji need a system emoji font).
-    st.Page("pages/train.py", title="Train", icon=":material/model_training:", default=True),
+    TRAIN := st.Page("pages/train.py", title="Train", icon=":material/model_training:", default=True),
     st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
     st.Page("pages/circuits.py", title="Circuits", icon=":material/hub:"),
     st.Page("pages/gradients.py", title="Gradients", icon=":material/show_chart:"),
     st.Page("pages/sample.py", title="Sample", icon=":material/edit_note:"),
-    st.Page("pages/runs.py", title="Runs", icon=":material/folder_open:"),
+    RUNS := st.Page("pages/runs.py", title="Runs", icon=":material/folder_open:"),
     st.Page("pages/experiments.py", title="Experiments", icon=":material/science:"),
 ]
 if learner.instructor:
@@ -74,6 +74,8 @@ store = get_store()
 shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a workshop link, kept across pages
 # The URL's ?run= wins if the run is this learner's (or the link says view=1); otherwise the session's run goes back.
 run_id = state.sync_run_id(store, lambda run: room.can_control(store.reader(run).config()))
+if state.pop(state.SHARED_OPEN) and page.url_path == RUNS.url_path:
+    st.switch_page(TRAIN)  # a share link made on Runs (/runs?run=...&view=1) opens that run's live view
 touch(run_id)  # any page that shows a run keeps its lease (live pages also renew it on every refresh)
 live.seen(state.session_token())  # one more session in the room: live charts refresh a little slower
 
@@ -95,7 +97,10 @@ with st.sidebar:
         st.caption(f"Run: `{run_id}`")
     else:
         st.caption("No run yet: start one on **Train** or open one on **Runs**.")
-    large = st.toggle("Large fonts (projector)", key=state.W_LARGE, persist_state="session")
+    room.large_fonts_before_toggle()  # this browser's choice (a cookie), or what a page asked for
+    large = st.toggle(
+        "Large fonts (projector)", key=state.W_LARGE, persist_state="session", on_change=room.large_fonts_changed
+    )
     if shop.locked:
         st.caption(":material/lock: Settings locked by the workshop link.")
     room.sidebar(learner)

@@ -105,7 +105,8 @@ names = [
 ]
 st.caption("Click a row to see that head's ablation below.")
 view.head_table(view.head_rows(records, step), names)
-view.chart(view.charts.residual_chart(records, large=large), "residual_chart", "circ_resid")
+view.chart(view.charts.residual_chart(records, large=large), "residual_chart", "circ_resid",
+           caption=view.residual_caption(records))  # fmt: skip
 
 st.subheader("At a checkpoint: ablation and the logit lens")
 ck = runinfo.nearest_checkpoint(rd.checkpoints(), step)

@@ -9,8 +9,9 @@ state.require_frame()
 
 import streamlit as st
 
+from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES
-from tinygpt.ui import backlog, explain, resources, room, runinfo, safe
+from tinygpt.ui import backlog, explain, form, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
@@ -21,6 +22,25 @@ if not room.current().instructor:
     st.stop()
 st.caption("Every learner's runs on this server, newest first. Pick one and bring it to the projector.")
 store = resources.get_store()
+
+# "Eyes on the projector": every learner's run paused as a hold (they cannot resume it), then let go at once.
+held, me, manager = runinfo.held_runs(store), room.current(), resources.get_manager()
+h1, h2 = st.columns(2)
+pause_all = h1.button("Pause every learner's run", icon=":material/front_hand:", width="stretch")
+let_go = h2.button(f"Let go: resume {len(held)} held", icon=":material/play_arrow:", disabled=not held, width="stretch")
+if pause_all or let_go:
+    for run in runinfo.learners_in_play(store, me) if pause_all else held:
+        try:
+            if pause_all:
+                manager.pause(run, actor=me)
+            else:
+                manager.let_go(run, actor=me)
+        except TinyGPTError as e:  # e.g. the run ended or was deleted meanwhile: say so, go on with the others
+            state.flash("warning", f"Run {run}: {e}")
+    st.rerun()
+if held:
+    st.caption(f"You hold {len(held)} run(s): their learners cannot resume them until you let go (or resume one "
+               "on Train).")  # fmt: skip
 
 
 @backlog.live_fragment(REFRESH_S)
@@ -58,7 +78,8 @@ if runs:
     pick = c1.selectbox("Run", runs, key=state.W_ROOM_PICK)
     if c2.button("Bring to the projector", type="primary", icon=":material/cast:", width="stretch"):
         state.set_run_id(pick)
-        state.put(state.W_LARGE, True)
+        form.forget_settings()  # Train shows the run's own settings and knobs, not this browser's last form
+        state.request_large_fonts()  # applied before the sidebar's toggle is drawn on the next run
         state.flash("success", f"Run {pick} is on your screen, in large fonts.")
         st.switch_page("pages/train.py")
     st.caption(f"Instructor key: `{safe.md(room.instructor_key())}` (give it to a co-instructor; not to learners).")

@@ -10,7 +10,7 @@ state.require_frame()
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import knobs_now
+from tinygpt.runstore import knobs_now, read_hold
 from tinygpt.ui import admission, bundle, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, curves, heatmaps
 
@@ -55,7 +55,9 @@ elsewhere = runinfo.written_elsewhere(store, pick)
 if elsewhere:
     st.caption("Trained from the command line: the app only watches it (for everyone). Continue it there:")
     st.code(elsewhere, language="bash")
-resumable = mine and by_id[pick]["state"] not in ("finished", "unreadable") and not elsewhere
+held = not learner.instructor and bool(read_hold(store.path(pick)))  # the instructor's pause: theirs to lift
+resumable = mine and by_id[pick]["state"] not in ("finished", "unreadable") and not elsewhere and not held
+why = "Only its owner can" if not mine else "The instructor paused it: only they can resume it" if held else None
 
 
 def _resume(check_slot: bool) -> None:
@@ -65,14 +67,14 @@ def _resume(check_slot: bool) -> None:
     st.rerun()
 
 
-if b[1].button("Resume", disabled=not resumable, width="stretch", help=None if mine else "Only its owner can"):
+if b[1].button("Resume", disabled=not resumable, width="stretch", help=why):
     admission.attempt(_resume, "resume this one", st)  # one slot a learner: another run of theirs asks first
 admission.slot_question(learner, st)
 writing = runinfo.live_writer(store, pick)  # delete is refused while another process writes the run
 if b[2].button("Delete…", disabled=not mine or bool(writing), width="stretch", help=writing or None):
     state.put(state.W_DELETE_CONFIRM, pick)
 if b[4].button("Share (read-only)", help="A link that opens this run for others to watch", width="stretch"):
-    st.code(f"{st.context.url.split('?')[0]}?run={pick}&view=1", language=None)
+    st.code(runinfo.share_link(st.context.url, pick), language=None)
     st.caption("Anyone who opens this link watches the run; only its owner and the instructor can change it.")
 
 

@@ -49,9 +49,11 @@ with right:
     # A queued run can be paused (it leaves the queue) or stopped too: the buttons need no redraw when it starts.
     in_play = live or resources.is_queued(run_id)
     pause_clicked = b[1].button("Pause", disabled=not (in_play and mine) or run_state == "paused", width="stretch")
-    can_resume = rd is not None and mine and run_state in RESUMABLE_STATES
+    hold = runinfo.hold_note(rd.run_dir, rd.config(), learner) if rd is not None else None
+    held = hold is not None and not learner.instructor  # the instructor's pause: the learner cannot undo it
+    can_resume = rd is not None and mine and run_state in RESUMABLE_STATES and not held
     resume_clicked = b[2].button("Resume", disabled=not can_resume, width="stretch")
-    step_clicked = b[3].button("Step", disabled=not (live and mine) or run_state != "paused", width="stretch")
+    step_clicked = b[3].button("Step", disabled=not (live and mine) or run_state != "paused" or held, width="stretch")
     stop_clicked = b[4].button("Stop", disabled=not (in_play and mine), width="stretch")
     if not large:
         st.number_input("Steps per Step click", 1, 10_000, key=state.W_STEP_N, persist_state="session")
@@ -60,6 +62,8 @@ with right:
     if rd is not None and not mine:
         owner = room.owner_name(rd.config()) or "another learner"
         messages.info(f"Watching {safe.md(owner)}'s run (read-only). **Train** starts your own run.")
+    if hold is not None:
+        getattr(messages, hold[0])(hold[1])
     limit = resources.get_manager().time_limit(run_id) if run_id and resources.is_active(run_id) else None
     if limit:
         messages.caption(

@@ -119,7 +119,7 @@ def test_attention_detail_five_panels_step_by_step():
         "5. softmax weights",
     ]
     panels = fig["data"]
-    assert [p["coloraxis"] for p in panels] == ["coloraxis", "coloraxis", "coloraxis2", "coloraxis", "coloraxis3"]
+    assert [p["coloraxis"] for p in panels] == ["coloraxis4", "coloraxis", "coloraxis2", "coloraxis", "coloraxis3"]
     assert np.array_equal(array(panels[2]["z"]), mask.astype(int))
     assert np.isnan(array(panels[3]["z"])[0, 1]) and np.isfinite(array(panels[3]["z"])[1, 0])
     layout = fig["layout"]

@@ -126,8 +126,8 @@ def test_workshop_link_round_trips_and_reports_bad_values():
     assert shop.hidden == {"mask"} and shop.locked and shop.tutorial == 1 and not shop.errors
     bad = parse_workshop({"preset": "huge", "num_heads": "three", "colour": "red", "hidden_dim": "100"})
     assert len(bad.errors) == 4 and bad.preset is None  # 100 is not a width the widget offers: reported too
-    clash = parse_workshop({"hidden_dim": "96", "num_heads": "5"})
-    assert clash.overrides == {} and "divisible" in clash.errors[0]
+    clash = parse_workshop({"hidden_dim": "96", "num_heads": "5"})  # the bad value is dropped, the rest applies
+    assert clash.overrides == {"hidden_dim": 96} and "does not divide the width 96" in clash.errors[0]
 
 
 def open_app(query: dict) -> AppTest:

@@ -138,8 +138,9 @@ def test_a_run_that_trains_until_stopped_says_so_instead_of_an_eta():
     assert "until stopped" not in runinfo.status_line({**status, "state": "stopped"}, metrics)
     config = {"train": {"max_steps": UNTIL_STOPPED, "learning_rate": 3e-3, "min_lr": 3e-3, "warmup_steps": 50}}
     plan = runinfo.lr_schedule(config, {}, points=200, now=4000)
-    assert plan[-1][0] == 5000 and plan[-1][1] == 3e-3 and plan[0][1] < 3e-3
-    assert runinfo.lr_schedule(config, {}, points=200)[-1][0] == 100  # before the first step: past the warmup
+    assert plan[0][0] == 4001 and plan[-1][0] == 5000 and {lr for _, lr in plan} == {3e-3}  # constant, from now on
+    start = runinfo.lr_schedule(config, {}, points=200)  # before the first step: past the warmup
+    assert start[-1][0] == 100 and start[0][1] < 3e-3
     short = {"train": {"max_steps": 300, "learning_rate": 2e-3, "min_lr": 2e-4, "warmup_steps": 30}}
     assert runinfo.lr_schedule(short, {}, now=100)[-1][0] == 300  # a planned end is drawn whole, as before
 

@@ -298,11 +298,14 @@ class _Loop:
                 return
             cmd = command.get("cmd") if isinstance(command, dict) else None
             step = self.trainer.step_count
-            if cmd == "pause":
+            if cmd == "pause":  # "reason" says who paused it: "paused by the instructor" (a hold) or by you
+                reason = f"{command.get('reason') or 'paused by you'} at step {step}"
                 if not self.paused or self.budget:
                     self.paused, self.budget = True, 0
                     self.save_checkpoint()
-                    self.status("paused", f"paused by you at step {step}", force=True)
+                    self.status("paused", reason, force=True)
+                elif command.get("reason") and not self.diverged:  # already paused: now held by the instructor
+                    self.status("paused", reason, force=True)
             elif cmd == "resume":
                 if self.paused:
                     self.paused, self.budget, self.diverged, self.blowup = False, 0, False, []

@@ -16,6 +16,7 @@ folder. The folder is the only channel between them, so its format (v1, defined 
       checkpoints/step_%08d.safetensors (+ .json), written by tinygpt.checkpoint
       corpus.txt                    a pasted or uploaded corpus (UTF-8), stored once; configs name it by sha256
       writer.lock                   flock'ed by the one process writing the run, as long as it writes
+      hold.json                     atomic, by the app server: the instructor paused a learner's run (a hold)
 
 This module is the one home of that layout: the file names (`checkpoint_stem`, `snapshot_name`, `snapshot_path`,
 and the patterns that parse them), which checkpoints count (`list_checkpoints`: both files present), the run
@@ -643,6 +644,47 @@ def require_control(config: dict, actor: Actor | None, run_id: str) -> None:
         raise RunStoreError(
             f"run {run_id} belongs to {name}: you can watch, compare and sample it, but only {name} "
             "or the instructor can change it. Start your own run on Train."
+        )
+
+
+# An instructor's pause of a learner's run is a hold: hold.json in the run folder, written by the server that took
+# the pause (not by the worker, so it outlives the worker: a lease release or a server restart keeps it). While it
+# is there the learner may watch, stop, or turn knobs, but not resume or step: the room is told to look at the
+# projector, and one click must not undo that. The instructor's Resume lifts it.
+HOLD_FILE = "hold.json"
+
+
+def read_hold(run_dir: str | Path) -> dict:
+    """{"by", "step", "at"} of the instructor's hold on a run, or {} if none."""
+    hold = read_json(Path(run_dir) / HOLD_FILE, None)
+    return hold if isinstance(hold, dict) else {}
+
+
+def write_hold(run_dir: str | Path, by: str, step: int | None = None) -> None:
+    write_json_atomic(Path(run_dir) / HOLD_FILE, {"by": by, "step": step, "at": time.time()})
+
+
+def clear_hold(run_dir: str | Path) -> None:
+    try:
+        (Path(run_dir) / HOLD_FILE).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def holds(config: dict, actor: Actor | None) -> bool:
+    """Whether a pause by `actor` is a hold: the instructor pausing a run some learner owns (not their own)."""
+    owner = run_learner(config)
+    return actor is not None and actor.instructor and bool(owner) and owner["id"] != actor.id
+
+
+def require_not_held(run_dir: str | Path, actor: Actor | None, run_id: str) -> None:
+    """RunStoreError if the instructor holds the run and `actor` is a learner (None, the server itself, and the
+    instructor pass)."""
+    if actor is None or actor.instructor:
+        return
+    if read_hold(run_dir):
+        raise RunStoreError(
+            f"the instructor paused run {run_id} and holds it: only the instructor can resume it (or step it)."
         )
 
 

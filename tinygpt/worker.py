@@ -73,11 +73,15 @@ from .runstore import (
     RunLockedError,
     RunStore,
     RunWriter,
+    clear_hold,
+    holds,
     list_checkpoints,
     read_json,
     read_status,
     require_control,
+    require_not_held,
     update_status,
+    write_hold,
     writer_lock_holder,
 )
 
@@ -336,15 +340,24 @@ class RunManager:
         return writer.run_id
 
     def pause(self, run_id: str, actor: Actor | None = None) -> None:
-        """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent."""
+        """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent.
+        The instructor's pause of a learner's run is a hold (tinygpt.runstore.HOLD_FILE): the learner cannot
+        resume or step it until the instructor resumes it."""
         self._require_control(run_id, actor)
+        config = read_json(self.store.path(run_id) / "config.json", {}) or {}
+        by = "the instructor" if holds(config, actor) else "you"
         with self._lock:
+            if by == "the instructor":
+                write_hold(self.store.path(run_id), by, read_status(self.store.path(run_id)).get("step"))
             if run_id in self._jobs:
-                self._send(self._jobs[run_id], {"cmd": "pause"})
+                self._send(self._jobs[run_id], {"cmd": "pause", "reason": f"paused by {by}"})
             elif (job := self._queued(run_id)) is not None:
                 self._queue.remove(job)
-                self._set_status(run_id, state="paused", reason="paused before it started", queue_position=None)
+                reason = f"paused by {by} before it started"
+                self._set_status(run_id, state="paused", reason=reason, queue_position=None)
                 self._schedule()
+            elif by == "the instructor" and read_status(self.store.path(run_id)).get("state") == "paused":
+                self._set_status(run_id, state="paused", reason="paused by the instructor")  # no worker: say why
 
     def resume(
         self, run_id: str, max_steps: int | None = None, actor: Actor | None = None, from_step: int | None = None
@@ -355,6 +368,9 @@ class RunManager:
         worker is released first. Idempotent. Raises TinyGPTError when another process writes the run, when the
         folder cannot be written, or for a `from_step` the run has no checkpoint at."""
         self._require_control(run_id, actor)
+        require_not_held(self.store.path(run_id), actor, run_id)
+        if actor is not None and actor.instructor:
+            clear_hold(self.store.path(run_id))  # the instructor's resume lifts the hold
         with self._lock:
             if from_step is not None:
                 self._check_from_step(run_id, from_step)
@@ -374,6 +390,14 @@ class RunManager:
             else:
                 self._restart(run_id, [], max_steps, from_step)
 
+    def let_go(self, run_id: str, actor: Actor | None = None) -> None:
+        """The instructor lets go of a hold (Room: "Let go"): a run that sits paused resumes; one its learner
+        stopped meanwhile stays stopped. Either way its learner has it back."""
+        self._require_control(run_id, actor)
+        if read_status(self.store.path(run_id)).get("state") in PAUSED_STATES:
+            self.resume(run_id, actor=actor)  # the instructor's resume lifts the hold
+        clear_hold(self.store.path(run_id))
+
     @staticmethod
     def _dead(job: _Job) -> bool:
         """Its process has ended but the monitor has not reaped it yet (a command sent now would be lost)."""
@@ -387,6 +411,7 @@ class RunManager:
     def step(self, run_id: str, n: int = 1, actor: Actor | None = None) -> None:
         """Take exactly n steps, then pause. A live running run is paused first; an ended one is restarted paused."""
         self._require_control(run_id, actor)
+        require_not_held(self.store.path(run_id), actor, run_id)
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise TinyGPTError(f"step needs a whole number of steps >= 1, got {n!r}.")
         commands = [{"cmd": "pause"}, {"cmd": "step", "n": n}]

@@ -49,8 +49,8 @@ def test_learners_own_their_runs_and_the_instructor_steers_any(app_server, brows
     teacher.goto(f"{app_server}/?run={run_id}")
     expect(button(teacher, "Pause")).to_be_enabled(timeout=30_000)
     button(teacher, "Pause").click()
-    expect(anna.get_by_text(re.compile(r"· paused"))).to_be_visible(timeout=3_000)
-    expect(button(anna, "Resume")).to_be_enabled()
+    expect(anna.get_by_text(re.compile(r"· paused: paused by the instructor"))).to_be_visible(timeout=3_000)
+    expect(button(anna, "Resume")).to_be_disabled()  # a hold: only the instructor lets go (issue 20, finding 3)
     assert status_step(anna) > 0
     teacher.locator('[data-testid="stSidebarNav"] a').filter(has_text="Room").first.click()
     expect(teacher.get_by_role("heading", name="tinygpt · Room")).to_be_visible()

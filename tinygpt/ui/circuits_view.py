@@ -82,6 +82,45 @@ def role_sentences(records: list[dict], step: int | None) -> list[str]:
     return [h.sentence for h in circuits.head_roles(records, step) if h.role is not None]
 
 
+def residual_caption(records: list[dict]) -> str:
+    """What the residual-stream chart shows, from its own numbers: how the stream into each block and what that
+    block's LayerNorm hands on changed between the first and the newest measurement (the fixed sentence it
+    replaces said the LayerNorm line "stays about the same size" beside a chart where it rose from 8 to 10)."""
+    measured = [r for r in records or [] if (r.get("residual") or {}).get("resid")]
+    if len(measured) < 2:
+        return "Not enough data yet: the residual stream has been measured at fewer than two steps."
+    first, last = measured[0], measured[-1]
+    a, b = first["residual"], last["residual"]
+    span = f"From step {first['step']} to step {last['step']}"
+
+    def change(old: list, new: list, i: int) -> tuple[float, float, float] | None:
+        if i >= min(len(old), len(new)) or not old[i]:
+            return None
+        return float(old[i]), float(new[i]), float(new[i]) / float(old[i])
+
+    parts = []
+    streams = [c for i in range(len(b["resid"])) if (c := change(a["resid"], b["resid"], i))]
+    norms = [(i, c) for i in range(len(b.get("ln") or [])) if (c := change(a.get("ln") or [], b["ln"], i))]
+    if streams:
+        x, y, k = streams[-1]
+        parts.append(f"the stream into ln_f went from {x:.1f} to {y:.1f} (×{k:.2f})")
+    for i, (x, y, k) in norms:
+        name = "ln_f's output" if i == len(b["resid"]) - 1 else f"layer {i}'s LayerNorm output"
+        parts.append(f"{name} from {x:.1f} to {y:.1f} (×{k:.2f})")
+    if not parts:
+        return "Not enough data yet: the measurements have no norms to compare."
+    text = f"{span}: " + ", ".join(parts) + "."
+    if streams and norms:
+        stream_move = max(abs(k - 1) for _, _, k in streams)
+        norm_move = max(abs(k - 1) for _, (_, _, k) in norms)
+        if norm_move < 0.5 * stream_move:
+            text += " LayerNorm divides out the stream's size: what it hands on changed less than the stream did."
+        else:
+            text += (" What LayerNorm hands on changed about as much as the stream here: its output size is set by "
+                     "its learned gain, which moved too, not by the stream's size.")  # fmt: skip
+    return text
+
+
 # ---------------------------------------------------------------- at a checkpoint
 
 

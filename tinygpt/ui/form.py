@@ -44,6 +44,14 @@ def seed_form(store: RunStore, run_id: str | None) -> None:
     state.init(state.W_STEP_N, 10)
 
 
+def forget_settings() -> None:
+    """Drop the form's values (from a page that does not draw the form), so the Train page shows the current
+    run's settings the next time it is drawn, like a reattached tab: "Bring to the projector" must show the
+    learner's run with its own knobs, not the instructor's last form beside "Changed since this run started"."""
+    for key in [state.W_PRESET, state.W_SOURCE, state.W_PASTE, *(f.key for f in settings.FIELDS)]:
+        state.pop(key)
+
+
 def form_values() -> dict[str, Any]:
     """The form's current values, by field name."""
     return {f.name: state.get(f.key) for f in settings.FIELDS}

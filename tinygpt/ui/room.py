@@ -36,6 +36,7 @@ from tinygpt.ui import safe, state
 LEARNER_COOKIE = "tinygpt_learner"  # the learner's secret token
 NAME_COOKIE = "tinygpt_name"
 INSTRUCTOR_COOKIE = "tinygpt_instructor"
+LARGE_COOKIE = "tinygpt_large"  # "1" or "0": this browser's Large fonts, kept across refreshes (a projector's)
 COOKIE_DAYS = 30
 _TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 ADJECTIVES = ("brave", "calm", "clever", "curious", "eager", "gentle", "happy", "keen", "lucky", "merry",
@@ -127,6 +128,26 @@ def write_pending_cookies() -> None:
     for name, value in (state.pop(state.LEARNER_COOKIES) or {}).items():
         with slot:
             _set_cookie(name, value)
+
+
+def _queue_cookie(name: str, value: str) -> None:
+    state.put(state.LEARNER_COOKIES, {**(state.get(state.LEARNER_COOKIES) or {}), name: value})
+
+
+def large_fonts_before_toggle() -> None:
+    """Called by the frame just before it draws the Large fonts toggle: a page's request ("Bring to the
+    projector") wins and is remembered; else a new session starts as this browser last left it (the cookie), so
+    a refresh of the projector's tab stays large without &large=1 in the address."""
+    pending = state.apply_pending_large()
+    if pending is not None:
+        _queue_cookie(LARGE_COOKIE, "1" if pending else "0")
+    elif not state.has(state.W_LARGE) and _cookie(LARGE_COOKIE) in ("0", "1"):
+        state.put(state.W_LARGE, _cookie(LARGE_COOKIE) == "1")
+
+
+def large_fonts_changed() -> None:
+    """The toggle's on_change: remember the choice in this browser."""
+    _queue_cookie(LARGE_COOKIE, "1" if state.large_fonts() else "0")
 
 
 def rename(name: str) -> None:

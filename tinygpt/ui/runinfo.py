@@ -21,6 +21,7 @@ from tinygpt.runstore import (
     knobs_now,
     read_evals,
     read_events,
+    read_hold,
     read_json,
     read_status,
     run_learner,
@@ -139,23 +140,54 @@ def event_notes(events: list[dict], limit: int = 5) -> str:
     return " · ".join(str(e.get("message") or f"{e.get('knob')} at step {e.get('step')}") for e in marked)
 
 
-def knob_note(events: list[dict], request: str, knob: str, value: Any) -> tuple[str, str]:
+def knob_note(events: list[dict], request: str, knob: str, value: Any, config: dict | None = None) -> tuple[str, str]:
     """(kind, text) of what happened to a live-knob change the page asked for: "success" with the step it
-    applied at, "error" with the worker's reason, or "info" while the worker has not answered yet."""
+    applied at, "error" with the worker's reason, or "info" while the worker has not answered yet. With the run's
+    `config`, a warmup change after warmup ended also says what it did to the learning rate (warmup_effect)."""
     answer = knob_answer(events, request)
     if answer is None:
         return "info", f"{knob} → {value}: applies at the next step"
     if answer.get("ok") is False:
         return "error", str(answer.get("message") or answer.get("error"))
-    return "success", f"{knob} → {value}: applied at step {answer.get('step')}"
+    text = f"{knob} → {value}: applied at step {answer.get('step')}"
+    effect = warmup_effect(config, events, answer) if config and knob == "warmup_steps" else None
+    if effect:
+        return "info", f"{text}. {effect}"
+    return "success", text
+
+
+def warmup_effect(config: dict, events: list[dict], answer: dict) -> str | None:
+    """What a warmup_steps change did when warmup had already ended (None while warmup still ran): the trainer
+    computes each step's rate from the warmup in force (trainer.lr_at), so a new value either warms up again (a
+    drop), moves the cosine decay's phase, or changes nothing measurable. Computed, not assumed."""
+    step, old, new = answer.get("step"), answer.get("old"), answer.get("new")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (step, old, new)) or step < old:
+        return None
+    train = config.get("train") or {}
+    upto = next((i for i, e in enumerate(events) if e is answer), len(events) - 1)
+    knobs = knobs_now(config, events[: upto + 1])  # the knobs in force when it applied
+    lr, min_lr = float(knobs.get("learning_rate") or 1e-3), float(knobs.get("min_lr") or 0.0)
+    max_steps = int(train.get("max_steps") or 0)
+    before, after = lr_at(step, lr, min_lr, old, max_steps), lr_at(step, lr, min_lr, new, max_steps)
+    ended = f"warmup was already over (it ended at step {old})" if old else "the run had no warmup"
+    if new > step:
+        return (f"At step {step} {ended}: {new} warmup steps start it again, so the learning rate drops from "
+                f"{before:.3g} to {after:.3g} and climbs back until step {new}.")  # fmt: skip
+    if abs(after - before) <= 1e-3 * max(abs(before), 1e-12):
+        return (f"At step {step} {ended}: the change has no measurable effect on training (the learning rate "
+                f"stays {before:.3g}, within 0.1%).")  # fmt: skip
+    return (f"At step {step} {ended}: nothing warms up again; the cosine decay shifts, so the learning rate goes "
+            f"from {before:.3g} to {after:.3g}.")  # fmt: skip
 
 
 def lr_schedule(
     config: dict, knobs: dict[str, Any], points: int = 300, now: int | None = None
 ) -> list[tuple[int, float]]:
-    """The planned learning rate over the whole run with the current knobs: [(step, lr)], ~`points` long. A run
-    that trains until stopped has no end to plan to: its plan reaches a quarter past `now` (the current step) and
-    past twice the warmup, so the chart's axis follows the run instead of squeezing it against a million steps."""
+    """The planned learning rate from the step after `now` (the step just completed) to the end, with the knobs in
+    force now: [(step, lr)], ~`points` long. Only from now on: the past is the rate used (metrics), and a knob moved
+    now changes no step already taken (a plan redrawn from step 1 showed a new warmup "backwards in time"). A run
+    that trains until stopped has no end to plan to: its plan reaches a quarter past `now` and past twice the
+    warmup, so the chart's axis follows the run instead of squeezing it against a million steps."""
     train = config.get("train") or {}
     max_steps = int(train.get("max_steps") or 0)
     if max_steps < 1:
@@ -164,14 +196,16 @@ def lr_schedule(
     if trains_until_stopped(max_steps):
         warmup_now = int(knobs.get("warmup_steps") or train.get("warmup_steps") or 0)
         end = max(100, 2 * warmup_now, int(1.25 * (now or 0)))
+    first = max(1, min(int(now or 0) + 1, end))  # the next step to take
 
     def knob(name: str, default: Any) -> Any:
         value = knobs.get(name)
         return value if value is not None else train.get(name, default)
 
     lr, min_lr, warmup = float(knob("learning_rate", 1e-3)), float(knob("min_lr", 0.0)), int(knob("warmup_steps", 0))
-    stride = max(1, end // points)
-    steps = sorted(set(range(1, end + 1, stride)) | {end, min(max(warmup, 1), end)})
+    stride = max(1, (end - first) // points)
+    corners = {end} | ({warmup} if first <= warmup <= end else set())  # where warmup ends, if still ahead
+    steps = sorted(set(range(first, end + 1, stride)) | corners)
     # metrics' `step` is the step just completed (1-based); lr_at takes the 0-based step being taken
     return [(s, lr_at(s - 1, lr, min_lr, warmup, max_steps)) for s in steps]
 
@@ -359,6 +393,51 @@ def _queue_wait(runs: list, status: dict[str, dict], run_id: str) -> float | Non
         steps = int(status[rid].get("max_steps") or 0)
         heapq.heappush(free_at, heapq.heappop(free_at) + steps / rate)
     return float(heapq.heappop(free_at)) if free_at else None
+
+
+def share_link(page_url: str, run_id: str) -> str:
+    """The read-only link to a run's live view (the Train page, the app's root) from the address of the page the
+    link is made on, e.g. http://host:8501/runs -> http://host:8501/?run=ID&view=1 (the Runs page itself has no
+    live view; an old /runs?run=ID&view=1 link still opens Train, see app.py)."""
+    base = str(page_url or "").split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    if base.endswith("/runs"):
+        base = base[: -len("/runs")]
+    return f"{base}/?run={run_id}&view=1"
+
+
+def hold_note(run_dir, config: dict, actor: Actor) -> tuple[str, str] | None:
+    """(kind, text) the Train page says about an instructor's hold on the run it shows (None: no hold): the
+    learner is told why Resume and Step are off, the instructor that they hold it and how to let go."""
+    hold = read_hold(run_dir)
+    if not hold:
+        return None
+    # No step here: the status line says where the worker stopped (the hold is written a step or so before that).
+    if actor.instructor:
+        from tinygpt.ui.safe import md  # a learner's name: shown as text, never as markdown
+
+        owner = md(run_learner(config).get("name") or "its learner")
+        return "info", f"You paused this run and hold it: {owner} cannot resume it. **Resume** lets go of it."
+    return "warning", (
+        "Paused by the instructor: **Resume** and **Step** stay off until the instructor resumes it "
+        "(look at the projector). You can still watch, sample, or start a run of your own."
+    )
+
+
+def held_runs(store: RunStore) -> list[str]:
+    """The runs the instructor holds (paused a learner's run: tinygpt.runstore.HOLD_FILE), oldest first."""
+    return [s.run_id for s in reversed(store.list_runs()) if read_hold(store.path(s.run_id))]
+
+
+def learners_in_play(store: RunStore, actor: Actor) -> list[str]:
+    """The learners' runs training or queued now (not `actor`'s own, nor runs nobody owns): what "Pause every
+    learner's run" holds."""
+    return [
+        s.run_id
+        for s in store.list_runs()
+        if s.state in ("queued", "starting", "running")
+        and (owner := run_learner(s.config or {}))
+        and owner["id"] != actor.id
+    ]
 
 
 def written_elsewhere(store: RunStore, run_id: str) -> str:

@@ -51,6 +51,9 @@ FLASH = "flash"  # a one-shot message for the next run of a page: (kind, text)
 FIGURES = "figures"  # {cache name: OrderedDict(key -> figure)}: figures rebuilt only when their inputs change
 SET_BY_PAGE = "set_by_page"  # {widget key: (value replaced, value put, monotonic time)}: see put_widget
 SESSION_TOKEN = "session_token"  # a random token: this session in the server's count of live watchers (live.py)
+PENDING_LARGE = "pending_large"  # a page asked for Large fonts on/off: applied before the toggle is drawn next
+SHARED_OPEN = "shared_open"  # a ?view=1 link was just followed: the frame shows that run's live view
+SHARED_RUN = "shared_run"  # the run this session opened from a ?view=1 link (the URL keeps view=1 while it shows)
 
 # ---------------------------------------------------------------- widget keys (Train page settings and friends)
 
@@ -170,6 +173,21 @@ def large_fonts() -> bool:
     return bool(st.session_state.get(W_LARGE))
 
 
+def request_large_fonts(on: bool = True) -> None:
+    """Turn Large fonts on (or off) from a page: the toggle is drawn by the frame before any page runs, and a
+    widget's value cannot change once it is drawn (StreamlitWidgetAlreadyInstantiatedError: "Bring to the
+    projector" showed that traceback). The frame applies it on the next run, before the toggle."""
+    st.session_state[PENDING_LARGE] = bool(on)
+
+
+def apply_pending_large() -> bool | None:
+    """Called by the frame just before it draws the toggle: the value a page asked for (None if none)."""
+    pending = st.session_state.pop(PENDING_LARGE, None)
+    if pending is not None:
+        st.session_state[W_LARGE] = pending
+    return pending
+
+
 # ---------------------------------------------------------------- live knob changes this session asked for
 
 
@@ -226,9 +244,11 @@ def sync_run_id(store: RunStore, may_attach: Callable[[str], bool] = lambda run:
             if not (may_attach(from_url) or st.query_params.get(URL_VIEW) == "1"):
                 raise RunStoreError(
                     "that link points at another learner's run, so it opened your own session. To show a run to "
-                    "others, use 'Share this run (read-only)' on the Runs page."
+                    "others, use 'Share (read-only)' on the Runs page."
                 )
             st.session_state[RUN_ID] = from_url
+            if st.query_params.get(URL_VIEW) == "1":
+                st.session_state[SHARED_OPEN] = st.session_state[SHARED_RUN] = from_url
         except RunStoreError as e:
             flash("warning", f"Ignored the run in the address: {e}")
             st.query_params.pop(URL_RUN, None)
@@ -239,6 +259,12 @@ def sync_run_id(store: RunStore, may_attach: Callable[[str], bool] = lambda run:
         current = None
     if current and st.query_params.get(URL_RUN) != current:
         st.query_params[URL_RUN] = current
+    # view=1 stays in the address while the shared run shows (a refresh must reattach it read-only), not after.
+    if current and current == st.session_state.get(SHARED_RUN):
+        if st.query_params.get(URL_VIEW) != "1":
+            st.query_params[URL_VIEW] = "1"
+    else:
+        st.query_params.pop(URL_VIEW, None)
     return current
 
 

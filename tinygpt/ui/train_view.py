@@ -25,7 +25,9 @@ def build_view(store, rd, config: dict, status: dict, large: bool) -> dict:
     key = (str(rd.run_dir), str(parent.run_dir) if parent else None, options)
     records = (_records(rd), _records(parent) if parent else None)
     figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
-    notes = [runinfo.knob_note(rd.events, n["request"], knob, n["value"]) for knob, n in state.knob_notes().items()]
+    notes = [
+        runinfo.knob_note(rd.events, n["request"], knob, n["value"], config) for knob, n in state.knob_notes().items()
+    ]
     last = rd.samples[-1] if rd.samples else None
     return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last}
 

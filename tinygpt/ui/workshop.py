@@ -32,7 +32,8 @@ SETTING_TYPES: dict[str, type] = {
     for f in dataclasses.fields(cls)
     if f.name not in ("vocab_size", "text")
 }
-RESERVED = ("preset", "hide", "lock", "tutorial", "experiment", "large", "run", "lab", "induction")
+# Not settings: the workshop's own words and the app's (a run, its read-only share, experiment runs).
+RESERVED = ("preset", "hide", "lock", "tutorial", "experiment", "large", "run", "view", "lab", "induction")
 
 
 @dataclass
@@ -83,6 +84,53 @@ def _within_widget(name: str, value: Any) -> tuple[str | None, Any]:
     return None, value
 
 
+def _heads_within(width: int, value: Any) -> tuple[str | None, Any]:
+    """The Heads widget offers the head counts that divide the width, up to 16 (settings.heads_options): a count
+    above them is clamped to the largest, with a message; one that does not divide the width is reported and
+    dropped (the preset's count stays)."""
+    options = settings.heads_options(width)
+    if not isinstance(value, int) or value in options:
+        return None, value
+    if value > options[-1]:
+        return f"the link's num_heads={value!r} is above the largest allowed {options[-1]} for width {width}; " \
+               f"using {options[-1]}.", options[-1]  # fmt: skip
+    offered = ", ".join(map(str, options))
+    return f"the link's num_heads={value!r} does not divide the width {width} (choices: {offered}); ignored.", None
+
+
+def _consistent(preset_name: str, overrides: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+    """The link's settings that work together, one at a time in the form's order (the width before the heads):
+    each that fails with those kept so far is reported and left out, and the rest still apply (before, num_heads=3
+    dropped every setting of the link)."""
+    order = {f.name: i for i, f in enumerate(settings.FIELDS)}
+    overrides = dict(overrides)
+    if "num_heads" in overrides:  # the Heads widget's own range, against the width the run will have
+        try:
+            width = int(overrides.get("hidden_dim") or preset(preset_name).model.hidden_dim)
+        except (ConfigError, TypeError, ValueError):
+            width = int(preset(preset_name).model.hidden_dim)
+        problem, overrides["num_heads"] = _heads_within(width, overrides["num_heads"])
+        if problem:
+            errors.append(problem)
+        if overrides["num_heads"] is None:
+            del overrides["num_heads"]
+    try:
+        preset(preset_name, **overrides)
+        return overrides  # they all work together
+    except ConfigError:
+        pass
+    kept: dict[str, Any] = {}
+    for name in sorted(overrides, key=lambda n: order.get(n, len(order))):
+        value = overrides[name]
+        try:
+            preset(preset_name, **{**kept, name: value})
+        except ConfigError as exc:
+            errors.append(f"the link's {name}={value!r} does not work with the rest: {exc} Ignored; the rest applies.")
+            continue
+        kept[name] = value
+    return kept
+
+
 def parse_workshop(params: Mapping[str, str]) -> Workshop:
     """Read workshop settings from URL query parameters; unknown or invalid ones become messages."""
     shop = Workshop()
@@ -107,12 +155,7 @@ def parse_workshop(params: Mapping[str, str]) -> Workshop:
             shop.errors.append(problem)
         if value is not None:
             shop.overrides[name] = value
-    if shop.overrides or shop.preset:
-        try:
-            preset(shop.preset or "demo", **shop.overrides)
-        except ConfigError as exc:
-            shop.errors.append(f"the link's settings don't work together: {exc} None of its settings were applied.")
-            shop.overrides = {}
+    shop.overrides = _consistent(shop.preset or "demo", shop.overrides, shop.errors)
     hidable = {f.name for f in settings.FIELDS} | set(settings.EXTRA_KEYS)
     asked = {h.strip() for h in str(params.get("hide", "")).split(",") if h.strip()}
     shop.hidden = asked & hidable
@@ -212,7 +255,7 @@ def sync_workshop() -> Workshop:
     session state and are written back to the URL; a refresh or a shared link then reopens the same lesson.
     """
 
-    params = {k: v for k, v in st.query_params.to_dict().items() if k not in ("run", "lab")}
+    params = {k: v for k, v in st.query_params.to_dict().items() if k not in ("run", "view", "lab")}
     kept: dict[str, str] | None = state.get(state.WORKSHOP_PARAMS)
     if kept is None or (params and params != kept):
         # Only a change of preset or settings reloads the Train widgets (a new tutorial step or experiment must

@@ -241,8 +241,11 @@ def attention_detail(
     qk, scaled, allowed, masked, w = (np.asarray(m, dtype=np.float64)[start:, start:] for m in mats)
     allowed = (allowed != 0).astype(np.int8)
     masked = np.where(np.isfinite(masked) & (allowed == 1), masked, np.nan)  # -inf -> blank
-    finite = np.concatenate([a[np.isfinite(a)] for a in (qk, scaled, masked)] + [np.zeros(1)])
-    bound = float(max(np.abs(finite).max(), 1e-9))
+
+    def bound(*arrays) -> float:  # a symmetric range fitted to the numbers the panels show
+        finite = np.concatenate([a[np.isfinite(a)] for a in arrays] + [np.zeros(1)])
+        return float(max(np.abs(finite).max(), 1e-9))
+
     scaled_title = f"2. scaled: × {scale:.3g}" if scale else "2. scaled"
     titles = ["1. scores Q·Kᵀ", scaled_title, "3. mask", "4. masked scores", "5. softmax weights"]
     # The content column (the stacked-chart width plus its axes; large fonts leave less room), less the gaps.
@@ -254,8 +257,10 @@ def attention_detail(
     cats, ticks = cats[start:], ticks[start:]
     numbers = len(cats) <= TOY_TOKENS if numbers is None else numbers
     cell_font = token_font(1, panel_px / max(len(cats), 1) / 3.2, t["label"])  # ~5 characters per cell
+    # Raw Q·Kᵀ has a colour scale of its own: on one scale with the scaled scores (e.g. ±23 against ±3 after
+    # × 1/√d_head) the panels that softmax reads were all near-white, their colour carrying nothing.
     panels = [
-        (qk, "coloraxis", ".2f"),
+        (qk, "coloraxis4", ".2f"),
         (scaled, "coloraxis", ".2f"),
         (allowed, "coloraxis2", "d"),
         (masked, "coloraxis", ".2f"),
@@ -283,29 +288,48 @@ def attention_detail(
     token_ticks(fig, cats, ticks, 1, "y", autorange="reversed", tickfont={"size": font})
     fig.update_yaxes(title_text="query", col=1)
     square_cells(fig, rows, per_row)
-    bars = {"len": 0.5 / rows, "thickness": 14, "x": 1.02}
+    bars = _bars_by_row([axis for _, axis, _ in panels], per_row, fig)
     fig.update_layout(
-        coloraxis={
-            "cmin": -bound,
-            "cmax": bound,
+        coloraxis4={
+            "cmin": -bound(qk),
+            "cmax": bound(qk),
             "colorscale": "RdBu_r",
-            "colorbar": {**bars, "y": 1.0, "yanchor": "top", "title": {"text": "score (1, 2, 4)"}},
+            "colorbar": {**bars["coloraxis4"], "title": {"text": "Q·Kᵀ (1)"}},
+        },
+        coloraxis={
+            "cmin": -bound(scaled, masked),
+            "cmax": bound(scaled, masked),
+            "colorscale": "RdBu_r",
+            "colorbar": {**bars["coloraxis"], "title": {"text": "score (2, 4)"}},
         },
         coloraxis2={
             "cmin": 0,
             "cmax": 1,
             "colorscale": mask_scale(),
-            "colorbar": {
-                **bars,
-                "y": 0.5,
-                "yanchor": "middle",
-                "tickvals": [0.25, 0.75],
-                "ticktext": ["masked", "may attend"],
-            },
+            "colorbar": {**bars["coloraxis2"], "tickvals": [0.25, 0.75], "ticktext": ["masked", "may attend"]},
         },
-        coloraxis3={**WEIGHT_AXIS, "colorbar": {**bars, "y": 0.0, "yanchor": "bottom", "title": {"text": "weight"}}},
+        coloraxis3={**WEIGHT_AXIS, "colorbar": {**bars["coloraxis3"], "title": {"text": "weight"}}},
     )
     return style_plotly(fig, title, large, height=int(rows * (panel_px + 70) + 120))
+
+
+def _bars_by_row(axes: list[str], per_row: int, fig: go.Figure) -> dict[str, dict]:
+    """Each colour axis's colorbar beside the row of the first panel that uses it; axes that start in the same row
+    share its height, one above the other."""
+    first_row: dict[str, int] = {}
+    for k, axis in enumerate(axes):
+        first_row.setdefault(axis, k // per_row)
+    domains = sorted({tuple(v["domain"]) for k, v in fig.layout.to_plotly_json().items() if k.startswith("yaxis")},
+                     reverse=True)  # fmt: skip  # top row first
+    out = {}
+    for row in set(first_row.values()):
+        here = [a for a in first_row if first_row[a] == row]
+        low, high = domains[min(row, len(domains) - 1)]
+        share = (high - low) / len(here)
+        for i, axis in enumerate(here):
+            top = high - i * share
+            out[axis] = {"len": share * 0.9, "thickness": 14, "x": 1.02, "y": top, "yanchor": "top"}
+    return out
 
 
 def attention_row_chart(

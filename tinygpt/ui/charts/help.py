@@ -9,8 +9,8 @@ CHART_HELP: dict[str, str] = {
     "loss_chart": "Training loss should start near the dashed ln(V) line (a uniform guess over the vocabulary) and "
     "fall below it within a few dozen steps. Validation loss pulling away upward from training loss is overfitting.",
     "lr_chart": "The learning rate the optimizer used at each step: a linear warmup, then a cosine decay to the "
-    "floor (the Lecture preset keeps the peak: it trains until stopped). The faint line is the plan; the vertical "
-    "rule is where training is now.",
+    "floor (the Lecture preset keeps the peak: it trains until stopped). The faint line is the plan from now on, "
+    "with the knobs in force; the vertical rule is where training is now.",
     "grad_norm_chart": "The size of the whole gradient before clipping (log scale). Points above the clip line were "
     "scaled down to it; many clipped steps early on usually mean the learning rate is too high or warmup too short.",
     "layer_grad_chart": "Gradient norm of each layer's parameters, above the learning rate on the same steps. "
@@ -45,9 +45,8 @@ CHART_HELP: dict[str, str] = {
     "role_history_chart": "Each head's role scores over training, one panel per role, the dashed line a head with "
     "uniform attention. A previous-token head rises first; an induction head appears later, often suddenly, once it "
     "can read a previous-token head's output (Olsson et al. 2022). Purple rules are live knob changes.",
-    "residual_chart": "Left: the size of the residual stream entering each block (solid: it grows as layers add to "
-    "it) and of what that block's LayerNorm hands on (dashed: about the same size whatever the stream does). Right: "
-    "how much each attention and MLP sublayer writes into the stream.",
+    "residual_chart": "Left: the size of the residual stream entering each block (solid) and of what that block's "
+    "LayerNorm hands on (dashed). Right: how much each attention and MLP sublayer writes into the stream.",
     "phase_change_chart": "Top: the best head's induction score in each run. Bottom: the loss on the first and the "
     "second copy of a repeated random probe. When the 2-layer model forms an induction head, the second copy "
     "becomes cheap to predict at the same step (red rule); the 1-layer control cannot compose two heads and stays "
