@@ -116,7 +116,9 @@ def test_lecture_preset_trains_until_stopped_at_a_constant_rate():
     assert not trains_until_stopped(preset("demo").train.max_steps)
     assert train.warmup_steps > 0 and train.min_lr == train.learning_rate
     for step in (train.warmup_steps, 10_000, 500_000):
-        assert lr_at(step, train.learning_rate, train.min_lr, train.warmup_steps, train.max_steps) == train.learning_rate
+        assert (
+            lr_at(step, train.learning_rate, train.min_lr, train.warmup_steps, train.max_steps) == train.learning_rate
+        )
     assert lr_at(0, train.learning_rate, train.min_lr, train.warmup_steps, train.max_steps) < train.learning_rate
     other = preset("lecture", learning_rate=1e-3).train
     assert other.min_lr == other.learning_rate == 1e-3  # the floor follows the peak at the preset's own ratio, 1

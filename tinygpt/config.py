@@ -418,13 +418,15 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 PRESET_NOTES: dict[str, str] = {
     "demo": "A 2-layer, 64-wide model on short contexts: a few seconds on a laptop CPU, enough to watch the loss "
     "fall and heads start to form.",
-    "lecture": "Trains until you press Stop, at a constant learning rate after a 50-step warmup, so every live "
-    "knob can be turned at any time and shows its effect within seconds on a laptop CPU: mask none (the loss "
-    "collapses toward 0.2: it copies the next character) and back to causal (it jumps back up), the learning "
-    "rate (10x up: the loss jumps; 10x down: it falls a little, less noise), warmup, a sliding window of 1 (the "
-    "loss jumps to the one-character level) and attention scaling. One head of 128 dimensions (d_head 128), so "
-    "switching the scaling off multiplies every score by sqrt(128) = 11: the softmax goes one-hot and the loss "
-    "jumps. Context 16, batch 32: short steps. Use Demo for a quick first look.",
+    "lecture": "Trains until you press Stop, at a constant learning rate after a 50-step warmup, so a live knob can "
+    "be turned at any time. Measured on a shared 2-core CPU (BENCHMARKS.md, Live teaching), knobs turned at step "
+    "1500: mask none drops the loss from ~1.9 toward 0.2 (it copies the next character; visible after ~70 steps, "
+    "a few seconds) and causal again sends it to 3-5 at once; learning rate x10 lifts it ~0.5 at once; a sliding "
+    "window of 1 lifts it ~0.9 (one character of context); switching attention scaling off multiplies every score "
+    "by sqrt(128) = 11 (one head of 128 dimensions) and lifts it ~0.4 at once, ~0.2 a hundred steps later. Lowering "
+    "the rate 10x, or a warmup longer than the run so far (the rate drops to step/warmup of the peak), moves it only "
+    "~0.1 down in 100 steps: watch the learning-rate chart. Context 16, batch 32: short steps. Demo is the quick "
+    "first look.",
     "nanogpt-cpu": "nanoGPT's README CPU recipe (4 layers, 4 heads, width 128, context 64, batch 12, AdamW at "
     "lr 1e-3, 2000 steps): val loss ~1.9 on Tiny Shakespeare. The yardstick the Fast preset races.",
     "fast": "The same model, data and batch as nanoGPT CPU, built to reach the same val loss in less wall time. "
@@ -484,7 +486,8 @@ def preset(name: str, **overrides: Any) -> RunConfig:
     if "min_lr" not in overrides:
         lr = train.get("learning_rate", defaults.learning_rate)
         own = spec["train"]
-        divisor = own.get("learning_rate", defaults.learning_rate) / own["min_lr"] if own.get("min_lr") else MIN_LR_DIVISOR
+        peak = own.get("learning_rate", defaults.learning_rate)
+        divisor = peak / own["min_lr"] if own.get("min_lr") else MIN_LR_DIVISOR
         if isinstance(lr, (int, float)) and not isinstance(lr, bool):
             train["min_lr"] = float(f"{lr / divisor:.12g}")  # 6e-4, not 0.0006000000000000001
     max_steps = train.get("max_steps", defaults.max_steps)

@@ -44,6 +44,51 @@ def eta_seconds(metrics: list[dict], step: int, max_steps: int | None) -> float 
     return (max_steps - step) * seconds / steps
 
 
+def step_rate(metrics: list[dict]) -> float | None:
+    """Steps per second over the last ~50 step records (the run's own recent pace); None without two timed ones."""
+    recent = [m for m in metrics[-50:] if isinstance(m.get("time"), (int, float))]
+    if len(recent) < 2:
+        return None
+    steps, seconds = recent[-1]["step"] - recent[0]["step"], recent[-1]["time"] - recent[0]["time"]
+    return steps / seconds if steps > 0 and seconds > 0 else None
+
+
+def verdict_progress(runs: dict[str, tuple[dict, list[dict]]]) -> tuple[float, str]:
+    """(fraction of all planned steps done, sentence) for an experiment whose verdict waits for every run to end
+    ({label: (status, metrics)}): the estimate is the slowest run's remaining steps at its own recent pace, and
+    there is none while a run waits for a slot or is paused (its start is not this run's to know)."""
+    done = total = 0
+    parts, etas, waiting = [], [], []
+    for label, (status, metrics) in runs.items():
+        step, max_steps = int(status.get("step") or 0), int(status.get("max_steps") or 0)
+        state = str(status.get("state") or "unknown")
+        done, total = done + min(step, max_steps), total + max_steps
+        rate = step_rate(metrics)
+        if state in ("finished", "stopped", "failed", "diverged"):
+            parts.append(f"{label}: {state} at step {step:,}")
+        elif state == "running" and rate:
+            etas.append(max(0, max_steps - step) / rate)
+            parts.append(f"{label}: step {step:,} / {max_steps:,} at {rate:,.0f} steps/s")
+        else:
+            where = f", position {status['queue_position']} in the queue" if status.get("queue_position") else ""
+            waiting.append(label)
+            parts.append(f"{label}: {state}{where}, step {step:,} / {max_steps:,}")
+    fraction = done / total if total else 0.0
+    if not waiting and not etas:
+        return 1.0, "Every run has ended: " + "; ".join(parts) + "."
+    if waiting:
+        head = (
+            f"No estimate yet: {', '.join(waiting)} {'is' if len(waiting) == 1 else 'are'} not training now; "
+            "the verdict comes when every run has ended."
+        )
+    else:
+        head = (
+            f"Verdict in about {format_duration(max(etas))}, when the slowest run ends (each run's remaining steps "
+            "at its own pace over its last 50 steps)."
+        )
+    return fraction, f"{head} {'; '.join(parts)}."
+
+
 def format_duration(seconds: float | None) -> str:
     if seconds is None or not math.isfinite(seconds):
         return "-"
@@ -141,8 +186,8 @@ def lr_schedule(
     """The planned learning rate from the step after `now` (the step just completed) to the end, with the knobs in
     force now: [(step, lr)], ~`points` long. Only from now on: the past is the rate used (metrics), and a knob moved
     now changes no step already taken (a plan redrawn from step 1 showed a new warmup "backwards in time"). A run
-    that trains until stopped has no end to plan to: its plan reaches a quarter past `now` and past twice the warmup,
-    so the chart's axis follows the run instead of squeezing it against a million steps."""
+    that trains until stopped has no end to plan to: its plan reaches a quarter past `now` and past twice the
+    warmup, so the chart's axis follows the run instead of squeezing it against a million steps."""
     train = config.get("train") or {}
     max_steps = int(train.get("max_steps") or 0)
     if max_steps < 1:
