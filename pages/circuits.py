@@ -53,9 +53,7 @@ def experiment() -> None:
         st.rerun()
     for rd in readers.values():
         resources.touch(rd.run_id)
-    st.caption(
-        " · ".join(f"{label}: {safe.md(runinfo.status_line(rd.status(), rd.metrics))}" for label, rd in readers.items())
-    )
+    view.experiment_progress(readers, ended)  # a bar and when the verdict should come, while the runs train
     view.chart(view.experiment_figure(readers, records, large), "phase_change_chart", "circ_phase",
                caption=view.change_caption(records))  # fmt: skip
     verdict = circuits.induction_verdict(records, ended)

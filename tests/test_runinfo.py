@@ -120,3 +120,48 @@ def test_queue_wait_ignores_runs_queued_without_a_position_yet(tmp_path):
         update_status(store.path(ids[-1]), state=state_, step=0, max_steps=300, queue_position=position,
                       tokens_per_s=5120.0)  # fmt: skip
     assert runinfo.queue_wait(store, ids[2]) == pytest.approx(30.0)
+
+
+def test_a_run_that_trains_until_stopped_says_so_instead_of_an_eta():
+    """Issue 20 finding 7: the Lecture preset's run has no planned end: the status line says "until stopped" (no
+    "/ 1,000,000", no 9-hour ETA), there is no progress bar, the planned learning rate follows the run instead
+    of a million-step axis, and a queue does not promise a slot it holds."""
+    from tinygpt.config import UNTIL_STOPPED
+
+    metrics = [{"step": s, "time": s * 0.01} for s in range(1, 200)]
+    status = {"state": "running", "step": 199, "max_steps": UNTIL_STOPPED, "tokens_per_s": 50_000}
+    line = runinfo.status_line(status, metrics)
+    assert "until stopped" in line and "ETA" not in line and "1,000,000" not in line, line
+    assert line.startswith("step 199 ·")
+    assert runinfo.eta_seconds(metrics, 199, UNTIL_STOPPED) is None
+    assert runinfo.progress_fraction(status) is None
+    assert "until stopped" not in runinfo.status_line({**status, "state": "stopped"}, metrics)
+    config = {"train": {"max_steps": UNTIL_STOPPED, "learning_rate": 3e-3, "min_lr": 3e-3, "warmup_steps": 50}}
+    plan = runinfo.lr_schedule(config, {}, points=200, now=4000)
+    assert plan[0][0] == 4001 and plan[-1][0] == 5000 and {lr for _, lr in plan} == {3e-3}  # constant, from now on
+    start = runinfo.lr_schedule(config, {}, points=200)  # before the first step: past the warmup
+    assert start[-1][0] == 100 and start[0][1] < 3e-3
+    short = {"train": {"max_steps": 300, "learning_rate": 2e-3, "min_lr": 2e-4, "warmup_steps": 30}}
+    assert runinfo.lr_schedule(short, {}, now=100)[-1][0] == 300  # a planned end is drawn whole, as before
+
+
+def test_the_induction_verdict_has_a_bar_and_an_honest_estimate_while_its_runs_train():
+    """Issue 20 finding 9: the induction experiment took over 7 minutes to a verdict on a loaded server with no
+    estimate of when it would end. The estimate is the slowest run's remaining steps at its own recent pace."""
+    fast = [{"step": s, "time": s / 40} for s in range(1, 1001)]  # 40 steps/s
+    slow = [{"step": s, "time": s / 20} for s in range(1, 501)]  # 20 steps/s
+    assert runinfo.step_rate(fast) == pytest.approx(40)
+    runs = {
+        "2 layers": ({"state": "running", "step": 500, "max_steps": 3000}, slow),
+        "1 layer (control)": ({"state": "running", "step": 1000, "max_steps": 3000}, fast),
+    }
+    fraction, text = runinfo.verdict_progress(runs)
+    assert fraction == pytest.approx(1500 / 6000)
+    assert "Verdict in about 2 min 05 s" in text, text  # (3000 - 500) / 20 s for the slower run, not the faster
+    assert "2 layers: step 500 / 3,000 at 20 steps/s" in text and "at 40 steps/s" in text
+    queued = {**runs, "1 layer (control)": ({"state": "queued", "step": 0, "max_steps": 3000, "queue_position": 1}, [])}
+    fraction, text = runinfo.verdict_progress(queued)
+    assert text.startswith("No estimate yet: 1 layer (control) is not training now") and "position 1" in text
+    assert "Verdict in about" not in text  # a run waiting for a slot has no pace to extrapolate
+    ended = {label: ({"state": "finished", "step": 3000, "max_steps": 3000}, m) for label, (_, m) in runs.items()}
+    assert runinfo.verdict_progress(ended)[0] == 1.0

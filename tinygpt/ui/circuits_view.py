@@ -263,6 +263,22 @@ def experiment_state(store, runs: dict[str, str]) -> tuple[dict[str, RunReader],
     return readers, records, ended
 
 
+def experiment_progress(readers: dict[str, RunReader], ended: bool) -> None:
+    """While the experiment's runs train: a bar over all their planned steps and when the verdict should come,
+    from the runs' own recent pace (runinfo.verdict_progress); once they ended, each run's status line."""
+    if ended:
+        st.caption(
+            " · ".join(
+                f"{label}: {safe.md(runinfo.status_line(rd.status(), rd.metrics))}" for label, rd in readers.items()
+            )
+        )
+        return
+    fraction, text = runinfo.verdict_progress({label: (rd.status(), rd.metrics) for label, rd in readers.items()})
+    with st.container(key="circ_progress"):
+        st.progress(min(1.0, max(0.0, fraction)))
+        st.caption(safe.md(text))
+
+
 def experiment_figure(readers: dict[str, RunReader], records: dict[str, list[dict]], large: bool):
     series, changes, baseline = {}, {}, None
     for label, recs in records.items():
@@ -317,11 +333,7 @@ def _induction_entry(store) -> None:
         if bool(state.get(state.CIRC_LIVE)) != (not ended):  # refresh exactly while the runs train
             state.put(state.CIRC_LIVE, not ended)
             st.rerun()
-        st.caption(
-            " · ".join(
-                f"{label}: {safe.md(runinfo.status_line(rd.status(), rd.metrics))}" for label, rd in readers.items()
-            )
-        )
+        experiment_progress(readers, ended)
         verdict = circuits.induction_verdict(records, ended)
         st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")
         st.page_link("pages/circuits.py", label="See its phase change and the 2-layer run's heads on Circuits",

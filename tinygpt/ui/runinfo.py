@@ -11,6 +11,7 @@ import shlex
 import time
 from typing import Any
 
+from tinygpt.config import trains_until_stopped
 from tinygpt.errors import RunStoreError
 from tinygpt.runstore import (
     Actor,
@@ -30,8 +31,8 @@ from tinygpt.trainer import lr_at
 
 
 def eta_seconds(metrics: list[dict], step: int, max_steps: int | None) -> float | None:
-    """Seconds left at the recent pace (the last ~50 step records)."""
-    if not max_steps or len(metrics) < 2 or step >= max_steps:
+    """Seconds left at the recent pace (the last ~50 step records); None for a run that trains until stopped."""
+    if not max_steps or trains_until_stopped(max_steps) or len(metrics) < 2 or step >= max_steps:
         return None
     recent = [m for m in metrics[-50:] if isinstance(m.get("time"), (int, float))]
     if len(recent) < 2:
@@ -41,6 +42,51 @@ def eta_seconds(metrics: list[dict], step: int, max_steps: int | None) -> float 
     if steps <= 0 or seconds <= 0:
         return None
     return (max_steps - step) * seconds / steps
+
+
+def step_rate(metrics: list[dict]) -> float | None:
+    """Steps per second over the last ~50 step records (the run's own recent pace); None without two timed ones."""
+    recent = [m for m in metrics[-50:] if isinstance(m.get("time"), (int, float))]
+    if len(recent) < 2:
+        return None
+    steps, seconds = recent[-1]["step"] - recent[0]["step"], recent[-1]["time"] - recent[0]["time"]
+    return steps / seconds if steps > 0 and seconds > 0 else None
+
+
+def verdict_progress(runs: dict[str, tuple[dict, list[dict]]]) -> tuple[float, str]:
+    """(fraction of all planned steps done, sentence) for an experiment whose verdict waits for every run to end
+    ({label: (status, metrics)}): the estimate is the slowest run's remaining steps at its own recent pace, and
+    there is none while a run waits for a slot or is paused (its start is not this run's to know)."""
+    done = total = 0
+    parts, etas, waiting = [], [], []
+    for label, (status, metrics) in runs.items():
+        step, max_steps = int(status.get("step") or 0), int(status.get("max_steps") or 0)
+        state = str(status.get("state") or "unknown")
+        done, total = done + min(step, max_steps), total + max_steps
+        rate = step_rate(metrics)
+        if state in ("finished", "stopped", "failed", "diverged"):
+            parts.append(f"{label}: {state} at step {step:,}")
+        elif state == "running" and rate:
+            etas.append(max(0, max_steps - step) / rate)
+            parts.append(f"{label}: step {step:,} / {max_steps:,} at {rate:,.0f} steps/s")
+        else:
+            where = f", position {status['queue_position']} in the queue" if status.get("queue_position") else ""
+            waiting.append(label)
+            parts.append(f"{label}: {state}{where}, step {step:,} / {max_steps:,}")
+    fraction = done / total if total else 0.0
+    if not waiting and not etas:
+        return 1.0, "Every run has ended: " + "; ".join(parts) + "."
+    if waiting:
+        head = (
+            f"No estimate yet: {', '.join(waiting)} {'is' if len(waiting) == 1 else 'are'} not training now; "
+            "the verdict comes when every run has ended."
+        )
+    else:
+        head = (
+            f"Verdict in about {format_duration(max(etas))}, when the slowest run ends (each run's remaining steps "
+            "at its own pace over its last 50 steps)."
+        )
+    return fraction, f"{head} {'; '.join(parts)}."
 
 
 def format_duration(seconds: float | None) -> str:
@@ -55,15 +101,19 @@ def format_duration(seconds: float | None) -> str:
 
 
 def status_line(status: dict, metrics: list[dict]) -> str:
-    """`step N / M · X tokens/s · ETA · state: reason`."""
+    """`step N / M · X tokens/s · ETA · state: reason`; `step N · X tokens/s · until stopped · state` for a run
+    with no planned end (the Lecture preset): it has no ETA to give."""
     step = int(status.get("step") or 0)
     max_steps = status.get("max_steps")
-    parts = [f"step {step:,} / {max_steps:,}" if max_steps else f"step {step:,}"]
+    endless = trains_until_stopped(max_steps)
+    parts = [f"step {step:,} / {max_steps:,}" if max_steps and not endless else f"step {step:,}"]
     tps = status.get("tokens_per_s")
     if tps:
         parts.append(f"{tps:,.0f} tokens/s")
     state = status.get("state", "unknown")
-    if state in ("running", "starting"):
+    if endless and state in ("queued", "starting", "running", "paused"):
+        parts.append("until stopped")
+    elif state in ("running", "starting"):
         parts.append(f"ETA {format_duration(eta_seconds(metrics, step, max_steps))}")
     text = state
     if status.get("queue_position"):
@@ -75,8 +125,11 @@ def status_line(status: dict, metrics: list[dict]) -> str:
     return " · ".join(parts)
 
 
-def progress_fraction(status: dict) -> float:
+def progress_fraction(status: dict) -> float | None:
+    """How far through its planned steps a run is (0-1); None for a run that trains until stopped (no bar)."""
     max_steps = status.get("max_steps") or 0
+    if trains_until_stopped(max_steps):
+        return None
     return min(1.0, max(0.0, (status.get("step") or 0) / max_steps)) if max_steps else 0.0
 
 
@@ -132,12 +185,17 @@ def lr_schedule(
 ) -> list[tuple[int, float]]:
     """The planned learning rate from the step after `now` (the step just completed) to the end, with the knobs in
     force now: [(step, lr)], ~`points` long. Only from now on: the past is the rate used (metrics), and a knob moved
-    now changes no step already taken (a plan redrawn from step 1 showed a new warmup "backwards in time")."""
+    now changes no step already taken (a plan redrawn from step 1 showed a new warmup "backwards in time"). A run
+    that trains until stopped has no end to plan to: its plan reaches a quarter past `now` and past twice the
+    warmup, so the chart's axis follows the run instead of squeezing it against a million steps."""
     train = config.get("train") or {}
     max_steps = int(train.get("max_steps") or 0)
     if max_steps < 1:
         return []
     end = max_steps  # the last step drawn; the schedule itself always runs to max_steps, as the trainer's does
+    if trains_until_stopped(max_steps):
+        warmup_now = int(knobs.get("warmup_steps") or train.get("warmup_steps") or 0)
+        end = max(100, 2 * warmup_now, int(1.25 * (now or 0)))
     first = max(1, min(int(now or 0) + 1, end))  # the next step to take
 
     def knob(name: str, default: Any) -> Any:
@@ -317,6 +375,8 @@ def _queue_wait(runs: list, status: dict[str, dict], run_id: str) -> float | Non
         if st_.get("state") == "running" and st_.get("tokens_per_s") and tokens:
             rate = st_["tokens_per_s"] / tokens  # steps per second
             rates.append(rate)
+            if trains_until_stopped(st_.get("max_steps")):
+                continue  # its slot frees only when someone stops it: no time to promise
             free_at.append(max(0.0, (int(st_.get("max_steps") or 0) - int(st_.get("step") or 0)) / rate))
     if not rates:
         return None
