@@ -295,11 +295,7 @@ def _ablation(run_dir: str, step: int, text: str, records: list[dict]) -> dict |
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _second_copy_ablation(run_dir: str, step: int, head: str) -> dict:
-    from pathlib import Path
-
-    from tinygpt.bench_circuits import _best_head_ablation
-
-    return _best_head_ablation(Path(run_dir), head)
+    return circuits.induction_ablation(run_dir, head)
 
 
 # ---------------------------------------------------------------- drawing
