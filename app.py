@@ -87,6 +87,9 @@ def keep_my_runs() -> None:
     moves. It also counts this session in the room, which sets how often live charts refresh (tinygpt/ui/live.py)."""
     touch_mine(learner)
     live.seen(state.session_token())
+    if workshop.lesson_started_unseen():  # the instructor started the lesson: its pane appears on this page
+        state.put(state.LESSON_SHOWN, None)  # once: the full run this asks for draws the pane
+        st.rerun(scope="app")
 
 
 with st.sidebar:

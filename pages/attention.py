@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from tinygpt.config import TransformerConfig
+from tinygpt.config import TransformerConfig, trains_until_stopped
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import ACTIVE_STATES, knobs_now
 from tinygpt.ui import attention_view as view
@@ -83,6 +83,8 @@ def grid_and_detail() -> None:
     # The slider spans the whole run (0 .. max_steps), so its range stays put while snapshots arrive (a changing
     # range would make it a new widget on every snapshot); it shows the snapshot nearest the chosen step.
     end = max(int(rd.status().get("max_steps") or 0), int(config.get("train", {}).get("max_steps") or 0), steps[-1], 1)
+    if trains_until_stopped(end):  # no end: a range that doubles past the newest snapshot, so it rarely changes
+        end = next(e for e in (1000 * 2**k for k in range(40)) if e >= steps[-1])
     state.put(state.W_ATTN_STEP, min(max(int(move.step), 0), end))
     if len(steps) > 1:
         st.slider(

@@ -35,7 +35,7 @@ def experiment() -> None:
     st.subheader("The induction-head phase change")
     st.page_link("pages/experiments.py", label="More experiments: the pitfall lab", icon=":material/science:")
     labels = list(circuits.INDUCTION_VARIANTS)
-    c1, c2, c3 = st.columns([2, 1, 1])
+    c1, c2, c3 = st.columns([2, 1, 1.5])  # 1:1 cut "Start the experiment" with Large fonts
     source = c1.selectbox("Corpus", list(circuits.INDUCTION_SOURCES), key=state.W_CIRC_SOURCE,
                           format_func=circuits.INDUCTION_SOURCES.get)  # fmt: skip
     state.init(state.W_CIRC_SEED, 1337)
@@ -53,9 +53,7 @@ def experiment() -> None:
         st.rerun()
     for rd in readers.values():
         resources.touch(rd.run_id)
-    st.caption(
-        " · ".join(f"{label}: {safe.md(runinfo.status_line(rd.status(), rd.metrics))}" for label, rd in readers.items())
-    )
+    view.experiment_progress(readers, ended)  # a bar and when the verdict should come, while the runs train
     view.chart(view.experiment_figure(readers, records, large), "phase_change_chart", "circ_phase",
                caption=view.change_caption(records, ended))  # fmt: skip
     verdict = circuits.induction_verdict(records, ended)

@@ -118,9 +118,10 @@ with tabs[0]:
             with cols[1]:
                 explain.show_chart(compare.compare_chart(metrics, "grad_norm", large=large), None, key="x_grad")
             extra = lab.extra_series(key, readers)
-            if extra:
-                cols = st.columns(len(extra))
-                for col, (field, series) in zip(cols, extra.items(), strict=True):
+            if extra:  # two to a row: three side by side were ~290 px each on a projector, their titles cut
+                per_row = 2 if large else len(extra)
+                cols = [c for _ in range(0, len(extra), per_row) for c in st.columns(per_row)]
+                for col, (field, series) in zip(cols, extra.items(), strict=False):
                     with col:
                         explain.show_chart(compare.compare_chart(series, field, large=large), None, key=f"x_{field}")
             st.markdown("#### Verdict")

@@ -10,7 +10,7 @@ state.require_frame()
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.ui import backlog, explain, form, resources, room, runinfo
+from tinygpt.ui import backlog, explain, form, picking, resources, room, runinfo
 from tinygpt.ui.charts import compare
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
@@ -48,7 +48,7 @@ def dashboard() -> None:
     if not rows:
         st.info("No runs yet: learners start theirs on **Train**.")
         return
-    drawn, note = runinfo.room_chart_runs(rows)  # the live runs, else the latest ones, by readable name
+    drawn, note = picking.room_chart_runs(rows)  # the live runs, else the latest ones, by readable name
     readers = {label: state.reader(store, run) for run, label in drawn}
     series = {label: rd.metrics for label, rd in readers.items() if rd is not None}
     queued = sum(r["state"] == "queued" for r in rows)
@@ -77,7 +77,7 @@ names = {r["run"]: f"{r['learner']} · {r['name'] or r['run']} · {r['state']} �
          for r in runinfo.room_rows(store)}  # fmt: skip
 runs = list(names)
 if runs:
-    c1, c2 = st.columns([3, 1])
+    c1, c2 = st.columns([3, 2])  # 3:1 cut the button's label to "Bring to the pr…" with Large fonts
     pick = c1.selectbox("Run", runs, key=state.W_ROOM_PICK, format_func=names.get)
     if c2.button("Bring to the projector", type="primary", icon=":material/cast:", width="stretch"):
         state.set_run_id(pick)

@@ -135,21 +135,24 @@ chosen = st.multiselect("Runs to compare (two or more)", ids, format_func=_label
 if len(chosen) >= 2:
     readers = {run: state.reader(store, run) for run in chosen}
     readers = {run: rd for run, rd in readers.items() if rd is not None}
-    series = {run: rd.metrics for run, rd in readers.items()}
-    evals = {run: rd.evals for run, rd in readers.items()}
-    events = {run: rd.events for run, rd in readers.items()}  # live knob changes: markers and the table count them
+    # The legends name runs as the table above does, without their live changes: those are the numbered markers.
+    names = compare.legend_names({run: runinfo.run_name(rd.config(), []) for run, rd in readers.items()})
+    series = {names[run]: rd.metrics for run, rd in readers.items()}
+    evals = {names[run]: rd.evals for run, rd in readers.items()}
+    events = {names[run]: rd.events for run, rd in readers.items()}  # live knob changes: markers, table
     large = state.large_fonts()
     state.init(state.W_X_AXIS, "steps")
     axis = st.segmented_control("x axis", ["steps", "seconds"], key=state.W_X_AXIS, help="seconds: time to quality")
     seconds = axis == "seconds"
-    c1, c2 = st.columns(2)
+    c1, c2 = st.container(), st.container()  # one under the other: each as wide as the page, legends whole
     with c1:
         loss = compare.compare_chart(series, "loss", evals=evals, events=events, seconds=seconds, large=large)
         explain.show_chart(loss, "compare_chart", key="cmp_loss")
     with c2:
         grad = compare.compare_chart(series, "grad_norm", events=events, seconds=seconds, large=large)
         explain.show_chart(grad, "compare_chart", key="cmp_grad")
-    diff = compare.config_diff({run: rd.config() for run, rd in readers.items()}, events=events)
+    by_id = {run: rd.events for run, rd in readers.items()}
+    diff = compare.config_diff({run: rd.config() for run, rd in readers.items()}, events=by_id)
     st.markdown("**Settings that differ** (live knob changes included: `old → new @step`)")
     if diff:
         st.dataframe(diff, hide_index=True, width="stretch")

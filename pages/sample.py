@@ -14,7 +14,7 @@ import streamlit as st
 from tinygpt import inside
 from tinygpt.errors import TinyGPTError
 from tinygpt.runstore import list_checkpoints, read_events, run_learner
-from tinygpt.ui import explain, resources, room, runinfo, safe
+from tinygpt.ui import explain, picking, resources, room, safe
 from tinygpt.ui.charts import compare, heatmaps
 
 store = resources.get_store()
@@ -46,7 +46,7 @@ events = {run: read_events(store.path(run)) for run in options}  # live changes:
 
 def _label(run: str) -> str:  # the name the Runs table shows, not the bare id
     r = with_ckpt[run]
-    return runinfo.pick_label(run, r.config or {}, events[run], r.state, r.step, me_id=me.id, current=run == current)
+    return picking.pick_label(run, r.config or {}, events[run], r.state, r.step, me_id=me.id, current=run == current)
 
 
 c1, c2 = st.columns([2, 1])
@@ -62,8 +62,8 @@ c2.selectbox(
     on_change=lambda: state.put(state.SAMPLE_CKPT_LATEST, state.get(state.W_SAMPLE_CKPT) == ckpts[-1]),
 )
 step = state.get(state.W_SAMPLE_CKPT)
-st.caption(runinfo.sample_source(run, with_ckpt[run].config or {}, events[run], step))
-if cheat := runinfo.cheat_note(with_ckpt[run].config or {}, events[run], step):
+st.caption(picking.sample_source(run, with_ckpt[run].config or {}, events[run], step))
+if cheat := picking.cheat_note(with_ckpt[run].config or {}, events[run], step):
     st.warning(cheat, icon=":material/visibility:")
 
 persist = {"persist_state": "session"}

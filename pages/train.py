@@ -135,7 +135,8 @@ def live_view() -> None:
             if wait is not None
             else "Waiting for a training slot. Meanwhile, open a neighbour's run on **Runs** and watch it learn."
         )
-    st.progress(runinfo.progress_fraction(status))
+    if (fraction := runinfo.progress_fraction(status)) is not None:  # None: trains until stopped, no end to near
+        st.progress(fraction)
     # Variable content lives in containers, so the charts below keep their places and update in place.
     with st.container():
         for kind, text in view["knob_notes"]:

@@ -53,10 +53,12 @@ def test_attention_grid_layout_matches_make_subplots(layers, heads):
 
     fig = heatmaps.attention_grid(attention(layers, heads, 8), list("abcdefgh")).to_dict()
     height = fig["layout"]["height"]
+    narrow = heads >= 8  # panels under 110 px: heads named along the top only, layers on the y titles
+    titles = [(f"H{h}" if i == 0 else "") if narrow else f"L{i} H{h}" for i in range(layers) for h in range(heads)]
     ref = make_subplots(
         rows=layers,
         cols=heads,
-        subplot_titles=[f"L{i} H{h}" for i in range(layers) for h in range(heads)],
+        subplot_titles=titles,
         horizontal_spacing=min(0.03, 0.9 / max(1, heads - 1)),
         vertical_spacing=min(50 / height, 0.9 / max(1, layers - 1)),
     ).to_dict()["layout"]
@@ -69,11 +71,24 @@ def test_attention_grid_layout_matches_make_subplots(layers, heads):
     for k in range(layers * heads):  # axis titles on the outer edges only: keys along the bottom, queries left
         x_title = fig["layout"][f"xaxis{k + 1 if k else ''}"].get("title", {}).get("text")
         y_title = fig["layout"][f"yaxis{k + 1 if k else ''}"].get("title", {}).get("text")
-        assert x_title == ("key (attended to)" if k >= (layers - 1) * heads else None)
-        assert y_title == ("query" if k % heads == 0 else None)
+        if narrow:
+            assert x_title == ("key" if k == (layers - 1) * heads else None)
+            assert y_title == (f"L{k // heads} query" if k % heads == 0 else None)
+        else:
+            assert x_title == ("key (attended to)" if k >= (layers - 1) * heads else None)
+            assert y_title == ("query" if k % heads == 0 else None)
     for ours, theirs in zip(fig["layout"]["annotations"], ref["annotations"], strict=True):
         assert ours["text"] == theirs["text"]
         assert (ours["x"], ours["y"]) == pytest.approx((theirs["x"], theirs["y"]), abs=1e-9)
+
+
+def test_a_16_head_grid_names_each_head_once_in_a_font_that_fits_its_panel():
+    """Finding 5 (issue 20) / 8 (issue 24): with 16 heads the titles "L0 H0", "L0 H10", ... ran into each other."""
+    fig = heatmaps.attention_grid(attention(2, 16, 8), list("abcdefgh"), large=True).to_dict()
+    titles = [a["text"] for a in fig["layout"]["annotations"] if a["text"]]
+    assert titles == [f"H{h}" for h in range(16)]
+    panel_px = 850 / 16
+    assert all(a["font"]["size"] * 0.6 * 3 <= panel_px for a in fig["layout"]["annotations"])  # "H15" fits
 
 
 def test_attention_grid_keeps_the_last_max_tokens():
@@ -201,7 +216,7 @@ def test_every_mask_side_by_side():
     results = {m: (build_mask(m, 6, 3).numpy(), np.full((6, 6), 1 / 6)) for m in ("causal", "none", "off_by_one")}
     fig = masks.mask_comparison(results, list("abcdef")).to_dict()
     titles = [a["text"] for a in fig["layout"]["annotations"]]
-    assert titles[:3] == ["mask: causal", "mask: none", "mask: off_by_one"] and len(fig["data"]) == 6
+    assert titles[:3] == ["causal", "none", "off by<br>one"] and len(fig["data"]) == 6  # rows named on the y axes
     assert masks.mask_comparison({}, None).to_dict()["layout"]["title"]["text"]
 
 

@@ -166,8 +166,14 @@ def test_loss_chart_baseline_target_events_and_nonfinite():
     assert 1.88 in rules_at(spec, "y")
     labels = texts(spec)
     assert "uniform guess ln(V)=4.17" in labels and "target 1.88" in labels
-    assert "@150 mask causal→none" in labels and "@200 LR 0.001→0.003" in labels
-    assert "saved" not in labels  # only knob events are labelled
+    # Knob changes: numbered badges on the chart, their list ("① @150 mask causal→none") in a legend under it
+    entries = [row["entry"] for row in spec["datasets"]["knobs"]]
+    assert entries == ["① @150 mask causal→none", "② @200 LR 0.001→0.003"]
+    assert "①" in labels and "②" in labels and not any("@150" in label for label in labels)
+    legends = [v["encoding"]["opacity"].get("legend") for v in views(spec) if "opacity" in v.get("encoding", {})]
+    legends = [legend for legend in legends if legend]
+    assert legends and legends[0]["orient"] == "bottom" and legends[0]["labelLimit"] == 0
+    assert "saved" not in " ".join(entries)  # only knob events are markers
     assert {150, 200, 77} <= set(rules_at(spec, "x"))  # knob rules and the non-finite rule
     red = [v for v in views(spec) if v["mark"].get("color") == style.RED]
     assert red and all(row["step"] == 77 for v in red for row in values(spec, v))
@@ -244,7 +250,7 @@ def test_lr_chart_marks_the_current_step_and_the_plan():
 
 def test_grad_norm_chart_log_scale_clip_threshold_and_clipped_points():
     spec = curves.grad_norm_chart(METRICS, 1.0, EVENTS).to_dict()
-    assert title_text(spec) == "Global gradient norm before clipping"
+    assert title_text(spec) == "Gradient norm before clipping"
     lines = [v for v in views(spec) if mark_type(v) == "line"]
     assert lines[0]["encoding"]["y"]["scale"]["type"] == "log"
     assert 1.0 in rules_at(spec, "y") and "clip threshold 1" in texts(spec)
@@ -275,7 +281,9 @@ def test_live_charts_keep_the_same_spec_while_data_grows(name):
             {"a": METRICS[:n], "b": METRICS[: n // 2]}, "loss", {"a": EVALS[: n // 100]}
         ),
     }[name]
-    before, after = build(120).to_dict(), build(400).to_dict()
+    # 200 and 400 steps: one and two knob changes, both within the first four lines kept for the list of changes
+    # under the chart (style.legend_lines; the first change grows the chart once)
+    before, after = build(200).to_dict(), build(400).to_dict()
     assert before["datasets"] != after["datasets"]
     assert json.dumps({**before, "datasets": None}) == json.dumps({**after, "datasets": None})
     assert all(isinstance(rows, list) for rows in after["datasets"].values())  # plain rows, named
@@ -371,3 +379,39 @@ def test_loss_and_comparison_curves_on_a_wall_clock_axis():
     both = compare.compare_chart({"fast": fast, "slow": slow}, "loss", seconds=True)
     ends = {run: max(r["step"] for r in both["datasets"]["compare"] if r["run"] == run) for run in ("fast", "slow")}
     assert ends["slow"] == pytest.approx(2 * ends["fast"])  # twice as long to the same loss, visible on x
+
+
+def test_numbered_markers_stay_readable_however_many_there_are():
+    """Finding 6 (issue 20): three or more live changes smeared their labels together at the top of the loss
+    chart. Each marker is now a one-character badge; badges closer than BADGE_GAP of the axis go on another line;
+    the full text is an entry of the list under the chart, numbered like its badge."""
+    t = style.theme(True)
+    rows = [{"step": s, "label": f"@{s} knob {i}"} for i, s in enumerate([100, 101, 102, 103, 500, 990])]
+    marks = style.numbered_markers(list(reversed(rows)), t, x_max=1000)
+    assert [m["n"] for m in marks] == [1, 2, 3, 4, 5, 6]
+    assert [m["step"] for m in marks] == [100, 101, 102, 103, 500, 990]
+    assert [m["badge"] for m in marks] == ["①", "②", "③", "④", "⑤", "⑥"]
+    assert marks[0]["entry"] == "① @100 knob 0"
+    first_three = [m["y"] for m in marks[:3]]
+    assert len(set(first_three)) == 3  # neighbours on three different lines
+    assert marks[4]["y"] == marks[0]["y"]  # far away: back on the first line
+    assert marks[5]["side"] == "right" and marks[0]["side"] == "left"  # near the right edge: left of its rule
+    assert style.badge(21) == "(21)"
+    assert style.numbered_markers([], t, None) == []
+
+
+def test_compare_legend_names_runs_readably_and_lists_every_entry_below_the_chart():
+    """Finding 5 (issue 20) / 5 (issue 24): compare legends showed run ids and cut the fourth entry; titles were
+    cut to "Compare runs: …" at projector fonts."""
+    names = compare.legend_names({"abcd1234": "2L×4H×64 · text · lr 0.002", "wxyz9876": "2L×4H×64 · text · lr 0.002",
+                                  "q1": "1L×2H×32 · text · lr 0.01"})  # fmt: skip
+    assert names == {"abcd1234": "2L×4H×64 · text · lr 0.002 (abcd)", "wxyz9876": "2L×4H×64 · text · lr 0.002 (wxyz)",
+                     "q1": "1L×2H×32 · text · lr 0.01"}  # fmt: skip
+    series = {name: METRICS for name in ["scaled 1/sqrt(d_head)", "unscaled", "third run", "fourth run"]}
+    spec = compare.compare_chart(series, "grad_norm", large=True).to_dict()
+    assert title_text(spec) == "Gradient norm before clipping"
+    colour = next(v["encoding"]["color"] for v in views(spec) if "color" in v.get("encoding", {}))
+    assert (
+        colour["legend"]["orient"] == "top" and colour["legend"]["columns"] == 1 and colour["legend"]["labelLimit"] == 0
+    )
+    assert colour["scale"]["domain"] == list(series)

@@ -101,3 +101,30 @@ def test_unknown_preset_and_setting():
         preset("huge")
     with pytest.raises(ConfigError, match="unknown setting"):
         preset("demo", colour="red")
+
+
+def test_lecture_preset_trains_until_stopped_at_a_constant_rate():
+    """Issue 20 finding 7: the Demo preset ends after 300 steps, so every live demo started by raising Max steps by
+    hand. The Lecture preset has no planned end and no cosine to run out of: after its warmup the rate is the peak
+    at any step, also when the learner picks another learning rate before pressing Train."""
+    from tinygpt.config import UNTIL_STOPPED, trains_until_stopped
+    from tinygpt.trainer import lr_at
+
+    config = preset("lecture")
+    train = config.train
+    assert train.max_steps >= UNTIL_STOPPED and trains_until_stopped(train.max_steps)
+    assert not trains_until_stopped(preset("demo").train.max_steps)
+    assert train.warmup_steps > 0 and train.min_lr == train.learning_rate
+    for step in (train.warmup_steps, 10_000, 500_000):
+        assert (
+            lr_at(step, train.learning_rate, train.min_lr, train.warmup_steps, train.max_steps) == train.learning_rate
+        )
+    assert lr_at(0, train.learning_rate, train.min_lr, train.warmup_steps, train.max_steps) < train.learning_rate
+    other = preset("lecture", learning_rate=1e-3).train
+    assert other.min_lr == other.learning_rate == 1e-3  # the floor follows the peak at the preset's own ratio, 1
+    assert preset("demo", learning_rate=1e-3).train.min_lr == 1e-4  # the other presets keep their cosine to lr/10
+    assert preset("lecture", min_lr=1e-4).train.min_lr == 1e-4  # an explicit floor still wins
+    # A short run's derived intervals are not shrunk against a million steps, and the scaling knob has a head
+    # wide enough to saturate (d_head 128: turning 1/sqrt(d_head) off multiplies every score by ~11).
+    assert config.train.eval_interval <= 200 and config.checkpoint_every <= 1000
+    assert config.model.head_dim >= 128

@@ -149,7 +149,7 @@ def test_a_workshop_link_loads_a_preset_hides_controls_and_survives_page_switche
     assert at.radio(key=state.W_MASK).value == "none"
     styles = "\n".join(str(m.value) for m in at.markdown if "<style>" in str(m.value))
     assert ".st-key-w_mask" in styles and ".st-key-w_scale" in styles and "display: none" in styles
-    assert any("Tutorial · 3." in str(m.value) for m in at.sidebar.markdown)
+    assert any("Lesson 3/" in str(m.value) for m in at.sidebar.markdown)  # ?tutorial=2: the third step
     at.switch_page("pages/gradients.py").run()
     assert not at.exception
     assert at.query_params["preset"] in (["nanogpt-cpu"], "nanogpt-cpu")  # put back after the page switch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tinygpt.ui import playback, runinfo
+from tinygpt.ui import picking, playback, runinfo
 
 
 def test_knob_note_follows_the_workers_structured_answer():
@@ -148,44 +148,44 @@ _MASK_NONE_AT_100 = [{"kind": "knob", "knob": "mask", "ok": True, "old": "causal
 
 
 def test_the_sample_picker_names_runs_as_runs_does():
-    label = runinfo.pick_label("C8grKhNsuilD6cG9", _CFG, _MASK_NONE_AT_100, "finished", 300, me_id="me")
+    label = picking.pick_label("C8grKhNsuilD6cG9", _CFG, _MASK_NONE_AT_100, "finished", 300, me_id="me")
     name = runinfo.run_name(_CFG, _MASK_NONE_AT_100)
     assert label.startswith(name) and "yours" in label and "finished" in label and "step 300" in label
     assert "C8grKhNsuilD6cG9" not in label.split(" · ")[0]  # the id is not what one reads first
-    theirs = runinfo.pick_label("X" * 16, _CFG, [], "running", 20, me_id="other", current=True)
+    theirs = picking.pick_label("X" * 16, _CFG, [], "running", 20, me_id="other", current=True)
     assert "anna's" in theirs and "(current)" in theirs
 
 
 def test_sample_says_which_run_and_step_and_why_a_cheating_run_babbles():
-    source = runinfo.sample_source("C8grKhNsuilD6cG9", _CFG, _MASK_NONE_AT_100, 300)
+    source = picking.sample_source("C8grKhNsuilD6cG9", _CFG, _MASK_NONE_AT_100, 300)
     assert runinfo.run_name(_CFG, _MASK_NONE_AT_100) in source and "step 300" in source
-    note = runinfo.cheat_note(_CFG, _MASK_NONE_AT_100, 300)
+    note = picking.cheat_note(_CFG, _MASK_NONE_AT_100, 300)
     assert note and "mask none" in note and "step 100" in note and "next character" in note
-    assert runinfo.cheat_note(_CFG, _MASK_NONE_AT_100, 50) is None  # that checkpoint predates the switch
-    assert runinfo.cheat_note(_CFG, [], 300) is None  # an honest run: nothing to explain
+    assert picking.cheat_note(_CFG, _MASK_NONE_AT_100, 50) is None  # that checkpoint predates the switch
+    assert picking.cheat_note(_CFG, [], 300) is None  # an honest run: nothing to explain
     back = [*_MASK_NONE_AT_100, {"kind": "knob", "knob": "mask", "ok": True, "old": "none", "new": "causal",
                                  "step": 200}]  # fmt: skip
-    note = runinfo.cheat_note(_CFG, back, 300)
+    note = picking.cheat_note(_CFG, back, 300)
     assert note and "steps 100-200" in note  # switched back: the weights still carry those steps
     window = {**_CFG, "model": {**_CFG["model"], "mask": "sliding_window"}}
-    assert runinfo.cheat_note(window, [], 300) is None  # a sliding window does not see the future
+    assert picking.cheat_note(window, [], 300) is None  # a sliding window does not see the future
 
 
 def test_the_room_chart_draws_the_latest_runs_when_none_is_training():
     """Issue 24 finding 4: the Room's loss chart said "no runs yet" over six finished runs listed under it."""
     rows = [{"learner": f"l{i}", "run": f"r{i}", "name": f"2L×4H×64 · n{i}", "state": "finished"} for i in range(6)]
-    drawn, note = runinfo.room_chart_runs(rows)
+    drawn, note = picking.room_chart_runs(rows)
     assert [run for run, _ in drawn] == [f"r{i}" for i in range(6)] and "No run is training" in note
     assert drawn[0][1] == "l0 · 2L×4H×64 · n0"  # readable: learner and run name, not the id
     rows[2]["state"] = "running"
-    drawn, note = runinfo.room_chart_runs(rows)
+    drawn, note = picking.room_chart_runs(rows)
     assert [run for run, _ in drawn] == ["r2"] and note == ""
-    assert runinfo.room_chart_runs([]) == ([], "")
+    assert picking.room_chart_runs([]) == ([], "")
     many = [{**rows[0], "run": f"x{i}", "state": "finished"} for i in range(30)]
-    drawn, note = runinfo.room_chart_runs(many)
+    drawn, note = picking.room_chart_runs(many)
     assert len(drawn) == 8 and "latest 8 of 30" in note
     twins = [{**rows[0], "run": "a1"}, {**rows[0], "run": "b2"}]  # same learner, same settings: still two lines
-    assert len({label for _, label in runinfo.room_chart_runs(twins)[0]}) == 2
+    assert len({label for _, label in picking.room_chart_runs(twins)[0]}) == 2
 
 
 def test_the_clipping_caption_is_the_runs_share_and_what_it_means_here():
@@ -209,3 +209,48 @@ def test_the_clipping_caption_is_the_runs_share_and_what_it_means_here():
                                                          {"max_grad_norm": 1.0}, "adamw").lower()  # fmt: skip
     assert "off" in runinfo.clip_caption(every, {"max_grad_norm": 0.0}, "adamw")
     assert runinfo.clip_caption([], {"max_grad_norm": 1.0}, "adamw") == ""
+
+
+def test_a_run_that_trains_until_stopped_says_so_instead_of_an_eta():
+    """Issue 20 finding 7: the Lecture preset's run has no planned end: the status line says "until stopped" (no
+    "/ 1,000,000", no 9-hour ETA), there is no progress bar, the planned learning rate follows the run instead
+    of a million-step axis, and a queue does not promise a slot it holds."""
+    from tinygpt.config import UNTIL_STOPPED
+
+    metrics = [{"step": s, "time": s * 0.01} for s in range(1, 200)]
+    status = {"state": "running", "step": 199, "max_steps": UNTIL_STOPPED, "tokens_per_s": 50_000}
+    line = runinfo.status_line(status, metrics)
+    assert "until stopped" in line and "ETA" not in line and "1,000,000" not in line, line
+    assert line.startswith("step 199 ·")
+    assert runinfo.eta_seconds(metrics, 199, UNTIL_STOPPED) is None
+    assert runinfo.progress_fraction(status) is None
+    assert "until stopped" not in runinfo.status_line({**status, "state": "stopped"}, metrics)
+    config = {"train": {"max_steps": UNTIL_STOPPED, "learning_rate": 3e-3, "min_lr": 3e-3, "warmup_steps": 50}}
+    plan = runinfo.lr_schedule(config, {}, points=200, now=4000)
+    assert plan[0][0] == 4001 and plan[-1][0] == 5000 and {lr for _, lr in plan} == {3e-3}  # constant, from now on
+    start = runinfo.lr_schedule(config, {}, points=200)  # before the first step: past the warmup
+    assert start[-1][0] == 100 and start[0][1] < 3e-3
+    short = {"train": {"max_steps": 300, "learning_rate": 2e-3, "min_lr": 2e-4, "warmup_steps": 30}}
+    assert runinfo.lr_schedule(short, {}, now=100)[-1][0] == 300  # a planned end is drawn whole, as before
+
+
+def test_the_induction_verdict_has_a_bar_and_an_honest_estimate_while_its_runs_train():
+    """Issue 20 finding 9: the induction experiment took over 7 minutes to a verdict on a loaded server with no
+    estimate of when it would end. The estimate is the slowest run's remaining steps at its own recent pace."""
+    fast = [{"step": s, "time": s / 40} for s in range(1, 1001)]  # 40 steps/s
+    slow = [{"step": s, "time": s / 20} for s in range(1, 501)]  # 20 steps/s
+    assert runinfo.step_rate(fast) == pytest.approx(40)
+    runs = {
+        "2 layers": ({"state": "running", "step": 500, "max_steps": 3000}, slow),
+        "1 layer (control)": ({"state": "running", "step": 1000, "max_steps": 3000}, fast),
+    }
+    fraction, text = runinfo.verdict_progress(runs)
+    assert fraction == pytest.approx(1500 / 6000)
+    assert "Verdict in about 2 min 05 s" in text, text  # (3000 - 500) / 20 s for the slower run, not the faster
+    assert "2 layers: step 500 / 3,000 at 20 steps/s" in text and "at 40 steps/s" in text
+    queued = {**runs, "1 layer (control)": ({"state": "queued", "step": 0, "max_steps": 3000, "queue_position": 1}, [])}
+    fraction, text = runinfo.verdict_progress(queued)
+    assert text.startswith("No estimate yet: 1 layer (control) is not training now") and "position 1" in text
+    assert "Verdict in about" not in text  # a run waiting for a slot has no pace to extrapolate
+    ended = {label: ({"state": "finished", "step": 3000, "max_steps": 3000}, m) for label, (_, m) in runs.items()}
+    assert runinfo.verdict_progress(ended)[0] == 1.0

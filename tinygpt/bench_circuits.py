@@ -110,43 +110,9 @@ def induction(seed: int, source: str, root: Path, **overrides) -> dict:
     verdict = circuits.induction_verdict(records)
     two = list(configs)[0]
     change = circuits.phase_change(records[two])
-    ablation = _best_head_ablation(dirs[two], change.head)
+    ablation = circuits.induction_ablation(dirs[two], change.head)
     return {"seed": seed, "states": states, "wall_s": wall, "reproduced": verdict.reproduced,
             **verdict.observed, **ablation, "sentence": verdict.sentence}  # fmt: skip
-
-
-def _best_head_ablation(run_dir: Path, head: str | None) -> dict[str, float | None]:
-    """Zero-ablate the best induction head and, in turn, every other head at the run's final checkpoint: the loss
-    change on 20 validation batches, and on the second copy of the repeated probe (where induction is the only
-    way to predict). Returns the best head's and the mean of the others' change for both."""
-    from .checkpoint import load_model
-
-    out = dict.fromkeys(["ablation best head", "ablation mean of others", "second copy: best head",
-                         "second copy: mean of others"])  # fmt: skip
-    if head is None:
-        return out
-    loaded = load_model(run_dir)
-    model, config = loaded.model, loaded.config
-    corpus = load_corpus(config.data, config.model.max_seq_len)
-    g = torch.Generator().manual_seed(0)
-    batches = [corpus.get_batch("val", config.train.batch_size, g) for _ in range(20)]
-    x, y = torch.cat([b[0] for b in batches]), torch.cat([b[1] for b in batches])
-    deltas = lens.head_ablation(model, x, y, modes=("zero",))["zero"]["val"]
-    probe = circuits.induction_probe(loaded.tokenizer.vocab, config.model.max_seq_len)
-    with torch.no_grad():
-        clean = circuits.copy_losses(model(probe), probe)[1]
-        second = torch.zeros(deltas.shape)
-        for i in range(deltas.shape[0]):
-            for j in range(deltas.shape[1]):
-                with lens.replaced_head(model, i, j, None):
-                    second[i, j] = circuits.copy_losses(model(probe), probe)[1] - clean
-    layer, h = int(head[1 : head.index("H")]), int(head[head.index("H") + 1 :])
-    others = [(i, j) for i in range(deltas.shape[0]) for j in range(deltas.shape[1]) if (i, j) != (layer, h)]
-    out["ablation best head"] = float(deltas[layer, h])
-    out["ablation mean of others"] = statistics.mean(float(deltas[i, j]) for i, j in others)
-    out["second copy: best head"] = float(second[layer, h])
-    out["second copy: mean of others"] = statistics.mean(float(second[i, j]) for i, j in others)
-    return out
 
 
 def table(rows: list[dict]) -> str:

@@ -2,6 +2,7 @@
 
     TINYGPT_SHAKESPEARE=../shared/data/tinyshakespeare.txt .venv/bin/python -m tinygpt.bench_pitfalls
     ... --seeds 1337,7 --experiments softmax,warmup --contrast --json out.json
+    ... --experiments mask --text-file /path/to/english.txt     # any text of your own instead of a named corpus
 
 Runs every variant of every experiment in this process, one after another, on one thread (what one worker of the
 app gets), through the same `run_training` loop the app's workers run, and judges it with the experiment's own
@@ -22,6 +23,7 @@ import os
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -46,12 +48,12 @@ def _cell(value: Any) -> str:
     return "n/a" if value is None else str(value)
 
 
-def measure(experiment: Experiment, seeds, source: str) -> list[dict[str, Any]]:
+def measure(experiment: Experiment, seeds, source: str, text: str = "") -> list[dict[str, Any]]:
     rows = []
     for seed in seeds:
         started = time.perf_counter()
         with tempfile.TemporaryDirectory() as root:
-            _, verdict = run_experiment(experiment, seed, root, source=source, threads=1)
+            _, verdict = run_experiment(experiment, seed, root, source=source, threads=1, text=text)
         rows.append(
             {
                 "experiment": experiment.key,
@@ -84,19 +86,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds")
     parser.add_argument("--experiments", default=",".join(EXPERIMENTS), help="comma-separated experiment keys")
     parser.add_argument("--source", default="shakespeare", help="corpus (default: shakespeare)")
+    parser.add_argument("--text-file", help="train on this UTF-8 text file instead of --source")
     parser.add_argument("--contrast", action="store_true", help="also unscaled logits at the demo's width 128")
     parser.add_argument("--json", help="write every row here as JSON")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # one worker's share; the machine is shared with others
     seeds = [int(s) for s in args.seeds.split(",") if s]
+    unknown = [k for k in args.experiments.split(",") if k and k not in EXPERIMENTS]
+    if unknown:
+        parser.error(f"unknown experiment(s) {', '.join(unknown)}; choose from {', '.join(EXPERIMENTS)}")
     experiments = [EXPERIMENTS[k] for k in args.experiments.split(",") if k]
+    source, text = args.source, ""
+    if args.text_file:
+        try:
+            text = Path(args.text_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            parser.error(f"cannot read --text-file {args.text_file}: {exc}")
+        source = "text"
     if args.contrast:
         experiments.append(contrast_experiment())
     load_before = os.getloadavg()
     print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}", flush=True)
     started, all_rows, tables = time.perf_counter(), [], []
     for experiment in experiments:
-        rows = measure(experiment, seeds, args.source)
+        rows = measure(experiment, seeds, source, text)
         all_rows += rows
         tables.append(f"### {experiment.key}: {experiment.title}\n\n{table(rows)}\n")
     load_after = os.getloadavg()

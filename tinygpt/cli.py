@@ -50,6 +50,7 @@ from .config import (
     TrainConfig,
     TransformerConfig,
     preset,
+    trains_until_stopped,
 )
 from .errors import TinyGPTError
 
@@ -57,7 +58,7 @@ SECTIONS = {"model": TransformerConfig, "train": TrainConfig, "data": DataConfig
 NOT_FLAGS = ("vocab_size", "text_sha256")  # set from the corpus, and a run folder's reference to its corpus.txt
 # Values preset() derives when they are not set, said in the help instead of a number.
 DERIVED = {
-    "min_lr": f"learning_rate / {MIN_LR_DIVISOR}",
+    "min_lr": f"learning_rate / {MIN_LR_DIVISOR} (the Lecture preset: learning_rate itself, a constant rate)",
     "eval_interval": f"the preset's, or max_steps / {SHORT_RUN_EVALS} for a short run",
     "checkpoint_every": f"the preset's, or max_steps / {SHORT_RUN_CHECKPOINTS} for a short run",
 }
@@ -353,6 +354,11 @@ class Progress:
         loss = record.get("loss")
         loss_text = f"{loss:.4f}" if isinstance(loss, float) else "nan"
         tps = record.get("tokens_per_s") or 0
+        if trains_until_stopped(self.max_steps):  # no end to count down to: say so instead of a 9-hour ETA
+            line = f"step {step} loss {loss_text} {tps:,.0f} tok/s, until stopped (Ctrl-C stops it, resumable)"
+            self.stream.write(f"\r{line} " if self.tty else f"{line}\n")
+            self.stream.flush()
+            return
         if self.tty:
             width = 28
             filled = int(width * step / max(self.max_steps, 1))

@@ -327,6 +327,17 @@ def _from_dict(cls, data: dict[str, Any]):
     return cls(**data)
 
 
+# A run with max_steps at or above this trains until someone stops it (the Lecture preset): the pages say "until
+# stopped" instead of a step count, an ETA or a progress bar, and a queue does not wait for it to end by itself.
+# The Train form's Max steps goes up to exactly this.
+UNTIL_STOPPED = 1_000_000
+
+
+def trains_until_stopped(max_steps: Any) -> bool:
+    """True for a run that has no planned end (max_steps >= UNTIL_STOPPED)."""
+    return isinstance(max_steps, (int, float)) and not isinstance(max_steps, bool) and max_steps >= UNTIL_STOPPED
+
+
 # Presets shared by the app's Train page and the CLI's --preset flag.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # A few seconds on a laptop CPU: enough to watch loss fall and heads start to form.
@@ -341,6 +352,22 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             learning_rate=2e-3,
         ),
         "run": dict(attention_every=10, sample_every=50, checkpoint_every=100),
+    },
+    # For teaching live: trains until stopped at a constant learning rate after its warmup (min_lr = the peak, so
+    # "until stopped" has no cosine to run out of), sized so every live knob moves the loss within seconds on a
+    # 2-core laptop (BENCHMARKS.md, "Live teaching: the Lecture preset"). Why each value: PRESET_NOTES["lecture"].
+    "lecture": {
+        "model": dict(hidden_dim=128, num_layers=2, num_heads=1, max_seq_len=16),
+        "train": dict(
+            batch_size=32,
+            max_steps=UNTIL_STOPPED,
+            warmup_steps=50,
+            eval_interval=100,
+            eval_batches=5,
+            learning_rate=3e-3,
+            min_lr=3e-3,
+        ),
+        "run": dict(attention_every=10, sample_every=100, checkpoint_every=500),
     },
     # nanoGPT's README CPU configuration for shakespeare_char: val loss ~1.88 after 2000 steps.
     "nanogpt-cpu": {
@@ -393,6 +420,15 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
 PRESET_NOTES: dict[str, str] = {
     "demo": "A 2-layer, 64-wide model on short contexts: a few seconds on a laptop CPU, enough to watch the loss "
     "fall and heads start to form.",
+    "lecture": "Trains until you press Stop, at a constant learning rate after a 50-step warmup, so a live knob can "
+    "be turned at any time. Measured on a shared 2-core CPU (BENCHMARKS.md, Live teaching), knobs turned at step "
+    "1500: mask none drops the loss from ~1.9 toward 0.2 (it copies the next character; visible after ~70 steps, "
+    "a few seconds) and causal again sends it to 3-5 at once; learning rate x10 lifts it ~0.5 at once; a sliding "
+    "window of 1 lifts it ~0.9 (one character of context); switching attention scaling off multiplies every score "
+    "by sqrt(128) = 11 (one head of 128 dimensions) and lifts it ~0.4 at once, ~0.2 a hundred steps later. Lowering "
+    "the rate 10x, or a warmup longer than the run so far (the rate drops to step/warmup of the peak), moves it only "
+    "~0.1 down in 100 steps: watch the learning-rate chart. Context 16, batch 32: short steps. Demo is the quick "
+    "first look.",
     "nanogpt-cpu": "nanoGPT's README CPU recipe (4 layers, 4 heads, width 128, context 64, batch 12, AdamW at "
     "lr 1e-3, 2000 steps): val loss ~1.9 on Tiny Shakespeare. The yardstick the Fast preset races.",
     "fast": "The same model, data and batch as nanoGPT CPU, built to reach the same val loss in less wall time. "
@@ -428,7 +464,8 @@ def preset(name: str, **overrides: Any) -> RunConfig:
     turns settings into a config, for the app, the CLI and the experiments alike.
 
     The policy for values nobody set explicitly lives here too, so every caller gets the same config:
-    `min_lr` follows `learning_rate` (MIN_LR_DIVISOR), and a short run's eval and checkpoint intervals shrink so it
+    `min_lr` follows `learning_rate` (at the preset's own ratio if it sets min_lr, e.g. 1 for the Lecture's constant
+    rate, else MIN_LR_DIVISOR), and a short run's eval and checkpoint intervals shrink so it
     still gets SHORT_RUN_EVALS evals and SHORT_RUN_CHECKPOINTS checkpoints. An explicit value always wins.
     Cross-field checks (heads divide the width, a sliding window fits the context, ...) are the dataclasses'.
     """
@@ -450,8 +487,11 @@ def preset(name: str, **overrides: Any) -> RunConfig:
     defaults = TrainConfig()
     if "min_lr" not in overrides:
         lr = train.get("learning_rate", defaults.learning_rate)
+        own = spec["train"]
+        peak = own.get("learning_rate", defaults.learning_rate)
+        divisor = peak / own["min_lr"] if own.get("min_lr") else MIN_LR_DIVISOR
         if isinstance(lr, (int, float)) and not isinstance(lr, bool):
-            train["min_lr"] = float(f"{lr / MIN_LR_DIVISOR:.12g}")  # 6e-4, not 0.0006000000000000001
+            train["min_lr"] = float(f"{lr / divisor:.12g}")  # 6e-4, not 0.0006000000000000001
     max_steps = train.get("max_steps", defaults.max_steps)
     if isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps >= 1:
         if "eval_interval" not in overrides:

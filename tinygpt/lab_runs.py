@@ -14,6 +14,7 @@ a page refreshes (a reader sees whole lines only, so a verdict judges what was t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,12 @@ from .experiments import ENDED, SATURATED, Experiment, RunResult, Verdict
 def finite_mean(values) -> float | None:
     values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     return float(np.mean(values)) if values else None
+
+
+def finite_std(values) -> float | None:
+    """Standard deviation of the finite numbers among `values`; None for fewer than two."""
+    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return float(np.std(values, ddof=1)) if len(values) > 1 else None
 
 
 def attention_stats(weights) -> tuple[float, float]:
@@ -68,7 +75,12 @@ def checkpoint_probe(run_dir: str, step: int) -> dict[str, float]:
     from .health import leak_score, no_peek_loss
 
     loaded = load_model(run_dir, int(step))
-    corpus = load_corpus(loaded.config.data, loaded.config.model.max_seq_len)
+    data = loaded.config.data
+    if data.source == "text" and not data.text:  # the run folder keeps a text corpus once, in its corpus.txt
+        from .runstore import read_corpus
+
+        data = dataclasses.replace(data, text=read_corpus(run_dir, data.text_sha256 or None))
+    corpus = load_corpus(data, loaded.config.model.max_seq_len)
     x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))  # (4, T) each
     return {"leak": leak_score(loaded.model, x[:2]), "no_peek_loss": no_peek_loss(loaded.model, x, y)}
 
@@ -105,6 +117,7 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         reason=str(status.get("reason") or ""),
         initial_loss=losses[0] if losses and isinstance(losses[0], float) else None,
         final_train_loss=finite_mean([m.get("loss") for m in recent]),
+        final_loss_std=finite_std([m.get("loss") for m in recent]),
         mid_loss=finite_mean([m.get("loss") for m in middle]),
         final_val_loss=(reader.evals[-1].get("val_loss") if reader.evals else None),
         max_loss_early=max([m["loss"] for m in early if isinstance(m.get("loss"), float)], default=None),
@@ -128,9 +141,11 @@ def run_experiment(
     source: str = "shakespeare",
     threads: int | None = 1,
     overrides: dict[str, Any] | None = None,
+    text: str = "",
 ) -> tuple[dict[str, Any], Verdict]:
     """Run every variant to the end in this process, one after another, into run folders under `root` (or take the
-    measurement); returns (results, verdict). For tests and tinygpt/bench_pitfalls.py; the app uses the RunManager."""
+    measurement); returns (results, verdict). `text` is the corpus when `source` is "text". For tests and
+    tinygpt/bench_pitfalls.py; the app uses the RunManager."""
     if experiment.measure is not None:
         results = experiment.measure(seed)
         return results, experiment.verdict(results)
@@ -138,7 +153,7 @@ def run_experiment(
     from .runstore import RunReader, RunStore
 
     store, results = RunStore(root), {}
-    for label, config in experiment.configs(seed, source, overrides=overrides).items():
+    for label, config in experiment.configs(seed, source, text, overrides=overrides).items():
         with store.create(config.to_dict(), owner="app") as writer:
             run_dir = writer.run_dir
         run_training(run_dir, config, threads=threads)

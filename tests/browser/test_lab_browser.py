@@ -55,7 +55,7 @@ def test_each_experiment_runs_to_a_verdict_whose_colour_matches_reproduced(
     expect(page.get_by_role("heading", name="tinygpt · Experiments")).to_be_visible(timeout=60_000)
     expect(page.get_by_role("combobox", name="Experiment")).to_have_value(EXPERIMENTS[key].title)
     if tutorial:
-        expect(page.get_by_text("Tutorial · 6. Residuals carry the gradient")).to_be_visible()
+        expect(page.get_by_text("Lesson 6/12 · Residual connections and pre-LayerNorm")).to_be_visible()
     page.get_by_role("button", name="Run side by side").click()
     verdict = page.locator('[data-testid^="stAlertContent"]').filter(has_text=VERDICT)
     expect(verdict).to_be_visible(timeout=RUN_TIMEOUT_MS)

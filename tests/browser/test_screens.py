@@ -88,7 +88,7 @@ def test_projector_screens_and_readable_attention(app_server, app_runs, browser,
     detail = page.locator(".js-plotly-plot").nth(1)
     expect(detail).to_contain_text(re.compile(r"-?\d\.\d\d"))  # numbers drawn in the cells
     masks = page.locator(".js-plotly-plot").nth(2)
-    expect(masks).to_contain_text("mask: sliding_window")
+    expect(masks).to_contain_text("weights: query")
     idle(page)
     page.wait_for_timeout(2000)  # the figures settle (a live run redraws them while it trains)
     shoot(detail, shots / "toy-mode.png")

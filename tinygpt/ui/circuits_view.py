@@ -199,7 +199,7 @@ def head_table(rows: list[dict], names: list[str]) -> None:
     """The head table at a step; a click on a row chooses that head for the ablation views."""
     key = f"{state.W_CIRC_TABLE}_{state.get(state.W_CIRC_HEAD)}"
     st.dataframe(rows, hide_index=True, key=key, on_select=functools.partial(_row_clicked, key, names, rows),
-                 selection_mode="single-row")  # fmt: skip
+                 selection_mode="single-row", width="stretch")  # fmt: skip
 
 
 def ablated_figure(run_dir: str, step: int, text: str, layer: int, head: int, mode: str, result: dict, large: bool):
@@ -269,6 +269,22 @@ def experiment_state(store, runs: dict[str, str]) -> tuple[dict[str, RunReader],
     return readers, records, ended
 
 
+def experiment_progress(readers: dict[str, RunReader], ended: bool) -> None:
+    """While the experiment's runs train: a bar over all their planned steps and when the verdict should come,
+    from the runs' own recent pace (runinfo.verdict_progress); once they ended, each run's status line."""
+    if ended:
+        st.caption(
+            " · ".join(
+                f"{label}: {safe.md(runinfo.status_line(rd.status(), rd.metrics))}" for label, rd in readers.items()
+            )
+        )
+        return
+    fraction, text = runinfo.verdict_progress({label: (rd.status(), rd.metrics) for label, rd in readers.items()})
+    with st.container(key="circ_progress"):
+        st.progress(min(1.0, max(0.0, fraction)))
+        st.caption(safe.md(text))
+
+
 def experiment_figure(readers: dict[str, RunReader], records: dict[str, list[dict]], large: bool):
     series, changes, baseline = {}, {}, None
     for label, recs in records.items():
@@ -336,11 +352,7 @@ def _induction_entry(store) -> None:
         if bool(state.get(state.CIRC_LIVE)) != (not ended):  # refresh exactly while the runs train
             state.put(state.CIRC_LIVE, not ended)
             st.rerun()
-        st.caption(
-            " · ".join(
-                f"{label}: {safe.md(runinfo.status_line(rd.status(), rd.metrics))}" for label, rd in readers.items()
-            )
-        )
+        experiment_progress(readers, ended)
         verdict = circuits.induction_verdict(records, ended)
         st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")
         st.page_link("pages/circuits.py", label="See its phase change and the 2-layer run's heads on Circuits",

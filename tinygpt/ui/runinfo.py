@@ -11,9 +11,9 @@ import shlex
 import time
 from typing import Any
 
+from tinygpt.config import trains_until_stopped
 from tinygpt.errors import RunStoreError
 from tinygpt.runstore import (
-    ACTIVE_STATES,
     Actor,
     RunStore,
     knob_answer,
@@ -32,8 +32,8 @@ from tinygpt.ui.clipping import clip_caption  # noqa: F401 - the pages' one plac
 
 
 def eta_seconds(metrics: list[dict], step: int, max_steps: int | None) -> float | None:
-    """Seconds left at the recent pace (the last ~50 step records)."""
-    if not max_steps or len(metrics) < 2 or step >= max_steps:
+    """Seconds left at the recent pace (the last ~50 step records); None for a run that trains until stopped."""
+    if not max_steps or trains_until_stopped(max_steps) or len(metrics) < 2 or step >= max_steps:
         return None
     recent = [m for m in metrics[-50:] if isinstance(m.get("time"), (int, float))]
     if len(recent) < 2:
@@ -54,6 +54,51 @@ def recent_tokens_per_s(metrics: list[dict], window: int = 50) -> float | None:
     return len(rates) / sum(1.0 / r for r in rates) if rates else None
 
 
+def step_rate(metrics: list[dict]) -> float | None:
+    """Steps per second over the last ~50 step records (the run's own recent pace); None without two timed ones."""
+    recent = [m for m in metrics[-50:] if isinstance(m.get("time"), (int, float))]
+    if len(recent) < 2:
+        return None
+    steps, seconds = recent[-1]["step"] - recent[0]["step"], recent[-1]["time"] - recent[0]["time"]
+    return steps / seconds if steps > 0 and seconds > 0 else None
+
+
+def verdict_progress(runs: dict[str, tuple[dict, list[dict]]]) -> tuple[float, str]:
+    """(fraction of all planned steps done, sentence) for an experiment whose verdict waits for every run to end
+    ({label: (status, metrics)}): the estimate is the slowest run's remaining steps at its own recent pace, and
+    there is none while a run waits for a slot or is paused (its start is not this run's to know)."""
+    done = total = 0
+    parts, etas, waiting = [], [], []
+    for label, (status, metrics) in runs.items():
+        step, max_steps = int(status.get("step") or 0), int(status.get("max_steps") or 0)
+        state = str(status.get("state") or "unknown")
+        done, total = done + min(step, max_steps), total + max_steps
+        rate = step_rate(metrics)
+        if state in ("finished", "stopped", "failed", "diverged"):
+            parts.append(f"{label}: {state} at step {step:,}")
+        elif state == "running" and rate:
+            etas.append(max(0, max_steps - step) / rate)
+            parts.append(f"{label}: step {step:,} / {max_steps:,} at {rate:,.0f} steps/s")
+        else:
+            where = f", position {status['queue_position']} in the queue" if status.get("queue_position") else ""
+            waiting.append(label)
+            parts.append(f"{label}: {state}{where}, step {step:,} / {max_steps:,}")
+    fraction = done / total if total else 0.0
+    if not waiting and not etas:
+        return 1.0, "Every run has ended: " + "; ".join(parts) + "."
+    if waiting:
+        head = (
+            f"No estimate yet: {', '.join(waiting)} {'is' if len(waiting) == 1 else 'are'} not training now; "
+            "the verdict comes when every run has ended."
+        )
+    else:
+        head = (
+            f"Verdict in about {format_duration(max(etas))}, when the slowest run ends (each run's remaining steps "
+            "at its own pace over its last 50 steps)."
+        )
+    return fraction, f"{head} {'; '.join(parts)}."
+
+
 def format_duration(seconds: float | None) -> str:
     if seconds is None or not math.isfinite(seconds):
         return "-"
@@ -66,15 +111,19 @@ def format_duration(seconds: float | None) -> str:
 
 
 def status_line(status: dict, metrics: list[dict]) -> str:
-    """`step N / M · X tokens/s · ETA · state: reason`."""
+    """`step N / M · X tokens/s · ETA · state: reason`; `step N · X tokens/s · until stopped · state` for a run
+    with no planned end (the Lecture preset): it has no ETA to give."""
     step = int(status.get("step") or 0)
     max_steps = status.get("max_steps")
-    parts = [f"step {step:,} / {max_steps:,}" if max_steps else f"step {step:,}"]
+    endless = trains_until_stopped(max_steps)
+    parts = [f"step {step:,} / {max_steps:,}" if max_steps and not endless else f"step {step:,}"]
     tps = recent_tokens_per_s(metrics)
     if tps:
         parts.append(f"{tps:,.0f} tokens/s")
     state = status.get("state", "unknown")
-    if state in ("running", "starting"):
+    if endless and state in ("queued", "starting", "running", "paused"):
+        parts.append("until stopped")
+    elif state in ("running", "starting"):
         parts.append(f"ETA {format_duration(eta_seconds(metrics, step, max_steps))}")
     text = state
     if status.get("queue_position"):
@@ -86,8 +135,11 @@ def status_line(status: dict, metrics: list[dict]) -> str:
     return " · ".join(parts)
 
 
-def progress_fraction(status: dict) -> float:
+def progress_fraction(status: dict) -> float | None:
+    """How far through its planned steps a run is (0-1); None for a run that trains until stopped (no bar)."""
     max_steps = status.get("max_steps") or 0
+    if trains_until_stopped(max_steps):
+        return None
     return min(1.0, max(0.0, (status.get("step") or 0) / max_steps)) if max_steps else 0.0
 
 
@@ -143,12 +195,17 @@ def lr_schedule(
 ) -> list[tuple[int, float]]:
     """The planned learning rate from the step after `now` (the step just completed) to the end, with the knobs in
     force now: [(step, lr)], ~`points` long. Only from now on: the past is the rate used (metrics), and a knob moved
-    now changes no step already taken (a plan redrawn from step 1 showed a new warmup "backwards in time")."""
+    now changes no step already taken (a plan redrawn from step 1 showed a new warmup "backwards in time"). A run
+    that trains until stopped has no end to plan to: its plan reaches a quarter past `now` and past twice the
+    warmup, so the chart's axis follows the run instead of squeezing it against a million steps."""
     train = config.get("train") or {}
     max_steps = int(train.get("max_steps") or 0)
     if max_steps < 1:
         return []
     end = max_steps  # the last step drawn; the schedule itself always runs to max_steps, as the trainer's does
+    if trains_until_stopped(max_steps):
+        warmup_now = int(knobs.get("warmup_steps") or train.get("warmup_steps") or 0)
+        end = max(100, 2 * warmup_now, int(1.25 * (now or 0)))
     first = max(1, min(int(now or 0) + 1, end))  # the next step to take
 
     def knob(name: str, default: Any) -> Any:
@@ -229,48 +286,6 @@ def run_name(config: dict, events: list[dict]) -> str:
     return " · ".join(parts)
 
 
-def pick_label(
-    run_id: str, config: dict, events: list[dict], state: str, step: int, *, me_id: str | None, current: bool = False
-) -> str:
-    """How a run reads in a picker: the readable name the Runs table shows first, then whose, state, step and a
-    short id (to tell two runs of the same settings apart)."""
-    owner = run_learner(config)
-    whose = "yours" if me_id and owner.get("id") == me_id else f"{owner['name']}'s" if owner.get("name") else ""
-    parts = [run_name(config, events) + (" (current)" if current else ""), whose, state, f"step {step:,}"]
-    return " · ".join(p for p in parts if p) + f" · {run_id[:6]}"
-
-
-def sample_source(run_id: str, config: dict, events: list[dict], step: int) -> str:
-    """Which run and checkpoint a sample comes from, in words."""
-    return f"Sampling from **{run_name(config, events)}** (run `{run_id}`), its checkpoint at step {step:,}."
-
-
-_FUTURE_MASKS = {"none": "sees every position, the next characters included", "off_by_one": "sees the next character"}
-
-
-def cheat_note(config: dict, events: list[dict], step: int) -> str | None:
-    """Why a checkpoint's text looks broken when the run trained under a mask that shows the future (None if it
-    did not): such a model learned to read the answer at the next position. Generating one character at a time,
-    that position does not exist yet, so what it learned to rely on is missing and the text collapses."""
-    mask = (config.get("model") or {}).get("mask", "causal")
-    spans, start = [], 0  # (mask, first step, last step) of every stretch up to `step`
-    for e in knob_changes(events):
-        if e.get("knob") == "mask" and isinstance(e.get("step"), int) and e["step"] <= step:
-            spans.append((mask, start, e["step"]))
-            mask, start = e.get("new"), e["step"]
-    spans.append((mask, start, step))
-    bad = [(m, a, b) for m, a, b in spans if m in _FUTURE_MASKS and b > a]
-    if not bad:
-        return None
-    where = ", ".join(f"mask {m} " + (f"from step {a:,}" if b == step else f"in steps {a:,}-{b:,}") for m, a, b in bad)
-    why = "; ".join(f"mask {m} {_FUTURE_MASKS[m]}" for m in dict.fromkeys(m for m, _, _ in bad))
-    return (
-        f"This checkpoint trained with {where} ({why}). The model learned to copy the next character instead of "
-        "predicting it; when it generates, that character is not there yet, so the text falls into repeats "
-        "(like `:::::`). Pick a checkpoint from before the change, or a run with the causal mask."
-    )
-
-
 def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int, float, list[str]] | None:
     """(step, val loss, the live changes in force then) of a run's best validation loss, or None without one:
     a low loss reached under mask "none" is the model reading the answer, and the table must say so."""
@@ -342,26 +357,6 @@ def room_rows(store: RunStore) -> list[dict]:
     return rows
 
 
-ROOM_CHART_ACTIVE = 24  # panels while runs train: every live one (the room is about 20 learners)
-ROOM_CHART_DONE = 8  # panels when nothing trains: the latest finished ones
-
-
-def room_chart_runs(rows: list[dict]) -> tuple[list[tuple[str, str]], str]:
-    """(run id, panel label) of the runs the Room's loss chart draws, and a note saying which they are: the live
-    ones (queued, running, paused); when none is, the latest finished ones, so the chart never says "no runs"
-    over a table of runs. Labels are the learner and the run's readable name (the id's start when two collide)."""
-    live = [r for r in rows if r.get("state") in (*ACTIVE_STATES, "paused")][:ROOM_CHART_ACTIVE]
-    picked, note = live, ""
-    if not live and rows:
-        picked = rows[:ROOM_CHART_DONE]
-        note = (f"No run is training: the chart shows the latest {len(picked)} of {len(rows)} runs."
-                if len(rows) > len(picked) else "No run is training: the chart shows the runs below.")  # fmt: skip
-    labels = [f"{r.get('learner')} · {r.get('name') or r['run']}" for r in picked]
-    twice = {label for label in labels if labels.count(label) > 1}
-    labels = [f"{label} · {r['run'][:6]}" if label in twice else label for label, r in zip(labels, picked, strict=True)]
-    return [(r["run"], label) for r, label in zip(picked, labels, strict=True)], note
-
-
 def queue_wait(store: RunStore, run_id: str) -> float | None:
     """Seconds until a queued run should start, at the running runs' own pace: the slots free up as the running
     runs finish (their steps left / their steps per second), and each run queued ahead then takes one slot for
@@ -390,6 +385,8 @@ def _queue_wait(runs: list, status: dict[str, dict], run_id: str) -> float | Non
         if st_.get("state") == "running" and st_.get("tokens_per_s") and tokens:
             rate = st_["tokens_per_s"] / tokens  # steps per second
             rates.append(rate)
+            if trains_until_stopped(st_.get("max_steps")):
+                continue  # its slot frees only when someone stops it: no time to promise
             free_at.append(max(0.0, (int(st_.get("max_steps") or 0) - int(st_.get("step") or 0)) / rate))
     if not rates:
         return None

@@ -36,6 +36,7 @@ from tinygpt.ui import state
 
 PRESET_LABELS = {
     "Demo (CPU, seconds)": "demo",
+    "Lecture (until stopped)": "lecture",
     "nanoGPT CPU": "nanogpt-cpu",
     "Fast (CPU speedrun)": "fast",
     "GPU": "gpu",

@@ -426,6 +426,11 @@ def session_token() -> str:
 
 WORKSHOP_PARAMS = "workshop_params"  # the workshop link's query parameters, kept across page switches
 WORKSHOP_LOCKED = "workshop_locked"  # ?lock=1: every setting read-only
+LESSON_STEP = "lesson_step"  # the lesson step this session's pane shows (tinygpt/ui/lesson_view.py)
+LESSON_SEEN = "lesson_seen"  # the room's step when the pane last followed it (a later move takes it along)
+LESSON_SHOWN = "lesson_shown"  # the page's last full run drew the lesson pane (False: drawn without it)
+LESSON_PENDING = "lesson_pending"  # {widget key: value} a lesson setup sets at the start of the page it opens
+LESSON_RUNS = "lesson_runs"  # {role: {label: run_id}}: the runs a learner's own setup started for the lesson
 
 
 def locked() -> bool:

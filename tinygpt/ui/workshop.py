@@ -24,7 +24,7 @@ import streamlit as st
 
 from tinygpt.config import PRESETS, ConfigError, DataConfig, TrainConfig, TransformerConfig, preset
 from tinygpt.experiments import EXPERIMENTS
-from tinygpt.ui import settings, state
+from tinygpt.ui import lesson, settings, state
 
 SETTING_TYPES: dict[str, type] = {
     f.name: type(f.default)
@@ -195,51 +195,10 @@ def workshop_link(
 
 # ---------------------------------------------------------------- the guided path
 
+# The lesson (tinygpt/ui/lesson.py): ?tutorial=N opens its pane at step N (0-based), as the old guided path did.
 TUTORIAL: list[dict[str, str]] = [
-    {
-        "title": "1. Watch a transformer learn",
-        "page": "Train",
-        "text": "Press Train on the Demo preset. The loss starts near the dashed ln(V) line — the model guesses "
-        "uniformly — and falls within seconds. Predict: how low will it go in 300 steps?",
-    },
-    {
-        "title": "2. Heads form",
-        "page": "Attention",
-        "text": "Open Attention and drag the step slider from 0 to now. At step 0 every row is flat. Which heads "
-        "learn to look one character back? Find the bright off-diagonal.",
-    },
-    {
-        "title": "3. Why 1/sqrt(d_head)?",
-        "page": "Experiments",
-        "text": "Run the 'Unscaled attention logits' experiment. Predict first: with no scaling, will attention "
-        "become sharper or flatter, and will the model learn better or worse? Compare entropy, max weight and the "
-        "loss, then read why the answer is different at the demo's smaller width.",
-    },
-    {
-        "title": "4. The mask that cheats",
-        "page": "Experiments",
-        "text": "Run 'Causal mask misalignment'. The off-by-one run's training loss drops below the causal one. "
-        "Is it a better model? Read the leak detector and the samples.",
-    },
-    {
-        "title": "5. Warmup and stability",
-        "page": "Experiments",
-        "text": "Run 'No learning-rate warmup' and 'Unstable softmax'. Which learning rate needs warmup? Compare "
-        "the loss curves at lr 1e-2 and at 2e-3, then find the step where the naive softmax run stopped and the "
-        "tensor the trainer names.",
-    },
-    {
-        "title": "6. Residuals carry the gradient",
-        "page": "Experiments",
-        "text": "Run 'Detached residual path' and open Gradients: the first layer's line falls to the floor.",
-    },
-    {
-        "title": "7. Bugs that don't crash",
-        "page": "Experiments",
-        "text": "Run 'Shape drift'. The buggy run's loss looks even better than the correct one: why is it still "
-        "wrong? Then read the message the shape contract stopped the same code with. Last, 'Memory fragmentation': "
-        "how many allocations does each loop make?",
-    },
+    {"title": f"{i + 1}. {step.section}", "page": lesson.page_name(step), "text": step.predict}
+    for i, step in enumerate(lesson.STEPS)
 ]
 
 
@@ -307,28 +266,15 @@ def hide_controls(shop: Workshop) -> None:
         st.markdown(f"<style>{rules} {{ display: none !important; }}</style>", unsafe_allow_html=True)
 
 
+def lesson_started_unseen() -> bool:
+    """The room has a lesson going and this session's page, drawn without its pane, does not show it yet."""
+    from tinygpt.ui import lesson_view
+
+    return state.get(state.LESSON_SHOWN) is False and lesson_view.room()["step"] is not None
+
+
 def tutorial_pane(shop: Workshop) -> None:
-    """The guided path, one step at a time, in the sidebar (Back / Next move through TUTORIAL)."""
+    """The lesson, one step at a time, in the sidebar (tinygpt/ui/lesson_view.py draws it)."""
+    from tinygpt.ui import lesson_view, room  # imports torch: after the frame's first paint
 
-    if shop.tutorial is None:
-        return
-    index = shop.tutorial
-    step = TUTORIAL[index]
-    with st.sidebar.container(border=True):
-        st.markdown(f"**Tutorial · {step['title']}**")
-        st.caption(f"On the **{step['page']}** page")
-        st.write(step["text"])
-        back, forward = st.columns(2)
-        if back.button("Back", disabled=index == 0, key="tutorial_back", width="stretch"):
-            _move_tutorial(index - 1)
-        if forward.button("Next", disabled=index == len(TUTORIAL) - 1, key="tutorial_next", width="stretch"):
-            _move_tutorial(index + 1)
-
-
-def _move_tutorial(index: int) -> None:
-
-    kept = dict(state.get(state.WORKSHOP_PARAMS) or {})
-    kept["tutorial"] = str(index)
-    state.put(state.WORKSHOP_PARAMS, kept)
-    st.query_params["tutorial"] = str(index)
-    st.rerun()
+    lesson_view.pane(shop, room.current())

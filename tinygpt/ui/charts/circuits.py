@@ -26,6 +26,8 @@ from tinygpt.ui.charts.style import (
     dash_encoding,
     dash_note,
     data_frame,
+    numbered_marker_layers,
+    numbered_markers,
     palette_for,
     plotly_layout_style,
     step_x,
@@ -72,7 +74,7 @@ def role_history_chart(
 ):
     """Each role's score per head over training (rows from circuits.score_rows: step, name, role, score,
     baseline), one panel per role with its uniform baseline dashed. `change` {"step", "label"} marks the phase
-    change (red) and `knobs` [{"step", "label"}] the live knob changes (purple) on every panel."""
+    change (red) and `knobs` [{"step", "label"}] the live knob changes (purple, numbered) on every panel."""
     t = theme(large)
     rows = [r for r in rows or [] if r.get("score") is not None]
     if not rows:
@@ -81,6 +83,9 @@ def role_history_chart(
     heads = sorted({r["name"] for r in rows}, key=lambda n: (int(n[1 : n.index("H")]), int(n[n.index("H") + 1 :])))
     colours = palette_for(heads)
     width = 620 if large else 330
+    # Knob changes numbered (①, ②, ...) on every panel and listed once under the chart, as on the loss chart.
+    numbered = numbered_markers([{"step": int(k["step"]), "label": str(k["label"])} for k in knobs], t,
+                                max(int(r["step"]) for r in rows))  # fmt: skip
     panels = []
     for role in roles:
         part = [dict(r) for r in rows if r["role"] == role and int(r["step"]) in keep]
@@ -98,7 +103,7 @@ def role_history_chart(
         baseline = base.mark_line(color=GREY, strokeDash=[6, 4], strokeWidth=t["line"]).encode(
             x=step_x(), y=alt.Y("mean(baseline):Q", **yspec), tooltip=[alt.Tooltip("mean(baseline):Q", title="uniform")]
         )
-        layers = [lines, baseline, *_markers(knobs, t, PURPLE)]
+        layers = [lines, baseline, *(numbered_marker_layers(numbered, t, PURPLE, step_x()) if numbered else [])]
         if change:
             layers += _markers([change], t, RED)
         title = alt.TitleParams(ROLE_TITLES.get(role, role), fontSize=t["axis_title"])
@@ -124,7 +129,7 @@ def phase_change_chart(
     t = theme(large)
     labels = list(series)
     colours = palette_for(labels)
-    width = 900 if large else 560
+    width = 740 if large else 560  # 900 ran ~100 px past a 1280 px projector with the sidebar open
     score_rows, loss_rows = [], []
     for label, parts in series.items():
         score_rows += [{"step": r["step"], "score": r["score"], "run": label, "head": r["name"]} for r in parts["best"]]

@@ -35,8 +35,10 @@ from tinygpt.ui.charts.style import (
     hover_layer,
     hover_rows,
     knob_label,
+    legend_lines,
     live_spec,
-    marker_rows,
+    numbered_marker_layers,
+    numbered_markers,
     palette_for,
     step_seconds,
     step_series,
@@ -56,7 +58,7 @@ FIELD_TITLES = {  # y titles of `compare_chart`, by metrics field
     # Experiments page (pitfall lab) curves
     "attention_entropy": "mean attention entropy (nats)",
     "max_attention_weight": "mean max attention weight (0..1)",
-    "attention_grad_norm": "attention blocks' gradient norm",
+    "attention_grad_norm": "attention gradient norm",  # "Attention blocks' gradient n…" at projector fonts
     "first_layer_grad_norm": "first layer (L0.attn) gradient norm",
 }
 MEMORY_CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "attention")  # `memory_chart`'s order
@@ -73,7 +75,8 @@ def compare_chart(
 ) -> VegaLite:
     """Several runs' curves of one metrics field on one axis, coloured by run name; with `evals` (run name -> eval
     records) the validation loss is added as dashed lines; with `events` (run name -> events) every live knob
-    change is a rule in its run's colour, labelled "run: @step knob old→new", so a jump in one curve is never
+    change is a numbered rule in its run's colour, listed under the chart as "① run: @step knob old→new", so a jump
+    in one curve is never
     credited to the settings table alone. With `seconds` the x axis is each run's wall-clock seconds since its
     first step: "twice as fast to the same loss" is then visible. A live chart: a cached template plus named
     datasets."""
@@ -90,9 +93,11 @@ def compare_chart(
             for s, v in thin_for_display(step_series(records, "val_loss"), per_run)
         ]
     runs = tuple(dict.fromkeys([str(n) for n in series] + [str(n) for n in evals or {}]))
-    title = f"Compare runs: {FIELD_TITLES.get(field, field).split(' (')[0]}" + ("" if rows else " (no data yet)")
+    # The title names the curve only ("Compare runs: ..." was cut to "Compare runs: …" in a half-width column at
+    # projector fonts); the page's heading says these are runs side by side.
+    title = FIELD_TITLES.get(field, field).split(" (")[0].capitalize() + ("" if rows else " (no data yet)")
     knobs = [
-        {"step": int(e["step"]), "label": f"{name}: {knob_label(e)}"[:56], "run": str(name)}
+        {"step": int(e["step"]), "label": f"{name}: {knob_label(e)}", "run": str(name)}
         for name, records in (events or {}).items()
         for e in knob_changes(records or [])
         if finite(e.get("step")) is not None and not e.get("coupled_to")
@@ -101,15 +106,16 @@ def compare_chart(
         clocks = {str(name): step_seconds(records) for name, records in series.items()}
         rows = [{**r, "step": clocks.get(r["run"], step_seconds(None))(r["step"])} for r in rows]
         knobs = [{**k, "step": clocks.get(k["run"], step_seconds(None))(k["step"])} for k in knobs]
-    knobs = marker_rows(
-        sorted(knobs, key=lambda r: r["step"]), theme(large), max((r["step"] for r in rows), default=None)
-    )
+    knobs = numbered_markers(knobs, theme(large), max((r["step"] for r in rows), default=None))
     datasets = {"compare": rows, "compare_hover": hover_rows(rows, "run", "curve"), "compare_knobs": knobs}
-    key = (field, runs, bool(evals), title, SECONDS if seconds else STEP, large)
+    below = legend_lines(len(runs) + 1, len(knobs) + (1 if knobs else 0))  # each legend has a title line
+    key = (field, runs, bool(evals), title, SECONDS if seconds else STEP, large, below)
     return live_spec(_compare_template, key, datasets)
 
 
-def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, x_title: str, large: bool):
+def _compare_template(
+    field: str, runs: tuple, with_evals: bool, title: str, x_title: str, large: bool, below: int = 0
+):  # fmt: skip
     t = theme(large)
     log = field.endswith("grad_norm")  # norms span orders of magnitude
     y_title = FIELD_TITLES.get(field, field)
@@ -121,7 +127,7 @@ def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, x_t
     base = alt.Chart(alt.NamedData("compare")).encode(
         x=step_x(x_title),
         y=y,
-        color=colour_encoding("run:N", list(runs), palette_for(runs), "run", lines=True),
+        color=run_colours(runs),
         strokeDash=dash_encoding("curve:N", curves),
     )
     tooltip = [
@@ -130,23 +136,32 @@ def _compare_template(field: str, runs: tuple, with_evals: bool, title: str, x_t
         alt.Tooltip("step:Q"),
         alt.Tooltip("value:Q", format=".4g"),
     ]
-    marks = alt.Chart(alt.NamedData("compare_knobs"))
-    colour = colour_encoding("run:N", list(runs), palette_for(runs), "run", lines=True)
-    knob_tooltip = [alt.Tooltip("label:N", title="knob change")]
     layers = [
         base.mark_line(strokeWidth=t["line"]),
-        marks.mark_rule(strokeDash=[3, 3], strokeWidth=t["line"]).encode(
-            x=step_x(x_title), color=colour, tooltip=knob_tooltip
-        ),
-        *[
-            marks.transform_filter(f"datum.side == '{side}'")
-            .mark_text(align=side, baseline="top", dx=4 if side == "left" else -4, fontSize=t["text"])
-            .encode(x=step_x(x_title), y=alt.Y("y:Q", scale=None), text="label:N", color=colour, tooltip=knob_tooltip)
-            for side in ("left", "right")
-        ],
+        *numbered_marker_layers("compare_knobs", t, base.encoding.color, step_x(x_title)),
         hover_layer(base.encode(tooltip=tooltip), "compare", data="compare_hover"),
     ]
-    return finish(layers, title, t, dash_note(["training", "validation"]) if with_evals else None, large)
+    return finish(layers, title, t, dash_note(["training", "validation"]) if with_evals else None, large, below)
+
+
+def run_colours(runs: Sequence[str]) -> alt.Color:
+    """The colour by run of a comparison, its legend above the plot, one run per line and no label limit: run
+    names are long ("2L×4H×64 · synthetic:copy · lr 0.002"), and a one-row legend over a half-width chart cut
+    them ("scaled 1/sqrt(d_he") or dropped the fourth. Above, not below: the list of knob changes is the legend
+    below, and Vega lays two legends on one side out in a row, the second past the chart's right edge."""
+    runs = list(runs)
+    legend = alt.Legend(title="run", orient="top", direction="vertical", columns=1, labelLimit=0,
+                        symbolType="stroke", symbolStrokeWidth=3)  # fmt: skip
+    return alt.Color("run:N", scale=alt.Scale(domain=runs, range=palette_for(runs)), legend=legend, sort=runs)
+
+
+def legend_names(names: Mapping[str, str]) -> dict[str, str]:
+    """{run id: the name to draw}: each run's readable name (runinfo.run_name), made unique by the start of its
+    id where two runs share one ("... · lr 0.002 (a1b2)"), so no two legend entries read the same."""
+    counts: dict[str, int] = {}
+    for name in names.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {run: (f"{name} ({run[:4]})" if counts[name] > 1 else name) for run, name in names.items()}
 
 
 def next_char_chart(vocab: Sequence[str], probs_raw: Any, probs: Any, top: int = 20, *, large: bool = False):

@@ -8,13 +8,15 @@ chart keeps its zoom and hover between refreshes. The four live charts (`loss_ch
 (`style.live_spec`), whose spec stays byte-identical while data grows. `head_stats_chart` is redrawn per snapshot
 and returns a plain Altair chart.
 
-Knob changes and non-finite steps are drawn on the loss and gradient-norm charts as labelled vertical markers
-(`_event_rows`, `_event_template_layers`); the current step on the learning-rate chart is one too.
+Knob changes are drawn on the loss and gradient-norm charts as numbered vertical markers (①, ②, ...) with the
+list of changes under the chart (style.numbered_markers), non-finite steps as red rules (`_event_rows`,
+`_event_template_layers`); the current step on the learning-rate chart is a labelled marker.
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 
 import altair as alt
@@ -44,8 +46,11 @@ from tinygpt.ui.charts.style import (
     hover_layer,
     hover_rows,
     knob_label,
+    legend_lines,
     live_spec,
     marker_rows,
+    numbered_marker_layers,
+    numbered_markers,
     palette_for,
     reference_layers,
     reference_rows,
@@ -113,9 +118,10 @@ def _x_max(*row_lists: list[dict]) -> float | None:
 
 
 def _event_template_layers(t: dict, x_title: str = STEP) -> list:
-    """Knob changes as labelled purple rules ("knobs"); non-finite steps as red rules with a red marker along the
+    """Knob changes as numbered purple rules, listed under the chart ("knobs", see `numbered_markers`); non-finite
+    steps as red rules with a red marker along the
     top ("nonfinite")."""
-    layers = _marker_layers("knobs", t, PURPLE, "knob change", x_title)
+    layers = numbered_marker_layers("knobs", t, PURPLE, step_x(x_title))
     tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title="non-finite")]
     base = alt.Chart(alt.NamedData("nonfinite"))
     rule = base.mark_rule(color=RED, strokeWidth=t["line"], opacity=0.7)
@@ -132,12 +138,12 @@ def _event_rows(
     events: Records | None, nonfinite: dict[int, str], t: dict, x_max: float | None
 ) -> dict[str, list[dict]]:
     knobs = [
-        {"step": int(e["step"]), "label": knob_label(e)[:48]}
+        {"step": int(e["step"]), "label": knob_label(e)}
         for e in knob_changes(events or [])
         if finite(e.get("step")) is not None and not e.get("coupled_to")  # min_lr moves with the lr: one marker
     ]
     bad = [{"step": s, "label": m} for s, m in sorted(nonfinite.items())][-200:]
-    return {"knobs": marker_rows(knobs, t, x_max), "nonfinite": bad}
+    return {"knobs": numbered_markers(knobs, t, x_max), "nonfinite": bad}
 
 
 # ---------------------------------------------------------------- live charts
@@ -160,8 +166,10 @@ def loss_chart(
 ) -> VegaLite:
     """Train loss per step (optionally EMA-smoothed), val loss, the ln(V) uniform baseline, an optional target,
     knob changes and non-finite steps. `ghost` is the train loss of the run this one replaced (started from a
-    changed setting), drawn as a faint dashed line labelled `ghost_label` (e.g. "previous run: num_heads 4"), so
-    "what did more heads do?" is answered on one chart. With `seconds` the x axis is wall-clock seconds since the
+    changed setting), drawn as a faint dashed line named in the subtitle by `ghost_label` (e.g. "previous run:
+    num_heads 4"), so
+    "what did more heads do?" is answered on one chart; it is drawn only as far as this run has come, so the axis
+    fits this run. With `seconds` the x axis is wall-clock seconds since the
     run's first step (from the records' times; pauses included), so two recipes race on one axis. Never raises
     on empty input: it shows a 'waiting' title."""
     t, smoothing = theme(large), min(max(float(smoothing or 0.0), 0.0), 0.999)
@@ -182,9 +190,7 @@ def loss_chart(
         "target": reference_rows(target, f"{target_label} {finite(target) or 0:.2f}"),
         **_event_rows(events, _nonfinite_steps(metrics, "loss", events), t, _x_max(rows)),
     }
-    shade = [{"step": s, "loss": v} for s, v in thin_for_display(step_series(ghost, "loss"), max_points // 2)]
-    datasets["ghost"] = shade
-    datasets["ghost_label"] = [{**shade[-1], "label": ghost_label}] if shade and ghost_label else []
+    datasets["ghost"] = [{"step": s, "loss": v} for s, v in step_series(ghost, "loss")]
     x_title = STEP
     if seconds:  # every dataset's "step" becomes seconds since the first step, each run by its own clock
         mine, theirs = step_seconds(metrics), step_seconds(ghost)
@@ -192,11 +198,21 @@ def loss_chart(
             clock = theirs if name.startswith("ghost") else mine
             datasets[name] = [{**r, "step": clock(r["step"])} for r in rows_ if "step" in r] if rows_ else rows_
         x_title = SECONDS
+    # The previous run only as far as this one has come: the x axis fits the run being watched (a 14k-step
+    # previous run squeezed a new one into the left fifth of the axis, its label clipped at the edge).
+    end = max((r["step"] for r in datasets["loss"]), default=None)
+    shade = thin_for_display([r for r in datasets["ghost"] if end is not None and r["step"] <= end], max_points // 2)
+    datasets["ghost"] = shade
     title = "Training loss" if rows else "Training loss: waiting for the first step"
-    return live_spec(_loss_template, (raw_name, smooth_name, title, bool(ghost), x_title, large), datasets)
+    below = legend_lines(len(datasets["knobs"]))
+    key = (raw_name, smooth_name, title, (ghost_label or "") if ghost else None, x_title, large, below)
+    return live_spec(_loss_template, key, datasets)
 
 
-def _loss_template(raw_name: str, smooth_name: str | None, title: str, with_ghost: bool, x_title: str, large: bool):
+def _loss_template(
+    raw_name: str, smooth_name: str | None, title: str, ghost_label: str | None, x_title: str, large: bool,
+    below: int = 0,
+):  # fmt: skip
     t = theme(large)
     # A title no taller than the plot: "cross-entropy loss (nats per character)" ran off its top (1280x720, both
     # font sizes).
@@ -217,16 +233,14 @@ def _loss_template(raw_name: str, smooth_name: str | None, title: str, with_ghos
         *reference_layers("target", yspec, t, colour=GREEN, dash=(2, 3)),
         *_event_template_layers(t, x_title),
     ]
-    if with_ghost:  # the run this one replaced, faint and labelled at its last point
+    subtitle = None
+    if ghost_label is not None:  # the run this one replaced, faint, named in the subtitle
         ghost = alt.Chart(alt.NamedData("ghost")).encode(x=step_x(x_title), y=value_y("loss:Q", **yspec))
-        label = alt.Chart(alt.NamedData("ghost_label")).encode(x=step_x(x_title), y=value_y("loss:Q", **yspec))
-        layers[:0] = [
-            ghost.mark_line(color=GREY, opacity=0.55, strokeDash=[5, 3], strokeWidth=t["line"]),
-            label.mark_text(align="right", baseline="bottom", dy=-6, color=GREY, fontSize=t["text"]).encode(
-                text="label:N"
-            ),
-        ]
-    return finish(layers, title, t, large=large)
+        layers.insert(0, ghost.mark_line(color=GREY, opacity=0.55, strokeDash=[5, 3], strokeWidth=t["line"]))
+        # Wrapped, not drawn at the line's end: "previous run: hidden_dim 32 → 64, num_heads 2 → 16" is wider
+        # than a projector's plot, and a label at the plot's edge lost its start ("ous run: ...").
+        subtitle = textwrap.wrap(f"grey dashed: {ghost_label or 'previous run'}", 44 if large else 70)
+    return finish(layers, title, t, subtitle, large=large, below=below)
 
 
 def lr_chart(
@@ -295,14 +309,15 @@ def grad_norm_chart(
         "clipped": thin_for_display(clipped, 500),
         **_event_rows(events, _nonfinite_steps(metrics, "grad_norm", events), t, _x_max(rows)),
     }
-    title = "Global gradient norm before clipping" + ("" if rows else ": waiting for the first step")
+    # Not "Global gradient norm before clipping": at projector fonts a half-page column cut it ("...before clipp…").
+    title = "Gradient norm before clipping" + ("" if rows else ": waiting for the first step")
     # The subtitle is part of the template, so it says what the points are rather than how many (that would
     # change the spec, and rebuild the view, at every refresh).
     subtitle = "orange points: steps clipped to the threshold" if clipping else "clipping is off"
-    return live_spec(_grad_norm_template, (title, subtitle, large), datasets)
+    return live_spec(_grad_norm_template, (title, subtitle, large, legend_lines(len(datasets["knobs"]))), datasets)
 
 
-def _grad_norm_template(title: str, subtitle: str, large: bool):
+def _grad_norm_template(title: str, subtitle: str, large: bool, below: int = 0):
     t = theme(large)
     yspec = {"title": "gradient norm (L2, log scale)", "log": True}
     y = value_y("shown:Q", **yspec)
@@ -317,7 +332,7 @@ def _grad_norm_template(title: str, subtitle: str, large: bool):
         .encode(x=step_x(), y=y, tooltip=[*tooltip, alt.Tooltip("clipped:N", title="clipped to threshold")]),
         *_event_template_layers(t),
     ]
-    return finish(layers, title, t, subtitle=subtitle, large=large)
+    return finish(layers, title, t, subtitle=subtitle, large=large, below=below)
 
 
 def _lr_panel_template(t: dict) -> alt.LayerChart:
@@ -446,9 +461,10 @@ def head_stats_chart(
     panels = []
     for lay in sorted({r["layer"] for r in clean}) or [layer if layer is not None else 0]:
         part = [r for r in clean if r["layer"] == lay]
-        base = alt.Chart(data_frame(part)).encode(
-            x=step_x(), color=colour_encoding("head:N", heads, palette_for(heads), "head", lines=True)
-        )
+        # Heads listed in rows of at most 8: a 16-head legend in one row ran ~300 px past a projector's edge.
+        legend = alt.Legend(title="head", symbolType="stroke", symbolStrokeWidth=3, columns=min(8, max(1, len(heads))))
+        colour = alt.Color("head:N", scale=alt.Scale(domain=heads, range=palette_for(heads)), legend=legend, sort=heads)
+        base = alt.Chart(data_frame(part)).encode(x=step_x(), color=colour)
         tooltip = [
             alt.Tooltip("step:Q"),
             alt.Tooltip("head:N"),

@@ -80,13 +80,22 @@ def attention_grid(
     height = int(num_layers * max(t["panel"], panel_px + 40) + 140)
     # Built as one layout dict and one Figure() call: make_subplots plus per-axis update_* calls took 220-310 ms
     # for 4 x 4 heads (plotly re-validates the layout on every update), this ~30 ms. Same figure either way.
+    # Many heads: panels ~50 px wide, where "L0 H10" titles ran into each other ("L0 H0 H10 H20..."), as did one
+    # "key (attended to)" under each panel. Then only the top row names its heads ("H10"), each row's y title
+    # names its layer, and one x title says "key".
+    narrow = panel_px < 110
+    titles = [
+        (f"H{h}" if i == 0 else "") if narrow else f"{names[i]} H{h}"
+        for i in range(num_layers)
+        for h in range(num_heads)
+    ]
     layout = _subplot_grid(
         num_layers,
         num_heads,
-        [f"{names[i]} H{h}" for i in range(num_layers) for h in range(num_heads)],
+        titles,
         horizontal_spacing=min(0.03, 0.9 / max(1, num_heads - 1)),
         vertical_spacing=min(50 / height, 0.9 / max(1, num_layers - 1)),
-        title_size=t["axis_title"],
+        title_size=min(t["axis_title"], int(panel_px / 2.2)) if narrow else t["axis_title"],
     )
     tick_font = token_font(len(cats), panel_px, t["label"])
     every = 1 if len(cats) * MIN_TOKEN_FONT * 1.15 <= panel_px else tick_step(len(cats), panel_px, MIN_TOKEN_FONT)
@@ -123,10 +132,12 @@ def attention_grid(
                     yaxis=_axis_ref("y", k),
                 )
             )
-    for h in range(num_heads):
-        layout[_axis_name("x", (num_layers - 1) * num_heads + h)]["title"]["text"] = "key (attended to)"
+    for h in range(1 if narrow else num_heads):
+        layout[_axis_name("x", (num_layers - 1) * num_heads + h)]["title"]["text"] = (
+            "key" if narrow else "key (attended to)"
+        )
     for i in range(num_layers):
-        layout[_axis_name("y", i * num_heads)]["title"]["text"] = "query"
+        layout[_axis_name("y", i * num_heads)]["title"]["text"] = f"{names[i]} query" if narrow else "query"
     suffix = f" (last {max_tokens} of {size} characters)" if start else ""
     bar_fonts = {"tickfont": {"size": t["label"]}, "title": {"text": "weight", "font": {"size": t["label"]}}}
     layout.update(
@@ -169,6 +180,8 @@ def _subplot_grid(
             y_domain = [max(0.0, top - height), min(1.0, top)]
             layout[_axis_name("x", k)] = {"domain": x_domain, "anchor": _axis_ref("y", k)}
             layout[_axis_name("y", k)] = {"domain": y_domain, "anchor": _axis_ref("x", k)}
+            if not titles[k]:  # as make_subplots: no annotation for an empty title
+                continue
             layout["annotations"].append(
                 {
                     "text": titles[k],

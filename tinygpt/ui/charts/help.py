@@ -8,8 +8,9 @@ module imports nothing, so reading the help never loads altair or plotly.
 CHART_HELP: dict[str, str] = {
     "loss_chart": "Training loss should start near the dashed ln(V) line (a uniform guess over the vocabulary) and "
     "fall below it within a few dozen steps. Validation loss pulling away upward from training loss is overfitting.",
-    "lr_chart": "The learning rate the optimizer used at each step: a linear warmup, then a cosine decay. "
-    "The faint line is the plan from now on, with the knobs in force; the vertical rule is where training is now.",
+    "lr_chart": "The learning rate the optimizer used at each step: a linear warmup, then a cosine decay to the "
+    "floor (the Lecture preset keeps the peak: it trains until stopped). The faint line is the plan from now on, "
+    "with the knobs in force; the vertical rule is where training is now.",
     "grad_norm_chart": "The size of the whole gradient before clipping (log scale). Points above the clip line were "
     "scaled down to it (orange points).",
     "layer_grad_chart": "Gradient norm of each layer's parameters, above the learning rate on the same steps. "

@@ -6,6 +6,7 @@ tinygpt.attention (the masks) and tinygpt.inside (the weights under each mask).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -80,8 +81,11 @@ def mask_comparison(
     if not modes:
         return placeholder(title or "Masks side by side", "no checkpoint yet", large)
     t = theme(large)
+    # Each column titled by its mode alone, wrapped ("sliding<br>window"); the rows say "mask" and "weights" on
+    # their y axes: "weights under sliding_window" beside "weights under off_by_one" overlapped in four columns.
+    wrapped = ["<br>".join(textwrap.wrap(m.replace("_", " "), 9)) for m in modes]
     fig = make_subplots(
-        rows=2, cols=len(modes), subplot_titles=[f"mask: {m}" for m in modes] + [f"weights under {m}" for m in modes],
+        rows=2, cols=len(modes), subplot_titles=wrapped + [""] * len(modes),
         horizontal_spacing=0.04, vertical_spacing=0.12,
     )  # fmt: skip
     size = np.asarray(results[modes[0]][0]).shape[0]
@@ -105,6 +109,8 @@ def mask_comparison(
     token_ticks(fig, cats, ticks, 1, "x", tickfont={"size": font})
     token_ticks(fig, cats, ticks, 1, "y", autorange="reversed", tickfont={"size": font})
     square_cells(fig, 2, len(modes))
+    fig.update_yaxes(title_text="mask: query", row=1, col=1)
+    fig.update_yaxes(title_text="weights: query", row=2, col=1)
     weight_bar = {"len": 0.45, "y": 0.0, "yanchor": "bottom", "title": {"text": "weight"}}
     mask_bar = {"len": 0.45, "y": 1.0, "yanchor": "top", "tickvals": [0.25, 0.75], "ticktext": ["masked", "may attend"]}
     fig.update_layout(
@@ -113,4 +119,7 @@ def mask_comparison(
     )
     suffix = f" (the last {size - start} of {size} positions)" if start else ""
     heading = (title or "Every mask on the same text and checkpoint") + suffix
-    return style_plotly(fig, heading, large, height=int(2 * panel_px + 200))
+    fig = style_plotly(fig, heading, large, height=int(2 * panel_px + 200))
+    # Column titles no wider than a panel (style_plotly sets every annotation to the axis-title size)
+    fig.update_annotations(font_size=min(theme(large)["axis_title"], max(11, int(panel_px / 5.5))))
+    return fig

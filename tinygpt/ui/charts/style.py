@@ -54,7 +54,7 @@ def theme(large: bool = False) -> dict[str, int]:
             "line": 3,
             "height": 380,  # the loss chart fits a 720-line projector under the buttons and the status line
             "panel": 300,
-            "wide": 760,  # the content column of a 1280 px projector with the sidebar open
+            "wide": 700,  # plot width: with its axes it fits the content column of a 1280 px projector, sidebar open
         }
     return {"title": 17, "axis_title": 14, "label": 12, "text": 12, "line": 2, "height": 340, "panel": 220, "wide": 720}
 
@@ -253,10 +253,21 @@ def reference_rows(value: Any, label: str) -> list[dict]:
     return [{"ref": float(value), "label": label}] if finite(value) is not None else []
 
 
-def finish(layers: list, title: str, t: dict, subtitle: str | None = None, large: bool = False):
-    """`layers` as one styled chart of the theme's height, with a title (and subtitle)."""
+def finish(layers: list, title: str, t: dict, subtitle: str | None = None, large: bool = False, below: int = 0):
+    """`layers` as one styled chart of the theme's height, with a title (and subtitle). `below`: lines of legend
+    under the plot (`legend_lines`); the chart grows by their height, since Streamlit fits the whole chart, legend
+    included, into the height it is given (four knob changes squeezed the loss plot to a sliver)."""
     title_params = alt.TitleParams(title, subtitle=subtitle) if subtitle else title
-    return style_altair(alt.layer(*layers).properties(title=title_params, height=t["height"]), large)
+    height = t["height"] + (below * (t["label"] + 7) + 2 * t["label"] + 10 if below else 0)
+    return style_altair(alt.layer(*layers).properties(title=title_params, height=height), large)
+
+
+def legend_lines(*entries: int) -> int:
+    """The lines kept for the legends under a chart (one per entry), in steps of four and capped: the height is
+    part of a live chart's template, so a new knob change rebuilds the view only at the 1st, 5th, 9th... change
+    (every other one only swaps data in)."""
+    total = sum(entries)
+    return min(-(-total // 4) * 4, 24)
 
 
 # ---------------------------------------------------------------- live charts
@@ -318,7 +329,8 @@ def knob_label(event: dict) -> str:
 
 def marker_rows(rows: list[dict], t: dict, x_max: float | None, stagger: bool = True) -> list[dict]:
     """Marker rows with their label's line ("y", pixels) and side: "right" (label left of the rule) past 60% of
-    the x range that ends at `x_max`."""
+    the x range that ends at `x_max`. For one marker with a label (the learning-rate chart's "now"); knob changes,
+    however many, are `numbered_markers`."""
     far = 0.6 * x_max if x_max else math.inf
     return [
         {
@@ -328,6 +340,91 @@ def marker_rows(rows: list[dict], t: dict, x_max: float | None, stagger: bool = 
         }
         for i, row in enumerate(rows)
     ]
+
+
+CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩⑪⑫⑬⑭⑮⑯⑰⑱⑲⑳"
+BADGE_GAP = 0.045  # of the x range: two badges closer than this share no line (a badge is ~3% of a 700 px plot)
+BADGE_LINES = 3
+
+
+def badge(n: int) -> str:
+    """The mark drawn on a chart for marker `n` (1-based): ① .. ⑳, then (21), (22), ..."""
+    return CIRCLED[n - 1] if 1 <= n <= len(CIRCLED) else f"({n})"
+
+
+def numbered_markers(rows: Sequence[Mapping[str, Any]], t: dict, x_max: float | None) -> list[dict]:
+    """Knob-change markers that stay readable however many there are: each row {"step", "label", ...} (in any
+    order) gets its number "n" (by step), a "badge" (①, drawn at the top of its rule), the "entry" listed under
+    the chart ("① @30 mask causal→none"), a badge line "y" (pixels from the top) and a "side". Labels never
+    sit on the plot, where three neighbouring changes used to smear into one another; badges are one character,
+    and two closer than BADGE_GAP of the x range go on different lines (up to BADGE_LINES, then the line whose
+    last badge is furthest away). "side" is "right" (badge left of its rule) for the last 5% of the x range,
+    where a badge right of its rule would be clipped by the plot's edge."""
+    ordered = sorted((dict(r) for r in rows), key=lambda r: r["step"])
+    x0 = min((r["step"] for r in ordered), default=0)
+    span = max((x_max or 0) - min(0, x0), 1e-9)
+    last: list[float] = []  # per badge line: the step of its last badge
+    out = []
+    for n, row in enumerate(ordered, start=1):
+        free = [i for i, s in enumerate(last) if row["step"] - s >= BADGE_GAP * span]
+        if free:
+            line = free[0]
+        elif len(last) < BADGE_LINES:
+            line = len(last)
+            last.append(row["step"])
+        else:
+            line = min(range(len(last)), key=lambda i: last[i])
+        last[line] = row["step"]
+        far = x_max is not None and row["step"] > x_max - 0.05 * span
+        out.append({**row, "n": n, "badge": badge(n), "entry": f"{badge(n)} {row['label']}",
+                    "y": 4 + line * (t["text"] + 6), "side": "right" if far else "left"})  # fmt: skip
+    return out
+
+
+def numbered_marker_layers(
+    source: str | list[dict], t: dict, colour: Any, x: alt.X, title: str = "knob changes"
+) -> list:
+    """The layers of `numbered_markers` rows (`source`: a live chart's dataset name, or the rows): a dashed rule per
+    change, its badge at the top,
+    and the list of changes ("① @30 mask causal→none", one per line) as a legend under the chart, so every entry
+    is whole and the chart's width does not depend on how many there are. `colour` is a colour string or a
+    colour encoding (a comparison colours each change by its run). The list is the rules' opacity legend (every
+    entry opaque): the colour legend stays free for the curves, and the list follows the data without changing
+    the template, so a live chart keeps updating in place."""
+    tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("entry:N", title=title)]
+    if isinstance(source, str):
+        base = alt.Chart(alt.NamedData(source))
+    else:
+        base = alt.Chart(data_frame(source, "step", "label", "n", "badge", "entry", "y", "side"))
+    paint = {"color": colour} if not isinstance(colour, str) else {}
+    mark_colour = {"color": colour} if isinstance(colour, str) else {}
+    entries = alt.Opacity(
+        "entry:N",
+        sort=alt.EncodingSortField("n", order="ascending"),
+        scale=alt.Scale(range=[1, 1]),
+        # No legend title: a run without changes would still show it, alone, under the chart ("knob chan").
+        legend=alt.Legend(
+            title=None, orient="bottom", direction="vertical", columns=1, labelLimit=0, symbolType="stroke",
+            symbolStrokeColor=PURPLE if not mark_colour else mark_colour["color"], symbolDash=[3, 3],
+            symbolStrokeWidth=2,
+        ),
+    )  # fmt: skip
+    rule = base.mark_rule(strokeDash=[3, 3], strokeWidth=t["line"], **mark_colour)
+    layers = [rule.encode(x=x, opacity=entries, tooltip=tooltip, **paint)]
+    for side in ("left", "right"):
+        layers.append(
+            base.transform_filter(f"datum.side == '{side}'")
+            .mark_text(
+                align=side,
+                baseline="top",
+                dx=3 if side == "left" else -3,
+                fontSize=t["text"] + 2,
+                fontWeight="bold",
+                **mark_colour,
+            )  # fmt: skip
+            .encode(x=x, y=alt.Y("y:Q", scale=None), text="badge:N", tooltip=tooltip, **paint)
+        )
+    return layers
 
 
 def step_seconds(records: Records | None):

@@ -1,0 +1,273 @@
+"""The lesson's checks: each a function from `Evidence` (numbers read from a step's run folders) to a `Check`,
+passed True (the effect appeared, with its numbers), False (the run did not show it, with its numbers) or None
+(not enough data yet, saying what is missing). Never a fixed sentence about the usual case. The steps that use
+them are in tinygpt/ui/lesson.py. Pure: no Streamlit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinygpt.runstore import knob_changes
+
+LECTURE = "lecture"  # the role of the run the live-knob steps steer
+HEADS = "heads"  # the role of the Demo run (4 heads per layer) the multiple-heads step looks at
+INDUCTION = "induction"  # the role of the induction experiment's two runs
+WINDOW = 20  # steps averaged on each side of a knob change (the Train chart's default smoothing is similar)
+GROUP_STEPS = 3  # knob changes this close together came from one click
+PATIENCE = 300  # steps a live knob's effect may take to show before the check says it did not
+MIN_KNOB_CHANGE = 0.3  # nats: a live knob's effect smaller than this is not something the room can see
+
+
+# ---------------------------------------------------------------- what a check reads and says
+
+
+@dataclass
+class RunData:
+    """What a check may read of one run folder."""
+
+    run_id: str
+    state: str = ""
+    metrics: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    scores: list[dict] = field(default_factory=list)
+    vocab_size: int | None = None
+
+
+@dataclass
+class Evidence:
+    """Everything the step's check is computed from: its runs by role ("lecture", "induction"), the experiment
+    verdicts by key ({"reproduced", "sentence"}), and numbers the view computed from checkpoints (health rows,
+    ablation, lens hits). A missing entry means its run does not exist yet."""
+
+    runs: dict[str, RunData] = field(default_factory=dict)
+    verdicts: dict[str, dict] = field(default_factory=dict)
+    health: dict[str, list[dict]] = field(default_factory=dict)  # {run label: lab.health_checks rows}
+    ablation: dict | None = None  # {"head", "best", "others", "where"}
+    lens: dict | None = None  # {"names": [...], "hits": [...], "positions": n}
+
+
+@dataclass(frozen=True)
+class Check:
+    passed: bool | None  # None: not enough data yet
+    text: str
+
+    @property
+    def status(self) -> str:
+        return {True: "seen", False: "not seen", None: "not enough data yet"}[self.passed]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else None
+
+
+def _losses(metrics: Sequence[dict]) -> list[tuple[int, float]]:
+    return [(int(m["step"]), float(m["loss"])) for m in metrics if m.get("loss") is not None and "step" in m]
+
+
+def _no_run(role: str) -> Check:
+    return Check(None, f"Not enough data yet: the {role} run has not started (press **Set up this step**).")
+
+
+# ---------------------------------------------------------------- the checks
+
+
+def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0) -> Check:
+    """The first loss sits at ln(V), uniform guessing over the vocabulary, and training takes it well below."""
+    run = ev.runs.get(LECTURE)
+    if run is None:
+        return _no_run(LECTURE)
+    losses = _losses(run.metrics)
+    if len(losses) < min_steps:
+        return Check(None, f"Not enough data yet: {len(losses)} of {min_steps} steps trained.")
+    first, now = losses[0][1], _mean([v for _, v in losses[-WINDOW:]])
+    uniform = math.log(run.vocab_size) if run.vocab_size else None
+    start = f"the first loss was {first:.2f}" + (f" (ln {run.vocab_size} = {uniform:.2f}: uniform guessing)"
+                                                  if uniform else "")  # fmt: skip
+    text = f"{start.capitalize()}; by step {losses[-1][0]} it is {now:.2f}"
+    near = uniform is None or abs(first - uniform) < 0.5
+    fell = now is not None and first - now >= min_fall
+    if near and fell:
+        return Check(True, f"{text}: it fell by {first - now:.2f}.")
+    why = [] if near else [f"the start is {abs(first - uniform):.2f} away from ln V"]
+    why += [] if fell else [f"it fell by {first - now:.2f}, less than {min_fall}"]
+    return Check(False, f"{text}; but {' and '.join(why)}.")
+
+
+def knob_effect(
+    knob: str, value: Any, rise: bool, min_change: float = MIN_KNOB_CHANGE, patience: int = PATIENCE
+) -> Callable[[Evidence], Check]:
+    """The loss on each side of the lecture run's latest change of `knob` to `value`: it must fall (rise=False)
+    or rise (rise=True) by at least `min_change` nats over WINDOW steps, within `patience` steps of the change
+    (a mask switched off first disturbs the model: its loss rises for a few steps before it plunges)."""
+
+    def check(ev: Evidence) -> Check:
+        run = ev.runs.get(LECTURE)
+        if run is None:
+            return _no_run(LECTURE)
+        changes = [e for e in knob_changes(run.events) if e.get("knob") == knob and _same(e.get("new"), value)]
+        if not changes:
+            return Check(None, f"Not enough data yet: {knob} has not been set to {value} on the lecture run.")
+        event = changes[-1]
+        at = int(event.get("step") or 0)
+        # Knobs the same click moved land within a few steps of each other: one change, named together; the loss
+        # before it is read before the first of them, after it until the next change of any knob.
+        every = knob_changes(run.events)
+        together = [e for e in every if abs(int(e.get("step") or 0) - at) <= GROUP_STEPS]
+        first = min(int(e.get("step") or 0) for e in together)
+        later = [int(e.get("step") or 0) for e in every if int(e.get("step") or 0) > at + GROUP_STEPS]
+        until = min(later) if later else None
+        losses = _losses(run.metrics)
+        before = [v for s, v in losses if s <= first][-WINDOW:]
+        after = [v for s, v in losses if s > at and (until is None or s <= until)]
+        named = ", ".join(f"{e.get('knob')} {e.get('old')} → {e.get('new')}" for e in together
+                          if not e.get("coupled_to"))  # fmt: skip
+        if len(before) < 5 or len(after) < WINDOW:
+            return Check(None, f"Not enough data yet: {len(after)} of {WINDOW} steps since {named} "
+                               f"at step {at}.")  # fmt: skip
+        old, new = _mean(before), _mean(after[-WINDOW:])
+        change = new - old
+        verb = "rose" if change > 0 else "fell"
+        text = (f"The loss {verb} from {old:.2f} to {new:.2f} after {named} at step {at} (mean of {WINDOW} steps "
+                f"each side, {len(after)} steps since)")  # fmt: skip
+        moved = change >= min_change if rise else -change >= min_change
+        if moved:
+            return Check(True, text + ".")
+        if len(after) < patience:  # the model needs some steps to exploit (or be hurt by) the change
+            return Check(None, f"Not enough data yet: {text}; waiting up to {patience} steps for it to "
+                               f"{'rise' if rise else 'fall'} by {min_change}.")  # fmt: skip
+        wanted = "rise" if rise else "fall"
+        return Check(False, f"{text}: it did not {wanted} by {min_change} nats, the least the room could see, "
+                            f"in {len(after)} steps.")  # fmt: skip
+
+    return check
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=1e-6)
+    return a == b
+
+
+def heads_differ(ev: Evidence, min_spread: float = 0.2) -> Check:
+    """Several heads learn different jobs: in the heads run's latest snapshot, some role's score differs across
+    heads by `min_spread` or more (one head attends to the first character, another does not)."""
+    run = ev.runs.get(HEADS)
+    if run is None:
+        return _no_run("heads")
+    if not run.scores:
+        return Check(None, "Not enough data yet: no attention snapshot has been scored.")
+    record = run.scores[-1]
+    best = None
+    for role, layers in (record.get("roles") or {}).items():
+        if not layers:
+            continue
+        named = [(f"L{i}H{j}", float(v)) for i, row in enumerate(layers) for j, v in enumerate(row)]
+        if len(named) < 2:
+            continue
+        hi, lo = max(named, key=lambda p: p[1]), min(named, key=lambda p: p[1])
+        if best is None or hi[1] - lo[1] > best[0]:
+            best = (hi[1] - lo[1], role, hi, lo, len(named))
+    if best is None:
+        return Check(None, "Not enough data yet: the snapshot has fewer than two heads to compare.")
+    spread, role, hi, lo, count = best
+    text = (f"At step {record.get('step')}, the {count} heads' {role}-token scores range from {lo[1]:.2f} "
+            f"({lo[0]}) to {hi[1]:.2f} ({hi[0]})")  # fmt: skip
+    if spread >= min_spread:
+        return Check(True, f"{text}: the heads do different jobs.")
+    if run.state not in ("finished", "stopped", "diverged", "failed"):  # the roles form as it trains
+        return Check(None, f"Not enough data yet: {text}; still training, judged when the run ends.")
+    return Check(False, f"{text}: a spread of {spread:.2f}, under {min_spread}; the heads look alike.")
+
+
+def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
+    """An Experiments-page pitfall: its own computed verdict (tinygpt.experiments), numbers and all."""
+
+    def check(ev: Evidence) -> Check:
+        verdict = ev.verdicts.get(key)
+        if verdict is None:
+            return Check(None, f"Not enough data yet: '{title}' has not been started.")
+        if verdict.get("reproduced") is None:
+            return Check(None, f"Not enough data yet: {verdict.get('sentence', 'still training')}")
+        return Check(bool(verdict["reproduced"]), f"{title}: {verdict.get('sentence', '')}")
+
+    return check
+
+
+PITFALLS = ("scaling", "mask", "warmup", "residual", "softmax", "shape_drift", "memory")
+# What "Prepare the long runs" starts, in the lesson's order (the run manager's queue is first come, first served):
+# a run started only when its step comes waits behind all of these (the heads run did, 7 minutes, in the test).
+PREPARE_ORDER = ("exp:shape_drift", "exp:scaling", "heads", "exp:residual", "exp:mask", "exp:warmup", "exp:softmax",
+                 "induction")  # fmt: skip
+
+
+def all_pitfalls(ev: Evidence) -> Check:
+    """The seven pitfalls together: each one's verdict, counted."""
+    done = {k: v for k, v in ev.verdicts.items() if k in PITFALLS and v.get("reproduced") is not None}
+    shown = [k for k, v in done.items() if v["reproduced"]]
+    missing = [k for k in PITFALLS if k not in ev.verdicts]
+    waiting = [k for k in PITFALLS if k in ev.verdicts and k not in done]
+    text = f"{len(shown)} of {len(PITFALLS)} pitfalls reproduced"
+    if missing or waiting:
+        parts = ([f"not started: {', '.join(missing)}"] if missing else []) + (
+            [f"still training: {', '.join(waiting)}"] if waiting else [])  # fmt: skip
+        return Check(None, f"Not enough data yet: {text} so far; {'; '.join(parts)}.")
+    failed = [k for k in PITFALLS if k not in shown]
+    if failed:
+        return Check(False, f"{text}; did not reproduce: {', '.join(failed)}.")
+    return Check(True, f"{text}: {', '.join(PITFALLS)}.")
+
+
+def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent bug") -> Check:
+    """The checklist passes the correct run and fails the silent bug, whose loss curve looked fine."""
+    rows = {label: ev.health.get(label) for label in (healthy, broken)}
+    if any(r is None for r in rows.values()):
+        return Check(None, "Not enough data yet: the shape-drift runs have no checkpoint to check yet.")
+    fails = {label: [r["check"] for r in r_ if r.get("result") == "FAIL"] for label, r_ in rows.items()}
+    text = (f"The checklist: '{healthy}' {len(rows[healthy]) - len(fails[healthy])}/{len(rows[healthy])} not "
+            f"failed; '{broken}' failed {len(fails[broken])}"
+            + (f" ({'; '.join(fails[broken])})" if fails[broken] else ""))  # fmt: skip
+    if fails[broken] and not fails[healthy]:
+        return Check(True, text + ".")
+    why = f"; the correct run failed {', '.join(fails[healthy])}" if fails[healthy] else ""
+    return Check(False, text + why + ".")
+
+
+def induction_formed(ev: Evidence) -> Check:
+    verdict = ev.verdicts.get(INDUCTION)
+    if verdict is None:
+        return Check(None, "Not enough data yet: the induction runs have not been started.")
+    if verdict.get("reproduced") is None:
+        return Check(None, f"Not enough data yet: {verdict.get('sentence', 'still training')}")
+    return Check(bool(verdict["reproduced"]), verdict.get("sentence", ""))
+
+
+def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
+    """Switching the best induction head off raises the loss on the repeated text's second copy."""
+    result = ev.ablation
+    if result is None:
+        return Check(None, "Not enough data yet: the induction run has no final checkpoint to ablate.")
+    head, best, others = result["head"], result["best"], result["others"]
+    text = (f"Zero-ablating {head} adds {best:+.2f} nats on {result['where']}; the other heads add "
+            f"{others:+.2f} on average")  # fmt: skip
+    if best >= min_loss:
+        return Check(True, f"{text}: the copying depends on it.")
+    return Check(False, f"{text}: under {min_loss} nats, so this run does not depend on it.")
+
+
+def lens_sharpens(ev: Evidence, min_gain: int = 3) -> Check:
+    """The logit lens: the top guess read at the last layer is right at more positions than read after the
+    embedding."""
+    lens = ev.lens
+    if lens is None:
+        return Check(None, "Not enough data yet: the induction run has no checkpoint to read with the lens.")
+    names, hits, n = lens["names"], lens["hits"], lens["positions"]
+    text = "Top guess right, by where the stream is read: " + ", ".join(
+        f"{name} {hit}/{n}" for name, hit in zip(names, hits, strict=True))  # fmt: skip
+    if hits[-1] - hits[0] >= min_gain:
+        return Check(True, f"{text}: the prediction forms in the layers.")
+    return Check(False, f"{text}: the last layer gains fewer than {min_gain} positions on the embedding.")

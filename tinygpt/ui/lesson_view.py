@@ -1,0 +1,409 @@
+"""The lesson pane in the sidebar (tinygpt/ui/lesson.py holds the steps and their checks; this draws them, does a
+step's one-click setup, and gathers the numbers each check reads from the run folders).
+
+Who sees what: the instructor's Back / Next move the whole room (tinygpt.ui.lesson.write_room); every learner's
+pane reads the room's position on its refresh and follows each move, and may look around in between. The
+instructor's setup starts the room's runs (recorded in the room file, so learners' panes show the same check on
+the same runs); a learner's setup opens the room's runs read-only, or starts their own where the room has none
+(and always their own lecture run, whose knobs they may move).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from tinygpt import circuits
+from tinygpt.config import DataConfig, preset
+from tinygpt.errors import TinyGPTError
+from tinygpt.experiments import ENDED, EXPERIMENTS
+from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES, Actor, may_control
+from tinygpt.ui import admission, circuits_view, lab, lesson, resources, runinfo, safe, settings, state
+from tinygpt.ui.lesson import HEADS, INDUCTION, LECTURE, STEPS, Evidence, RunData, Step
+
+REFRESH_S = 3.0  # how often a pane re-reads the room's position and its step's check
+TWO, ONE = list(circuits.INDUCTION_VARIANTS)  # the induction experiment's 2-layer run and its control
+
+
+def _root() -> str:
+    return str(resources.get_store().root)
+
+
+def room() -> dict:
+    return lesson.read_room(_root())
+
+
+# ---------------------------------------------------------------- which runs a session's check reads
+
+
+def runs_for(actor: Actor, room_data: dict) -> dict[str, dict[str, str]]:
+    """{role: {label: run_id}}: the room's runs, with this session's own runs in their place where it set some up
+    (the instructor's own are the room's)."""
+    own = state.get(state.LESSON_RUNS) or {}
+    return {**room_data["runs"], **({} if actor.instructor else own)}
+
+
+def _remember(actor: Actor, role: str, runs: dict[str, str]) -> None:
+    if actor.instructor:
+        lesson.write_room(_root(), runs={role: runs})
+    else:
+        state.put(state.LESSON_RUNS, {**(state.get(state.LESSON_RUNS) or {}), role: dict(runs)})
+
+
+# ---------------------------------------------------------------- the one click
+
+
+def _lecture(actor: Actor, runs: dict, manager) -> str:
+    """The lecture run, training: resumed if paused, started (with the Train form showing its settings) if there
+    is none or it ended. A learner watches the room's (read-only: its knobs are the instructor's) or, in a room
+    without one, trains their own."""
+    rid = (runs.get(LECTURE) or {}).get("run")
+    store = resources.get_store()
+    if rid and store.exists(rid):
+        if not may_control(store.reader(rid).config(), actor):
+            return rid
+        run_state = store.reader(rid).status().get("state")
+        if run_state in ACTIVE_STATES and run_state != "paused":
+            return rid
+        if run_state in RESUMABLE_STATES:
+            admission.resume(actor, rid)
+            return rid
+    wanted = lesson.lecture_settings()
+    name = wanted.pop("preset")
+    config = preset(name, **wanted, source="shakespeare")
+    settings.ensure_corpus(config.data)
+    rid = admission.start(actor, {"run": config})["run"]
+    _remember(actor, LECTURE, {"run": rid})
+    label = settings.preset_label(name)
+    if label:  # the Train form shows the lecture run's settings (no "changed since this run started")
+        _widget(state.W_PRESET, label)
+    values, source = settings.values_from_config(config.to_dict())
+    for field_name, value in values.items():
+        _widget(settings.FIELD_BY_NAME[field_name].key, value)
+    _widget(state.W_SOURCE, source or settings.SOURCE_SHAKESPEARE)
+    return rid
+
+
+def _widget(key: str, value: Any) -> None:
+    """A widget value for the page the setup opens, set at the start of that page's run (`apply_pending`): set
+    now, it would be overwritten by the values the browser sent with the click, which switch_page carries over."""
+    state.put(state.LESSON_PENDING, {**(state.get(state.LESSON_PENDING) or {}), key: value})
+
+
+def apply_pending() -> None:
+    for key, value in (state.pop(state.LESSON_PENDING) or {}).items():
+        state.put_widget(key, value)
+
+
+def _heads(actor: Actor, runs: dict) -> str:
+    """The multiple-heads step's run: the Demo preset (4 heads per layer, 300 steps), the room's if it has one."""
+    if (rid := (runs.get(HEADS) or {}).get("run")) and resources.get_store().exists(rid):
+        return rid
+    config = preset("demo", source="shakespeare")
+    rid = admission.start(actor, {"run": config})["run"]
+    _remember(actor, HEADS, {"run": rid})
+    return rid
+
+
+def _experiment(actor: Actor, runs: dict, key: str) -> dict[str, str]:
+    role = f"exp:{key}"
+    if runs.get(role):
+        return runs[role]
+    settings.ensure_corpus(DataConfig(source="shakespeare"))
+    started = admission.start(actor, EXPERIMENTS[key].configs(seed=1337, source="shakespeare"))
+    _remember(actor, role, started)
+    return started
+
+
+def _induction(actor: Actor, runs: dict) -> dict[str, str]:
+    if runs.get(INDUCTION):
+        return runs[INDUCTION]
+    started = admission.start(actor, circuits.induction_configs("synthetic:copyvar", 1337))
+    _remember(actor, INDUCTION, started)
+    return started
+
+
+def prepare(actor: Actor) -> int:
+    """Before class (the instructor): start every long step's runs the room has not started; returns how many.
+    They queue in the lesson's order, so the earliest steps' runs finish first."""
+    count = 0
+    runs = room()["runs"]
+    for role in lesson.PREPARE_ORDER:
+        if runs.get(role):
+            continue
+        if role == HEADS:
+            _heads(actor, runs)
+            count += 1
+        elif role == INDUCTION:
+            count += len(_induction(actor, runs))
+        else:
+            count += len(_experiment(actor, runs, role.removeprefix("exp:")))
+    return count
+
+
+def set_up(step: Step, actor: Actor) -> None:
+    """The step's one click: its runs, its knobs and its page (then the page opens; errors are flashed)."""
+    manager = resources.get_manager()
+    runs = runs_for(actor, room())
+    query: dict[str, str] = {}
+    setup = step.setup
+    if setup.train or setup.knobs:
+        rid = _lecture(actor, runs, manager)
+        state.set_run_id(rid)
+        query[state.URL_RUN] = rid
+        mine = may_control(resources.get_store().reader(rid).config(), actor)
+        for name, value in setup.knobs.items() if mine else ():  # a learner watches the room's run
+            request = manager.set_knob(rid, name, value, actor=actor)
+            _widget(settings.FIELD_BY_NAME[name].key, value)
+            state.add_knob_note(name, value, request)
+    if setup.rest and (rid := (runs.get(LECTURE) or {}).get("run")) and resources.is_active(rid):
+        manager.pause(rid, actor=actor)  # its training slot goes to the long runs
+    if setup.heads:
+        rid = _heads(actor, runs)
+        state.set_run_id(rid)
+        query[state.URL_RUN] = rid
+    if setup.pitfalls and actor.instructor:
+        prepare(actor)
+        runs = runs_for(actor, room())
+    for key in setup.measure:
+        results = EXPERIMENTS[key].measure(1337)
+        state.set_lab_measured(key, 1337, results)
+        if actor.instructor:
+            lesson.write_room(_root(), measured={key: results})
+    if setup.experiment:
+        started = _experiment(actor, runs, setup.experiment)
+        _widget(state.W_EXPERIMENT, setup.experiment)
+        state.set_lab_runs(setup.experiment, started)
+        query |= {"experiment": setup.experiment, state.URL_LAB: ",".join(started.values())}
+    if setup.induction:
+        started = _induction(actor, runs)
+        state.set_circuit_runs(started)
+        state.set_run_id(started[TWO])
+        query |= {state.URL_RUN: started[TWO], state.URL_CIRC: ",".join(started.values())}
+    kept = {k: v for k, v in (state.get(state.WORKSHOP_PARAMS) or {}).items() if k != "experiment"}
+    st.switch_page(step.page, query_params={**kept, **query})  # a workshop link's settings stay in the address
+
+
+# ---------------------------------------------------------------- the numbers a check reads
+
+
+_LOCK = threading.Lock()
+
+
+@st.cache_resource(show_spinner=False)
+def _readers() -> dict:
+    """One incremental reader per run, shared by every pane on the server (20 learners follow the same runs)."""
+    return {}
+
+
+def _reader(run_id: str):
+    readers = _readers()
+    rd = readers.get(run_id)
+    if rd is None:
+        store = resources.get_store()
+        if not store.exists(run_id):
+            return None
+        rd = readers[run_id] = store.reader(run_id)
+    rd.poll()
+    return rd
+
+
+def _run_data(run_id: str) -> RunData | None:
+    rd = _reader(run_id)
+    if rd is None:
+        return None
+    vocab = ((rd.config().get("model") or {}).get("vocab_size")) or None
+    return RunData(run_id, rd.status().get("state", ""), rd.metrics, rd.events, circuits_view.scores(rd.run_dir),
+                   vocab)  # fmt: skip
+
+
+def _verdict(verdict) -> dict:
+    return {"reproduced": verdict.reproduced, "sentence": verdict.sentence}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _health(run_dir: str, step: int, metrics_len: int, _metrics: list[dict]) -> list[dict]:
+    return lab.health_checks(run_dir, step, _metrics)
+
+
+def lens_hits(run_dir: str, step: int, text: str) -> dict:
+    """How many positions of `text` the top guess gets right, read after each layer (the Circuits page's lens)."""
+    from tinygpt import lens as lens_lib
+
+    loaded = resources.cached_model(run_dir, step)
+    idx, tokens = circuits_view._probe(loaded, text)
+    out = lens_lib.logit_lens(loaded.model, idx)
+    guesses = np.array([[loaded.tokenizer.vocab[i] for i in row] for row in out["top_ids"][:, :-1, 0]])
+    hits = guesses == np.array(tokens[1:])[None, :]  # (L+1, T-1): the top guess is the next character
+    return {"names": list(out["names"]), "hits": [int(h) for h in hits.sum(axis=1)], "positions": int(hits.shape[1])}
+
+
+def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evidence:
+    """Read what `step`'s check needs from its runs (missing runs stay missing: the check says so)."""
+    ev = Evidence()
+    for role in lesson.roles_needed(step):
+        ids = runs.get(role)
+        if not ids:
+            continue
+        if role in (LECTURE, HEADS):
+            data = _run_data(ids["run"])
+            if data is not None:
+                ev.runs[role] = data
+        elif role.startswith("exp:"):
+            key = role.removeprefix("exp:")
+            readers = {label: _reader(rid) for label, rid in ids.items()}
+            ev.verdicts[key] = _verdict(EXPERIMENTS[key].verdict(lab.results(readers, EXPERIMENTS[key])))
+            if step.key == "health" and key == "shape_drift":
+                for label in ("correct", "silent bug"):
+                    rd = readers.get(label)
+                    if rd is not None and rd.status().get("state") in ENDED and rd.checkpoints():
+                        last = rd.checkpoints()[-1]
+                        ev.health[label] = _health(str(rd.run_dir), last, len(rd.metrics), rd.metrics)
+        elif role == INDUCTION:
+            _, records, ended = circuits_view.experiment_state(resources.get_store(), ids)
+            ev.verdicts[INDUCTION] = _verdict(circuits.induction_verdict(records, ended))
+            two = _reader(ids[TWO])
+            if ended and two is not None and two.checkpoints() and step.key in ("ablation", "lens"):
+                last, text = two.checkpoints()[-1], two.attention_index().get("probe_text", "")
+                if step.key == "ablation":
+                    ev.ablation = _ablation(str(two.run_dir), last, text, records.get(TWO) or [])
+                else:
+                    ev.lens = lens_hits(str(two.run_dir), last, text)
+    if step.setup.pitfalls or step.key == "pitfalls":
+        for key, results in measured.items():
+            ev.verdicts[key] = _verdict(EXPERIMENTS[key].verdict(results))
+    return ev
+
+
+def _ablation(run_dir: str, step: int, text: str, records: list[dict]) -> dict | None:
+    """The best induction head switched off at the final checkpoint, on the second copy of the repeated probe
+    (where only copying predicts the next character): tinygpt.bench_circuits' measurement (BENCHMARKS.md,
+    "Circuits"). On the run's own probe text, which repeats nothing, the same head changed the loss by -0.04 nats
+    in the browser test: the wrong text to judge copying on."""
+    head = circuits.phase_change(records).head
+    if not head:
+        return None
+    result = _second_copy_ablation(run_dir, step, head)
+    if result.get("second copy: best head") is None:
+        return None
+    return {"head": head, "best": result["second copy: best head"], "others": result["second copy: mean of others"],
+            "where": "the second copy of the repeated probe"}  # fmt: skip
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _second_copy_ablation(run_dir: str, step: int, head: str) -> dict:
+    return circuits.induction_ablation(run_dir, head)
+
+
+# ---------------------------------------------------------------- drawing
+
+
+def _progress(runs: dict[str, dict[str, str]], step: Step) -> list[str]:
+    """For a long step: where each of its runs stands, with an estimate of when it ends."""
+    lines = []
+    for role in lesson.roles_needed(step):
+        for label, rid in (runs.get(role) or {}).items():
+            rd = _reader(rid)
+            if rd is None:
+                continue
+            resources.touch(rid)  # a run the lesson waits for keeps its lease
+            status = rd.status()
+            if status.get("state") in ENDED:
+                continue
+            line = runinfo.status_line(status, rd.metrics)
+            wait = resources.queue_wait(rid) if status.get("state") == "queued" else None
+            if wait is not None:
+                line += f" · starts in about {runinfo.format_duration(wait)}"
+            lines.append(f"{role.removeprefix('exp:')} · {label}: {line}")
+    return lines
+
+
+def _show_check(check: lesson.Check) -> None:
+    text = safe.md(check.text)
+    if check.passed:
+        st.success(text, icon=":material/check_circle:")
+    elif check.passed is False:
+        st.warning(f"Not seen: {text}", icon=":material/error:")
+    else:
+        st.info(text, icon=":material/hourglass_top:")
+
+
+def _check_view(index: int, actor: Actor, seen_room: int | None) -> None:
+    data = room()
+    if data["step"] != seen_room and data["step"] is not None:
+        st.rerun(scope="app")  # the instructor moved the room: the pane follows
+    step = STEPS[index]
+    runs = runs_for(actor, data)
+    try:
+        with _LOCK:
+            check = step.check(evidence(step, runs, data["measured"]))
+            lines = _progress(runs, step)
+    except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
+        check = lesson.Check(None, f"Not enough data yet: could not read the runs ({exc}).")
+        lines = []
+    st.markdown(f"**Check:** {check.status}", help="Computed from the runs on every refresh of this pane.")
+    _show_check(check)
+    for line in lines:
+        st.caption(safe.md(line))
+
+
+def pane(shop, actor: Actor) -> None:
+    """The lesson in the sidebar: the step, its one-click setup, what to predict and watch, and its check."""
+    apply_pending()  # before the page draws its widgets
+    data = room()
+    shown = not (shop.tutorial is None and data["step"] is None and state.get(state.LESSON_STEP) is None)
+    state.put(state.LESSON_SHOWN, shown)
+    if not shown:
+        if actor.instructor and st.sidebar.button("Teach the lesson", icon=":material/school:", width="stretch"):
+            lesson.write_room(_root(), step=0)
+            st.rerun()
+        return
+    local = state.get(state.LESSON_STEP)
+    if local is None and shop.tutorial is not None:
+        local = shop.tutorial
+    index, seen = lesson.follow(local, state.get(state.LESSON_SEEN), data["step"])
+    state.put(state.LESSON_STEP, index)
+    state.put(state.LESSON_SEEN, seen)
+    step = STEPS[index]
+    with st.sidebar.container(border=True, key="lesson_pane"):
+        st.markdown(f"**Lesson {index + 1}/{len(STEPS)} · {step.section}**")
+        where = f"On the **{lesson.page_name(step)}** page"
+        if data["step"] is not None and data["step"] != index:
+            where += f" · the room is at step {data['step'] + 1}"
+        st.caption(where)
+        st.markdown(f"**Predict:** {step.predict}")
+        st.markdown(f"**Watch for:** {step.watch}")
+        if st.button("Set up this step", type="primary", icon=":material/play_circle:", key="lesson_setup",
+                     width="stretch"):  # fmt: skip
+            try:
+                set_up(step, actor)
+            except TinyGPTError as exc:
+                st.error(safe.md(exc))
+        st.fragment(run_every=REFRESH_S)(_check_view)(index, actor, seen)
+        back, forward = st.columns(2)
+        moved = None
+        if back.button("Back", disabled=index == 0, key="lesson_back", width="stretch"):
+            moved = index - 1
+        if forward.button("Next", disabled=index == len(STEPS) - 1, key="lesson_next", width="stretch"):
+            moved = index + 1
+        if actor.instructor:
+            st.caption("Back and Next move the whole room: every learner's lesson follows.")
+            if st.button("Prepare the long runs", icon=":material/schedule:", key="lesson_prepare", width="stretch",
+                         help="Before class: start the pitfalls' and the induction experiment's runs now, so "
+                         "their steps have results when the class reaches them."):  # fmt: skip
+                started = prepare(actor)
+                state.flash("success", f"Started {started} runs for the long steps." if started else
+                            "The long steps' runs were already started.")  # fmt: skip
+                st.rerun()
+        elif data["step"] is not None and data["step"] != index:
+            if st.button("Back to the room's step", key="lesson_follow", width="stretch"):
+                moved = data["step"]
+        if moved is not None:
+            state.put(state.LESSON_STEP, moved)
+            if actor.instructor:
+                lesson.write_room(_root(), step=moved)
+                state.put(state.LESSON_SEEN, moved)
+            st.rerun()
