@@ -360,7 +360,11 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     at.multiselect(key=state.W_COMPARE).set_value([run_a, run_b]).run()
     assert not at.exception, at.exception
     assert "Settings that differ" in texts(at)
-    at.selectbox(key=state.W_RUNS_PICK).set_value(run_b).run()
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)  # a fresh tab opened on run_b
+    at.query_params["run"] = run_b
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    assert at.session_state[state.W_RUNS_PICK] == run_b  # the picker starts on the tab's current run
     click(at, "Delete…")
     assert any("cannot be undone" in w.value for w in at.warning)
     click(at, "Yes, delete")
