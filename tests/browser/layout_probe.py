@@ -204,3 +204,20 @@ def probe_layout(page, ignore: Iterable[str] = ()) -> list[str]:
     problems = page.evaluate(PROBE_JS, [EDGE_SLACK_PX, OVERLAP_SHARE, OVERLAP_MIN_PX])
     skip = tuple(ignore)
     return [p for p in problems if not any(s in p for s in skip)]
+
+
+# What the projector still cannot show, each with why; the layout test and the lesson test leave these out and
+# fail on anything else (a problem line containing a key is a known one). Issue 20 stays open for them.
+KNOWN_LEFT = {
+    'labels overlap: "uniform guess ln(V)': "knob badges at the top of the loss plot cross the ln(V) label",
+    'labels overlap: "clip threshold': "the clip-threshold label hangs over the log axis's tick labels",
+    "(attn_grid): labels overlap": "token tick labels of narrow panels; the colour bar's title over its '1'",
+    "(attn_detail): labels overlap": "the colour bar's title 'weight' over its '1'",
+    "(attn_masks): labels overlap": "token tick labels of four panels; wrapped column titles under the title",
+    "DataFrame": "tables wider than their column (Runs, settings diff, health checklist, shape contracts, "
+    "Circuits heads): they scroll sideways; need column widths or st.table",
+    '"Next-character probabilities": text "after temperature': "the Sample chart's legend (pages/sample.py)",
+    'button label "Download bundle"': "Runs page button row (five buttons in a row at Large fonts)",
+    'button label "Share (read-only)"': "Runs page button row (h20-room owns the Share button)",
+    'text "2L×': "long run names cut in the Runs page's compare picker chips",
+}

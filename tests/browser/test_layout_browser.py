@@ -14,7 +14,7 @@ import re
 
 import pytest
 from helpers import tiny_config
-from layout_probe import probe_layout
+from layout_probe import KNOWN_LEFT, probe_layout
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 from test_app_browser import idle, no_exception, snap
@@ -79,19 +79,6 @@ def settle(page, ms: int = 1500) -> None:
 
 # What the probe still finds on the branch h20-layout (issue 20), left for a follow-up and named here so that
 # every other problem, and any new one, fails this test. Each is a substring of the probe's line.
-KNOWN_LEFT = {
-    'labels overlap: "uniform guess ln(V)': "knob badges at the top of the loss plot cross the ln(V) label",
-    'labels overlap: "clip threshold': "the clip-threshold label hangs over the log axis's tick labels",
-    "(attn_grid): labels overlap": "token tick labels of narrow panels; the colour bar's title over its '1'",
-    "(attn_detail): labels overlap": "the colour bar's title 'weight' over its '1'",
-    "(attn_masks): labels overlap": "token tick labels of four panels; wrapped column titles under the title",
-    "DataFrame": "tables wider than their column (Runs, settings diff, health checklist, shape contracts, "
-    "Circuits heads): they scroll sideways; need column widths or st.table",
-    '"Next-character probabilities": text "after temperature': "the Sample chart's legend (pages/sample.py)",
-    'button label "Download bundle"': "Runs page button row (five buttons in a row at Large fonts)",
-    'button label "Share (read-only)"': "Runs page button row (h20-room owns the Share button)",
-    'text "2L×': "long run names cut in the Runs page's compare picker chips",
-}
 
 
 def test_every_page_fits_the_projector(app_server, browser, shots, lesson_runs):
