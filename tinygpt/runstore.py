@@ -212,7 +212,7 @@ def read_json(path: str | Path, default: Any = None) -> Any:
     try:
         with open(path, "rb") as f:
             return json.loads(f.read())
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # not there (a "folder" on the way that is a file: not there)
         return default
     except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
         raise RunStoreError(f"{path} is not valid JSON ({e}); delete the run or fix the file.") from e
