@@ -105,6 +105,11 @@ def test_health_ablation_and_lens_checks():
     assert lesson.health_catches(Evidence(health={"correct": ok})).passed is None
     assert lesson.health_catches(Evidence(health={"correct": ok, "silent bug": bad})).passed is True
     assert lesson.health_catches(Evidence(health={"correct": bad, "silent bug": bad})).passed is False
+    # Seen in the lesson test: the correct run also failed "gradient norm under the clip" (the demo clips on most
+    # steps). A check both runs fail is about training, not the bug: the checklist still caught the bug.
+    clip = [{"check": "gradient norm under the clip", "result": "FAIL"}]
+    caught = lesson.health_catches(Evidence(health={"correct": ok + clip, "silent bug": bad + clip}))
+    assert caught.passed is True and "both fail gradient norm under the clip" in caught.text
     ab = {"head": "L1H2", "best": 0.46, "others": 0.2, "where": "the probe"}
     assert lesson.ablation_hurts(Evidence(ablation=ab)).passed is True
     assert lesson.ablation_hurts(Evidence(ablation={**ab, "best": 0.01})).passed is False

@@ -7,6 +7,7 @@ Compare, switches the x axis to seconds and reads the axis title and the legend 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ from test_app_browser import no_exception, snap
 from tinygpt.config import preset
 from tinygpt.loop import run_training
 from tinygpt.runstore import RunStore
+from tinygpt.ui import runinfo
 from tinygpt.ui.charts.style import SECONDS
 
 README_SHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "compare-wall-clock.png"
@@ -63,8 +65,10 @@ def test_compare_races_the_fast_preset_against_nanogpt_on_the_clock(app_server, 
     axis = page.get_by_test_id("stButtonGroup").filter(has_text="seconds")  # the "x axis" segmented control
     axis.locator("button").filter(has_text=re.compile("^seconds$")).click()
     expect(loss_chart.get_by_text(SECONDS).first).to_be_visible()  # the x axis is the wall clock now
-    for run_id in (fast, nanogpt):  # both runs in the legend
-        expect(loss_chart.get_by_text(run_id).first).to_be_attached()
+    configs = {run: json.loads((app_runs / run / "config.json").read_text()) for run in (fast, nanogpt)}
+    legend = compare.legend_names({run: runinfo.run_name(config, []) for run, config in configs.items()})
+    for run_id in (fast, nanogpt):  # both runs in the legend, by the readable names the Runs table shows
+        expect(loss_chart.get_by_text(legend[run_id]).first).to_be_attached()
     chosen = page.get_by_test_id("stMultiSelect").filter(has_text="Runs to compare")
     expect(chosen.get_by_text(re.compile("lr 0.006 · muon")).first).to_be_visible()  # the Fast run, named by its lever
     no_exception(page)

@@ -223,18 +223,22 @@ def all_pitfalls(ev: Evidence) -> Check:
 
 
 def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent bug") -> Check:
-    """The checklist passes the correct run and fails the silent bug, whose loss curve looked fine."""
+    """The checklist catches the silent bug, whose loss curve looked fine: it fails at least one check that the
+    correct run passes. A check both runs fail (the gradient clipped on most steps, a loss still falling) says
+    something about training, not about the bug, and the sentence names it as such."""
     rows = {label: ev.health.get(label) for label in (healthy, broken)}
     if any(r is None for r in rows.values()):
         return Check(None, "Not enough data yet: the shape-drift runs have no checkpoint to check yet.")
     fails = {label: [r["check"] for r in r_ if r.get("result") == "FAIL"] for label, r_ in rows.items()}
-    text = (f"The checklist: '{healthy}' {len(rows[healthy]) - len(fails[healthy])}/{len(rows[healthy])} not "
-            f"failed; '{broken}' failed {len(fails[broken])}"
-            + (f" ({'; '.join(fails[broken])})" if fails[broken] else ""))  # fmt: skip
-    if fails[broken] and not fails[healthy]:
-        return Check(True, text + ".")
-    why = f"; the correct run failed {', '.join(fails[healthy])}" if fails[healthy] else ""
-    return Check(False, text + why + ".")
+    only_bug = [c for c in fails[broken] if c not in fails[healthy]]
+    both = [c for c in fails[broken] if c in fails[healthy]]
+    text = (f"The checklist: '{broken}' fails {len(only_bug)} check(s) that '{healthy}' passes"
+            + (f" ({'; '.join(only_bug)})" if only_bug else ""))  # fmt: skip
+    if both:
+        text += f"; both fail {'; '.join(both)} (about training, not the bug)"
+    elif fails[healthy]:
+        text += f"; '{healthy}' alone fails {'; '.join(fails[healthy])}"
+    return Check(bool(only_bug), text + ".")
 
 
 def induction_formed(ev: Evidence) -> Check:
