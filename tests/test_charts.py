@@ -250,7 +250,7 @@ def test_lr_chart_marks_the_current_step_and_the_plan():
 
 def test_grad_norm_chart_log_scale_clip_threshold_and_clipped_points():
     spec = curves.grad_norm_chart(METRICS, 1.0, EVENTS).to_dict()
-    assert title_text(spec) == "Gradient norm before clipping"
+    assert title_text(spec) == "Gradient norm, unclipped"
     lines = [v for v in views(spec) if mark_type(v) == "line"]
     assert lines[0]["encoding"]["y"]["scale"]["type"] == "log"
     assert 1.0 in rules_at(spec, "y") and "clip threshold 1" in texts(spec)
@@ -409,7 +409,7 @@ def test_compare_legend_names_runs_readably_and_lists_every_entry_below_the_char
                      "q1": "1L×2H×32 · text · lr 0.01"}  # fmt: skip
     series = {name: METRICS for name in ["scaled 1/sqrt(d_head)", "unscaled", "third run", "fourth run"]}
     spec = compare.compare_chart(series, "grad_norm", large=True).to_dict()
-    assert title_text(spec) == "Gradient norm before clipping"
+    assert title_text(spec) == "Gradient norm, unclipped"
     colour = next(v["encoding"]["color"] for v in views(spec) if "color" in v.get("encoding", {}))
     assert (
         colour["legend"]["orient"] == "top" and colour["legend"]["columns"] == 1 and colour["legend"]["labelLimit"] == 0

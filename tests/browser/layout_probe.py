@@ -214,6 +214,7 @@ KNOWN_LEFT = {
     "(attn_grid): labels overlap": "token tick labels of narrow panels; the colour bar's title over its '1'",
     "(attn_detail): labels overlap": "the colour bar's title 'weight' over its '1'",
     "(attn_masks): labels overlap": "token tick labels of four panels; wrapped column titles under the title",
+    "(attn_masks): (more overlapping labels": "the same token tick labels, past the probe's list",
     "DataFrame": "tables wider than their column (Runs, settings diff, health checklist, shape contracts, "
     "Circuits heads): they scroll sideways; need column widths or st.table",
     '"Next-character probabilities": text "after temperature': "the Sample chart's legend (pages/sample.py)",

@@ -52,7 +52,7 @@ from tinygpt.ui.charts.style import (
 FIELD_TITLES = {  # y titles of `compare_chart`, by metrics field
     "loss": "training loss (nats per character)",
     "val_loss": "validation loss (nats per character)",
-    "grad_norm": "gradient norm before clipping (log scale)",
+    "grad_norm": "gradient norm, unclipped (log scale)",  # "before clipping" was cut at projector fonts
     "lr": "learning rate",
     "tokens_per_s": "throughput (tokens per second)",
     # Experiments page (pitfall lab) curves
@@ -317,7 +317,14 @@ def room_chart(series: Mapping[str, Records] | None, *, columns: int = 4, large:
             tooltip=[alt.Tooltip("run:N"), alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".3f")],
         )
         .properties(width=width, height=height)
-        .facet(facet=alt.Facet("run:N", title=None, header=alt.Header(labelFontSize=t["label"])), columns=columns)
+        # A panel's title is its learner and run name, one part a line ("anna · 2L×4H×64 · ..." on one line made a
+        # row of four panels 3,500 px wide on the projector); three panels a row at Large fonts.
+        .facet(
+            facet=alt.Facet(
+                "run:N", title=None, header=alt.Header(labelFontSize=t["label"], labelExpr="split(datum.label, ' · ')")
+            ),
+            columns=min(columns, 3) if large else columns,
+        )
         .properties(title="Every learner's training loss")
     )
     return chart.configure_title(fontSize=t["title"], anchor="start").configure_axis(
