@@ -66,7 +66,7 @@ def test_compare_races_the_fast_preset_against_nanogpt_on_the_clock(app_server, 
     axis.locator("button").filter(has_text=re.compile("^seconds$")).click()
     expect(loss_chart.get_by_text(SECONDS).first).to_be_visible()  # the x axis is the wall clock now
     configs = {run: json.loads((app_runs / run / "config.json").read_text()) for run in (fast, nanogpt)}
-    legend = compare.legend_names({run: runinfo.run_name(config, []) for run, config in configs.items()})
+    legend = compare_charts.legend_names({run: runinfo.run_name(config, []) for run, config in configs.items()})
     for run_id in (fast, nanogpt):  # both runs in the legend, by the readable names the Runs table shows
         expect(loss_chart.get_by_text(legend[run_id]).first).to_be_attached()
     chosen = page.get_by_test_id("stMultiSelect").filter(has_text="Runs to compare")
