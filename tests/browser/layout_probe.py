@@ -218,6 +218,8 @@ KNOWN_LEFT = {
     "DataFrame": "tables wider than their column (Runs, settings diff, health checklist, shape contracts, "
     "Circuits heads): they scroll sideways; need column widths or st.table",
     '"Next-character probabilities": text "after temperature': "the Sample chart's legend (pages/sample.py)",
+    '"Where the newest character looked"': "Sample's attention-row chart: its title is wider than the plot at "
+    "Large fonts, and its colour bar's title sits over its '1'",
     'button label "Download bundle"': "Runs page button row (five buttons in a row at Large fonts)",
     'button label "Share (read-only)"': "Runs page button row (h20-room owns the Share button)",
     'text "2L×': "long run names cut in the Runs page's compare picker chips",

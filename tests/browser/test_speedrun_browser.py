@@ -21,6 +21,7 @@ from tinygpt.config import preset
 from tinygpt.loop import run_training
 from tinygpt.runstore import RunStore
 from tinygpt.ui import runinfo
+from tinygpt.ui.charts import compare as compare_charts
 from tinygpt.ui.charts.style import SECONDS
 
 README_SHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "compare-wall-clock.png"

@@ -307,7 +307,7 @@ def room_chart(series: Mapping[str, Records] | None, *, columns: int = 4, large:
     ]
     if not rows:
         rows = [{"step": 0, "loss": None, "run": "no runs yet"}]
-    width, height = (260, 150) if large else (200, 110)
+    width, height = (210, 150) if large else (200, 110)  # three panels a row fit the projector's main column
     chart = (
         alt.Chart(data_frame(rows))
         .mark_line(strokeWidth=t["line"], color=BLUE)
