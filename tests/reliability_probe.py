@@ -12,6 +12,10 @@ Families (RELIABILITY.md's table names them):
               never another exception.
     disk      (root only: real tmpfs mounts) a disk that fills up mid-run and a runs folder remounted read-only:
               a message that says so, never an OSError.
+    tampered, admission, stale
+              the app's side (tests/probe_app.py): every file of a run folder replaced by garbage, wrong types or
+              markdown on every page; every route that starts or resumes training against the slot and the room's
+              budget; states that outlive their process (CLI, worker and server killed with -9).
 
 Prints one line per family (cases, held, failures) and exits 1 if anything did not hold. Uses a tiny model on a
 tiny text: a few minutes on 2 busy cores (`--quick`: well under one).
@@ -86,7 +90,7 @@ class Family:
 
     def line(self) -> str:
         held = self.cases - len(self.failures)
-        return f"{self.name:<8} {self.cases:>4} cases  {held:>4} held  {len(self.failures):>3} failed"
+        return f"{self.name:<9} {self.cases:>4} cases  {held:>4} held  {len(self.failures):>3} failed"
 
 
 # ---------------------------------------------------------------- kills
@@ -335,7 +339,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer cases: a smoke run")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--families", default="kills,churn,corrupt,disk", help="comma-separated families to run")
+    parser.add_argument("--families", default="kills,churn,corrupt,disk,tampered,admission,stale",
+                        help="comma-separated families to run")  # fmt: skip
     args = parser.parse_args()
     import torch
 
@@ -353,6 +358,13 @@ def main() -> int:
             families.append(probe_corrupt(root, rng, 1 if args.quick else 3))
         if "disk" in wanted:
             families.append(probe_disk(root))
+        for name in ("tampered", "admission", "stale"):  # the app's side: AppTest pages, no browser
+            if name in wanted:
+                import probe_app
+
+                family = Family(name)
+                getattr(probe_app, f"probe_{name}")(family, root, rng, corpus(), args.quick)
+                families.append(family)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     for family in families:

@@ -105,3 +105,25 @@ def test_the_instructor_prepares_several_runs_without_a_question(runs_dir, tiny_
     finally:
         for run in [*manager.live_runs(), *manager.queued_runs()]:
             manager.stop(run)
+
+
+def test_a_resume_is_held_to_the_rooms_budget_like_a_new_run(runs_dir, tiny_text):
+    """Found by the reliability probe's admission family: a run made before the instructor set the budget was a
+    way round it: Resume on Runs trained a 0.2M-parameter run under a 1,000-parameter budget, with no time limit."""
+    manager = resources.get_manager()
+    old = manager.start(tiny_config(tiny_text, max_steps=10**6), actor=ANNA)
+    manager.stop(old, actor=ANNA)
+    budget = resources.room_budget()
+    try:
+        budget["max_params"] = 1000
+        at = app_as(ANNA, "pages/runs.py")
+        at.selectbox(key=state.W_RUNS_PICK).set_value(old).run()
+        click(at, "Resume")
+        assert "above the room's budget" in "\n".join(str(e.value) for e in at.error).replace("\\", "")
+        assert anna_runs() == []
+        budget.update(max_params=0, max_minutes=0.5)
+        click(at, "Resume")
+        assert anna_runs() == [old] and manager.time_limit(old) == pytest.approx(30.0)
+    finally:
+        budget.update(max_minutes=0.0, max_params=0)
+        manager.stop(old)

@@ -383,8 +383,8 @@ def test_loss_and_comparison_curves_on_a_wall_clock_axis():
 
 def test_numbered_markers_stay_readable_however_many_there_are():
     """Finding 6 (issue 20): three or more live changes smeared their labels together at the top of the loss
-    chart. Each marker is now a one-character badge; badges closer than BADGE_GAP of the axis go on another line;
-    the full text is an entry of the list under the chart, numbered like its badge."""
+    chart. Each marker is now a one-character badge; badges closer than a badge's width (style.badge_gap) go on
+    another line; the full text is an entry of the list under the chart, numbered like its badge."""
     t = style.theme(True)
     rows = [{"step": s, "label": f"@{s} knob {i}"} for i, s in enumerate([100, 101, 102, 103, 500, 990])]
     marks = style.numbered_markers(list(reversed(rows)), t, x_max=1000)
@@ -398,6 +398,12 @@ def test_numbered_markers_stay_readable_however_many_there_are():
     assert marks[5]["side"] == "right" and marks[0]["side"] == "left"  # near the right edge: left of its rule
     assert style.badge(21) == "(21)"
     assert style.numbered_markers([], t, None) == []
+    # The lesson's optimisation step: changes near the end of the axis, one badge drawn right of its rule, the next
+    # left of its own (the plot's edge): facing each other they drew "②" over "③" on a half-width chart.
+    near_end = style.numbered_markers([{"step": 905, "label": "a"}, {"step": 1000, "label": "b"}], t, x_max=1000)
+    assert [m["side"] for m in near_end] == ["left", "right"] and near_end[0]["y"] != near_end[1]["y"]
+    apart = style.numbered_markers([{"step": 100, "label": "a"}, {"step": 400, "label": "b"}], t, x_max=1000)
+    assert apart[0]["y"] == apart[1]["y"]  # far apart: one line
 
 
 def test_compare_legend_names_runs_readably_and_lists_every_entry_below_the_chart():

@@ -360,17 +360,26 @@ class RunManager:
                 self._set_status(run_id, state="paused", reason="paused by the instructor")  # no worker: say why
 
     def resume(
-        self, run_id: str, max_steps: int | None = None, actor: Actor | None = None, from_step: int | None = None
+        self,
+        run_id: str,
+        max_steps: int | None = None,
+        actor: Actor | None = None,
+        from_step: int | None = None,
+        time_limit_s: float | None = None,
     ) -> None:
         """Resume: a live worker continues; a run whose process ended restarts from its newest checkpoint that
         loads, in a new worker (queued if all slots are busy). `max_steps` extends a run, e.g. a finished one.
         `from_step` continues from that checkpoint instead (later ones are dropped: the run is rewound); a live
-        worker is released first. Idempotent. Raises TinyGPTError when another process writes the run, when the
-        folder cannot be written, or for a `from_step` the run has no checkpoint at."""
+        worker is released first. `time_limit_s` (the room's time budget, as for `start`) applies from now on, to
+        a run started before the instructor set it too. Idempotent. Raises TinyGPTError when another process
+        writes the run, when the folder cannot be written, or for a `from_step` the run has no checkpoint at."""
         self._require_control(run_id, actor)
         require_not_held(self.store.path(run_id), actor, run_id)
         if actor is not None and actor.instructor:
             clear_hold(self.store.path(run_id))  # the instructor's resume lifts the hold
+        if time_limit_s:
+            with self._lock:
+                self._time_limits[run_id] = float(time_limit_s)
         with self._lock:
             if from_step is not None:
                 self._check_from_step(run_id, from_step)

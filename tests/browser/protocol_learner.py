@@ -52,14 +52,17 @@ class Loop:
 
 
 class ProtocolLearner:
-    def __init__(self, loop: Loop, label: str):
-        self.loop, self.label = loop, label
+    def __init__(self, loop: Loop, label: str, cookie: str = ""):
+        """`cookie`: a Cookie header sent with every connection (a browser that keeps its learner across page
+        loads, e.g. "tinygpt_learner=<token>"); "" is a new learner at each connection."""
+        self.loop, self.label, self.cookie = loop, label, cookie
         self.ws = None
         self.reader: asyncio.Task | None = None
         self.timers: dict[str, asyncio.Task] = {}
         self.running = False  # a script run of this page is in progress (session_status_changed)
         self.query = ""
         self.page_hash = ""
+        self.page_name = ""
         self.buttons: dict[str, tuple[str, bool]] = {}  # label -> (widget id, disabled)
         self.exceptions = 0
         self.texts: dict[tuple, str] = {}  # delta path -> markdown body (the page as text, roughly)
@@ -113,10 +116,11 @@ class ProtocolLearner:
         self._reset_tracker()
         parts = urlsplit(url)
         self.query, self.page_hash, self.buttons, self.texts = parts.query, "", {}, {}
+        self.page_name = parts.path.strip("/")  # "" is the main page; "attention" is pages/attention.py
         ws_url = f"ws://{parts.netloc}/_stcore/stream"
         self.ws = await connect(
             ws_url, subprotocols=["streamlit"], origin=f"http://{parts.netloc}", max_size=None,
-            open_timeout=60, ping_interval=None,
+            open_timeout=60, ping_interval=None, additional_headers={"Cookie": self.cookie} if self.cookie else None,
         )  # fmt: skip
         self.reader = asyncio.get_running_loop().create_task(self._read())
         await self._rerun()
@@ -149,6 +153,8 @@ class ProtocolLearner:
         state = msg.rerun_script
         state.query_string = self.query
         state.page_script_hash = self.page_hash
+        if self.page_name and not self.page_hash:  # the first run of a page opened by its address, as the frontend asks
+            state.page_name = self.page_name
         if trigger is not None:
             widget = state.widget_states.widgets.add()
             widget.id, widget.trigger_value = trigger, True

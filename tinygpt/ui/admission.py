@@ -25,7 +25,7 @@ import streamlit as st
 
 from tinygpt.config import RunConfig
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import Actor
+from tinygpt.runstore import Actor, read_json
 from tinygpt.ui import resources, safe, settings, state
 
 
@@ -71,11 +71,22 @@ def start(
 
 
 def resume(learner: Actor, run_id: str, check_slot: bool = True) -> None:
-    """Resume one run of `learner`'s (a paused one continues; an ended one restarts from its checkpoint): its own
-    slot is its own, any other run of theirs that trains or waits takes it (SlotTaken)."""
+    """Resume one run of `learner`'s (a paused one continues; an ended one restarts from its checkpoint): the
+    room's budget as for a new run (a run made before the instructor set it is no way round it: the reliability
+    probe's admission family resumed a 0.2M-parameter run under a 1,000-parameter budget, with no time limit);
+    its own slot is its own, any other run of theirs that trains or waits takes it (SlotTaken)."""
+    if not learner.instructor:
+        from tinygpt.worker import config_from_json  # late, as resources imports the worker: it loads torch
+
+        try:
+            config = config_from_json(read_json(resources.get_store().path(run_id) / "config.json", {}) or {})
+        except (TinyGPTError, TypeError, ValueError):
+            config = None  # a damaged config.json: the run manager's own resume says what is wrong with it
+        if config is not None:
+            check_budget(learner, {"run": config})
     if check_slot and (busy := busy_runs(learner, besides=run_id)):
         raise SlotTaken(busy)
-    resources.get_manager().resume(run_id, actor=learner)
+    resources.get_manager().resume(run_id, actor=learner, time_limit_s=resources.time_limit_s(learner))
 
 
 Action = Callable[[bool], object]  # what a learner asked for, called with check_slot (start or resume above)

@@ -95,7 +95,9 @@ def compare_chart(
     runs = tuple(dict.fromkeys([str(n) for n in series] + [str(n) for n in evals or {}]))
     # The title names the curve only ("Compare runs: ..." was cut to "Compare runs: …" in a half-width column at
     # projector fonts); the page's heading says these are runs side by side.
-    title = FIELD_TITLES.get(field, field).split(" (")[0].capitalize() + ("" if rows else " (no data yet)")
+    # "no data yet" goes in the subtitle, never the title: "Gradient norm, unclipped (no data yet)" was cut to
+    # "Gradient norm, unclipped (…" in a half-width column at projector fonts while a slow machine's runs started.
+    title = FIELD_TITLES.get(field, field).split(" (")[0].capitalize()
     knobs = [
         {"step": int(e["step"]), "label": f"{name}: {knob_label(e)}", "run": str(name)}
         for name, records in (events or {}).items()
@@ -109,12 +111,13 @@ def compare_chart(
     knobs = numbered_markers(knobs, theme(large), max((r["step"] for r in rows), default=None))
     datasets = {"compare": rows, "compare_hover": hover_rows(rows, "run", "curve"), "compare_knobs": knobs}
     below = legend_lines(len(runs) + 1, len(knobs) + (1 if knobs else 0))  # each legend has a title line
-    key = (field, runs, bool(evals), title, SECONDS if seconds else STEP, large, below)
+    key = (field, runs, bool(evals), title, SECONDS if seconds else STEP, large, below, not rows)
     return live_spec(_compare_template, key, datasets)
 
 
 def _compare_template(
-    field: str, runs: tuple, with_evals: bool, title: str, x_title: str, large: bool, below: int = 0
+    field: str, runs: tuple, with_evals: bool, title: str, x_title: str, large: bool, below: int = 0,
+    empty: bool = False,
 ):  # fmt: skip
     t = theme(large)
     log = field.endswith("grad_norm")  # norms span orders of magnitude
@@ -141,7 +144,8 @@ def _compare_template(
         *numbered_marker_layers("compare_knobs", t, base.encoding.color, step_x(x_title)),
         hover_layer(base.encode(tooltip=tooltip), "compare", data="compare_hover"),
     ]
-    return finish(layers, title, t, dash_note(["training", "validation"]) if with_evals else None, large, below)
+    subtitle = "no data yet" if empty else (dash_note(["training", "validation"]) if with_evals else None)
+    return finish(layers, title, t, subtitle, large, below)
 
 
 def run_colours(runs: Sequence[str]) -> alt.Color:

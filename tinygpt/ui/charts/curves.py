@@ -311,10 +311,12 @@ def grad_norm_chart(
     }
     # Not "Gradient norm before clipping": at projector fonts a half-page column (Experiments, two charts a row)
     # cut it to "Gradient norm before clippi…" (the lesson test's layout probe).
-    title = "Gradient norm, unclipped" + ("" if rows else ": waiting for the first step")
+    title = "Gradient norm, unclipped"
     # The subtitle is part of the template, so it says what the points are rather than how many (that would
-    # change the spec, and rebuild the view, at every refresh).
+    # change the spec, and rebuild the view, at every refresh). The wait goes there too, not in the title, which a
+    # half-width column cuts.
     subtitle = "orange points: steps clipped to the threshold" if clipping else "clipping is off"
+    subtitle = subtitle if rows else f"waiting for the first step ({subtitle})"
     return live_spec(_grad_norm_template, (title, subtitle, large, legend_lines(len(datasets["knobs"]))), datasets)
 
 

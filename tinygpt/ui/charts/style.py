@@ -70,13 +70,43 @@ def style_altair(chart: alt.TopLevelMixin, large: bool = False) -> alt.TopLevelM
     )
 
 
+# Characters of a plotly title line before it breaks (Plotly never wraps a title; Vega-Lite cuts one with "…"). At
+# the projector's 26 px a character is 14-16 px wide by the font the browser has, so 46 fit the 780 px content
+# column of a 1280 px screen with the sidebar open; "Every mask on the same text: L0 H0, checkpoint at step 300 (the
+# last 48 of 64 positions)" ran 240 px past it on one line.
+TITLE_LINE_CHARS = {True: 46, False: 76}
+TITLE_BREAKS = (": ", ", ", " · ", " - ", " (")  # where a title breaks by preference; else at the last space
+
+
+def wrap_title(title: str, max_chars: int) -> list[str]:
+    """`title` as lines of at most `max_chars` characters (a word longer than that keeps its own line): each line
+    ends at the last punctuation break of `TITLE_BREAKS` in its budget, or at its last space if that break would
+    leave a stub of a line."""
+    lines, rest = [], title.strip()
+    while len(rest) > max_chars:
+        ends = [at + (0 if mark.startswith(" ") else len(mark) - 1) for mark in TITLE_BREAKS
+                if (at := rest.rfind(mark, 1, max_chars)) >= 0]  # fmt: skip
+        cut = max(ends, default=-1)
+        if cut <= max_chars // 3:
+            cut = rest.rfind(" ", 1, max_chars + 1)
+        if cut <= 0:
+            cut = rest.find(" ", max_chars)
+            if cut < 0:
+                break
+        lines.append(rest[:cut].rstrip())
+        rest = rest[cut:].strip()
+    return [*lines, rest] if rest else lines
+
+
 def plotly_layout_style(title: str, t: dict) -> dict[str, Any]:
-    """The title, fonts and margins every plotly figure gets, as layout keys (for figures built as one dict)."""
+    """The title, fonts and margins every plotly figure gets, as layout keys (for figures built as one dict). A long
+    title breaks into lines (`wrap_title`) and the top margin grows by a line each."""
+    lines = wrap_title(title, TITLE_LINE_CHARS[t["title"] > 20])
     return {
-        "title": {"text": title, "font": {"size": t["title"]}, "x": 0.01, "xanchor": "left"},
+        "title": {"text": "<br>".join(lines), "font": {"size": t["title"]}, "x": 0.01, "xanchor": "left"},
         "font": {"size": t["label"]},
         "hoverlabel": {"font": {"size": t["label"] + 2}},
-        "margin": {"l": 70, "r": 30, "t": 90, "b": 60},
+        "margin": {"l": 70, "r": 30, "t": 90 + int(1.25 * t["title"]) * (len(lines) - 1), "b": 60},
     }
 
 
@@ -343,8 +373,18 @@ def marker_rows(rows: list[dict], t: dict, x_max: float | None, stagger: bool = 
 
 
 CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩⑪⑫⑬⑭⑮⑯⑰⑱⑲⑳"
-BADGE_GAP = 0.045  # of the x range: two badges closer than this share no line (a badge is ~3% of a 700 px plot)
 BADGE_LINES = 3
+# The narrowest plot a chart with knob markers is drawn in: the Train page's gradient chart in half the content
+# column of a 1280 px projector with the sidebar open. Badges are spaced for it (a 700 px plot wastes a little).
+NARROWEST_PLOT_PX = 320
+
+
+def badge_gap(t: dict) -> float:
+    """A badge's width as a share of the x range of the narrowest plot (`NARROWEST_PLOT_PX`): a bold circled digit
+    at the theme's marker font plus its 3 px offset from the rule (~8% at projector fonts). Two badges closer than
+    this share no line; the lesson's optimisation step (three knobs within a few steps, at the end of the axis)
+    drew "②" over "③" on the gradient chart when the gap was a fixed 4.5%, sized for a 700 px plot."""
+    return (t["text"] + 2 + 6) / NARROWEST_PLOT_PX
 
 
 def badge(n: int) -> str:
@@ -356,28 +396,36 @@ def numbered_markers(rows: Sequence[Mapping[str, Any]], t: dict, x_max: float | 
     """Knob-change markers that stay readable however many there are: each row {"step", "label", ...} (in any
     order) gets its number "n" (by step), a "badge" (①, drawn at the top of its rule), the "entry" listed under
     the chart ("① @30 mask causal→none"), a badge line "y" (pixels from the top) and a "side". Labels never
-    sit on the plot, where three neighbouring changes used to smear into one another; badges are one character,
-    and two closer than BADGE_GAP of the x range go on different lines (up to BADGE_LINES, then the line whose
-    last badge is furthest away). "side" is "right" (badge left of its rule) for the last 5% of the x range,
-    where a badge right of its rule would be clipped by the plot's edge."""
+    sit on the plot, where three neighbouring changes used to smear into one another; badges are one character
+    (`badge_gap` of the x range wide), and two that would touch go on different lines (up to BADGE_LINES, then the
+    line whose last badge is furthest away). "side" is "right" (badge left of its rule) within a badge's width of
+    the end of the x range, where a badge right of its rule would be clipped by the plot's edge; a badge drawn
+    right of its rule followed by one drawn left of its rule face each other and need two widths between them."""
     ordered = sorted((dict(r) for r in rows), key=lambda r: r["step"])
     x0 = min((r["step"] for r in ordered), default=0)
     span = max((x_max or 0) - min(0, x0), 1e-9)
-    last: list[float] = []  # per badge line: the step of its last badge
+    width = badge_gap(t) * span  # one badge, in steps
+    last: list[tuple[float, str]] = []  # per badge line: the step and side of its last badge
     out = []
     for n, row in enumerate(ordered, start=1):
-        free = [i for i, s in enumerate(last) if row["step"] - s >= BADGE_GAP * span]
+        side = "right" if x_max is not None and row["step"] > x_max - width else "left"
+
+        def clear(prev: tuple[float, str], step: float = row["step"], side: str = side) -> bool:
+            facing = prev[1] == "left" and side == "right"  # ①| then |②: both badges between the two rules
+            apart = prev[1] == "right" and side == "left"  # |① ②|... each badge on the far side of its rule
+            return apart or step - prev[0] >= (2 if facing else 1) * width
+
+        free = [i for i, prev in enumerate(last) if clear(prev)]
         if free:
             line = free[0]
         elif len(last) < BADGE_LINES:
             line = len(last)
-            last.append(row["step"])
+            last.append((row["step"], side))
         else:
-            line = min(range(len(last)), key=lambda i: last[i])
-        last[line] = row["step"]
-        far = x_max is not None and row["step"] > x_max - 0.05 * span
+            line = min(range(len(last)), key=lambda i: last[i][0])
+        last[line] = (row["step"], side)
         out.append({**row, "n": n, "badge": badge(n), "entry": f"{badge(n)} {row['label']}",
-                    "y": 4 + line * (t["text"] + 6), "side": "right" if far else "left"})  # fmt: skip
+                    "y": 4 + line * (t["text"] + 6), "side": side})  # fmt: skip
     return out
 
 
