@@ -104,6 +104,8 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         except Exception:  # noqa: BLE001 - a snapshot thinned away between reads: the next refresh reads another
             pass
     nonfinite = [e for e in reader.events if e.get("kind") == "nonfinite"]
+    # A run can also diverge with finite numbers (the loss far above ln V for many steps: a "diverged" event)
+    broke = nonfinite or [e for e in reader.events if e.get("kind") == "diverged"]
     probed: dict[str, float] = {}
     checkpoints = reader.checkpoints() or []
     if probe is not None and checkpoints and str(status.get("state")) in ENDED:
@@ -126,7 +128,7 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         layer_grad_norms={g: v for g, v in layer_norms.items() if v is not None},
         leak=probed.get("leak"),
         no_peek_loss=probed.get("no_peek_loss"),
-        diverged_step=int(nonfinite[0]["step"]) if nonfinite else None,
+        diverged_step=int(broke[0]["step"]) if broke else None,
         nonfinite_tensor=str(nonfinite[0].get("tensor", "")) if nonfinite else "",
         sample=str(samples[-1].get("text") or samples[-1].get("error", "")) if samples else "",
         **{k: attention.get(k) for k in ("mean_entropy", "mean_max_weight", "saturated_rows")},

@@ -54,11 +54,13 @@ def results(readers: dict[str, RunReader | None], experiment: Experiment | None 
 
 def show_verdict(verdict: Verdict) -> None:
     """The verdict box, coloured by `reproduced`, with the expected effect, then the numbers it was judged on."""
-    if verdict.reproduced is None:
+    if verdict.reproduced is None and not verdict.undecided:
         st.info(f"**Still training — no verdict yet.** {verdict.sentence}", icon=":material/hourglass_top:")
         return
     text = f"{verdict.sentence}\n\nExpected: {verdict.expected}."
-    if verdict.reproduced:
+    if verdict.reproduced is None:  # ended, but a clause was not measured (or the memory demo's CPU counts)
+        st.info(f"**{verdict.undecided.capitalize()}: no verdict.** {text}", icon=":material/help:")
+    elif verdict.reproduced:
         st.success(f"**Reproduced.** {text}", icon=":material/check_circle:")
     else:
         st.warning(f"**Did not reproduce on this run.** {text}", icon=":material/warning:")

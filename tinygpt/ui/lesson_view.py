@@ -221,7 +221,8 @@ def _run_data(run_id: str) -> RunData | None:
 
 
 def _verdict(verdict) -> dict:
-    return {"reproduced": verdict.reproduced, "sentence": verdict.sentence}
+    return {"reproduced": verdict.reproduced, "sentence": verdict.sentence,
+            "undecided": getattr(verdict, "undecided", "")}  # fmt: skip
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
