@@ -269,6 +269,27 @@ def experiment_state(store, runs: dict[str, str]) -> tuple[dict[str, RunReader],
     return readers, records, ended
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def _final_at(run_dir: str, step: int) -> dict | None:
+    """circuits.final_induction at one checkpoint (cached: a checkpoint never changes; 256 probe rows, ~0.1 s)."""
+    try:
+        return circuits.final_induction(run_dir, step)
+    except Exception:  # noqa: BLE001 - an unreadable checkpoint: the verdict says "not enough data", not a crash
+        return None
+
+
+def final_scores(readers: dict[str, RunReader], ended: bool) -> dict[str, dict | None]:
+    """{label: the best induction head measured on VERDICT_ROWS probe rows at the run's last checkpoint}, what
+    the verdict judges on (the live per-snapshot scores use 2 rows); {} while the runs train."""
+    if not ended:
+        return {}
+    out: dict[str, dict | None] = {}
+    for label, rd in readers.items():
+        steps = rd.checkpoints()
+        out[label] = _final_at(str(rd.run_dir), steps[-1]) if steps else None
+    return out
+
+
 def experiment_progress(readers: dict[str, RunReader], ended: bool) -> None:
     """While the experiment's runs train: a bar over all their planned steps and when the verdict should come,
     from the runs' own recent pace (runinfo.verdict_progress); once they ended, each run's status line."""
@@ -353,7 +374,7 @@ def _induction_entry(store) -> None:
             state.put(state.CIRC_LIVE, not ended)
             st.rerun()
         experiment_progress(readers, ended)
-        verdict = circuits.induction_verdict(records, ended)
+        verdict = circuits.induction_verdict(records, ended, final_scores(readers, ended))
         st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")
         st.page_link("pages/circuits.py", label="See its phase change and the 2-layer run's heads on Circuits",
                      icon=":material/hub:", query_params={state.URL_RUN: runs[labels[0]],
