@@ -555,3 +555,55 @@ def test_the_cpu_memory_demo_is_allocation_counts_never_a_reproduced_pitfall():
     assert check.passed is True and "6 of 6 pitfalls reproduced (memory: allocation counts only" in check.text
     verdicts["scaling"] = {"reproduced": None, "sentence": "", "undecided": "not enough data"}
     assert lesson.all_pitfalls(Evidence(verdicts=verdicts)).passed is None
+
+
+# ---------------------------------------------------------------- issue 23, finding 2: the lab on the user's own text
+
+
+OWN_TEXT = "the quick brown fox jumps over the lazy dog, and then it sleeps. " * 40
+
+
+def test_every_lab_path_that_reloads_a_text_run_gets_its_text_back(tmp_runs):
+    """Issue 23 finding 2: a "text" run's reloaded config names its corpus by hash (the text is in corpus.txt), and
+    the health checklist and the induction-head ablation built their corpus from it: "the text is empty"."""
+    from helpers import tiny_config
+
+    from tinygpt import circuits
+    from tinygpt.loop import run_training
+    from tinygpt.runstore import RunReader, RunStore
+    from tinygpt.ui import lab
+
+    config = tiny_config(OWN_TEXT)
+    with RunStore(tmp_runs).create(config.to_dict(), owner="app") as writer:
+        run_dir = writer.run_dir
+    assert run_training(run_dir, config) == "finished"
+    reader = RunReader(run_dir)
+    reader.poll()
+    assert reader.config()["data"]["text"] == ""  # the corpus lives in corpus.txt
+    rows = {r["check"]: r for r in lab.health_checks(str(run_dir), reader.checkpoints()[-1], reader.metrics)}
+    assert rows["no future leak"]["result"] == "pass"
+    ablation = circuits.induction_ablation(run_dir, "L1H0")
+    assert all(isinstance(v, float) and math.isfinite(v) for v in ablation.values()), ablation
+
+
+def test_bench_pitfalls_takes_a_text_file_and_refuses_a_bad_one_in_one_line(tmp_path, capsys, monkeypatch):
+    from tinygpt import bench_pitfalls
+
+    seen = []
+    monkeypatch.setattr(bench_pitfalls, "measure", lambda e, seeds, source, text="": seen.append((source, text)) or [])
+    monkeypatch.setattr(bench_pitfalls, "table", lambda rows: "")
+    own = tmp_path / "own.txt"
+    own.write_text(OWN_TEXT, encoding="utf-8")
+    bench_pitfalls.main(["--experiments", "mask", "--seeds", "1", "--text-file", str(own)])
+    assert seen == [("text", OWN_TEXT)]
+    capsys.readouterr()
+    (tmp_path / "latin1.txt").write_bytes("café".encode("latin-1"))
+    (tmp_path / "empty.txt").write_text("")
+    for name, said in [
+        ("missing.txt", "No such file or directory"),
+        ("latin1.txt", "is not UTF-8 text (byte 0xe9 at offset 3)"),
+        ("empty.txt", "cannot train the mask experiment: the text is empty"),
+    ]:
+        assert bench_pitfalls.main(["--experiments", "mask", "--text-file", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and "Traceback" not in err, err

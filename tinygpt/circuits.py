@@ -587,7 +587,7 @@ def induction_ablation(run_dir, head: str | None) -> dict[str, float | None]:
     import statistics
 
     from . import lens
-    from .checkpoint import load_model
+    from .checkpoint import load_model, run_data
     from .data import load_corpus
 
     out = dict.fromkeys(["ablation best head", "ablation mean of others", "second copy: best head",
@@ -596,7 +596,7 @@ def induction_ablation(run_dir, head: str | None) -> dict[str, float | None]:
         return out
     loaded = load_model(run_dir)
     model, config = loaded.model, loaded.config
-    corpus = load_corpus(config.data, config.model.max_seq_len)
+    corpus = load_corpus(run_data(run_dir, config), config.model.max_seq_len)  # a text run's corpus.txt too
     g = torch.Generator().manual_seed(0)
     batches = [corpus.get_batch("val", config.train.batch_size, g) for _ in range(20)]
     x, y = torch.cat([b[0] for b in batches]), torch.cat([b[1] for b in batches])

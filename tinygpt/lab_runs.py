@@ -14,7 +14,6 @@ a page refreshes (a reader sees whole lines only, so a verdict judges what was t
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -70,17 +69,12 @@ def snapshot_numbers(weights) -> dict[str, float | None]:
 
 def checkpoint_probe(run_dir: str, step: int) -> dict[str, float]:
     """Leak score and no-peek loss of a run's checkpoint, on a fixed val batch of its own corpus."""
-    from .checkpoint import load_model
+    from .checkpoint import load_model, run_data
     from .data import load_corpus
     from .health import leak_score, no_peek_loss
 
     loaded = load_model(run_dir, int(step))
-    data = loaded.config.data
-    if data.source == "text" and not data.text:  # the run folder keeps a text corpus once, in its corpus.txt
-        from .runstore import read_corpus
-
-        data = dataclasses.replace(data, text=read_corpus(run_dir, data.text_sha256 or None))
-    corpus = load_corpus(data, loaded.config.model.max_seq_len)
+    corpus = load_corpus(run_data(run_dir, loaded.config), loaded.config.model.max_seq_len)  # text: corpus.txt
     x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))  # (4, T) each
     return {"leak": leak_score(loaded.model, x[:2]), "no_peek_loss": no_peek_loss(loaded.model, x, y)}
 

@@ -8,7 +8,6 @@ figures. Deliberately left out: drawing widgets (pages/circuits.py).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 from pathlib import Path
@@ -19,6 +18,7 @@ import streamlit as st
 import torch
 
 from tinygpt import circuits, lens
+from tinygpt.checkpoint import run_data
 from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
 from tinygpt.inside import encode_probe
@@ -140,12 +140,7 @@ def ablation(run_dir: str, step: int, probe_text: str, mode: str) -> dict:
 
     loaded = resources.cached_model(run_dir, step)
     config = loaded.config
-    data = config.data
-    if data.source == "text" and not data.text:  # the run folder keeps a pasted corpus in its corpus.txt
-        from tinygpt.runstore import read_corpus
-
-        data = dataclasses.replace(data, text=read_corpus(run_dir))
-    corpus = load_corpus(data, config.model.max_seq_len)
+    corpus = load_corpus(run_data(run_dir, config), config.model.max_seq_len)  # a pasted corpus: its corpus.txt
     generator = torch.Generator().manual_seed(0)
     batches = [corpus.get_batch("val", config.train.batch_size, generator) for _ in range(ABLATION_BATCHES)]
     x = torch.cat([b[0] for b in batches])  # 20 x (B, T) -> (20 B, T)
