@@ -56,7 +56,7 @@ def experiment() -> None:
     view.experiment_progress(readers, ended)  # a bar and when the verdict should come, while the runs train
     view.chart(view.experiment_figure(readers, records, large), "phase_change_chart", "circ_phase",
                caption=view.change_caption(records, ended))  # fmt: skip
-    verdict = circuits.induction_verdict(records, ended)
+    verdict = circuits.induction_verdict(records, ended, view.final_scores(readers, ended))
     box = {True: st.success, False: st.error, None: st.info}[verdict.reproduced]
     box(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}", icon=":material/science:")
     st.caption(f"Expected: {verdict.expected}")

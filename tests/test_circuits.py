@@ -10,9 +10,10 @@ from helpers import tiny_config
 
 from tinygpt import circuits
 from tinygpt.attention import build_mask
-from tinygpt.config import DataConfig
+from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import COPYVAR_CHOICES, load_corpus, make_synthetic, solve
 from tinygpt.loop import QueueControl, run_training
+from tinygpt.model import TinyGPT
 from tinygpt.runstore import RunStore, knob_answer, knobs_now, read_events, read_json, read_scores
 
 T = 16
@@ -174,19 +175,77 @@ def test_copyvar_repeats_pseudo_words_of_every_length_back_to_back():
     assert corpus.description.startswith("synthetic copyvar (200 words of 4-12 letters, each twice)")
 
 
+def final(mean: float, std: float = 0.05, rows: int = 256, head: str = "L0H1", baseline: float = 0.05) -> dict:
+    """What circuits.final_induction returns for a run's last checkpoint."""
+    half = 1.96 * std / rows**0.5
+    return {"head": head, "mean": mean, "std": std, "low": mean - half, "high": mean + half, "rows": rows,
+            "baseline": baseline, "step": 190}  # fmt: skip
+
+
 def test_the_verdict_needs_both_jumps_together_and_a_flat_control():
     two = [record(s, 0.05) for s in range(0, 100, 10)]
     two += [record(s, 0.7, second=0.5) for s in range(100, 200, 10)]
     flat = [record(s, 0.05) for s in range(0, 200, 10)]
     labels = list(circuits.INDUCTION_VARIANTS)
-    verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat})
+    measured = {labels[0]: final(0.7), labels[1]: final(0.06)}
+    verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat}, final=measured)
     assert verdict.reproduced is True and verdict.status == "reproduced"
     assert verdict.observed["phase change step (score)"] == 100
     assert verdict.observed["second-copy loss before"] == 3.3 and verdict.observed["second-copy loss after"] == 0.5
-    assert "L0H1's induction score jumped from 0.05 to 0.70 at step 100" in verdict.sentence
-    assert circuits.induction_verdict({labels[0]: two, labels[1]: two}).reproduced is False  # the control too
-    assert circuits.induction_verdict({labels[0]: flat, labels[1]: flat}).reproduced is False
+    assert "L0H1's induction score jumped from 0.05 at step 90 (live score) to 0.70 ± 0.05" in verdict.sentence
+    flat_control = {**measured, labels[1]: final(0.7)}
+    assert circuits.induction_verdict({labels[0]: two, labels[1]: two}, final=flat_control).reproduced is False
+    assert circuits.induction_verdict({labels[0]: flat, labels[1]: flat}, final=measured).reproduced is False
     assert circuits.induction_verdict({labels[0]: two, labels[1]: flat}, ended=False).reproduced is None
+
+
+def test_the_verdict_score_comes_from_many_probe_rows_not_the_two_live_ones():
+    """Issue 23 finding 3: seed 12 of the copyvar experiment ended at 0.374 on the live score's 2 probe rows, under
+    the 0.4 bar, and the verdict said "did not reproduce", while the same head scored 0.44-0.45 on 256 rows."""
+    labels = list(circuits.INDUCTION_VARIANTS)
+    two = [record(s, 0.05) for s in range(0, 100, 10)] + [record(s, 0.374, second=0.5) for s in range(100, 200, 10)]
+    flat = [record(s, 0.05) for s in range(0, 200, 10)]
+    measured = {labels[0]: final(0.445, std=0.12), labels[1]: final(0.06)}
+    verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat}, final=measured)
+    assert verdict.reproduced is True, verdict.sentence
+    assert "0.45 ± 0.12 across 256 probe rows (mean's 95% interval 0.43-0.46)" in verdict.sentence
+    assert verdict.observed["best score after"] == 0.45 and verdict.observed["probe rows"] == 256
+
+
+def test_an_induction_verdict_on_too_few_rows_says_not_enough_data_and_a_red_one_names_its_clause():
+    labels = list(circuits.INDUCTION_VARIANTS)
+    two = [record(s, 0.05) for s in range(0, 100, 10)] + [record(s, 0.7, second=0.5) for s in range(100, 200, 10)]
+    flat = [record(s, 0.05) for s in range(0, 200, 10)]
+    for measured in (None, {labels[0]: final(0.7, rows=2), labels[1]: final(0.06)}, {labels[0]: final(0.7)}):
+        verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat}, final=measured)
+        assert verdict.reproduced is None and verdict.status == "not enough data", verdict.sentence
+        assert verdict.sentence.startswith("Not enough data") and "at least 64" in verdict.sentence
+    low = {labels[0]: final(0.38), labels[1]: final(0.06)}
+    verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat}, final=low)
+    assert verdict.reproduced is False
+    assert verdict.sentence.endswith("Failed: its best head ending above 0.4 (mean over 256 probe rows).")
+    wide = {labels[0]: final(0.7), labels[1]: final(0.5)}
+    verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat}, final=wide)
+    assert verdict.sentence.endswith("Failed: the 1-layer control's best head within lift 0.15 of uniform.")
+
+
+def test_induction_spread_measures_the_same_score_as_the_live_one_on_the_same_rows():
+    torch.manual_seed(0)
+    vocab = list("abcdefghijklmnopqrstuvwxyz .")
+    model = TinyGPT(TransformerConfig(vocab_size=len(vocab), hidden_dim=32, num_layers=2, num_heads=2, max_seq_len=16))
+    model.eval()
+    spread = circuits.induction_spread(model, vocab)  # (256, 16) probe: 8 random letters twice
+    assert spread["rows"] == 256 and spread["std"] > 0 and spread["low"] < spread["mean"] < spread["high"]
+    assert spread["baseline"] == pytest.approx(circuits.uniform_baseline(
+        build_mask("causal", 16).numpy(), *circuits.role_keys("induction", 16)))  # fmt: skip
+    live_idx = circuits.induction_probe(vocab, 16)  # the live score's 2 rows
+    probe = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7]])
+    with torch.no_grad():
+        _, maps = model(probe, return_attention=True)
+    weights = torch.stack([m[0] for m in maps]).numpy()  # (L, H, T, T)
+    live = circuits.snapshot_scores(model, weights, probe, live_idx)["roles"]["induction"]
+    two_rows = circuits.induction_spread(model, vocab, rows=2, seed=circuits.PROBE_SEED)
+    assert two_rows["mean"] == pytest.approx(np.max(live), abs=1e-4)
     configs = circuits.induction_configs("synthetic:copyvar", seed=7)
     assert [c.model.num_layers for c in configs.values()] == [2, 1]
     assert {c.train.seed for c in configs.values()} == {7}

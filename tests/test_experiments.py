@@ -197,7 +197,7 @@ def test_memory_churn_is_measured_on_cpu_not_estimated():
     assert fresh["bytes_allocated"] > 5 * reused["bytes_allocated"]
     assert "torch.profiler" in fresh["source"] and "CPU" in fresh["source"]
     verdict = EXPERIMENTS["memory"].verdict(measured)
-    assert verdict.reproduced is True and "CPU" in verdict.sentence and "nothing reserved" in verdict.sentence
+    assert verdict.reproduced is None and "CPU" in verdict.sentence and "nothing reserved" in verdict.sentence
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="fragmentation (reserved vs allocated) needs CUDA")
@@ -458,6 +458,8 @@ def test_every_pitfall_reproduces_on_three_seeds(key, shakespeare_path, monkeypa
     from tinygpt.lab_runs import run_experiment
 
     monkeypatch.setenv("TINYGPT_SHAKESPEARE", str(shakespeare_path))
+    if key == "memory" and not torch.cuda.is_available():
+        pytest.skip("on CPU the memory demo is allocation counts, never judged (test_the_cpu_memory_demo_...)")
     experiment = EXPERIMENTS[key]
     for seed in TEST_SEEDS:
         _, verdict = run_experiment(experiment, seed, tmp_path / str(seed), overrides=TEST_OVERRIDES[key])
@@ -477,3 +479,133 @@ def test_a_lab_experiment_runs_and_is_probed_on_the_users_own_text(tmp_path):
     assert all(r.leak is not None and r.no_peek_loss is not None for r in results.values())
     assert results["causal"].leak == 0.0 and results["none"].leak > 0
     assert verdict.reproduced is not None and verdict.sentence
+
+
+# ---------------------------------------------------------------- issue 23, finding 7: red verdicts that hold up
+
+
+def test_a_no_warmup_run_that_diverges_is_the_pitfall_not_a_run_that_does_not_stall():
+    """Issue 23 finding 7: no warmup at lr 1e-2 diverging at step 50 got "no warmup does not stall ... Diverged:
+    no warmup, lr 1e-2". Diverging is the strongest form of the pitfall; its final loss is not measured."""
+    runs = {label: result(mid_loss=2.7, final_train_loss=2.4) for label in EXPERIMENTS["warmup"].variants}
+    runs["no warmup, lr 1e-2"] = result("diverged", 50, final_train_loss=3.9, diverged_step=50)
+    verdict = EXPERIMENTS["warmup"].verdict(runs)
+    assert verdict.reproduced is True, verdict.sentence
+    assert "does not stall" not in verdict.sentence and "diverged at step 50" in verdict.sentence
+    assert "3.900" not in verdict.sentence  # the loss from before it broke is not "the end"
+    # The control diverging at the demo lr: red, and the sentence names the clause that failed.
+    runs["no warmup, lr 2e-3"] = result("diverged", 80, final_train_loss=2.9, diverged_step=80)
+    verdict = EXPERIMENTS["warmup"].verdict(runs)
+    assert verdict.reproduced is False
+    assert "Failed: at lr 2e-3, the two final losses within 0.05 nats" in verdict.sentence
+    assert "no warmup diverged at step 80" in verdict.sentence and "makes no difference" not in verdict.sentence
+
+
+def test_a_causal_leak_of_1e_7_is_printed_with_the_digits_that_make_it_red():
+    """Issue 23 finding 7: causal leak 1e-7 failed "leak == 0" while the sentence printed "leak 0.0000"."""
+    causal = result(final_train_loss=2.4, leak=1e-7, no_peek_loss=2.3, final_loss_std=0.04)
+    off = result(final_train_loss=0.25, leak=10.0, no_peek_loss=5.6, final_loss_std=0.05)
+    none = result(final_train_loss=0.19, leak=6.0, no_peek_loss=3.1, final_loss_std=0.03)
+    verdict = EXPERIMENTS["mask"].verdict({"causal": causal, "off_by_one": off, "none": none})
+    assert verdict.reproduced is False
+    assert "leak 1e-07" in verdict.sentence and "0.0000" not in verdict.sentence
+    assert "Failed: causal's leak score exactly 0." in verdict.sentence
+
+
+def test_a_diverged_unscaled_run_makes_no_claim_about_attention_it_never_measured():
+    """Issue 23 finding 7: an unscaled run that went NaN got "is not near one-hot (max weight n/a)"."""
+    scaled = result(mean_entropy=2.1, mean_max_weight=0.3, softmax_gain=0.2, final_train_loss=2.3)
+    scaled.layer_grad_norms = {"L0.attn": 0.3}
+    unscaled = result("diverged", 40, diverged_step=40, nonfinite_tensor="L0.attn.weights")
+    verdict = EXPERIMENTS["scaling"].verdict({"scaled 1/sqrt(d_head)": scaled, "unscaled": unscaled})
+    assert "n/a" not in verdict.sentence and "is not near one-hot" not in verdict.sentence
+    assert "not measured: the unscaled run diverged at step 40" in verdict.sentence
+    assert verdict.reproduced is None and verdict.status == "not enough data"
+
+
+def test_every_red_verdict_names_the_clause_that_failed():
+    scaled = result(mean_entropy=2.15, mean_max_weight=0.3, softmax_gain=0.2, final_train_loss=2.281)
+    scaled.layer_grad_norms = {"L0.attn": 0.337}
+    unscaled = result(mean_entropy=0.66, mean_max_weight=0.92, softmax_gain=0.05, final_train_loss=2.169)
+    unscaled.layer_grad_norms = {"L0.attn": 0.453}
+    verdict = EXPERIMENTS["scaling"].verdict({"scaled 1/sqrt(d_head)": scaled, "unscaled": unscaled})
+    failed = verdict.sentence.split("Failed: ")[1]
+    assert "smaller attention gradients unscaled" in failed and "final loss at least 0.10 nats higher" in failed
+    assert "near one-hot" not in failed  # that clause held
+    runs = {"stable softmax": result(initial_loss=4.2, final_train_loss=2.5), "naive softmax": result(initial_loss=4.2)}
+    verdict = EXPERIMENTS["softmax"].verdict(runs)
+    assert "Failed: the naive run diverged at a named step and tensor" in verdict.sentence
+    good = result(final_train_loss=2.3, layer_grad_norms={"L0.attn": 0.5})
+    bad = result(final_train_loss=2.35, layer_grad_norms={"L0.attn": 1e-5})
+    verdict = EXPERIMENTS["residual"].verdict({"residual": good, "detached residual": bad})
+    assert verdict.reproduced is False and "Failed: a final loss at least 0.1 nats higher detached" in verdict.sentence
+
+
+def test_the_cpu_memory_demo_is_allocation_counts_never_a_reproduced_pitfall():
+    """Issue 23 finding 6: on CPU the demo counts fresh allocations against reused buffers (churn), which says
+    nothing about fragmentation; it is labelled as counts and not counted as reproduced."""
+    from tinygpt.experiments import CPU_COUNTS_ONLY
+    from tinygpt.ui import lesson_checks as lesson
+    from tinygpt.ui.lesson_checks import Evidence
+
+    verdict = EXPERIMENTS["memory"].verdict(allocation_churn(1337, device="cpu"))
+    assert verdict.reproduced is None and verdict.status == CPU_COUNTS_ONLY
+    assert verdict.sentence.startswith("Allocation counts on CPU, not fragmentation")
+    verdicts = {k: {"reproduced": True, "sentence": ""} for k in lesson.PITFALLS}
+    verdicts["memory"] = {"reproduced": None, "sentence": verdict.sentence, "undecided": verdict.undecided}
+    check = lesson.all_pitfalls(Evidence(verdicts=verdicts))
+    assert check.passed is True and "6 of 6 pitfalls reproduced (memory: allocation counts only" in check.text
+    verdicts["scaling"] = {"reproduced": None, "sentence": "", "undecided": "not enough data"}
+    assert lesson.all_pitfalls(Evidence(verdicts=verdicts)).passed is None
+
+
+# ---------------------------------------------------------------- issue 23, finding 2: the lab on the user's own text
+
+
+OWN_TEXT = "the quick brown fox jumps over the lazy dog, and then it sleeps. " * 40
+
+
+def test_every_lab_path_that_reloads_a_text_run_gets_its_text_back(tmp_runs):
+    """Issue 23 finding 2: a "text" run's reloaded config names its corpus by hash (the text is in corpus.txt), and
+    the health checklist and the induction-head ablation built their corpus from it: "the text is empty"."""
+    from helpers import tiny_config
+
+    from tinygpt import circuits
+    from tinygpt.loop import run_training
+    from tinygpt.runstore import RunReader, RunStore
+    from tinygpt.ui import lab
+
+    config = tiny_config(OWN_TEXT)
+    with RunStore(tmp_runs).create(config.to_dict(), owner="app") as writer:
+        run_dir = writer.run_dir
+    assert run_training(run_dir, config) == "finished"
+    reader = RunReader(run_dir)
+    reader.poll()
+    assert reader.config()["data"]["text"] == ""  # the corpus lives in corpus.txt
+    rows = {r["check"]: r for r in lab.health_checks(str(run_dir), reader.checkpoints()[-1], reader.metrics)}
+    assert rows["no future leak"]["result"] == "pass"
+    ablation = circuits.induction_ablation(run_dir, "L1H0")
+    assert all(isinstance(v, float) and math.isfinite(v) for v in ablation.values()), ablation
+
+
+def test_bench_pitfalls_takes_a_text_file_and_refuses_a_bad_one_in_one_line(tmp_path, capsys, monkeypatch):
+    from tinygpt import bench_pitfalls
+
+    seen = []
+    monkeypatch.setattr(bench_pitfalls, "measure", lambda e, seeds, source, text="": seen.append((source, text)) or [])
+    monkeypatch.setattr(bench_pitfalls, "table", lambda rows: "")
+    own = tmp_path / "own.txt"
+    own.write_text(OWN_TEXT, encoding="utf-8")
+    bench_pitfalls.main(["--experiments", "mask", "--seeds", "1", "--text-file", str(own)])
+    assert seen == [("text", OWN_TEXT)]
+    capsys.readouterr()
+    (tmp_path / "latin1.txt").write_bytes("café".encode("latin-1"))
+    (tmp_path / "empty.txt").write_text("")
+    for name, said in [
+        ("missing.txt", "No such file or directory"),
+        ("latin1.txt", "is not UTF-8 text (byte 0xe9 at offset 3)"),
+        ("empty.txt", "cannot train the mask experiment: the text is empty"),
+    ]:
+        assert bench_pitfalls.main(["--experiments", "mask", "--text-file", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and "Traceback" not in err, err

@@ -349,21 +349,65 @@ def test_attention_retention_keeps_first_early_and_latest(writer: RunWriter):
         writer.write_attention(1, np.zeros((2, 1, 3, 3)), "abcd", list("abcd"))
 
 
-@pytest.mark.parametrize(("max_steps", "every"), [(3000, 10), (3000, 50), (20_000, 50), (2000, 10)])
-def test_snapshot_retention_keeps_the_early_phase_and_spans_the_run(max_steps, every):
-    """Reproduces "the early history is thrown away": the old halving kept step 0 and then nothing before ~960
-    of 2000 (1920 of 3000). Now the first 10% and the first 300 steps stay dense and the rest is spread evenly."""
+@pytest.mark.parametrize(
+    ("max_steps", "every"),
+    [(300, 10), (4000, 10), (10_000, 10), (100_000, 10), (3000, 10), (3000, 50), (20_000, 50), (2000, 10)],
+)
+def test_snapshot_retention_keeps_the_early_phase_whole_then_log_spaced(max_steps, every):
+    """Issue 23 finding 5: a 4000-step run kept only every second snapshot of its first 300 steps (the dense phase
+    reached 10% of the run, 400 steps, and was halved to fit half the budget). Now every snapshot of the first
+    min(300 steps, 10% of the run) stays at any length, and the rest is log-spaced: no doubling of the step after
+    the dense phase is left without a snapshot (measured at 100,000 steps: 31 dense, then 320, 480, 640, 960,
+    1280, 1920, 2560, 3840, 5120, 7680, 10240, ... 61440, 81920 ... to the end, 62 in all)."""
     kept: list[int] = []
     for step in range(0, max_steps + 1, every):
         kept = retained_steps([*kept, step], 64, horizon=max_steps)
         assert len(kept) <= 64
-    early = [s for s in kept if s <= max(300, max_steps // 10)]
-    assert len(early) >= min(16, max(300, max_steps // 10) // every)  # dense start (thinned only if huge)
-    assert [s for s in kept if 0 < s <= 100] or every > 100  # the slider has snapshots in the first 100 steps
-    thirds = [s for s in kept if max_steps / 3 <= s <= 2 * max_steps / 3]
-    assert thirds and kept[0] == 0 and kept[-1] == max_steps  # early, middle and late
-    gaps = np.diff([s for s in kept if s > max(300, max_steps // 10)])
-    assert gaps.max() <= 4 * max(np.median(gaps), every)  # evenly spread, no hole in the middle
+    dense = min(300, max_steps // 10)
+    assert [s for s in kept if s <= dense] == list(range(0, dense + 1, every))  # the early phase, whole
+    assert kept[0] == 0 and kept[-1] == max_steps
+    later = [s for s in kept if s >= dense]
+    for a, b in zip(later, later[1:], strict=False):  # log-spaced: each next one at most about twice as far in
+        assert b <= 2 * max(a, every) + every, (a, b, kept)
+    assert [s for s in kept if max_steps / 3 <= s <= 2 * max_steps / 3]  # and the middle is there
+
+
+def test_retention_is_stable_a_dropped_step_never_comes_back_and_pins_stay():
+    """The retention works on what is left (dropped files are gone): a step it drops is never asked for again, and
+    pinned steps (checkpoints around a knob change or a divergence) stay whatever the run's length."""
+    kept: list[int] = []
+    dropped: set[int] = set()
+    for step in range(0, 100_001, 100):
+        new = retained_steps([*kept, step], 12, keep_recent=3, horizon=100_000, pinned=[4300, 4400, 70_000])
+        dropped |= set(kept) - set(new)
+        kept = new
+        assert not dropped & set(kept)
+    assert {4300, 4400, 70_000} <= set(kept) and len(kept) <= 12 + 3
+    assert kept[:4] == [0, 100, 200, 300] and kept[-3:] == [99_800, 99_900, 100_000]
+
+
+def test_checkpoints_around_a_knob_change_and_a_divergence_survive_a_long_run():
+    """Issue 23 finding 5: "resume from checkpoint N, from before it blew up" named a checkpoint the thinning
+    could delete later; now the checkpoints just before and after each applied knob change, non-finite step or
+    divergence are kept (a refused knob changes nothing and pins nothing)."""
+    from tinygpt.loop import checkpoints_to_drop
+
+    events = [
+        {"step": 4350, "kind": "knob", "ok": True, "knob": "learning_rate"},
+        {"step": 5050, "kind": "knob", "ok": False, "knob": "mask"},
+        {"step": 7020, "kind": "nonfinite", "tensor": "loss"},
+        {"step": 8000, "kind": "diverged", "checkpoint": 7900},
+        {"step": 9000, "kind": "clip"},
+    ]
+    kept: list[int] = []
+    for step in range(0, 10_001, 100):
+        kept.append(step)
+        for gone in checkpoints_to_drop(kept, horizon=10_000, events=[e for e in events if e["step"] <= step]):
+            kept.remove(gone)
+    assert {4300, 4400, 7000, 7100, 8000, 8100} <= set(kept)
+    assert 5000 not in kept and 5100 not in kept and 9000 not in kept  # a refused knob and a clip pin nothing
+    before = [s for s in range(0, 10_001, 100)]
+    assert not {4300, 4400} <= set(retained_steps(before, 12, 3, 10_000))  # unpinned, the thinning drops them
 
 
 def test_orphan_snapshot_removed_on_reopen(writer: RunWriter):

@@ -107,7 +107,8 @@ def induction(seed: int, source: str, root: Path, **overrides) -> dict:
         states = pool.map(_train, [(dirs[label], configs[label]) for label in configs])
     wall = time.perf_counter() - started
     records = {label: read_scores(d) for label, d in dirs.items()}
-    verdict = circuits.induction_verdict(records)
+    final = {label: circuits.final_induction(d) for label, d in dirs.items()}  # 256 probe rows each
+    verdict = circuits.induction_verdict(records, final=final)
     two = list(configs)[0]
     change = circuits.phase_change(records[two])
     ablation = circuits.induction_ablation(dirs[two], change.head)
@@ -118,9 +119,9 @@ def induction(seed: int, source: str, root: Path, **overrides) -> dict:
 def table(rows: list[dict]) -> str:
     """The BENCHMARKS.md table of the induction experiment."""
     cols = ["seed", "reproduced", "phase change step (score)", "phase change step (in-context loss)", "best head",
-            "best score before", "best score after", "second-copy loss before", "second-copy loss after",
-            "control best score", "ablation best head", "ablation mean of others", "second copy: best head",
-            "second copy: mean of others", "wall_s"]  # fmt: skip
+            "best score before", "best score after", "best score after, std across rows", "probe rows",
+            "second-copy loss before", "second-copy loss after", "control best score", "ablation best head",
+            "ablation mean of others", "second copy: best head", "second copy: mean of others", "wall_s"]  # fmt: skip
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in rows:
         cells = [f"{row.get(c):.3g}" if isinstance(row.get(c), float) else str(row.get(c)) for c in cols]

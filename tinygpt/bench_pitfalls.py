@@ -81,6 +81,29 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def read_text_file(path: str, experiments: list[Experiment]) -> tuple[str, str]:
+    """(the text, "") of a UTF-8 file every experiment can train on, or ("", one line saying why not): missing,
+    unreadable, not UTF-8, or too short for an experiment's context (the corpus's own DataError)."""
+    from .data import load_corpus
+    from .errors import TinyGPTError
+
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return "", f"--text-file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+    except OSError as exc:
+        return "", f"cannot read --text-file {path}: {exc.strerror or exc}"
+    for experiment in experiments:
+        if experiment.measure is not None:
+            continue
+        config = next(iter(experiment.configs(source="text", text=text).values()))
+        try:
+            load_corpus(config.data, config.model.max_seq_len)
+        except TinyGPTError as exc:
+            return "", f"--text-file {path} cannot train the {experiment.key} experiment: {exc}"
+    return text, ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tinygpt.bench_pitfalls", description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds")
@@ -98,10 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     experiments = [EXPERIMENTS[k] for k in args.experiments.split(",") if k]
     source, text = args.source, ""
     if args.text_file:
-        try:
-            text = Path(args.text_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            parser.error(f"cannot read --text-file {args.text_file}: {exc}")
+        text, problem = read_text_file(args.text_file, experiments)
+        if problem:  # one line and exit 2, as a usage error: no traceback, no usage block
+            print(f"{parser.prog}: error: {problem}", file=sys.stderr)
+            return 2
         source = "text"
     if args.contrast:
         experiments.append(contrast_experiment())

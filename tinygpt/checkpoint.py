@@ -33,10 +33,10 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .config import RunConfig
+from .config import DataConfig, RunConfig
 from .errors import CheckpointError
 from .model import TinyGPT
-from .runstore import checkpoint_stem, list_checkpoints
+from .runstore import checkpoint_stem, list_checkpoints, read_corpus
 from .tokenizer import CharTokenizer
 
 FORMAT = "tinygpt-checkpoint"
@@ -221,3 +221,15 @@ def load_model(run_dir: str | Path, step: int | None = None, device: torch.devic
         ckpt.config.model = dataclasses.replace(ckpt.config.model, vocab_size=len(ckpt.vocab))
     model = ckpt.build_model(device).eval()
     return LoadedModel(model=model, tokenizer=CharTokenizer(ckpt.vocab), config=ckpt.config, step=ckpt.step)
+
+
+def run_data(run_dir: str | Path, config: RunConfig) -> DataConfig:
+    """The data config a run trains on, its text back in place: a "text" run's config (config.json and every
+    checkpoint's) names its corpus by sha256 only, the text being the run folder's corpus.txt (runstore.read_corpus,
+    which checks the hash; RunStoreError if the file is missing or was edited). Every path that reloads a run to
+    build its corpus (the lab's probes and health checks, the circuits' ablations) goes through here: a bare
+    load_corpus(loaded.config.data) failed on any such run with "the text is empty"."""
+    data = config.data
+    if data.source == "text" and not data.text:
+        data = dataclasses.replace(data, text=read_corpus(run_dir, data.text_sha256 or None))
+    return data

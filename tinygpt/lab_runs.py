@@ -14,7 +14,6 @@ a page refreshes (a reader sees whole lines only, so a verdict judges what was t
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -70,17 +69,12 @@ def snapshot_numbers(weights) -> dict[str, float | None]:
 
 def checkpoint_probe(run_dir: str, step: int) -> dict[str, float]:
     """Leak score and no-peek loss of a run's checkpoint, on a fixed val batch of its own corpus."""
-    from .checkpoint import load_model
+    from .checkpoint import load_model, run_data
     from .data import load_corpus
     from .health import leak_score, no_peek_loss
 
     loaded = load_model(run_dir, int(step))
-    data = loaded.config.data
-    if data.source == "text" and not data.text:  # the run folder keeps a text corpus once, in its corpus.txt
-        from .runstore import read_corpus
-
-        data = dataclasses.replace(data, text=read_corpus(run_dir, data.text_sha256 or None))
-    corpus = load_corpus(data, loaded.config.model.max_seq_len)
+    corpus = load_corpus(run_data(run_dir, loaded.config), loaded.config.model.max_seq_len)  # text: corpus.txt
     x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))  # (4, T) each
     return {"leak": leak_score(loaded.model, x[:2]), "no_peek_loss": no_peek_loss(loaded.model, x, y)}
 
@@ -104,6 +98,8 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         except Exception:  # noqa: BLE001 - a snapshot thinned away between reads: the next refresh reads another
             pass
     nonfinite = [e for e in reader.events if e.get("kind") == "nonfinite"]
+    # A run can also diverge with finite numbers (the loss far above ln V for many steps: a "diverged" event)
+    broke = nonfinite or [e for e in reader.events if e.get("kind") == "diverged"]
     probed: dict[str, float] = {}
     checkpoints = reader.checkpoints() or []
     if probe is not None and checkpoints and str(status.get("state")) in ENDED:
@@ -126,7 +122,7 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         layer_grad_norms={g: v for g, v in layer_norms.items() if v is not None},
         leak=probed.get("leak"),
         no_peek_loss=probed.get("no_peek_loss"),
-        diverged_step=int(nonfinite[0]["step"]) if nonfinite else None,
+        diverged_step=int(broke[0]["step"]) if broke else None,
         nonfinite_tensor=str(nonfinite[0].get("tensor", "")) if nonfinite else "",
         sample=str(samples[-1].get("text") or samples[-1].get("error", "")) if samples else "",
         **{k: attention.get(k) for k in ("mean_entropy", "mean_max_weight", "saturated_rows")},

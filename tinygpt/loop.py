@@ -49,7 +49,7 @@ import queue
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -69,11 +69,13 @@ from .runstore import (
     acquire_writer_lock,
     checkpoint_stem,
     delete_checkpoint,
+    event_checkpoints,
     last_metric_step,
     list_checkpoints,
     os_error_message,
     read_corpus,
     read_evals,
+    read_events,
     retained_steps,
     rewind,
     store_corpus,
@@ -141,11 +143,14 @@ def checkpoints_to_drop(
     keep_recent: int = KEEP_RECENT_CHECKPOINTS,
     limit: int = MAX_CHECKPOINTS,
     horizon: int | None = None,
+    events: Iterable[dict] = (),
 ) -> list[int]:
-    """Which checkpoint steps to delete so at most `limit` remain, by the same rule as attention snapshots
-    (runstore.retained_steps): every checkpoint of the early phase, the newest `keep_recent`, and the rest spread
-    evenly, so Sample and the detail view can go back to any phase of training."""
-    keep = set(retained_steps(steps, limit, keep_recent, horizon))
+    """Which checkpoint steps to delete so at most `limit` remain (plus those around events), by the same rule as
+    attention snapshots (runstore.retained_steps): every checkpoint of the early phase, the newest `keep_recent`,
+    the rest log-spaced, so Sample and the detail view can go back to any phase of training; and the ones just
+    before and after each knob change or divergence in `events` (runstore.event_checkpoints), so each can be
+    opened later ("resume from checkpoint N, from before it blew up" stays true)."""
+    keep = set(retained_steps(steps, limit, keep_recent, horizon, pinned=event_checkpoints(steps, events)))
     return [s for s in sorted(steps) if s not in keep]
 
 
@@ -486,7 +491,8 @@ class _Loop:
         stem = checkpoint_stem(self.run_dir, step)
         save_checkpoint(stem, self.model, self.config, self.vocab, step, self.trainer.state(), extra)
         self.checkpointed_step = step
-        for old in checkpoints_to_drop(list_checkpoints(self.run_dir), horizon=self.config.train.max_steps):
+        steps, events = list_checkpoints(self.run_dir), read_events(self.run_dir)  # events.jsonl: a few kB
+        for old in checkpoints_to_drop(steps, horizon=self.config.train.max_steps, events=events):
             delete_checkpoint(self.run_dir, old)
 
     def event(self, kind: str, message: str, **fields: Any) -> None:

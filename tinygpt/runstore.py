@@ -900,8 +900,8 @@ class RunWriter:
         self, step: int, weights: Any, probe_text: str, tokens: list[str], horizon: int | None = None
     ) -> None:
         """Save one (L, H, T, T) attention snapshot as float16 and drop old ones so max_snapshots remain, by
-        `retained_steps`: the early phase dense (up to 10% of `horizon`, the run's max_steps), the rest spread
-        evenly."""
+        `retained_steps`: the early phase whole (the first min(300 steps, 10% of `horizon`, the run's
+        max_steps)), the rest log-spaced to now."""
         array = np.asarray(weights, dtype=np.float16)  # float16 halves the disk cost; weights are in [0, 1]
         if array.ndim != 4 or array.shape[2] != array.shape[3] or array.shape[3] != len(tokens):
             raise RunStoreError(f"attention must be (L, H, T, T) with T = {len(tokens)} tokens, got {array.shape}.")
@@ -950,31 +950,77 @@ class RunWriter:
 
 
 DENSE_STEPS = 300  # the first steps are where heads form: every snapshot and checkpoint of them is kept ...
-DENSE_FRACTION = 0.1  # ... and of the first 10% of the run so far, whichever reaches further
+DENSE_FRACTION = 0.1  # ... up to this fraction of the run, whichever ends first
+DENSE_SHARE = 0.75  # the dense phase may fill this much of the budget (only a cadence of a few steps needs that)
 
 
-def retained_steps(steps: list[int], budget: int, keep_recent: int = 1, horizon: int | None = None) -> list[int]:
-    """Which of `steps` (snapshot or checkpoint steps) to keep so that at most `budget` remain.
+def retained_steps(
+    steps: list[int], budget: int, keep_recent: int = 1, horizon: int | None = None, pinned: Iterable[int] = ()
+) -> list[int]:
+    """Which of `steps` (snapshot or checkpoint steps) to keep so that at most `budget` remain, plus `pinned`.
 
-    The early phase is kept dense: every step up to max(DENSE_STEPS, DENSE_FRACTION x `horizon`), thinned
-    evenly only if it alone would take more than half the budget. The newest `keep_recent` are always kept (resume
-    and "now" want them). The rest of the budget is spread evenly over the steps in between (`_evenly`). So a
-    3000-step demo run keeps snapshots at 0, 10, 20 ... 300 and then every 160 steps to now, instead of the old
-    halving that left nothing between step 0 and ~1900. `horizon` is the run's max_steps (known from the start,
-    so the dense phase is decided before its steps could have been dropped); without it, the newest step.
+    The early phase is kept whole: every step up to min(DENSE_STEPS, DENSE_FRACTION x `horizon`), at any run length
+    (thinned evenly only if it alone would take more than DENSE_SHARE of the budget: a cadence of a few steps). The
+    newest `keep_recent` are always kept (resume and "now" want them), and so are `pinned` steps (checkpoints
+    around a knob change or a divergence, so each can be opened later; the newest `budget` of them, on top of the
+    budget). The rest of the budget is log-spaced after the dense phase (`_log_spaced`): as many in each doubling
+    of the step as the budget allows, so a 100,000-step run still shows how steps 300-3,000 went. `horizon` is the
+    run's max_steps, known from the start, so the dense phase is decided before its steps could have been dropped;
+    without it, DENSE_STEPS.
     """
     steps = sorted(set(steps))
-    if len(steps) <= budget:
+    pins = sorted(set(pinned) & set(steps))[-budget:]
+    if len(steps) <= budget + len(pins):
         return steps
-    newest = steps[-1]
     recent = steps[-keep_recent:] if keep_recent else []
-    dense_until = max(DENSE_STEPS, DENSE_FRACTION * max(horizon or 0, newest))
-    early = [s for s in steps if s <= dense_until and s not in recent]
-    if len(early) > budget // 2:  # a very dense schedule: keep the early phase even, the first step always
-        early = _evenly(early, budget // 2)
-    middle = [s for s in steps if s > dense_until and s not in recent]
-    room = budget - len(early) - len(recent)
-    return sorted(set(early) | set(recent) | set(_evenly(middle, room)))
+    kept = set(recent) | set(pins)
+    dense_until = DENSE_STEPS if horizon is None else min(DENSE_STEPS, DENSE_FRACTION * horizon)
+    early = [s for s in steps if s <= dense_until and s not in kept]
+    room = budget - len(recent)
+    if len(early) > int(DENSE_SHARE * room):  # a very dense schedule: keep the early phase even, the first step always
+        early = _evenly(early, int(DENSE_SHARE * room))
+    later = [s for s in steps if s > dense_until and s not in kept]
+    gaps = [b - a for a, b in zip(steps, steps[1:], strict=False) if b > a]
+    cadence = max(1, min(set(gaps), key=lambda g: (-gaps.count(g), g))) if gaps else 1  # the usual interval
+    spread = _log_spaced(later, max(dense_until, cadence), room - len(early), cadence)
+    return sorted(kept | set(early) | set(spread))
+
+
+PINNED_EVENTS = ("knob", "nonfinite", "diverged")  # events whose checkpoints stay: a knob change, a divergence
+
+
+def event_checkpoints(steps: Iterable[int], events: Iterable[dict]) -> list[int]:
+    """The checkpoint steps around each event that matters (an applied knob change, a non-finite step, a loss that
+    diverged): the newest at or before it (the model as it was) and the first after it (what the change did).
+    Both stay the same as the run goes on, once pinned (retained_steps' `pinned`)."""
+    steps = sorted(set(steps))
+    out: set[int] = set()
+    for event in events:
+        if event.get("kind") not in PINNED_EVENTS or event.get("ok") is False:  # a refused knob changed nothing
+            continue
+        try:
+            at = int(event["step"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        out.update([s for s in steps if s <= at][-1:] + [s for s in steps if s > at][:1])
+    return sorted(out)
+
+
+def _log_spaced(steps: list[int], start: float, count: int, cadence: int) -> list[int]:
+    """At most `count` of the sorted `steps` (all after `start`), log-spaced: in the k-th doubling after `start`
+    ([start 2^k, start 2^(k+1))) the multiples of stride x 2^k, the stride being the run's cadence doubled as often
+    as needed. Whether a step is kept depends only on the step and the stride, and the stride only grows as the
+    run does, so a kept step stays kept until the stride doubles past it (targets chosen afresh at every write
+    would point at steps already deleted, drifting into uneven gaps)."""
+    if count <= 0 or not steps:
+        return []
+    octave = {s: 2 ** max(0, math.floor(math.log2(s / start))) for s in steps}
+    stride = cadence
+    while True:
+        kept = [s for s in steps if s % (stride * octave[s]) == 0]
+        if len(kept) <= count:
+            return kept
+        stride *= 2
 
 
 def _evenly(steps: list[int], count: int) -> list[int]:

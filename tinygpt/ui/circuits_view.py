@@ -8,7 +8,6 @@ figures. Deliberately left out: drawing widgets (pages/circuits.py).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 from pathlib import Path
@@ -19,6 +18,7 @@ import streamlit as st
 import torch
 
 from tinygpt import circuits, lens
+from tinygpt.checkpoint import run_data
 from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
 from tinygpt.inside import encode_probe
@@ -140,12 +140,7 @@ def ablation(run_dir: str, step: int, probe_text: str, mode: str) -> dict:
 
     loaded = resources.cached_model(run_dir, step)
     config = loaded.config
-    data = config.data
-    if data.source == "text" and not data.text:  # the run folder keeps a pasted corpus in its corpus.txt
-        from tinygpt.runstore import read_corpus
-
-        data = dataclasses.replace(data, text=read_corpus(run_dir))
-    corpus = load_corpus(data, config.model.max_seq_len)
+    corpus = load_corpus(run_data(run_dir, config), config.model.max_seq_len)  # a pasted corpus: its corpus.txt
     generator = torch.Generator().manual_seed(0)
     batches = [corpus.get_batch("val", config.train.batch_size, generator) for _ in range(ABLATION_BATCHES)]
     x = torch.cat([b[0] for b in batches])  # 20 x (B, T) -> (20 B, T)
@@ -269,6 +264,27 @@ def experiment_state(store, runs: dict[str, str]) -> tuple[dict[str, RunReader],
     return readers, records, ended
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def _final_at(run_dir: str, step: int) -> dict | None:
+    """circuits.final_induction at one checkpoint (cached: a checkpoint never changes; 256 probe rows, ~0.1 s)."""
+    try:
+        return circuits.final_induction(run_dir, step)
+    except Exception:  # noqa: BLE001 - an unreadable checkpoint: the verdict says "not enough data", not a crash
+        return None
+
+
+def final_scores(readers: dict[str, RunReader], ended: bool) -> dict[str, dict | None]:
+    """{label: the best induction head measured on VERDICT_ROWS probe rows at the run's last checkpoint}, what
+    the verdict judges on (the live per-snapshot scores use 2 rows); {} while the runs train."""
+    if not ended:
+        return {}
+    out: dict[str, dict | None] = {}
+    for label, rd in readers.items():
+        steps = rd.checkpoints()
+        out[label] = _final_at(str(rd.run_dir), steps[-1]) if steps else None
+    return out
+
+
 def experiment_progress(readers: dict[str, RunReader], ended: bool) -> None:
     """While the experiment's runs train: a bar over all their planned steps and when the verdict should come,
     from the runs' own recent pace (runinfo.verdict_progress); once they ended, each run's status line."""
@@ -353,7 +369,7 @@ def _induction_entry(store) -> None:
             state.put(state.CIRC_LIVE, not ended)
             st.rerun()
         experiment_progress(readers, ended)
-        verdict = circuits.induction_verdict(records, ended)
+        verdict = circuits.induction_verdict(records, ended, final_scores(readers, ended))
         st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")
         st.page_link("pages/circuits.py", label="See its phase change and the 2-layer run's heads on Circuits",
                      icon=":material/hub:", query_params={state.URL_RUN: runs[labels[0]],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from tinygpt.checkpoint import load_model
+from tinygpt.checkpoint import load_model, run_data
 from tinygpt.config import TransformerConfig
 from tinygpt.data import load_corpus
 from tinygpt.experiments import Experiment, RunResult, Verdict
@@ -54,11 +54,13 @@ def results(readers: dict[str, RunReader | None], experiment: Experiment | None 
 
 def show_verdict(verdict: Verdict) -> None:
     """The verdict box, coloured by `reproduced`, with the expected effect, then the numbers it was judged on."""
-    if verdict.reproduced is None:
+    if verdict.reproduced is None and not verdict.undecided:
         st.info(f"**Still training — no verdict yet.** {verdict.sentence}", icon=":material/hourglass_top:")
         return
     text = f"{verdict.sentence}\n\nExpected: {verdict.expected}."
-    if verdict.reproduced:
+    if verdict.reproduced is None:  # ended, but a clause was not measured (or the memory demo's CPU counts)
+        st.info(f"**{verdict.undecided.capitalize()}: no verdict.** {text}", icon=":material/help:")
+    elif verdict.reproduced:
         st.success(f"**Reproduced.** {text}", icon=":material/check_circle:")
     else:
         st.warning(f"**Did not reproduce on this run.** {text}", icon=":material/warning:")
@@ -75,7 +77,7 @@ def _cell(value) -> str:
 def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
     """The model health checklist for one checkpoint of a run, as table rows (pass / FAIL / not enough data)."""
     loaded = load_model(run_dir, int(step))
-    corpus = load_corpus(loaded.config.data, loaded.config.model.max_seq_len)
+    corpus = load_corpus(run_data(run_dir, loaded.config), loaded.config.model.max_seq_len)  # text: corpus.txt
     x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))
     checks = run_health_checks(loaded.model, x, y, metrics, loaded.config.train.max_grad_norm)
     return [

@@ -221,7 +221,8 @@ def _run_data(run_id: str) -> RunData | None:
 
 
 def _verdict(verdict) -> dict:
-    return {"reproduced": verdict.reproduced, "sentence": verdict.sentence}
+    return {"reproduced": verdict.reproduced, "sentence": verdict.sentence,
+            "undecided": getattr(verdict, "undecided", "")}  # fmt: skip
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -263,8 +264,9 @@ def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evi
                         last = rd.checkpoints()[-1]
                         ev.health[label] = _health(str(rd.run_dir), last, len(rd.metrics), rd.metrics)
         elif role == INDUCTION:
-            _, records, ended = circuits_view.experiment_state(resources.get_store(), ids)
-            ev.verdicts[INDUCTION] = _verdict(circuits.induction_verdict(records, ended))
+            readers, records, ended = circuits_view.experiment_state(resources.get_store(), ids)
+            final = circuits_view.final_scores(readers, ended)
+            ev.verdicts[INDUCTION] = _verdict(circuits.induction_verdict(records, ended, final))
             two = _reader(ids[TWO])
             if ended and two is not None and two.checkpoints() and step.key in ("ablation", "lens"):
                 last, text = two.checkpoints()[-1], two.attention_index().get("probe_text", "")
