@@ -98,11 +98,8 @@ view.chart(fig, "role_history_chart", "circ_roles")
 st.markdown(f"**Heads at step {step}**")
 for sentence in view.role_sentences(records, step):
     st.markdown(f"- {sentence}")
-names = [
-    circuits.head_name(lay, h)
-    for lay in range(config["model"]["num_layers"])
-    for h in range(config["model"]["num_heads"])
-]
+num_layers, num_heads = view.head_grid(records)  # from the scores: a damaged config.json had no "model"
+names = [circuits.head_name(lay, h) for lay in range(num_layers) for h in range(num_heads)]
 st.caption("Click a row to see that head's ablation below.")
 view.head_table(view.head_rows(records, step), names)
 view.chart(view.charts.residual_chart(records, large=large), "residual_chart", "circ_resid",
@@ -126,7 +123,6 @@ try:
         mode = a1.segmented_control("Ablation", ["zero", "mean"], key=state.W_CIRC_MODE, default="zero") or "zero"
         head = a2.selectbox("Head", names, key=state.W_CIRC_HEAD, help="Or click a cell of the heatmap.")
         result = view.ablation(run_dir, ck, probe, mode)
-        num_layers, num_heads = config["model"]["num_layers"], config["model"]["num_heads"]
         layer, h = divmod(names.index(head), num_heads)
         caption = f"{result['tokens']:,} validation tokens, every head ablated in turn, in {result['seconds']:.2f} s."
         fig = view.ablation_figure(result, mode, (layer, h), large)

@@ -52,6 +52,9 @@ def _label(run: str) -> str:  # the name the Runs table shows, not the bare id
 c1, c2 = st.columns([2, 1])
 run = c1.selectbox("Run", options, format_func=_label, key=state.W_SAMPLE_RUN)
 rd = state.reader(store, run)
+if rd is None:  # deleted meanwhile, or its config.json is damaged (the Runs table says why)
+    st.warning(f"Run {run} cannot be read now: pick another run, or see why on **Runs**.")
+    st.stop()
 ckpts = rd.checkpoints()
 if state.get(state.W_SAMPLE_CKPT) not in ckpts or state.get(state.SAMPLE_CKPT_LATEST, True):
     state.put(state.W_SAMPLE_CKPT, ckpts[-1])

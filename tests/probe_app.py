@@ -137,8 +137,9 @@ def tampered_bytes(path: Path, kind: str, rng: random.Random) -> bytes:
     raw = path.read_bytes()
     if path.suffix in (".json", ".jsonl", ".lock"):
         try:
-            docs = [json.loads(line) for line in raw.decode().splitlines() if line.strip()]
-            if path.suffix == ".json":
+            if path.suffix == ".jsonl":
+                docs = [json.loads(line) for line in raw.decode().splitlines() if line.strip()]
+            else:
                 docs = [json.loads(raw)]
         except ValueError:
             docs = [{"step": 1}]
@@ -342,12 +343,22 @@ def _no_lie(root: Path, run_id: str, nobody: str) -> None:
             assert "· running" not in text and "· queued" not in text, f"{page} says it trains ({nobody})"
 
 
-def _resumes(root: Path, run_id: str) -> None:
+def _resumes(root: Path, run_id: str, cli: bool = False) -> None:
+    """The run continues to 5 steps past where it was and finishes: in the app's run manager, or with the CLI's
+    `train --resume` for a run the CLI wrote (the app leaves those to it)."""
     from tinygpt.runstore import RunStore
     from tinygpt.worker import RunManager
 
     store = RunStore(root)
-    step = store.reader(run_id).status().get("step") or 0
+    reader = store.reader(run_id)
+    step = max([reader.status().get("step") or 0, *(m["step"] for m in reader.metrics[-1:])])  # the file may lag
+    if cli:
+        cmd = [sys.executable, "-m", "tinygpt", "train", "--resume", run_id, "--runs-dir", str(root), "--max-steps",
+               str(step + 5), "--quiet", "--threads", "1"]  # fmt: skip
+        done = subprocess.run(cmd, env=cli_env(), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"train --resume exited {done.returncode}: {done.stderr.strip()[-300:]}"
+        assert store.reader(run_id).status().get("state") == "finished", store.reader(run_id).status()
+        return
     manager = RunManager(store, max_active=1, threads_per_run=1, lease_seconds=600)
     try:
         manager.resume(run_id, max_steps=step + 5)
@@ -391,7 +402,7 @@ def probe_stale(family, root: Path, rng: random.Random, text: str, quick: bool) 
             proc.send_signal(signal.SIGKILL)
             proc.wait(30)
         _no_lie(where, run_id, "its CLI was killed")
-        _resumes(where, run_id)
+        _resumes(where, run_id, cli=True)
     with family.case("app worker killed with -9"):
         where = root / "stale-worker"
         store = RunStore(where)

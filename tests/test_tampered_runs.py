@@ -83,6 +83,14 @@ TAMPERS = {
     "config name markdown": lambda d: (d / "config.json").write_text(
         json.dumps({**json.loads((d / "config.json").read_text()), "learner": {"id": "x" * 16, "name": MARKDOWN}})
     ),
+    # Found by the reliability probe's tampered family (tests/probe_app.py): TypeError on Train and Attention,
+    # KeyError 'model' on Circuits. Now the page says the config is damaged and shows no run.
+    "config wrong types": lambda d: (d / "config.json").write_text(
+        json.dumps({**json.loads((d / "config.json").read_text()), "model": {"num_layers": "many", "num_heads": {}}})
+    ),
+    "config without model": lambda d: (d / "config.json").write_text(
+        json.dumps({k: v for k, v in json.loads((d / "config.json").read_text()).items() if k != "model"})
+    ),
     "corpus.txt missing": lambda d: _text_source(d, None),
     "corpus.txt edited": lambda d: _text_source(d, "not the text this run learned " * 40),
     "samples wrong types": lambda d: _append(d / "samples.jsonl", {"step": "x", "prompt": 5, "text": MARKDOWN}),

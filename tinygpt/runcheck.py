@@ -11,16 +11,19 @@ each crashed a page once. The rule here is one per file, applied by tinygpt.runs
                          event needs a knob name and values that knob can hold (knobs_now feeds them to charts)
     attention/index.json probe_text a string, tokens strings, snapshots {step, file} with whole-number steps
     attention/scores     a record needs a step in [0, MAX_STEP] and every role a grid of numbers of one shape
+    config.json          its model, train and data sections there and each known field a value its RunConfig
+                         accepts (`config_problem`); a reader refuses a run whose config is damaged, with why
 
 Strings stay strings: pages show them as text (tinygpt/ui/safe.py), never as markdown. Imports config only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
-from .config import ATTN_SCALES, LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, MASKS
+from .config import ATTN_SCALES, LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, MASKS, RunConfig
 
 MAX_STEP = 10**9  # no run takes a billion steps: a step beyond is damage, not progress
 
@@ -163,3 +166,34 @@ def clean_scores(record: Any) -> dict | None:
         and all(isinstance(v, list) and all(_number(x) is not None for x in v) for v in residual.values())
         else {},
     }
+
+
+CONFIG_SECTIONS = ("model", "train", "data")
+
+
+def config_problem(config: Any, sections: bool = True) -> str | None:
+    """None if config.json describes a run every page can draw: a JSON object with its model, train and data
+    sections, each known field a value RunConfig accepts (the same checks a new run's settings pass). Otherwise
+    what is wrong, in one line. Keys a RunConfig does not know (the run's id, owner, vocab ...; fields of older
+    versions) are not judged here. The reliability probe's tampered family: a config.json with "num_layers":
+    "many" or without "model" raised TypeError and KeyError on Train, Attention and Circuits. `sections` False:
+    a missing section is its defaults (what a resume would train with), only a present one is judged (the run
+    listing, which also reads the partial folders of engine tests and older versions)."""
+    if not isinstance(config, dict):
+        return f"it holds a {type(config).__name__}, not a JSON object"
+    present = [name for name in CONFIG_SECTIONS if name in config]
+    missing = [name for name in CONFIG_SECTIONS if not isinstance(config.get(name), dict)]
+    if missing and (sections or any(name in present for name in missing)):
+        return f"its {', '.join(missing)} section{'s are' if len(missing) > 1 else ' is'} missing or not an object"
+    known = {f.name for f in dataclasses.fields(RunConfig)}
+    sections_ = {name: _known_fields(type(getattr(RunConfig(), name)), config[name]) for name in present}
+    try:
+        RunConfig.from_dict({**{k: v for k, v in config.items() if k in known}, **sections_})
+    except (ValueError, TypeError, AttributeError) as exc:  # ConfigError is a ValueError
+        return str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    return None
+
+
+def _known_fields(cls: type, section: dict) -> dict:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in section.items() if k in names}

@@ -64,7 +64,7 @@ import numpy as np
 
 from tinygpt.config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS
 from tinygpt.errors import RunStoreError
-from tinygpt.runcheck import clean_index, clean_scores, clean_status, valid_event, valid_knob_value
+from tinygpt.runcheck import clean_index, clean_scores, clean_status, config_problem, valid_event, valid_knob_value
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 EVENT_KINDS = ("knob", "clip", "nonfinite", "diverged", "state", "checkpoint", "error")
@@ -804,6 +804,8 @@ def _summarize(run_dir: Path) -> RunSummary:
         config = read_json(run_dir / "config.json")
         if not isinstance(config, dict):
             raise RunStoreError("config.json is missing or not an object")
+        if problem := config_problem(config, sections=False):  # every listing names it (Runs, Sample, Room)
+            raise RunStoreError(f"config.json is damaged: {problem}")
         status = interrupted(run_dir, trusted_status(run_dir, read_status(run_dir)))  # broken: what the folder knows
         return RunSummary(
             run_id=run_dir.name,
@@ -1242,6 +1244,8 @@ class RunReader:
             value = read_status(self.run_dir)  # no status.json: what the folder itself says (read_status)
         if attr == "_status" and isinstance(value, dict):
             value = trusted_status(self.run_dir, value)
+        elif attr == "_config" and self._config and not config_problem(self._config) and config_problem(value):
+            return False  # damaged after a good read: keep the config every page was drawn with
         elif attr == "_attn_index":
             value = clean_index(value)
         setattr(self, attr, value if isinstance(value, dict) else {})

@@ -55,6 +55,17 @@ def scores(run_dir: str | Path) -> list[dict]:
     return _scores_at(str(run_dir), signature)
 
 
+def head_grid(records: list[dict]) -> tuple[int, int]:
+    """(layers, heads per layer) of the run's scores: the shape of its newest record's role arrays, (L, H). Read
+    from the scores the page draws, not from config.json: a damaged config.json (the reliability probe's tampered
+    family) left the page without "model" while its scores, checked where they are read, were whole."""
+    for record in reversed(records):
+        for scores in (record.get("roles") or {}).values():
+            if isinstance(scores, list) and scores and all(isinstance(row, list) for row in scores):
+                return len(scores), len(scores[0])
+    return 0, 0
+
+
 def knob_markers(events: list[dict]) -> list[dict]:
     """Live knob changes as chart markers {"step", "label"} (the head switch among them)."""
     out = []

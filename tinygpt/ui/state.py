@@ -23,6 +23,7 @@ from typing import Any
 import streamlit as st
 
 from tinygpt.errors import RunStoreError
+from tinygpt.runcheck import config_problem
 from tinygpt.runstore import RunReader, RunStore, validate_run_id
 from tinygpt.ui.safe import md
 
@@ -242,6 +243,8 @@ def sync_run_id(store: RunStore, may_attach: Callable[[str], bool] = lambda run:
         try:
             if not store.exists(from_url):
                 raise RunStoreError(f"there is no run {from_url!r} in {store.root}.")
+            if from_url not in st.session_state.setdefault(READERS, {}):  # a damaged run is refused here, with why
+                st.session_state[READERS][from_url] = checked_reader(store, from_url)
             if not (may_attach(from_url) or st.query_params.get(URL_VIEW) == "1"):
                 raise RunStoreError(
                     "that link points at another learner's run, so it opened your own session. To show a run to "
@@ -272,6 +275,16 @@ def sync_run_id(store: RunStore, may_attach: Callable[[str], bool] = lambda run:
 # ---------------------------------------------------------------- readers: one incremental reader per run
 
 
+def checked_reader(store: RunStore, run: str) -> RunReader:
+    """A reader of a run whose config.json every page can draw; RunStoreError saying what is damaged otherwise (the
+    reliability probe's tampered family: "num_layers": "many", or no "model", raised on Train, Attention and
+    Circuits). The engine's RunReader stays lenient: it reads runs of any age and partial test folders."""
+    rd = store.reader(run)
+    if problem := config_problem(rd.config()):
+        raise RunStoreError(f"run {run}'s config.json is damaged ({problem}); it cannot be shown.")
+    return rd
+
+
 def reader(store: RunStore, run: str | None) -> RunReader | None:
     """The session's reader of a run, polled (reads only what is new). None if there is no such run."""
     if not run:
@@ -280,7 +293,7 @@ def reader(store: RunStore, run: str | None) -> RunReader | None:
     rd = readers.get(run)
     if rd is None:
         try:
-            rd = readers[run] = store.reader(run)
+            rd = readers[run] = checked_reader(store, run)
         except RunStoreError:
             return None
     else:
