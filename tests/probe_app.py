@@ -253,7 +253,8 @@ def admission_routes() -> dict[str, Callable]:
     from tinygpt.ui import lesson
 
     routes = {"Train": _route_train, "Resume on Train": _route_train_resume, "Resume on Runs": _route_runs_resume}
-    routes |= {f"experiment {key}": _route_experiment(key) for key in EXPERIMENTS}
+    # The memory experiment is measured in the page's own process: it starts no training, so it takes no slot.
+    routes |= {f"experiment {key}": _route_experiment(key) for key, e in EXPERIMENTS.items() if e.measure is None}
     routes["induction experiment (Circuits)"] = _route_induction
     starting = [s.key for s in lesson.STEPS if s.setup.train or s.setup.heads or s.setup.experiment
                 or s.setup.induction or s.setup.pitfalls]  # fmt: skip
