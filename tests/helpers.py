@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import time
 from pathlib import Path
 
 from tinygpt.config import RunConfig, preset
@@ -84,3 +85,13 @@ def mounted_tmpfs(path: Path, size: str = "4m"):
         yield remount
     finally:
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
+    """`predicate()`'s first truthy value, polled every 20 ms; AssertionError naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")

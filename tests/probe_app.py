@@ -27,11 +27,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from helpers import cli_env, tiny_config
+from helpers import cli_env, tiny_config, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ("pages/train.py", "pages/attention.py", "pages/circuits.py", "pages/gradients.py", "pages/sample.py",
@@ -317,15 +316,6 @@ def probe_admission(family, root: Path, rng: random.Random, text: str, quick: bo
 # ---------------------------------------------------------------- stale states
 
 
-def _wait(predicate, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _no_lie(root: Path, run_id: str, nobody: str) -> None:
     """Nobody trains `run_id`: the reader, the listing, the CLI's `runs` and every page say so."""
     from tinygpt.runstore import RunStore
@@ -363,7 +353,7 @@ def _resumes(root: Path, run_id: str, cli: bool = False) -> None:
     manager = RunManager(store, max_active=1, threads_per_run=1, lease_seconds=600)
     try:
         manager.resume(run_id, max_steps=step + 5)
-        _wait(lambda: store.reader(run_id).status().get("state") == "finished", 120, f"{run_id} resumed to the end")
+        wait_for(lambda: store.reader(run_id).status().get("state") == "finished", 120, f"{run_id} resumed to the end")
     finally:
         manager.shutdown()
 
@@ -397,7 +387,7 @@ def probe_stale(family, root: Path, rng: random.Random, text: str, quick: bool) 
         proc = subprocess.Popen(cmd, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             store = RunStore(where)
-            run_id = _wait(lambda: next((s.run_id for s in store.list_runs() if (s.step or 0) >= 12), None), 120,
+            run_id = wait_for(lambda: next((s.run_id for s in store.list_runs() if (s.step or 0) >= 12), None), 120,
                            "the CLI run at step 12")  # fmt: skip
         finally:
             proc.send_signal(signal.SIGKILL)
@@ -410,9 +400,9 @@ def probe_stale(family, root: Path, rng: random.Random, text: str, quick: bool) 
         manager = RunManager(store, max_active=1, threads_per_run=1, lease_seconds=600)
         try:
             run_id = manager.start(tiny_config(text, max_steps=10**6, checkpoint_every=5))
-            _wait(lambda: (store.reader(run_id).status().get("step") or 0) >= 12, 120, "the worker at step 12")
+            wait_for(lambda: (store.reader(run_id).status().get("step") or 0) >= 12, 120, "the worker at step 12")
             os.kill(manager.worker_pid(run_id), signal.SIGKILL)
-            _wait(lambda: not manager.is_live(run_id), 60, "the kill noticed")
+            wait_for(lambda: not manager.is_live(run_id), 60, "the kill noticed")
         finally:
             manager.shutdown()
         _no_lie(where, run_id, "its worker was killed")
@@ -425,11 +415,11 @@ def probe_stale(family, root: Path, rng: random.Random, text: str, quick: bool) 
         try:
             ids = proc.stdout.readline().split()
             store = RunStore(where)
-            _wait(lambda: (store.reader(ids[0]).status().get("step") or 0) >= 12, 120, "the first run at step 12")
+            wait_for(lambda: (store.reader(ids[0]).status().get("step") or 0) >= 12, 120, "the first run at step 12")
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
-        _wait(lambda: store.reader(ids[0]).status().get("state") != "running", 60, "the orphaned worker's exit")
+        wait_for(lambda: store.reader(ids[0]).status().get("state") != "running", 60, "the orphaned worker's exit")
         with app_runs_dir(where):  # a new server on the same folder
             from tinygpt.ui import resources
 

@@ -40,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from helpers import cli_env, mounted_tmpfs, tiny_config  # noqa: E402
+from helpers import cli_env, mounted_tmpfs, tiny_config, wait_for  # noqa: E402
 
 from tinygpt.checkpoint import load_model  # noqa: E402
 from tinygpt.errors import TinyGPTError  # noqa: E402
@@ -57,15 +57,6 @@ def corpus(seed: int = 1234) -> str:
     while sum(len(line) + 1 for line in lines) < 3000:
         lines.append(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) + ".")
     return "\n".join(lines) + "\n"
-
-
-def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def curve(store: RunStore, run_id: str) -> list[tuple]:
