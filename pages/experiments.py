@@ -13,11 +13,12 @@ import streamlit as st
 import torch
 
 from tinygpt import experiments as lab_lib
-from tinygpt import health as health_lib
 from tinygpt import model as model_lib
 from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS
 from tinygpt.errors import TinyGPTError
+from tinygpt.lab import health as health_lib
+from tinygpt.lab.memory import memory_rows
 from tinygpt.ui import admission, backlog, circuits_view, explain, lab, resources, room, settings, workshop
 from tinygpt.ui.charts import compare
 
@@ -191,4 +192,4 @@ with tabs[3]:
     cuda_peak = any(r.get("source", "").startswith("torch.cuda") for r in rows)
     title = "Memory per training step (estimated, fp32" + ("; the peak bar is measured on CUDA)" if cuda_peak else ")")
     explain.show_chart(compare.memory_chart(rows, title=title, large=state.large_fonts()), "memory_chart", code=False)
-    explain.show_code_of([lab_lib.memory_rows])
+    explain.show_code_of([memory_rows])

@@ -11,8 +11,8 @@ import time
 
 import streamlit as st
 
-from tinygpt import inside
 from tinygpt.errors import TinyGPTError
+from tinygpt.inside import maps as inside
 from tinygpt.runstore import list_checkpoints, read_events, run_learner
 from tinygpt.ui import explain, picking, resources, room, safe
 from tinygpt.ui.charts import compare, heatmaps

@@ -151,7 +151,7 @@ def tampered_bytes(path: Path, kind: str, rng: random.Random) -> bytes:
 
 def finished_run(root: Path, text: str) -> tuple[str, list[Path]]:
     """A finished tiny run written by the real training loop (every file a worker writes); (id, its files)."""
-    from tinygpt.loop import run_training
+    from tinygpt.runs.loop import run_training
     from tinygpt.runstore import RunStore
 
     config = tiny_config(text, max_steps=30)

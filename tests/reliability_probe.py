@@ -44,7 +44,7 @@ from helpers import cli_env, mounted_tmpfs, tiny_config, wait_for  # noqa: E402
 
 from tinygpt.checkpoint import load_model  # noqa: E402
 from tinygpt.errors import TinyGPTError  # noqa: E402
-from tinygpt.loop import LATEST, run_training  # noqa: E402
+from tinygpt.runs.loop import LATEST, run_training  # noqa: E402
 from tinygpt.runstore import RunStore, list_checkpoints, read_corpus, read_status  # noqa: E402
 from tinygpt.worker import RunManager  # noqa: E402
 
@@ -135,8 +135,8 @@ def probe_cli_kill(root: Path, text: str, how: signal.Signals, rng: random.Rando
         run_id = writer.run_id
     script = (
         "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]]\n"
-        "from helpers import tiny_config; from tinygpt.loop import run_training, LATEST\n"
-        "from tinygpt.distributed import run_training_maybe_distributed\n"
+        "from helpers import tiny_config; from tinygpt.runs.loop import run_training, LATEST\n"
+        "from tinygpt.runs.distributed import run_training_maybe_distributed\n"
         "from tinygpt.runstore import RunStore\n"
         "text = open(sys.argv[3]).read()\n"
         "config = tiny_config(text, max_steps=150, checkpoint_every=20, eval_interval=25, dropout=0.1)\n"

@@ -12,8 +12,8 @@ from tinygpt import circuits
 from tinygpt.attention import build_mask
 from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import COPYVAR_CHOICES, load_corpus, make_synthetic, solve
-from tinygpt.loop import QueueControl, run_training
 from tinygpt.model import TinyGPT
+from tinygpt.runs.loop import QueueControl, run_training
 from tinygpt.runstore import RunStore, knob_answer, knobs_now, read_events, read_json, read_scores
 
 T = 16

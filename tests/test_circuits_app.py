@@ -11,7 +11,7 @@ pytest.importorskip("streamlit")
 from helpers import tiny_config  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tinygpt.loop import run_training  # noqa: E402
+from tinygpt.runs.loop import run_training
 from tinygpt.runstore import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 

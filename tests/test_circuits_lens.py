@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tinygpt import lens
 from tinygpt.config import ConfigError, TransformerConfig, format_heads, parse_heads
+from tinygpt.inside import lens
 from tinygpt.model import TinyGPT
 from tinygpt.probes import capture
 

@@ -18,9 +18,9 @@ import time
 import pytest
 from helpers import tiny_config
 
-from tinygpt import loop
 from tinygpt.cli import build_parser, main
-from tinygpt.loop import run_training
+from tinygpt.runs import loop
+from tinygpt.runs.loop import run_training
 from tinygpt.runstore import RunStore
 
 TIME_BUDGET = 30.0  # s for all cases together

@@ -13,8 +13,8 @@ import torch
 from tinygpt.config import DataConfig, RunConfig, TrainConfig, TransformerConfig
 from tinygpt.data import Corpus
 from tinygpt.errors import ShapeError
-from tinygpt.experiments import EXPERIMENTS, RunResult, Verdict, memory_rows, shape_drift_cases
-from tinygpt.health import (
+from tinygpt.experiments import EXPERIMENTS, RunResult, Verdict, shape_drift_cases
+from tinygpt.lab.health import (
     FAIL,
     NOT_ENOUGH,
     PASS,
@@ -30,8 +30,8 @@ from tinygpt.health import (
     no_peek_loss,
     run_health_checks,
 )
-from tinygpt.lab_runs import attention_stats, softmax_gain
-from tinygpt.memory import allocation_churn
+from tinygpt.lab.memory import allocation_churn, memory_rows
+from tinygpt.lab.results import attention_stats, softmax_gain
 from tinygpt.model import TinyGPT, drifted_attention
 from tinygpt.trainer import Trainer
 
@@ -123,7 +123,7 @@ def test_no_peek_loss_equals_the_ordinary_loss_under_a_causal_mask(tiny_text):
 
 
 def test_naive_softmax_run_is_paused_as_diverged_with_the_step_recorded(tmp_runs, tiny_text):
-    from tinygpt.loop import run_training
+    from tinygpt.runs.loop import run_training
     from tinygpt.runstore import RunReader, RunStore
 
     config = RunConfig(
@@ -462,7 +462,7 @@ TEST_SEEDS = (1337, 7, 1)
 @pytest.mark.slow
 @pytest.mark.parametrize("key", list(EXPERIMENTS))
 def test_every_pitfall_reproduces_on_three_seeds(key, shakespeare_path, monkeypatch, tmp_path):
-    from tinygpt.lab_runs import run_experiment
+    from tinygpt.lab.results import run_experiment
 
     monkeypatch.setenv("TINYGPT_SHAKESPEARE", str(shakespeare_path))
     if key == "memory" and not torch.cuda.is_available():
@@ -477,7 +477,7 @@ def test_every_pitfall_reproduces_on_three_seeds(key, shakespeare_path, monkeypa
 def test_a_lab_experiment_runs_and_is_probed_on_the_users_own_text(tmp_path):
     """Issue 23 finding 2, the part the mask experiment needs on a second corpus: `checkpoint_probe` failed on any
     source="text" run with "the text is empty" (its reloaded config names the corpus by hash, in corpus.txt)."""
-    from tinygpt.lab_runs import run_experiment
+    from tinygpt.lab.results import run_experiment
 
     text = "the quick brown fox jumps over the lazy dog, and then it sleeps. " * 40
     results, verdict = run_experiment(
@@ -575,7 +575,7 @@ def test_every_lab_path_that_reloads_a_text_run_gets_its_text_back(tmp_runs):
     from helpers import tiny_config
 
     from tinygpt import circuits
-    from tinygpt.loop import run_training
+    from tinygpt.runs.loop import run_training
     from tinygpt.runstore import RunReader, RunStore
     from tinygpt.ui import lab
 
@@ -593,7 +593,7 @@ def test_every_lab_path_that_reloads_a_text_run_gets_its_text_back(tmp_runs):
 
 
 def test_bench_pitfalls_takes_a_text_file_and_refuses_a_bad_one_in_one_line(tmp_path, capsys, monkeypatch):
-    from tinygpt import bench_pitfalls
+    from tinygpt.bench import pitfalls as bench_pitfalls
 
     seen = []
     monkeypatch.setattr(bench_pitfalls, "measure", lambda e, seeds, source, text="": seen.append((source, text)) or [])

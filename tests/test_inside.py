@@ -1,4 +1,4 @@
-"""tinygpt/inside.py: the numbers the Attention page draws come from the model's own forward pass."""
+"""tinygpt/inside/maps.py: the numbers the Attention page draws come from the model's own forward pass."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from tinygpt import inside
 from tinygpt.attention import build_mask
 from tinygpt.config import TransformerConfig
+from tinygpt.inside import maps as inside
 from tinygpt.model import TinyGPT
 from tinygpt.tokenizer import CharTokenizer
 

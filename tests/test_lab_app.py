@@ -11,7 +11,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.experiments import ENDED, EXPERIMENTS  # noqa: E402
-from tinygpt.lab_runs import read_result  # noqa: E402
+from tinygpt.lab.results import read_result
 from tinygpt.ui import (  # noqa: E402
     resources,
     state,  # noqa: E402
@@ -107,7 +107,7 @@ def test_the_memory_experiment_measures_in_the_page_and_on_cpu_shows_counts_not_
 def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     from helpers import tiny_config
 
-    from tinygpt.loop import run_training
+    from tinygpt.runs.loop import run_training
     from tinygpt.runstore import RunReader, RunStore
     from tinygpt.ui import lab
 

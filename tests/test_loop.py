@@ -14,12 +14,12 @@ import pytest
 import torch
 from helpers import tiny_config
 
-from tinygpt import loop
-from tinygpt.bench_worker import bare_tokens_per_s
+from tinygpt.bench.worker import bare_tokens_per_s
 from tinygpt.checkpoint import load_checkpoint
 from tinygpt.config import ConfigError
 from tinygpt.device import available_devices, resolve_device
-from tinygpt.loop import LATEST, QueueControl, checkpoints_to_drop, run_training
+from tinygpt.runs import loop
+from tinygpt.runs.loop import LATEST, QueueControl, checkpoints_to_drop, run_training
 from tinygpt.runstore import RunStore, checkpoint_stem, knob_answer, knob_changes, knobs_now, list_checkpoints
 
 tiny = tiny_config
@@ -378,7 +378,7 @@ def test_ctrl_c_during_setup_ends_stopped_without_a_checkpoint(tmp_path, tiny_te
 
 
 def test_bench_clock_starts_at_the_first_recorded_step_and_waits_keep_leases_then_stop_over_the_cap():
-    from tinygpt.bench_worker import training_started_at, wait_for_runs
+    from tinygpt.bench.worker import training_started_at, wait_for_runs
 
     assert training_started_at([{"time": 100.0, "step_ms": 250.0}, {"time": 101.0, "step_ms": 9.0}]) == 99.75
 

@@ -27,12 +27,12 @@ import torch
 from helpers import REPO, cli_env, mounted_tmpfs, tiny_config
 
 from tinygpt import data as data_module
-from tinygpt import preflight as preflight_module
 from tinygpt import runstore
 from tinygpt.cli import build_parser, main
 from tinygpt.config import ATTN_SCALES, DEVICES, MASKS, OPTIMIZERS, PRESETS, SOFTMAXES
 from tinygpt.errors import ResourceError, RunStoreError, TinyGPTError
-from tinygpt.loop import DIVERGE_PATIENCE, LATEST, QueueControl, run_training
+from tinygpt.runs import preflight as preflight_module
+from tinygpt.runs.loop import DIVERGE_PATIENCE, LATEST, QueueControl, run_training
 from tinygpt.runstore import (
     CORPUS_FILE,
     RunLockedError,

@@ -19,13 +19,13 @@ probe gives the *in-context loss*: the loss on the second copy against the first
 ln(choices)); an induction circuit makes the second copy cheap. Each half holds distinct characters (lowercase
 letters of the vocabulary where there are enough), so "the previous occurrence" is one position.
 
-`snapshot_scores` computes all of it, plus the residual stream's norms (tinygpt.lens), for the training loop's
+`snapshot_scores` computes all of it, plus the residual stream's norms (tinygpt.inside.lens), for the training loop's
 attention snapshots (runstore: attention/scores.jsonl, one line per snapshot). `phase_change` finds the step where
 the best induction score jumps and `induction_verdict` judges the experiment: a 2-layer model against a 1-layer
 control, which cannot compose a previous-token head with a second head that reads it (Olsson et al. 2022, sec. 3).
 
 Shape legend: L layers, H heads, T query positions, S key positions (S == T), B probe rows, n half the probe.
-Left out: the OV "copying" score (Olsson's second criterion; head ablation in tinygpt.lens measures what a head's
+Left out: the OV "copying" score (Olsson's second criterion; head ablation in tinygpt.inside.lens measures what a head's
 output is worth instead), path patching, and scores on real text for the induction role.
 """
 
@@ -41,7 +41,7 @@ import torch.nn.functional as F
 
 from .attention import mask_rows
 from .config import RunConfig, preset
-from .lens import residual_stream
+from .inside.lens import residual_stream
 from .model import TinyGPT
 
 ROLES = ("previous", "induction", "first", "self")
@@ -164,7 +164,7 @@ def snapshot_scores(
         roles       {role: [[score per head] per layer]}             every role of ROLES
         baselines   {role: the uniform-attention score}              under the mask in force now
         copy_loss   {"first", "second"}                              loss on each copy of the repeated probe
-        residual    tinygpt.lens.residual_stream's norms on the probe text
+        residual    tinygpt.inside.lens.residual_stream's norms on the probe text
 
     `probe_weights` (L, H, T, T) is the snapshot itself (inside.attention_maps of `probe_idx` (1, T)). One more
     forward, without dropout, runs the repeated probe (B, 2n) and the probe text, batched when their lengths match.
@@ -440,7 +440,7 @@ def phase_change(records: Sequence[dict]) -> PhaseChange:
 
 INDUCTION_SOURCES = {"synthetic:copyvar": "the copy task, words of every length", "shakespeare": "Tiny Shakespeare"}
 INDUCTION_VARIANTS = {"2 layers": {"num_layers": 2}, "1 layer (control)": {"num_layers": 1}}
-# Settings shared by both runs, on top of the demo preset (tinygpt/bench_circuits.py measured them; BENCHMARKS.md).
+# Settings shared by both runs, on top of the demo preset (tinygpt/bench/circuits.py measured them; BENCHMARKS.md).
 INDUCTION_BASE: dict[str, dict[str, Any]] = {
     "synthetic:copyvar": dict(
         synthetic_digits=12,
@@ -586,9 +586,9 @@ def induction_ablation(run_dir, head: str | None) -> dict[str, float | None]:
     way to predict). Returns the best head's and the mean of the others' change for both."""
     import statistics
 
-    from . import lens
     from .checkpoint import load_model, run_data
     from .data import load_corpus
+    from .inside import lens
 
     out = dict.fromkeys(["ablation best head", "ablation mean of others", "second copy: best head",
                          "second copy: mean of others"])  # fmt: skip

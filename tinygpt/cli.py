@@ -383,8 +383,8 @@ def _store(runs_dir: Path | None):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from .distributed import run_training_maybe_distributed
-    from .preflight import preflight
+    from .runs.distributed import run_training_maybe_distributed
+    from .runs.preflight import preflight
 
     store = _store(args.runs_dir)
     if args.from_step is not None and args.resume is None:

@@ -105,7 +105,7 @@ class TransformerConfig:
     softmax: str = "stable"  # "naive" skips the max subtraction so large scores overflow exp() to inf/NaN
     detach_residual: bool = False  # cut gradients along the residual stream: lower layers stop learning
     # Heads switched off, e.g. "L1H2,L0H0": their output is zeroed before the output projection (zero ablation,
-    # tinygpt/lens.py), live, so a learner can switch a head off mid-run and watch the model route around it.
+    # tinygpt/inside/lens.py), live, so a learner can switch a head off mid-run and watch the model route around it.
     ablated_heads: str = ""  # "" keeps every head on
     # Shape drift (the pitfall lab): "softmax_dim" sums the softmax's exponentials over the queries, a (B, H, 1, S)
     # tensor where (B, H, T, 1) belongs; T == S in training, so it broadcasts silently. shape_contracts names it.

@@ -7,11 +7,11 @@ sentence. Nothing is canned: if the broken run happens to behave, the verdict sa
 
 Seven experiments: unscaled attention logits, causal mask misalignment, no learning-rate warmup, detached
 residual, unstable softmax, shape drift (a silent broadcasting bug, with and without shape contracts) and memory
-fragmentation (measured in-process, not trained: see tinygpt/memory.py). Their settings were searched so the
-pitfall shows on every seed tried, in about a minute of 2 CPU cores per experiment (tinygpt/bench_pitfalls.py
+fragmentation (measured in-process, not trained: see tinygpt/lab/memory.py). Their settings were searched so the
+pitfall shows on every seed tried, in about a minute of 2 CPU cores per experiment (tinygpt/bench/pitfalls.py
 measures it; BENCHMARKS.md has the table).
 
-tinygpt/lab_runs.py turns run folders into `RunResult`s (`read_result`) and trains an experiment in this process
+tinygpt/lab/results.py turns run folders into `RunResult`s (`read_result`) and trains an experiment in this process
 (`run_experiment`, for tests and the benchmark). Also here for the page's static tab: `shape_drift_cases()` (what a
 shape contract says next to what PyTorch would have said without it).
 
@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from .config import RunConfig, preset
-from .memory import allocation_churn, memory_rows  # noqa: F401 - memory_rows: the page's estimate chart
+from .lab.memory import allocation_churn
 from .model import TinyGPT
 
 ENDED = ("finished", "diverged", "failed")  # a run in one of these has said all it will say

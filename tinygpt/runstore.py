@@ -64,7 +64,7 @@ import numpy as np
 
 from tinygpt.config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS
 from tinygpt.errors import RunStoreError
-from tinygpt.runcheck import clean_index, clean_scores, clean_status, config_problem, valid_event, valid_knob_value
+from tinygpt.runs.check import clean_index, clean_scores, clean_status, config_problem, valid_event, valid_knob_value
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 EVENT_KINDS = ("knob", "clip", "nonfinite", "diverged", "state", "checkpoint", "error")
@@ -73,7 +73,7 @@ JSONL_FILES = ("metrics", "evals", "events", "samples")
 
 # ---------------------------------------------------------------- run states
 
-# queued -> starting -> running <-> paused -> finished | stopped | diverged | failed (see tinygpt.loop).
+# queued -> starting -> running <-> paused -> finished | stopped | diverged | failed (see tinygpt.runs.loop).
 STATES = ("queued", "starting", "running", "paused", "finished", "stopped", "diverged", "failed")
 ACTIVE_STATES = ("queued", "starting", "running")  # something is (about to be) training: pages keep refreshing
 PAUSED_STATES = ("paused", "diverged")  # waiting for a command (a live worker) or resumable as it was (no worker)
@@ -236,7 +236,7 @@ def read_scores(run_dir: str | Path) -> list[dict]:
     abandoned, as RunReader does for metrics."""
     kept: list[dict] = []
     for record in read_jsonl(Path(run_dir) / "attention" / "scores.jsonl"):
-        record = clean_scores(record)  # a damaged line is skipped like a torn one (tinygpt.runcheck)
+        record = clean_scores(record)  # a damaged line is skipped like a torn one (tinygpt.runs.check)
         if record is None:
             continue
         step = record["step"]
@@ -287,7 +287,7 @@ def read_status(run_dir: str | Path) -> dict:
 
 
 def trusted_status(run_dir: str | Path, status: dict) -> dict:
-    """status.json as a page may show it: every field of its type, damage said in the reason (tinygpt.runcheck)."""
+    """status.json as a page may show it: every field of its type, damage said in the reason (tinygpt.runs.check)."""
     if not status:
         return status
     step = None if isinstance(status.get("step"), int) else last_metric_step(run_dir)
@@ -1192,7 +1192,7 @@ class RunReader:
             self._samples: deque = deque(maxlen=self.SAMPLES_RECENT)
 
     def _add_event(self, record: dict) -> None:
-        if not valid_event(record, EVENT_KINDS):  # damaged: skipped like a torn line (tinygpt.runcheck)
+        if not valid_event(record, EVENT_KINDS):  # damaged: skipped like a torn line (tinygpt.runs.check)
             return
         item = (self._event_seq, record)
         self._event_seq += 1

@@ -119,7 +119,7 @@ class Trainer:
         self.device = torch.device(device)
         self.model = model.to(self.device)
         # What the training step calls: the model itself, or a DistributedDataParallel wrapper around it
-        # (tinygpt/distributed.py) that averages gradients across ranks. Evaluation and snapshots use `model`.
+        # (tinygpt/runs/distributed.py) that averages gradients across ranks. Evaluation and snapshots use `model`.
         self.forward_model = self.model
         self.config = config  # shared and mutable: live knobs edit it between steps
         self.corpus = corpus

@@ -1,7 +1,7 @@
 """Training worker processes for the app: one per run, quick to start, steered over a pipe, never orphaned.
 
 `RunManager` owns every training run of one server. Each run trains in its own process running
-`tinygpt.loop.run_training`, the same loop the CLI runs. Why a process and not a thread of the server (issue 3):
+`tinygpt.runs.loop.run_training`, the same loop the CLI runs. Why a process and not a thread of the server (issue 3):
 `torch.set_num_threads` is process-wide, so only a process gives each run its own thread budget; the server's
 chart-building does not share a GIL with training; a crash or a runaway run is killed without taking the server
 down.
@@ -12,7 +12,7 @@ that: torch.optim.AdamW's constructor imports it, 1.2 s), so the forkserver is r
 Measured from start() to the first line of metrics.jsonl at the demo preset (Tiny Shakespeare) on a quiet 2-core
 machine: 0.16-0.24 s once the forkserver is up; 1.1-1.3 s cold (start() right after the manager was created,
 while the forkserver still imports torch; `python -m tinygpt.bench --worker` measures it, see
-tinygpt/bench_worker.py). The app creates its manager on the first page view, so a click finds it warm. Plain
+tinygpt/bench/worker.py). The app creates its manager on the first page view, so a click finds it warm. Plain
 `fork` of the server is never used: the server has run OpenMP (the app computes attention maps), and a forked
 OpenMP runtime can deadlock. `spawn` would pay the torch import on every click.
 
@@ -62,8 +62,8 @@ from typing import Any
 
 from .config import RunConfig, check_live_knob
 from .errors import RunStoreError, TinyGPTError
-from .loop import LATEST, run_training
-from .preflight import preflight
+from .runs.loop import LATEST, run_training
+from .runs.preflight import preflight
 from .runstore import (
     ACTIVE_STATES,
     ENDED_STATES,
@@ -87,7 +87,7 @@ from .runstore import (
 
 # Imported once by the forkserver, so every worker starts with them loaded. Not torch._dynamo (1.2 s, as long as
 # torch itself): nothing a run does imports it since tinygpt.optim replaced torch.optim.AdamW.
-PRELOAD = ["torch", "numpy", "safetensors.torch", "tinygpt.loop", "tinygpt.worker"]
+PRELOAD = ["torch", "numpy", "safetensors.torch", "tinygpt.runs.loop", "tinygpt.worker"]
 STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is killed
 DEFAULT_LEASE_SECONDS = 600.0  # s a run nobody watches keeps training before it checkpoints and pauses
 MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls

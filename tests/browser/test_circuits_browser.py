@@ -17,7 +17,7 @@ from helpers import tiny_config
 from playwright.sync_api import expect
 
 from tinygpt import circuits
-from tinygpt.loop import run_training
+from tinygpt.runs.loop import run_training
 from tinygpt.runstore import RunStore, read_scores
 from tinygpt.ui import state
 

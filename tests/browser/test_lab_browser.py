@@ -16,8 +16,8 @@ import pytest
 from playwright.sync_api import expect
 
 from tinygpt.experiments import EXPERIMENTS
-from tinygpt.lab_runs import checkpoint_probe, read_result
-from tinygpt.memory import allocation_churn
+from tinygpt.lab.memory import allocation_churn
+from tinygpt.lab.results import checkpoint_probe, read_result
 from tinygpt.runstore import RunReader
 
 expect.set_options(timeout=30_000)

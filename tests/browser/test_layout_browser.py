@@ -19,7 +19,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 from test_app_browser import idle, no_exception, snap
 
-from tinygpt.loop import run_training
+from tinygpt.runs.loop import run_training
 from tinygpt.runstore import RunStore
 
 INSTRUCTOR_KEY = "test-instructor-key"  # conftest.INSTRUCTOR_KEY: the key the browser tests' server takes

@@ -1,7 +1,7 @@
 """The speedrun on the Runs page: the Fast preset and the nanoGPT recipe compared on the wall-clock axis.
 
 Two run folders are put into the server's runs folder (trained here, a few seconds each, on the copy task; or,
-with TINYGPT_SPEEDRUN_RUNS pointing at `python -m tinygpt.bench_speedrun --runs-dir DIR`'s folder, the
+with TINYGPT_SPEEDRUN_RUNS pointing at `python -m tinygpt.bench.speedrun --runs-dir DIR`'s folder, the
 benchmark's real Tiny Shakespeare runs, which is how the README's screenshot is made); the test picks both in
 Compare, switches the x axis to seconds and reads the axis title and the legend off the chart."""
 
@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from test_app_browser import no_exception, snap
 
 from tinygpt.config import preset
-from tinygpt.loop import run_training
+from tinygpt.runs.loop import run_training
 from tinygpt.runstore import RunStore
 from tinygpt.ui import runinfo
 from tinygpt.ui.charts import compare as compare_charts

@@ -4,7 +4,7 @@
 #   1. the CUDA test subset (tests/gpu/test_cuda.py and tests/test_precision.py): explicit == fused attention on
 #      CUDA in float32 and under bfloat16 autocast, KV cache == recompute, a checkpoint round trip that resumes
 #      exactly, the non-finite guard, out-of-memory advice, bf16 by default;
-#   2. python -m tinygpt.bench_gpu: the gpu preset (nanoGPT's baby GPT) with live capture vs the nanoGPT-style
+#   2. python -m tinygpt.bench.gpu: the gpu preset (nanoGPT's baby GPT) with live capture vs the nanoGPT-style
 #      yardstick on the same GPU, and 1 / 4 / 16 concurrent learner runs on the one GPU.
 #
 # Results (JSON, test log, nvidia-smi) go to $OUT, or test-output/gpu. Python: $PY, else .venv/bin/python if it
@@ -34,7 +34,7 @@ nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 "$PY" -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())" | tee "$OUT/torch.txt"
 timeout 150 "$PY" -m pytest -q -p no:cacheprovider tests/gpu tests/test_precision.py -rs 2>&1 | tee "$OUT/cuda-tests.txt"
 tests_rc=${PIPESTATUS[0]}
-timeout 330 "$PY" -m tinygpt.bench_gpu --out "$OUT" --seconds 90 2>&1 | tee "$OUT/bench.txt"
+timeout 330 "$PY" -m tinygpt.bench.gpu --out "$OUT" --seconds 90 2>&1 | tee "$OUT/bench.txt"
 bench_rc=${PIPESTATUS[0]}
 echo "cuda tests rc=$tests_rc, bench rc=$bench_rc" | tee "$OUT/summary.txt"
 [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]

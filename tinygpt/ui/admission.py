@@ -12,7 +12,7 @@ past the room's time budget). In order:
 3. one training slot per learner: a learner's runs that train or wait in the queue hold their slot; the runs an
    experiment starts together (its variants, side by side) count as one. A second start raises `SlotTaken`,
    and the page asks (`slot_question`): stop the other run(s) and go on, or cancel;
-4. memory, device and data: the run manager's preflight (tinygpt.preflight), before a run folder exists.
+4. memory, device and data: the run manager's preflight (tinygpt.runs.preflight), before a run folder exists.
 
 The instructor has no budget and no slot limit: they prepare the room's runs ahead of the lesson.
 """

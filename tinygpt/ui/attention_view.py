@@ -1,15 +1,15 @@
 """The Attention page's figures, each built from one source and cached per session by what it depends on:
 all heads from a snapshot or a checkpoint, one head step by step, every mask on the same text, and the head
-statistics with the uniform reference of the mask in force. The numbers come from tinygpt.inside.
+statistics with the uniform reference of the mask in force. The numbers come from tinygpt.inside.maps.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tinygpt import inside
 from tinygpt.attention import build_mask
 from tinygpt.config import MASKS
+from tinygpt.inside import maps as inside
 from tinygpt.runstore import RunReader
 from tinygpt.ui import resources, runinfo, state
 from tinygpt.ui.charts import curves, heatmaps, masks

@@ -1,7 +1,7 @@
 """The Circuits page's logic: head roles from the run folder, ablation and the logit lens at a checkpoint (cached:
 a checkpoint never changes), the live head switch, and the induction experiment's runs and verdict.
 
-The numbers come from the engine (tinygpt.circuits for scores and the verdict, tinygpt.lens for ablation, the
+The numbers come from the engine (tinygpt.circuits for scores and the verdict, tinygpt.inside.lens for ablation, the
 logit lens and the residual stream); this module reads run folders, caches, and turns results into rows and
 figures. Deliberately left out: drawing widgets (pages/circuits.py).
 """
@@ -17,11 +17,12 @@ import numpy as np
 import streamlit as st
 import torch
 
-from tinygpt import circuits, lens
+from tinygpt import circuits
 from tinygpt.checkpoint import run_data
 from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
-from tinygpt.inside import encode_probe
+from tinygpt.inside import lens
+from tinygpt.inside.maps import encode_probe
 from tinygpt.runstore import ENDED_STATES, RunReader, knob_changes, read_scores
 from tinygpt.ui import admission, backlog, explain, resources, runinfo, safe, state
 from tinygpt.ui.charts import circuits as charts

@@ -14,8 +14,11 @@ from typing import Any
 
 import streamlit as st
 
-from tinygpt import attention, circuits, experiments, health, inside, lens, memory, model, sampling, trainer
+from tinygpt import attention, circuits, model, sampling, trainer
 from tinygpt.config import TransformerConfig
+from tinygpt.inside import lens
+from tinygpt.inside import maps as inside
+from tinygpt.lab import health, memory
 from tinygpt.ui.charts.help import CHART_HELP
 
 # chart name -> the functions whose numbers it draws
@@ -39,7 +42,7 @@ CHART_CODE: dict[str, list[Callable]] = {
     "head_stats_chart": [inside.head_stats, attention.attention_entropy],
     "next_char_chart": [sampling.filter_logits, sampling.next_token_probs],
     "attention_row_chart": [model.TinyGPT.stream],
-    "memory_chart": [experiments.memory_rows],
+    "memory_chart": [memory.memory_rows],
     "role_history_chart": [circuits.role_keys, circuits.stripe_score, circuits.uniform_baseline],
     "residual_chart": [lens.residual_stream],
     "phase_change_chart": [circuits.induction_probe, circuits.copy_losses, circuits.find_jump, circuits.phase_change],

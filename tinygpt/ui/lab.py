@@ -1,7 +1,7 @@
 """Support for the Experiments page: start a pitfall experiment's runs side by side, read their numbers, and show
 the verdict in the colour it earned.
 
-`results()` turns each run folder into an `experiments.RunResult` (tinygpt.lab_runs.read_result, with the
+`results()` turns each run folder into an `experiments.RunResult` (tinygpt.lab.results.read_result, with the
 checkpoint probes cached here), which the experiment's own `verdict()` judges. `show_verdict()` is the one place
 that picks the box: green only when the pitfall reproduced, a warning when it did not, neutral while training.
 Nothing here is canned: every number comes from the runs or from a measurement taken on this machine.
@@ -16,9 +16,9 @@ from tinygpt.checkpoint import load_model, run_data
 from tinygpt.config import TransformerConfig
 from tinygpt.data import load_corpus
 from tinygpt.experiments import Experiment, RunResult, Verdict
-from tinygpt.health import run_health_checks
-from tinygpt.lab_runs import checkpoint_probe, finite_mean, read_result
-from tinygpt.memory import memory_rows
+from tinygpt.lab.health import run_health_checks
+from tinygpt.lab.memory import memory_rows
+from tinygpt.lab.results import checkpoint_probe, finite_mean, read_result
 from tinygpt.runstore import RunReader
 from tinygpt.ui import admission, room, state
 from tinygpt.ui.resources import head_stats

@@ -232,7 +232,7 @@ def _health(run_dir: str, step: int, metrics_len: int, _metrics: list[dict]) -> 
 
 def lens_hits(run_dir: str, step: int, text: str) -> dict:
     """How many positions of `text` the top guess gets right, read after each layer (the Circuits page's lens)."""
-    from tinygpt import lens as lens_lib
+    from tinygpt.inside import lens as lens_lib
 
     loaded = resources.cached_model(run_dir, step)
     idx, tokens = circuits_view._probe(loaded, text)
@@ -282,7 +282,7 @@ def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evi
 
 def _ablation(run_dir: str, step: int, text: str, records: list[dict]) -> dict | None:
     """The best induction head switched off at the final checkpoint, on the second copy of the repeated probe
-    (where only copying predicts the next character): tinygpt.bench_circuits' measurement (BENCHMARKS.md,
+    (where only copying predicts the next character): tinygpt.bench.circuits' measurement (BENCHMARKS.md,
     "Circuits"). On the run's own probe text, which repeats nothing, the same head changed the loss by -0.04 nats
     in the browser test: the wrong text to judge copying on."""
     head = circuits.phase_change(records).head

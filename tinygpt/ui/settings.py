@@ -270,7 +270,7 @@ def ghost_label(parent_config: dict, config: dict) -> str:
 def check_budget(config: RunConfig, budget: Mapping[str, int]) -> None:
     """ConfigError if a run is bigger than the room's per-run budget (the instructor's Room page): one learner's
     12-layer x 512-wide run would hold a training slot for hours, so it is refused with the numbers."""
-    from tinygpt.preflight import parameter_count
+    from tinygpt.runs.preflight import parameter_count
 
     model = dataclasses.replace(config.model, vocab_size=max(config.model.vocab_size, 65))
     params = parameter_count(model)

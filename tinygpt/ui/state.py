@@ -23,7 +23,7 @@ from typing import Any
 import streamlit as st
 
 from tinygpt.errors import RunStoreError
-from tinygpt.runcheck import config_problem
+from tinygpt.runs.check import config_problem
 from tinygpt.runstore import RunReader, RunStore, validate_run_id
 from tinygpt.ui.safe import md
 

@@ -1,7 +1,7 @@
 """Mask heatmaps: the mask in force, and every mask side by side with the attention one head produces under it.
 
 Pure functions from bool (T, T) masks and (T, T) weights to plotly figures; the numbers come from
-tinygpt.attention (the masks) and tinygpt.inside (the weights under each mask).
+tinygpt.attention (the masks) and tinygpt.inside.maps (the weights under each mask).
 """
 
 from __future__ import annotations

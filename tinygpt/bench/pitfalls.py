@@ -1,6 +1,6 @@
 """Does every pitfall reproduce? Each experiment of the pitfall lab, on several seeds, to the end, with its verdict.
 
-    TINYGPT_SHAKESPEARE=../shared/data/tinyshakespeare.txt .venv/bin/python -m tinygpt.bench_pitfalls
+    TINYGPT_SHAKESPEARE=../shared/data/tinyshakespeare.txt .venv/bin/python -m tinygpt.bench.pitfalls
     ... --seeds 1337,7 --experiments softmax,warmup --contrast --json out.json
     ... --experiments mask --text-file /path/to/english.txt     # any text of your own instead of a named corpus
 
@@ -11,7 +11,7 @@ all its runs took. `--contrast` adds the unscaled-logits experiment at the demo'
 300 steps), where the physics differs (see tinygpt/experiments.py). The load average is printed before and after:
 the machine is shared, and the seconds move with it; the verdicts do not depend on time.
 
-Left out: the app's worker processes and their parallelism (tinygpt/bench_worker.py measures those).
+Left out: the app's worker processes and their parallelism (tinygpt/bench/worker.py measures those).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any
 
 import torch
 
-from .experiments import EXPERIMENTS, Experiment
-from .lab_runs import run_experiment
+from ..experiments import EXPERIMENTS, Experiment
+from ..lab.results import run_experiment
 
 SEEDS = (1337, 7, 1, 2, 3)
 
@@ -84,8 +84,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 def read_text_file(path: str, experiments: list[Experiment]) -> tuple[str, str]:
     """(the text, "") of a UTF-8 file every experiment can train on, or ("", one line saying why not): missing,
     unreadable, not UTF-8, or too short for an experiment's context (the corpus's own DataError)."""
-    from .data import load_corpus
-    from .errors import TinyGPTError
+    from ..data import load_corpus
+    from ..errors import TinyGPTError
 
     try:
         text = Path(path).read_bytes().decode("utf-8")
@@ -105,7 +105,7 @@ def read_text_file(path: str, experiments: list[Experiment]) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench_pitfalls", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench.pitfalls", description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds")
     parser.add_argument("--experiments", default=",".join(EXPERIMENTS), help="comma-separated experiment keys")
     parser.add_argument("--source", default="shakespeare", help="corpus (default: shakespeare)")

@@ -31,8 +31,8 @@ from typing import Any
 
 import torch
 
-from .errors import TinyGPTError
-from .model import TinyGPT
+from ..errors import TinyGPTError
+from ..model import TinyGPT
 
 KEEP = 8  # tensors alive at once in each loop: enough for freed blocks to sit between live ones
 ITERATIONS = 200

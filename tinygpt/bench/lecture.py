@@ -1,6 +1,6 @@
 """How fast does each live knob show on the Lecture preset? Seconds and steps from the change until the loss moves.
 
-    .venv/bin/python -m tinygpt.bench_lecture                       # Tiny Shakespeare, seeds 1337, 7, 1
+    .venv/bin/python -m tinygpt.bench.lecture                       # Tiny Shakespeare, seeds 1337, 7, 1
     ... --seeds 1337 --text-file /path/to/english.txt --at 600 --after 120 --json out.json
 
 For each seed: train the Lecture preset (`config.preset("lecture")`) for `--at` steps on one thread (one worker's
@@ -16,7 +16,7 @@ the machine is shared, and seconds move with it; steps do not.
 "mask none, then causal" is two changes: no mask for `--after` steps (it collapses), then causal again, measured
 against the control at the same step: the jump back up and the steps until it is within VISIBLE of the control.
 
-Left out: the worker process and the page (tinygpt/bench_worker.py and the browser benchmark measure those).
+Left out: the worker process and the page (tinygpt/bench/worker.py and the browser benchmark measure those).
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ from typing import Any
 
 import torch
 
-from .config import preset
-from .data import load_corpus
-from .model import TinyGPT
-from .trainer import Trainer
+from ..config import preset
+from ..data import load_corpus
+from ..model import TinyGPT
+from ..trainer import Trainer
 
 SEEDS = (1337, 7, 1)
 VISIBLE = 0.3  # nats: a move of the loss curve a room sees on the projector (the curve's own wiggle is ~0.05)
@@ -155,7 +155,7 @@ def measure_seed(seed: int, at: int, after: int, source: str, text: str) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench_lecture", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench.lecture", description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="comma-separated seeds")
     parser.add_argument("--source", default="shakespeare", help="corpus (default: shakespeare)")
     parser.add_argument("--text-file", help="train on this UTF-8 text file instead of --source")

@@ -23,7 +23,7 @@ import dataclasses
 import math
 from typing import Any
 
-from .config import ATTN_SCALES, LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, MASKS, RunConfig
+from ..config import ATTN_SCALES, LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, MASKS, RunConfig
 
 MAX_STEP = 10**9  # no run takes a billion steps: a step beyond is damage, not progress
 

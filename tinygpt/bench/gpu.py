@@ -1,4 +1,4 @@
-"""The GPU benchmark: `python -m tinygpt.bench_gpu --out DIR` (tests/gpu/check.sh runs it on a GPU machine).
+"""The GPU benchmark: `python -m tinygpt.bench.gpu --out DIR` (tests/gpu/check.sh runs it on a GPU machine).
 
 Three measurements on one CUDA GPU, each written as JSON to DIR (and printed):
 
@@ -27,12 +27,12 @@ from pathlib import Path
 
 import torch
 
-from .bench import reference_stepper, shakespeare_corpus
-from .bench_worker import training_started_at, wait_for_runs
-from .config import DataConfig, preset
-from .runstore import RunStore
-from .trainer import evaluate_model
-from .worker import RunManager
+from ..config import DataConfig, preset
+from ..runstore import RunStore
+from ..trainer import evaluate_model
+from ..worker import RunManager
+from .throughput import reference_stepper, shakespeare_corpus
+from .worker import training_started_at, wait_for_runs
 
 TARGET = 1.47  # nanoGPT's README: val 1.4697 for this recipe
 
@@ -128,7 +128,7 @@ def concurrent(store: RunStore, counts: list[int], steps: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench_gpu", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench.gpu", description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="folder for the JSON files")
     parser.add_argument("--seconds", type=float, default=100, help="cap per training (baby GPT and yardstick)")
     parser.add_argument("--concurrent", type=int, nargs="+", default=[1, 4, 16], help="runs at once")

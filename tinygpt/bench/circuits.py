@@ -1,4 +1,4 @@
-"""python -m tinygpt.bench_circuits: what the Circuits page costs and whether its experiment reproduces.
+"""python -m tinygpt.bench.circuits: what the Circuits page costs and whether its experiment reproduces.
 
     --overhead    the head-role scores' cost per snapshot against a training step (demo and nanoGPT CPU presets)
     --ablation    head_ablation of a 4 x 4 model on 20 validation batches (both modes), in seconds, with 1 and 2
@@ -21,12 +21,13 @@ from pathlib import Path
 
 import torch
 
-from . import circuits, lens
-from .config import preset
-from .data import load_corpus
-from .inside import attention_maps
-from .model import TinyGPT
-from .trainer import Trainer
+from .. import circuits
+from ..config import preset
+from ..data import load_corpus
+from ..inside import lens
+from ..inside.maps import attention_maps
+from ..model import TinyGPT
+from ..trainer import Trainer
 
 
 def _setup(config):
@@ -85,7 +86,7 @@ def ablation_time(
 
 
 def _train(args) -> str:
-    from .loop import run_training
+    from ..runs.loop import run_training
 
     run_dir, config = args
     return run_training(run_dir, config, threads=1)
@@ -94,7 +95,7 @@ def _train(args) -> str:
 def induction(seed: int, source: str, root: Path, **overrides) -> dict:
     """One seed of the experiment: both runs in parallel processes, then the verdict and the ablation of the
     best head against the mean of the other heads (zero ablation, validation batches, final checkpoint)."""
-    from .runstore import RunStore, read_scores
+    from ..runstore import RunStore, read_scores
 
     store = RunStore(root)
     configs = circuits.induction_configs(source, seed, **overrides)
@@ -130,7 +131,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench_circuits", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench.circuits", description=__doc__.splitlines()[0])
     parser.add_argument("--overhead", action="store_true", help="scores per snapshot against a training step")
     parser.add_argument("--ablation", action="store_true", help="head ablation of a 4 x 4 model, seconds")
     parser.add_argument("--induction", action="store_true", help="the induction experiment on --seeds seeds")

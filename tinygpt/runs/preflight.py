@@ -28,8 +28,8 @@ import os
 import shutil
 from pathlib import Path
 
-from .config import RunConfig, TransformerConfig
-from .errors import ResourceError, TinyGPTError
+from ..config import RunConfig, TransformerConfig
+from ..errors import ResourceError, TinyGPTError
 
 MEMORY_FRACTION = 0.9  # refuse a run estimated above this share of the free memory: the OS and the app need some
 START_DISK_MARGIN = 1 << 20  # bytes beyond the first checkpoint and snapshot: config, status and the first lines
@@ -168,7 +168,7 @@ def check_threads(threads: object) -> None:
 
 def check_source(config: RunConfig) -> None:
     """DataError for a data source that does not exist or a text too short for the context, before any run."""
-    from .data import DataError, data_sources, min_corpus_chars, text_from_user
+    from ..data import DataError, data_sources, min_corpus_chars, text_from_user
 
     data = config.data
     if data.source not in data_sources():
@@ -180,7 +180,7 @@ def check_source(config: RunConfig) -> None:
 def preflight(config: RunConfig, runs_root: str | Path | None = None, threads: object = None) -> None:
     """Every check a run can pass before it exists: threads, device, data source, memory, and (given the runs
     folder) disk. Raises the TinyGPTError of the first that fails."""
-    from .device import resolve_device
+    from ..device import resolve_device
 
     check_threads(threads)
     device = resolve_device(config.train.device)  # ConfigError naming the devices this machine has

@@ -32,10 +32,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import TrainConfig, TransformerConfig, preset
-from .data import Corpus, load_shakespeare
-from .model import TinyGPT
-from .trainer import Trainer, lr_at
+from ..config import TrainConfig, TransformerConfig, preset
+from ..data import Corpus, load_shakespeare
+from ..model import TinyGPT
+from ..trainer import Trainer, lr_at
 
 # ---------------------------------------------------------------- a nanoGPT-style yardstick
 
@@ -268,8 +268,8 @@ def bench_reader_memory(steps: int = 20_000, chunk: int = 500) -> dict:
     import resource
     import tempfile
 
-    from .runstore import RunReader, RunWriter
-    from .trainer import group_names
+    from ..runstore import RunReader, RunWriter
+    from ..trainer import group_names
 
     def rss_mb() -> float:
         with open("/proc/self/statm") as f:  # current resident set (ru_maxrss is a peak, not a level)
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps({"train_speed": report["train_speed"]}), flush=True)
         report["sampling"] = bench_sampling()
     if args.worker:
-        from .bench_worker import benchmark_worker  # imported lazily: it starts processes
+        from .worker import benchmark_worker
 
         report["worker"] = {
             "demo": benchmark_worker(preset("demo"), rounds=args.rounds),

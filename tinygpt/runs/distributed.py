@@ -25,9 +25,9 @@ from collections.abc import Callable
 
 import torch
 
-from .config import RunConfig
-from .errors import TinyGPTError
-from .runstore import RunStore, read_status
+from ..config import RunConfig
+from ..errors import TinyGPTError
+from ..runstore import RunStore, read_status
 
 
 def world() -> tuple[int, int, int]:
@@ -155,7 +155,7 @@ class SignalStop:
     takes between two steps. A signal before the loop's first poll (while it loads the data and builds the model:
     nothing to save yet) or a second signal (a step that takes too long) interrupts at once, as KeyboardInterrupt."""
 
-    interactive = False  # only stop ever comes: a diverged run ends (tinygpt.loop)
+    interactive = False  # only stop ever comes: a diverged run ends (tinygpt.runs.loop)
 
     def __init__(self) -> None:
         self.polled = False  # the loop is stepping: a signal can wait for the next step boundary

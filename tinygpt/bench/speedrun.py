@@ -1,4 +1,4 @@
-"""Time to quality: `python -m tinygpt.bench_speedrun [--seeds 1337 1338 1339] [--threads 2]` prints one JSON object.
+"""Time to quality: `python -m tinygpt.bench.speedrun [--seeds 1337 1338 1339] [--threads 2]` prints one JSON object.
 
 The CPU speedrun race, side by side in one process, the same data and the same evaluation for every contestant:
 
@@ -31,12 +31,12 @@ from pathlib import Path
 
 import torch
 
-from .bench import reference_stepper, shakespeare_corpus
-from .bench_worker import training_started_at, wait_for_runs
-from .config import DataConfig, preset
-from .runstore import RunStore
-from .trainer import evaluate_model
-from .worker import RunManager
+from ..config import DataConfig, preset
+from ..runstore import RunStore
+from ..trainer import evaluate_model
+from ..worker import RunManager
+from .throughput import reference_stepper, shakespeare_corpus
+from .worker import training_started_at, wait_for_runs
 
 EVAL_BATCHES = 20  # nanoGPT's eval_iters for its CPU recipe
 EVAL_BATCH_SIZE = 12  # nanoGPT's CPU batch: the eval windows are the same for every contestant
@@ -141,7 +141,7 @@ def _summary(runs: list[dict], recipes: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench_speedrun", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench.speedrun", description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1337, 1338, 1339], help="one race per seed")
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1), help="torch threads, every run")
     parser.add_argument("--presets", nargs="+", default=["fast"], help="app presets to race against nanoGPT")

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .errors import ShapeError
-from .model import TinyGPT
+from ..errors import ShapeError
+from ..model import TinyGPT
 
 PASS, FAIL, NOT_ENOUGH = "pass", "FAIL", "not enough data"  # the three outcomes of a check
 

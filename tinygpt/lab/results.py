@@ -6,7 +6,7 @@ clipping and gradient norms, per-layer gradient norms, the latest attention snap
 saturated rows, softmax gain and row-sum error, the first non-finite tensor of a diverged run, and, through
 `probe(run_dir, step)` (`checkpoint_probe`), the leak score and no-peek loss of the last checkpoint. The app calls it
 with a cached probe (tinygpt/ui/lab.py); `run_experiment` trains every variant one after another with the same
-`run_training` the app's workers run (tests, tinygpt/bench_pitfalls.py).
+`run_training` the app's workers run (tests, tinygpt/bench/pitfalls.py).
 
 Left out: parallel runs (the app's RunManager does that) and reading runs that are still being written faster than
 a page refreshes (a reader sees whole lines only, so a verdict judges what was there).
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .attention import attention_entropy
-from .experiments import ENDED, SATURATED, Experiment, RunResult, Verdict
+from ..attention import attention_entropy
+from ..experiments import ENDED, SATURATED, Experiment, RunResult, Verdict
 
 
 def finite_mean(values) -> float | None:
@@ -69,8 +69,8 @@ def snapshot_numbers(weights) -> dict[str, float | None]:
 
 def checkpoint_probe(run_dir: str, step: int) -> dict[str, float]:
     """Leak score and no-peek loss of a run's checkpoint, on a fixed val batch of its own corpus."""
-    from .checkpoint import load_model, run_data
-    from .data import load_corpus
+    from ..checkpoint import load_model, run_data
+    from ..data import load_corpus
     from .health import leak_score, no_peek_loss
 
     loaded = load_model(run_dir, int(step))
@@ -141,12 +141,12 @@ def run_experiment(
 ) -> tuple[dict[str, Any], Verdict]:
     """Run every variant to the end in this process, one after another, into run folders under `root` (or take the
     measurement); returns (results, verdict). `text` is the corpus when `source` is "text". For tests and
-    tinygpt/bench_pitfalls.py; the app uses the RunManager."""
+    tinygpt/bench/pitfalls.py; the app uses the RunManager."""
     if experiment.measure is not None:
         results = experiment.measure(seed)
         return results, experiment.verdict(results)
-    from .loop import run_training
-    from .runstore import RunReader, RunStore
+    from ..runs.loop import run_training
+    from ..runstore import RunReader, RunStore
 
     store, results = RunStore(root), {}
     for label, config in experiment.configs(seed, source, text, overrides=overrides).items():

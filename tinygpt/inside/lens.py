@@ -28,9 +28,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .inside import HOOK_LOCK
-from .model import TinyGPT
-from .probes import capture
+from ..model import TinyGPT
+from ..probes import capture
+from .maps import HOOK_LOCK
 
 ABLATIONS = ("zero", "mean")
 RESIDUAL_PROBES = ["blocks.*.hook_resid_pre", "blocks.*.hook_resid_mid", "blocks.*.hook_resid_post"]

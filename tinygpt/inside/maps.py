@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from .attention import apply_mask, attention_entropy, attention_scores, mask_rows
-from .model import TinyGPT
-from .probes import capture
-from .tokenizer import CharTokenizer
+from ..attention import apply_mask, attention_entropy, attention_scores, mask_rows
+from ..model import TinyGPT
+from ..probes import capture
+from ..tokenizer import CharTokenizer
 
 # capture() attaches hooks to a model object, and attention_under_masks switches its mask knob for a moment; the
 # app shares cached models between browser sessions, so one session's hooks or mask must never act during another
 # session's forward pass.
-HOOK_LOCK = threading.Lock()  # public: tinygpt.lens holds it too, for its hooks on shared models
+HOOK_LOCK = threading.Lock()  # public: tinygpt.inside.lens holds it too, for its hooks on shared models
 
 
 def encode_probe(model: TinyGPT, tokenizer: CharTokenizer, text: str) -> tuple[torch.Tensor, list[str]]:
@@ -128,7 +128,7 @@ def stream_text(
     """Yield generated characters one by one; `last` receives the final step's next-character probabilities
     (before and after temperature/top-k/top-p, (V,) each) and where each head looked for it ((L, H, S) and the S
     key characters). Raises TinyGPTError (e.g. an empty prompt or unknown characters) before yielding."""
-    from .errors import TinyGPTError
+    from ..errors import TinyGPTError
 
     ids = tokenizer.encode(prompt, what="prompt")
     if not ids:

@@ -14,7 +14,7 @@ Publishing is cheap by construction: one JSON line per step (0.02 ms), status.js
 second (0.25 ms each), an attention snapshot is one no-grad forward of a (1, T) probe (1.6 ms at the demo preset,
 every 10 steps), a checkpoint 3 ms; about 2% of the demo preset's 10 ms steps. Measured end to end on a busy
 2-core CPU, a worker process publishing everything ran within 2-3% of a bare `Trainer.step()` loop doing the same
-steps, evals and samples (medians of 6; see tinygpt.bench_worker: `bare_tokens_per_s`, `measure_worker_throughput`).
+steps, evals and samples (medians of 6; see tinygpt.bench.worker: `bare_tokens_per_s`, `measure_worker_throughput`).
 The one costly publication is the sample text: 200 characters cost ~15 demo steps. So samples run on a time
 budget: a due sample waits until the time spent sampling, this one included (its cost is known from the last),
 stays under `SAMPLE_BUDGET` (3%) of the time spent training. A new run samples at step 0, before training (the
@@ -55,16 +55,16 @@ from typing import Any, Protocol
 
 import torch
 
-from .checkpoint import Checkpoint, load_checkpoint, load_model_state, save_checkpoint
-from .circuits import induction_probe, snapshot_scores
-from .config import DataConfig, RunConfig
-from .data import load_corpus
-from .device import resolve_device
-from .errors import CheckpointError, NonFiniteError, ResourceError, RunStoreError, TinyGPTError
-from .inside import attention_maps
-from .model import TinyGPT
+from ..checkpoint import Checkpoint, load_checkpoint, load_model_state, save_checkpoint
+from ..circuits import induction_probe, snapshot_scores
+from ..config import DataConfig, RunConfig
+from ..data import load_corpus
+from ..device import resolve_device
+from ..errors import CheckpointError, NonFiniteError, ResourceError, RunStoreError, TinyGPTError
+from ..inside.maps import attention_maps
+from ..model import TinyGPT
 from .preflight import check_memory, check_threads
-from .runstore import (
+from ..runstore import (
     RunWriter,
     acquire_writer_lock,
     checkpoint_stem,
@@ -80,7 +80,7 @@ from .runstore import (
     rewind,
     store_corpus,
 )
-from .trainer import Trainer
+from ..trainer import Trainer
 
 LATEST = -1  # resume_from=LATEST: the newest complete checkpoint
 STATUS_INTERVAL = 0.25  # s between status.json rewrites: the page polls at ~2 Hz, so 4 Hz is always fresh
@@ -538,7 +538,7 @@ def run_training(
     checkpoint, whose config (with any live knob changes) wins over `config`, except for max_steps.
     device: overrides config.train.device. threads: torch.set_num_threads for this process. on_record: called
     with every step record, after it is written. prepare: called with the new Trainer before any step
-    (tinygpt/distributed.py wraps it for DDP there). holder: who we are, for the writer lock's refusal message.
+    (tinygpt/runs/distributed.py wraps it for DDP there). holder: who we are, for the writer lock's refusal message.
 
     Never raises for a failing run: the failure is written to status.json (state "failed") and returned. Raises
     only when it may not write at all, before writing anything: RunLockedError when another process writes the

@@ -5,10 +5,10 @@
   on a quiet 2-core machine: 1.1-1.3 s cold, 0.16-0.24 s warm (tinygpt/worker.py explains why).
 - `measure_worker_throughput` vs `bare_tokens_per_s`: tokens/s of a worker process publishing everything against
   a bare `Trainer.step()` loop doing the same steps and evals at the same thread count; the difference is the cost
-  of publishing and of the process (2-3% on a busy 2-core CPU, medians of 6; see tinygpt/loop.py).
+  of publishing and of the process (2-3% on a busy 2-core CPU, medians of 6; see tinygpt/runs/loop.py).
 - `benchmark_worker`: all of the above as one JSON-ready dict.
 
-They live here, not in tinygpt.worker or tinygpt.loop, so the runtime modules hold only what a run needs.
+They live here, not in tinygpt.worker or tinygpt.runs.loop, so the runtime modules hold only what a run needs.
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from pathlib import Path
 
 import torch
 
-from .config import RunConfig, preset
-from .data import load_corpus
-from .device import resolve_device
-from .errors import TinyGPTError
-from .model import TinyGPT
-from .runstore import RunStore
-from .trainer import Trainer
-from .worker import RunManager
+from ..config import RunConfig, preset
+from ..data import load_corpus
+from ..device import resolve_device
+from ..errors import TinyGPTError
+from ..model import TinyGPT
+from ..runstore import RunStore
+from ..trainer import Trainer
+from ..worker import RunManager
 
 
 def bare_tokens_per_s(config: RunConfig, steps: int | None = None, same_work: bool = True) -> float:

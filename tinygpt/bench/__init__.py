@@ -1,0 +1,5 @@
+"""Benchmarks: scripts that print numbers (BENCHMARKS.md), run by hand, never by the app or the tests' clock.
+
+`python -m tinygpt.bench` (throughput), `python -m tinygpt.bench.speedrun`, `.pitfalls`, `.circuits`, `.lecture`,
+`.gpu`; `worker` holds the worker measurements the first one runs.
+"""
