@@ -13,7 +13,8 @@ import streamlit as st
 
 from tinygpt.config import TransformerConfig, trains_until_stopped
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import ACTIVE_STATES, knobs_now
+from tinygpt.runs.files import ACTIVE_STATES
+from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import attention_view as view
 from tinygpt.ui import backlog, explain, playback, resources, runinfo, safe
 

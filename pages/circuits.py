@@ -6,7 +6,8 @@ import streamlit as st
 
 from tinygpt import circuits
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import ACTIVE_STATES, knobs_now
+from tinygpt.runs.files import ACTIVE_STATES
+from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import admission, backlog, resources, room, runinfo, safe, state
 from tinygpt.ui import circuits_view as view
 

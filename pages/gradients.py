@@ -9,7 +9,8 @@ state.require_frame()
 
 import streamlit as st
 
-from tinygpt.runstore import ACTIVE_STATES, knobs_now
+from tinygpt.runs.files import ACTIVE_STATES
+from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import backlog, explain, resources, runinfo, safe
 from tinygpt.ui.charts import curves, heatmaps
 

@@ -10,7 +10,8 @@ state.require_frame()
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import knobs_now, read_hold
+from tinygpt.runs.knobs import knobs_now
+from tinygpt.runs.owners import read_hold
 from tinygpt.ui import admission, bundle, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, curves, heatmaps
 

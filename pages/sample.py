@@ -13,7 +13,8 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.inside import maps as inside
-from tinygpt.runstore import list_checkpoints, read_events, run_learner
+from tinygpt.runs.files import list_checkpoints, read_events
+from tinygpt.runs.owners import run_learner
 from tinygpt.ui import explain, picking, resources, room, safe
 from tinygpt.ui.charts import compare, heatmaps
 

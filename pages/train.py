@@ -12,7 +12,7 @@ import time
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES
+from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
 from tinygpt.ui import admission, backlog, explain, form, launch, resources, room, runinfo, safe, settings, train_view
 from tinygpt.ui import live as live_period
 

@@ -152,7 +152,7 @@ def tampered_bytes(path: Path, kind: str, rng: random.Random) -> bytes:
 def finished_run(root: Path, text: str) -> tuple[str, list[Path]]:
     """A finished tiny run written by the real training loop (every file a worker writes); (id, its files)."""
     from tinygpt.runs.loop import run_training
-    from tinygpt.runstore import RunStore
+    from tinygpt.runs.store import RunStore
 
     config = tiny_config(text, max_steps=30)
     with RunStore(root).create(config.to_dict(), owner="app") as writer:
@@ -268,7 +268,7 @@ def _run_ids() -> set[str]:
 
 
 def probe_admission(family, root: Path, rng: random.Random, text: str, quick: bool) -> None:
-    from tinygpt.runstore import Actor
+    from tinygpt.runs.owners import Actor
     from tinygpt.ui import resources
 
     routes = admission_routes()
@@ -318,7 +318,7 @@ def probe_admission(family, root: Path, rng: random.Random, text: str, quick: bo
 
 def _no_lie(root: Path, run_id: str, nobody: str) -> None:
     """Nobody trains `run_id`: the reader, the listing, the CLI's `runs` and every page say so."""
-    from tinygpt.runstore import RunStore
+    from tinygpt.runs.store import RunStore
 
     store = RunStore(root)
     status = store.reader(run_id).status()
@@ -337,7 +337,7 @@ def _no_lie(root: Path, run_id: str, nobody: str) -> None:
 def _resumes(root: Path, run_id: str, cli: bool = False) -> None:
     """The run continues to 5 steps past where it was and finishes: in the app's run manager, or with the CLI's
     `train --resume` for a run the CLI wrote (the app leaves those to it)."""
-    from tinygpt.runstore import RunStore
+    from tinygpt.runs.store import RunStore
     from tinygpt.worker import RunManager
 
     store = RunStore(root)
@@ -363,7 +363,7 @@ import sys, time
 sys.path[:0] = [{tests!r}, {repo!r}]
 import torch; torch.set_num_threads(1)
 from helpers import tiny_config
-from tinygpt.runstore import RunStore
+from tinygpt.runs.store import RunStore
 from tinygpt.worker import RunManager
 text = open({text!r}).read()
 manager = RunManager(RunStore({root!r}), max_active=1, threads_per_run=1, lease_seconds=600)
@@ -374,7 +374,7 @@ time.sleep(600)
 
 
 def probe_stale(family, root: Path, rng: random.Random, text: str, quick: bool) -> None:
-    from tinygpt.runstore import RunStore
+    from tinygpt.runs.store import RunStore
     from tinygpt.worker import RunManager
 
     corpus_file = root / "stale-corpus.txt"

@@ -44,8 +44,11 @@ from helpers import cli_env, mounted_tmpfs, tiny_config, wait_for  # noqa: E402
 
 from tinygpt.checkpoint import load_model  # noqa: E402
 from tinygpt.errors import TinyGPTError  # noqa: E402
+from tinygpt.runs.corpus import read_corpus  # noqa: E402
+from tinygpt.runs.files import list_checkpoints  # noqa: E402
 from tinygpt.runs.loop import LATEST, run_training  # noqa: E402
-from tinygpt.runstore import RunStore, list_checkpoints, read_corpus, read_status  # noqa: E402
+from tinygpt.runs.status import read_status  # noqa: E402
+from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.worker import RunManager  # noqa: E402
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "hat"]
@@ -137,7 +140,7 @@ def probe_cli_kill(root: Path, text: str, how: signal.Signals, rng: random.Rando
         "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]]\n"
         "from helpers import tiny_config; from tinygpt.runs.loop import run_training, LATEST\n"
         "from tinygpt.runs.distributed import run_training_maybe_distributed\n"
-        "from tinygpt.runstore import RunStore\n"
+        "from tinygpt.runs.store import RunStore\n"
         "text = open(sys.argv[3]).read()\n"
         "config = tiny_config(text, max_steps=150, checkpoint_every=20, eval_interval=25, dropout=0.1)\n"
         "sys.exit(run_training_maybe_distributed(RunStore(sys.argv[4]), config, run_id=sys.argv[5],\n"

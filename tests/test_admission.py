@@ -12,7 +12,7 @@ pytest.importorskip("streamlit")
 from helpers import tiny_config  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tinygpt.runstore import Actor  # noqa: E402
+from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.ui import resources, state  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -250,7 +250,8 @@ def write_run(root: Path, hidden_dim: int = 32, steps: int = 20) -> str:
     from tinygpt.config import preset
     from tinygpt.data import load_corpus
     from tinygpt.model import TinyGPT
-    from tinygpt.runstore import RunStore, checkpoint_stem
+    from tinygpt.runs.files import checkpoint_stem
+    from tinygpt.runs.store import RunStore
 
     config = preset("demo", source="synthetic:copy", hidden_dim=hidden_dim, max_steps=steps)
     corpus = load_corpus(config.data, config.model.max_seq_len)
@@ -289,7 +290,8 @@ def write_run(root: Path, hidden_dim: int = 32, steps: int = 20) -> str:
 
 def test_sample_names_its_run_and_step_and_explains_a_cheating_run(runs_dir):
     """Issue 24 finding 5: the picker showed bare ids and, after a mask→none run, ":::::" came with no hint why."""
-    from tinygpt.runstore import RunStore, read_events
+    from tinygpt.runs.files import read_events
+    from tinygpt.runs.store import RunStore
 
     run_id = write_run(runs_dir)  # mask → none at step 5, a checkpoint at step 20
     config = RunStore(runs_dir).reader(run_id).config()
@@ -371,7 +373,7 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     assert not at.exception, at.exception
     assert not (runs_dir / run_b).exists() and (runs_dir / run_a).exists()
 
-    from tinygpt.runstore import RunStore
+    from tinygpt.runs.store import RunStore
     from tinygpt.ui.charts import curves, heatmaps
 
     rd = RunStore(runs_dir).reader(run_a)

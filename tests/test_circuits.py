@@ -13,8 +13,10 @@ from tinygpt.attention import build_mask
 from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import COPYVAR_CHOICES, load_corpus, make_synthetic, solve
 from tinygpt.model import TinyGPT
+from tinygpt.runs.files import read_events, read_json, read_scores
+from tinygpt.runs.knobs import knob_answer, knobs_now
 from tinygpt.runs.loop import QueueControl, run_training
-from tinygpt.runstore import RunStore, knob_answer, knobs_now, read_events, read_json, read_scores
+from tinygpt.runs.store import RunStore
 
 T = 16
 PHASE_TEST_STEPS = 1800  # of the experiment's 3000: its best head passed 0.4 by ~1500 on 5 of 5 seeds

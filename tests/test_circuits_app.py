@@ -12,7 +12,7 @@ from helpers import tiny_config  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.runs.loop import run_training
-from tinygpt.runstore import RunStore  # noqa: E402
+from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -149,7 +149,7 @@ def test_train_then_sample_end_to_end(tmp_path, tiny_text):
 def test_the_app_never_writes_into_a_cli_run(tmp_path, tiny_text):
     from tinygpt.config import preset as make_preset
     from tinygpt.errors import TinyGPTError
-    from tinygpt.runstore import RunStore
+    from tinygpt.runs.store import RunStore
     from tinygpt.worker import RunManager
 
     store = RunStore(tmp_path)
@@ -168,7 +168,7 @@ def test_the_app_never_writes_into_a_cli_run(tmp_path, tiny_text):
 
 
 def test_runs_lists_knobs_changed_while_training(tmp_path, capsys):
-    from tinygpt.runstore import RunStore
+    from tinygpt.runs.store import RunStore
 
     store = RunStore(tmp_path)
     with store.create(preset("demo").to_dict(), owner="cli") as writer:
@@ -183,7 +183,7 @@ def test_runs_lists_knobs_changed_while_training(tmp_path, capsys):
 
 
 def test_sample_says_which_checkpoints_a_run_has(tmp_path, capsys):
-    from tinygpt.runstore import RunStore
+    from tinygpt.runs.store import RunStore
 
     with RunStore(tmp_path).create(preset("demo").to_dict(), owner="cli") as writer:
         run_id = writer.run_id
@@ -195,7 +195,9 @@ def test_resume_of_a_run_without_a_checkpoint_starts_it_over(tmp_path, tiny_text
     """The app's rule (RunManager): the newest checkpoint if there is one, else from the start."""
     from helpers import tiny_config
 
-    from tinygpt.runstore import RunStore, list_checkpoints, read_status, update_status
+    from tinygpt.runs.files import list_checkpoints
+    from tinygpt.runs.status import read_status, update_status
+    from tinygpt.runs.store import RunStore
 
     store = RunStore(tmp_path)
     with store.create(tiny_config(tiny_text, max_steps=5).to_dict(), owner="cli") as writer:
@@ -289,7 +291,7 @@ def test_nonsense_exits_2_in_one_line_before_any_run_folder(tmp_path, capsys, ar
 def _trained_run(tmp_path, tiny_text, steps=12):
     from helpers import tiny_config
 
-    from tinygpt.runstore import RunStore
+    from tinygpt.runs.store import RunStore
 
     store = RunStore(tmp_path)
     with store.create(tiny_config(tiny_text, max_steps=steps).to_dict(), owner="cli") as writer:

@@ -21,7 +21,7 @@ from helpers import tiny_config
 from tinygpt.cli import build_parser, main
 from tinygpt.runs import loop
 from tinygpt.runs.loop import run_training
-from tinygpt.runstore import RunStore
+from tinygpt.runs.store import RunStore
 
 TIME_BUDGET = 30.0  # s for all cases together
 RUN_SECONDS = 2.0  # s one case may take before it is interrupted (SIGALRM -> KeyboardInterrupt, as Ctrl-C)

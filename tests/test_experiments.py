@@ -124,7 +124,8 @@ def test_no_peek_loss_equals_the_ordinary_loss_under_a_causal_mask(tiny_text):
 
 def test_naive_softmax_run_is_paused_as_diverged_with_the_step_recorded(tmp_runs, tiny_text):
     from tinygpt.runs.loop import run_training
-    from tinygpt.runstore import RunReader, RunStore
+    from tinygpt.runs.reader import RunReader
+    from tinygpt.runs.store import RunStore
 
     config = RunConfig(
         model=TransformerConfig(
@@ -576,7 +577,8 @@ def test_every_lab_path_that_reloads_a_text_run_gets_its_text_back(tmp_runs):
 
     from tinygpt import circuits
     from tinygpt.runs.loop import run_training
-    from tinygpt.runstore import RunReader, RunStore
+    from tinygpt.runs.reader import RunReader
+    from tinygpt.runs.store import RunStore
     from tinygpt.ui import lab
 
     config = tiny_config(OWN_TEXT)

@@ -108,7 +108,8 @@ def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     from helpers import tiny_config
 
     from tinygpt.runs.loop import run_training
-    from tinygpt.runstore import RunReader, RunStore
+    from tinygpt.runs.reader import RunReader
+    from tinygpt.runs.store import RunStore
     from tinygpt.ui import lab
 
     config = tiny_config("", source="synthetic:copy")  # checkpoints do not keep inline text: a named corpus

@@ -140,7 +140,7 @@ def test_the_instructors_next_moves_a_learners_pane_and_a_learner_may_look_aroun
     follows every move, and between moves stays where the learner browsed."""
     from streamlit.testing.v1 import AppTest
 
-    from tinygpt.runstore import Actor
+    from tinygpt.runs.owners import Actor
 
     def session(instructor: bool) -> AppTest:
         at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=90)

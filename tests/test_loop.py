@@ -19,8 +19,10 @@ from tinygpt.checkpoint import load_checkpoint
 from tinygpt.config import ConfigError
 from tinygpt.device import available_devices, resolve_device
 from tinygpt.runs import loop
+from tinygpt.runs.files import checkpoint_stem, list_checkpoints
+from tinygpt.runs.knobs import knob_answer, knob_changes, knobs_now
 from tinygpt.runs.loop import LATEST, QueueControl, checkpoints_to_drop, run_training
-from tinygpt.runstore import RunStore, checkpoint_stem, knob_answer, knob_changes, knobs_now, list_checkpoints
+from tinygpt.runs.store import RunStore
 
 tiny = tiny_config
 

@@ -27,27 +27,21 @@ import torch
 from helpers import REPO, cli_env, mounted_tmpfs, tiny_config
 
 from tinygpt import data as data_module
-from tinygpt import runstore
 from tinygpt.cli import build_parser, main
 from tinygpt.config import ATTN_SCALES, DEVICES, MASKS, OPTIMIZERS, PRESETS, SOFTMAXES
 from tinygpt.errors import ResourceError, RunStoreError, TinyGPTError
+from tinygpt.runs import files as run_files
 from tinygpt.runs import preflight as preflight_module
+from tinygpt.runs import status as run_status
+from tinygpt.runs import store as run_store
+from tinygpt.runs import writer as run_writer
+from tinygpt.runs.corpus import read_corpus
+from tinygpt.runs.files import CORPUS_FILE, checkpoint_stem, list_checkpoints, read_events, snapshot_path
+from tinygpt.runs.lock import RunLockedError, acquire_writer_lock, writer_lock_holder
 from tinygpt.runs.loop import DIVERGE_PATIENCE, LATEST, QueueControl, run_training
-from tinygpt.runstore import (
-    CORPUS_FILE,
-    RunLockedError,
-    RunReader,
-    RunStore,
-    acquire_writer_lock,
-    checkpoint_stem,
-    list_checkpoints,
-    read_corpus,
-    read_events,
-    read_status,
-    snapshot_path,
-    update_status,
-    writer_lock_holder,
-)
+from tinygpt.runs.reader import RunReader
+from tinygpt.runs.status import read_status, update_status
+from tinygpt.runs.store import RunStore
 from tinygpt.worker import RunManager
 
 
@@ -159,8 +153,9 @@ def test_2_create_start_and_resume_on_a_read_only_folder_raise_a_clear_error(tmp
         def read_only(*args, **kwargs):
             raise OSError(errno.EROFS, "Read-only file system")
 
-        monkeypatch.setattr(runstore.tempfile, "mkdtemp", read_only)
-        monkeypatch.setattr(runstore, "write_json_atomic", read_only)
+        monkeypatch.setattr(run_store.tempfile, "mkdtemp", read_only)
+        for module in (run_store, run_status, run_writer):  # each binds the name it calls
+            monkeypatch.setattr(module, "write_json_atomic", read_only)
         expected = f"the runs folder {store.root} is not writable: [Errno 30] Read-only file system; set TINYGPT_"
         for action in (lambda: store.create({}, owner="app"), lambda: manager.start(tiny_config(tiny_text))):
             with pytest.raises(RunStoreError) as caught:
@@ -480,7 +475,7 @@ def test_9_status_json_is_rewritten_in_place_when_the_disk_is_full(tmp_path, tin
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(runstore, "write_json_atomic", full)
+    monkeypatch.setattr(run_status, "write_json_atomic", full)
     update_status(run_dir, state="failed", reason="failed: the disk is full")
     assert read_status(run_dir)["reason"] == "failed: the disk is full"
 
@@ -504,7 +499,7 @@ def test_9_a_really_full_disk(tmp_path, tiny_text):
             preflight_module.check_disk(root, big)
         *older, newest = list_checkpoints(run_dir)
         for step in older:
-            runstore.delete_checkpoint(run_dir, step)  # the user frees some space
+            run_files.delete_checkpoint(run_dir, step)  # the user frees some space
         longer = tiny_config(tiny_text, hidden_dim=64, max_steps=newest + 1)  # one more checkpoint fits
         assert run_training(run_dir, longer, resume_from=LATEST) == "finished"
         assert list_checkpoints(run_dir) == [newest, newest + 1]
@@ -517,7 +512,7 @@ def test_9_a_really_full_disk(tmp_path, tiny_text):
 HOLDER = textwrap.dedent(
     """
     import sys, time
-    from tinygpt.runstore import acquire_writer_lock
+    from tinygpt.runs.lock import acquire_writer_lock
     lock = acquire_writer_lock(sys.argv[1], "a test's stand-in for the app's training worker")
     print("locked", flush=True)
     time.sleep(60)

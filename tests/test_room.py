@@ -12,7 +12,8 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.errors import TinyGPTError  # noqa: E402
-from tinygpt.runstore import Actor, RunStore, may_control  # noqa: E402
+from tinygpt.runs.owners import Actor, may_control
+from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import resources, room, state  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,7 +13,9 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.errors import TinyGPTError  # noqa: E402
-from tinygpt.runstore import Actor, RunStore, read_json  # noqa: E402
+from tinygpt.runs.files import read_json  # noqa: E402
+from tinygpt.runs.owners import Actor
+from tinygpt.runs.store import RunStore
 from tinygpt.ui import resources, room, runinfo, state  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

@@ -91,7 +91,8 @@ def test_settings_that_differ_count_live_changes_and_compare_charts_mark_them():
 def test_queue_wait_follows_the_running_runs_pace(tmp_path):
     """A queued learner sees when their run will start: slots free as running runs finish at their own pace,
     and each run queued ahead takes a slot for its whole length."""
-    from tinygpt.runstore import RunStore, update_status
+    from tinygpt.runs.status import update_status
+    from tinygpt.runs.store import RunStore
 
     store = RunStore(tmp_path)
     config = {"model": {"max_seq_len": 32}, "train": {"batch_size": 16, "max_steps": 300}}
@@ -109,7 +110,8 @@ def test_queue_wait_follows_the_running_runs_pace(tmp_path):
 def test_queue_wait_ignores_runs_queued_without_a_position_yet(tmp_path):
     """Seen in the 20-learner load test: a run just created is 'queued' with queue_position None, and sorting
     positions raised TypeError in the page of every other queued learner."""
-    from tinygpt.runstore import RunStore, update_status
+    from tinygpt.runs.status import update_status
+    from tinygpt.runs.store import RunStore
 
     store = RunStore(tmp_path)
     config = {"model": {"max_seq_len": 32}, "train": {"batch_size": 16, "max_steps": 300}}

@@ -14,38 +14,32 @@ import pytest
 
 from tinygpt.config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS
 from tinygpt.errors import RunStoreError, TinyGPTError
-from tinygpt.runstore import (
+from tinygpt.runs.files import (
     ACTIVE_STATES,
     ENDED_STATES,
     FINAL_STATES,
     PAUSED_STATES,
     RESUMABLE_STATES,
     STATES,
-    RunReader,
-    RunStore,
-    RunWriter,
-    ThinnedSeries,
-    _write_atomic,
     checkpoint_stem,
-    columns,
     default_root,
     delete_checkpoint,
-    knob_answer,
-    knob_changes,
-    knobs_now,
     list_checkpoints,
     new_run_id,
     read_events,
     read_json,
-    read_status,
-    retained_steps,
-    rewind,
     snapshot_name,
     snapshot_path,
-    update_status,
     validate_run_id,
+    write_atomic,
     write_json_atomic,
 )
+from tinygpt.runs.knobs import knob_answer, knob_changes, knobs_now
+from tinygpt.runs.reader import RunReader, ThinnedSeries
+from tinygpt.runs.retention import retained_steps
+from tinygpt.runs.status import read_status, rewind, update_status
+from tinygpt.runs.store import RunStore
+from tinygpt.runs.writer import RunWriter
 
 CONFIG = {"train": {"max_steps": 100}, "model": {"num_layers": 1}}
 
@@ -78,7 +72,7 @@ def test_atomic_write_survives_a_failure_midway(tmp_path: Path):
         raise OSError("disk full")
 
     with pytest.raises(OSError):
-        _write_atomic(path, half_then_crash)
+        write_atomic(path, half_then_crash)
     assert read_json(path) == {"state": "running"}
     assert os.listdir(tmp_path) == ["status.json"]  # the temp file was removed too
 
@@ -440,11 +434,11 @@ def test_file_names_are_spelled_here():
     assert snapshot_path(Path("r"), 7) == Path("r/attention/step_00000007.npy")
 
 
-def test_the_name_format_lives_only_in_runstore():
-    """One home for the step-numbered file names: every other module calls runstore's functions."""
+def test_the_name_format_lives_only_in_the_run_files_module():
+    """One home for the step-numbered file names: every other module calls tinygpt.runs.files."""
     package = Path(__file__).resolve().parent.parent / "tinygpt"
     spelled = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if "step_{" in p.read_text())
-    assert spelled == ["runstore.py"]
+    assert spelled == ["runs/files.py"]
 
 
 def test_update_status_merges_validates_and_stamps(writer: RunWriter):
@@ -534,18 +528,12 @@ def test_read_events_skips_torn_lines(writer: RunWriter):
     assert [e["message"] for e in read_events(writer.run_dir)] == ["a"]
 
 
-def test_columns():
-    records = [{"step": 1, "loss": 2.0, "layer_grad_norms": {"L0.attn": 0.5}}, {"step": 2}]
-    cols = columns(records, ["step", "loss", ("layer_grad_norms", "L0.attn")])
-    assert cols == {"step": [1, 2], "loss": [2.0, None], ("layer_grad_norms", "L0.attn"): [0.5, None]}
-
-
 def test_runstore_imports_without_torch():
     """Pages import runstore to read runs; it must not drag torch in (numpy and tinygpt.config only)."""
     import subprocess
     import sys
 
-    probe = "import sys, tinygpt.runstore; print('torch' in sys.modules)"
+    probe = "import sys, tinygpt.runs.store, tinygpt.runs.reader; print('torch' in sys.modules)"
     repo = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -556,7 +544,8 @@ def test_runstore_imports_without_torch():
 
 _WRITER = """
 import sys, time
-from tinygpt.runstore import RunWriter, acquire_writer_lock
+from tinygpt.runs.lock import acquire_writer_lock
+from tinygpt.runs.writer import RunWriter
 lock = acquire_writer_lock(sys.argv[1], "the CLI (python -m tinygpt train)")
 writer = RunWriter(sys.argv[1])
 writer.append_metric({"step": 2150, "loss": 1.5})

@@ -10,7 +10,7 @@ from tinygpt.config import ConfigError, RunConfig, TrainConfig, TransformerConfi
 from tinygpt.data import Corpus
 from tinygpt.errors import CheckpointError, TinyGPTError
 from tinygpt.model import TinyGPT
-from tinygpt.runstore import checkpoint_stem, list_checkpoints
+from tinygpt.runs.files import checkpoint_stem, list_checkpoints
 from tinygpt.tokenizer import CharTokenizer
 from tinygpt.trainer import Trainer, group_names, lr_at
 

@@ -22,7 +22,9 @@ from helpers import tiny_config
 from tinygpt.checkpoint import load_checkpoint
 from tinygpt.config import ConfigError
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import RunStore, checkpoint_stem, knob_answer
+from tinygpt.runs.files import checkpoint_stem
+from tinygpt.runs.knobs import knob_answer
+from tinygpt.runs.store import RunStore
 from tinygpt.worker import RunManager, _pid_alive, default_max_active, default_threads_per_run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -305,7 +307,7 @@ SERVER = textwrap.dedent(
     import signal, sys, time
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the test runner was started in the background
     from tinygpt.config import preset
-    from tinygpt.runstore import RunStore
+    from tinygpt.runs.store import RunStore
     from tinygpt.worker import RunManager
     store = RunStore(sys.argv[1])
     manager = RunManager(store, max_active=2, threads_per_run=1)

@@ -14,7 +14,7 @@ can run arbitrary code, and checkpoints travel between workshop machines.
 
 The tied LM head is stored once (as tok_emb.weight): safetensors refuses aliased tensors, and the model re-ties it.
 
-Where a run keeps its checkpoints, and which of them are complete, is tinygpt.runstore's (`checkpoint_stem`,
+Where a run keeps its checkpoints, and which of them are complete, is tinygpt.runs' (`checkpoint_stem`,
 `list_checkpoints`); `load_model(run_dir, step)` is the one way to get a run's model back for sampling or probing
 (the CLI's sample command and the app's pages both use it).
 """
@@ -36,7 +36,8 @@ from safetensors.torch import load_file, save_file
 from .config import DataConfig, RunConfig
 from .errors import CheckpointError
 from .model import TinyGPT
-from .runstore import checkpoint_stem, list_checkpoints, read_corpus
+from .runs.corpus import read_corpus
+from .runs.files import checkpoint_stem, list_checkpoints
 from .tokenizer import CharTokenizer
 
 FORMAT = "tinygpt-checkpoint"
@@ -225,7 +226,7 @@ def load_model(run_dir: str | Path, step: int | None = None, device: torch.devic
 
 def run_data(run_dir: str | Path, config: RunConfig) -> DataConfig:
     """The data config a run trains on, its text back in place: a "text" run's config (config.json and every
-    checkpoint's) names its corpus by sha256 only, the text being the run folder's corpus.txt (runstore.read_corpus,
+    checkpoint's) names its corpus by sha256 only, the text being the run folder's corpus.txt (runs.corpus.read_corpus,
     which checks the hash; RunStoreError if the file is missing or was edited). Every path that reloads a run to
     build its corpus (the lab's probes and health checks, the circuits' ablations) goes through here: a bare
     load_corpus(loaded.config.data) failed on any such run with "the text is empty"."""

@@ -20,7 +20,7 @@ ln(choices)); an induction circuit makes the second copy cheap. Each half holds 
 letters of the vocabulary where there are enough), so "the previous occurrence" is one position.
 
 `snapshot_scores` computes all of it, plus the residual stream's norms (tinygpt.inside.lens), for the training loop's
-attention snapshots (runstore: attention/scores.jsonl, one line per snapshot). `phase_change` finds the step where
+attention snapshots (tinygpt.runs: attention/scores.jsonl, one line per snapshot). `phase_change` finds the step where
 the best induction score jumps and `induction_verdict` judges the experiment: a 2-layer model against a 1-layer
 control, which cannot compose a previous-token head with a second head that reads it (Olsson et al. 2022, sec. 3).
 

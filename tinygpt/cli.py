@@ -299,7 +299,8 @@ def config_file_settings(path: Path | None) -> dict[str, Any]:
 
 def _corpus_beside(path: Path, sha: Any) -> str:
     """The corpus.txt next to a run's config.json (or in a bundle), checked against the hash the config names."""
-    from .runstore import CORPUS_FILE, corpus_sha256
+    from .runs.corpus import corpus_sha256
+    from .runs.files import CORPUS_FILE
 
     corpus = path.parent / CORPUS_FILE
     try:
@@ -377,7 +378,7 @@ class Progress:
 
 
 def _store(runs_dir: Path | None):
-    from .runstore import RunStore
+    from .runs.store import RunStore
 
     return RunStore(runs_dir)
 
@@ -428,7 +429,10 @@ def _resume_config(store, args: argparse.Namespace) -> tuple[RunConfig, Any]:
     why the run cannot be resumed (no such run, another process trains it, an unusable config.json or
     corpus.txt, no such checkpoint, fewer steps than the run has). Nothing in the run folder is changed here, so
     a refused resume leaves the run as it was."""
-    from .runstore import RunLockedError, list_checkpoints, read_corpus, read_status, writer_lock_holder
+    from .runs.corpus import read_corpus
+    from .runs.files import list_checkpoints
+    from .runs.lock import RunLockedError, writer_lock_holder
+    from .runs.status import read_status
 
     if not args.resume.strip():
         raise TinyGPTError("--resume needs a run id: see `python -m tinygpt runs` for the runs there are.")
@@ -481,7 +485,7 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_config(run_dir: Path) -> dict:
-    from .runstore import read_json
+    from .runs.files import read_json
 
     data = read_json(run_dir / "config.json", {})  # RunStoreError for garbage
     if not isinstance(data, dict):
@@ -509,7 +513,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from .runstore import knobs_now, read_events
+    from .runs.files import read_events
+    from .runs.knobs import knobs_now
 
     store = _store(args.runs_dir)
     runs = store.list_runs()

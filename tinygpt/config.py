@@ -251,7 +251,7 @@ class DataConfig:
     source: str = "shakespeare"  # Tiny Shakespeare, a generated task with exact answers, or your own text
     text: str = ""  # the corpus itself when source == "text" (uploaded or pasted by the user)
     # A run folder keeps a "text" corpus once, in its corpus.txt, and its configs name it by this hash instead
-    # of carrying the text ("" text): config.json and every checkpoint stay small (tinygpt.runstore.store_corpus).
+    # of carrying the text ("" text): config.json and every checkpoint stay small (tinygpt.runs.corpus.store_corpus).
     text_sha256: str = ""
     synthetic_examples: int = 4000  # problems generated for a synthetic task
     synthetic_digits: int = 6  # length of each problem's operand(s)

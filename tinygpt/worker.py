@@ -27,7 +27,7 @@ TINYGPT_MAX_RUNS, TINYGPT_THREADS_PER_RUN, TINYGPT_LEASE_SECONDS.
 
 Lifecycle: start() queues a run (status "queued" with its queue_position) and a monitor thread launches queued
 runs in FIFO order as slots free up. Commands go to a live worker over a one-way Pipe; a knob change returns a
-request id that the worker's answer in events.jsonl carries (tinygpt.runstore.knob_answer). When the server dies
+request id that the worker's answer in events.jsonl carries (tinygpt.runs.knobs.knob_answer). When the server dies
 (Ctrl-C, kill -9) the pipe reaches EOF and the worker checkpoints and exits, and the forkserver exits with its
 server, so nothing is left behind. The monitor also reaps dead workers (killed, segfault, out of memory) and marks
 their runs failed unless they wrote a final state; enforces stop deadlines (a worker ignoring stop for 5 s is
@@ -36,7 +36,7 @@ resumable); and, while runs wait in the queue, releases workers that sit paused 
 wants to train. A run whose process has ended is resumed in a new worker from its last checkpoint.
 
 The manager writes status.json only while no worker owns the run (queued, starting, reaped), through
-tinygpt.runstore.update_status; run states and their groups are tinygpt.runstore's.
+tinygpt.runs.status.update_status; run states and their groups are tinygpt.runs'.
 
 Left out: more than one server sharing a runs folder (the second would see the first's runs as interrupted),
 GPU memory accounting in the cap, and remote workers.
@@ -62,28 +62,14 @@ from typing import Any
 
 from .config import RunConfig, check_live_knob
 from .errors import RunStoreError, TinyGPTError
+from .runs.files import ACTIVE_STATES, ENDED_STATES, FINAL_STATES, PAUSED_STATES, list_checkpoints, read_json
+from .runs.lock import RunLockedError, writer_lock_holder
 from .runs.loop import LATEST, run_training
+from .runs.owners import Actor, clear_hold, holds, require_control, require_not_held, write_hold
 from .runs.preflight import preflight
-from .runstore import (
-    ACTIVE_STATES,
-    ENDED_STATES,
-    FINAL_STATES,
-    PAUSED_STATES,
-    Actor,
-    RunLockedError,
-    RunStore,
-    RunWriter,
-    clear_hold,
-    holds,
-    list_checkpoints,
-    read_json,
-    read_status,
-    require_control,
-    require_not_held,
-    update_status,
-    write_hold,
-    writer_lock_holder,
-)
+from .runs.status import read_status, update_status
+from .runs.store import RunStore
+from .runs.writer import RunWriter
 
 # Imported once by the forkserver, so every worker starts with them loaded. Not torch._dynamo (1.2 s, as long as
 # torch itself): nothing a run does imports it since tinygpt.optim replaced torch.optim.AdamW.
@@ -341,7 +327,7 @@ class RunManager:
 
     def pause(self, run_id: str, actor: Actor | None = None) -> None:
         """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent.
-        The instructor's pause of a learner's run is a hold (tinygpt.runstore.HOLD_FILE): the learner cannot
+        The instructor's pause of a learner's run is a hold (tinygpt.runs.files.HOLD_FILE): the learner cannot
         resume or step it until the instructor resumes it."""
         self._require_control(run_id, actor)
         config = read_json(self.store.path(run_id) / "config.json", {}) or {}
@@ -465,7 +451,7 @@ class RunManager:
 
     def set_knob(self, run_id: str, name: str, value: Any, actor: Actor | None = None) -> str:
         """Ask for a live knob change; it applies before the run's next step. Returns the request id that the
-        worker's answer carries: find it with tinygpt.runstore.knob_answer(events, request), which says the step
+        worker's answer carries: find it with tinygpt.runs.knobs.knob_answer(events, request), which says the step
         it applied at (and any knob that moved with it), or why the value was refused (the run goes on).
         A name that is not a live knob raises ConfigError here, before anything is sent."""
         self._require_control(run_id, actor)
@@ -786,7 +772,7 @@ class RunManager:
 
     def _record_end(self, run_id: str, state: str, reason: str, step: int | None) -> None:
         """Say how a run without a live worker ended: an event and its status, as far as the disk allows (a full
-        disk still gets the status: runstore.write_status_file rewrites it in place). Never raises."""
+        disk still gets the status: runs.status.write_status_file rewrites it in place). Never raises."""
         run_dir = self.store.path(run_id)
         try:
             with RunWriter(run_dir) as writer:

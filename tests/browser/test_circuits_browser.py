@@ -2,7 +2,7 @@
 change it marked, the verdict box is green exactly when the run folders say it reproduced, and the head-roles
 chart, the ablation heatmap and the logit lens of the 2-layer run are drawn (screenshots in test-output/screenshots).
 
-`reproduced` is recomputed here from the score files the app's workers wrote (runstore.read_scores and
+`reproduced` is recomputed here from the score files the app's workers wrote (runs.files.read_scores and
 circuits.induction_verdict), so the page's colour is checked against the numbers, not against its own words.
 """
 
@@ -17,8 +17,9 @@ from helpers import tiny_config
 from playwright.sync_api import expect
 
 from tinygpt import circuits
+from tinygpt.runs.files import read_scores
 from tinygpt.runs.loop import run_training
-from tinygpt.runstore import RunStore, read_scores
+from tinygpt.runs.store import RunStore
 from tinygpt.ui import state
 
 expect.set_options(timeout=30_000)

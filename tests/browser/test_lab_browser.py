@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from tinygpt.experiments import EXPERIMENTS
 from tinygpt.lab.memory import allocation_churn
 from tinygpt.lab.results import checkpoint_probe, read_result
-from tinygpt.runstore import RunReader
+from tinygpt.runs.reader import RunReader
 
 expect.set_options(timeout=30_000)
 # The box's first words: a verdict, or an ended experiment with no verdict (the memory demo on CPU: allocation

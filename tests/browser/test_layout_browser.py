@@ -20,7 +20,7 @@ from playwright.sync_api import expect
 from test_app_browser import idle, no_exception, snap
 
 from tinygpt.runs.loop import run_training
-from tinygpt.runstore import RunStore
+from tinygpt.runs.store import RunStore
 
 INSTRUCTOR_KEY = "test-instructor-key"  # conftest.INSTRUCTOR_KEY: the key the browser tests' server takes
 expect.set_options(timeout=30_000)

@@ -11,7 +11,7 @@ from conftest import INSTRUCTOR_KEY
 from playwright.sync_api import expect
 from test_app_browser import button, choose, go, idle, no_exception, set_number, snap, wait_step_above
 
-from tinygpt.runstore import RunStore
+from tinygpt.runs.store import RunStore
 from tinygpt.ui import runinfo
 
 PROJECTOR = {"width": 1280, "height": 720}

@@ -19,7 +19,7 @@ from test_app_browser import no_exception, snap
 
 from tinygpt.config import preset
 from tinygpt.runs.loop import run_training
-from tinygpt.runstore import RunStore
+from tinygpt.runs.store import RunStore
 from tinygpt.ui import runinfo
 from tinygpt.ui.charts import compare as compare_charts
 from tinygpt.ui.charts.style import SECONDS

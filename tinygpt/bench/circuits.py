@@ -95,7 +95,8 @@ def _train(args) -> str:
 def induction(seed: int, source: str, root: Path, **overrides) -> dict:
     """One seed of the experiment: both runs in parallel processes, then the verdict and the ablation of the
     best head against the mean of the other heads (zero ablation, validation batches, final checkpoint)."""
-    from ..runstore import RunStore, read_scores
+    from ..runs.files import read_scores
+    from ..runs.store import RunStore
 
     store = RunStore(root)
     configs = circuits.induction_configs(source, seed, **overrides)

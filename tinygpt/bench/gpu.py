@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from ..config import DataConfig, preset
-from ..runstore import RunStore
+from ..runs.store import RunStore
 from ..trainer import evaluate_model
 from ..worker import RunManager
 from .throughput import reference_stepper, shakespeare_corpus

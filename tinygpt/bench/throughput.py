@@ -268,7 +268,8 @@ def bench_reader_memory(steps: int = 20_000, chunk: int = 500) -> dict:
     import resource
     import tempfile
 
-    from ..runstore import RunReader, RunWriter
+    from ..runs.reader import RunReader
+    from ..runs.writer import RunWriter
     from ..trainer import group_names
 
     def rss_mb() -> float:

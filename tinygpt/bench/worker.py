@@ -29,7 +29,7 @@ from ..data import load_corpus
 from ..device import resolve_device
 from ..errors import TinyGPTError
 from ..model import TinyGPT
-from ..runstore import RunStore
+from ..runs.store import RunStore
 from ..trainer import Trainer
 from ..worker import RunManager
 
@@ -133,7 +133,7 @@ def measure_worker_throughput(store: RunStore, config: RunConfig, manager: RunMa
 _COLD_START = """
 import json, sys
 from tinygpt.config import RunConfig
-from tinygpt.runstore import RunStore
+from tinygpt.runs.store import RunStore
 from tinygpt.bench_worker import measure_start_latency
 from tinygpt.worker import RunManager
 store = RunStore(sys.argv[1])

@@ -146,7 +146,8 @@ def run_experiment(
         results = experiment.measure(seed)
         return results, experiment.verdict(results)
     from ..runs.loop import run_training
-    from ..runstore import RunReader, RunStore
+    from ..runs.reader import RunReader
+    from ..runs.store import RunStore
 
     store, results = RunStore(root), {}
     for label, config in experiment.configs(seed, source, text, overrides=overrides).items():

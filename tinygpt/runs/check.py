@@ -3,7 +3,7 @@
 A run folder is written by another process (a worker, the CLI, torchrun, a copied folder, or anyone with a shell
 on the server), so its files are input, not state: `status.json` with `"tokens_per_s": "fast"`, a knob event
 without `"knob"`, `attention/scores.jsonl` with a 7 where a (layers, heads) grid belongs, or steps of 1e15 and -3
-each crashed a page once. The rule here is one per file, applied by tinygpt.runstore as it reads:
+each crashed a page once. The rule here is one per file, applied by tinygpt.runs as it reads:
 
     status.json          every known field of its type (a bad one becomes None, or the step the metrics show);
                          what was wrong is said in the reason ("status.json is damaged: tokens_per_s 'fast' ...")

@@ -27,7 +27,8 @@ import torch
 
 from ..config import RunConfig
 from ..errors import TinyGPTError
-from ..runstore import RunStore, read_status
+from .store import RunStore
+from .status import read_status
 
 
 def world() -> tuple[int, int, int]:

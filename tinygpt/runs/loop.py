@@ -27,7 +27,7 @@ paused again), {"cmd": "stop"}, {"cmd": "knob", "name": "mask", "value": "none",
 manager's {"cmd": "release", "reason": ...} (checkpoint and end, resumable: the lease, or the server going away).
 Every knob command is answered with "knob" events carrying its request id: one per knob changed (ok, old, new;
 old == new if the value was already set), or one refusal (ok False, error), so a page waiting for the answer
-always gets one (tinygpt.runstore.knob_answer). The Trainer decides what changes (learning_rate moves min_lr).
+always gets one (tinygpt.runs.knobs.knob_answer). The Trainer decides what changes (learning_rate moves min_lr).
 
 States (status.json): starting -> running <-> paused -> finished | stopped | diverged | failed, each with a human
 reason. A non-finite loss or gradient is never applied (the Trainer skips the update); the loop records which
@@ -63,24 +63,14 @@ from ..device import resolve_device
 from ..errors import CheckpointError, NonFiniteError, ResourceError, RunStoreError, TinyGPTError
 from ..inside.maps import attention_maps
 from ..model import TinyGPT
-from .preflight import check_memory, check_threads
-from ..runstore import (
-    RunWriter,
-    acquire_writer_lock,
-    checkpoint_stem,
-    delete_checkpoint,
-    event_checkpoints,
-    last_metric_step,
-    list_checkpoints,
-    os_error_message,
-    read_corpus,
-    read_evals,
-    read_events,
-    retained_steps,
-    rewind,
-    store_corpus,
-)
+from .writer import RunWriter
+from .lock import acquire_writer_lock
+from .files import checkpoint_stem, delete_checkpoint, list_checkpoints, os_error_message, read_evals, read_events
+from .retention import event_checkpoints, retained_steps
+from .status import last_metric_step, rewind
+from .corpus import read_corpus, store_corpus
 from ..trainer import Trainer
+from .preflight import check_memory, check_threads
 
 LATEST = -1  # resume_from=LATEST: the newest complete checkpoint
 STATUS_INTERVAL = 0.25  # s between status.json rewrites: the page polls at ~2 Hz, so 4 Hz is always fresh
@@ -91,7 +81,7 @@ SAMPLE_TEMPERATURE = 0.8  # a little sharper than the model's distribution: fewe
 SAMPLE_SEED = 1234  # the same seed at every step, so samples differ only because the model changed
 SAMPLE_PROMPT_CHARS = 16  # the sample continues the first characters of the probe text
 KEEP_RECENT_CHECKPOINTS = 3  # always kept: the newest ones are what resume and the Sample page want most
-MAX_CHECKPOINTS = 12  # the early phase dense, the rest spread evenly to now (runstore.retained_steps)
+MAX_CHECKPOINTS = 12  # the early phase dense, the rest spread evenly to now (runs.retention.retained_steps)
 CLIP_QUIET = 10  # unclipped steps in a row that end a stretch of clipping (one event each way, not per step)
 # Divergence without NaN: a loss this many times ln(V) (what guessing uniformly scores, and an untrained model's
 # loss) for DIVERGE_PATIENCE steps in a row. Measured on the demo preset (ln 65 = 4.17, limit 6.26): lr 10 with no
@@ -146,9 +136,9 @@ def checkpoints_to_drop(
     events: Iterable[dict] = (),
 ) -> list[int]:
     """Which checkpoint steps to delete so at most `limit` remain (plus those around events), by the same rule as
-    attention snapshots (runstore.retained_steps): every checkpoint of the early phase, the newest `keep_recent`,
+    attention snapshots (runs.retention.retained_steps): every checkpoint of the early phase, the newest `keep_recent`,
     the rest log-spaced, so Sample and the detail view can go back to any phase of training; and the ones just
-    before and after each knob change or divergence in `events` (runstore.event_checkpoints), so each can be
+    before and after each knob change or divergence in `events` (runs.retention.event_checkpoints), so each can be
     opened later ("resume from checkpoint N, from before it blew up" stays true)."""
     keep = set(retained_steps(steps, limit, keep_recent, horizon, pinned=event_checkpoints(steps, events)))
     return [s for s in sorted(steps) if s not in keep]
@@ -244,7 +234,7 @@ class _Loop:
 
     def corpus_config(self, config: RunConfig) -> DataConfig:
         """The DataConfig to load the corpus from, text included. A "text" corpus lives in the run folder's
-        corpus.txt (runstore.store_corpus): an inline text is stored there now (a new run, or a folder from before
+        corpus.txt (runs.corpus.store_corpus): an inline text is stored there now (a new run, or a folder from before
         corpus.txt), and `config.data` keeps only its hash, so config.json and checkpoints stay small."""
         data = config.data
         if data.source != "text":
@@ -542,7 +532,7 @@ def run_training(
 
     Never raises for a failing run: the failure is written to status.json (state "failed") and returned. Raises
     only when it may not write at all, before writing anything: RunLockedError when another process writes the
-    run (its writer lock, runstore.acquire_writer_lock), RunStoreError when the folder is not writable.
+    run (its writer lock, runs.lock.acquire_writer_lock), RunStoreError when the folder is not writable.
     """
     run_dir = Path(run_dir)
     lock = acquire_writer_lock(run_dir, holder)  # one writer per run, held until we return

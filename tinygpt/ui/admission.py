@@ -25,7 +25,8 @@ import streamlit as st
 
 from tinygpt.config import RunConfig
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import Actor, read_json
+from tinygpt.runs.files import read_json
+from tinygpt.runs.owners import Actor
 from tinygpt.ui import resources, safe, settings, state
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from tinygpt.attention import build_mask
 from tinygpt.config import MASKS
 from tinygpt.inside import maps as inside
-from tinygpt.runstore import RunReader
+from tinygpt.runs.reader import RunReader
 from tinygpt.ui import resources, runinfo, state
 from tinygpt.ui.charts import curves, heatmaps, masks
 from tinygpt.ui.charts import help as help_text

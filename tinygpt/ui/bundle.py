@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from tinygpt.runstore import checkpoint_stem, list_checkpoints
+from tinygpt.runs.files import checkpoint_stem, list_checkpoints
 
 
 def _flatten(record: dict, prefix: str = "") -> dict:

@@ -23,7 +23,9 @@ from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
 from tinygpt.inside import lens
 from tinygpt.inside.maps import encode_probe
-from tinygpt.runstore import ENDED_STATES, RunReader, knob_changes, read_scores
+from tinygpt.runs.files import ENDED_STATES, read_scores
+from tinygpt.runs.knobs import knob_changes
+from tinygpt.runs.reader import RunReader
 from tinygpt.ui import admission, backlog, explain, resources, runinfo, safe, state
 from tinygpt.ui.charts import circuits as charts
 from tinygpt.ui.charts.help import CHART_HELP

@@ -13,7 +13,8 @@ from typing import Any
 import streamlit as st
 
 from tinygpt.errors import RunStoreError, TinyGPTError
-from tinygpt.runstore import RunStore, read_corpus
+from tinygpt.runs.corpus import read_corpus
+from tinygpt.runs.store import RunStore
 from tinygpt.ui import resources, room, safe, settings, state
 from tinygpt.ui.settings import Field
 

@@ -19,7 +19,7 @@ from tinygpt.experiments import Experiment, RunResult, Verdict
 from tinygpt.lab.health import run_health_checks
 from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.results import checkpoint_probe, finite_mean, read_result
-from tinygpt.runstore import RunReader
+from tinygpt.runs.reader import RunReader
 from tinygpt.ui import admission, room, state
 from tinygpt.ui.resources import head_stats
 

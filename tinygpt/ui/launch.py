@@ -9,7 +9,7 @@ import streamlit as st
 
 from tinygpt.config import RunConfig
 from tinygpt.errors import TinyGPTError
-from tinygpt.runstore import Actor
+from tinygpt.runs.owners import Actor
 from tinygpt.ui import admission, form, safe, settings, state
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from tinygpt.config import PRESETS
 from tinygpt.errors import RunStoreError
-from tinygpt.runstore import read_json, write_json_atomic
+from tinygpt.runs.files import read_json, write_json_atomic
 from tinygpt.ui.lesson_checks import (  # noqa: F401 - the checks, re-exported: lesson.Check, lesson.PITFALLS, ...
     GROUP_STEPS,
     HEADS,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tinygpt.experiments import CPU_COUNTS_ONLY
-from tinygpt.runstore import knob_changes
+from tinygpt.runs.knobs import knob_changes
 
 LECTURE = "lecture"  # the role of the run the live-knob steps steer
 HEADS = "heads"  # the role of the Demo run (4 heads per layer) the multiple-heads step looks at

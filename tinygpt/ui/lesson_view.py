@@ -20,7 +20,8 @@ from tinygpt import circuits
 from tinygpt.config import DataConfig, preset
 from tinygpt.errors import TinyGPTError
 from tinygpt.experiments import ENDED, EXPERIMENTS
-from tinygpt.runstore import ACTIVE_STATES, RESUMABLE_STATES, Actor, may_control
+from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
+from tinygpt.runs.owners import Actor, may_control
 from tinygpt.ui import admission, circuits_view, lab, lesson, resources, runinfo, safe, settings, state
 from tinygpt.ui.lesson import HEADS, INDUCTION, LECTURE, STEPS, Evidence, RunData, Step
 

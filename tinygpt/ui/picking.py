@@ -3,7 +3,9 @@ name the Runs table shows (runinfo.run_name), never a bare id."""
 
 from __future__ import annotations
 
-from tinygpt.runstore import ACTIVE_STATES, knob_changes, run_learner
+from tinygpt.runs.files import ACTIVE_STATES
+from tinygpt.runs.knobs import knob_changes
+from tinygpt.runs.owners import run_learner
 from tinygpt.ui.runinfo import run_name
 
 

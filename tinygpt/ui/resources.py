@@ -16,7 +16,9 @@ import streamlit as st
 from tinygpt.checkpoint import LoadedModel, load_model
 from tinygpt.errors import TinyGPTError
 from tinygpt.inside import maps as inside
-from tinygpt.runstore import RunReader, RunStore, snapshot_path
+from tinygpt.runs.files import snapshot_path
+from tinygpt.runs.reader import RunReader
+from tinygpt.runs.store import RunStore
 
 
 @st.cache_resource(show_spinner=False)
@@ -107,7 +109,8 @@ def keepalive_seconds() -> float:
 def touch_mine(learner) -> None:
     """Renew the leases of every live or queued run `learner` owns: any page of the app they look at (Sample,
     Runs, another learner's run) keeps their own runs going."""
-    from tinygpt.runstore import read_json, run_learner
+    from tinygpt.runs.files import read_json
+    from tinygpt.runs.owners import run_learner
 
     manager = get_manager()
     store = get_store()
@@ -119,7 +122,8 @@ def touch_mine(learner) -> None:
 
 def my_active_runs(learner) -> list[str]:
     """The runs `learner` owns that train or wait for a slot now (one learner holds at most one slot)."""
-    from tinygpt.runstore import read_json, run_learner
+    from tinygpt.runs.files import read_json
+    from tinygpt.runs.owners import run_learner
 
     manager = get_manager()
     store = get_store()

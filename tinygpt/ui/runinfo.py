@@ -13,20 +13,12 @@ from typing import Any
 
 from tinygpt.config import trains_until_stopped
 from tinygpt.errors import RunStoreError
-from tinygpt.runstore import (
-    Actor,
-    RunStore,
-    knob_answer,
-    knob_changes,
-    knobs_now,
-    read_evals,
-    read_events,
-    read_hold,
-    read_json,
-    read_status,
-    run_learner,
-    writer_lock_holder,
-)
+from tinygpt.runs.files import read_evals, read_events, read_json
+from tinygpt.runs.knobs import knob_answer, knob_changes, knobs_now
+from tinygpt.runs.lock import writer_lock_holder
+from tinygpt.runs.owners import Actor, read_hold, run_learner
+from tinygpt.runs.status import read_status
+from tinygpt.runs.store import RunStore
 from tinygpt.trainer import lr_at
 from tinygpt.ui.clipping import clip_caption  # noqa: F401 - the pages' one place for run texts
 
@@ -434,7 +426,7 @@ def hold_note(run_dir, config: dict, actor: Actor) -> tuple[str, str] | None:
 
 
 def held_runs(store: RunStore) -> list[str]:
-    """The runs the instructor holds (paused a learner's run: tinygpt.runstore.HOLD_FILE), oldest first."""
+    """The runs the instructor holds (paused a learner's run: tinygpt.runs.files.HOLD_FILE), oldest first."""
     return [s.run_id for s in reversed(store.list_runs()) if read_hold(store.path(s.run_id))]
 
 

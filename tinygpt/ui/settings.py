@@ -31,7 +31,7 @@ from tinygpt.config import (
     preset,
 )
 from tinygpt.data import SYNTHETIC_TASKS, load_shakespeare, min_corpus_chars, text_from_user
-from tinygpt.runstore import knobs_now
+from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import state
 
 PRESET_LABELS = {

@@ -24,7 +24,9 @@ import streamlit as st
 
 from tinygpt.errors import RunStoreError
 from tinygpt.runs.check import config_problem
-from tinygpt.runstore import RunReader, RunStore, validate_run_id
+from tinygpt.runs.files import validate_run_id
+from tinygpt.runs.reader import RunReader
+from tinygpt.runs.store import RunStore
 from tinygpt.ui.safe import md
 
 URL_RUN = "run"  # the query parameter that carries the run id
@@ -32,7 +34,7 @@ URL_RUN = "run"  # the query parameter that carries the run id
 # ---------------------------------------------------------------- keys of non-widget state
 
 RUN_ID = "run_id"
-LEARNER = "learner"  # tinygpt.runstore.Actor: this browser's learner (tinygpt/ui/room.py)
+LEARNER = "learner"  # tinygpt.runs.owners.Actor: this browser's learner (tinygpt/ui/room.py)
 LEARNER_COOKIES = "learner_cookies"  # {cookie: value} the frame still has to write (a new learner, a rename)
 PENDING_START = "pending_start"  # {"action", "what"}: a start waiting for "stop my other run first?" (admission)
 URL_VIEW = "view"  # ?view=1: a shared link to someone else's run, opened read-only

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from tinygpt.runstore import knobs_now
+from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import explain, runinfo, settings, state
 from tinygpt.ui.charts import curves
 

@@ -12,7 +12,7 @@
 - `help.py`: `CHART_HELP`, what to look for in each chart.
 Pages import the module that draws the chart they need; this package re-exports nothing.
 
-Inputs are plain data as `tinygpt.runstore.RunReader` hands it out (lists of dicts, None where a value was not
+Inputs are plain data as `tinygpt.runs.reader.RunReader` hands it out (lists of dicts, None where a value was not
 finite), numpy arrays (attention maps, masks, probabilities) and lists of characters. Outputs are figures:
 Altair (Vega-Lite) for line and bar charts, plotly for heatmaps. Every chart has a title, axis titles with units
 and hover tooltips. Tests read the figures through `to_dict()`; no browser is needed.

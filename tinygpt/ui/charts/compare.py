@@ -17,7 +17,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from tinygpt.runstore import knob_changes
+from tinygpt.runs.knobs import knob_changes
 from tinygpt.ui.charts.style import (
     BLUE,
     GREY,

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import altair as alt
 
-from tinygpt.runstore import knob_changes
+from tinygpt.runs.knobs import knob_changes
 from tinygpt.ui.charts.style import (
     BLUE,
     GREEN,
