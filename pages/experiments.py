@@ -12,13 +12,14 @@ import functools
 import streamlit as st
 import torch
 
-from tinygpt import experiments as lab_lib
 from tinygpt import model as model_lib
 from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS
 from tinygpt.errors import TinyGPTError
 from tinygpt.lab import health as health_lib
+from tinygpt.lab import registry
 from tinygpt.lab.memory import memory_rows
+from tinygpt.lab.pitfalls import shape_drift
 from tinygpt.ui import admission, backlog, circuits_view, explain, lab, resources, room, settings, workshop
 from tinygpt.ui.charts import compare
 
@@ -36,16 +37,16 @@ st.caption(
 
 circuits_view.induction_entry(store)
 
-keys = list(lab_lib.EXPERIMENTS)
+keys = list(registry.EXPERIMENTS)
 state.init(state.W_EXPERIMENT, shop.experiment or keys[0])
 key = st.selectbox(
     "Experiment",
     keys,
     key=state.W_EXPERIMENT,
-    format_func=lambda k: lab_lib.EXPERIMENTS[k].title,
+    format_func=lambda k: registry.EXPERIMENTS[k].title,
     disabled=shop.locked and shop.experiment is not None,
 )
-experiment = lab_lib.EXPERIMENTS[key]
+experiment = registry.EXPERIMENTS[key]
 st.query_params["experiment"] = key
 st.info(experiment.what_to_look_for)
 
@@ -172,7 +173,7 @@ with tabs[2]:
     demo_model = model_lib.TinyGPT(
         TransformerConfig(vocab_size=65, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=16)
     )
-    st.dataframe(lab_lib.shape_drift_cases(demo_model), hide_index=True, width="stretch")
+    st.dataframe(shape_drift.shape_drift_cases(demo_model), hide_index=True, width="stretch")
     explain.show_code_of([model_lib.TinyGPT._check_input])
 
 with tabs[3]:

@@ -248,7 +248,7 @@ def _route_lesson(step_key: str) -> Callable:
 
 
 def admission_routes() -> dict[str, Callable]:
-    from tinygpt.experiments import EXPERIMENTS
+    from tinygpt.lab.registry import EXPERIMENTS
     from tinygpt.ui import lesson
 
     routes = {"Train": _route_train, "Resume on Train": _route_train_resume, "Resume on Runs": _route_runs_resume}

@@ -13,7 +13,6 @@ import torch
 from tinygpt.config import DataConfig, RunConfig, TrainConfig, TransformerConfig
 from tinygpt.data import Corpus
 from tinygpt.errors import ShapeError
-from tinygpt.experiments import EXPERIMENTS, RunResult, Verdict, shape_drift_cases
 from tinygpt.lab.health import (
     FAIL,
     NOT_ENOUGH,
@@ -31,7 +30,10 @@ from tinygpt.lab.health import (
     run_health_checks,
 )
 from tinygpt.lab.memory import allocation_churn, memory_rows
+from tinygpt.lab.pitfalls.shape_drift import shape_drift_cases
+from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.results import attention_stats, softmax_gain
+from tinygpt.lab.verdict import RunResult, Verdict
 from tinygpt.model import TinyGPT, drifted_attention
 from tinygpt.trainer import Trainer
 
@@ -277,7 +279,7 @@ def test_a_no_mask_run_that_ends_a_hair_below_causal_is_not_called_cheating():
     """Issue 20 finding 9: the mask experiment's "none" run ended only 0.09 below causal (2.316 vs 2.410), curves
     overlapping, and the verdict was green (it asked for 0.05). A leak that visibly cheats collapses toward the
     copy floor: the verdict now asks for MASK_CHEAT nats, or 3 standard deviations of the runs' own noise."""
-    from tinygpt.experiments import MASK_CHEAT
+    from tinygpt.lab.pitfalls.mask import MASK_CHEAT
 
     causal = result(final_train_loss=2.410, leak=0.0, no_peek_loss=2.322, final_loss_std=0.04)
     off = result(final_train_loss=0.253, leak=10.26, no_peek_loss=5.653, final_loss_std=0.05)
@@ -297,7 +299,7 @@ def test_a_no_mask_run_that_ends_a_hair_below_causal_is_not_called_cheating():
 
 def test_the_scaling_verdict_asks_for_a_gap_above_the_runs_noise():
     # "Ends higher" must clear SCALING_WORSE or 3 standard deviations of either run's last 20 losses (was 0.05).
-    from tinygpt.experiments import SCALING_WORSE
+    from tinygpt.lab.pitfalls.scaling import SCALING_WORSE
 
     scaled = result(mean_entropy=1.9, mean_max_weight=0.4, softmax_gain=0.24, final_train_loss=2.20, final_loss_std=0.3)
     scaled.layer_grad_norms = {"L0.attn": 0.7}
@@ -549,7 +551,7 @@ def test_every_red_verdict_names_the_clause_that_failed():
 def test_the_cpu_memory_demo_is_allocation_counts_never_a_reproduced_pitfall():
     """Issue 23 finding 6: on CPU the demo counts fresh allocations against reused buffers (churn), which says
     nothing about fragmentation; it is labelled as counts and not counted as reproduced."""
-    from tinygpt.experiments import CPU_COUNTS_ONLY
+    from tinygpt.lab.verdict import CPU_COUNTS_ONLY
     from tinygpt.ui import lesson_checks as lesson
     from tinygpt.ui.lesson_checks import Evidence
 

@@ -10,8 +10,9 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tinygpt.experiments import ENDED, EXPERIMENTS  # noqa: E402
+from tinygpt.lab.registry import EXPERIMENTS  # noqa: E402
 from tinygpt.lab.results import read_result
+from tinygpt.lab.verdict import ENDED
 from tinygpt.ui import (  # noqa: E402
     resources,
     state,  # noqa: E402

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tinygpt.experiments import EXPERIMENTS
 from tinygpt.lab.memory import allocation_churn
+from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.results import checkpoint_probe, read_result
 from tinygpt.runs.reader import RunReader
 

@@ -28,7 +28,8 @@ from typing import Any
 
 import torch
 
-from ..experiments import EXPERIMENTS, Experiment
+from ..lab.experiment import Experiment
+from ..lab.registry import EXPERIMENTS
 from ..lab.results import run_experiment
 
 SEEDS = (1337, 7, 1, 2, 3)

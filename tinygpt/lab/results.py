@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from ..attention import attention_entropy
-from ..experiments import ENDED, SATURATED, Experiment, RunResult, Verdict
+from .experiment import Experiment
+from .verdict import ENDED, SATURATED, RunResult, Verdict
 
 
 def finite_mean(values) -> float | None:

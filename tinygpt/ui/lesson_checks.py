@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tinygpt.experiments import CPU_COUNTS_ONLY
+from tinygpt.lab.verdict import CPU_COUNTS_ONLY
 from tinygpt.runs.knobs import knob_changes
 
 LECTURE = "lecture"  # the role of the run the live-knob steps steer

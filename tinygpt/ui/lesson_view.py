@@ -19,7 +19,8 @@ import streamlit as st
 from tinygpt import circuits
 from tinygpt.config import DataConfig, preset
 from tinygpt.errors import TinyGPTError
-from tinygpt.experiments import ENDED, EXPERIMENTS
+from tinygpt.lab.registry import EXPERIMENTS
+from tinygpt.lab.verdict import ENDED
 from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
 from tinygpt.runs.owners import Actor, may_control
 from tinygpt.ui import admission, circuits_view, lab, lesson, resources, runinfo, safe, settings, state

@@ -23,7 +23,7 @@ from typing import Any
 import streamlit as st
 
 from tinygpt.config import PRESETS, ConfigError, DataConfig, TrainConfig, TransformerConfig, preset
-from tinygpt.experiments import EXPERIMENTS
+from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.ui import lesson, settings, state
 
 SETTING_TYPES: dict[str, type] = {

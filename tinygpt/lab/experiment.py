@@ -1,0 +1,66 @@
+"""An `Experiment`: runs that differ in one setting ("correct" first) on a shared base (the demo preset), what
+to look for, and a `judge` that reads the runs' own numbers and returns a `Verdict`. Each pitfall is one module in
+tinygpt/lab/pitfalls/ holding its settings, its text and its judge; tinygpt/lab/registry.py lists them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import RunConfig, preset
+from .verdict import ENDED, RunResult, Verdict
+
+
+@dataclass
+class Experiment:
+    key: str
+    title: str
+    what_to_look_for: str
+    variants: dict[str, dict[str, Any]]  # label -> overrides of the base preset; the first one is "correct"
+    judge: Callable[[dict[str, Any]], Verdict]
+    expected: str  # the effect the broken run should show (what `judge` checks)
+    base: dict[str, Any] = field(default_factory=dict)
+    probes: bool = False  # judge needs the leak score / no-peek loss of each run's last checkpoint
+    measure: Callable[[int], dict[str, Any]] | None = None  # measured in-process instead of trained (memory)
+
+    def configs(
+        self, seed: int = 1337, source: str = "shakespeare", text: str = "", overrides: dict[str, Any] | None = None
+    ) -> dict[str, RunConfig]:
+        """One RunConfig per variant: same data and seed, one setting apart. `overrides` change the shared base
+        (e.g. fewer steps in a test); a variant's own settings always win, so the runs stay one setting apart."""
+        out = {}
+        for label, variant in self.variants.items():
+            settings = {**self.base, **(overrides or {}), **variant, "seed": seed, "source": source}
+            if source == "text":
+                settings["text"] = text
+            out[label] = preset("demo", **settings)
+        return out
+
+    def verdict(self, results: dict[str, Any]) -> Verdict:
+        """Judge `results` ({label: RunResult}, or a measurement's {label: numbers}); pending until all runs ended."""
+        if self.measure is None:
+            waiting = _waiting(self, results)
+            if waiting:
+                return Verdict(None, self.expected, {}, waiting)
+        elif set(results) != set(self.variants):
+            return Verdict(None, self.expected, {}, "Not measured yet.")
+        return self.judge(results)
+
+
+def _waiting(experiment: Experiment, results: dict[str, RunResult]) -> str:
+    """ "" when every run has ended, else a neutral sentence saying what is still going on."""
+    missing = [label for label in experiment.variants if label not in results]
+    if missing:
+        return f"Waiting for {', '.join(missing)}."
+    going = [f"{label} at step {r.steps} of {r.max_steps or '?'} ({r.state})" for label, r in results.items()]
+    stopped = [label for label, r in results.items() if r.state == "stopped"]
+    if stopped:
+        return f"{', '.join(stopped)} was stopped before the end: run the experiment again to judge it."
+    if all(r.state in ENDED for r in results.values()):
+        return ""
+    return (
+        "Still training: "
+        + "; ".join(g for g, r in zip(going, results.values(), strict=True) if r.state not in ENDED)
+        + "."
+    )

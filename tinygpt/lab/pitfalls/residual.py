@@ -1,0 +1,55 @@
+"""The pitfall "Detached residual path": its runs, what to look for, and its judge."""
+
+from __future__ import annotations
+
+from ..experiment import Experiment
+from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt3, say
+
+EXPECTED = "detached: first-layer gradient norm below 1% of the residual model's, and a higher loss"
+
+
+def judge(results: dict[str, RunResult]) -> Verdict:
+    good, bad = results["residual"], results["detached residual"]
+    first_good, first_bad = good.layer_grad_norms.get("L0.attn"), bad.layer_grad_norms.get("L0.attn")
+    ratio = first_bad / first_good if first_good and first_bad is not None else None
+    observed = {
+        "first-layer attention grad norm, detached": first_bad,
+        "first-layer attention grad norm, residual": first_good,
+        "ratio": ratio,
+        "train loss, detached": bad.final_train_loss,
+        "train loss, residual": good.final_train_loss,
+    }
+    broken = [
+        f"the {label} run {diverged_at(r)}" for label, r in (("detached", bad), ("residual", good)) if diverged_at(r)
+    ]
+    if broken:
+        why = f"not measured: {' and '.join(broken)}"
+        clauses = {f"a vanishing first-layer gradient ({why})": None, f"a higher final loss ({why})": None}
+        return decide(EXPECTED, clauses, observed, f"{'; '.join(broken).capitalize()}.")
+    vanishes = None if ratio is None else ratio < 1e-2
+    stalls = gt3(bad.final_train_loss, good.final_train_loss, 0.1)
+    sentence = (
+        f"First-layer attention gradient norm: {fmt(first_bad, 6)} detached vs {fmt(first_good, 4)} with the "
+        f"residual ({'n/a' if ratio is None else f'{ratio:.1e}x'}); final train loss {fmt(bad.final_train_loss)} vs "
+        f"{fmt(good.final_train_loss)} ({say(stalls, 'stalls', 'does not stall', 'not compared')})."
+    )
+    clauses = {
+        "the detached first-layer gradient norm under 1% of the residual one's": vanishes,
+        "a final loss at least 0.1 nats higher detached": stalls,
+    }
+    return decide(EXPECTED, clauses, observed, sentence)
+
+
+EXPERIMENT = Experiment(
+    key="residual",
+    title="Detached residual path",
+    what_to_look_for=(
+        "The residual stream is the gradient highway to the lower layers. Detach it and gradients reach a "
+        "layer only through the sublayers above it, shrinking at each one: the first layer's gradient norm "
+        "falls toward zero and the loss stalls."
+    ),
+    expected=EXPECTED,
+    base=dict(num_layers=4, max_steps=300),
+    variants={"residual": dict(detach_residual=False), "detached residual": dict(detach_residual=True)},
+    judge=judge,
+)

@@ -1,0 +1,58 @@
+"""The pitfall "Unstable softmax": its runs, what to look for, and its judge."""
+
+from __future__ import annotations
+
+from ..experiment import Experiment
+from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt
+
+EXPECTED = "naive: NaN at a named step and tensor, run diverged; stable: trains to the end"
+
+
+def judge(results: dict[str, RunResult]) -> Verdict:
+    good, bad = results["stable softmax"], results["naive softmax"]
+    observed = {
+        "naive: state": bad.state,
+        "naive: diverged at step": bad.diverged_step,
+        "naive: first non-finite tensor": bad.nonfinite_tensor or None,
+        "stable: state": good.state,
+        "stable: loss first -> last": f"{fmt(good.initial_loss)} -> {fmt(good.final_train_loss)}",
+    }
+    overflowed = bad.state == "diverged" and bad.diverged_step is not None and bool(bad.nonfinite_tensor)
+    trains_on = (
+        good.state == "finished" and good.diverged_step is None and gt(good.initial_loss, good.final_train_loss, 1.0)
+    )
+    if overflowed:
+        sentence = (
+            f"The naive softmax overflowed at step {bad.diverged_step}: the first non-finite tensor was "
+            f"{bad.nonfinite_tensor}; the update was not applied and the run ended diverged. "
+        )
+    else:
+        sentence = f"The naive softmax did not overflow (state {bad.state} at step {bad.steps}). "
+    if diverged_at(good):
+        sentence += f"The stable softmax, same settings, {diverged_at(good)} too."
+    else:
+        sentence += (
+            f"The stable softmax, same settings, {'trained on' if trains_on else 'did not train on cleanly'} to step "
+            f"{good.steps} (loss {fmt(good.initial_loss)} -> {fmt(good.final_train_loss)})."
+        )
+    clauses = {
+        "the naive run diverged at a named step and tensor": overflowed,
+        "the stable run finished, its loss down by at least 1 nat": trains_on,
+    }
+    return decide(EXPECTED, clauses, observed, sentence)
+
+
+EXPERIMENT = Experiment(
+    key="softmax",
+    title="Unstable softmax",
+    what_to_look_for=(
+        "exp() overflows float32 above ~88. Subtracting the row max first (what torch.softmax does) changes "
+        "nothing mathematically and avoids it. Here the scores are unscaled and multiplied by 24, so they "
+        "pass 88 within the first ~100 steps: the naive softmax gives inf/inf = NaN, the trainer refuses "
+        "the step, names the tensor and the run ends diverged. The stable one, same settings, trains on."
+    ),
+    expected=EXPECTED,
+    base=dict(attn_scale="none", attn_scale_mult=24.0, max_steps=200),
+    variants={"stable softmax": dict(softmax="stable"), "naive softmax": dict(softmax="naive")},
+    judge=judge,
+)

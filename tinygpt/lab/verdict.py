@@ -1,0 +1,140 @@
+"""What a lab verdict is made of: the numbers a judge may read from a run (`RunResult`), the answer (`Verdict`), and
+the clause helpers every judge uses, so a red verdict names each clause that failed and a sentence never states a
+number that was not measured ("n/a", "not measured: ...")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ENDED = ("finished", "diverged", "failed")  # a run in one of these has said all it will say
+
+
+SATURATED = 0.9  # an attention row whose largest weight is above this is "near one-hot"
+
+
+NOT_ENOUGH_DATA = "not enough data"  # a verdict some clause of which was not measured (none failed)
+
+
+CPU_COUNTS_ONLY = "allocation counts only"  # the memory demo on CPU: churn measured, fragmentation needs CUDA
+
+
+@dataclass
+class RunResult:
+    """What a verdict may look at, read from one run folder."""
+
+    state: str
+    steps: int
+    final_train_loss: float | None  # mean of the last 20 step losses
+    final_val_loss: float | None
+    max_loss_early: float | None  # worst loss in the first 10% of steps
+    clip_events_early: int  # clipped steps in the first 10% of steps
+    mean_entropy: float | None  # mean attention entropy (nats) over heads and rows, latest snapshot
+    mean_max_weight: float | None  # mean of each attention row's largest weight, latest snapshot
+    layer_grad_norms: dict[str, float] = field(default_factory=dict)  # mean of the last 20 steps, per group
+    leak: float | None = None  # leak_score of the final model (0 = no future leak)
+    diverged_step: int | None = None
+    sample: str = ""
+    max_steps: int = 0
+    reason: str = ""  # status.json's reason: for a failed run, the error that stopped it
+    initial_loss: float | None = None  # the first step's loss
+    mid_loss: float | None = None  # mean loss of the steps around a third of max_steps
+    max_grad_norm_early: float | None = None  # largest pre-clip gradient norm in the first 10% of steps
+    saturated_rows: float | None = None  # fraction of attention rows with max weight > SATURATED, latest snapshot
+    softmax_gain: float | None = None  # mean spectral norm of the softmax Jacobian per row (see softmax_gain)
+    row_sum_error: float | None = None  # max |row sum - 1| of the latest snapshot's attention weights
+    no_peek_loss: float | None = None  # loss when each position sees only its past (health.no_peek_loss)
+    nonfinite_tensor: str = ""  # the first tensor that went NaN/inf, for a diverged run
+    final_loss_std: float | None = None  # standard deviation of the last 20 step losses: the run's own noise
+
+    @property
+    def attention_grad_norm(self) -> float | None:
+        """Mean over layers of the attention blocks' gradient norms."""
+        values = [v for k, v in self.layer_grad_norms.items() if k.endswith(".attn")]
+        return sum(values) / len(values) if values else None
+
+
+@dataclass
+class Verdict:
+    """An experiment's computed answer."""
+
+    reproduced: bool | None  # True: the pitfall showed; False: a clause failed; None: still training, or `undecided`
+    expected: str  # the effect the pitfall should show, in one line
+    observed: dict[str, Any]  # the numbers it was judged on, by name
+    sentence: str  # what happened, in one line
+    undecided: str = ""  # why a judged experiment has no answer (reproduced None): NOT_ENOUGH_DATA, CPU_COUNTS_ONLY
+
+    @property
+    def status(self) -> str:
+        if self.reproduced is None and self.undecided:
+            return self.undecided
+        return {True: "reproduced", False: "did not reproduce", None: "still training"}[self.reproduced]
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    """`value` to `digits` decimals, or to 2 significant digits when those decimals would print it as 0 (a leak of
+    1e-07 fails a check that wants exactly 0: "0.0000" would hide why)."""
+    if value is None:
+        return "n/a"
+    if value != 0 and abs(value) < 0.5 * 10**-digits:
+        return f"{value:.2g}"
+    return f"{value:.{digits}f}"
+
+
+def gt(a: float | None, b: float | None, margin: float = 0.0) -> bool:
+    """a > b + margin, False when either is unknown (an unknown number never proves a pitfall)."""
+    return a is not None and b is not None and a > b + margin
+
+
+def gt3(a: float | None, b: float | None, margin: float = 0.0) -> bool | None:
+    """a > b + margin, or None when either was not measured: a clause that could not be checked."""
+    return None if a is None or b is None else a > b + margin
+
+
+def all_of(*clauses: bool | None) -> bool | None:
+    """False if any clause failed, else None if any was not measured, else True."""
+    if any(c is False for c in clauses):
+        return False
+    return None if any(c is None for c in clauses) else True
+
+
+def diverged_at(run: RunResult) -> str:
+    """ "" for a run that did not diverge, else "diverged at step N": what a clause about its end says instead of
+    a number the run never reached (its last losses and snapshot are from before it broke)."""
+    if run.state != "diverged" and run.diverged_step is None:
+        return ""
+    return f"diverged at step {run.diverged_step if run.diverged_step is not None else run.steps}"
+
+
+def say(ok: bool | None, yes: str, no: str, unmeasured: str) -> str:
+    return {True: yes, False: no, None: unmeasured}[ok]
+
+
+def decide(expected: str, clauses: dict[str, bool | None], observed: dict, sentence: str) -> Verdict:
+    """The verdict from named clauses: reproduced only if every one held; a red one names each clause that failed
+    (and any not measured); with none failed but some not measured, "not enough data", never a pass or a fail."""
+    failed = [name for name, ok in clauses.items() if ok is False]
+    unmeasured = [name for name, ok in clauses.items() if ok is None]
+    sentence = sentence.rstrip()
+    if failed:
+        sentence += " Failed: " + "; ".join(failed) + "."
+        if unmeasured:
+            sentence += " Not measured: " + "; ".join(unmeasured) + "."
+        return Verdict(False, expected, observed, sentence)
+    if unmeasured:
+        sentence += " Not enough data to judge: not measured: " + "; ".join(unmeasured) + "."
+        return Verdict(None, expected, observed, sentence, undecided=NOT_ENOUGH_DATA)
+    return Verdict(True, expected, observed, sentence)
+
+
+NOISE_SIGMAS = 3  # ... and more than this many standard deviations of the two runs' own last-20-step losses
+
+
+def noise_margin(threshold: float, *runs: RunResult) -> float:
+    """The margin a difference of final losses must clear: the physical `threshold`, or NOISE_SIGMAS x the larger
+    step-to-step spread of the runs' last 20 losses when the runs are noisier than that."""
+    spreads = [r.final_loss_std for r in runs if r.final_loss_std is not None]
+    return max([threshold] + [NOISE_SIGMAS * s for s in spreads])
+
+
+LEAKS = 1e-3  # a leak score above this is a leak (a correct mask scores exactly 0)
