@@ -4,8 +4,9 @@ import functools
 
 import streamlit as st
 
-from tinygpt import circuits
 from tinygpt.errors import TinyGPTError
+from tinygpt.inside import heads
+from tinygpt.lab import induction
 from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import admission, backlog, resources, room, runinfo, safe, state
@@ -21,12 +22,12 @@ st.caption(
     "copy what came next (induction heads), and what happens when one is switched off."
 )
 with st.expander("How each number is defined", icon=":material/functions:"):
-    for role in circuits.ROLES:
-        st.markdown(f"- **{role}**: {circuits.ROLE_DEFINITIONS[role]}.")
+    for role in heads.ROLES:
+        st.markdown(f"- **{role}**: {heads.ROLE_DEFINITIONS[role]}.")
     st.markdown(
         f"Each score is in [0, 1]; its *uniform baseline* is the score of a head that spreads its weight evenly over "
         f"the keys the mask lets it see. A head is labelled with a role once that score reaches "
-        f"{circuits.ROLE_THRESHOLD} (the role furthest above its baseline wins). In-context loss: the loss on the "
+        f"{heads.ROLE_THRESHOLD} (the role furthest above its baseline wins). In-context loss: the loss on the "
         "second copy of the repeated probe against the first copy's."
     )
 
@@ -35,10 +36,10 @@ with st.expander("How each number is defined", icon=":material/functions:"):
 def experiment() -> None:
     st.subheader("The induction-head phase change")
     st.page_link("pages/experiments.py", label="More experiments: the pitfall lab", icon=":material/science:")
-    labels = list(circuits.INDUCTION_VARIANTS)
+    labels = list(induction.INDUCTION_VARIANTS)
     c1, c2, c3 = st.columns([2, 1, 1.5])  # 1:1 cut "Start the experiment" with Large fonts
-    source = c1.selectbox("Corpus", list(circuits.INDUCTION_SOURCES), key=state.W_CIRC_SOURCE,
-                          format_func=circuits.INDUCTION_SOURCES.get)  # fmt: skip
+    source = c1.selectbox("Corpus", list(induction.INDUCTION_SOURCES), key=state.W_CIRC_SOURCE,
+                          format_func=induction.INDUCTION_SOURCES.get)  # fmt: skip
     state.init(state.W_CIRC_SEED, 1337)
     seed = c2.number_input("Seed", 0, 10**6, key=state.W_CIRC_SEED)
     if c3.button("Start the experiment", icon=":material/play_arrow:", key="circ_start"):  # one slot: admission
@@ -46,7 +47,7 @@ def experiment() -> None:
     admission.slot_question(room.current(), st)
     runs = state.circuit_runs(labels)
     if not runs:
-        st.caption(circuits.INDUCTION_EXPECTED)
+        st.caption(induction.INDUCTION_EXPECTED)
         return
     readers, records, ended = view.experiment_state(store, runs)
     if bool(state.get(state.CIRC_LIVE)) != (not ended):  # started or ended: redraw the page, so the fragment
@@ -57,7 +58,7 @@ def experiment() -> None:
     view.experiment_progress(readers, ended)  # a bar and when the verdict should come, while the runs train
     view.chart(view.experiment_figure(readers, records, large), "phase_change_chart", "circ_phase",
                caption=view.change_caption(records, ended))  # fmt: skip
-    verdict = circuits.induction_verdict(records, ended, view.final_scores(readers, ended))
+    verdict = induction.induction_verdict(records, ended, view.final_scores(readers, ended))
     box = {True: st.success, False: st.error, None: st.info}[verdict.reproduced]
     box(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}", icon=":material/science:")
     st.caption(f"Expected: {verdict.expected}")
@@ -93,14 +94,14 @@ wanted = state.get(state.W_CIRC_STEP)
 state.put(state.W_CIRC_STEP, steps[-1] if wanted is None else min(steps, key=lambda s: abs(s - wanted)))
 step = st.select_slider("Step", steps, key=state.W_CIRC_STEP, help="The head table and the checkpoint views below.")
 mark = view.change_mark(records, live)  # "provisional" while the run trains
-fig = view.charts.role_history_chart(circuits.score_rows(records), change=mark, knobs=view.knob_markers(rd.events),
+fig = view.charts.role_history_chart(heads.score_rows(records), change=mark, knobs=view.knob_markers(rd.events),
                                      large=large)  # fmt: skip
 view.chart(fig, "role_history_chart", "circ_roles")
 st.markdown(f"**Heads at step {step}**")
 for sentence in view.role_sentences(records, step):
     st.markdown(f"- {sentence}")
 num_layers, num_heads = view.head_grid(records)  # from the scores: a damaged config.json had no "model"
-names = [circuits.head_name(lay, h) for lay in range(num_layers) for h in range(num_heads)]
+names = [heads.head_name(lay, h) for lay in range(num_layers) for h in range(num_heads)]
 st.caption("Click a row to see that head's ablation below.")
 view.head_table(view.head_rows(records, step), names)
 view.chart(view.charts.residual_chart(records, large=large), "residual_chart", "circ_resid",

@@ -8,10 +8,11 @@ import pytest
 import torch
 from helpers import tiny_config
 
-from tinygpt import circuits
 from tinygpt.attention import build_mask
 from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import COPYVAR_CHOICES, load_corpus, make_synthetic, solve
+from tinygpt.inside import heads
+from tinygpt.lab import induction
 from tinygpt.model import TinyGPT
 from tinygpt.runs.files import read_events, read_json, read_scores
 from tinygpt.runs.knobs import knob_answer, knobs_now
@@ -45,11 +46,11 @@ def induction_head(n: int) -> np.ndarray:
 
 
 def scores_of(pattern: np.ndarray) -> dict[str, float]:
-    scores, _ = circuits.role_scores(
-        pattern[None, None], CAUSAL[: len(pattern), : len(pattern)], circuits.ROLES[:1] + circuits.ROLES[2:]
+    scores, _ = heads.role_scores(
+        pattern[None, None], CAUSAL[: len(pattern), : len(pattern)], heads.ROLES[:1] + heads.ROLES[2:]
     )
-    rows, keys = circuits.role_keys("induction", len(pattern))
-    scores["induction"] = circuits.stripe_score(pattern[None, None], rows, keys)
+    rows, keys = heads.role_keys("induction", len(pattern))
+    scores["induction"] = heads.stripe_score(pattern[None, None], rows, keys)
     return {role: float(value[0, 0]) for role, value in scores.items()}
 
 
@@ -68,33 +69,33 @@ def test_a_pure_induction_head_on_a_repeated_sequence():
 def test_a_uniform_head_scores_exactly_its_baseline():
     pattern = uniform_head()
     s = scores_of(pattern)
-    _, baselines = circuits.role_scores(pattern[None, None], CAUSAL)
+    _, baselines = heads.role_scores(pattern[None, None], CAUSAL)
     for role in ("previous", "self", "first"):
         assert s[role] == pytest.approx(baselines[role])
         assert baselines[role] == pytest.approx(np.mean(1.0 / np.arange(2, T + 1)))  # 1 / (t + 1), t = 1 .. T-1
-    rows, keys = circuits.role_keys("induction", T)
-    assert s["induction"] == pytest.approx(circuits.uniform_baseline(CAUSAL, rows, keys))
+    rows, keys = heads.role_keys("induction", T)
+    assert s["induction"] == pytest.approx(heads.uniform_baseline(CAUSAL, rows, keys))
 
 
 def test_baselines_follow_the_mask():
     none = np.ones((T, T), dtype=bool)
-    rows, keys = circuits.role_keys("previous", T)
-    assert circuits.uniform_baseline(none, rows, keys) == pytest.approx(1 / T)
+    rows, keys = heads.role_keys("previous", T)
+    assert heads.uniform_baseline(none, rows, keys) == pytest.approx(1 / T)
     window = build_mask("sliding_window", T, window=2).numpy()
-    assert circuits.uniform_baseline(window, rows, keys) == pytest.approx(0.5)  # each row sees itself and t - 1
+    assert heads.uniform_baseline(window, rows, keys) == pytest.approx(0.5)  # each row sees itself and t - 1
 
 
 def test_the_repeated_probe_holds_two_copies_of_distinct_characters():
     vocab = list("\n.>abcdefghijklmnopqrstuvwxyz")
-    idx = circuits.induction_probe(vocab, 32)
-    assert idx.shape == (circuits.INDUCTION_ROWS, 32)
+    idx = heads.induction_probe(vocab, 32)
+    assert idx.shape == (heads.INDUCTION_ROWS, 32)
     first, second = idx[:, :16], idx[:, 16:]
     assert torch.equal(first, second)
     assert all(len(set(row.tolist())) == 16 for row in first)  # so "the previous occurrence" is one position
     assert all(vocab[i].isalpha() for i in idx.flatten().tolist())  # no structure characters
-    assert torch.equal(idx, circuits.induction_probe(vocab, 32))  # the same probe at every snapshot
-    assert circuits.induction_probe(vocab, 64).shape == (circuits.INDUCTION_ROWS, 52)  # n: capped by the 26 letters
-    assert circuits.induction_probe(["a"], 32) is None and circuits.induction_probe(vocab, 3) is None
+    assert torch.equal(idx, heads.induction_probe(vocab, 32))  # the same probe at every snapshot
+    assert heads.induction_probe(vocab, 64).shape == (heads.INDUCTION_ROWS, 52)  # n: capped by the 26 letters
+    assert heads.induction_probe(["a"], 32) is None and heads.induction_probe(vocab, 3) is None
 
 
 def test_copy_losses_read_the_two_halves():
@@ -103,7 +104,7 @@ def test_copy_losses_read_the_two_halves():
     logits = torch.zeros(1, 2 * n, V)
     logits[0, n:-1] = -20.0
     logits[0, torch.arange(n, 2 * n - 1), idx[0, n + 1 :]] = 20.0  # the second copy predicted perfectly
-    first, second = circuits.copy_losses(logits, idx)
+    first, second = heads.copy_losses(logits, idx)
     assert first == pytest.approx(np.log(V)) and second == pytest.approx(0.0, abs=1e-6)
 
 
@@ -122,23 +123,23 @@ def test_phase_change_is_where_the_best_score_and_the_in_context_gain_jump():
     records = [record(s, 0.05) for s in range(0, 100, 10)]
     records += [record(100, 0.3, second=2.5), record(110, 0.6, second=1.0)]
     records += [record(s, 0.7, second=0.5) for s in range(120, 200, 10)]
-    change = circuits.phase_change(records)
+    change = heads.phase_change(records)
     assert change.found and change.head == "L0H1"
     assert change.score.step == 110 and change.score.onset == 90 and change.score.before == 0.05
     assert change.score.after == 0.7 and change.gap.step == 110
     assert change.second_before == 3.3 and change.second_after == 0.5
-    flat = circuits.phase_change([record(s, 0.05 + 0.001 * s) for s in range(0, 200, 10)])
+    flat = heads.phase_change([record(s, 0.05 + 0.001 * s) for s in range(0, 200, 10)])
     assert not flat.found and flat.score is None
 
 
 def test_head_roles_say_since_when():
     records = [record(s, 0.05, previous=0.1) for s in range(0, 50, 10)]
     records += [record(s, 0.8 if s >= 80 else 0.05, previous=0.6) for s in range(50, 120, 10)]
-    rows = {r.name: r for r in circuits.head_roles(records)}
+    rows = {r.name: r for r in heads.head_roles(records)}
     assert rows["L0H0"].role == "previous" and rows["L0H0"].since == 50
     assert rows["L0H1"].role == "induction" and rows["L0H1"].since == 80
     assert rows["L0H1"].sentence == "L0H1 is an induction head since step 80 (score 0.80, uniform baseline 0.05)."
-    early = {r.name: r for r in circuits.head_roles(records, step=45)}
+    early = {r.name: r for r in heads.head_roles(records, step=45)}
     assert early["L0H0"].role is None and early["L0H1"].role is None
 
 
@@ -153,7 +154,7 @@ def test_the_loop_stores_scores_with_every_snapshot(tmp_path, tiny_text):
     assert [r["step"] for r in records] == snapshots == [0, 5, 10, 15, 20]
     first = records[0]
     L, H = config.model.num_layers, config.model.num_heads
-    for role in circuits.ROLES:
+    for role in heads.ROLES:
         grid = np.array(first["roles"][role])
         assert grid.shape == (L, H) and ((grid >= 0) & (grid <= 1)).all()
         assert 0 < first["baselines"][role] < 1
@@ -188,46 +189,46 @@ def test_the_verdict_needs_both_jumps_together_and_a_flat_control():
     two = [record(s, 0.05) for s in range(0, 100, 10)]
     two += [record(s, 0.7, second=0.5) for s in range(100, 200, 10)]
     flat = [record(s, 0.05) for s in range(0, 200, 10)]
-    labels = list(circuits.INDUCTION_VARIANTS)
+    labels = list(induction.INDUCTION_VARIANTS)
     measured = {labels[0]: final(0.7), labels[1]: final(0.06)}
-    verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat}, final=measured)
+    verdict = induction.induction_verdict({labels[0]: two, labels[1]: flat}, final=measured)
     assert verdict.reproduced is True and verdict.status == "reproduced"
     assert verdict.observed["phase change step (score)"] == 100
     assert verdict.observed["second-copy loss before"] == 3.3 and verdict.observed["second-copy loss after"] == 0.5
     assert "L0H1's induction score jumped from 0.05 at step 90 (live score) to 0.70 ± 0.05" in verdict.sentence
     flat_control = {**measured, labels[1]: final(0.7)}
-    assert circuits.induction_verdict({labels[0]: two, labels[1]: two}, final=flat_control).reproduced is False
-    assert circuits.induction_verdict({labels[0]: flat, labels[1]: flat}, final=measured).reproduced is False
-    assert circuits.induction_verdict({labels[0]: two, labels[1]: flat}, ended=False).reproduced is None
+    assert induction.induction_verdict({labels[0]: two, labels[1]: two}, final=flat_control).reproduced is False
+    assert induction.induction_verdict({labels[0]: flat, labels[1]: flat}, final=measured).reproduced is False
+    assert induction.induction_verdict({labels[0]: two, labels[1]: flat}, ended=False).reproduced is None
 
 
 def test_the_verdict_score_comes_from_many_probe_rows_not_the_two_live_ones():
     """Issue 23 finding 3: seed 12 of the copyvar experiment ended at 0.374 on the live score's 2 probe rows, under
     the 0.4 bar, and the verdict said "did not reproduce", while the same head scored 0.44-0.45 on 256 rows."""
-    labels = list(circuits.INDUCTION_VARIANTS)
+    labels = list(induction.INDUCTION_VARIANTS)
     two = [record(s, 0.05) for s in range(0, 100, 10)] + [record(s, 0.374, second=0.5) for s in range(100, 200, 10)]
     flat = [record(s, 0.05) for s in range(0, 200, 10)]
     measured = {labels[0]: final(0.445, std=0.12), labels[1]: final(0.06)}
-    verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat}, final=measured)
+    verdict = induction.induction_verdict({labels[0]: two, labels[1]: flat}, final=measured)
     assert verdict.reproduced is True, verdict.sentence
     assert "0.45 ± 0.12 across 256 probe rows (mean's 95% interval 0.43-0.46)" in verdict.sentence
     assert verdict.observed["best score after"] == 0.45 and verdict.observed["probe rows"] == 256
 
 
 def test_an_induction_verdict_on_too_few_rows_says_not_enough_data_and_a_red_one_names_its_clause():
-    labels = list(circuits.INDUCTION_VARIANTS)
+    labels = list(induction.INDUCTION_VARIANTS)
     two = [record(s, 0.05) for s in range(0, 100, 10)] + [record(s, 0.7, second=0.5) for s in range(100, 200, 10)]
     flat = [record(s, 0.05) for s in range(0, 200, 10)]
     for measured in (None, {labels[0]: final(0.7, rows=2), labels[1]: final(0.06)}, {labels[0]: final(0.7)}):
-        verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat}, final=measured)
+        verdict = induction.induction_verdict({labels[0]: two, labels[1]: flat}, final=measured)
         assert verdict.reproduced is None and verdict.status == "not enough data", verdict.sentence
         assert verdict.sentence.startswith("Not enough data") and "at least 64" in verdict.sentence
     low = {labels[0]: final(0.38), labels[1]: final(0.06)}
-    verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat}, final=low)
+    verdict = induction.induction_verdict({labels[0]: two, labels[1]: flat}, final=low)
     assert verdict.reproduced is False
     assert verdict.sentence.endswith("Failed: its best head ending above 0.4 (mean over 256 probe rows).")
     wide = {labels[0]: final(0.7), labels[1]: final(0.5)}
-    verdict = circuits.induction_verdict({labels[0]: two, labels[1]: flat}, final=wide)
+    verdict = induction.induction_verdict({labels[0]: two, labels[1]: flat}, final=wide)
     assert verdict.sentence.endswith("Failed: the 1-layer control's best head within lift 0.15 of uniform.")
 
 
@@ -236,26 +237,26 @@ def test_induction_spread_measures_the_same_score_as_the_live_one_on_the_same_ro
     vocab = list("abcdefghijklmnopqrstuvwxyz .")
     model = TinyGPT(TransformerConfig(vocab_size=len(vocab), hidden_dim=32, num_layers=2, num_heads=2, max_seq_len=16))
     model.eval()
-    spread = circuits.induction_spread(model, vocab)  # (256, 16) probe: 8 random letters twice
+    spread = induction.induction_spread(model, vocab)  # (256, 16) probe: 8 random letters twice
     assert spread["rows"] == 256 and spread["std"] > 0 and spread["low"] < spread["mean"] < spread["high"]
-    assert spread["baseline"] == pytest.approx(circuits.uniform_baseline(
-        build_mask("causal", 16).numpy(), *circuits.role_keys("induction", 16)))  # fmt: skip
-    live_idx = circuits.induction_probe(vocab, 16)  # the live score's 2 rows
+    assert spread["baseline"] == pytest.approx(heads.uniform_baseline(
+        build_mask("causal", 16).numpy(), *heads.role_keys("induction", 16)))  # fmt: skip
+    live_idx = heads.induction_probe(vocab, 16)  # the live score's 2 rows
     probe = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7]])
     with torch.no_grad():
         _, maps = model(probe, return_attention=True)
     weights = torch.stack([m[0] for m in maps]).numpy()  # (L, H, T, T)
-    live = circuits.snapshot_scores(model, weights, probe, live_idx)["roles"]["induction"]
-    two_rows = circuits.induction_spread(model, vocab, rows=2, seed=circuits.PROBE_SEED)
+    live = heads.snapshot_scores(model, weights, probe, live_idx)["roles"]["induction"]
+    two_rows = induction.induction_spread(model, vocab, rows=2, seed=heads.PROBE_SEED)
     assert two_rows["mean"] == pytest.approx(np.max(live), abs=1e-4)
-    configs = circuits.induction_configs("synthetic:copyvar", seed=7)
+    configs = induction.induction_configs("synthetic:copyvar", seed=7)
     assert [c.model.num_layers for c in configs.values()] == [2, 1]
     assert {c.train.seed for c in configs.values()} == {7}
 
 
 @pytest.mark.slow  # ~1 minute on 2 cores: the experiment's own settings, stopped once the phase change is past
 def test_a_two_layer_model_forms_an_induction_head_and_a_one_layer_model_cannot(tmp_path):
-    configs = circuits.induction_configs("synthetic:copyvar", seed=1337)
+    configs = induction.induction_configs("synthetic:copyvar", seed=1337)
     store, records = RunStore(tmp_path), {}
     for label, config in configs.items():
         with store.create(config.to_dict(), owner="cli") as writer:
@@ -268,10 +269,10 @@ def test_a_two_layer_model_forms_an_induction_head_and_a_one_layer_model_cannot(
 
         assert run_training(run_dir, config, control, threads=1, on_record=stop_at) == "stopped"
         records[label] = read_scores(run_dir)
-    two, one = (circuits.phase_change(records[label]) for label in configs)
-    assert two.final_score > circuits.ROLE_THRESHOLD, two
+    two, one = (heads.phase_change(records[label]) for label in configs)
+    assert two.final_score > heads.ROLE_THRESHOLD, two
     assert two.gap is not None and two.second_after < two.second_before - 1.0, two  # the second copy got cheap
-    assert circuits.lift(one.final_score, one.baseline) < circuits.CONTROL_MAX_LIFT, one
+    assert heads.lift(one.final_score, one.baseline) < induction.CONTROL_MAX_LIFT, one
 
 
 def test_read_scores_drops_what_a_rewound_run_abandoned(tmp_path):
@@ -313,6 +314,6 @@ def test_scores_of_a_one_character_probe_warn_nothing():
     weights, mask = np.ones((2, 4, 1, 1)), np.ones((1, 1), dtype=bool)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        scores, baselines = circuits.role_scores(weights, mask)
+        scores, baselines = heads.role_scores(weights, mask)
     assert scores["previous"].shape == (2, 4) and np.isnan(scores["previous"]).all()
     assert np.isnan(baselines["previous"])

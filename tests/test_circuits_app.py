@@ -89,7 +89,7 @@ def test_the_experiments_page_links_the_induction_runs_to_circuits_and_back(runs
 def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_dir, tiny_text, monkeypatch):
     """Issue 24 finding 6: after "Start the experiment" the heads section still showed the previous run until
     the 2-layer run was clicked, and the head table printed None under "since step"."""
-    from tinygpt import circuits
+    from tinygpt.lab import induction
     from tinygpt.ui import admission
 
     store = RunStore(runs_dir)
@@ -100,7 +100,7 @@ def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_di
             ids.append(writer.run_dir.name)
         assert run_training(writer.run_dir, config) == "finished"
     earlier, two_layer, one_layer = ids
-    labels = list(circuits.INDUCTION_VARIANTS)
+    labels = list(induction.INDUCTION_VARIANTS)
     monkeypatch.setattr(admission, "start", lambda *a, **k: {labels[0]: two_layer, labels[1]: one_layer})
     at = app()
     at.query_params["run"] = earlier

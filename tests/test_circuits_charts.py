@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from tinygpt import circuits
+from tinygpt.inside import heads
 from tinygpt.ui.charts import circuits as charts
 
 
@@ -34,7 +34,7 @@ def datasets(spec: dict) -> list[dict]:
 
 
 def test_role_history_draws_every_head_and_role_with_its_baseline_and_markers():
-    rows = circuits.score_rows(RECORDS)
+    rows = heads.score_rows(RECORDS)
     change = {"step": 100, "label": "phase change @100"}
     knobs = [{"step": 150, "label": "@150 ablated_heads→L1H1"}]
     spec = charts.role_history_chart(rows, change=change, knobs=knobs).to_dict()
@@ -44,7 +44,7 @@ def test_role_history_draws_every_head_and_role_with_its_baseline_and_markers():
     labels = {r["label"] for r in data if "label" in r}
     assert labels == {"phase change @100", "@150 ablated_heads→L1H1"}
     text = json.dumps(spec)
-    for role in circuits.ROLES:
+    for role in heads.ROLES:
         assert charts.ROLE_TITLES[role] in text
     assert "uniform attention" in text
 
@@ -55,8 +55,8 @@ def test_role_history_waits_without_records():
 
 def test_phase_change_chart_puts_both_runs_and_the_marker_on_both_panels():
     series = {
-        "2 layers": {"best": circuits.best_series(RECORDS), "copy": circuits.copy_loss_series(RECORDS), "train": []},
-        "1 layer (control)": {"best": circuits.best_series(RECORDS[:3]), "copy": [], "train": []},
+        "2 layers": {"best": heads.best_series(RECORDS), "copy": heads.copy_loss_series(RECORDS), "train": []},
+        "1 layer (control)": {"best": heads.best_series(RECORDS[:3]), "copy": [], "train": []},
     }
     change = {"2 layers": {"step": 100, "label": "2 layers: phase change @100"}}
     spec = charts.phase_change_chart(series, changes=change, baseline=0.04, threshold=0.4).to_dict()

@@ -577,7 +577,7 @@ def test_every_lab_path_that_reloads_a_text_run_gets_its_text_back(tmp_runs):
     the health checklist and the induction-head ablation built their corpus from it: "the text is empty"."""
     from helpers import tiny_config
 
-    from tinygpt import circuits
+    from tinygpt.lab import induction
     from tinygpt.runs.loop import run_training
     from tinygpt.runs.reader import RunReader
     from tinygpt.runs.store import RunStore
@@ -592,7 +592,7 @@ def test_every_lab_path_that_reloads_a_text_run_gets_its_text_back(tmp_runs):
     assert reader.config()["data"]["text"] == ""  # the corpus lives in corpus.txt
     rows = {r["check"]: r for r in lab.health_checks(str(run_dir), reader.checkpoints()[-1], reader.metrics)}
     assert rows["no future leak"]["result"] == "pass"
-    ablation = circuits.induction_ablation(run_dir, "L1H0")
+    ablation = induction.induction_ablation(run_dir, "L1H0")
     assert all(isinstance(v, float) and math.isfinite(v) for v in ablation.values()), ablation
 
 

@@ -16,7 +16,8 @@ import pytest
 from helpers import tiny_config
 from playwright.sync_api import expect
 
-from tinygpt import circuits
+from tinygpt.inside import heads
+from tinygpt.lab import induction
 from tinygpt.runs.files import read_scores
 from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore
@@ -47,12 +48,12 @@ def test_the_induction_experiment_marks_its_phase_change_and_the_page_shows_the_
     expect(verdict).to_be_visible(timeout=RUN_TIMEOUT_MS)
 
     ids = unquote(re.search(r"[?&]induction=([^&]+)", page.url).group(1)).split(",")
-    labels = list(circuits.INDUCTION_VARIANTS)
+    labels = list(induction.INDUCTION_VARIANTS)
     folders = {label: run_folder(tmp_path_factory, i) for label, i in zip(labels, ids, strict=True)}
     records = {label: read_scores(folder) for label, folder in folders.items()}
-    final = {label: circuits.final_induction(folder) for label, folder in folders.items()}  # what the page judges on
-    expected = circuits.induction_verdict(records, final=final)
-    change = circuits.phase_change(records[labels[0]])
+    final = {label: induction.final_induction(folder) for label, folder in folders.items()}  # what the page judges on
+    expected = induction.induction_verdict(records, final=final)
+    change = heads.phase_change(records[labels[0]])
     if change.score is not None:  # the step the page marks is the step the engine finds in the same files
         expect(page.get_by_text(f"{labels[0]}: phase change at step {change.score.step}")).to_be_visible()
     kind = verdict.get_attribute("data-testid")

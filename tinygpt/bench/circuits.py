@@ -21,11 +21,11 @@ from pathlib import Path
 
 import torch
 
-from .. import circuits
 from ..config import preset
 from ..data import load_corpus
-from ..inside import lens
+from ..inside import heads, lens
 from ..inside.maps import attention_maps
+from ..lab import induction as induction_lab
 from ..model import TinyGPT
 from ..trainer import Trainer
 
@@ -47,12 +47,12 @@ def overhead(name: str, source: str, steps: int = 200, repeats: int = 50) -> dic
     step_ms = [trainer.step()["step_ms"] for _ in range(steps)][steps // 4 :]  # after warm-up
     T = config.model.max_seq_len
     probe = torch.tensor([corpus.tokenizer.encode(corpus.probe_text(T))])
-    induction = circuits.induction_probe(corpus.tokenizer.vocab, T)
+    induction = heads.induction_probe(corpus.tokenizer.vocab, T)
     weights = attention_maps(model, probe)
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
-        circuits.snapshot_scores(model, weights, probe, induction)
+        heads.snapshot_scores(model, weights, probe, induction)
         times.append((time.perf_counter() - started) * 1000)
     step, score = statistics.median(step_ms), statistics.median(times)
     share = score / (config.attention_every * step)
@@ -99,7 +99,7 @@ def induction(seed: int, source: str, root: Path, **overrides) -> dict:
     from ..runs.store import RunStore
 
     store = RunStore(root)
-    configs = circuits.induction_configs(source, seed, **overrides)
+    configs = induction_lab.induction_configs(source, seed, **overrides)
     dirs = {}
     for label, config in configs.items():
         with store.create(config.to_dict(), owner="cli") as writer:
@@ -109,11 +109,11 @@ def induction(seed: int, source: str, root: Path, **overrides) -> dict:
         states = pool.map(_train, [(dirs[label], configs[label]) for label in configs])
     wall = time.perf_counter() - started
     records = {label: read_scores(d) for label, d in dirs.items()}
-    final = {label: circuits.final_induction(d) for label, d in dirs.items()}  # 256 probe rows each
-    verdict = circuits.induction_verdict(records, final=final)
+    final = {label: induction_lab.final_induction(d) for label, d in dirs.items()}  # 256 probe rows each
+    verdict = induction_lab.induction_verdict(records, final=final)
     two = list(configs)[0]
-    change = circuits.phase_change(records[two])
-    ablation = circuits.induction_ablation(dirs[two], change.head)
+    change = heads.phase_change(records[two])
+    ablation = induction_lab.induction_ablation(dirs[two], change.head)
     return {"seed": seed, "states": states, "wall_s": wall, "reproduced": verdict.reproduced,
             **verdict.observed, **ablation, "sentence": verdict.sentence}  # fmt: skip
 

@@ -56,7 +56,7 @@ from typing import Any, Protocol
 import torch
 
 from ..checkpoint import Checkpoint, load_checkpoint, load_model_state, save_checkpoint
-from ..circuits import induction_probe, snapshot_scores
+from ..inside.heads import induction_probe, snapshot_scores
 from ..config import DataConfig, RunConfig
 from ..data import load_corpus
 from ..device import resolve_device

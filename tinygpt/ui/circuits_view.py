@@ -17,12 +17,12 @@ import numpy as np
 import streamlit as st
 import torch
 
-from tinygpt import circuits
 from tinygpt.checkpoint import run_data
 from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
-from tinygpt.inside import lens
+from tinygpt.inside import heads, lens
 from tinygpt.inside.maps import encode_probe
+from tinygpt.lab import induction
 from tinygpt.runs.files import ENDED_STATES, read_scores
 from tinygpt.runs.knobs import knob_changes
 from tinygpt.runs.reader import RunReader
@@ -82,13 +82,13 @@ def knob_markers(events: list[dict]) -> list[dict]:
 def head_rows(records: list[dict], step: int | None) -> list[dict]:
     """The head table at `step`: every head's dominant role (since when), and each score next to its baseline."""
     rows = []
-    for h in circuits.head_roles(records, step):
+    for h in heads.head_roles(records, step):
         row: dict[str, Any] = {
             "head": h.name,
             "role": h.role or "-",
             "since step": "-" if h.since is None else str(h.since),
         }
-        for role in circuits.ROLES:
+        for role in heads.ROLES:
             score, base = h.scores.get(role), h.baselines.get(role)
             row[role] = None if score is None else f"{score:.2f} (uniform {base:.2f})"
         rows.append(row)
@@ -97,7 +97,7 @@ def head_rows(records: list[dict], step: int | None) -> list[dict]:
 
 def role_sentences(records: list[dict], step: int | None) -> list[str]:
     """ "L1H2 is an induction head since step 340 (score 0.81, uniform baseline 0.06)." for each head with a role."""
-    return [h.sentence for h in circuits.head_roles(records, step) if h.role is not None]
+    return [h.sentence for h in heads.head_roles(records, step) if h.role is not None]
 
 
 def residual_caption(records: list[dict]) -> str:
@@ -183,7 +183,7 @@ def ablation_figure(result: dict, mode: str, selected: tuple[int, int] | None, l
 def _cell_clicked(key: str, names: list[str], num_layers: int, num_heads: int) -> None:
     picked = charts.clicked_head(state.get(key), num_layers, num_heads)
     if picked is not None:
-        state.choose_circuit_head(circuits.head_name(*picked), names)
+        state.choose_circuit_head(heads.head_name(*picked), names)
 
 
 def _row_clicked(key: str, names: list[str], rows: list[dict]) -> None:
@@ -217,7 +217,7 @@ def ablated_figure(run_dir: str, step: int, text: str, layer: int, head: int, mo
     idx, tokens = _probe(loaded, text)
     value = result["means"][layer, head] if mode == "mean" else None
     clean, ablated = lens.ablated_probs(loaded.model, idx, layer, head, value)
-    name = circuits.head_name(layer, head)
+    name = heads.head_name(layer, head)
     return charts.ablated_probs_chart(tokens, clean, ablated, loaded.tokenizer.vocab, head=name, large=large)
 
 
@@ -245,7 +245,7 @@ def lens_answers(run_dir: str, step: int, text: str) -> str:
 
 def heads_off(knobs: dict) -> list[str]:
     """The heads switched off now, as ["L1H2", ...], from the run's live knobs."""
-    return [circuits.head_name(lay, h) for lay, h in sorted(parse_heads(knobs.get("ablated_heads") or ""))]
+    return [heads.head_name(lay, h) for lay, h in sorted(parse_heads(knobs.get("ablated_heads") or ""))]
 
 
 def heads_text(names: list[str]) -> str:
@@ -258,7 +258,7 @@ def heads_text(names: list[str]) -> str:
 def start_experiment(source: str, seed: int, learner, check_slot: bool = True) -> None:
     """Start the 2-layer run and its 1-layer control side by side, one training slot of `learner`'s
     (tinygpt.ui.admission), as the page's experiment; then redraw."""
-    configs = circuits.induction_configs(source, seed)
+    configs = induction.induction_configs(source, seed)
     started = admission.start(learner, configs, check_slot=check_slot)
     state.set_circuit_runs(started)
     state.set_run_id(started[next(iter(configs))])  # the heads section below follows the 2-layer run
@@ -282,7 +282,7 @@ def experiment_state(store, runs: dict[str, str]) -> tuple[dict[str, RunReader],
 def _final_at(run_dir: str, step: int) -> dict | None:
     """circuits.final_induction at one checkpoint (cached: a checkpoint never changes; 256 probe rows, ~0.1 s)."""
     try:
-        return circuits.final_induction(run_dir, step)
+        return induction.final_induction(run_dir, step)
     except Exception:  # noqa: BLE001 - an unreadable checkpoint: the verdict says "not enough data", not a crash
         return None
 
@@ -318,13 +318,13 @@ def experiment_progress(readers: dict[str, RunReader], ended: bool) -> None:
 def experiment_figure(readers: dict[str, RunReader], records: dict[str, list[dict]], large: bool):
     series, changes, baseline = {}, {}, None
     for label, recs in records.items():
-        series[label] = {"best": circuits.best_series(recs), "copy": circuits.copy_loss_series(recs),
+        series[label] = {"best": heads.best_series(recs), "copy": heads.copy_loss_series(recs),
                          "train": readers[label].metrics}  # fmt: skip
-        change = circuits.phase_change(recs)
+        change = heads.phase_change(recs)
         baseline = baseline or change.baseline
         if change.score is not None:
             changes[label] = {"step": change.score.step, "label": f"{label}: phase change @{change.score.step}"}
-    return charts.phase_change_chart(series, changes=changes, baseline=baseline, threshold=circuits.ROLE_THRESHOLD,
+    return charts.phase_change_chart(series, changes=changes, baseline=baseline, threshold=heads.ROLE_THRESHOLD,
                                      large=large)  # fmt: skip
 
 
@@ -336,7 +336,7 @@ def change_caption(records: dict[str, list[dict]], ended: bool = True) -> str:
     step is where the score's biggest rise lies so far, which more snapshots can move)."""
     parts = []
     for label, recs in records.items():
-        change = circuits.phase_change(recs)
+        change = heads.phase_change(recs)
         if change.score is not None:
             parts.append(f"{label}: phase change at step {change.score.step} (best head {change.head})")
         else:
@@ -349,7 +349,7 @@ def change_caption(records: dict[str, list[dict]], ended: bool = True) -> str:
 
 def change_mark(records: list[dict], live: bool) -> dict | None:
     """The heads chart's phase-change marker, saying "provisional" while the run trains."""
-    change = circuits.phase_change(records)
+    change = heads.phase_change(records)
     if change.score is None:
         return None
     return {"step": change.score.step, "label": f"phase change @{change.score.step}" + (" (provisional)" * live)}
@@ -366,8 +366,8 @@ def _induction_entry(store) -> None:
     how this session's runs stand, and a link that opens them there."""
     with st.container(border=True, key="lab_induction"):
         st.markdown("**Induction heads: watch a circuit form** (on the Circuits page)")
-        st.caption(circuits.INDUCTION_EXPECTED)
-        labels = list(circuits.INDUCTION_VARIANTS)
+        st.caption(induction.INDUCTION_EXPECTED)
+        labels = list(induction.INDUCTION_VARIANTS)
         runs = state.circuit_runs(labels)
         readers, records, ended = experiment_state(store, runs) if runs else ({}, {}, True)
         if not readers:  # none started in this session, or its runs were deleted since
@@ -383,7 +383,7 @@ def _induction_entry(store) -> None:
             state.put(state.CIRC_LIVE, not ended)
             st.rerun()
         experiment_progress(readers, ended)
-        verdict = circuits.induction_verdict(records, ended, final_scores(readers, ended))
+        verdict = induction.induction_verdict(records, ended, final_scores(readers, ended))
         st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")
         st.page_link("pages/circuits.py", label="See its phase change and the 2-layer run's heads on Circuits",
                      icon=":material/hub:", query_params={state.URL_RUN: runs[labels[0]],

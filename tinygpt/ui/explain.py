@@ -14,9 +14,9 @@ from typing import Any
 
 import streamlit as st
 
-from tinygpt import attention, circuits, model, sampling, trainer
+from tinygpt import attention, model, sampling, trainer
 from tinygpt.config import TransformerConfig
-from tinygpt.inside import lens
+from tinygpt.inside import heads, lens
 from tinygpt.inside import maps as inside
 from tinygpt.lab import health, memory
 from tinygpt.ui.charts.help import CHART_HELP
@@ -43,9 +43,9 @@ CHART_CODE: dict[str, list[Callable]] = {
     "next_char_chart": [sampling.filter_logits, sampling.next_token_probs],
     "attention_row_chart": [model.TinyGPT.stream],
     "memory_chart": [memory.memory_rows],
-    "role_history_chart": [circuits.role_keys, circuits.stripe_score, circuits.uniform_baseline],
+    "role_history_chart": [heads.role_keys, heads.stripe_score, heads.uniform_baseline],
     "residual_chart": [lens.residual_stream],
-    "phase_change_chart": [circuits.induction_probe, circuits.copy_losses, circuits.find_jump, circuits.phase_change],
+    "phase_change_chart": [heads.induction_probe, heads.copy_losses, heads.find_jump, heads.phase_change],
     "ablation_heatmap": [lens.head_ablation, lens.ablated_loss_sums],
     "ablated_probs_chart": [lens.ablated_probs, lens.replaced_head],
     "logit_lens_chart": [lens.logit_lens],

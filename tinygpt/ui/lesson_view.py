@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from tinygpt import circuits
 from tinygpt.config import DataConfig, preset
 from tinygpt.errors import TinyGPTError
+from tinygpt.inside import heads
+from tinygpt.lab import induction
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.verdict import ENDED
 from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
@@ -27,7 +28,7 @@ from tinygpt.ui import admission, circuits_view, lab, lesson, resources, runinfo
 from tinygpt.ui.lesson import HEADS, INDUCTION, LECTURE, STEPS, Evidence, RunData, Step
 
 REFRESH_S = 3.0  # how often a pane re-reads the room's position and its step's check
-TWO, ONE = list(circuits.INDUCTION_VARIANTS)  # the induction experiment's 2-layer run and its control
+TWO, ONE = list(induction.INDUCTION_VARIANTS)  # the induction experiment's 2-layer run and its control
 
 
 def _root() -> str:
@@ -123,7 +124,7 @@ def _experiment(actor: Actor, runs: dict, key: str) -> dict[str, str]:
 def _induction(actor: Actor, runs: dict) -> dict[str, str]:
     if runs.get(INDUCTION):
         return runs[INDUCTION]
-    started = admission.start(actor, circuits.induction_configs("synthetic:copyvar", 1337))
+    started = admission.start(actor, induction.induction_configs("synthetic:copyvar", 1337))
     _remember(actor, INDUCTION, started)
     return started
 
@@ -268,7 +269,7 @@ def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evi
         elif role == INDUCTION:
             readers, records, ended = circuits_view.experiment_state(resources.get_store(), ids)
             final = circuits_view.final_scores(readers, ended)
-            ev.verdicts[INDUCTION] = _verdict(circuits.induction_verdict(records, ended, final))
+            ev.verdicts[INDUCTION] = _verdict(induction.induction_verdict(records, ended, final))
             two = _reader(ids[TWO])
             if ended and two is not None and two.checkpoints() and step.key in ("ablation", "lens"):
                 last, text = two.checkpoints()[-1], two.attention_index().get("probe_text", "")
@@ -287,7 +288,7 @@ def _ablation(run_dir: str, step: int, text: str, records: list[dict]) -> dict |
     (where only copying predicts the next character): tinygpt.bench.circuits' measurement (BENCHMARKS.md,
     "Circuits"). On the run's own probe text, which repeats nothing, the same head changed the loss by -0.04 nats
     in the browser test: the wrong text to judge copying on."""
-    head = circuits.phase_change(records).head
+    head = heads.phase_change(records).head
     if not head:
         return None
     result = _second_copy_ablation(run_dir, step, head)
@@ -299,7 +300,7 @@ def _ablation(run_dir: str, step: int, text: str, records: list[dict]) -> dict |
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _second_copy_ablation(run_dir: str, step: int, head: str) -> dict:
-    return circuits.induction_ablation(run_dir, head)
+    return induction.induction_ablation(run_dir, head)
 
 
 # ---------------------------------------------------------------- drawing
