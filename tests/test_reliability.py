@@ -604,7 +604,7 @@ def test_11_an_old_run_folder_with_the_text_inline_still_loads_and_resumes(tmp_p
         path.write_text(json.dumps(saved))
     (run_dir / CORPUS_FILE).unlink()
     assert read_corpus(run_dir) == tiny_text
-    from tinygpt.checkpoint import load_model
+    from tinygpt.runs.models import load_model
 
     assert load_model(run_dir).step == 6
     assert run_training(run_dir, tiny_config(tiny_text, max_steps=8), resume_from=LATEST) == "finished"

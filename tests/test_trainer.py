@@ -5,12 +5,13 @@ import math
 import pytest
 import torch
 
-from tinygpt.checkpoint import LoadedModel, load_checkpoint, load_model, save_checkpoint
+from tinygpt.checkpoint import load_checkpoint, save_checkpoint
 from tinygpt.config import ConfigError, RunConfig, TrainConfig, TransformerConfig
 from tinygpt.data import Corpus
 from tinygpt.errors import CheckpointError, TinyGPTError
 from tinygpt.model import TinyGPT
 from tinygpt.runs.files import checkpoint_stem, list_checkpoints
+from tinygpt.runs.models import LoadedModel, load_model
 from tinygpt.tokenizer import CharTokenizer
 from tinygpt.trainer import Trainer, group_names, lr_at
 

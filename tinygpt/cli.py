@@ -496,7 +496,7 @@ def _run_config(run_dir: Path) -> dict:
 def cmd_sample(args: argparse.Namespace) -> int:
     import torch
 
-    from .checkpoint import load_model
+    from .runs.models import load_model
 
     loaded = load_model(_store(args.runs_dir).path(args.run), args.step)  # CheckpointError names the steps it has
     model, tokenizer = loaded.model, loaded.tokenizer

@@ -82,7 +82,7 @@ def induction_spread(
 
 def final_induction(run_dir, step: int | None = None, rows: int = VERDICT_ROWS) -> dict[str, Any] | None:
     """`induction_spread` of a run's checkpoint at `step` (None: its newest), with "step" added."""
-    from ..checkpoint import load_model
+    from ..runs.models import load_model
 
     loaded = load_model(run_dir, step)
     out = induction_spread(loaded.model, loaded.tokenizer.vocab, rows)
@@ -226,9 +226,9 @@ def induction_ablation(run_dir, head: str | None) -> dict[str, float | None]:
     way to predict). Returns the best head's and the mean of the others' change for both."""
     import statistics
 
-    from ..checkpoint import load_model, run_data
     from ..data import load_corpus
     from ..inside import lens
+    from ..runs.models import load_model, run_data
 
     out = dict.fromkeys(["ablation best head", "ablation mean of others", "second copy: best head",
                          "second copy: mean of others"])  # fmt: skip

@@ -70,8 +70,8 @@ def snapshot_numbers(weights) -> dict[str, float | None]:
 
 def checkpoint_probe(run_dir: str, step: int) -> dict[str, float]:
     """Leak score and no-peek loss of a run's checkpoint, on a fixed val batch of its own corpus."""
-    from ..checkpoint import load_model, run_data
     from ..data import load_corpus
+    from ..runs.models import load_model, run_data
     from .health import leak_score, no_peek_loss
 
     loaded = load_model(run_dir, int(step))

@@ -17,7 +17,6 @@ import numpy as np
 import streamlit as st
 import torch
 
-from tinygpt.checkpoint import run_data
 from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
 from tinygpt.inside import heads, lens
@@ -25,6 +24,7 @@ from tinygpt.inside.maps import encode_probe
 from tinygpt.lab import induction
 from tinygpt.runs.files import ENDED_STATES, read_scores
 from tinygpt.runs.knobs import knob_changes
+from tinygpt.runs.models import run_data
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import admission, backlog, explain, resources, runinfo, safe, state
 from tinygpt.ui.charts import circuits as charts

@@ -12,7 +12,6 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from tinygpt.checkpoint import load_model, run_data
 from tinygpt.config import TransformerConfig
 from tinygpt.data import load_corpus
 from tinygpt.lab.experiment import Experiment
@@ -20,6 +19,7 @@ from tinygpt.lab.health import run_health_checks
 from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.results import checkpoint_probe, finite_mean, read_result
 from tinygpt.lab.verdict import RunResult, Verdict
+from tinygpt.runs.models import load_model, run_data
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import admission, room, state
 from tinygpt.ui.resources import head_stats

@@ -2,7 +2,7 @@
 processes), and models and statistics computed from run files that never change once written.
 
 Every function here holds a Streamlit cache or talks to the manager; the numbers themselves come from the engine
-(tinygpt.checkpoint.load_model, tinygpt.inside.maps). Deliberately left out: per-session state (tinygpt/ui/state.py).
+(tinygpt.runs.models.load_model, tinygpt.inside.maps). Deliberately left out: per-session state (tinygpt/ui/state.py).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import time
 import numpy as np
 import streamlit as st
 
-from tinygpt.checkpoint import LoadedModel, load_model
 from tinygpt.errors import TinyGPTError
 from tinygpt.inside import maps as inside
 from tinygpt.runs.files import snapshot_path
+from tinygpt.runs.models import LoadedModel, load_model
 from tinygpt.runs.reader import RunReader
 from tinygpt.runs.store import RunStore
 
