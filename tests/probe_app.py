@@ -337,8 +337,8 @@ def _no_lie(root: Path, run_id: str, nobody: str) -> None:
 def _resumes(root: Path, run_id: str, cli: bool = False) -> None:
     """The run continues to 5 steps past where it was and finishes: in the app's run manager, or with the CLI's
     `train --resume` for a run the CLI wrote (the app leaves those to it)."""
+    from tinygpt.runs.scheduler import RunManager
     from tinygpt.runs.store import RunStore
-    from tinygpt.worker import RunManager
 
     store = RunStore(root)
     reader = store.reader(run_id)
@@ -364,7 +364,7 @@ sys.path[:0] = [{tests!r}, {repo!r}]
 import torch; torch.set_num_threads(1)
 from helpers import tiny_config
 from tinygpt.runs.store import RunStore
-from tinygpt.worker import RunManager
+from tinygpt.runs.scheduler import RunManager
 text = open({text!r}).read()
 manager = RunManager(RunStore({root!r}), max_active=1, threads_per_run=1, lease_seconds=600)
 ids = [manager.start(tiny_config(text, max_steps=10**6, checkpoint_every=5)) for _ in range(2)]
@@ -374,8 +374,8 @@ time.sleep(600)
 
 
 def probe_stale(family, root: Path, rng: random.Random, text: str, quick: bool) -> None:
+    from tinygpt.runs.scheduler import RunManager
     from tinygpt.runs.store import RunStore
-    from tinygpt.worker import RunManager
 
     corpus_file = root / "stale-corpus.txt"
     corpus_file.write_text(text)

@@ -47,9 +47,9 @@ from tinygpt.runs.corpus import read_corpus  # noqa: E402
 from tinygpt.runs.files import list_checkpoints  # noqa: E402
 from tinygpt.runs.loop import LATEST, run_training  # noqa: E402
 from tinygpt.runs.models import load_model  # noqa: E402
+from tinygpt.runs.scheduler import RunManager  # noqa: E402
 from tinygpt.runs.status import read_status  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
-from tinygpt.worker import RunManager  # noqa: E402
 
 WORDS = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "hat"]
 

@@ -149,8 +149,8 @@ def test_train_then_sample_end_to_end(tmp_path, tiny_text):
 def test_the_app_never_writes_into_a_cli_run(tmp_path, tiny_text):
     from tinygpt.config import preset as make_preset
     from tinygpt.errors import TinyGPTError
+    from tinygpt.runs.scheduler import RunManager
     from tinygpt.runs.store import RunStore
-    from tinygpt.worker import RunManager
 
     store = RunStore(tmp_path)
     config = make_preset("demo", source="text", text=tiny_text)

@@ -40,9 +40,9 @@ from tinygpt.runs.files import CORPUS_FILE, checkpoint_stem, list_checkpoints, r
 from tinygpt.runs.lock import RunLockedError, acquire_writer_lock, writer_lock_holder
 from tinygpt.runs.loop import DIVERGE_PATIENCE, LATEST, QueueControl, run_training
 from tinygpt.runs.reader import RunReader
+from tinygpt.runs.scheduler import RunManager
 from tinygpt.runs.status import read_status, update_status
 from tinygpt.runs.store import RunStore
-from tinygpt.worker import RunManager
 
 
 def cli(capsys, *argv: str) -> tuple[int, str, str]:

@@ -24,8 +24,9 @@ from tinygpt.config import ConfigError
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import checkpoint_stem
 from tinygpt.runs.knobs import knob_answer
+from tinygpt.runs.scheduler import RunManager
 from tinygpt.runs.store import RunStore
-from tinygpt.worker import RunManager, _pid_alive, default_max_active, default_threads_per_run
+from tinygpt.runs.worker import default_max_active, default_threads_per_run, pid_alive
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -93,7 +94,7 @@ def test_start_and_stop_50_runs_leaves_no_process_or_thread(manager, store, tiny
     pids = [status(store, r).get("pid") for r in run_ids]
     assert sum(p is not None for p in pids) >= 10  # the ones that got a worker before the stop
     assert all(status(store, r)["state"] == "stopped" for r in run_ids)
-    wait_for(lambda: not any(_pid_alive(p) for p in pids if p), timeout=5, what="workers to exit")
+    wait_for(lambda: not any(pid_alive(p) for p in pids if p), timeout=5, what="workers to exit")
     assert multiprocessing.active_children() == []
 
 
@@ -277,7 +278,7 @@ def test_a_worker_that_ignores_stop_is_killed_and_its_run_stays_readable(manager
     st = status(store, run_id)
     assert st["state"] == "stopped" and "killed" in st["reason"]
     assert len(store.reader(run_id).metrics) >= 3
-    wait_for(lambda: not _pid_alive(pid), timeout=5, what="the frozen worker to be gone")
+    wait_for(lambda: not pid_alive(pid), timeout=5, what="the frozen worker to be gone")
 
 
 def test_an_exception_in_the_worker_marks_the_run_failed(manager, store, tiny_text):
@@ -308,7 +309,7 @@ SERVER = textwrap.dedent(
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the test runner was started in the background
     from tinygpt.config import preset
     from tinygpt.runs.store import RunStore
-    from tinygpt.worker import RunManager
+    from tinygpt.runs.scheduler import RunManager
     store = RunStore(sys.argv[1])
     manager = RunManager(store, max_active=2, threads_per_run=1)
     config = preset("demo", source="text", text=open(sys.argv[2]).read(), hidden_dim=32, num_layers=2, num_heads=2,
@@ -341,7 +342,7 @@ def test_killing_the_server_leaves_no_worker(tmp_path, tiny_text):
             run_id, pid = server.stdout.readline().split()
             os.kill(server.pid, how)
             server.wait(60)  # SIGINT runs atexit: the manager releases its workers (a checkpoint each)
-            wait_for(lambda pid=pid: not _pid_alive(int(pid)), timeout=30, what=f"the worker to exit after {how.name}")
+            wait_for(lambda pid=pid: not pid_alive(int(pid)), timeout=30, what=f"the worker to exit after {how.name}")
             st = RunStore(tmp_path / how.name).reader(run_id).status()
             assert st["state"] == "paused" and "server stopped" in st["reason"]  # checkpointed, resumable
     finally:

@@ -425,49 +425,23 @@ def _check_new_run(args: argparse.Namespace, config: RunConfig) -> None:
 
 
 def _resume_config(store, args: argparse.Namespace) -> tuple[RunConfig, Any]:
-    """The config and the resume point of `train --resume RUN [--from-step N]`, or the TinyGPTError that says
-    why the run cannot be resumed (no such run, another process trains it, an unusable config.json or
-    corpus.txt, no such checkpoint, fewer steps than the run has). Nothing in the run folder is changed here, so
-    a refused resume leaves the run as it was."""
-    from .runs.corpus import read_corpus
-    from .runs.files import list_checkpoints
-    from .runs.lock import RunLockedError, writer_lock_holder
-    from .runs.status import read_status
+    """The config and the resume point of `train --resume RUN [--from-step N]` by the one resume rule
+    (tinygpt.runs.resume), or the TinyGPTError that says why the run cannot be resumed, with a resume to fewer
+    steps than the run has refused too. Nothing in the run folder is changed, so a refused resume leaves it as it
+    was."""
+    from .runs.resume import LATEST, plan_resume
 
     if not args.resume.strip():
         raise TinyGPTError("--resume needs a run id: see `python -m tinygpt runs` for the runs there are.")
     run_dir = store.path(args.resume)
     if not (run_dir / "config.json").exists():
         raise TinyGPTError(f"no run {args.resume!r} in {store.root}: see `python -m tinygpt runs`.")
-    holder = writer_lock_holder(run_dir)
-    if holder is not None:
-        raise RunLockedError(
-            f"run {args.resume} is being trained by {holder.get('holder') or 'another process'} (pid "
-            f"{holder.get('pid')}): only one process may train a run at a time. Stop it there first, or "
-            "train a new run with --config on its config.json."
-        )
-    try:
-        config = RunConfig.from_dict(_run_config(run_dir))
-    except TinyGPTError as exc:
-        raise TinyGPTError(
-            f"run {args.resume} cannot be resumed: its config.json is unusable ({exc}). Start a new run instead."
-        ) from None
-    if config.data.source == "text":
-        read_corpus(run_dir, config.data.text_sha256 or None)  # RunStoreError if corpus.txt is missing or edited
-    overrides = config_overrides(args)
-    if "max_steps" in overrides:
-        config.train.max_steps = overrides["max_steps"]
-    steps = list_checkpoints(run_dir)
+    plan = plan_resume(run_dir, config_overrides(args).get("max_steps"), args.from_step)
     if args.from_step is not None:
-        if args.from_step not in steps:
-            raise TinyGPTError(f"run {args.resume} has no checkpoint at step {args.from_step}; it has {steps}.")
-        _check_steps_ahead(args.resume, config.train.max_steps, args.from_step, "continues from checkpoint")
-        return config, args.from_step
-    # The app's rule too (RunManager): continue from the newest checkpoint that loads, or start over if there is
-    # none (a run that failed while starting).
-    trained = max([int(read_status(run_dir).get("step") or 0), *steps[-1:]])
-    _check_steps_ahead(args.resume, config.train.max_steps, trained, "is at")
-    return config, "latest" if steps else None
+        _check_steps_ahead(args.resume, plan.config.train.max_steps, args.from_step, "continues from checkpoint")
+    else:
+        _check_steps_ahead(args.resume, plan.config.train.max_steps, plan.trained, "is at")
+    return plan.config, "latest" if plan.resume_from == LATEST else plan.resume_from
 
 
 def _check_steps_ahead(run_id: str, max_steps: int, step: int, where: str) -> None:
@@ -482,15 +456,6 @@ def _check_steps_ahead(run_id: str, max_steps: int, step: int, where: str) -> No
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {dest.split(".", 1)[1]: v for dest, v in vars(args).items() if v is not None and "." in dest}
-
-
-def _run_config(run_dir: Path) -> dict:
-    from .runs.files import read_json
-
-    data = read_json(run_dir / "config.json", {})  # RunStoreError for garbage
-    if not isinstance(data, dict):
-        raise ConfigError(f"{run_dir / 'config.json'} holds a {type(data).__name__}, not a JSON object")
-    return {k: data[k] for k in ("model", "train", "data", *RUN_FIELDS) if k in data}
 
 
 def cmd_sample(args: argparse.Namespace) -> int:

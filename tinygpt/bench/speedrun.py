@@ -32,9 +32,9 @@ from pathlib import Path
 import torch
 
 from ..config import DataConfig, preset
+from ..runs.scheduler import RunManager
 from ..runs.store import RunStore
 from ..trainer import evaluate_model
-from ..worker import RunManager
 from .throughput import reference_stepper, shakespeare_corpus
 from .worker import training_started_at, wait_for_runs
 

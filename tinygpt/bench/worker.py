@@ -2,13 +2,13 @@
 
 - `measure_start_latency`: seconds from RunManager.start() to the first step record in metrics.jsonl, cold (a new
   server process whose forkserver is still importing torch) or warm (forkserver up). Measured at the demo preset
-  on a quiet 2-core machine: 1.1-1.3 s cold, 0.16-0.24 s warm (tinygpt/worker.py explains why).
+  on a quiet 2-core machine: 1.1-1.3 s cold, 0.16-0.24 s warm (tinygpt/runs/worker.py explains why).
 - `measure_worker_throughput` vs `bare_tokens_per_s`: tokens/s of a worker process publishing everything against
   a bare `Trainer.step()` loop doing the same steps and evals at the same thread count; the difference is the cost
   of publishing and of the process (2-3% on a busy 2-core CPU, medians of 6; see tinygpt/runs/loop.py).
 - `benchmark_worker`: all of the above as one JSON-ready dict.
 
-They live here, not in tinygpt.worker or tinygpt.runs.loop, so the runtime modules hold only what a run needs.
+They live here, not in tinygpt.runs.worker or tinygpt.runs.loop, so the runtime modules hold only what a run needs.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from ..data import load_corpus
 from ..device import resolve_device
 from ..errors import TinyGPTError
 from ..model import TinyGPT
+from ..runs.scheduler import RunManager
 from ..runs.store import RunStore
 from ..trainer import Trainer
-from ..worker import RunManager
 
 
 def bare_tokens_per_s(config: RunConfig, steps: int | None = None, same_work: bool = True) -> float:
@@ -135,7 +135,7 @@ import json, sys
 from tinygpt.config import RunConfig
 from tinygpt.runs.store import RunStore
 from tinygpt.bench_worker import measure_start_latency
-from tinygpt.worker import RunManager
+from tinygpt.runs.scheduler import RunManager
 store = RunStore(sys.argv[1])
 manager = RunManager(store)  # starts the forkserver now: start() below finds it still importing torch
 print(json.dumps(measure_start_latency(store, RunConfig.from_dict(json.loads(sys.argv[2])), manager)))

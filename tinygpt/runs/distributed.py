@@ -27,8 +27,8 @@ import torch
 
 from ..config import RunConfig
 from ..errors import TinyGPTError
-from .store import RunStore
 from .status import read_status
+from .store import RunStore
 
 
 def world() -> tuple[int, int, int]:

@@ -1,6 +1,6 @@
 """The one training loop: a config goes in, a run folder comes out, and commands steer it between steps.
 
-`run_training` is UI-free. The app runs it in a worker process per run (tinygpt.worker), the CLI runs it in the
+`run_training` is UI-free. The app runs it in a worker process per run (tinygpt.runs.scheduler), the CLI runs it in the
 foreground, and a later torchrun launcher runs it once per rank: one loop, so what the app shows is what the CLI
 does. Between two optimisation steps it
 
@@ -56,23 +56,23 @@ from typing import Any, Protocol
 import torch
 
 from ..checkpoint import Checkpoint, load_checkpoint, load_model_state, save_checkpoint
-from ..inside.heads import induction_probe, snapshot_scores
 from ..config import DataConfig, RunConfig
 from ..data import load_corpus
 from ..device import resolve_device
 from ..errors import CheckpointError, NonFiniteError, ResourceError, RunStoreError, TinyGPTError
+from ..inside.heads import induction_probe, snapshot_scores
 from ..inside.maps import attention_maps
 from ..model import TinyGPT
-from .writer import RunWriter
-from .lock import acquire_writer_lock
+from ..trainer import Trainer
+from .corpus import read_corpus, store_corpus
 from .files import checkpoint_stem, delete_checkpoint, list_checkpoints, os_error_message, read_evals, read_events
+from .lock import acquire_writer_lock
+from .resume import LATEST
+from .preflight import check_memory, check_threads
 from .retention import event_checkpoints, retained_steps
 from .status import last_metric_step, rewind
-from .corpus import read_corpus, store_corpus
-from ..trainer import Trainer
-from .preflight import check_memory, check_threads
+from .writer import RunWriter
 
-LATEST = -1  # resume_from=LATEST: the newest complete checkpoint
 STATUS_INTERVAL = 0.25  # s between status.json rewrites: the page polls at ~2 Hz, so 4 Hz is always fresh
 PAUSED_POLL = 0.5  # s a paused loop blocks waiting for a command before looking again
 SAMPLE_BUDGET = 0.03  # at most this fraction of training time goes to published samples (see the docstring)

@@ -25,7 +25,7 @@ import streamlit as st
 
 from tinygpt.config import RunConfig
 from tinygpt.errors import TinyGPTError
-from tinygpt.runs.files import read_json
+from tinygpt.runs.files import read_config
 from tinygpt.runs.owners import Actor
 from tinygpt.ui import resources, safe, settings, state
 
@@ -77,10 +77,8 @@ def resume(learner: Actor, run_id: str, check_slot: bool = True) -> None:
     probe's admission family resumed a 0.2M-parameter run under a 1,000-parameter budget, with no time limit);
     its own slot is its own, any other run of theirs that trains or waits takes it (SlotTaken)."""
     if not learner.instructor:
-        from tinygpt.worker import config_from_json  # late, as resources imports the worker: it loads torch
-
         try:
-            config = config_from_json(read_json(resources.get_store().path(run_id) / "config.json", {}) or {})
+            config = read_config(resources.get_store().path(run_id))
         except (TinyGPTError, TypeError, ValueError):
             config = None  # a damaged config.json: the run manager's own resume says what is wrong with it
         if config is not None:

@@ -33,7 +33,7 @@ def get_store() -> RunStore:
 
 @st.cache_resource(show_spinner=False)
 def manager_at(root: str):
-    from tinygpt.worker import RunManager  # imported late: the Streamlit script must not pay for it twice
+    from tinygpt.runs.scheduler import RunManager  # imported late: the Streamlit script must not pay for it twice
 
     return RunManager(store_at(root))
 
@@ -97,7 +97,7 @@ def touch(run_id: str | None) -> None:
 def keepalive_seconds() -> float:
     """How often any open page renews its learner's leases (app.py's sidebar fragment): a third of the run
     manager's lease, at most 30 s. A fixed 30 s let a 20 s lease pause the run of a learner reading Sample."""
-    from tinygpt.worker import lease_from_env  # not the manager: app.py asks before the page is drawn
+    from tinygpt.runs.worker import lease_from_env  # not the manager: app.py asks before the page is drawn
 
     try:
         lease = lease_from_env()
