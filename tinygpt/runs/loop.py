@@ -67,8 +67,8 @@ from ..trainer import Trainer
 from .corpus import read_corpus, store_corpus
 from .files import checkpoint_stem, delete_checkpoint, list_checkpoints, os_error_message, read_evals, read_events
 from .lock import acquire_writer_lock
-from .resume import LATEST
 from .preflight import check_memory, check_threads
+from .resume import LATEST
 from .retention import event_checkpoints, retained_steps
 from .status import last_metric_step, rewind
 from .writer import RunWriter

@@ -1,0 +1,69 @@
+"""A run in the scheduler's hands, as one explicit state instead of a row of flags.
+
+    queued     in the FIFO queue, no process (`process` None, not `launching`)
+    launching  holds a slot; the monitor is starting its worker process
+    live       its worker trains, pauses or steps, and takes commands
+    leaving    asked to end (`stop` or `release`: checkpoint and exit) or already dead, not yet reaped
+    (reaped)   the process ended: the job is gone, and its run's status says why
+
+A command that arrives while a job is leaving is kept as its `followup`: what to start once the process has ended
+(resume or step: a new worker from the newest checkpoint, or from `from_step`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Followup:
+    """What a resume or step asked of a worker on its way out: start the run again once it has exited."""
+
+    commands: list  # sent to the new worker (e.g. pause, then step n)
+    from_step: int | None = None  # continue from this checkpoint (resume(from_step=...)), else the newest
+    even_if_failed: bool = False  # the worker had already died when asked: restart whatever state it left
+
+
+@dataclass
+class Job:
+    """One run the scheduler is responsible for, from the queue to the end of its worker process."""
+
+    run_id: str
+    config: dict
+    resume_from: int | None
+    touched: float  # time.monotonic() of the last touch(): the lease counts from it
+    commands: list = field(default_factory=list)  # sent once the process exists
+    process: Any = None
+    conn: Any = None
+    launching: bool = False
+    launched: float | None = None  # time.monotonic() when its worker process started (its slot's clock)
+    position: int | None = None  # queue position last written to status.json
+    stop_requested: bool = False  # stop() was called: the run must end "stopped"
+    released: bool = False  # asked to checkpoint and exit (lease, eviction, shutdown, a resume from a step)
+    deadline: float | None = None  # kill the process if it is still alive then
+    killed_as: tuple[str, str] | None = None  # (state, reason) to record if it has to be killed
+    followup: Followup | None = None  # what to start once it has exited
+
+    @property
+    def state(self) -> str:
+        if self.process is None:
+            return "launching" if self.launching else "queued"
+        return "leaving" if self.stop_requested or self.on_its_way_out else "live"
+
+    @property
+    def dead(self) -> bool:
+        """Its process has ended but the monitor has not reaped it yet (a command sent now would be lost)."""
+        return self.process is not None and not self.process.is_alive()
+
+    @property
+    def on_its_way_out(self) -> bool:
+        """Released (it checkpoints and exits) or already dead: a resume or step now becomes its followup."""
+        return self.released or self.dead
+
+    def follow_with(self, commands: list, from_step: int | None = None) -> None:
+        """Once this worker has exited, start the run again with `commands` (from `from_step`, else the newest
+        checkpoint); a worker that had already died restarts whatever state it left."""
+        before = self.followup or Followup([])
+        from_step = from_step if from_step is not None else before.from_step  # a resume from a step stays asked
+        self.followup = Followup(list(commands), from_step, self.dead or before.even_if_failed)

@@ -1,0 +1,90 @@
+"""Who may control a run: the learner who started it, the instructor, nobody for a run another process writes;
+and the instructor's hold (hold.json), which the learner cannot undo.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import RunStoreError, TinyGPTError
+from .files import HOLD_FILE, read_json, write_json_atomic
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who asks for a change: a learner's public id and name, and whether they hold the instructor key."""
+
+    id: str
+    name: str = ""
+    instructor: bool = False
+
+
+def run_learner(config: dict) -> dict:
+    """{"id", "name"} of the learner who started a run, or {} for a run nobody owns."""
+    learner = (config or {}).get("learner")
+    return learner if isinstance(learner, dict) and learner.get("id") else {}
+
+
+def may_control(config: dict, actor: Actor | None) -> bool:
+    """Whether `actor` may pause, resume, step, stop, turn knobs of or delete a run: its owner and the instructor
+    may; other learners may watch, compare and sample it. None is the server itself, the CLI or a test."""
+    if actor is None or actor.instructor:
+        return True
+    owner = run_learner(config)
+    return not owner or owner["id"] == actor.id
+
+
+def require_control(config: dict, actor: Actor | None, run_id: str) -> None:
+    """RunStoreError unless `actor` may change the run (the manager and the store check before acting)."""
+    if not may_control(config, actor):
+        name = run_learner(config).get("name") or "another learner"
+        raise RunStoreError(
+            f"run {run_id} belongs to {name}: you can watch, compare and sample it, but only {name} "
+            "or the instructor can change it. Start your own run on Train."
+        )
+
+
+def read_hold(run_dir: str | Path) -> dict:
+    """{"by", "step", "at"} of the instructor's hold on a run, or {} if none."""
+    hold = read_json(Path(run_dir) / HOLD_FILE, None)
+    return hold if isinstance(hold, dict) else {}
+
+
+def write_hold(run_dir: str | Path, by: str, step: int | None = None) -> None:
+    write_json_atomic(Path(run_dir) / HOLD_FILE, {"by": by, "step": step, "at": time.time()})
+
+
+def clear_hold(run_dir: str | Path) -> None:
+    try:
+        (Path(run_dir) / HOLD_FILE).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def holds(config: dict, actor: Actor | None) -> bool:
+    """Whether a pause by `actor` is a hold: the instructor pausing a run some learner owns (not their own)."""
+    owner = run_learner(config)
+    return actor is not None and actor.instructor and bool(owner) and owner["id"] != actor.id
+
+
+def require_not_held(run_dir: str | Path, actor: Actor | None, run_id: str) -> None:
+    """RunStoreError if the instructor holds the run and `actor` is a learner (None, the server itself, and the
+    instructor pass)."""
+    if actor is None or actor.instructor:
+        return
+    if read_hold(run_dir):
+        raise RunStoreError(
+            f"the instructor paused run {run_id} and holds it: only the instructor can resume it (or step it)."
+        )
+
+
+def require_app_owned(run_id: str, config: dict) -> None:
+    """The app writes only into runs it started: a CLI or torchrun run belongs to that process (or its user)."""
+    owner = config.get("owner", "app")
+    if owner != "app":
+        raise TinyGPTError(
+            f"run {run_id} was trained from the command line (owner {owner!r}); the app shows it read-only. "
+            f"Continue it there: python -m tinygpt train --resume {run_id}"
+        )

@@ -1,0 +1,217 @@
+"""Training worker processes for the app: one per run, quick to start, steered over a pipe, never orphaned.
+
+`RunManager` owns every training run of one server. Each run trains in its own process running
+`tinygpt.runs.loop.run_training`, the same loop the CLI runs. Why a process and not a thread of the server (issue 3):
+`torch.set_num_threads` is process-wide, so only a process gives each run its own thread budget; the server's
+chart-building does not share a GIL with training; a crash or a runaway run is killed without taking the server
+down.
+
+The machinery (the queue, the processes, the monitor) is tinygpt/runs/slots.py; the worker process's side is
+tinygpt/runs/worker.py.
+
+Left out: more than one server sharing a runs folder (the second would see the first's runs as interrupted),
+GPU memory accounting in the cap, and remote workers."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from ..config import RunConfig, check_live_knob
+from ..errors import TinyGPTError
+from .files import (
+    ACTIVE_STATES,
+    PAUSED_STATES,
+    list_checkpoints,
+    read_config,
+    read_config_json,
+)
+from .jobs import Job
+from .owners import Actor, clear_hold, holds, require_app_owned, require_control, require_not_held, write_hold
+from .preflight import preflight
+from .slots import Slots
+from .status import read_status
+
+STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is killed
+
+
+MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
+class RunManager(Slots):
+    """Starts, steers and watches the training runs of one server: the commands a page (or the CLI in tests) sends,
+    each checked against who may give it (tinygpt.runs.owners), on top of the slots. Thread-safe."""
+
+    # ---------------------------------------------------------------- public API
+
+    def start(
+        self,
+        config: RunConfig,
+        parent: str | None = None,
+        actor: Actor | None = None,
+        time_limit_s: float | None = None,
+    ) -> str:
+        """Create a run folder and queue the run; it starts as soon as a slot is free. Returns its id. `actor`
+        (a learner of the app) becomes the run's owner: only they and the instructor may change it.
+        `time_limit_s` (the room's time budget): once its worker has held a training slot that long, the run is
+        stopped with a checkpoint, the reason in its status and events; a resume starts a new budget."""
+        # Fail here, in the page, for what cannot work: no such device, an unknown source, a run too big for
+        # the memory, a runs folder without room (RunStore.create then says if it cannot be written at all).
+        preflight(config, runs_root=self.store.root)
+        learner = {"learner": {"id": actor.id, "name": actor.name}} if actor is not None else {}
+        writer = self.store.create({**config.to_dict(), **learner}, owner="app", parent=parent)
+        writer.close()
+        # The stored config: a text corpus is in the run's corpus.txt, not in every message to the worker.
+        stored = read_config(writer.run_dir).to_dict()
+        if time_limit_s:
+            with self._lock:
+                self._time_limits[writer.run_id] = float(time_limit_s)
+        self._enqueue(Job(writer.run_id, stored, None, time.monotonic()))
+        return writer.run_id
+
+    def pause(self, run_id: str, actor: Actor | None = None) -> None:
+        """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent.
+        The instructor's pause of a learner's run is a hold (tinygpt.runs.files.HOLD_FILE): the learner cannot
+        resume or step it until the instructor resumes it."""
+        self._require_control(run_id, actor)
+        config = read_config_json(self.store.path(run_id))
+        by = "the instructor" if holds(config, actor) else "you"
+        with self._lock:
+            if by == "the instructor":
+                write_hold(self.store.path(run_id), by, read_status(self.store.path(run_id)).get("step"))
+            if run_id in self._jobs:
+                self._send(self._jobs[run_id], {"cmd": "pause", "reason": f"paused by {by}"})
+            elif (job := self._queued(run_id)) is not None:
+                self._queue.remove(job)
+                reason = f"paused by {by} before it started"
+                self._set_status(run_id, state="paused", reason=reason, queue_position=None)
+                self._schedule()
+            elif by == "the instructor" and read_status(self.store.path(run_id)).get("state") == "paused":
+                self._set_status(run_id, state="paused", reason="paused by the instructor")  # no worker: say why
+
+    def resume(
+        self,
+        run_id: str,
+        max_steps: int | None = None,
+        actor: Actor | None = None,
+        from_step: int | None = None,
+        time_limit_s: float | None = None,
+    ) -> None:
+        """Resume: a live worker continues; a run whose process ended restarts from its newest checkpoint that
+        loads, in a new worker (queued if all slots are busy). `max_steps` extends a run, e.g. a finished one.
+        `from_step` continues from that checkpoint instead (later ones are dropped: the run is rewound); a live
+        worker is released first. `time_limit_s` (the room's time budget, as for `start`) applies from now on, to
+        a run started before the instructor set it too. Idempotent. Raises TinyGPTError when another process
+        writes the run, when the folder cannot be written, or for a `from_step` the run has no checkpoint at."""
+        self._require_control(run_id, actor)
+        require_not_held(self.store.path(run_id), actor, run_id)
+        if actor is not None and actor.instructor:
+            clear_hold(self.store.path(run_id))  # the instructor's resume lifts the hold
+        if time_limit_s:
+            with self._lock:
+                self._time_limits[run_id] = float(time_limit_s)
+        with self._lock:
+            if from_step is not None:
+                self._check_from_step(run_id, from_step)
+            if (job := self._jobs.get(run_id)) is not None:
+                job.touched = time.monotonic()
+                if from_step is not None:  # a new worker, from that checkpoint, once this one has ended
+                    job.follow_with([], from_step)
+                    self._release(job, f"paused: resuming from checkpoint {from_step}")
+                elif job.on_its_way_out:  # again once it is reaped
+                    job.follow_with([])
+                else:
+                    self._send(job, {"cmd": "resume"})
+            elif (job := self._queued(run_id)) is not None:
+                job.touched = time.monotonic()
+                if from_step is not None:
+                    job.resume_from = from_step
+            else:
+                self._restart(run_id, [], max_steps, from_step)
+
+    def let_go(self, run_id: str, actor: Actor | None = None) -> None:
+        """The instructor lets go of a hold (Room: "Let go"): a run that sits paused resumes; one its learner
+        stopped meanwhile stays stopped. Either way its learner has it back."""
+        self._require_control(run_id, actor)
+        if read_status(self.store.path(run_id)).get("state") in PAUSED_STATES:
+            self.resume(run_id, actor=actor)  # the instructor's resume lifts the hold
+        clear_hold(self.store.path(run_id))
+
+    def _check_from_step(self, run_id: str, step: Any) -> None:
+        steps = list_checkpoints(self.store.path(run_id))
+        if not isinstance(step, int) or isinstance(step, bool) or step not in steps:
+            raise TinyGPTError(f"run {run_id} has no checkpoint at step {step!r}; it has {steps}.")
+
+    def step(self, run_id: str, n: int = 1, actor: Actor | None = None) -> None:
+        """Take exactly n steps, then pause. A live running run is paused first; an ended one is restarted paused."""
+        self._require_control(run_id, actor)
+        require_not_held(self.store.path(run_id), actor, run_id)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise TinyGPTError(f"step needs a whole number of steps >= 1, got {n!r}.")
+        commands = [{"cmd": "pause"}, {"cmd": "step", "n": n}]
+        with self._lock:
+            if (job := self._jobs.get(run_id)) is not None:
+                if job.on_its_way_out:  # start it again, paused, once it has ended
+                    job.follow_with(commands)
+                else:
+                    for command in commands:
+                        self._send(job, command)
+            elif (job := self._queued(run_id)) is not None:
+                job.commands += commands
+            else:
+                self._restart(run_id, commands, None)
+
+    def stop(self, run_id: str, wait: bool = True, actor: Actor | None = None) -> None:
+        """Stop a run for good (checkpoint, state "stopped"). With `wait`, returns once the worker has ended: after
+        the step in progress, or after STOP_GRACE s when it is killed (its data stays readable). Idempotent."""
+        self._require_control(run_id, actor)
+        with self._lock:
+            if (job := self._queued(run_id)) is not None:
+                self._queue.remove(job)
+                self._set_status(run_id, state="stopped", reason="stopped before it started", queue_position=None)
+                self._schedule()
+                return
+            job = self._jobs.get(run_id)
+            if job is None:
+                require_app_owned(run_id, read_config_json(self.store.path(run_id)))
+                if read_status(self.store.path(run_id)).get("state") in PAUSED_STATES + ACTIVE_STATES:
+                    self._set_status(run_id, state="stopped", reason="stopped by you")
+                return
+            if not job.stop_requested:
+                job.stop_requested, job.followup = True, None
+                self._send(job, {"cmd": "stop"})
+                job.killed_as = ("stopped", f"stopped: the worker did not stop within {self.stop_grace:g} s; killed")
+                if job.process is not None:
+                    job.deadline = time.monotonic() + self.stop_grace
+            if wait:
+                limit = time.monotonic() + self.stop_grace + 10  # the monitor kills at the deadline; a backstop
+                while run_id in self._jobs and time.monotonic() < limit:
+                    self._changed.wait(0.1)
+
+    def set_knob(self, run_id: str, name: str, value: Any, actor: Actor | None = None) -> str:
+        """Ask for a live knob change; it applies before the run's next step. Returns the request id that the
+        worker's answer carries: find it with tinygpt.runs.knobs.knob_answer(events, request), which says the step
+        it applied at (and any knob that moved with it), or why the value was refused (the run goes on).
+        A name that is not a live knob raises ConfigError here, before anything is sent."""
+        self._require_control(run_id, actor)
+        check_live_knob(name)
+        request = secrets.token_hex(6)
+        command = {"cmd": "knob", "name": name, "value": value, "request": request}
+        with self._lock:
+            if (job := self._jobs.get(run_id)) is not None and not job.dead:
+                self._send(job, command)
+            elif (job := self._queued(run_id)) is not None:
+                job.commands.append(command)
+            else:
+                raise TinyGPTError(f"run {run_id} has no worker: resume it, then change {name}.")
+        return request
+
+    def _require_control(self, run_id: str, actor: Actor | None) -> None:
+        """A learner may change only their own runs (the instructor any): refused here even if a page sent it."""
+        if actor is not None:
+            require_control(read_config_json(self.store.path(run_id)), actor, run_id)

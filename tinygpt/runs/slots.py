@@ -1,0 +1,399 @@
+"""The training slots of one server: queued runs wait in FIFO order, a monitor thread launches them into worker
+processes as slots free up, and watches, times out and reaps those processes.
+
+Lifecycle: start() queues a run (status "queued" with its queue_position) and a monitor thread launches queued runs
+in FIFO order as slots free up (how many at once, and the threads of each: tinygpt/runs/worker.py). Commands go to a
+live worker over a one-way Pipe; a knob change returns a request id that the worker's answer in events.jsonl carries
+(tinygpt.runs.knobs.knob_answer). When the server dies (Ctrl-C, kill -9) the pipe reaches EOF and the worker
+checkpoints and exits, and the forkserver exits with its server, so nothing is left behind. The monitor also reaps
+dead workers (killed, segfault, out of memory) and marks their runs failed unless they wrote a final state; enforces
+stop deadlines (a worker ignoring stop for 5 s is killed); pauses runs whose lease ran out (nobody called touch()
+for lease_seconds: checkpoint, end the process, resumable); and, while runs wait in the queue, releases workers that
+sit paused so the slot goes to a run that wants to train. A run whose process has ended is resumed in a new worker
+from its last checkpoint.
+
+The manager writes status.json only while no worker owns the run (queued, starting, reaped), through
+tinygpt.runs.status.update_status; run states and their groups are tinygpt.runs'.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.forkserver
+import multiprocessing.spawn
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from ..errors import TinyGPTError
+from .files import (
+    ACTIVE_STATES,
+    PAUSED_STATES,
+    read_config_json,
+)
+from .jobs import Job
+from .lock import RunLockedError
+from .owners import require_app_owned
+from .resume import plan_resume
+from .status import read_status, update_status
+from .store import RunStore
+from .worker import (
+    LOCKED_EXIT,
+    PRELOAD,
+    default_max_active,
+    default_threads_per_run,
+    env_number,
+    lease_from_env,
+    main_script_hidden,
+    pid_alive,
+    record_end,
+    unsaid_end,
+    worker_main,
+)
+
+STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is killed
+
+
+MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
+class Slots:
+    """The training slots of one server: the queue, the worker processes, and the monitor thread that launches,
+    watches, times out and reaps them. Thread-safe. RunManager (tinygpt/runs/scheduler.py) adds the commands."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        max_active: int | None = None,
+        threads_per_run: int | None = None,
+        lease_seconds: float | None = None,
+    ):
+        self.store = store
+        cpus = os.cpu_count() or 1
+        self.threads_per_run = int(
+            threads_per_run or env_number("TINYGPT_THREADS_PER_RUN", int) or default_threads_per_run(cpus)
+        )
+        self.max_active = int(
+            max_active or env_number("TINYGPT_MAX_RUNS", int) or default_max_active(cpus, self.threads_per_run)
+        )
+        self.lease_seconds = float(lease_seconds or lease_from_env())
+        self.stop_grace = STOP_GRACE  # s before an unresponsive worker is killed (tests shorten it)
+        self._ctx = multiprocessing.get_context("forkserver")
+        self._ctx.set_forkserver_preload(PRELOAD)
+        with main_script_hidden():  # the forkserver itself must not re-run the parent's __main__ either
+            multiprocessing.forkserver.ensure_running()  # eager: torch is imported while nobody waits for it
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # notified whenever a job ends
+        self._jobs: dict[str, Job] = {}  # launching or live, at most max_active
+        self._queue: list[Job] = []  # FIFO
+        self._time_limits: dict[str, float] = {}  # run id -> seconds each of its workers may hold a slot
+        self._closed = False
+        self._wake_r, self._wake_w = os.pipe()  # start() wakes the monitor out of its wait()
+        for fd in (self._wake_r, self._wake_w):
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+        self._recover()
+        self._monitor = threading.Thread(target=self._watch, name="tinygpt-run-monitor", daemon=True)
+        self._monitor.start()
+        atexit.register(self.shutdown)
+
+    def touch(self, run_id: str) -> None:
+        """A page is watching this run: renew its lease."""
+        with self._lock:
+            job = self._jobs.get(run_id) or self._queued(run_id)
+            if job is not None:
+                job.touched = time.monotonic()
+
+    def time_limit(self, run_id: str) -> float | None:
+        """The seconds a worker of this run may hold a training slot (the room's time budget), or None."""
+        with self._lock:
+            return self._time_limits.get(run_id)
+
+    def is_live(self, run_id: str) -> bool:
+        """True while a worker process exists (or is being started) for the run."""
+        with self._lock:
+            job = self._jobs.get(run_id)
+            return job is not None and (job.process is None or job.process.is_alive())
+
+    def live_runs(self) -> list[str]:
+        with self._lock:
+            return list(self._jobs)
+
+    def queued_runs(self) -> list[str]:
+        with self._lock:
+            return [job.run_id for job in self._queue]
+
+    def worker_pid(self, run_id: str) -> int | None:
+        with self._lock:
+            job = self._jobs.get(run_id)
+            return job.process.pid if job is not None and job.process is not None else None
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Checkpoint and end every worker (runs stay resumable). Called at interpreter exit too. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._wake()
+        self._monitor.join(timeout=30)  # it may be in the middle of launching a worker
+        with self._lock:
+            for job in self._queue:
+                reason = "paused: the server stopped before it started; resume it to start"
+                self._try_status(job.run_id, state="paused", reason=reason, queue_position=None)
+            self._queue.clear()
+            for job in list(self._jobs.values()):
+                if job.process is None:
+                    self._jobs.pop(job.run_id)
+                    self._try_status(job.run_id, state="paused", reason="paused: the server stopped")
+                else:
+                    self._release(job, "paused: the server stopped; resume the run to continue")
+            deadline = time.monotonic() + (self.stop_grace if timeout is None else timeout)
+            while self._jobs and time.monotonic() < deadline:
+                for job in list(self._jobs.values()):
+                    if not job.process.is_alive():
+                        self._reap(job)
+                self._changed.wait(0.05)
+            for job in list(self._jobs.values()):
+                job.process.kill()
+                job.process.join(5)
+                self._reap(job)
+            for fd in (self._wake_r, self._wake_w):
+                os.close(fd)
+            self._wake_r = self._wake_w = None  # a closed fd number may be reused by another file
+        atexit.unregister(self.shutdown)
+
+    # ---------------------------------------------------------------- queue and launching
+
+    def _queued(self, run_id: str) -> Job | None:
+        return next((job for job in self._queue if job.run_id == run_id), None)
+
+    def _enqueue(self, job: Job) -> None:
+        with self._lock:
+            if self._closed:
+                raise TinyGPTError("the run manager has shut down; restart the server.")
+            self._queue.append(job)
+            self._schedule()
+
+    def _restart(self, run_id: str, commands: list, max_steps: int | None, from_step: int | None = None) -> None:
+        """Queue a run whose process has ended, to continue from its newest checkpoint that loads, or from
+        `from_step` (called with the lock). Raises TinyGPTError for what would make the worker fail at once."""
+        run_dir = self.store.path(run_id)
+        status = read_status(run_dir)
+        if status.get("state") in ("starting", "running") and pid_alive(status.get("pid")):
+            raise TinyGPTError(f"run {run_id} is being trained by another process (pid {status.get('pid')}).")
+        require_app_owned(run_id, read_config_json(run_dir))
+        plan = plan_resume(run_dir, max_steps, from_step)  # RunLockedError, TinyGPTError: nothing changed
+        config, max_steps = plan.config.to_dict(), plan.config.train.max_steps
+        if status.get("state") == "finished" and max_steps <= int(status.get("step") or 0) and from_step is None:
+            return  # nothing left to train; extend it with resume(run_id, max_steps=...)
+        resume_from, said = plan.resume_from, plan.said
+        self._set_status(run_id, state="queued", reason=said, max_steps=max_steps)  # RunStoreError if unwritable
+        self._enqueue(Job(run_id, config, resume_from, time.monotonic(), list(commands)))
+
+    def _schedule(self) -> None:
+        """Move queued runs into free slots (the monitor launches them) and publish the others' queue positions."""
+        launch = False
+        while self._queue and len(self._jobs) < self.max_active:
+            job = self._queue.pop(0)
+            self._jobs[job.run_id] = job
+            launch = True
+        for position, job in enumerate(self._queue, start=1):
+            if job.position != position:
+                job.position = position
+                reason = f"waiting for a free training slot ({self.max_active} run(s) train at once)"
+                self._set_status(job.run_id, state="queued", reason=reason, queue_position=position)
+        if launch:
+            self._wake()
+
+    def _launch(self, job: Job) -> None:
+        """Start the worker process of a job that holds a slot (called by the monitor, without the lock)."""
+        run_dir = self.store.path(job.run_id)
+        try:
+            self._set_status(
+                job.run_id, state="starting", reason="starting a worker process", queue_position=None, pid=None
+            )
+            receiver, sender = self._ctx.Pipe(duplex=False)
+            args = (receiver, str(run_dir), job.config, job.resume_from, self.threads_per_run)
+            process = self._ctx.Process(target=worker_main, args=args, name=f"tinygpt-{job.run_id}", daemon=True)
+            with main_script_hidden():
+                process.start()
+            receiver.close()  # the worker holds the only reading end: its EOF is our death
+        except Exception as exc:
+            with self._lock:
+                self._jobs.pop(job.run_id, None)
+                if isinstance(exc, RunLockedError):  # another process writes it: not ours to mark
+                    print(f"tinygpt.runs.worker: not starting {job.run_id}: {exc}", file=sys.stderr)
+                else:
+                    why = str(exc) if isinstance(exc, TinyGPTError) else f"{type(exc).__name__}: {exc}"
+                    self._record_end(job.run_id, "failed", f"failed: could not start a worker: {why}", None)
+                self._changed.notify_all()
+            return
+        with self._lock:
+            job.process, job.conn, job.launching = process, sender, False
+            job.launched = time.monotonic()
+            for command in job.commands:
+                self._send(job, command)
+            job.commands.clear()
+            if job.stop_requested:
+                job.deadline = time.monotonic() + self.stop_grace
+
+    def _send(self, job: Job, command: dict) -> None:
+        if job.conn is None:
+            job.commands.append(command)
+            return
+        try:
+            job.conn.send(command)
+        except (BrokenPipeError, OSError):
+            pass  # the worker just died; the monitor reaps it
+
+    def _release(self, job: Job, reason: str) -> None:
+        """Ask a worker to checkpoint and exit, leaving its run paused and resumable."""
+        if job.released:
+            return
+        job.released = True
+        self._send(job, {"cmd": "release", "reason": reason})
+        job.deadline = time.monotonic() + self.stop_grace
+        if job.killed_as is None:
+            job.killed_as = ("paused", f"{reason} (the worker did not respond and was killed)")
+
+    # ---------------------------------------------------------------- the monitor
+
+    def _wake(self) -> None:
+        if self._wake_w is None:
+            return
+        try:
+            os.write(self._wake_w, b"x")
+        except (BlockingIOError, OSError):
+            pass  # already woken, or shut down
+
+    def _watch(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                sentinels = [j.process.sentinel for j in self._jobs.values() if j.process is not None]
+            multiprocessing.connection.wait([*sentinels, self._wake_r], timeout=MONITOR_INTERVAL)
+            try:
+                os.read(self._wake_r, 4096)
+            except (BlockingIOError, OSError):
+                pass
+            try:
+                self._tick()
+            except Exception as exc:  # the monitor must outlive any one bad run folder
+                print(f"tinygpt.runs.worker: monitor error: {exc!r}", file=sys.stderr)
+
+    def _tick(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            now = time.monotonic()
+            for job in list(self._jobs.values()):
+                if job.process is None:
+                    continue
+                if not job.process.is_alive():
+                    self._reap(job)
+                elif job.deadline is not None and now > job.deadline:
+                    job.process.kill()  # reaped on the next tick, as killed_as says
+                elif not job.released and now - job.touched > self.lease_seconds:
+                    self._release(job, f"paused: nobody watched for {_minutes(self.lease_seconds)}")
+                else:
+                    self._enforce_time_limit(job, now)
+            for job in list(self._queue):
+                if now - job.touched > self.lease_seconds:
+                    self._queue.remove(job)
+                    reason = f"paused: nobody watched for {_minutes(self.lease_seconds)} before it started"
+                    self._set_status(job.run_id, state="paused", reason=reason, queue_position=None)
+            self._evict_paused()
+            self._schedule()
+            pending = [j for j in self._jobs.values() if j.process is None and not j.launching]
+            for job in pending:
+                job.launching = True
+        for job in pending:
+            self._launch(job)
+
+    def _enforce_time_limit(self, job: Job, now: float) -> None:
+        """Stop a run whose worker has held its slot for the room's time budget (called with the lock)."""
+        limit = self._time_limits.get(job.run_id)
+        if not limit or job.launched is None or job.released or job.stop_requested or now - job.launched < limit:
+            return
+        reason = f"stopped: the room's time budget of {_minutes(limit)} per run ran out"
+        job.stop_requested, job.followup = True, None
+        self._send(job, {"cmd": "stop", "reason": reason})
+        job.killed_as = ("stopped", f"{reason}; the worker did not stop within {self.stop_grace:g} s and was killed")
+        job.deadline = now + self.stop_grace
+
+    def _evict_paused(self) -> None:
+        """While runs wait for a slot, a worker that sits paused gives its slot up (it stays resumable)."""
+        if not self._queue or len(self._jobs) < self.max_active:
+            return
+        idle = []
+        for job in self._jobs.values():
+            if job.process is not None and not job.released:
+                if read_status(self.store.path(job.run_id)).get("state") in PAUSED_STATES:
+                    idle.append(job)
+        for job in sorted(idle, key=lambda j: j.touched)[: len(self._queue)]:
+            self._release(job, "paused: its training slot went to a queued run; resume it to continue")
+
+    def _reap(self, job: Job) -> None:
+        """A worker process ended: free its slot and make sure its run says why (called with the lock)."""
+        self._jobs.pop(job.run_id, None)
+        job.process.join(1)
+        code = job.process.exitcode
+        job.process.close()  # frees its sentinel now rather than at garbage collection
+        job.conn.close()
+        status = read_status(self.store.path(job.run_id))
+        state, step = status.get("state"), int(status.get("step") or 0)
+        if (end := unsaid_end(code, state, step, job.killed_as)) is not None:
+            self._record_end(job.run_id, *end, step)
+            state = end[0]
+        after = job.followup if not self._closed else None  # a resume or step came while it was ending
+        restart = after is not None and (state in PAUSED_STATES or after.from_step is not None or after.even_if_failed)
+        if code == LOCKED_EXIT:
+            pass
+        elif state in PAUSED_STATES and job.stop_requested:  # e.g. released by the lease just before
+            self._set_status(job.run_id, state="stopped", reason=f"stopped by you at step {step}")
+        elif restart:
+            try:
+                self._restart(job.run_id, after.commands, None, after.from_step)
+            except TinyGPTError as exc:
+                print(f"tinygpt.runs.worker: could not resume {job.run_id}: {exc}", file=sys.stderr)
+        self._changed.notify_all()
+
+    def _record_end(self, run_id: str, state: str, reason: str, step: int | None) -> None:
+        """Say how a run without a live worker ended (tinygpt.runs.worker.record_end). Never raises."""
+        try:
+            record_end(self.store.path(run_id), state, reason, step)
+        except TinyGPTError as exc:
+            print(f"tinygpt.runs.worker: run {run_id}: {reason}; could not record it: {exc}", file=sys.stderr)
+
+    def _try_status(self, run_id: str, **fields: Any) -> None:
+        """_set_status for the monitor and shutdown, which must go on past one run folder they cannot write."""
+        try:
+            self._set_status(run_id, **fields)
+        except TinyGPTError as exc:
+            print(
+                f"tinygpt.runs.worker: run {run_id}: {fields.get('reason')}; could not record it: {exc}",
+                file=sys.stderr,
+            )
+
+    def _set_status(self, run_id: str, **fields: Any) -> None:
+        """Rewrite status.json for a run without a live worker (a worker owns its own status while it runs)."""
+        update_status(self.store.path(run_id), **fields)
+
+    def _recover(self) -> None:
+        """After a server restart: runs that were queued or training under the old server are paused."""
+        for summary in self.store.list_runs():
+            if summary.owner != "app" or summary.state not in ACTIVE_STATES:
+                continue
+            status = read_status(self.store.path(summary.run_id))
+            if not pid_alive(status.get("pid")) or summary.state == "queued":
+                reason = f"paused: the server stopped while the run was {summary.state}; resume it to continue"
+                self._try_status(summary.run_id, state="paused", reason=reason, queue_position=None)
