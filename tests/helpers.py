@@ -8,7 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from tinygpt.config import RunConfig, preset
+from tinygpt.config import RunConfig
+from tinygpt.presets import preset
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -45,8 +45,9 @@ from helpers import cli_env, mounted_tmpfs, tiny_config, wait_for  # noqa: E402
 from tinygpt.errors import TinyGPTError  # noqa: E402
 from tinygpt.runs.corpus import read_corpus  # noqa: E402
 from tinygpt.runs.files import list_checkpoints  # noqa: E402
-from tinygpt.runs.loop import LATEST, run_training  # noqa: E402
+from tinygpt.runs.loop import run_training  # noqa: E402
 from tinygpt.runs.models import load_model  # noqa: E402
+from tinygpt.runs.resume import LATEST  # noqa: E402
 from tinygpt.runs.scheduler import RunManager  # noqa: E402
 from tinygpt.runs.status import read_status  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402

@@ -247,9 +247,9 @@ def write_run(root: Path, hidden_dim: int = 32, steps: int = 20) -> str:
     import torch
 
     from tinygpt.checkpoint import save_checkpoint
-    from tinygpt.config import preset
     from tinygpt.data import load_corpus
     from tinygpt.model import TinyGPT
+    from tinygpt.presets import preset
     from tinygpt.runs.files import checkpoint_stem
     from tinygpt.runs.store import RunStore
 

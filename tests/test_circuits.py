@@ -14,9 +14,10 @@ from tinygpt.data import COPYVAR_CHOICES, load_corpus, make_synthetic, solve
 from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.model import TinyGPT
+from tinygpt.runs.control import QueueControl
 from tinygpt.runs.files import read_events, read_json, read_scores
 from tinygpt.runs.knobs import knob_answer, knobs_now
-from tinygpt.runs.loop import QueueControl, run_training
+from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore
 
 T = 16

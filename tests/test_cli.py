@@ -9,7 +9,8 @@ import pytest
 from helpers import cli_env
 
 from tinygpt.cli import build_parser, config_from_args, main
-from tinygpt.config import TrainConfig, TransformerConfig, preset
+from tinygpt.config import TrainConfig, TransformerConfig
+from tinygpt.presets import preset
 
 
 def parse(*argv):
@@ -147,8 +148,8 @@ def test_train_then_sample_end_to_end(tmp_path, tiny_text):
 
 
 def test_the_app_never_writes_into_a_cli_run(tmp_path, tiny_text):
-    from tinygpt.config import preset as make_preset
     from tinygpt.errors import TinyGPTError
+    from tinygpt.presets import preset as make_preset
     from tinygpt.runs.scheduler import RunManager
     from tinygpt.runs.store import RunStore
 

@@ -4,16 +4,9 @@ import math
 
 import pytest
 
-from tinygpt.config import (
-    PRESETS,
-    ConfigError,
-    DataConfig,
-    RunConfig,
-    TrainConfig,
-    TransformerConfig,
-    preset,
-)
+from tinygpt.config import ConfigError, DataConfig, RunConfig, TrainConfig, TransformerConfig
 from tinygpt.errors import TinyGPTError
+from tinygpt.presets import PRESETS, preset
 
 
 def test_heads_must_divide_width_and_the_message_suggests_fixes():

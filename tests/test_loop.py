@@ -19,9 +19,12 @@ from tinygpt.checkpoint import load_checkpoint
 from tinygpt.config import ConfigError
 from tinygpt.device import available_devices, resolve_device
 from tinygpt.runs import loop
+from tinygpt.runs.control import QueueControl
 from tinygpt.runs.files import checkpoint_stem, list_checkpoints
 from tinygpt.runs.knobs import knob_answer, knob_changes, knobs_now
-from tinygpt.runs.loop import LATEST, QueueControl, checkpoints_to_drop, run_training
+from tinygpt.runs.loop import run_training
+from tinygpt.runs.resume import LATEST
+from tinygpt.runs.retention import checkpoints_to_drop
 from tinygpt.runs.store import RunStore
 
 tiny = tiny_config

@@ -180,8 +180,8 @@ def test_muon_run_resumes_from_a_checkpoint_exactly(tmp_path):
     resumed continues the same losses bit for bit."""
     from helpers import losses_across_a_checkpoint
 
-    from tinygpt.config import preset
     from tinygpt.data import Corpus
+    from tinygpt.presets import preset
 
     corpus = Corpus.from_text("the quick brown fox jumps over the lazy dog. " * 40, block_size=16)
     config = preset("demo", optimizer="muon", max_steps=8, max_seq_len=16, hidden_dim=32, batch_size=4)

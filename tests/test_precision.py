@@ -6,10 +6,11 @@ autocast) are checked on the CPU."""
 import pytest
 import torch
 
-from tinygpt.config import ConfigError, TrainConfig, preset
+from tinygpt.config import ConfigError, TrainConfig
 from tinygpt.data import Corpus
 from tinygpt.device import autocast_dtype
 from tinygpt.model import TinyGPT
+from tinygpt.presets import preset
 from tinygpt.trainer import Trainer
 
 

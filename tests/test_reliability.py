@@ -28,18 +28,22 @@ from helpers import REPO, cli_env, mounted_tmpfs, tiny_config
 
 from tinygpt import data as data_module
 from tinygpt.cli import build_parser, main
-from tinygpt.config import ATTN_SCALES, DEVICES, MASKS, OPTIMIZERS, PRESETS, SOFTMAXES
+from tinygpt.config import ATTN_SCALES, DEVICES, MASKS, OPTIMIZERS, SOFTMAXES
 from tinygpt.errors import ResourceError, RunStoreError, TinyGPTError
+from tinygpt.presets import PRESETS
 from tinygpt.runs import files as run_files
 from tinygpt.runs import preflight as preflight_module
 from tinygpt.runs import status as run_status
 from tinygpt.runs import store as run_store
 from tinygpt.runs import writer as run_writer
+from tinygpt.runs.control import QueueControl
 from tinygpt.runs.corpus import read_corpus
+from tinygpt.runs.divergence import DIVERGE_PATIENCE
 from tinygpt.runs.files import CORPUS_FILE, checkpoint_stem, list_checkpoints, read_events, snapshot_path
 from tinygpt.runs.lock import RunLockedError, acquire_writer_lock, writer_lock_holder
-from tinygpt.runs.loop import DIVERGE_PATIENCE, LATEST, QueueControl, run_training
+from tinygpt.runs.loop import run_training
 from tinygpt.runs.reader import RunReader
+from tinygpt.runs.resume import LATEST
 from tinygpt.runs.scheduler import RunManager
 from tinygpt.runs.status import read_status, update_status
 from tinygpt.runs.store import RunStore
@@ -638,7 +642,7 @@ def test_12_what_cannot_work_is_refused_before_a_run_exists(tmp_path, capsys, fl
 
 
 def test_12_the_memory_estimate_names_the_number_and_what_to_lower():
-    from tinygpt.config import preset
+    from tinygpt.presets import preset
 
     config = preset("demo", max_seq_len=100_000)
     with pytest.raises(ResourceError) as caught:

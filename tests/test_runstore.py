@@ -384,7 +384,7 @@ def test_checkpoints_around_a_knob_change_and_a_divergence_survive_a_long_run():
     """Issue 23 finding 5: "resume from checkpoint N, from before it blew up" named a checkpoint the thinning
     could delete later; now the checkpoints just before and after each applied knob change, non-finite step or
     divergence are kept (a refused knob changes nothing and pins nothing)."""
-    from tinygpt.runs.loop import checkpoints_to_drop
+    from tinygpt.runs.retention import checkpoints_to_drop
 
     events = [
         {"step": 4350, "kind": "knob", "ok": True, "knob": "learning_rate"},

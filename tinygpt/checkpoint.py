@@ -19,6 +19,7 @@ Where a run keeps its checkpoints, and which of them are complete, is the run fo
 
 from __future__ import annotations
 
+import base64
 import errno
 import json
 import os
@@ -187,3 +188,12 @@ def load_model_state(model: TinyGPT, state: dict[str, torch.Tensor]) -> None:
                 f"{tuple(expected[name].shape)}: it was saved with a different configuration."
             )
     model.load_state_dict({**state, "lm_head.weight": state["tok_emb.weight"]})
+
+
+def rng_to_text(state: torch.Tensor) -> str:
+    """A generator's state (a uint8 tensor, e.g. torch.get_rng_state()) as text for a checkpoint's JSON."""
+    return base64.b64encode(state.numpy().tobytes()).decode("ascii")
+
+
+def rng_from_text(text: str) -> torch.Tensor:
+    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)

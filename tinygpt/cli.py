@@ -39,20 +39,16 @@ from typing import Any
 
 from . import config as config_module
 from .config import (
-    MIN_LR_DIVISOR,
-    PRESETS,
     RUN_FIELDS,
-    SHORT_RUN_CHECKPOINTS,
-    SHORT_RUN_EVALS,
     ConfigError,
     DataConfig,
     RunConfig,
     TrainConfig,
     TransformerConfig,
-    preset,
     trains_until_stopped,
 )
 from .errors import TinyGPTError
+from .presets import MIN_LR_DIVISOR, PRESETS, SHORT_RUN_CHECKPOINTS, SHORT_RUN_EVALS, preset
 
 SECTIONS = {"model": TransformerConfig, "train": TrainConfig, "data": DataConfig}
 NOT_FLAGS = ("vocab_size", "text_sha256")  # set from the corpus, and a run folder's reference to its corpus.txt

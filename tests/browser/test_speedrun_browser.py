@@ -17,7 +17,7 @@ import torch
 from playwright.sync_api import expect
 from test_app_browser import no_exception, snap
 
-from tinygpt.config import preset
+from tinygpt.presets import preset
 from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import runinfo

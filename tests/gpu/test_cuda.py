@@ -11,10 +11,10 @@ import torch
 from helpers import losses_across_a_checkpoint
 
 from tinygpt.attention import attention, build_mask, fused_attention
-from tinygpt.config import preset
 from tinygpt.data import Corpus
 from tinygpt.errors import ResourceError
 from tinygpt.model import TinyGPT
+from tinygpt.presets import preset
 from tinygpt.trainer import Trainer
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import torch
 
-from ..config import preset
 from ..data import load_corpus
 from ..inside import heads, lens
 from ..inside.maps import attention_maps
 from ..lab import induction as induction_lab
 from ..model import TinyGPT
+from ..presets import preset
 from ..trainer import Trainer
 
 

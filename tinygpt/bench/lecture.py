@@ -33,9 +33,9 @@ from typing import Any
 
 import torch
 
-from ..config import preset
 from ..data import load_corpus
 from ..model import TinyGPT
+from ..presets import preset
 from ..trainer import Trainer
 
 SEEDS = (1337, 7, 1)

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import torch
 
-from ..config import DataConfig, preset
+from ..config import DataConfig
+from ..presets import preset
 from ..runs.scheduler import RunManager
 from ..runs.store import RunStore
 from ..trainer import evaluate_model

@@ -32,9 +32,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config import TrainConfig, TransformerConfig, preset
+from ..config import TrainConfig, TransformerConfig
 from ..data import Corpus, load_shakespeare
 from ..model import TinyGPT
+from ..presets import preset
 from ..trainer import Trainer, lr_at
 
 # ---------------------------------------------------------------- a nanoGPT-style yardstick

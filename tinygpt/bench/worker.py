@@ -24,11 +24,12 @@ from pathlib import Path
 
 import torch
 
-from ..config import RunConfig, preset
+from ..config import RunConfig
 from ..data import load_corpus
 from ..device import resolve_device
 from ..errors import TinyGPTError
 from ..model import TinyGPT
+from ..presets import preset
 from ..runs.scheduler import RunManager
 from ..runs.store import RunStore
 from ..trainer import Trainer

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import RunConfig, preset
+from ..config import RunConfig
+from ..presets import preset
 from .verdict import ENDED, RunResult, Verdict
 
 

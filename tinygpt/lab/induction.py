@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..attention import mask_rows
-from ..config import RunConfig, preset
+from ..config import RunConfig
 from ..inside.heads import (
     MIN_GAP_RISE,
     MIN_SCORE_JUMP,
@@ -28,6 +28,7 @@ from ..inside.heads import (
     uniform_baseline,
 )
 from ..model import TinyGPT
+from ..presets import preset
 from .verdict import NOT_ENOUGH_DATA, Verdict
 
 # ... but 2 rows are too few to judge on: seed 12 of the copyvar experiment ended at 0.374 on them, under the 0.4

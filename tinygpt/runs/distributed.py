@@ -62,7 +62,8 @@ def run_training_maybe_distributed(
 
     Returns a process exit status: 0 for finished/stopped/paused, 1 for failed/diverged.
     """
-    from .loop import LATEST, run_training
+    from .loop import run_training
+    from .resume import LATEST
 
     rank, world_size, local_rank = world()
     distributed = world_size > 1

@@ -41,37 +41,36 @@ Left out: gradient accumulation, multi-rank coordination (the torchrun issue), a
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import math
 import os
-import queue
-import sys
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
-from ..checkpoint import Checkpoint, load_checkpoint, load_model_state, save_checkpoint
+from ..checkpoint import Checkpoint, load_model_state, rng_from_text, rng_to_text, save_checkpoint
 from ..config import DataConfig, RunConfig
 from ..data import load_corpus
 from ..device import resolve_device
-from ..errors import CheckpointError, NonFiniteError, ResourceError, RunStoreError, TinyGPTError
+from ..errors import CheckpointError, NonFiniteError, ResourceError, TinyGPTError
 from ..inside.heads import induction_probe, snapshot_scores
 from ..inside.maps import attention_maps
 from ..model import TinyGPT
 from ..trainer import Trainer
+from .control import COMMANDS, Control, NoControl
 from .corpus import read_corpus, store_corpus
+from .divergence import DIVERGE_PATIENCE, blowup_reason, loss_limit, nonfinite_reason
 from .files import checkpoint_stem, delete_checkpoint, list_checkpoints, os_error_message, read_evals, read_events
 from .lock import acquire_writer_lock
+from .models import pick_checkpoint
 from .preflight import check_memory, check_threads
-from .resume import LATEST
-from .retention import event_checkpoints, retained_steps
+from .retention import checkpoints_to_drop
 from .status import last_metric_step, rewind
-from .writer import RunWriter
+from .writer import RunWriter, write_failure
 
 STATUS_INTERVAL = 0.25  # s between status.json rewrites: the page polls at ~2 Hz, so 4 Hz is always fresh
 PAUSED_POLL = 0.5  # s a paused loop blocks waiting for a command before looking again
@@ -80,76 +79,7 @@ SAMPLE_CHARS = 200  # characters per published sample: two or three lines of Sha
 SAMPLE_TEMPERATURE = 0.8  # a little sharper than the model's distribution: fewer typos, still varied
 SAMPLE_SEED = 1234  # the same seed at every step, so samples differ only because the model changed
 SAMPLE_PROMPT_CHARS = 16  # the sample continues the first characters of the probe text
-KEEP_RECENT_CHECKPOINTS = 3  # always kept: the newest ones are what resume and the Sample page want most
-MAX_CHECKPOINTS = 12  # the early phase dense, the rest spread evenly to now (runs.retention.retained_steps)
 CLIP_QUIET = 10  # unclipped steps in a row that end a stretch of clipping (one event each way, not per step)
-# Divergence without NaN: a loss this many times ln(V) (what guessing uniformly scores, and an untrained model's
-# loss) for DIVERGE_PATIENCE steps in a row. Measured on the demo preset (ln 65 = 4.17, limit 6.26): lr 10 with no
-# warmup or clipping stays above it for 254 steps (loss ~500); lr 1 spikes above it for 35 steps and recovers; lr
-# 0.1, lr 1e-2 without warmup, lr 1e-5 (slow) and the demo itself never exceed it for more than 2 steps.
-DIVERGE_LOSS_FACTOR = 1.5
-DIVERGE_PATIENCE = 50
-COMMANDS = ("pause", "resume", "step", "stop", "knob", "release")
-
-
-class Control(Protocol):
-    """Where commands come from: `poll(0)` must not block; `poll(t)` waits up to t seconds for the first one.
-    A control with `interactive = False` (the CLI's) never sends resume or step, so a diverged run ends."""
-
-    def poll(self, timeout: float) -> list[dict]: ...
-
-
-class QueueControl:
-    """Commands from another thread of this process (tests, notebooks): `send({"cmd": "pause"})`."""
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[dict] = queue.Queue()
-
-    def send(self, command: dict) -> None:
-        self._queue.put(command)
-
-    def poll(self, timeout: float) -> list[dict]:
-        try:
-            first = self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get_nowait()
-        except queue.Empty:
-            return []
-        commands = [first]
-        while True:
-            try:
-                commands.append(self._queue.get_nowait())
-            except queue.Empty:
-                return commands
-
-
-class _NoControl:
-    interactive = False  # no command but stop can ever come: a diverged run ends instead of waiting paused
-
-    def poll(self, timeout: float) -> list[dict]:
-        return []
-
-
-def checkpoints_to_drop(
-    steps: list[int],
-    keep_recent: int = KEEP_RECENT_CHECKPOINTS,
-    limit: int = MAX_CHECKPOINTS,
-    horizon: int | None = None,
-    events: Iterable[dict] = (),
-) -> list[int]:
-    """Which checkpoint steps to delete so at most `limit` remain (plus those around events), by the same rule as
-    attention snapshots (runs.retention.retained_steps): every checkpoint of the early phase, the newest `keep_recent`,
-    the rest log-spaced, so Sample and the detail view can go back to any phase of training; and the ones just
-    before and after each knob change or divergence in `events` (runs.retention.event_checkpoints), so each can be
-    opened later ("resume from checkpoint N, from before it blew up" stays true)."""
-    keep = set(retained_steps(steps, limit, keep_recent, horizon, pinned=event_checkpoints(steps, events)))
-    return [s for s in sorted(steps) if s not in keep]
-
-
-def _rng_to_text(state: torch.Tensor) -> str:
-    return base64.b64encode(state.numpy().tobytes()).decode("ascii")
-
-
-def _rng_from_text(text: str) -> torch.Tensor:
-    return torch.frombuffer(bytearray(base64.b64decode(text)), dtype=torch.uint8)
 
 
 class _Loop:
@@ -199,7 +129,7 @@ class _Loop:
         config.model.vocab_size = len(vocab)
         check_memory(config, str(device))  # before the model exists: a 160 GB attention is refused, not tried
         if len(vocab) > 1:
-            self.loss_limit = DIVERGE_LOSS_FACTOR * math.log(len(vocab))
+            self.loss_limit = loss_limit(len(vocab))
         torch.manual_seed(config.train.seed)  # weight init and dropout draw from torch's global generator
         model = TinyGPT(config.model)
         self.trainer = trainer = Trainer(model, config.train, corpus, device)
@@ -211,7 +141,7 @@ class _Loop:
             load_model_state(model, ckpt.model_state)
             trainer.load_state(ckpt.trainer_state)
             if "torch_rng" in ckpt.extra:
-                torch.set_rng_state(_rng_from_text(ckpt.extra["torch_rng"]))
+                torch.set_rng_state(rng_from_text(ckpt.extra["torch_rng"]))
             self.checkpointed_step = ckpt.step
             self.best_val = self.best_val_until(ckpt.step)
         else:
@@ -384,15 +314,8 @@ class _Loop:
             self.clip_start = None
 
     def diverge(self, record: dict) -> None:
-        info = record.get("nonfinite") or {}
-        step, loss = record["step"], record["loss"]
-        where = "forward pass" if info.get("where") == "forward" else "backward pass"
-        reason = (
-            f"diverged at step {step}: loss {loss}, grad norm {record['grad_norm']}; first non-finite tensor "
-            f"{info.get('tensor', 'unknown')} ({where}). The update was not applied: lower the learning rate or the "
-            "attention scale, then resume."
-        )
-        self.writer.append_event({"step": step, "kind": "nonfinite", "message": reason, **info})
+        reason, info = nonfinite_reason(record)
+        self.writer.append_event({"step": record["step"], "kind": "nonfinite", "message": reason, **info})
         self.stop_diverged(reason)
 
     def stop_diverged(self, reason: str) -> None:
@@ -402,33 +325,19 @@ class _Loop:
         self.status("diverged", reason, force=True)
 
     def watch_loss(self, record: dict) -> bool:
-        """Divergence with finite numbers: the loss far above ln(V) (DIVERGE_LOSS_FACTOR) for DIVERGE_PATIENCE
-        steps in a row. Then record the evidence as a "diverged" event, mark the run diverged and return True."""
-        loss = record["loss"]
-        if not loss > self.loss_limit:
+        """Divergence with finite numbers (tinygpt.runs.divergence): once the loss has stayed far above ln(V) for
+        DIVERGE_PATIENCE steps in a row, record the evidence as a "diverged" event, mark the run diverged and
+        return True."""
+        if not record["loss"] > self.loss_limit:
             self.blowup = []
             return False
-        self.blowup.append(loss)
+        self.blowup.append(record["loss"])
         if len(self.blowup) < DIVERGE_PATIENCE:
             return False
-        step, steps = record["step"], len(self.blowup)
-        first = step - steps + 1
-        mean = sum(self.blowup) / steps
-        vocab = len(self.vocab)
-        before = [s for s in list_checkpoints(self.run_dir) if s < first]
-        ratios = sorted((record.get("update_ratios") or {}).values())
-        ratio = f"; update ratio ||dW||/||W|| now {ratios[len(ratios) // 2]:.2g} (healthy: ~1e-3)" if ratios else ""
-        back = f"resume from checkpoint {before[-1]}, from before it blew up" if before else "start a new run"
-        reason = (
-            f"diverged at step {step}: the loss stayed above {self.loss_limit:.2f} (1.5 x ln {vocab}; guessing "
-            f"uniformly scores {math.log(vocab):.2f}) for {steps} steps in a row, steps {first}-{step}, mean "
-            f"{mean:.3g}{ratio}. The weights no longer model the text: lower learning_rate (or raise "
-            f"warmup_steps, or set max_grad_norm), then {back}."
-        )
-        self.event(
-            "diverged", reason, rule="loss_above_uniform", limit=self.loss_limit, mean_loss=mean,
-            first_step=first, steps=steps, checkpoint=before[-1] if before else None,
-        )  # fmt: skip
+        ratios = (record.get("update_ratios") or {}).values()
+        checkpoints = list_checkpoints(self.run_dir)
+        reason, fields = blowup_reason(self.blowup, record["step"], len(self.vocab), checkpoints, ratios)
+        self.event("diverged", reason, **fields)
         self.stop_diverged(reason)
         return True
 
@@ -477,7 +386,7 @@ class _Loop:
         step = self.trainer.step_count
         if step == self.checkpointed_step:
             return
-        extra = {"torch_rng": _rng_to_text(torch.get_rng_state())}  # dropout's generator
+        extra = {"torch_rng": rng_to_text(torch.get_rng_state())}  # dropout's generator
         stem = checkpoint_stem(self.run_dir, step)
         save_checkpoint(stem, self.model, self.config, self.vocab, step, self.trainer.state(), extra)
         self.checkpointed_step = step
@@ -545,7 +454,7 @@ def run_training(
         ckpt, damaged = pick_checkpoint(run_dir, resume_from)
         if ckpt is not None:
             rewind(run_dir, ckpt.step)  # before the RunWriter reads the attention index
-        loop = _Loop(run_dir, config, control or _NoControl(), on_record, device)
+        loop = _Loop(run_dir, config, control or NoControl(), on_record, device)
         loop.prepare = prepare
         loop.setup(ckpt, damaged)
         return loop.run()
@@ -564,53 +473,11 @@ def run_training(
             message = os_error_message(exc, run_dir.parent)
         else:
             message = str(exc) if isinstance(exc, TinyGPTError) else f"{type(exc).__name__}: {exc}"
-        _write_failure(run_dir, loop, f"failed: {message}", traceback.format_exc())
+        trained = loop is not None and loop.trainer is not None  # else status.json keeps its step
+        step = loop.trainer.step_count if trained else None
+        write_failure(run_dir, loop.writer if loop else None, step, f"failed: {message}", traceback.format_exc())
         return "failed"
     finally:
         if loop is not None:
             loop.writer.close()
         lock.release()
-
-
-def pick_checkpoint(run_dir: Path, resume_from: int | None) -> tuple[Checkpoint | None, list[tuple[int, str]]]:
-    """The checkpoint a run continues from, and the newer ones skipped as damaged [(step, why)].
-
-    LATEST takes the newest checkpoint that loads: a truncated or replaced newest one (a kill mid-copy, a full
-    disk) leaves the run resumable from the one before. An explicit step must load, or CheckpointError says
-    which steps there are."""
-    if resume_from is None:
-        return None, []
-    name = run_dir.name
-    steps = list_checkpoints(run_dir)
-    if not steps:
-        raise CheckpointError(f"run {name} has no checkpoint to resume from: start a new run.")
-    if resume_from != LATEST:
-        if resume_from not in steps:
-            raise CheckpointError(f"run {name} has no checkpoint at step {resume_from}; it has {steps}.")
-        return load_checkpoint(checkpoint_stem(run_dir, resume_from)), []
-    damaged: list[tuple[int, str]] = []
-    for step in reversed(steps):
-        try:
-            return load_checkpoint(checkpoint_stem(run_dir, step)), damaged
-        except CheckpointError as exc:
-            damaged.append((step, str(exc)))
-    raise CheckpointError(f"none of run {name}'s checkpoints {steps} can be loaded ({damaged[0][1]}): start a new run.")
-
-
-def _write_failure(run_dir: Path, loop: _Loop | None, reason: str, trace: str) -> None:
-    """Say why the run failed, as far as the disk lets us. The step stays what status.json said if no trainer
-    exists yet (a resume that could not start must not reset a long run to step 0)."""
-    writer = loop.writer if loop is not None else RunWriter(run_dir)
-    trained = loop is not None and loop.trainer is not None
-    step = loop.trainer.step_count if trained else None
-    try:
-        writer.append_event({"step": step or 0, "kind": "error", "message": reason, "traceback": trace})
-    except OSError:
-        pass  # a full disk: status.json below can still be rewritten in place
-    fields = {"step": step} if trained else {}
-    try:
-        writer.write_status(state="failed", reason=reason, **fields)
-    except RunStoreError:
-        print(f"tinygpt: run {run_dir.name} {reason} (and status.json could not be written)", file=sys.stderr)
-    if loop is None:
-        writer.close()

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import load_checkpoint
+from ..checkpoint import Checkpoint, load_checkpoint
 from ..config import DataConfig, RunConfig
 from ..errors import CheckpointError
 from ..model import TinyGPT
 from ..tokenizer import CharTokenizer
 from .corpus import read_corpus
 from .files import checkpoint_stem, list_checkpoints
+from .resume import LATEST
 
 
 @dataclass
@@ -61,3 +62,28 @@ def run_data(run_dir: str | Path, config: RunConfig) -> DataConfig:
     if data.source == "text" and not data.text:
         data = dataclasses.replace(data, text=read_corpus(run_dir, data.text_sha256 or None))
     return data
+
+
+def pick_checkpoint(run_dir: Path, resume_from: int | None) -> tuple[Checkpoint | None, list[tuple[int, str]]]:
+    """The checkpoint a run continues from, and the newer ones skipped as damaged [(step, why)].
+
+    LATEST takes the newest checkpoint that loads: a truncated or replaced newest one (a kill mid-copy, a full
+    disk) leaves the run resumable from the one before. An explicit step must load, or CheckpointError says
+    which steps there are."""
+    if resume_from is None:
+        return None, []
+    name = run_dir.name
+    steps = list_checkpoints(run_dir)
+    if not steps:
+        raise CheckpointError(f"run {name} has no checkpoint to resume from: start a new run.")
+    if resume_from != LATEST:
+        if resume_from not in steps:
+            raise CheckpointError(f"run {name} has no checkpoint at step {resume_from}; it has {steps}.")
+        return load_checkpoint(checkpoint_stem(run_dir, resume_from)), []
+    damaged: list[tuple[int, str]] = []
+    for step in reversed(steps):
+        try:
+            return load_checkpoint(checkpoint_stem(run_dir, step)), damaged
+        except CheckpointError as exc:
+            damaged.append((step, str(exc)))
+    raise CheckpointError(f"none of run {name}'s checkpoints {steps} can be loaded ({damaged[0][1]}): start a new run.")

@@ -102,3 +102,23 @@ def _evenly(steps: list[int], count: int) -> list[int]:
         if len(kept) <= count:
             return kept or steps[:1]
         stride *= 2
+
+
+KEEP_RECENT_CHECKPOINTS = 3  # always kept: the newest ones are what resume and the Sample page want most
+MAX_CHECKPOINTS = 12  # the early phase dense, the rest spread evenly to now (runs.retention.retained_steps)
+
+
+def checkpoints_to_drop(
+    steps: list[int],
+    keep_recent: int = KEEP_RECENT_CHECKPOINTS,
+    limit: int = MAX_CHECKPOINTS,
+    horizon: int | None = None,
+    events: Iterable[dict] = (),
+) -> list[int]:
+    """Which checkpoint steps to delete so at most `limit` remain (plus those around events), by the same rule as
+    attention snapshots (runs.retention.retained_steps): every checkpoint of the early phase, the newest `keep_recent`,
+    the rest log-spaced, so Sample and the detail view can go back to any phase of training; and the ones just
+    before and after each knob change or divergence in `events` (runs.retention.event_checkpoints), so each can be
+    opened later ("resume from checkpoint N, from before it blew up" stays true)."""
+    keep = set(retained_steps(steps, limit, keep_recent, horizon, pinned=event_checkpoints(steps, events)))
+    return [s for s in sorted(steps) if s not in keep]

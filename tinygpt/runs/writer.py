@@ -5,6 +5,7 @@ per step, attention snapshots thinned to a budget), holding the run's writer loc
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -145,3 +146,21 @@ class RunWriter:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def write_failure(run_dir: Path, writer: RunWriter | None, step: int | None, reason: str, trace: str) -> None:
+    """Say why a run failed, as far as the disk lets us: an error event and status.json. `step` None leaves
+    status.json's step as it was (a resume that could not start must not reset a long run to step 0)."""
+    own = writer is None
+    writer = writer if writer is not None else RunWriter(run_dir)
+    try:
+        writer.append_event({"step": step or 0, "kind": "error", "message": reason, "traceback": trace})
+    except OSError:
+        pass  # a full disk: status.json below can still be rewritten in place
+    fields = {"step": step} if step is not None else {}
+    try:
+        writer.write_status(state="failed", reason=reason, **fields)
+    except RunStoreError:
+        print(f"tinygpt: run {Path(run_dir).name} {reason} (and status.json could not be written)", file=sys.stderr)
+    if own:
+        writer.close()

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tinygpt.config import PRESETS
 from tinygpt.errors import RunStoreError
+from tinygpt.presets import PRESETS
 from tinygpt.runs.files import read_json, write_json_atomic
 from tinygpt.ui.lesson_checks import (  # noqa: F401 - the checks, re-exported: lesson.Check, lesson.PITFALLS, ...
     GROUP_STEPS,

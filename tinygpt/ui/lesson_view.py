@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from tinygpt.config import DataConfig, preset
+from tinygpt.config import DataConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.verdict import ENDED
+from tinygpt.presets import preset
 from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
 from tinygpt.runs.owners import Actor, may_control
 from tinygpt.ui import admission, circuits_view, lab, lesson, resources, runinfo, safe, settings, state

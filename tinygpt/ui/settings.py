@@ -6,7 +6,7 @@ the preset values, the values shown when a tab reattaches to a run, the RunConfi
 started" list, the widget keys a workshop link sets or hides, and the page's widgets themselves
 (tinygpt/ui/form.py draws them). Adding a setting means adding one row here.
 
-The config itself is built by `tinygpt.config.preset`, the same function the CLI calls, so identical settings
+The config itself is built by `tinygpt.presets.preset`, the same function the CLI calls, so identical settings
 give identical configs (min_lr following the learning rate, short runs' intervals, cross-field checks).
 
 Pure: no Streamlit calls (the widget keys are plain strings from tinygpt/ui/state.py).
@@ -19,18 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tinygpt.config import (
-    ATTN_SCALES,
-    LIVE_KNOBS,
-    MASKS,
-    OPTIMIZERS,
-    PRESET_NOTES,
-    ConfigError,
-    DataConfig,
-    RunConfig,
-    preset,
-)
+from tinygpt.config import ATTN_SCALES, LIVE_KNOBS, MASKS, OPTIMIZERS, ConfigError, DataConfig, RunConfig
 from tinygpt.data import SYNTHETIC_TASKS, load_shakespeare, min_corpus_chars, text_from_user
+from tinygpt.presets import PRESET_NOTES, preset
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import state
 
@@ -173,7 +164,7 @@ def preset_name(label: str) -> str:
 
 
 def preset_note(label: str | None) -> str:
-    """What the preset is for and why it has its values (tinygpt.config.PRESET_NOTES); "" for no preset."""
+    """What the preset is for and why it has its values (tinygpt.presets.PRESET_NOTES); "" for no preset."""
     return PRESET_NOTES.get(PRESET_LABELS.get(label or ""), "")
 
 

@@ -22,8 +22,9 @@ from typing import Any
 
 import streamlit as st
 
-from tinygpt.config import PRESETS, ConfigError, DataConfig, TrainConfig, TransformerConfig, preset
+from tinygpt.config import ConfigError, DataConfig, TrainConfig, TransformerConfig
 from tinygpt.lab.registry import EXPERIMENTS
+from tinygpt.presets import PRESETS, preset
 from tinygpt.ui import lesson, settings, state
 
 SETTING_TYPES: dict[str, type] = {

@@ -1,0 +1,59 @@
+"""When a run has diverged, and what it says then.
+
+A non-finite loss or gradient is caught by the Trainer (the update is skipped) and named here by its first
+non-finite tensor (`nonfinite_reason`). A loss that stays finite but far above what guessing scores is divergence
+too (`loss_limit`, `blowup_reason`): the weights no longer model the text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+# Divergence without NaN: a loss this many times ln(V) (what guessing uniformly scores, and an untrained model's
+# loss) for DIVERGE_PATIENCE steps in a row. Measured on the demo preset (ln 65 = 4.17, limit 6.26): lr 10 with no
+# warmup or clipping stays above it for 254 steps (loss ~500); lr 1 spikes above it for 35 steps and recovers; lr
+# 0.1, lr 1e-2 without warmup, lr 1e-5 (slow) and the demo itself never exceed it for more than 2 steps.
+DIVERGE_LOSS_FACTOR = 1.5
+DIVERGE_PATIENCE = 50
+
+
+def loss_limit(vocab_size: int) -> float:
+    """The loss above which a step counts toward divergence: DIVERGE_LOSS_FACTOR x ln(V)."""
+    return DIVERGE_LOSS_FACTOR * math.log(vocab_size)
+
+
+def nonfinite_reason(record: dict) -> tuple[str, dict]:
+    """The reason and the event fields for a step whose loss or gradient went non-finite (`record["nonfinite"]`
+    names the first tensor that did, and in which pass)."""
+    info = record.get("nonfinite") or {}
+    where = "forward pass" if info.get("where") == "forward" else "backward pass"
+    reason = (
+        f"diverged at step {record['step']}: loss {record['loss']}, grad norm {record['grad_norm']}; first non-finite "
+        f"tensor {info.get('tensor', 'unknown')} ({where}). The update was not applied: lower the learning rate or "
+        "the attention scale, then resume."
+    )
+    return reason, info
+
+
+def blowup_reason(
+    losses: list[float], step: int, vocab_size: int, checkpoints: list[int], update_ratios: Iterable[float] = ()
+) -> tuple[str, dict]:
+    """The reason and the event fields for `losses`, the last steps up to `step` that all stayed above
+    loss_limit(vocab_size): their mean, the update ratio now, and the checkpoint from before it blew up."""
+    steps, limit = len(losses), loss_limit(vocab_size)
+    first = step - steps + 1
+    mean = sum(losses) / steps
+    before = [s for s in checkpoints if s < first]
+    ratios = sorted(update_ratios)
+    ratio = f"; update ratio ||dW||/||W|| now {ratios[len(ratios) // 2]:.2g} (healthy: ~1e-3)" if ratios else ""
+    back = f"resume from checkpoint {before[-1]}, from before it blew up" if before else "start a new run"
+    reason = (
+        f"diverged at step {step}: the loss stayed above {limit:.2f} ({DIVERGE_LOSS_FACTOR:g} x ln {vocab_size}; "
+        f"guessing uniformly scores {math.log(vocab_size):.2f}) for {steps} steps in a row, steps {first}-{step}, "
+        f"mean {mean:.3g}{ratio}. The weights no longer model the text: lower learning_rate (or raise warmup_steps, "
+        f"or set max_grad_norm), then {back}."
+    )
+    fields = dict(rule="loss_above_uniform", limit=limit, mean_loss=mean, first_step=first, steps=steps,
+                  checkpoint=before[-1] if before else None)  # fmt: skip
+    return reason, fields
