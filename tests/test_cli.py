@@ -8,7 +8,8 @@ import sys
 import pytest
 from helpers import cli_env
 
-from tinygpt.cli import build_parser, config_from_args, main
+from tinygpt.cli.commands import main
+from tinygpt.cli.flags import build_parser, config_from_args
 from tinygpt.config import TrainConfig, TransformerConfig
 from tinygpt.presets import preset
 
@@ -246,12 +247,13 @@ class _Log:
 def test_progress_eta_comes_from_recent_steps_not_the_first(monkeypatch):
     """Issue 24 finding 4: the CLI's first ETA read "1040s": the first step carries the start-up (model build,
     first kernels), and the ETA divided all elapsed time by one step."""
-    from tinygpt import cli
 
     clock = {"t": 1000.0}
-    monkeypatch.setattr(cli.time, "time", lambda: clock["t"])
+    from tinygpt.cli import commands
+
+    monkeypatch.setattr(commands.time, "time", lambda: clock["t"])
     log = _Log()
-    progress = cli.Progress(1000, stream=log)
+    progress = commands.Progress(1000, stream=log)
     clock["t"] += 10.0  # start-up
     progress({"step": 1, "loss": 4.2, "tokens_per_s": 100.0})
     first = log.text.splitlines()[-1]

@@ -18,7 +18,8 @@ import time
 import pytest
 from helpers import tiny_config
 
-from tinygpt.cli import build_parser, main
+from tinygpt.cli.commands import main
+from tinygpt.cli.flags import build_parser
 from tinygpt.runs import loop
 from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore

@@ -2,7 +2,7 @@
 lost. One test (or a few) per case of RELIABILITY.md's table, named by its number (the long kill and churn runs
 are tests/reliability_probe.py).
 
-CLI cases run `tinygpt.cli.main` in this process (fast, and a traceback would fail the test as an exception);
+CLI cases run `tinygpt.cli.commands.main` in this process (fast, and a traceback would fail the test as an exception);
 worker cases use real worker processes from a RunManager.
 """
 
@@ -27,7 +27,8 @@ import torch
 from helpers import REPO, cli_env, mounted_tmpfs, tiny_config
 
 from tinygpt import data as data_module
-from tinygpt.cli import build_parser, main
+from tinygpt.cli.commands import main
+from tinygpt.cli.flags import build_parser
 from tinygpt.config import ATTN_SCALES, DEVICES, MASKS, OPTIMIZERS, SOFTMAXES
 from tinygpt.errors import ResourceError, RunStoreError, TinyGPTError
 from tinygpt.presets import PRESETS

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tinygpt import cli
+from tinygpt.cli import flags as cli_flags
 from tinygpt.config import ConfigError, DataConfig
 from tinygpt.ui import settings
 
@@ -14,7 +14,7 @@ def cli_config(preset: str, values: dict, source: str):
     flags = ["train", "--preset", preset, "--source", source]
     for name, value in values.items():
         flags += ["--" + name.replace("_", "-"), str(value)]
-    return cli.config_from_args(cli.build_parser().parse_args(flags))
+    return cli_flags.config_from_args(cli_flags.build_parser().parse_args(flags))
 
 
 SAMPLES = [

@@ -1,7 +1,7 @@
-"""`python -m tinygpt ...`: see tinygpt/cli.py."""
+"""`python -m tinygpt ...`: see tinygpt/cli/."""
 
 import sys
 
-from .cli import main
+from .cli.commands import main
 
 sys.exit(main())
