@@ -1,5 +1,16 @@
-"""The shape of the house, checked: no import cycles inside tinygpt, no private name imported across modules,
-pages and ui modules of a bounded size."""
+"""The shape of the house, checked: no import cycles inside tinygpt, no private name imported across modules, no
+file of the package over 500 lines, pages under 200, and its parts layered (the lesson at the bottom, then the
+instruments, the run machinery, the lab, and the CLI, the benchmarks and the app on top), so `tinygpt/` reads top to
+bottom as the lesson with each other concern in a folder of its own.
+
+    tinygpt/*.py      the lesson: config, tokenizer, data, shapes, attention, model, optim, trainer, sampling, ...
+    tinygpt/inside/   instruments that look inside a model (attention maps, the lens, head roles)
+    tinygpt/runs/     the run folder, the training loop, the worker processes and their scheduler
+    tinygpt/lab/      the pitfalls (one module each), their verdicts, health checks, the induction experiment
+    tinygpt/cli/      python -m tinygpt
+    tinygpt/bench/    benchmark scripts
+    tinygpt/ui/       the app's side (state, charts, views)
+"""
 
 from __future__ import annotations
 
@@ -79,3 +90,40 @@ def test_pages_are_thin_and_ui_modules_stay_small():
     ui = {p.name: len(p.read_text().splitlines()) for p in (PACKAGE / "ui").rglob("*.py")}
     assert max(pages.values()) <= 200, pages
     assert max(ui.values()) <= 500, ui
+
+
+def test_no_file_in_the_package_is_over_500_lines():
+    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
+    assert {name: n for name, n in sizes.items() if n > 500} == {}
+
+
+# Each part may import only from the parts listed before it (and itself): an import of a later part runs back up.
+LAYERS = ("lesson", "inside", "runs", "lab", "cli", "bench", "ui")
+
+
+def part_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) >= 2 and parts[1] in LAYERS else "lesson"
+
+
+def test_the_parts_are_layered_the_lesson_at_the_bottom():
+    upward = []
+    for module, deps in sorted(graph().items()):
+        if module in ("tinygpt", "tinygpt.__main__"):  # the package's face and `python -m tinygpt` (the CLI)
+            continue
+        here = LAYERS.index(part_of(module))
+        for dep in sorted(deps):
+            if dep != "tinygpt" and LAYERS.index(part_of(dep)) > here:
+                upward.append(f"{module} ({part_of(module)}) imports {dep} ({part_of(dep)})")
+    assert upward == [], upward
+
+
+def test_the_lesson_imports_only_the_lesson():
+    """The lesson modules (the top of tinygpt/) read alone: nothing from the run machinery, the lab, the
+    instruments, the CLI, the benchmarks or the app."""
+    lesson = {
+        m: deps for m, deps in graph().items() if part_of(m) == "lesson" and m not in ("tinygpt", "tinygpt.__main__")
+    }
+    assert set(lesson) >= {"tinygpt.config", "tinygpt.model", "tinygpt.attention", "tinygpt.trainer"}, sorted(lesson)
+    outside = {m: sorted(d for d in deps if part_of(d) != "lesson") for m, deps in lesson.items()}
+    assert {m: d for m, d in outside.items() if d} == {}
