@@ -136,7 +136,7 @@ with tabs[0]:
                     col.code(text[:300], language=None)
 
         side_by_side()
-    explain.show_code_of(explain.EXPERIMENT_CODE.get(key, []))
+    explain.show_code_of(list(experiment.code))
 
 with tabs[1]:
     st.caption(

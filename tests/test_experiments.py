@@ -472,7 +472,7 @@ def test_every_pitfall_reproduces_on_three_seeds(key, shakespeare_path, monkeypa
         pytest.skip("on CPU the memory demo is allocation counts, never judged (test_the_cpu_memory_demo_...)")
     experiment = EXPERIMENTS[key]
     for seed in TEST_SEEDS:
-        _, verdict = run_experiment(experiment, seed, tmp_path / str(seed), overrides=TEST_OVERRIDES[key])
+        _, verdict = run_experiment(experiment, seed, tmp_path / str(seed), overrides=TEST_OVERRIDES.get(key, {}))
         assert verdict.reproduced is True, (key, seed, verdict.sentence, verdict.observed)
         assert verdict.expected and verdict.observed and verdict.sentence
 

@@ -1,12 +1,13 @@
 """TinyGPT's contract: shapes, causality, probes, initial loss, overfitting, and generation."""
 
+import dataclasses
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from tinygpt.config import TransformerConfig
+from tinygpt.config import ConfigError, TransformerConfig
 from tinygpt.errors import ShapeError
 from tinygpt.model import TinyGPT
 from tinygpt.probes import capture, probe_names
@@ -188,3 +189,21 @@ def test_sampling_from_non_finite_scores_says_why():
 
     with pytest.raises(NonFiniteError, match="not finite"):
         sample_next_token(torch.tensor([[0.0, float("nan"), 1.0]]), temperature=1.0)
+
+
+def test_a_zeroed_positional_embedding_makes_one_layer_blind_to_order():
+    """Without positions one causal attention layer sees its past as a bag: swapping two earlier tokens leaves the
+    last position's logits unchanged, which learned positions do not; and the zeroed embedding gets no gradient."""
+    torch.manual_seed(0)
+    config = TransformerConfig(vocab_size=11, hidden_dim=16, num_layers=1, num_heads=2, max_seq_len=8)
+    idx = torch.tensor([[1, 2, 3, 4, 5, 6]])
+    swapped = torch.tensor([[2, 1, 3, 4, 5, 6]])  # the first two tokens change places
+    with_positions = TinyGPT(config)
+    assert not torch.allclose(with_positions(idx)[0, -1], with_positions(swapped)[0, -1], atol=1e-5)
+    blind = TinyGPT(dataclasses.replace(config, zeroed_probes="hook_pos"))
+    blind.load_state_dict(with_positions.state_dict())  # the same weights: only the probe point differs
+    torch.testing.assert_close(blind(idx)[0, -1], blind(swapped)[0, -1], atol=1e-5, rtol=0)
+    blind(idx).sum().backward()
+    assert blind.pos_emb.weight.grad is None or blind.pos_emb.weight.grad.abs().max() == 0
+    with pytest.raises(ConfigError, match="no probe point"):
+        TinyGPT(dataclasses.replace(config, zeroed_probes="hook_elsewhere"))

@@ -123,6 +123,9 @@ class TransformerConfig:
     # Heads switched off, e.g. "L1H2,L0H0": their output is zeroed before the output projection (zero ablation,
     # tinygpt/inside/lens.py), live, so a learner can switch a head off mid-run and watch the model route around it.
     ablated_heads: str = ""  # "" keeps every head on
+    # Probe points whose output is replaced by zeros, comma-separated, e.g. "hook_pos": the model without its
+    # positional embedding (the pitfall lab's "no positional embedding"). Set when the model is built, not live.
+    zeroed_probes: str = ""
     # Shape drift (the pitfall lab): "softmax_dim" sums the softmax's exponentials over the queries, a (B, H, 1, S)
     # tensor where (B, H, T, 1) belongs; T == S in training, so it broadcasts silently. shape_contracts names it.
     shape_bug: str = "none"  # "none", or "softmax_dim": a deliberate silent broadcasting bug in attention
@@ -166,6 +169,8 @@ class TransformerConfig:
                     f"ablated_heads names L{layer}H{head}, but the model has layers 0-{self.num_layers - 1} and "
                     f"heads 0-{self.num_heads - 1}."
                 )
+        if not isinstance(self.zeroed_probes, str):
+            raise ConfigError(f"zeroed_probes names probe points, comma-separated; got {self.zeroed_probes!r}.")
         if self.shape_bug not in SHAPE_BUGS:
             raise ConfigError(f"shape_bug must be one of {', '.join(SHAPE_BUGS)}; got {self.shape_bug!r}.")
 

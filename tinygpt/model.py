@@ -34,7 +34,7 @@ from torch import nn
 from .attention import apply_mask, attention, attention_scores, fused_attention, mask_rows
 from .config import TransformerConfig, parse_heads
 from .errors import ShapeError
-from .probes import Probe
+from .probes import Probe, zero_probes
 from .sampling import next_token_probs, sample_next_token
 from .shapes import expect_shape
 
@@ -205,6 +205,7 @@ class TinyGPT(nn.Module):
         self.config = config
         self.tok_emb = nn.Embedding(config.vocab_size, config.hidden_dim)  # token id -> vector
         self.pos_emb = nn.Embedding(config.max_seq_len, config.hidden_dim)  # position -> vector (learned)
+        self.hook_pos = Probe()  # (T, C) the positional embeddings added to the tokens
         self.drop = _dropout(config.dropout)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.num_layers))
         self.ln_f = nn.LayerNorm(config.hidden_dim, bias=config.bias)
@@ -212,6 +213,7 @@ class TinyGPT(nn.Module):
         # Tied head (Press & Wolf 2017): the same matrix reads tokens in and scores them out; fewer parameters.
         self.lm_head.weight = self.tok_emb.weight
         self.apply(self._init_weights)
+        zero_probes(self, config.zeroed_probes)
         residual_std = 0.02 / math.sqrt(2 * config.num_layers)  # GPT-2: two residual writes per block
         for block in self.blocks:
             nn.init.normal_(block.attn.proj.weight, mean=0.0, std=residual_std)
@@ -252,7 +254,7 @@ class TinyGPT(nn.Module):
         self._check_input(idx, past)
         B, T = idx.shape
         positions = torch.arange(past, past + T, device=idx.device)  # (T,)
-        x = self.drop(self.tok_emb(idx) + self.pos_emb(positions))  # (B, T, C) + (T, C) -> (B, T, C)
+        x = self.drop(self.tok_emb(idx) + self.hook_pos(self.pos_emb(positions)))  # (B, T, C) + (T, C) -> (B, T, C)
         attention_maps = []
         for layer, block in enumerate(self.blocks):
             x, weights = block(x, return_attention, cache, layer)

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
+from .config import ConfigError
+
 
 class Probe(nn.Identity):
     """An identity that marks a place worth looking at. `active` is True while any hook is attached."""
@@ -59,3 +61,15 @@ def capture(model: nn.Module, patterns: list[str] | str = "*", *, to_cpu: bool =
     finally:
         for handle in handles:
             handle.remove()
+
+
+def zero_probes(model: nn.Module, names: str) -> None:
+    """Replace the output of each named probe point ("hook_pos,blocks.0.attn.hook_out") by zeros for good: an
+    ablation that the model's config asks for (`zeroed_probes`), so its forward needs no branch for it. Gradients
+    stop there too. ConfigError for a name the model has no probe point for."""
+    wanted = [name.strip() for name in names.split(",") if name.strip()]
+    probes = {name: module for name, module in model.named_modules() if isinstance(module, Probe)}
+    for name in wanted:
+        if name not in probes:
+            raise ConfigError(f"zeroed_probes names {name!r}, which is no probe point of this model; try hook_pos.")
+        probes[name].register_forward_hook(lambda _module, _inputs, output: torch.zeros_like(output))

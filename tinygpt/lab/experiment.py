@@ -24,12 +24,17 @@ class Experiment:
     base: dict[str, Any] = field(default_factory=dict)
     probes: bool = False  # judge needs the leak score / no-peek loss of each run's last checkpoint
     measure: Callable[[int], dict[str, Any]] | None = None  # measured in-process instead of trained (memory)
+    # The corpus it always runs on, where its effect needs one (a task where order matters); None: the page's choice
+    source: str | None = None
+    code: tuple[Callable, ...] = ()  # the functions behind its claim, shown under "Show the code"
 
     def configs(
         self, seed: int = 1337, source: str = "shakespeare", text: str = "", overrides: dict[str, Any] | None = None
     ) -> dict[str, RunConfig]:
         """One RunConfig per variant: same data and seed, one setting apart. `overrides` change the shared base
-        (e.g. fewer steps in a test); a variant's own settings always win, so the runs stay one setting apart."""
+        (e.g. fewer steps in a test); a variant's own settings always win, so the runs stay one setting apart. An
+        experiment with its own `source` runs on it whatever `source` is asked for."""
+        source, text = (self.source, "") if self.source else (source, text)
         out = {}
         for label, variant in self.variants.items():
             settings = {**self.base, **(overrides or {}), **variant, "seed": seed, "source": source}

@@ -15,10 +15,9 @@ from typing import Any
 import streamlit as st
 
 from tinygpt import attention, model, sampling, trainer
-from tinygpt.config import TransformerConfig
 from tinygpt.inside import heads, lens
 from tinygpt.inside import maps as inside
-from tinygpt.lab import health, memory
+from tinygpt.lab import memory
 from tinygpt.ui.charts.help import CHART_HELP
 
 # chart name -> the functions whose numbers it draws
@@ -49,16 +48,6 @@ CHART_CODE: dict[str, list[Callable]] = {
     "ablation_heatmap": [lens.head_ablation, lens.ablated_loss_sums],
     "ablated_probs_chart": [lens.ablated_probs, lens.replaced_head],
     "logit_lens_chart": [lens.logit_lens],
-}
-# experiment key -> the functions behind its claim
-EXPERIMENT_CODE: dict[str, list[Callable]] = {
-    "scaling": [attention.attention, TransformerConfig.scale.fget],
-    "mask": [attention.mask_rows, health.leak_score],
-    "warmup": [trainer.lr_at],
-    "residual": [model.Block.forward],
-    "softmax": [attention.scores_to_weights, trainer.first_nonfinite_activation],
-    "shape_drift": [model.drifted_attention],
-    "memory": [memory.fresh_loop, memory.reuse_loop, memory.cuda_allocations],
 }
 
 

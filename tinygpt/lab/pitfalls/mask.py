@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...attention import mask_rows
 from ..experiment import Experiment
+from ..health import leak_score
 from ..verdict import LEAKS, NOISE_SIGMAS, RunResult, Verdict, decide, diverged_at, fmt, gt3, noise_margin, say
 
 # The leaky runs' loss must end this far below causal to count as cheating: physically, a model that reads the
@@ -91,5 +93,6 @@ EXPERIMENT = Experiment(
     base=dict(max_seq_len=16, learning_rate=5e-3, max_steps=600),
     variants={"causal": dict(mask="causal"), "off_by_one": dict(mask="off_by_one"), "none": dict(mask="none")},
     judge=judge,
+    code=(mask_rows, leak_score),
     probes=True,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..experiment import Experiment
-from ..memory import allocation_churn
+from ..memory import allocation_churn, cuda_allocations, fresh_loop, reuse_loop
 from ..verdict import CPU_COUNTS_ONLY, Verdict, decide
 
 EXPECTED = (
@@ -76,5 +76,6 @@ EXPERIMENT = Experiment(
     expected=EXPECTED,
     variants={"fresh tensors": {}, "reused buffers": {}},
     judge=judge,
+    code=(fresh_loop, reuse_loop, cuda_allocations),
     measure=lambda seed: allocation_churn(seed),
 )

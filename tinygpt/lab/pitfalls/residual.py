@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...model import Block
 from ..experiment import Experiment
 from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt3, say
 
@@ -52,4 +53,5 @@ EXPERIMENT = Experiment(
     base=dict(num_layers=4, max_steps=300),
     variants={"residual": dict(detach_residual=False), "detached residual": dict(detach_residual=True)},
     judge=judge,
+    code=(Block.forward,),
 )

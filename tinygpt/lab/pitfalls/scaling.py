@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...attention import attention
+from ...config import TransformerConfig
 from ..experiment import Experiment
 from ..verdict import SATURATED, RunResult, Verdict, all_of, decide, diverged_at, fmt, gt3, noise_margin, say
 
@@ -92,4 +94,5 @@ EXPERIMENT = Experiment(
     base=dict(hidden_dim=256, num_heads=2, num_layers=1, max_steps=200),
     variants={"scaled 1/sqrt(d_head)": dict(attn_scale="head_dim"), "unscaled": dict(attn_scale="none")},
     judge=judge,
+    code=(attention, TransformerConfig.scale.fget),
 )

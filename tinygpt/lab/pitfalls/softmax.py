@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...attention import scores_to_weights
+from ...trainer import first_nonfinite_activation
 from ..experiment import Experiment
 from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt
 
@@ -55,4 +57,5 @@ EXPERIMENT = Experiment(
     base=dict(attn_scale="none", attn_scale_mult=24.0, max_steps=200),
     variants={"stable softmax": dict(softmax="stable"), "naive softmax": dict(softmax="naive")},
     judge=judge,
+    code=(scores_to_weights, first_nonfinite_activation),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...trainer import lr_at
 from ..experiment import Experiment
 from ..verdict import RunResult, Verdict, all_of, decide, diverged_at, fmt, gt3, say
 
@@ -89,4 +90,5 @@ EXPERIMENT = Experiment(
         "no warmup, lr 2e-3": dict(learning_rate=2e-3, warmup_steps=0),
     },
     judge=judge,
+    code=(lr_at,),
 )
