@@ -617,3 +617,30 @@ def test_bench_pitfalls_takes_a_text_file_and_refuses_a_bad_one_in_one_line(tmp_
         assert bench_pitfalls.main(["--experiments", "mask", "--text-file", str(tmp_path / name)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and said in err and "Traceback" not in err, err
+
+
+# ---------------------------------------------------------------- no positional embedding (the worked example)
+
+
+def test_no_positions_is_reproduced_only_when_the_reference_learned_and_the_gap_clears_the_noise():
+    judge = EXPERIMENTS["position"].judge
+    good = result(initial_loss=3.4, final_train_loss=1.25, final_loss_std=0.01)
+    verdict = judge({"learned positions": good, "no positions": result(final_train_loss=2.45, final_loss_std=0.03)})
+    assert verdict.reproduced is True, verdict.sentence
+    assert "1.20 higher" in verdict.sentence and "needs 0.30" in verdict.sentence
+
+    close = judge({"learned positions": good, "no positions": result(final_train_loss=1.40, final_loss_std=0.03)})
+    assert close.reproduced is False and "Failed: without positions, a final loss at least 0.30" in close.sentence
+
+    noisy = judge({"learned positions": good, "no positions": result(final_train_loss=1.80, final_loss_std=0.2)})
+    assert noisy.reproduced is False and "needs 0.60" in noisy.sentence  # 3 x its own noise, not the 0.3 floor
+
+    untrained = result(initial_loss=3.4, final_train_loss=3.0, final_loss_std=0.01)
+    verdict = judge({"learned positions": untrained, "no positions": result(final_train_loss=3.5, final_loss_std=0.01)})
+    assert verdict.reproduced is False and "the task is not learned" in verdict.sentence
+
+
+def test_the_no_positions_experiment_runs_on_a_task_that_needs_order_whatever_corpus_is_asked():
+    configs = EXPERIMENTS["position"].configs(seed=3, source="shakespeare")
+    assert {c.data.source for c in configs.values()} == {"synthetic:copy"}
+    assert [c.model.zeroed_probes for c in configs.values()] == ["", "hook_pos"]

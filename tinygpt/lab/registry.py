@@ -8,7 +8,7 @@ from importlib import import_module
 from .experiment import Experiment
 
 # The modules of tinygpt/lab/pitfalls/, in the order the Experiments page lists them.
-ORDER = ("scaling", "mask", "warmup", "residual", "softmax", "shape_drift", "memory")
+ORDER = ("scaling", "mask", "warmup", "residual", "softmax", "shape_drift", "memory", "position")
 
 EXPERIMENTS: dict[str, Experiment] = {
     e.key: e for e in (import_module(f"{__package__}.pitfalls.{name}").EXPERIMENT for name in ORDER)

@@ -1,0 +1,70 @@
+"""The pitfall "No positional embedding": its runs, what to look for, and its judge."""
+
+from __future__ import annotations
+
+from ...model import TinyGPT
+from ..experiment import Experiment
+from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt3, noise_margin, say
+
+# nats: without positions the loss must end at least this much higher (and NOISE_SIGMAS x the runs' own noise).
+# Measured on the copy task (1 layer, seeds 1-5): 1.1-1.3 nats higher; see BENCHMARKS.md.
+POSITION_WORSE = 0.3
+LEARNED = 1.0  # nats: the run with positions must have learned the task, its loss down at least this much
+
+EXPECTED = (
+    f"without positions: a final loss at least {POSITION_WORSE} nats higher than with them (more if the runs are "
+    "noisier), on a task the model with positions learns"
+)
+
+
+def judge(results: dict[str, RunResult]) -> Verdict:
+    good, bad = results["learned positions"], results["no positions"]
+    margin = noise_margin(POSITION_WORSE, good, bad)
+    observed = {
+        "train loss, no positions": bad.final_train_loss,
+        "train loss, learned positions": good.final_train_loss,
+        "first loss, learned positions": good.initial_loss,
+        "worse margin (nats)": margin,
+    }
+    broken = [f"the {label} run {diverged_at(r)}" for label, r in results.items() if diverged_at(r)]
+    if broken:
+        why = f"not measured: {' and '.join(broken)}"
+        clauses = {f"the task learned with positions ({why})": None, f"a higher final loss without ({why})": None}
+        return decide(EXPECTED, clauses, observed, f"{'; '.join(broken).capitalize()}.")
+    learned = gt3(good.initial_loss, good.final_train_loss, LEARNED)
+    worse = gt3(bad.final_train_loss, good.final_train_loss, margin)
+    gap = (
+        None if None in (bad.final_train_loss, good.final_train_loss) else bad.final_train_loss - good.final_train_loss
+    )
+    sentence = (
+        f"With learned positions the loss fell from {fmt(good.initial_loss)} to {fmt(good.final_train_loss)} "
+        f"({say(learned, 'the task is learned', 'the task is not learned', 'not measured')}); without them it ended "
+        f"at {fmt(bad.final_train_loss)}, {fmt(gap, 2)} higher "
+        f"({say(worse, 'it cannot tell the order', 'not enough higher', 'not compared')}; needs {margin:.2f})."
+    )
+    clauses = {
+        f"with positions, the loss down by at least {LEARNED} nat": learned,
+        f"without positions, a final loss at least {margin:.2f} nats higher": worse,
+    }
+    return decide(EXPECTED, clauses, observed, sentence)
+
+
+EXPERIMENT = Experiment(
+    key="position",
+    title="No positional embedding",
+    what_to_look_for=(
+        "Attention is a weighted mean over the keys, and its weights depend on what the tokens are, not where: "
+        "without a positional embedding one layer of causal attention sees its past as a bag of tokens. On the copy "
+        'task ("abc>abc.") it knows which letters came but not in which order, so at each letter of the copy it '
+        "can only guess among those left; with learned positions the copy is exact and only the first half, random "
+        "letters, costs anything. The positional embedding here is zeroed at its probe point (hook_pos), so the "
+        "model is the same in every other weight."
+    ),
+    expected=EXPECTED,
+    # One layer: a second one can recover some order from the causal mask itself (how many keys a query sees).
+    base=dict(num_layers=1, max_steps=600, learning_rate=3e-3, batch_size=32, synthetic_digits=3),
+    variants={"learned positions": dict(zeroed_probes=""), "no positions": dict(zeroed_probes="hook_pos")},
+    judge=judge,
+    source="synthetic:copy",
+    code=(TinyGPT.forward,),
+)
