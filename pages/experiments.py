@@ -54,7 +54,11 @@ sources = {"Tiny Shakespeare": "shakespeare", **{f"Synthetic: {t}": f"synthetic:
 left, mid, right = st.columns([2, 1, 1])
 link_source = shop.overrides.get("source")  # ?source=synthetic:copy in a workshop link (offline rooms)
 state.init(state.W_LAB_SOURCE, next((k for k, v in sources.items() if v == link_source), "Tiny Shakespeare"))
-source_label = left.selectbox("Corpus (both runs)", list(sources), key=state.W_LAB_SOURCE)
+if experiment.source:  # the experiment's effect needs this corpus: shown, not chosen
+    source = experiment.source
+    left.text_input("Corpus (both runs)", next((k for k, v in sources.items() if v == source), source), disabled=True)
+else:
+    source = sources[left.selectbox("Corpus (both runs)", list(sources), key=state.W_LAB_SOURCE)]
 state.init(state.W_LAB_SEED, 1337)
 seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=state.W_LAB_SEED)
 measured = experiment.measure is not None  # measured in this process, not trained (memory)
@@ -65,8 +69,8 @@ if right.button("Run side by side", type="primary", icon=":material/play_arrow:"
             with st.spinner("Measuring both loops..."):
                 state.set_lab_measured(key, int(seed), experiment.measure(int(seed)))
         else:
-            settings.ensure_corpus(DataConfig(source=sources[source_label]))
-            start = functools.partial(lab.start_experiment, key, experiment, sources[source_label], int(seed))
+            settings.ensure_corpus(DataConfig(source=source))
+            start = functools.partial(lab.start_experiment, key, experiment, source, int(seed))
             admission.attempt(start, "run this experiment", st)  # its runs together are one slot of the learner's
     except TinyGPTError as exc:
         st.error(str(exc))

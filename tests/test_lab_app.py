@@ -179,3 +179,13 @@ def test_a_locked_link_fixes_the_model_but_not_the_live_knobs(runs_dir):
     assert at.selectbox(key=state.W_WIDTH).disabled and at.number_input(key=state.W_LAYERS).disabled
     assert not at.radio(key=state.W_MASK).disabled  # live knobs stay in the learners' hands
     assert any("locked" in str(c.value) for c in at.sidebar.caption)
+
+
+def test_an_experiment_with_a_corpus_of_its_own_shows_it_fixed(runs_dir):
+    """No positional embedding runs on the copy task whatever the corpus select said: the page shows that task in
+    a disabled box instead of a choice the runs would ignore."""
+    at = open_experiments({"experiment": "position"})
+    shown = [t for t in at.text_input if t.label == "Corpus (both runs)"]
+    assert len(shown) == 1 and shown[0].value == "Synthetic: copy" and shown[0].disabled
+    assert not [s for s in at.selectbox if s.label == "Corpus (both runs)"]
+    assert any("def forward" in code.value for code in at.code)  # its code: the model's forward, hook_pos in it
