@@ -101,7 +101,7 @@ def test_lecture_preset_trains_until_stopped_at_a_constant_rate():
     hand. The Lecture preset has no planned end and no cosine to run out of: after its warmup the rate is the peak
     at any step, also when the learner picks another learning rate before pressing Train."""
     from tinygpt.config import UNTIL_STOPPED, trains_until_stopped
-    from tinygpt.trainer import lr_at
+    from tinygpt.schedule import lr_at
 
     config = preset("lecture")
     train = config.train

@@ -10,7 +10,7 @@ from chart_helpers import array
 
 pytest.importorskip("streamlit")
 
-from tinygpt.trainer import lr_at  # noqa: E402
+from tinygpt.schedule import lr_at  # noqa: E402
 from tinygpt.ui import runinfo  # noqa: E402
 from tinygpt.ui.charts import heatmaps  # noqa: E402
 from tinygpt.ui.workshop import parse_workshop  # noqa: E402

@@ -12,8 +12,9 @@ from tinygpt.errors import CheckpointError, TinyGPTError
 from tinygpt.model import TinyGPT
 from tinygpt.runs.files import checkpoint_stem, list_checkpoints
 from tinygpt.runs.models import LoadedModel, load_model
+from tinygpt.schedule import lr_at
 from tinygpt.tokenizer import CharTokenizer
-from tinygpt.trainer import Trainer, group_names, lr_at
+from tinygpt.trainer import Trainer, group_names
 
 
 def make_trainer(text: str, seed: int = 0, **train) -> Trainer:

@@ -41,24 +41,9 @@ from .device import autocast_dtype
 from .errors import ResourceError
 from .model import TinyGPT
 from .optim import AdamW, Muon, OptimizerPair
+from .schedule import lr_at
 
 EVAL_SEED = 1_000_003  # the eval windows' seed: one set of windows for every run (see evaluate_model)
-
-
-def lr_at(step: int, learning_rate: float, min_lr: float, warmup_steps: int, max_steps: int) -> float:
-    """Learning rate for optimisation step `step` (0-based).
-
-    1. warmup: linear from learning_rate / warmup_steps up to learning_rate over the first `warmup_steps` steps;
-    2. decay: cosine from learning_rate down to min_lr between warmup_steps and max_steps;
-    3. after max_steps: min_lr.
-    """
-    if step < warmup_steps:
-        return learning_rate * (step + 1) / warmup_steps
-    if step >= max_steps:
-        return min_lr
-    progress = (step - warmup_steps) / max(1, max_steps - warmup_steps)  # 0 -> 1
-    cosine = 0.5 * (1.0 + math.cos(math.pi * progress))  # 1 -> 0
-    return min_lr + cosine * (learning_rate - min_lr)
 
 
 def _moved_floor(min_lr: float, old_lr: float, new_lr: float) -> float:

@@ -36,7 +36,8 @@ from ..config import TrainConfig, TransformerConfig
 from ..data import Corpus, load_shakespeare
 from ..model import TinyGPT
 from ..presets import preset
-from ..trainer import Trainer, lr_at
+from ..schedule import lr_at
+from ..trainer import Trainer
 
 # ---------------------------------------------------------------- a nanoGPT-style yardstick
 

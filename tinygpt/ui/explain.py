@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from tinygpt import attention, model, sampling, trainer
+from tinygpt import attention, model, sampling, schedule, trainer
 from tinygpt.inside import heads, lens
 from tinygpt.inside import maps as inside
 from tinygpt.lab import memory
@@ -23,7 +23,7 @@ from tinygpt.ui.charts.help import CHART_HELP
 # chart name -> the functions whose numbers it draws
 CHART_CODE: dict[str, list[Callable]] = {
     "loss_chart": [trainer.Trainer.loss_on, trainer.Trainer.evaluate],
-    "lr_chart": [trainer.lr_at],
+    "lr_chart": [schedule.lr_at],
     "grad_norm_chart": [trainer.Trainer._step],
     "layer_grad_chart": [trainer.param_group_name, trainer.Trainer._step],
     "layer_grad_heatmap": [trainer.param_group_name, trainer.Trainer._step],

@@ -19,7 +19,7 @@ from tinygpt.runs.lock import writer_lock_holder
 from tinygpt.runs.owners import Actor, read_hold, run_learner
 from tinygpt.runs.status import read_status
 from tinygpt.runs.store import RunStore
-from tinygpt.trainer import lr_at
+from tinygpt.schedule import lr_at
 from tinygpt.ui.clipping import clip_caption  # noqa: F401 - the pages' one place for run texts
 
 

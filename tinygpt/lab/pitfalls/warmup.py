@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...trainer import lr_at
+from ...schedule import lr_at
 from ..experiment import Experiment
 from ..verdict import RunResult, Verdict, all_of, decide, diverged_at, fmt, gt3, say
 
