@@ -307,7 +307,7 @@ SERVER = textwrap.dedent(
     """
     import signal, sys, time
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if the test runner was started in the background
-    from tinygpt.config import preset
+    from tinygpt.presets import preset
     from tinygpt.runs.store import RunStore
     from tinygpt.runs.scheduler import RunManager
     store = RunStore(sys.argv[1])

@@ -135,7 +135,7 @@ _COLD_START = """
 import json, sys
 from tinygpt.config import RunConfig
 from tinygpt.runs.store import RunStore
-from tinygpt.bench_worker import measure_start_latency
+from tinygpt.bench.worker import measure_start_latency
 from tinygpt.runs.scheduler import RunManager
 store = RunStore(sys.argv[1])
 manager = RunManager(store)  # starts the forkserver now: start() below finds it still importing torch

@@ -354,7 +354,7 @@ class _Loop:
         weights = attention_maps(self.model, self.probe_idx)
         step, horizon = self.trainer.step_count, self.config.train.max_steps
         self.writer.write_attention(step, weights, self.probe_text, self.probe_tokens, horizon=horizon)
-        # Head-role scores, the in-context loss and the residual stream's norms (tinygpt.circuits): one more
+        # Head-role scores, the in-context loss and the residual stream's norms (tinygpt.inside.heads): one more
         # no-grad forward, every snapshot, kept for all of them (a few hundred bytes a line).
         scores = snapshot_scores(self.model, weights, self.probe_idx, self.circuit_probe)
         self.writer.append_scores({"step": step, **scores})

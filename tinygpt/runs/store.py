@@ -12,7 +12,7 @@ folder. The folder is the only channel between them, so its format (v1, defined 
       samples.jsonl                 step, prompt, text
       attention/index.json          atomic: probe_text, tokens, snapshots [{step, file}]
       attention/step_%08d.npy       float16 (num_layers, num_heads, T, T), thinned to ~64 snapshots
-      attention/scores.jsonl        one line per snapshot step, never thinned: head-role scores (tinygpt.circuits)
+      attention/scores.jsonl        one line per snapshot step, never thinned: head-role scores (tinygpt.inside.heads)
       checkpoints/step_%08d.safetensors (+ .json), written by tinygpt.checkpoint
       corpus.txt                    a pasted or uploaded corpus (UTF-8), stored once; configs name it by sha256
       writer.lock                   flock'ed by the one process writing the run, as long as it writes

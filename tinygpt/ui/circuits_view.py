@@ -1,9 +1,9 @@
 """The Circuits page's logic: head roles from the run folder, ablation and the logit lens at a checkpoint (cached:
 a checkpoint never changes), the live head switch, and the induction experiment's runs and verdict.
 
-The numbers come from the engine (tinygpt.circuits for scores and the verdict, tinygpt.inside.lens for ablation, the
-logit lens and the residual stream); this module reads run folders, caches, and turns results into rows and
-figures. Deliberately left out: drawing widgets (pages/circuits.py).
+The numbers come from the engine (tinygpt.inside.heads for scores, tinygpt.lab.induction for the verdict,
+tinygpt.inside.lens for ablation, the logit lens and the residual stream); this module reads run folders, caches,
+and turns results into rows and figures. Deliberately left out: drawing widgets (pages/circuits.py).
 """
 
 from __future__ import annotations

@@ -186,7 +186,7 @@ def heads_differ(ev: Evidence, min_spread: float = 0.2) -> Check:
 
 
 def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
-    """An Experiments-page pitfall: its own computed verdict (tinygpt.experiments), numbers and all."""
+    """An Experiments-page pitfall: its own computed verdict (tinygpt.lab.pitfalls), numbers and all."""
 
     def check(ev: Evidence) -> Check:
         verdict = ev.verdicts.get(key)

@@ -1,5 +1,5 @@
 """The Circuits page's figures: head roles over training, the induction phase change, head ablation, the logit
-lens and the residual stream. Pure functions from the engine's plain data (tinygpt.circuits score rows,
+lens and the residual stream. Pure functions from the engine's plain data (tinygpt.inside.heads score rows,
 tinygpt.inside.lens arrays) to an Altair chart or a plotly figure; nothing here computes a score.
 
 Curves (roles, phase change, residual stream) are Altair: one small panel per role or quantity, heads coloured in a
