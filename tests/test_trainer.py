@@ -27,6 +27,17 @@ def make_trainer(text: str, seed: int = 0, **train) -> Trainer:
     return Trainer(TinyGPT(model_config), config, corpus)
 
 
+def test_update_ratio_bookkeeping_keeps_no_autograd_graph_between_steps(tiny_text):
+    """The update-ratio buffers live from one step to the next: recorded by autograd, each step's copy from the
+    parameters chained onto the last, a graph that grew every step and was never freed (issue 22, finding 12: a
+    worker's memory rose without end). They must be plain tensors, outside any graph."""
+    trainer = make_trainer(tiny_text)
+    for _ in range(3):
+        assert trainer.step()["update_ratios"]
+    buffers = trainer._before
+    assert buffers and not any(b.requires_grad or b.grad_fn is not None for b in buffers)
+
+
 def test_lr_schedule_boundaries():
     kw = dict(learning_rate=1.0, min_lr=0.1, warmup_steps=10, max_steps=110)
     assert lr_at(0, **kw) == pytest.approx(0.1)  # first warmup step: lr / warmup

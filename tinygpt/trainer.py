@@ -223,21 +223,25 @@ class Trainer:
             torch._foreach_mul_(grads, cfg.max_grad_norm / (grad_norm + 1e-6))  # rescale the whole gradient
             record["clipped"] = True
         if self.track_update_ratios:
-            # The update is (weights before) - (weights after): copy into buffers kept between steps (no
-            # allocation per step), step, subtract in place, and take all norms in two foreach calls.
-            if self._before is None:
-                self._before = [torch.empty_like(p) for p in params]
-            torch._foreach_copy_(self._before, params)
-            self.optimizer.step()
-            torch._foreach_sub_(self._before, params)  # now -(update), same norm
-            delta_sq = torch.zeros(len(self.groups), device=self.device).index_add_(
-                0, self._group_index, torch.stack(torch._foreach_norm(self._before)) ** 2
-            )
-            weight_sq = torch.zeros(len(self.groups), device=self.device).index_add_(
-                0, self._group_index, torch.stack(torch._foreach_norm(params)) ** 2
-            )
-            ratios = (delta_sq.sqrt() / weight_sq.sqrt().clamp_min(1e-12)).tolist()
-            record["update_ratios"] = dict(zip(self.groups, ratios, strict=True))
+            # no_grad: the buffers outlive the step, and a copy from the parameters (leaves that require grad)
+            # outside it chains each step's CopyBackwards / SubBackward0 onto the last: an autograd graph that
+            # grows every step and is never freed (issue 22, finding 12: the workers' memory that did not level off).
+            with torch.no_grad():
+                # The update is (weights before) - (weights after): copy into buffers kept between steps (no
+                # allocation per step), step, subtract in place, and take all norms in two foreach calls.
+                if self._before is None:
+                    self._before = [torch.empty_like(p) for p in params]
+                torch._foreach_copy_(self._before, params)
+                self.optimizer.step()
+                torch._foreach_sub_(self._before, params)  # now -(update), same norm
+                delta_sq = torch.zeros(len(self.groups), device=self.device).index_add_(
+                    0, self._group_index, torch.stack(torch._foreach_norm(self._before)) ** 2
+                )
+                weight_sq = torch.zeros(len(self.groups), device=self.device).index_add_(
+                    0, self._group_index, torch.stack(torch._foreach_norm(params)) ** 2
+                )
+                ratios = (delta_sq.sqrt() / weight_sq.sqrt().clamp_min(1e-12)).tolist()
+                record["update_ratios"] = dict(zip(self.groups, ratios, strict=True))
         else:
             self.optimizer.step()
         self.step_count += 1
