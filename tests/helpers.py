@@ -88,11 +88,12 @@ def mounted_tmpfs(path: Path, size: str = "4m"):
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
-def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
-    """`predicate()`'s first truthy value, polled every 20 ms; AssertionError naming `what` after `timeout` s."""
+def wait_for(predicate, timeout: float = 60.0, what: str = "condition", poll: float = 0.02):
+    """`predicate()`'s first truthy value, polled every `poll` s; AssertionError naming `what` after `timeout` s.
+    The one wait of the test suite (AppTest's own is tests/test_app.py's, on a script run)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if value := predicate():
             return value
-        time.sleep(0.02)
+        time.sleep(poll)
     raise AssertionError(f"timed out waiting for {what}")

@@ -61,7 +61,9 @@ def start_run(at: AppTest, max_steps: int = 40, source: str = "Synthetic: copy")
     return run_id
 
 
-def wait_for(at: AppTest, predicate, timeout: float = 60) -> AppTest:
+def rerun_until(at: AppTest, predicate, timeout: float = 60) -> AppTest:
+    """Rerun the page until `predicate(at)` holds (an AppTest waits by running its script again; the suite's other
+    waits poll with tests/helpers.py's wait_for)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         at.run()
@@ -195,20 +197,20 @@ def test_bad_run_id_in_the_url_is_a_message(runs_dir):
 def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
     at = new_app()
     run_id = start_run(at, max_steps=100_000)  # long enough that the pause below always lands mid-run
-    wait_for(at, lambda a: status_step(a) > 0, timeout=60)
+    rerun_until(at, lambda a: status_step(a) > 0, timeout=60)
     at.selectbox(key=state.W_WIDTH).set_value(128).run()  # not a live knob: the page says it needs a new run
     assert any("hidden_dim 64 → 128" in i.value for i in at.info), [i.value for i in at.info]
     # Pause, then Step 5: exactly five more steps; Resume trains on; Stop checkpoints and ends the run.
     click(at, "Pause")
-    wait_for(at, lambda a: "· paused" in texts(a), timeout=30)
+    rerun_until(at, lambda a: "· paused" in texts(a), timeout=30)
     paused_at = status_step(at)
     at.number_input(key=state.W_STEP_N).set_value(5).run()
     click(at, "Step")
-    wait_for(at, lambda a: status_step(a) == paused_at + 5 and "· paused" in texts(a), timeout=30)
+    rerun_until(at, lambda a: status_step(a) == paused_at + 5 and "· paused" in texts(a), timeout=30)
     click(at, "Resume")
-    wait_for(at, lambda a: status_step(a) > paused_at + 30, timeout=60)
+    rerun_until(at, lambda a: status_step(a) > paused_at + 30, timeout=60)
     click(at, "Stop")
-    wait_for(at, lambda a: "· stopped" in texts(a), timeout=30)
+    rerun_until(at, lambda a: "· stopped" in texts(a), timeout=30)
 
     at.switch_page("pages/attention.py").run()
     assert not at.exception, at.exception
@@ -400,7 +402,7 @@ def test_the_browsers_stale_copy_of_a_widget_the_page_set_does_not_undo_a_knob_m
     exact = state.W_LR + "_exact"
     at = new_app()
     run_id = start_run(at, max_steps=100_000)
-    wait_for(at, lambda a: status_step(a) > 0)
+    rerun_until(at, lambda a: status_step(a) > 0)
     assert at.select_slider(key=state.W_LR).value == 0.002
     at.select_slider(key=state.W_LR).set_value(0.005).run()  # the learner's key press
     assert at.number_input(key=exact).value == 0.005
@@ -412,7 +414,7 @@ def test_the_browsers_stale_copy_of_a_widget_the_page_set_does_not_undo_a_knob_m
         events = [json.loads(line) for line in lines if line.strip()]
         return [e for e in events if e.get("kind") == "knob" and e.get("knob") == "learning_rate"]
 
-    wait_for(at, lambda a: lr_changes(), timeout=30)
+    rerun_until(at, lambda a: lr_changes(), timeout=30)
     time.sleep(1.0)  # a second command, if one had been sent, would be answered by now
     assert [(c["old"], c["new"]) for c in lr_changes()] == [(0.002, 0.005)]
 
@@ -420,5 +422,5 @@ def test_the_browsers_stale_copy_of_a_widget_the_page_set_does_not_undo_a_knob_m
     monkeypatch.setattr(state, "ECHO_S", 0.0)
     at.number_input(key=exact).set_value(0.002).run()
     assert at.select_slider(key=state.W_LR).value == 0.002
-    wait_for(at, lambda a: len(lr_changes()) == 2, timeout=30)
+    rerun_until(at, lambda a: len(lr_changes()) == 2, timeout=30)
     click(at, "Stop")

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from helpers import tiny_config
+from helpers import tiny_config, wait_for
 
 from tinygpt.bench.worker import bare_tokens_per_s
 from tinygpt.checkpoint import load_checkpoint
@@ -49,15 +49,6 @@ def eval_losses(reader):
 def state_of(reader):
     reader.poll()
     return reader.status().get("state")
-
-
-def wait_for(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise AssertionError("timed out waiting")
 
 
 @pytest.mark.parametrize(("budget", "steps"), [(0.0, [0, 20]), (1e9, [0, 10, 20])])

@@ -18,13 +18,12 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from helpers import REPO, cli_env, mounted_tmpfs, tiny_config
+from helpers import REPO, cli_env, mounted_tmpfs, tiny_config, wait_for
 
 from tinygpt import data as data_module
 from tinygpt.cli.commands import main
@@ -72,16 +71,6 @@ def new_run(root: Path, config, owner: str = "cli") -> tuple[RunStore, Path]:
     store = RunStore(root)
     with store.create(config.to_dict(), owner=owner) as writer:
         return store, writer.run_dir
-
-
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

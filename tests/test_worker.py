@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import tiny_config
+from helpers import tiny_config, wait_for
 
 from tinygpt.checkpoint import load_checkpoint
 from tinygpt.config import ConfigError
@@ -35,16 +35,6 @@ def tiny(text: str, **overrides):
     """A run that trains until stopped, publishing rarely: these tests steer it, they don't read its output."""
     long_run = dict(max_steps=1_000_000, eval_interval=200, attention_every=50, sample_every=500, checkpoint_every=500)
     return tiny_config(text, **{**long_run, **overrides})
-
-
-def wait_for(predicate, timeout=15.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def status(store, run_id):

@@ -9,6 +9,7 @@ import re
 import time
 from pathlib import Path
 
+from helpers import wait_for
 from playwright.sync_api import Page, expect
 
 from tests.browser.test_app_browser import button, choose, idle, no_exception, snap
@@ -25,16 +26,6 @@ def metrics(runs: Path, run_id: str) -> list[dict]:
         except json.JSONDecodeError:  # a line being written
             pass
     return out
-
-
-def wait_for(check, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.25)
-    raise AssertionError(f"{what}: not within {timeout_s} s")
 
 
 def mean_loss_after(records: list[dict], step: int, count: int = 5) -> float | None:
@@ -56,7 +47,7 @@ def test_lecture_preset_trains_until_stopped_and_the_mask_switch_shows_within_se
     assert " / " not in line.first.inner_text() and "ETA" not in line.first.inner_text()
     expect(page.get_by_test_id("stMainBlockContainer").get_by_test_id("stProgress")).to_have_count(0)
     run_id = re.search(r"[?&]run=([A-Za-z0-9_-]+)", page.url).group(1)
-    wait_for(lambda: len(metrics(app_runs, run_id)) >= 400, 180, "400 Lecture steps")
+    wait_for(lambda: len(metrics(app_runs, run_id)) >= 400, 180, "400 Lecture steps", poll=0.25)
     no_exception(page)
 
     # No mask: the loss collapses (the model copies the next character), timed from the click.
@@ -68,6 +59,7 @@ def test_lecture_preset_trains_until_stopped_and_the_mask_switch_shows_within_se
         lambda: (m := mean_loss_after(metrics(app_runs, run_id), at)) is not None and m < causal_level / 3 and m,
         90,
         f"the loss below a third of {causal_level:.2f} after mask → none",
+        poll=0.25,
     )
     collapse_s = time.monotonic() - clicked
     expect(page.get_by_text(re.compile(r"mask → none: applied at step \d+"))).to_be_visible()
@@ -80,6 +72,7 @@ def test_lecture_preset_trains_until_stopped_and_the_mask_switch_shows_within_se
         lambda: (m := mean_loss_after(metrics(app_runs, run_id), at)) is not None and m > causal_level - 0.3 and m,
         60,
         "the loss back near the causal level after mask → causal",
+        poll=0.25,
     )
     back_s = time.monotonic() - clicked
     print(f"lecture: causal {causal_level:.2f}; none -> {low:.2f} in {collapse_s:.1f} s; causal -> {high:.2f} in "
