@@ -334,26 +334,39 @@ LAB_RUNS = "lab_runs"  # {experiment key: {variant label: run_id}}
 URL_LAB = "lab"  # ?lab=<id>,<id>: an experiment's runs, in variant order, so a refresh reattaches
 
 
+def runs_in_url(param: str, labels: list[str], what: str) -> dict[str, str] | None:
+    """The runs named in the URL parameter `param` (?lab=id,id), one per label in order; None when there are none
+    or not one per label, or (with a message naming `what`) when an id is not a run id."""
+    ids = [i for i in str(st.query_params.get(param, "")).split(",") if i]
+    if len(ids) != len(labels):
+        return None
+    try:
+        return {label: validate_run_id(i) for label, i in zip(labels, ids, strict=True)}
+    except RunStoreError as e:
+        flash("warning", f"Ignored the {what} in the address: {e}")
+        return None
+
+
+def show_runs_in_url(param: str, runs: dict[str, str] | None) -> None:
+    """Keep the runs on screen in the address (a refresh or a shared link finds them), or clear the parameter."""
+    if runs:
+        st.query_params[param] = ",".join(runs.values())
+    else:
+        st.query_params.pop(param, None)
+
+
 def lab_runs(key: str, labels: list[str]) -> dict[str, str] | None:
     """The runs of experiment `key` this session started, or those named in the URL (?lab=id,id)."""
     known = st.session_state.setdefault(LAB_RUNS, {})
-    ids = [i for i in str(st.query_params.get(URL_LAB, "")).split(",") if i]
-    if key not in known and len(ids) == len(labels):
-        try:
-            known[key] = {label: validate_run_id(i) for label, i in zip(labels, ids, strict=True)}
-        except RunStoreError as e:
-            flash("warning", f"Ignored the experiment runs in the address: {e}")
-    runs = known.get(key)
-    if runs:
-        st.query_params[URL_LAB] = ",".join(runs.values())
-    else:
-        st.query_params.pop(URL_LAB, None)
-    return runs
+    if key not in known and (named := runs_in_url(URL_LAB, labels, "experiment runs")):
+        known[key] = named
+    show_runs_in_url(URL_LAB, known.get(key))
+    return known.get(key)
 
 
 def set_lab_runs(key: str, runs: dict[str, str]) -> None:
     st.session_state.setdefault(LAB_RUNS, {})[key] = dict(runs)
-    st.query_params[URL_LAB] = ",".join(runs.values())
+    show_runs_in_url(URL_LAB, runs)
 
 
 LAB_MEASURED = "lab_measured"  # {experiment key: (seed, results)} for experiments measured in-process (memory)
@@ -387,21 +400,15 @@ URL_CIRC = "induction"  # ?induction=<id>,<id>: the experiment's runs, so a refr
 
 def circuit_runs(labels: list[str]) -> dict[str, str] | None:
     """The induction experiment's runs this session started, or those named in the URL (?induction=id,id)."""
-    runs = st.session_state.get(CIRC_RUNS)
-    ids = [i for i in str(st.query_params.get(URL_CIRC, "")).split(",") if i]
-    if not runs and len(ids) == len(labels):
-        try:
-            runs = st.session_state[CIRC_RUNS] = {lab: validate_run_id(i) for lab, i in zip(labels, ids, strict=True)}
-        except RunStoreError as e:
-            flash("warning", f"Ignored the induction runs in the address: {e}")
-    if runs:
-        st.query_params[URL_CIRC] = ",".join(runs.values())
-    return runs or None
+    if not st.session_state.get(CIRC_RUNS) and (named := runs_in_url(URL_CIRC, labels, "induction runs")):
+        st.session_state[CIRC_RUNS] = named
+    show_runs_in_url(URL_CIRC, st.session_state.get(CIRC_RUNS))
+    return st.session_state.get(CIRC_RUNS) or None
 
 
 def set_circuit_runs(runs: dict[str, str]) -> None:
     st.session_state[CIRC_RUNS] = dict(runs)
-    st.query_params[URL_CIRC] = ",".join(runs.values())
+    show_runs_in_url(URL_CIRC, runs)
 
 
 def choose_circuit_head(name: str, names: list[str]) -> None:
