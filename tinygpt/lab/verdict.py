@@ -138,3 +138,15 @@ def noise_margin(threshold: float, *runs: RunResult) -> float:
 
 
 LEAKS = 1e-3  # a leak score above this is a leak (a correct mask scores exactly 0)
+
+
+def never_reached(expected: str, runs: dict[str, RunResult], claims: list[str], observed: dict) -> Verdict | None:
+    """The verdict when a run diverged: its last snapshot and losses are from before it broke, so every claim about
+    the end of training is "not measured" (never a pass or a fail); None when every run reached its end. `runs`:
+    {label: result}, the label as the sentence names the run."""
+    broken = [f"the {label} run {diverged_at(r)}" for label, r in runs.items() if diverged_at(r)]
+    if not broken:
+        return None
+    why = f"not measured: {' and '.join(broken)}"
+    sentence = f"{'; '.join(broken).capitalize()}, so the end of training was never reached."
+    return decide(expected, {f"{claim} ({why})": None for claim in claims}, observed, sentence)

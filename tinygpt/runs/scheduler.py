@@ -33,15 +33,6 @@ from .preflight import preflight
 from .slots import Slots
 from .status import read_status
 
-STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is killed
-
-
-MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
-
 
 class RunManager(Slots):
     """Starts, steers and watches the training runs of one server: the commands a page (or the CLI in tests) sends,
@@ -167,8 +158,9 @@ class RunManager(Slots):
                 self._restart(run_id, commands, None)
 
     def stop(self, run_id: str, wait: bool = True, actor: Actor | None = None) -> None:
-        """Stop a run for good (checkpoint, state "stopped"). With `wait`, returns once the worker has ended: after
-        the step in progress, or after STOP_GRACE s when it is killed (its data stays readable). Idempotent."""
+        """Stop a run for good (checkpoint, state "stopped"). With `wait`, returns once the worker has ended:
+        after the step in progress, or after stop_grace s (tinygpt.runs.slots.STOP_GRACE) when it is killed (its
+        data stays readable). Idempotent."""
         self._require_control(run_id, actor)
         with self._lock:
             if (job := self._queued(run_id)) is not None:

@@ -57,8 +57,6 @@ from .worker import (
 )
 
 STOP_GRACE = 5.0  # s a worker may take to obey stop (or release) before it is killed
-
-
 MONITOR_INTERVAL = 0.2  # s between the monitor's checks when no worker ends and nobody calls
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...model import Block
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt3, say
+from ..verdict import RunResult, Verdict, decide, fmt, gt3, never_reached, say
 
 EXPECTED = "detached: first-layer gradient norm below 1% of the residual model's, and a higher loss"
 
@@ -20,13 +20,9 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "train loss, detached": bad.final_train_loss,
         "train loss, residual": good.final_train_loss,
     }
-    broken = [
-        f"the {label} run {diverged_at(r)}" for label, r in (("detached", bad), ("residual", good)) if diverged_at(r)
-    ]
-    if broken:
-        why = f"not measured: {' and '.join(broken)}"
-        clauses = {f"a vanishing first-layer gradient ({why})": None, f"a higher final loss ({why})": None}
-        return decide(EXPECTED, clauses, observed, f"{'; '.join(broken).capitalize()}.")
+    claims = ["a vanishing first-layer gradient", "a higher final loss"]
+    if broken := never_reached(EXPECTED, {"detached": bad, "residual": good}, claims, observed):
+        return broken
     vanishes = None if ratio is None else ratio < 1e-2
     stalls = gt3(bad.final_train_loss, good.final_train_loss, 0.1)
     sentence = (

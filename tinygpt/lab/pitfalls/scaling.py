@@ -5,7 +5,18 @@ from __future__ import annotations
 from ...attention import attention
 from ...config import TransformerConfig
 from ..experiment import Experiment
-from ..verdict import SATURATED, RunResult, Verdict, all_of, decide, diverged_at, fmt, gt3, noise_margin, say
+from ..verdict import (
+    SATURATED,
+    RunResult,
+    Verdict,
+    all_of,
+    decide,
+    fmt,
+    gt3,
+    never_reached,
+    noise_margin,
+    say,
+)
 
 # nats: the unscaled run must end at least this much higher (measured: 0.28-0.31 on Shakespeare, 0.29 on licences)
 SCALING_WORSE = 0.1
@@ -31,21 +42,12 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "train loss, unscaled": bad.final_train_loss,
         "train loss, scaled": good.final_train_loss,
     }
-    broken = [
-        f"the {label} run {diverged_at(r)}" for label, r in (("unscaled", bad), ("scaled", good)) if diverged_at(r)
-    ]
     margin = noise_margin(SCALING_WORSE, good, bad)
     observed["worse margin (nats)"] = margin
-    if broken:  # a diverged run's last snapshot and losses are from before it broke: nothing about its end is known
-        why = f"not measured: {' and '.join(broken)}"
-        clauses = {
-            f"near one-hot attention ({why})": None,
-            f"less gradient through the softmax ({why})": None,
-            f"smaller attention gradients ({why})": None,
-            f"a higher final loss ({why})": None,
-        }
-        sentence = f"{'; '.join(broken).capitalize()}, so the end of training was never reached."
-        return decide(EXPECTED, clauses, observed, sentence)
+    claims = ["near one-hot attention", "less gradient through the softmax", "smaller attention gradients",
+              "a higher final loss"]  # fmt: skip
+    if broken := never_reached(EXPECTED, {"unscaled": bad, "scaled": good}, claims, observed):
+        return broken
     max_bar = None if bad.mean_entropy is None else 2 * bad.mean_entropy
     saturated = all_of(gt3(good.mean_entropy, max_bar), gt3(bad.mean_max_weight, SATURATED))
     starved = gt3(good.softmax_gain, None if bad.softmax_gain is None else 2 * bad.softmax_gain)
