@@ -75,7 +75,9 @@ def test_bring_to_the_projector_shows_the_run_in_large_fonts(runs_dir, large_bef
     """Reproduces finding 1: the button raised StreamlitWidgetAlreadyInstantiatedError (st.session_state['w_large']
     set after the sidebar's toggle was drawn), with Large fonts on and off."""
     anna = app_as(ANNA)
-    run_id = start_run(anna, max_steps=50)
+    # Long enough to be training when it reaches the projector: a run that ends meanwhile redraws its page at its
+    # end, and that rerun takes the one-time "on your screen" message with it (a 50-step run did, now and then).
+    run_id = start_run(anna, max_steps=5000)
     teacher = app_as(TEACHER)
     if large_before:
         teacher.sidebar.toggle(key=state.W_LARGE).set_value(True).run()
@@ -89,7 +91,7 @@ def test_bring_to_the_projector_shows_the_run_in_large_fonts(runs_dir, large_bef
     assert f"Run {run_id} is on your screen" in texts(teacher)
     # the run's own settings on the projector, not the instructor's last form
     assert teacher.selectbox(key=state.W_SOURCE).value == "Synthetic: copy"
-    assert teacher.number_input(key=state.W_MAX_STEPS).value == 50
+    assert teacher.number_input(key=state.W_MAX_STEPS).value == 5000
     assert "Changed since this run started" not in texts(teacher)
     resources.get_manager().stop(run_id)
 
