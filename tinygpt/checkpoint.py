@@ -36,8 +36,6 @@ from .errors import CheckpointError
 from .model import TinyGPT
 
 FORMAT = "tinygpt-checkpoint"
-
-
 VERSION = 1
 
 

@@ -18,34 +18,16 @@ from typing import Any
 from .errors import TinyGPTError
 
 ATTN_SCALES = ("head_dim", "hidden_dim", "none")
-
-
 MASKS = ("causal", "none", "off_by_one", "sliding_window")
-
-
 SOFTMAXES = ("stable", "naive")
-
-
 SHAPE_BUGS = ("none", "softmax_dim")  # deliberate silent shape bugs, for the pitfall lab's shape drift experiment
-
-
 DEVICES = ("auto", "cpu", "cuda", "mps")
-
-
 OPTIMIZERS = ("adamw", "muon")
-
-
 PRECISIONS = ("auto", "fp32", "bf16")
-
-
 # Knobs that may change between two training steps without rebuilding the model or the data.
 # Everything else (heads, layers, width, context, corpus, ...) needs a new run.
 LIVE_MODEL_KNOBS = ("attn_scale", "attn_scale_mult", "mask", "window", "ablated_heads")
-
-
 LIVE_TRAIN_KNOBS = ("learning_rate", "warmup_steps", "max_grad_norm", "min_lr", "weight_decay")
-
-
 LIVE_KNOBS = LIVE_MODEL_KNOBS + LIVE_TRAIN_KNOBS
 
 

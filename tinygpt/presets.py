@@ -118,11 +118,7 @@ PRESET_NOTES: dict[str, str] = {
 assert set(PRESET_NOTES) == set(PRESETS)
 
 MIN_LR_DIVISOR = 10  # the cosine floor follows the peak: min_lr = learning_rate / 10, as in nanoGPT and Chinchilla
-
-
 SHORT_RUN_EVALS = 4  # a short run still gets at least this many eval points ...
-
-
 SHORT_RUN_CHECKPOINTS = 3  # ... and this many checkpoints to look at, unless the interval was set explicitly
 
 

@@ -37,8 +37,6 @@ from ..errors import TinyGPTError
 from .flags import build_parser, config_from_args, config_overrides
 
 ETA_WINDOW = 200  # steps the CLI's ETA averages over
-
-
 ETA_MIN_STEPS = 5  # steps after the first before the CLI gives an ETA
 
 

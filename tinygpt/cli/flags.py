@@ -28,11 +28,7 @@ from ..config import (
 from ..presets import MIN_LR_DIVISOR, PRESETS, SHORT_RUN_CHECKPOINTS, SHORT_RUN_EVALS, preset
 
 SECTIONS = {"model": TransformerConfig, "train": TrainConfig, "data": DataConfig}
-
-
 NOT_FLAGS = ("vocab_size", "text_sha256")  # set from the corpus, and a run folder's reference to its corpus.txt
-
-
 # Values preset() derives when they are not set, said in the help instead of a number.
 DERIVED = {
     "min_lr": f"learning_rate / {MIN_LR_DIVISOR} (the Lecture preset: learning_rate itself, a constant rate)",
@@ -42,8 +38,6 @@ DERIVED = {
 
 
 MAX_TEMPERATURE = 1000.0  # above this every character is equally likely anyway
-
-
 MIN_TEMPERATURE = 1e-3  # below this (but above 0) logits / temperature overflow: 0 is the greedy choice
 
 

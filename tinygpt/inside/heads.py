@@ -42,8 +42,6 @@ from ..model import TinyGPT
 from .lens import residual_stream
 
 ROLES = ("previous", "induction", "first", "self")
-
-
 ROLE_DEFINITIONS = {
     "previous": "previous-token score: the mean attention weight on the token just before, A[t, t-1], on the "
     "run's probe text (Elhage et al. 2021)",
@@ -59,11 +57,7 @@ ROLE_NOUNS = {"previous": "a previous-token head", "induction": "an induction he
 
 
 ROLE_THRESHOLD = 0.4  # a head "is" a role once that score passes 0.4 (above every uniform baseline at T >= 8)
-
-
 INDUCTION_ROWS = 2  # random probes averaged per snapshot: 2 keep the scores' cost near 2% of a demo step
-
-
 PROBE_SEED = 0  # the same random probe at every snapshot, so scores change only because the model did
 
 
@@ -317,8 +311,6 @@ def copy_loss_series(records: Sequence[dict]) -> list[dict]:
 
 
 MIN_SCORE_JUMP = 0.2  # the best induction score must rise at least this much to count as a phase change
-
-
 MIN_GAP_RISE = 0.5  # nats: the second copy must become at least this much cheaper than the first
 
 

@@ -35,11 +35,7 @@ from .verdict import NOT_ENOUGH_DATA, Verdict
 # bar, while the same head scored 0.44-0.45 on 256 rows. The verdict reads its scores from VERDICT_ROWS fresh rows
 # at the final checkpoint (`induction_spread`), and says "not enough data" below MIN_VERDICT_ROWS.
 VERDICT_ROWS = 256
-
-
 MIN_VERDICT_ROWS = 64
-
-
 VERDICT_SEED = 1  # not PROBE_SEED: rows the live scores never saw
 
 
@@ -91,11 +87,7 @@ def final_induction(run_dir, step: int | None = None, rows: int = VERDICT_ROWS) 
 
 
 INDUCTION_SOURCES = {"synthetic:copyvar": "the copy task, words of every length", "shakespeare": "Tiny Shakespeare"}
-
-
 INDUCTION_VARIANTS = {"2 layers": {"num_layers": 2}, "1 layer (control)": {"num_layers": 1}}
-
-
 # Settings shared by both runs, on top of the demo preset (tinygpt/bench/circuits.py measured them; BENCHMARKS.md).
 INDUCTION_BASE: dict[str, dict[str, Any]] = {
     "synthetic:copyvar": dict(
@@ -112,14 +104,8 @@ INDUCTION_BASE: dict[str, dict[str, Any]] = {
 
 
 COINCIDE_SNAPSHOTS = 3  # the score and the loss jumps count as one phase change within this many snapshots ...
-
-
 COINCIDE_FRACTION = 0.25  # ... or this fraction of the step, whichever is more
-
-
 CONTROL_MAX_LIFT = 0.15  # the control "stays near its baseline": its best head's lift stays below this
-
-
 INDUCTION_EXPECTED = (
     "The 2-layer model's best head jumps to an induction (prefix-matching) score above "
     f"{ROLE_THRESHOLD} and, at about the same step, its loss on the second copy of a repeated random probe falls "

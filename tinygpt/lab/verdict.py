@@ -8,14 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ENDED = ("finished", "diverged", "failed")  # a run in one of these has said all it will say
-
-
 SATURATED = 0.9  # an attention row whose largest weight is above this is "near one-hot"
-
-
 NOT_ENOUGH_DATA = "not enough data"  # a verdict some clause of which was not measured (none failed)
-
-
 CPU_COUNTS_ONLY = "allocation counts only"  # the memory demo on CPU: churn measured, fragmentation needs CUDA
 
 

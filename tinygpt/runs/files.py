@@ -26,33 +26,15 @@ from ..errors import RunStoreError, TinyGPTError
 from .check import clean_scores, valid_event
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
-
-
 EVENT_KINDS = ("knob", "clip", "nonfinite", "diverged", "state", "checkpoint", "error")
-
-
 OWNERS = ("app", "cli")
-
-
 JSONL_FILES = ("metrics", "evals", "events", "samples")
-
-
 # queued -> starting -> running <-> paused -> finished | stopped | diverged | failed (see tinygpt.runs.loop).
 STATES = ("queued", "starting", "running", "paused", "finished", "stopped", "diverged", "failed")
-
-
 ACTIVE_STATES = ("queued", "starting", "running")  # something is (about to be) training: pages keep refreshing
-
-
 PAUSED_STATES = ("paused", "diverged")  # waiting for a command (a live worker) or resumable as it was (no worker)
-
-
 FINAL_STATES = ("paused", "finished", "stopped", "diverged", "failed")  # what a worker writes before it exits
-
-
 ENDED_STATES = ("finished", "stopped", "failed")  # nothing left to do, even if the exit itself was unclean
-
-
 RESUMABLE_STATES = ("paused", "stopped", "diverged", "failed")  # continue from the newest checkpoint
 
 
@@ -64,11 +46,7 @@ def check_state(state: Any) -> None:
 
 # The only place the step-numbered names are spelled: 8 digits, so names sort like steps up to 10^8 - 1.
 _STEP_NAME = "step_{:08d}"
-
-
 SNAPSHOT_FILE_RE = re.compile(r"^step_(\d{8})\.npy$")
-
-
 _CKPT_FILE_RE = re.compile(r"^step_(\d{8})\.safetensors$")
 
 
@@ -237,11 +215,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
 
 
 WRITER_LOCK = "writer.lock"  # in the run folder: flock'ed (exclusive) by the process writing the run
-
-
 CORPUS_FILE = "corpus.txt"  # a pasted or uploaded corpus, stored once per run instead of in every config
-
-
 # An instructor's pause of a learner's run is a hold: hold.json in the run folder, written by the server that took
 # the pause (not by the worker, so it outlives the worker: a lease release or a server restart keeps it). While it
 # is there the learner may watch, stop, or turn knobs, but not resume or step: the room is told to look at the

@@ -1,4 +1,4 @@
-"""A run in the scheduler's hands, as one explicit state instead of a row of flags.
+"""A run in the scheduler's hands, and the phases it passes through (read from its process and two flags):
 
     queued     in the FIFO queue, no process (`process` None, not `launching`)
     launching  holds a slot; the monitor is starting its worker process
@@ -44,12 +44,6 @@ class Job:
     deadline: float | None = None  # kill the process if it is still alive then
     killed_as: tuple[str, str] | None = None  # (state, reason) to record if it has to be killed
     followup: Followup | None = None  # what to start once it has exited
-
-    @property
-    def state(self) -> str:
-        if self.process is None:
-            return "launching" if self.launching else "queued"
-        return "leaving" if self.stop_requested or self.on_its_way_out else "live"
 
     @property
     def dead(self) -> bool:

@@ -9,11 +9,7 @@ import math
 from collections.abc import Iterable
 
 DENSE_STEPS = 300  # the first steps are where heads form: every snapshot and checkpoint of them is kept ...
-
-
 DENSE_FRACTION = 0.1  # ... up to this fraction of the run, whichever ends first
-
-
 DENSE_SHARE = 0.75  # the dense phase may fill this much of the budget (only a cadence of a few steps needs that)
 
 

@@ -52,14 +52,8 @@ from .writer import RunWriter
 # Imported once by the forkserver, so every worker starts with them loaded. Not torch._dynamo (1.2 s, as long as
 # torch itself): nothing a run does imports it since tinygpt.optim replaced torch.optim.AdamW.
 PRELOAD = ["torch", "numpy", "safetensors.torch", "tinygpt.runs.loop", "tinygpt.runs.worker"]
-
-
 LOCKED_EXIT = 3  # a worker's exit code when another process holds the run's writer lock: it wrote nothing
-
-
 UNWRITABLE_EXIT = 4  # ... when the run folder cannot be written at all (read-only, full): it could write nothing
-
-
 _MAIN_LOCK = threading.Lock()
 
 

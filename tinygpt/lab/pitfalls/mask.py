@@ -13,11 +13,7 @@ from ..verdict import LEAKS, NOISE_SIGMAS, RunResult, Verdict, decide, diverged_
 # token it predicts drops toward the floor of the positions with nothing to copy (the last of each window: ~1/T of
 # the causal loss, ~0.15-0.25 nats at context 16), ~2 nats below causal; a mask that did not leak ends near it.
 MASK_CHEAT = 0.5
-
-
 MASK_FALLS_APART = 0.3  # nats above causal, predicting from the past alone (off_by_one: ~3, none: ~0.5)
-
-
 EXPECTED = (
     f"leaky masks: a training loss that collapses at least {MASK_CHEAT} nats below causal (and "
     f"{NOISE_SIGMAS} standard deviations of its noise), a leak score > 0, and a much higher loss without the "

@@ -7,11 +7,7 @@ from ..experiment import Experiment
 from ..verdict import RunResult, Verdict, all_of, decide, diverged_at, fmt, gt3, say
 
 WARMUP_HURTS = 0.1  # nats: at the high LR, no warmup must end (and be at a third of the run) at least this much worse
-
-
 WARMUP_SAME = 0.05  # nats: at the demo LR, the two must end within this of each other
-
-
 EXPECTED = (
     "at lr 1e-2 no warmup stalls (higher loss a third of the way in and at the end) or diverges; "
     "at lr 2e-3 warmup makes no difference"
