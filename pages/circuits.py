@@ -94,8 +94,7 @@ wanted = state.get(state.W_CIRC_STEP)
 state.put(state.W_CIRC_STEP, steps[-1] if wanted is None else min(steps, key=lambda s: abs(s - wanted)))
 step = st.select_slider("Step", steps, key=state.W_CIRC_STEP, help="The head table and the checkpoint views below.")
 mark = view.change_mark(records, live)  # "provisional" while the run trains
-fig = view.charts.role_history_chart(heads.score_rows(records), change=mark, knobs=view.knob_markers(rd.events),
-                                     large=large)  # fmt: skip
+fig = view.charts.role_history_chart(heads.score_rows(records), change=mark, events=rd.events, large=large)
 view.chart(fig, "role_history_chart", "circ_roles")
 st.markdown(f"**Heads at step {step}**")
 for sentence in view.role_sentences(records, step):

@@ -59,7 +59,7 @@ def test_knob_markers_show_applied_changes_in_the_widgets_words():
     metrics = [{"step": s, "loss": 3.0} for s in range(1, 100)]
     spec = curves.loss_chart(metrics, [], events, 65).to_dict()
     labels = [row["label"] for row in spec["datasets"]["knobs"]]
-    assert labels == ["@40 scale × 1→2.5", "@60 LR 0.002→0.004"]  # no refused, unchanged or coupled marker
+    assert labels == ["scale × 1→2.5 @40", "LR 0.002→0.004 @60"]  # no refused, unchanged or coupled marker
 
 
 def test_a_dtype_error_names_each_dtype_once():

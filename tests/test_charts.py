@@ -166,9 +166,9 @@ def test_loss_chart_baseline_target_events_and_nonfinite():
     assert 1.88 in rules_at(spec, "y")
     labels = texts(spec)
     assert "uniform guess ln(V)=4.17" in labels and "target 1.88" in labels
-    # Knob changes: numbered badges on the chart, their list ("① @150 mask causal→none") in a legend under it
+    # Knob changes: numbered badges on the chart, their list ("① mask causal→none @150") in a legend under it
     entries = [row["entry"] for row in spec["datasets"]["knobs"]]
-    assert entries == ["① @150 mask causal→none", "② @200 LR 0.001→0.003"]
+    assert entries == ["① mask causal→none @150", "② LR 0.001→0.003 @200"]
     assert "①" in labels and "②" in labels and not any("@150" in label for label in labels)
     legends = [v["encoding"]["opacity"].get("legend") for v in views(spec) if "opacity" in v.get("encoding", {})]
     legends = [legend for legend in legends if legend]

@@ -36,13 +36,13 @@ def datasets(spec: dict) -> list[dict]:
 def test_role_history_draws_every_head_and_role_with_its_baseline_and_markers():
     rows = heads.score_rows(RECORDS)
     change = {"step": 100, "label": "phase change @100"}
-    knobs = [{"step": 150, "label": "@150 ablated_heads→L1H1"}]
-    spec = charts.role_history_chart(rows, change=change, knobs=knobs).to_dict()
+    events = [{"kind": "knob", "knob": "ablated_heads", "ok": True, "old": "", "new": "L1H1", "step": 150}]
+    spec = charts.role_history_chart(rows, change=change, events=events).to_dict()
     data = datasets(spec)
     assert {r["name"] for r in data if "name" in r} == {"L0H0", "L0H1", "L1H0", "L1H1"}
     assert {r["baseline"] for r in data if "baseline" in r} == {0.12, 0.04}
     labels = {r["label"] for r in data if "label" in r}
-    assert labels == {"phase change @100", "@150 ablated_heads→L1H1"}
+    assert labels == {"phase change @100", "heads off none→L1H1 @150"}
     text = json.dumps(spec)
     for role in heads.ROLES:
         assert charts.ROLE_TITLES[role] in text

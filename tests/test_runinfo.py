@@ -63,13 +63,14 @@ EVENTS = [  # the cheating run of the issue: scale off at 1130, mask none at 181
 
 
 def test_runs_show_the_live_changes_and_the_knobs_of_the_best_val_loss():
-    assert runinfo.knob_history(EVENTS) == ["scale head_dim → none @1130", "mask causal → none @1810"]
-    assert runinfo.run_name(CONFIG, EVENTS) == "2L×4H×64 · synthetic:copy · lr 0.002 · scale→none@1130 · mask→none@1810"
+    assert runinfo.knob_history(EVENTS) == ["scaling head_dim→none @1130", "mask causal→none @1810"]
+    name = "2L×4H×64 · synthetic:copy · LR 0.002 · scaling→none @1130 · mask→none @1810"
+    assert runinfo.run_name(CONFIG, EVENTS) == name
     muon = {**CONFIG, "train": {**CONFIG["train"], "optimizer": "muon"}}
-    assert runinfo.run_name(muon, []) == "2L×4H×64 · synthetic:copy · lr 0.002 · muon"  # the speedrun's lever
+    assert runinfo.run_name(muon, []) == "2L×4H×64 · synthetic:copy · LR 0.002 · muon"  # the speedrun's lever
     evals = [{"step": 1000, "val_loss": 1.9}, {"step": 2000, "val_loss": 0.126}]
     step, loss, under = runinfo.best_eval(CONFIG, EVENTS, evals)
-    assert (step, loss) == (2000, 0.126) and under == ["scale none", "mask none"]  # reached while cheating
+    assert (step, loss) == (2000, 0.126) and under == ["scaling none", "mask none"]  # reached while cheating
     assert runinfo.best_eval(CONFIG, [], evals)[2] == []
     assert runinfo.knobs_at(CONFIG, EVENTS, 1500)["mask"] == "causal"
 
@@ -85,7 +86,7 @@ def test_settings_that_differ_count_live_changes_and_compare_charts_mark_them():
     series = {"A": [{"step": s, "loss": 2.0} for s in range(1, 2001, 10)], "B": [{"step": 1, "loss": 2.0}]}
     spec = compare.compare_chart(series, "loss", events={"A": EVENTS})
     labels = [r["label"] for r in spec["datasets"]["compare_knobs"]]
-    assert labels == ["A: @1130 scaling head_dim→none", "A: @1810 mask causal→none"]
+    assert labels == ["A: scaling head_dim→none @1130", "A: mask causal→none @1810"]
 
 
 def test_queue_wait_follows_the_running_runs_pace(tmp_path):

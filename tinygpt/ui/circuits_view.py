@@ -23,7 +23,6 @@ from tinygpt.inside import heads, lens
 from tinygpt.inside.maps import encode_probe
 from tinygpt.lab import induction
 from tinygpt.runs.files import ENDED_STATES, read_scores
-from tinygpt.runs.knobs import knob_changes
 from tinygpt.runs.models import run_data
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import admission, backlog, explain, resources, runinfo, safe, state
@@ -67,16 +66,6 @@ def head_grid(records: list[dict]) -> tuple[int, int]:
             if isinstance(scores, list) and scores and all(isinstance(row, list) for row in scores):
                 return len(scores), len(scores[0])
     return 0, 0
-
-
-def knob_markers(events: list[dict]) -> list[dict]:
-    """Live knob changes as chart markers {"step", "label"} (the head switch among them)."""
-    out = []
-    for e in knob_changes(events):
-        if not e.get("coupled_to"):
-            new = e.get("new")
-            out.append({"step": int(e["step"]), "label": f"@{e['step']} {e['knob']}→{new if new != '' else 'none'}"})
-    return out
 
 
 def head_rows(records: list[dict], step: int | None) -> list[dict]:

@@ -14,13 +14,14 @@ from typing import Any
 from tinygpt.config import trains_until_stopped
 from tinygpt.errors import RunStoreError
 from tinygpt.runs.files import read_evals, read_events, read_json
-from tinygpt.runs.knobs import knob_answer, knob_changes, knobs_now
+from tinygpt.runs.knobs import knob_answer, knobs_now
 from tinygpt.runs.lock import writer_lock_holder
 from tinygpt.runs.owners import Actor, read_hold, run_learner
 from tinygpt.runs.status import read_status
 from tinygpt.runs.store import RunStore
 from tinygpt.schedule import lr_at
 from tinygpt.ui.clipping import clip_caption  # noqa: F401 - the pages' one place for run texts
+from tinygpt.ui.knob_words import change_label, knob_marks, knob_value, knob_word, shown_changes
 
 
 def eta_seconds(metrics: list[dict], step: int, max_steps: int | None) -> float | None:
@@ -137,7 +138,7 @@ def progress_fraction(status: dict) -> float | None:
 
 def event_notes(events: list[dict], limit: int = 5) -> str:
     """The newest knob changes and non-finite events as one line of text (the charts draw them as markers)."""
-    changes = {id(e) for e in knob_changes(events) if not e.get("coupled_to")}  # min_lr moves with its lr
+    changes = {id(e) for e in shown_changes(events)}  # min_lr moves with its lr
     marked = [e for e in events if id(e) in changes or e.get("kind") in ("nonfinite", "diverged")][-limit:]
     return " · ".join(str(e.get("message") or f"{e.get('knob')} at step {e.get('step')}") for e in marked)
 
@@ -227,31 +228,10 @@ def nearest_snapshot(steps: list[int], step: int) -> int:
     return min(steps, key=lambda s: (abs(s - step), s))
 
 
-KNOB_WORDS = {  # short names for tables and run names
-    "learning_rate": "lr",
-    "warmup_steps": "warmup",
-    "max_grad_norm": "clip",
-    "attn_scale": "scale",
-    "attn_scale_mult": "scale×",
-    "mask": "mask",
-    "window": "window",
-    "weight_decay": "wd",
-    "min_lr": "min lr",
-}
-
-
-def _short(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 def knob_history(events: list[dict]) -> list[str]:
-    """What the run really did besides its config: every applied live change, e.g. ["mask causal → none @1810"]
-    (a coupled min_lr move is part of its learning-rate change)."""
-    return [
-        f"{KNOB_WORDS.get(e['knob'], e['knob'])} {_short(e.get('old'))} → {_short(e.get('new'))} @{e.get('step')}"
-        for e in knob_changes(events)
-        if not e.get("coupled_to") and e.get("knob")
-    ]
+    """What the run really did besides its config: every applied live change as its chart marker reads, e.g.
+    ["mask causal→none @1810"] (a coupled min_lr move is part of its learning-rate change)."""
+    return [mark["label"] for mark in knob_marks(events)]
 
 
 def knobs_at(config: dict, events: list[dict], step: int) -> dict[str, Any]:
@@ -261,20 +241,18 @@ def knobs_at(config: dict, events: list[dict], step: int) -> dict[str, Any]:
 
 def run_name(config: dict, events: list[dict]) -> str:
     """A readable name made from a run's settings and live changes, e.g.
-    "2L×4H×64 · synthetic:copy · lr 0.002 · mask→none@1810"."""
+    "2L×4H×64 · synthetic:copy · LR 0.002 · mask→none @1810"."""
     model, train, data = (config.get(part) or {} for part in ("model", "train", "data"))
     parts = [f"{model.get('num_layers', '?')}L×{model.get('num_heads', '?')}H×{model.get('hidden_dim', '?')}"]
     parts.append(str(data.get("source") or "?"))
-    parts.append(f"lr {_short(train.get('learning_rate'))}")
+    parts.append(f"{knob_word('learning_rate')} {knob_value(train.get('learning_rate'))}")
     if train.get("optimizer", "adamw") != "adamw":
         parts.append(str(train["optimizer"]))
-    if model.get("mask", "causal") != "causal":
-        parts.append(f"mask {model['mask']}")
-    if model.get("attn_scale", "head_dim") != "head_dim":
-        parts.append(f"scale {model['attn_scale']}")
-    for e in knob_changes(events):
-        if not e.get("coupled_to") and e.get("knob"):
-            parts.append(f"{KNOB_WORDS.get(e['knob'], e['knob'])}→{_short(e.get('new'))}@{e.get('step')}")
+    for knob, usual in (("mask", "causal"), ("attn_scale", "head_dim")):
+        if model.get(knob, usual) != usual:
+            parts.append(f"{knob_word(knob)} {knob_value(model[knob])}")
+    # Only where each change went: a name lists every change, and under the Room chart each is a line of its own.
+    parts += [change_label(e, old=False) for e in shown_changes(events)]
     return " · ".join(parts)
 
 
@@ -287,7 +265,7 @@ def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int,
     loss, step = min(scored)
     base = knobs_now(config, [])
     then = knobs_at(config, events, step)
-    changed = [f"{KNOB_WORDS.get(k, k)} {_short(v)}" for k, v in then.items() if v != base.get(k) and k != "min_lr"]
+    changed = [f"{knob_word(k)} {knob_value(v)}" for k, v in then.items() if v != base.get(k) and k != "min_lr"]
     return step, loss, changed
 
 

@@ -26,6 +26,8 @@ from tinygpt.ui.charts.style import (
     dash_encoding,
     dash_note,
     data_frame,
+    marker_layers,
+    marker_rows,
     numbered_marker_layers,
     numbered_markers,
     palette_for,
@@ -38,6 +40,7 @@ from tinygpt.ui.charts.style import (
     visible_char,
 )
 from tinygpt.ui.charts.tokens import placeholder
+from tinygpt.ui.knob_words import knob_marks
 
 ROLE_TITLES = {
     "previous": "previous token: A[t, t-1]",
@@ -45,19 +48,6 @@ ROLE_TITLES = {
     "first": "first token (sink): A[t, 0]",
     "self": "self: A[t, t]",
 }
-
-
-def _markers(rows: Sequence[Mapping[str, Any]], t: dict, colour: str) -> list:
-    """Vertical rules at rows {"step", "label"}, labelled at the top."""
-    if not rows:
-        return []
-    base = alt.Chart(data_frame(list(rows), "step", "label"))
-    tooltip = [alt.Tooltip("step:Q"), alt.Tooltip("label:N", title="marker")]
-    rule = base.mark_rule(color=colour, strokeDash=[4, 3], strokeWidth=t["line"]).encode(x=step_x(), tooltip=tooltip)
-    text = base.mark_text(align="left", baseline="top", dx=4, dy=2, color=colour, fontSize=t["text"]).encode(
-        x=step_x(), y=alt.value(2), text="label:N"
-    )
-    return [rule, text]
 
 
 def _steps_kept(rows: Sequence[Mapping[str, Any]], limit: int = 300) -> set[int]:
@@ -69,12 +59,13 @@ def role_history_chart(
     *,
     roles: Sequence[str] = ("previous", "induction", "first", "self"),
     change: Mapping[str, Any] | None = None,
-    knobs: Sequence[Mapping[str, Any]] = (),
+    events: Records | None = None,
     large: bool = False,
 ):
     """Each role's score per head over training (rows from circuits.score_rows: step, name, role, score,
     baseline), one panel per role with its uniform baseline dashed. `change` {"step", "label"} marks the phase
-    change (red) and `knobs` [{"step", "label"}] the live knob changes (purple, numbered) on every panel."""
+    change (red) and the run's `events` its live knob changes (purple, numbered, as on the loss chart) on every
+    panel."""
     t = theme(large)
     rows = [r for r in rows or [] if r.get("score") is not None]
     if not rows:
@@ -84,8 +75,10 @@ def role_history_chart(
     colours = palette_for(heads)
     width = 620 if large else 330
     # Knob changes numbered (①, ②, ...) on every panel and listed once under the chart, as on the loss chart.
-    numbered = numbered_markers([{"step": int(k["step"]), "label": str(k["label"])} for k in knobs], t,
-                                max(int(r["step"]) for r in rows))  # fmt: skip
+    x_max = max(int(r["step"]) for r in rows)
+    numbered = numbered_markers(knob_marks(events), t, x_max)
+    phase = marker_rows([dict(change)], t, x_max, stagger=False) if change else []
+    phase_layers = marker_layers(phase, t, RED, "phase change", step_x()) if phase else []
     panels = []
     for role in roles:
         part = [dict(r) for r in rows if r["role"] == role and int(r["step"]) in keep]
@@ -104,8 +97,7 @@ def role_history_chart(
             x=step_x(), y=alt.Y("mean(baseline):Q", **yspec), tooltip=[alt.Tooltip("mean(baseline):Q", title="uniform")]
         )
         layers = [lines, baseline, *(numbered_marker_layers(numbered, t, PURPLE, step_x()) if numbered else [])]
-        if change:
-            layers += _markers([change], t, RED)
+        layers += phase_layers
         title = alt.TitleParams(ROLE_TITLES.get(role, role), fontSize=t["axis_title"])
         panels.append(alt.layer(*layers).properties(width=width, height=t["panel"], title=title))
     pairs = [alt.hconcat(*panels[i : i + 2]) for i in range(0, len(panels), 2)] if not large else panels
@@ -179,8 +171,10 @@ def phase_change_chart(
         )
     ]
     marks = [dict(c) for c in (changes or {}).values() if c]
-    top += _markers(marks, t, RED)
-    bottom += _markers(marks, t, RED)
+    if marks:  # the runs' changes staggered over three lines: two runs' changes a few steps apart stay readable
+        x_max = max(r["step"] for r in score_rows + loss_rows + marks)
+        rules = marker_layers(marker_rows(marks, t, x_max), t, RED, "phase change", step_x())
+        top, bottom = top + rules, bottom + rules
     chart = alt.vconcat(
         alt.layer(*top).properties(width=width, height=t["panel"], title="Best head's induction score"),
         alt.layer(*bottom).properties(width=width, height=t["panel"], title="Loss on the repeated probe"),

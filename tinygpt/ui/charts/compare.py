@@ -34,7 +34,6 @@ from tinygpt.ui.charts.style import (
     finite,
     hover_layer,
     hover_rows,
-    knob_label,
     legend_lines,
     live_spec,
     numbered_marker_layers,
@@ -48,6 +47,7 @@ from tinygpt.ui.charts.style import (
     value_y,
     visible_char,
 )
+from tinygpt.ui.knob_words import knob_marks
 
 FIELD_TITLES = {  # y titles of `compare_chart`, by metrics field
     "loss": "training loss (nats per character)",
@@ -98,12 +98,7 @@ def compare_chart(
     # "no data yet" goes in the subtitle, never the title: "Gradient norm, unclipped (no data yet)" was cut to
     # "Gradient norm, unclipped (…" in a half-width column at projector fonts while a slow machine's runs started.
     title = FIELD_TITLES.get(field, field).split(" (")[0].capitalize()
-    knobs = [
-        {"step": int(e["step"]), "label": f"{name}: {knob_label(e)}", "run": str(name)}
-        for name, records in (events or {}).items()
-        for e in knob_changes(records or [])
-        if finite(e.get("step")) is not None and not e.get("coupled_to")
-    ]
+    knobs = [mark for name, records in (events or {}).items() for mark in knob_marks(records, run=str(name))]
     if seconds:  # each run on its own clock
         clocks = {str(name): step_seconds(records) for name, records in series.items()}
         rows = [{**r, "step": clocks.get(r["run"], step_seconds(None))(r["step"])} for r in rows]

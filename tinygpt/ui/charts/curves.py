@@ -9,8 +9,9 @@ chart keeps its zoom and hover between refreshes. The four live charts (`loss_ch
 and returns a plain Altair chart.
 
 Knob changes are drawn on the loss and gradient-norm charts as numbered vertical markers (①, ②, ...) with the
-list of changes under the chart (style.numbered_markers), non-finite steps as red rules (`_event_rows`,
-`_event_template_layers`); the current step on the learning-rate chart is a labelled marker.
+list of changes under the chart (rows from knob_words.knob_marks, as on every chart that marks them, laid out by
+style.numbered_markers), non-finite steps as red rules (`_event_rows`, `_event_template_layers`); the current step
+on the learning-rate chart is a labelled marker (style.marker_layers).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from collections.abc import Sequence
 
 import altair as alt
 
-from tinygpt.runs.knobs import knob_changes
 from tinygpt.ui.charts.style import (
     BLUE,
     GREEN,
@@ -45,9 +45,9 @@ from tinygpt.ui.charts.style import (
     group_names,
     hover_layer,
     hover_rows,
-    knob_label,
     legend_lines,
     live_spec,
+    marker_layers,
     marker_rows,
     numbered_marker_layers,
     numbered_markers,
@@ -62,6 +62,7 @@ from tinygpt.ui.charts.style import (
     thin_for_display,
     value_y,
 )
+from tinygpt.ui.knob_words import knob_marks
 
 # ---------------------------------------------------------------- reading records
 
@@ -97,22 +98,6 @@ def _layer_and_part(group: str) -> tuple[str, str]:
 # ---------------------------------------------------------------- markers: knob changes, non-finite steps, now
 
 
-def _marker_layers(name: str, t: dict, colour: str, tooltip_title: str, x_title: str = STEP) -> list:
-    """Vertical rules at the steps of dataset `name`, labelled at the top. Rows are {"step", "label", "y", "side"}
-    (see `marker_rows`): y (pixels from the top) staggers labels over three lines so neighbours do not overlap, and
-    side puts a label left of its rule near the right edge, where a zoomable chart would clip it."""
-    tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title=tooltip_title)]
-    base = alt.Chart(alt.NamedData(name))
-    labels = [
-        base.transform_filter(f"datum.side == '{side}'")
-        .mark_text(align=side, baseline="top", dx=4 if side == "left" else -4, color=colour, fontSize=t["text"])
-        .encode(x=step_x(x_title), y=alt.Y("y:Q", scale=None), text="label:N", tooltip=tooltip)
-        for side in ("left", "right")
-    ]
-    rule = base.mark_rule(color=colour, strokeDash=[3, 3], strokeWidth=t["line"])
-    return [rule.encode(x=step_x(x_title), tooltip=tooltip)] + labels
-
-
 def _x_max(*row_lists: list[dict]) -> float | None:
     return max((row["step"] for rows in row_lists for row in rows), default=None)
 
@@ -137,13 +122,8 @@ def _event_template_layers(t: dict, x_title: str = STEP) -> list:
 def _event_rows(
     events: Records | None, nonfinite: dict[int, str], t: dict, x_max: float | None
 ) -> dict[str, list[dict]]:
-    knobs = [
-        {"step": int(e["step"]), "label": knob_label(e)}
-        for e in knob_changes(events or [])
-        if finite(e.get("step")) is not None and not e.get("coupled_to")  # min_lr moves with the lr: one marker
-    ]
     bad = [{"step": s, "label": m} for s, m in sorted(nonfinite.items())][-200:]
-    return {"knobs": numbered_markers(knobs, t, x_max), "nonfinite": bad}
+    return {"knobs": numbered_markers(knob_marks(events), t, x_max), "nonfinite": bad}
 
 
 # ---------------------------------------------------------------- live charts
@@ -279,7 +259,7 @@ def _lr_template(title: str, large: bool):
     layers = [
         base.mark_line(strokeWidth=t["line"]).encode(strokeDash=dash_encoding("series:N", ["used", "planned"])),
         hover_layer(base.encode(tooltip=tooltip), "lr", data="lr_hover"),
-        *_marker_layers("now", t, GREY, "position"),
+        *marker_layers("now", t, GREY, "position", step_x()),
     ]
     return finish(layers, title, t, large=large)
 

@@ -330,37 +330,14 @@ def live_spec(builder: Callable[..., Any], key: tuple, datasets: dict[str, list[
     return spec
 
 
-# ---------------------------------------------------------------- knob markers (curves and comparisons)
-
-
-KNOB_TITLES = {  # the words the Train page's widgets use, shorter where a marker label must stay small
-    "learning_rate": "LR",
-    "min_lr": "min LR",
-    "warmup_steps": "warmup",
-    "max_grad_norm": "clip",
-    "weight_decay": "weight decay",
-    "attn_scale": "scaling",
-    "attn_scale_mult": "scale ×",
-    "mask": "mask",
-    "window": "window",
-}
-
-
-def _short(value) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def knob_label(event: dict) -> str:
-    """A knob marker's label: what changed, to what, and at which step, e.g. "@1810 mask causal→none" (the step
-    ties each label to its own rule when labels of neighbouring rules stack up)."""
-    name = KNOB_TITLES.get(str(event.get("knob")), str(event.get("knob")))
-    return f"@{int(event['step'])} {name} {_short(event.get('old'))}→{_short(event.get('new'))}"
+# ---------------------------------------------------------------- markers: labelled rules, numbered knob changes
 
 
 def marker_rows(rows: list[dict], t: dict, x_max: float | None, stagger: bool = True) -> list[dict]:
     """Marker rows with their label's line ("y", pixels) and side: "right" (label left of the rule) past 60% of
-    the x range that ends at `x_max`. For one marker with a label (the learning-rate chart's "now"); knob changes,
-    however many, are `numbered_markers`."""
+    the x range that ends at `x_max`. For the few markers labelled on the plot (the learning-rate chart's "now",
+    the Circuits charts' phase changes; drawn by `marker_layers`); knob changes, however many, are
+    `numbered_markers`."""
     far = 0.6 * x_max if x_max else math.inf
     return [
         {
@@ -370,6 +347,23 @@ def marker_rows(rows: list[dict], t: dict, x_max: float | None, stagger: bool = 
         }
         for i, row in enumerate(rows)
     ]
+
+
+def marker_layers(source: str | list[dict], t: dict, colour: str, tooltip_title: str, x: alt.X) -> list:
+    """A dashed rule per `marker_rows` row (`source`: a live chart's dataset name, or the rows), its label at the
+    top on the row's line, left of the rule near the right edge, where a zoomable chart would clip it. The
+    learning-rate chart's "now" and the Circuits charts' phase changes."""
+    tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("label:N", title=tooltip_title)]
+    rows = None if isinstance(source, str) else data_frame(source, "step", "label", "y", "side")
+    base = alt.Chart(alt.NamedData(source) if rows is None else rows)
+    labels = [
+        base.transform_filter(f"datum.side == '{side}'")
+        .mark_text(align=side, baseline="top", dx=4 if side == "left" else -4, color=colour, fontSize=t["text"])
+        .encode(x=x, y=alt.Y("y:Q", scale=None), text="label:N", tooltip=tooltip)
+        for side in ("left", "right")
+    ]
+    rule = base.mark_rule(color=colour, strokeDash=[3, 3], strokeWidth=t["line"])
+    return [rule.encode(x=x, tooltip=tooltip), *labels]
 
 
 CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩⑪⑫⑬⑭⑮⑯⑰⑱⑲⑳"
@@ -395,7 +389,7 @@ def badge(n: int) -> str:
 def numbered_markers(rows: Sequence[Mapping[str, Any]], t: dict, x_max: float | None) -> list[dict]:
     """Knob-change markers that stay readable however many there are: each row {"step", "label", ...} (in any
     order) gets its number "n" (by step), a "badge" (①, drawn at the top of its rule), the "entry" listed under
-    the chart ("① @30 mask causal→none"), a badge line "y" (pixels from the top) and a "side". Labels never
+    the chart ("① mask causal→none @30"), a badge line "y" (pixels from the top) and a "side". Labels never
     sit on the plot, where three neighbouring changes used to smear into one another; badges are one character
     (`badge_gap` of the x range wide), and two that would touch go on different lines (up to BADGE_LINES, then the
     line whose last badge is furthest away). "side" is "right" (badge left of its rule) within a badge's width of
@@ -434,7 +428,7 @@ def numbered_marker_layers(
 ) -> list:
     """The layers of `numbered_markers` rows (`source`: a live chart's dataset name, or the rows): a dashed rule per
     change, its badge at the top,
-    and the list of changes ("① @30 mask causal→none", one per line) as a legend under the chart, so every entry
+    and the list of changes ("① mask causal→none @30", one per line) as a legend under the chart, so every entry
     is whole and the chart's width does not depend on how many there are. `colour` is a colour string or a
     colour encoding (a comparison colours each change by its run). The list is the rules' opacity legend (every
     entry opaque): the colour legend stays free for the curves, and the list follows the data without changing
