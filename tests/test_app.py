@@ -15,6 +15,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.config import RunConfig  # noqa: E402
+from tinygpt.probes import attention_forward  # noqa: E402
 from tinygpt.ui import (  # noqa: E402
     bundle,
     runinfo,
@@ -281,7 +282,7 @@ def write_run(root: Path, hidden_dim: int = 32, steps: int = 20) -> str:
         probe = corpus.probe_text(16)
         ids = torch.tensor([corpus.tokenizer.encode(probe)])
         with torch.no_grad():
-            _, maps = model(ids, return_attention=True)
+            _, maps = attention_forward(model, ids)
         weights = torch.stack([m[0] for m in maps]).numpy()
         for s in (0, steps):
             w.write_attention(s, weights, probe, list(probe))

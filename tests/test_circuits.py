@@ -14,6 +14,7 @@ from tinygpt.data import COPYVAR_CHOICES, load_corpus, make_synthetic, solve
 from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.model import TinyGPT
+from tinygpt.probes import attention_forward
 from tinygpt.runs.control import QueueControl
 from tinygpt.runs.files import read_events, read_json, read_scores
 from tinygpt.runs.knobs import knob_answer, knobs_now
@@ -245,7 +246,7 @@ def test_induction_spread_measures_the_same_score_as_the_live_one_on_the_same_ro
     live_idx = heads.induction_probe(vocab, 16)  # the live score's 2 rows
     probe = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7]])
     with torch.no_grad():
-        _, maps = model(probe, return_attention=True)
+        _, maps = attention_forward(model, probe)
     weights = torch.stack([m[0] for m in maps]).numpy()  # (L, H, T, T)
     live = heads.snapshot_scores(model, weights, probe, live_idx)["roles"]["induction"]
     two_rows = induction.induction_spread(model, vocab, rows=2, seed=heads.PROBE_SEED)

@@ -10,9 +10,11 @@ import random
 import pytest
 import torch
 
+from tinygpt.attention import attention
 from tinygpt.config import DataConfig, RunConfig, TrainConfig, TransformerConfig
 from tinygpt.data import Corpus
 from tinygpt.errors import ShapeError
+from tinygpt.interventions import drifted_weights
 from tinygpt.lab.health import (
     FAIL,
     NOT_ENOUGH,
@@ -34,7 +36,8 @@ from tinygpt.lab.pitfalls.shape_drift import shape_drift_cases
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.results import attention_stats, softmax_gain
 from tinygpt.lab.verdict import RunResult, Verdict
-from tinygpt.model import TinyGPT, drifted_attention
+from tinygpt.model import TinyGPT
+from tinygpt.probes import attention_forward
 from tinygpt.trainer import Trainer
 
 
@@ -68,7 +71,7 @@ def train(text, steps, seed=0, train_kw=None, **model_kw):
 def probe_attention(trainer):
     idx = torch.tensor([trainer.corpus.tokenizer.encode(trainer.corpus.probe_text(32))])
     with torch.no_grad():
-        _, maps = trainer.model(idx, return_attention=True)
+        _, maps = attention_forward(trainer.model, idx)
     return torch.stack(maps)[:, 0]  # (L, H, T, T)
 
 
@@ -170,11 +173,16 @@ def test_the_drifted_softmax_broadcasts_silently_and_the_contract_names_it():
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 2, 8, 4) for _ in range(3))  # (B, H, T, D)
     mask = torch.ones(8, 8).tril().bool()
-    y, weights = drifted_attention(q, k, v, mask, 0.5)
-    assert y.shape == (2, 2, 8, 4) and weights.shape == (2, 2, 8, 8)  # nothing downstream can tell
+    _, correct = attention(q, k, v, mask, 0.5)  # (B, H, T, S), rows sum to 1
+    weights = drifted_weights(correct)
+    assert weights.shape == (2, 2, 8, 8)  # nothing downstream can tell
     assert (weights.sum(-1) - 1).abs().max() > 0.1  # but rows no longer sum to 1
+    # The bug written out (sums over the queries of exp(score - row max)) gives the same weights.
+    scores = ((q @ k.transpose(-2, -1)) * 0.5).masked_fill(~mask, float("-inf"))
+    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    assert torch.allclose(weights, exps / exps.sum(dim=-2, keepdim=True), atol=1e-6)
     with pytest.raises(ShapeError) as info:
-        drifted_attention(q, k, v, mask, 0.5, contracts=True)
+        drifted_weights(correct, contracts=True)
     message = str(info.value)
     assert "softmax row sums" in message and "expected (B, H, T, 1)" in message and "got (2, 2, 1, 8)" in message
 
@@ -377,9 +385,9 @@ def test_attention_rows_check_fails_when_rows_do_not_sum_to_one(trained):
     _, _, x, _ = trained
     torch.manual_seed(0)
     vocab = trained[0].model.config.vocab_size
-    drifted = TinyGPT(TransformerConfig(vocab_size=vocab, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=32))
-    assert check_attention_rows(drifted, x).outcome == PASS
-    drifted.config.shape_bug = "softmax_dim"
+    sizes = dict(vocab_size=vocab, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=32)
+    assert check_attention_rows(TinyGPT(TransformerConfig(**sizes)), x).outcome == PASS
+    drifted = TinyGPT(TransformerConfig(**sizes, shape_bug="softmax_dim"))  # the bug is wired in when it is built
     check = check_attention_rows(drifted, x)
     assert check.outcome == FAIL and check.value > 1e-4
 

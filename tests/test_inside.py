@@ -12,6 +12,7 @@ from tinygpt.attention import build_mask
 from tinygpt.config import TransformerConfig
 from tinygpt.inside import maps as inside
 from tinygpt.model import TinyGPT
+from tinygpt.probes import attention_forward
 from tinygpt.tokenizer import CharTokenizer
 
 
@@ -28,7 +29,7 @@ def test_attention_maps_are_the_models_own_weights(model_and_tokenizer):
     idx, tokens = inside.encode_probe(model, tokenizer, "abc defgh abcdef")
     assert idx.shape == (1, 12) and "".join(tokens) == "abc defgh abcdef"[-12:]
     with torch.no_grad():
-        _, maps = model(idx, return_attention=True)
+        _, maps = attention_forward(model, idx)
     expected = torch.stack([m[0] for m in maps]).numpy()
     np.testing.assert_array_equal(inside.attention_maps(model, idx), expected)
 
@@ -45,7 +46,7 @@ def test_attention_steps_chain_from_qk_to_the_weights(model_and_tokenizer, mask)
     np.testing.assert_allclose(d["weights"], softmax, atol=1e-5)  # the model's float32 weights
     assert d["mask_mode"] == mask and d["scale"] == pytest.approx(1.5 / math.sqrt(8))
     with torch.no_grad():
-        _, maps = model(idx, return_attention=True)
+        _, maps = attention_forward(model, idx)
     np.testing.assert_allclose(d["weights"], maps[1][0, 1].double().numpy())
 
 

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from tinygpt.config import ConfigError, TransformerConfig
 from tinygpt.errors import ShapeError
 from tinygpt.model import TinyGPT
-from tinygpt.probes import capture, probe_names
+from tinygpt.probes import attention_forward, capture, probe_names
 
 
 def tiny(**overrides) -> TinyGPT:
@@ -28,7 +28,7 @@ def test_logits_and_attention_shapes():
     x = ids()
     logits = model(x)
     assert logits.shape == (2, 16, 11)
-    logits2, maps = model(x, return_attention=True)
+    logits2, maps = attention_forward(model, x)
     assert len(maps) == 2 and all(m.shape == (2, 4, 16, 16) for m in maps)
     assert torch.allclose(logits, logits2, atol=1e-5)  # fused and explicit paths agree inside the model
 
@@ -79,7 +79,7 @@ def test_probes_expose_internals_without_changing_the_output():
     assert cache["blocks.0.mlp.hook_act"].shape == (2, 16, 128)
     assert cache["blocks.1.hook_resid_post"].norm(dim=-1).shape == (2, 16)
     # Hooks are removed afterwards: the fused path is used again.
-    assert not model.blocks[0].attn.needs_weights()
+    assert not model.blocks[0].attn.explicit()
 
 
 def test_gpt2_initialisation():

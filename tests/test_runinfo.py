@@ -81,7 +81,7 @@ def test_settings_that_differ_count_live_changes_and_compare_charts_mark_them():
     two_heads = {**CONFIG, "model": {**CONFIG["model"], "num_heads": 2}}
     diff = compare.config_diff({"A": CONFIG, "B": two_heads}, events={"A": EVENTS, "B": []})
     rows = {r["setting"]: r for r in diff}
-    assert rows["model.mask"]["A"] == "causal → none @1810" and rows["model.mask"]["B"] == "causal"
+    assert rows["model.mask"]["A"] == "causal→none @1810" and rows["model.mask"]["B"] == "causal"
     assert {"model.num_heads", "model.mask", "model.attn_scale"} <= set(rows)  # not only num_heads 4 vs 2
     series = {"A": [{"step": s, "loss": 2.0} for s in range(1, 2001, 10)], "B": [{"step": 1, "loss": 2.0}]}
     spec = compare.compare_chart(series, "loss", events={"A": EVENTS})

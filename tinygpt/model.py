@@ -14,8 +14,10 @@ ever added to, which keeps gradients flowing to the first layer. Initialisation 
 with the two projections that write into the residual stream scaled by 1/sqrt(2 * num_layers), so the stream's
 variance does not grow with depth.
 
-The attention knobs (scale, mask, softmax, detached residual) are read from the shared config at every forward,
-so a trainer can change them between steps (see `LIVE_MODEL_KNOBS` in config.py).
+The attention knobs (scale, mask, softmax) are read from the shared config at every forward, so a trainer can
+change them between steps (see `LIVE_MODEL_KNOBS` in config.py). Everything else the lab switches on (a detached
+residual, an ablated head, the shape bug) is a hook at a probe point (interventions.py): this file computes a
+correct transformer only.
 
 References: Vaswani et al. 2017; Radford et al. 2019 (GPT-2); karpathy/nanoGPT model.py; harvardnlp's
 annotated-transformer. Left out: biases-free variants, weight sharing beyond the tied head, rotary embeddings,
@@ -29,12 +31,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from .attention import apply_mask, attention, attention_scores, fused_attention, mask_rows
-from .config import TransformerConfig, parse_heads
+from . import interventions
+from .attention import apply_mask, attention_scores, fused_attention, mask_rows, scores_to_weights
+from .config import TransformerConfig
 from .errors import ShapeError
-from .probes import Probe, zero_probes
+from .probes import Probe, attention_forward
 from .sampling import next_token_probs, sample_next_token
 from .shapes import expect_shape
 
@@ -64,24 +68,6 @@ class KVCache:
         return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
 
 
-# ---------------------------------------------------------------- a deliberate bug, for the shape drift experiment
-
-
-def drifted_attention(q, k, v, mask, scale: float, contracts: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """attention() with a one-argument shape bug: the softmax divides by sums over the queries (dim -2) instead of
-    the keys (dim -1). Training has T == S, so (B, H, 1, S) broadcasts against (B, H, T, S) without a sound: rows no
-    longer sum to 1 and each weight depends on later queries (a future leak). `contracts` checks the sums' shape.
-    Only the shape drift experiment turns it on (TransformerConfig.shape_bug = "softmax_dim")."""
-    B, H, T, _ = q.shape
-    scores = apply_mask(attention_scores(q, k, scale), mask)  # (B, H, T, S), -inf where masked
-    exps = torch.exp(scores - scores.amax(dim=-1, keepdim=True))  # (B, H, T, S), every entry in [0, 1]
-    sums = exps.sum(dim=-2, keepdim=True)  # the bug: (B, H, 1, S); dim=-1 would give (B, H, T, 1)
-    if contracts:
-        expect_shape("softmax row sums", sums, ("B", "H", "T", 1), sizes={"B": B, "H": H, "T": T})
-    weights = exps / sums  # (B, H, T, S) / (B, H, 1, S) -> (B, H, T, S): broadcasting hides the drift
-    return weights @ v, weights  # (B, H, T, S) @ (B, H, S, D) -> (B, H, T, D)
-
-
 class MultiHeadAttention(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -95,17 +81,19 @@ class MultiHeadAttention(nn.Module):
         self.resid_dropout = _dropout(config.dropout)
         self.hook_q = Probe()  # (B, H, T, D) queries, split into heads
         self.hook_k = Probe()  # (B, H, S, D) keys (cached ones included)
+        self.hook_v = Probe()  # (B, H, S, D) values (cached ones included)
         self.hook_scores = Probe()  # (B, H, T, S) q.k * scale, before masking
         self.hook_mask = Probe()  # (T, S) bool, True = may attend
         self.hook_weights = Probe()  # (B, H, T, S) softmax weights, rows sum to 1
         self.hook_out = Probe()  # (B, T, C) heads concatenated, before the output projection
 
-    def needs_weights(self) -> bool:
-        return any(p.active for p in (self.hook_q, self.hook_k, self.hook_scores, self.hook_mask, self.hook_weights))
+    def explicit(self) -> bool:
+        """Take the written-out path? Only it has weights to show, a naive softmax, or an unfused kernel."""
+        cfg = self.config
+        watched = any(p.active for p in (self.hook_scores, self.hook_mask, self.hook_weights))
+        return watched or cfg.softmax != "stable" or not cfg.fused_attention
 
-    def forward(
-        self, x: torch.Tensor, need_weights: bool = False, cache: KVCache | None = None, layer: int = 0
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
         cfg = self.config
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)  # (B, T, C) -> 3 x (B, T, C)
@@ -117,35 +105,18 @@ class MultiHeadAttention(nn.Module):
         if cache is not None:
             past = cache.length
             k, v = cache.append(layer, k, v)  # (B, H, S, D) with S = past + T
-        weights = None
-        explicit = need_weights or self.needs_weights() or cfg.softmax != "stable" or not cfg.fused_attention
-        explicit = explicit or cfg.shape_bug != "none"  # the shape drift experiment's bug lives on the explicit path
-        if cfg.shape_contracts:
-            for name, t in (("q", q), ("k", k), ("v", v)):
-                expect_shape(name, t, ("B", "H", None, "D"), sizes={"B": B, "H": cfg.num_heads, "D": cfg.head_dim})
-        if explicit:
-            q, k = self.hook_q(q), self.hook_k(k)
-            mask = self.hook_mask(mask_rows(cfg.mask, past, T, cfg.window, x.device))  # (T, S)
-            if self.hook_scores.active:  # recomputed only while someone watches the raw scores
-                self.hook_scores(attention_scores(q, k, cfg.scale))  # (B, H, T, S)
-            dropout_p = cfg.dropout if self.training else 0.0
-            if cfg.shape_bug == "softmax_dim":
-                y, weights = drifted_attention(q, k, v, mask, cfg.scale, cfg.shape_contracts)
-            else:
-                y, weights = attention(q, k, v, mask, cfg.scale, cfg.softmax, dropout_p)  # (B,H,T,D), (B,H,T,S)
-            weights = self.hook_weights(weights)
+        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        dropout_p = cfg.dropout if self.training else 0.0
+        if self.explicit():
+            mask = self.hook_mask(mask_rows(cfg.mask, past, T, cfg.window, x.device))  # (T, S), True = may attend
+            scores = self.hook_scores(attention_scores(q, k, cfg.scale))  # (B, H, T, S)
+            weights = self.hook_weights(scores_to_weights(apply_mask(scores, mask), cfg.softmax))  # rows sum to 1
+            dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights  # the heatmaps show `weights`
+            y = dropped @ v  # (B, H, T, S) @ (B, H, S, D) -> (B, H, T, D)
         else:
-            dropout_p = cfg.dropout if self.training else 0.0
             y = fused_attention(q, k, v, cfg.mask, cfg.scale, cfg.window, dropout_p)  # (B, H, T, D)
-        if cfg.ablated_heads:  # live zero ablation: a switched-off head writes nothing (and so learns nothing)
-            off = [h for lay, h in parse_heads(cfg.ablated_heads) if lay == layer]
-            if off:
-                keep = torch.ones(cfg.num_heads, 1, 1, device=y.device, dtype=y.dtype)
-                keep[off] = 0.0
-                y = y * keep  # (B, H, T, D) * (H, 1, 1) -> (B, H, T, D)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, C)
-        y = self.hook_out(y)
-        return self.resid_dropout(self.proj(y)), weights
+        return self.resid_dropout(self.proj(self.hook_out(y)))
 
 
 class MLP(nn.Module):
@@ -168,25 +139,23 @@ class Block(nn.Module):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
-        self.config = config
         self.ln_1 = nn.LayerNorm(config.hidden_dim, bias=config.bias)
         self.attn = MultiHeadAttention(config)
         self.ln_2 = nn.LayerNorm(config.hidden_dim, bias=config.bias)
         self.mlp = MLP(config)
         self.hook_resid_pre = Probe()  # (B, T, C) the residual stream entering the block
+        self.hook_skip_attn = Probe()  # (B, T, C) the stream carried past attention (the skip path)
         self.hook_resid_mid = Probe()  # (B, T, C) after attention added its part
+        self.hook_skip_mlp = Probe()  # (B, T, C) the stream carried past the MLP
         self.hook_resid_post = Probe()  # (B, T, C) after the MLP added its part
 
-    def forward(self, x, need_weights=False, cache=None, layer=0):
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
         x = self.hook_resid_pre(x)
-        attn_out, weights = self.attn(self.ln_1(x), need_weights, cache, layer)
-        # detach_residual cuts the skip path: gradients can then reach lower layers only through the
-        # sublayers' own Jacobians, which shrink them layer after layer (the bug residuals exist to prevent).
-        skip = x.detach() if self.config.detach_residual else x
-        x = self.hook_resid_mid(skip + attn_out)
-        skip = x.detach() if self.config.detach_residual else x
-        x = self.hook_resid_post(skip + self.mlp(self.ln_2(x)))
-        return x, weights
+        # The skip path carries x past each sublayer unchanged, and gradients straight back down with it: cut it
+        # (the residual experiment detaches it at these probes) and lower layers learn only through the
+        # sublayers' own Jacobians, which shrink the gradient layer after layer.
+        x = self.hook_resid_mid(self.hook_skip_attn(x) + self.attn(self.ln_1(x), cache, layer))
+        return self.hook_resid_post(self.hook_skip_mlp(x) + self.mlp(self.ln_2(x)))
 
 
 @dataclass
@@ -213,7 +182,7 @@ class TinyGPT(nn.Module):
         # Tied head (Press & Wolf 2017): the same matrix reads tokens in and scores them out; fewer parameters.
         self.lm_head.weight = self.tok_emb.weight
         self.apply(self._init_weights)
-        zero_probes(self, config.zeroed_probes)
+        interventions.install(self, config)  # the lab's switches the config asks for, at probe points
         residual_std = 0.02 / math.sqrt(2 * config.num_layers)  # GPT-2: two residual writes per block
         for block in self.blocks:
             nn.init.normal_(block.attn.proj.weight, mean=0.0, std=residual_std)
@@ -248,23 +217,18 @@ class TinyGPT(nn.Module):
                     f"got values from {low} to {high}."
                 )
 
-    def forward(self, idx: torch.Tensor, return_attention: bool = False, cache: KVCache | None = None):
-        """Logits (B, T, V) for every position; with return_attention also one (B, H, T, S) tensor per layer."""
+    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
+        """Logits (B, T, V) for every position. The attention weights: `attention_forward` (probes.py)."""
         past = cache.length if cache is not None else 0
         self._check_input(idx, past)
         B, T = idx.shape
         positions = torch.arange(past, past + T, device=idx.device)  # (T,)
         x = self.drop(self.tok_emb(idx) + self.hook_pos(self.pos_emb(positions)))  # (B, T, C) + (T, C) -> (B, T, C)
-        attention_maps = []
         for layer, block in enumerate(self.blocks):
-            x, weights = block(x, return_attention, cache, layer)
-            attention_maps.append(weights)
+            x = block(x, cache, layer)
         if cache is not None:
             cache.length += T
-        logits = self.lm_head(self.ln_f(x))  # (B, T, C) @ (C, V) -> (B, T, V)
-        if return_attention:
-            return logits, attention_maps
-        return logits
+        return self.lm_head(self.ln_f(x))  # (B, T, C) @ (C, V) -> (B, T, V)
 
     # ---------------------------------------------------------------- generation
 
@@ -309,8 +273,10 @@ class TinyGPT(nn.Module):
                     pending = context[:, -self.config.max_seq_len :]
                 if cache is None:
                     pending = context[:, -self.config.max_seq_len :]
-                out = self(pending, return_attention=with_attention, cache=cache)
-                logits, maps = out if with_attention else (out, None)
+                if with_attention:
+                    logits, maps = attention_forward(self, pending, cache=cache)  # L x (B, H, T, S)
+                else:
+                    logits, maps = self(pending, cache=cache), None
                 last = logits[:, -1, :].float()  # (B, V) only the newest position predicts the next token
                 next_ids = sample_next_token(last, temperature, top_k, top_p, generator)  # (B, 1)
                 step = None

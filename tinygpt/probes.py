@@ -20,8 +20,6 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from .config import ConfigError
-
 
 class Probe(nn.Identity):
     """An identity that marks a place worth looking at. `active` is True while any hook is attached."""
@@ -63,13 +61,14 @@ def capture(model: nn.Module, patterns: list[str] | str = "*", *, to_cpu: bool =
             handle.remove()
 
 
-def zero_probes(model: nn.Module, names: str) -> None:
-    """Replace the output of each named probe point ("hook_pos,blocks.0.attn.hook_out") by zeros for good: an
-    ablation that the model's config asks for (`zeroed_probes`), so its forward needs no branch for it. Gradients
-    stop there too. ConfigError for a name the model has no probe point for."""
-    wanted = [name.strip() for name in names.split(",") if name.strip()]
-    probes = {name: module for name, module in model.named_modules() if isinstance(module, Probe)}
-    for name in wanted:
-        if name not in probes:
-            raise ConfigError(f"zeroed_probes names {name!r}, which is no probe point of this model; try hook_pos.")
-        probes[name].register_forward_hook(lambda _module, _inputs, output: torch.zeros_like(output))
+ATTENTION_WEIGHTS = "blocks.*.attn.hook_weights"
+
+
+def attention_forward(model: nn.Module, idx: torch.Tensor, **kwargs) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """(logits (B, T, V), one (B, H, T, S) attention-weights tensor per layer) of one forward of idx (B, T).
+
+    The weights are watched at their probe points for this one call, which puts attention on the explicit path;
+    they are detached and stay on the model's device."""
+    with capture(model, ATTENTION_WEIGHTS, to_cpu=False) as watched:
+        logits = model(idx, **kwargs)
+    return logits, [watched[f"blocks.{i}.attn.hook_weights"] for i in range(len(model.blocks))]

@@ -327,7 +327,7 @@ def first_nonfinite_activation(model: TinyGPT, x: torch.Tensor) -> str | None:
         if name:
             handles.append(module.register_forward_hook(make_hook(name)))
     try:
-        model(x, return_attention=True)  # the explicit path, so the attention probes see the weights
+        model(x)  # every module is hooked, attention probes included: the explicit path, whose weights are seen
     finally:
         for handle in handles:
             handle.remove()

@@ -36,6 +36,7 @@ from ..config import TrainConfig, TransformerConfig
 from ..data import Corpus, load_shakespeare
 from ..model import TinyGPT
 from ..presets import preset
+from ..probes import attention_forward
 from ..schedule import lr_at
 from ..trainer import Trainer
 
@@ -148,7 +149,7 @@ def bench_train_speed(rounds: int = 5, steps_per_round: int = 40) -> dict:
         record = inspect.step()
         if record["step"] % 50 == 0:
             with torch.no_grad():
-                _, maps = inspect.model(probe, return_attention=True)
+                _, maps = attention_forward(inspect.model, probe)
                 torch.stack(maps)[:, 0].to(torch.float16).numpy()  # (L, H, T, T) as the run folder stores it
         return record
 

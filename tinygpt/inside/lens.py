@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from ..model import TinyGPT
-from ..probes import capture
+from ..probes import ATTENTION_WEIGHTS, capture
 from .maps import HOOK_LOCK
 
 ABLATIONS = ("zero", "mean")
@@ -50,9 +50,10 @@ def residual_stream(model: TinyGPT, idx: torch.Tensor, return_attention: bool = 
         ln     L+1   LayerNorm's output: ln_1 of each block's input, then ln_f of the final stream
 
     No lock and no mode switch: callers decide (the loop owns its model; `residual_norms` locks for the app)."""
-    with capture(model, RESIDUAL_PROBES) as cache:
-        out = model(idx, return_attention=return_attention)
-    logits, maps = out if return_attention else (out, None)
+    watched = RESIDUAL_PROBES + ([ATTENTION_WEIGHTS] if return_attention else [])
+    with capture(model, watched, to_cpu=False) as cache:
+        logits = model(idx)
+    maps = [cache[f"blocks.{i}.attn.hook_weights"] for i in range(len(model.blocks))] if return_attention else None
     norms: dict[str, list[torch.Tensor]] = {"resid": [], "attn": [], "mlp": [], "ln": []}
     for i, block in enumerate(model.blocks):
         pre, mid, post = (cache[f"blocks.{i}.hook_resid_{p}"] for p in ("pre", "mid", "post"))  # (B, T, C) each
@@ -153,7 +154,7 @@ def ablated_loss_sums(
         x = x + block.attn.resid_dropout(block.attn.proj(out))  # resid_mid with the head replaced
         x = x + block.mlp(block.ln_2(x))  # the rest of `layer` (Block.forward, eval: no dropout, no detach)
         for i in range(layer + 1, len(model.blocks)):
-            x, _ = model.blocks[i](x, False, None, i)  # (H n, T, C); no weights asked: the fused attention path
+            x = model.blocks[i](x, layer=i)  # (H n, T, C); no probe watched: the fused attention path
         logits = model.lm_head(model.ln_f(x))  # (H n, T, C) @ (C, V) -> (H n, T, V)
         targets = ys.repeat(H, 1).flatten()  # (H n T,)
         ce = F.cross_entropy(logits.flatten(0, 1).float(), targets, reduction="none")  # (H n T,)

@@ -23,7 +23,7 @@ import torch
 
 from ..attention import apply_mask, attention_entropy, attention_scores, mask_rows
 from ..model import TinyGPT
-from ..probes import capture
+from ..probes import attention_forward, capture
 from ..tokenizer import CharTokenizer
 
 # capture() attaches hooks to a model object, and attention_under_masks switches its mask knob for a moment; the
@@ -51,7 +51,7 @@ def attention_maps(model: TinyGPT, idx: torch.Tensor) -> np.ndarray:
         if switch:
             model.eval()
         try:
-            _, maps = model(idx, return_attention=True)  # L x (1, H, T, T)
+            _, maps = attention_forward(model, idx)  # L x (1, H, T, T)
         finally:
             if switch:
                 model.train()
@@ -167,7 +167,7 @@ def attention_under_masks(
         try:
             for mode in modes:
                 config.mask, config.window = mode, window
-                _, maps = model(idx, return_attention=True)  # L x (1, H, T, T)
+                _, maps = attention_forward(model, idx)  # L x (1, H, T, T)
                 mask = mask_rows(mode, 0, idx.shape[1], window).numpy()
                 out[mode] = (mask, maps[layer][0, head].double().numpy())
         finally:

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 from ..errors import ShapeError
 from ..model import TinyGPT
+from ..probes import attention_forward
 
 PASS, FAIL, NOT_ENOUGH = "pass", "FAIL", "not enough data"  # the three outcomes of a check
 
@@ -101,7 +102,7 @@ TREND_SIGMAS = 2.0  # a decrease must exceed this many standard errors of the st
 
 def check_attention_rows(model: TinyGPT, idx: torch.Tensor) -> Check:
     with torch.no_grad():
-        _, maps = model(idx, return_attention=True)
+        _, maps = attention_forward(model, idx)
     error = max((m.sum(-1) - 1).abs().max().item() for m in maps)
     finite = all(torch.isfinite(m).all() for m in maps)
     detail = (

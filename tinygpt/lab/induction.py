@@ -29,6 +29,7 @@ from ..inside.heads import (
 )
 from ..model import TinyGPT
 from ..presets import preset
+from ..probes import attention_forward
 from .verdict import NOT_ENOUGH_DATA, Verdict
 
 # ... but 2 rows are too few to judge on: seed 12 of the copyvar experiment ended at 0.374 on them, under the 0.4
@@ -56,7 +57,7 @@ def induction_spread(
     idx = induction_probe(vocab, model.config.max_seq_len, rows, seed)  # (B, 2n)
     if idx is None:
         return None
-    _, maps = model(idx.to(next(model.parameters()).device), return_attention=True)  # L x (B, H, 2n, 2n)
+    _, maps = attention_forward(model, idx.to(next(model.parameters()).device))  # L x (B, H, 2n, 2n)
     weights = torch.stack([m.float() for m in maps], dim=1).cpu().numpy()  # (B, L, H, 2n, 2n)
     keys = role_keys("induction", weights.shape[-1])
     per_row = stripe_score(weights, *keys)  # (B, L, H)

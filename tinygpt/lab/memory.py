@@ -33,6 +33,7 @@ import torch
 
 from ..errors import TinyGPTError
 from ..model import TinyGPT
+from ..probes import attention_forward
 
 KEEP = 8  # tensors alive at once in each loop: enough for freed blocks to sit between live ones
 ITERATIONS = 200
@@ -170,7 +171,7 @@ def measure_cuda_peak(model_config, batch_size: int) -> int:
     model = TinyGPT(model_config).cuda()
     optimizer = torch.optim.AdamW(model.parameters())
     idx = torch.randint(0, model_config.vocab_size, (batch_size, model_config.max_seq_len), device="cuda")
-    logits = model(idx, return_attention=True)[0]
+    logits = attention_forward(model, idx)[0]
     torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), idx.view(-1)).backward()
     optimizer.step()
     torch.cuda.synchronize()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ...model import TinyGPT, drifted_attention
+from ...interventions import drifted_weights
+from ...model import TinyGPT
 from ..experiment import Experiment
 from ..verdict import LEAKS, RunResult, Verdict, all_of, decide, diverged_at, fmt, gt, gt3, say
 
@@ -82,7 +83,7 @@ EXPERIMENT = Experiment(
         "bug + shape contracts": dict(shape_bug="softmax_dim", shape_contracts=True),
     },
     judge=judge,
-    code=(drifted_attention,),
+    code=(drifted_weights,),
     probes=True,
 )
 

@@ -269,10 +269,11 @@ def config_diff(
     events: Mapping[str, Records] | None = None,
 ) -> list[dict]:
     """Rows {"setting": "model.num_heads", run1: "4", run2: "2", ...} for the flattened settings whose values
-    differ, in first-seen order. With `events`, a live knob change counts: the cell reads "causal → none @1810",
-    so a run switched to mask none mid-run differs from one that stayed causal. Values are text (a table column of
-    mixed ints and strings cannot become Arrow, so Streamlit would fail to show it): lists and dicts as compact
-    JSON, a missing setting as "—". `ignore` skips settings that differ between any two runs."""
+    differ, in first-seen order. With `events`, a live knob change counts: the cell reads "causal→none @1810"
+    (knob_words.change_label's format), so a run switched to mask none mid-run differs from one that stayed causal.
+    Values are text (a table column of mixed ints and strings cannot become Arrow, so Streamlit would fail to show
+    it): lists and dicts as compact JSON, a missing setting as "—". `ignore` skips settings that differ between
+    any two runs."""
     flat = {str(name): _flatten(cfg or {}) for name, cfg in configs.items()}
     missing = object()
 
@@ -286,7 +287,7 @@ def config_diff(
         for e in knob_changes(records or []):
             for key in (f"model.{e.get('knob')}", f"train.{e.get('knob')}"):
                 if key in cells.get(str(name), {}):
-                    cells[str(name)][key] += f" → {cell(e.get('new'))} @{e.get('step')}"
+                    cells[str(name)][key] += f"→{cell(e.get('new'))} @{e.get('step')}"
     rows = []
     for key in dict.fromkeys(k for f in flat.values() for k in f):
         values = {name: c.get(key, "—") for name, c in cells.items()}
