@@ -73,7 +73,7 @@ backlog.reconnect_on_overflow()  # a browser whose websocket queue filled up rec
 store = get_store()
 shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a workshop link, kept across pages
 # The URL's ?run= wins if the run is this learner's (or the link says view=1); otherwise the session's run goes back.
-run_id = state.sync_run_id(store, lambda run: room.can_control(store.reader(run).config()))
+run_id = state.sync_run_id(store, room.can_control)
 if state.pop(state.SHARED_OPEN) and page.url_path == RUNS.url_path:
     st.switch_page(TRAIN)  # a share link made on Runs (/runs?run=...&view=1) opens that run's live view
 touch(run_id)  # any page that shows a run keeps its lease (live pages also renew it on every refresh)

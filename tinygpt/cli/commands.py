@@ -144,12 +144,13 @@ def _resume_config(store, args: argparse.Namespace) -> tuple[RunConfig, Any]:
     (tinygpt.runs.resume), or the TinyGPTError that says why the run cannot be resumed, with a resume to fewer
     steps than the run has refused too. Nothing in the run folder is changed, so a refused resume leaves it as it
     was."""
+    from ..runs.files import CONFIG_FILE
     from ..runs.resume import LATEST, plan_resume
 
     if not args.resume.strip():
         raise TinyGPTError("--resume needs a run id: see `python -m tinygpt runs` for the runs there are.")
     run_dir = store.path(args.resume)
-    if not (run_dir / "config.json").exists():
+    if not (run_dir / CONFIG_FILE).exists():
         raise TinyGPTError(f"no run {args.resume!r} in {store.root}: see `python -m tinygpt runs`.")
     plan = plan_resume(run_dir, config_overrides(args).get("max_steps"), args.from_step)
     if args.from_step is not None:

@@ -8,7 +8,7 @@ import hashlib
 from pathlib import Path
 
 from ..errors import RunStoreError
-from .files import CORPUS_FILE, read_json, write_atomic
+from .files import CORPUS_FILE, read_config_json, write_atomic
 
 
 def corpus_sha256(text: str) -> str:
@@ -37,7 +37,7 @@ def read_corpus(run_dir: str | Path, sha256: str | None = None) -> str:
     (older run folders); "" for other sources. With `sha256` (or the one config.json names), the text must match
     it, else RunStoreError: a corpus.txt edited after the run started is not the text its checkpoints learned."""
     run_dir = Path(run_dir)
-    data = (read_json(run_dir / "config.json", {}) or {}).get("data") or {}
+    data = read_config_json(run_dir).get("data") or {}
     if data.get("source") != "text":
         return ""
     if data.get("text"):

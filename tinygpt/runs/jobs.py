@@ -30,9 +30,9 @@ class Job:
     """One run the scheduler is responsible for, from the queue to the end of its worker process."""
 
     run_id: str
-    config: dict
-    resume_from: int | None
+    resume_from: int | None  # a checkpoint step, LATEST, or None: start over
     touched: float  # time.monotonic() of the last touch(): the lease counts from it
+    max_steps: int | None = None  # train to this step (a resume that extends the run); None: as config.json says
     commands: list = field(default_factory=list)  # sent once the process exists
     process: Any = None
     conn: Any = None

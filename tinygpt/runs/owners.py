@@ -36,14 +36,21 @@ def may_control(config: dict, actor: Actor | None) -> bool:
     return not owner or owner["id"] == actor.id
 
 
-def require_control(config: dict, actor: Actor | None, run_id: str) -> None:
-    """RunStoreError unless `actor` may change the run (the manager and the store check before acting)."""
-    if not may_control(config, actor):
-        name = run_learner(config).get("name") or "another learner"
-        raise RunStoreError(
-            f"run {run_id} belongs to {name}: you can watch, compare and sample it, but only {name} "
+class NotYourRunError(RunStoreError):
+    """A learner asked to change another learner's run; `owner` is that learner's name, for the page's words."""
+
+    def __init__(self, run_id: str, owner: str):
+        self.owner = owner
+        super().__init__(
+            f"run {run_id} belongs to {owner}: you can watch, compare and sample it, but only {owner} "
             "or the instructor can change it. Start your own run on Train."
         )
+
+
+def require_control(config: dict, actor: Actor | None, run_id: str) -> None:
+    """NotYourRunError unless `actor` may change the run (the manager and the store check before acting)."""
+    if not may_control(config, actor):
+        raise NotYourRunError(run_id, run_learner(config).get("name") or "another learner")
 
 
 def read_hold(run_dir: str | Path) -> dict:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import RunStoreError
 from .check import clean_index, config_problem, valid_event
-from .files import EVENT_KINDS, JSONL_FILES, list_checkpoints, read_json, record_step, snapshot_path
+from .files import CONFIG_FILE, EVENT_KINDS, JSONL_FILES, list_checkpoints, read_json, record_step, snapshot_path
 from .status import interrupted, read_status, trusted_status
 
 
@@ -180,7 +180,7 @@ class RunReader:
         }
         for name, tail in self._tails.items():
             changed |= tail.poll(lambda name=name: self._reset(name), sinks[name])
-        for name, attr in (("config.json", "_config"), ("status.json", "_status")):
+        for name, attr in ((CONFIG_FILE, "_config"), ("status.json", "_status")):
             if self._refresh(self.run_dir / name, attr):
                 changed = True
         if self._refresh(self.run_dir / "attention" / "index.json", "_attn_index"):

@@ -26,6 +26,7 @@ class ResumePlan:
     resume_from: int | str | None  # a checkpoint step, LATEST, or None: start over
     said: str  # why it resumes as it does, for status.json: "resuming from its newest checkpoint (step 500)"
     trained: int  # the furthest step the run reached (its status or its newest checkpoint)
+    state: str | None  # its status.json's state when planned ("finished", "stopped", ...)
 
 
 def plan_resume(run_dir: str | Path, max_steps: int | None = None, from_step: int | None = None) -> ResumePlan:
@@ -44,11 +45,12 @@ def plan_resume(run_dir: str | Path, max_steps: int | None = None, from_step: in
     if max_steps is not None:
         config.train.max_steps = int(max_steps)
     steps = list_checkpoints(run_dir)
-    trained = max([int(read_status(run_dir).get("step") or 0), *steps[-1:]])
+    status = read_status(run_dir)
+    trained, state = max([int(status.get("step") or 0), *steps[-1:]]), status.get("state")
     if from_step is not None:
         if from_step not in steps:
             raise TinyGPTError(f"run {run_dir.name} has no checkpoint at step {from_step}; it has {steps}.")
-        return ResumePlan(config, from_step, f"resuming from checkpoint {from_step}", trained)
+        return ResumePlan(config, from_step, f"resuming from checkpoint {from_step}", trained, state)
     if steps:
-        return ResumePlan(config, LATEST, f"resuming from its newest checkpoint (step {steps[-1]})", trained)
-    return ResumePlan(config, None, "starting over: it has no checkpoint", trained)
+        return ResumePlan(config, LATEST, f"resuming from its newest checkpoint (step {steps[-1]})", trained, state)
+    return ResumePlan(config, None, "starting over: it has no checkpoint", trained, state)

@@ -24,7 +24,6 @@ from .files import (
     ACTIVE_STATES,
     PAUSED_STATES,
     list_checkpoints,
-    read_config,
     read_config_json,
 )
 from .jobs import Job
@@ -57,12 +56,10 @@ class RunManager(Slots):
         learner = {"learner": {"id": actor.id, "name": actor.name}} if actor is not None else {}
         writer = self.store.create({**config.to_dict(), **learner}, owner="app", parent=parent)
         writer.close()
-        # The stored config: a text corpus is in the run's corpus.txt, not in every message to the worker.
-        stored = read_config(writer.run_dir).to_dict()
         if time_limit_s:
             with self._lock:
                 self._time_limits[writer.run_id] = float(time_limit_s)
-        self._enqueue(Job(writer.run_id, stored, None, time.monotonic()))
+        self._enqueue(Job(writer.run_id, None, time.monotonic()))  # the worker reads the folder's config
         return writer.run_id
 
     def pause(self, run_id: str, actor: Actor | None = None) -> None:

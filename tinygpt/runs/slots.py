@@ -184,17 +184,14 @@ class Slots:
         """Queue a run whose process has ended, to continue from its newest checkpoint that loads, or from
         `from_step` (called with the lock). Raises TinyGPTError for what would make the worker fail at once."""
         run_dir = self.store.path(run_id)
-        status = read_status(run_dir)
-        if status.get("state") in ("starting", "running") and pid_alive(status.get("pid")):
-            raise TinyGPTError(f"run {run_id} is being trained by another process (pid {status.get('pid')}).")
         require_app_owned(run_id, read_config_json(run_dir))
+        # Another process training it holds its writer lock: plan_resume refuses it (RunLockedError).
         plan = plan_resume(run_dir, max_steps, from_step)  # RunLockedError, TinyGPTError: nothing changed
-        config, max_steps = plan.config.to_dict(), plan.config.train.max_steps
-        if status.get("state") == "finished" and max_steps <= int(status.get("step") or 0) and from_step is None:
+        max_steps = plan.config.train.max_steps
+        if plan.state == "finished" and max_steps <= plan.trained and from_step is None:
             return  # nothing left to train; extend it with resume(run_id, max_steps=...)
-        resume_from, said = plan.resume_from, plan.said
-        self._set_status(run_id, state="queued", reason=said, max_steps=max_steps)  # RunStoreError if unwritable
-        self._enqueue(Job(run_id, config, resume_from, time.monotonic(), list(commands)))
+        self._set_status(run_id, state="queued", reason=plan.said, max_steps=max_steps)  # RunStoreError: unwritable
+        self._enqueue(Job(run_id, plan.resume_from, time.monotonic(), max_steps, list(commands)))
 
     def _schedule(self) -> None:
         """Move queued runs into free slots (the monitor launches them) and publish the others' queue positions."""
@@ -219,7 +216,7 @@ class Slots:
                 job.run_id, state="starting", reason="starting a worker process", queue_position=None, pid=None
             )
             receiver, sender = self._ctx.Pipe(duplex=False)
-            args = (receiver, str(run_dir), job.config, job.resume_from, self.threads_per_run)
+            args = (receiver, str(run_dir), job.resume_from, job.max_steps, self.threads_per_run)
             process = self._ctx.Process(target=worker_main, args=args, name=f"tinygpt-{job.run_id}", daemon=True)
             with main_script_hidden():
                 process.start()

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import RunStoreError
 from .check import clean_status
 from .files import (
+    CONFIG_FILE,
     STATES,
     WRITER_LOCK,
     check_state,
@@ -22,6 +23,7 @@ from .files import (
     dumps,
     list_checkpoints,
     os_error_message,
+    read_config_json,
     read_json,
     record_step,
     write_json_atomic,
@@ -44,7 +46,7 @@ def read_status(run_dir: str | Path) -> dict:
         status, problem = None, "status.json is unreadable"
     if isinstance(status, dict):
         return status
-    if not (run_dir / "config.json").exists():
+    if not (run_dir / CONFIG_FILE).exists():
         return {}
     return recovered_status(run_dir, problem)
 
@@ -82,7 +84,7 @@ def recovered_status(run_dir: str | Path, problem: str) -> dict:
     run_dir = Path(run_dir)
     checkpoints = list_checkpoints(run_dir)
     try:
-        config = read_json(run_dir / "config.json", {}) or {}
+        config = read_config_json(run_dir)
     except RunStoreError:
         config = {}
     train = config.get("train") if isinstance(config, dict) else None

@@ -43,11 +43,13 @@ from ..errors import RunStoreError
 from .check import config_problem
 from .corpus import store_corpus
 from .files import (
+    CONFIG_FILE,
     OWNERS,
     RUN_ID_RE,
     default_root,
     new_run_id,
     os_error_message,
+    read_config_json,
     read_json,
     validate_run_id,
     write_json_atomic,
@@ -109,7 +111,7 @@ class RunStore:
             config = store_corpus(staging, config)
             created = time.time()
             write_json_atomic(
-                staging / "config.json",
+                staging / CONFIG_FILE,
                 {**config, "run_id": run_id, "created": created, "owner": owner, "parent": parent},
             )
             max_steps = (config.get("train") or {}).get("max_steps")
@@ -135,7 +137,7 @@ class RunStore:
         run: deleting under a live CLI run killed it with a misleading "not writable". `wait_s` gives a worker
         that was just told to stop that long to checkpoint and let go of the lock."""
         path = self._existing(run_id)
-        require_control(read_json(path / "config.json", {}) or {}, actor, run_id)
+        require_control(read_config_json(path), actor, run_id)
         deadline = time.monotonic() + wait_s
         while (holder := writer_lock_holder(path)) is not None and not holder.get("this_process"):
             if time.monotonic() >= deadline:
@@ -169,7 +171,7 @@ class RunStore:
 
 def _summarize(run_dir: Path) -> RunSummary:
     try:
-        config = read_json(run_dir / "config.json")
+        config = read_json(run_dir / CONFIG_FILE)
         if not isinstance(config, dict):
             raise RunStoreError("config.json is missing or not an object")
         if problem := config_problem(config, sections=False):  # every listing names it (Runs, Sample, Room)

@@ -14,10 +14,12 @@ import numpy as np
 
 from ..errors import RunStoreError
 from .files import (
+    CONFIG_FILE,
     EVENT_KINDS,
     SNAPSHOT_FILE_RE,
     check_state,
     dumps,
+    read_config_json,
     read_json,
     snapshot_name,
     write_atomic,
@@ -56,9 +58,9 @@ class RunWriter:
 
     def write_config(self, config: dict) -> None:
         """Merge keys into config.json (e.g. vocab and num_params once the worker knows them); identity stays."""
-        current = read_json(self.run_dir / "config.json", {}) or {}
+        current = read_config_json(self.run_dir)
         identity = {k: current[k] for k in ("run_id", "created", "owner", "parent") if k in current}
-        write_json_atomic(self.run_dir / "config.json", {**current, **config, **identity})
+        write_json_atomic(self.run_dir / CONFIG_FILE, {**current, **config, **identity})
 
     def write_status(self, **fields: Any) -> None:
         check_state(fields.get("state"))

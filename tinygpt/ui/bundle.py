@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from tinygpt.runs.files import checkpoint_stem, list_checkpoints
+from tinygpt.runs.files import CONFIG_FILE, CORPUS_FILE, checkpoint_stem, list_checkpoints
 
 
 def _flatten(record: dict, prefix: str = "") -> dict:
@@ -84,7 +84,7 @@ def make_bundle(run_dir: Path, figures: dict[str, Any] | None = None) -> bytes:
     run_dir = Path(run_dir)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for name in ("config.json", "corpus.txt", "status.json", "evals.jsonl", "events.jsonl", "samples.jsonl"):
+        for name in (CONFIG_FILE, CORPUS_FILE, "status.json", "evals.jsonl", "events.jsonl", "samples.jsonl"):
             if (run_dir / name).exists():
                 z.write(run_dir / name, name)
         z.writestr("metrics.csv", metrics_csv(run_dir))

@@ -14,6 +14,7 @@ import streamlit as st
 
 from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.runs.corpus import read_corpus
+from tinygpt.runs.owners import NotYourRunError
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import resources, room, safe, settings, state
 from tinygpt.ui.settings import Field
@@ -72,13 +73,11 @@ def _knob_changed(name: str) -> None:
     if not run or not resources.is_live(run):
         return
     value = state.get(settings.FIELD_BY_NAME[name].key)
-    rd = state.reader(resources.get_store(), run)
-    if rd is not None and not room.can_control(rd.config()):
-        owner = room.owner_name(rd.config()) or "another learner"
-        state.flash("info", f"This run belongs to {owner}: {name} stays as it is there; it applies to your next run.")
-        return
-    try:
+    try:  # the run manager checks who may change the run, the knob's name and its value: asked once, there
         request = resources.get_manager().set_knob(run, name, value, actor=room.current())
+    except NotYourRunError as e:  # watching someone else's run: the form's value is for this learner's next run
+        state.flash("info", f"This run belongs to {e.owner}: {name} stays as it is there; it applies to your next run.")
+        return
     except TinyGPTError as e:
         state.flash("error", f"Could not change {name}: {e}")
         return

@@ -15,7 +15,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.inside import maps as inside
-from tinygpt.runs.files import snapshot_path
+from tinygpt.runs.files import read_config_json, snapshot_path
 from tinygpt.runs.models import LoadedModel, load_model
 from tinygpt.runs.reader import RunReader
 from tinygpt.runs.store import RunStore
@@ -109,20 +109,18 @@ def keepalive_seconds() -> float:
 def touch_mine(learner) -> None:
     """Renew the leases of every live or queued run `learner` owns: any page of the app they look at (Sample,
     Runs, another learner's run) keeps their own runs going."""
-    from tinygpt.runs.files import read_json
     from tinygpt.runs.owners import run_learner
 
     manager = get_manager()
     store = get_store()
     for run_id in [*manager.live_runs(), *manager.queued_runs()]:
-        config = read_json(store.path(run_id) / "config.json", {}) or {}
+        config = read_config_json(store.path(run_id))
         if run_learner(config).get("id") == learner.id:
             manager.touch(run_id)
 
 
 def my_active_runs(learner) -> list[str]:
     """The runs `learner` owns that train or wait for a slot now (one learner holds at most one slot)."""
-    from tinygpt.runs.files import read_json
     from tinygpt.runs.owners import run_learner
 
     manager = get_manager()
@@ -130,7 +128,7 @@ def my_active_runs(learner) -> list[str]:
     return [
         run_id
         for run_id in [*manager.live_runs(), *manager.queued_runs()]
-        if run_learner(read_json(store.path(run_id) / "config.json", {}) or {}).get("id") == learner.id
+        if run_learner(read_config_json(store.path(run_id))).get("id") == learner.id
     ]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from tinygpt.config import trains_until_stopped
 from tinygpt.errors import RunStoreError
-from tinygpt.runs.files import read_evals, read_events, read_json
+from tinygpt.runs.files import read_config_json, read_evals, read_events
 from tinygpt.runs.knobs import knob_answer, knobs_now
 from tinygpt.runs.lock import writer_lock_holder
 from tinygpt.runs.owners import Actor, read_hold, run_learner
@@ -441,7 +441,7 @@ def live_writer(store: RunStore, run_id: str) -> str:
 def _owner(store: RunStore, run_id: str) -> str | None:
     """config.json's owner ("app" or "cli"), read alone (not through a RunReader, which reads every file)."""
     try:
-        config = read_json(store.path(run_id) / "config.json", {})
+        config = read_config_json(store.path(run_id))
     except RunStoreError:
         return None
     return config.get("owner") if isinstance(config, dict) else None

@@ -234,20 +234,22 @@ def set_run_id(new_id: str | None) -> None:
     st.query_params[URL_RUN] = new_id
 
 
-def sync_run_id(store: RunStore, may_attach: Callable[[str], bool] = lambda run: True) -> str | None:
+def sync_run_id(store: RunStore, may_attach: Callable[[dict], bool] = lambda config: True) -> str | None:
     """Called on every script run, before the page: a run id in the URL wins (a refresh, a second tab, a link
     shared with "share this run"); otherwise the session's run id is put back into the URL (page switches clear
-    it). `may_attach(run)` says whether a link may make that run this session's current one: a learner's own
-    run, or any run with ?view=1 (read-only); a link copied from someone else's address bar opens the learner's
-    own session instead. A bad or unknown id in the URL is dropped with a message instead of failing the page."""
+    it). `may_attach(config)`, asked with the run's config.json, says whether a link may make that run this
+    session's current one: a learner's own run, or any run with ?view=1 (read-only); a link copied from someone
+    else's address bar opens the learner's own session instead. A bad or unknown id in the URL is dropped with a
+    message instead of failing the page."""
     from_url = st.query_params.get(URL_RUN)
     if from_url and from_url != st.session_state.get(RUN_ID):
         try:
             if not store.exists(from_url):
                 raise RunStoreError(f"there is no run {from_url!r} in {store.root}.")
-            if from_url not in st.session_state.setdefault(READERS, {}):  # a damaged run is refused here, with why
-                st.session_state[READERS][from_url] = checked_reader(store, from_url)
-            if not (may_attach(from_url) or st.query_params.get(URL_VIEW) == "1"):
+            readers = st.session_state.setdefault(READERS, {})
+            if from_url not in readers:  # a damaged run is refused here, with why; the page then reads this reader
+                readers[from_url] = checked_reader(store, from_url)
+            if not (may_attach(readers[from_url].config()) or st.query_params.get(URL_VIEW) == "1"):
                 raise RunStoreError(
                     "that link points at another learner's run, so it opened your own session. To show a run to "
                     "others, use 'Share (read-only)' on the Runs page."
