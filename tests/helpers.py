@@ -90,10 +90,59 @@ def mounted_tmpfs(path: Path, size: str = "4m"):
 
 def wait_for(predicate, timeout: float = 60.0, what: str = "condition", poll: float = 0.02):
     """`predicate()`'s first truthy value, polled every `poll` s; AssertionError naming `what` after `timeout` s.
-    The one wait of the test suite (AppTest's own is tests/test_app.py's, on a script run)."""
+    The one wait of the test suite (AppTest's own is tests/ui/test_app.py's, on a script run)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if value := predicate():
             return value
         time.sleep(poll)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def write_run(root: Path, hidden_dim: int = 32, steps: int = 20) -> str:
+    """A finished run folder as a worker would leave it: config, status, metrics, evals, events, attention
+    snapshots and a checkpoint of a real (untrained) model on a synthetic corpus."""
+    import dataclasses
+
+    import torch
+
+    from tinygpt.checkpoint import save_checkpoint
+    from tinygpt.data import load_corpus
+    from tinygpt.model import TinyGPT
+    from tinygpt.probes import attention_forward
+    from tinygpt.runs.files import checkpoint_stem
+    from tinygpt.runs.store import RunStore
+
+    config = preset("demo", source="synthetic:copy", hidden_dim=hidden_dim, max_steps=steps)
+    corpus = load_corpus(config.data, config.model.max_seq_len)
+    config.model = dataclasses.replace(config.model, vocab_size=corpus.tokenizer.vocab_size)
+    store = RunStore(root)
+    with store.create(config.to_dict(), owner="app") as w:
+        w.write_config({"vocab": corpus.tokenizer.vocab})
+        groups = ["emb", "L0.attn", "L0.mlp", "L1.attn", "L1.mlp", "ln_f"]
+        for s in range(1, steps + 1):
+            w.append_metric(
+                {
+                    "step": s,
+                    "loss": 3.0 - s / steps,
+                    "lr": 1e-3,
+                    "grad_norm": 1.5 / s,
+                    "clipped": s < 3,
+                    "layer_grad_norms": {g: 0.1 * s for g in groups},
+                    "update_ratios": {g: 1e-3 for g in groups},
+                    "tokens_per_s": 1000.0,
+                }
+            )
+        w.append_eval({"step": steps, "train_loss": 2.0, "val_loss": 2.1})
+        w.append_event({"step": 5, "kind": "knob", "knob": "mask", "old": "causal", "new": "none", "message": "m"})
+        model = TinyGPT(config.model)
+        probe = corpus.probe_text(16)
+        ids = torch.tensor([corpus.tokenizer.encode(probe)])
+        with torch.no_grad():
+            _, maps = attention_forward(model, ids)
+        weights = torch.stack([m[0] for m in maps]).numpy()
+        for s in (0, steps):
+            w.write_attention(s, weights, probe, list(probe))
+        save_checkpoint(checkpoint_stem(w.run_dir, steps), model, config, corpus.tokenizer.vocab, steps)
+        w.write_status(state="finished", reason="reached max_steps", step=steps, best_val_loss=2.1)
+        return w.run_id

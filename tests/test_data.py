@@ -158,7 +158,7 @@ def _reference(task, prompt):
     return {"copy": body, "reverse": body[::-1], "sort": "".join(sorted(body))}[task]
 
 
-LINE_TASKS = [t for t in SYNTHETIC_TASKS if t != "copyvar"]  # copyvar has no lines: tests/test_circuits.py
+LINE_TASKS = [t for t in SYNTHETIC_TASKS if t != "copyvar"]  # copyvar has no lines: tests/lab/test_circuits.py
 
 
 @pytest.mark.parametrize("task", LINE_TASKS)

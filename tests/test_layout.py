@@ -127,3 +127,24 @@ def test_the_lesson_imports_only_the_lesson():
     assert set(lesson) >= {"tinygpt.config", "tinygpt.model", "tinygpt.attention", "tinygpt.trainer"}, sorted(lesson)
     outside = {m: sorted(d for d in deps if part_of(d) != "lesson") for m, deps in lesson.items()}
     assert {m: d for m, d in outside.items() if d} == {}
+
+
+# Test folders that are not a part of the package: real-browser tests and the GPU checks (run where there is one).
+TEST_ONLY_FOLDERS = {"browser", "gpu"}
+
+
+def test_the_tests_mirror_the_package():
+    """tests/ has the package's shape: tests/runs/ tests tinygpt/runs/, tests/ui/charts/ tinygpt/ui/charts/, the
+    lesson's tests sit at the top as the lesson does; only the browser and GPU suites stand apart."""
+    tests = REPO / "tests"
+    folders = [
+        d.relative_to(tests)
+        for d in tests.rglob("*")
+        if d.is_dir()
+        and d.name != "__pycache__"
+        and not any(p in TEST_ONLY_FOLDERS for p in d.relative_to(tests).parts)
+    ]
+    assert folders, "tests/ has no sub-folders: the package's parts are not mirrored"
+    assert [str(f) for f in folders if not (PACKAGE / f).is_dir()] == []
+    for folder in folders:
+        assert list((tests / folder).glob("test_*.py")), f"tests/{folder} holds no tests"

@@ -329,7 +329,7 @@ def test_4_ctrl_c_of_the_cli_then_resume_follows_the_uninterrupted_curve(tmp_pat
 
 
 def test_5_offline_shakespeare_prints_the_reason_and_exits_1(tmp_path, capsys, monkeypatch):
-    """Offline with the embedded copy damaged (offline with it intact trains: tests/test_cli.py)."""
+    """Offline with the embedded copy damaged (offline with it intact trains: tests/cli/test_cli.py)."""
     monkeypatch.delenv("TINYGPT_SHAKESPEARE", raising=False)
     monkeypatch.setattr(data_module, "EMBEDDED_SHAKESPEARE", tmp_path / "gone.txt.xz")
     monkeypatch.setenv("TINYGPT_CACHE_DIR", str(tmp_path / "cache"))

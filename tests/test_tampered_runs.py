@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("streamlit")
+from helpers import write_run  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
-from test_app import write_run  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ["pages/train.py", "pages/attention.py", "pages/circuits.py", "pages/gradients.py", "pages/sample.py",

@@ -1,7 +1,7 @@
 """What the pages say about a run, as pure functions of its files' contents: the status line, the ETA, the planned
 learning-rate schedule under the current knobs, the marker notes, the answer to a live-knob change, the Runs table.
 
-Pure: plain dicts and lists in, strings and numbers out; no Streamlit. Tested in tests/test_runinfo.py.
+Pure: plain dicts and lists in, strings and numbers out; no Streamlit. Tested in tests/ui/test_runinfo.py.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from tinygpt.runs.owners import Actor, may_control
 from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import resources, room, state  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ANNA = Actor("a" * 16, "anna")
 BEN = Actor("b" * 16, "ben")
 TEACHER = Actor("c" * 16, "teacher", instructor=True)

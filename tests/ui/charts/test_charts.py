@@ -36,7 +36,7 @@ from chart_helpers import (
 from tinygpt.ui.charts import compare, curves, heatmaps, masks, style
 from tinygpt.ui.charts.help import CHART_HELP
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 PACKAGE = REPO / "tinygpt" / "ui" / "charts"
 CHART_FUNCTIONS = [
     "loss_chart",

@@ -15,7 +15,7 @@ from helpers import cli_env
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def status_of(run_dir: Path) -> dict:

@@ -19,7 +19,7 @@ from tinygpt.ui import (  # noqa: E402
 )
 from tinygpt.ui.workshop import parse_workshop, workshop_link  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def open_experiments(query: dict | None = None) -> AppTest:

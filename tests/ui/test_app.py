@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("streamlit")
+from helpers import write_run  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.config import RunConfig  # noqa: E402
-from tinygpt.probes import attention_forward  # noqa: E402
 from tinygpt.ui import (  # noqa: E402
     bundle,
     runinfo,
@@ -23,7 +23,7 @@ from tinygpt.ui import (  # noqa: E402
     state,  # noqa: E402
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 60
 
 
@@ -240,55 +240,6 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
 
 
 # ---------------------------------------------------------------- runs written directly (no worker needed)
-
-
-def write_run(root: Path, hidden_dim: int = 32, steps: int = 20) -> str:
-    """A finished run folder as a worker would leave it: config, status, metrics, evals, events, attention
-    snapshots and a checkpoint of a real (untrained) model on a synthetic corpus."""
-    import dataclasses
-
-    import torch
-
-    from tinygpt.checkpoint import save_checkpoint
-    from tinygpt.data import load_corpus
-    from tinygpt.model import TinyGPT
-    from tinygpt.presets import preset
-    from tinygpt.runs.files import checkpoint_stem
-    from tinygpt.runs.store import RunStore
-
-    config = preset("demo", source="synthetic:copy", hidden_dim=hidden_dim, max_steps=steps)
-    corpus = load_corpus(config.data, config.model.max_seq_len)
-    config.model = dataclasses.replace(config.model, vocab_size=corpus.tokenizer.vocab_size)
-    store = RunStore(root)
-    with store.create(config.to_dict(), owner="app") as w:
-        w.write_config({"vocab": corpus.tokenizer.vocab})
-        groups = ["emb", "L0.attn", "L0.mlp", "L1.attn", "L1.mlp", "ln_f"]
-        for s in range(1, steps + 1):
-            w.append_metric(
-                {
-                    "step": s,
-                    "loss": 3.0 - s / steps,
-                    "lr": 1e-3,
-                    "grad_norm": 1.5 / s,
-                    "clipped": s < 3,
-                    "layer_grad_norms": {g: 0.1 * s for g in groups},
-                    "update_ratios": {g: 1e-3 for g in groups},
-                    "tokens_per_s": 1000.0,
-                }
-            )
-        w.append_eval({"step": steps, "train_loss": 2.0, "val_loss": 2.1})
-        w.append_event({"step": 5, "kind": "knob", "knob": "mask", "old": "causal", "new": "none", "message": "m"})
-        model = TinyGPT(config.model)
-        probe = corpus.probe_text(16)
-        ids = torch.tensor([corpus.tokenizer.encode(probe)])
-        with torch.no_grad():
-            _, maps = attention_forward(model, ids)
-        weights = torch.stack([m[0] for m in maps]).numpy()
-        for s in (0, steps):
-            w.write_attention(s, weights, probe, list(probe))
-        save_checkpoint(checkpoint_stem(w.run_dir, steps), model, config, corpus.tokenizer.vocab, steps)
-        w.write_status(state="finished", reason="reached max_steps", step=steps, best_val_loss=2.1)
-        return w.run_id
 
 
 def test_sample_names_its_run_and_step_and_explains_a_cheating_run(runs_dir):

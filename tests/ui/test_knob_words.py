@@ -12,7 +12,7 @@ from tinygpt.config import LIVE_KNOBS
 from tinygpt.ui import knob_words, runinfo
 from tinygpt.ui.charts import circuits, compare, curves
 
-UI = Path(__file__).resolve().parents[1] / "tinygpt" / "ui"
+UI = Path(__file__).resolve().parents[2] / "tinygpt" / "ui"
 CONFIG = {
     "model": {"num_layers": 2, "num_heads": 4, "hidden_dim": 64, "mask": "causal", "attn_scale": "head_dim"},
     "train": {"learning_rate": 0.002, "min_lr": 0.0002},

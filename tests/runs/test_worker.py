@@ -28,7 +28,7 @@ from tinygpt.runs.scheduler import RunManager
 from tinygpt.runs.store import RunStore
 from tinygpt.runs.worker import default_max_active, default_threads_per_run, pid_alive
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def tiny(text: str, **overrides):

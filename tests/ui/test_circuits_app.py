@@ -15,7 +15,7 @@ from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def app() -> AppTest:

@@ -18,7 +18,7 @@ from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import resources, room, runinfo, state  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ANNA = Actor("a" * 16, "anna")
 BEN = Actor("b" * 16, "ben")
 TEACHER = Actor("c" * 16, "teacher", instructor=True)

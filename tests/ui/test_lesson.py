@@ -143,7 +143,7 @@ def test_the_instructors_next_moves_a_learners_pane_and_a_learner_may_look_aroun
     from tinygpt.runs.owners import Actor
 
     def session(instructor: bool) -> AppTest:
-        at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=90)
+        at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=90)
         at.session_state["learner"] = Actor("t" if instructor else "l", "someone", instructor)
         at.run()
         assert not at.exception, at.exception

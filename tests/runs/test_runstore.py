@@ -436,7 +436,7 @@ def test_file_names_are_spelled_here():
 
 def test_the_name_format_lives_only_in_the_run_files_module():
     """One home for the step-numbered file names: every other module calls tinygpt.runs.files."""
-    package = Path(__file__).resolve().parent.parent / "tinygpt"
+    package = Path(__file__).resolve().parents[2] / "tinygpt"
     spelled = sorted(str(p.relative_to(package)) for p in package.rglob("*.py") if "step_{" in p.read_text())
     assert spelled == ["runs/files.py"]
 
@@ -534,7 +534,7 @@ def test_runstore_imports_without_torch():
     import sys
 
     probe = "import sys, tinygpt.runs.store, tinygpt.runs.reader; print('torch' in sys.modules)"
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"

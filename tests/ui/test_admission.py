@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.ui import resources, state  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ANNA = Actor("a" * 16, "anna")
 TEACHER = Actor("c" * 16, "teacher", instructor=True)
 

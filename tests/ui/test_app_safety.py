@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tinygpt.ui import resources  # noqa: E402
 from tinygpt.ui.safe import md  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LINK = "[Click here to log in](http://evil.example/login)"
 IMAGE = "![](http://evil.example/pixel.png)"
 
