@@ -9,10 +9,10 @@ from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.runs.knobs import knobs_now
-from tinygpt.ui import admission, backlog, resources, room, runinfo, safe, state
+from tinygpt.ui import admission, backlog, frame, resources, room, runinfo, safe, state
 from tinygpt.ui import circuits_view as view
 
-state.require_frame()  # a deep link's first run can skip app.py: see tinygpt/ui/state.py
+frame.require()  # a deep link's first run can skip app.py: see tinygpt/ui/frame.py
 
 store = resources.get_store()
 large = state.large_fonts()

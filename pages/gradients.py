@@ -1,10 +1,10 @@
 """Gradients: how hard each layer is pushed, next to the learning rate that scales the push."""
 
-from tinygpt.ui import state
+from tinygpt.ui import frame, state
 
-# First, before the imports below: a deep link's first run on a fresh server skips app.py (see state.py), and
+# First, before the imports below: a deep link's first run on a fresh server skips app.py (see tinygpt/ui/frame.py), and
 # app.py must paint the menu before torch loads.
-state.require_frame()
+frame.require()
 
 
 import streamlit as st

@@ -1,10 +1,10 @@
 """Train: choose the settings, start a run, and watch its loss, learning rate and gradient norm live."""
 
-from tinygpt.ui import state
+from tinygpt.ui import frame, state
 
-# First, before the imports below: a deep link's first run on a fresh server skips app.py (see state.py), and
+# First, before the imports below: a deep link's first run on a fresh server skips app.py (see tinygpt/ui/frame.py), and
 # app.py must paint the menu before torch loads.
-state.require_frame()
+frame.require()
 
 
 import time

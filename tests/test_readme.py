@@ -12,8 +12,9 @@ NUMBERS = {"five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9}
 
 
 def app_pages() -> list[str]:
-    """The page titles app.py registers (the Room page only for the instructor)."""
-    return re.findall(r'st\.Page\("pages/\w+\.py", title="(\w+)"', (contract.REPO / "app.py").read_text())
+    """The page titles the frame registers (the Room page only for the instructor)."""
+    frame = contract.REPO / "tinygpt" / "ui" / "frame.py"
+    return re.findall(r'st\.Page\("pages/\w+\.py", title="(\w+)"', frame.read_text())
 
 
 def tour() -> str:

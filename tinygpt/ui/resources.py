@@ -95,9 +95,9 @@ def touch(run_id: str | None) -> None:
 
 
 def keepalive_seconds() -> float:
-    """How often any open page renews its learner's leases (app.py's sidebar fragment): a third of the run
+    """How often any open page renews its learner's leases (the frame's sidebar fragment): a third of the run
     manager's lease, at most 30 s. A fixed 30 s let a 20 s lease pause the run of a learner reading Sample."""
-    from tinygpt.runs.worker import lease_from_env  # not the manager: app.py asks before the page is drawn
+    from tinygpt.runs.worker import lease_from_env  # not the manager: the frame asks before the page is drawn
 
     try:
         lease = lease_from_env()

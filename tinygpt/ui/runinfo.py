@@ -378,7 +378,7 @@ def _queue_wait(runs: list, status: dict[str, dict], run_id: str) -> float | Non
 def share_link(page_url: str, run_id: str) -> str:
     """The read-only link to a run's live view (the Train page, the app's root) from the address of the page the
     link is made on, e.g. http://host:8501/runs -> http://host:8501/?run=ID&view=1 (the Runs page itself has no
-    live view; an old /runs?run=ID&view=1 link still opens Train, see app.py)."""
+    live view; an old /runs?run=ID&view=1 link still opens Train, see tinygpt/ui/frame.py)."""
     base = str(page_url or "").split("?", 1)[0].split("#", 1)[0].rstrip("/")
     if base.endswith("/runs"):
         base = base[: -len("/runs")]

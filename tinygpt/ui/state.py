@@ -461,26 +461,16 @@ def locked() -> bool:
     return bool(st.session_state.get(WORKSHOP_LOCKED))
 
 
-# ---------------------------------------------------------------- the frame (app.py) runs before every page
+# ---------------------------------------------------------------- the frame (ui/frame.py) runs before every page
 
 FRAME_RAN = "frame_ran"
 
 
 def mark_frame() -> None:
-    """app.py calls this just before running the page."""
+    """The frame calls this just before running the page."""
     st.session_state[FRAME_RAN] = True
 
 
-def require_frame() -> None:
-    """Every page calls this first. When a `pages/` folder exists, Streamlit starts each server process (and each
-    AppTest run) in its old pages-directory mode and leaves it only once a script calls st.navigation; a deep link
-    (e.g. /attention) opened first then runs the page alone, without app.py: no navigation, run id or workshop
-    settings. Then run app.py here, in this same script run (so a button click is not lost): it calls
-    st.navigation, which switches Streamlit's mode for good, and runs this page inside the frame; stop after it."""
-    if st.session_state.pop(FRAME_RAN, False):
-        return
-    from pathlib import Path
-
-    app = Path(__file__).resolve().parents[2] / "app.py"
-    exec(compile(app.read_text(), str(app), "exec"), {"__name__": "__main__", "__file__": str(app)})  # noqa: S102
-    st.stop()
+def frame_marked() -> bool:
+    """Whether the frame ran before the page in this script run (tinygpt.ui.frame.require asks); clears the mark."""
+    return bool(st.session_state.pop(FRAME_RAN, False))

@@ -203,7 +203,7 @@ TUTORIAL: list[dict[str, str]] = [
 ]
 
 
-# ---------------------------------------------------------------- the Streamlit side (called from app.py)
+# ---------------------------------------------------------------- the Streamlit side (called from the frame)
 
 WORKSHOP_KEYS = ("preset", "hide", "lock", "tutorial", "experiment", "large")
 

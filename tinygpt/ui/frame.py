@@ -1,0 +1,146 @@
+"""The frame every page runs inside: page setup, navigation, who the learner is, the run id in the URL, and an
+optional large-font mode for projectors. app.py calls `run()` on every script run; each page calls `require()`
+first, which runs the frame itself when Streamlit ran the page alone (a deep link opened first).
+
+A module, not app.py's own body, so that `require()` can call it (it used to exec app.py's source) and so that what
+must exist once per server (the import lock, the favicon) exists once.
+"""
+
+import sys
+import threading
+
+import streamlit as st
+
+from tinygpt.ui import room, safe, state
+
+_IMPORTS = threading.Lock()
+
+
+@st.cache_resource(show_spinner=False)
+def _favicon():
+    """A favicon drawn here: a Material icon as page_icon is fetched from fonts.gstatic.com, and the app must work
+    offline without calling out."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGBA", (32, 32), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((0, 0, 31, 31), radius=7, fill=(255, 75, 75, 255))
+    for i, row in enumerate((6, 12, 18, 24)):  # a tiny attention pattern: lower-triangular squares
+        for j in range(i + 1):
+            draw.rectangle((5 + 6 * j, row, 9 + 6 * j, row + 4), fill=(255, 255, 255, 255 - 40 * (i - j)))
+    return image
+
+
+def run() -> None:
+    """Draw the frame and run the current page inside it (app.py, on every script run)."""
+    st.set_page_config(page_title="tinygpt: watch a transformer learn", page_icon=_favicon(), layout="wide")
+
+    learner = room.current()
+    PAGES = [
+        # Material icons ship with Streamlit (no web font is fetched; emoji need a system emoji font).
+        TRAIN := st.Page("pages/train.py", title="Train", icon=":material/model_training:", default=True),
+        st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:"),
+        st.Page("pages/circuits.py", title="Circuits", icon=":material/hub:"),
+        st.Page("pages/gradients.py", title="Gradients", icon=":material/show_chart:"),
+        st.Page("pages/sample.py", title="Sample", icon=":material/edit_note:"),
+        RUNS := st.Page("pages/runs.py", title="Runs", icon=":material/folder_open:"),
+        st.Page("pages/experiments.py", title="Experiments", icon=":material/science:"),
+    ]
+    if learner.instructor:
+        PAGES.append(st.Page("pages/room.py", title="Room", icon=":material/groups:"))
+    # The navigation first, before torch: on a fresh server the first view shows the real menu and a "starting"
+    # line at once, instead of ~5 s of a blank page under Streamlit's raw file-name menu.
+    page = st.navigation(PAGES)
+
+    starting = st.empty()  # on every run, so the page's elements keep their places from the first run to the next
+    if "torch" not in sys.modules:
+        starting.info(
+            "Starting tinygpt: loading PyTorch (only the first visit after the server starts waits for this)."
+        )
+        # torch, pandas and plotly are imported once, here, before any page runs: browser tabs opening at once would
+        # otherwise import them concurrently (a measured start-up race); the lock makes the others wait for the first.
+        with _IMPORTS:
+            import pandas  # noqa: F401
+            import plotly  # noqa: F401
+            import torch
+
+            # The server process only draws charts and runs tiny forward passes (sampling, probes); the training
+            # workers, each a separate process, need the cores.
+            torch.set_num_threads(1)
+        starting.empty()
+
+    from tinygpt.ui import backlog, live, workshop  # after the first paint: these import torch
+    from tinygpt.ui.resources import get_manager, get_store, keepalive_seconds, touch, touch_mine
+
+    backlog.reconnect_on_overflow()  # a browser whose websocket queue filled up reconnects instead of going deaf
+    store = get_store()
+    shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a workshop link, kept across pages
+    # The URL's ?run= wins if the run is this learner's (or the link says view=1); else the session's run goes back.
+    run_id = state.sync_run_id(store, room.can_control)
+    if state.pop(state.SHARED_OPEN) and page.url_path == RUNS.url_path:
+        st.switch_page(TRAIN)  # a share link made on Runs (/runs?run=...&view=1) opens that run's live view
+    touch(run_id)  # any page that shows a run keeps its lease (live pages also renew it on every refresh)
+    live.seen(state.session_token())  # one more session in the room: live charts refresh a little slower
+
+    @st.fragment(run_every=keepalive_seconds())
+    def keep_my_runs() -> None:
+        """Every third of a lease (30 s at most), whatever page the learner reads (Sample does not refresh by
+        itself): their own live and queued runs keep their leases. Drawn first in the sidebar, so its place never
+        moves. It also counts this session in the room, which sets how often live charts refresh (ui/live.py)."""
+        touch_mine(learner)
+        live.seen(state.session_token())
+        if workshop.lesson_started_unseen():  # the instructor started the lesson: its pane appears on this page
+            state.put(state.LESSON_SHOWN, None)  # once: the full run this asks for draws the pane
+            st.rerun(scope="app")
+
+    with st.sidebar:
+        keep_my_runs()
+        st.markdown("### tinygpt")
+        st.caption("A tiny character-level GPT, trained live while you watch.")
+        if run_id:
+            st.caption(f"Run: `{run_id}`")
+        else:
+            st.caption("No run yet: start one on **Train** or open one on **Runs**.")
+        room.large_fonts_before_toggle()  # this browser's choice (a cookie), or what a page asked for
+        large = st.toggle(
+            "Large fonts (projector)", key=state.W_LARGE, persist_state="session", on_change=room.large_fonts_changed
+        )
+        if shop.locked:
+            st.caption(":material/lock: Settings locked by the workshop link.")
+        room.sidebar(learner)
+    workshop.tutorial_pane(shop)
+    workshop.hide_controls(shop)
+    for problem in shop.errors:
+        st.warning(f"Workshop link: {safe.md(problem)}")
+
+    # Local CSS only (no fonts or scripts are fetched from the internet). Live charts rerun every second; Streamlit
+    # fades elements that a rerun has not redrawn yet, which makes a live page blink, so stale elements stay opaque.
+    css = (
+        "[data-testid='stElementContainer'][data-stale='true'] { opacity: 1 !important; transition: none !important; }"
+    )
+    if large:  # Streamlit sizes text in rem: everything scales; the page title and top margin shrink to make room
+        css += " html { font-size: 20px !important; }"
+        css += " [data-testid='stMainBlockContainer'] { padding-top: 3.2rem !important; }"
+        css += " h1 { font-size: 1.9rem !important; padding: 0 0 0.4rem 0 !important; }"
+    st.html(f"<style>{css}</style>")
+
+    room.write_pending_cookies()
+    state.show_flashes()
+    state.mark_frame()  # this script run has its frame: require() lets the page through
+    page.run()
+
+    # After the first page is on screen: start the run manager, whose forkserver imports torch once (seconds on a busy
+    # machine), so that the first click on Train forks a ready worker instead of waiting for torch.
+    get_manager()
+
+
+def require() -> None:
+    """Every page calls this first. When a `pages/` folder exists, Streamlit starts each server process (and each
+    AppTest run) in its old pages-directory mode and leaves it only once a script calls st.navigation; a deep link
+    (e.g. /attention) opened first then runs the page alone, without app.py: no navigation, run id or workshop
+    settings. Then run the frame here, in this same script run (so a button click is not lost): it calls
+    st.navigation, which switches Streamlit's mode for good, and runs this page inside it; stop after it."""
+    if state.frame_marked():
+        return
+    run()
+    st.stop()
