@@ -24,17 +24,29 @@ LOSS_POINTS_JS = """() => {
 
 def choose(page: Page, label: str, option: str) -> None:
     """Pick an option of a selectbox. A rerun can close an open dropdown, so opening is retried."""
+    pick(page, label, page.get_by_role("option", name=option, exact=True))
+    expect(page.get_by_role("combobox", name=label, exact=True)).to_have_value(option)
+
+
+def choose_containing(page: Page, label: str, text: str) -> None:
+    """Pick the first option of a selectbox whose label contains `text` (e.g. a run id's start)."""
+    pick(page, label, page.get_by_role("option").filter(has_text=text).first)
+
+
+def pick(page: Page, label: str, option) -> None:
+    """Open a selectbox and click `option`. A rerun can close the open dropdown, or redraw the box while its list
+    stays where the old box was (Playwright then finds the option "outside of the viewport"): close and retry."""
     box = page.get_by_role("combobox", name=label, exact=True)
-    for attempt in range(3):
+    for attempt in range(4):
         box.click()
         try:
-            page.get_by_role("option", name=option, exact=True).click(timeout=5_000)
-            break
+            option.click(timeout=5_000)
+            return
         except PlaywrightTimeoutError:
-            if attempt == 2:
+            if attempt == 3:
                 raise
             page.keyboard.press("Escape")
-    expect(box).to_have_value(option)
+            page.wait_for_timeout(500)
 
 
 def set_number(page: Page, label: str, value: int) -> None:

@@ -9,7 +9,17 @@ import re
 
 from conftest import INSTRUCTOR_KEY
 from playwright.sync_api import expect
-from test_app_browser import button, choose, go, idle, no_exception, set_number, snap, wait_step_above
+from test_app_browser import (
+    button,
+    choose,
+    choose_containing,
+    go,
+    idle,
+    no_exception,
+    set_number,
+    snap,
+    wait_step_above,
+)
 
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import runinfo
@@ -62,9 +72,7 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, app_runs, bro
 
     # Room -> pick Anna's run -> Bring to the projector: her run on the Train page, large, no traceback.
     go(teacher, "Room", "tinygpt · Room")
-    box = teacher.get_by_role("combobox", name="Run", exact=True)  # options: readable names ending in the id's start
-    box.click()
-    teacher.get_by_role("option").filter(has_text=run_id[:6]).first.click()
+    choose_containing(teacher, "Run", run_id[:6])  # options: readable names ending in the id's start
     idle(teacher)
     teacher.get_by_role("button", name="Bring to the projector").click()
     expect(teacher.get_by_role("heading", name="tinygpt · Train")).to_be_visible()
