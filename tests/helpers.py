@@ -70,6 +70,13 @@ def cli_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
 
 
+def tiny_train_args(runs_dir: Path, text: str, max_steps: int, *extra: str) -> list[str]:
+    """The arguments of `python -m tinygpt train` for a tiny demo run on `text` into `runs_dir` (width 32,
+    context 16, one thread): the one CLI command line the tests build."""
+    return ["train", "--preset", "demo", "--max-steps", str(max_steps), "--hidden-dim", "32", "--max-seq-len", "16",
+            "--runs-dir", str(runs_dir), "--threads", "1", "--source", "text", "--text", text, *extra]  # fmt: skip
+
+
 @contextlib.contextmanager
 def mounted_tmpfs(path: Path, size: str = "4m"):
     """A real small file system at `path` (tmpfs of `size`, root only) for full-disk and read-only cases; yields

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import cli_env
+from helpers import cli_env, tiny_train_args
 
 from tinygpt.cli.commands import main
 from tinygpt.cli.flags import build_parser, config_from_args
@@ -83,27 +83,8 @@ def test_unknown_run_is_a_clean_error(tmp_path, capsys):
 
 def test_train_then_sample_end_to_end(tmp_path, tiny_text):
     env = cli_env()
-    text_args = ["--source", "text", "--text", tiny_text]
     train = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tinygpt",
-            "train",
-            "--preset",
-            "demo",
-            "--max-steps",
-            "30",
-            "--hidden-dim",
-            "32",
-            "--max-seq-len",
-            "16",
-            "--runs-dir",
-            str(tmp_path),
-            "--threads",
-            "1",
-            *text_args,
-        ],
+        [sys.executable, "-m", "tinygpt", *tiny_train_args(tmp_path, tiny_text, 30)],
         capture_output=True,
         text=True,
         env=env,

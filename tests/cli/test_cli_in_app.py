@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import cli_env
+from helpers import cli_env, tiny_train_args
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -30,29 +30,7 @@ def test_app_lists_and_charts_a_run_the_cli_is_still_writing(tmp_path, tiny_text
     monkeypatch.setenv("TINYGPT_RUNS_DIR", str(runs))
     env = cli_env()
     cli = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tinygpt",
-            "train",
-            "--preset",
-            "demo",
-            "--max-steps",
-            "100000",
-            "--hidden-dim",
-            "32",
-            "--max-seq-len",
-            "16",
-            "--runs-dir",
-            str(runs),
-            "--threads",
-            "1",
-            "--quiet",
-            "--source",
-            "text",
-            "--text",
-            tiny_text,
-        ],
+        [sys.executable, "-m", "tinygpt", *tiny_train_args(runs, tiny_text, 100_000, "--quiet")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli_env
+from helpers import cli_env, tiny_train_args
 
 STEPS = 60
 
@@ -16,44 +16,13 @@ STEPS = 60
 def train(tmp_path: Path, text: str, nproc: int, batch: int) -> list[float]:
     runs = tmp_path / f"runs{nproc}"
     env = cli_env()
-    args = [
-        "-m",
-        "tinygpt",
-        "train",
-        "--preset",
-        "demo",
-        "--max-steps",
-        str(STEPS),
-        "--hidden-dim",
-        "32",
-        "--num-layers",
-        "1",
-        "--max-seq-len",
-        "16",
-        "--batch-size",
-        str(batch),
-        "--warmup-steps",
-        "5",
-        "--eval-interval",
-        "30",
-        "--attention-every",
-        "20",
-        "--runs-dir",
-        str(runs),
-        "--threads",
-        "1",
-        "--source",
-        "text",
-        "--text",
-        text,
-        "--seed",
-        "3",
-    ]
+    args = tiny_train_args(runs, text, STEPS, "--num-layers", "1", "--batch-size", str(batch), "--warmup-steps", "5",
+                           "--eval-interval", "30", "--attention-every", "20", "--seed", "3")  # fmt: skip
     if nproc > 1:
         torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or "torchrun"
-        cmd = [torchrun, "--standalone", f"--nproc_per_node={nproc}", "-m", *args[1:]]
+        cmd = [torchrun, "--standalone", f"--nproc_per_node={nproc}", "-m", "tinygpt", *args]
     else:
-        cmd = [sys.executable, *args]
+        cmd = [sys.executable, "-m", "tinygpt", *args]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
     folders = [p for p in runs.iterdir() if p.is_dir() and not p.name.startswith(".")]
