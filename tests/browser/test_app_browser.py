@@ -198,7 +198,7 @@ def test_train_watch_attention_sample_reattach_stop(app_server, app_runs, page, 
     lr.focus()
     lr.press("ArrowRight")
     expect(lr).to_have_attribute("aria-valuetext", "0.005")
-    expect(page.get_by_text(re.compile(r"learning_rate → 0\.005: applied at step \d+"))).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(re.compile(r"LR → 0\.005: applied at step \d+"))).to_be_visible(timeout=30_000)
     changes = [e for e in events_of(app_runs, run_id) if e.get("kind") == "knob" and e.get("knob") == "learning_rate"]
     assert len(changes) == 1 and changes[0]["new"] == 0.005 and changes[0]["ok"]
     # A live knob: mask -> none while training; the page says at which step it applied, the chart marks it.

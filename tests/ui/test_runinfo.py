@@ -22,7 +22,7 @@ def test_event_notes_list_changes_not_refusals():
         {"kind": "knob", "knob": "mask", "ok": False, "error": "bad", "step": 4, "message": "refused"},
         {"kind": "nonfinite", "step": 9, "message": "nan"},
     ]
-    assert runinfo.event_notes(events) == "changed · nan"
+    assert runinfo.event_notes(events) == "mask causal→none @3 · nan"  # the markers' own words
 
 
 def test_nearest_checkpoint_and_snapshot():

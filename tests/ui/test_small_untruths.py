@@ -69,7 +69,7 @@ def test_a_warmup_change_after_warmup_says_what_it_did():
     before, after = lr_at(200, 1e-3, 1e-4, 30, 300), lr_at(200, 1e-3, 1e-4, 60, 300)
     assert f"the cosine decay shifts, so the learning rate goes from {before:.3g} to {after:.3g}" in text
     kind, text = runinfo.knob_note(knob_answer(10, 30, 60), "r1", "warmup_steps", 60, config)
-    assert (kind, text) == ("success", "warmup_steps → 60: applied at step 10")  # during warmup: nothing to add
+    assert (kind, text) == ("success", "warmup → 60: applied at step 10")  # during warmup: nothing to add
 
 
 def residual(step: int, resid: list[float], ln: list[float]) -> dict:

@@ -137,10 +137,11 @@ def progress_fraction(status: dict) -> float | None:
 
 
 def event_notes(events: list[dict], limit: int = 5) -> str:
-    """The newest knob changes and non-finite events as one line of text (the charts draw them as markers)."""
+    """The newest knob changes (written as the charts' markers write them, knob_words.change_label) and non-finite
+    events (their messages) as one line of text."""
     changes = {id(e) for e in shown_changes(events)}  # min_lr moves with its lr
     marked = [e for e in events if id(e) in changes or e.get("kind") in ("nonfinite", "diverged")][-limit:]
-    return " · ".join(str(e.get("message") or f"{e.get('knob')} at step {e.get('step')}") for e in marked)
+    return " · ".join(change_label(e) if id(e) in changes else str(e.get("message") or "") for e in marked)
 
 
 def knob_note(events: list[dict], request: str, knob: str, value: Any, config: dict | None = None) -> tuple[str, str]:
@@ -148,11 +149,12 @@ def knob_note(events: list[dict], request: str, knob: str, value: Any, config: d
     applied at, "error" with the worker's reason, or "info" while the worker has not answered yet. With the run's
     `config`, a warmup change after warmup ended also says what it did to the learning rate (warmup_effect)."""
     answer = knob_answer(events, request)
+    change = f"{knob_word(knob)} → {knob_value(value)}"  # the knob's word, as its chart marker will name it
     if answer is None:
-        return "info", f"{knob} → {value}: applies at the next step"
+        return "info", f"{change}: applies at the next step"
     if answer.get("ok") is False:
         return "error", str(answer.get("message") or answer.get("error"))
-    text = f"{knob} → {value}: applied at step {answer.get('step')}"
+    text = f"{change}: applied at step {answer.get('step')}"
     effect = warmup_effect(config, events, answer) if config and knob == "warmup_steps" else None
     if effect:
         return "info", f"{text}. {effect}"
@@ -161,7 +163,7 @@ def knob_note(events: list[dict], request: str, knob: str, value: Any, config: d
 
 def warmup_effect(config: dict, events: list[dict], answer: dict) -> str | None:
     """What a warmup_steps change did when warmup had already ended (None while warmup still ran): the trainer
-    computes each step's rate from the warmup in force (trainer.lr_at), so a new value either warms up again (a
+    computes each step's rate from the warmup in force (schedule.lr_at), so a new value either warms up again (a
     drop), moves the cosine decay's phase, or changes nothing measurable. Computed, not assumed."""
     step, old, new = answer.get("step"), answer.get("old"), answer.get("new")
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (step, old, new)) or step < old:
