@@ -7,9 +7,11 @@ Mask convention, stated once and tested: a mask is a bool tensor (T, S) where Tr
 key s". Disallowed scores are filled with -inf before the softmax, so they get exactly zero weight (a finite constant
 like -1e4 can be out-learned at a high learning rate: minGPT#75, huggingface/transformers#17121).
 
-`attention()` is the explicit path the app visualises: it returns the weights. `fused_attention()` calls
-torch's `F.scaled_dot_product_attention`, which never materialises the weights, for training steps that need
-none; tests/test_attention.py proves both give the same values and gradients.
+The model's explicit path (the one the app visualises, model.MultiHeadAttention.forward) is these pieces in
+order: `attention_scores`, `apply_mask`, `scores_to_weights`, then weights @ v; `attention()` is the same written as
+one function, the reference the tests hold `fused_attention()` to. `fused_attention()` calls torch's
+`F.scaled_dot_product_attention`, which never materialises the weights, for training steps that need none;
+tests/test_attention.py proves both give the same values and gradients.
 
 Left out: dropout inside attention on the fused path when weights are requested, ALiBi/rotary biases, padding masks
 (every sequence here is full length).

@@ -29,7 +29,7 @@ CHART_CODE: dict[str, list[Callable]] = {
     "layer_grad_heatmap": [trainer.param_group_name, trainer.Trainer._step],
     "update_ratio_heatmap": [trainer.param_group_name, trainer.Trainer._step],
     "update_ratios": [trainer.Trainer._step],
-    "attention_grid": [inside.attention_maps, attention.attention, model.MultiHeadAttention.forward],
+    "attention_grid": [inside.attention_maps, model.MultiHeadAttention.forward, attention.scores_to_weights],
     "attention_detail": [
         inside.attention_steps,
         attention.attention_scores,
