@@ -220,3 +220,21 @@ def test_a_learners_own_name_is_shown_as_text_in_their_sidebar(runs_dir):
     at = app_as(Actor("d" * 16, "![img](//evil.example/y.png)"))
     [you] = [e for e in at.expander if "You:" in e.label]
     assert "](//evil.example" not in you.label and "evil" in you.label  # shown, as text
+
+
+def test_a_key_entered_twice_before_the_page_runs_says_instructor_mode_once(monkeypatch):
+    """CI, stop 28: the key box's callback ran twice before the page drew its messages (the first run was
+    interrupted by a rerun before the box was redrawn empty), and the page said 'Instructor mode' twice."""
+
+    def page():
+        from tinygpt.ui import state
+
+        for _ in range(2):
+            state.flash("success", "Instructor mode: you may control every run.")
+        state.flash("error", "That is not this server's instructor key.")
+        state.show_flashes()
+        state.show_flashes()  # popped: nothing left to show a second time
+
+    at = AppTest.from_function(page).run()
+    assert len(at.success) == 1 and "Instructor mode" in at.success[0].value
+    assert len(at.error) == 1

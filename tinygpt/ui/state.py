@@ -313,8 +313,12 @@ def forget_reader(run: str) -> None:
 
 
 def flash(kind: str, text: str) -> None:
-    """Show `text` as st.<kind> (success, info, warning, error) at the top of the next page run."""
-    st.session_state.setdefault(FLASH, []).append((kind, text))
+    """Show `text` as st.<kind> (success, info, warning, error) at the top of the next page run, once: a widget
+    callback that fires again (its run interrupted by another rerun before the widget was redrawn) must not put the
+    same message on the page twice."""
+    pending = st.session_state.setdefault(FLASH, [])
+    if (kind, text) not in pending:
+        pending.append((kind, text))
 
 
 def show_flashes() -> None:
