@@ -238,3 +238,16 @@ def test_a_key_entered_twice_before_the_page_runs_says_instructor_mode_once(monk
     at = AppTest.from_function(page).run()
     assert len(at.success) == 1 and "Instructor mode" in at.success[0].value
     assert len(at.error) == 1
+
+
+def test_a_cookie_that_is_not_utf8_is_reset_with_a_message(monkeypatch):
+    """Issue 22: a name cookie whose percent-encoded bytes are not UTF-8 read 'You: ��ab' on every page."""
+    sent = {room.NAME_COOKIE: "%FF%FEab", room.LEARNER_COOKIE: "b" * 24}
+    monkeypatch.setattr(room, "_raw_cookie", sent.get)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60).run()
+    assert not at.exception, at.exception
+    [warning] = [w.value for w in at.warning if "not readable" in w.value]
+    assert "tinygpt\\_name cookie was not readable text" in warning
+    [you] = [e for e in at.expander if "You:" in e.label]
+    assert "\ufffd" not in you.label
+    assert room.public_id("b" * 24) == at.session_state[state.LEARNER].id  # the same learner: only the name reset

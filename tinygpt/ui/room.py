@@ -114,12 +114,36 @@ def _set_cookie(name: str, value: str) -> None:
     st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
 
 
-def _cookie(name: str) -> str:
+def _raw_cookie(name: str):
+    """The cookie as the browser sent it (percent-encoded), from the page's websocket handshake; None if absent."""
     try:
-        value = st.context.cookies.get(name)
+        return st.context.cookies.get(name)
     except Exception:  # noqa: BLE001 - no request context: no cookies
+        return None
+
+
+class UnreadableCookie(ValueError):
+    """A cookie of ours whose percent-encoded bytes are not UTF-8 (written by hand or by another program)."""
+
+
+def _cookie(name: str) -> str:
+    """The cookie's text ("" when absent). Raises UnreadableCookie when its bytes are not UTF-8: shown as it came, a
+    name would read "You: ��ab" on every page, so the caller resets it and says so."""
+    value = _raw_cookie(name)
+    if not isinstance(value, str):  # AppTest hands out a mock: no cookies
         return ""
-    return unquote(value) if isinstance(value, str) else ""  # AppTest hands out a mock: no cookies
+    try:
+        return unquote(value, errors="strict")
+    except UnicodeDecodeError as e:
+        raise UnreadableCookie(name) from e
+
+
+def _readable_cookie(name: str, unreadable: list[str]) -> str:
+    try:
+        return _cookie(name)
+    except UnreadableCookie:
+        unreadable.append(name)
+        return ""
 
 
 def current() -> Actor:
@@ -128,16 +152,27 @@ def current() -> Actor:
     actor = state.get(state.LEARNER)
     if actor is not None:
         return actor
-    token = _cookie(LEARNER_COOKIE)
+    unreadable: list[str] = []
+    token = _readable_cookie(LEARNER_COOKIE, unreadable)
     fresh = not _TOKEN_RE.match(token)
     if fresh:
         token = secrets.token_urlsafe(18)
-    name = clean_name(_cookie(NAME_COOKIE)) or friendly_name(token)
-    instructor = is_instructor_key(_cookie(INSTRUCTOR_COOKIE))
+    name = clean_name(_readable_cookie(NAME_COOKIE, unreadable)) or friendly_name(token)
+    instructor = is_instructor_key(_readable_cookie(INSTRUCTOR_COOKIE, unreadable))
     actor = Actor(id=public_id(token), name=name, instructor=instructor)
     state.put(state.LEARNER, actor)
-    if fresh:
-        state.put(state.LEARNER_COOKIES, {LEARNER_COOKIE: token, NAME_COOKIE: name})
+    if fresh or NAME_COOKIE in unreadable:
+        _queue_cookie(LEARNER_COOKIE, token)
+        _queue_cookie(NAME_COOKIE, name)
+    if INSTRUCTOR_COOKIE in unreadable:
+        _queue_cookie(INSTRUCTOR_COOKIE, "")
+    if unreadable:
+        state.flash(
+            "warning",
+            f"This browser's {' and '.join(unreadable)} cookie{'s were' if len(unreadable) > 1 else ' was'} not "
+            f"readable text (not UTF-8) and {'were' if len(unreadable) > 1 else 'was'} reset: you are "
+            f"{name} now{'' if LEARNER_COOKIE not in unreadable else ', a new learner'}. Change your name under 'You'.",
+        )
     return actor
 
 
@@ -162,8 +197,8 @@ def large_fonts_before_toggle() -> None:
     pending = state.apply_pending_large()
     if pending is not None:
         _queue_cookie(LARGE_COOKIE, "1" if pending else "0")
-    elif not state.has(state.W_LARGE) and _cookie(LARGE_COOKIE) in ("0", "1"):
-        state.put(state.W_LARGE, _cookie(LARGE_COOKIE) == "1")
+    elif not state.has(state.W_LARGE) and (large := _readable_cookie(LARGE_COOKIE, [])) in ("0", "1"):
+        state.put(state.W_LARGE, large == "1")  # an unreadable one is as good as none: the toggle rewrites it
 
 
 def large_fonts_changed() -> None:
