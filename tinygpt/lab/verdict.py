@@ -131,6 +131,20 @@ def noise_margin(threshold: float, *runs: RunResult) -> float:
     return max([threshold] + [NOISE_SIGMAS * s for s in spreads])
 
 
+FINAL_STEPS = 20  # final_train_loss is the mean of this many step losses (results.read_result)
+
+
+def difference_margin(threshold: float, a: RunResult, b: RunResult) -> float:
+    """The margin a difference of two runs' losses (each a mean of about FINAL_STEPS step losses) must clear: the
+    physical `threshold`, or NOISE_SIGMAS standard errors of that difference when the runs are noisier. A run's
+    step-to-step spread (final_loss_std) over sqrt(FINAL_STEPS) is the noise of its mean: on Tiny Shakespeare the
+    final loss of the same settings spread 0.013 across seeds, its step spread 0.06 / sqrt(20) = 0.013."""
+    if a.final_loss_std is None or b.final_loss_std is None:
+        return threshold
+    standard_error = ((a.final_loss_std**2 + b.final_loss_std**2) / FINAL_STEPS) ** 0.5
+    return max(threshold, NOISE_SIGMAS * standard_error)
+
+
 LEAKS = 1e-3  # a leak score above this is a leak (a correct mask scores exactly 0)
 
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from ...schedule import lr_at
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, all_of, decide, diverged_at, fmt, gt3, say
+from ..verdict import RunResult, Verdict, all_of, decide, difference_margin, diverged_at, fmt, gt3, say
 
+# Margins are physics with the runs' own noise on top (verdict.difference_margin: 3 standard errors of the
+# difference when that is larger), so a noisier corpus needs a larger gap; each verdict shows the margin it used.
 WARMUP_HURTS = 0.1  # nats: at the high LR, no warmup must end (and be at a third of the run) at least this much worse
-WARMUP_SAME = 0.05  # nats: at the demo LR, the two must end within this of each other
+WARMUP_SAME = 0.05  # nats: at the demo LR, the two may end this far apart (or the runs' noise) ...
+DEMO_SHARE = 1 / 3  # ... or, whichever is larger, this share of the gap at the high LR: warmup matters far less there
 EXPECTED = (
-    "at lr 1e-2 no warmup stalls (higher loss a third of the way in and at the end) or diverges; "
-    "at lr 2e-3 warmup makes no difference"
+    "at lr 1e-2 no warmup stalls (higher loss a third of the way in and at the end, by more than the runs' noise) "
+    "or diverges; at lr 2e-3 warmup matters far less (a gap within the noise, or under a third of the one at 1e-2)"
 )
 
 
@@ -28,7 +31,12 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "diverged": ", ".join(f"{label} at step {r.diverged_step or r.steps}" for label, r in results.items()
                               if diverged_at(r)) or None,
     }  # fmt: skip
-    hurts_clause = f"at lr 1e-2, no warmup at least {WARMUP_HURTS} nats worse (a third in and at the end) or diverged"
+    hurts_margin = difference_margin(WARMUP_HURTS, hn, hw)
+    observed["margin at lr 1e-2 (nats)"] = round(hurts_margin, 3)
+    hurts_clause = (
+        f"at lr 1e-2, no warmup at least {hurts_margin:.2f} nats worse (a third in and at the end) or diverged"
+    )
+    high_gap = None  # no warmup's final loss minus warmup's, at lr 1e-2, when both trained to the end
     if diverged_at(hw) and diverged_at(hn):
         hurts, high = None, f"At lr 1e-2 both runs diverged (warmup {diverged_at(hw)}, no warmup {diverged_at(hn)})"
         hurts_clause += " (not measured: both runs diverged)"
@@ -42,14 +50,19 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         )
     else:
         hurts = all_of(
-            gt3(hn.mid_loss, hw.mid_loss, WARMUP_HURTS), gt3(hn.final_train_loss, hw.final_train_loss, WARMUP_HURTS)
+            gt3(hn.mid_loss, hw.mid_loss, hurts_margin), gt3(hn.final_train_loss, hw.final_train_loss, hurts_margin)
         )
+        if hn.final_train_loss is not None and hw.final_train_loss is not None:
+            high_gap = hn.final_train_loss - hw.final_train_loss
         high = (
             f"At lr 1e-2, no warmup {say(hurts, 'stalls', 'does not stall', 'was not compared')}: loss "
             f"{fmt(hn.mid_loss)} vs {fmt(hw.mid_loss)} a third of the way in, {fmt(hn.final_train_loss)} vs "
-            f"{fmt(hw.final_train_loss)} at the end"
+            f"{fmt(hw.final_train_loss)} at the end (needs {hurts_margin:.2f} worse)"
         )
-    same_clause = f"at lr 2e-3, the two final losses within {WARMUP_SAME} nats"
+    same_margin = difference_margin(WARMUP_SAME, dn, dw)
+    allowed = max(same_margin, DEMO_SHARE * high_gap) if high_gap is not None and high_gap > 0 else same_margin
+    observed["allowed gap at lr 2e-3 (nats)"] = round(allowed, 3)
+    same_clause = f"at lr 2e-3, the two final losses within {allowed:.2f} nats"
     if diverged_at(dw) and diverged_at(dn):
         same, demo = None, "At the demo's lr 2e-3 both runs diverged"
         same_clause += " (not measured: both runs diverged)"
@@ -59,10 +72,10 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     elif dn.final_train_loss is None or dw.final_train_loss is None:
         same, demo = None, "At the demo's lr 2e-3 the final losses were not measured"
     else:
-        same = abs(dn.final_train_loss - dw.final_train_loss) <= WARMUP_SAME
+        same = abs(dn.final_train_loss - dw.final_train_loss) <= allowed
         demo = (
-            f"At the demo's lr 2e-3 warmup {'makes no difference' if same else 'does make a difference'}: "
-            f"{fmt(dn.final_train_loss)} vs {fmt(dw.final_train_loss)}"
+            f"At the demo's lr 2e-3 warmup {'matters far less' if same else 'matters as much'}: "
+            f"{fmt(dn.final_train_loss)} vs {fmt(dw.final_train_loss)} (allowed {allowed:.2f} apart)"
         )
     return decide(EXPECTED, {hurts_clause: hurts, same_clause: same}, observed, f"{high}. {demo}.")
 
@@ -71,11 +84,12 @@ EXPERIMENT = Experiment(
     key="warmup",
     title="No learning-rate warmup",
     what_to_look_for=(
-        "Adam's first updates move every weight by about the learning rate, whatever its gradient. At the "
-        "demo's lr 2e-3 that is harmless for this small pre-LN model: with or without warmup the runs end "
-        "alike (measured). At lr 1e-2 the first full-size steps knock it onto a plateau near the "
-        "letter-frequency loss (~3.1-3.2 nats) that it leaves late, and it ends worse; 100 warmup steps "
-        "avoid that. Four runs: both regimes, with and without warmup."
+        "Adam's first updates move every weight by about the learning rate, whatever its gradient. At lr 1e-2 the "
+        "first full-size steps knock this small pre-LN model onto a plateau near the letter-frequency loss (the "
+        "corpus's own letter entropy: 3.2-3.4 nats on the texts measured) that it leaves late, and it ends worse; 100 warmup steps "
+        "avoid that. At the demo's lr 2e-3 warmup matters far less. Four runs: both regimes, with and without "
+        "warmup. The margins are the runs' own noise (3 standard errors of each difference) when that is above "
+        "0.1 nats (0.05 at the demo's rate): the verdict shows them."
     ),
     expected=EXPECTED,
     base=dict(max_steps=300, warmup_steps=100),
