@@ -84,12 +84,12 @@ EXPERIMENT = Experiment(
     key="warmup",
     title="No learning-rate warmup",
     what_to_look_for=(
-        "Adam's first updates move every weight by about the learning rate, whatever its gradient. At lr 1e-2 the "
-        "first full-size steps knock this small pre-LN model onto a plateau near the letter-frequency loss (the "
-        "corpus's own letter entropy: 3.2-3.4 nats on the texts measured) that it leaves late, and it ends "
-        "worse; 100 warmup steps avoid that. At the demo's lr 2e-3 warmup matters far less. Four runs: both regimes, with and without "
-        "warmup. The margins are the runs' own noise (3 standard errors of each difference) when that is above "
-        "0.1 nats (0.05 at the demo's rate): the verdict shows them."
+        "Adam's first updates move every weight by about the learning rate, whatever its gradient. At lr 1e-2 "
+        "the first full-size steps knock this small pre-LN model onto a plateau near the letter-frequency loss "
+        "(the corpus's own letter entropy: 3.2-3.4 nats on the texts measured) that it leaves late, and it ends "
+        "worse; 100 warmup steps avoid that. At the demo's lr 2e-3 warmup matters far less. Four runs: both "
+        "regimes, with and without warmup. The margins are the runs' own noise (3 standard errors of each "
+        "difference) when that is above 0.1 nats (0.05 at the demo's rate): the verdict shows them."
     ),
     expected=EXPECTED,
     base=dict(max_steps=300, warmup_steps=100),
