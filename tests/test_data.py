@@ -402,3 +402,38 @@ def test_pyproject_ships_the_corpus_as_package_data():
     meta = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
     patterns = meta["tool"]["setuptools"]["package-data"]["tinygpt"]
     assert any(Path("corpora/tinyshakespeare.txt.xz").match(p) for p in patterns)
+
+
+# --- repeated passages: the curriculum under which an induction head forms on real text (issue 23 finding 8) ---
+
+
+def test_repeat_passage_says_a_passage_of_varying_length_and_place_twice_and_leaves_the_rest():
+    rows = torch.arange(64 * 33).reshape(64, 33)  # every token distinct: a copy can only come from the function
+    out = data.repeat_passage(rows.clone(), 1.0, torch.Generator().manual_seed(0))
+    lengths, starts = set(), set()
+    for before, after in zip(rows, out, strict=True):
+        changed = torch.nonzero(before != after).flatten()
+        first, h = int(changed[0]), len(changed)  # the second copy: h positions in a row
+        assert data.MIN_REPEAT <= h <= 33 // 2 and torch.equal(changed, torch.arange(first, first + h))
+        assert torch.equal(after[first : first + h], before[first - h : first])  # it repeats what came just before
+        lengths.add(h)
+        starts.add(first - h)
+    assert len(lengths) > 5 and len(starts) > 5  # no fixed distance a positional head could learn instead
+    assert torch.equal(data.repeat_passage(rows.clone(), 0.0, torch.Generator().manual_seed(0)), rows)
+    again = data.repeat_passage(rows.clone(), 1.0, torch.Generator().manual_seed(0))
+    assert torch.equal(again, out)  # a seed gives the same batches
+
+
+def test_repeated_passages_change_training_windows_only_and_are_checked():
+    text = "".join(chr(97 + (i * 7) % 26) for i in range(4000))
+    corpus = data.load_corpus(DataConfig(source="text", text=text, repeat_passages=1.0), 32)
+    x, y = corpus.get_batch("train", 16, torch.Generator().manual_seed(1))
+    assert torch.equal(x[:, 1:], y[:, :-1])  # y is still x shifted by one
+    windows = ["".join(corpus.tokenizer.decode(row.tolist())) for row in x]
+    assert sum(w not in text for w in windows) >= 12  # a repeat makes a window the text never had
+    plain = data.load_corpus(DataConfig(source="text", text=text), 32)
+    vx, _ = corpus.get_batch("val", 16, torch.Generator().manual_seed(1))
+    assert torch.equal(vx, plain.get_batch("val", 16, torch.Generator().manual_seed(1))[0])
+    for bad in (1.5, -0.1, True, "1"):
+        with pytest.raises(ConfigError, match="repeat_passages must be a share between 0 and 1"):
+            DataConfig(repeat_passages=bad)

@@ -258,6 +258,10 @@ class DataConfig:
     text_sha256: str = ""
     synthetic_examples: int = 4000  # problems generated for a synthetic task
     synthetic_digits: int = 6  # length of each problem's operand(s)
+    # Share of training windows (0-1) in which a random passage of 4 to T/2 characters, at a random place, is said
+    # twice in a row: a curriculum of repeated passages, under which an induction head forms on real text in
+    # minutes (issue 23 finding 8; tinygpt/lab/induction.py). Validation windows stay as the text is.
+    repeat_passages: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -265,6 +269,9 @@ class DataConfig:
         sha = self.text_sha256
         if not isinstance(sha, str) or (sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha))):
             raise ConfigError(f"text_sha256 must be a sha256 in hex (64 characters) or empty, got {sha!r}.")
+        rp = self.repeat_passages
+        if isinstance(rp, bool) or not isinstance(rp, int | float) or not 0.0 <= rp <= 1.0:
+            raise ConfigError(f"repeat_passages must be a share between 0 and 1, got {rp!r}: try 0 (off) or 1.")
         for name in ("synthetic_examples", "synthetic_digits"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -326,6 +326,7 @@ class Corpus:
     block_size: int  # T: tokens per input window
     description: str  # "Tiny Shakespeare, 1,115,394 chars, 65 symbols"
     task: SyntheticTask | None = None  # the problems behind a synthetic corpus, for scoring answers
+    repeat_passages: float = 0.0  # share of train windows with a passage said twice (DataConfig.repeat_passages)
     # (split, device) -> (N - T, T + 1) window view of that split's tokens on that device, built on first use.
     _windows: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -385,6 +386,8 @@ class Corpus:
         gen_device = generator.device if generator is not None else "cpu"
         ix = torch.randint(len(data) - self.block_size, (batch_size,), generator=generator, device=gen_device)  # (B,)
         rows = windows.index_select(0, ix.to(device))  # (B, T + 1), a fresh contiguous copy
+        if split == "train" and self.repeat_passages > 0:
+            rows = repeat_passage(rows, self.repeat_passages, generator)
         return rows[:, :-1].contiguous(), rows[:, 1:].contiguous()  # x (B, T), y (B, T)
 
     def probe_text(self, length: int) -> str:
@@ -401,8 +404,37 @@ def data_sources() -> list[str]:
     return ["shakespeare", *(f"synthetic:{t}" for t in SYNTHETIC_TASKS), "text"]
 
 
+MIN_REPEAT = 4  # the shortest passage repeat_passage says twice
+
+
+def repeat_passage(rows: torch.Tensor, share: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """rows (B, W) token windows, with a random passage of MIN_REPEAT to W // 2 tokens at a random place said
+    twice in a row in `share` of them (the rest unchanged): row ... p_1 .. p_h p_1 .. p_h ... The length and place
+    vary, so a head can only predict the repeat by finding the passage's earlier copy by content (induction),
+    not by looking back a fixed distance (a positional head, which a fixed place and length would reward)."""
+    batch, width = rows.shape
+    if width < 2 * MIN_REPEAT:
+        return rows
+    gen_device = generator.device if generator is not None else "cpu"
+    chosen = torch.rand(batch, generator=generator, device=gen_device) < share  # (B,)
+    fraction = torch.rand(batch, generator=generator, device=gen_device)  # (B,) in [0, 1)
+    length = MIN_REPEAT + (fraction * (width // 2 - MIN_REPEAT + 1)).long()  # (B,) in [MIN_REPEAT, W // 2]
+    start = (torch.rand(batch, generator=generator, device=gen_device) * (width - 2 * length + 1)).long()  # (B,)
+    chosen, length, start = (t.to(rows.device) for t in (chosen, length, start))
+    pos = torch.arange(width, device=rows.device)[None, :]  # (1, W)
+    second = chosen[:, None] & (pos >= (start + length)[:, None]) & (pos < (start + 2 * length)[:, None])  # (B, W)
+    source = torch.where(second, pos - length[:, None], pos)  # (B, W): each position of the second copy reads the first
+    return rows.gather(1, source)
+
+
 def load_corpus(data_config: DataConfig, block_size: int, progress: Progress | None = None) -> Corpus:
-    """The Corpus a DataConfig names: "shakespeare", "synthetic:<task>" or "text"."""
+    """The Corpus a DataConfig names: "shakespeare", "synthetic:<task>" or "text", with its repeat_passages."""
+    corpus = _load_corpus(data_config, block_size, progress)
+    corpus.repeat_passages = float(data_config.repeat_passages)
+    return corpus
+
+
+def _load_corpus(data_config: DataConfig, block_size: int, progress: Progress | None) -> Corpus:
     source = data_config.source
     if source == "shakespeare":
         text = load_shakespeare(progress=progress)

@@ -234,6 +234,36 @@ def test_an_induction_verdict_on_too_few_rows_says_not_enough_data_and_a_red_one
     assert verdict.sentence.endswith("Failed: the 1-layer control's best head within lift 0.15 of uniform.")
 
 
+def by_length(scores: dict[int, float], baseline: float = 0.05) -> dict:
+    """final() with a measurement at each probe length {n: mean}, the longest as its top level."""
+    out = {**final(scores[max(scores)], baseline=baseline), "length": max(scores)}
+    out["by_length"] = {n: {**final(m, baseline=baseline), "length": n} for n, m in scores.items()}
+    return out
+
+
+def test_the_control_is_judged_at_every_probe_length_not_only_the_one_it_is_flat_at():
+    """Issue 23 finding 4: the 1-layer control was near uniform at the probe's length (16) only; at 8-10, lengths of
+    the copy task's own words, its best head scored 0.14-0.20 (2-3x uniform), and the verdict still said it "stays
+    near the uniform baseline". It is now measured at 8, 12 and 16 and must stay far below the 2-layer model at each."""
+    assert induction.probe_lengths(32) == (8, 12, 16) and induction.probe_lengths(16) == (4, 6, 8)
+    assert heads.induction_probe(list("abcdefghijklmnopqrstuvwxyz"), 32, half_length=8).shape == (2, 16)
+    labels = list(induction.INDUCTION_VARIANTS)
+    two = [record(s, 0.05) for s in range(0, 100, 10)] + [record(s, 0.7, second=0.5) for s in range(100, 200, 10)]
+    flat = [record(s, 0.05) for s in range(0, 200, 10)]
+    positional = {labels[0]: by_length({8: 0.6, 12: 0.6, 16: 0.6}), labels[1]: by_length({8: 0.45, 12: 0.2, 16: 0.06})}
+    verdict = induction.induction_verdict({labels[0]: two, labels[1]: flat}, final=positional)
+    assert verdict.reproduced is False
+    assert "Failed: at every probe length (8, 12, 16), the control at most 50% as far above uniform" in verdict.sentence
+    assert "By probe length, best score 2 layers / control: 8: 0.60 / 0.45, 12: 0.60 / 0.20, 16: 0.60 / 0.06" in (
+        verdict.sentence
+    )
+    assert verdict.observed["best score at length 8, 2 layers / control"] == "0.60 / 0.45 (uniform 0.05)"
+    far_below = {labels[0]: by_length({8: 0.6, 12: 0.6, 16: 0.6}), labels[1]: by_length({8: 0.2, 12: 0.1, 16: 0.06})}
+    verdict = induction.induction_verdict({labels[0]: two, labels[1]: flat}, final=far_below)
+    assert verdict.reproduced is True, verdict.sentence
+    assert "within lift 0.15 of uniform on the longest probe (16 letters twice)" not in verdict.sentence  # held
+
+
 def test_induction_spread_measures_the_same_score_as_the_live_one_on_the_same_rows():
     torch.manual_seed(0)
     vocab = list("abcdefghijklmnopqrstuvwxyz .")

@@ -124,6 +124,9 @@ def table(rows: list[dict]) -> str:
             "best score before", "best score after", "best score after, std across rows", "probe rows",
             "second-copy loss before", "second-copy loss after", "control best score", "ablation best head",
             "ablation mean of others", "second copy: best head", "second copy: mean of others", "wall_s"]  # fmt: skip
+    by_length = sorted({k for row in rows for k in row if k.startswith("best score at length")},
+                       key=lambda k: int(k.split()[4].rstrip(",")))  # fmt: skip
+    cols[-1:-1] = by_length  # the 2-layer model and the control at each probe length (lab.induction.probe_lengths)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in rows:
         cells = [f"{row.get(c):.3g}" if isinstance(row.get(c), float) else str(row.get(c)) for c in cols]

@@ -117,12 +117,18 @@ def probe_pool(vocab: Sequence[str]) -> list[int]:
 
 
 def induction_probe(
-    vocab: Sequence[str], max_len: int, rows: int = INDUCTION_ROWS, seed: int = PROBE_SEED, device=None
+    vocab: Sequence[str],
+    max_len: int,
+    rows: int = INDUCTION_ROWS,
+    seed: int = PROBE_SEED,
+    device=None,
+    half_length: int | None = None,
 ) -> torch.Tensor | None:
-    """(rows, 2n) token ids: n distinct random characters, then the same n again; n = min(max_len // 2, pool).
-    None when the context cannot hold two copies of two characters (max_seq_len < 4 or a 1-character vocabulary)."""
+    """(rows, 2n) token ids: n distinct random characters, then the same n again; n = min(half_length or
+    max_len // 2, max_len // 2, pool). None when the context cannot hold two copies of two characters
+    (max_seq_len < 4 or a 1-character vocabulary)."""
     pool = torch.tensor(probe_pool(vocab))
-    n = min(max_len // 2, len(pool))
+    n = min(half_length or max_len // 2, max_len // 2, len(pool))
     if n < 2:
         return None
     generator = torch.Generator().manual_seed(seed)
