@@ -42,6 +42,7 @@ def experiment() -> None:
                           format_func=induction.INDUCTION_SOURCES.get)  # fmt: skip
     state.init(state.W_CIRC_SEED, 1337)
     seed = c2.number_input("Seed", 0, 10**6, key=state.W_CIRC_SEED)
+    st.caption(induction.INDUCTION_SOURCE_NOTES.get(source, ""))
     if c3.button("Start the experiment", icon=":material/play_arrow:", key="circ_start"):  # one slot: admission
         admission.attempt(functools.partial(view.start_experiment, source, int(seed), room.current()), "start it", st)
     admission.slot_question(room.current(), st)

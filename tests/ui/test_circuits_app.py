@@ -36,6 +36,11 @@ def test_the_page_renders_without_a_run(runs_dir):
     assert not at.exception, at.exception
     assert "No run selected" in texts(at)
     assert any(b.label == "Start the experiment" for b in at.button)
+    # Issue 23 finding 8: the corpus on which an induction head forms on real text, and why, under the choice
+    at.selectbox(key=state.W_CIRC_SOURCE).set_value("shakespeare:repeats").run()
+    assert "passage of 4-16 characters twice" in texts(at) and not at.exception
+    at.selectbox(key=state.W_CIRC_SOURCE).set_value("shakespeare").run()
+    assert "no induction head formed in 4,000 steps" in texts(at)
 
 
 def test_the_page_shows_heads_ablation_and_lens_of_a_run(runs_dir, tiny_text):

@@ -113,8 +113,16 @@ def final_induction(run_dir, step: int | None = None, rows: int = VERDICT_ROWS) 
 SHAKESPEARE_REPEATS = "shakespeare:repeats"  # Tiny Shakespeare, every training window with a passage said twice
 INDUCTION_SOURCES = {
     "synthetic:copyvar": "the copy task, words of every length",
-    SHAKESPEARE_REPEATS: "Tiny Shakespeare, a passage repeated in each window",
+    SHAKESPEARE_REPEATS: "Tiny Shakespeare, passages repeated",
     "shakespeare": "Tiny Shakespeare as it is",
+}
+INDUCTION_SOURCE_NOTES = {  # what the page says under the corpus choice: why each one does what it does
+    "synthetic:copyvar": "Pseudo-words of 4-12 letters, each said twice: the head forms at about step 1,200.",
+    SHAKESPEARE_REPEATS: "Each training window says a passage of 4-16 characters twice, at a random place and length, "
+    "so only finding its earlier copy by content predicts the repeat: an induction head forms on this real text at "
+    "about step 1,500-2,000 (validation windows stay as the text is).",
+    "shakespeare": "A 32-character window of the text rarely repeats anything: no induction head formed in 4,000 "
+    "steps when measured (BENCHMARKS.md); the verdict will say so if it does not.",
 }
 INDUCTION_VARIANTS = {"2 layers": {"num_layers": 2}, "1 layer (control)": {"num_layers": 1}}
 # Settings shared by both runs, on top of the demo preset (tinygpt/bench/circuits.py measured them; BENCHMARKS.md).
