@@ -189,3 +189,27 @@ def test_an_experiment_with_a_corpus_of_its_own_shows_it_fixed(runs_dir):
     assert len(shown) == 1 and shown[0].value == "Synthetic: copy" and shown[0].disabled
     assert not [s for s in at.selectbox if s.label == "Corpus (both runs)"]
     assert any("def forward" in code.value for code in at.code)  # its code: the model's forward, hook_pos in it
+
+
+def test_an_experiment_runs_on_the_learners_own_text_and_an_empty_box_says_so(runs_dir):
+    """Issue 23: the Experiments page offered Tiny Shakespeare and the synthetic tasks only."""
+    at = open_experiments({"experiment": "residual"})
+    at.selectbox(key=state.W_LAB_SOURCE).set_value("Paste text").run()
+    [button] = [b for b in at.button if b.label == "Run side by side"]
+    button.click().run()
+    assert not at.exception and "the text is empty" in " ".join(e.value for e in at.error)  # nothing started
+    text = "".join(f"line {i}: the quick brown fox jumps over the lazy dog, and then it rests.\n" for i in range(300))
+    at.text_area(key=state.W_LAB_PASTE).input(text).run()
+    [button] = [b for b in at.button if b.label == "Run side by side"]
+    button.click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    runs = at.session_state[state.LAB_RUNS]["residual"]
+    store, manager = resources.get_store(), resources.get_manager()
+    try:
+        for run_id in runs.values():
+            reader = store.reader(run_id)
+            assert reader.config()["data"]["source"] == "text"
+            assert (reader.run_dir / "corpus.txt").read_text() == text  # both runs train on exactly it
+    finally:
+        for run_id in runs.values():
+            manager.stop(run_id)

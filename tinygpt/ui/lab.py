@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from tinygpt.config import TransformerConfig
+from tinygpt.config import DataConfig, TransformerConfig
 from tinygpt.data import load_corpus
 from tinygpt.lab.experiment import Experiment
 from tinygpt.lab.health import run_health_checks
@@ -21,15 +21,36 @@ from tinygpt.lab.results import checkpoint_probe, finite_mean, read_result
 from tinygpt.lab.verdict import RunResult, Verdict
 from tinygpt.runs.models import load_model, run_data
 from tinygpt.runs.reader import RunReader
-from tinygpt.ui import admission, room, state
+from tinygpt.ui import admission, room, settings, state
 from tinygpt.ui.resources import head_stats
 
 
-def start_experiment(key: str, experiment: Experiment, source: str, seed: int, check_slot: bool = True) -> None:
+def own_text_widgets(choice: str, column) -> tuple[str, bytes | None]:
+    """The file uploader or the text box under the corpus choice when it is the learner's own text: (pasted,
+    uploaded bytes); ("", None) for any other corpus."""
+    if choice == settings.SOURCE_UPLOAD:
+        file = column.file_uploader("A UTF-8 .txt file", type=["txt"], key=state.W_LAB_UPLOAD)
+        return "", file.getvalue() if file is not None else None
+    if choice == settings.SOURCE_PASTE:
+        return column.text_area("Text to train on", key=state.W_LAB_PASTE, height=120), None
+    return "", None
+
+
+def experiment_data(experiment: Experiment, choice: str, own_text: tuple[str, bytes | None]) -> DataConfig:
+    """The learner's text as every run of `experiment` will train on it, checked against the longest context among
+    them (ConfigError or DataError says what to fix: an empty box, a file that is not UTF-8 text, too short)."""
+    block_size = max(c.model.max_seq_len for c in experiment.configs(source="shakespeare").values())
+    pasted, uploaded = own_text
+    return settings.data_config(choice, pasted, uploaded, block_size=block_size)
+
+
+def start_experiment(
+    key: str, experiment: Experiment, source: str, seed: int, check_slot: bool = True, text: str = ""
+) -> None:
     """Start every variant of an experiment (same data, same seed) as the page's runs of it, owned by this
     learner and as one training slot (tinygpt.ui.admission: the room's budget and time limit apply to each
-    run), then redraw."""
-    configs = experiment.configs(seed=seed, source=source)
+    run), then redraw. `text`: the corpus when `source` is "text" (the learner's own)."""
+    configs = experiment.configs(seed=seed, source=source, text=text)
     state.set_lab_runs(key, admission.start(room.current(), configs, check_slot=check_slot))
     st.rerun()
 

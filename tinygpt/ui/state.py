@@ -332,6 +332,8 @@ def show_flashes() -> None:
 W_EXPERIMENT = "w_experiment"
 W_LAB_SOURCE = "w_lab_source"
 W_LAB_SEED = "w_lab_seed"
+W_LAB_UPLOAD = "w_lab_upload"  # the learner's own text for an experiment: a file ...
+W_LAB_PASTE = "w_lab_paste"  # ... or pasted
 W_HEALTH_RUN = "w_health_run"
 W_MEM_BATCH = "w_mem_batch"
 W_MEM_CONTEXT = "w_mem_context"
