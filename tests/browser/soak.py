@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import secrets
+import signal
 import sys
 import tempfile
 import time
@@ -134,12 +135,19 @@ def main() -> None:
     parser.add_argument("--cycle-s", type=float, default=15.0, help="seconds each cycling page stays on a page")
     parser.add_argument("--sample-s", type=float, default=60.0, help="seconds between memory samples")
     parser.add_argument("--out", type=Path, default=OUT_DIR / "soak.json")
+    why = "server under tracemalloc (trace_launcher.py): where its Python allocations grow; slower, a diagnosis"
+    parser.add_argument("--trace", action="store_true", help=why)
     args = parser.parse_args()
 
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     runs_dir = Path(tempfile.mkdtemp(prefix="tinygpt-soak-"))
     env = {"TINYGPT_MAX_RUNS": str(args.runs), "TINYGPT_THREADS_PER_RUN": "1", "TINYGPT_LEASE_SECONDS": "600"}
-    server = AppServer(runs_dir, OUT_DIR / "server.log", env=env)
+    trace_path = OUT_DIR / "trace.jsonl"
+    launcher = None
+    if args.trace:
+        trace_path.unlink(missing_ok=True)
+        launcher = [sys.executable, str(Path(__file__).resolve().parent / "trace_launcher.py"), str(trace_path), "--"]
+    server = AppServer(runs_dir, OUT_DIR / "server.log", env=env, launcher=launcher)
     loop = Loop()
     learners: list[ProtocolLearner] = []
     samples: list[dict] = []
@@ -176,6 +184,8 @@ def main() -> None:
         while (now := time.monotonic()) - started < args.minutes * 60:
             if now >= next_sample:
                 mem = sample_memory(server.pid)
+                if args.trace:
+                    os.kill(server.pid, signal.SIGUSR2)  # trace_launcher.py appends where allocations grew
                 sample = {
                     "t_s": round(now - started, 1),
                     "load": round(os.getloadavg()[0], 2),
