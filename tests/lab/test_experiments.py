@@ -318,7 +318,7 @@ def test_warmup_at_the_demo_lr_is_judged_against_the_gap_it_makes_at_the_high_lr
 def test_a_no_mask_run_that_ends_a_hair_below_causal_is_not_called_cheating():
     """Issue 20 finding 9: the mask experiment's "none" run ended only 0.09 below causal (2.316 vs 2.410), curves
     overlapping, and the verdict was green (it asked for 0.05). A leak that visibly cheats collapses toward the
-    copy floor: the verdict now asks for MASK_CHEAT nats, or 3 standard deviations of the runs' own noise."""
+    copy floor: the verdict now asks for MASK_CHEAT nats, or 3 standard errors of the difference (issue 23)."""
     from tinygpt.lab.pitfalls.mask import MASK_CHEAT
 
     causal = result(final_train_loss=2.410, leak=0.0, no_peek_loss=2.322, final_loss_std=0.04)
@@ -331,23 +331,26 @@ def test_a_no_mask_run_that_ends_a_hair_below_causal_is_not_called_cheating():
     collapsed = result(final_train_loss=0.19, leak=6.0, no_peek_loss=3.1, final_loss_std=0.03)
     verdict = EXPERIMENTS["mask"].verdict({"causal": causal, "off_by_one": off, "none": collapsed})
     assert verdict.reproduced is True and "none: train loss 0.190 (2.22 below causal; needs 0.50)" in verdict.sentence
-    # A run noisier than the physical threshold raises the bar to 3 of its standard deviations.
-    noisy = result(final_train_loss=1.2, leak=6.0, no_peek_loss=3.1, final_loss_std=0.5)
+    # Runs noisier than the physical threshold raise the bar to 3 standard errors of the difference of their means
+    # of 20 losses: 3 x sqrt((0.04^2 + 1.5^2) / 20) = 1.006.
+    noisy = result(final_train_loss=1.6, leak=6.0, no_peek_loss=3.1, final_loss_std=1.5)
     verdict = EXPERIMENTS["mask"].verdict({"causal": causal, "off_by_one": off, "none": noisy})
-    assert verdict.observed["cheat margin (nats), none"] == pytest.approx(1.5) and verdict.reproduced is False
+    assert verdict.observed["cheat margin (nats), none"] == pytest.approx(1.006, abs=1e-3)
+    assert verdict.reproduced is False
 
 
 def test_the_scaling_verdict_asks_for_a_gap_above_the_runs_noise():
-    # "Ends higher" must clear SCALING_WORSE or 3 standard deviations of either run's last 20 losses (was 0.05).
+    # "Ends higher" must clear SCALING_WORSE or 3 standard errors of the difference of the runs' means of their last
+    # 20 losses (was 0.05): here 3 x sqrt(1.0^2 / 20) = 0.67.
     from tinygpt.lab.pitfalls.scaling import SCALING_WORSE
 
-    scaled = result(mean_entropy=1.9, mean_max_weight=0.4, softmax_gain=0.24, final_train_loss=2.20, final_loss_std=0.3)
+    scaled = result(mean_entropy=1.9, mean_max_weight=0.4, softmax_gain=0.24, final_train_loss=2.20, final_loss_std=1.0)
     scaled.layer_grad_norms = {"L0.attn": 0.7}
     unscaled = result(mean_entropy=0.05, mean_max_weight=0.98, softmax_gain=0.03, final_train_loss=2.62)
     unscaled.layer_grad_norms = {"L0.attn": 0.3}
     verdict = EXPERIMENTS["scaling"].verdict({"scaled 1/sqrt(d_head)": scaled, "unscaled": unscaled})
-    assert verdict.observed["worse margin (nats)"] == pytest.approx(0.9) and verdict.reproduced is False
-    assert "not higher by enough (2.620 vs 2.200; needs 0.90 more)" in verdict.sentence
+    assert verdict.observed["worse margin (nats)"] == pytest.approx(0.671, abs=1e-3) and verdict.reproduced is False
+    assert "not higher by enough (2.620 vs 2.200; needs 0.67 more)" in verdict.sentence
     scaled.final_loss_std = 0.02
     verdict = EXPERIMENTS["scaling"].verdict({"scaled 1/sqrt(d_head)": scaled, "unscaled": unscaled})
     assert verdict.reproduced is True and verdict.observed["worse margin (nats)"] == SCALING_WORSE
@@ -672,8 +675,9 @@ def test_no_positions_is_reproduced_only_when_the_reference_learned_and_the_gap_
     close = judge({"learned positions": good, "no positions": result(final_train_loss=1.40, final_loss_std=0.03)})
     assert close.reproduced is False and "Failed: without positions, a final loss at least 0.30" in close.sentence
 
-    noisy = judge({"learned positions": good, "no positions": result(final_train_loss=1.80, final_loss_std=0.2)})
-    assert noisy.reproduced is False and "needs 0.60" in noisy.sentence  # 3 x its own noise, not the 0.3 floor
+    noisy = judge({"learned positions": good, "no positions": result(final_train_loss=1.80, final_loss_std=0.9)})
+    # 3 standard errors of the difference, 3 x sqrt((0.01^2 + 0.9^2) / 20) = 0.60, not the 0.3 floor
+    assert noisy.reproduced is False and "needs 0.60" in noisy.sentence
 
     untrained = result(initial_loss=3.4, final_train_loss=3.0, final_loss_std=0.01)
     verdict = judge({"learned positions": untrained, "no positions": result(final_train_loss=3.5, final_loss_std=0.01)})

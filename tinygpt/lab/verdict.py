@@ -121,15 +121,7 @@ def decide(expected: str, clauses: dict[str, bool | None], observed: dict, sente
     return Verdict(True, expected, observed, sentence)
 
 
-NOISE_SIGMAS = 3  # ... and more than this many standard deviations of the two runs' own last-20-step losses
-
-
-def noise_margin(threshold: float, *runs: RunResult) -> float:
-    """The margin a difference of final losses must clear: the physical `threshold`, or NOISE_SIGMAS x the larger
-    step-to-step spread of the runs' last 20 losses when the runs are noisier than that."""
-    spreads = [r.final_loss_std for r in runs if r.final_loss_std is not None]
-    return max([threshold] + [NOISE_SIGMAS * s for s in spreads])
-
+NOISE_SIGMAS = 3  # a difference of two runs' losses counts when it clears this many standard errors of itself
 
 FINAL_STEPS = 20  # final_train_loss is the mean of this many step losses (results.read_result)
 
@@ -139,9 +131,8 @@ def difference_margin(threshold: float, a: RunResult, b: RunResult) -> float:
     physical `threshold`, or NOISE_SIGMAS standard errors of that difference when the runs are noisier. A run's
     step-to-step spread (final_loss_std) over sqrt(FINAL_STEPS) is the noise of its mean: on Tiny Shakespeare the
     final loss of the same settings spread 0.013 across seeds, its step spread 0.06 / sqrt(20) = 0.013."""
-    if a.final_loss_std is None or b.final_loss_std is None:
-        return threshold
-    standard_error = ((a.final_loss_std**2 + b.final_loss_std**2) / FINAL_STEPS) ** 0.5
+    spreads = [r.final_loss_std for r in (a, b) if r.final_loss_std is not None]  # a run without one adds nothing
+    standard_error = (sum(s**2 for s in spreads) / FINAL_STEPS) ** 0.5
     return max(threshold, NOISE_SIGMAS * standard_error)
 
 

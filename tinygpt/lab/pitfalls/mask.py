@@ -7,7 +7,7 @@ from typing import Any
 from ...attention import mask_rows
 from ..experiment import Experiment
 from ..health import leak_score
-from ..verdict import LEAKS, NOISE_SIGMAS, RunResult, Verdict, decide, diverged_at, fmt, gt3, noise_margin, say
+from ..verdict import LEAKS, NOISE_SIGMAS, RunResult, Verdict, decide, difference_margin, diverged_at, fmt, gt3, say
 
 # The leaky runs' loss must end this far below causal to count as cheating: physically, a model that reads the
 # token it predicts drops toward the floor of the positions with nothing to copy (the last of each window: ~1/T of
@@ -15,9 +15,9 @@ from ..verdict import LEAKS, NOISE_SIGMAS, RunResult, Verdict, decide, diverged_
 MASK_CHEAT = 0.5
 MASK_FALLS_APART = 0.3  # nats above causal, predicting from the past alone (off_by_one: ~3, none: ~0.5)
 EXPECTED = (
-    f"leaky masks: a training loss that collapses at least {MASK_CHEAT} nats below causal (and "
-    f"{NOISE_SIGMAS} standard deviations of its noise), a leak score > 0, and a much higher loss without the "
-    "future"
+    f"leaky masks: a training loss that collapses at least {MASK_CHEAT} nats below causal (and {NOISE_SIGMAS} "
+    "standard errors of that difference, if the runs are noisier), a leak score > 0, and a much higher loss without "
+    "the future"
 )
 
 
@@ -39,7 +39,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             f"leak, {label}": leaky.leak,
             f"no-peek loss, {label}": leaky.no_peek_loss,
         }
-        margin = noise_margin(MASK_CHEAT, causal, leaky)
+        margin = difference_margin(MASK_CHEAT, causal, leaky)
         observed[f"cheat margin (nats), {label}"] = margin
         if diverged_at(leaky) or diverged_at(causal):
             cheats = falls_apart = None

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from ...model import TinyGPT
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, decide, fmt, gt3, never_reached, noise_margin, say
+from ..verdict import RunResult, Verdict, decide, difference_margin, fmt, gt3, never_reached, say
 
-# nats: without positions the loss must end at least this much higher (and NOISE_SIGMAS x the runs' own noise).
+# nats: without positions the loss must end at least this much higher (or NOISE_SIGMAS standard errors of the
+# difference when the runs are noisier: verdict.difference_margin).
 # Measured on the copy task (1 layer, seeds 1-5): 1.1-1.3 nats higher; see BENCHMARKS.md.
 POSITION_WORSE = 0.3
 LEARNED = 1.0  # nats: the run with positions must have learned the task, its loss down at least this much
@@ -19,7 +20,7 @@ EXPECTED = (
 
 def judge(results: dict[str, RunResult]) -> Verdict:
     good, bad = results["learned positions"], results["no positions"]
-    margin = noise_margin(POSITION_WORSE, good, bad)
+    margin = difference_margin(POSITION_WORSE, good, bad)
     observed = {
         "train loss, no positions": bad.final_train_loss,
         "train loss, learned positions": good.final_train_loss,

@@ -11,10 +11,10 @@ from ..verdict import (
     Verdict,
     all_of,
     decide,
+    difference_margin,
     fmt,
     gt3,
     never_reached,
-    noise_margin,
     say,
 )
 
@@ -40,7 +40,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "train loss, unscaled": bad.final_train_loss,
         "train loss, scaled": good.final_train_loss,
     }
-    margin = noise_margin(SCALING_WORSE, good, bad)
+    margin = difference_margin(SCALING_WORSE, good, bad)
     observed["worse margin (nats)"] = margin
     claims = ["near one-hot attention", "less gradient through the softmax", "smaller attention gradients",
               "a higher final loss"]  # fmt: skip
