@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ablation", action="store_true", help="head ablation of a 4 x 4 model, seconds")
     parser.add_argument("--induction", action="store_true", help="the induction experiment on --seeds seeds")
     parser.add_argument("--seeds", type=int, default=5, help="seeds for --induction (default 5)")
-    parser.add_argument("--source", default="synthetic:copyvar", help="corpus for --induction")
+    parser.add_argument("--first-seed", type=int, default=1337, help="--induction's seeds count up from this")
+    parser.add_argument("--source", default="synthetic:copyvar", help="corpus for --induction (lab.induction's)")
     parser.add_argument("--max-steps", type=int, help="override the experiment's max_steps")
     parser.add_argument("--runs-dir", help="keep the experiment's run folders here (default: a temporary folder)")
     args = parser.parse_args(argv)
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(args.runs_dir or tmp)
             for seed in range(args.seeds):
-                row = induction(1337 + seed, args.source, root, **overrides)
+                row = induction(args.first_seed + seed, args.source, root, **overrides)
                 print(json.dumps(row), flush=True)
                 rows.append(row)
         print(table(rows))
