@@ -80,6 +80,16 @@ def gt(a: float | None, b: float | None, margin: float = 0.0) -> bool:
     return a is not None and b is not None and a > b + margin
 
 
+TRAINED_SHARE = 0.1  # a run "trained" when its loss fell by at least this share of its first loss (ln V at init)
+
+
+def trained_margin(run: RunResult) -> float:
+    """How far a run's loss must fall to count as having trained: TRAINED_SHARE of its first loss. Scale-free: 1
+    nat was right for Tiny Shakespeare in 200 steps (4.2 -> 2.5) and wrong for the copy task, whose random first
+    half keeps the loss near 2.7 that early (3.4 -> 2.7)."""
+    return TRAINED_SHARE * (run.initial_loss or 0.0)
+
+
 def gt3(a: float | None, b: float | None, margin: float = 0.0) -> bool | None:
     """a > b + margin, or None when either was not measured: a clause that could not be checked."""
     return None if a is None or b is None else a > b + margin

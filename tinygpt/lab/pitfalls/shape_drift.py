@@ -7,7 +7,7 @@ import torch
 from ...interventions import drifted_weights
 from ...model import TinyGPT
 from ..experiment import Experiment
-from ..verdict import LEAKS, RunResult, Verdict, all_of, decide, diverged_at, fmt, gt, gt3, say
+from ..verdict import LEAKS, RunResult, Verdict, all_of, decide, diverged_at, fmt, gt, gt3, say, trained_margin
 
 EXPECTED = (
     "silent bug: trains to a plausible loss, but rows don't sum to 1 and it leaks the future; "
@@ -29,7 +29,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "contracts: state at step": f"{checked.state} at step {checked.steps}",
         "contracts: error": checked.reason or None,
     }
-    plausible = silent.state == "finished" and gt(silent.initial_loss, silent.final_train_loss, 1.0)
+    plausible = silent.state == "finished" and gt(silent.initial_loss, silent.final_train_loss, trained_margin(silent))
     wrong = all_of(
         gt3(silent.row_sum_error, 0.01), gt3(silent.leak, LEAKS), None if good.leak is None else good.leak == 0.0
     )
@@ -57,7 +57,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         + "."
     )
     clauses = {
-        "the silent bug finished with its loss down by at least 1 nat": plausible,
+        f"the silent bug finished, its loss down by at least {trained_margin(silent):.2f} nats (a tenth)": plausible,
         f"its rows off 1 by over 0.01, its leak above {LEAKS:g} and the correct model's leak exactly 0": wrong,
         "the contracts stopped it at step 0 naming the tensor and both shapes": stopped,
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...attention import scores_to_weights
 from ...trainer import first_nonfinite_activation
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt
+from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt, trained_margin
 
 EXPECTED = "naive: NaN at a named step and tensor, run diverged; stable: trains to the end"
 
@@ -21,7 +21,9 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     }
     overflowed = bad.state == "diverged" and bad.diverged_step is not None and bool(bad.nonfinite_tensor)
     trains_on = (
-        good.state == "finished" and good.diverged_step is None and gt(good.initial_loss, good.final_train_loss, 1.0)
+        good.state == "finished"
+        and good.diverged_step is None
+        and gt(good.initial_loss, good.final_train_loss, trained_margin(good))
     )
     if overflowed:
         sentence = (
@@ -39,7 +41,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         )
     clauses = {
         "the naive run diverged at a named step and tensor": overflowed,
-        "the stable run finished, its loss down by at least 1 nat": trains_on,
+        f"the stable run finished, its loss down by at least {trained_margin(good):.2f} nats (a tenth)": trains_on,
     }
     return decide(EXPECTED, clauses, observed, sentence)
 
