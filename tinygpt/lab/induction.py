@@ -126,6 +126,7 @@ INDUCTION_SOURCE_NOTES = {  # what the page says under the corpus choice: why ea
 }
 INDUCTION_VARIANTS = {"2 layers": {"num_layers": 2}, "1 layer (control)": {"num_layers": 1}}
 # Settings shared by both runs, on top of the demo preset (tinygpt/bench/circuits.py measured them; BENCHMARKS.md).
+_SHAKESPEARE = dict(batch_size=32, learning_rate=3e-3, warmup_steps=50, max_steps=4000, attention_every=40)
 INDUCTION_BASE: dict[str, dict[str, Any]] = {
     "synthetic:copyvar": dict(
         synthetic_digits=12,
@@ -136,19 +137,11 @@ INDUCTION_BASE: dict[str, dict[str, Any]] = {
         max_steps=3000,
         attention_every=20,
     ),
-    "shakespeare": dict(batch_size=32, learning_rate=3e-3, warmup_steps=50, max_steps=4000, attention_every=40),
+    "shakespeare": _SHAKESPEARE,
     # Issue 23 finding 8: on the text as it is no induction head forms in 4000 steps (best score 0.04-0.06): a
     # 32-character window rarely repeats anything. With a passage of 4-16 characters said twice at a random place
     # in every training window (DataConfig.repeat_passages), one forms on the same text (BENCHMARKS.md, Circuits).
-    SHAKESPEARE_REPEATS: dict(
-        source="shakespeare",
-        repeat_passages=1.0,
-        batch_size=32,
-        learning_rate=3e-3,
-        warmup_steps=50,
-        max_steps=5000,
-        attention_every=40,
-    ),
+    SHAKESPEARE_REPEATS: {**_SHAKESPEARE, "source": "shakespeare", "repeat_passages": 1.0, "max_steps": 5000},
 }
 
 
