@@ -1,18 +1,19 @@
 """What the server process does once, when `streamlit run app.py` starts it: before any browser connects.
 
 Browsers send every cookie of a host (127.0.0.1, or the workshop server's name), whichever port set it, so a laptop
-that also runs Jupyter or another app on localhost can carry 8-16 KB of cookies to this one. uvicorn's HTTP parser
-(h11) accepts a request head of up to 16 KB, so the page loaded; the websockets library then parses the same upgrade
-request again with 8 KB per header line, refused the Cookie line, and the page stayed blank with no message (issue 22,
-finding 11). Its limit is a module constant read from the environment when it is imported, which happens before any
-page script runs, so it is raised here, from app.py's server half, which Streamlit imports before it serves.
+that also runs Jupyter or another app on localhost can carry 8 KB and more of cookies to this one. uvicorn's HTTP
+parser took the page request (measured: up to 60 KB of cookies), so the page loaded; the websockets library then
+parses the upgrade request again with 8 KB per header line, refused the Cookie line, and the page stayed blank with
+no message (issue 22, finding 11). Its limit is a module constant read from the environment when it is imported,
+which happens before any page script runs, so it is raised here, from app.py's server half, which Streamlit imports
+before it serves.
 """
 
 from __future__ import annotations
 
 import html
 
-# Above h11's whole-request-head limit (16 KB): any request whose page loaded also gets its websocket.
+# Twice COOKIE_LIMIT: any page request CookieLimit lets through also gets its websocket.
 HEADER_LINE_LIMIT = 64 * 1024
 
 
