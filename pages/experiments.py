@@ -13,8 +13,7 @@ import streamlit as st
 import torch
 
 from tinygpt import model as model_lib
-from tinygpt.config import DataConfig, TransformerConfig
-from tinygpt.data import SYNTHETIC_TASKS
+from tinygpt.config import TransformerConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.lab import health as health_lib
 from tinygpt.lab import registry
@@ -50,18 +49,8 @@ experiment = registry.EXPERIMENTS[key]
 st.query_params["experiment"] = key
 st.info(experiment.what_to_look_for)
 
-sources = {"Tiny Shakespeare": "shakespeare", **{f"Synthetic: {t}": f"synthetic:{t}" for t in SYNTHETIC_TASKS}}
-sources |= {settings.SOURCE_UPLOAD: "text", settings.SOURCE_PASTE: "text"}  # the learner's own text (issue 23)
 left, mid, right = st.columns([2, 1, 1])
-link_source = shop.overrides.get("source")  # ?source=synthetic:copy in a workshop link (offline rooms)
-state.init(state.W_LAB_SOURCE, next((k for k, v in sources.items() if v == link_source), "Tiny Shakespeare"))
-if experiment.source:  # the experiment's effect needs this corpus: shown, not chosen
-    source, choice, own_text = experiment.source, "", ("", None)
-    left.text_input("Corpus (both runs)", next((k for k, v in sources.items() if v == source), source), disabled=True)
-else:
-    choice = left.selectbox("Corpus (both runs)", list(sources), key=state.W_LAB_SOURCE)
-    source = sources[choice]
-    own_text = lab.own_text_widgets(choice, left)  # the uploader or the text box, when the choice is your text
+corpus = lab.corpus_picker(experiment, shop.overrides.get("source"), left)  # a workshop link's ?source= first
 state.init(state.W_LAB_SEED, 1337)
 seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=state.W_LAB_SEED)
 measured = experiment.measure is not None  # measured in this process, not trained (memory)
@@ -72,9 +61,9 @@ if right.button("Run side by side", type="primary", icon=":material/play_arrow:"
             with st.spinner("Measuring both loops..."):
                 state.set_lab_measured(key, int(seed), experiment.measure(int(seed)))
         else:
-            data = lab.experiment_data(experiment, choice, own_text) if source == "text" else DataConfig(source=source)
+            data = lab.experiment_data(experiment, corpus)
             settings.ensure_corpus(data)
-            start = functools.partial(lab.start_experiment, key, experiment, source, int(seed), text=data.text)
+            start = functools.partial(lab.start_experiment, key, experiment, data.source, int(seed), text=data.text)
             admission.attempt(start, "run this experiment", st)  # its runs together are one slot of the learner's
     except TinyGPTError as exc:
         st.error(str(exc))

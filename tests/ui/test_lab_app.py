@@ -213,3 +213,13 @@ def test_an_experiment_runs_on_the_learners_own_text_and_an_empty_box_says_so(ru
     finally:
         for run_id in runs.values():
             manager.stop(run_id)
+
+
+def test_a_corpus_a_pitfall_was_measured_not_to_show_on_is_said_before_the_runs_start(runs_dir):
+    """Issue 23 (the corpora x seeds matrix): unscaled logits and no warmup do not show on the copy task (0 of 5
+    seeds each); the page says so, with the measured reason, when that corpus is chosen."""
+    at = open_experiments({"experiment": "scaling"})
+    assert not [w for w in at.warning if "does not show on this corpus" in w.value]
+    at.selectbox(key=state.W_LAB_SOURCE).set_value("Synthetic: copy").run()
+    [said] = [w.value for w in at.warning if "does not show on this corpus" in w.value]
+    assert "copying wants one-hot attention" in said and "0 of 5 seeds" in said

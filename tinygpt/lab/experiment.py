@@ -27,6 +27,9 @@ class Experiment:
     # The corpus it always runs on, where its effect needs one (a task where order matters); None: the page's choice
     source: str | None = None
     code: tuple[Callable, ...] = ()  # the functions behind its claim, shown under "Show the code"
+    # Corpora on which the effect was measured not to show, with why (BENCHMARKS.md, every pitfall x 3 corpora):
+    # the page says so before the runs start, and the verdict names the clause that failed.
+    does_not_show_on: dict[str, str] = field(default_factory=dict)
 
     def configs(
         self, seed: int = 1337, source: str = "shakespeare", text: str = "", overrides: dict[str, Any] | None = None

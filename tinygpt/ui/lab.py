@@ -9,11 +9,13 @@ Nothing here is canned: every number comes from the runs or from a measurement t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import streamlit as st
 import torch
 
 from tinygpt.config import DataConfig, TransformerConfig
-from tinygpt.data import load_corpus
+from tinygpt.data import SYNTHETIC_TASKS, load_corpus
 from tinygpt.lab.experiment import Experiment
 from tinygpt.lab.health import run_health_checks
 from tinygpt.lab.memory import memory_rows
@@ -24,24 +26,51 @@ from tinygpt.runs.reader import RunReader
 from tinygpt.ui import admission, room, settings, state
 from tinygpt.ui.resources import head_stats
 
+# The corpora an experiment may run on: the page's label -> the data source (the learner's own text: "text").
+LAB_SOURCES = {
+    settings.SOURCE_SHAKESPEARE: "shakespeare",
+    **{f"Synthetic: {t}": f"synthetic:{t}" for t in SYNTHETIC_TASKS},
+    settings.SOURCE_UPLOAD: "text",
+    settings.SOURCE_PASTE: "text",
+}
 
-def own_text_widgets(choice: str, column) -> tuple[str, bytes | None]:
-    """The file uploader or the text box under the corpus choice when it is the learner's own text: (pasted,
-    uploaded bytes); ("", None) for any other corpus."""
-    if choice == settings.SOURCE_UPLOAD:
+
+@dataclass
+class CorpusChoice:
+    label: str  # a key of LAB_SOURCES ("" for an experiment with a corpus of its own)
+    source: str  # the data source its runs train on
+    pasted: str = ""
+    uploaded: bytes | None = None
+
+
+def corpus_picker(experiment: Experiment, link_source: str | None, column) -> CorpusChoice:
+    """The corpus widgets in `column`: the choice (fixed, shown disabled, for an experiment with a corpus of its
+    own), the uploader or text box when it is the learner's own text, and a warning where the effect was measured
+    not to show on that corpus. `link_source`: a workshop link's ?source= preselects it."""
+    if experiment.source:
+        shown = next((k for k, v in LAB_SOURCES.items() if v == experiment.source), experiment.source)
+        column.text_input("Corpus (both runs)", shown, disabled=True)
+        return CorpusChoice("", experiment.source)
+    state.init(state.W_LAB_SOURCE, next((k for k, v in LAB_SOURCES.items() if v == link_source), "Tiny Shakespeare"))
+    label = column.selectbox("Corpus (both runs)", list(LAB_SOURCES), key=state.W_LAB_SOURCE)
+    choice = CorpusChoice(label, LAB_SOURCES[label])
+    if label == settings.SOURCE_UPLOAD:
         file = column.file_uploader("A UTF-8 .txt file", type=["txt"], key=state.W_LAB_UPLOAD)
-        return "", file.getvalue() if file is not None else None
-    if choice == settings.SOURCE_PASTE:
-        return column.text_area("Text to train on", key=state.W_LAB_PASTE, height=120), None
-    return "", None
+        choice.uploaded = file.getvalue() if file is not None else None
+    elif label == settings.SOURCE_PASTE:
+        choice.pasted = column.text_area("Text to train on", key=state.W_LAB_PASTE, height=120)
+    if why := experiment.does_not_show_on.get(choice.source):
+        column.warning(f"Measured: this pitfall does not show on this corpus: {why}.", icon=":material/info:")
+    return choice
 
 
-def experiment_data(experiment: Experiment, choice: str, own_text: tuple[str, bytes | None]) -> DataConfig:
-    """The learner's text as every run of `experiment` will train on it, checked against the longest context among
-    them (ConfigError or DataError says what to fix: an empty box, a file that is not UTF-8 text, too short)."""
+def experiment_data(experiment: Experiment, choice: CorpusChoice) -> DataConfig:
+    """The data every run of `experiment` trains on. The learner's own text is checked against the longest context
+    among them (ConfigError or DataError says what to fix: an empty box, a file that is not UTF-8 text, too short)."""
+    if choice.source != "text":
+        return DataConfig(source=choice.source)
     block_size = max(c.model.max_seq_len for c in experiment.configs(source="shakespeare").values())
-    pasted, uploaded = own_text
-    return settings.data_config(choice, pasted, uploaded, block_size=block_size)
+    return settings.data_config(choice.label, choice.pasted, choice.uploaded, block_size=block_size)
 
 
 def start_experiment(
