@@ -24,7 +24,7 @@ import torch
 
 from ..attention import attention_entropy
 from .experiment import Experiment
-from .verdict import ENDED, SATURATED, RunResult, Verdict
+from .verdict import ENDED, FINAL_STEPS, SATURATED, RunResult, Verdict
 
 
 def finite_mean(values) -> float | None:
@@ -88,7 +88,7 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
     early = [m for m in metrics if m.get("step", 0) <= max(1, max_steps // 10)]
     third = max_steps / 3
     middle = [m for m in metrics if abs(m.get("step", 0) - third) <= max(1, max_steps // 30)]
-    recent = metrics[-20:]
+    recent = metrics[-FINAL_STEPS:]  # the final loss and its spread: the window difference_margin assumes
     groups = recent[-1].get("layer_grad_norms", {}) if recent else {}
     layer_norms = {g: finite_mean([(m.get("layer_grad_norms") or {}).get(g) for m in recent]) for g in groups}
     attention: dict[str, float | None] = {}

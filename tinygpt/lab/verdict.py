@@ -133,7 +133,7 @@ def decide(expected: str, clauses: dict[str, bool | None], observed: dict, sente
 
 NOISE_SIGMAS = 3  # a difference of two runs' losses counts when it clears this many standard errors of itself
 
-FINAL_STEPS = 20  # final_train_loss is the mean of this many step losses (results.read_result)
+FINAL_STEPS = 20  # final_train_loss is the mean of this many step losses (results.read_result reads this)
 
 
 def difference_margin(threshold: float, a: RunResult, b: RunResult) -> float:
