@@ -4,6 +4,7 @@ reaches it (issue 22, finding 11: over 8 KB of cookies, a blank page without a w
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,22 @@ def call(cookie: bytes) -> tuple[list[dict], bool]:
         sent.append(message)
 
     scope = {"type": "http", "path": "/", "headers": [(b"host", b"room.local:8501"), (b"cookie", cookie)]}
-    asyncio.run(server.CookieLimit(inner)(scope, None, send))
+    # A loop of its own in a thread of its own: in the full suite the browser tests' session-scoped Playwright (sync
+    # API) keeps an event loop running in the main thread, where asyncio.run() refuses to start another.
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(server.CookieLimit(inner)(scope, None, send))
+        except BaseException as exc:  # re-raised in the test's thread so pytest shows it
+            failures.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "CookieLimit did not answer within 30 s"
+    if failures:
+        raise failures[0]
     return sent, bool(passed)
 
 
