@@ -16,13 +16,15 @@ from helpers import tiny_config, wait_for
 
 from tinygpt.bench.worker import bare_tokens_per_s
 from tinygpt.checkpoint import load_checkpoint
-from tinygpt.config import ConfigError
+from tinygpt.config import ConfigError, TransformerConfig
 from tinygpt.device import available_devices, resolve_device
+from tinygpt.flops import train_flops_per_token
 from tinygpt.runs import loop
 from tinygpt.runs.control import QueueControl
 from tinygpt.runs.files import checkpoint_stem, list_checkpoints
 from tinygpt.runs.knobs import knob_answer, knob_changes, knobs_now
 from tinygpt.runs.loop import run_training
+from tinygpt.runs.peak import PEAK_FILE
 from tinygpt.runs.resume import LATEST
 from tinygpt.runs.retention import checkpoints_to_drop
 from tinygpt.runs.store import RunStore
@@ -68,6 +70,10 @@ def test_a_run_publishes_everything(tmp_path, tiny_text):
     assert status["state"] == "finished" and status["step"] == 20 and status["max_steps"] == 20
     assert status["best_val_loss"] > 0 and status["device"] == "cpu" and status["tokens_per_s"] > 0
     assert "20" in status["reason"]
+    # The speed readout's constants: this model's FLOPs per token, and the peak measured beside the runs.
+    model = TransformerConfig.from_dict(reader.config()["model"])
+    assert status["train_flops_per_token"] == train_flops_per_token(model)
+    assert status["matmul_peak_gflops"] > 0 and (tmp_path / "runs" / PEAK_FILE).is_file()
     config = reader.config()
     assert config["vocab"] == sorted(set(tiny_text)) and config["num_params"] > 0
     assert config["model"]["vocab_size"] == len(config["vocab"])

@@ -32,6 +32,8 @@ STATUS_FIELDS = {
     "step": "count",
     "max_steps": "count",
     "tokens_per_s": "number",
+    "train_flops_per_token": "number",
+    "matmul_peak_gflops": "number",
     "best_val_loss": "number",
     "pid": "count",
     "queue_position": "count",

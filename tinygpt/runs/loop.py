@@ -57,6 +57,7 @@ from ..config import DataConfig, RunConfig
 from ..data import load_corpus
 from ..device import resolve_device
 from ..errors import CheckpointError, NonFiniteError, ResourceError, TinyGPTError
+from ..flops import train_flops_per_token
 from ..inside.heads import induction_probe, snapshot_scores
 from ..inside.maps import attention_maps
 from ..model import TinyGPT
@@ -67,6 +68,7 @@ from .divergence import DIVERGE_PATIENCE, blowup_reason, loss_limit, nonfinite_r
 from .files import checkpoint_stem, delete_checkpoint, list_checkpoints, os_error_message, read_evals, read_events
 from .lock import acquire_writer_lock
 from .models import pick_checkpoint
+from .peak import machine_peak
 from .preflight import check_memory, check_threads
 from .retention import checkpoints_to_drop
 from .status import last_metric_step, rewind
@@ -157,10 +159,14 @@ class _Loop:
             self.snapshot_attention()  # step 0: the untrained model's attention, the start of the step slider
             self.save_checkpoint()  # step 0 too: the Sample page can show what an untrained model writes
             self.sample()  # and what it writes now: babble, the first point of "babble to words"
+        # The speed readout's two constants: the arithmetic of a token, and the machine's ceiling for it.
+        peak = machine_peak(self.run_dir.parent, config, device)
+        speed = {"train_flops_per_token": train_flops_per_token(config.model),
+                 "matmul_peak_gflops": peak["peak_gflops"] if peak else None}  # fmt: skip
         self.rate_mark = (time.perf_counter(), trainer.step_count)
         self.ready = True
         reason = "training" if ckpt is None else f"training, {self.record_resume(ckpt.step, damaged)}"
-        self.status("running", reason, force=True, device=str(device), queue_position=None)
+        self.status("running", reason, force=True, device=str(device), queue_position=None, **speed)
 
     def corpus_config(self, config: RunConfig) -> DataConfig:
         """The DataConfig to load the corpus from, text included. A "text" corpus lives in the run folder's

@@ -101,6 +101,8 @@ def recovered_status(run_dir: str | Path, problem: str) -> dict:
         "step": last_metric_step(run_dir) or 0,
         "max_steps": train.get("max_steps") if isinstance(train, dict) else None,
         "tokens_per_s": None,
+        "train_flops_per_token": None,
+        "matmul_peak_gflops": None,
         "best_val_loss": None,
         "device": None,
         "pid": holder.get("pid") if holder else None,

@@ -103,6 +103,20 @@ def format_duration(seconds: float | None) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
+def compute_rate(status: dict, tokens_per_s: float) -> str | None:
+    """ "57 GFLOP/s, 31% of this machine's matmul peak": the step's matmul arithmetic (the worker's count from the
+    model's shapes, tinygpt.flops) at the run's recent tokens/s, against the dense-matmul peak the worker measured
+    for the same sizes on the same threads. None when the run did not record them (older runs, MPS)."""
+    per_token, peak = status.get("train_flops_per_token"), status.get("matmul_peak_gflops")
+    if not isinstance(per_token, (int, float)) or per_token <= 0:
+        return None
+    gflops = tokens_per_s * per_token / 1e9
+    text = f"{gflops:,.1f} GFLOP/s" if gflops < 100 else f"{gflops:,.0f} GFLOP/s"
+    if isinstance(peak, (int, float)) and peak > 0:
+        text += f", {100 * gflops / peak:.0f}% of this machine's matmul peak ({peak:,.0f} GFLOP/s)"
+    return text
+
+
 def status_line(status: dict, metrics: list[dict]) -> str:
     """`step N / M · X tokens/s · ETA · state: reason`; `step N · X tokens/s · until stopped · state` for a run
     with no planned end (the Lecture preset): it has no ETA to give."""
@@ -113,6 +127,8 @@ def status_line(status: dict, metrics: list[dict]) -> str:
     tps = recent_tokens_per_s(metrics)
     if tps:
         parts.append(f"{tps:,.0f} tokens/s")
+        if (speed := compute_rate(status, tps)) is not None:
+            parts.append(speed)
     state = status.get("state", "unknown")
     if endless and state in ("queued", "starting", "running", "paused"):
         parts.append("until stopped")

@@ -1,0 +1,223 @@
+"""Speedrun levers, one at a time: `python -m tinygpt.bench.levers [--levers fast batch48 ...] [--target 1.925]`.
+
+Each lever is the Fast preset with one change, trained in this process by `Trainer.step()` (per-layer gradient
+norms and update ratios on, as the worker records them; no files), and scored every `--eval-tokens` training tokens
+on the race's fixed windows (`evaluate_model`, 20 batches of 12 x 64). It prints, per lever, the steps and the
+training seconds (evals not on the clock) to the first eval at or below `--target`, the median step time, and the
+val loss at the end. Levers run one after another in one process, so every row shares the machine's state; the
+load average is printed beside each.
+
+What a lever may change: settings of the config (batch, rate, schedule length), the schedule function, the threads,
+or the model through its probe points and modules (ReLU², QK-norm, an untied head, logit soft-capping), so an idea
+is measured before anything is added to the library. A lever that pays is then made a real setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..model import TinyGPT
+from ..presets import preset
+from ..schedule import lr_at
+from ..trainer import Trainer, evaluate_model
+from .speedrun import EVAL_BATCH_SIZE, EVAL_BATCHES
+from .throughput import shakespeare_corpus
+
+BASE_TOKENS_PER_STEP = 12 * 64  # the Fast preset's batch: levers with a bigger batch take fewer steps
+
+
+@dataclass
+class Lever:
+    name: str
+    why: str
+    settings: dict = field(default_factory=dict)  # preset("fast", **settings)
+    patch: Callable[[Trainer], None] | None = None  # changes the model, schedule or optimizer in place
+    threads: int | None = None  # None: --threads
+    compile: bool = False
+
+
+class ReLUSquared(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(x).square()
+
+
+def relu_squared(trainer: Trainer) -> None:
+    for block in trainer.model.blocks:
+        block.mlp.act = ReLUSquared()
+
+
+def qk_norm(trainer: Trainer) -> None:
+    """RMS-normalise every head's query and key (B, H, T, D) at their probe points: scores stay bounded at any lr."""
+    for block in trainer.model.blocks:
+        for probe in (block.attn.hook_q, block.attn.hook_k):
+            probe.register_forward_hook(lambda _m, _i, t: F.rms_norm(t, (t.size(-1),)))
+
+
+def untied_head(trainer: Trainer) -> None:
+    model = trainer.model
+    head = nn.Parameter(torch.zeros_like(model.tok_emb.weight))  # (V, C), zero init as in modded-nanogpt
+    model.lm_head.weight = head
+    adamw = trainer.optimizer.optimizers[-1] if hasattr(trainer.optimizer, "optimizers") else trainer.optimizer
+    adamw.param_groups[0]["params"].append(head)
+    trainer.named_params.append(("lm_head.weight", head))
+    trainer._group_index = torch.cat([trainer._group_index, trainer._group_index[-1:]])  # counted with ln_f
+
+
+def soft_cap(cap: float) -> Callable[[Trainer], None]:
+    def patch(trainer: Trainer) -> None:
+        trainer.model.lm_head.register_forward_hook(lambda _m, _i, logits: cap * torch.tanh(logits / cap))
+
+    return patch
+
+
+def warmup_stable_decay(decay_share: float) -> Callable[[Trainer], None]:
+    """Warmup, then the peak rate held, then a linear decay to min_lr over the last `decay_share` of the run."""
+
+    def patch(trainer: Trainer) -> None:
+        def current_lr() -> float:
+            c, step = trainer.config, trainer.step_count
+            decay_from = int(c.max_steps * (1 - decay_share))
+            if step < c.warmup_steps or step < decay_from:
+                return lr_at(step, c.learning_rate, c.learning_rate, c.warmup_steps, c.max_steps)
+            progress = min(1.0, (step - decay_from) / max(1, c.max_steps - decay_from))
+            return c.learning_rate + progress * (c.min_lr - c.learning_rate)
+
+        trainer.current_lr = current_lr
+
+    return patch
+
+
+def newton_schulz_steps(steps: int) -> Callable[[Trainer], None]:
+    def patch(trainer: Trainer) -> None:
+        from .. import optim
+
+        muon = trainer.optimizer.optimizers[0]
+        original = optim.orthogonalize
+
+        def step() -> None:
+            optim.orthogonalize = lambda m: original(m, steps)
+            try:
+                optim.Muon.step(muon)
+            finally:
+                optim.orthogonalize = original
+
+        muon.step = step
+
+    return patch
+
+
+def combine(*patches: Callable[[Trainer], None]) -> Callable[[Trainer], None]:
+    def patch(trainer: Trainer) -> None:
+        for one in patches:
+            one(trainer)
+
+    return patch
+
+
+LEVERS: dict[str, Lever] = {
+    lever.name: lever
+    for lever in [
+        Lever("fast", "the Fast preset as it is"),
+        Lever("threads1", "one intra-op thread instead of two", threads=1),
+        Lever("batch24", "twice the batch, half the steps", dict(batch_size=24, max_steps=300, warmup_steps=25)),
+        Lever("batch48", "4x the batch, a quarter of the steps", dict(batch_size=48, max_steps=150, warmup_steps=13)),
+        Lever(
+            "batch48_lr1e-2",
+            "4x the batch at lr 1e-2",
+            dict(batch_size=48, max_steps=150, warmup_steps=13, learning_rate=1e-2),
+        ),  # fmt: skip
+        Lever("batch96", "8x the batch, an eighth of the steps", dict(batch_size=96, max_steps=75, warmup_steps=7)),
+        Lever(
+            "wsd",
+            "warmup-stable-decay (linear decay over the last 30%) instead of the cosine",
+            patch=warmup_stable_decay(0.3),
+        ),  # fmt: skip
+        Lever("ns3", "3 Newton-Schulz iterations instead of 5", patch=newton_schulz_steps(3)),
+        Lever("relu2", "ReLU² in the MLP instead of GELU", patch=relu_squared),
+        Lever("qknorm", "QK-norm: queries and keys RMS-normalised per head", patch=qk_norm),
+        Lever("untied", "an untied output head (zero init)", patch=untied_head),
+        Lever("softcap", "logits soft-capped at 15 (15 tanh(z / 15))", patch=soft_cap(15.0)),
+        Lever("compile", "torch.compile of the model (inductor), compile time on the clock", compile=True),
+    ]
+}
+
+
+def run_lever(lever: Lever, seed: int, threads: int, target: float, eval_tokens: int, corpus) -> dict:
+    torch.set_num_threads(lever.threads or threads)
+    config = preset("fast", seed=seed, **lever.settings)
+    config.model.vocab_size = corpus.tokenizer.vocab_size
+    torch.manual_seed(seed)
+    trainer = Trainer(TinyGPT(config.model), config.train, corpus)
+    if lever.patch:
+        lever.patch(trainer)
+    if lever.compile:
+        trainer.forward_model = torch.compile(trainer.model)
+    tokens_per_step = config.train.batch_size * config.model.max_seq_len
+    eval_every = max(1, round(eval_tokens / tokens_per_step))
+    step_seconds: list[float] = []
+    evals = []
+    reached = None
+    for step in range(1, config.train.max_steps + 1):
+        started = time.perf_counter()
+        trainer.step()
+        step_seconds.append(time.perf_counter() - started)
+        if step % eval_every == 0 or step == config.train.max_steps:
+            val = evaluate_model(trainer.model, corpus, EVAL_BATCH_SIZE, EVAL_BATCHES)["val_loss"]
+            evals.append({"step": step, "train_s": round(sum(step_seconds), 2), "val_loss": round(val, 4)})
+            if reached is None and val <= target:
+                reached = evals[-1]
+    torch.set_num_threads(threads)
+    return {
+        "lever": lever.name,
+        "why": lever.why,
+        "seed": seed,
+        "batch_size": config.train.batch_size,
+        "steps_to_target": reached["step"] if reached else None,
+        "tokens_to_target": reached["step"] * tokens_per_step if reached else None,
+        "train_s_to_target": reached["train_s"] if reached else None,
+        "first_step_s": round(step_seconds[0], 2),  # compile time shows here
+        "median_step_ms": round(statistics.median(step_seconds) * 1000, 1),
+        "final_val_loss": evals[-1]["val_loss"],
+        "load_avg_1min": round(os.getloadavg()[0], 2),
+        "evals": evals,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tinygpt.bench.levers", description=__doc__.split("\n")[0])
+    parser.add_argument("--levers", nargs="+", default=list(LEVERS), choices=list(LEVERS))
+    parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--target", type=float, default=1.925, help="val loss (nanoGPT's at step 2000: ~1.925)")
+    parser.add_argument("--eval-tokens", type=int, default=25 * BASE_TOKENS_PER_STEP, help="tokens between evals")
+    parser.add_argument("--out", default=None, help="also write the JSON lines to this file")
+    args = parser.parse_args(argv)
+    corpus = shakespeare_corpus(64)
+    rows = []
+    for name in args.levers:
+        row = run_lever(LEVERS[name], args.seed, args.threads, args.target, args.eval_tokens, corpus)
+        rows.append(row)
+        line = json.dumps({k: v for k, v in row.items() if k != "evals"})
+        print(line, flush=True)
+        if args.out:
+            with open(args.out, "a") as out:
+                out.write(json.dumps(row) + "\n")
+    best = min((r for r in rows if r["train_s_to_target"]), key=lambda r: r["train_s_to_target"], default=None)
+    print(json.dumps({"fastest_to_target": best and best["lever"], "target": args.target,
+                      "not_reached": [r["lever"] for r in rows if r["steps_to_target"] is None],
+                      "finite": all(math.isfinite(r["final_val_loss"]) for r in rows)}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
