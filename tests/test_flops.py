@@ -42,10 +42,15 @@ def test_the_count_is_nanogpts_6n_plus_12_lhqt():
 
 
 def test_muon_counts_its_newton_schulz_matmuls_per_matrix():
+    from tinygpt.optim import newton_schulz_flops
+
     config = TransformerConfig(vocab_size=65, hidden_dim=8, num_layers=1, num_heads=1, max_seq_len=4)
-    # qkv (8, 24), proj (8, 8), fc (8, 32), mlp.proj (32, 8) worked on as (8, 32): per iteration 4 m^2 n + 2 m^3
-    per_iteration = sum(4 * 64 * n + 2 * 512 for n in (24, 8, 32, 32))
-    assert muon_flops_per_step(config, ns_steps=5) == 5 * per_iteration
+    # qkv (8, 24) and the MLP's (8, 32) on their Gram matrices, proj (8, 8) as written: 5 iterations each
+    assert newton_schulz_flops(8, 8) == 5 * (4 * 64 * 8 + 2 * 512)
+    expected = (
+        newton_schulz_flops(8, 24, gram=True) + newton_schulz_flops(8, 8) + 2 * newton_schulz_flops(8, 32, gram=True)
+    )
+    assert muon_flops_per_step(config) == expected
 
 
 def test_matmul_peak_times_every_shape_and_keeps_the_best():

@@ -203,3 +203,19 @@ def test_a_stack_of_matrices_is_orthogonalized_like_each_alone():
         together = orthogonalize(stack)
         for i in range(3):
             torch.testing.assert_close(together[i], orthogonalize(stack[i]), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(16, 64), (3, 16, 64), (64, 16), (24, 72)])
+def test_the_gram_iteration_is_the_same_newton_schulz_in_fewer_flops(shape):
+    """A wide matrix takes the iteration on its Gram matrix alone: the same numbers to float rounding, and fewer
+    FLOPs for exactly the matrices it is used on (4x as wide as tall: ~45% fewer)."""
+    from tinygpt.optim import _gram_newton_schulz, _newton_schulz, newton_schulz_flops
+
+    matrix = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    wide = matrix if shape[-2] <= shape[-1] else matrix.mT
+    wide = wide / wide.norm(dim=(-2, -1), keepdim=True)
+    torch.testing.assert_close(_gram_newton_schulz(wide, 5), _newton_schulz(wide, 5), rtol=0, atol=1e-5)
+    assert newton_schulz_flops(128, 512, gram=True) < 0.6 * newton_schulz_flops(128, 512)
+    assert newton_schulz_flops(128, 128, gram=True) > newton_schulz_flops(128, 128)  # square: as written
+    if len(shape) == 2:
+        torch.testing.assert_close(orthogonalize(matrix).double(), newton_schulz_by_svd(matrix), rtol=0, atol=2e-5)

@@ -26,6 +26,7 @@ import time
 import torch
 
 from .config import TransformerConfig
+from .optim import NEWTON_SCHULZ_STEPS, newton_schulz_flops
 
 MAX_ROUNDS = 20
 
@@ -45,13 +46,13 @@ def train_flops_per_step(model: TransformerConfig, batch_size: int) -> int:
     return train_flops_per_token(model) * batch_size * model.max_seq_len
 
 
-def muon_flops_per_step(model: TransformerConfig, ns_steps: int = 5) -> int:
-    """The optimizer's own matmuls with Muon: per Newton-Schulz iteration on a matrix worked on as (m, n), m <= n,
-    X X^T (2 m^2 n), the polynomial's A^2 (2 m^3) and poly @ X (2 m^2 n). Not in the model's FLOPs."""
+def muon_flops_per_step(model: TransformerConfig, ns_steps: int = NEWTON_SCHULZ_STEPS) -> int:
+    """The optimizer's own matmuls with Muon: Newton-Schulz on each block matrix, worked on as (min, max), by
+    whichever of the two iterations `orthogonalize` picks for its shape. Not in the model's FLOPs."""
     C, L = model.hidden_dim, model.num_layers
     shapes = [(C, 3 * C), (C, C), (C, 4 * C), (C, 4 * C)]  # qkv, proj, fc, mlp.proj as (min, max)
-    per_iteration = sum(4 * m * m * n + 2 * m**3 for m, n in shapes)
-    return L * ns_steps * per_iteration
+    per_block = sum(min(newton_schulz_flops(m, n, ns_steps, gram) for gram in (False, True)) for m, n in shapes)
+    return L * per_block
 
 
 def gemm_shapes(model: TransformerConfig, batch_size: int) -> list[tuple[int, int, int]]:
@@ -69,7 +70,7 @@ def matmul_peak(
     """Dense matmul GFLOP/s of each (m, k, n) on the current torch threads, in the dtype the step's matmuls use
     (bfloat16 under a GPU's autocast, else float32); `peak_gflops` is the best.
 
-    Each shape runs in rounds of ten matmuls after one warm-up, for `seconds_per_shape` or MAX_ROUNDS rounds, and
+    Each shape runs in rounds of matmuls after one warm-up, for `seconds_per_shape` or MAX_ROUNDS rounds, and
     its best round is kept (a neighbour's burst lowers a round, never raises it)."""
     device = torch.device(device)
     rates = []
@@ -77,19 +78,23 @@ def matmul_peak(
         a = torch.randn(m, k, device=device, dtype=dtype)
         b = torch.randn(k, n, device=device, dtype=dtype)
         out = torch.empty(m, n, device=device, dtype=dtype)
+        started = time.perf_counter()
         torch.matmul(a, b, out=out)  # warm-up: the first call picks kernels and touches the memory
         if device.type == "cuda":
             torch.cuda.synchronize()
+        # Rounds of ten small matmuls (one call is too short to time), or of one where a call is already long (the
+        # GPU preset on a CPU: ~0.1 s each), so the whole measurement stays well under a second.
+        reps = 10 if 10 * (time.perf_counter() - started) < seconds_per_shape else 1
         best = 0.0
         deadline = time.perf_counter() + seconds_per_shape
         for _ in range(MAX_ROUNDS):  # a tiny model's shapes are done in milliseconds, a big one's by the deadline
             started = time.perf_counter()
-            for _ in range(10):
+            for _ in range(reps):
                 torch.matmul(a, b, out=out)
             if device.type == "cuda":
                 torch.cuda.synchronize()
             elapsed = time.perf_counter() - started
-            best = max(best, 10 * 2 * m * k * n / elapsed / 1e9)
+            best = max(best, reps * 2 * m * k * n / elapsed / 1e9)
             if time.perf_counter() > deadline:
                 break
         rates.append({"shape": [m, k, n], "gflops": round(best, 1)})

@@ -185,23 +185,70 @@ def orthogonalize(matrix: torch.Tensor, steps: int = NEWTON_SCHULZ_STEPS) -> tor
     so it costs a few small GEMMs per weight matrix.
     Shapes: matrix (m, n), or a stack (G, m, n) of same-shaped matrices done together (one batched GEMM per line
     instead of G small ones: the optimizer stacks a model's matrices by shape). Worked on as (min, max), so
-    A = X X^T is the small (min, min) Gram matrix.
+    A = X X^T is the small (min, min) Gram matrix. A wide matrix (an MLP's (128, 512)) takes the same iteration
+    on its Gram matrix alone (`_gram_newton_schulz`), which does the same arithmetic in fewer FLOPs.
     """
-    a, b, c = NEWTON_SCHULZ_COEFFS
     x = matrix.float()
     tall = x.size(-2) > x.size(-1)
     if tall:
         x = x.mT  # (..., n, m) with n < m
     x = x / (x.norm(dim=(-2, -1), keepdim=True) + 1e-7)  # every singular value now <= 1: inside the basin
-    for _ in range(steps):
-        gram = x @ x.mT  # (..., min, min)
-        poly = (
-            torch.baddbmm(gram, gram, gram, beta=b, alpha=c)
-            if x.dim() == 3
-            else torch.addmm(gram, gram, gram, beta=b, alpha=c)
-        )  # b A + c A^2, one kernel
-        x = torch.baddbmm(x, poly, x, beta=a) if x.dim() == 3 else torch.addmm(x, poly, x, beta=a)  # a X + poly X
+    m, n = x.size(-2), x.size(-1)
+    if newton_schulz_flops(m, n, steps, gram=True) < newton_schulz_flops(m, n, steps, gram=False):
+        x = _gram_newton_schulz(x, steps)
+    else:
+        x = _newton_schulz(x, steps)
     return (x.mT if tall else x).to(matrix.dtype)
+
+
+def _mm(x: torch.Tensor, y: torch.Tensor, add: torch.Tensor | None = None, beta: float = 1, alpha: float = 1):
+    """beta * add + alpha * x @ y for a matrix or a stack: one kernel either way."""
+    if add is None:
+        return x @ y
+    return torch.baddbmm(add, x, y, beta=beta, alpha=alpha) if x.dim() == 3 else torch.addmm(add, x, y, beta=beta,
+                                                                                            alpha=alpha)  # fmt: skip
+
+
+def _newton_schulz(x: torch.Tensor, steps: int) -> torch.Tensor:
+    """The iteration as written: x (..., m, n), m <= n, norm <= 1."""
+    a, b, c = NEWTON_SCHULZ_COEFFS
+    for _ in range(steps):
+        gram = x @ x.mT  # (..., m, m)
+        poly = _mm(gram, gram, gram, beta=b, alpha=c)  # b A + c A^2
+        x = _mm(poly, x, x, beta=a)  # a X + poly X
+    return x
+
+
+def _gram_newton_schulz(x: torch.Tensor, steps: int) -> torch.Tensor:
+    """The same iteration carried out on m x m matrices only, for x (..., m, n) with n well above m.
+
+    Every X_k is Q_k X_0 with Q_k a polynomial in A_0 = X_0 X_0^T, so the (m, n) matrix need not be touched until
+    the end: with M_k = a I + b A_k + c A_k^2 (symmetric, and commuting with A_k),
+
+        X_{k+1} = M_k X_k          so  Q_{k+1} = M_k Q_k            (m, m)
+        A_{k+1} = X_{k+1} X_{k+1}^T = M_k A_k M_k                    (m, m)
+
+    and the result is Q_steps X_0: two (m, n) matmuls in all instead of two per step. For the MLP's (128, 512)
+    that is ~45% fewer FLOPs (newton_schulz_flops), the same numbers to float rounding (tests/test_optim.py)."""
+    a, b, c = NEWTON_SCHULZ_COEFFS
+    eye = torch.eye(x.size(-2), dtype=x.dtype, device=x.device)
+    gram = x @ x.mT  # A_0 (..., m, m)
+    q = None
+    for k in range(steps):
+        poly = _mm(gram, gram, gram, beta=b, alpha=c)  # b A + c A^2
+        poly = poly + a * eye  # M_k
+        q = poly if q is None else poly @ q  # Q_{k+1} = M_k Q_k (Q_0 = I)
+        if k < steps - 1:  # the last A is never read
+            gram = poly @ gram @ poly  # A_{k+1} = M_k A_k M_k
+    return q @ x  # (..., m, m) @ (..., m, n)
+
+
+def newton_schulz_flops(m: int, n: int, steps: int = NEWTON_SCHULZ_STEPS, gram: bool = False) -> int:
+    """Matmul FLOPs of orthogonalizing one (m, n) matrix, m <= n: as written (per step X X^T, A^2 and poly X) or
+    on the Gram matrix (A_0 and Q X once; per step A^2, and M Q and M A M but for the first Q and last A)."""
+    if not gram:
+        return steps * (2 * m * m * n + 2 * m**3 + 2 * m * m * n)
+    return 2 * (2 * m * m * n) + 2 * m**3 * (steps + (steps - 1) + 2 * (steps - 1))
 
 
 class Muon:

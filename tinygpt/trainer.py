@@ -163,7 +163,7 @@ class Trainer:
         return lr_at(self.step_count, c.learning_rate, c.min_lr, c.warmup_steps, c.max_steps)
 
     def loss_on(self, x: torch.Tensor, y: torch.Tensor, model=None) -> torch.Tensor:
-        logits = (model or self.model)(x)  # (B, T, V)
+        logits = (self.model if model is None else model)(x)  # (B, T, V); a compiled module has no truth value
         return F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))  # mean over B*T positions
 
     def step(self) -> dict[str, Any]:
