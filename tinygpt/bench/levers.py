@@ -148,6 +148,12 @@ LEVERS: dict[str, Lever] = {
         Lever("qknorm", "QK-norm: queries and keys RMS-normalised per head", patch=qk_norm),
         Lever("untied", "an untied output head (zero init)", patch=untied_head),
         Lever("softcap", "logits soft-capped at 15 (15 tanh(z / 15))", patch=soft_cap(15.0)),
+        Lever("qknorm_lr1e-2", "QK-norm at lr 1e-2", dict(learning_rate=1e-2), patch=qk_norm),
+        Lever("qknorm_500", "QK-norm, a 500-step cosine", dict(max_steps=500), patch=qk_norm),
+        Lever("qknorm_lr1e-2_500", "QK-norm at lr 1e-2, a 500-step cosine", dict(learning_rate=1e-2, max_steps=500),
+              patch=qk_norm),  # fmt: skip
+        Lever("lr1e-2_500", "lr 1e-2, a 500-step cosine", dict(learning_rate=1e-2, max_steps=500)),
+        Lever("qknorm_softcap", "QK-norm and logits soft-capped at 15", patch=combine(qk_norm, soft_cap(15.0))),
         Lever("compile", "torch.compile of the model (inductor), compile time on the clock", compile=True),
     ]
 }
