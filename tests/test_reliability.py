@@ -656,7 +656,7 @@ def test_13_every_flag_has_help_choices_and_the_presets_values():
     assert tuple(actions["model.softmax"].choices) == SOFTMAXES and tuple(actions["train.device"].choices) == DEVICES
     assert "synthetic:add" in actions["data.source"].choices
     assert "GPT-2 had them" in actions["model.bias"].help and actions["model.bias"].metavar == "{true,false}"
-    assert "demo 64, lecture 128, nanogpt-cpu 128, fast 128, gpu 384" in actions["model.hidden_dim"].help
+    assert "demo 64, lecture 128, nanogpt-cpu 128, fast 128, fast-3min 128, gpu 384" in actions["model.hidden_dim"].help
     assert tuple(actions["train.optimizer"].choices) == OPTIMIZERS
     assert f"demo {PRESETS['demo']['run']['attention_every']}" in actions["run.attention_every"].help
     assert "learning_rate / 10" in actions["train.min_lr"].help

@@ -71,6 +71,22 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         ),
         "run": dict(attention_every=25, sample_every=100, checkpoint_every=200),
     },
+    # The Fast recipe stretched to a 2000-step cosine: val <= 1.70 within three minutes of wall time on 2 CPU cores
+    # (BENCHMARKS.md, "Time to quality, round two"). Fewer evals and snapshots a step than Fast: the run is longer.
+    "fast-3min": {
+        "model": dict(hidden_dim=128, num_layers=4, num_heads=4, max_seq_len=64),
+        "train": dict(
+            batch_size=12,
+            max_steps=2000,
+            warmup_steps=50,
+            learning_rate=6e-3,
+            beta2=0.99,
+            optimizer="muon",
+            eval_interval=100,
+            eval_batches=20,
+        ),
+        "run": dict(attention_every=50, sample_every=250, checkpoint_every=500),
+    },
     # nanoGPT's shakespeare_char GPU configuration: val loss ~1.47 in minutes on one A100.
     "gpu": {
         "model": dict(hidden_dim=384, num_layers=6, num_heads=6, max_seq_len=256, dropout=0.2),
@@ -110,6 +126,8 @@ PRESET_NOTES: dict[str, str] = {
     "600-step cosine, which Muon takes in its stride. Embeddings, the tied head and the gains stay on AdamW. "
     "Measured once on a 2-core CPU (BENCHMARKS.md, Time to quality): 0.29-0.41x nanoGPT CPU's time, ~500 steps "
     "instead of 2000. Train both and compare them on Runs (wall-clock axis) to see it on this machine.",
+    "fast-3min": "The Fast recipe (Muon, lr 6e-3) on a 2000-step cosine instead of 600: it keeps learning where "
+    "Fast stops, to val ~1.70 (the text starts to look like words in verse) in about three minutes on a 2-core CPU.",
     "gpu": "nanoGPT's baby GPT for a GPU (6 layers, 6 heads, width 384, context 256, batch 64, dropout 0.2): val "
     "loss ~1.47 in minutes on one A100. Far too slow for a CPU.",
 }

@@ -117,6 +117,50 @@ def newton_schulz_steps(steps: int) -> Callable[[Trainer], None]:
     return patch
 
 
+def scaled_lr(optimizer_index: int, factor: float) -> Callable[[Trainer], None]:
+    """One optimizer of the Muon/AdamW pair at `factor` times the schedule's rate (0: Muon, 1: AdamW)."""
+
+    def patch(trainer: Trainer) -> None:
+        one = trainer.optimizer.optimizers[optimizer_index]
+        original = one.step
+
+        def step() -> None:
+            for group in one.param_groups:
+                group["lr"] *= factor
+            original()
+
+        one.step = step
+
+    return patch
+
+
+def zero_projections(trainer: Trainer) -> None:
+    """Each block starts as the identity: the attention and MLP output projections (C, C), (C, 4C) begin at zero."""
+    with torch.no_grad():
+        for block in trainer.model.blocks:
+            block.attn.proj.weight.zero_()
+            block.mlp.proj.weight.zero_()
+
+
+def value_residual(mix: float) -> Callable[[Trainer], None]:
+    """ResFormer's value residual: every later layer's values (B, H, T, D) are mixed with the first layer's,
+    v <- mix * v + (1 - mix) * v_first, so the token's own identity reaches every layer's attention output."""
+
+    def patch(trainer: Trainer) -> None:
+        first: dict[str, torch.Tensor] = {}
+        blocks = trainer.model.blocks
+
+        def keep(_m, _i, v):
+            first["v"] = v
+            return v
+
+        blocks[0].attn.hook_v.register_forward_hook(keep)
+        for block in blocks[1:]:
+            block.attn.hook_v.register_forward_hook(lambda _m, _i, v: mix * v + (1 - mix) * first["v"])
+
+    return patch
+
+
 def combine(*patches: Callable[[Trainer], None]) -> Callable[[Trainer], None]:
     def patch(trainer: Trainer) -> None:
         for one in patches:
@@ -150,10 +194,32 @@ LEVERS: dict[str, Lever] = {
         Lever("softcap", "logits soft-capped at 15 (15 tanh(z / 15))", patch=soft_cap(15.0)),
         Lever("qknorm_lr1e-2", "QK-norm at lr 1e-2", dict(learning_rate=1e-2), patch=qk_norm),
         Lever("qknorm_500", "QK-norm, a 500-step cosine", dict(max_steps=500), patch=qk_norm),
-        Lever("qknorm_lr1e-2_500", "QK-norm at lr 1e-2, a 500-step cosine", dict(learning_rate=1e-2, max_steps=500),
-              patch=qk_norm),  # fmt: skip
+        Lever(
+            "qknorm_lr1e-2_500",
+            "QK-norm at lr 1e-2, a 500-step cosine",
+            dict(learning_rate=1e-2, max_steps=500),
+            patch=qk_norm,
+        ),  # fmt: skip
         Lever("lr1e-2_500", "lr 1e-2, a 500-step cosine", dict(learning_rate=1e-2, max_steps=500)),
         Lever("qknorm_softcap", "QK-norm and logits soft-capped at 15", patch=combine(qk_norm, soft_cap(15.0))),
+        Lever("warmup10", "a 10-step warmup instead of 50", dict(warmup_steps=10)),
+        Lever("noclip", "no gradient clipping", dict(max_grad_norm=0.0)),
+        Lever("adam3x", "AdamW (embeddings, gains) at 3x the rate", patch=scaled_lr(1, 3.0)),
+        Lever("muon2x", "Muon (the blocks' matrices) at 2x the rate", patch=scaled_lr(0, 2.0)),
+        Lever("zeroproj", "output projections initialised at zero", patch=zero_projections),
+        Lever("cos350", "a 350-step cosine", dict(max_steps=350)),
+        Lever("cos400", "a 400-step cosine", dict(max_steps=400)),
+        Lever("cos450", "a 450-step cosine", dict(max_steps=450)),
+        Lever("cos400_lr1e-2", "a 400-step cosine at lr 1e-2", dict(max_steps=400, learning_rate=1e-2)),
+        Lever(
+            "valueres",
+            "value residual: later layers' values mixed 50/50 with the first layer's",
+            patch=value_residual(0.5),
+        ),  # fmt: skip
+        Lever("batch8", "batch 8 for 900 steps (the same tokens)", dict(batch_size=8, max_steps=900, warmup_steps=75)),
+        Lever(
+            "batch6", "batch 6 for 1200 steps (the same tokens)", dict(batch_size=6, max_steps=1200, warmup_steps=100)
+        ),
         Lever("compile", "torch.compile of the model (inductor), compile time on the clock", compile=True),
     ]
 }
@@ -174,6 +240,7 @@ def run_lever(lever: Lever, seed: int, threads: int, target: float, eval_tokens:
     step_seconds: list[float] = []
     evals = []
     reached = None
+    crossed = None  # the step where the val curve crosses the target, linearly between evals
     for step in range(1, config.train.max_steps + 1):
         started = time.perf_counter()
         trainer.step()
@@ -183,6 +250,11 @@ def run_lever(lever: Lever, seed: int, threads: int, target: float, eval_tokens:
             evals.append({"step": step, "train_s": round(sum(step_seconds), 2), "val_loss": round(val, 4)})
             if reached is None and val <= target:
                 reached = evals[-1]
+                if len(evals) > 1:
+                    before = evals[-2]
+                    crossed = before["step"] + (step - before["step"]) * (before["val_loss"] - target) / max(
+                        1e-9, before["val_loss"] - val
+                    )
     torch.set_num_threads(threads)
     return {
         "lever": lever.name,
@@ -190,6 +262,7 @@ def run_lever(lever: Lever, seed: int, threads: int, target: float, eval_tokens:
         "seed": seed,
         "batch_size": config.train.batch_size,
         "steps_to_target": reached["step"] if reached else None,
+        "crossing_step": round(crossed) if crossed is not None else None,
         "tokens_to_target": reached["step"] * tokens_per_step if reached else None,
         "train_s_to_target": reached["train_s"] if reached else None,
         "first_step_s": round(step_seconds[0], 2),  # compile time shows here

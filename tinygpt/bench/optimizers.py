@@ -8,8 +8,12 @@ of 10 steps in one process (a noisy neighbour hurts both alike):
   the Fast preset's blocks' matrices with tinygpt's AdamW on the rest: the largest loss difference over the run,
   and the median step time of each.
 - `adamw`: tinygpt.optim.AdamW (which calls the fused kernel `torch._fused_adamw_` directly) against
-  `torch.optim.AdamW(fused=True)` on the nanoGPT CPU preset (AdamW everywhere): the same two numbers, plus the
-  first-step time (where torch.optim pays for importing torch._dynamo in a fresh process).
+  `torch.optim.AdamW(fused=True)` on the nanoGPT CPU preset (AdamW everywhere): the same two numbers. Both
+  print their first-step time too (a one-time cost, paid once per worker process).
+
+And `cold_start_s`: seconds to construct each optimizer in a fresh process (three alternating rounds), which is
+what every new worker, CLI run and torchrun rank pays before its first step: torch.optim's constructors import
+torch._dynamo there.
 
 The update-ratio bookkeeping is off in both, so the step times compare the optimizers and not the records.
 """
@@ -20,6 +24,8 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 import torch
@@ -83,6 +89,28 @@ def race(a: Trainer, b: Trainer, steps: int) -> dict:
     }
 
 
+COLD_START = {
+    "tinygpt.optim.AdamW": "from tinygpt.optim import AdamW; AdamW([{'params': p}], lr=1e-3)",
+    "tinygpt.optim.Muon": "from tinygpt.optim import Muon; Muon(p, lr=1e-3)",
+    "torch.optim.AdamW(fused=True)": "torch.optim.AdamW(p, fused=True)",
+    "torch.optim.Muon": "torch.optim.Muon(p)",
+}
+
+
+def cold_start_s(rounds: int = 3) -> dict[str, list[float]]:
+    """Per optimizer, the seconds its constructor takes in a fresh Python process (torch already imported)."""
+    out: dict[str, list[float]] = {name: [] for name in COLD_START}
+    for _ in range(rounds):
+        for name, code in COLD_START.items():
+            script = (
+                "import time, torch\np = [torch.zeros(4, 4, requires_grad=True)]\nt = time.perf_counter()\n"
+                f"{code}\nprint(time.perf_counter() - t)"
+            )
+            done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+            out[name].append(round(float(done.stdout), 3))
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tinygpt.bench.optimizers", description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=200)
@@ -96,7 +124,8 @@ def main(argv: list[str] | None = None) -> None:
     adamw = race(_trainer("nanogpt-cpu", corpus), with_torch_adamw(_trainer("nanogpt-cpu", corpus)), args.steps)
     adamw["a"], adamw["b"] = "tinygpt.optim.AdamW (torch._fused_adamw_)", "torch.optim.AdamW(fused=True)"
     print(json.dumps({"threads": args.threads, "load_avg_1min": [round(load_before, 2),
-                      round(os.getloadavg()[0], 2)], "muon": muon, "adamw": adamw}, indent=1))  # fmt: skip
+                      round(os.getloadavg()[0], 2)], "muon": muon, "adamw": adamw,
+                      "cold_start_s": cold_start_s()}, indent=1))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ PRESET_LABELS = {
     "Lecture (until stopped)": "lecture",
     "nanoGPT CPU": "nanogpt-cpu",
     "Fast (CPU speedrun)": "fast",
+    "Fast, 3 minutes (val 1.70)": "fast-3min",
     "GPU": "gpu",
 }
 SOURCE_SHAKESPEARE = "Tiny Shakespeare"
