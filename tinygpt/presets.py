@@ -124,7 +124,7 @@ PRESET_NOTES: dict[str, str] = {
     "matrix learns at the same rate instead of the few that dominate the gradient; fewer steps to a given loss, "
     "for more time per step. (2) A 6x higher peak learning rate (6e-3) with a shorter warmup (50 steps) and a "
     "600-step cosine, which Muon takes in its stride. Embeddings, the tied head and the gains stay on AdamW. "
-    "Measured once on a 2-core CPU (BENCHMARKS.md, Time to quality): 0.29-0.41x nanoGPT CPU's time, ~500 steps "
+    "Measured on a 2-core CPU (BENCHMARKS.md, Time to quality): 0.29-0.47x nanoGPT CPU's time, 450-600 steps "
     "instead of 2000. Train both and compare them on Runs (wall-clock axis) to see it on this machine.",
     "fast-3min": "The Fast recipe (Muon, lr 6e-3) on a 2000-step cosine instead of 600: it keeps learning where "
     "Fast stops, to val ~1.70 (the text starts to look like words in verse) in about three minutes on a 2-core CPU.",
