@@ -60,6 +60,17 @@ def test_matmul_peak_times_every_shape_and_keeps_the_best():
     assert result["threads"] == torch.get_num_threads() and result["dtype"] == "float32"
 
 
+def test_measuring_the_peak_leaves_the_global_random_stream_alone():
+    """The first run of a shape measures the peak before its first step; drawing from torch's global generator
+    there gave it other dropout masks than its twin whose peak was already known (CI: loss at step 1 2.769 vs 2.777
+    for one seed and one config)."""
+    torch.manual_seed(7)
+    expected = torch.rand(4)
+    torch.manual_seed(7)
+    matmul_peak([(16, 8, 4)], seconds_per_shape=0.001)
+    assert torch.equal(torch.rand(4), expected)
+
+
 def test_the_peak_is_measured_once_per_machine_and_shape_and_kept_beside_the_runs(tmp_path, monkeypatch):
     config = RunConfig(
         model=TransformerConfig(vocab_size=16, hidden_dim=16, num_layers=1, num_heads=2, max_seq_len=8),
