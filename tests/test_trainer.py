@@ -49,6 +49,17 @@ def test_lr_schedule_boundaries():
     assert lr_at(0, learning_rate=1.0, min_lr=0.1, warmup_steps=0, max_steps=100) == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("optimizer", ["adamw", "muon"])
+def test_optimizer_is_built_with_the_rate_of_its_first_step(tiny_text, optimizer):
+    """make_optimizer takes the schedule's step-0 rate, the one the first step uses (not the peak, which
+    Trainer._step overwrote before it was ever used): every group, Muon's included, and the first record agree."""
+    trainer = make_trainer(tiny_text, learning_rate=2e-3, min_lr=2e-4, warmup_steps=5, optimizer=optimizer)
+    first = lr_at(0, learning_rate=2e-3, min_lr=2e-4, warmup_steps=5, max_steps=50)
+    assert first == pytest.approx(4e-4)
+    assert [g["lr"] for g in trainer.optimizer.param_groups] == [first] * len(trainer.optimizer.param_groups)
+    assert trainer.step()["lr"] == first
+
+
 def test_step_record_is_plain_data(tiny_text):
     trainer = make_trainer(tiny_text)
     record = trainer.step()

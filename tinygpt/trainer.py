@@ -85,14 +85,17 @@ def make_optimizer(model: TinyGPT, config: TrainConfig) -> AdamW | OptimizerPair
         {"params": decay, "weight_decay": config.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
+    # Built with the schedule's step-0 rate, the rate Trainer._step sets before the first update (it sets every
+    # step's rate from lr_at): the value given here is the value used, not a peak overwritten before it is used.
+    lr = lr_at(0, config.learning_rate, config.min_lr, config.warmup_steps, config.max_steps)
     # tinygpt.optim.AdamW uses the fused kernel where the device has one: ~8x faster than the foreach update on CPU
     # (measured: 0.7 vs 6.3 ms for 2M params).
-    adamw = AdamW(groups, lr=config.learning_rate, betas=(config.beta1, config.beta2))
+    adamw = AdamW(groups, lr=lr, betas=(config.beta1, config.beta2))
     adamw.param_groups[0]["decays"] = True
     adamw.param_groups[1]["decays"] = False
     if not hidden:
         return adamw
-    muon = Muon(hidden, lr=config.learning_rate, weight_decay=config.weight_decay)
+    muon = Muon(hidden, lr=lr, weight_decay=config.weight_decay)
     muon.param_groups[0]["decays"] = True
     return OptimizerPair(muon, adamw)
 

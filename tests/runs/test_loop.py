@@ -255,6 +255,21 @@ def test_resume_keeps_live_knob_changes_and_can_extend(tmp_path, tiny_text):
     assert load_checkpoint(checkpoint_stem(run_dir, 15)).config.train.learning_rate == 5e-3
 
 
+def test_the_callers_config_stays_as_it_was_built(tmp_path, tiny_text):
+    """run_training trains its own copy (a deepcopy, no longer a to_dict/from_dict round trip): a knob turned, the
+    vocabulary's size and a text corpus's hash land on the copy, so the same config trains a second folder alike."""
+    config = tiny(tiny_text, max_steps=4)
+    before = config.to_dict()
+    store, run_id, run_dir = new_run(tmp_path / "a", config)
+    control = QueueControl()
+    control.send({"cmd": "knob", "name": "learning_rate", "value": 5e-3})
+    assert run_training(run_dir, config, control) == "finished"
+    assert config.to_dict() == before and config.data.text == tiny_text
+    assert store.reader(run_id).config()["vocab"]  # the loop's copy wrote what it learned into config.json
+    other, other_id, other_dir = new_run(tmp_path / "b", config)
+    assert run_training(other_dir, config) == "finished"
+
+
 def test_naive_softmax_with_a_huge_scale_diverges(tmp_path, tiny_text):
     config = tiny(tiny_text, softmax="naive", attn_scale_mult=1e4, max_steps=50)
     store, run_id, run_dir = new_run(tmp_path, config)

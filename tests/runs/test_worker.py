@@ -249,6 +249,38 @@ def test_a_live_knob_change_applies_at_the_next_step_and_is_recorded(manager, st
         manager.set_knob(run_id, "mask", "causal")
 
 
+def test_a_queued_run_keeps_its_knob_change_and_its_job_knows_its_owner(store, tiny_text, monkeypatch):
+    """set_knob on a queued run keeps the command for its worker (the Train form asks the manager once, with no
+    is_live check first, so a knob turned while the run waits is no longer dropped); the permission check of a
+    run with a job reads its owner from the job, not config.json; a run with no job gets NoWorkerError."""
+    from tinygpt.runs import scheduler
+    from tinygpt.runs.jobs import NoWorkerError
+    from tinygpt.runs.owners import Actor, NotYourRunError
+
+    anna, ben = Actor("a" * 16, "anna"), Actor("b" * 16, "ben")
+    manager = RunManager(store, max_active=1, threads_per_run=1)
+    try:
+        first, second = manager.start(tiny(tiny_text), actor=anna), manager.start(tiny(tiny_text), actor=anna)
+        assert manager.queued_runs() == [second]
+        with monkeypatch.context() as m:  # while a job exists, no command reads config.json to check who asks
+            m.setattr(scheduler, "read_config_json", lambda *a: pytest.fail("config.json read for the owner"))
+            with pytest.raises(NotYourRunError, match="belongs to anna"):
+                manager.set_knob(second, "mask", "none", actor=ben)
+            request = manager.set_knob(second, "mask", "none", actor=anna)
+        stepped(store, first)
+        manager.stop(first)
+        wait_for(lambda: knob_answer(store.reader(second).events, request), what="the queued knob's answer")
+        answer = knob_answer(store.reader(second).events, request)
+        assert (answer["ok"], answer["new"], answer["step"]) == (True, "none", 0)  # before its first step
+        manager.stop(second)
+        with pytest.raises(NoWorkerError, match="no worker"):
+            manager.set_knob(second, "mask", "causal", actor=anna)
+        with pytest.raises(NotYourRunError):  # no job: the owner is read from config.json, as before
+            manager.set_knob(second, "mask", "causal", actor=ben)
+    finally:
+        manager.shutdown()
+
+
 def test_kill_9_of_a_worker_marks_the_run_failed_and_keeps_its_data(manager, store, tiny_text):
     run_id = manager.start(tiny(tiny_text))
     stepped(store, run_id, 5)

@@ -15,6 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import TinyGPTError
+
+
+class NoWorkerError(TinyGPTError):
+    """A command for a live worker (a knob change) reached a run that has none and is not queued for one: it has
+    ended. Its own class, so that a page asking the manager once can tell "nothing to change" from a refusal."""
+
 
 @dataclass
 class Followup:
@@ -44,6 +51,10 @@ class Job:
     deadline: float | None = None  # kill the process if it is still alive then
     killed_as: tuple[str, str] | None = None  # (state, reason) to record if it has to be killed
     followup: Followup | None = None  # what to start once it has exited
+    # config.json's "learner" ({"id", "name"}; {} for a run nobody owns), taken when the job was made (start: the
+    # actor; a resume: the config.json it reads anyway), so the manager's permission check of every command, a
+    # knob dragged included, reads it here rather than config.json from disk. Only create writes "learner".
+    learner: dict = field(default_factory=dict)
 
     @property
     def dead(self) -> bool:

@@ -41,6 +41,7 @@ Left out: gradient accumulation, multi-rank coordination (the torchrun issue), a
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import os
@@ -456,7 +457,12 @@ def run_training(
         check_threads(threads)
         if threads:
             torch.set_num_threads(threads)
-        config = RunConfig.from_dict(config.to_dict())  # our own copy: knobs and vocab_size are set on it
+        # Our own copy: knobs, vocab_size and a text corpus's hash are set on it. The worker's config (parsed from
+        # config.json just now) would not need one, but the tests, the lab (tinygpt/lab/results.py) and the benches
+        # train one config into several folders, and resume with it, relying on it staying as they built it.
+        # A deepcopy, not a to_dict/from_dict round trip: the same dataclasses, without re-serialising and
+        # re-validating a config that is already valid.
+        config = copy.deepcopy(config)
         ckpt, damaged = pick_checkpoint(run_dir, resume_from)
         if ckpt is not None:
             rewind(run_dir, ckpt.step)  # before the RunWriter reads the attention index

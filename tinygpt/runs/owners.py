@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import RunStoreError, TinyGPTError
-from .files import HOLD_FILE, read_json, write_json_atomic
+from .files import HOLD_FILE, read_config_json, read_json, write_json_atomic
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,17 @@ def run_learner(config: dict) -> dict:
     """{"id", "name"} of the learner who started a run, or {} for a run nobody owns."""
     learner = (config or {}).get("learner")
     return learner if isinstance(learner, dict) and learner.get("id") else {}
+
+
+def read_owner(run_dir: str | Path) -> dict:
+    """Who owns a run, from its config.json alone: {"owner", "learner"} as written ({} when the file is missing or
+    damaged: whoever reads it whole says what is wrong). The light read for deciding who may change a run
+    (may_control) without building a RunReader: a refused link, the Runs page's pick, a lesson's setup."""
+    try:
+        config = read_config_json(run_dir)
+    except RunStoreError:
+        return {}
+    return {key: config[key] for key in ("owner", "learner") if key in config}
 
 
 def may_control(config: dict, actor: Actor | None) -> bool:

@@ -26,7 +26,7 @@ from .files import (
     list_checkpoints,
     read_config_json,
 )
-from .jobs import Job
+from .jobs import Job, NoWorkerError
 from .owners import Actor, clear_hold, holds, require_app_owned, require_control, require_not_held, write_hold
 from .preflight import preflight
 from .slots import Slots
@@ -59,7 +59,8 @@ class RunManager(Slots):
         if time_limit_s:
             with self._lock:
                 self._time_limits[writer.run_id] = float(time_limit_s)
-        self._enqueue(Job(writer.run_id, None, time.monotonic()))  # the worker reads the folder's config
+        # The worker reads the folder's config; the job keeps only its owner, for _require_control.
+        self._enqueue(Job(writer.run_id, None, time.monotonic(), learner=learner.get("learner", {})))
         return writer.run_id
 
     def pause(self, run_id: str, actor: Actor | None = None) -> None:
@@ -186,7 +187,9 @@ class RunManager(Slots):
         """Ask for a live knob change; it applies before the run's next step. Returns the request id that the
         worker's answer carries: find it with tinygpt.runs.knobs.knob_answer(events, request), which says the step
         it applied at (and any knob that moved with it), or why the value was refused (the run goes on).
-        A name that is not a live knob raises ConfigError here, before anything is sent."""
+        A queued run keeps the command for its worker, which applies it before its first step. A name that is not
+        a live knob raises ConfigError here, before anything is sent; a run with no worker and not queued raises
+        NoWorkerError (a TinyGPTError): pages ask here once, rather than asking is_live first."""
         self._require_control(run_id, actor)
         check_live_knob(name)
         request = secrets.token_hex(6)
@@ -197,10 +200,16 @@ class RunManager(Slots):
             elif (job := self._queued(run_id)) is not None:
                 job.commands.append(command)
             else:
-                raise TinyGPTError(f"run {run_id} has no worker: resume it, then change {name}.")
+                raise NoWorkerError(f"run {run_id} has no worker: resume it, then change {name}.")
         return request
 
     def _require_control(self, run_id: str, actor: Actor | None) -> None:
         """A learner may change only their own runs (the instructor any): refused here even if a page sent it."""
-        if actor is not None:
-            require_control(read_config_json(self.store.path(run_id)), actor, run_id)
+        if actor is None:
+            return
+        with self._lock:
+            job = self._jobs.get(run_id) or self._queued(run_id)
+        # A live or queued run's job carries its owner (Job.learner): a dragged knob slider sends several commands
+        # a second, and each used to read config.json from disk for this. A run without a job is read from disk.
+        config = {"learner": job.learner} if job is not None else read_config_json(self.store.path(run_id))
+        require_control(config, actor, run_id)

@@ -38,7 +38,7 @@ from .files import (
 )
 from .jobs import Job
 from .lock import RunLockedError
-from .owners import require_app_owned
+from .owners import require_app_owned, run_learner
 from .resume import plan_resume
 from .status import read_status, update_status
 from .store import RunStore
@@ -184,14 +184,17 @@ class Slots:
         """Queue a run whose process has ended, to continue from its newest checkpoint that loads, or from
         `from_step` (called with the lock). Raises TinyGPTError for what would make the worker fail at once."""
         run_dir = self.store.path(run_id)
-        require_app_owned(run_id, read_config_json(run_dir))
+        config = read_config_json(run_dir)
+        require_app_owned(run_id, config)
         # Another process training it holds its writer lock: plan_resume refuses it (RunLockedError).
         plan = plan_resume(run_dir, max_steps, from_step)  # RunLockedError, TinyGPTError: nothing changed
         max_steps = plan.config.train.max_steps
         if plan.state == "finished" and max_steps <= plan.trained and from_step is None:
             return  # nothing left to train; extend it with resume(run_id, max_steps=...)
         self._set_status(run_id, state="queued", reason=plan.said, max_steps=max_steps)  # RunStoreError: unwritable
-        self._enqueue(Job(run_id, plan.resume_from, time.monotonic(), max_steps, list(commands)))
+        # The job carries the run's owner from this read: the permission check of its commands asks the job.
+        job = Job(run_id, plan.resume_from, time.monotonic(), max_steps, list(commands), learner=run_learner(config))
+        self._enqueue(job)
 
     def _schedule(self) -> None:
         """Move queued runs into free slots (the monitor launches them) and publish the others' queue positions."""

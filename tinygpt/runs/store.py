@@ -127,16 +127,16 @@ class RunStore:
         return RunWriter(self.path(run_id))
 
     def writer(self, run_id: str, **kwargs: Any) -> RunWriter:
-        return RunWriter(self._existing(run_id), **kwargs)
+        return RunWriter(self.existing(run_id), **kwargs)
 
     def reader(self, run_id: str, **kwargs: Any) -> RunReader:
-        return RunReader(self._existing(run_id), **kwargs)
+        return RunReader(self.existing(run_id), **kwargs)
 
     def delete(self, run_id: str, actor: Actor | None = None, wait_s: float = 0.0) -> None:
         """Delete a run folder. Refused (RunLockedError, naming the process) while another process writes the
         run: deleting under a live CLI run killed it with a misleading "not writable". `wait_s` gives a worker
         that was just told to stop that long to checkpoint and let go of the lock."""
-        path = self._existing(run_id)
+        path = self.existing(run_id)
         require_control(read_config_json(path), actor, run_id)
         deadline = time.monotonic() + wait_s
         while (holder := writer_lock_holder(path)) is not None and not holder.get("this_process"):
@@ -162,7 +162,9 @@ class RunStore:
                 runs.append(_summarize(entry))
         return sorted(runs, key=lambda r: r.created, reverse=True)
 
-    def _existing(self, run_id: str) -> Path:
+    def existing(self, run_id: str) -> Path:
+        """The folder of a run that exists; RunStoreError for a bad id or no such run. Public so that a caller who
+        goes on to read the folder (the app's ?run= link: its owner, then a reader) looks it up once."""
         path = self.path(run_id)
         if not path.is_dir():
             raise RunStoreError(f"there is no run {run_id!r} in {self.root}.")

@@ -58,6 +58,12 @@ class RunWriter:
 
     def write_config(self, config: dict) -> None:
         """Merge keys into config.json (e.g. vocab and num_params once the worker knows them); identity stays."""
+        # A read-modify-write on purpose (issue 21 looked at dropping it): the identity (run_id, created, owner,
+        # parent, learner) lives only in this file, written by RunStore.create in the server's process, while this
+        # writer is a fresh one in the worker's, holding a RunConfig that has none of it. Carrying it here instead
+        # would thread a dict through worker_main -> run_training -> _Loop for every caller, to save one read of a
+        # few kB once per new run (never per step). Only this run's writer writes config.json after create (it
+        # holds the writer lock), so the read cannot race another write.
         current = read_config_json(self.run_dir)
         identity = {k: current[k] for k in ("run_id", "created", "owner", "parent") if k in current}
         write_json_atomic(self.run_dir / CONFIG_FILE, {**current, **config, **identity})

@@ -14,6 +14,7 @@ import streamlit as st
 
 from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.runs.corpus import read_corpus
+from tinygpt.runs.jobs import NoWorkerError
 from tinygpt.runs.owners import NotYourRunError
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import resources, room, safe, settings, state
@@ -65,16 +66,26 @@ def _apply_preset() -> None:
 
 
 def _knob_changed(name: str) -> None:
-    """A live knob's widget changed: if the current run is live, change it there too (one command; the engine
-    moves coupled knobs, e.g. min_lr with the learning rate)."""
+    """A live knob's widget changed (its on_change): unless it is the browser's stale echo, send the new value."""
     if state.stale_echo(settings.FIELD_BY_NAME[name].key):
         return  # the browser's old copy of a value the page set itself (state.put_widget), not the learner's move
+    _send_knob(name)
+
+
+def _send_knob(name: str) -> None:
+    """Change the current run's knob `name` to the form's value (one command; the engine moves coupled knobs, e.g.
+    min_lr with the learning rate). The run manager is asked once, and it knows the run's phase: live (sent now),
+    queued (kept for its worker, which applies it before its first step; lesson_view's setup relies on that too),
+    or ended (NoWorkerError: nothing to change, the form's value is for the next run). The page used to ask
+    resources.is_live first, a second liveness check that also dropped a knob turned while the run was queued."""
     run = state.run_id()
-    if not run or not resources.is_live(run):
+    if not run:
         return
     value = state.get(settings.FIELD_BY_NAME[name].key)
     try:  # the run manager checks who may change the run, the knob's name and its value: asked once, there
         request = resources.get_manager().set_knob(run, name, value, actor=room.current())
+    except NoWorkerError:
+        return  # an ended run: nothing to change there; the form's value is for the next run, silently as before
     except NotYourRunError as e:  # watching someone else's run: the form's value is for this learner's next run
         state.flash("info", f"This run belongs to {e.owner}: {name} stays as it is there; it applies to your next run.")
         return
@@ -131,8 +142,8 @@ def _sync(field: Field, to_exact: bool) -> None:
     if state.stale_echo(moved):
         return
     state.put_widget(follower, float(state.get(moved)))
-    if field.live:
-        _knob_changed(field.name)
+    if field.live:  # the echo check above was the one for this move: the follower was just set by the page
+        _send_knob(field.name)
 
 
 def _draw_log_slider(container, field: Field, common: dict) -> None:

@@ -20,7 +20,11 @@ def config_from_form(source: str, uploaded: Any, learner: Actor, messages) -> Ru
     pasted, data_bytes = state.get(state.W_PASTE, ""), uploaded.getvalue() if uploaded else None
     data = settings.data_config(source, pasted, data_bytes, values["max_seq_len"])
     config = settings.build_config(state.get(state.W_PRESET), values, data)
-    admission.check_budget(learner, {"run": config})  # before fetching a corpus for a run that may not start
+    # Asked here as well as in admission.start (the authoritative check, which every start path asks, and asks again
+    # when the slot question is answered later): ensure_corpus below loads Tiny Shakespeare, a download when the
+    # embedded copy is damaged, under a progress bar, for a run the budget would refuse anyway. The check itself is
+    # arithmetic on the config, so asking twice costs nothing.
+    admission.check_budget(learner, {"run": config})
     if data.source == "shakespeare":
         bar = messages.progress(0.0, text="Loading Tiny Shakespeare ...")
         try:

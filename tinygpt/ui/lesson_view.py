@@ -24,7 +24,7 @@ from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.verdict import ENDED
 from tinygpt.presets import preset
 from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
-from tinygpt.runs.owners import Actor, may_control
+from tinygpt.runs.owners import Actor, may_control, read_owner
 from tinygpt.ui import admission, circuits_view, lab, lesson, resources, runinfo, safe, settings, state
 from tinygpt.ui.lesson import HEADS, INDUCTION, LECTURE, STEPS, Evidence, RunData, Step
 
@@ -67,7 +67,7 @@ def _lecture(actor: Actor, runs: dict, manager) -> str:
     rid = (runs.get(LECTURE) or {}).get("run")
     store = resources.get_store()
     if rid and store.exists(rid):
-        if not may_control(store.reader(rid).config(), actor):
+        if not may_control(read_owner(store.path(rid)), actor):  # the owner alone: no RunReader for this
             return rid
         run_state = store.reader(rid).status().get("state")
         if run_state in ACTIVE_STATES and run_state != "paused":
@@ -158,7 +158,7 @@ def set_up(step: Step, actor: Actor) -> None:
         rid = _lecture(actor, runs, manager)
         state.set_run_id(rid)
         query[state.URL_RUN] = rid
-        mine = may_control(resources.get_store().reader(rid).config(), actor)
+        mine = may_control(read_owner(resources.get_store().path(rid)), actor)  # config.json alone, no RunReader
         for name, value in setup.knobs.items() if mine else ():  # a learner watches the room's run
             request = manager.set_knob(rid, name, value, actor=actor)
             _widget(settings.FIELD_BY_NAME[name].key, value)

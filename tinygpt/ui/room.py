@@ -223,9 +223,14 @@ def become_instructor(key: str) -> bool:
     return True
 
 
-def can_control(config: dict | None) -> bool:
-    """Whether this browser may change the run with this config.json (its owner, or the instructor)."""
-    return may_control(config or {}, current())
+def can_control(config: dict | None, run_id: str | None = None) -> bool:
+    """Whether this browser may change the run with this config.json (its owner, or the instructor); the owner
+    part of it is enough (tinygpt.runs.owners.read_owner). With `run_id`, decided once per run and learner in this
+    session (state.control_decision): the frame's link check and the page ask for the same run in one script run."""
+    actor = current()
+    if run_id is None or not config:  # an empty config (missing, damaged) is not worth remembering
+        return may_control(config or {}, actor)
+    return state.control_decision(run_id, actor, lambda: may_control(config, actor))
 
 
 def owner_name(config: dict | None) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -25,6 +26,7 @@ import streamlit as st
 from tinygpt.errors import RunStoreError
 from tinygpt.runs.check import config_problem
 from tinygpt.runs.files import validate_run_id
+from tinygpt.runs.owners import read_owner
 from tinygpt.runs.reader import RunReader
 from tinygpt.runs.store import RunStore
 from tinygpt.ui.safe import md
@@ -39,6 +41,7 @@ LEARNER_COOKIES = "learner_cookies"  # {cookie: value} the frame still has to wr
 PENDING_START = "pending_start"  # {"action", "what"}: a start waiting for "stop my other run first?" (admission)
 URL_VIEW = "view"  # ?view=1: a shared link to someone else's run, opened read-only
 READERS = "readers"  # {run_id: RunReader}
+CONTROL = "control"  # {(run_id, Actor): bool}: may that actor change that run (control_decision), decided once
 KNOB_NOTES = "knob_notes"  # {knob: {"value", "request"}}: live knob changes the page follows until answered
 STEP_REQUESTED_AT = "step_requested_at"  # unix time of the last Step click: refresh a paused run's view briefly
 ATTN_GRID = "attn_grid"  # {"key": (...), "drawn": unix time}: what the attention grid shows, and since when
@@ -234,27 +237,29 @@ def set_run_id(new_id: str | None) -> None:
     st.query_params[URL_RUN] = new_id
 
 
-def sync_run_id(store: RunStore, may_attach: Callable[[dict], bool] = lambda config: True) -> str | None:
+def sync_run_id(store: RunStore, may_attach: Callable[[dict, str], bool] = lambda config, run: True) -> str | None:
     """Called on every script run, before the page: a run id in the URL wins (a refresh, a second tab, a link
     shared with "share this run"); otherwise the session's run id is put back into the URL (page switches clear
-    it). `may_attach(config)`, asked with the run's config.json, says whether a link may make that run this
-    session's current one: a learner's own run, or any run with ?view=1 (read-only); a link copied from someone
-    else's address bar opens the learner's own session instead. A bad or unknown id in the URL is dropped with a
-    message instead of failing the page."""
+    it). `may_attach(owner, run_id)`, asked with the owner part of the run's config.json (owners.read_owner),
+    says whether a link may make that run this session's current one: a learner's own run, or any run with ?view=1
+    (read-only); a link copied from someone else's address bar opens the learner's own session instead. A bad or
+    unknown id in the URL is dropped with a message instead of failing the page. A link's run is looked up once
+    (RunStore.existing; "deleted elsewhere" is for the session's own run), and a refused link builds no reader."""
     from_url = st.query_params.get(URL_RUN)
+    attached = None  # the link's run, found just now
     if from_url and from_url != st.session_state.get(RUN_ID):
         try:
-            if not store.exists(from_url):
-                raise RunStoreError(f"there is no run {from_url!r} in {store.root}.")
-            readers = st.session_state.setdefault(READERS, {})
-            if from_url not in readers:  # a damaged run is refused here, with why; the page then reads this reader
-                readers[from_url] = checked_reader(store, from_url)
-            if not (may_attach(readers[from_url].config()) or st.query_params.get(URL_VIEW) == "1"):
+            run_dir = store.existing(from_url)  # RunStoreError for a bad id or no such run, saying which
+            # Decided on config.json's owner alone: a refused link used to build and cache a full RunReader first.
+            if not (may_attach(read_owner(run_dir), from_url) or st.query_params.get(URL_VIEW) == "1"):
                 raise RunStoreError(
                     "that link points at another learner's run, so it opened your own session. To show a run to "
                     "others, use 'Share (read-only)' on the Runs page."
                 )
-            st.session_state[RUN_ID] = from_url
+            readers = st.session_state.setdefault(READERS, {})
+            if from_url not in readers:  # a damaged run is refused here, with why; the page then reads this reader
+                readers[from_url] = checked_reader(run_dir)
+            st.session_state[RUN_ID] = attached = from_url
             if st.query_params.get(URL_VIEW) == "1":
                 st.session_state[SHARED_OPEN] = st.session_state[SHARED_RUN] = from_url
         except RunStoreError as e:
@@ -262,7 +267,7 @@ def sync_run_id(store: RunStore, may_attach: Callable[[dict], bool] = lambda con
             st.query_params.pop(URL_RUN, None)
             st.query_params.pop(URL_VIEW, None)
     current = st.session_state.get(RUN_ID)
-    if current and not store.exists(current):  # deleted elsewhere
+    if current and current != attached and not store.exists(current):  # deleted elsewhere
         st.session_state.pop(RUN_ID, None)
         current = None
     if current and st.query_params.get(URL_RUN) != current:
@@ -276,16 +281,28 @@ def sync_run_id(store: RunStore, may_attach: Callable[[dict], bool] = lambda con
     return current
 
 
+def control_decision(run: str, actor: Any, decide: Callable[[], bool]) -> bool:
+    """Whether `actor` may change run `run`: `decide()` (tinygpt.ui.room.can_control) once per run and actor in
+    this session, remembered here. The frame's link check and the page's controls used to decide it each script
+    run, twice on a link's first. It cannot go stale: a run's owner is written once, when the run is created, and
+    an actor who becomes the instructor is another Actor (a new key)."""
+    decisions = st.session_state.setdefault(CONTROL, {})
+    if (run, actor) not in decisions:
+        decisions[(run, actor)] = bool(decide())
+    return decisions[(run, actor)]
+
+
 # ---------------------------------------------------------------- readers: one incremental reader per run
 
 
-def checked_reader(store: RunStore, run: str) -> RunReader:
-    """A reader of a run whose config.json every page can draw; RunStoreError saying what is damaged otherwise (the
-    reliability probe's tampered family: "num_layers": "many", or no "model", raised on Train, Attention and
-    Circuits). The engine's RunReader stays lenient: it reads runs of any age and partial test folders."""
-    rd = store.reader(run)
+def checked_reader(run_dir: Path) -> RunReader:
+    """A reader of the existing run folder `run_dir` (RunStore.existing) whose config.json every page can draw;
+    RunStoreError saying what is damaged otherwise (the reliability probe's tampered family: "num_layers": "many",
+    or no "model", raised on Train, Attention and Circuits). The engine's RunReader stays lenient: it reads runs of
+    any age and partial test folders."""
+    rd = RunReader(run_dir)
     if problem := config_problem(rd.config()):
-        raise RunStoreError(f"run {run}'s config.json is damaged ({problem}); it cannot be shown.")
+        raise RunStoreError(f"run {run_dir.name}'s config.json is damaged ({problem}); it cannot be shown.")
     return rd
 
 
@@ -297,7 +314,7 @@ def reader(store: RunStore, run: str | None) -> RunReader | None:
     rd = readers.get(run)
     if rd is None:
         try:
-            rd = readers[run] = checked_reader(store, run)
+            rd = readers[run] = checked_reader(store.existing(run))
         except RunStoreError:
             return None
     else:
