@@ -601,3 +601,72 @@ def test_delete_refuses_a_run_another_process_writes(store: RunStore):
         proc.wait()
     store.delete(run_id, wait_s=5)  # the holder is gone: the lock went with it
     assert not run_dir.exists()
+
+
+def _induction_record(step: int, score: float, gap: float) -> dict:
+    """A score record of a 2-layer, 2-head model whose best induction head scores `score` (the others stay low) and
+    whose second copy of the repeated probe is `gap` nats cheaper than the first."""
+    return {
+        "step": step,
+        "roles": {"induction": [[0.05, 0.04], [score, 0.06]]},
+        "copy_loss": {"first": 3.0, "second": 3.0 - gap},
+    }
+
+
+def _copyvar_like(step: int) -> tuple[float, float]:
+    """The copyvar run of issue 23 finding 5: flat, then the phase change at steps 1140-1260, then a slow rise."""
+    rise = min(1.0, max(0.0, (step - 1140) / 120))
+    return 0.05 + 0.5 * rise + 0.00002 * step, 2.0 * rise
+
+
+def test_snapshots_and_checkpoints_inside_a_phase_change_survive_a_long_run(tmp_path):
+    """Issue 23 finding 5: the copyvar induction run had no checkpoint between steps 800 and 1600, so ablation and
+    the logit lens could not be run inside its phase change (1140-1260). The loop feeds every score record to its
+    Moments, and retention keeps what lies inside the jump (and one either side) among snapshots and checkpoints,
+    at any run length; without those pins the thinning leaves none there."""
+    from tinygpt.inside.heads import phase_change
+    from tinygpt.runs.moments import Moments
+    from tinygpt.runs.retention import checkpoints_to_drop
+
+    moments, records = Moments(), []
+    (tmp_path / "run").mkdir()
+    writer = RunWriter(tmp_path / "run")
+    checkpoints: list[int] = []
+    for step in range(0, 20_001, 10):
+        records.append(_induction_record(step, *_copyvar_like(step)))
+        moments.add_scores(records[-1])
+        writer.write_attention(step, np.zeros((1, 1, 2, 2)), "ab", ["a", "b"], horizon=20_000, pin=moments.pins)
+        if step % 100 == 0:
+            checkpoints.append(step)
+            for gone in checkpoints_to_drop(checkpoints, horizon=20_000, pinned=moments.pins(checkpoints)):
+                checkpoints.remove(gone)
+    snapshots = [s["step"] for s in writer._attn_index["snapshots"]]
+    change = phase_change(records)
+    assert change.found and 1140 <= change.score.step <= 1260 and 1140 <= change.gap.step <= 1260
+    assert [s for s in checkpoints if 1140 <= s <= 1260] == [1200]  # every checkpoint inside the jump ...
+    assert 1100 in checkpoints and 1300 in checkpoints  # ... and one either side of it
+    inside = [s for s in snapshots if 1140 <= s <= 1260]
+    assert len(inside) >= 8 and change.score.step in snapshots and change.gap.step in snapshots
+    assert len(snapshots) <= 64 + 64 and len(checkpoints) <= 12 + 12
+    unpinned = [
+        s for s in range(0, 20_001, 100) if s not in checkpoints_to_drop(list(range(0, 20_001, 100)), horizon=20_000)
+    ]
+    assert not [s for s in unpinned if 800 < s < 1600]  # what the run kept before: nothing inside the change
+
+
+def test_a_slow_rise_over_a_whole_run_pins_a_bounded_number_of_snapshots():
+    from tinygpt.runs.moments import MAX_WINDOW_PINS, Moments
+
+    moments = Moments(scores=[_induction_record(s, 0.05 + s / 20_000, 0.0) for s in range(0, 10_001, 10)])
+    assert moments.windows()  # a rise of 0.5 counts as a jump, spread over the run
+    assert len(moments.pins(range(0, 10_001, 10))) <= MAX_WINDOW_PINS + 2
+
+
+def test_moments_pin_around_applied_knob_changes_and_divergences_only():
+    from tinygpt.runs.moments import Moments
+
+    moments = Moments(events=[
+        {"step": 450, "kind": "knob", "ok": True}, {"step": 650, "kind": "knob", "ok": False},
+        {"step": 820, "kind": "diverged"}, {"step": 900, "kind": "clip"}, {"kind": "nonfinite"},
+    ])  # fmt: skip
+    assert moments.pins(range(0, 1001, 100)) == [400, 500, 800, 900]

@@ -344,6 +344,27 @@ def find_jump(points: Sequence[tuple[int, float]], min_rise: float) -> Jump | No
     return Jump(step=steps[i], onset=steps[onset], before=values[onset], after=values[-1])
 
 
+def jump_window(points: Sequence[tuple[int, float]], min_rise: float) -> tuple[int, int] | None:
+    """(first, last) step of a jump in (step, value) points: from its onset (`find_jump`) to the first point at or
+    above 90% of the rise, so the midpoint crossing that the charts mark lies inside it. None without a jump."""
+    jump = find_jump(points, min_rise)
+    if jump is None:
+        return None
+    start, end = points[0][1], float(np.median([v for _, v in points[-3:]]))
+    top = start + 0.9 * (end - start)
+    last = next((s for s, v in points if s >= jump.step and v >= top), points[-1][0])
+    return jump.onset, last
+
+
+def phase_point(record: dict) -> tuple[float | None, float | None]:
+    """One score record's (best induction score, first-copy minus second-copy loss): the two series whose jumps
+    make the phase change (`phase_change`), for a caller that follows them record by record (the training loop
+    keeps the snapshots and checkpoints inside the jump: tinygpt.runs.retention.Moments)."""
+    best = best_series([record])
+    gap = copy_loss_series([record])
+    return (best[0]["score"] if best else None), (gap[0]["gap"] if gap else None)
+
+
 @dataclass
 class PhaseChange:
     """The induction-head phase change in one run's score records (Olsson et al. 2022, sec. 3)."""

@@ -4,9 +4,11 @@ its sha256, so config.json and every checkpoint stay small; a corpus.txt edited 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 
+from ..config import DataConfig, RunConfig
 from ..errors import RunStoreError
 from .files import CORPUS_FILE, read_config_json, write_atomic
 
@@ -58,3 +60,16 @@ def read_corpus(run_dir: str | Path, sha256: str | None = None) -> str:
             f"{corpus_sha256(text)[:12]}..., expected {expected[:12]}...): put the original back, or start a new run."
         )
     return text
+
+
+def corpus_config(run_dir: Path, config: RunConfig) -> DataConfig:
+    """The DataConfig the training loop loads a run's corpus from, text included. A "text" corpus lives in the run
+    folder's corpus.txt (store_corpus): an inline text is stored there now (a new run, or a folder from before
+    corpus.txt), and `config.data` keeps only its hash, so config.json and checkpoints stay small."""
+    data = config.data
+    if data.source != "text":
+        return data
+    if data.text:
+        config.data = DataConfig.from_dict(store_corpus(run_dir, {"data": data.to_dict()})["data"])
+        return data
+    return dataclasses.replace(data, text=read_corpus(run_dir, data.text_sha256 or None))

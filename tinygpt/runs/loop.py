@@ -42,7 +42,6 @@ Left out: gradient accumulation, multi-rank coordination (the torchrun issue), a
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import os
 import time
@@ -54,7 +53,7 @@ from typing import Any
 import torch
 
 from ..checkpoint import Checkpoint, load_model_state, rng_from_text, rng_to_text, save_checkpoint
-from ..config import DataConfig, RunConfig
+from ..config import RunConfig
 from ..data import load_corpus
 from ..device import resolve_device
 from ..errors import CheckpointError, NonFiniteError, ResourceError, TinyGPTError
@@ -64,11 +63,20 @@ from ..inside.maps import attention_maps
 from ..model import TinyGPT
 from ..trainer import Trainer
 from .control import COMMANDS, Control, NoControl
-from .corpus import read_corpus, store_corpus
+from .corpus import corpus_config
 from .divergence import DIVERGE_PATIENCE, blowup_reason, loss_limit, nonfinite_reason
-from .files import checkpoint_stem, delete_checkpoint, list_checkpoints, os_error_message, read_evals, read_events
+from .files import (
+    checkpoint_stem,
+    delete_checkpoint,
+    list_checkpoints,
+    os_error_message,
+    read_evals,
+    read_events,
+    read_scores,
+)
 from .lock import acquire_writer_lock
 from .models import pick_checkpoint
+from .moments import Moments
 from .peak import machine_peak
 from .preflight import check_memory, check_threads
 from .retention import checkpoints_to_drop
@@ -93,6 +101,7 @@ class _Loop:
         self.on_record = on_record
         self.device_name = device
         self.writer = RunWriter(run_dir)
+        self.moments = Moments()  # what retention keeps snapshots and checkpoints around; a resume reads it back
         self.paused = False
         self.budget = 0  # steps still to take after a "step n" while paused
         self.exit: tuple[str, str] | None = None  # (state, reason) once the loop should end
@@ -125,7 +134,7 @@ class _Loop:
             ckpt.config.train.max_steps = self.config.train.max_steps
             self.config = ckpt.config
         config = self.config
-        corpus = load_corpus(self.corpus_config(config), config.model.max_seq_len)
+        corpus = load_corpus(corpus_config(self.run_dir, config), config.model.max_seq_len)
         vocab = corpus.tokenizer.vocab
         if ckpt is not None and ckpt.vocab != vocab:
             raise CheckpointError("the corpus no longer has the vocabulary this checkpoint was trained with.")
@@ -147,6 +156,7 @@ class _Loop:
                 torch.set_rng_state(rng_from_text(ckpt.extra["torch_rng"]))
             self.checkpointed_step = ckpt.step
             self.best_val = self.best_val_until(ckpt.step)
+            self.moments = Moments(read_events(self.run_dir), read_scores(self.run_dir))  # rewound already
         else:
             self.writer.write_config({**config.to_dict(), "vocab": vocab, "num_params": model.num_params()})
 
@@ -168,18 +178,6 @@ class _Loop:
         self.ready = True
         reason = "training" if ckpt is None else f"training, {self.record_resume(ckpt.step, damaged)}"
         self.status("running", reason, force=True, device=str(device), queue_position=None, **speed)
-
-    def corpus_config(self, config: RunConfig) -> DataConfig:
-        """The DataConfig to load the corpus from, text included. A "text" corpus lives in the run folder's
-        corpus.txt (runs.corpus.store_corpus): an inline text is stored there now (a new run, or a folder from before
-        corpus.txt), and `config.data` keeps only its hash, so config.json and checkpoints stay small."""
-        data = config.data
-        if data.source != "text":
-            return data
-        if data.text:
-            config.data = DataConfig.from_dict(store_corpus(self.run_dir, {"data": data.to_dict()})["data"])
-            return data
-        return dataclasses.replace(data, text=read_corpus(self.run_dir, data.text_sha256 or None))
 
     def best_val_until(self, step: int) -> float | None:
         """The best val loss up to `step` (a resume abandons what came after it)."""
@@ -322,7 +320,7 @@ class _Loop:
 
     def diverge(self, record: dict) -> None:
         reason, info = nonfinite_reason(record)
-        self.writer.append_event({"step": record["step"], "kind": "nonfinite", "message": reason, **info})
+        self.write_event({"step": record["step"], "kind": "nonfinite", "message": reason, **info})
         self.stop_diverged(reason)
 
     def stop_diverged(self, reason: str) -> None:
@@ -360,11 +358,15 @@ class _Loop:
         # The same function the Attention page draws checkpoints with: no dropout on the picture, (L, H, T, T).
         weights = attention_maps(self.model, self.probe_idx)
         step, horizon = self.trainer.step_count, self.config.train.max_steps
-        self.writer.write_attention(step, weights, self.probe_text, self.probe_tokens, horizon=horizon)
         # Head-role scores, the in-context loss and the residual stream's norms (tinygpt.inside.heads): one more
-        # no-grad forward, every snapshot, kept for all of them (a few hundred bytes a line).
-        scores = snapshot_scores(self.model, weights, self.probe_idx, self.circuit_probe)
-        self.writer.append_scores({"step": step, **scores})
+        # no-grad forward, every snapshot, kept for all of them (a few hundred bytes a line). Taken before the
+        # snapshot is written, so a phase change they reveal already keeps this snapshot's neighbours.
+        record = {"step": step, **snapshot_scores(self.model, weights, self.probe_idx, self.circuit_probe)}
+        self.moments.add_scores(record)
+        self.writer.write_attention(
+            step, weights, self.probe_text, self.probe_tokens, horizon=horizon, pin=self.moments.pins
+        )
+        self.writer.append_scores(record)
 
     def evaluate(self) -> None:
         losses = self.trainer.evaluate()
@@ -397,13 +399,17 @@ class _Loop:
         stem = checkpoint_stem(self.run_dir, step)
         save_checkpoint(stem, self.model, self.config, self.vocab, step, self.trainer.state(), extra)
         self.checkpointed_step = step
-        steps, events = list_checkpoints(self.run_dir), read_events(self.run_dir)  # events.jsonl: a few kB
-        for old in checkpoints_to_drop(steps, horizon=self.config.train.max_steps, events=events):
+        steps = list_checkpoints(self.run_dir)
+        for old in checkpoints_to_drop(steps, horizon=self.config.train.max_steps, pinned=self.moments.pins(steps)):
             delete_checkpoint(self.run_dir, old)
 
     def event(self, kind: str, message: str, **fields: Any) -> None:
         step = self.trainer.step_count if self.trainer is not None else 0
-        self.writer.append_event({"step": step, "kind": kind, "message": message, **fields})
+        self.write_event({"step": step, "kind": kind, "message": message, **fields})
+
+    def write_event(self, event: dict) -> None:
+        self.writer.append_event(event)
+        self.moments.add_event(event)  # a knob change or a divergence: its checkpoints and snapshots stay
 
     def status(self, state: str | None, reason: str | None = None, force: bool = False, **fields: Any) -> None:
         """Rewrite status.json: always on a state change (force), else at most every STATUS_INTERVAL."""
@@ -457,11 +463,8 @@ def run_training(
         check_threads(threads)
         if threads:
             torch.set_num_threads(threads)
-        # Our own copy: knobs, vocab_size and a text corpus's hash are set on it. The worker's config (parsed from
-        # config.json just now) would not need one, but the tests, the lab (tinygpt/lab/results.py) and the benches
-        # train one config into several folders, and resume with it, relying on it staying as they built it.
-        # A deepcopy, not a to_dict/from_dict round trip: the same dataclasses, without re-serialising and
-        # re-validating a config that is already valid.
+        # Our own copy (knobs, vocab_size and a text corpus's hash are set on it): the tests, the lab and the benches
+        # train one config into several folders. A deepcopy: no re-serialising and re-validating a valid config.
         config = copy.deepcopy(config)
         ckpt, damaged = pick_checkpoint(run_dir, resume_from)
         if ckpt is not None:

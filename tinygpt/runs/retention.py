@@ -1,6 +1,7 @@
 """Which snapshots and checkpoints a run keeps: the early phase whole at any length (every one of the first 300
-steps or 10%, whichever is smaller), log-spaced after it, the newest few, and those around each event a chart
-marks (a knob change, a divergence), so every marked moment can be opened on Attention, Circuits and Sample.
+steps or 10%, whichever is smaller), log-spaced after it, the newest few, and those around each moment a chart
+marks (a knob change, a divergence, the phase change: tinygpt.runs.moments), so every marked moment can be opened
+on Attention, Circuits and Sample.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def retained_steps(
     early = [s for s in steps if s <= dense_until and s not in kept]
     room = budget - len(recent)
     if len(early) > int(DENSE_SHARE * room):  # a very dense schedule: keep the early phase even, the first step always
-        early = _evenly(early, int(DENSE_SHARE * room))
+        early = evenly(early, int(DENSE_SHARE * room))
     later = [s for s in steps if s > dense_until and s not in kept]
     gaps = [b - a for a, b in zip(steps, steps[1:], strict=False) if b > a]
     cadence = max(1, min(set(gaps), key=lambda g: (-gaps.count(g), g))) if gaps else 1  # the usual interval
@@ -82,7 +83,7 @@ def _log_spaced(steps: list[int], start: float, count: int, cadence: int) -> lis
         stride *= 2
 
 
-def _evenly(steps: list[int], count: int) -> list[int]:
+def evenly(steps: list[int], count: int) -> list[int]:
     """At most `count` of the sorted `steps`, evenly spread: the multiples of the smallest stride that fits, the
     stride being the run's usual interval doubled as often as needed. A kept step stays kept while the run grows
     until the stride doubles past it, so the retained set is stable from one write to the next (choosing the
@@ -110,11 +111,14 @@ def checkpoints_to_drop(
     limit: int = MAX_CHECKPOINTS,
     horizon: int | None = None,
     events: Iterable[dict] = (),
+    pinned: Iterable[int] = (),
 ) -> list[int]:
     """Which checkpoint steps to delete so at most `limit` remain (plus those around events), by the same rule as
     attention snapshots (runs.retention.retained_steps): every checkpoint of the early phase, the newest `keep_recent`,
     the rest log-spaced, so Sample and the detail view can go back to any phase of training; and the ones just
     before and after each knob change or divergence in `events` (runs.retention.event_checkpoints), so each can be
-    opened later ("resume from checkpoint N, from before it blew up" stays true)."""
-    keep = set(retained_steps(steps, limit, keep_recent, horizon, pinned=event_checkpoints(steps, events)))
+    opened later ("resume from checkpoint N, from before it blew up" stays true); and `pinned` (the training loop's
+    runs.moments.Moments.pins, which covers the events and the phase change)."""
+    pins = set(event_checkpoints(steps, events)) | set(pinned)
+    keep = set(retained_steps(steps, limit, keep_recent, horizon, pinned=pins))
     return [s for s in sorted(steps) if s not in keep]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -104,11 +105,18 @@ class RunWriter:
         f.flush()
 
     def write_attention(
-        self, step: int, weights: Any, probe_text: str, tokens: list[str], horizon: int | None = None
+        self,
+        step: int,
+        weights: Any,
+        probe_text: str,
+        tokens: list[str],
+        horizon: int | None = None,
+        pin: Callable[[list[int]], Iterable[int]] | None = None,
     ) -> None:
         """Save one (L, H, T, T) attention snapshot as float16 and drop old ones so max_snapshots remain, by
         `retained_steps`: the early phase whole (the first min(300 steps, 10% of `horizon`, the run's
-        max_steps)), the rest log-spaced to now."""
+        max_steps)), the rest log-spaced to now, and those `pin(steps)` names on top (the loop's
+        runs.moments.Moments.pins: around a knob change, a divergence, inside the phase change)."""
         array = np.asarray(weights, dtype=np.float16)  # float16 halves the disk cost; weights are in [0, 1]
         if array.ndim != 4 or array.shape[2] != array.shape[3] or array.shape[3] != len(tokens):
             raise RunStoreError(f"attention must be (L, H, T, T) with T = {len(tokens)} tokens, got {array.shape}.")
@@ -117,7 +125,9 @@ class RunWriter:
         write_atomic(self._attn_dir / name, lambda f: np.save(f, array, allow_pickle=False))
         snapshots = [s for s in self._attn_index.get("snapshots", []) if s["step"] != int(step)]
         snapshots = sorted(snapshots + [{"step": int(step), "file": name}], key=lambda s: s["step"])
-        keep = set(retained_steps([snap["step"] for snap in snapshots], self.max_snapshots, horizon=horizon))
+        steps = [snap["step"] for snap in snapshots]
+        pinned = pin(steps) if pin is not None else ()
+        keep = set(retained_steps(steps, self.max_snapshots, horizon=horizon, pinned=pinned))
         dropped = [snap for snap in snapshots if snap["step"] not in keep]
         snapshots = [snap for snap in snapshots if snap["step"] in keep]
         self._attn_index = {"probe_text": probe_text, "tokens": list(tokens), "snapshots": snapshots}
