@@ -145,7 +145,7 @@ st.caption(
 )
 state.init(state.W_CIRC_OFF, off_now)
 chosen = st.multiselect("Heads to switch off", names, key=state.W_CIRC_OFF, disabled=not live)
-if st.button("Apply", key="circ_apply", disabled=not live or not room.can_control(config)):
+if st.button("Apply", key="circ_apply", disabled=not live or not room.can_control(config, rd.run_id)):
     try:
         request = resources.get_manager().set_knob(
             run_id, "ablated_heads", view.heads_text(chosen), actor=room.current()

@@ -11,7 +11,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.knobs import knobs_now
-from tinygpt.runs.owners import read_hold
+from tinygpt.runs.owners import read_hold, read_owner
 from tinygpt.ui import admission, bundle, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, curves, heatmaps
 
@@ -42,9 +42,9 @@ st.subheader("One run")
 if state.get(state.W_RUNS_PICK) not in ids:
     state.put(state.W_RUNS_PICK, current if current in ids else ids[0])
 pick = st.selectbox("Run", ids, format_func=_label, key=state.W_RUNS_PICK)
-mine = (
-    room.can_control(store.reader(pick).config()) if by_id[pick]["state"] != "unreadable" else room.current().instructor
-)
+# The owner part of config.json decides it (owners.read_owner): no RunReader is built just for that.
+readable = by_id[pick]["state"] != "unreadable"
+mine = room.can_control(read_owner(store.path(pick)), pick) if readable else room.current().instructor
 b = st.columns(5)
 if b[0].button("Open", help="Make it the current run of every page (read-only if it is not yours)", width="stretch"):
     state.set_run_id(pick)

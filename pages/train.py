@@ -31,7 +31,7 @@ status = rd.status() if rd else {}
 run_state = status.get("state")
 live = resources.is_live(run_id)
 learner = room.current()
-mine = rd is None or room.can_control(rd.config())  # others' runs: watch, compare, sample; no controls
+mine = rd is None or room.can_control(rd.config(), run_id)  # others' runs: watch, compare, sample; no controls
 
 form.seed_form(store, run_id)
 left, right = st.columns([1.2, 2], gap="large")
