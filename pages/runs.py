@@ -80,7 +80,7 @@ if b[4].button("Share (read-only)", help="A link that opens this run for others 
 
 
 def _bundle() -> bytes:
-    rd = store.reader(pick)
+    rd = resources.run_reader(store, pick)
     config = rd.config()
     vocab_size = len(config.get("vocab") or []) or 65
     knobs = knobs_now(config, rd.events)
@@ -121,7 +121,7 @@ if pending and pending in ids:
         except TinyGPTError as e:
             st.error(safe.md(e))
         else:
-            state.forget_reader(pending)
+            state.forget_reader(store, pending)
             if pending == current:
                 state.set_run_id(None)
             state.flash("success", f"Deleted run {pending}.")

@@ -60,11 +60,11 @@ def test_a_learner_cannot_change_anothers_run_and_the_instructor_can(runs_dir):
     ben = app_as(BEN, {"run": run_id})  # Anna's address bar, copied: Ben gets his own session
     assert state.RUN_ID not in ben.session_state
     assert any("another learner" in str(w.value).replace("\\", "") for w in ben.warning)
-    # Refused on the owner read from config.json alone: no RunReader was built (nor cached) for Anna's run.
-    assert state.READERS not in ben.session_state or run_id not in ben.session_state[state.READERS]
     ben = app_as(BEN, {"run": run_id, "view": "1"})  # a read-only share: Ben watches, cannot steer
     assert ben.session_state[state.RUN_ID] == run_id
     assert ben.session_state[state.CONTROL][(run_id, BEN)] is False  # decided once, for the frame and the page
+    shared = resources.reader_pool()
+    assert shared.get(RunStore(runs_dir).path(run_id)) is shared.get(RunStore(runs_dir).path(run_id))  # one reader
     assert all(button(ben, label).disabled for label in ("Pause", "Resume", "Step", "Stop"))
     manager = resources.get_manager()
     for command in (manager.pause, manager.stop, manager.resume):

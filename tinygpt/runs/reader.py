@@ -1,6 +1,7 @@
 """RunReader: how a page reads a run live, polling its folder: JSON-lines tails read by byte offset (whole lines
 only), series thinned to a budget so memory stays flat at any run length, every record checked where it is read
-(tinygpt/runs/check.py).
+(tinygpt/runs/check.py). One reader may serve many threads (the app shares one per run between every browser
+session of a server): polling and every read of its series hold its lock, and each read returns a list of its own.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import threading
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -144,6 +146,7 @@ class RunReader:
         self._config: dict = {}
         self._status: dict = {}
         self._attn_index: dict = {}
+        self._lock = threading.RLock()  # poll() appends to the series that the properties below copy
         for name in JSONL_FILES:
             self._reset(name)
         self.poll()
@@ -171,6 +174,10 @@ class RunReader:
 
     def poll(self) -> bool:
         """Read what was appended or replaced since the last poll; True (and `version` + 1) if anything was."""
+        with self._lock:
+            return self._poll()
+
+    def _poll(self) -> bool:
         changed = False
         sinks = {
             "metrics": lambda r: self._metrics.append(r),
@@ -232,21 +239,25 @@ class RunReader:
 
     @property
     def metrics(self) -> list[dict]:
-        return self._metrics.records
+        with self._lock:
+            return self._metrics.records
 
     @property
     def evals(self) -> list[dict]:
-        return self._evals.records
+        with self._lock:
+            return self._evals.records
 
     @property
     def events(self) -> list[dict]:
-        merged = dict(self._events_kept)
-        merged.update(self._events_recent)
+        with self._lock:
+            merged = dict(self._events_kept)
+            merged.update(self._events_recent)
         return [merged[seq] for seq in sorted(merged)]
 
     @property
     def samples(self) -> list[dict]:
-        return list(self._samples)
+        with self._lock:
+            return list(self._samples)
 
     def attention_index(self) -> dict:
         return self._attn_index

@@ -19,6 +19,7 @@ import torch
 
 from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
+from tinygpt.errors import RunStoreError
 from tinygpt.inside import heads, lens
 from tinygpt.inside.maps import encode_probe
 from tinygpt.lab import induction
@@ -258,9 +259,9 @@ def experiment_state(store, runs: dict[str, str]) -> tuple[dict[str, RunReader],
     """(readers, score records, all ended) of an experiment's runs; readers missing runs are left out."""
     readers, records = {}, {}
     for label, run_id in runs.items():
-        try:
-            rd = readers[label] = store.reader(run_id)
-        except Exception:  # noqa: BLE001 - a deleted run: left out
+        try:  # the server's shared reader: a long run is parsed once, not at every script run of every learner
+            rd = readers[label] = resources.run_reader(store, run_id)
+        except RunStoreError:  # a deleted or damaged run: left out
             continue
         records[label] = scores(rd.run_dir)
     ended = bool(readers) and all(rd.status().get("state") in ENDED_STATES for rd in readers.values())

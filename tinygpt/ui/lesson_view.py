@@ -17,7 +17,7 @@ import numpy as np
 import streamlit as st
 
 from tinygpt.config import DataConfig
-from tinygpt.errors import TinyGPTError
+from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.lab.registry import EXPERIMENTS
@@ -197,22 +197,12 @@ def set_up(step: Step, actor: Actor) -> None:
 _LOCK = threading.Lock()
 
 
-@st.cache_resource(show_spinner=False)
-def _readers() -> dict:
-    """One incremental reader per run, shared by every pane on the server (20 learners follow the same runs)."""
-    return {}
-
-
 def _reader(run_id: str):
-    readers = _readers()
-    rd = readers.get(run_id)
-    if rd is None:
-        store = resources.get_store()
-        if not store.exists(run_id):
-            return None
-        rd = readers[run_id] = store.reader(run_id)
-    rd.poll()
-    return rd
+    """The server's shared reader of a run (resources.ReaderPool: 20 learners follow the same runs), or None."""
+    try:
+        return resources.run_reader(resources.get_store(), run_id)
+    except RunStoreError:
+        return None
 
 
 def _run_data(run_id: str) -> RunData | None:

@@ -15,20 +15,20 @@ Deliberately left out: anything that must outlive a browser session (that lives 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from tinygpt.errors import RunStoreError
-from tinygpt.runs.check import config_problem
 from tinygpt.runs.files import validate_run_id
 from tinygpt.runs.owners import read_owner
 from tinygpt.runs.reader import RunReader
 from tinygpt.runs.store import RunStore
+from tinygpt.ui import resources
 from tinygpt.ui.safe import md
 
 URL_RUN = "run"  # the query parameter that carries the run id
@@ -40,7 +40,6 @@ LEARNER = "learner"  # tinygpt.runs.owners.Actor: this browser's learner (tinygp
 LEARNER_COOKIES = "learner_cookies"  # {cookie: value} the frame still has to write (a new learner, a rename)
 PENDING_START = "pending_start"  # {"action", "what"}: a start waiting for "stop my other run first?" (admission)
 URL_VIEW = "view"  # ?view=1: a shared link to someone else's run, opened read-only
-READERS = "readers"  # {run_id: RunReader}
 CONTROL = "control"  # {(run_id, Actor): bool}: may that actor change that run (control_decision), decided once
 KNOB_NOTES = "knob_notes"  # {knob: {"value", "request"}}: live knob changes the page follows until answered
 STEP_REQUESTED_AT = "step_requested_at"  # unix time of the last Step click: refresh a paused run's view briefly
@@ -256,9 +255,7 @@ def sync_run_id(store: RunStore, may_attach: Callable[[dict, str], bool] = lambd
                     "that link points at another learner's run, so it opened your own session. To show a run to "
                     "others, use 'Share (read-only)' on the Runs page."
                 )
-            readers = st.session_state.setdefault(READERS, {})
-            if from_url not in readers:  # a damaged run is refused here, with why; the page then reads this reader
-                readers[from_url] = checked_reader(run_dir)
+            resources.reader_pool().get(run_dir)  # a damaged run is refused here, with why; pages read this reader
             st.session_state[RUN_ID] = attached = from_url
             if st.query_params.get(URL_VIEW) == "1":
                 st.session_state[SHARED_OPEN] = st.session_state[SHARED_RUN] = from_url
@@ -295,35 +292,21 @@ def control_decision(run: str, actor: Any, decide: Callable[[], bool]) -> bool:
 # ---------------------------------------------------------------- readers: one incremental reader per run
 
 
-def checked_reader(run_dir: Path) -> RunReader:
-    """A reader of the existing run folder `run_dir` (RunStore.existing) whose config.json every page can draw;
-    RunStoreError saying what is damaged otherwise (the reliability probe's tampered family: "num_layers": "many",
-    or no "model", raised on Train, Attention and Circuits). The engine's RunReader stays lenient: it reads runs of
-    any age and partial test folders."""
-    rd = RunReader(run_dir)
-    if problem := config_problem(rd.config()):
-        raise RunStoreError(f"run {run_dir.name}'s config.json is damaged ({problem}); it cannot be shown.")
-    return rd
-
-
 def reader(store: RunStore, run: str | None) -> RunReader | None:
-    """The session's reader of a run, polled (reads only what is new). None if there is no such run."""
+    """The reader of a run, polled (reads only what is new): the server's one shared reader of it, not one per
+    session (resources.ReaderPool). None if there is no such run or no page can draw it."""
     if not run:
         return None
-    readers: dict[str, RunReader] = st.session_state.setdefault(READERS, {})
-    rd = readers.get(run)
-    if rd is None:
-        try:
-            rd = readers[run] = checked_reader(store.existing(run))
-        except RunStoreError:
-            return None
-    else:
-        rd.poll()
-    return rd
+    try:
+        return resources.run_reader(store, run)
+    except RunStoreError:
+        return None
 
 
-def forget_reader(run: str) -> None:
-    st.session_state.setdefault(READERS, {}).pop(run, None)
+def forget_reader(store: RunStore, run: str) -> None:
+    """The run was deleted: drop its shared reader."""
+    with contextlib.suppress(RunStoreError):
+        resources.reader_pool().forget(store.path(run))
 
 
 # ---------------------------------------------------------------- one-shot messages
