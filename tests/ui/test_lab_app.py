@@ -223,3 +223,14 @@ def test_a_corpus_a_pitfall_was_measured_not_to_show_on_is_said_before_the_runs_
     at.selectbox(key=state.W_LAB_SOURCE).set_value("Synthetic: copy").run()
     [said] = [w.value for w in at.warning if "does not show on this corpus" in w.value]
     assert "copying wants one-hot attention" in said and "0 of 5 seeds" in said
+
+
+def test_a_corpus_the_benchmark_never_ran_a_pitfall_on_is_said_to_be_unmeasured(runs_dir):
+    """The picker offers every synthetic task, the benchmark measured the copy task only: on the others the page
+    says the verdict stands on the runs alone, and says nothing of the kind where it was measured."""
+    at = open_experiments({"experiment": "mask"})
+    assert not [i for i in at.info if "Not benchmarked" in i.value]
+    at.selectbox(key=state.W_LAB_SOURCE).set_value("Synthetic: sort").run()
+    assert [i for i in at.info if "Not benchmarked on this corpus" in i.value]
+    at.selectbox(key=state.W_LAB_SOURCE).set_value("Synthetic: copy").run()
+    assert not [i for i in at.info if "Not benchmarked" in i.value]

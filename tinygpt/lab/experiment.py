@@ -12,6 +12,8 @@ from ..config import RunConfig
 from ..presets import preset
 from .verdict import ENDED, RunResult, Verdict
 
+MEASURED_SOURCES = ("shakespeare", "synthetic:copy", "text")  # the corpora of BENCHMARKS.md's pitfall grid
+
 
 @dataclass
 class Experiment:
@@ -30,6 +32,11 @@ class Experiment:
     # Corpora on which the effect was measured not to show, with why (BENCHMARKS.md, every pitfall x 3 corpora):
     # the page says so before the runs start, and the verdict names the clause that failed.
     does_not_show_on: dict[str, str] = field(default_factory=dict)
+
+    def measured_on(self, source: str) -> bool:
+        """Whether the benchmark (tinygpt.bench.pitfalls: every pitfall x 3 corpora x 5 seeds) ran it on `source`:
+        Tiny Shakespeare, the copy task, English prose (a learner's own text is "text"), or its own corpus."""
+        return source == self.source or source in MEASURED_SOURCES
 
     def configs(
         self, seed: int = 1337, source: str = "shakespeare", text: str = "", overrides: dict[str, Any] | None = None

@@ -61,6 +61,12 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
         choice.pasted = column.text_area("Text to train on", key=state.W_LAB_PASTE, height=120)
     if why := experiment.does_not_show_on.get(choice.source):
         column.warning(f"Measured: this pitfall does not show on this corpus: {why}.", icon=":material/info:")
+    elif not experiment.measured_on(choice.source):
+        column.info(
+            "Not benchmarked on this corpus (the benchmark ran every pitfall on Tiny Shakespeare, the copy task and "
+            "English prose). The verdict below is judged from these runs alone, so it still says whether it showed.",
+            icon=":material/info:",
+        )
     return choice
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from ...model import Block
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, decide, fmt, gt3, never_reached, say
+from ..verdict import RunResult, Verdict, decide, difference_margin, fmt, gt3, never_reached, say
 
 EXPECTED = "detached: first-layer gradient norm below 1% of the residual model's, and a higher loss"
+RESIDUAL_WORSE = 0.1  # nats: "the loss stalls" is at least this much worse, or the runs' own noise if larger
 
 
 def judge(results: dict[str, RunResult]) -> Verdict:
@@ -20,19 +21,22 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "train loss, detached": bad.final_train_loss,
         "train loss, residual": good.final_train_loss,
     }
+    margin = difference_margin(RESIDUAL_WORSE, good, bad)
+    observed["worse margin (nats)"] = margin
     claims = ["a vanishing first-layer gradient", "a higher final loss"]
     if broken := never_reached(EXPECTED, {"detached": bad, "residual": good}, claims, observed):
         return broken
     vanishes = None if ratio is None else ratio < 1e-2
-    stalls = gt3(bad.final_train_loss, good.final_train_loss, 0.1)
+    stalls = gt3(bad.final_train_loss, good.final_train_loss, margin)
     sentence = (
         f"First-layer attention gradient norm: {fmt(first_bad, 6)} detached vs {fmt(first_good, 4)} with the "
         f"residual ({'n/a' if ratio is None else f'{ratio:.1e}x'}); final train loss {fmt(bad.final_train_loss)} vs "
-        f"{fmt(good.final_train_loss)} ({say(stalls, 'stalls', 'does not stall', 'not compared')})."
+        f"{fmt(good.final_train_loss)}, needs {margin:.2f} more "
+        f"({say(stalls, 'stalls', 'does not stall', 'not compared')})."
     )
     clauses = {
         "the detached first-layer gradient norm under 1% of the residual one's": vanishes,
-        "a final loss at least 0.1 nats higher detached": stalls,
+        f"a final loss at least {margin:.2f} nats higher detached": stalls,
     }
     return decide(EXPECTED, clauses, observed, sentence)
 
