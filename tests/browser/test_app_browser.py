@@ -28,6 +28,22 @@ def choose(page: Page, label: str, option: str) -> None:
     expect(page.get_by_role("combobox", name=label, exact=True)).to_have_value(option)
 
 
+def switch_on(page: Page, label: str) -> None:
+    """Turn a toggle on. A click that lands while a rerun redraws the page can be lost (CI stop 30: the Attention
+    page's Toy mode stayed off under load), so it is clicked again until the switch says it is on."""
+    switch = page.get_by_role("switch", name=label, exact=True)
+    for attempt in range(4):
+        if switch.is_checked():
+            return
+        page.get_by_text(label, exact=True).click()
+        try:
+            expect(switch).to_be_checked(timeout=5_000)
+            return
+        except AssertionError:
+            if attempt == 3:
+                raise
+
+
 def choose_containing(page: Page, label: str, text: str) -> None:
     """Pick the first option of a selectbox whose label contains `text` (e.g. a run id's start)."""
     pick(page, label, page.get_by_role("option").filter(has_text=text).first)

@@ -17,7 +17,7 @@ from helpers import tiny_config
 from layout_probe import KNOWN_LEFT, probe_layout
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
-from test_app_browser import idle, no_exception, snap
+from test_app_browser import idle, no_exception, snap, switch_on
 
 from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore
@@ -122,7 +122,7 @@ def walk(browser, app_server: str, runs: dict[str, str], shots, only: tuple[str,
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
     settle(page)
     check("attention-grid")
-    page.get_by_text("Toy mode", exact=True).click()
+    switch_on(page, "Toy mode")
     expect(page.locator(".js-plotly-plot").nth(2)).to_contain_text("weights: query", timeout=60_000)
     settle(page)
     check("attention-toy-masks")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from playwright.sync_api import expect
-from test_app_browser import button, choose, go, idle, no_exception, set_number, snap, wait_step_above
+from test_app_browser import button, choose, go, idle, no_exception, set_number, snap, switch_on, wait_step_above
 
 
 def shoot(locator, path, tries: int = 5) -> None:
@@ -83,7 +83,7 @@ def test_projector_screens_and_readable_attention(app_server, app_runs, browser,
     page = context.new_page()
     page.goto(f"{app_server}/attention?run={run_id}&view=1")  # another browser: a read-only share of the run
     expect(page.get_by_role("heading", name="tinygpt · Attention")).to_be_visible()
-    page.get_by_text("Toy mode", exact=True).click()
+    switch_on(page, "Toy mode")
     expect(page.get_by_text(re.compile(r"All heads · checkpoint at step \d+"))).to_be_visible(timeout=30_000)
     detail = page.locator(".js-plotly-plot").nth(1)
     expect(detail).to_contain_text(re.compile(r"-?\d\.\d\d"))  # numbers drawn in the cells
