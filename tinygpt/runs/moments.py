@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..inside.heads import MIN_GAP_RISE, MIN_SCORE_JUMP, jump_window, phase_point
-from .retention import PINNED_EVENTS, evenly
+from .retention import PINNED_EVENTS, evenly, event_checkpoints
 
 MAX_WINDOW_PINS = 16  # a slow rise over a whole run would otherwise pin every snapshot of it
 
@@ -20,7 +20,7 @@ class Moments:
     it every event and score record it writes, so no file is read back per snapshot."""
 
     def __init__(self, events: Iterable[dict] = (), scores: Iterable[dict] = ()):
-        self.event_steps: list[int] = []
+        self.events: list[dict] = []  # the events retention keeps steps around (retention.event_checkpoints)
         self.score_points: list[tuple[int, float]] = []  # (step, best induction score)
         self.gap_points: list[tuple[int, float]] = []  # (step, first-copy loss - second-copy loss)
         for event in events:
@@ -29,12 +29,8 @@ class Moments:
             self.add_scores(record)
 
     def add_event(self, event: dict) -> None:
-        if event.get("kind") not in PINNED_EVENTS or event.get("ok") is False:  # a refused knob changed nothing
-            return
-        try:
-            self.event_steps.append(int(event["step"]))
-        except (KeyError, TypeError, ValueError):
-            pass
+        if event.get("kind") in PINNED_EVENTS:  # the rest (a refused knob, a bad step) is event_checkpoints' to judge
+            self.events.append(event)
 
     def add_scores(self, record: dict) -> None:
         score, gap = phase_point(record)
@@ -53,9 +49,7 @@ class Moments:
         change did), and every one inside a phase change's window (at most MAX_WINDOW_PINS, evenly) with the one
         before and the one after it."""
         steps = sorted(set(steps))
-        out: set[int] = set()
-        for at in self.event_steps:
-            out.update([s for s in steps if s <= at][-1:] + [s for s in steps if s > at][:1])
+        out = set(event_checkpoints(steps, self.events))
         for first, last in self.windows():
             out.update(evenly([s for s in steps if first <= s <= last], MAX_WINDOW_PINS))
             out.update([s for s in steps if s < first][-1:] + [s for s in steps if s > last][:1])
