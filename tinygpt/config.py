@@ -112,6 +112,12 @@ class TransformerConfig:
     # tensor where (B, H, T, 1) belongs; T == S in training, so it broadcasts silently. shape_contracts names it.
     shape_bug: str = "none"  # "none", or "softmax_dim": a deliberate silent broadcasting bug in attention
     shape_contracts: bool = False  # check the attention tensors' shapes every forward: a drifted one stops the run
+    # Token shift (RWKV's, Peng et al. 2023, before the MLP only): each MLP reads its normalised input mixed with the
+    # previous position's, h_t + mu * (h_{t-1} - h_t), mu (C,) learned per block from zero. Every MLP then sees the
+    # character before as well as its own, so it can learn bigram statistics from step 1, before any attention head
+    # has learned to look back. On nanoGPT's CPU model: nanoGPT's val loss in ~20% fewer steps; the same shift
+    # before attention added nothing (BENCHMARKS.md, "Time to quality, round two").
+    token_shift: bool = False
     # Use torch's fused scaled_dot_product_attention on steps that need no attention weights.
     # Only taken where it computes exactly what the explicit path computes (stable softmax).
     fused_attention: bool = True
@@ -153,6 +159,8 @@ class TransformerConfig:
                 )
         if not isinstance(self.zeroed_probes, str):
             raise ConfigError(f"zeroed_probes names probe points, comma-separated; got {self.zeroed_probes!r}.")
+        if not isinstance(self.token_shift, bool):
+            raise ConfigError(f"token_shift is on or off (true or false), got {self.token_shift!r}.")
         if self.shape_bug not in SHAPE_BUGS:
             raise ConfigError(f"shape_bug must be one of {', '.join(SHAPE_BUGS)}; got {self.shape_bug!r}.")
 

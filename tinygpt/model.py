@@ -59,6 +59,8 @@ class KVCache:
         self.keys = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)]
         self.values = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)]
         self.length = 0  # positions filled so far, the same for every layer
+        # Token shift: each layer's last MLP input (B, 1, C), the next token's previous position (Block.mlp_input).
+        self.last_inputs: dict[int, torch.Tensor] = {}
 
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Store the new positions' k, v (B, H, T_new, D); return all keys and values so far (B, H, S, D)."""
@@ -148,6 +150,24 @@ class Block(nn.Module):
         self.hook_resid_mid = Probe()  # (B, T, C) after attention added its part
         self.hook_skip_mlp = Probe()  # (B, T, C) the stream carried past the MLP
         self.hook_resid_post = Probe()  # (B, T, C) after the MLP added its part
+        # Token shift (config.token_shift): how much of the previous position's input the MLP mixes in, per channel,
+        # from zero (the plain block). A vector: AdamW without decay, like the LayerNorm gains.
+        self.shift_mlp = nn.Parameter(torch.zeros(config.hidden_dim)) if config.token_shift else None  # (C,)
+
+    def mlp_input(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
+        """What the MLP reads of the stream x (B, T, C): ln_2(x), and with token shift each row t mixed with the
+        row before it, h_t + mu * (h_{t-1} - h_t). Row 0 has no previous position in its window (zeros), unless a
+        KV cache holds the one before it."""
+        h = self.ln_2(x)  # (B, T, C)
+        if self.shift_mlp is None:
+            return h
+        first = cache.last_inputs.get(layer) if cache is not None and cache.length else None
+        if first is None:
+            first = h.new_zeros(h.shape[0], 1, h.shape[2])  # (B, 1, C)
+        previous = torch.cat([first, h[:, :-1]], dim=1)  # (B, T, C): row t holds h_{t-1}
+        if cache is not None:
+            cache.last_inputs[layer] = h[:, -1:]  # (B, 1, C): the next token's previous position
+        return torch.lerp(h, previous, self.shift_mlp)
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
         x = self.hook_resid_pre(x)
@@ -155,7 +175,7 @@ class Block(nn.Module):
         # (the residual experiment detaches it at these probes) and lower layers learn only through the
         # sublayers' own Jacobians, which shrink the gradient layer after layer.
         x = self.hook_resid_mid(self.hook_skip_attn(x) + self.attn(self.ln_1(x), cache, layer))
-        return self.hook_resid_post(self.hook_skip_mlp(x) + self.mlp(self.ln_2(x)))
+        return self.hook_resid_post(self.hook_skip_mlp(x) + self.mlp(self.mlp_input(x, cache, layer)))
 
 
 @dataclass

@@ -161,6 +161,72 @@ def value_residual(mix: float) -> Callable[[Trainer], None]:
     return patch
 
 
+def _add_gain(trainer: Trainer, name: str, param: nn.Parameter) -> None:
+    """Give a lever's new vector parameter to AdamW's no-decay group and to the per-group diagnostics (as ln_f)."""
+    adamw = trainer.optimizer.optimizers[-1] if hasattr(trainer.optimizer, "optimizers") else trainer.optimizer
+    adamw.param_groups[1]["params"].append(param)
+    trainer.named_params.append((name, param))
+    trainer._group_index = torch.cat([trainer._group_index, trainer._group_index[-1:]])
+
+
+def _previous(x: torch.Tensor) -> torch.Tensor:
+    """x (B, T, C) moved one position later: row t holds x[:, t - 1], row 0 holds zeros (nothing before it)."""
+    return F.pad(x, (0, 0, 1, 0))[:, :-1]
+
+
+def smear(trainer: Trainer) -> None:
+    """Each position's embedding (B, T, C) plus a learned per-channel share of the previous character's:
+    x_t + g * x_{t-1}, g (C,) from zero. A bigram feature from step 1, before any previous-token head forms."""
+    gate = nn.Parameter(torch.zeros(trainer.model.config.hidden_dim))
+    _add_gain(trainer, "smear.gate", gate)
+    trainer.model.blocks[0].hook_resid_pre.register_forward_hook(lambda _m, _i, x: x + gate * _previous(x))
+
+
+def token_shift(parts: tuple[str, ...]) -> Callable[[Trainer], None]:
+    """RWKV's token shift before every attention and MLP: the sublayer reads x_t + mu * (x_{t-1} - x_t) of its
+    normalised input (B, T, C), mu (C,) per sublayer from zero, so every layer can mix in the previous character."""
+
+    def patch(trainer: Trainer) -> None:
+        for i, block in enumerate(trainer.model.blocks):
+            for part, norm in (("attn", block.ln_1), ("mlp", block.ln_2)):
+                if part not in parts:
+                    continue
+                mu = nn.Parameter(torch.zeros(trainer.model.config.hidden_dim))
+                _add_gain(trainer, f"shift.{i}.{part}", mu)
+                norm.register_forward_hook(lambda _m, _i, x, mu=mu: torch.lerp(x, _previous(x), mu))
+
+    return patch
+
+
+def linear_to_zero(trainer: Trainer) -> None:
+    """Warmup, then a straight line from the peak to zero at max_steps (Bergsma et al. 2025: "straight to zero")."""
+
+    def current_lr() -> float:
+        c, step = trainer.config, trainer.step_count
+        if step < c.warmup_steps:
+            return lr_at(step, c.learning_rate, c.learning_rate, c.warmup_steps, c.max_steps)
+        return c.learning_rate * max(0.0, 1 - (step - c.warmup_steps) / max(1, c.max_steps - c.warmup_steps))
+
+    trainer.current_lr = current_lr
+
+
+def muon_momentum_warmup(start: float, steps: int) -> Callable[[Trainer], None]:
+    """Muon's momentum from `start` up to its 0.95 over the first `steps` steps (modded-nanogpt's ramp)."""
+
+    def patch(trainer: Trainer) -> None:
+        muon = trainer.optimizer.optimizers[0]
+        original = muon.step
+
+        def step() -> None:
+            share = min(1.0, trainer.step_count / steps)
+            muon.param_groups[0]["momentum"] = start + share * (0.95 - start)
+            original()
+
+        muon.step = step
+
+    return patch
+
+
 def combine(*patches: Callable[[Trainer], None]) -> Callable[[Trainer], None]:
     def patch(trainer: Trainer) -> None:
         for one in patches:
@@ -221,6 +287,21 @@ LEVERS: dict[str, Lever] = {
             "batch6", "batch 6 for 1200 steps (the same tokens)", dict(batch_size=6, max_steps=1200, warmup_steps=100)
         ),
         Lever("compile", "torch.compile of the model (inductor), compile time on the clock", compile=True),
+        Lever("cos_to0", "the cosine down to zero instead of lr/10", dict(min_lr=0.0)),
+        Lever("cos500_to0", "a 500-step cosine down to zero", dict(max_steps=500, min_lr=0.0)),
+        Lever("linear500_to0", "a 500-step linear decay to zero", dict(max_steps=500), patch=linear_to_zero),
+        Lever("linear600_to0", "a 600-step linear decay to zero", patch=linear_to_zero),
+        Lever("smear", "the previous character's embedding mixed into each position (learned gate)", patch=smear),
+        Lever("shift_both", "token shift before every attention and MLP", patch=token_shift(("attn", "mlp"))),
+        Lever("shift_attn", "token shift before every attention only", patch=token_shift(("attn",))),
+        Lever("shift_mlp_hook", "token shift before every MLP only, as a hook", patch=token_shift(("mlp",))),
+        Lever("shift", "token shift before every MLP (the model's token_shift)", dict(token_shift=True)),
+        Lever("shift_450", "token shift, a 450-step cosine", dict(token_shift=True, max_steps=450)),
+        Lever("shift_500", "token shift, a 500-step cosine", dict(token_shift=True, max_steps=500)),
+        Lever("shift_400", "token shift, a 400-step cosine", dict(token_shift=True, max_steps=400)),
+        Lever("betas_0.8_0.95", "AdamW betas (0.8, 0.95) for embeddings and gains", dict(beta1=0.8, beta2=0.95)),
+        Lever("wd0", "no weight decay", dict(weight_decay=0.0)),
+        Lever("muon_mom_warm", "Muon momentum 0.85 -> 0.95 over 300 steps", patch=muon_momentum_warmup(0.85, 300)),
     ]
 }
 

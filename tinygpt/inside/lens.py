@@ -152,7 +152,7 @@ def ablated_loss_sums(
         out = out.view(H * m, T, C)  # (H n, T, C), copy-major
         x = p.repeat(H, 1, 1)  # (H n, T, C): the same stream entering the layer, once per copy
         x = x + block.attn.resid_dropout(block.attn.proj(out))  # resid_mid with the head replaced
-        x = x + block.mlp(block.ln_2(x))  # the rest of `layer` (Block.forward, eval: no dropout, no detach)
+        x = x + block.mlp(block.mlp_input(x))  # the rest of `layer` (Block.forward, eval: no dropout, no detach)
         for i in range(layer + 1, len(model.blocks)):
             x = model.blocks[i](x, layer=i)  # (H n, T, C); no probe watched: the fused attention path
         logits = model.lm_head(model.ln_f(x))  # (H n, T, C) @ (C, V) -> (H n, T, V)
