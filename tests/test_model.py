@@ -209,30 +209,32 @@ def test_a_zeroed_positional_embedding_makes_one_layer_blind_to_order():
         TinyGPT(dataclasses.replace(config, zeroed_probes="hook_elsewhere"))
 
 
-def shifted(**overrides) -> TinyGPT:
+def shifted(positions: int = 2, **overrides) -> TinyGPT:
     """A tiny model with token shift whose mixes are not zero (at init they are: the plain block)."""
-    model = tiny(token_shift=True, **overrides)
+    model = tiny(token_shift=positions, **overrides)
     with torch.no_grad():
         for block in model.blocks:
-            block.shift_mlp.uniform_(0.2, 0.8)
+            for mix in block.shift_mlp:
+                mix.uniform_(0.1, 0.4)
     return model
 
 
 def test_token_shift_starts_as_the_plain_block_and_only_looks_back():
-    plain, shift = tiny(), tiny(token_shift=True)
+    plain, shift = tiny(), tiny(token_shift=2)
     x = ids()
     assert torch.allclose(plain(x), shift(x), atol=1e-6)  # mu = 0 at init: the same function, same weights
     model = shifted()
     changed = x.clone()
     changed[:, 9] = (changed[:, 9] + 1) % 11
     before, after = model(x), model(changed)
-    assert torch.equal(before[:, :9], after[:, :9])  # the previous position only: nothing earlier moves
-    assert not torch.allclose(before[:, 10], after[:, 10])  # and the next position does see position 9
+    assert torch.equal(before[:, :9], after[:, :9])  # earlier positions only: nothing before position 9 moves
+    assert not torch.allclose(before[:, 10], after[:, 10])  # and later positions do see position 9
 
 
-def test_token_shift_with_a_kv_cache_equals_full_recomputation():
-    model = shifted(max_seq_len=32)
-    prompt = ids(B=2, T=5)
+@pytest.mark.parametrize("positions", [1, 3])
+def test_token_shift_with_a_kv_cache_equals_full_recomputation(positions):
+    model = shifted(positions, max_seq_len=32)
+    prompt = ids(B=2, T=2)  # shorter than the shift: the cache starts with fewer positions than it reaches back
     cached = model.generate(prompt, 100, temperature=0, use_cache=True)
     recomputed = model.generate(prompt, 100, temperature=0, use_cache=False)
     assert torch.equal(cached, recomputed)  # the cache carries each layer's last inputs; refills start from zeros
@@ -242,12 +244,15 @@ def test_token_shift_vectors_train_with_adamw_without_decay_and_chart_with_their
     from tinygpt.config import TrainConfig
     from tinygpt.trainer import make_optimizer, param_group_name
 
-    model = tiny(token_shift=True)
+    model = tiny(token_shift=2)
     optimizer = make_optimizer(model, TrainConfig(optimizer="muon"))
     muon, adamw = optimizer.optimizers
     no_decay = {id(p) for p in adamw.param_groups[1]["params"]}
-    assert id(model.blocks[1].shift_mlp) in no_decay
+    assert all(id(mix) in no_decay for block in model.blocks for mix in block.shift_mlp)
     assert all(p.dim() == 2 for p in muon.param_groups[0]["params"])
-    assert param_group_name("blocks.1.shift_mlp") == "L1.mlp"
-    with pytest.raises(ConfigError, match="token_shift"):
-        TransformerConfig(token_shift="yes")
+    assert param_group_name("blocks.1.shift_mlp.0") == "L1.mlp"
+    for bad in ("yes", True, -1, 9):
+        with pytest.raises(ConfigError, match="token_shift"):
+            TransformerConfig(token_shift=bad)
+    with pytest.raises(ConfigError, match="past the context"):
+        TransformerConfig(token_shift=4, max_seq_len=4)

@@ -59,7 +59,7 @@ class KVCache:
         self.keys = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)]
         self.values = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)]
         self.length = 0  # positions filled so far, the same for every layer
-        # Token shift: each layer's last MLP input (B, 1, C), the next token's previous position (Block.mlp_input).
+        # Token shift: each layer's last K MLP inputs (B, K, C), the next tokens' previous positions (Block.mlp_input).
         self.last_inputs: dict[int, torch.Tensor] = {}
 
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -150,24 +150,31 @@ class Block(nn.Module):
         self.hook_resid_mid = Probe()  # (B, T, C) after attention added its part
         self.hook_skip_mlp = Probe()  # (B, T, C) the stream carried past the MLP
         self.hook_resid_post = Probe()  # (B, T, C) after the MLP added its part
-        # Token shift (config.token_shift): how much of the previous position's input the MLP mixes in, per channel,
-        # from zero (the plain block). A vector: AdamW without decay, like the LayerNorm gains.
-        self.shift_mlp = nn.Parameter(torch.zeros(config.hidden_dim)) if config.token_shift else None  # (C,)
+        # Token shift (config.token_shift = K): mu_j (C,) for j = 1..K, how much of the input j positions back the
+        # MLP mixes in, per channel, from zero (the plain block). Vectors: AdamW without decay, like the gains.
+        self.shift_mlp = nn.ParameterList(
+            nn.Parameter(torch.zeros(config.hidden_dim)) for _ in range(config.token_shift)
+        )
 
     def mlp_input(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
-        """What the MLP reads of the stream x (B, T, C): ln_2(x), and with token shift each row t mixed with the
-        row before it, h_t + mu * (h_{t-1} - h_t). Row 0 has no previous position in its window (zeros), unless a
-        KV cache holds the one before it."""
+        """What the MLP reads of the stream x (B, T, C): h = ln_2(x), and with token shift K each row t becomes
+        h_t + sum_j mu_j * (h_{t-j} - h_t), j = 1..K. Positions before the window's first are zeros (as in
+        training, where every window starts fresh), unless a KV cache holds the ones before it."""
         h = self.ln_2(x)  # (B, T, C)
-        if self.shift_mlp is None:
+        K = len(self.shift_mlp)
+        if K == 0:
             return h
-        first = cache.last_inputs.get(layer) if cache is not None and cache.length else None
-        if first is None:
-            first = h.new_zeros(h.shape[0], 1, h.shape[2])  # (B, 1, C)
-        previous = torch.cat([first, h[:, :-1]], dim=1)  # (B, T, C): row t holds h_{t-1}
+        B, T, C = h.shape
+        before = cache.last_inputs.get(layer) if cache is not None and cache.length else None  # (B, K, C)
+        if before is None:
+            before = h.new_zeros(B, K, C)
+        padded = torch.cat([before, h], dim=1)  # (B, K + T, C): row K + t holds h_t
         if cache is not None:
-            cache.last_inputs[layer] = h[:, -1:]  # (B, 1, C): the next token's previous position
-        return torch.lerp(h, previous, self.shift_mlp)
+            cache.last_inputs[layer] = padded[:, -K:]  # (B, K, C): the next tokens' previous positions
+        out = h
+        for j, mix in enumerate(self.shift_mlp, start=1):
+            out = out + mix * (padded[:, K - j : K - j + T] - h)  # (C,) * (B, T, C): row t reads h_{t-j}
+        return out
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
         x = self.hook_resid_pre(x)

@@ -55,13 +55,13 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         ),
         "run": dict(attention_every=50, sample_every=250, checkpoint_every=500),
     },
-    # The CPU speedrun: nanoGPT's CPU model, data and batch, trained to nanoGPT's val loss in well under half its
-    # wall time (BENCHMARKS.md, "Time to quality"). The levers are in PRESET_NOTES["fast"].
+    # The CPU speedrun: nanoGPT's CPU model, data and batch, trained to nanoGPT's val loss in a quarter of its wall
+    # time (BENCHMARKS.md, "Time to quality, round two"). The levers are in PRESET_NOTES["fast"].
     "fast": {
-        "model": dict(hidden_dim=128, num_layers=4, num_heads=4, max_seq_len=64),
+        "model": dict(hidden_dim=128, num_layers=4, num_heads=4, max_seq_len=64, token_shift=2),
         "train": dict(
             batch_size=12,
-            max_steps=600,
+            max_steps=400,
             warmup_steps=50,
             learning_rate=6e-3,
             beta2=0.99,
@@ -74,7 +74,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     # The Fast recipe stretched to a 2000-step cosine: val <= 1.70 within three minutes of wall time on 2 CPU cores
     # (BENCHMARKS.md, "Time to quality, round two"). Fewer evals and snapshots a step than Fast: the run is longer.
     "fast-3min": {
-        "model": dict(hidden_dim=128, num_layers=4, num_heads=4, max_seq_len=64),
+        "model": dict(hidden_dim=128, num_layers=4, num_heads=4, max_seq_len=64, token_shift=2),
         "train": dict(
             batch_size=12,
             max_steps=2000,
@@ -119,15 +119,17 @@ PRESET_NOTES: dict[str, str] = {
     "first look.",
     "nanogpt-cpu": "nanoGPT's README CPU recipe (4 layers, 4 heads, width 128, context 64, batch 12, AdamW at "
     "lr 1e-3, 2000 steps): val loss ~1.9 on Tiny Shakespeare. The yardstick the Fast preset races.",
-    "fast": "The same model, data and batch as nanoGPT CPU, built to reach the same val loss in less wall time. "
-    "Two levers: (1) Muon on the blocks' weight matrices: it orthogonalizes each update, so every direction of a "
-    "matrix learns at the same rate instead of the few that dominate the gradient; fewer steps to a given loss, "
-    "for more time per step. (2) A 6x higher peak learning rate (6e-3) with a shorter warmup (50 steps) and a "
-    "600-step cosine, which Muon takes in its stride. Embeddings, the tied head and the gains stay on AdamW. "
-    "Measured on a 2-core CPU (BENCHMARKS.md, Time to quality): 0.29-0.47x nanoGPT CPU's time, 450-600 steps "
-    "instead of 2000. Train both and compare them on Runs (wall-clock axis) to see it on this machine.",
-    "fast-3min": "The Fast recipe (Muon, lr 6e-3) on a 2000-step cosine instead of 600: it keeps learning where "
-    "Fast stops, to val ~1.70 (the text starts to look like words in verse) in about three minutes on a 2-core CPU.",
+    "fast": "The same model, data and batch as nanoGPT CPU, built to reach the same val loss in a quarter of the "
+    "wall time. Three levers: (1) Muon on the blocks' weight matrices: it orthogonalizes each update, so every "
+    "direction of a matrix learns at the same rate instead of the few that dominate the gradient. (2) Token shift: "
+    "each MLP also reads the character before its own, so letter pairs are learned from the first steps instead "
+    "of waiting for an attention head to learn to look back. (3) A 6x higher peak learning rate (6e-3), a 50-step "
+    "warmup and a 400-step cosine. Embeddings, the tied head and the gains stay on AdamW. Measured on a 2-core CPU "
+    "(BENCHMARKS.md, Time to quality, round two): nanoGPT CPU's step-2000 val loss in 325-350 steps instead of "
+    "2000. Train both and compare them on Runs (wall-clock axis) to see it on this machine.",
+    "fast-3min": "The Fast recipe (Muon, token shift, lr 6e-3) on a 2000-step cosine instead of 400: it keeps "
+    "learning where Fast stops, to val ~1.70 (the text starts to look like words in verse) well within three "
+    "minutes on a 2-core CPU.",
     "gpu": "nanoGPT's baby GPT for a GPU (6 layers, 6 heads, width 384, context 256, batch 64, dropout 0.2): val "
     "loss ~1.47 in minutes on one A100. Far too slow for a CPU.",
 }

@@ -198,6 +198,15 @@ def token_shift(parts: tuple[str, ...]) -> Callable[[Trainer], None]:
     return patch
 
 
+def two_back(trainer: Trainer) -> None:
+    """On top of token shift: each MLP also mixes in the input two positions back, h + nu * (h_{t-2} - h), nu (C,)
+    from zero: trigram features for the MLP."""
+    for i, block in enumerate(trainer.model.blocks):
+        nu = nn.Parameter(torch.zeros(trainer.model.config.hidden_dim))
+        _add_gain(trainer, f"shift2.{i}", nu)
+        block.ln_2.register_forward_hook(lambda _m, _i, h, nu=nu: torch.lerp(h, _previous(_previous(h)), nu))
+
+
 def linear_to_zero(trainer: Trainer) -> None:
     """Warmup, then a straight line from the peak to zero at max_steps (Bergsma et al. 2025: "straight to zero")."""
 
@@ -295,10 +304,27 @@ LEVERS: dict[str, Lever] = {
         Lever("shift_both", "token shift before every attention and MLP", patch=token_shift(("attn", "mlp"))),
         Lever("shift_attn", "token shift before every attention only", patch=token_shift(("attn",))),
         Lever("shift_mlp_hook", "token shift before every MLP only, as a hook", patch=token_shift(("mlp",))),
-        Lever("shift", "token shift before every MLP (the model's token_shift)", dict(token_shift=True)),
-        Lever("shift_450", "token shift, a 450-step cosine", dict(token_shift=True, max_steps=450)),
-        Lever("shift_500", "token shift, a 500-step cosine", dict(token_shift=True, max_steps=500)),
-        Lever("shift_400", "token shift, a 400-step cosine", dict(token_shift=True, max_steps=400)),
+        Lever("shift", "token shift before every MLP (the model's token_shift)", dict(token_shift=1)),
+        Lever("shift_450", "token shift, a 450-step cosine", dict(token_shift=1, max_steps=450)),
+        Lever("shift_500", "token shift, a 500-step cosine", dict(token_shift=1, max_steps=500)),
+        Lever("shift_400", "token shift, a 400-step cosine", dict(token_shift=1, max_steps=400)),
+        Lever("shift_350", "token shift, a 350-step cosine", dict(token_shift=1, max_steps=350)),
+        Lever(
+            "shift_400_lr8e-3",
+            "token shift, 400 steps at lr 8e-3",
+            dict(token_shift=1, max_steps=400, learning_rate=8e-3),
+        ),  # fmt: skip
+        Lever(
+            "shift2_400_hook",
+            "token shift and two back as a hook, 400 steps",
+            dict(token_shift=1, max_steps=400),
+            patch=two_back,
+        ),  # fmt: skip
+        Lever("shift2_400", "token shift 2 back, a 400-step cosine", dict(token_shift=2, max_steps=400)),
+        Lever("shift3_400", "token shift 3 back, a 400-step cosine", dict(token_shift=3, max_steps=400)),
+        Lever("shift4_400", "token shift 4 back, a 400-step cosine", dict(token_shift=4, max_steps=400)),
+        Lever("shift2_350", "token shift 2 back, a 350-step cosine", dict(token_shift=2, max_steps=350)),
+        Lever("shift3_350", "token shift 3 back, a 350-step cosine", dict(token_shift=3, max_steps=350)),
         Lever("betas_0.8_0.95", "AdamW betas (0.8, 0.95) for embeddings and gains", dict(beta1=0.8, beta2=0.95)),
         Lever("wd0", "no weight decay", dict(weight_decay=0.0)),
         Lever("muon_mom_warm", "Muon momentum 0.85 -> 0.95 over 300 steps", patch=muon_momentum_warmup(0.85, 300)),
