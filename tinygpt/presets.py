@@ -61,9 +61,9 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "model": dict(hidden_dim=128, num_layers=4, num_heads=4, max_seq_len=64, token_shift=2),
         "train": dict(
             batch_size=12,
-            max_steps=400,
+            max_steps=350,
             warmup_steps=50,
-            learning_rate=6e-3,
+            learning_rate=8e-3,
             beta2=0.99,
             optimizer="muon",
             eval_interval=50,
@@ -121,13 +121,13 @@ PRESET_NOTES: dict[str, str] = {
     "lr 1e-3, 2000 steps): val loss ~1.9 on Tiny Shakespeare. The yardstick the Fast preset races.",
     "fast": "The same model, data and batch as nanoGPT CPU, built to reach the same val loss in a quarter of the "
     "wall time. Three levers: (1) Muon on the blocks' weight matrices: it orthogonalizes each update, so every "
-    "direction of a matrix learns at the same rate instead of the few that dominate the gradient. (2) Token shift: "
-    "each MLP also reads the character before its own, so letter pairs are learned from the first steps instead "
-    "of waiting for an attention head to learn to look back. (3) A 6x higher peak learning rate (6e-3), a 50-step "
-    "warmup and a 400-step cosine. Embeddings, the tied head and the gains stay on AdamW. Measured on a 2-core CPU "
-    "(BENCHMARKS.md, Time to quality, round two): nanoGPT CPU's step-2000 val loss in 325-350 steps instead of "
-    "2000. Train both and compare them on Runs (wall-clock axis) to see it on this machine.",
-    "fast-3min": "The Fast recipe (Muon, token shift, lr 6e-3) on a 2000-step cosine instead of 400: it keeps "
+    "direction of a matrix learns at the same rate instead of the few that dominate the gradient. (2) Token shift "
+    "2: each MLP also reads the two characters before its own, so which letters follow which is learned from the "
+    "first steps instead of waiting for an attention head to learn to look back. (3) An 8x higher peak learning "
+    "rate (8e-3), a 50-step warmup and a 350-step cosine. Embeddings, the tied head and the gains stay on AdamW. "
+    "Measured on a 2-core CPU (BENCHMARKS.md, Time to quality, round two): nanoGPT CPU's step-2000 val loss in "
+    "about 270 steps instead of 2000. Train both and compare them on Runs (wall-clock axis) to see it here.",
+    "fast-3min": "The Fast recipe (Muon, token shift 2, lr 6e-3) on a 2000-step cosine instead of 350: it keeps "
     "learning where Fast stops, to val ~1.70 (the text starts to look like words in verse) well within three "
     "minutes on a 2-core CPU.",
     "gpu": "nanoGPT's baby GPT for a GPU (6 layers, 6 heads, width 384, context 256, batch 64, dropout 0.2): val "

@@ -325,6 +325,12 @@ LEVERS: dict[str, Lever] = {
         Lever("shift4_400", "token shift 4 back, a 400-step cosine", dict(token_shift=4, max_steps=400)),
         Lever("shift2_350", "token shift 2 back, a 350-step cosine", dict(token_shift=2, max_steps=350)),
         Lever("shift3_350", "token shift 3 back, a 350-step cosine", dict(token_shift=3, max_steps=350)),
+        Lever("shift2_300", "token shift 2 back, a 300-step cosine", dict(token_shift=2, max_steps=300)),
+        Lever(
+            "shift2_350_lr8e-3",
+            "token shift 2 back, 350 steps at lr 8e-3",
+            dict(token_shift=2, max_steps=350, learning_rate=8e-3),
+        ),  # fmt: skip
         Lever("betas_0.8_0.95", "AdamW betas (0.8, 0.95) for embeddings and gains", dict(beta1=0.8, beta2=0.95)),
         Lever("wd0", "no weight decay", dict(weight_decay=0.0)),
         Lever("muon_mom_warm", "Muon momentum 0.85 -> 0.95 over 300 steps", patch=muon_momentum_warmup(0.85, 300)),

@@ -266,6 +266,8 @@ def run_name(config: dict, events: list[dict]) -> str:
     parts.append(f"{knob_word('learning_rate')} {knob_value(train.get('learning_rate'))}")
     if train.get("optimizer", "adamw") != "adamw":
         parts.append(str(train["optimizer"]))
+    if model.get("token_shift"):
+        parts.append(f"shift {model['token_shift']}")  # token shift: how many characters back each MLP reads
     for knob, usual in (("mask", "causal"), ("attn_scale", "head_dim")):
         if model.get(knob, usual) != usual:
             parts.append(f"{knob_word(knob)} {knob_value(model[knob])}")
