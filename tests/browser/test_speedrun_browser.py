@@ -71,7 +71,8 @@ def test_compare_races_the_fast_preset_against_nanogpt_on_the_clock(app_server, 
     for run_id in (fast, nanogpt):  # both runs in the legend, by the readable names the Runs table shows
         expect(loss_chart.get_by_text(legend[run_id]).first).to_be_attached()
     chosen = page.get_by_test_id("stMultiSelect").filter(has_text="Runs to compare")
-    expect(chosen.get_by_text(re.compile("LR 0.006 · muon")).first).to_be_visible()  # the Fast run, named by its lever
+    named = f"LR {preset('fast').train.learning_rate:g} · muon"  # the Fast run, named by its levers
+    expect(chosen.get_by_text(re.compile(re.escape(named))).first).to_be_visible()
     no_exception(page)
     snap(page, shots / "compare-wall-clock.png")
     if os.environ.get("TINYGPT_SPEEDRUN_RUNS"):

@@ -123,10 +123,11 @@ FIELDS: tuple[Field, ...] = (
         state.W_TOKEN_SHIFT,
         "select",
         options=tuple(range(MAX_TOKEN_SHIFT + 1)),
-        labels={0: "Off", 1: "1 character back", **{k: f"{k} characters back" for k in range(2, MAX_TOKEN_SHIFT + 1)}},
+        labels={0: "Off", **{k: f"{k} back" for k in range(1, MAX_TOKEN_SHIFT + 1)}},  # short: a half-width select
         help="Each MLP also reads the inputs of the last few characters before its own (a learned per-channel "
         "mix), so it learns which letters follow which from the first steps, before any attention head has learned "
-        "to look back. The Fast presets read 2 back: nanoGPT's loss in ~40% fewer steps. Off is the plain GPT.",
+        "to look back (so expect weaker previous-token heads on Circuits). The Fast presets read 2 back: nanoGPT's "
+        "loss in ~40% fewer steps. Off is the plain GPT.",
     ),  # fmt: skip
     Field("device", "Device", state.W_DEVICE, "device", wide=True, in_preset=False),
     # Live knobs: sliders (a slider sends its value when released, so dragging makes one knob event, not fifty),
