@@ -236,6 +236,14 @@ def muon_momentum_warmup(start: float, steps: int) -> Callable[[Trainer], None]:
     return patch
 
 
+def shift_lever(back: int, steps: int, lr: float | None = None) -> Lever:
+    """Token shift `back` positions with a `steps`-step cosine (and a peak rate `lr`): "shift2_350_lr0.008"."""
+    settings = dict(token_shift=back, max_steps=steps) | ({"learning_rate": lr} if lr else {})
+    name = f"shift{back if back > 1 else ''}_{steps}" + (f"_lr{lr:g}" if lr else "")
+    rate = f" at lr {lr:g}" if lr else ""
+    return Lever(name, f"token shift {back} back, a {steps}-step cosine{rate}", settings)
+
+
 def combine(*patches: Callable[[Trainer], None]) -> Callable[[Trainer], None]:
     def patch(trainer: Trainer) -> None:
         for one in patches:
@@ -305,32 +313,17 @@ LEVERS: dict[str, Lever] = {
         Lever("shift_attn", "token shift before every attention only", patch=token_shift(("attn",))),
         Lever("shift_mlp_hook", "token shift before every MLP only, as a hook", patch=token_shift(("mlp",))),
         Lever("shift", "token shift before every MLP (the model's token_shift)", dict(token_shift=1)),
-        Lever("shift_450", "token shift, a 450-step cosine", dict(token_shift=1, max_steps=450)),
-        Lever("shift_500", "token shift, a 500-step cosine", dict(token_shift=1, max_steps=500)),
-        Lever("shift_400", "token shift, a 400-step cosine", dict(token_shift=1, max_steps=400)),
-        Lever("shift_350", "token shift, a 350-step cosine", dict(token_shift=1, max_steps=350)),
-        Lever(
-            "shift_400_lr8e-3",
-            "token shift, 400 steps at lr 8e-3",
-            dict(token_shift=1, max_steps=400, learning_rate=8e-3),
-        ),  # fmt: skip
+        *(shift_lever(1, steps) for steps in (500, 450, 400, 350)),
+        shift_lever(1, 400, lr=8e-3),
         Lever(
             "shift2_400_hook",
             "token shift and two back as a hook, 400 steps",
             dict(token_shift=1, max_steps=400),
             patch=two_back,
         ),  # fmt: skip
-        Lever("shift2_400", "token shift 2 back, a 400-step cosine", dict(token_shift=2, max_steps=400)),
-        Lever("shift3_400", "token shift 3 back, a 400-step cosine", dict(token_shift=3, max_steps=400)),
-        Lever("shift4_400", "token shift 4 back, a 400-step cosine", dict(token_shift=4, max_steps=400)),
-        Lever("shift2_350", "token shift 2 back, a 350-step cosine", dict(token_shift=2, max_steps=350)),
-        Lever("shift3_350", "token shift 3 back, a 350-step cosine", dict(token_shift=3, max_steps=350)),
-        Lever("shift2_300", "token shift 2 back, a 300-step cosine", dict(token_shift=2, max_steps=300)),
-        Lever(
-            "shift2_350_lr8e-3",
-            "token shift 2 back, 350 steps at lr 8e-3",
-            dict(token_shift=2, max_steps=350, learning_rate=8e-3),
-        ),  # fmt: skip
+        *(shift_lever(back, 400) for back in (2, 3, 4)),
+        *(shift_lever(back, steps) for back, steps in ((2, 350), (3, 350), (2, 300))),
+        shift_lever(2, 350, lr=8e-3),  # the Fast preset
         Lever("betas_0.8_0.95", "AdamW betas (0.8, 0.95) for embeddings and gains", dict(beta1=0.8, beta2=0.95)),
         Lever("wd0", "no weight decay", dict(weight_decay=0.0)),
         Lever("muon_mom_warm", "Muon momentum 0.85 -> 0.95 over 300 steps", patch=muon_momentum_warmup(0.85, 300)),
