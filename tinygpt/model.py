@@ -4,7 +4,8 @@
       -> tok_emb(idx) + pos_emb(0..T-1)                  (B, T, C)   C = hidden_dim
       -> num_layers x Block:                             (B, T, C)
              x = x + attn(ln_1(x))     tokens talk to each other (masked multi-head attention)
-             x = x + mlp(ln_2(x))      each token thinks on its own (4x wide GELU MLP)
+             x = x + mlp(ln_2(x))      each token thinks on its own (4x wide GELU MLP); with token_shift K
+                                       it also reads ln_2 of the K positions before it (Block.mlp_input)
       -> ln_f -> lm_head (tied to tok_emb)               (B, T, V)   V = vocab_size
 
 Shape legend: B batch, T positions, C hidden_dim, H num_heads, D head_dim = C / H, V vocab_size, L num_layers.
