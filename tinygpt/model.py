@@ -165,11 +165,10 @@ class Block(nn.Module):
         K = len(self.shift_mlp)
         if K == 0:
             return h
-        B, T, C = h.shape
+        T = h.shape[1]
         before = cache.last_inputs.get(layer) if cache is not None and cache.length else None  # (B, K, C)
-        if before is None:
-            before = h.new_zeros(B, K, C)
-        padded = torch.cat([before, h], dim=1)  # (B, K + T, C): row K + t holds h_t
+        # (B, K + T, C): row K + t holds h_t; the K rows before are the cached inputs, or zeros
+        padded = F.pad(h, (0, 0, K, 0)) if before is None else torch.cat([before, h], dim=1)
         if cache is not None:
             cache.last_inputs[layer] = padded[:, -K:]  # (B, K, C): the next tokens' previous positions
         out = h

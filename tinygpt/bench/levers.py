@@ -68,10 +68,7 @@ def untied_head(trainer: Trainer) -> None:
     model = trainer.model
     head = nn.Parameter(torch.zeros_like(model.tok_emb.weight))  # (V, C), zero init as in modded-nanogpt
     model.lm_head.weight = head
-    adamw = trainer.optimizer.optimizers[-1] if hasattr(trainer.optimizer, "optimizers") else trainer.optimizer
-    adamw.param_groups[0]["params"].append(head)
-    trainer.named_params.append(("lm_head.weight", head))
-    trainer._group_index = torch.cat([trainer._group_index, trainer._group_index[-1:]])  # counted with ln_f
+    _add_param(trainer, "lm_head.weight", head, group=0)  # with the decayed matrices; charted with ln_f
 
 
 def soft_cap(cap: float) -> Callable[[Trainer], None]:
@@ -161,10 +158,11 @@ def value_residual(mix: float) -> Callable[[Trainer], None]:
     return patch
 
 
-def _add_gain(trainer: Trainer, name: str, param: nn.Parameter) -> None:
-    """Give a lever's new vector parameter to AdamW's no-decay group and to the per-group diagnostics (as ln_f)."""
+def _add_param(trainer: Trainer, name: str, param: nn.Parameter, group: int = 1) -> None:
+    """Give a lever's new parameter to an AdamW group (1: no decay, for vectors) and to the per-group diagnostics
+    (as ln_f)."""
     adamw = trainer.optimizer.optimizers[-1] if hasattr(trainer.optimizer, "optimizers") else trainer.optimizer
-    adamw.param_groups[1]["params"].append(param)
+    adamw.param_groups[group]["params"].append(param)
     trainer.named_params.append((name, param))
     trainer._group_index = torch.cat([trainer._group_index, trainer._group_index[-1:]])
 
@@ -178,7 +176,7 @@ def smear(trainer: Trainer) -> None:
     """Each position's embedding (B, T, C) plus a learned per-channel share of the previous character's:
     x_t + g * x_{t-1}, g (C,) from zero. A bigram feature from step 1, before any previous-token head forms."""
     gate = nn.Parameter(torch.zeros(trainer.model.config.hidden_dim))
-    _add_gain(trainer, "smear.gate", gate)
+    _add_param(trainer, "smear.gate", gate)
     trainer.model.blocks[0].hook_resid_pre.register_forward_hook(lambda _m, _i, x: x + gate * _previous(x))
 
 
@@ -192,7 +190,7 @@ def token_shift(parts: tuple[str, ...]) -> Callable[[Trainer], None]:
                 if part not in parts:
                     continue
                 mu = nn.Parameter(torch.zeros(trainer.model.config.hidden_dim))
-                _add_gain(trainer, f"shift.{i}.{part}", mu)
+                _add_param(trainer, f"shift.{i}.{part}", mu)
                 norm.register_forward_hook(lambda _m, _i, x, mu=mu: torch.lerp(x, _previous(x), mu))
 
     return patch
@@ -203,7 +201,7 @@ def two_back(trainer: Trainer) -> None:
     from zero: trigram features for the MLP."""
     for i, block in enumerate(trainer.model.blocks):
         nu = nn.Parameter(torch.zeros(trainer.model.config.hidden_dim))
-        _add_gain(trainer, f"shift2.{i}", nu)
+        _add_param(trainer, f"shift2.{i}", nu)
         block.ln_2.register_forward_hook(lambda _m, _i, h, nu=nu: torch.lerp(h, _previous(_previous(h)), nu))
 
 
