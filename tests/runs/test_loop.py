@@ -20,7 +20,7 @@ from tinygpt.config import ConfigError, TransformerConfig
 from tinygpt.device import available_devices, resolve_device
 from tinygpt.flops import train_flops_per_token
 from tinygpt.runs import loop
-from tinygpt.runs.control import QueueControl
+from tinygpt.runs.control import KnobChange, QueueControl, as_knob_change
 from tinygpt.runs.files import checkpoint_stem, list_checkpoints
 from tinygpt.runs.knobs import knob_answer, knob_changes, knobs_now
 from tinygpt.runs.loop import run_training
@@ -157,9 +157,9 @@ def test_knob_applies_at_the_next_step_and_is_recorded(tmp_path, tiny_text):
 
     def at_step(record):
         if record["step"] == 5:
-            control.send({"cmd": "knob", "name": "mask", "value": "none", "request": "r1"})
-            control.send({"cmd": "knob", "name": "attn_scale_mult", "value": -1.0, "request": "r2"})  # invalid
-            control.send({"cmd": "knob", "name": "num_layers", "value": 3, "request": "r3"})  # not live
+            control.send(KnobChange("mask", "none", "r1"))
+            control.send(KnobChange("attn_scale_mult", -1.0, "r2"))  # invalid
+            control.send({"cmd": "knob", "name": "num_layers", "value": 3, "request": "r3"})  # not live; spelled out
 
     assert run_training(run_dir, config, control, on_record=at_step) == "finished"
     plain, knobbed = losses(store_a.reader(plain_id)), losses(store.reader(run_id))
@@ -180,6 +180,16 @@ def test_knob_applies_at_the_next_step_and_is_recorded(tmp_path, tiny_text):
     assert load_checkpoint(checkpoint_stem(run_dir, 10)).config.model.mask == "none"
 
 
+def test_a_knob_command_names_one_knob_and_its_value():
+    change = KnobChange("warmup_steps", 120, "r9")
+    assert (change.name, change.value, change.request) == ("warmup_steps", 120, "r9")
+    with pytest.raises(AttributeError):
+        change.value = 3  # frozen: what was sent is what the worker applies
+    assert as_knob_change(change) is change
+    assert as_knob_change({"cmd": "knob", "name": "mask", "value": "none"}) == KnobChange("mask", "none", "")
+    assert as_knob_change({"cmd": "pause"}) is None
+
+
 def test_every_knob_command_is_answered_and_learning_rate_carries_min_lr(tmp_path, tiny_text):
     config = tiny(tiny_text, max_steps=6, learning_rate=2e-3, min_lr=5e-4)  # min_lr at 1/4 of the peak
     store, run_id, run_dir = new_run(tmp_path, config)
@@ -194,7 +204,7 @@ def test_every_knob_command_is_answered_and_learning_rate_carries_min_lr(tmp_pat
     def at_step(record):
         if record["step"] == 2:
             for request, name, value in commands:
-                control.send({"cmd": "knob", "name": name, "value": value, "request": request})
+                control.send(KnobChange(name, value, request))
 
     assert run_training(run_dir, config, control, on_record=at_step) == "finished"
     events = store.reader(run_id).events

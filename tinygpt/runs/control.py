@@ -5,9 +5,33 @@ PipeControl), a test or notebook from another thread (`QueueControl`), the CLI f
 from __future__ import annotations
 
 import queue
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 COMMANDS = ("pause", "resume", "step", "stop", "knob", "release")
+
+
+@dataclass(frozen=True)
+class KnobChange:
+    """One live knob's new value, and the request id its answer carries (tinygpt.runs.knobs.knob_answer).
+
+    One knob a command: a page sends the knob whose widget moved and nothing else, so no other widget's value (a
+    browser's stale copy) can ride along. It crosses the worker's pipe as it is (pickled)."""
+
+    name: str
+    value: Any
+    request: str = ""
+
+
+def as_knob_change(command: Any) -> KnobChange | None:
+    """The knob change a command asks for (None for any other command). Besides KnobChange itself, the spelled-out
+    form {"cmd": "knob", "name", "value", "request"} that a test or notebook may put on a QueueControl is read here,
+    the one place that takes it apart."""
+    if isinstance(command, KnobChange):
+        return command
+    if isinstance(command, dict) and command.get("cmd") == "knob":
+        return KnobChange(command.get("name"), command.get("value"), command.get("request") or "")
+    return None
 
 
 class Control(Protocol):

@@ -23,7 +23,7 @@ CPU preset (sample every 250 steps) the budget rarely binds; at the demo preset 
 "every 500 or so". Evals are training, not publishing: a bare loop does them too.
 
 Commands: {"cmd": "pause"}, {"cmd": "resume"}, {"cmd": "step", "n": 5} (while paused: exactly n steps, then
-paused again), {"cmd": "stop"}, {"cmd": "knob", "name": "mask", "value": "none", "request": "a1b2c3"}, and the
+paused again), {"cmd": "stop"}, KnobChange("mask", "none", request="a1b2c3") (tinygpt.runs.control), and the
 manager's {"cmd": "release", "reason": ...} (checkpoint and end, resumable: the lease, or the server going away).
 Every knob command is answered with "knob" events carrying its request id: one per knob changed (ok, old, new;
 old == new if the value was already set), or one refusal (ok False, error), so a page waiting for the answer
@@ -62,7 +62,7 @@ from ..inside.heads import induction_probe, snapshot_scores
 from ..inside.maps import attention_maps
 from ..model import TinyGPT
 from ..trainer import Trainer
-from .control import COMMANDS, Control, NoControl
+from .control import COMMANDS, Control, KnobChange, NoControl, as_knob_change
 from .corpus import corpus_config
 from .divergence import DIVERGE_PATIENCE, blowup_reason, loss_limit, nonfinite_reason
 from .files import (
@@ -226,6 +226,9 @@ class _Loop:
         for command in commands:
             if self.exit is not None:
                 return
+            if (knob := as_knob_change(command)) is not None:
+                self.set_knob(knob)
+                continue
             cmd = command.get("cmd") if isinstance(command, dict) else None
             step = self.trainer.step_count
             if cmd == "pause":  # "reason" says who paused it: "paused by the instructor" (a hold) or by you
@@ -254,15 +257,13 @@ class _Loop:
             elif cmd == "release":  # from the manager: free the process, stay resumable
                 reason = str(command.get("reason") or f"paused at step {step}")
                 self.exit = ("diverged" if self.diverged else "paused", reason)
-            elif cmd == "knob":
-                self.set_knob(command.get("name"), command.get("value"), command.get("request"))
             else:
                 self.event("error", f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
 
-    def set_knob(self, name: Any, value: Any, request: Any = None) -> None:
-        """Apply a knob command and answer it: one "knob" event per knob changed, or one refusal."""
-        step = self.trainer.step_count
-        answer = {"knob": name, "request": request}
+    def set_knob(self, change: KnobChange) -> None:
+        """Apply a knob change and answer it: one "knob" event per knob changed, or one refusal."""
+        step, name, value = self.trainer.step_count, change.name, change.value
+        answer = {"knob": name, "request": change.request or None}
         try:
             changes = self.trainer.set_knob(name, value)
         except (ValueError, TypeError) as exc:  # a bad value (a ConfigError) is the learner's slip, not the run's end

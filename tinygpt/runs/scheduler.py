@@ -20,6 +20,7 @@ from typing import Any
 
 from ..config import RunConfig, check_live_knob
 from ..errors import TinyGPTError
+from .control import KnobChange
 from .files import (
     ACTIVE_STATES,
     PAUSED_STATES,
@@ -193,7 +194,7 @@ class RunManager(Slots):
         self._require_control(run_id, actor)
         check_live_knob(name)
         request = secrets.token_hex(6)
-        command = {"cmd": "knob", "name": name, "value": value, "request": request}
+        command = KnobChange(name, value, request)
         with self._lock:
             if (job := self._jobs.get(run_id)) is not None and not job.dead:
                 self._send(job, command)
