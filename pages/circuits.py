@@ -90,7 +90,7 @@ steps = [r["step"] for r in records]
 live = resources.is_live(run_id) and rd.status().get("state") in ACTIVE_STATES
 
 st.subheader("Heads over training")
-st.caption(f"Run **{runinfo.run_name(config, rd.events)}** (`{run_id}`), as Runs names it.")
+st.caption(f"Run **{runinfo.run_names(store).get(run_id) or run_id}** (`{run_id}`), as Runs names it.")
 wanted = state.get(state.W_CIRC_STEP)
 state.put(state.W_CIRC_STEP, steps[-1] if wanted is None else min(steps, key=lambda s: abs(s - wanted)))
 step = st.select_slider("Step", steps, key=state.W_CIRC_STEP, help="The head table and the checkpoint views below.")

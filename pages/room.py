@@ -73,8 +73,7 @@ with st.expander("Per-run budget for learners", icon=":material/speed:"):
                "it is stopped with a checkpoint and says why; a resume starts a new budget at the back of the "
                "queue. Memory is checked for everyone: a run estimated not to fit is refused before it starts. "
                "Your own runs have no budget.")  # fmt: skip
-names = {r["run"]: f"{r['learner']} · {r['name'] or r['run']} · {r['state']} · {r['run'][:6]}"
-         for r in runinfo.room_rows(store)}  # fmt: skip
+names = {r["run"]: f"{r['learner']} · {r['name']} · {r['state']}" for r in runinfo.room_rows(store)}
 runs = list(names)
 if runs:
     c1, c2 = st.columns([3, 2])  # 3:1 cut the button's label to "Bring to the pr…" with Large fonts

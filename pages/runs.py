@@ -35,7 +35,7 @@ by_id = {r["run"]: r for r in rows}
 def _label(run: str) -> str:
     r = by_id[run]
     tag = " (current)" if run == current else ""
-    return f"{r['name'] or run} ({run}){tag} · {r['state']} · step {r['step']}"
+    return f"{r['name']}{tag} · {r['state']} · step {r['step']}"
 
 
 st.subheader("One run")
@@ -136,8 +136,8 @@ chosen = st.multiselect("Runs to compare (two or more)", ids, format_func=_label
 if len(chosen) >= 2:
     readers = {run: state.reader(store, run) for run in chosen}
     readers = {run: rd for run, rd in readers.items() if rd is not None}
-    # The legends name runs as the table above does, without their live changes: those are the numbered markers.
-    names = compare.legend_names({run: runinfo.run_name(rd.config(), []) for run, rd in readers.items()})
+    # The legends name runs as the table above does (one name each); live changes are the numbered markers.
+    names = {run: by_id[run]["name"] for run in readers}
     series = {names[run]: rd.metrics for run, rd in readers.items()}
     evals = {names[run]: rd.evals for run, rd in readers.items()}
     events = {names[run]: rd.events for run, rd in readers.items()}  # live knob changes: markers, table
@@ -152,8 +152,7 @@ if len(chosen) >= 2:
     with c2:
         grad = compare.compare_chart(series, "grad_norm", events=events, seconds=seconds, large=large)
         explain.show_chart(grad, "compare_chart", key="cmp_grad")
-    by_id = {run: rd.events for run, rd in readers.items()}
-    diff = compare.config_diff({run: rd.config() for run, rd in readers.items()}, events=by_id)
+    diff = compare.config_diff({names[run]: rd.config() for run, rd in readers.items()}, events=events)
     st.markdown("**Settings that differ** (live knob changes included: `old → new @step`)")
     if diff:
         st.dataframe(diff, hide_index=True, width="stretch")

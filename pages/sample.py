@@ -15,7 +15,7 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.inside import maps as inside
 from tinygpt.runs.files import list_checkpoints, read_events
 from tinygpt.runs.owners import run_learner
-from tinygpt.ui import explain, picking, resources, room, safe
+from tinygpt.ui import explain, picking, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, heatmaps
 
 store = resources.get_store()
@@ -42,12 +42,13 @@ if state.get(state.W_SAMPLE_RUN) not in options or state.get(state.SAMPLE_FOLLOW
     state.put(state.SAMPLE_FOLLOW, current)
 
 
-events = {run: read_events(store.path(run)) for run in options}  # live changes: part of a run's readable name
+names = runinfo.run_names(store)
 
 
 def _label(run: str) -> str:  # the name the Runs table shows, not the bare id
     r = with_ckpt[run]
-    return picking.pick_label(run, r.config or {}, events[run], r.state, r.step, me_id=me.id, current=run == current)
+    return picking.pick_label(run, names.get(run, ""), r.config or {}, r.state, r.step, me_id=me.id,
+                              current=run == current)  # fmt: skip
 
 
 c1, c2 = st.columns([2, 1])
@@ -66,8 +67,8 @@ c2.selectbox(
     on_change=lambda: state.put(state.SAMPLE_CKPT_LATEST, state.get(state.W_SAMPLE_CKPT) == ckpts[-1]),
 )
 step = state.get(state.W_SAMPLE_CKPT)
-st.caption(picking.sample_source(run, with_ckpt[run].config or {}, events[run], step))
-if cheat := picking.cheat_note(with_ckpt[run].config or {}, events[run], step):
+st.caption(picking.sample_source(run, names.get(run, ""), step))
+if cheat := picking.cheat_note(with_ckpt[run].config or {}, read_events(store.path(run)), step):
     st.warning(cheat, icon=":material/visibility:")
 
 persist = {"persist_state": "session"}

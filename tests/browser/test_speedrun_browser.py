@@ -7,7 +7,6 @@ Compare, switches the x axis to seconds and reads the axis title and the legend 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -21,7 +20,6 @@ from tinygpt.presets import preset
 from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import runinfo
-from tinygpt.ui.charts import compare as compare_charts
 from tinygpt.ui.charts.style import SECONDS
 
 README_SHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "compare-wall-clock.png"
@@ -55,10 +53,11 @@ def test_compare_races_the_fast_preset_against_nanogpt_on_the_clock(app_server, 
     page.goto(f"{app_server}/runs")
     expect(page.get_by_role("heading", name="tinygpt · Runs")).to_be_visible()
     compare = page.get_by_role("combobox", name="Runs to compare (two or more)")
+    legend = runinfo.run_names(RunStore(app_runs))  # the legends name runs as the Runs table and pickers do
     for run_id in (fast, nanogpt):  # typed to filter: with many runs the drop-down does not render them all
         compare.click()
-        page.keyboard.type(run_id)
-        page.get_by_role("option").filter(has_text=run_id).first.click()
+        page.keyboard.type(legend[run_id])
+        page.get_by_role("option").filter(has_text=legend[run_id]).first.click()
         page.keyboard.press("Escape")
     loss_chart = page.locator('[data-testid="stVegaLiteChart"]').first
     expect(loss_chart.locator("svg").first).to_be_visible()
@@ -66,8 +65,6 @@ def test_compare_races_the_fast_preset_against_nanogpt_on_the_clock(app_server, 
     axis = page.get_by_test_id("stButtonGroup").filter(has_text="seconds")  # the "x axis" segmented control
     axis.locator("button").filter(has_text=re.compile("^seconds$")).click()
     expect(loss_chart.get_by_text(SECONDS).first).to_be_visible()  # the x axis is the wall clock now
-    configs = {run: json.loads((app_runs / run / "config.json").read_text()) for run in (fast, nanogpt)}
-    legend = compare_charts.legend_names({run: runinfo.run_name(config, []) for run, config in configs.items()})
     for run_id in (fast, nanogpt):  # both runs in the legend, by the readable names the Runs table shows
         expect(loss_chart.get_by_text(legend[run_id]).first).to_be_attached()
     chosen = page.get_by_test_id("stMultiSelect").filter(has_text="Runs to compare")

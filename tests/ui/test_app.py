@@ -244,12 +244,10 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
 
 def test_sample_names_its_run_and_step_and_explains_a_cheating_run(runs_dir):
     """Issue 24 finding 5: the picker showed bare ids and, after a mask→none run, ":::::" came with no hint why."""
-    from tinygpt.runs.files import read_events
     from tinygpt.runs.store import RunStore
 
     run_id = write_run(runs_dir)  # mask → none at step 5, a checkpoint at step 20
-    config = RunStore(runs_dir).reader(run_id).config()
-    name = runinfo.run_name(config, read_events(runs_dir / run_id))
+    name = runinfo.run_names(RunStore(runs_dir))[run_id]
     at = new_app()
     at.switch_page("pages/sample.py").run()
     assert not at.exception, at.exception

@@ -117,7 +117,7 @@ def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_di
     assert at.session_state[state.RUN_ID] == two_layer  # the heads below are the experiment's 2-layer run
     from tinygpt.ui import runinfo
 
-    name = runinfo.run_name(store.reader(two_layer).config(), store.reader(two_layer).events)
+    name = runinfo.run_names(store)[two_layer]
     assert any(name in c.value and two_layer in c.value for c in at.caption)  # named as Runs names it
     [table] = [d for d in at.dataframe if "role" in d.value.columns]
     assert list(table.value["head"])[:4] == ["L0H0", "L0H1", "L1H0", "L1H1"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tinygpt.config import LIVE_KNOBS
+from tinygpt.runs.names import settings_name
 from tinygpt.ui import knob_words, runinfo
 from tinygpt.ui.charts import circuits, compare, curves
 
@@ -59,10 +60,9 @@ def test_the_four_label_sites_write_a_change_the_same_way():
     circuit = sorted({r["label"] for rs in spec["datasets"].values() for r in rs if "label" in r}, key=LABELS.index)
     table = runinfo.knob_history(EVENTS)  # the Runs and Room tables' "live changes"
     assert chart == circuit == table == LABELS
-    # A run name keeps only where each change went: the same labels without the old value
-    name = runinfo.run_name(CONFIG, EVENTS)
-    assert name.split(" · ")[3:] == ["LR→0.004 @40", "scale ×→2.5 @60", "mask→none @80", "heads off→L1H1 @90"]
-    assert name.split(" · ")[2] == "LR 0.002"  # the config's own learning rate in the same word
+    # A run's name is its settings alone (tinygpt.runs.names): the changes are these labels, not part of it
+    name = settings_name(CONFIG)
+    assert name.split(" · ")[2] == "LR 0.002" and "@" not in name  # the config's learning rate in the same word
     evals = [{"step": 95, "val_loss": 0.1}]
     assert runinfo.best_eval(CONFIG, EVENTS, evals)[2] == ["scale × 2.5", "mask none", "heads off L1H1", "LR 0.004"]
 

@@ -64,10 +64,6 @@ EVENTS = [  # the cheating run of the issue: scale off at 1130, mask none at 181
 
 def test_runs_show_the_live_changes_and_the_knobs_of_the_best_val_loss():
     assert runinfo.knob_history(EVENTS) == ["scaling head_dim→none @1130", "mask causal→none @1810"]
-    name = "2L×4H×64 · synthetic:copy · LR 0.002 · scaling→none @1130 · mask→none @1810"
-    assert runinfo.run_name(CONFIG, EVENTS) == name
-    muon = {**CONFIG, "train": {**CONFIG["train"], "optimizer": "muon"}}
-    assert runinfo.run_name(muon, []) == "2L×4H×64 · synthetic:copy · LR 0.002 · muon"  # the speedrun's lever
     evals = [{"step": 1000, "val_loss": 1.9}, {"step": 2000, "val_loss": 0.126}]
     step, loss, under = runinfo.best_eval(CONFIG, EVENTS, evals)
     assert (step, loss) == (2000, 0.126) and under == ["scaling none", "mask none"]  # reached while cheating
@@ -151,17 +147,17 @@ _MASK_NONE_AT_100 = [{"kind": "knob", "knob": "mask", "ok": True, "old": "causal
 
 
 def test_the_sample_picker_names_runs_as_runs_does():
-    label = picking.pick_label("C8grKhNsuilD6cG9", _CFG, _MASK_NONE_AT_100, "finished", 300, me_id="me")
-    name = runinfo.run_name(_CFG, _MASK_NONE_AT_100)
-    assert label.startswith(name) and "yours" in label and "finished" in label and "step 300" in label
-    assert "C8grKhNsuilD6cG9" not in label.split(" · ")[0]  # the id is not what one reads first
-    theirs = picking.pick_label("X" * 16, _CFG, [], "running", 20, me_id="other", current=True)
+    name = "2L×4H×64 · shakespeare · LR 0.002 #2"
+    label = picking.pick_label("C8grKhNsuilD6cG9", name, _CFG, "finished", 300, me_id="me")
+    assert label == f"{name} · yours · finished · step 300"  # the name tells twins apart: no id to read
+    theirs = picking.pick_label("X" * 16, name, _CFG, "running", 20, me_id="other", current=True)
     assert "anna's" in theirs and "(current)" in theirs
+    assert picking.pick_label("X" * 16, "", _CFG, "failed", 0, me_id=None).startswith("X" * 16)  # unreadable: id
 
 
 def test_sample_says_which_run_and_step_and_why_a_cheating_run_babbles():
-    source = picking.sample_source("C8grKhNsuilD6cG9", _CFG, _MASK_NONE_AT_100, 300)
-    assert runinfo.run_name(_CFG, _MASK_NONE_AT_100) in source and "step 300" in source
+    source = picking.sample_source("C8grKhNsuilD6cG9", "2L×4H×64 · shakespeare · LR 0.002", 300)
+    assert "**2L×4H×64 · shakespeare · LR 0.002** (run `C8grKhNsuilD6cG9`)" in source and "step 300" in source
     note = picking.cheat_note(_CFG, _MASK_NONE_AT_100, 300)
     assert note and "mask none" in note and "step 100" in note and "next character" in note
     assert picking.cheat_note(_CFG, _MASK_NONE_AT_100, 50) is None  # that checkpoint predates the switch
@@ -187,8 +183,25 @@ def test_the_room_chart_draws_the_latest_runs_when_none_is_training():
     many = [{**rows[0], "run": f"x{i}", "state": "finished"} for i in range(30)]
     drawn, note = picking.room_chart_runs(many)
     assert len(drawn) == 8 and "latest 8 of 30" in note
-    twins = [{**rows[0], "run": "a1"}, {**rows[0], "run": "b2"}]  # same learner, same settings: still two lines
-    assert len({label for _, label in picking.room_chart_runs(twins)[0]}) == 2
+    twins = [{**rows[0], "run": "a1"}, {**rows[0], "run": "b2", "name": rows[0]["name"] + " #2"}]
+    labels = [label for _, label in picking.room_chart_runs(twins)[0]]
+    assert labels == ["l0 · 2L×4H×64 · n0", "l0 · 2L×4H×64 · n0 #2"]  # the names tell twins apart: no id
+
+
+def test_the_tables_lead_with_the_name_and_keep_the_id_last(tmp_path):
+    """Issue 36: the Runs table's first column was the id, and three default runs had the same name."""
+    from tinygpt.runs.store import RunStore
+
+    store = RunStore(tmp_path)
+    for _ in range(3):
+        with store.create({**_CFG, "model": {**_CFG["model"], "max_seq_len": 32}}, owner="app"):
+            pass
+    for rows in (runinfo.run_rows(store), runinfo.room_rows(store)):
+        names = [r["name"] for r in rows]
+        assert len(set(names)) == 3 and sorted(names)[0] == "2L×4H×64 · shakespeare · LR 0.002"
+        assert list(rows[0])[-1] == "run" and list(rows[0])[0] in ("name", "learner")
+    assert list(runinfo.run_rows(store)[0])[0] == "name"
+    assert runinfo.run_names(store) == {r["run"]: r["name"] for r in runinfo.run_rows(store)}
 
 
 def test_the_clipping_caption_is_the_runs_share_and_what_it_means_here():

@@ -192,14 +192,18 @@ def cmd_sample(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from ..runs.files import read_events
     from ..runs.knobs import knobs_now
+    from ..runs.names import store_names
 
     store = _store(args.runs_dir)
     runs = store.list_runs()
     if not runs:
         print(f"no runs in {store.root}")
+    names = store_names(store.root)  # the names the app shows, beside the ids that --resume and sample take
+    width = max((len(names.get(run.run_id, "")) for run in runs), default=0)
     for run in runs:
         best = f"{run.best_val_loss:.4f}" if isinstance(run.best_val_loss, float) else "-"
-        line = f"{run.run_id}  {run.state:<10} step {run.step}/{run.max_steps}  best val {best}  {run.owner}"
+        name = f"{names.get(run.run_id) or '-':<{width}}"
+        line = f"{run.run_id}  {name}  {run.state:<10} step {run.step}/{run.max_steps}  best val {best}  {run.owner}"
         started, now = knobs_now(run.config, []), knobs_now(run.config, read_events(store.path(run.run_id)))
         changed = [f"{k}={v}" for k, v in now.items() if v != started[k]]
         print(line + (f"  knobs now: {' '.join(changed)}" if changed else ""))

@@ -97,8 +97,11 @@ def run() -> None:
         keep_my_runs()
         st.markdown("### tinygpt")
         st.caption("A tiny character-level GPT, trained live while you watch.")
-        if run_id:
-            st.caption(f"Run: `{run_id}`")
+        if run_id:  # its readable name (the Runs table's first column); the id is for links and files
+            from tinygpt.runs.names import store_names
+
+            name = store_names(store.root).get(run_id) or run_id
+            st.caption(f"Run: **{safe.md(name)}**", help=f"Run id `{run_id}` (links and the run's folder use it)")
         else:
             st.caption("No run yet: start one on **Train** or open one on **Runs**.")
         room.large_fonts_before_toggle()  # this browser's choice (a cookie), or what a page asked for

@@ -1,28 +1,27 @@
 """How runs read where one is picked or drawn (Sample's picker and its notes, the Room's chart): the readable
-name the Runs table shows (runinfo.run_name), never a bare id."""
+name the Runs table shows (runinfo.run_names, each one different from its neighbours), never a bare id."""
 
 from __future__ import annotations
 
 from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.runs.knobs import knob_changes
 from tinygpt.runs.owners import run_learner
-from tinygpt.ui.runinfo import run_name
 
 
 def pick_label(
-    run_id: str, config: dict, events: list[dict], state: str, step: int, *, me_id: str | None, current: bool = False
+    run_id: str, name: str, config: dict, state: str, step: int, *, me_id: str | None, current: bool = False
 ) -> str:
-    """How a run reads in a picker: the readable name the Runs table shows first, then whose, state, step and a
-    short id (to tell two runs of the same settings apart)."""
+    """How a run reads in a picker: its readable name first (the Runs table's, unique), then whose, state and
+    step. No id: the name already tells two runs of the same settings apart ("… #2")."""
     owner = run_learner(config)
     whose = "yours" if me_id and owner.get("id") == me_id else f"{owner['name']}'s" if owner.get("name") else ""
-    parts = [run_name(config, events) + (" (current)" if current else ""), whose, state, f"step {step:,}"]
-    return " · ".join(p for p in parts if p) + f" · {run_id[:6]}"
+    parts = [(name or run_id) + (" (current)" if current else ""), whose, state, f"step {step:,}"]
+    return " · ".join(p for p in parts if p)
 
 
-def sample_source(run_id: str, config: dict, events: list[dict], step: int) -> str:
-    """Which run and checkpoint a sample comes from, in words."""
-    return f"Sampling from **{run_name(config, events)}** (run `{run_id}`), its checkpoint at step {step:,}."
+def sample_source(run_id: str, name: str, step: int) -> str:
+    """Which run and checkpoint a sample comes from, in words (the id too: it is what a file or a link needs)."""
+    return f"Sampling from **{name or run_id}** (run `{run_id}`), its checkpoint at step {step:,}."
 
 
 _FUTURE_MASKS = {"none": "sees every position, the next characters included", "off_by_one": "sees the next character"}
@@ -58,7 +57,8 @@ ROOM_CHART_DONE = 8  # panels when nothing trains: the latest finished ones
 def room_chart_runs(rows: list[dict]) -> tuple[list[tuple[str, str]], str]:
     """(run id, panel label) of the runs the Room's loss chart draws, and a note saying which they are: the live
     ones (queued, running, paused); when none is, the latest finished ones, so the chart never says "no runs"
-    over a table of runs. Labels are the learner and the run's readable name (the id's start when two collide)."""
+    over a table of runs. Labels are the learner and the run's readable name (unique, so no two panels read the
+    same; a row without a name falls back to its id)."""
     live = [r for r in rows if r.get("state") in (*ACTIVE_STATES, "paused")][:ROOM_CHART_ACTIVE]
     picked, note = live, ""
     if not live and rows:
@@ -66,6 +66,4 @@ def room_chart_runs(rows: list[dict]) -> tuple[list[tuple[str, str]], str]:
         note = (f"No run is training: the chart shows the latest {len(picked)} of {len(rows)} runs."
                 if len(rows) > len(picked) else "No run is training: the chart shows the runs below.")  # fmt: skip
     labels = [f"{r.get('learner')} · {r.get('name') or r['run']}" for r in picked]
-    twice = {label for label in labels if labels.count(label) > 1}
-    labels = [f"{label} · {r['run'][:6]}" if label in twice else label for label, r in zip(labels, picked, strict=True)]
     return [(r["run"], label) for r, label in zip(picked, labels, strict=True)], note

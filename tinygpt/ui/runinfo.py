@@ -15,6 +15,7 @@ from tinygpt.config import trains_until_stopped
 from tinygpt.errors import RunStoreError
 from tinygpt.runs.files import read_config_json, read_evals, read_events
 from tinygpt.runs.knobs import knob_answer, knobs_now
+from tinygpt.runs.names import store_names
 from tinygpt.runs.lock import writer_lock_holder
 from tinygpt.runs.owners import Actor, read_hold, run_learner
 from tinygpt.runs.status import read_status
@@ -257,23 +258,10 @@ def knobs_at(config: dict, events: list[dict], step: int) -> dict[str, Any]:
     return knobs_now(config, [e for e in events if isinstance(e.get("step"), int) and e["step"] <= step])
 
 
-def run_name(config: dict, events: list[dict]) -> str:
-    """A readable name made from a run's settings and live changes, e.g.
-    "2L×4H×64 · synthetic:copy · LR 0.002 · mask→none @1810"."""
-    model, train, data = (config.get(part) or {} for part in ("model", "train", "data"))
-    parts = [f"{model.get('num_layers', '?')}L×{model.get('num_heads', '?')}H×{model.get('hidden_dim', '?')}"]
-    parts.append(str(data.get("source") or "?"))
-    parts.append(f"{knob_word('learning_rate')} {knob_value(train.get('learning_rate'))}")
-    if train.get("optimizer", "adamw") != "adamw":
-        parts.append(str(train["optimizer"]))
-    if model.get("token_shift"):
-        parts.append(f"shift {model['token_shift']}")  # token shift: how many characters back each MLP reads
-    for knob, usual in (("mask", "causal"), ("attn_scale", "head_dim")):
-        if model.get(knob, usual) != usual:
-            parts.append(f"{knob_word(knob)} {knob_value(model[knob])}")
-    # Only where each change went: a name lists every change, and under the Room chart each is a line of its own.
-    parts += [change_label(e, old=False) for e in shown_changes(events)]
-    return " · ".join(parts)
+def run_names(store: RunStore) -> dict[str, str]:
+    """{run id: readable name} of every run in the store (tinygpt.runs.names): what a person reads wherever a run
+    is shown, each one different from its neighbours; "" for an unreadable run (show its id)."""
+    return store_names(store.root)
 
 
 def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int, float, list[str]] | None:
@@ -292,7 +280,7 @@ def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int,
 def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
     """One plain row per run for the Runs table, `me`'s own runs first, each newest first: its owner, readable
     name, the mask as it is now (with its changes), and the best val loss with the knobs it was reached under."""
-    rows = []
+    rows, names = [], run_names(store)
     for s in sorted(store.list_runs(), key=lambda s: me is not None and run_learner(s.config).get("id") != me.id):
         config = s.config or {}
         model, train, data = (config.get(part) or {} for part in ("model", "train", "data"))
@@ -304,10 +292,9 @@ def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
         now = knobs_now(config, events)
         rows.append(
             {
-                "run": s.run_id,
+                "name": names.get(s.run_id) or s.run_id,  # first: what a person reads; the id at the end
                 "owner": ("you" if me and run_learner(config).get("id") == me.id else run_learner(config).get("name"))
                 or "-",
-                "name": run_name(config, events) if s.config else "",
                 "state": s.state,
                 "step": s.step,
                 "max steps": s.max_steps,
@@ -319,6 +306,7 @@ def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
                 "context": model.get("max_seq_len"),
                 "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.created)) if s.created else "",
                 "reason": s.reason,
+                "run": s.run_id,
             }
         )
     return rows
@@ -326,7 +314,7 @@ def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
 
 def room_rows(store: RunStore) -> list[dict]:
     """The instructor's table: one row per run, its learner first, then what the run is doing and did."""
-    rows = []
+    rows, names = [], run_names(store)
     for s in store.list_runs():
         config = s.config or {}
         events = read_events(store.path(s.run_id)) if s.config else []
@@ -335,13 +323,13 @@ def room_rows(store: RunStore) -> list[dict]:
         rows.append(
             {
                 "learner": learner,
-                "run": s.run_id,
-                "name": run_name(config, events) if s.config else "",
+                "name": names.get(s.run_id) or s.run_id,
                 "state": s.state,
                 "step": s.step,
                 "max steps": s.max_steps,
                 "queue": position,
                 "live changes": ", ".join(knob_history(events)),
+                "run": s.run_id,
             }
         )
     return rows

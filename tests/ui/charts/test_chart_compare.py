@@ -69,6 +69,15 @@ def test_config_diff_returns_only_the_settings_that_differ():
     assert compare.config_diff({}) == []
 
 
+def test_settings_that_differ_leave_out_whose_run_it_is():
+    """Issue 36: Compare listed a "learner.id 343270092a08349f" row, which is not a setting."""
+    anna = {"learner": {"id": "343270092a08349f", "name": "anna"}, "model": {"num_heads": 4}}
+    ben = {"learner": {"id": "9d1e55aa07c3b2f0", "name": "ben"}, "model": {"num_heads": 2}}
+    rows = compare.config_diff({"2L×4H×64 · shakespeare · LR 0.002": anna, "2L×2H×64 · shakespeare · LR 0.002": ben})
+    assert [r["setting"] for r in rows] == ["model.num_heads"]
+    assert list(rows[0])[1:] == ["2L×4H×64 · shakespeare · LR 0.002", "2L×2H×64 · shakespeare · LR 0.002"]
+
+
 def test_memory_chart_stacks_megabytes_by_category():
     rows = [
         {"label": label, "category": cat, "bytes": n * scale}

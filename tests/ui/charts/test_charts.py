@@ -409,10 +409,6 @@ def test_numbered_markers_stay_readable_however_many_there_are():
 def test_compare_legend_names_runs_readably_and_lists_every_entry_below_the_chart():
     """Finding 5 (issue 20) / 5 (issue 24): compare legends showed run ids and cut the fourth entry; titles were
     cut to "Compare runs: …" at projector fonts."""
-    names = compare.legend_names({"abcd1234": "2L×4H×64 · text · lr 0.002", "wxyz9876": "2L×4H×64 · text · lr 0.002",
-                                  "q1": "1L×2H×32 · text · lr 0.01"})  # fmt: skip
-    assert names == {"abcd1234": "2L×4H×64 · text · lr 0.002 (abcd)", "wxyz9876": "2L×4H×64 · text · lr 0.002 (wxyz)",
-                     "q1": "1L×2H×32 · text · lr 0.01"}  # fmt: skip
     series = {name: METRICS for name in ["scaled 1/sqrt(d_head)", "unscaled", "third run", "fourth run"]}
     spec = compare.compare_chart(series, "grad_norm", large=True).to_dict()
     assert title_text(spec) == "Gradient norm, unclipped"

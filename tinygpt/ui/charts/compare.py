@@ -154,15 +154,6 @@ def run_colours(runs: Sequence[str]) -> alt.Color:
     return alt.Color("run:N", scale=alt.Scale(domain=runs, range=palette_for(runs)), legend=legend, sort=runs)
 
 
-def legend_names(names: Mapping[str, str]) -> dict[str, str]:
-    """{run id: the name to draw}: each run's readable name (runinfo.run_name), made unique by the start of its
-    id where two runs share one ("... · lr 0.002 (a1b2)"), so no two legend entries read the same."""
-    counts: dict[str, int] = {}
-    for name in names.values():
-        counts[name] = counts.get(name, 0) + 1
-    return {run: (f"{name} ({run[:4]})" if counts[name] > 1 else name) for run, name in names.items()}
-
-
 def next_char_chart(vocab: Sequence[str], probs_raw: Any, probs: Any, top: int = 20, *, large: bool = False):
     """Grouped bars of the top characters' probabilities before (temperature 1, unfiltered) and after temperature,
     top-k and top-p. Characters are shown visibly (space as ␣, newline as ⏎)."""
@@ -265,15 +256,19 @@ def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def config_diff(
     configs: Mapping[str, Mapping[str, Any] | None],
-    ignore: Sequence[str] = ("run_id", "created", "vocab", "parent", "owner", "num_params"),
+    ignore: Sequence[str] = (
+        *("run_id", "created", "vocab", "parent", "owner", "num_params"),
+        *("learner.id", "learner.name"),
+    ),
     events: Mapping[str, Records] | None = None,
 ) -> list[dict]:
     """Rows {"setting": "model.num_heads", run1: "4", run2: "2", ...} for the flattened settings whose values
     differ, in first-seen order. With `events`, a live knob change counts: the cell reads "causal→none @1810"
     (knob_words.change_label's format), so a run switched to mask none mid-run differs from one that stayed causal.
     Values are text (a table column of mixed ints and strings cannot become Arrow, so Streamlit would fail to show
-    it): lists and dicts as compact JSON, a missing setting as "—". `ignore` skips settings that differ between
-    any two runs."""
+    it): lists and dicts as compact JSON, a missing setting as "—". `ignore` skips what differs between any two
+    runs without being a setting: identity and bookkeeping, and whose run it is (the learner's browser id read as a
+    "learner.id 343270092a08349f" row; the Runs table says whose)."""
     flat = {str(name): _flatten(cfg or {}) for name, cfg in configs.items()}
     missing = object()
 

@@ -1,0 +1,73 @@
+"""Names instead of ids wherever a person reads a run (issue 36 item 3), through the app (Streamlit AppTest): the
+sidebar, the Runs table and pickers, Compare's "Settings that differ", the Sample picker and the Room."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from helpers import write_run  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tinygpt.runs.owners import Actor  # noqa: E402
+from tinygpt.runs.store import RunStore  # noqa: E402
+from tinygpt.ui import runinfo, state  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+TEACHER = Actor("c" * 16, "teacher", instructor=True)
+
+
+def app_on(run_id: str, actor: Actor | None = None) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    if actor:
+        at.session_state[state.LEARNER] = actor
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_every_page_names_runs_and_twins_apart(runs_dir):
+    first, twin, wider = write_run(runs_dir), write_run(runs_dir), write_run(runs_dir, hidden_dim=48)
+    names = runinfo.run_names(RunStore(runs_dir))
+    assert len(set(names.values())) == 3 and names[twin] == names[first] + " #2"
+
+    at = app_on(twin)
+    sidebar = [c for c in at.sidebar.caption if c.value.startswith("Run:")]
+    assert [c.value.replace("\\", "") for c in sidebar] == [f"Run: **{names[twin]}**"]  # not `Run: <id>`
+
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception, at.exception
+    [table] = [d for d in at.dataframe if "name" in d.value.columns]
+    assert list(table.value.columns)[0] == "name" and list(table.value.columns)[-1] == "run"
+    assert sorted(table.value["name"]) == sorted(names.values())
+    picker = at.selectbox(key=state.W_RUNS_PICK)
+    assert all(run not in picker.format_func(run) for run in names)  # names, not ids
+    at.multiselect(key=state.W_COMPARE).set_value([first, wider]).run()
+    assert not at.exception, at.exception
+    [diff] = [d for d in at.dataframe if "setting" in d.value.columns]
+    assert list(diff.value.columns) == ["setting", names[first], names[wider]]  # headed by names, not ids
+    assert not any(str(s).startswith("learner.") for s in diff.value["setting"])
+
+    at.switch_page("pages/sample.py").run()
+    assert not at.exception, at.exception
+    sample = at.selectbox(key=state.W_SAMPLE_RUN)
+    labels = [sample.format_func(run) for run in names]
+    assert len(set(labels)) == 3 and all(run not in label for run, label in zip(names, labels, strict=True))
+
+
+def test_the_room_names_runs_in_its_table_and_picker(runs_dir):
+    first, twin = write_run(runs_dir), write_run(runs_dir)
+    names = runinfo.run_names(RunStore(runs_dir))
+    at = app_on(first, TEACHER)
+    at.switch_page("pages/room.py").run()
+    assert not at.exception, at.exception
+    [table] = [d for d in at.dataframe if "learner" in d.value.columns]
+    assert list(table.value.columns)[:2] == ["learner", "name"] and list(table.value.columns)[-1] == "run"
+    assert sorted(table.value["name"]) == sorted(names.values())
+    picker = at.selectbox(key=state.W_ROOM_PICK)
+    assert {picker.format_func(run).split(" · ", 1)[1].rsplit(" · ", 1)[0] for run in (first, twin)} == set(
+        names.values()
+    )
