@@ -40,6 +40,88 @@ def check_live_knob(name: object) -> None:
         )
 
 
+MAX_TOKEN_SHIFT = 8  # positions back an MLP may read (token_shift): a short window, not a second attention
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The range one numeric setting may take, and why its ends are where they are. Every door (the Train form, the
+    CLI's flags and --config file, workshop links, the lab, resume) checks against the same row: the config's own
+    __post_init__ does, and the form's sliders and the CLI's flags take their bounds from it."""
+
+    low: float
+    high: float
+    why: str  # said in the refusal: where the upper end comes from
+    above_low: bool = False  # the range excludes `low` (a learning rate of 0 trains nothing)
+
+    def contains(self, value: float) -> bool:
+        return (self.low < value if self.above_low else self.low <= value) and value <= self.high
+
+    def describe(self) -> str:
+        """ "from 1 to 1,000" for whole numbers, "in (0, 100]" for the others."""
+        if isinstance(self.low, int) and isinstance(self.high, int):
+            return f"a whole number from {self.low:,} to {self.high:,}"
+        return f"in {'(' if self.above_low else '['}{self.low:g}, {self.high:g}]"
+
+
+# The one table of limits. Numbers that cost time or memory (steps, batches, sizes, examples) get an upper end a
+# workshop machine can still serve; memory beyond what fits is refused later, with the estimate
+# (tinygpt.runs.preflight.check_memory), since that bound depends on the machine.
+# A run with max_steps at or above this trains until someone stops it (the Lecture preset): the pages say "until
+# stopped" instead of a step count, an ETA or a progress bar, and a queue does not wait for it to end by itself.
+# The Train form's Max steps goes up to exactly this, and no run is longer.
+UNTIL_STOPPED = 1_000_000
+MAX_TEXT_CHARS = 20_000_000  # the Train page's upload limit (.streamlit/config.toml maxUploadSize = 20 MB)
+LIMITS: dict[str, Limit] = {
+    "vocab_size": Limit(1, 1_114_112, "every Unicode code point"),
+    "hidden_dim": Limit(1, 16_384, "GPT-3's width is 12,288: wider is not a tiny GPT"),
+    "num_layers": Limit(1, 256, "GPT-3 has 96 layers"),
+    "num_heads": Limit(1, 1024, "a head needs at least one dimension of the width"),
+    "max_seq_len": Limit(1, 65_536, "attention grows with the square of the context"),
+    "dropout": Limit(0.0, 0.99, "dropout 1 drops everything"),
+    "attn_scale_mult": Limit(0.0, 10_000.0, "beyond this every softmax is one-hot already", above_low=True),
+    "window": Limit(1, 65_536, "the longest context"),
+    "token_shift": Limit(0, MAX_TOKEN_SHIFT, "a short window, not a second attention"),
+    "learning_rate": Limit(0.0, 100.0, "beyond 100 every run diverges at its first step", above_low=True),
+    "min_lr": Limit(0.0, 100.0, "at most the learning rate"),
+    "warmup_steps": Limit(0, UNTIL_STOPPED, "the longest run"),
+    "weight_decay": Limit(0.0, 100.0, "decay above 100 erases the weights every step"),
+    "beta1": Limit(0.0, 0.9999, "a momentum of 1 never forgets"),
+    "beta2": Limit(0.0, 0.9999, "a second moment of 1 never forgets"),
+    "max_grad_norm": Limit(0.0, 1e6, "0 turns clipping off; no gradient of a tiny GPT is this large"),
+    "batch_size": Limit(1, 8192, "sequences per step; memory is checked on top of this"),
+    "max_steps": Limit(1, UNTIL_STOPPED, f"{UNTIL_STOPPED:,} steps is 'until stopped'"),
+    "eval_interval": Limit(1, UNTIL_STOPPED, "the longest run"),
+    "eval_batches": Limit(1, 1000, "each estimate runs this many forward passes (nanoGPT's GPU config: 200)"),
+    "seed": Limit(0, 2**63 - 1, "torch seeds are 64-bit"),
+    "synthetic_examples": Limit(1, 1_000_000, "a million problems is minutes of generation and ~500 MB"),
+    "synthetic_digits": Limit(1, 30, "operands of 30 digits are already far beyond what a tiny GPT learns"),
+    "repeat_passages": Limit(0.0, 1.0, "a share of the training windows"),
+    "attention_every": Limit(1, UNTIL_STOPPED, "the longest run"),
+    "sample_every": Limit(1, UNTIL_STOPPED, "the longest run"),
+    "checkpoint_every": Limit(1, UNTIL_STOPPED, "the longest run"),
+}
+# Limits outside the run's config, for the same doors: sampling and the files a user hands over.
+MAX_NEW_TOKENS = 100_000  # characters one sample may generate: minutes on a CPU, more is a hang
+MAX_CONFIG_BYTES = 1 << 20  # a config.json is kilobytes (a text corpus lives in corpus.txt beside it)
+MAX_TEXT_FIELDS = {"text": MAX_TEXT_CHARS, "probe_text": 100_000, "zeroed_probes": 10_000, "ablated_heads": 10_000}
+
+
+def check_limits(config: object) -> None:
+    """ConfigError for the first field of a config dataclass outside its row of LIMITS (numbers) or longer than
+    MAX_TEXT_FIELDS allows (text): the one check every door shares."""
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name in LIMITS and isinstance(value, int | float) and not isinstance(value, bool):
+            limit = LIMITS[f.name]
+            if not (math.isfinite(value) and limit.contains(value)):
+                raise ConfigError(f"{f.name} must be {limit.describe()}, got {value!r}: {limit.why}.")
+        elif f.name in MAX_TEXT_FIELDS and isinstance(value, str) and len(value) > MAX_TEXT_FIELDS[f.name]:
+            raise ConfigError(
+                f"{f.name} is {len(value):,} characters long, more than the {MAX_TEXT_FIELDS[f.name]:,} allowed."
+            )
+
+
 class ConfigError(TinyGPTError):
     """A configuration a user asked for cannot work; the message says what to change."""
 
@@ -73,9 +155,6 @@ def _multiples_near(n: int, k: int) -> list[int]:
     """The multiples of k just below and above n (widths that a head count divides)."""
     below = (n // k) * k
     return [m for m in (below, below + k) if m > 0 and m != n]
-
-
-MAX_TOKEN_SHIFT = 8  # positions back an MLP may read (token_shift): a short window, not a second attention
 
 
 @dataclass
@@ -172,6 +251,7 @@ class TransformerConfig:
             raise ConfigError(f"token_shift {shift} reaches past the context ({self.max_seq_len}): try 2.")
         if self.shape_bug not in SHAPE_BUGS:
             raise ConfigError(f"shape_bug must be one of {', '.join(SHAPE_BUGS)}; got {self.shape_bug!r}.")
+        check_limits(self)  # the table's range for every number, after the specific hints above
 
     @property
     def head_dim(self) -> int:
@@ -255,6 +335,7 @@ class TrainConfig:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}; got {self.precision!r}.")
         if self.optimizer not in OPTIMIZERS:
             raise ConfigError(f"optimizer must be one of {', '.join(OPTIMIZERS)}; got {self.optimizer!r}.")
+        check_limits(self)  # the table's range for every number, after the specific hints above
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -293,6 +374,7 @@ class DataConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a whole number of at least 1, got {value!r}.")
+        check_limits(self)  # the table's range for every number, after the specific hints above
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -321,6 +403,7 @@ class RunConfig:
                 raise ConfigError(f"{name} must be a positive whole number of steps, got {value!r}.")
         if not isinstance(self.probe_text, str):
             raise ConfigError(f"probe_text must be text, got {self.probe_text!r}.")
+        check_limits(self)  # the table's range for every number, after the specific hints above
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -352,12 +435,6 @@ def _from_dict(cls, data: dict[str, Any]):
     if unknown:
         raise ConfigError(f"unknown {cls.__name__} field(s): {', '.join(unknown)}. Known: {', '.join(sorted(names))}.")
     return cls(**data)
-
-
-# A run with max_steps at or above this trains until someone stops it (the Lecture preset): the pages say "until
-# stopped" instead of a step count, an ETA or a progress bar, and a queue does not wait for it to end by itself.
-# The Train form's Max steps goes up to exactly this.
-UNTIL_STOPPED = 1_000_000
 
 
 def trains_until_stopped(max_steps: Any) -> bool:

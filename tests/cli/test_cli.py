@@ -257,15 +257,24 @@ def test_progress_eta_comes_from_recent_steps_not_the_first(monkeypatch):
     [
         (["--resume", ""], "--resume needs a run id"),
         (["--text", "abc abc abc", "--source", "synthetic:copy"], "--text is only read with --source text"),
-        (["--source", "synthetic:copy", "--synthetic-examples", "0"], "synthetic_examples must be"),
-        (["--source", "synthetic:copy", "--synthetic-examples", "-1"], "synthetic_examples must be"),
-        (["--source", "synthetic:copy", "--synthetic-digits", "0"], "synthetic_digits must be"),
-        (["--source", "synthetic:copy", "--synthetic-digits", "-1"], "synthetic_digits must be"),
+        (["--source", "synthetic:copy", "--synthetic-examples", "0"], "--synthetic-examples: expected a whole number"),
+        (["--source", "synthetic:copy", "--synthetic-examples", "-1"], "--synthetic-examples: expected a whole number"),
+        (["--source", "synthetic:copy", "--synthetic-digits", "0"], "--synthetic-digits: expected a whole number"),
+        (["--source", "synthetic:copy", "--synthetic-digits", "-1"], "--synthetic-digits: expected a whole number"),
         (["--source", "synthetic:copy", "--probe-text", "Zebra!"], "probe text"),
+        # issue 34: every number that costs time has an upper end; names only the model knows are checked too
+        (["--eval-batches", "99999999999999999999999"], "--eval-batches: expected a whole number from 1 to 1,000"),
+        (["--synthetic-examples", "10000000"], "--synthetic-examples: expected a whole number from 1 to 1,000,000"),
+        (["--zeroed-probes", "nope"], "zeroed_probes names 'nope'"),
+        (["--source", "text", "--text", "caf\udce9 " * 40], "--text: is not UTF-8 text: byte 0xe9 at offset 3"),
+        (["--config", "/dev/zero"], "is larger than 1,048,576 bytes"),
     ],
 )
 def test_nonsense_exits_2_in_one_line_before_any_run_folder(tmp_path, capsys, argv, message):
-    status = main(["train", "--runs-dir", str(tmp_path), "--max-steps", "3", "--quiet", *argv])
+    try:
+        status = main(["train", "--runs-dir", str(tmp_path), "--max-steps", "3", "--quiet", *argv])
+    except SystemExit as exc:  # argparse's own refusal of a flag's value: one line, exit 2
+        status = exc.code
     err = capsys.readouterr().err
     assert status == 2, err
     assert message in err and err.count("\n") == 1

@@ -39,7 +39,9 @@ def button(at: AppTest, label: str):
 def test_may_control_is_the_owner_or_the_instructor():
     config = {"learner": {"id": ANNA.id, "name": "anna"}}
     assert may_control(config, ANNA) and may_control(config, TEACHER) and not may_control(config, BEN)
-    assert may_control({}, BEN) and may_control(config, None)  # nobody's run; the server or the CLI itself
+    assert may_control(config, None)  # the server or the CLI itself
+    # A run no learner owns (CLI-trained, prepared, damaged config) is the instructor's: read-only to learners.
+    assert not may_control({}, BEN) and not may_control({"owner": "cli"}, ANNA) and may_control({}, TEACHER)
 
 
 def test_names_and_ids():

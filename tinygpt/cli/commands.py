@@ -34,7 +34,7 @@ from ..config import (
     trains_until_stopped,
 )
 from ..errors import TinyGPTError
-from .flags import build_parser, config_from_args, config_overrides
+from .flags import config_from_args, config_overrides, parse_args
 
 ETA_WINDOW = 200  # steps the CLI's ETA averages over
 ETA_MIN_STEPS = 5  # steps after the first before the CLI gives an ETA
@@ -50,29 +50,41 @@ class Progress:
         self.tty = stream.isatty()
         self.last = 0.0
         self.started = time.time()
-        self.recent: collections.deque[tuple[float, int]] = collections.deque(maxlen=ETA_WINDOW)  # (time, step)
+        # (wall time, step, tokens trained so far) of the last ETA_WINDOW steps: the pace of the run itself
+        self.recent: collections.deque[tuple[float, int, float]] = collections.deque(maxlen=ETA_WINDOW)
+        self.tokens = 0.0
 
     def eta(self, now: float, step: int) -> str:
         """Seconds left at the pace of the last few steps. The first step carries the start-up (model build,
         first kernels), so the pace is measured from it on, once ETA_MIN_STEPS more steps have run."""
-        self.recent.append((now, step))
-        (t0, s0), (t1, s1) = self.recent[0], self.recent[-1]
+        self.recent.append((now, step, self.tokens))
+        (t0, s0, _), (t1, s1, _) = self.recent[0], self.recent[-1]
         if s1 - s0 < ETA_MIN_STEPS or t1 <= t0:
             return "-"
         return f"{(t1 - t0) / (s1 - s0) * (self.max_steps - step):.0f}s"
+
+    def tokens_per_s(self, record: dict) -> float:
+        """Tokens a second of wall time over the last ETA_WINDOW steps (evaluations and checkpoints included), as
+        the app's status shows it: one step's own figure jumped between 146 and 5,827 from line to line."""
+        (t0, s0, k0), (t1, s1, k1) = self.recent[0], self.recent[-1]
+        if s1 - s0 < ETA_MIN_STEPS or t1 <= t0:
+            return float(record.get("tokens_per_s") or 0)
+        return (k1 - k0) / (t1 - t0)
 
     def __call__(self, record: dict) -> None:
         if self.quiet:
             return
         now = time.time()
         step = record["step"]
+        step_tps, step_ms = record.get("tokens_per_s") or 0, record.get("step_ms") or 0
+        self.tokens += step_tps * step_ms / 1000.0  # the tokens of this step
         remaining = self.eta(now, step)
         if now - self.last < (0.2 if self.tty else 5.0) and step != self.max_steps:
             return
         self.last = now
         loss = record.get("loss")
         loss_text = f"{loss:.4f}" if isinstance(loss, float) else "nan"
-        tps = record.get("tokens_per_s") or 0
+        tps = self.tokens_per_s(record)
         if trains_until_stopped(self.max_steps):  # no end to count down to: say so instead of a 9-hour ETA
             line = f"step {step} loss {loss_text} {tps:,.0f} tok/s, until stopped (Ctrl-C stops it, resumable)"
             self.stream.write(f"\r{line} " if self.tty else f"{line}\n")
@@ -175,7 +187,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     from ..runs.models import load_model
 
-    loaded = load_model(_store(args.runs_dir).path(args.run), args.step)  # CheckpointError names the steps it has
+    run_dir = _store(args.runs_dir).existing(args.run)  # RunStoreError: no such run (not "no checkpoint yet")
+    loaded = load_model(run_dir, args.step)  # CheckpointError names the steps it has
     model, tokenizer = loaded.model, loaded.tokenizer
     idx = torch.tensor([tokenizer.encode(args.prompt)], dtype=torch.long)
     generator = torch.Generator().manual_seed(args.seed)
@@ -213,7 +226,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     commands = {"train": cmd_train, "sample": cmd_sample, "runs": cmd_runs}
     try:
-        args = build_parser().parse_args(argv)  # usage errors exit 2 from argparse, in one line (_Parser)
+        args = parse_args(argv)  # usage errors exit 2 from argparse, in one line (_Parser)
         return commands[args.command](args)
     except TinyGPTError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import functools
 import inspect
 import io
@@ -18,6 +19,10 @@ from typing import Any
 
 from .. import config as config_module
 from ..config import (
+    LIMITS,
+    MAX_CONFIG_BYTES,
+    MAX_NEW_TOKENS,
+    MAX_TEXT_FIELDS,
     RUN_FIELDS,
     ConfigError,
     DataConfig,
@@ -84,6 +89,8 @@ def _number(kind: type, low: float | None = None, high: float | None = None, abo
     error says the range. The config's own checks (tinygpt.config) still apply to whatever passes here."""
     if low is None:
         bounds = "" if high is None else f" <= {high:g}"
+    elif high is not None and kind is int:
+        bounds = f" from {int(low):,} to {int(high):,}"
     elif high is None:
         bounds = f" {'>' if above_low else '>='} {low:g}"
     else:
@@ -98,10 +105,33 @@ def _number(kind: type, low: float | None = None, high: float | None = None, abo
             ) from None
         too_low = low is not None and (value <= low if above_low else value < low)
         if not math.isfinite(value) or too_low or (high is not None and value > high):
-            raise argparse.ArgumentTypeError(f"expected a finite number{bounds}, got {text!r}")
+            expected = "a whole number" if kind is int else "a finite number"
+            raise argparse.ArgumentTypeError(f"expected {expected}{bounds}, got {text!r}")
         return value
 
     parse.__name__ = kind.__name__  # argparse names the type in "invalid int value" messages
+    return parse
+
+
+def _text(name: str) -> Any:
+    """An argparse type for a text setting: bytes that are not UTF-8 (which Python hands over as lone surrogates,
+    and which no file can store) and text beyond the field's length limit are refused here, in one line."""
+
+    def parse(text: str) -> str:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raw = text.encode("utf-8", "surrogateescape")[exc.start : exc.start + 1]
+            raise argparse.ArgumentTypeError(
+                f"is not UTF-8 text: byte 0x{raw.hex() if raw else '??'} at offset {exc.start:,} cannot be decoded; "
+                "save the text as UTF-8 (or set a UTF-8 locale, e.g. LANG=C.UTF-8)"
+            ) from None
+        cap = MAX_TEXT_FIELDS.get(name)
+        if cap is not None and len(text) > cap:
+            raise argparse.ArgumentTypeError(f"is {len(text):,} characters long, more than the {cap:,} allowed")
+        return text
+
+    parse.__name__ = "text"
     return parse
 
 
@@ -155,9 +185,11 @@ def _add_flags(group: argparse._ArgumentGroup, cls, section: str, sources: list[
         if kind is bool:
             parse, metavar = _parse_bool, "{true,false}"
         elif kind in (int, float):
-            parse, metavar = _number(kind), ("STEPS" if section == "run" else kind.__name__.upper())
+            limit = LIMITS.get(f.name)  # the config's table of limits: refused here with the range, exit 2
+            bounds = (limit.low, limit.high, limit.above_low) if limit else (None, None, False)
+            parse, metavar = _number(kind, *bounds), ("STEPS" if section == "run" else kind.__name__.upper())
         else:
-            parse, metavar = str, (None if choices else "TEXT")
+            parse, metavar = _text(f.name), (None if choices else "TEXT")
         help_text = comments.get(f.name) or f.name.replace("_", " ")
         group.add_argument(
             _flag(f.name),
@@ -216,10 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sample = sub.add_parser("sample", help="generate text from a saved run")
     sample.add_argument("--run", required=True, metavar="RUN_ID", help="the run to load")
-    sample.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
+    sample.add_argument("--prompt", type=_text("prompt"), default="\n", help="text to continue (default: a newline)")
     sample.add_argument(
-        "--max-new-tokens", type=_number(int, 0), default=300, metavar="N", help="characters to generate (default: 300)"
-    )
+        "--max-new-tokens", type=_number(int, 0, MAX_NEW_TOKENS), default=300, metavar="N",
+        help=f"characters to generate, up to {MAX_NEW_TOKENS:,} (default: 300)",
+    )  # fmt: skip
     sample.add_argument(
         "--temperature", type=_temperature, default=0.8, metavar="T",
         help=f"0 is greedy; higher is more random, up to {MAX_TEMPERATURE:g} (default: 0.8)",
@@ -242,6 +275,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, parsed; a flag the command does not know is refused by that command's parser, so the
+    hint points at `train --help` (not the top-level help, which lists no flags) and names the nearest flag."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+        known = [o for action in command._actions for o in action.option_strings if o not in ("-h", "--help")]
+        flag = next((u.split("=", 1)[0] for u in unknown if u.startswith("--")), "")
+        # A flag that is part of a known one ("--heads" of "--num-heads") before one that is spelled alike
+        near = [o for o in known if flag and f"-{flag[2:]}" in o] or difflib.get_close_matches(flag, known, n=1)
+        command.error(f"unrecognized arguments: {' '.join(unknown)}" + (f"; did you mean {near[0]}?" if near else ""))
+    return args
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     """preset < --config file < explicit flags, through `config.preset`: the app builds its configs the same way,
     so identical settings give identical configs (min_lr following the learning rate, short-run intervals)."""
@@ -252,10 +300,7 @@ def config_file_settings(path: Path | None) -> dict[str, Any]:
     """The settings in a --config file (a run's config.json or an app bundle's), by field name."""
     if path is None:
         return {}
-    try:
-        loaded = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read --config {path}: {exc}") from exc
+    loaded = _read_json_capped(Path(path), "--config", MAX_CONFIG_BYTES)
     if not isinstance(loaded, dict):
         kind = type(loaded).__name__
         raise ConfigError(f"--config {path} must hold a JSON object (a run's config.json), not a {kind}.")
@@ -272,6 +317,37 @@ def config_file_settings(path: Path | None) -> dict[str, Any]:
     return settings
 
 
+def read_capped(path: Path, what: str, cap: int) -> bytes:
+    """At most `cap` bytes of a file a user named, or ConfigError: a larger file (or /dev/zero, a pipe that never
+    ends) is refused after reading cap + 1 bytes, in milliseconds and with memory flat, never read whole."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(cap + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}.") from None
+    if len(data) > cap:
+        raise ConfigError(f"{what} {path} is larger than {cap:,} bytes: {_too_big_hint(what)}")
+    return data
+
+
+def _too_big_hint(what: str) -> str:
+    if what == "--config":
+        return "a config.json is a few kilobytes (a run's text corpus lives in corpus.txt beside it); is this the file?"
+    return "use a shorter text."
+
+
+def _read_json_capped(path: Path, what: str, cap: int) -> Any:
+    data = read_capped(path, what, cap)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{what} {path} is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start:,} cannot be decoded."
+        ) from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ConfigError(f"{what} {path} is not JSON: {exc}.") from None
+
+
 def _corpus_beside(path: Path, sha: Any) -> str:
     """The corpus.txt next to a run's config.json (or in a bundle), checked against the hash the config names."""
     from ..runs.corpus import corpus_sha256
@@ -279,8 +355,8 @@ def _corpus_beside(path: Path, sha: Any) -> str:
 
     corpus = path.parent / CORPUS_FILE
     try:
-        text = corpus.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_capped(corpus, CORPUS_FILE, 4 * MAX_TEXT_FIELDS["text"]).decode("utf-8")  # 4 bytes a character
+    except (ConfigError, UnicodeDecodeError) as exc:
         raise ConfigError(
             f"--config {path} trains on a text stored in {CORPUS_FILE} beside it, which cannot be read ({exc}): copy "
             f"the run's {CORPUS_FILE} next to it, or pass the text with --text."

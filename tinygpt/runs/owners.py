@@ -12,6 +12,9 @@ from ..errors import RunStoreError, TinyGPTError
 from .files import HOLD_FILE, read_config_json, read_json, write_json_atomic
 
 
+INSTRUCTOR = "the instructor"  # who owns a run no learner started
+
+
 @dataclass(frozen=True)
 class Actor:
     """Who asks for a change: a learner's public id and name, and whether they hold the instructor key."""
@@ -40,11 +43,13 @@ def read_owner(run_dir: str | Path) -> dict:
 
 def may_control(config: dict, actor: Actor | None) -> bool:
     """Whether `actor` may pause, resume, step, stop, turn knobs of or delete a run: its owner and the instructor
-    may; other learners may watch, compare and sample it. None is the server itself, the CLI or a test."""
+    may; other learners may watch, compare and sample it. A run no learner owns (trained from the command line,
+    prepared before class, or one whose config.json is damaged) is the instructor's: read-only to every learner,
+    whatever its state. None is the server itself, the CLI or a test."""
     if actor is None or actor.instructor:
         return True
     owner = run_learner(config)
-    return not owner or owner["id"] == actor.id
+    return bool(owner) and owner["id"] == actor.id
 
 
 class NotYourRunError(RunStoreError):
@@ -52,16 +57,18 @@ class NotYourRunError(RunStoreError):
 
     def __init__(self, run_id: str, owner: str):
         self.owner = owner
+        who = f"only {owner} or the instructor can" if owner != INSTRUCTOR else "only the instructor can"
+        why = " (no learner started it: it was trained from the command line or prepared for the class)"
         super().__init__(
-            f"run {run_id} belongs to {owner}: you can watch, compare and sample it, but only {owner} "
-            "or the instructor can change it. Start your own run on Train."
+            f"run {run_id} belongs to {owner}{why if owner == INSTRUCTOR else ''}: you can watch, compare and sample "
+            f"it, but {who} change or delete it. Start your own run on Train."
         )
 
 
 def require_control(config: dict, actor: Actor | None, run_id: str) -> None:
     """NotYourRunError unless `actor` may change the run (the manager and the store check before acting)."""
     if not may_control(config, actor):
-        raise NotYourRunError(run_id, run_learner(config).get("name") or "another learner")
+        raise NotYourRunError(run_id, run_learner(config).get("name") or INSTRUCTOR)
 
 
 def read_hold(run_dir: str | Path) -> dict:

@@ -177,6 +177,18 @@ def check_source(config: RunConfig) -> None:
         text_from_user(data.text, min_chars=min_corpus_chars(config.model.max_seq_len))
 
 
+def check_model_builds(config: RunConfig) -> None:
+    """ConfigError for a model the config describes but cannot build (a zeroed probe point the model has no
+    such name for): built on torch's meta device, which allocates nothing, so this takes milliseconds at any
+    size and the refusal comes before a run folder exists, not from inside its worker."""
+    import torch
+
+    from ..model import TinyGPT
+
+    with torch.device("meta"):
+        TinyGPT(config.model)
+
+
 def preflight(config: RunConfig, runs_root: str | Path | None = None, threads: object = None) -> None:
     """Every check a run can pass before it exists: threads, device, data source, memory, and (given the runs
     folder) disk. Raises the TinyGPTError of the first that fails."""
@@ -185,6 +197,8 @@ def preflight(config: RunConfig, runs_root: str | Path | None = None, threads: o
     check_threads(threads)
     device = resolve_device(config.train.device)  # ConfigError naming the devices this machine has
     check_source(config)
+    if config.model.zeroed_probes:  # the one setting whose names only the built model knows
+        check_model_builds(config)
     check_memory(config, str(device))
     if runs_root is not None:
         check_disk(runs_root, config)

@@ -32,7 +32,7 @@ from urllib.parse import unquote
 
 import streamlit as st
 
-from tinygpt.runs.owners import Actor, may_control
+from tinygpt.runs.owners import Actor, may_control, run_learner
 from tinygpt.ui import safe, state
 
 LEARNER_COOKIE = "tinygpt_learner"  # the learner's secret token
@@ -231,6 +231,12 @@ def can_control(config: dict | None, run_id: str | None = None) -> bool:
     if run_id is None or not config:  # an empty config (missing, damaged) is not worth remembering
         return may_control(config or {}, actor)
     return state.control_decision(run_id, actor, lambda: may_control(config, actor))
+
+
+def may_open_link(config: dict | None, run_id: str) -> bool:
+    """Whether a ?run= link opens this run here (not the learner's own session): theirs to change, or a run no
+    learner owns (CLI-trained, prepared: the instructor's), which opens read-only (can_control says no)."""
+    return can_control(config, run_id) or not run_learner(config or {})
 
 
 def owner_name(config: dict | None) -> str:
