@@ -150,10 +150,10 @@ if st.button("Apply", key="circ_apply", disabled=not live or not room.can_contro
         request = resources.get_manager().set_knob(
             run_id, "ablated_heads", view.heads_text(chosen), actor=room.current()
         )
-        state.add_knob_note("ablated_heads", view.heads_text(chosen), request)
+        state.add_knob_note("ablated_heads", view.heads_text(chosen), request, run_id)
     except TinyGPTError as e:
         st.error(safe.md(e))
-for knob, note in state.knob_notes().items():
+for knob, note in state.knob_notes(run_id).items():
     if knob == "ablated_heads":
         st.caption(runinfo.knob_note(rd.events, note["request"], knob, note["value"])[1])
 if not live:

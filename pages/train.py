@@ -13,7 +13,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
-from tinygpt.ui import admission, backlog, explain, form, launch, resources, room, runinfo, safe, settings, train_view
+from tinygpt.ui import admission, backlog, explain, form, launch, resources, room, runinfo, safe, train_view
 from tinygpt.ui import live as live_period
 
 store = resources.get_store()
@@ -32,11 +32,14 @@ run_state = status.get("state")
 live = resources.is_live(run_id)
 learner = room.current()
 mine = rd is None or room.can_control(rd.config(), run_id)  # others' runs: watch, compare, sample; no controls
+# A queued run can be paused (it leaves the queue) or stopped too: the buttons need no redraw when it starts.
+in_play = live or resources.is_queued(run_id)
 
 form.seed_form(store, run_id)
 left, right = st.columns([1.2, 2], gap="large")
-with left:
-    source, uploaded = form.draw_form(run_shown=rd is not None)
+with left:  # the live knobs show the run while it takes changes, read-only for a watcher
+    live_run = (run_id, rd.config(), rd.events) if rd is not None and in_play else None
+    source, uploaded = form.draw_form(run_shown=rd is not None, live_run=live_run, read_only=not mine)
 
 # ---------------------------------------------------------------- controls
 
@@ -46,8 +49,6 @@ with right:
     rows = [st.columns(3), st.columns(3)] if large else [st.columns([1.3, 1, 1, 1, 1])]
     b = [c for row in rows for c in row]
     train_clicked = b[0].button("Train", type="primary", icon=":material/play_arrow:", width="stretch")
-    # A queued run can be paused (it leaves the queue) or stopped too: the buttons need no redraw when it starts.
-    in_play = live or resources.is_queued(run_id)
     pause_clicked = b[1].button("Pause", disabled=not (in_play and mine) or run_state == "paused", width="stretch")
     hold = runinfo.hold_note(rd.run_dir, rd.config(), learner) if rd is not None else None
     held = hold is not None and not learner.instructor  # the instructor's pause: the learner cannot undo it
@@ -70,11 +71,9 @@ with right:
             f":material/timer: The room's time budget stops this run after {runinfo.format_duration(limit)} in a "
             "training slot (set by the instructor)."
         )
-    if live and rd:  # settings that cannot change live: say that they need a new run
-        run_values, run_source = settings.values_from_config(rd.config())
-        changed = settings.changed_since_start(run_values, run_source, form.form_values(), source)
-        if changed:
-            messages.info(f"Changed since this run started: {', '.join(changed)}. Press **Train** to start a new run.")
+    edits = form.edits_for_a_new_run(run_id, rd.config(), source) if rd else []  # this viewer's, not the form's
+    if live and edits:  # settings that cannot change live: say that they need a new run
+        messages.info(f"You changed {', '.join(edits)} in the form: only a new run takes that. **Train** starts it.")
 
     if train_clicked:
         launch.train_clicked(source, uploaded, learner, run_id if mine else None, messages)
@@ -126,6 +125,8 @@ def live_view() -> None:
     # The charts are rebuilt only when the run's records changed, and shared with every page watching this run
     # (train_view.shared_figures); otherwise the same figures are sent again, which costs the server little.
     view = train_view.build_view(store, rd, config, status, large)
+    if view["knobs_moved"]:  # someone turned a knob, or a change was refused: the knobs must show the run
+        st.rerun()  # they are drawn outside this fragment; a knob change is rare, so a full redraw is cheap
     st.markdown(f"**{safe.md(runinfo.status_line(status, rd.metrics))}**")  # the reason is a file's text
     if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
         wait = resources.queue_wait(run_id)

@@ -80,9 +80,9 @@ def test_a_clamped_link_value_reaches_the_widget(runs_dir):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.query_params["learning_rate"] = "100"
     at.run()
-    from tinygpt.ui import state
+    from tinygpt.ui import knob_widgets, state
 
-    assert at.select_slider(key=state.W_LR).value == 10.0
+    assert at.select_slider(key=knob_widgets.widget_key(state.W_LR, {})).value == 10.0
     assert any("above the largest allowed 10.0" in str(w.value).replace("\\", "") for w in at.warning)
 
 

@@ -14,6 +14,7 @@ from tinygpt.lab.registry import EXPERIMENTS  # noqa: E402
 from tinygpt.lab.results import read_result
 from tinygpt.lab.verdict import ENDED
 from tinygpt.ui import (  # noqa: E402
+    knob_widgets,
     resources,
     state,  # noqa: E402
 )
@@ -156,9 +157,9 @@ def test_a_workshop_link_loads_a_preset_hides_controls_and_survives_page_switche
     assert at.selectbox(key=state.W_PRESET).value == "nanoGPT CPU"
     assert at.selectbox(key=state.W_WIDTH).value == 128
     assert at.select_slider(key=state.W_HEADS).value == 8
-    assert at.radio(key=state.W_MASK).value == "none"
+    assert at.radio(key=knob_widgets.widget_key(state.W_MASK, {})).value == "none"
     styles = "\n".join(str(m.value) for m in at.markdown if "<style>" in str(m.value))
-    assert ".st-key-w_mask" in styles and ".st-key-w_scale" in styles and "display: none" in styles
+    assert '[class*="st-key-w_mask-"]' in styles and ".st-key-w_scale" in styles and "display: none" in styles
     assert any("Lesson 3/" in str(m.value) for m in at.sidebar.markdown)  # ?tutorial=2: the third step
     at.switch_page("pages/gradients.py").run()
     assert not at.exception
@@ -177,7 +178,7 @@ def test_a_locked_link_fixes_the_model_but_not_the_live_knobs(runs_dir):
     at = open_app({"preset": "demo", "lock": "1"})
     assert at.selectbox(key=state.W_PRESET).disabled
     assert at.selectbox(key=state.W_WIDTH).disabled and at.number_input(key=state.W_LAYERS).disabled
-    assert not at.radio(key=state.W_MASK).disabled  # live knobs stay in the learners' hands
+    assert not at.radio(key=knob_widgets.widget_key(state.W_MASK, {})).disabled  # live knobs: the learners'
     assert any("locked" in str(c.value) for c in at.sidebar.caption)
 
 

@@ -2,8 +2,8 @@
 
 `seed_form` gives every widget its first value (a reattached tab: the run's own settings and current knobs; else
 the first preset); `draw_form` draws the preset select, the data-and-model box and the live-knob box; a live
-knob's widget sends its new value to the running worker the moment it changes (`on_change`), and the page shows
-the worker's structured answer (runinfo.knob_note).
+knob's widget shows the run in view and sends its own knob's new value to the running worker the moment it
+changes (`on_change`; tinygpt/ui/knob_widgets.py), and the page shows the worker's answer (runinfo.knob_note).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tinygpt.runs.corpus import read_corpus
 from tinygpt.runs.jobs import NoWorkerError
 from tinygpt.runs.owners import NotYourRunError
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import resources, room, safe, settings, state
+from tinygpt.ui import knob_widgets, resources, room, safe, settings, state
 from tinygpt.ui.settings import Field
 
 
@@ -60,28 +60,40 @@ def form_values() -> dict[str, Any]:
     return {f.name: state.get(f.key) for f in settings.FIELDS}
 
 
+def edits_for_a_new_run(run: str, run_config: dict, source: str) -> list[str]:
+    """The settings this viewer changed in the form since `run` came into view that only a new run can take, as
+    ["num_heads 1 → 4"] (the run's value → the form's). The form as it was when the run came into view is the
+    base: a watcher whose form simply differs from the run they watch did not change anything, and is told
+    nothing (the rehearsal's learner was invited to start a run with settings they never chose)."""
+    form = {**form_values(), state.W_SOURCE: source}
+    base = state.get(state.FORM_BASE)
+    if not base or base[0] != run:
+        state.put(state.FORM_BASE, (run, form))
+        return []
+    edited = {name: value for name, value in form.items() if base[1].get(name) != value}
+    run_values, run_source = settings.values_from_config(run_config)
+    return settings.changed_since_start(run_values, run_source if state.W_SOURCE in edited else None, edited, source)
+
+
 def _apply_preset() -> None:
     for name, value in settings.preset_values(state.get(state.W_PRESET)).items():
         state.put_widget(settings.FIELD_BY_NAME[name].key, value)
 
 
-def _knob_changed(name: str) -> None:
-    """A live knob's widget changed (its on_change): unless it is the browser's stale echo, send the new value."""
-    if state.stale_echo(settings.FIELD_BY_NAME[name].key):
-        return  # the browser's old copy of a value the page set itself (state.put_widget), not the learner's move
-    _send_knob(name)
+def _knob_moved(name: str, key: str) -> None:
+    """One live knob's widget moved (its on_change): send that knob, with that widget's value, and nothing else."""
+    _send_knob(name, knob_widgets.moved(settings.FIELD_BY_NAME[name].key, key))
 
 
-def _send_knob(name: str) -> None:
-    """Change the current run's knob `name` to the form's value (one command; the engine moves coupled knobs, e.g.
-    min_lr with the learning rate). The run manager is asked once, and it knows the run's phase: live (sent now),
+def _send_knob(name: str, value: Any) -> None:
+    """Change the current run's knob `name` to `value` (one command; the engine moves coupled knobs, e.g. min_lr
+    with the learning rate). The run manager is asked once, and it knows the run's phase: live (sent now),
     queued (kept for its worker, which applies it before its first step; lesson_view's setup relies on that too),
     or ended (NoWorkerError: nothing to change, the form's value is for the next run). The page used to ask
     resources.is_live first, a second liveness check that also dropped a knob turned while the run was queued."""
     run = state.run_id()
     if not run:
         return
-    value = state.get(settings.FIELD_BY_NAME[name].key)
     try:  # the run manager checks who may change the run, the knob's name and its value: asked once, there
         request = resources.get_manager().set_knob(run, name, value, actor=room.current())
     except NoWorkerError:
@@ -92,17 +104,20 @@ def _send_knob(name: str) -> None:
     except TinyGPTError as e:
         state.flash("error", f"Could not change {name}: {e}")
         return
-    state.add_knob_note(name, value, request)
+    state.add_knob_note(name, value, request, run)
 
 
 def _draw_field(container, field: Field, disabled: bool) -> None:
-    common: dict[str, Any] = {"key": field.key, "persist_state": "session", "help": field.help}
-    if field.live:
-        common.update(on_change=_knob_changed, args=(field.name,))
-    else:
-        common["disabled"] = disabled
+    common: dict[str, Any] = {"key": field.key, "persist_state": "session", "help": field.help, "disabled": disabled}
+    if field.live:  # drawn under its own key, sending its own knob (tinygpt/ui/knob_widgets.py)
+        if field.widget == "slider":  # window <= context: clamped in the form's value, before the widget is drawn
+            top = int(state.get(state.W_CONTEXT)) if field.name == "window" else int(field.maximum)
+            state.put(field.key, min(max(int(state.get(field.key) or 0), int(field.minimum)), top))
+        key = knob_widgets.mount(field.key)
+        common = {"key": key, "help": field.help, "disabled": disabled, "on_change": _knob_moved,
+                  "args": (field.name, key)}  # fmt: skip
     if field.name == "window":
-        common["disabled"] = state.get(state.W_MASK) != "sliding_window"
+        common["disabled"] = disabled or state.get(state.W_MASK) != "sliding_window"
     if field.widget == "number":
         extra = {k: v for k, v in (("step", field.step), ("format", field.format)) if v is not None}
         container.number_input(field.label, field.minimum, field.maximum, **extra, **common)
@@ -123,7 +138,6 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
                         **common)  # fmt: skip
     elif field.widget == "slider":
         top = int(state.get(state.W_CONTEXT)) if field.name == "window" else int(field.maximum)  # window <= context
-        state.put_widget(field.key, min(max(int(state.get(field.key) or 0), int(field.minimum)), top))
         container.slider(field.label, int(field.minimum), max(top, int(field.minimum) + 1), **common)
     elif field.widget == "log_slider":
         _draw_log_slider(container, field, common)
@@ -131,36 +145,21 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
         raise ValueError(f"unknown widget {field.widget!r} for {field.name}")
 
 
-def _exact_key(field: Field) -> str:
-    return field.key + "_exact"
-
-
-def _sync(field: Field, to_exact: bool) -> None:
-    """Keep a log slider and its exact box on one value, then act like any knob change. Each follows the other
-    through state.put_widget, so the browser's stale copy of the one that followed is not taken for a change."""
-    moved, follower = (field.key, _exact_key(field)) if to_exact else (_exact_key(field), field.key)
-    if state.stale_echo(moved):
-        return
-    state.put_widget(follower, float(state.get(moved)))
-    if field.live:  # the echo check above was the one for this move: the follower was just set by the page
-        _send_knob(field.name)
-
-
 def _draw_log_slider(container, field: Field, common: dict) -> None:
     """A select-slider over log-spaced stops (1, 2, 5 per decade), with the exact value typeable beside it: the
     slider for turning the knob in front of a room, the box where precision matters. The current value is always
-    one of the stops, so a preset's or a link's 3e-4 is not snapped away."""
+    one of the stops, so a preset's or a link's 3e-4 is not snapped away. The two are one knob's two widgets: the
+    one moved sets the form's value, and the other is drawn anew with it (knob_widgets.mount)."""
     value = float(state.get(field.key))
     options = sorted({*field.options, value})
-    state.put_widget(_exact_key(field), value)
+    exact_key = knob_widgets.mount(field.key, "_exact")
     # Side by side; with large fonts one under the other (beside it the box showed "6.0e" of 6.0e-03).
     large = state.large_fonts()
     slider_col, exact_col = (container, container) if large else container.columns([3, 1.3])
-    slider_args = {**common, "on_change": _sync, "args": (field, True)}
-    slider_col.select_slider(field.label, options, format_func=lambda v: f"{v:g}", **slider_args)
+    slider_col.select_slider(field.label, options, format_func=lambda v: f"{v:g}", **common)
     exact_col.number_input(
         f"{field.label}, exact" if large else "exact", float(field.minimum), float(field.maximum),
-        format=field.format, key=_exact_key(field), on_change=_sync, args=(field, False),
+        format=field.format, key=exact_key, on_change=_knob_moved, args=(field.name, exact_key),
         disabled=common.get("disabled", False),
     )  # fmt: skip
 
@@ -179,8 +178,11 @@ def _draw_fields(fields: tuple[Field, ...], disabled: bool, per_row: int = 2) ->
         _draw_field(columns.pop(0), field, disabled)
 
 
-def draw_form(run_shown: bool = False) -> tuple[str, Any]:
+def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None = None, read_only: bool = False):
     """The preset, live-knob, corpus and model widgets. Returns (corpus label, uploaded file or None).
+
+    `live_run` (run id, config, events): a run in view that takes knob changes; the live knobs then show its
+    values (knob_widgets.run_values), read-only for a viewer who may not change it (`read_only`).
 
     The live knobs come first, next to the charts they act on; once a run is shown, the data-and-model settings
     (which only a new run uses) fold into an expander, so on a projector the knobs and the loss chart share the
@@ -194,7 +196,14 @@ def draw_form(run_shown: bool = False) -> tuple[str, Any]:
     )  # fmt: skip
     with st.container(border=True):
         st.markdown("**Live knobs** · change the running model at its next step")
-        _draw_fields(settings.KNOB_FIELDS, locked, per_row)
+        if live_run is not None:
+            run, config, events = live_run
+            keys = {f.name: f.key for f in settings.KNOB_FIELDS}
+            values = knob_widgets.run_values(config, events, list(keys), state.knob_notes(run))
+            knob_widgets.show_run(run, values, keys)
+        else:
+            state.pop(state.KNOBS_DRAWN)
+        _draw_fields(settings.KNOB_FIELDS, read_only and live_run is not None, per_row)
     uploaded = None
     model_box = st.expander("**Data and model** · changing these starts a new run") if run_shown else None
     with model_box or st.container(border=True):

@@ -162,7 +162,7 @@ def set_up(step: Step, actor: Actor) -> None:
         for name, value in setup.knobs.items() if mine else ():  # a learner watches the room's run
             request = manager.set_knob(rid, name, value, actor=actor)
             _widget(settings.FIELD_BY_NAME[name].key, value)
-            state.add_knob_note(name, value, request)
+            state.add_knob_note(name, value, request, rid)
     if setup.rest and (rid := (runs.get(LECTURE) or {}).get("run")) and resources.is_active(rid):
         manager.pause(rid, actor=actor)  # its training slot goes to the long runs
     if setup.heads:

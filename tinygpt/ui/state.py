@@ -41,7 +41,10 @@ LEARNER_COOKIES = "learner_cookies"  # {cookie: value} the frame still has to wr
 PENDING_START = "pending_start"  # {"action", "what"}: a start waiting for "stop my other run first?" (admission)
 URL_VIEW = "view"  # ?view=1: a shared link to someone else's run, opened read-only
 CONTROL = "control"  # {(run_id, Actor): bool}: may that actor change that run (control_decision), decided once
-KNOB_NOTES = "knob_notes"  # {knob: {"value", "request"}}: live knob changes the page follows until answered
+KNOB_NOTES = "knob_notes"  # {knob: {"value", "request", "run"}}: live knob changes the page follows until answered
+KNOB_WIDGETS = "knob_widgets"  # {value key: generation}: the key suffix of each live knob's widget (knob_widgets.py)
+KNOBS_DRAWN = "knobs_drawn"  # (run id, {knob: value}): the run's knob values the live knob widgets last drew
+FORM_BASE = "form_base"  # (run id, {field: value}): the form when that run came into view, to tell this viewer's edits
 STEP_REQUESTED_AT = "step_requested_at"  # unix time of the last Step click: refresh a paused run's view briefly
 ATTN_GRID = "attn_grid"  # {"key": (...), "drawn": unix time}: what the attention grid shows, and since when
 ATTN_PLAYING = "attn_playing"  # the Attention page's play button: advance the step slider by itself
@@ -198,13 +201,17 @@ def apply_pending_large() -> bool | None:
 # ---------------------------------------------------------------- live knob changes this session asked for
 
 
-def knob_notes() -> dict[str, dict]:
-    """{knob: {"value", "request"}}: the live-knob changes whose answer the Train page shows."""
-    return st.session_state.get(KNOB_NOTES) or {}
+def knob_notes(run: str | None) -> dict[str, dict]:
+    """{knob: {"value", "request", "run"}}: the live-knob changes this session asked of `run`, whose answers the
+    page shows. Only that run's: a note of the run shown before ("LR → 0.1: applies at the next step") must never
+    appear over another run (Bring to the projector)."""
+    notes = st.session_state.get(KNOB_NOTES) or {}
+    return {knob: note for knob, note in notes.items() if run and note.get("run") == run}
 
 
-def add_knob_note(knob: str, value: Any, request: str) -> None:
-    st.session_state[KNOB_NOTES] = {**knob_notes(), knob: {"value": value, "request": request}}
+def add_knob_note(knob: str, value: Any, request: str, run: str) -> None:
+    notes = st.session_state.get(KNOB_NOTES) or {}
+    st.session_state[KNOB_NOTES] = {**notes, knob: {"value": value, "request": request, "run": run}}
 
 
 def clear_knob_notes() -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from tinygpt.runs.knobs import knobs_now
-from tinygpt.ui import explain, runinfo, settings, state
+from tinygpt.ui import explain, knob_widgets, runinfo, settings, state
 from tinygpt.ui.charts import curves
 
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
@@ -25,11 +25,14 @@ def build_view(store, rd, config: dict, status: dict, large: bool) -> dict:
     key = (str(rd.run_dir), str(parent.run_dir) if parent else None, options)
     records = (_records(rd), _records(parent) if parent else None)
     figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
-    notes = [
-        runinfo.knob_note(rd.events, n["request"], knob, n["value"], config) for knob, n in state.knob_notes().items()
+    notes = [  # this run's only: a note raised over the run shown before never shows over this one
+        runinfo.knob_note(rd.events, n["request"], knob, n["value"], config)
+        for knob, n in state.knob_notes(rd.run_id).items()
     ]
     last = rd.samples[-1] if rd.samples else None
-    return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last}
+    moved = knob_widgets.run_moved(rd.run_id, config, rd.events)  # the knob widgets drew other values
+    return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last,
+            "knobs_moved": moved}  # fmt: skip
 
 
 def _records(rd) -> tuple:

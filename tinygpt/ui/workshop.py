@@ -146,6 +146,13 @@ def parse_workshop(params: Mapping[str, str]) -> Workshop:
         if name not in SETTING_TYPES:
             shop.errors.append(f"the link sets {name!r}, which is not a setting; ignored.")
             continue
+        if name not in settings.FIELD_BY_NAME and name != "source":  # the form would drop it without a word
+            flag = "--" + name.replace("_", "-")
+            shop.errors.append(
+                f"the link sets {name}={text!r}, which the Train form has no control for, so a run from this page "
+                f"cannot use it; ignored (the command line takes it: python -m tinygpt train {flag} ...)."
+            )
+            continue
         try:
             value = _typed(name, str(text))
         except ValueError as exc:
@@ -258,12 +265,13 @@ def _seed_settings(shop: Workshop) -> None:
 
 
 def hide_controls(shop: Workshop) -> None:
-    """Hide the controls the link names: Streamlit tags each widget's container with the class st-key-<key>."""
+    """Hide the controls the link names: Streamlit tags each widget's container with the class st-key-<key>, where
+    a live knob's key carries its widget's generation ("w_mask@2", class st-key-w_mask-2: knob_widgets.py)."""
 
     keys = {**{f.name: f.key for f in settings.FIELDS}, **settings.EXTRA_KEYS}
     hidden = [keys[name] for name in sorted(shop.hidden) if name in keys]
     if hidden:
-        rules = ", ".join(f".st-key-{key}" for key in hidden)
+        rules = ", ".join(f'.st-key-{key}, [class*="st-key-{key}-"]' for key in hidden)
         st.markdown(f"<style>{rules} {{ display: none !important; }}</style>", unsafe_allow_html=True)
 
 

@@ -1,0 +1,83 @@
+"""The live knobs' widgets on the Train page: what they show, and what one of them sends when it moves.
+
+What they show: while the run in view takes knob changes (training or queued), the run's own values (its config,
+then every applied knob event), for every viewer, the owner too; this viewer's own change shows while its answer
+is pending, and a refused one snaps back to the run's value (the live view says why). Otherwise (no run, or an
+ended one) the widgets are the form for the next run.
+
+What one sends: the knob of the widget that moved, with that widget's value (one `KnobChange` per move).
+
+Why each widget is drawn under a key with a generation (`w_lr@3`): the browser sends every widget's value with
+every rerun request, and a request it sent before it drew a value the server set (the run moved, the exact box
+following its slider, a preset) carries the old value, which Streamlit then takes for a move of that widget. The
+rehearsal lost an update that way: in a burst of 30 arrow-key presses on Warmup, the learning rate's exact box
+sent its old 0.002 and the run's rate went back from 0.05. So the server never changes a value under a widget
+the browser holds: when the form's value changed from the server's side, the widget is drawn anew under the next
+key, and the old widget's stale copy belongs to a widget that is gone (Streamlit skips widgets it no longer
+knows, and an unchanged value is no change). The widget the learner moves keeps its key, and so its focus.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tinygpt.runs.knobs import knob_answer, knobs_now
+from tinygpt.ui import state
+
+LIVE_ROLES = ("", "_exact")  # a knob's widgets: the main one, and a log slider's exact box
+
+
+def widget_key(value_key: str, generations: dict[str, int], role: str = "") -> str:
+    """The key a knob's widget is drawn under now (pure: tests look their widgets up with it)."""
+    return f"{value_key}{role}@{generations.get(value_key + role, 0)}"
+
+
+def mount(value_key: str, role: str = "") -> str:
+    """The key to draw the widget of `value_key` under: the same as before while the widget holds the form's
+    value, a new one (holding the form's value) when the value changed from the server's side."""
+    generations = dict(state.get(state.KNOB_WIDGETS) or {})
+    key = widget_key(value_key, generations, role)
+    value = state.get(value_key)
+    if state.has(key) and state.get(key) != value:
+        generations[value_key + role] = generations.get(value_key + role, 0) + 1
+        state.put(state.KNOB_WIDGETS, generations)
+        key = widget_key(value_key, generations, role)
+    if not state.has(key):
+        state.put(key, value)
+    return key
+
+
+def moved(value_key: str, key: str) -> Any:
+    """A widget's on_change: its value becomes the form's value (and the other widgets of the knob follow it on
+    this run, drawn anew). Returns the value, the one the knob change sends."""
+    value = state.get(key)
+    state.put(value_key, value)
+    return value
+
+
+def run_values(config: dict, events: list[dict], names: list[str], notes: dict[str, dict]) -> dict[str, Any]:
+    """What the widgets of the knobs `names` show for a run: its values now, except this session's own change
+    still waiting for its answer (`notes`, state.knob_notes of that run). An answered change shows what the run
+    did with it: the new value, or the old one again if it was refused (pure)."""
+    values = {name: value for name, value in knobs_now(config, events).items() if name in names}
+    for name, note in notes.items():
+        if name in values and knob_answer(events, note["request"]) is None:
+            values[name] = note["value"]
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def show_run(run: str, values: dict[str, Any], keys: dict[str, str]) -> None:
+    """Put the run's values into the form (`keys`: knob -> value key) before the widgets are drawn."""
+    for name, value in values.items():
+        state.put(keys[name], value)
+    state.put(state.KNOBS_DRAWN, (run, values))
+
+
+def run_moved(run: str, config: dict, events: list[dict]) -> bool:
+    """From the live view: did the run's knobs move away from what the widgets drew (someone else turned one, or
+    a change of this viewer's was answered with a refusal)? Then the page redraws them. False while the widgets
+    were not drawn from this run."""
+    drawn = state.get(state.KNOBS_DRAWN)
+    if not drawn or drawn[0] != run:
+        return False
+    return run_values(config, events, list(drawn[1]), state.knob_notes(run)) != drawn[1]
