@@ -10,9 +10,11 @@ from typing import Any
 
 from ..config import RunConfig
 from ..presets import preset
-from .verdict import ENDED, RunResult, Verdict
+from .verdict import ENDED, NOT_ENOUGH_DATA, RunResult, Verdict, diverged_at
 
-MEASURED_SOURCES = ("shakespeare", "synthetic:copy", "text")  # the corpora of BENCHMARKS.md's pitfall grid
+# The corpora of BENCHMARKS.md's pitfall grid. Not "text": the English prose measured there came in through
+# `bench_pitfalls --text-file`, and a learner's own pasted or uploaded text is a corpus no benchmark has seen.
+MEASURED_SOURCES = ("shakespeare", "synthetic:copy")
 
 
 @dataclass
@@ -32,10 +34,14 @@ class Experiment:
     # Corpora on which the effect was measured not to show, with why (BENCHMARKS.md, every pitfall x 3 corpora):
     # the page says so before the runs start, and the verdict names the clause that failed.
     does_not_show_on: dict[str, str] = field(default_factory=dict)
+    # Runs whose early end (diverged, or failed) is the pitfall showing, so the judge reads it (the naive softmax
+    # overflowing, the shape contract stopping the bug at step 0); any other run that ended before its step budget
+    # leaves nothing to judge the claim on: "not enough data", with the reason.
+    ends_early_as_pitfall: tuple[str, ...] = ()
 
     def measured_on(self, source: str) -> bool:
-        """Whether the benchmark (tinygpt.bench.pitfalls: every pitfall x 3 corpora x 5 seeds) ran it on `source`:
-        Tiny Shakespeare, the copy task, English prose (a learner's own text is "text"), or its own corpus."""
+        """Whether the benchmark (tinygpt.bench.pitfalls: every pitfall x 5 seeds) ran it on `source`: Tiny
+        Shakespeare, the copy task, or its own corpus. Never a learner's own text ("text"): nothing measured it."""
         return source == self.source or source in MEASURED_SOURCES
 
     def configs(
@@ -59,6 +65,10 @@ class Experiment:
             waiting = _waiting(self, results)
             if waiting:
                 return Verdict(None, self.expected, {}, waiting)
+            short = ended_early(results, self.ends_early_as_pitfall)
+            if short:
+                sentence = f"Not enough data to judge: {'; '.join(short)}, so the claim was not tested."
+                return Verdict(None, self.expected, {}, sentence, undecided=NOT_ENOUGH_DATA)
         elif set(results) != set(self.variants):
             return Verdict(None, self.expected, {}, "Not measured yet.")
         return self.judge(results)
@@ -70,13 +80,31 @@ def _waiting(experiment: Experiment, results: dict[str, RunResult]) -> str:
     if missing:
         return f"Waiting for {', '.join(missing)}."
     going = [f"{label} at step {r.steps} of {r.max_steps or '?'} ({r.state})" for label, r in results.items()]
-    stopped = [label for label, r in results.items() if r.state == "stopped"]
-    if stopped:
-        return f"{', '.join(stopped)} was stopped before the end: run the experiment again to judge it."
-    if all(r.state in ENDED for r in results.values()):
+    if all(r.state in ENDED or r.state == "stopped" for r in results.values()):
         return ""
     return (
         "Still training: "
-        + "; ".join(g for g, r in zip(going, results.values(), strict=True) if r.state not in ENDED)
+        + "; ".join(g for g, r in zip(going, results.values(), strict=True) if r.state not in (*ENDED, "stopped"))
         + "."
     )
+
+
+def ended_early(results: dict[str, RunResult], as_pitfall: tuple[str, ...] = ()) -> list[str]:
+    """Why each run that ended before its step budget cannot be judged, e.g. "the residual run finished at step 5
+    of 300" or "the warmup, lr 1e-2 run diverged at step 40 of 300"; [] when every run ran (a run in `as_pitfall`
+    may end early: that is the effect being measured)."""
+    out = []
+    for label, r in results.items():
+        if label in as_pitfall and r.state in ("diverged", "failed"):
+            continue
+        of = f" of {r.max_steps}" if r.max_steps else ""
+        if diverged_at(r):
+            out.append(f"not measured: the {label} run {diverged_at(r)}{of}, before the end of its training")
+        elif r.state == "stopped":
+            out.append(f"the {label} run was stopped at step {r.steps}{of}: run the experiment again to judge it")
+        elif r.state == "failed":
+            why = f" ({r.reason.rstrip('.')})" if r.reason else ""
+            out.append(f"the {label} run failed at step {r.steps}{of}{why}")
+        elif not r.ran_to_the_end:
+            out.append(f"the {label} run {r.state} at step {r.steps}{of}")
+    return out

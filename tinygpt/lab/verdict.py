@@ -4,11 +4,13 @@ number that was not measured ("n/a", "not measured: ...")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 ENDED = ("finished", "diverged", "failed")  # a run in one of these has said all it will say
 SATURATED = 0.9  # an attention row whose largest weight is above this is "near one-hot"
+LOSS_FIELDS = ("final_train_loss", "final_val_loss", "initial_loss", "mid_loss", "no_peek_loss", "max_loss_early")
 NOT_ENOUGH_DATA = "not enough data"  # a verdict some clause of which was not measured (none failed)
 CPU_COUNTS_ONLY = "allocation counts only"  # the memory demo on CPU: churn measured, fragmentation needs CUDA
 
@@ -40,6 +42,27 @@ class RunResult:
     no_peek_loss: float | None = None  # loss when each position sees only its past (health.no_peek_loss)
     nonfinite_tensor: str = ""  # the first tensor that went NaN/inf, for a diverged run
     final_loss_std: float | None = None  # standard deviation of the last 20 step losses: the run's own noise
+    # (step, loss) of the last FINAL_STEPS steps: two runs that share seed and batches are compared step by step
+    final_losses: tuple[tuple[int, float], ...] = ()
+    nonfinite_loss: str = ""  # the loss that was NaN/inf (set by __post_init__): the run diverged there
+
+    def __post_init__(self) -> None:
+        """A NaN or infinite number was not measured: it becomes None, so no clause reads it and no sentence prints
+        "nan vs 2.200". A non-finite loss means the run broke: it counts as diverged at the step it ended."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                setattr(self, f.name, None)
+                if f.name in LOSS_FIELDS and not self.nonfinite_loss:
+                    self.nonfinite_loss = f.name
+        self.final_losses = tuple((int(s), float(v)) for s, v in self.final_losses if finite(v))
+        if self.nonfinite_loss and self.diverged_step is None:
+            self.diverged_step = self.steps
+
+    @property
+    def ran_to_the_end(self) -> bool:
+        """Whether the run took every step of its budget (a run with no budget recorded is taken at its word)."""
+        return self.steps >= self.max_steps if self.max_steps else self.state == "finished"
 
     @property
     def attention_grad_norm(self) -> float | None:
@@ -65,34 +88,49 @@ class Verdict:
         return {True: "reproduced", False: "did not reproduce", None: "still training"}[self.reproduced]
 
 
+def finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def fmt(value: float | None, digits: int = 3) -> str:
     """`value` to `digits` decimals, or to 2 significant digits when those decimals would print it as 0 (a leak of
-    1e-07 fails a check that wants exactly 0: "0.0000" would hide why)."""
+    1e-07 fails a check that wants exactly 0: "0.0000" would hide why). A number never measured says so."""
     if value is None:
-        return "n/a"
+        return "not measured"
+    if not math.isfinite(value):
+        return "not finite"
     if value != 0 and abs(value) < 0.5 * 10**-digits:
         return f"{value:.2g}"
     return f"{value:.{digits}f}"
 
 
-def gt(a: float | None, b: float | None, margin: float = 0.0) -> bool:
-    """a > b + margin, False when either is unknown (an unknown number never proves a pitfall)."""
-    return a is not None and b is not None and a > b + margin
+def gt(a: float | None, b: float | None, margin: float | None = 0.0) -> bool:
+    """a > b + margin, False when any is unknown (an unknown number never proves a pitfall)."""
+    return finite(a) and finite(b) and finite(margin) and a > b + margin
 
 
 TRAINED_SHARE = 0.1  # a run "trained" when its loss fell by at least this share of its first loss (ln V at init)
 
 
-def trained_margin(run: RunResult) -> float:
-    """How far a run's loss must fall to count as having trained: TRAINED_SHARE of its first loss. Scale-free: 1
-    nat was right for Tiny Shakespeare in 200 steps (4.2 -> 2.5) and wrong for the copy task, whose random first
-    half keeps the loss near 2.7 that early (3.4 -> 2.7)."""
-    return TRAINED_SHARE * (run.initial_loss or 0.0)
+def trained_margin(run: RunResult) -> float | None:
+    """How far a run's loss must fall to count as having trained: TRAINED_SHARE of its first loss, None when the
+    first loss was not measured (a bar of 0 would pass any run). Scale-free: 1 nat was right for Tiny Shakespeare
+    in 200 steps (4.2 -> 2.5) and wrong for the copy task, whose random first half keeps the loss near 2.7 that
+    early (3.4 -> 2.7)."""
+    return None if run.initial_loss is None else TRAINED_SHARE * run.initial_loss
 
 
-def gt3(a: float | None, b: float | None, margin: float = 0.0) -> bool | None:
-    """a > b + margin, or None when either was not measured: a clause that could not be checked."""
-    return None if a is None or b is None else a > b + margin
+def trained_clause(run: RunResult) -> str:
+    """The words of a "loss down by a tenth" clause, with the bar it used or why there was none."""
+    margin = trained_margin(run)
+    if margin is None:
+        return "its loss down by a tenth of its first loss (not measured: no first loss)"
+    return f"its loss down by at least {margin:.2f} nats (a tenth)"
+
+
+def gt3(a: float | None, b: float | None, margin: float | None = 0.0) -> bool | None:
+    """a > b + margin, or None when any was not measured: a clause that could not be checked."""
+    return None if not (finite(a) and finite(b) and finite(margin)) else a > b + margin
 
 
 def all_of(*clauses: bool | None) -> bool | None:
@@ -134,16 +172,59 @@ def decide(expected: str, clauses: dict[str, bool | None], observed: dict, sente
 NOISE_SIGMAS = 3  # a difference of two runs' losses counts when it clears this many standard errors of itself
 
 FINAL_STEPS = 20  # final_train_loss is the mean of this many step losses (results.read_result reads this)
+MIN_PAIRED_STEPS = 5  # fewer shared steps than this and the paired spread is itself too noisy to use
+
+
+@dataclass
+class Difference:
+    """a's final loss minus b's, with the standard error of that difference.
+
+    Paired when both runs logged the same last steps: the two runs of a pair share seed, initial weights and batches,
+    so a hard batch is hard for both (their last-20-step losses correlate at 0.92-0.98, issue 33); the noise of the
+    difference is the spread of the per-step differences over sqrt(steps), several times smaller than the two runs'
+    own spreads added as if unrelated. Independent (the old, wider estimate) when the per-step losses are missing."""
+
+    mean: float | None
+    standard_error: float | None
+    steps: int  # how many step losses each side of the difference averages
+    paired: bool
+
+    def noise(self, digits: int = 2) -> str:
+        """ "± 0.05 (3 s.e., paired over 20 shared steps)": the half-width the difference is judged against."""
+        if self.standard_error is None:
+            return "(its noise not measured)"
+        kind = f"paired over {self.steps} shared steps" if self.paired else "unpaired: the runs' own noise added"
+        return f"± {NOISE_SIGMAS * self.standard_error:.{digits}f} ({NOISE_SIGMAS} s.e., {kind})"
+
+    def interval(self, digits: int = 2) -> str:
+        """ "0.30 ± 0.05 (3 s.e., paired over 20 shared steps)", or "not measured"."""
+        return "not measured" if self.mean is None else f"{self.mean:.{digits}f} {self.noise(digits)}"
+
+
+def loss_difference(a: RunResult, b: RunResult) -> Difference:
+    """a.final_train_loss - b.final_train_loss and its noise: paired over the steps both logged (see Difference)."""
+    mean = None if a.final_train_loss is None or b.final_train_loss is None else a.final_train_loss - b.final_train_loss
+    theirs = dict(b.final_losses)
+    shared = [(loss, theirs[step]) for step, loss in a.final_losses if step in theirs]
+    if len(shared) >= MIN_PAIRED_STEPS:
+        diffs = [x - y for x, y in shared]
+        centre = sum(diffs) / len(diffs)
+        spread = (sum((d - centre) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5
+        return Difference(mean, spread / len(diffs) ** 0.5, len(diffs), paired=True)
+    spreads = [r.final_loss_std for r in (a, b) if r.final_loss_std is not None]  # a run without one adds nothing
+    error = (sum(s**2 for s in spreads) / FINAL_STEPS) ** 0.5 if spreads else None
+    return Difference(mean, error, FINAL_STEPS, paired=False)
 
 
 def difference_margin(threshold: float, a: RunResult, b: RunResult) -> float:
     """The margin a difference of two runs' losses (each a mean of about FINAL_STEPS step losses) must clear: the
-    physical `threshold`, or NOISE_SIGMAS standard errors of that difference when the runs are noisier. A run's
-    step-to-step spread (final_loss_std) over sqrt(FINAL_STEPS) is the noise of its mean: on Tiny Shakespeare the
-    final loss of the same settings spread 0.013 across seeds, its step spread 0.06 / sqrt(20) = 0.013."""
-    spreads = [r.final_loss_std for r in (a, b) if r.final_loss_std is not None]  # a run without one adds nothing
-    standard_error = (sum(s**2 for s in spreads) / FINAL_STEPS) ** 0.5
-    return max(threshold, NOISE_SIGMAS * standard_error)
+    physical `threshold`, or NOISE_SIGMAS standard errors of that difference when the runs are noisier. Paired over
+    the steps both runs logged (`loss_difference`); without per-step losses, each run's step-to-step spread
+    (final_loss_std) over sqrt(FINAL_STEPS) is taken as the noise of its mean and the two are added as if unrelated:
+    on Tiny Shakespeare the final loss of the same settings spread 0.013 across seeds, its step spread 0.06 /
+    sqrt(20) = 0.013."""
+    error = loss_difference(a, b).standard_error
+    return max(threshold, NOISE_SIGMAS * (error or 0.0))
 
 
 LEAKS = 1e-3  # a leak score above this is a leak (a correct mask scores exactly 0)

@@ -7,7 +7,19 @@ from typing import Any
 from ...attention import mask_rows
 from ..experiment import Experiment
 from ..health import leak_score
-from ..verdict import LEAKS, NOISE_SIGMAS, RunResult, Verdict, decide, difference_margin, diverged_at, fmt, gt3, say
+from ..verdict import (
+    LEAKS,
+    NOISE_SIGMAS,
+    RunResult,
+    Verdict,
+    decide,
+    difference_margin,
+    diverged_at,
+    fmt,
+    gt3,
+    loss_difference,
+    say,
+)
 
 # The leaky runs' loss must end this far below causal to count as cheating: physically, a model that reads the
 # token it predicts drops toward the floor of the positions with nothing to copy (the last of each window: ~1/T of
@@ -55,15 +67,13 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         if diverged_at(leaky):
             parts.append(f"{label}: {diverged_at(leaky)}, its final loss not measured, leak {fmt(leaky.leak, 3)}")
             continue
-        gap = (
-            None
-            if causal.final_train_loss is None or leaky.final_train_loss is None
-            else causal.final_train_loss - leaky.final_train_loss
-        )
+        difference = loss_difference(causal, leaky)
+        observed[f"cheat gap (nats), {label}"] = difference.interval()
         below = say(cheats, "below", "is not enough below", "not compared with")
         parts.append(
-            f"{label}: train loss {fmt(leaky.final_train_loss)} ({fmt(gap, 2)} {below} causal; needs {margin:.2f}), "
-            f"leak {fmt(leaky.leak, 3)}, loss without the future {fmt(leaky.no_peek_loss)}"
+            f"{label}: train loss {fmt(leaky.final_train_loss)} ({fmt(difference.mean, 2)} {below} causal; needs "
+            f"{margin:.2f}), the gap's noise {difference.noise()}, leak {fmt(leaky.leak, 3)}, loss without the "
+            f"future {fmt(leaky.no_peek_loss)}"
         )
     clauses["causal's leak score exactly 0"] = None if causal.leak is None else causal.leak == 0.0
     parts.append(f"causal: train loss {fmt(causal.final_train_loss)}, leak {fmt(causal.leak, 4)}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...model import TinyGPT
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, decide, difference_margin, fmt, gt3, never_reached, say
+from ..verdict import RunResult, Verdict, decide, difference_margin, fmt, gt3, loss_difference, never_reached, say
 
 # nats: without positions the loss must end at least this much higher (or NOISE_SIGMAS standard errors of the
 # difference when the runs are noisier: verdict.difference_margin).
@@ -21,25 +21,25 @@ EXPECTED = (
 def judge(results: dict[str, RunResult]) -> Verdict:
     good, bad = results["learned positions"], results["no positions"]
     margin = difference_margin(POSITION_WORSE, good, bad)
+    difference = loss_difference(bad, good)
     observed = {
         "train loss, no positions": bad.final_train_loss,
         "train loss, learned positions": good.final_train_loss,
         "first loss, learned positions": good.initial_loss,
         "worse margin (nats)": margin,
+        "loss gap, no positions - learned (nats)": difference.interval(),
     }
     claims = ["the task learned with positions", "a higher final loss without"]
     if broken := never_reached(EXPECTED, results, claims, observed):
         return broken
     learned = gt3(good.initial_loss, good.final_train_loss, LEARNED)
     worse = gt3(bad.final_train_loss, good.final_train_loss, margin)
-    gap = (
-        None if None in (bad.final_train_loss, good.final_train_loss) else bad.final_train_loss - good.final_train_loss
-    )
     sentence = (
         f"With learned positions the loss fell from {fmt(good.initial_loss)} to {fmt(good.final_train_loss)} "
         f"({say(learned, 'the task is learned', 'the task is not learned', 'not measured')}); without them it ended "
-        f"at {fmt(bad.final_train_loss)}, {fmt(gap, 2)} higher "
-        f"({say(worse, 'it cannot tell the order', 'not enough higher', 'not compared')}; needs {margin:.2f})."
+        f"at {fmt(bad.final_train_loss)}, {fmt(difference.mean, 2)} higher "
+        f"({say(worse, 'it cannot tell the order', 'not enough higher', 'not compared')}; needs {margin:.2f}; "
+        f"noise {difference.noise()})."
     )
     clauses = {
         f"with positions, the loss down by at least {LEARNED} nat": learned,

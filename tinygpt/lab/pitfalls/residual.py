@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...model import Block
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, decide, difference_margin, fmt, gt3, never_reached, say
+from ..verdict import RunResult, Verdict, decide, difference_margin, fmt, gt3, loss_difference, never_reached, say
 
 EXPECTED = "detached: first-layer gradient norm below 1% of the residual model's, and a higher loss"
 RESIDUAL_WORSE = 0.1  # nats: "the loss stalls" is at least this much worse, or the runs' own noise if larger
@@ -22,7 +22,9 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "train loss, residual": good.final_train_loss,
     }
     margin = difference_margin(RESIDUAL_WORSE, good, bad)
+    difference = loss_difference(bad, good)
     observed["worse margin (nats)"] = margin
+    observed["loss gap, detached - residual (nats)"] = difference.interval()
     claims = ["a vanishing first-layer gradient", "a higher final loss"]
     if broken := never_reached(EXPECTED, {"detached": bad, "residual": good}, claims, observed):
         return broken
@@ -30,9 +32,9 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     stalls = gt3(bad.final_train_loss, good.final_train_loss, margin)
     sentence = (
         f"First-layer attention gradient norm: {fmt(first_bad, 6)} detached vs {fmt(first_good, 4)} with the "
-        f"residual ({'n/a' if ratio is None else f'{ratio:.1e}x'}); final train loss {fmt(bad.final_train_loss)} vs "
+        f"residual ({'not measured' if ratio is None else f'{ratio:.1e}x'}); final train loss {fmt(bad.final_train_loss)} vs "
         f"{fmt(good.final_train_loss)}, needs {margin:.2f} more "
-        f"({say(stalls, 'stalls', 'does not stall', 'not compared')})."
+        f"({say(stalls, 'stalls', 'does not stall', 'not compared')}: gap {difference.interval()})."
     )
     clauses = {
         "the detached first-layer gradient norm under 1% of the residual one's": vanishes,

@@ -14,6 +14,7 @@ from ..verdict import (
     difference_margin,
     fmt,
     gt3,
+    loss_difference,
     never_reached,
     say,
 )
@@ -41,7 +42,9 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "train loss, scaled": good.final_train_loss,
     }
     margin = difference_margin(SCALING_WORSE, good, bad)
+    difference = loss_difference(bad, good)
     observed["worse margin (nats)"] = margin
+    observed["loss gap, unscaled - scaled (nats)"] = difference.interval()
     claims = ["near one-hot attention", "less gradient through the softmax", "smaller attention gradients",
               "a higher final loss"]  # fmt: skip
     if broken := never_reached(EXPECTED, {"unscaled": bad, "scaled": good}, claims, observed):
@@ -64,7 +67,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         say(smaller_grads, "attention gradients are smaller", "attention gradients are not smaller",
              "attention gradients were not measured") + f" ({grads})",
         say(worse, "the loss ends higher", "the loss ends not higher by enough", "the final loss was not measured")
-        + f" ({losses})",
+        + f" ({losses}), a gap of {difference.interval()}",
     ]  # fmt: skip
     clauses = {
         f"unscaled attention near one-hot (max weight > {SATURATED}, entropy under half the scaled run's)": saturated,

@@ -7,7 +7,19 @@ import torch
 from ...interventions import drifted_weights
 from ...model import TinyGPT
 from ..experiment import Experiment
-from ..verdict import LEAKS, RunResult, Verdict, all_of, decide, diverged_at, fmt, gt, gt3, say, trained_margin
+from ..verdict import (
+    LEAKS,
+    RunResult,
+    Verdict,
+    all_of,
+    decide,
+    diverged_at,
+    fmt,
+    gt3,
+    say,
+    trained_clause,
+    trained_margin,
+)
 
 EXPECTED = (
     "silent bug: trains to a plausible loss, but rows don't sum to 1 and it leaks the future; "
@@ -29,7 +41,8 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "contracts: state at step": f"{checked.state} at step {checked.steps}",
         "contracts: error": checked.reason or None,
     }
-    plausible = silent.state == "finished" and gt(silent.initial_loss, silent.final_train_loss, trained_margin(silent))
+    down = gt3(silent.initial_loss, silent.final_train_loss, trained_margin(silent))  # None: a loss not measured
+    plausible = down if silent.state == "finished" else False
     wrong = all_of(
         gt3(silent.row_sum_error, 0.01), gt3(silent.leak, LEAKS), None if good.leak is None else good.leak == 0.0
     )
@@ -40,7 +53,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         and "expected (B, H, T, 1)" in checked.reason
         and "got (" in checked.reason
     )
-    trained = f"{diverged_at(silent)}" if diverged_at(silent) else ("to a plausible curve" if plausible else "badly")
+    trained = diverged_at(silent) or say(plausible, "to a plausible curve", "badly", "to a curve not measured")
     sentence = (
         f"The silent bug trained {trained} "
         f"({observed['silent bug: loss first -> last']}; correct {observed['correct: loss first -> last']}) "
@@ -57,7 +70,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         + "."
     )
     clauses = {
-        f"the silent bug finished, its loss down by at least {trained_margin(silent):.2f} nats (a tenth)": plausible,
+        f"the silent bug finished, {trained_clause(silent)}": plausible,
         f"its rows off 1 by over 0.01, its leak above {LEAKS:g} and the correct model's leak exactly 0": wrong,
         "the contracts stopped it at step 0 naming the tensor and both shapes": stopped,
     }
@@ -83,6 +96,7 @@ EXPERIMENT = Experiment(
         "bug + shape contracts": dict(shape_bug="softmax_dim", shape_contracts=True),
     },
     judge=judge,
+    ends_early_as_pitfall=("bug + shape contracts",),
     code=(drifted_weights,),
     probes=True,
 )

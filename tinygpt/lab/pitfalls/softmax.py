@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...attention import scores_to_weights
 from ...trainer import first_nonfinite_activation
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt, trained_margin
+from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt3, say, trained_clause, trained_margin
 
 EXPECTED = "naive: NaN at a named step and tensor, run diverged; stable: trains to the end"
 
@@ -20,11 +20,8 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "stable: loss first -> last": f"{fmt(good.initial_loss)} -> {fmt(good.final_train_loss)}",
     }
     overflowed = bad.state == "diverged" and bad.diverged_step is not None and bool(bad.nonfinite_tensor)
-    trains_on = (
-        good.state == "finished"
-        and good.diverged_step is None
-        and gt(good.initial_loss, good.final_train_loss, trained_margin(good))
-    )
+    down = gt3(good.initial_loss, good.final_train_loss, trained_margin(good))  # None: a loss not measured
+    trains_on = False if good.state != "finished" or good.diverged_step is not None else down
     if overflowed:
         sentence = (
             f"The naive softmax overflowed at step {bad.diverged_step}: the first non-finite tensor was "
@@ -36,12 +33,13 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         sentence += f"The stable softmax, same settings, {diverged_at(good)} too."
     else:
         sentence += (
-            f"The stable softmax, same settings, {'trained on' if trains_on else 'did not train on cleanly'} to step "
+            f"The stable softmax, same settings, "
+            f"{say(trains_on, 'trained on', 'did not train on cleanly', 'ran')} to step "
             f"{good.steps} (loss {fmt(good.initial_loss)} -> {fmt(good.final_train_loss)})."
         )
     clauses = {
         "the naive run diverged at a named step and tensor": overflowed,
-        f"the stable run finished, its loss down by at least {trained_margin(good):.2f} nats (a tenth)": trains_on,
+        f"the stable run finished, {trained_clause(good)}": trains_on,
     }
     return decide(EXPECTED, clauses, observed, sentence)
 
@@ -59,5 +57,6 @@ EXPERIMENT = Experiment(
     base=dict(attn_scale="none", attn_scale_mult=24.0, max_steps=200),
     variants={"stable softmax": dict(softmax="stable"), "naive softmax": dict(softmax="naive")},
     judge=judge,
+    ends_early_as_pitfall=("naive softmax",),
     code=(scores_to_weights, first_nonfinite_activation),
 )

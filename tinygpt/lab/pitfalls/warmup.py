@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from ...schedule import lr_at
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, all_of, decide, difference_margin, diverged_at, fmt, gt3, say
+from ..verdict import (
+    RunResult,
+    Verdict,
+    all_of,
+    decide,
+    difference_margin,
+    diverged_at,
+    fmt,
+    gt3,
+    loss_difference,
+    say,
+)
 
 # Margins are physics with the runs' own noise on top (verdict.difference_margin: 3 standard errors of the
 # difference when that is larger), so a noisier corpus needs a larger gap; each verdict shows the margin it used.
@@ -28,8 +39,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "final loss, lr 2e-3, no warmup": dn.final_train_loss,
         "final loss, lr 2e-3, warmup": dw.final_train_loss,
         "early clipped steps, lr 1e-2, no warmup / warmup": f"{hn.clip_events_early} / {hw.clip_events_early}",
-        "diverged": ", ".join(f"{label} at step {r.diverged_step or r.steps}" for label, r in results.items()
-                              if diverged_at(r)) or None,
+        "diverged": ", ".join(f"{label} {diverged_at(r)}" for label, r in results.items() if diverged_at(r)) or None,
     }  # fmt: skip
     hurts_margin = difference_margin(WARMUP_HURTS, hn, hw)
     observed["margin at lr 1e-2 (nats)"] = round(hurts_margin, 3)
@@ -57,7 +67,8 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         high = (
             f"At lr 1e-2, no warmup {say(hurts, 'stalls', 'does not stall', 'was not compared')}: loss "
             f"{fmt(hn.mid_loss)} vs {fmt(hw.mid_loss)} a third of the way in, {fmt(hn.final_train_loss)} vs "
-            f"{fmt(hw.final_train_loss)} at the end (needs {hurts_margin:.2f} worse)"
+            f"{fmt(hw.final_train_loss)} at the end (needs {hurts_margin:.2f} worse; final gap "
+            f"{loss_difference(hn, hw).interval()})"
         )
     same_margin = difference_margin(WARMUP_SAME, dn, dw)
     allowed = max(same_margin, DEMO_SHARE * high_gap) if high_gap is not None and high_gap > 0 else same_margin
@@ -67,15 +78,16 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         same, demo = None, "At the demo's lr 2e-3 both runs diverged"
         same_clause += " (not measured: both runs diverged)"
     elif diverged_at(dw) or diverged_at(dn):
-        broke = "no warmup" if diverged_at(dn) else "warmup"
-        same, demo = False, f"At the demo's lr 2e-3 {broke} {diverged_at(dn or dw)} and the other did not"
+        broke, run = ("no warmup", dn) if diverged_at(dn) else ("warmup", dw)
+        same, demo = False, f"At the demo's lr 2e-3 {broke} {diverged_at(run)} and the other did not"
     elif dn.final_train_loss is None or dw.final_train_loss is None:
         same, demo = None, "At the demo's lr 2e-3 the final losses were not measured"
     else:
         same = abs(dn.final_train_loss - dw.final_train_loss) <= allowed
         demo = (
             f"At the demo's lr 2e-3 warmup {'matters far less' if same else 'matters as much'}: "
-            f"{fmt(dn.final_train_loss)} vs {fmt(dw.final_train_loss)} (allowed {allowed:.2f} apart)"
+            f"{fmt(dn.final_train_loss)} vs {fmt(dw.final_train_loss)} (allowed {allowed:.2f} apart; gap "
+            f"{loss_difference(dn, dw).interval()})"
         )
     return decide(EXPECTED, {hurts_clause: hurts, same_clause: same}, observed, f"{high}. {demo}.")
 
@@ -100,6 +112,9 @@ EXPERIMENT = Experiment(
         "no warmup, lr 2e-3": dict(learning_rate=2e-3, warmup_steps=0),
     },
     judge=judge,
+    # No warmup diverging is the pitfall at its strongest (at lr 1e-2), or the claim about lr 2e-3 failing; a run
+    # with warmup diverging is not the pitfall: "not enough data".
+    ends_early_as_pitfall=("no warmup, lr 1e-2", "no warmup, lr 2e-3"),
     does_not_show_on={
         "synthetic:copy": "in 300 steps no run learns to copy (every run ends at 2.66-2.71, the cost of guessing "
         "the random first half), so there is no training for warmup to protect (0 of 5 seeds)"
