@@ -19,6 +19,7 @@ from tinygpt.config import RunConfig  # noqa: E402
 from tinygpt.ui import (  # noqa: E402
     bundle,
     knob_widgets,
+    resources,
     runinfo,
     settings,
     state,  # noqa: E402

@@ -220,7 +220,7 @@ def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None =
                     "Text to train on", key=state.W_PASTE, height=120, persist_state="session", disabled=locked
                 )
             elif source == settings.SOURCE_SHAKESPEARE:
-                st.caption("1.1 MB of Shakespeare; downloaded once on first use (or set TINYGPT_SHAKESPEARE).")
+                st.caption(settings.SHAKESPEARE_CAPTION)
             else:
                 st.caption("Generated problems with exact answers: copy, reverse, sort or add.")
         _draw_fields(settings.MODEL_FIELDS, locked, per_row)

@@ -133,8 +133,8 @@ def status_line(status: dict, metrics: list[dict]) -> str:
     state = status.get("state", "unknown")
     if endless and state in ("queued", "starting", "running", "paused"):
         parts.append("until stopped")
-    elif state in ("running", "starting"):
-        parts.append(f"ETA {format_duration(eta_seconds(metrics, step, max_steps))}")
+    elif state in ("running", "starting") and (eta := eta_seconds(metrics, step, max_steps)) is not None:
+        parts.append(f"ETA {format_duration(eta)}")  # none before the run has a pace of its own ("ETA -" read odd)
     text = state
     if status.get("queue_position"):
         text += f" (position {status['queue_position']} in the queue)"
@@ -142,7 +142,7 @@ def status_line(status: dict, metrics: list[dict]) -> str:
     if reason:  # reasons often start with their state ("finished: reached max_steps"): say it once
         text += f": {reason.removeprefix(state + ':').strip()}" if reason != state else ""
     parts.append(text)
-    return " · ".join(parts)
+    return " · ".join(p for p in parts if p.strip())  # an empty part drew "· ·"
 
 
 def progress_fraction(status: dict) -> float | None:

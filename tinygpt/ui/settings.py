@@ -29,7 +29,14 @@ from tinygpt.config import (
     DataConfig,
     RunConfig,
 )
-from tinygpt.data import SYNTHETIC_TASKS, load_shakespeare, min_corpus_chars, text_from_user
+from tinygpt.data import (
+    SHAKESPEARE_BYTES,
+    SHAKESPEARE_ENV,
+    SYNTHETIC_TASKS,
+    load_shakespeare,
+    min_corpus_chars,
+    text_from_user,
+)
 from tinygpt.presets import PRESET_NOTES, preset
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import state
@@ -46,6 +53,12 @@ SOURCE_SHAKESPEARE = "Tiny Shakespeare"
 SOURCE_UPLOAD = "Upload a .txt file"
 SOURCE_PASTE = "Paste text"
 SOURCES = [SOURCE_SHAKESPEARE, *(f"Synthetic: {t}" for t in SYNTHETIC_TASKS), SOURCE_UPLOAD, SOURCE_PASTE]
+# What the Train form says under Tiny Shakespeare: the copy ships in the package (tinygpt/corpora), so nothing is
+# fetched; it said "downloaded once on first use" while the README said it works offline.
+SHAKESPEARE_CAPTION = (
+    f"{SHAKESPEARE_BYTES / 1e6:.1f} MB of Shakespeare's plays, shipped inside tinygpt: nothing is downloaded "
+    f"(set {SHAKESPEARE_ENV} to train on another copy)."
+)
 SCALE_LABELS = {
     "head_dim": "1/√d_head (correct)",
     "hidden_dim": "1/√d_model (common bug)",
