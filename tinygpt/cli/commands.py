@@ -220,6 +220,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         started, now = knobs_now(run.config, []), knobs_now(run.config, read_events(store.path(run.run_id)))
         changed = [f"{k}={v}" for k, v in now.items() if v != started[k]]
         print(line + (f"  knobs now: {' '.join(changed)}" if changed else ""))
+        if run.reason.startswith("waiting for the server"):  # queued by an app server that is gone: say so
+            print(f"    {run.reason}")
     return 0
 
 

@@ -36,6 +36,7 @@ STATUS_FIELDS = {
     "matmul_peak_gflops": "number",
     "best_val_loss": "number",
     "pid": "count",
+    "server_pid": "count",  # the app server that queued it (status.interrupted: gone means nothing will start it)
     "queue_position": "count",
     "updated": "number",
     "reason": "text",

@@ -108,3 +108,22 @@ def locked_message(run_dir: Path, info: dict) -> str:
         f"run {run_dir.name} is being written by {who}{pid}: only one process may train a run at a time. "
         "Stop it there first (or wait for it to end), or start a new run."
     )
+
+
+def pid_alive(pid: Any) -> bool:
+    """Whether a process with this pid is alive (a zombie is not): for a writer or a server that may be gone."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited; only its entry remains
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc (macOS): ask the kernel
+        try:
+            os.kill(pid, 0)
+            return True
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True

@@ -383,8 +383,9 @@ class Slots:
             )
 
     def _set_status(self, run_id: str, **fields: Any) -> None:
-        """Rewrite status.json for a run without a live worker (a worker owns its own status while it runs)."""
-        update_status(self.store.path(run_id), **fields)
+        """Rewrite status.json for a run without a live worker (a worker owns its own status while it runs). It
+        names this server's pid: a reader can then tell a run queued by a server that is gone (status.interrupted)."""
+        update_status(self.store.path(run_id), **fields, server_pid=os.getpid())
 
     def _recover(self) -> None:
         """After a server restart: runs that were queued or training under the old server are paused."""

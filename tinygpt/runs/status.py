@@ -28,7 +28,7 @@ from .files import (
     record_step,
     write_json_atomic,
 )
-from .lock import RunLockedError, lock_info, locked_message, writer_lock_holder
+from .lock import RunLockedError, lock_info, locked_message, pid_alive, writer_lock_holder
 
 
 def read_status(run_dir: str | Path) -> dict:
@@ -66,6 +66,8 @@ def interrupted(run_dir: str | Path, status: dict) -> dict:
     (a reader may not write), and read_status stays the file's own word for the processes that edit it. Runs
     written without a lock (none since writer.lock exists) keep what their file says."""
     run_dir = Path(run_dir)
+    if status.get("state") in ("queued", "starting"):
+        return _server_gone(status)
     if status.get("state") != "running" or not (run_dir / WRITER_LOCK).exists():
         return status
     if writer_lock_holder(run_dir) is not None:
@@ -76,6 +78,20 @@ def interrupted(run_dir: str | Path, status: dict) -> dict:
     then = f"resume it to continue from checkpoint {checkpoints[-1]}" if checkpoints else "resuming starts it over"
     reason = f"interrupted at step {status.get('step') or 0}: the process writing it{who} is gone; {then}"
     return {**status, "state": "stopped", "reason": reason, "pid": None}
+
+
+def _server_gone(status: dict) -> dict:
+    """A queued (or starting) run waits for the app server that queued it; if that server is gone (killed, the
+    machine restarted) nothing will ever start it, so it reads as waiting for the server, as the next server
+    marks it (paused), instead of "queued" forever."""
+    server = status.get("server_pid")
+    if not isinstance(server, int) or pid_alive(server):
+        return status
+    reason = (
+        f"waiting for the server: the app server that queued it (pid {server}) is gone; start the app again "
+        "(streamlit run app.py) and resume it"
+    )
+    return {**status, "state": "paused", "reason": reason, "queue_position": None}
 
 
 def recovered_status(run_dir: str | Path, problem: str) -> dict:

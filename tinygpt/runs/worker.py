@@ -43,7 +43,7 @@ from typing import Any
 
 from ..errors import RunStoreError, TinyGPTError
 from .files import ENDED_STATES, FINAL_STATES, read_config
-from .lock import RunLockedError
+from .lock import RunLockedError, pid_alive  # noqa: F401 (pid_alive: the manager's import too)
 from .loop import run_training
 from .status import update_status
 from .writer import RunWriter, write_failure
@@ -54,24 +54,6 @@ PRELOAD = ["torch", "numpy", "safetensors.torch", "tinygpt.runs.loop", "tinygpt.
 LOCKED_EXIT = 3  # a worker's exit code when another process holds the run's writer lock: it wrote nothing
 UNWRITABLE_EXIT = 4  # ... when the run folder cannot be written at all (read-only, full): it could write nothing
 _MAIN_LOCK = threading.Lock()
-
-
-def pid_alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited; only its entry remains
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc (macOS): ask the kernel
-        try:
-            os.kill(pid, 0)
-            return True
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
 
 
 def exit_reason(code: int | None) -> str:
