@@ -13,7 +13,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
-from tinygpt.ui import admission, backlog, explain, form, launch, resources, room, runinfo, safe, train_view
+from tinygpt.ui import admission, backlog, explain, form, launch, resources, room, run_words, runinfo, safe, train_view
 from tinygpt.ui import live as live_period
 
 store = resources.get_store()
@@ -127,6 +127,7 @@ def live_view() -> None:
     view = train_view.build_view(store, rd, config, status, large)
     if view["knobs_moved"]:  # someone turned a knob, or a change was refused: the knobs must show the run
         st.rerun()  # they are drawn outside this fragment; a knob change is rare, so a full redraw is cheap
+    status = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, learner)}  # "by you"?
     st.markdown(f"**{safe.md(runinfo.status_line(status, rd.metrics))}**")  # the reason is a file's text
     if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
         wait = resources.queue_wait(run_id)

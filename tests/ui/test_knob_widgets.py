@@ -177,3 +177,29 @@ def test_only_what_this_viewer_changed_is_named_for_a_new_run(runs_dir):
     at.number_input(key=state.W_LAYERS).set_value(layers + 1).run()
     assert f"You changed num_layers {layers} → {layers + 1} in the form" in texts(at)
     resources.get_manager().stop(run_id)
+
+
+def test_bring_to_the_projector_shows_none_of_the_last_runs_knob_notes(runs_dir):
+    """Reproduces the rehearsal: the learner's run came up on the projector under the instructor's notes of their
+    own run ("LR → 0.1: applies at the next step"), so the room believed the instructor had just changed it."""
+    anna = app_as(ANNA)
+    annas = start_run(anna)
+    teacher = app_as(TEACHER)
+    own = start_run(teacher)
+    rerun_until(teacher, lambda: training(runs_dir, own) and training(runs_dir, annas))
+    teacher.select_slider(key=knob_key(teacher, state.W_LR)).set_value(0.01).run()
+    assert "LR → 0.01" in texts(teacher)  # the note of their own change
+    teacher.switch_page("pages/room.py").run()
+    teacher.selectbox(key=state.W_ROOM_PICK).set_value(annas).run()
+    next(b for b in teacher.button if b.label == "Bring to the projector").click().run()
+    assert not teacher.exception, teacher.exception
+    assert teacher.session_state[state.RUN_ID] == annas
+    assert any(t.value == "tinygpt · Train" for t in teacher.title)
+    assert "LR → 0.01" not in texts(teacher), texts(teacher)
+    teacher.switch_page("pages/train.py")
+    for _ in range(3):  # nor at any refresh after
+        teacher.run()
+        assert "LR → 0.01" not in texts(teacher), texts(teacher)
+    manager = resources.get_manager()
+    manager.stop(annas)
+    manager.stop(own)

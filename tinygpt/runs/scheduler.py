@@ -54,7 +54,9 @@ class RunManager(Slots):
         # Fail here, in the page, for what cannot work: no such device, an unknown source, a run too big for
         # the memory, a runs folder without room (RunStore.create then says if it cannot be written at all).
         preflight(config, runs_root=self.store.root)
-        learner = {"learner": {"id": actor.id, "name": actor.name}} if actor is not None else {}
+        # The instructor's own runs say so, so that others read "paused by the instructor" (tinygpt/ui/run_words.py).
+        boss = {"instructor": True} if actor is not None and actor.instructor else {}
+        learner = {"learner": {"id": actor.id, "name": actor.name, **boss}} if actor is not None else {}
         writer = self.store.create({**config.to_dict(), **learner}, owner="app", parent=parent)
         writer.close()
         if time_limit_s:

@@ -1,0 +1,35 @@
+"""A run's words as one viewer reads them (pure: no Streamlit, no files).
+
+The worker writes its status in the words of whoever gave the command ("paused by you at step 3631": the run
+manager says "you" for the run's owner, "the instructor" for a hold). Every other viewer reads who that was
+instead: the rehearsal's learners watching the instructor's run all read "paused by you"."""
+
+from __future__ import annotations
+
+from tinygpt.runs.owners import INSTRUCTOR, Actor, run_learner
+
+
+def is_owner(config: dict, viewer: Actor | None) -> bool:
+    """Whether `viewer` owns the run: its learner, or the instructor for a run no learner started. None (no
+    room: the server, a test) is everybody's own session."""
+    if viewer is None:
+        return True
+    owner = run_learner(config)
+    return owner["id"] == viewer.id if owner else viewer.instructor
+
+
+def owner_word(config: dict) -> str:
+    """Who owns the run, as others name them: "the instructor" for the instructor's runs (none started by a
+    learner, or started by the instructor: config's learner.instructor), else the learner's name."""
+    owner = run_learner(config)
+    if not owner or owner.get("instructor"):
+        return INSTRUCTOR
+    return str(owner.get("name") or "its owner")
+
+
+def reason_for(reason: str, config: dict, viewer: Actor | None) -> str:
+    """A status reason in `viewer`'s words: "by you" (the owner's own command) stays for the owner and names the
+    owner for everyone else."""
+    if not reason or is_owner(config, viewer):
+        return reason
+    return reason.replace("by you", f"by {owner_word(config)}")
