@@ -320,6 +320,14 @@ MIN_SCORE_JUMP = 0.2  # the best induction score must rise at least this much to
 MIN_GAP_RISE = 0.5  # nats: the second copy must become at least this much cheaper than the first
 
 
+# What a phase change is, the one definition every check, caption, chart marker and verdict uses: a rise counts as
+# a jump when at least JUMP_SHARE of it happens within JUMP_WINDOW of the run's steps (so far). A steady ramp (0.05
+# -> 0.5 over 3,000 steps makes a quarter of its rise in a quarter of the steps) is a ramp, not a phase change.
+JUMP_WINDOW = 0.25
+JUMP_SHARE = 0.5
+JUMP_SMOOTHING = 5  # points in the running median the steepness is read from (live scores come from 2 probe rows)
+
+
 @dataclass
 class Jump:
     """Where a rising series crosses halfway from its start to its end (the median of its last three points)."""
@@ -328,10 +336,39 @@ class Jump:
     onset: int  # the last step before it still within 10% of the rise from the start
     before: float  # the value at `onset`
     after: float  # the value at the end
+    steepest: float = 1.0  # the largest share of the rise made within JUMP_WINDOW of the run's steps
+    window: int = 0  # that window, in steps
+
+    @property
+    def abrupt(self) -> bool:
+        return self.steepest >= JUMP_SHARE
+
+    @property
+    def shape(self) -> str:
+        """ "a jump (64% of the rise within 500 steps)" or "a ramp (only 27% of the rise within any 750 steps)"."""
+        share = f"{self.steepest:.0%} of the rise within"
+        return (
+            f"a jump ({share} {self.window} steps)" if self.abrupt else f"a ramp (only {share} any {self.window} steps)"
+        )
 
 
-def find_jump(points: Sequence[tuple[int, float]], min_rise: float) -> Jump | None:
-    """The midpoint crossing of a series of (step, value) that rises by at least `min_rise`, else None."""
+def _steepest_share(steps: Sequence[int], values: Sequence[float], rise: float) -> tuple[float, int]:
+    """(the largest share of `rise` that the running median of `values` makes within JUMP_WINDOW of the run, that
+    window in steps)."""
+    half = JUMP_SMOOTHING // 2
+    smooth = np.array([np.median(values[max(0, i - half) : i + half + 1]) for i in range(len(values))])
+    at = np.asarray(steps)
+    window = int(round(JUMP_WINDOW * (at[-1] - at[0])))
+    best = 0.0
+    for i in range(len(at)):
+        end = int(np.searchsorted(at, at[i] + window, side="right"))
+        best = max(best, float(smooth[i:end].max() - smooth[i]))
+    return min(best / rise, 1.0), window
+
+
+def find_rise(points: Sequence[tuple[int, float]], min_rise: float) -> Jump | None:
+    """The midpoint crossing of a series of (step, value) that rises by at least `min_rise`, abrupt or not (`Jump.
+    abrupt`), else None."""
     if len(points) < 3:
         return None
     steps, values = [p[0] for p in points], [p[1] for p in points]
@@ -341,7 +378,15 @@ def find_jump(points: Sequence[tuple[int, float]], min_rise: float) -> Jump | No
         return None
     i = next(j for j, v in enumerate(values) if v >= start + rise / 2)
     onset = max([j for j in range(i) if values[j] <= start + 0.1 * rise], default=0)
-    return Jump(step=steps[i], onset=steps[onset], before=values[onset], after=values[-1])
+    steepest, window = _steepest_share(steps, values, rise)
+    return Jump(steps[i], steps[onset], values[onset], values[-1], steepest, window)
+
+
+def find_jump(points: Sequence[tuple[int, float]], min_rise: float) -> Jump | None:
+    """The midpoint crossing of a series of (step, value) that jumps (rises by at least `min_rise`, at least
+    JUMP_SHARE of that within JUMP_WINDOW of its steps), else None: a ramp is no jump."""
+    rise = find_rise(points, min_rise)
+    return rise if rise is not None and rise.abrupt else None
 
 
 def jump_window(points: Sequence[tuple[int, float]], min_rise: float) -> tuple[int, int] | None:
@@ -369,13 +414,15 @@ def phase_point(record: dict) -> tuple[float | None, float | None]:
 class PhaseChange:
     """The induction-head phase change in one run's score records (Olsson et al. 2022, sec. 3)."""
 
-    score: Jump | None  # the best head's induction score jumping (None: it did not rise by MIN_SCORE_JUMP)
+    score: Jump | None  # the best head's induction score jumping (None: no rise of MIN_SCORE_JUMP, or a ramp)
     gap: Jump | None  # the in-context gain, first-copy loss - second-copy loss, jumping (MIN_GAP_RISE)
     head: str | None  # the best induction head at the end
     final_score: float | None  # its score there
     baseline: float | None  # the uniform-attention induction score
     second_before: float | None = None  # second-copy loss at the score jump's onset, and at the end
     second_after: float | None = None
+    score_ramp: Jump | None = None  # the score's rise when it was a ramp, not a jump (what the verdict says it was)
+    gap_ramp: Jump | None = None
 
     @property
     def found(self) -> bool:
@@ -385,10 +432,12 @@ class PhaseChange:
 def phase_change(records: Sequence[dict]) -> PhaseChange:
     best = best_series(records)
     copy = copy_loss_series(records)
-    score = find_jump([(p["step"], p["score"]) for p in best], MIN_SCORE_JUMP)
-    gap = find_jump([(p["step"], p["gap"]) for p in copy], MIN_GAP_RISE)
+    score_rise = find_rise([(p["step"], p["score"]) for p in best], MIN_SCORE_JUMP)
+    gap_rise = find_rise([(p["step"], p["gap"]) for p in copy], MIN_GAP_RISE)
+    score, gap = (r if r is not None and r.abrupt else None for r in (score_rise, gap_rise))
     baseline = (records[-1].get("baselines") or {}).get("induction") if records else None
     change = PhaseChange(score, gap, best[-1]["name"] if best else None, best[-1]["score"] if best else None, baseline)
+    change.score_ramp, change.gap_ramp = (r if r is not None and not r.abrupt else None for r in (score_rise, gap_rise))
     if score is not None and copy:
         second = {p["step"]: p["second"] for p in copy}
         change.second_before, change.second_after = second.get(score.onset), copy[-1]["second"]

@@ -15,9 +15,13 @@ import torch
 from ..attention import mask_rows
 from ..config import RunConfig
 from ..inside.heads import (
+    JUMP_SHARE,
+    JUMP_WINDOW,
     MIN_GAP_RISE,
     MIN_SCORE_JUMP,
     ROLE_THRESHOLD,
+    best_series,
+    copy_loss_series,
     copy_losses,
     head_name,
     induction_probe,
@@ -38,6 +42,7 @@ from .verdict import NOT_ENOUGH_DATA, Verdict
 VERDICT_ROWS = 256
 MIN_VERDICT_ROWS = 64
 VERDICT_SEED = 1  # not PROBE_SEED: rows the live scores never saw
+CHOICE_SEED_OFFSET = 1000  # the best head is chosen on rows drawn from seed + this, and scored on the seed's own
 
 
 def probe_lengths(max_seq_len: int) -> tuple[int, ...]:
@@ -56,12 +61,14 @@ def induction_spread(
     seed: int = VERDICT_SEED,
     half_length: int | None = None,
 ) -> dict[str, Any] | None:
-    """The best induction head on `rows` random repeated probes, with the spread across them:
+    """The best induction head, chosen on `rows` random repeated probes and scored on `rows` others, with the
+    spread across the scored ones (the head with the highest mean on the very rows it is scored on would carry the
+    luck of its choice into its score: the maximum of 8 noisy means is biased up):
 
-        head, mean     the head with the highest mean score, and that mean
+        head, mean     the head with the highest mean score on the choice rows, and its mean on the scored rows
         std            its score's standard deviation across the probe rows (ddof 1)
         low, high      the mean's 95% interval, mean -/+ 1.96 std / sqrt(rows)
-        rows           how many probe rows it was measured on
+        rows           how many probe rows it was scored on (as many others chose it: `chosen_on`)
         baseline       the uniform-attention score under the model's mask
         length         n: the probe is n random letters, then the same n again (half_length; default and at
                        most half the context)
@@ -69,18 +76,18 @@ def induction_spread(
     None when the context cannot hold a repeated probe (induction_probe). The model should be in eval mode (as
     checkpoint.load_model gives it): dropout would blur what is measured."""
     idx = induction_probe(vocab, model.config.max_seq_len, rows, seed, half_length=half_length)  # (B, 2n)
-    if idx is None:
+    choice = induction_probe(vocab, model.config.max_seq_len, rows, seed + CHOICE_SEED_OFFSET, half_length=half_length)
+    if idx is None or choice is None:
         return None
-    _, maps = attention_forward(model, idx.to(next(model.parameters()).device))  # L x (B, H, 2n, 2n)
-    weights = torch.stack([m.float() for m in maps], dim=1).cpu().numpy()  # (B, L, H, 2n, 2n)
-    keys = role_keys("induction", weights.shape[-1])
-    per_row = stripe_score(weights, *keys)  # (B, L, H)
+    per_row, size = _row_scores(model, idx)  # (B, L, H)
+    chosen_by = _row_scores(model, choice)[0].mean(axis=0)  # (L, H): the choice rows' means
+    layer, head = np.unravel_index(int(np.argmax(chosen_by)), chosen_by.shape)
     means = per_row.mean(axis=0)  # (L, H)
-    layer, head = np.unravel_index(int(np.argmax(means)), means.shape)
     scores = per_row[:, layer, head]  # (B,)
     std = float(scores.std(ddof=1)) if len(scores) > 1 else float("nan")
     half = 1.96 * std / np.sqrt(len(scores))
-    mask = mask_rows(model.config.mask, 0, weights.shape[-1], model.config.window).numpy()
+    keys = role_keys("induction", size)
+    mask = mask_rows(model.config.mask, 0, size, model.config.window).numpy()
     return {
         "head": head_name(int(layer), int(head)),
         "mean": float(means[layer, head]),
@@ -88,9 +95,17 @@ def induction_spread(
         "low": float(means[layer, head] - half),
         "high": float(means[layer, head] + half),
         "rows": int(len(scores)),
+        "chosen_on": int(choice.shape[0]),
         "baseline": uniform_baseline(mask, *keys),
         "length": int(idx.shape[1] // 2),
     }
+
+
+def _row_scores(model: TinyGPT, idx: torch.Tensor) -> tuple[np.ndarray, int]:
+    """(every head's induction score on each probe row (B, L, H), the probe's length 2n)."""
+    _, maps = attention_forward(model, idx.to(next(model.parameters()).device))  # L x (B, H, 2n, 2n)
+    weights = torch.stack([m.float() for m in maps], dim=1).cpu().numpy()  # (B, L, H, 2n, 2n)
+    return stripe_score(weights, *role_keys("induction", weights.shape[-1])), weights.shape[-1]
 
 
 def final_induction(run_dir, step: int | None = None, rows: int = VERDICT_ROWS) -> dict[str, Any] | None:
@@ -149,9 +164,12 @@ COINCIDE_SNAPSHOTS = 3  # the score and the loss jumps count as one phase change
 COINCIDE_FRACTION = 0.25  # ... or this fraction of the step, whichever is more
 CONTROL_MAX_LIFT = 0.15  # the control "stays near its baseline" on the longest probe: its best head's lift below this
 CONTROL_SHARE = 0.5  # ... and at every probe length its best head's lift is at most this share of the 2-layer's
+JUMP_DEFINITION = f"a jump: at least {JUMP_SHARE:.0%} of the rise within {JUMP_WINDOW:.0%} of the run's steps"
+MIN_RECORDS = 3  # score records a jump can be found in (a start, a middle, an end)
 INDUCTION_EXPECTED = (
-    "The 2-layer model's best head jumps to an induction (prefix-matching) score above "
-    f"{ROLE_THRESHOLD} and, at about the same step, its loss on the second copy of a repeated random probe falls "
+    "The 2-layer model's best head jumps (" + JUMP_DEFINITION + ", not a steady ramp) to an induction "
+    f"(prefix-matching) score above {ROLE_THRESHOLD}, the 95% interval of its mean over fresh probe rows clear of "
+    "that bar, and, at about the same step, its loss on the second copy of a repeated random probe falls "
     "below the first copy's; the 1-layer control, which cannot compose two heads, stays near the uniform baseline "
     "on the longest probe and at most half as far above it as the 2-layer model at every probe length (at lengths "
     "its training words had it may copy from a fixed distance: a positional head, not induction)."
@@ -175,6 +193,17 @@ def _spread(final: dict[str, Any]) -> str:
     )
 
 
+def _clear_of(final: dict[str, Any], bar: float, above: bool = True) -> bool | None:
+    """Whether the 95% interval of a final score's mean lies above `bar` (below it when not `above`): True, False
+    when it lies on the other side, None when it straddles the bar (the spread decides, not the mean alone)."""
+    low, high = final.get("low", final["mean"]), final.get("high", final["mean"])
+    if low > bar:
+        return above
+    if high <= bar:
+        return not above
+    return None
+
+
 def induction_verdict(
     records: dict[str, Sequence[dict]], ended: bool = True, final: dict[str, dict | None] | None = None
 ) -> Verdict:
@@ -188,6 +217,20 @@ def induction_verdict(
     two_label, one_label = list(INDUCTION_VARIANTS)
     if not ended:
         return Verdict(None, INDUCTION_EXPECTED, {}, "Still training: the verdict comes when both runs end.")
+    few = [
+        f"{len(series)} {what}"
+        for what, series in (
+            ("induction score records", best_series(records.get(two_label) or [])),
+            ("second-copy loss records", copy_loss_series(records.get(two_label) or [])),
+        )
+        if len(series) < MIN_RECORDS
+    ]
+    if few:  # no curve to find a jump in: "never jumped" would be a claim about steps nobody measured
+        sentence = (
+            f"Not enough data: the 2-layer run has {' and '.join(few)}; a phase change needs at least "
+            f"{MIN_RECORDS} of each (one per attention snapshot)."
+        )
+        return Verdict(None, INDUCTION_EXPECTED, {}, sentence, undecided=NOT_ENOUGH_DATA)
     two = phase_change(records.get(two_label) or [])  # when it happened: the live (cheap) scores
     steps = [r["step"] for r in records.get(two_label) or []]
     cadence = (steps[1] - steps[0]) if len(steps) > 1 else 1
@@ -213,7 +256,13 @@ def induction_verdict(
     if short or final_two is None or final_one is None:
         sentence = f"Not enough data: {' and '.join(short)}; the verdict needs at least {MIN_VERDICT_ROWS}."
         return Verdict(None, INDUCTION_EXPECTED, observed, sentence, undecided=NOT_ENOUGH_DATA)
-    control_lift = lift(final_one["mean"], final_one["baseline"])
+    # The control's best head "within lift CONTROL_MAX_LIFT of uniform": its interval's lift, not its mean's alone
+    control_lift = {
+        k: lift(final_one.get(k, final_one["mean"]), final_one["baseline"]) for k in ("mean", "low", "high")
+    }
+    control_flat = _clear_of(control_lift, CONTROL_MAX_LIFT, above=False)
+    head_above = _clear_of(final_two, ROLE_THRESHOLD)
+    straddles = f"; its 95% interval {final_two.get('low', 0):.2f}-{final_two.get('high', 0):.2f} straddles the bar"
     # Every probe length both runs were measured at: {n: (2-layer lift, control lift)}
     lengths = sorted(set(final_two.get("by_length") or {}) & set(final_one.get("by_length") or {}))
     lifts = {
@@ -228,15 +277,16 @@ def induction_verdict(
     gap_steps = abs(two.score.step - two.gap.step) if two.found else None
     longest = f" on the longest probe ({final_one['length']} letters twice)" if "length" in final_one else ""
     clauses = {
-        f"the 2-layer run's best induction score jumping by at least {MIN_SCORE_JUMP}": two.score is not None,
-        f"its second copy becoming at least {MIN_GAP_RISE} nats cheaper than the first": two.gap is not None,
+        f"the 2-layer run's best induction score jumping by at least {MIN_SCORE_JUMP} ({JUMP_DEFINITION})": two.score
+        is not None,
+        f"its second copy becoming at least {MIN_GAP_RISE} nats cheaper than the first, as a jump": two.gap is not None,
         "both jumps at about the same step": None
         if gap_steps is None
         else gap_steps <= max(COINCIDE_SNAPSHOTS * cadence, COINCIDE_FRACTION * two.score.step),
-        f"its best head ending above {ROLE_THRESHOLD} (mean over {final_two['rows']} probe rows)": final_two["mean"]
-        > ROLE_THRESHOLD,
-        f"the 1-layer control's best head within lift {CONTROL_MAX_LIFT} of uniform{longest}": control_lift
-        < CONTROL_MAX_LIFT,
+        f"its best head ending above {ROLE_THRESHOLD} (mean over {final_two['rows']} probe rows"
+        f"{straddles if head_above is None else ''})": head_above,
+        f"the 1-layer control's best head within lift {CONTROL_MAX_LIFT} of uniform{longest}"
+        + ("; its 95% interval straddles the bar" if control_flat is None else ""): control_flat,
     }
     if lifts:
         clauses[
@@ -262,16 +312,19 @@ def induction_verdict(
         if not clauses["both jumps at about the same step"]:
             sentence += f" The two jumps are {gap_steps} steps apart: not one phase change."
     else:
-        missing = "induction score" if two.score is None else "in-context loss"
+        missing, ramp = ("induction score", two.score_ramp) if two.score is None else ("in-context loss", two.gap_ramp)
+        how = f"rose as {ramp.shape}, not a phase change" if ramp is not None else "never jumped"
         sentence = (
-            f"No phase change: the 2-layer run's {missing} never jumped; its best head {final_two['head']} ends at "
+            f"No phase change: the 2-layer run's {missing} {how}; its best head {final_two['head']} ends at "
             f"{_spread(final_two)}, the control's at {final_one['mean']:.2f}."
         )
     failed = [name for name, ok in clauses.items() if ok is False]
     if failed:
         sentence += " Failed: " + "; ".join(failed) + "."
         return Verdict(False, INDUCTION_EXPECTED, observed, sentence)
-    if any(ok is None for ok in clauses.values()):  # only the timing, when a jump is missing: caught above
+    unmeasured = [name for name, ok in clauses.items() if ok is None]
+    if unmeasured:  # an interval that straddles its bar (the timing without a jump is caught above)
+        sentence += " Not enough data to judge: " + "; ".join(unmeasured) + "."
         return Verdict(None, INDUCTION_EXPECTED, observed, sentence, undecided=NOT_ENOUGH_DATA)
     return Verdict(True, INDUCTION_EXPECTED, observed, sentence)
 

@@ -24,7 +24,7 @@ import torch
 
 from ..attention import attention_entropy
 from .experiment import Experiment
-from .verdict import ENDED, FINAL_STEPS, SATURATED, RunResult, Verdict
+from .verdict import ENDED, FINAL_STEPS, SATURATED, RunResult, Verdict, finite
 
 
 def finite_mean(values) -> float | None:
@@ -112,9 +112,10 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         steps=int(status.get("step") or 0),
         max_steps=max_steps,
         reason=str(status.get("reason") or ""),
-        initial_loss=losses[0] if losses and isinstance(losses[0], float) else None,
+        initial_loss=losses[0] if losses and isinstance(losses[0], (int, float)) else None,
         final_train_loss=finite_mean([m.get("loss") for m in recent]),
         final_loss_std=finite_std([m.get("loss") for m in recent]),
+        final_losses=tuple((int(m["step"]), m["loss"]) for m in recent if "step" in m and finite(m.get("loss"))),
         mid_loss=finite_mean([m.get("loss") for m in middle]),
         final_val_loss=(reader.evals[-1].get("val_loss") if reader.evals else None),
         max_loss_early=max([m["loss"] for m in early if isinstance(m.get("loss"), float)], default=None),

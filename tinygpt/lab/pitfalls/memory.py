@@ -6,7 +6,7 @@ from typing import Any
 
 from ..experiment import Experiment
 from ..memory import allocation_churn, cuda_allocations, fresh_loop, reuse_loop
-from ..verdict import CPU_COUNTS_ONLY, Verdict, decide
+from ..verdict import CPU_COUNTS_ONLY, Verdict, decide, finite
 
 EXPECTED = (
     "on CUDA, fresh tensors: reserved memory well above allocated and one allocation per "
@@ -14,49 +14,66 @@ EXPECTED = (
 )
 
 
+def _mb(numbers: dict[str, Any], key: str) -> float | None:
+    value = numbers.get(key)
+    return value / 1e6 if finite(value) else None
+
+
+def _text(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:.1f} MB"
+
+
 def judge(results: dict[str, dict[str, Any]]) -> Verdict:
     fresh, reuse = results["fresh tensors"], results["reused buffers"]
-    device = fresh.get("device", "cpu")
+    device = str(fresh.get("device", "cpu"))
+    allocations = (fresh.get("allocations"), reuse.get("allocations"))
     observed: dict[str, Any] = {
         "device": device,
         "iterations": fresh.get("iterations"),
-        "allocations, fresh / reused": f"{fresh['allocations']} / {reuse['allocations']}",
-        "MB allocated, fresh": fresh["bytes_allocated"] / 1e6,
-        "MB allocated, reused": reuse["bytes_allocated"] / 1e6,
+        "allocations, fresh / reused": " / ".join("not measured" if a is None else str(a) for a in allocations),
+        "MB allocated, fresh": _mb(fresh, "bytes_allocated"),
+        "MB allocated, reused": _mb(reuse, "bytes_allocated"),
     }
-    churn = fresh["allocations"] >= fresh.get("iterations", 1) and reuse["allocations"] <= reuse.get("keep", 8)
+    churn = (
+        None
+        if None in allocations
+        else allocations[0] >= fresh.get("iterations", 1) and allocations[1] <= reuse.get("keep", 8)
+    )
     if device.startswith("cuda"):
+        gap_fresh, gap_reuse = _mb(fresh, "peak_gap_bytes"), _mb(reuse, "peak_gap_bytes")
+        after_free, after_empty = (
+            _mb(fresh, "reserved_after_free_bytes"),
+            _mb(fresh, "reserved_after_empty_cache_bytes"),
+        )
         observed |= {
-            "peak reserved - allocated MB, fresh": fresh["peak_gap_bytes"] / 1e6,
-            "peak reserved - allocated MB, reused": reuse["peak_gap_bytes"] / 1e6,
-            "reserved MB after free, fresh": fresh["reserved_after_free_bytes"] / 1e6,
-            "reserved MB after empty_cache, fresh": fresh["reserved_after_empty_cache_bytes"] / 1e6,
+            "peak reserved - allocated MB, fresh": gap_fresh,
+            "peak reserved - allocated MB, reused": gap_reuse,
+            "reserved MB after free, fresh": after_free,
+            "reserved MB after empty_cache, fresh": after_empty,
         }
-        fragmented = fresh["peak_gap_bytes"] > max(2 * reuse["peak_gap_bytes"], 2**20)
+        # A measurement without a number (an older result, a CUDA build without those stats) is "not measured".
+        fragmented = None if None in (gap_fresh, gap_reuse) else gap_fresh > max(2 * gap_reuse, 2**20 / 1e6)
         sentence = (
-            f"On CUDA, fresh tensors of changing sizes left up to {fresh['peak_gap_bytes'] / 1e6:.1f} MB reserved but "
-            f"unused (fragmentation), reused buffers {reuse['peak_gap_bytes'] / 1e6:.1f} MB; {fresh['allocations']} vs "
-            f"{reuse['allocations']} allocations. empty_cache() took reserved memory from "
-            f"{fresh['reserved_after_free_bytes'] / 1e6:.1f} MB to "
-            f"{fresh['reserved_after_empty_cache_bytes'] / 1e6:.1f} MB."
+            f"On CUDA, fresh tensors of changing sizes left up to {_text(gap_fresh)} reserved but unused "
+            f"(fragmentation), reused buffers {_text(gap_reuse)}; {observed['allocations, fresh / reused']} "
+            f"allocations. empty_cache() took reserved memory from {_text(after_free)} to {_text(after_empty)}."
         )
         clauses = {
             "one allocation per iteration fresh, the buffers once reused": churn,
             "fresh tensors leaving over twice the reused loop's reserved-but-unused memory (and over 1 MB)": fragmented,
         }
         return decide(EXPECTED, clauses, observed, sentence)
-    observed |= {
-        "peak live MB, fresh": fresh["peak_live_bytes"] / 1e6,
-        "peak live MB, reused": reuse["peak_live_bytes"] / 1e6,
-    }
+    live_fresh, live_reuse = _mb(fresh, "peak_live_bytes"), _mb(reuse, "peak_live_bytes")
+    observed |= {"peak live MB, fresh": live_fresh, "peak live MB, reused": live_reuse}
     # Counting allocations measures churn, not fragmentation (memory reserved but unusable): with no caching
     # allocator there is nothing reserved to fragment, so this is shown as counts and never counted as reproduced.
     sentence = (
         f"Allocation counts on CPU, not fragmentation (no caching allocator, so nothing reserved to fragment; "
-        f"measured by torch.profiler): fresh tensors made {fresh['allocations']} allocations, "
-        f"{fresh['bytes_allocated'] / 1e6:.1f} MB in all; reused buffers {reuse['allocations']}, "
-        f"{reuse['bytes_allocated'] / 1e6:.1f} MB, holding {reuse['peak_live_bytes'] / 1e6:.1f} MB at peak against "
-        f"{fresh['peak_live_bytes'] / 1e6:.1f} MB. Fragmentation itself needs CUDA: not judged here."
+        f"measured by torch.profiler): fresh tensors made {observed['allocations, fresh / reused'].split(' / ')[0]} "
+        f"allocations, {_text(observed['MB allocated, fresh'])} in all; reused buffers "
+        f"{observed['allocations, fresh / reused'].split(' / ')[1]}, {_text(observed['MB allocated, reused'])}, "
+        f"holding {_text(live_reuse)} at peak against {_text(live_fresh)}. Fragmentation itself needs CUDA: not "
+        "judged here."
     )
     return Verdict(None, EXPECTED, observed, sentence, undecided=CPU_COUNTS_ONLY)
 

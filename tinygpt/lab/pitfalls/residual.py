@@ -32,7 +32,8 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     stalls = gt3(bad.final_train_loss, good.final_train_loss, margin)
     sentence = (
         f"First-layer attention gradient norm: {fmt(first_bad, 6)} detached vs {fmt(first_good, 4)} with the "
-        f"residual ({'not measured' if ratio is None else f'{ratio:.1e}x'}); final train loss {fmt(bad.final_train_loss)} vs "
+        f"residual ({'not measured' if ratio is None else f'{ratio:.1e}x'}); final train loss "
+        f"{fmt(bad.final_train_loss)} vs "
         f"{fmt(good.final_train_loss)}, needs {margin:.2f} more "
         f"({say(stalls, 'stalls', 'does not stall', 'not compared')}: gap {difference.interval()})."
     )
