@@ -172,3 +172,40 @@ def test_the_instructors_next_moves_a_learners_pane_and_a_learner_may_look_aroun
     learner.run()
     assert heading(learner).startswith("**Lesson 3/")  # the room's next move takes the learner along
     assert not learner.exception and not teacher.exception
+
+
+def test_after_next_the_check_slot_names_the_new_step_before_its_check_is_computed(runs_dir, monkeypatch):
+    """Reproduces the rehearsal: after Next, every screen showed the previous step's check ("seen") under the new
+    step's title for 15 s and more, while the new step's check read its runs: the browser keeps an element until
+    the script overwrites it. Now the check's slot is overwritten first, with the step it checks."""
+    from streamlit.delta_generator import DeltaGenerator
+    from streamlit.testing.v1 import AppTest
+
+    from tinygpt.runs.owners import Actor
+    from tinygpt.ui import lesson_view
+
+    drawn: list[str] = []  # the elements in the order the browser gets them, and where the check was computed
+    enqueue, evidence = DeltaGenerator._enqueue, lesson_view.evidence
+
+    def spy_enqueue(self, delta_type, element_proto, *args, **kwargs):
+        drawn.append(str(getattr(element_proto, "body", "")))
+        return enqueue(self, delta_type, element_proto, *args, **kwargs)
+
+    def spy_evidence(*args, **kwargs):
+        drawn.append("<computing the check>")
+        return evidence(*args, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "_enqueue", spy_enqueue)
+    monkeypatch.setattr(lesson_view, "evidence", spy_evidence)
+    teacher = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=90)
+    teacher.session_state["learner"] = Actor("t", "someone", True)
+    teacher.run()
+    teacher.sidebar.button[0].click().run()  # "Teach the lesson"
+    drawn.clear()
+    next(b for b in teacher.sidebar.button if b.label == "Next").click().run()
+    assert not teacher.exception, teacher.exception
+    title = next(i for i, text in enumerate(drawn) if text.startswith("**Lesson 2/"))
+    computed = drawn.index("<computing the check>", title)
+    assert any(text.startswith("Checking step 2") for text in drawn[title:computed]), drawn[title:computed]
+    teacher.run()  # a refresh of the same step: no placeholder, the check stays until replaced
+    assert not any(text.startswith("Checking step 2") for text in drawn[computed + 1 :])

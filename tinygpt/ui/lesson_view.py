@@ -332,6 +332,13 @@ def _check_view(index: int, actor: Actor, seen_room: int | None) -> None:
     if data["step"] != seen_room and data["step"] is not None:
         st.rerun(scope="app")  # the instructor moved the room: the pane follows
     step = STEPS[index]
+    slot = st.empty()
+    if state.get(state.LESSON_CHECKED) != index:
+        # Before the check is computed (the circuit steps' read checkpoints and ablate heads: 15 s and more), the
+        # slot says which step it checks: until overwritten, the browser kept showing the previous step's check,
+        # "seen", under this step's title.
+        slot.info(f"Checking step {index + 1} ({safe.md(step.section)}): reading its runs ...",
+                  icon=":material/hourglass_top:")  # fmt: skip
     runs = runs_for(actor, data)
     try:
         with _LOCK:
@@ -340,10 +347,12 @@ def _check_view(index: int, actor: Actor, seen_room: int | None) -> None:
     except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
         check = lesson.Check(None, f"Not enough data yet: could not read the runs ({exc}).")
         lines = []
-    st.markdown(f"**Check:** {check.status}", help="Computed from the runs on every refresh of this pane.")
-    _show_check(check)
-    for line in lines:
-        st.caption(safe.md(line))
+    state.put(state.LESSON_CHECKED, index)
+    with slot.container():
+        st.markdown(f"**Check:** {check.status}", help="Computed from the runs on every refresh of this pane.")
+        _show_check(check)
+        for line in lines:
+            st.caption(safe.md(line))
 
 
 def pane(shop, actor: Actor) -> None:
