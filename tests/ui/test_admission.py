@@ -127,3 +127,26 @@ def test_a_resume_is_held_to_the_rooms_budget_like_a_new_run(runs_dir, tiny_text
     finally:
         budget.update(max_minutes=0.0, max_params=0)
         manager.stop(old)
+
+
+def test_a_learner_whose_run_the_instructor_holds_is_told_so_on_train(runs_dir, tiny_text):
+    """Reproduces the rehearsal: the held learner pressed Train and was offered "Stop it and start the new run",
+    told their run was "training or queued" (it sat paused, held), so one click undid the hold."""
+    from helpers import wait_for
+
+    manager = resources.get_manager()
+    held = manager.start(tiny_config(tiny_text, max_steps=10**6), actor=ANNA)
+    try:
+        wait_for(lambda: resources.get_store().reader(held).status().get("state") == "running", timeout=60)
+        manager.pause(held, actor=TEACHER)
+        wait_for(lambda: resources.get_store().reader(held).status().get("state") == "paused", timeout=60)
+        at = app_as(ANNA, "pages/train.py")
+        at.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
+        click(at, "Train")
+        errors = "\n".join(str(e.value).replace("\\", "") for e in at.error)
+        assert f"The instructor has paused your run ({held}) and holds it" in errors
+        assert not any(b.label.startswith("Stop it and") for b in at.button)
+        assert "training or queued" not in warnings(at)
+        assert anna_runs() == [held]  # nothing started, the held run untouched
+    finally:
+        manager.stop(held)

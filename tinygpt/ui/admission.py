@@ -26,7 +26,7 @@ import streamlit as st
 from tinygpt.config import RunConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import read_config
-from tinygpt.runs.owners import Actor
+from tinygpt.runs.owners import Actor, read_hold
 from tinygpt.ui import resources, safe, settings, state
 
 
@@ -39,6 +39,29 @@ class SlotTaken(TinyGPTError):
             f"You already have a run training or queued ({', '.join(runs)}). Each learner trains one run (or one "
             "experiment's runs side by side) at a time, so the room's few training slots go round."
         )
+
+
+class HeldRun(TinyGPTError):
+    """The learner's slot is taken by a run the instructor holds (paused it: tinygpt.runs.files.HOLD_FILE). Not a
+    question: "stop it and start the new run" would undo the hold (the rehearsal's held learner was offered that,
+    told the run was "training or queued")."""
+
+    def __init__(self, runs: list[str]):
+        self.runs = runs
+        super().__init__(
+            f"The instructor has paused your run ({', '.join(runs)}) and holds it: it keeps your training slot "
+            "until the instructor resumes it or lets it go. Watch the projector meanwhile; a new run can start then."
+        )
+
+
+def _check_slot(learner: Actor, besides: str | None = None) -> None:
+    """HeldRun if a run the instructor holds takes the learner's slot, SlotTaken if another run does."""
+    busy = busy_runs(learner, besides)
+    held = [run for run in busy if read_hold(resources.get_store().path(run))]
+    if held:
+        raise HeldRun(held)
+    if busy:
+        raise SlotTaken(busy)
 
 
 def busy_runs(learner: Actor, besides: str | None = None) -> list[str]:
@@ -62,8 +85,8 @@ def start(
     first, then the slot (SlotTaken; `check_slot` False once the learner chose to stop their other runs), then the
     run manager's own checks. Returns {label: run_id}."""
     check_budget(learner, configs)
-    if check_slot and (busy := busy_runs(learner)):
-        raise SlotTaken(busy)
+    if check_slot:
+        _check_slot(learner)
     manager, limit = resources.get_manager(), resources.time_limit_s(learner)
     return {
         label: manager.start(config, parent=parent, actor=learner, time_limit_s=limit)
@@ -83,8 +106,8 @@ def resume(learner: Actor, run_id: str, check_slot: bool = True) -> None:
             config = None  # a damaged config.json: the run manager's own resume says what is wrong with it
         if config is not None:
             check_budget(learner, {"run": config})
-    if check_slot and (busy := busy_runs(learner, besides=run_id)):
-        raise SlotTaken(busy)
+    if check_slot:
+        _check_slot(learner, besides=run_id)
     resources.get_manager().resume(run_id, actor=learner, time_limit_s=resources.time_limit_s(learner))
 
 
