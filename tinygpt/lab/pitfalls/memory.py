@@ -67,13 +67,17 @@ def judge(results: dict[str, dict[str, Any]]) -> Verdict:
     observed |= {"peak live MB, fresh": live_fresh, "peak live MB, reused": live_reuse}
     # Counting allocations measures churn, not fragmentation (memory reserved but unusable): with no caching
     # allocator there is nothing reserved to fragment, so this is shown as counts and never counted as reproduced.
+    made_fresh, made_reused = observed["allocations, fresh / reused"].split(" / ")
+    peak = (
+        "peak live memory not measured"
+        if None in (live_fresh, live_reuse)
+        else f"holding {_text(live_reuse)} at peak against {_text(live_fresh)}"
+    )
     sentence = (
         f"Allocation counts on CPU, not fragmentation (no caching allocator, so nothing reserved to fragment; "
-        f"measured by torch.profiler): fresh tensors made {observed['allocations, fresh / reused'].split(' / ')[0]} "
-        f"allocations, {_text(observed['MB allocated, fresh'])} in all; reused buffers "
-        f"{observed['allocations, fresh / reused'].split(' / ')[1]}, {_text(observed['MB allocated, reused'])}, "
-        f"holding {_text(live_reuse)} at peak against {_text(live_fresh)}. Fragmentation itself needs CUDA: not "
-        "judged here."
+        f"measured by torch.profiler): fresh tensors made {made_fresh} allocations, "
+        f"{_text(observed['MB allocated, fresh'])} in all; reused buffers {made_reused}, "
+        f"{_text(observed['MB allocated, reused'])}, {peak}. Fragmentation itself needs CUDA: not judged here."
     )
     return Verdict(None, EXPECTED, observed, sentence, undecided=CPU_COUNTS_ONLY)
 

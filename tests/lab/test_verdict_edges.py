@@ -1,0 +1,428 @@
+"""Issue 33: every judge on the edge cases a real run can hand it (a NaN loss, a divergence at step 1, two identical
+runs, a run that stopped at step 5 of 300, nothing recorded, noise larger than the effect), and the pieces the
+verdicts share: paired noise, the one definition of a jump, the induction head's interval against its bar.
+
+All synthetic: RunResults and score records built by hand, so each test is milliseconds and asserts what the
+verdict says about numbers chosen to sit on each side of its bars.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from tinygpt.inside import heads
+from tinygpt.lab import induction
+from tinygpt.lab.experiment import ended_early
+from tinygpt.lab.registry import EXPERIMENTS
+from tinygpt.lab.verdict import (
+    CPU_COUNTS_ONLY,
+    NOT_ENOUGH_DATA,
+    RunResult,
+    difference_margin,
+    fmt,
+    loss_difference,
+    trained_margin,
+)
+
+STEPS = 300
+
+
+def run(state: str = "finished", steps: int = STEPS, max_steps: int = STEPS, **fields) -> RunResult:
+    base = dict(
+        final_train_loss=None,
+        final_val_loss=None,
+        max_loss_early=None,
+        clip_events_early=0,
+        mean_entropy=None,
+        mean_max_weight=None,
+    )
+    return RunResult(state, steps, **{**base, **fields}, max_steps=max_steps)
+
+
+def series(level: float, shared: list[float], own: float = 0.0, seed: int = 0) -> dict:
+    """final_losses (and their mean and spread) of a run whose last 20 step losses are `level` + the batch noise it
+    shares with its pair + noise of its own (std `own`)."""
+    rng = random.Random(seed)
+    losses = [level + s + rng.gauss(0, own) for s in shared]
+    steps = range(STEPS - len(losses) + 1, STEPS + 1)
+    mean = sum(losses) / len(losses)
+    std = (sum((x - mean) ** 2 for x in losses) / (len(losses) - 1)) ** 0.5
+    return dict(final_losses=tuple(zip(steps, losses, strict=True)), final_train_loss=mean, final_loss_std=std)
+
+
+def batch_noise(std: float, seed: int = 1) -> list[float]:
+    rng = random.Random(seed)
+    return [rng.gauss(0, std) for _ in range(20)]
+
+
+# ---------------------------------------------------------------- healthy results per experiment, to break one at a time
+
+
+def healthy(key: str) -> dict[str, RunResult]:
+    """Results each experiment calls reproduced; the edge-case tests spoil one run of them at a time."""
+    shared = batch_noise(0.05)
+    if key == "scaling":
+        good = run(mean_entropy=2.1, mean_max_weight=0.3, softmax_gain=0.2, **series(2.3, shared, 0.01, 1))
+        good.layer_grad_norms = {"L0.attn": 0.7}
+        bad = run(mean_entropy=0.2, mean_max_weight=0.95, softmax_gain=0.03, **series(2.6, shared, 0.01, 2))
+        bad.layer_grad_norms = {"L0.attn": 0.3}
+        return {"scaled 1/sqrt(d_head)": good, "unscaled": bad}
+    if key == "mask":
+        return {
+            "causal": run(leak=0.0, no_peek_loss=2.3, **series(2.4, shared, 0.01, 1)),
+            "off_by_one": run(leak=10.0, no_peek_loss=5.6, **series(0.25, shared, 0.01, 2)),
+            "none": run(leak=6.0, no_peek_loss=3.1, **series(0.2, shared, 0.01, 3)),
+        }
+    if key == "warmup":
+        levels = {
+            "warmup, lr 1e-2": 2.4,
+            "no warmup, lr 1e-2": 2.7,
+            "warmup, lr 2e-3": 2.42,
+            "no warmup, lr 2e-3": 2.43,
+        }
+        return {
+            label: run(mid_loss=level + 0.3, **series(level, shared, 0.01, i))
+            for i, (label, level) in enumerate(levels.items())
+        }
+    if key == "residual":
+        return {
+            "residual": run(layer_grad_norms={"L0.attn": 0.5}, **series(2.3, shared, 0.01, 1)),
+            "detached residual": run(layer_grad_norms={"L0.attn": 1e-6}, **series(2.6, shared, 0.01, 2)),
+        }
+    if key == "position":
+        return {
+            "learned positions": run(initial_loss=3.4, **series(1.25, shared, 0.01, 1)),
+            "no positions": run(initial_loss=3.4, **series(2.45, shared, 0.01, 2)),
+        }
+    if key == "softmax":
+        return {
+            "stable softmax": run(steps=200, max_steps=200, initial_loss=4.2, final_train_loss=2.5),
+            "naive softmax": run("diverged", 68, 200, diverged_step=68, nonfinite_tensor="blocks.1.attn.hook_weights"),
+        }
+    if key == "shape_drift":
+        reason = "failed: softmax row sums: expected (B, H, T, 1), got (4, 2, 1, 32)"
+        return {
+            "correct": run(initial_loss=4.2, final_train_loss=2.5, leak=0.0, no_peek_loss=2.5),
+            "silent bug": run(initial_loss=4.2, final_train_loss=2.2, leak=3.0, row_sum_error=0.8, no_peek_loss=3.4),
+            "bug + shape contracts": run("failed", 0, reason=reason),
+        }
+    raise KeyError(key)
+
+
+TRAINED = ("scaling", "mask", "warmup", "residual", "position", "softmax", "shape_drift")
+
+
+@pytest.mark.parametrize("key", TRAINED)
+def test_the_healthy_results_are_reproduced(key):
+    verdict = EXPERIMENTS[key].verdict(healthy(key))
+    assert verdict.reproduced is True, verdict.sentence
+
+
+@pytest.mark.parametrize("key", TRAINED)
+def test_a_run_that_ended_at_step_5_of_300_leaves_not_enough_data(key):
+    experiment = EXPERIMENTS[key]
+    for label in experiment.variants:
+        results = healthy(key)
+        results[label] = run("finished", 5, STEPS, **{k: getattr(results[label], k) for k in ("final_train_loss",)})
+        verdict = experiment.verdict(results)
+        assert verdict.reproduced is None and verdict.status == NOT_ENOUGH_DATA, (label, verdict.sentence)
+        assert f"the {label} run finished at step 5 of 300" in verdict.sentence
+        stopped = {**healthy(key), label: run("stopped", 5, STEPS)}
+        verdict = experiment.verdict(stopped)
+        assert verdict.status == NOT_ENOUGH_DATA and f"the {label} run was stopped at step 5 of 300" in verdict.sentence
+
+
+@pytest.mark.parametrize("key", TRAINED)
+def test_a_divergence_at_step_1_is_not_enough_data_unless_it_is_the_pitfall(key):
+    experiment = EXPERIMENTS[key]
+    for label in experiment.variants:
+        results = {
+            **healthy(key),
+            label: run("diverged", 1, STEPS, diverged_step=1, nonfinite_tensor="L0.attn.hook_weights"),
+        }
+        verdict = experiment.verdict(results)
+        if label in experiment.ends_early_as_pitfall:
+            assert verdict.status != NOT_ENOUGH_DATA or "diverged at step 1" in verdict.sentence, verdict.sentence
+            continue
+        assert verdict.reproduced is None and verdict.status == NOT_ENOUGH_DATA, (label, verdict.sentence)
+        assert f"the {label} run diverged at step 1 of 300" in verdict.sentence
+
+
+def test_the_divergences_that_are_the_pitfall_are_judged():
+    naive = run("diverged", 1, 200, diverged_step=1, nonfinite_tensor="blocks.0.attn.hook_weights")
+    verdict = EXPERIMENTS["softmax"].verdict({**healthy("softmax"), "naive softmax": naive})
+    assert verdict.reproduced is True and "overflowed at step 1" in verdict.sentence
+    verdict = EXPERIMENTS["warmup"].verdict(
+        {**healthy("warmup"), "no warmup, lr 1e-2": run("diverged", 1, diverged_step=1)}
+    )
+    assert verdict.reproduced is True and "no warmup diverged at step 1" in verdict.sentence
+
+
+@pytest.mark.parametrize("key", TRAINED)
+def test_a_nan_loss_is_a_divergence_never_a_number_in_the_sentence(key):
+    experiment = EXPERIMENTS[key]
+    for label in experiment.variants:
+        results = healthy(key)
+        results[label] = run(results[label].state, results[label].steps, results[label].max_steps, final_train_loss=math.nan,
+                             initial_loss=results[label].initial_loss)  # fmt: skip
+        verdict = experiment.verdict(results)
+        assert "nan" not in verdict.sentence.lower(), verdict.sentence
+        if label not in experiment.ends_early_as_pitfall:
+            assert verdict.status == NOT_ENOUGH_DATA and f"the {label} run diverged at step" in verdict.sentence
+
+
+def test_nan_becomes_not_measured_and_a_diverged_step():
+    nan_run = run(final_train_loss=math.nan, leak=math.inf, final_losses=((299, math.nan), (300, 2.0)))
+    assert nan_run.final_train_loss is None and nan_run.leak is None
+    assert nan_run.diverged_step == STEPS and nan_run.nonfinite_loss == "final_train_loss"
+    assert nan_run.final_losses == ((300, 2.0),)
+    assert fmt(None) == "not measured" and fmt(math.nan) == "not finite"
+
+
+@pytest.mark.parametrize("key", TRAINED)
+def test_runs_with_nothing_recorded_are_not_enough_data_or_a_measured_failure(key):
+    """Every run ran to its budget but logged no numbers: no clause may pass, and no sentence may print a number."""
+    experiment = EXPERIMENTS[key]
+    results = {label: run(r.state, r.steps, r.max_steps, diverged_step=r.diverged_step, reason=r.reason)
+               for label, r in healthy(key).items()}  # fmt: skip
+    verdict = experiment.verdict(results)
+    assert verdict.reproduced is not True, verdict.sentence
+    assert "nan" not in verdict.sentence and "n/a" not in verdict.sentence and "0.00 nats" not in verdict.sentence
+    if key not in ("softmax", "shape_drift"):  # those two also test what the states say: measured without numbers
+        assert verdict.status == NOT_ENOUGH_DATA, verdict.sentence
+
+
+def test_softmax_without_a_first_loss_names_what_was_not_measured():
+    """Issue 33 item 7: "down by at least 0.00 nats" from a first loss that was never recorded."""
+    assert trained_margin(run()) is None
+    verdict = EXPERIMENTS["softmax"].verdict(
+        {**healthy("softmax"), "stable softmax": run(steps=200, max_steps=200, final_train_loss=2.5)}
+    )
+    assert "0.00" not in verdict.sentence and "not measured: no first loss" in verdict.sentence
+    assert verdict.reproduced is None and verdict.status == NOT_ENOUGH_DATA
+
+
+@pytest.mark.parametrize(
+    ("key", "broken", "reference"),
+    [("scaling", "unscaled", "scaled 1/sqrt(d_head)"), ("mask", "none", "causal"),
+     ("residual", "detached residual", "residual"), ("position", "no positions", "learned positions"),
+     ("warmup", "no warmup, lr 1e-2", "warmup, lr 1e-2")],
+)  # fmt: skip
+def test_identical_runs_do_not_reproduce_and_say_the_gap_is_zero(key, broken, reference):
+    results = healthy(key)
+    twin = results[reference]
+    results[broken] = run(**{f: getattr(twin, f) for f in ("final_train_loss", "final_losses", "final_loss_std",
+                          "mid_loss", "initial_loss", "leak", "no_peek_loss", "mean_entropy", "mean_max_weight",
+                          "softmax_gain", "layer_grad_norms")})  # fmt: skip
+    verdict = EXPERIMENTS[key].verdict(results)
+    assert verdict.reproduced is False, verdict.sentence
+    assert "0.00" in verdict.sentence and "± 0.00 (3 s.e., paired over 20 shared steps)" in verdict.sentence
+
+
+@pytest.mark.parametrize(
+    ("key", "broken", "reference", "gap"),
+    [("scaling", "unscaled", "scaled 1/sqrt(d_head)", 0.3), ("residual", "detached residual", "residual", 0.3),
+     ("position", "no positions", "learned positions", 1.2)],
+)  # fmt: skip
+def test_huge_noise_shared_by_both_runs_cancels_and_noise_of_their_own_does_not(key, broken, reference, gap):
+    """Batch noise both runs share (std 2 nats) leaves the paired difference as quiet as before; noise each run
+    has on its own (std 2) raises the bar above the gap, and the verdict is not green."""
+    results = healthy(key)
+    level = results[reference].final_train_loss
+    shared = batch_noise(2.0)
+    results[reference] = run(**{**vars(results[reference]), **series(level, shared, 0.01, 5)})
+    results[broken] = run(**{**vars(results[broken]), **series(level + gap, shared, 0.01, 6)})
+    verdict = EXPERIMENTS[key].verdict(results)
+    assert verdict.reproduced is True, verdict.sentence
+    results[broken] = run(**{**vars(results[broken]), **series(level + gap, batch_noise(0.01), 2.0, 7)})
+    verdict = EXPERIMENTS[key].verdict(results)
+    assert verdict.reproduced is not True and verdict.observed["worse margin (nats)"] > gap, verdict.sentence
+
+
+def test_the_paired_margin_is_the_noise_of_the_difference_not_of_each_run():
+    """Issue 33 item 2: two runs sharing batches (step losses correlating ~0.95) were judged as if independent."""
+    shared = batch_noise(0.1)
+    a = run(**series(2.5, shared, 0.02, 1))
+    b = run(**series(2.3, shared, 0.02, 2))
+    la, lb = zip(*[(x, y) for (_, x), (_, y) in zip(a.final_losses, b.final_losses, strict=True)], strict=True)
+    assert np.corrcoef(la, lb)[0, 1] > 0.9
+    paired = loss_difference(a, b)
+    assert (
+        paired.paired and paired.steps == 20 and paired.mean == pytest.approx(a.final_train_loss - b.final_train_loss)
+    )
+    diffs = np.array(la) - np.array(lb)
+    assert paired.standard_error == pytest.approx(diffs.std(ddof=1) / math.sqrt(20))
+    unpaired = 3 * math.sqrt((a.final_loss_std**2 + b.final_loss_std**2) / 20)
+    assert 3 * paired.standard_error < unpaired / 3  # the old margin was several times too wide
+    assert difference_margin(0.01, a, b) == pytest.approx(3 * paired.standard_error)
+    # Without per-step losses (an older result) the unpaired estimate stands, and the sentence says which it used.
+    old_a, old_b = run(final_train_loss=2.5, final_loss_std=0.1), run(final_train_loss=2.3, final_loss_std=0.1)
+    assert not loss_difference(old_a, old_b).paired and "unpaired" in loss_difference(old_a, old_b).interval()
+    assert loss_difference(run(), run()).interval() == "not measured"
+
+
+def test_a_run_is_judged_only_when_it_took_its_whole_budget():
+    assert ended_early({"a": run("finished", 300)}) == []
+    assert ended_early({"a": run("finished", 5)}) == ["the a run finished at step 5 of 300"]
+    failed = ended_early({"a": run("failed", 3, reason="CUDA out of memory.")})
+    assert failed == ["the a run failed at step 3 of 300 (CUDA out of memory)"]
+    assert ended_early({"a": run("diverged", 40, diverged_step=40)}, as_pitfall=("a",)) == []
+
+
+# ---------------------------------------------------------------- memory and the bench
+
+
+def test_a_cuda_memory_result_without_its_gap_is_not_enough_data_not_a_key_error():
+    fresh = {"device": "cuda", "iterations": 200, "keep": 8, "allocations": 200, "bytes_allocated": 4e8}
+    reuse = {"device": "cuda", "iterations": 200, "keep": 8, "allocations": 8, "bytes_allocated": 2e8}
+    verdict = EXPERIMENTS["memory"].verdict({"fresh tensors": fresh, "reused buffers": reuse})
+    assert verdict.reproduced is None and verdict.status == NOT_ENOUGH_DATA
+    assert "not measured" in verdict.sentence
+    nan = {**fresh, "peak_gap_bytes": math.nan, "reserved_after_free_bytes": 1e8, "reserved_after_empty_cache_bytes": 0}
+    verdict = EXPERIMENTS["memory"].verdict({"fresh tensors": nan, "reused buffers": {**reuse, "peak_gap_bytes": 0}})
+    assert verdict.status == NOT_ENOUGH_DATA and "nan" not in verdict.sentence
+    cpu = {"fresh tensors": {**fresh, "device": "cpu"}, "reused buffers": {**reuse, "device": "cpu"}}
+    verdict = EXPERIMENTS["memory"].verdict(cpu)  # peak live bytes missing: said so, still only counts
+    assert verdict.status == CPU_COUNTS_ONLY and "peak live memory not measured" in verdict.sentence
+
+
+def test_the_pitfall_bench_passes_when_memory_is_honestly_not_judged_on_cpu(monkeypatch, capsys):
+    from tinygpt.bench import pitfalls as bench
+
+    def measure(experiment, seeds, source, text=""):
+        if experiment.key == "memory":
+            return [{"experiment": "memory", "seed": 1, "reproduced": None, "status": CPU_COUNTS_ONLY, "seconds": 0.1,
+                     "observed": {}, "sentence": ""}]  # fmt: skip
+        return [{"experiment": experiment.key, "seed": 1, "reproduced": True, "status": "reproduced", "seconds": 0.1,
+                 "observed": {}, "sentence": ""}]  # fmt: skip
+
+    monkeypatch.setattr(bench, "measure", measure)
+    monkeypatch.setattr(bench, "table", lambda rows: "")
+    assert bench.main(["--experiments", "memory,mask", "--seeds", "1"]) == 0
+    assert "reproduced: 1 of 1 judged (1 memory cells on CPU: allocation counts only" in capsys.readouterr().out
+    monkeypatch.setattr(bench, "measure", lambda e, seeds, source, text="": [
+        {"experiment": e.key, "seed": 1, "reproduced": None, "status": NOT_ENOUGH_DATA, "seconds": 0.1,
+         "observed": {}, "sentence": ""}])  # fmt: skip
+    assert bench.main(["--experiments", "mask", "--seeds", "1"]) == 1  # not enough data is not a pass
+
+
+def test_a_learners_own_text_is_never_called_benchmarked():
+    for experiment in EXPERIMENTS.values():
+        assert not experiment.measured_on("text") or experiment.source == "text"
+    assert EXPERIMENTS["mask"].measured_on("shakespeare") and EXPERIMENTS["position"].measured_on("synthetic:copy")
+
+
+# ---------------------------------------------------------------- a phase change is a jump
+
+
+def points(values, every: int = 20) -> list[tuple[int, float]]:
+    return [(i * every, float(v)) for i, v in enumerate(values)]
+
+
+def test_a_steady_ramp_is_a_ramp_and_a_sudden_rise_is_a_jump():
+    """Issue 33 item 4: a score rising steadily from 0.05 to 0.5 over 3,000 steps was called a phase change."""
+    ramp = points(np.linspace(0.05, 0.5, 151))
+    assert heads.find_jump(ramp, heads.MIN_SCORE_JUMP) is None
+    rise = heads.find_rise(ramp, heads.MIN_SCORE_JUMP)
+    assert rise is not None and not rise.abrupt and rise.steepest == pytest.approx(0.25, abs=0.02)
+    assert rise.shape.startswith("a ramp (only 25% of the rise within any 750 steps)")
+    rng = np.random.default_rng(0)  # the live score's noise (2 probe rows) must not turn a ramp into a jump
+    assert heads.find_jump(points(np.linspace(0.05, 0.5, 151) + rng.normal(0, 0.03, 151)), 0.2) is None
+    sigmoid = 0.05 + 0.45 / (1 + np.exp(-(np.arange(151) * 20 - 1300) / 100))  # the measured shape: 10-90% in ~440
+    jump = heads.find_jump(points(sigmoid + rng.normal(0, 0.03, 151)), heads.MIN_SCORE_JUMP)
+    assert jump is not None and jump.abrupt and 1200 <= jump.step <= 1400
+    assert heads.jump_window(ramp, heads.MIN_SCORE_JUMP) is None  # the training loop keeps no snapshots for a ramp
+
+
+def score_record(step: int, score: float, second: float = 3.3) -> dict:
+    return {
+        "step": step,
+        "roles": {"induction": [[0.05, score]], "previous": [[0.1, 0.1]], "first": [[0.1, 0.1]], "self": [[0.1, 0.1]]},
+        "baselines": {"induction": 0.05, "previous": 0.1, "first": 0.1, "self": 0.1},
+        "copy_loss": {"first": 3.3, "second": second},
+    }
+
+
+def final(mean: float, std: float = 0.05, rows: int = 256, head: str = "L0H1") -> dict:
+    half = 1.96 * std / rows**0.5
+    return {"head": head, "mean": mean, "std": std, "low": mean - half, "high": mean + half, "rows": rows,
+            "baseline": 0.05, "step": 2980}  # fmt: skip
+
+
+LABELS = list(induction.INDUCTION_VARIANTS)
+FLAT = [score_record(s, 0.05) for s in range(0, 3000, 20)]
+
+
+def test_the_induction_verdict_calls_a_ramp_a_ramp():
+    ramp = [score_record(s, 0.05 + 0.45 * s / 2980, second=3.3 - 2.0 * s / 2980) for s in range(0, 3000, 20)]
+    verdict = induction.induction_verdict({LABELS[0]: ramp, LABELS[1]: FLAT}, final={LABELS[0]: final(0.5),
+                                          LABELS[1]: final(0.06)})  # fmt: skip
+    assert verdict.reproduced is False and "jumped" not in verdict.sentence
+    assert "induction score rose as a ramp (only 2" in verdict.sentence and "not a phase change" in verdict.sentence
+    assert "50% of the rise within 25% of the run's steps" in verdict.sentence  # the definition, where it failed
+
+
+def jumped() -> list[dict]:
+    return [score_record(s, 0.05) for s in range(0, 1200, 20)] + [
+        score_record(s, 0.7, second=0.5) for s in range(1200, 3000, 20)
+    ]
+
+
+def test_an_induction_score_whose_interval_straddles_the_bar_is_not_enough_data():
+    """Issue 33 item 5: 64 rows, mean 0.41, std 0.5 (95% interval 0.29-0.53 across the 0.4 bar) was green."""
+    verdict = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: FLAT},
+                                          final={LABELS[0]: final(0.41, std=0.5, rows=64), LABELS[1]: final(0.06)})  # fmt: skip
+    assert verdict.reproduced is None and verdict.status == NOT_ENOUGH_DATA, verdict.sentence
+    assert "its 95% interval 0.29-0.53 straddles the bar" in verdict.sentence
+    clear = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: FLAT},
+                                        final={LABELS[0]: final(0.41, std=0.02, rows=256), LABELS[1]: final(0.06)})  # fmt: skip
+    assert clear.reproduced is True, clear.sentence
+    noisy_control = {LABELS[0]: final(0.7), LABELS[1]: final(0.15, std=0.6, rows=64)}
+    verdict = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: FLAT}, final=noisy_control)
+    assert verdict.status == NOT_ENOUGH_DATA and "control's best head within lift 0.15" in verdict.sentence
+
+
+@pytest.mark.parametrize("records", [{}, {LABELS[0]: [], LABELS[1]: FLAT}, {LABELS[0]: FLAT[:2], LABELS[1]: FLAT}])
+def test_no_score_records_is_not_enough_data_not_a_red_never_jumped(records):
+    verdict = induction.induction_verdict(records, final={LABELS[0]: final(0.7), LABELS[1]: final(0.06)})
+    assert verdict.reproduced is None and verdict.status == NOT_ENOUGH_DATA
+    assert "never jumped" not in verdict.sentence and "needs at least 3" in verdict.sentence
+
+
+def test_induction_edge_cases_nan_identical_runs_and_huge_noise():
+    both = {LABELS[0]: final(0.7), LABELS[1]: final(0.06)}
+    nan = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: FLAT},
+                                      final={**both, LABELS[0]: {**final(0.7), "low": math.nan, "high": math.nan}})  # fmt: skip
+    assert nan.reproduced is None and nan.status == NOT_ENOUGH_DATA
+    identical = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: jumped()}, final={LABELS[0]: final(0.7),
+                                            LABELS[1]: final(0.7)})  # fmt: skip
+    assert identical.reproduced is False and "control's best head within lift" in identical.sentence
+    huge = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: FLAT},
+                                       final={**both, LABELS[0]: final(0.7, std=5.0, rows=64)})  # fmt: skip
+    assert huge.reproduced is None and huge.status == NOT_ENOUGH_DATA
+
+
+def test_the_best_head_is_chosen_on_other_rows_than_it_is_scored_on():
+    import torch
+
+    from tinygpt.config import TransformerConfig
+    from tinygpt.model import TinyGPT
+
+    torch.manual_seed(0)
+    vocab = list("abcdefghijklmnopqrstuvwxyz .")
+    model = TinyGPT(TransformerConfig(vocab_size=len(vocab), hidden_dim=32, num_layers=2, num_heads=2, max_seq_len=16))
+    model.eval()
+    spread = induction.induction_spread(model, vocab, rows=64)
+    assert spread["rows"] == 64 and spread["chosen_on"] == 64
+    scored = heads.induction_probe(vocab, 16, 64, induction.VERDICT_SEED)
+    chosen = heads.induction_probe(vocab, 16, 64, induction.VERDICT_SEED + induction.CHOICE_SEED_OFFSET)
+    assert not torch.equal(scored, chosen)  # two different sets of rows
+    per_row, _ = induction._row_scores(model, chosen)
+    layer, head = np.unravel_index(int(np.argmax(per_row.mean(axis=0))), per_row.shape[1:])
+    assert spread["head"] == heads.head_name(int(layer), int(head))  # chosen on the choice rows ...
+    scores, _ = induction._row_scores(model, scored)
+    assert spread["mean"] == pytest.approx(float(scores[:, layer, head].mean()))  # ... scored on the others
