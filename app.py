@@ -21,4 +21,5 @@ else:  # the server starting
     from tinygpt.ui import server
 
     server.raise_header_limits()
+    server.refuse_unreadable_widget_values()
     app = st.App(__file__, middleware=[Middleware(server.CookieLimit)])

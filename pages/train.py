@@ -13,7 +13,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
-from tinygpt.ui import admission, backlog, explain, form, launch, resources, room, run_words, runinfo, safe, train_view
+from tinygpt.ui import admission, backlog, explain, form, guard, launch, resources, room, run_words, runinfo, safe, train_view
 from tinygpt.ui import live as live_period
 
 store = resources.get_store()
@@ -57,6 +57,7 @@ with right:
     step_clicked = b[3].button("Step", disabled=not (live and mine) or run_state != "paused" or held, width="stretch")
     stop_clicked = b[4].button("Stop", disabled=not (in_play and mine), width="stretch")
     if not large:
+        guard.checked(state.W_STEP_N, "Steps per Step click", lambda n: guard.valid_count(n, 1, 10_000), 1)
         st.number_input("Steps per Step click", 1, 10_000, key=state.W_STEP_N, persist_state="session")
     # Messages go into one container, so the live view below keeps its place whether or not there are any.
     messages = st.container()

@@ -17,7 +17,7 @@ from tinygpt.runs.corpus import read_corpus
 from tinygpt.runs.jobs import NoWorkerError
 from tinygpt.runs.owners import NotYourRunError
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import knob_widgets, resources, room, safe, settings, state
+from tinygpt.ui import guard, knob_widgets, resources, room, safe, settings, state
 from tinygpt.ui.settings import Field
 
 
@@ -108,12 +108,14 @@ def _send_knob(name: str, value: Any) -> None:
 
 
 def _draw_field(container, field: Field, disabled: bool) -> None:
+    guard.checked_field(field, field.key)  # a forged value from the browser never reaches the widget
     common: dict[str, Any] = {"key": field.key, "persist_state": "session", "help": field.help, "disabled": disabled}
     if field.live:  # drawn under its own key, sending its own knob (tinygpt/ui/knob_widgets.py)
         if field.widget == "slider":  # window <= context: clamped in the form's value, before the widget is drawn
             top = int(state.get(state.W_CONTEXT)) if field.name == "window" else int(field.maximum)
             state.put(field.key, min(max(int(state.get(field.key) or 0), int(field.minimum)), top))
         key = knob_widgets.mount(field.key)
+        guard.checked_field(field, key)
         common = {"key": key, "help": field.help, "disabled": disabled, "on_change": _knob_moved,
                   "args": (field.name, key)}  # fmt: skip
     if field.name == "window":
@@ -153,6 +155,7 @@ def _draw_log_slider(container, field: Field, common: dict) -> None:
     value = float(state.get(field.key))
     options = sorted({*field.options, value})
     exact_key = knob_widgets.mount(field.key, "_exact")
+    guard.checked_field(field, exact_key)
     # Side by side; with large fonts one under the other (beside it the box showed "6.0e" of 6.0e-03).
     large = state.large_fonts()
     slider_col, exact_col = (container, container) if large else container.columns([3, 1.3])

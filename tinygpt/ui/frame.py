@@ -11,7 +11,7 @@ import threading
 
 import streamlit as st
 
-from tinygpt.ui import room, safe, state
+from tinygpt.ui import room, safe, server, state
 
 _IMPORTS = threading.Lock()
 
@@ -33,6 +33,7 @@ def _favicon():
 
 def run() -> None:
     """Draw the frame and run the current page inside it (app.py, on every script run)."""
+    server.refuse_unreadable_widget_values()  # idempotent: for servers started without app.py's server half (tests)
     st.set_page_config(page_title="tinygpt: watch a transformer learn", page_icon=_favicon(), layout="wide")
 
     learner = room.current()

@@ -12,6 +12,8 @@ before it serves.
 from __future__ import annotations
 
 import html
+import sys
+from typing import Any
 
 # Twice COOKIE_LIMIT: any page request CookieLimit lets through also gets its websocket.
 HEADER_LINE_LIMIT = 64 * 1024
@@ -77,3 +79,35 @@ class CookieLimit:
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
+
+
+_REFUSED: set[str] = set()  # widget ids whose forged values were refused, said once each on the terminal
+
+
+def refuse_unreadable_widget_values() -> None:
+    """Make Streamlit's read of a widget value from the browser refuse one its deserializer cannot read, instead of
+    raising before the page runs (issue 34, finding 7: "cannot convert float NaN to integer" for a forged whole-number
+    box). Streamlit deserializes every changed widget's value to call its on_change before any page code runs, so
+    only here can it be caught. Idempotent; a Streamlit without this internal class keeps its own behaviour."""
+    try:
+        from streamlit.runtime.state.session_state import WStates
+    except ImportError:
+        return
+    if getattr(WStates, "_tinygpt_guarded", False):
+        return
+    original = WStates.__getitem__
+
+    def getitem(self, widget_id: str) -> Any:
+        try:
+            return original(self, widget_id)
+        except KeyError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the deserializer of a forged value: refuse the value, not the page
+            # Read as absent (the widget keeps its previous value); not deleted: Streamlit may be iterating the dict.
+            if len(_REFUSED) < 1000 and widget_id not in _REFUSED:
+                _REFUSED.add(widget_id)
+                print(f"tinygpt: refused a widget value from a browser ({widget_id[-60:]}): {exc}", file=sys.stderr)
+            raise KeyError(widget_id) from None
+
+    WStates.__getitem__ = getitem
+    WStates._tinygpt_guarded = True
