@@ -417,3 +417,15 @@ def test_compare_legend_names_runs_readably_and_lists_every_entry_below_the_char
         colour["legend"]["orient"] == "top" and colour["legend"]["columns"] == 1 and colour["legend"]["labelLimit"] == 0
     )
     assert colour["scale"]["domain"] == list(series)
+
+
+def test_markers_past_ten_draw_the_number_itself_in_a_glyph_the_chart_font_has():
+    """⑪-⑳ drew as empty boxes: the browsers' sans-serif (DejaVu Sans) has ①-⑩ only."""
+    assert [style.badge(n) for n in (1, 10, 11, 20, 21)] == ["①", "⑩", "(11)", "(20)", "(21)"]
+    assert all(ord(c) <= 0x2469 for n in range(1, 31) for c in style.badge(n))  # ASCII or ① (U+2460) .. ⑩
+    t = style.theme(False)
+    steps = [400 * i for i in range(11)] + [4600]  # (11) at 4000, (12) 600 steps on: more than ⑩'s width apart
+    marks = style.numbered_markers([{"step": s, "label": f"knob {i}"} for i, s in enumerate(steps)], t, 6000)
+    assert [m["entry"] for m in marks[9:]] == ["⑩ knob 9", "(11) knob 10", "(12) knob 11"]
+    assert style.badge_gap(t) * 6000 < 600 < style.badge_gap(t) * 6000 * style.badge_widths(11)
+    assert marks[11]["y"] != marks[10]["y"]  # "(11)" is wider than ⑩: "(12)" goes on another line, not over it

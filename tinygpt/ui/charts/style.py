@@ -366,7 +366,9 @@ def marker_layers(source: str | list[dict], t: dict, colour: str, tooltip_title:
     return [rule.encode(x=x, tooltip=tooltip), *labels]
 
 
-CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩⑪⑫⑬⑭⑮⑯⑰⑱⑲⑳"
+# The circled numbers the charts' font has: DejaVu Sans (the browsers' sans-serif on the class machines) draws ①-⑩
+# but has no glyph for ⑪-⑳ (U+246A-2473), which came out as empty boxes; from 11 on a badge is the number itself.
+CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
 BADGE_LINES = 3
 # The narrowest plot a chart with knob markers is drawn in: the Train page's gradient chart in half the content
 # column of a 1280 px projector with the sidebar open. Badges are spaced for it (a 700 px plot wastes a little).
@@ -382,8 +384,13 @@ def badge_gap(t: dict) -> float:
 
 
 def badge(n: int) -> str:
-    """The mark drawn on a chart for marker `n` (1-based): ① .. ⑳, then (21), (22), ..."""
+    """The mark drawn on a chart for marker `n` (1-based): ① .. ⑩, then (11), (12), ..."""
     return CIRCLED[n - 1] if 1 <= n <= len(CIRCLED) else f"({n})"
+
+
+def badge_widths(n: int) -> float:
+    """How many circled-digit widths marker `n`'s badge takes: 1 for ① .. ⑩, about 0.55 a character for "(11)"."""
+    return 1.0 if 1 <= n <= len(CIRCLED) else 0.55 * len(badge(n))
 
 
 def numbered_markers(rows: Sequence[Mapping[str, Any]], t: dict, x_max: float | None) -> list[dict]:
@@ -398,26 +405,28 @@ def numbered_markers(rows: Sequence[Mapping[str, Any]], t: dict, x_max: float | 
     ordered = sorted((dict(r) for r in rows), key=lambda r: r["step"])
     x0 = min((r["step"] for r in ordered), default=0)
     span = max((x_max or 0) - min(0, x0), 1e-9)
-    width = badge_gap(t) * span  # one badge, in steps
-    last: list[tuple[float, str]] = []  # per badge line: the step and side of its last badge
+    one = badge_gap(t) * span  # one circled badge, in steps
+    last: list[tuple[float, str, float]] = []  # per badge line: the step, side and width of its last badge
     out = []
     for n, row in enumerate(ordered, start=1):
+        width = one * badge_widths(n)
         side = "right" if x_max is not None and row["step"] > x_max - width else "left"
 
-        def clear(prev: tuple[float, str], step: float = row["step"], side: str = side) -> bool:
-            facing = prev[1] == "left" and side == "right"  # ①| then |②: both badges between the two rules
+        def clear(prev: tuple[float, str, float], step: float = row["step"], side: str = side, width=width) -> bool:
             apart = prev[1] == "right" and side == "left"  # |① ②|... each badge on the far side of its rule
-            return apart or step - prev[0] >= (2 if facing else 1) * width
+            # the badges between the two rules: the earlier one's if drawn right of its rule, and this one's if left
+            needed = (prev[2] if prev[1] == "left" else 0.0) + (width if side == "right" else 0.0)
+            return apart or step - prev[0] >= needed
 
         free = [i for i, prev in enumerate(last) if clear(prev)]
         if free:
             line = free[0]
         elif len(last) < BADGE_LINES:
             line = len(last)
-            last.append((row["step"], side))
+            last.append((row["step"], side, width))
         else:
             line = min(range(len(last)), key=lambda i: last[i][0])
-        last[line] = (row["step"], side)
+        last[line] = (row["step"], side, width)
         out.append({**row, "n": n, "badge": badge(n), "entry": f"{badge(n)} {row['label']}",
                     "y": 4 + line * (t["text"] + 6), "side": side})  # fmt: skip
     return out
