@@ -12,6 +12,9 @@ Families (RELIABILITY.md's table names them):
               never another exception.
     disk      (root only: real tmpfs mounts) a disk that fills up mid-run and a runs folder remounted read-only:
               a message that says so, never an OSError.
+    limits, files, ownership
+              round four (tests/probe_doors.py): every row of the config's table of limits at every door; the
+              files a user hands over (/dev/zero, huge, not UTF-8, not JSON); runs no learner owns against learners.
     tampered, admission, stale
               the app's side (tests/probe_app.py): every file of a run folder replaced by garbage, wrong types or
               markdown on every page; every route that starts or resumes training against the slot and the room's
@@ -334,7 +337,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer cases: a smoke run")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--families", default="kills,churn,corrupt,disk,tampered,admission,stale",
+    parser.add_argument("--families", default="kills,churn,corrupt,disk,tampered,admission,stale,limits,files,ownership",
                         help="comma-separated families to run")  # fmt: skip
     args = parser.parse_args()
     import torch
@@ -359,6 +362,14 @@ def main() -> int:
 
                 family = Family(name)
                 getattr(probe_app, f"probe_{name}")(family, root, rng, corpus(), args.quick)
+                families.append(family)
+        for name in ("limits", "files", "ownership"):  # round four: every door, the files a user hands over, owners
+            if name in wanted:
+                import probe_doors
+
+                family = Family(name)
+                extra = (corpus(),) if name == "ownership" else ()
+                getattr(probe_doors, f"probe_{name}")(family, root, *extra)
                 families.append(family)
     finally:
         shutil.rmtree(root, ignore_errors=True)
