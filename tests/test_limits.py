@@ -116,3 +116,17 @@ def test_a_config_file_that_is_not_utf8_is_refused_in_words(tmp_path):
     path.write_bytes(b'{"train": {"seed": 1}, "probe_text": "caf\xe9"}')
     with pytest.raises(ConfigError, match="not UTF-8 text: byte 0xe9"):
         config_from_args(parse_args(["train", "--config", str(path)]))
+
+
+def test_a_resume_past_the_step_limit_is_refused_before_anything_changes(tmp_path):
+    from tinygpt.runs.resume import plan_resume
+    from tinygpt.runs.store import RunStore
+
+    store = RunStore(tmp_path)
+    with store.create(preset("demo").to_dict(), owner="app") as writer:
+        run_id = writer.run_id
+    before = (store.path(run_id) / "config.json").read_bytes()
+    with pytest.raises(ConfigError, match="max_steps"):
+        plan_resume(store.path(run_id), max_steps=LIMITS["max_steps"].high + 1)
+    assert (store.path(run_id) / "config.json").read_bytes() == before
+    assert plan_resume(store.path(run_id), max_steps=500).config.train.max_steps == 500

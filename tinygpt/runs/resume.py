@@ -5,6 +5,8 @@ changed here, so a refused resume leaves the run as it was."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,8 +44,8 @@ def plan_resume(run_dir: str | Path, max_steps: int | None = None, from_step: in
             read_corpus(run_dir, config.data.text_sha256 or None)  # RunStoreError: corpus.txt missing or edited
     except TinyGPTError as exc:
         raise TinyGPTError(f"{exc}: run {run_dir.name} cannot be resumed; start a new run instead.") from None
-    if max_steps is not None:
-        config.train.max_steps = int(max_steps)
+    if max_steps is not None:  # through the config's checks (the table of limits), not around them
+        config.train = dataclasses.replace(config.train, max_steps=int(max_steps))
     steps = list_checkpoints(run_dir)
     status = read_status(run_dir)
     trained, state = max([int(status.get("step") or 0), *steps[-1:]]), status.get("state")

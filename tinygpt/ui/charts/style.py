@@ -366,9 +366,7 @@ def marker_layers(source: str | list[dict], t: dict, colour: str, tooltip_title:
     return [rule.encode(x=x, tooltip=tooltip), *labels]
 
 
-# The circled numbers the charts' font has: DejaVu Sans (the browsers' sans-serif on the class machines) draws ①-⑩
-# but has no glyph for ⑪-⑳ (U+246A-2473), which came out as empty boxes; from 11 on a badge is the number itself.
-CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"
+CIRCLED = "①②③④⑤⑥⑦⑧⑨⑩"  # all the chart font (DejaVu Sans) has: ⑪-⑳ drew as empty boxes, so (11) on
 BADGE_LINES = 3
 # The narrowest plot a chart with knob markers is drawn in: the Train page's gradient chart in half the content
 # column of a 1280 px projector with the sidebar open. Badges are spaced for it (a 700 px plot wastes a little).
@@ -405,11 +403,10 @@ def numbered_markers(rows: Sequence[Mapping[str, Any]], t: dict, x_max: float | 
     ordered = sorted((dict(r) for r in rows), key=lambda r: r["step"])
     x0 = min((r["step"] for r in ordered), default=0)
     span = max((x_max or 0) - min(0, x0), 1e-9)
-    one = badge_gap(t) * span  # one circled badge, in steps
     last: list[tuple[float, str, float]] = []  # per badge line: the step, side and width of its last badge
     out = []
     for n, row in enumerate(ordered, start=1):
-        width = one * badge_widths(n)
+        width = badge_gap(t) * span * badge_widths(n)  # this badge, in steps
         side = "right" if x_max is not None and row["step"] > x_max - width else "left"
 
         def clear(prev: tuple[float, str, float], step: float = row["step"], side: str = side, width=width) -> bool:
