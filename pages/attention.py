@@ -55,8 +55,10 @@ def toy_mode_changed() -> None:  # toy mode: a short probe whose every cell show
     state.put(state.W_PROBE, run_probe[: view.TOY_PROBE_CHARS] if state.get(state.W_ATTN_TOY) else run_probe)
 
 
-probe = st.text_input(
-    "Probe text", key=state.W_PROBE,
+# A text area: the probe is a slice of the corpus, newlines included, which a one-line field dropped while the
+# heatmaps showed them (⏎).
+probe = st.text_area(
+    "Probe text", key=state.W_PROBE, height=80,
     help="The run's own probe (its attention is saved as it trains). Other text is run through the checkpoint "
     "nearest the chosen step.",
 )  # fmt: skip

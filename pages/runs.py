@@ -27,7 +27,12 @@ if not rows:
     st.info("No runs yet: start one on **Train**.")
     st.stop()
 
-st.dataframe(rows, hide_index=True, width="stretch")
+# The columns a person reads first, sized to fit 1280 px at Large fonts (all fourteen scrolled sideways there); the
+# rest, the id among them, one click away.
+st.dataframe(rows, hide_index=True, width="stretch", column_order=runinfo.RUNS_TABLE_FIRST,
+             column_config={"name": st.column_config.TextColumn(width="large")})  # fmt: skip
+with st.expander("All columns (knobs now, corpus, created, run id)"):
+    st.dataframe(rows, hide_index=True, width="stretch")
 ids = [r["run"] for r in rows]
 by_id = {r["run"]: r for r in rows}
 
@@ -45,7 +50,8 @@ pick = st.selectbox("Run", ids, format_func=_label, key=state.W_RUNS_PICK)
 # The owner part of config.json decides it (owners.read_owner): no RunReader is built just for that.
 readable = by_id[pick]["state"] != "unreadable"
 mine = room.can_control(read_owner(store.path(pick)), pick) if readable else room.current().instructor
-b = st.columns(5)
+# Five buttons in a row cut their labels at Large fonts ("Download b…", "Share (read-…"): two rows there.
+b = [*st.columns(3), *st.columns(2)] if state.large_fonts() else st.columns(5)
 if b[0].button("Open", help="Make it the current run of every page (read-only if it is not yours)", width="stretch"):
     state.set_run_id(pick)
     state.flash("success", f"Opened run {pick}" + ("." if mine else " (read-only: it is not yours)."))

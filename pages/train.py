@@ -152,11 +152,12 @@ def live_view() -> None:
     explain.show_chart(view["grad"], "grad_norm_chart", code=False, key="train_grad", caption=view.get("clip"))
     last = view["sample"]
     if last:
-        st.markdown(f"**Sample at step {last.get('step')}**")
+        heading, text = runinfo.sample_lines(last)
+        st.markdown(heading)
         if last.get("error"):
             st.warning(safe.md(last["error"]))
         else:
-            st.code(last.get("text", ""), language=None, height=220)
+            st.code(text, language=None, height=220)
     # The one full redraw from here: the run ended (the auto-refresh stops, the right buttons enable). A change of
     # the room's refresh period waits for the page's next full run: a redraw from a live fragment under load is
     # what preceded the white and the deaf pages of the load test (BENCHMARKS.md, "A workshop room under load").

@@ -308,10 +308,14 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     at.run()
     assert not at.exception, at.exception
     assert at.toggle(key=state.ATTN_PLAYING).value is False
-    at.text_input(key=state.W_PROBE).set_value("abc>cba").run()  # custom probe: through the checkpoint
+    from tinygpt.runs.store import RunStore
+
+    probe = at.text_area(key=state.W_PROBE)
+    assert "\n" in probe.value and probe.value == RunStore(runs_dir).reader(run_a).attention_index()["probe_text"]
+    probe.set_value("abc>cba").run()  # custom probe: through the checkpoint
     assert not at.exception, at.exception
     assert "checkpoint at step 20" in texts(at)
-    at.text_input(key=state.W_PROBE).set_value("ABC").run()  # characters outside the vocabulary: a message
+    at.text_area(key=state.W_PROBE).set_value("ABC").run()  # characters outside the vocabulary: a message
     assert not at.exception and at.warning
 
     at.switch_page("pages/gradients.py").run()

@@ -41,3 +41,135 @@ def test_the_status_line_has_no_empty_parts():
     """Issue 36 item 6: a starting run read "ETA - · · starting"."""
     line = runinfo.status_line({"state": "starting", "step": 0, "max_steps": 300}, [])
     assert " · · " not in line and "ETA -" not in line and line.endswith("starting")
+
+
+# ---------------------------------------------------------------- the charts a Train press draws first
+
+
+def _layers_with_empty_data(spec: dict) -> list[str]:
+    """The layers whose data is empty and whose x or y domain Vega would compute from it."""
+
+    def fixed(layer: dict) -> bool:
+        encoding = layer.get("encoding", {})
+        return all("domain" in encoding[c].get("scale", {}) for c in ("x", "y") if c in encoding)
+
+    return [
+        layer["data"]["name"]
+        for layer in spec.get("layer", [])
+        if "name" in (layer.get("data") or {}) and not spec["datasets"].get(layer["data"]["name"]) and not fixed(layer)
+    ]
+
+
+def _no_dangling_selections(spec: dict) -> None:
+    """Every selection belongs to a view that is drawn, and every selection a layer reads is defined."""
+    import json
+    import re
+
+    views = {layer.get("name") for layer in spec["layer"]}
+    assert all(set(p.get("views", [])) <= views for p in spec.get("params", [])), spec.get("params")
+    read = set(re.findall(r'"param": "([^"]+)"', json.dumps(spec["layer"])))
+    assert read <= {p["name"] for p in spec.get("params", [])}, read
+
+
+def _valid(spec: dict) -> None:
+    import altair as alt
+
+    alt.LayerChart.from_dict(spec, validate=True)  # still a Vega-Lite spec the schema accepts
+
+
+def test_no_chart_hands_vega_an_empty_dataset():
+    """Issue 36 item 6: ~20 "Infinite extent for field "step"" warnings in the browser's console at every Train
+    press. Vega computes a shared axis from one extent per layer's dataset, and warns for each empty one: the charts
+    waiting for their first step, and the knob, non-finite, target and previous-run layers with nothing yet."""
+    from tinygpt.ui.charts import compare, curves
+
+    metrics = [{"step": s, "loss": 3 - s / 100, "lr": 1e-3, "grad_norm": 1.0, "time": s * 0.1} for s in range(1, 50)]
+    for records in ([], metrics):
+        charts = {
+            "loss": curves.loss_chart(records, [], [], 65),
+            "lr": curves.lr_chart(records, 10 if records else None),
+            "grad": curves.grad_norm_chart(records, 1.0, []),
+            "compare": compare.compare_chart({"a": records, "b": records[:10]}, "loss"),
+        }
+        for name, chart in charts.items():
+            spec = chart.to_dict()
+            assert not _layers_with_empty_data(spec), (name, bool(records))
+            assert spec["layer"], name  # something is always drawn: the waiting chart keeps its axes
+            _no_dangling_selections(spec)
+            _valid(spec)
+    waiting = curves.lr_chart([]).to_dict()
+    assert waiting["layer"][0]["encoding"]["x"]["scale"]["domain"] == [0, 1]  # fixed: no extent to compute
+    events = [{"kind": "knob", "knob": "mask", "ok": True, "old": "causal", "new": "none", "step": 20}]
+    marked = curves.loss_chart(metrics, [], events, 65).to_dict()
+    assert "knobs" in {layer.get("data", {}).get("name") for layer in marked["layer"]}  # drawn once there is one
+
+
+def test_the_waiting_loss_chart_reads_from_zero_not_a_lone_tick():
+    """Issue 36 item 6: its only value, the uniform guess ln(65), made one y tick reading "4.174387"."""
+    from tinygpt.ui.charts import curves
+
+    spec = curves.loss_chart([], [], [], 65).to_dict()
+    scales = [layer["encoding"]["y"]["scale"] for layer in spec["layer"] if "y" in layer.get("encoding", {})]
+    assert scales and all(scale.get("zero") is True for scale in scales)
+    live = curves.loss_chart([{"step": 1, "loss": 4.0}], [], [], 65).to_dict()
+    live_scales = [layer["encoding"]["y"].get("scale", {}) for layer in live["layer"] if "y" in layer["encoding"]]
+    assert all(scale.get("zero") is False for scale in live_scales if "zero" in scale)
+
+
+def test_the_entropy_baseline_label_sits_above_the_heads_lines():
+    """Issue 36 item 6: the label hung under its line, where every head starts (and no head goes above it)."""
+    import math
+
+    from tinygpt.ui.charts import curves
+
+    rows = [{"step": s, "layer": 0, "head": h, "entropy": 2.5 - s / 100, "max_weight": 0.3} for s in range(0, 100, 10)
+            for h in range(2)]  # fmt: skip
+    spec = curves.head_stats_chart(rows, uniform=(2.55, "even spread 2.55")).to_dict()
+    texts = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            mark = node.get("mark")
+            if isinstance(mark, dict) and mark.get("type") == "text":
+                texts.append((mark, node["encoding"]["y"]["scale"]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    [(mark, scale)] = texts
+    assert mark["baseline"] == "bottom" and mark["dy"] < 0
+    assert scale["domainMax"] > 2.55 and math.isclose(scale["domainMax"], round(2.55 * 1.15, 2))
+
+
+def test_the_train_pages_sample_starts_with_its_prompt():
+    """Issue 36 item 6: the continuation alone was printed, so the sample started mid-word."""
+    heading, text = runinfo.sample_lines({"step": 300, "prompt": "ROMEO:\nBut sof", "text": "t, what light"})
+    assert text == "ROMEO:\nBut soft, what light"
+    assert "step 300" in heading and "first 14 characters are the prompt" in heading
+    assert runinfo.sample_lines({"step": 1, "text": "abc"}) == ("**Sample at step 1**", "abc")
+
+
+# ---------------------------------------------------------------- the Runs page at Large fonts
+
+
+def test_the_runs_table_and_buttons_fit_large_fonts(runs_dir):
+    """Issue 36 item 6: at 1280 px with Large fonts the Runs table's fourteen columns were cut and five buttons in
+    a row read "Download b…" and "Share (read-…"."""
+    from helpers import write_run
+
+    run_id = write_run(runs_dir)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception, at.exception
+    first, every = at.dataframe[0], at.dataframe[1]
+    assert list(first.proto.column_order) == runinfo.RUNS_TABLE_FIRST and runinfo.RUNS_TABLE_FIRST[0] == "name"
+    assert not every.proto.column_order and "run" in every.value.columns  # the id one click away
+    assert [round(c.weight, 2) for c in at.columns] == [0.2] * 5  # one row at the usual fonts
+    at.toggle(key=state.W_LARGE).set_value(True).run()
+    assert not at.exception, at.exception
+    assert [round(c.weight, 2) for c in at.columns] == [0.33] * 3 + [0.5] * 2  # two rows at Large fonts

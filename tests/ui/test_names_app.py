@@ -40,8 +40,8 @@ def test_every_page_names_runs_and_twins_apart(runs_dir):
 
     at.switch_page("pages/runs.py").run()
     assert not at.exception, at.exception
-    [table] = [d for d in at.dataframe if "name" in d.value.columns]
-    assert list(table.value.columns)[0] == "name" and list(table.value.columns)[-1] == "run"
+    table = next(d for d in at.dataframe if "name" in d.value.columns)  # the table; then all its columns
+    assert list(table.proto.column_order)[0] == "name" and list(table.value.columns)[-1] == "run"
     assert sorted(table.value["name"]) == sorted(names.values())
     picker = at.selectbox(key=state.W_RUNS_PICK)
     assert all(run not in picker.format_func(run) for run in names)  # names, not ids

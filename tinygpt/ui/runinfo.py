@@ -15,8 +15,8 @@ from tinygpt.config import trains_until_stopped
 from tinygpt.errors import RunStoreError
 from tinygpt.runs.files import read_config_json, read_evals, read_events
 from tinygpt.runs.knobs import knob_answer, knobs_now
-from tinygpt.runs.names import store_names
 from tinygpt.runs.lock import writer_lock_holder
+from tinygpt.runs.names import store_names
 from tinygpt.runs.owners import Actor, read_hold, run_learner
 from tinygpt.runs.status import read_status
 from tinygpt.runs.store import RunStore
@@ -143,6 +143,14 @@ def status_line(status: dict, metrics: list[dict]) -> str:
         text += f": {reason.removeprefix(state + ':').strip()}" if reason != state else ""
     parts.append(text)
     return " · ".join(p for p in parts if p.strip())  # an empty part drew "· ·"
+
+
+def sample_lines(record: dict) -> tuple[str, str]:
+    """(heading, text) of the Train page's sample: the text is the prompt and then the model's characters (the
+    continuation alone started mid-word), and the heading says how much of it is the prompt."""
+    prompt, text = str(record.get("prompt") or ""), str(record.get("text") or "")
+    told = f": the first {len(prompt)} characters are the prompt from the corpus, the rest the model's"
+    return f"**Sample at step {record.get('step')}**{told if prompt else ''}", prompt + text
 
 
 def progress_fraction(status: dict) -> float | None:
@@ -275,6 +283,9 @@ def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int,
     then = knobs_at(config, events, step)
     changed = [f"{knob_word(k)} {knob_value(v)}" for k, v in then.items() if v != base.get(k) and k != "min_lr"]
     return step, loss, changed
+
+
+RUNS_TABLE_FIRST = ["name", "owner", "state", "step", "best val loss", "live changes"]  # what the Runs table shows
 
 
 def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:

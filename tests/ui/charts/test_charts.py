@@ -117,7 +117,7 @@ def test_the_package_re_exports_nothing():
     import tinygpt.ui.charts as package
 
     public = {name for name in vars(package) if not name.startswith("_")}
-    assert public <= {"circuits", "compare", "curves", "heatmaps", "help", "masks", "style", "tokens"}  # submodules
+    assert public <= {"circuits", "compare", "curves", "heatmaps", "help", "livespec", "masks", "style", "tokens"}
 
 
 def test_chart_modules_import_no_streamlit_and_help_imports_no_plotting_library():

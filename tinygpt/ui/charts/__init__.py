@@ -1,7 +1,9 @@
 """The app's charts: pure functions from run data to a figure. No streamlit, no file IO.
 
 - `style.py`: what every chart shares (theme and fonts, colours, line styles, thinning, the step axis, hover
-  points, reference lines, the live-chart templates). The other modules import it, never the other way round.
+  points, reference lines). The other modules import it, never the other way round.
+- `livespec.py`: the live-chart templates (a cached spec plus named datasets) and the layers left out while their
+  data is empty; `style` re-exports them.
 - `curves.py`: one run's training curves in Altair (loss, learning rate, gradient norms, per-layer norms,
   per-head attention statistics).
 - `heatmaps.py`: the plotly heatmaps (attention maps all heads and one head step by step, the newest character's

@@ -185,18 +185,19 @@ def loss_chart(
     datasets["ghost"] = shade
     title = "Training loss" if rows else "Training loss: waiting for the first step"
     below = legend_lines(len(datasets["knobs"]))
-    key = (raw_name, smooth_name, title, (ghost_label or "") if ghost else None, x_title, large, below)
+    key = (raw_name, smooth_name, title, (ghost_label or "") if ghost else None, x_title, large, below, not rows)
     return live_spec(_loss_template, key, datasets)
 
 
 def _loss_template(
     raw_name: str, smooth_name: str | None, title: str, ghost_label: str | None, x_title: str, large: bool,
-    below: int = 0,
+    below: int = 0, waiting: bool = False,
 ):  # fmt: skip
     t = theme(large)
     # A title no taller than the plot: "cross-entropy loss (nats per character)" ran off its top (1280x720, both
-    # font sizes).
-    yspec = {"title": "loss (nats per char)" if large else "cross-entropy loss (nats/char)", "zero": False}
+    # font sizes). While it waits the axis starts at zero: its one value, the uniform guess, was a single tick
+    # that read "4.174387".
+    yspec = {"title": "loss (nats per char)" if large else "cross-entropy loss (nats/char)", "zero": waiting}
     domain, colours = [raw_name, "val"], [PALE if smooth_name else BLUE, ORANGE]
     if smooth_name:
         domain.insert(1, smooth_name)
@@ -455,11 +456,15 @@ def head_stats_chart(
             alt.Tooltip("max_weight:Q", format=".3f", title="max weight"),
         ]
         point = alt.OverlayMarkDef(filled=True, size=5 * t["text"])
-        ent_spec = {"title": "attention entropy (nats)", "zero": True}
+        ent_spec: dict = {"title": "attention entropy (nats)", "zero": True}
+        baseline = finite(uniform[0]) if uniform is not None else None
+        if baseline is not None:  # room above the even-spread entropy, which no head exceeds, for its label
+            ent_spec["domainMax"] = round(max([baseline, *(r["entropy"] for r in part)]) * 1.15, 2)
         ent_y = value_y("entropy:Q", **ent_spec)
         ent = [base.mark_line(point=point, strokeWidth=t["line"]).encode(y=ent_y, tooltip=tooltip)]
-        if uniform is not None and finite(uniform[0]) is not None:
-            ent += reference_layers(reference_rows(uniform[0], uniform[1]), ent_spec, t)
+        if uniform is not None and baseline is not None:
+            # Above its line: the heads start at that entropy, so a label hung below it sat on their lines.
+            ent += reference_layers(reference_rows(uniform[0], uniform[1]), ent_spec, t, above=True)
         maxw = base.mark_line(point=point, strokeWidth=t["line"]).encode(
             y=value_y("max_weight:Q", "max attention weight (0..1)", domain=[0, 1]), tooltip=tooltip
         )

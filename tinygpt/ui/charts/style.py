@@ -13,15 +13,15 @@ Conventions it carries out:
 
 from __future__ import annotations
 
-import functools
-import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import altair as alt
 import pandas as pd
 import plotly.graph_objects as go
+
+from .livespec import MAX_ROWS, VegaLite, live_spec  # noqa: F401 - the chart modules import these from style
 
 Records = Sequence[Mapping[str, Any]]
 """Run-store records (metrics, evals, events): a sequence of dicts, None where a value was not finite."""
@@ -34,7 +34,6 @@ PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 STEP = "training step"  # the step axis title
 SECONDS = "seconds since the first step (wall clock)"  # the same axis on the clock: recipes race on it
 HOVER_POINTS = 100  # per series in a live chart's hover layer: one every ~7 px of a 700 px plot
-MAX_ROWS = 5000  # Altair's default guard on rows per DataFrame: thinning keeps every frame under it, so it stays on
 DASHES = ("solid", "dashed", "dotted")  # the order of `dash_encoding`'s line styles, as `dash_note` names them
 
 
@@ -260,11 +259,13 @@ def hover_rows(rows: list[dict], *by: str, limit: int = HOVER_POINTS) -> list[di
 
 
 def reference_layers(
-    source: str | list[dict], yspec: dict, t: dict, colour: str = GREY, dash: Sequence[int] = (6, 4)
-) -> list:
+    source: str | list[dict], yspec: dict, t: dict, colour: str = GREY, dash: Sequence[int] = (6, 4),
+    above: bool = False,
+) -> list:  # fmt: skip
     """Labelled horizontal reference lines from rows {"ref", "label"} (see `reference_rows`; none: nothing drawn),
     on the same y title and scale (`yspec`, see `value_y`) as the chart. `source` names a live chart's dataset, or
-    is the rows."""
+    is the rows. `above`: the label sits on top of its line, for a reference that the lines stay under (a chart
+    that keeps room above it)."""
     base = alt.Chart(alt.NamedData(source) if isinstance(source, str) else data_frame(source))
     y = value_y("ref:Q", **yspec)
     rule = base.mark_rule(strokeDash=list(dash), color=colour, strokeWidth=t["line"]).encode(
@@ -272,7 +273,8 @@ def reference_layers(
     )
     # The label hangs just under its line: charts with a zoomable step axis clip marks to the plot area, and a
     # reference near the top of the y range (ln(V) at the start of training) would lose a label drawn above it.
-    text = base.mark_text(align="left", baseline="top", dx=6, dy=4, color=colour, fontSize=t["text"]).encode(
+    place = {"baseline": "bottom", "dy": -4} if above else {"baseline": "top", "dy": 4}
+    text = base.mark_text(align="left", dx=6, color=colour, fontSize=t["text"], **place).encode(
         y=y, x=alt.value(0), text="label:N"
     )
     return [rule, text]
@@ -298,36 +300,6 @@ def legend_lines(*entries: int) -> int:
     (every other one only swaps data in)."""
     total = sum(entries)
     return min(-(-total // 4) * 4, 24)
-
-
-# ---------------------------------------------------------------- live charts
-
-
-# Live charts are a cached template plus named datasets. The template (every layer, encoding, colour and title)
-# is built with Altair once per shape (theme, series present, title) and kept as JSON; each refresh only computes
-# the rows. Two reasons, both measured on the Train page at 2 Hz: building and validating three Altair charts took
-# ~70 ms each on the server; and Streamlit names Altair's data by a hash of its content, so every refresh changed
-# the spec and the browser rebuilt all three views from scratch. With stable dataset names the spec stays
-# byte-identical between refreshes and the browser swaps the data into the existing view (hover and zoom survive).
-
-
-class VegaLite(dict):
-    """A Vega-Lite spec as plain JSON data, its rows in named top-level `datasets` (`to_dict()` like Altair's)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self)
-
-
-@functools.lru_cache(maxsize=256)
-def _template_json(builder: Callable[..., Any], key: tuple) -> str:
-    return json.dumps(builder(*key).to_dict())
-
-
-def live_spec(builder: Callable[..., Any], key: tuple, datasets: dict[str, list[dict]]) -> VegaLite:
-    """`builder(*key)`'s Altair chart as a spec (built once per key), filled with `datasets` (name -> rows)."""
-    spec = VegaLite(json.loads(_template_json(builder, key)))
-    spec["datasets"] = {name: rows[:MAX_ROWS] for name, rows in datasets.items()}
-    return spec
 
 
 # ---------------------------------------------------------------- markers: labelled rules, numbered knob changes
