@@ -59,7 +59,7 @@ def batch_noise(std: float, seed: int = 1) -> list[float]:
     return [rng.gauss(0, std) for _ in range(20)]
 
 
-# ---------------------------------------------------------------- healthy results per experiment, to break one at a time
+# ---------------------------------------------------------------- healthy results, spoiled one run at a time
 
 
 def healthy(key: str) -> dict[str, RunResult]:
@@ -167,8 +167,13 @@ def test_a_nan_loss_is_a_divergence_never_a_number_in_the_sentence(key):
     experiment = EXPERIMENTS[key]
     for label in experiment.variants:
         results = healthy(key)
-        results[label] = run(results[label].state, results[label].steps, results[label].max_steps, final_train_loss=math.nan,
-                             initial_loss=results[label].initial_loss)  # fmt: skip
+        results[label] = run(
+            results[label].state,
+            results[label].steps,
+            results[label].max_steps,
+            final_train_loss=math.nan,
+            initial_loss=results[label].initial_loss,
+        )
         verdict = experiment.verdict(results)
         assert "nan" not in verdict.sentence.lower(), verdict.sentence
         if label not in experiment.ends_early_as_pitfall:
@@ -359,8 +364,9 @@ FLAT = [score_record(s, 0.05) for s in range(0, 3000, 20)]
 
 def test_the_induction_verdict_calls_a_ramp_a_ramp():
     ramp = [score_record(s, 0.05 + 0.45 * s / 2980, second=3.3 - 2.0 * s / 2980) for s in range(0, 3000, 20)]
-    verdict = induction.induction_verdict({LABELS[0]: ramp, LABELS[1]: FLAT}, final={LABELS[0]: final(0.5),
-                                          LABELS[1]: final(0.06)})  # fmt: skip
+    verdict = induction.induction_verdict(
+        {LABELS[0]: ramp, LABELS[1]: FLAT}, final={LABELS[0]: final(0.5), LABELS[1]: final(0.06)}
+    )
     assert verdict.reproduced is False and "jumped" not in verdict.sentence
     assert "induction score rose as a ramp (only 2" in verdict.sentence and "not a phase change" in verdict.sentence
     assert "50% of the rise within 25% of the run's steps" in verdict.sentence  # the definition, where it failed
@@ -374,12 +380,15 @@ def jumped() -> list[dict]:
 
 def test_an_induction_score_whose_interval_straddles_the_bar_is_not_enough_data():
     """Issue 33 item 5: 64 rows, mean 0.41, std 0.5 (95% interval 0.29-0.53 across the 0.4 bar) was green."""
-    verdict = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: FLAT},
-                                          final={LABELS[0]: final(0.41, std=0.5, rows=64), LABELS[1]: final(0.06)})  # fmt: skip
+    verdict = induction.induction_verdict(
+        {LABELS[0]: jumped(), LABELS[1]: FLAT}, final={LABELS[0]: final(0.41, std=0.5, rows=64), LABELS[1]: final(0.06)}
+    )
     assert verdict.reproduced is None and verdict.status == NOT_ENOUGH_DATA, verdict.sentence
     assert "its 95% interval 0.29-0.53 straddles the bar" in verdict.sentence
-    clear = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: FLAT},
-                                        final={LABELS[0]: final(0.41, std=0.02, rows=256), LABELS[1]: final(0.06)})  # fmt: skip
+    clear = induction.induction_verdict(
+        {LABELS[0]: jumped(), LABELS[1]: FLAT},
+        final={LABELS[0]: final(0.41, std=0.02, rows=256), LABELS[1]: final(0.06)},
+    )
     assert clear.reproduced is True, clear.sentence
     noisy_control = {LABELS[0]: final(0.7), LABELS[1]: final(0.15, std=0.6, rows=64)}
     verdict = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: FLAT}, final=noisy_control)
@@ -395,14 +404,18 @@ def test_no_score_records_is_not_enough_data_not_a_red_never_jumped(records):
 
 def test_induction_edge_cases_nan_identical_runs_and_huge_noise():
     both = {LABELS[0]: final(0.7), LABELS[1]: final(0.06)}
-    nan = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: FLAT},
-                                      final={**both, LABELS[0]: {**final(0.7), "low": math.nan, "high": math.nan}})  # fmt: skip
+    nan = induction.induction_verdict(
+        {LABELS[0]: jumped(), LABELS[1]: FLAT},
+        final={**both, LABELS[0]: {**final(0.7), "low": math.nan, "high": math.nan}},
+    )
     assert nan.reproduced is None and nan.status == NOT_ENOUGH_DATA
-    identical = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: jumped()}, final={LABELS[0]: final(0.7),
-                                            LABELS[1]: final(0.7)})  # fmt: skip
+    identical = induction.induction_verdict(
+        {LABELS[0]: jumped(), LABELS[1]: jumped()}, final={LABELS[0]: final(0.7), LABELS[1]: final(0.7)}
+    )
     assert identical.reproduced is False and "control's best head within lift" in identical.sentence
-    huge = induction.induction_verdict({LABELS[0]: jumped(), LABELS[1]: FLAT},
-                                       final={**both, LABELS[0]: final(0.7, std=5.0, rows=64)})  # fmt: skip
+    huge = induction.induction_verdict(
+        {LABELS[0]: jumped(), LABELS[1]: FLAT}, final={**both, LABELS[0]: final(0.7, std=5.0, rows=64)}
+    )
     assert huge.reproduced is None and huge.status == NOT_ENOUGH_DATA
 
 
@@ -426,3 +439,38 @@ def test_the_best_head_is_chosen_on_other_rows_than_it_is_scored_on():
     assert spread["head"] == heads.head_name(int(layer), int(head))  # chosen on the choice rows ...
     scores, _ = induction._row_scores(model, scored)
     assert spread["mean"] == pytest.approx(float(scores[:, layer, head].mean()))  # ... scored on the others
+
+
+# ---------------------------------------------------------------- held-out evidence
+
+
+def test_runs_that_memorised_their_text_leave_not_enough_data_with_the_size_needed():
+    """Issue 33 item 1: on 2,000 characters no warmup and unscaled logits were "Reproduced" from training loss while
+    held-out loss showed no effect: the runs had learned the text by heart."""
+    results = healthy("scaling")
+    for r in results.values():
+        r.final_eval_train_loss, r.final_val_loss, r.chars_read = 1.1, 2.9, 1_638_400
+    verdict = EXPERIMENTS["scaling"].verdict(results)
+    assert verdict.reproduced is None and verdict.status == NOT_ENOUGH_DATA
+    assert "memorised its text: its held-out loss ended 1.80 nats above its training loss" in verdict.sentence
+    assert "a text of at least 1,638,400 characters" in verdict.sentence
+    for r in results.values():  # the same runs, held-out loss where the training loss is: judged
+        r.final_val_loss = r.final_eval_train_loss + 0.05
+    results["unscaled"].final_val_loss += 0.2  # worse held-out too, and 0.25 over its training loss: not by heart
+    assert EXPERIMENTS["scaling"].verdict(results).reproduced is True
+
+
+@pytest.mark.parametrize(
+    ("key", "broken", "reference"),
+    [("scaling", "unscaled", "scaled 1/sqrt(d_head)"), ("residual", "detached residual", "residual"),
+     ("position", "no positions", "learned positions"), ("warmup", "no warmup, lr 1e-2", "warmup, lr 1e-2")],
+)  # fmt: skip
+def test_a_training_loss_gap_the_held_out_loss_reverses_is_not_reproduced(key, broken, reference):
+    results = healthy(key)
+    for r in results.values():
+        r.final_eval_train_loss = r.final_train_loss
+        r.final_val_loss = r.final_train_loss + 0.1
+    assert EXPERIMENTS[key].verdict(results).reproduced is True
+    results[broken].final_val_loss = results[reference].final_val_loss - 0.16  # "better by 0.16" held-out
+    verdict = EXPERIMENTS[key].verdict(results)
+    assert verdict.reproduced is False and "held-out loss" in verdict.sentence.split("Failed: ")[1], verdict.sentence

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config import RunConfig
 from ..presets import preset
-from .verdict import ENDED, NOT_ENOUGH_DATA, RunResult, Verdict, diverged_at
+from .verdict import ENDED, NOT_ENOUGH_DATA, RunResult, Verdict, diverged_at, memorised
 
 # The corpora of BENCHMARKS.md's pitfall grid. Not "text": the English prose measured there came in through
 # `bench_pitfalls --text-file`, and a learner's own pasted or uploaded text is a corpus no benchmark has seen.
@@ -38,6 +38,9 @@ class Experiment:
     # overflowing, the shape contract stopping the bug at step 0); any other run that ended before its step budget
     # leaves nothing to judge the claim on: "not enough data", with the reason.
     ends_early_as_pitfall: tuple[str, ...] = ()
+    # Its claim is about how well the runs learn (loss clauses): judged only where held-out loss can tell learning
+    # from memorising (`verdict.memorised`), and each loss clause checked against the held-out loss too.
+    loss_claims: bool = False
 
     def measured_on(self, source: str) -> bool:
         """Whether the benchmark (tinygpt.bench.pitfalls: every pitfall x 5 seeds) ran it on `source`: Tiny
@@ -68,6 +71,10 @@ class Experiment:
             short = ended_early(results, self.ends_early_as_pitfall)
             if short:
                 sentence = f"Not enough data to judge: {'; '.join(short)}, so the claim was not tested."
+                return Verdict(None, self.expected, {}, sentence, undecided=NOT_ENOUGH_DATA)
+            by_heart = memorised(results) if self.loss_claims else ""
+            if by_heart:
+                sentence = f"Not enough data to judge: {by_heart}."
                 return Verdict(None, self.expected, {}, sentence, undecided=NOT_ENOUGH_DATA)
         elif set(results) != set(self.variants):
             return Verdict(None, self.expected, {}, "Not measured yet.")

@@ -296,7 +296,8 @@ def induction_verdict(
     if two.found:
         sentence = (
             f"{final_two['head']}'s induction score jumped from {two.score.before:.2f} at step {two.score.onset} "
-            f"(live score) to {_spread(final_two)} at step {final_two['step']}; the second copy's loss fell from "
+            f"(live score) to {_spread(final_two)} at step {final_two['step']}, the phase change at step "
+            f"{two.score.step} ({two.score.shape}); the second copy's loss fell from "
             f"{two.second_before:.2f} to {two.second_after:.2f} (gain jump at step {two.gap.step}); the 1-layer "
             f"control's best head ends at {_spread(final_one)} (uniform {final_one['baseline']:.2f})."
         )

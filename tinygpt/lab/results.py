@@ -80,6 +80,12 @@ def checkpoint_probe(run_dir: str, step: int) -> dict[str, float]:
     return {"leak": leak_score(loaded.model, x[:2]), "no_peek_loss": no_peek_loss(loaded.model, x, y)}
 
 
+def _chars_read(config: dict, max_steps: int) -> int | None:
+    """max_steps x batch size x context of a run's config.json: how much text its budget reads."""
+    batch, context = (config.get("train") or {}).get("batch_size"), (config.get("model") or {}).get("max_seq_len")
+    return int(max_steps * batch * context) if batch and context else None
+
+
 def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunResult:
     """A RunResult from a polled RunReader; `probe(run_dir, step)` (e.g. checkpoint_probe) adds leak numbers."""
     status = reader.status() or {}
@@ -118,6 +124,8 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         final_losses=tuple((int(m["step"]), m["loss"]) for m in recent if "step" in m and finite(m.get("loss"))),
         mid_loss=finite_mean([m.get("loss") for m in middle]),
         final_val_loss=(reader.evals[-1].get("val_loss") if reader.evals else None),
+        final_eval_train_loss=(reader.evals[-1].get("train_loss") if reader.evals else None),
+        chars_read=_chars_read(reader.config() or {}, max_steps),
         max_loss_early=max([m["loss"] for m in early if isinstance(m.get("loss"), float)], default=None),
         clip_events_early=sum(1 for m in early if m.get("clipped")),
         max_grad_norm_early=max([m["grad_norm"] for m in early if isinstance(m.get("grad_norm"), float)], default=None),

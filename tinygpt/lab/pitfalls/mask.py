@@ -17,6 +17,7 @@ from ..verdict import (
     diverged_at,
     fmt,
     gt3,
+    held_out,
     loss_difference,
     say,
 )
@@ -64,6 +65,10 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             f"{label}'s leak score above {LEAKS:g}": leaks,
             f"{label}'s loss without the future at least {MASK_FALLS_APART} nats above causal's": falls_apart,
         }
+        shown, words = (None, "") if diverged_at(leaky) or diverged_at(causal) else held_out(causal, leaky)
+        if shown is not None:  # a leaky model reads the future in held-out windows too: its loss collapses there
+            clauses[f"{label}'s held-out loss below causal's too"] = shown
+            observed[f"held-out loss, causal / {label}"] = words
         if diverged_at(leaky):
             parts.append(f"{label}: {diverged_at(leaky)}, its final loss not measured, leak {fmt(leaky.leak, 3)}")
             continue
@@ -101,4 +106,5 @@ EXPERIMENT = Experiment(
     judge=judge,
     code=(mask_rows, leak_score),
     probes=True,
+    loss_claims=True,
 )

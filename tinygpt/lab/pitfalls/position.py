@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from ...model import TinyGPT
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, decide, difference_margin, fmt, gt3, loss_difference, never_reached, say
+from ..verdict import (
+    RunResult,
+    Verdict,
+    decide,
+    difference_margin,
+    fmt,
+    gt3,
+    held_out,
+    loss_difference,
+    never_reached,
+    say,
+)
 
 # nats: without positions the loss must end at least this much higher (or NOISE_SIGMAS standard errors of the
 # difference when the runs are noisier: verdict.difference_margin).
@@ -45,6 +56,11 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         f"with positions, the loss down by at least {LEARNED} nat": learned,
         f"without positions, a final loss at least {margin:.2f} nats higher": worse,
     }
+    shown, words = held_out(bad, good)
+    observed["held-out loss, no positions / learned"] = words
+    if shown is not None:
+        clauses["the held-out loss higher without positions too"] = shown
+    sentence += f" {words.capitalize()}."
     return decide(EXPECTED, clauses, observed, sentence)
 
 
@@ -64,6 +80,7 @@ EXPERIMENT = Experiment(
     base=dict(num_layers=1, max_steps=600, learning_rate=3e-3, batch_size=32, synthetic_digits=3),
     variants={"learned positions": dict(zeroed_probes=""), "no positions": dict(zeroed_probes="hook_pos")},
     judge=judge,
+    loss_claims=True,
     source="synthetic:copy",
     code=(TinyGPT.forward,),
 )

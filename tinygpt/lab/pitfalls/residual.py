@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from ...model import Block
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, decide, difference_margin, fmt, gt3, loss_difference, never_reached, say
+from ..verdict import (
+    RunResult,
+    Verdict,
+    decide,
+    difference_margin,
+    fmt,
+    gt3,
+    held_out,
+    loss_difference,
+    never_reached,
+    say,
+)
 
 EXPECTED = "detached: first-layer gradient norm below 1% of the residual model's, and a higher loss"
 RESIDUAL_WORSE = 0.1  # nats: "the loss stalls" is at least this much worse, or the runs' own noise if larger
@@ -41,6 +52,11 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "the detached first-layer gradient norm under 1% of the residual one's": vanishes,
         f"a final loss at least {margin:.2f} nats higher detached": stalls,
     }
+    shown, words = held_out(bad, good)
+    observed["held-out loss, detached / residual"] = words
+    if shown is not None:
+        clauses["the held-out loss higher detached too"] = shown
+    sentence += f" {words.capitalize()}."
     return decide(EXPECTED, clauses, observed, sentence)
 
 
@@ -56,5 +72,6 @@ EXPERIMENT = Experiment(
     base=dict(num_layers=4, max_steps=300),
     variants={"residual": dict(detach_residual=False), "detached residual": dict(detach_residual=True)},
     judge=judge,
+    loss_claims=True,
     code=(Block.forward,),
 )

@@ -14,6 +14,7 @@ from ..verdict import (
     difference_margin,
     fmt,
     gt3,
+    held_out,
     loss_difference,
     never_reached,
     say,
@@ -75,6 +76,11 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "smaller attention gradients unscaled": smaller_grads,
         f"a final loss at least {margin:.2f} nats higher unscaled": worse,
     }
+    shown, words = held_out(bad, good)
+    observed["held-out loss, unscaled / scaled"] = words
+    if shown is not None:  # the training loss alone would call memorising faster the pitfall (issue 33)
+        clauses["the held-out loss higher unscaled too"] = shown
+    parts.append(words)
     return decide(EXPECTED, clauses, observed, "; ".join(parts).capitalize() + ".")
 
 
@@ -97,6 +103,7 @@ EXPERIMENT = Experiment(
     base=dict(hidden_dim=256, num_heads=2, num_layers=1, max_steps=200),
     variants={"scaled 1/sqrt(d_head)": dict(attn_scale="head_dim"), "unscaled": dict(attn_scale="none")},
     judge=judge,
+    loss_claims=True,
     does_not_show_on={
         "synthetic:copy": "copying wants one-hot attention: unscaled, the rows do go one-hot, but the attention "
         "gradients grow instead of shrinking and the loss ends within 0.02-0.17 of the scaled run (0 of 5 seeds)"

@@ -13,6 +13,7 @@ from ..verdict import (
     diverged_at,
     fmt,
     gt3,
+    held_out,
     loss_difference,
     say,
 )
@@ -89,7 +90,14 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             f"{fmt(dn.final_train_loss)} vs {fmt(dw.final_train_loss)} (allowed {allowed:.2f} apart; gap "
             f"{loss_difference(dn, dw).interval()})"
         )
-    return decide(EXPECTED, {hurts_clause: hurts, same_clause: same}, observed, f"{high}. {demo}.")
+    clauses = {hurts_clause: hurts, same_clause: same}
+    if high_gap is not None:  # both lr 1e-2 runs trained to the end: the held-out loss must show the stall too
+        shown, words = held_out(hn, hw)
+        observed["held-out loss at lr 1e-2, no warmup / warmup"] = words
+        if shown is not None:
+            clauses["at lr 1e-2, the held-out loss worse without warmup too"] = shown
+            high += f"; {words}"
+    return decide(EXPECTED, clauses, observed, f"{high}. {demo}.")
 
 
 EXPERIMENT = Experiment(
@@ -115,6 +123,7 @@ EXPERIMENT = Experiment(
     # No warmup diverging is the pitfall at its strongest (at lr 1e-2), or the claim about lr 2e-3 failing; a run
     # with warmup diverging is not the pitfall: "not enough data".
     ends_early_as_pitfall=("no warmup, lr 1e-2", "no warmup, lr 2e-3"),
+    loss_claims=True,
     does_not_show_on={
         "synthetic:copy": "in 300 steps no run learns to copy (every run ends at 2.66-2.71, the cost of guessing "
         "the random first half), so there is no training for warmup to protect (0 of 5 seeds)"
