@@ -474,3 +474,11 @@ def test_a_training_loss_gap_the_held_out_loss_reverses_is_not_reproduced(key, b
     results[broken].final_val_loss = results[reference].final_val_loss - 0.16  # "better by 0.16" held-out
     verdict = EXPERIMENTS[key].verdict(results)
     assert verdict.reproduced is False and "held-out loss" in verdict.sentence.split("Failed: ")[1], verdict.sentence
+
+
+def test_the_lab_can_say_before_the_runs_start_that_a_text_is_small_enough_to_memorise():
+    warning = EXPERIMENTS["warmup"].held_out_warning("x" * 2000)
+    assert "This text has 2,000 characters and each run reads 153,600: about 77 times over" in warning
+    assert EXPERIMENTS["warmup"].held_out_warning("x" * 153_600) == ""
+    assert EXPERIMENTS["softmax"].held_out_warning("x" * 2000) == ""  # its claim is a divergence, not a loss
+    assert EXPERIMENTS["position"].held_out_warning("x" * 2000) == ""  # it always runs on the copy task

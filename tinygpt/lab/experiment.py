@@ -47,6 +47,21 @@ class Experiment:
         Shakespeare, the copy task, or its own corpus. Never a learner's own text ("text"): nothing measured it."""
         return source == self.source or source in MEASURED_SOURCES
 
+    def held_out_warning(self, text: str) -> str:
+        """ "" or, for a learner's own text shorter than what the runs read (steps x batch x context), the sentence
+        to show before the runs start: they will read it several times over and may learn it by heart, and then
+        the verdict says "not enough data" (`verdict.memorised` measures it from the held-out loss)."""
+        if not self.loss_claims or self.source is not None or not text:
+            return ""
+        reads = max(c.train.max_steps * c.train.batch_size * c.model.max_seq_len for c in self.configs().values())
+        if len(text) >= reads:
+            return ""
+        return (
+            f"This text has {len(text):,} characters and each run reads {reads:,}: about {reads / len(text):.0f} "
+            "times over, enough to learn it by heart. Where the held-out loss shows that, the verdict is \"not "
+            f"enough data\": held-out loss tells learning from memorising on a text of at least {reads:,} characters."
+        )
+
     def configs(
         self, seed: int = 1337, source: str = "shakespeare", text: str = "", overrides: dict[str, Any] | None = None
     ) -> dict[str, RunConfig]:
