@@ -58,8 +58,8 @@ class Experiment:
             return ""
         return (
             f"This text has {len(text):,} characters and each run reads {reads:,}: about {reads / len(text):.0f} "
-            "times over, enough to learn it by heart. Where the held-out loss shows that, the verdict is \"not "
-            f"enough data\": held-out loss tells learning from memorising on a text of at least {reads:,} characters."
+            'times over, enough to learn it by heart. Where the held-out loss shows that, the verdict is "not '
+            f'enough data": held-out loss tells learning from memorising on a text of at least {reads:,} characters.'
         )
 
     def configs(
