@@ -482,3 +482,13 @@ def test_the_lab_can_say_before_the_runs_start_that_a_text_is_small_enough_to_me
     assert EXPERIMENTS["warmup"].held_out_warning("x" * 153_600) == ""
     assert EXPERIMENTS["softmax"].held_out_warning("x" * 2000) == ""  # its claim is a divergence, not a loss
     assert EXPERIMENTS["position"].held_out_warning("x" * 2000) == ""  # it always runs on the copy task
+
+
+def test_an_induction_run_that_stopped_early_is_not_judged():
+    both = {LABELS[0]: final(0.7), LABELS[1]: final(0.06)}
+    records = {LABELS[0]: jumped(), LABELS[1]: FLAT}
+    runs = {LABELS[0]: run("stopped", 500, 3000), LABELS[1]: run("finished", 3000, 3000)}
+    verdict = induction.induction_verdict(records, final=both, runs=runs)
+    assert verdict.status == NOT_ENOUGH_DATA and "the 2 layers run was stopped at step 500 of 3000" in verdict.sentence
+    runs[LABELS[0]] = run("finished", 3000, 3000)
+    assert induction.induction_verdict(records, final=both, runs=runs).reproduced is True

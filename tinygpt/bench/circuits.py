@@ -95,7 +95,9 @@ def _train(args) -> str:
 def induction(seed: int, source: str, root: Path, **overrides) -> dict:
     """One seed of the experiment: both runs in parallel processes, then the verdict and the ablation of the
     best head against the mean of the other heads (zero ablation, validation batches, final checkpoint)."""
+    from ..lab.results import read_result
     from ..runs.files import read_scores
+    from ..runs.reader import RunReader
     from ..runs.store import RunStore
 
     store = RunStore(root)
@@ -110,7 +112,11 @@ def induction(seed: int, source: str, root: Path, **overrides) -> dict:
     wall = time.perf_counter() - started
     records = {label: read_scores(d) for label, d in dirs.items()}
     final = {label: induction_lab.final_induction(d) for label, d in dirs.items()}  # 256 probe rows each
-    verdict = induction_lab.induction_verdict(records, final=final)
+    readers = {label: RunReader(d) for label, d in dirs.items()}
+    for reader in readers.values():
+        reader.poll()
+    runs = {label: read_result(reader) for label, reader in readers.items()}  # a run that stopped early: not judged
+    verdict = induction_lab.induction_verdict(records, final=final, runs=runs)
     two = list(configs)[0]
     change = heads.phase_change(records[two])
     ablation = induction_lab.induction_ablation(dirs[two], change.head)

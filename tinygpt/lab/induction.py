@@ -34,7 +34,8 @@ from ..inside.heads import (
 from ..model import TinyGPT
 from ..presets import preset
 from ..probes import attention_forward
-from .verdict import NOT_ENOUGH_DATA, Verdict
+from .experiment import ended_early
+from .verdict import NOT_ENOUGH_DATA, RunResult, Verdict
 
 # ... but 2 rows are too few to judge on: seed 12 of the copyvar experiment ended at 0.374 on them, under the 0.4
 # bar, while the same head scored 0.44-0.45 on 256 rows. The verdict reads its scores from VERDICT_ROWS fresh rows
@@ -205,7 +206,10 @@ def _clear_of(final: dict[str, Any], bar: float, above: bool = True) -> bool | N
 
 
 def induction_verdict(
-    records: dict[str, Sequence[dict]], ended: bool = True, final: dict[str, dict | None] | None = None
+    records: dict[str, Sequence[dict]],
+    ended: bool = True,
+    final: dict[str, dict | None] | None = None,
+    runs: dict[str, RunResult] | None = None,
 ) -> Verdict:
     """Judge the experiment from each run's score records ({"2 layers": [...], "1 layer (control)": [...]}) and
     each run's final-checkpoint measurement `final` ({label: final_induction(...)}, at least MIN_VERDICT_ROWS probe
@@ -213,10 +217,15 @@ def induction_verdict(
     step (`phase_change` on the live scores, COINCIDE_*), its best head ends above ROLE_THRESHOLD, and the
     control's best head stays within CONTROL_MAX_LIFT of its baseline (both on the final measurement). Without
     that measurement, or on too few rows: "not enough data", never a pass or a fail. A red verdict names each
-    clause that failed."""
+    clause that failed. `runs` ({label: RunResult}, where the caller has them): a run that ended before its step
+    budget leaves "not enough data" (a phase change at step 1,200 of 3,000 cannot be looked for at step 500)."""
     two_label, one_label = list(INDUCTION_VARIANTS)
     if not ended:
         return Verdict(None, INDUCTION_EXPECTED, {}, "Still training: the verdict comes when both runs end.")
+    short = ended_early(runs or {})
+    if short:
+        sentence = f"Not enough data to judge: {'; '.join(short)}, so the phase change was not looked for."
+        return Verdict(None, INDUCTION_EXPECTED, {}, sentence, undecided=NOT_ENOUGH_DATA)
     few = [
         f"{len(series)} {what}"
         for what, series in (
