@@ -11,6 +11,7 @@ from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import admission, backlog, frame, resources, room, runinfo, safe, state
 from tinygpt.ui import circuits_view as view
+from tinygpt.ui.run_handle import Rules
 
 frame.require()  # a deep link's first run can skip app.py: see tinygpt/ui/frame.py
 
@@ -145,7 +146,8 @@ st.caption(
 )
 state.init(state.W_CIRC_OFF, off_now)
 chosen = st.multiselect("Heads to switch off", names, key=state.W_CIRC_OFF, disabled=not live)
-if st.button("Apply", key="circ_apply", disabled=not live or not room.can_control(config, rd.run_id)):
+rules = Rules(mine=room.can_control(config, rd.run_id), state=rd.status().get("state"), live=live)
+if st.button("Apply", key="circ_apply", disabled=not rules.can_set_knob):
     try:
         request = resources.get_manager().set_knob(
             run_id, "ablated_heads", view.heads_text(chosen), actor=room.current()

@@ -14,6 +14,7 @@ from tinygpt.runs.knobs import knobs_now
 from tinygpt.runs.owners import read_hold, read_owner
 from tinygpt.ui import admission, bundle, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, curves, heatmaps
+from tinygpt.ui.run_handle import Rules
 
 store = resources.get_store()
 current = state.run_id()
@@ -63,7 +64,7 @@ if elsewhere:
     st.caption("Trained from the command line: the app only watches it (for everyone). Continue it there:")
     st.code(elsewhere, language="bash")
 held = not learner.instructor and bool(read_hold(store.path(pick)))  # the instructor's pause: theirs to lift
-resumable = mine and by_id[pick]["state"] not in ("finished", "unreadable") and not elsewhere and not held
+rules = Rules(mine=mine, state=by_id[pick]["state"], held=held, elsewhere=bool(elsewhere))  # as on Train
 why = "Only its owner can" if not mine else "The instructor paused it: only they can resume it" if held else None
 
 
@@ -74,7 +75,7 @@ def _resume(check_slot: bool) -> None:
     st.rerun()
 
 
-if b[1].button("Resume", disabled=not resumable, width="stretch", help=why):
+if b[1].button("Resume", disabled=not rules.can_resume, width="stretch", help=why):
     admission.attempt(_resume, "resume this one", st)  # one slot a learner: another run of theirs asks first
 admission.slot_question(learner, st)
 writing = runinfo.live_writer(store, pick)  # delete is refused while another process writes the run

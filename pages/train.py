@@ -12,9 +12,10 @@ import time
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
-from tinygpt.ui import admission, backlog, explain, form, guard, launch, resources, room, run_words, runinfo, safe, train_view
+from tinygpt.runs.files import ACTIVE_STATES
+from tinygpt.ui import admission, backlog, explain, form, guard, launch, resources, room, runinfo, safe, train_view
 from tinygpt.ui import live as live_period
+from tinygpt.ui.run_handle import Rules, open_run
 
 store = resources.get_store()
 run_id = state.run_id()
@@ -26,19 +27,18 @@ if not large:  # on a projector the first screen is for the buttons, the knobs a
         "Pick a corpus and a model, press **Train**, and watch the loss fall. Live knobs act on the running model."
     )
 
-rd = state.reader(store, run_id)
-status = rd.status() if rd else {}
-run_state = status.get("state")
-live = resources.is_live(run_id)
 learner = room.current()
-mine = rd is None or room.can_control(rd.config(), run_id)  # others' runs: watch, compare, sample; no controls
-# A queued run can be paused (it leaves the queue) or stopped too: the buttons need no redraw when it starts.
-in_play = live or resources.is_queued(run_id)
+run = open_run(store, run_id, learner)  # the run in view: its reader, its status and what this viewer may do
+rd, status = (run.reader, run.status) if run else (None, {})
+run_state = status.get("state")
+live = bool(run and run.rules.live)
+mine = run is None or run.rules.mine  # others' runs: watch, compare, sample; no controls
+rules = run.rules if run else Rules(mine=True, state=None)  # no run: every control off
 
 form.seed_form(store, run_id)
 left, right = st.columns([1.2, 2], gap="large")
 with left:  # the live knobs show the run while it takes changes, read-only for a watcher
-    live_run = (run_id, rd.config(), rd.events) if rd is not None and in_play else None
+    live_run = (run_id, rd.config(), rd.events) if rd is not None and rules.in_play else None
     source, uploaded = form.draw_form(run_shown=rd is not None, live_run=live_run, read_only=not mine)
 
 # ---------------------------------------------------------------- controls
@@ -49,13 +49,12 @@ with right:
     rows = [st.columns(3), st.columns(3)] if large else [st.columns([1.3, 1, 1, 1, 1])]
     b = [c for row in rows for c in row]
     train_clicked = b[0].button("Train", type="primary", icon=":material/play_arrow:", width="stretch")
-    pause_clicked = b[1].button("Pause", disabled=not (in_play and mine) or run_state == "paused", width="stretch")
-    hold = runinfo.hold_note(rd.run_dir, rd.config(), learner) if rd is not None else None
-    held = hold is not None and not learner.instructor  # the instructor's pause: the learner cannot undo it
-    can_resume = rd is not None and mine and run_state in RESUMABLE_STATES and not held
-    resume_clicked = b[2].button("Resume", disabled=not can_resume, width="stretch")
-    step_clicked = b[3].button("Step", disabled=not (live and mine) or run_state != "paused" or held, width="stretch")
-    stop_clicked = b[4].button("Stop", disabled=not (in_play and mine), width="stretch")
+    # A queued run can be paused (it leaves the queue) or stopped too: the buttons need no redraw when it starts.
+    pause_clicked = b[1].button("Pause", disabled=not rules.can_pause, width="stretch")
+    resume_clicked = b[2].button("Resume", disabled=not rules.can_resume, width="stretch")
+    step_clicked = b[3].button("Step", disabled=not rules.can_step, width="stretch")
+    stop_clicked = b[4].button("Stop", disabled=not rules.can_stop, width="stretch")
+    hold = runinfo.hold_note(rd.run_dir, rd.config(), learner) if run and run.hold else None
     if not large:
         guard.checked(state.W_STEP_N, "Steps per Step click", lambda n: guard.valid_count(n, 1, 10_000), 1)
         st.number_input("Steps per Step click", 1, 10_000, key=state.W_STEP_N, persist_state="session")
@@ -83,16 +82,15 @@ with right:
     clicked = pause_clicked or resume_clicked or step_clicked or stop_clicked
     if clicked:
         try:
-            manager = resources.get_manager()
             if pause_clicked:
-                manager.pause(run_id, actor=learner)
+                run.pause()
             if resume_clicked:  # another run of this learner's may hold their slot: admission asks first
                 admission.attempt(lambda check: admission.resume(learner, run_id, check), "resume this run", messages)
             if step_clicked:
-                manager.step(run_id, int(state.get(state.W_STEP_N)), actor=learner)
+                run.step(int(state.get(state.W_STEP_N)))
                 state.mark_step_requested()
             if stop_clicked:
-                manager.stop(run_id, actor=learner)
+                run.stop()
         except TinyGPTError as e:
             messages.error(safe.md(e))
         else:
@@ -125,11 +123,10 @@ def live_view() -> None:
     config = rd.config()
     # The charts are rebuilt only when the run's records changed, and shared with every page watching this run
     # (train_view.shared_figures); otherwise the same figures are sent again, which costs the server little.
-    view = train_view.build_view(store, rd, config, status, large)
+    view = train_view.build_view(store, rd, config, status, large, learner)
     if view["knobs_moved"]:  # someone turned a knob, or a change was refused: the knobs must show the run
         st.rerun()  # they are drawn outside this fragment; a knob change is rare, so a full redraw is cheap
-    status = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, learner)}  # "by you"?
-    st.markdown(f"**{safe.md(runinfo.status_line(status, rd.metrics))}**")  # the reason is a file's text
+    st.markdown(f"**{safe.md(view['status_line'])}**")  # the reason is a file's text, in this viewer's words
     if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
         wait = resources.queue_wait(run_id)
         st.info(

@@ -12,14 +12,15 @@ from collections.abc import Callable
 import streamlit as st
 
 from tinygpt.runs.knobs import knobs_now
-from tinygpt.ui import explain, knob_widgets, runinfo, settings, state
+from tinygpt.ui import explain, knob_widgets, run_words, runinfo, settings, state
 from tinygpt.ui.charts import curves
 
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
 
 
-def build_view(store, rd, config: dict, status: dict, large: bool) -> dict:
-    """The live view's figures (datasets already Arrow bytes) and texts, from the run's records."""
+def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) -> dict:
+    """The live view's figures (datasets already Arrow bytes) and texts, from the run's records; the status line
+    in `viewer`'s words (run_words: "paused by you" only for the one who paused it)."""
     parent = state.reader(store, config.get("parent"))  # the run this one replaced: its curve, faint
     options = (large, state.get(state.W_TARGET) or None, state.get(state.W_SMOOTH, 0.0), state.get(state.W_X_AXIS))
     key = (str(rd.run_dir), str(parent.run_dir) if parent else None, options)
@@ -31,8 +32,9 @@ def build_view(store, rd, config: dict, status: dict, large: bool) -> dict:
     ]
     last = rd.samples[-1] if rd.samples else None
     moved = knob_widgets.run_moved(rd.run_id, config, rd.events)  # the knob widgets drew other values
+    said = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, viewer)}
     return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last,
-            "knobs_moved": moved}  # fmt: skip
+            "knobs_moved": moved, "status_line": runinfo.status_line(said, rd.metrics)}  # fmt: skip
 
 
 def _records(rd) -> tuple:

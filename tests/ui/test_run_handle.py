@@ -1,0 +1,41 @@
+"""The run in view's control rules (tinygpt/ui/run_handle.py), from plain facts: no browser, no run."""
+
+from __future__ import annotations
+
+import pytest
+
+from tinygpt.ui.run_handle import Rules
+
+
+def test_the_owner_controls_a_training_run_and_a_watcher_nothing():
+    owner = Rules(mine=True, state="running", live=True)
+    assert (owner.can_pause, owner.can_stop, owner.can_set_knob) == (True, True, True)
+    assert (owner.can_resume, owner.can_step) == (False, False)  # nothing to resume; Step is for a paused run
+    watcher = Rules(mine=False, state="running", live=True)
+    assert not any((watcher.can_pause, watcher.can_resume, watcher.can_step, watcher.can_stop, watcher.can_set_knob))
+
+
+def test_a_paused_run_steps_and_resumes_unless_the_instructor_holds_it():
+    paused = Rules(mine=True, state="paused", live=True)
+    assert (paused.can_pause, paused.can_resume, paused.can_step, paused.can_stop) == (False, True, True, True)
+    held = Rules(mine=True, state="paused", live=True, held=True)
+    assert (held.can_resume, held.can_step) == (False, False)  # the hold: only the instructor lifts it
+    assert held.can_stop and held.can_set_knob
+
+
+def test_a_queued_run_takes_a_pause_a_stop_and_knobs_but_no_step():
+    queued = Rules(mine=True, state="queued", queued=True)
+    assert (queued.can_pause, queued.can_stop, queued.can_set_knob, queued.can_step) == (True, True, True, False)
+
+
+@pytest.mark.parametrize("state", ["stopped", "diverged", "failed"])
+def test_an_ended_run_resumes_from_its_checkpoint_unless_another_process_wrote_it(state):
+    assert Rules(mine=True, state=state).can_resume
+    assert not Rules(mine=True, state=state, elsewhere=True).can_resume  # the CLI's run: the app only watches
+    ended = Rules(mine=True, state=state)
+    assert not any((ended.can_pause, ended.can_step, ended.can_stop, ended.can_set_knob))
+
+
+def test_a_finished_run_and_no_run_have_nothing_to_do():
+    for rules in (Rules(mine=True, state="finished"), Rules(mine=True, state=None)):
+        assert not any((rules.can_pause, rules.can_resume, rules.can_step, rules.can_stop, rules.can_set_knob))
