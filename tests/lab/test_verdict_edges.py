@@ -492,3 +492,21 @@ def test_an_induction_run_that_stopped_early_is_not_judged():
     assert verdict.status == NOT_ENOUGH_DATA and "the 2 layers run was stopped at step 500 of 3000" in verdict.sentence
     runs[LABELS[0]] = run("finished", 3000, 3000)
     assert induction.induction_verdict(records, final=both, runs=runs).reproduced is True
+
+
+def test_the_mask_cheat_is_judged_on_held_out_loss_where_a_causal_run_memorised():
+    """Issue 33: on 2,000 characters the causal run memorised (train 1.01, held-out 2.30) and the cheat gap on
+    training loss shrank to 0.504 against 0.50; a leaky model reads the future in held-out windows too."""
+    results = healthy("mask")
+    results["causal"] = run(**{**vars(results["causal"]), **series(0.6, batch_noise(0.05), 0.01, 1)})
+    results["causal"].final_val_loss = 2.30
+    for label in ("off_by_one", "none"):
+        results[label].final_val_loss = 0.15
+    verdict = EXPERIMENTS["mask"].verdict(results)
+    assert verdict.reproduced is True, verdict.sentence
+    assert "none: held-out loss 0.150 (2.15 below causal's 2.300; needs 0.50)" in verdict.sentence
+    results["none"].final_val_loss = 2.0  # collapses on its training windows only: not the leak
+    verdict = EXPERIMENTS["mask"].verdict(results)
+    assert verdict.reproduced is False and "Failed: none's held-out loss at least 0.50 nats below causal" in (
+        verdict.sentence
+    )

@@ -17,7 +17,6 @@ from ..verdict import (
     diverged_at,
     fmt,
     gt3,
-    held_out,
     loss_difference,
     say,
 )
@@ -28,9 +27,9 @@ from ..verdict import (
 MASK_CHEAT = 0.5
 MASK_FALLS_APART = 0.3  # nats above causal, predicting from the past alone (off_by_one: ~3, none: ~0.5)
 EXPECTED = (
-    f"leaky masks: a training loss that collapses at least {MASK_CHEAT} nats below causal (and {NOISE_SIGMAS} "
-    "standard errors of that difference, if the runs are noisier), a leak score > 0, and a much higher loss without "
-    "the future"
+    f"leaky masks: a held-out loss that collapses at least {MASK_CHEAT} nats below causal (the training loss, and "
+    f"{NOISE_SIGMAS} paired standard errors of that difference if the runs are noisier, where no held-out loss was "
+    "recorded), a leak score > 0, and a much higher loss without the future"
 )
 
 
@@ -53,33 +52,50 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             f"no-peek loss, {label}": leaky.no_peek_loss,
         }
         margin = difference_margin(MASK_CHEAT, causal, leaky)
+        # Held-out first: a leaky model reads the future in held-out windows too, so its loss collapses there as
+        # much, while a causal run that memorised a small text is low on its training windows only (issue 33: a
+        # cheat gap of 0.504 against 0.50 on 2,000 characters). Training loss, with its paired noise, where the
+        # runs recorded no held-out loss.
+        held = causal.final_val_loss is not None and leaky.final_val_loss is not None
+        if held:
+            margin = MASK_CHEAT
         observed[f"cheat margin (nats), {label}"] = margin
-        if diverged_at(leaky) or diverged_at(causal):
+        broken = diverged_at(leaky) or diverged_at(causal)
+        if broken:
             cheats = falls_apart = None
         else:
-            cheats = gt3(causal.final_train_loss, leaky.final_train_loss, margin)
+            cheats = (
+                gt3(causal.final_val_loss, leaky.final_val_loss, margin)
+                if held
+                else gt3(causal.final_train_loss, leaky.final_train_loss, margin)
+            )
             falls_apart = gt3(leaky.no_peek_loss, causal.no_peek_loss, MASK_FALLS_APART)
         leaks = gt3(leaky.leak, LEAKS)
+        which = "held-out" if held else "train"
         clauses |= {
-            f"{label}'s train loss at least {margin:.2f} nats below causal": cheats,
+            f"{label}'s {which} loss at least {margin:.2f} nats below causal": cheats,
             f"{label}'s leak score above {LEAKS:g}": leaks,
             f"{label}'s loss without the future at least {MASK_FALLS_APART} nats above causal's": falls_apart,
         }
-        shown, words = (None, "") if diverged_at(leaky) or diverged_at(causal) else held_out(causal, leaky)
-        if shown is not None:  # a leaky model reads the future in held-out windows too: its loss collapses there
-            clauses[f"{label}'s held-out loss below causal's too"] = shown
-            observed[f"held-out loss, causal / {label}"] = words
         if diverged_at(leaky):
             parts.append(f"{label}: {diverged_at(leaky)}, its final loss not measured, leak {fmt(leaky.leak, 3)}")
             continue
+        below = say(cheats, "below", "is not enough below", "not compared with")
         difference = loss_difference(causal, leaky)
         observed[f"cheat gap (nats), {label}"] = difference.interval()
-        below = say(cheats, "below", "is not enough below", "not compared with")
-        parts.append(
-            f"{label}: train loss {fmt(leaky.final_train_loss)} ({fmt(difference.mean, 2)} {below} causal; needs "
-            f"{margin:.2f}), the gap's noise {difference.noise()}, leak {fmt(leaky.leak, 3)}, loss without the "
-            f"future {fmt(leaky.no_peek_loss)}"
-        )
+        if held:
+            gap = causal.final_val_loss - leaky.final_val_loss
+            observed[f"held-out loss, {label}"] = leaky.final_val_loss
+            cheat = (
+                f"held-out loss {fmt(leaky.final_val_loss)} ({gap:.2f} {below} causal's {fmt(causal.final_val_loss)}; "
+                f"needs {margin:.2f}), train loss {fmt(leaky.final_train_loss)} ({difference.interval()} below)"
+            )
+        else:
+            cheat = (
+                f"train loss {fmt(leaky.final_train_loss)} ({fmt(difference.mean, 2)} {below} causal; needs "
+                f"{margin:.2f}), the gap's noise {difference.noise()}"
+            )
+        parts.append(f"{label}: {cheat}, leak {fmt(leaky.leak, 3)}, loss without the future {fmt(leaky.no_peek_loss)}")
     clauses["causal's leak score exactly 0"] = None if causal.leak is None else causal.leak == 0.0
     parts.append(f"causal: train loss {fmt(causal.final_train_loss)}, leak {fmt(causal.leak, 4)}")
     return decide(EXPECTED, clauses, observed, "; ".join(parts) + ".")
@@ -106,5 +122,4 @@ EXPERIMENT = Experiment(
     judge=judge,
     code=(mask_rows, leak_score),
     probes=True,
-    loss_claims=True,
 )
