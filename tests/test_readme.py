@@ -107,7 +107,8 @@ def test_the_readme_gives_the_commands_a_newcomer_needs():
     text = readme()
     for command in [
         "pip install torch --index-url https://download.pytorch.org/whl/cpu",
-        ".venv/bin/pip install torch && ",  # the default index, when download.pytorch.org is out of reach
+        "python3 -m tinygpt.install && .venv/bin/streamlit run app.py",  # the one command
+        "--default-index",  # the default index, when download.pytorch.org is out of reach
         ".venv/bin/streamlit run app.py",
         "py -m venv .venv",
         ".venv\\Scripts\\streamlit run app.py",
