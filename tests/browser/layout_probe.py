@@ -220,7 +220,5 @@ KNOWN_LEFT = {
     '"Next-character probabilities": text "after temperature': "the Sample chart's legend (pages/sample.py)",
     '"Where the newest character looked"': "Sample's attention-row chart: its title is wider than the plot at "
     "Large fonts, and its colour bar's title sits over its '1'",
-    'button label "Download bundle"': "Runs page button row (five buttons in a row at Large fonts)",
-    'button label "Share (read-only)"': "Runs page button row (h20-room owns the Share button)",
     'text "2L×': "long run names cut in the Runs page's compare picker chips",
 }

@@ -47,17 +47,31 @@ def test_the_status_line_has_no_empty_parts():
 
 
 def _layers_with_empty_data(spec: dict) -> list[str]:
-    """The layers whose data is empty and whose x or y domain Vega would compute from it."""
+    """The layers (at any depth) that draw no row, and whose x or y domain Vega would compute from that nothing."""
+    import re
 
     def fixed(layer: dict) -> bool:
         encoding = layer.get("encoding", {})
         return all("domain" in encoding[c].get("scale", {}) for c in ("x", "y") if c in encoding)
 
-    return [
-        layer["data"]["name"]
-        for layer in spec.get("layer", [])
-        if "name" in (layer.get("data") or {}) and not spec["datasets"].get(layer["data"]["name"]) and not fixed(layer)
-    ]
+    def drawn(layer: dict) -> bool:
+        rows = spec["datasets"].get(layer["data"]["name"]) or []
+        for step in layer.get("transform", []):
+            test = re.match(r"^\(?datum\.(\w+) ===? '([^']*)'\)?$", str(step.get("filter", "")))
+            rows = [r for r in rows if str(r.get(test.group(1))) == test.group(2)] if test else rows
+        return bool(rows)
+
+    found = []
+
+    def walk(view: dict) -> None:
+        for layer in view.get("layer", []):
+            if "name" in (layer.get("data") or {}) and not drawn(layer) and not fixed(layer):
+                found.append(layer["data"]["name"])
+        for part in (*view.get("vconcat", []), *view.get("hconcat", [])):
+            walk(part)
+
+    walk(spec)
+    return found
 
 
 def _no_dangling_selections(spec: dict) -> None:
@@ -65,9 +79,10 @@ def _no_dangling_selections(spec: dict) -> None:
     import json
     import re
 
-    views = {layer.get("name") for layer in spec["layer"]}
+    drawn = json.dumps({k: v for k, v in spec.items() if k not in ("datasets", "params")})
+    views = set(re.findall(r'"name": "(view_[^"]+)"', drawn))
     assert all(set(p.get("views", [])) <= views for p in spec.get("params", [])), spec.get("params")
-    read = set(re.findall(r'"param": "([^"]+)"', json.dumps(spec["layer"])))
+    read = set(re.findall(r'"param": "([^"]+)"', drawn))
     assert read <= {p["name"] for p in spec.get("params", [])}, read
 
 
@@ -83,20 +98,25 @@ def test_no_chart_hands_vega_an_empty_dataset():
     waiting for their first step, and the knob, non-finite, target and previous-run layers with nothing yet."""
     from tinygpt.ui.charts import compare, curves
 
-    metrics = [{"step": s, "loss": 3 - s / 100, "lr": 1e-3, "grad_norm": 1.0, "time": s * 0.1} for s in range(1, 50)]
-    for records in ([], metrics):
+    metrics = [{"step": s, "loss": 3 - s / 100, "lr": 1e-3, "grad_norm": 1.0, "time": s * 0.1,
+                "layer_grad_norms": {"emb": 0.1, "L0.attn": 0.2}} for s in range(1, 50)]  # fmt: skip
+    plan = [(s, 1e-3) for s in range(1, 300)]
+    for records in ([], metrics):  # waiting, then steps but no evaluation, knob change or non-finite step yet
         charts = {
             "loss": curves.loss_chart(records, [], [], 65),
-            "lr": curves.lr_chart(records, 10 if records else None),
+            "lr": curves.lr_chart(records, 10 if records else None, plan),
             "grad": curves.grad_norm_chart(records, 1.0, []),
+            "layers": curves.layer_grad_chart(records),
             "compare": compare.compare_chart({"a": records, "b": records[:10]}, "loss"),
+            "compare grad": compare.compare_chart({"a": records}, "grad_norm", seconds=True),
         }
         for name, chart in charts.items():
             spec = chart.to_dict()
             assert not _layers_with_empty_data(spec), (name, bool(records))
-            assert spec["layer"], name  # something is always drawn: the waiting chart keeps its axes
             _no_dangling_selections(spec)
-            _valid(spec)
+            if "layer" in spec:
+                assert spec["layer"], name  # something is always drawn: the waiting chart keeps its axes
+                _valid(spec)
     waiting = curves.lr_chart([]).to_dict()
     assert waiting["layer"][0]["encoding"]["x"]["scale"]["domain"] == [0, 1]  # fixed: no extent to compute
     events = [{"kind": "knob", "knob": "mask", "ok": True, "old": "causal", "new": "none", "step": 20}]

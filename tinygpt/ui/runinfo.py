@@ -285,7 +285,7 @@ def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int,
     return step, loss, changed
 
 
-RUNS_TABLE_FIRST = ["name", "owner", "state", "step", "best val loss", "live changes"]  # what the Runs table shows
+RUNS_TABLE_FIRST = ["name", "owner", "state", "step", "best val loss"]  # what the Runs table shows first
 
 
 def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:

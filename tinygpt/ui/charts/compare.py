@@ -120,7 +120,7 @@ def _compare_template(
     y_title += " (log scale)" if log and "log" not in y_title else ""
     if large and len(y_title) * t["axis_title"] * 0.5 > t["height"]:  # would run past the plot's height
         y_title = re.sub(r" \([^()]*\)$", "", y_title)  # without its last parenthesis (units, scale)
-    y = value_y("shown:Q", y_title, log=log, zero=False)
+    y = value_y("shown:Q", y_title, log=log, **({} if log else {"zero": False}))  # no zero on a log scale: a warning
     curves = [field, "val_loss"] if with_evals else [field]
     base = alt.Chart(alt.NamedData("compare")).encode(
         x=step_x(x_title),

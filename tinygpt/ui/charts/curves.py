@@ -257,8 +257,11 @@ def _lr_template(title: str, large: bool):
         alt.Tooltip("series:N"),
         alt.Tooltip("lr:Q", format=".3e", title="learning rate"),
     ]
+    # Two layers, not a strokeDash encoding of the colour's own field: Vega-Lite merged that with the colour legend
+    # and warned in the console ("Conflicting legend property", "Unioning discrete legend values").
     layers = [
-        base.mark_line(strokeWidth=t["line"]).encode(strokeDash=dash_encoding("series:N", ["used", "planned"])),
+        base.mark_line(strokeWidth=t["line"]).transform_filter(alt.datum.series == "used"),
+        base.mark_line(strokeWidth=t["line"], strokeDash=[7, 4]).transform_filter(alt.datum.series == "planned"),
         hover_layer(base.encode(tooltip=tooltip), "lr", data="lr_hover"),
         *marker_layers("now", t, GREY, "position", step_x()),
     ]
