@@ -193,3 +193,29 @@ def test_the_runs_table_and_buttons_fit_large_fonts(runs_dir):
     at.toggle(key=state.W_LARGE).set_value(True).run()
     assert not at.exception, at.exception
     assert [round(c.weight, 2) for c in at.columns] == [0.33] * 3 + [0.5] * 2  # two rows at Large fonts
+
+
+# ---------------------------------------------------------------- the status line's pace
+
+
+def _timed_run(steps: int, step_s: float = 0.1, eval_every: int = 100, eval_s: float = 5.0) -> list[dict]:
+    """Step records as a worker writes them: each step `step_s` of wall clock, an evaluation every `eval_every`."""
+    clock, out = 0.0, []
+    for s in range(1, steps + 1):
+        clock += step_s + (eval_s if s % eval_every == 0 else 0.0)
+        out.append({"step": s, "time": clock, "tokens_per_s": 5000.0 if s % 2 else 150.0})
+    return out
+
+
+def test_the_eta_is_the_runs_own_pace_evaluations_included():
+    """Issue 36 item 4: an ETA from the run's own pace, steady as evaluations come and go, and a smoothed
+    tokens/s (one step's figure jumped between 146 and 5,827)."""
+    true_left = 570 * 0.1 + 5 * 5.0  # steps 431-1000 and the five evaluations among them
+    after_eval = runinfo.eta_seconds(_timed_run(430), 430, 1000)
+    between = runinfo.eta_seconds(_timed_run(460), 460, 1000)
+    assert abs(after_eval - true_left) / true_left < 0.1
+    assert abs(between - after_eval) / after_eval < 0.1  # 50 steps of pace made these 114 s and 54 s
+    assert runinfo.eta_seconds(_timed_run(5), 5, 1000) is None  # five steps are no pace to promise by
+    line = runinfo.status_line({"state": "running", "step": 460, "max_steps": 1000}, _timed_run(460))
+    assert "291 tokens/s" in line  # the harmonic mean of 5,000 and 150: tokens over step time, not one step's
+    assert f"ETA {runinfo.format_duration(between)}" in line

@@ -25,16 +25,23 @@ from tinygpt.ui.clipping import clip_caption  # noqa: F401 - the pages' one plac
 from tinygpt.ui.knob_words import change_label, knob_marks, knob_value, knob_word, shown_changes
 
 
+# The ETA's pace: the wall clock over the last ETA_WINDOW steps, so evaluations, samples and checkpoints (every 250
+# to 500 steps) are part of it; over 50 steps the ETA halved or doubled as one came in or left the window. None
+# before ETA_MIN_STEPS timed steps: the first few are no pace to promise by.
+ETA_WINDOW, ETA_MIN_STEPS = 500, 10
+
+
 def eta_seconds(metrics: list[dict], step: int, max_steps: int | None) -> float | None:
-    """Seconds left at the recent pace (the last ~50 step records); None for a run that trains until stopped."""
+    """Seconds left at the run's own pace (its wall clock over its last ETA_WINDOW step records); None for a run
+    that trains until stopped, or that has not timed ETA_MIN_STEPS steps yet."""
     if not max_steps or trains_until_stopped(max_steps) or len(metrics) < 2 or step >= max_steps:
         return None
-    recent = [m for m in metrics[-50:] if isinstance(m.get("time"), (int, float))]
+    recent = [m for m in metrics[-ETA_WINDOW:] if isinstance(m.get("time"), (int, float))]
     if len(recent) < 2:
         return None
     steps = recent[-1]["step"] - recent[0]["step"]
     seconds = recent[-1]["time"] - recent[0]["time"]
-    if steps <= 0 or seconds <= 0:
+    if steps < ETA_MIN_STEPS or seconds <= 0:
         return None
     return (max_steps - step) * seconds / steps
 
