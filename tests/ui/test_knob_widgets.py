@@ -101,6 +101,10 @@ def test_a_burst_on_warmup_changes_warmup_only_though_a_stale_exact_box_rides_al
     assert exact.value == 0.002
     stale = WidgetState()
     stale.CopyFrom(exact._widget_state)  # the box as the browser holds it before the learner's move
+    assert stale.double_value == 0.002
+    # A real browser got the callback of that box, dropped by the server, with its old value (the server had
+    # forgotten the value); here its old value is still known, so the copy reports a value it never had.
+    stale.double_value = 0.003
     at.select_slider(key=knob_key(at, state.W_LR)).set_value(0.05).run()
     assert at.number_input(key=knob_key(at, state.W_LR, "_exact")).value == 0.05  # the box follows the slider
     monkeypatch.setattr(state, "ECHO_S", 0.0)  # however long the browser keeps its old copy
@@ -166,6 +170,13 @@ def test_the_widgets_show_the_run_and_a_refused_change_snaps_back():
 def test_a_widget_is_drawn_anew_only_when_its_value_changed_from_the_servers_side():
     assert knob_widgets.widget_key("w_lr", {}) == "w_lr@0"
     assert knob_widgets.widget_key("w_lr", {"w_lr_exact": 2}, "_exact") == "w_lr_exact@2"
+    # a callback of a widget the server replaced is the browser's stale copy: never sent
+    generations = {"w_lr": 1, "w_lr_exact": 2}
+    assert knob_widgets.is_current("w_lr@1", "w_lr", generations)
+    assert knob_widgets.is_current("w_lr_exact@2", "w_lr", generations)
+    assert not knob_widgets.is_current("w_lr_exact@1", "w_lr", generations)
+    assert not knob_widgets.is_current("w_lr@0", "w_lr", generations)
+    assert not knob_widgets.is_current("w_warmup@0", "w_lr", generations)
 
 
 def test_only_what_this_viewer_changed_is_named_for_a_new_run(runs_dir):

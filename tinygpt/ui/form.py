@@ -82,7 +82,9 @@ def _apply_preset() -> None:
 
 def _knob_moved(name: str, key: str) -> None:
     """One live knob's widget moved (its on_change): send that knob, with that widget's value, and nothing else."""
-    _send_knob(name, knob_widgets.moved(settings.FIELD_BY_NAME[name].key, key))
+    value = knob_widgets.moved(settings.FIELD_BY_NAME[name].key, key)
+    if value is not None:  # None: a replaced widget's stale copy
+        _send_knob(name, value)
 
 
 def _send_knob(name: str, value: Any) -> None:

@@ -47,9 +47,20 @@ def mount(value_key: str, role: str = "") -> str:
     return key
 
 
+def is_current(key: str, value_key: str, generations: dict[str, int]) -> bool:
+    """Whether `key` is the widget of `value_key` drawn now, not one the server replaced (pure)."""
+    role = key[len(value_key) : key.rindex("@")] if key.startswith(value_key) and "@" in key else None
+    return role is not None and key == widget_key(value_key, generations, role)
+
+
 def moved(value_key: str, key: str) -> Any:
     """A widget's on_change: its value becomes the form's value (and the other widgets of the knob follow it on
-    this run, drawn anew). Returns the value, the one the knob change sends."""
+    this run, drawn anew). Returns the value, the one the knob change sends; None for a widget the server has
+    replaced, whose value is the browser's stale copy (Streamlit still runs the callback of a widget it has just
+    dropped when the browser reports it, seen in a real browser: the exact box's old 0.002 after the slider's
+    0.005), and which must never be sent."""
+    if not is_current(key, value_key, state.get(state.KNOB_WIDGETS) or {}):
+        return None
     value = state.get(key)
     state.put(value_key, value)
     return value
