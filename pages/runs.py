@@ -54,7 +54,7 @@ mine = room.can_control(read_owner(store.path(pick)), pick) if readable else roo
 b = [*st.columns(3), *st.columns(2)] if state.large_fonts() else st.columns(5)
 if b[0].button("Open", help="Make it the current run of every page (read-only if it is not yours)", width="stretch"):
     state.set_run_id(pick)
-    state.flash("success", f"Opened run {pick}" + ("." if mine else " (read-only: it is not yours)."))
+    state.flash("success", f"Opened {by_id[pick]['name']}" + ("." if mine else " (read-only: it is not yours)."))
     st.rerun()
 # A run another process writes or wrote (the CLI, torchrun) is read-only here for everyone: the manager refuses
 # to write into it, so its buttons say where to act instead of failing after a click.
@@ -70,7 +70,7 @@ why = "Only its owner can" if not mine else "The instructor paused it: only they
 def _resume(check_slot: bool) -> None:
     admission.resume(learner, pick, check_slot)
     state.set_run_id(pick)
-    state.flash("success", f"Resumed run {pick} from its last checkpoint.")
+    state.flash("success", f"Resumed {by_id[pick]['name']} from its last checkpoint.")
     st.rerun()
 
 
@@ -117,7 +117,7 @@ b[3].download_button(
 
 pending = state.get(state.W_DELETE_CONFIRM)
 if pending and pending in ids:
-    st.warning(f"Delete run {pending} and all its files? This cannot be undone.")
+    st.warning(f"Delete {safe.md(by_id[pending]['name'])} (run `{pending}`) and all its files? This cannot be undone.")
     d1, d2, _ = st.columns([1, 1, 4])
     if d1.button("Yes, delete", type="primary"):
         try:
@@ -130,7 +130,7 @@ if pending and pending in ids:
             state.forget_reader(store, pending)
             if pending == current:
                 state.set_run_id(None)
-            state.flash("success", f"Deleted run {pending}.")
+            state.flash("success", f"Deleted {by_id[pending]['name']}.")
         state.pop(state.W_DELETE_CONFIRM)
         st.rerun()
     if d2.button("Cancel"):
@@ -138,7 +138,9 @@ if pending and pending in ids:
         st.rerun()
 
 st.subheader("Compare runs")
-chosen = st.multiselect("Runs to compare (two or more)", ids, format_func=_label, key=state.W_COMPARE)
+# The names alone: a chip with the state and step too was cut at Large fonts ("2L×4H×64 · shakespeare · L…").
+chosen = st.multiselect("Runs to compare (two or more)", ids, format_func=lambda run: by_id[run]["name"],
+                        key=state.W_COMPARE)  # fmt: skip
 if len(chosen) >= 2:
     readers = {run: state.reader(store, run) for run in chosen}
     readers = {run: rd for run, rd in readers.items() if rd is not None}

@@ -111,7 +111,8 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
             int(state.get(state.W_SAMPLE_SEED)),
             last,
         )
-        st.markdown(f"**Generated** (run `{run}`, step {step}; the prompt, then the model's continuation)")
+        st.markdown(f"**Generated** ({safe.md(names.get(run) or run)}, step {step}; the prompt, then the model's "
+                    "continuation)")  # fmt: skip
         box = st.empty()  # a code block keeps newlines and spaces exactly; markdown would reflow them
         text, shown_at = "", 0.0
         for char in stream:

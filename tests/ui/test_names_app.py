@@ -45,7 +45,9 @@ def test_every_page_names_runs_and_twins_apart(runs_dir):
     assert sorted(table.value["name"]) == sorted(names.values())
     picker = at.selectbox(key=state.W_RUNS_PICK)
     assert all(run not in picker.format_func(run) for run in names)  # names, not ids
-    at.multiselect(key=state.W_COMPARE).set_value([first, wider]).run()
+    compare = at.multiselect(key=state.W_COMPARE)
+    assert [compare.format_func(run) for run in (first, twin)] == [names[first], names[twin]]  # whole chips
+    compare.set_value([first, wider]).run()
     assert not at.exception, at.exception
     [diff] = [d for d in at.dataframe if "setting" in d.value.columns]
     assert list(diff.value.columns) == ["setting", names[first], names[wider]]  # headed by names, not ids
