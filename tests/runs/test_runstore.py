@@ -657,9 +657,14 @@ def test_snapshots_and_checkpoints_inside_a_phase_change_survive_a_long_run(tmp_
 def test_a_slow_rise_over_a_whole_run_pins_a_bounded_number_of_snapshots():
     from tinygpt.runs.moments import MAX_WINDOW_PINS, Moments
 
-    moments = Moments(scores=[_induction_record(s, 0.05 + s / 20_000, 0.0) for s in range(0, 10_001, 10)])
-    assert moments.windows()  # a rise of 0.5 counts as a jump, spread over the run
+    # A rise of 0.5 over the middle quarter of the run: a jump (heads.find_jump), 250 snapshots wide
+    wide = [_induction_record(s, 0.05 + 0.5 * min(max((s - 4000) / 2500, 0), 1), 0.0) for s in range(0, 10_001, 10)]
+    moments = Moments(scores=wide)
+    assert moments.windows()
     assert len(moments.pins(range(0, 10_001, 10))) <= MAX_WINDOW_PINS + 2
+    # The same rise spread evenly over the whole run is a ramp, no phase change (issue 33): nothing to pin
+    ramp = Moments(scores=[_induction_record(s, 0.05 + s / 20_000, 0.0) for s in range(0, 10_001, 10)])
+    assert ramp.windows() == [] and ramp.pins(range(0, 10_001, 10)) == []
 
 
 def test_moments_pin_around_applied_knob_changes_and_divergences_only():
