@@ -248,6 +248,28 @@ def test_progress_eta_comes_from_recent_steps_not_the_first(monkeypatch):
     assert step > 200 and abs(eta - (1000 - step) * 0.02) <= 2, last  # ~15 s at the recent pace
 
 
+def test_progress_eta_includes_the_evaluations_and_tokens_per_s_is_smoothed(monkeypatch):
+    """Issue 36 finding 5: the ETA said 326 s at step 9 of a run that took 612 s (no evaluation had run yet), and
+    tokens/s jumped between 146 and 5,827 from line to line (each line showed one step's own figure)."""
+    clock = {"t": 1000.0}
+    from tinygpt.cli import commands
+
+    monkeypatch.setattr(commands.time, "time", lambda: clock["t"])
+    log = _Log()
+    progress = commands.Progress(400, stream=log, eval_interval=50)
+    for step in range(1, 401):
+        slow = step % 50 == 0  # an evaluation after every 50th step: 1 s, against 0.01 s a step
+        clock["t"] += 1.01 if slow else 0.01
+        progress({"step": step, "loss": 3.0, "tokens_per_s": 1000.0, "step_ms": 10.0})
+        if step == 20:
+            assert progress.eta(clock["t"], step) == "-"  # no evaluation in the window yet: nothing to promise
+    pace = (50 * 0.01 + 1.0) / 50  # seconds a step, the evaluation included
+    assert progress.eta(clock["t"] + 0.0, 350) == f"{pace * 50:.0f}s"
+    lines = [line for line in log.text.splitlines() if "tok/s" in line]
+    rates = [int(line.split(" tok/s")[0].rsplit(" ", 1)[1].replace(",", "")) for line in lines[1:]]
+    assert all(abs(rate - 10 * 1000 / (pace * 1000)) < 60 for rate in rates if rate), rates  # wall-clock tokens/s
+
+
 # ---------------------------------------------------------------- nonsense is refused before a run folder exists
 # (issue 22, finding 7): each case exited 0 or created a folder and then failed with exit 1.
 

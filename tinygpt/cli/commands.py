@@ -43,15 +43,20 @@ ETA_MIN_STEPS = 5  # steps after the first before the CLI gives an ETA
 class Progress:
     """A one-line progress bar on a terminal; a log line every few seconds otherwise (CI logs, nohup)."""
 
-    def __init__(self, max_steps: int, stream=sys.stderr, quiet: bool = False):
+    def __init__(self, max_steps: int, stream=sys.stderr, quiet: bool = False, eval_interval: int | None = None):
         self.max_steps = max_steps
+        # The pace must include an evaluation (20 batches of forward passes every eval_interval steps), or the ETA
+        # is the steps' alone: 326 s said at step 9 of a run that took 612 s. So the window spans at least one
+        # interval, and no ETA is said before it does.
+        self.min_steps = max(ETA_MIN_STEPS, min(eval_interval or 0, max_steps - 1))
+        window = max(ETA_WINDOW, 2 * (eval_interval or 0) + 1)
         self.stream = stream
         self.quiet = quiet
         self.tty = stream.isatty()
         self.last = 0.0
         self.started = time.time()
         # (wall time, step, tokens trained so far) of the last ETA_WINDOW steps: the pace of the run itself
-        self.recent: collections.deque[tuple[float, int, float]] = collections.deque(maxlen=ETA_WINDOW)
+        self.recent: collections.deque[tuple[float, int, float]] = collections.deque(maxlen=window)
         self.tokens = 0.0
 
     def eta(self, now: float, step: int) -> str:
@@ -59,7 +64,7 @@ class Progress:
         first kernels), so the pace is measured from it on, once ETA_MIN_STEPS more steps have run."""
         self.recent.append((now, step, self.tokens))
         (t0, s0, _), (t1, s1, _) = self.recent[0], self.recent[-1]
-        if s1 - s0 < ETA_MIN_STEPS or t1 <= t0:
+        if s1 - s0 < self.min_steps or t1 <= t0:
             return "-"
         return f"{(t1 - t0) / (s1 - s0) * (self.max_steps - step):.0f}s"
 
@@ -132,7 +137,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         run_id=run_id,
         resume_from=resume_from,
         threads=args.threads,
-        progress=lambda max_steps, rank: Progress(max_steps, quiet=args.quiet or rank != 0),
+        progress=lambda max_steps, rank: Progress(
+            max_steps, quiet=args.quiet or rank != 0, eval_interval=config.train.eval_interval
+        ),
     )
 
 
