@@ -6,6 +6,11 @@
     leaving    asked to end (`stop` or `release`: checkpoint and exit) or already dead, not yet reaped
     (reaped)   the process ended: the job is gone, and its run's status says why
 
+Each job has a priority class (issue 35): LIVE for a run a person starts and waits for (Train, the lecture run),
+PREPARED for runs started ahead of need (the lesson's Prepare, a lab batch). The queue serves LIVE jobs first and
+FIFO within a class (`seq`); a LIVE job that finds every slot held by PREPARED runs takes one from the newest of them
+(tinygpt.runs.slots: preemption), which resumes from its checkpoint ahead of the other prepared runs.
+
 A command that arrives while a job is leaving is kept as its `followup`: what to start once the process has ended
 (resume or step: a new worker from the newest checkpoint, or from `from_step`).
 """
@@ -16,6 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TinyGPTError
+
+
+LIVE = "live"  # a person started it and waits for it
+PREPARED = "prepared"  # started ahead of need: it may wait, or give its slot to a live run
+PRIORITIES = (LIVE, PREPARED)  # in the order the queue serves them
 
 
 class NoWorkerError(TinyGPTError):
@@ -55,6 +65,13 @@ class Job:
     # actor; a resume: the config.json it reads anyway), so the manager's permission check of every command, a
     # knob dragged included, reads it here rather than config.json from disk. Only create writes "learner".
     learner: dict = field(default_factory=dict)
+    priority: str = LIVE  # LIVE or PREPARED: the queue serves LIVE jobs first
+    seq: int = 0  # its place in the FIFO of its class (the manager numbers jobs as they are queued)
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        """The queue's sort key: class first, then FIFO within the class."""
+        return PRIORITIES.index(self.priority), self.seq
 
     @property
     def dead(self) -> bool:

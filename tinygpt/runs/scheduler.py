@@ -27,11 +27,16 @@ from .files import (
     list_checkpoints,
     read_config_json,
 )
-from .jobs import Job, NoWorkerError
+from .jobs import LIVE, PRIORITIES, Job, NoWorkerError
 from .owners import Actor, clear_hold, holds, require_app_owned, require_control, require_not_held, write_hold
 from .preflight import preflight
 from .slots import Slots
 from .status import read_status
+
+
+def check_priority(priority: str) -> None:
+    if priority not in PRIORITIES:
+        raise TinyGPTError(f"unknown run priority {priority!r}; one of {', '.join(PRIORITIES)}.")
 
 
 class RunManager(Slots):
@@ -46,25 +51,49 @@ class RunManager(Slots):
         parent: str | None = None,
         actor: Actor | None = None,
         time_limit_s: float | None = None,
+        priority: str = LIVE,
     ) -> str:
-        """Create a run folder and queue the run; it starts as soon as a slot is free. Returns its id. `actor`
+        """Create a run folder and queue the run; it starts as soon as a slot is free. Returns its id.
+        `priority`: LIVE (a person waits for it: Train, the lecture run) goes ahead of PREPARED (the lesson's
+        Prepare, a lab batch), and takes a prepared run's slot if it has to (tinygpt.runs.slots); the run keeps it
+        for its resumes. `actor`
         (a learner of the app) becomes the run's owner: only they and the instructor may change it.
         `time_limit_s` (the room's time budget): once its worker has held a training slot that long, the run is
         stopped with a checkpoint, the reason in its status and events; a resume starts a new budget."""
         # Fail here, in the page, for what cannot work: no such device, an unknown source, a run too big for
         # the memory, a runs folder without room (RunStore.create then says if it cannot be written at all).
+        check_priority(priority)
         preflight(config, runs_root=self.store.root)
         # The instructor's own runs say so, so that others read "paused by the instructor" (tinygpt/ui/run_words.py).
         boss = {"instructor": True} if actor is not None and actor.instructor else {}
         learner = {"learner": {"id": actor.id, "name": actor.name, **boss}} if actor is not None else {}
         writer = self.store.create({**config.to_dict(), **learner}, owner="app", parent=parent)
         writer.close()
-        if time_limit_s:
-            with self._lock:
+        with self._lock:
+            self._priority[writer.run_id] = priority
+            if time_limit_s:
                 self._time_limits[writer.run_id] = float(time_limit_s)
         # The worker reads the folder's config; the job keeps only its owner, for _require_control.
         self._enqueue(Job(writer.run_id, None, time.monotonic(), learner=learner.get("learner", {})))
         return writer.run_id
+
+    def prioritize(self, run_id: str, priority: str) -> None:
+        """Move a run to another priority class, e.g. a prepared run the class has reached and now waits for
+        (LIVE). A queued run moves in the queue at once (to the back of its new class); a training one keeps its
+        slot and the class applies to its later resumes and to preemption."""
+        check_priority(priority)
+        with self._lock:
+            self._priority[run_id] = priority
+            if (job := self._jobs.get(run_id)) is not None:
+                job.priority = priority
+            elif (job := self._queued(run_id)) is not None:
+                self._queue.remove(job)
+                self._enqueue(job)
+
+    def priority(self, run_id: str) -> str:
+        """LIVE or PREPARED: the class the run's jobs queue in (LIVE for a run this server did not start)."""
+        with self._lock:
+            return self._priority.get(run_id, LIVE)
 
     def pause(self, run_id: str, actor: Actor | None = None) -> None:
         """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent.

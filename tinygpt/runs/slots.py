@@ -1,15 +1,18 @@
-"""The training slots of one server: queued runs wait in FIFO order, a monitor thread launches them into worker
+"""The training slots of one server: queued runs wait in priority order (live runs first, FIFO within a class), a monitor thread launches them into worker
 processes as slots free up, and watches, times out and reaps those processes.
 
 Lifecycle: start() queues a run (status "queued" with its queue_position) and a monitor thread launches queued runs
-in FIFO order as slots free up (how many at once, and the threads of each: tinygpt/runs/worker.py). Commands go to a
+in that order as slots free up (how many at once, and the threads of each: tinygpt/runs/worker.py). Commands go to a
 live worker over a one-way Pipe; a knob change returns a request id that the worker's answer in events.jsonl carries
 (tinygpt.runs.knobs.knob_answer). When the server dies (Ctrl-C, kill -9) the pipe reaches EOF and the worker
 checkpoints and exits, and the forkserver exits with its server, so nothing is left behind. The monitor also reaps
 dead workers (killed, segfault, out of memory) and marks their runs failed unless they wrote a final state; enforces
 stop deadlines (a worker ignoring stop for 5 s is killed); pauses runs whose lease ran out (nobody called touch()
 for lease_seconds: checkpoint, end the process, resumable); and, while runs wait in the queue, releases workers that
-sit paused so the slot goes to a run that wants to train. A run whose process has ended is resumed in a new worker
+sit paused so the slot goes to a run that wants to train. A live run that finds every slot held by prepared runs
+takes the slot of the newest of them (it checkpoints, exits and queues again, first among the prepared runs), so the
+lecture run trains within seconds of its click although 18 prepared runs wait (issue 35: it waited 7 min 14 s); one
+slot stays with the prepared runs whenever there are two or more, so a class's live runs never starve them. A run whose process has ended is resumed in a new worker
 from its last checkpoint.
 
 The manager writes status.json only while no worker owns the run (queued, starting, reaped), through
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import fcntl
+import itertools
 import multiprocessing
 import multiprocessing.connection
 import multiprocessing.forkserver
@@ -36,7 +40,7 @@ from .files import (
     PAUSED_STATES,
     read_config_json,
 )
-from .jobs import Job
+from .jobs import LIVE, PREPARED, Followup, Job
 from .lock import RunLockedError
 from .owners import require_app_owned, run_learner
 from .resume import plan_resume
@@ -92,7 +96,10 @@ class Slots:
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # notified whenever a job ends
         self._jobs: dict[str, Job] = {}  # launching or live, at most max_active
-        self._queue: list[Job] = []  # FIFO
+        self._queue: list[Job] = []  # sorted by Job.rank: live before prepared, FIFO within each
+        self._priority: dict[str, str] = {}  # run id -> LIVE or PREPARED, kept for its later workers (a resume)
+        self._seqs = itertools.count(1)  # numbers jobs as they are queued: FIFO within a class
+        self._kept_seq: dict[str, int] = {}  # a preempted run -> its old number: it queues again where it was
         self._time_limits: dict[str, float] = {}  # run id -> seconds each of its workers may hold a slot
         self._closed = False
         self._wake_r, self._wake_w = os.pipe()  # start() wakes the monitor out of its wait()
@@ -177,7 +184,10 @@ class Slots:
         with self._lock:
             if self._closed:
                 raise TinyGPTError("the run manager has shut down; restart the server.")
+            job.priority = self._priority.get(job.run_id, job.priority)
+            job.seq = self._kept_seq.pop(job.run_id, None) or next(self._seqs)
             self._queue.append(job)
+            self._queue.sort(key=lambda j: j.rank)  # stable; a few dozen jobs at most
             self._schedule()
 
     def _restart(self, run_id: str, commands: list, max_steps: int | None, from_step: int | None = None) -> None:
@@ -203,13 +213,35 @@ class Slots:
             job = self._queue.pop(0)
             self._jobs[job.run_id] = job
             launch = True
+        self._preempt()
         for position, job in enumerate(self._queue, start=1):
             if job.position != position:
                 job.position = position
                 reason = f"waiting for a free training slot ({self.max_active} run(s) train at once)"
+                if job.priority == PREPARED:
+                    reason += "; live runs go first"
                 self._set_status(job.run_id, state="queued", reason=reason, queue_position=position)
         if launch:
             self._wake()
+
+    def _preempt(self) -> None:
+        """Live runs wait while prepared runs hold every slot: release the newest prepared runs, one a waiting
+        live run, keeping one slot for the prepared runs when there are two or more slots (called with the lock).
+        A released run checkpoints and exits (its followup queues it again, with its old place among the
+        prepared); the newest loses the least work and would have finished last anyway."""
+        if len(self._jobs) < self.max_active:
+            return
+        waiting = sum(job.priority == LIVE for job in self._queue)
+        freeing = sum(job.on_its_way_out or job.stop_requested for job in self._jobs.values())
+        holding = [j for j in self._jobs.values() if j.priority == PREPARED and not j.on_its_way_out]
+        holding = [j for j in holding if not j.stop_requested]
+        keep = 1 if self.max_active >= 2 else 0  # without starving them
+        # Only a started worker can checkpoint on request; one still launching is left its slot this tick.
+        started = sorted((j for j in holding if j.launched is not None), key=lambda j: j.launched, reverse=True)
+        for job in started[: max(0, min(waiting - freeing, len(holding) - keep))]:
+            self._kept_seq[job.run_id] = job.seq
+            job.followup = Followup([])
+            self._release(job, "paused: its training slot went to a live run; it continues when a slot is free")
 
     def _launch(self, job: Job) -> None:
         """Start the worker process of a job that holds a slot (called by the monitor, without the lock)."""

@@ -79,17 +79,22 @@ def check_budget(learner: Actor, configs: Mapping[str, RunConfig]) -> None:
 
 
 def start(
-    learner: Actor, configs: Mapping[str, RunConfig], parent: str | None = None, check_slot: bool = True
+    learner: Actor,
+    configs: Mapping[str, RunConfig],
+    parent: str | None = None,
+    check_slot: bool = True,
+    priority: str = "live",
 ) -> dict[str, str]:
     """Queue runs owned by `learner` that count as one slot (one config, or an experiment's variants): the budget
     first, then the slot (SlotTaken; `check_slot` False once the learner chose to stop their other runs), then the
-    run manager's own checks. Returns {label: run_id}."""
+    run manager's own checks. `priority` "prepared" for runs started ahead of need (the lesson's Prepare, a lab
+    batch): a run a person waits for ("live") goes ahead of them (tinygpt.runs.slots). Returns {label: run_id}."""
     check_budget(learner, configs)
     if check_slot:
         _check_slot(learner)
     manager, limit = resources.get_manager(), resources.time_limit_s(learner)
     return {
-        label: manager.start(config, parent=parent, actor=learner, time_limit_s=limit)
+        label: manager.start(config, parent=parent, actor=learner, time_limit_s=limit, priority=priority)
         for label, config in configs.items()
     }
 

@@ -86,7 +86,7 @@ def start_experiment(
     learner and as one training slot (tinygpt.ui.admission: the room's budget and time limit apply to each
     run), then redraw. `text`: the corpus when `source` is "text" (the learner's own)."""
     configs = experiment.configs(seed=seed, source=source, text=text)
-    state.set_lab_runs(key, admission.start(room.current(), configs, check_slot=check_slot))
+    state.set_lab_runs(key, admission.start(room.current(), configs, check_slot=check_slot, priority="prepared"))
     st.rerun()
 
 

@@ -102,49 +102,59 @@ def apply_pending() -> None:
         state.put_widget(key, value)
 
 
-def _heads(actor: Actor, runs: dict) -> str:
+def _promote(actor: Actor, started: dict[str, str], priority: str) -> dict[str, str]:
+    """The class reached a step whose runs Prepare started: they are live now (ahead of the other prepared runs)."""
+    if priority == "live" and actor.instructor:
+        for rid in started.values():
+            resources.get_manager().prioritize(rid, "live")
+    return started
+
+
+def _heads(actor: Actor, runs: dict, priority: str = "live") -> str:
     """The multiple-heads step's run: the Demo preset (4 heads per layer, 300 steps), the room's if it has one."""
     if (rid := (runs.get(HEADS) or {}).get("run")) and resources.get_store().exists(rid):
-        return rid
+        return _promote(actor, {"run": rid}, priority)["run"]
     config = preset("demo", source="shakespeare")
-    rid = admission.start(actor, {"run": config})["run"]
+    rid = admission.start(actor, {"run": config}, priority=priority)["run"]
     _remember(actor, HEADS, {"run": rid})
     return rid
 
 
-def _experiment(actor: Actor, runs: dict, key: str) -> dict[str, str]:
+def _experiment(actor: Actor, runs: dict, key: str, priority: str = "live") -> dict[str, str]:
     role = f"exp:{key}"
     if runs.get(role):
-        return runs[role]
+        return _promote(actor, runs[role], priority)
     settings.ensure_corpus(DataConfig(source="shakespeare"))
-    started = admission.start(actor, EXPERIMENTS[key].configs(seed=1337, source="shakespeare"))
+    started = admission.start(actor, EXPERIMENTS[key].configs(seed=1337, source="shakespeare"), priority=priority)
     _remember(actor, role, started)
     return started
 
 
-def _induction(actor: Actor, runs: dict) -> dict[str, str]:
+def _induction(actor: Actor, runs: dict, priority: str = "live") -> dict[str, str]:
     if runs.get(INDUCTION):
-        return runs[INDUCTION]
-    started = admission.start(actor, induction.induction_configs("synthetic:copyvar", 1337))
+        return _promote(actor, runs[INDUCTION], priority)
+    configs = induction.induction_configs("synthetic:copyvar", 1337)
+    started = admission.start(actor, configs, priority=priority)
     _remember(actor, INDUCTION, started)
     return started
 
 
 def prepare(actor: Actor) -> int:
     """Before class (the instructor): start every long step's runs the room has not started; returns how many.
-    They queue in the lesson's order, so the earliest steps' runs finish first."""
+    They queue in the lesson's order, so the earliest steps' runs finish first, behind any live run (the lecture
+    run takes a slot ahead of them: tinygpt.runs.slots); a step the class reaches makes its own runs live."""
     count = 0
     runs = room()["runs"]
     for role in lesson.PREPARE_ORDER:
         if runs.get(role):
             continue
         if role == HEADS:
-            _heads(actor, runs)
+            _heads(actor, runs, "prepared")
             count += 1
         elif role == INDUCTION:
-            count += len(_induction(actor, runs))
+            count += len(_induction(actor, runs, "prepared"))
         else:
-            count += len(_experiment(actor, runs, role.removeprefix("exp:")))
+            count += len(_experiment(actor, runs, role.removeprefix("exp:"), "prepared"))
     return count
 
 

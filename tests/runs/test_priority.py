@@ -1,0 +1,106 @@
+"""The queue's priority classes (issue 35): a live run goes ahead of prepared ones, takes a prepared run's slot when
+it must, and the prepared runs still train.
+
+Real worker processes on a tiny model, as in tests/runs/test_worker.py; runs train until the test is done."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+from helpers import tiny_config, wait_for
+
+from tinygpt.errors import TinyGPTError
+from tinygpt.runs.jobs import LIVE, PREPARED
+from tinygpt.runs.scheduler import RunManager
+from tinygpt.runs.store import RunStore
+
+
+def tiny(text: str):
+    long_run = dict(max_steps=1_000_000, eval_interval=200, attention_every=50, sample_every=500, checkpoint_every=500)
+    return tiny_config(text, **long_run)
+
+
+def step_of(store, run_id) -> int:
+    return store.reader(run_id).status().get("step") or 0
+
+
+@pytest.fixture
+def store(tmp_path):
+    return RunStore(tmp_path / "runs")
+
+
+def manager_of(store, slots: int) -> RunManager:
+    return RunManager(store, max_active=slots, threads_per_run=1, lease_seconds=600)
+
+
+@pytest.fixture
+def two(store):
+    manager = manager_of(store, 2)
+    yield manager
+    manager.shutdown()
+    assert multiprocessing.active_children() == []
+
+
+def test_live_runs_queue_ahead_of_prepared_ones_fifo_within_each(two, tiny_text):
+    first, second = (two.start(tiny(tiny_text)) for _ in range(2))  # live: they hold both slots
+    prepared = [two.start(tiny(tiny_text), priority=PREPARED) for _ in range(2)]
+    late = two.start(tiny(tiny_text))
+    assert two.queued_runs() == [late, *prepared]  # the live run arrived last and waits first
+    assert two.priority(late) == LIVE and two.priority(prepared[0]) == PREPARED
+    statuses = [two.store.reader(r).status() for r in (late, *prepared)]
+    assert [s["queue_position"] for s in statuses] == [1, 2, 3]
+    assert "live runs go first" in statuses[1]["reason"] and "live runs go first" not in statuses[0]["reason"]
+    two.stop(first)
+    wait_for(lambda: late in two.live_runs(), what="the live run takes the freed slot")
+    assert two.queued_runs() == prepared and second in two.live_runs()
+
+
+def test_a_live_run_takes_the_newest_prepared_runs_slot_and_one_slot_stays_prepared(two, store, tiny_text):
+    older = two.start(tiny(tiny_text), priority=PREPARED)
+    wait_for(lambda: step_of(store, older) >= 1, what="the first prepared run trains")
+    newer = two.start(tiny(tiny_text), priority=PREPARED)
+    wait_for(lambda: step_of(store, newer) >= 1, what="the second prepared run trains")
+    waiting = two.start(tiny(tiny_text), priority=PREPARED)
+    lecture = two.start(tiny(tiny_text))
+    wait_for(lambda: step_of(store, lecture) >= 1, what="the live run trains")
+    assert sorted(two.live_runs()) == sorted([older, lecture])  # the newest prepared run gave its slot up
+    # It queues again ahead of the prepared run that was queued after it, from its checkpoint.
+    wait_for(lambda: two.queued_runs() == [newer, waiting], what="the preempted run queues first among prepared")
+    assert store.reader(newer).status()["state"] == "queued"
+    assert any("went to a live run" in str(event) for event in store.reader(newer).events)
+    # A second live run does not take the last prepared slot: it waits for a free one, first in the queue.
+    second = two.start(tiny(tiny_text))
+    assert two.queued_runs()[0] == second and older in two.live_runs()
+    two.stop(lecture)
+    wait_for(lambda: second in two.live_runs(), what="the second live run takes the freed slot")
+    two.stop(second)
+    wait_for(lambda: newer in two.live_runs(), what="the preempted run resumes")
+    assert two.priority(newer) == PREPARED
+
+
+def test_with_one_slot_the_live_run_takes_it_and_the_prepared_run_continues_after(store, tiny_text):
+    manager = manager_of(store, 1)
+    try:
+        prepared = manager.start(tiny(tiny_text), priority=PREPARED)
+        wait_for(lambda: step_of(store, prepared) >= 1, what="the prepared run trains")
+        live = manager.start(tiny(tiny_text))
+        wait_for(lambda: manager.live_runs() == [live], what="the live run takes the only slot")
+        wait_for(lambda: manager.queued_runs() == [prepared], what="the prepared run waits again")
+        manager.stop(live)
+        trained = step_of(store, prepared)
+        wait_for(lambda: step_of(store, prepared) > trained, what="the prepared run continues")
+    finally:
+        manager.shutdown()
+
+
+def test_prioritize_moves_a_queued_run_and_an_unknown_class_is_refused(two, tiny_text):
+    holders = [two.start(tiny(tiny_text)) for _ in range(2)]
+    prepared = [two.start(tiny(tiny_text), priority=PREPARED) for _ in range(2)]
+    live = two.start(tiny(tiny_text))
+    two.prioritize(prepared[1], LIVE)  # the class reached its step: it waits for it now
+    assert two.queued_runs() == [live, prepared[1], prepared[0]]
+    with pytest.raises(TinyGPTError, match="unknown run priority"):
+        two.start(tiny(tiny_text), priority="urgent")
+    with pytest.raises(TinyGPTError, match="unknown run priority"):
+        two.prioritize(holders[0], "urgent")
