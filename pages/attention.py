@@ -11,7 +11,7 @@ import time
 
 import streamlit as st
 
-from tinygpt.config import TransformerConfig, trains_until_stopped
+from tinygpt.config import MAX_TEXT_FIELDS, TransformerConfig, trains_until_stopped
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.runs.knobs import knobs_now
@@ -58,7 +58,7 @@ def toy_mode_changed() -> None:  # toy mode: a short probe whose every cell show
 # A text area: the probe is a slice of the corpus, newlines included, which a one-line field dropped while the
 # heatmaps showed them (⏎).
 probe = st.text_area(
-    "Probe text", key=state.W_PROBE, height=80,
+    "Probe text", key=state.W_PROBE, height=80, max_chars=MAX_TEXT_FIELDS["probe_text"],
     help="The run's own probe (its attention is saved as it trains). Other text is run through the checkpoint "
     "nearest the chosen step.",
 )  # fmt: skip

@@ -11,6 +11,7 @@ import time
 
 import streamlit as st
 
+from tinygpt.config import MAX_TEXT_FIELDS
 from tinygpt.errors import TinyGPTError
 from tinygpt.inside import maps as inside
 from tinygpt.runs.files import list_checkpoints, read_events
@@ -78,7 +79,7 @@ state.init(state.W_TOP_K, 0)
 state.init(state.W_TOP_P, 1.0)
 state.init(state.W_NUM_CHARS, 200)
 state.init(state.W_SAMPLE_SEED, 0)
-st.text_area("Prompt", key=state.W_PROMPT, height=80, **persist)
+st.text_area("Prompt", key=state.W_PROMPT, height=80, max_chars=MAX_TEXT_FIELDS["prompt"], **persist)
 s1, s2, s3, s4, s5 = st.columns(5)
 s1.slider("Temperature", 0.0, 2.0, step=0.05, key=state.W_TEMPERATURE, help="0 = always the likeliest", **persist)
 s2.number_input("Top-k (0 = off)", 0, 1000, key=state.W_TOP_K, **persist)

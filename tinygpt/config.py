@@ -104,7 +104,14 @@ LIMITS: dict[str, Limit] = {
 # Limits outside the run's config, for the same doors: sampling and the files a user hands over.
 MAX_NEW_TOKENS = 100_000  # characters one sample may generate: minutes on a CPU, more is a hang
 MAX_CONFIG_BYTES = 1 << 20  # a config.json is kilobytes (a text corpus lives in corpus.txt beside it)
-MAX_TEXT_FIELDS = {"text": MAX_TEXT_CHARS, "probe_text": 100_000, "zeroed_probes": 10_000, "ablated_heads": 10_000}
+# Text settings, and the sampling prompt (the model reads its last max_seq_len characters; more is only upload).
+MAX_TEXT_FIELDS = {
+    "text": MAX_TEXT_CHARS,
+    "probe_text": 100_000,
+    "zeroed_probes": 10_000,
+    "ablated_heads": 10_000,
+    "prompt": 100_000,
+}
 
 
 def check_limits(config: object) -> None:

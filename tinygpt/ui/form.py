@@ -12,6 +12,7 @@ from typing import Any
 
 import streamlit as st
 
+from tinygpt.config import MAX_TEXT_FIELDS
 from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.runs.corpus import read_corpus
 from tinygpt.runs.jobs import NoWorkerError
@@ -222,7 +223,8 @@ def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None =
                 uploaded = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=state.W_UPLOAD)
             elif source == settings.SOURCE_PASTE:
                 st.text_area(
-                    "Text to train on", key=state.W_PASTE, height=120, persist_state="session", disabled=locked
+                    "Text to train on", key=state.W_PASTE, height=120, persist_state="session", disabled=locked,
+                    max_chars=MAX_TEXT_FIELDS["text"],  # the config's limit, said by the box as one types
                 )
             elif source == settings.SOURCE_SHAKESPEARE:
                 st.caption(settings.SHAKESPEARE_CAPTION)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 import torch
 
-from tinygpt.config import DataConfig, TransformerConfig
+from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS, load_corpus
 from tinygpt.lab.experiment import Experiment
 from tinygpt.lab.health import run_health_checks
@@ -58,7 +58,9 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
         file = column.file_uploader("A UTF-8 .txt file", type=["txt"], key=state.W_LAB_UPLOAD)
         choice.uploaded = file.getvalue() if file is not None else None
     elif label == settings.SOURCE_PASTE:
-        choice.pasted = column.text_area("Text to train on", key=state.W_LAB_PASTE, height=120)
+        choice.pasted = column.text_area(
+            "Text to train on", key=state.W_LAB_PASTE, height=120, max_chars=MAX_TEXT_FIELDS["text"]
+        )
     if why := experiment.does_not_show_on.get(choice.source):
         column.warning(f"Measured: this pitfall does not show on this corpus: {why}.", icon=":material/info:")
     elif not experiment.measured_on(choice.source):
