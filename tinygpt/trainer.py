@@ -46,7 +46,7 @@ from .schedule import lr_at
 EVAL_SEED = 1_000_003  # the eval windows' seed: one set of windows for every run (see evaluate_model)
 
 
-def _moved_floor(min_lr: float, old_lr: float, new_lr: float) -> float:
+def moved_floor(min_lr: float, old_lr: float, new_lr: float) -> float:
     """min_lr at the same ratio to a new learning rate, rounded to 12 significant digits so 1e-4 * 2 reads 0.0002
     (not 0.00019999999999999998) in the event log, and never above the new learning rate."""
     if min_lr == old_lr:  # the floor is the peak: it stays the peak, exactly
@@ -145,7 +145,7 @@ class Trainer:
             value = float(value)
         changes = {name: value}
         if name == "learning_rate" and value != old and isinstance(value, float) and math.isfinite(value):
-            changes["min_lr"] = _moved_floor(target.min_lr, old, value)
+            changes["min_lr"] = moved_floor(target.min_lr, old, value)
         dataclasses.replace(target, **changes)  # runs __post_init__ on the pair: raises ConfigError if invalid
         out = []
         for knob, new in changes.items():

@@ -229,7 +229,8 @@ def record_step(record: dict) -> float | None:
 
 
 CONFIG_FILE = "config.json"  # the run's RunConfig plus who and what it is (IDENTITY_KEYS)
-IDENTITY_KEYS = ("run_id", "created", "owner", "parent", "learner", "vocab", "num_params")  # not RunConfig fields
+# Not RunConfig fields. "branch": a branch's step and changes (tinygpt.runs.branch), beside its "parent".
+IDENTITY_KEYS = ("run_id", "created", "owner", "parent", "learner", "vocab", "num_params", "branch")
 
 
 def read_config_json(run_dir: str | Path) -> dict:

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..config import RunConfig, check_live_knob
 from ..errors import TinyGPTError
+from .branch import create_branch, plan_branch
 from .control import KnobChange
 from .files import (
     ACTIVE_STATES,
@@ -94,6 +95,29 @@ class RunManager(Slots):
         """LIVE or PREPARED: the class the run's jobs queue in (LIVE for a run this server did not start)."""
         with self._lock:
             return self._priority.get(run_id, LIVE)
+
+    def branch(
+        self,
+        run_id: str,
+        step: int | None,
+        changes: dict[str, Any],
+        actor: Actor | None = None,
+        time_limit_s: float | None = None,
+    ) -> str:
+        """A new run that continues `run_id` from its checkpoint at `step` (None: the newest) with `changes`
+        ({setting: value}), queued as `start` queues a run; returns its id (tinygpt.runs.branch). A learner may
+        branch anyone's run: the branch is a new run of their own, and the parent is only read. What cannot be
+        branched (a setting that cannot change, no such checkpoint) raises before any folder is made."""
+        plan = plan_branch(self.store, run_id, step, changes)
+        preflight(plan.config, runs_root=self.store.root)
+        boss = {"instructor": True} if actor is not None and actor.instructor else {}
+        learner = {"id": actor.id, "name": actor.name, **boss} if actor is not None else {}
+        new_id = create_branch(self.store, plan, owner="app", learner=learner)
+        if time_limit_s:
+            with self._lock:
+                self._time_limits[new_id] = float(time_limit_s)
+        self._enqueue(Job(new_id, plan.step, time.monotonic(), learner=learner))  # from its copy of the checkpoint
+        return new_id
 
     def pause(self, run_id: str, actor: Actor | None = None) -> None:
         """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent.

@@ -35,6 +35,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,9 +93,13 @@ class RunStore:
     def exists(self, run_id: str) -> bool:
         return self.path(run_id).is_dir()
 
-    def create(self, config: dict, owner: str, parent: str | None = None) -> RunWriter:
+    def create(
+        self, config: dict, owner: str, parent: str | None = None, fill: Callable[[Path], None] | None = None
+    ) -> RunWriter:
         """A new run folder with config.json and a "queued" status, then a writer for it. An inline text corpus
-        goes to corpus.txt (`store_corpus`). A runs folder that cannot be written raises RunStoreError saying so."""
+        goes to corpus.txt (`store_corpus`). A runs folder that cannot be written raises RunStoreError saying so.
+        `fill` writes more into the folder before anyone can list it (a branch's copied history); what it raises
+        leaves no folder behind."""
         if owner not in OWNERS:
             raise RunStoreError(f"owner must be one of {OWNERS}, got {owner!r}.")
         if parent is not None:
@@ -118,6 +123,8 @@ class RunStore:
             status = {"state": "queued", "reason": "waiting for a worker", "step": 0, "max_steps": max_steps}
             status.update(tokens_per_s=None, best_val_loss=None, device=None, pid=None, queue_position=None)
             write_json_atomic(staging / "status.json", {**status, "updated": created})
+            if fill is not None:
+                fill(staging)
             os.rename(staging, self.path(run_id))
         except BaseException as exc:
             shutil.rmtree(staging, ignore_errors=True)

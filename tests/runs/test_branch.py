@@ -1,0 +1,156 @@
+"""Branching a run (issue 37): a new run from one checkpoint of another, on the parent's batches from there on.
+
+The parents train in-process (tinygpt.runs.loop.run_training) and the branches by the same resume the app's
+worker does: from their own copy of the branch step's checkpoint. One test goes through RunManager's workers.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import tiny_config, wait_for
+
+from tinygpt.config import ConfigError
+from tinygpt.runs.branch import BranchError, create_branch, plan_branch, read_branch
+from tinygpt.runs.files import checkpoint_stem, list_checkpoints, read_config, read_config_json, read_events
+from tinygpt.runs.knobs import knob_changes
+from tinygpt.runs.loop import run_training
+from tinygpt.runs.owners import Actor, may_control
+from tinygpt.runs.store import RunStore
+
+
+def trained_parent(tmp_path, text, **overrides):
+    config = tiny_config(text, max_steps=24, **overrides)
+    store = RunStore(tmp_path / "runs")
+    writer = store.create(config.to_dict(), owner="cli")
+    writer.close()
+    assert run_training(writer.run_dir, config) == "finished"
+    return store, writer.run_id
+
+
+def branch_and_train(store, parent, step, changes, owner="cli"):
+    plan = plan_branch(store, parent, step, changes)
+    run_id = create_branch(store, plan, owner=owner)
+    run_dir = store.path(run_id)
+    assert run_training(run_dir, read_config(run_dir), resume_from=step) == "finished"
+    return run_id
+
+
+def losses(store, run_id):
+    return [(m["step"], m["loss"]) for m in store.reader(run_id).metrics]
+
+
+def evals(store, run_id):
+    return [(e["step"], e["val_loss"]) for e in store.reader(run_id).evals]
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.2])  # 0.2: torch's own generator (dropout) is restored too
+def test_a_branch_with_no_change_equals_its_parent_to_the_bit(tmp_path, tiny_text, dropout):
+    store, parent = trained_parent(tmp_path, tiny_text, dropout=dropout)
+    branch = branch_and_train(store, parent, 10, {})
+    assert len(losses(store, branch)) == 24
+    assert losses(store, branch) == losses(store, parent)  # steps 1-10 copied, 11-24 trained: the same floats
+    assert evals(store, branch) == evals(store, parent)
+    config = read_config_json(store.path(branch))
+    assert config["parent"] == parent and read_branch(store.path(branch)) == {"parent": parent, "step": 10,
+                                                                              "changes": {}}  # fmt: skip
+    snapshots = [s["step"] for s in store.reader(branch).attention_index()["snapshots"]]
+    assert snapshots == [s["step"] for s in store.reader(parent).attention_index()["snapshots"]]
+    said = [e["message"] for e in read_events(store.path(branch)) if e.get("branched_from")]
+    assert said == [f"branched from run {parent} at step 10: no change"]
+
+
+def test_a_branch_with_a_changed_learning_rate_differs_only_after_the_branch(tmp_path, tiny_text):
+    store, parent = trained_parent(tmp_path, tiny_text)
+    branch = branch_and_train(store, parent, 10, {"learning_rate": 1e-2})
+    mine, theirs = dict(losses(store, branch)), dict(losses(store, parent))
+    assert [mine[s] for s in range(1, 11)] == [theirs[s] for s in range(1, 11)]  # the parent's history, copied
+    # Step 11's loss is measured before its update, on the weights both runs share: the new rate shows from step 12.
+    assert mine[11] == theirs[11] and all(mine[s] != theirs[s] for s in range(12, 25))
+    lr = {m["step"]: m["lr"] for m in store.reader(branch).metrics}
+    parent_lr = {m["step"]: m["lr"] for m in store.reader(parent).metrics}
+    was = read_config(store.path(parent)).train  # the parent is only read: its config stays as it was
+    ratio = 1e-2 / was.learning_rate
+    assert lr[10] == parent_lr[10] and lr[11] == pytest.approx(ratio * parent_lr[11])
+    config = read_config(store.path(branch)).train
+    floor = pytest.approx(was.min_lr * ratio)  # the floor moved with the peak, as the live knob moves it
+    assert config.learning_rate == 1e-2 and config.min_lr == floor
+    changes = [(e["step"], e["knob"], e["old"], e["new"]) for e in knob_changes(read_events(store.path(branch)))]
+    assert changes == [(10, "learning_rate", was.learning_rate, 1e-2), (10, "min_lr", was.min_lr, floor)]
+    assert read_branch(store.path(branch))["changes"] == {"learning_rate": 1e-2, "min_lr": floor}
+
+
+def test_a_branch_changes_the_optimizer_state_a_setting_lives_in(tmp_path, tiny_text):
+    """weight_decay and the betas are kept in the optimizer's saved groups: a branch changes them there, or the
+    restored optimizer would train on with the parent's."""
+    store, parent = trained_parent(tmp_path, tiny_text)
+    changes = {"weight_decay": 0, "beta2": 0.99, "max_steps": 30, "dropout": 0.1, "mask": "none"}
+    branch = branch_and_train(store, parent, 20, changes)
+    assert len(losses(store, branch)) == 30
+    step = list_checkpoints(store.path(branch))[-1]
+    groups = json.loads(checkpoint_stem(store.path(branch), step).with_suffix(".json").read_text())["optimizer"]
+    decaying = [g for g in groups["param_groups"] if g.get("decays")]
+    assert decaying and all(g["weight_decay"] == 0.0 for g in decaying)
+    assert all(g["betas"] == [0.9, 0.99] for g in groups["param_groups"] if "betas" in g)
+    config = read_config(store.path(branch))
+    assert (config.model.dropout, config.model.mask, config.train.weight_decay) == (0.1, "none", 0.0)
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"num_heads": 4}, "shape of the weights"),
+        ({"hidden_dim": 64, "learning_rate": 2e-3}, "shape of the weights"),
+        ({"seed": 7}, "parent's batches"),
+        ({"source": "shakespeare"}, "corpus"),
+        ({"optimizer": "muon"}, "optimizer state"),
+        ({"colour": "red"}, "not a setting"),
+    ],
+)
+def test_a_refused_change_says_why_before_any_folder_is_made(tmp_path, tiny_text, changes, named):
+    store, parent = trained_parent(tmp_path, tiny_text)
+    before = sorted(p.name for p in store.root.iterdir())
+    with pytest.raises(BranchError, match=named) as refused:
+        plan_branch(store, parent, 10, changes)
+    assert next(iter(changes)) in str(refused.value) and "new run" in str(refused.value)
+    assert sorted(p.name for p in store.root.iterdir()) == before
+
+
+def test_a_bad_value_a_missing_checkpoint_or_no_steps_left_are_refused(tmp_path, tiny_text):
+    store, parent = trained_parent(tmp_path, tiny_text)
+    before = sorted(p.name for p in store.root.iterdir())
+    with pytest.raises(ConfigError, match="learning_rate"):
+        plan_branch(store, parent, 10, {"learning_rate": -1.0})
+    with pytest.raises(BranchError, match=r"no checkpoint at step 7.*\[0, 10, 20, 24\]"):
+        plan_branch(store, parent, 7, {})
+    with pytest.raises(BranchError, match="max_steps above 20"):
+        plan_branch(store, parent, 20, {"max_steps": 20})
+    assert sorted(p.name for p in store.root.iterdir()) == before
+    assert plan_branch(store, parent, None, {"max_steps": 40}).step == 24  # None: the newest checkpoint
+
+
+def test_a_learner_branches_anyones_run_into_a_run_of_their_own(tmp_path, tiny_text):
+    """Through the app's manager and a real worker process: Bob branches Alice's run; the branch is Bob's."""
+    from tinygpt.runs.scheduler import RunManager
+
+    config = tiny_config(tiny_text, max_steps=24)
+    store = RunStore(tmp_path / "runs")
+    writer = store.create({**config.to_dict(), "learner": {"id": "alice", "name": "Alice"}}, owner="app")
+    writer.close()
+    run_training(writer.run_dir, config)
+    alice, bob = Actor("alice", "Alice"), Actor("bob", "Bob")
+    manager = RunManager(store, max_active=1, threads_per_run=1, lease_seconds=600)
+    try:
+        with pytest.raises(BranchError):  # refused before the queue, too
+            manager.branch(writer.run_id, 10, {"num_layers": 3}, actor=bob)
+        branch = manager.branch(writer.run_id, 10, {"learning_rate": 1e-2}, actor=bob)
+        wait_for(lambda: store.reader(branch).status().get("state") == "finished", timeout=60)
+    finally:
+        manager.shutdown()
+    config = read_config_json(store.path(branch))
+    assert config["learner"] == {"id": "bob", "name": "Bob"} and config["parent"] == writer.run_id
+    assert may_control(config, bob) and not may_control(config, alice)
+    assert not may_control(read_config_json(writer.run_dir), bob)  # Alice's run stays hers
+    mine, theirs = losses(store, branch), losses(store, writer.run_id)
+    assert mine[:11] == theirs[:11] and mine[11] != theirs[11] and len(mine) == 24
