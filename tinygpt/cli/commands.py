@@ -7,6 +7,7 @@
     python -m tinygpt sample --run RUN_ID --prompt "ROMEO:" --max-new-tokens 200
 
     python -m tinygpt train --resume RUN_ID --from-step 200                 # rewind to checkpoint 200
+    python -m tinygpt train --branch RUN_ID --from-step 200 --learning-rate 0.01   # a new run from checkpoint 200
 
 Flags are generated from the config dataclasses (`TransformerConfig`, `TrainConfig`, `DataConfig`, and the
 publishing fields of `RunConfig`), in kebab case, with each field's comment as its help text, its choices from
@@ -120,8 +121,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ..runs.preflight import preflight
 
     store = _store(args.runs_dir)
-    if args.from_step is not None and args.resume is None:
-        raise TinyGPTError("--from-step needs --resume RUN_ID: it picks the checkpoint a run continues from.")
+    if args.from_step is not None and args.resume is None and args.branch is None:
+        raise TinyGPTError(
+            "--from-step needs --resume RUN_ID or --branch RUN_ID: it picks the checkpoint a run continues from."
+        )
+    if args.branch is not None:
+        return _train_branch(store, args)
     if args.resume is not None:  # `--resume ""` is a mistake to report, not a request for a new run
         config, resume_from = _resume_config(store, args)
         run_id = args.resume
@@ -141,6 +146,31 @@ def cmd_train(args: argparse.Namespace) -> int:
             max_steps, quiet=args.quiet or rank != 0, eval_interval=config.train.eval_interval
         ),
     )
+
+
+def _train_branch(store, args: argparse.Namespace) -> int:
+    """`train --branch RUN [--from-step N] --setting value ...`: a new run from RUN's checkpoint N with those
+    settings changed (tinygpt.runs.branch), trained here. Refused before any folder exists when a setting cannot
+    change in a branch (the shape, the corpus, the seed, ...), with why."""
+    from ..runs.branch import create_branch, plan_branch
+    from ..runs.distributed import run_training_maybe_distributed
+    from ..runs.files import read_config
+    from ..runs.preflight import preflight
+
+    if args.resume is not None or args.config is not None:
+        raise TinyGPTError("--branch takes its settings from the run it branches: drop --resume and --config.")
+    if not args.branch.strip():
+        raise TinyGPTError("--branch needs a run id: see `python -m tinygpt runs` for the runs there are.")
+    plan = plan_branch(store, args.branch, args.from_step, config_overrides(args))
+    preflight(plan.config, runs_root=store.root, threads=args.threads)
+    run_id = create_branch(store, plan, owner="cli")
+    config = read_config(store.path(run_id))
+    return run_training_maybe_distributed(
+        store, config, run_id=run_id, resume_from=plan.step, threads=args.threads,
+        progress=lambda max_steps, rank: Progress(
+            max_steps, quiet=args.quiet or rank != 0, eval_interval=config.train.eval_interval
+        ),
+    )  # fmt: skip
 
 
 def _check_new_run(args: argparse.Namespace, config: RunConfig) -> None:

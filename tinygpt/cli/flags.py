@@ -234,7 +234,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument(
         "--from-step", type=_number(int, 0), metavar="STEP",
-        help="with --resume: continue from this checkpoint instead; later ones are dropped (`runs` lists them)",
+        help="with --resume: continue from this checkpoint instead; later ones are dropped (`runs` lists them); "
+        "with --branch: the checkpoint the branch starts from",
+    )  # fmt: skip
+    train.add_argument(
+        "--branch", metavar="RUN_ID",
+        help="a new run continuing RUN_ID from its checkpoint at --from-step (default: its newest) on the same "
+        "batches, with the settings given here changed (--learning-rate 0.01); RUN_ID is only read",
     )  # fmt: skip
     train.add_argument("--runs-dir", type=_folder, help=runs_dir_help)
     train.add_argument(
