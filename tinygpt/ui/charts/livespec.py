@@ -72,8 +72,6 @@ def drop_empty_layers(spec: VegaLite) -> VegaLite:
         return view
 
     out = VegaLite(prune(spec))
-    if out == spec:
-        return spec
     # Altair lists a layer's selections (hover, zoom) at the top, by the names of the views they belong to: a
     # selection of views that are all gone goes with them.
     names = set(re.findall(r'"name": "(view_[^"]+)"', json.dumps({k: v for k, v in out.items() if k != "datasets"})))
