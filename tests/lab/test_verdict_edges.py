@@ -510,3 +510,12 @@ def test_the_mask_cheat_is_judged_on_held_out_loss_where_a_causal_run_memorised(
     assert verdict.reproduced is False and "Failed: none's held-out loss at least 0.50 nats below causal" in (
         verdict.sentence
     )
+
+
+def test_a_nan_gradient_norm_is_not_measured_not_a_vanished_gradient():
+    results = healthy("residual")
+    results["detached residual"].layer_grad_norms = {"L0.attn": math.nan}
+    broken = run(**vars(results["detached residual"]))
+    assert broken.layer_grad_norms == {}
+    verdict = EXPERIMENTS["residual"].verdict({**results, "detached residual": broken})
+    assert verdict.status == NOT_ENOUGH_DATA and "nan" not in verdict.sentence, verdict.sentence

@@ -68,6 +68,7 @@ class RunResult:
                 if f.name in LOSS_FIELDS and not self.nonfinite_loss:
                     self.nonfinite_loss = f.name
         self.final_losses = tuple((int(s), float(v)) for s, v in self.final_losses if finite(v))
+        self.layer_grad_norms = {k: v for k, v in self.layer_grad_norms.items() if finite(v)}
         if self.nonfinite_loss and self.diverged_step is None:
             self.diverged_step = self.steps
 
