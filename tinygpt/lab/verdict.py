@@ -1,6 +1,12 @@
 """What a lab verdict is made of: the numbers a judge may read from a run (`RunResult`), the answer (`Verdict`), and
 the clause helpers every judge uses, so a red verdict names each clause that failed and a sentence never states a
-number that was not measured ("n/a", "not measured: ...")."""
+number that was not measured ("not measured", "diverged at step N" for a NaN).
+
+Issue 33 added the rest of what a verdict stands on: a run is judged only when it took its whole step budget
+(`RunResult.ran_to_the_end`, experiment.ended_early); a difference of two runs' losses is judged against the noise
+of their per-step difference, paired over the steps both logged (`loss_difference`), and printed with that
+interval; held-out loss backs every loss clause (`held_out`), and runs that learned their text by heart leave
+"not enough data" (`memorised`)."""
 
 from __future__ import annotations
 
