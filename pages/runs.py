@@ -12,7 +12,7 @@ import streamlit as st
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.runs.owners import read_hold, read_owner
-from tinygpt.ui import admission, bundle, explain, resources, room, runinfo, safe
+from tinygpt.ui import admission, branching, bundle, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, curves, heatmaps
 from tinygpt.ui.run_handle import Rules
 
@@ -115,6 +115,10 @@ b[3].download_button(
     on_click="ignore",
 )
 
+if readable:  # anyone may branch any run: the branch is a new run of their own, the parent is only read
+    with st.expander("Branch from a checkpoint (a new run from there, settings changed, on the same batches)"):
+        branching.branch_panel(store, pick, by_id[pick]["name"], learner)
+
 pending = state.get(state.W_DELETE_CONFIRM)
 if pending and pending in ids:
     st.warning(f"Delete {safe.md(by_id[pending]['name'])} (run `{pending}`) and all its files? This cannot be undone.")
@@ -149,16 +153,20 @@ if len(chosen) >= 2:
     series = {names[run]: rd.metrics for run, rd in readers.items()}
     evals = {names[run]: rd.evals for run, rd in readers.items()}
     events = {names[run]: rd.events for run, rd in readers.items()}  # live knob changes: markers, table
+    all_names = {r["run"]: r["name"] for r in rows}  # a branch's rule names its parent, compared or not
+    branches = branching.branch_points({names[run]: rd.config() for run, rd in readers.items()}, all_names)
     large = state.large_fonts()
     state.init(state.W_X_AXIS, "steps")
     axis = st.segmented_control("x axis", ["steps", "seconds"], key=state.W_X_AXIS, help="seconds: time to quality")
     seconds = axis == "seconds"
     c1, c2 = st.container(), st.container()  # one under the other: each as wide as the page, legends whole
     with c1:
-        loss = compare.compare_chart(series, "loss", evals=evals, events=events, seconds=seconds, large=large)
+        loss = compare.compare_chart(series, "loss", evals=evals, events=events, branches=branches, seconds=seconds,
+                                     large=large)  # fmt: skip
         explain.show_chart(loss, "compare_chart", key="cmp_loss")
     with c2:
-        grad = compare.compare_chart(series, "grad_norm", events=events, seconds=seconds, large=large)
+        grad = compare.compare_chart(series, "grad_norm", events=events, branches=branches, seconds=seconds,
+                                     large=large)  # fmt: skip
         explain.show_chart(grad, "compare_chart", key="cmp_grad")
     diff = compare.config_diff({names[run]: rd.config() for run, rd in readers.items()}, events=events)
     st.markdown("**Settings that differ** (live knob changes included: `old → new @step`)")

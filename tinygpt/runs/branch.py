@@ -78,6 +78,7 @@ class BranchPlan:
     config: RunConfig  # the checkpoint's config with the changes applied
     changed: list[tuple[str, Any, Any]]  # (setting, old, new) that differ, couplings included (min_lr)
     vocab: list[str]
+    coupled: dict[str, str] = dataclasses.field(default_factory=dict)  # {"min_lr": "learning_rate"}: moved along
 
 
 def section_of(name: str) -> str | None:
@@ -151,7 +152,18 @@ def plan_branch(store: RunStore, run_id: str, step: int | None, changes: dict[st
             f"max_steps {config.train.max_steps} leaves nothing to train after the branch step {step}: "
             f"give max_steps above {step}."
         )
-    return BranchPlan(run_id, parent_dir, step, config, changed, ckpt.vocab)
+    coupled = {"min_lr": "learning_rate"} if "learning_rate" in changes and "min_lr" not in changes else {}
+    return BranchPlan(run_id, parent_dir, step, config, changed, ckpt.vocab, coupled)
+
+
+def checkpoint_settings(run_dir: str | Path, step: int) -> RunConfig:
+    """The config a branch from checkpoint `step` of a run starts from, from the checkpoint's JSON alone (no
+    tensors read): what the Runs page's branch control shows before anything is changed. TinyGPTError if the
+    checkpoint is gone or its JSON damaged."""
+    meta = read_json(checkpoint_stem(run_dir, step).with_suffix(".json"), None)
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+        raise BranchError(f"checkpoint {step} of run {Path(run_dir).name} is gone or damaged: pick another.")
+    return RunConfig.from_dict(meta["config"])
 
 
 def create_branch(store: RunStore, plan: BranchPlan, owner: str, learner: dict | None = None) -> str:
@@ -182,8 +194,11 @@ def _fill(run_dir: Path, plan: BranchPlan) -> None:
     events.append({"time": now, "step": step, "kind": "state", "branched_from": plan.parent,
                    "message": f"branched from run {plan.parent} at step {step}: {changes}"})  # fmt: skip
     for name, old, new in plan.changed:  # the charts mark each as a knob change at the branch step
+        # "branch": True tells the settings table that config.json already says `new` (ui.charts.compare.config_diff)
+        coupled = {"coupled_to": plan.coupled[name]} if name in plan.coupled else {}
+        said = f"{name}: {old} -> {new} at step {step} (branch)"
         events.append({"time": now, "step": step, "kind": "knob", "knob": name, "ok": True, "old": old, "new": new,
-                       "message": f"{name}: {old} -> {new} at step {step} (branch)"})  # fmt: skip
+                       "branch": True, **coupled, "message": said})  # fmt: skip
     _write_jsonl(run_dir / "events.jsonl", events)
     _copy_attention(source, run_dir, step)
     _copy_checkpoint(plan, run_dir)

@@ -117,6 +117,7 @@ W_INSTRUCTOR_KEY = "w_instructor_key"
 W_SHOW_KEY = "w_show_key"  # Room: the instructor key revealed (off on every visit)
 W_RUNS_PICK = "w_runs_pick"
 W_DELETE_CONFIRM = "w_delete_confirm"
+W_BRANCH = "w_branch"  # Runs: the branch control; its widgets are w_branch:<run>:<step>:<setting> (ui.branching)
 W_GRAD_FIELD = "w_grad_field"
 W_GRAD_VIEW = "w_grad_view"
 

@@ -70,6 +70,7 @@ def compare_chart(
     evals: Mapping[str, Records] | None = None,
     *,
     events: Mapping[str, Records] | None = None,
+    branches: Mapping[str, tuple[int, str]] | None = None,
     seconds: bool = False,
     large: bool = False,
 ) -> VegaLite:
@@ -78,7 +79,10 @@ def compare_chart(
     change is a numbered rule in its run's colour, listed under the chart as "① run: @step knob old→new", so a jump
     in one curve is never
     credited to the settings table alone. With `seconds` the x axis is each run's wall-clock seconds since its
-    first step: "twice as fast to the same loss" is then visible. A live chart: a cached template plus named
+    first step: "twice as fast to the same loss" is then visible. `branches` (run name -> (branch step, parent's
+    name), tinygpt.ui.branching.branch_points) draws a solid rule in the branch's colour at the step it left its
+    parent, labelled "from <parent>": up to there the two curves are one (the branch's history is the parent's,
+    copied), after it they differ only by the branch's change. A live chart: a cached template plus named
     datasets."""
     series = series or {}
     per_run = max(20, 4000 // max(1, len(series) + len(evals or {})))  # one budget shared by all curves
@@ -99,20 +103,28 @@ def compare_chart(
     # "Gradient norm, unclipped (…" in a half-width column at projector fonts while a slow machine's runs started.
     title = FIELD_TITLES.get(field, field).split(" (")[0].capitalize()
     knobs = [mark for name, records in (events or {}).items() for mark in knob_marks(records, run=str(name))]
+    forks = [
+        {"step": step, "run": str(name), "label": f"from {parent}", "entry": f"branched from {parent} at step {step}"}
+        for name, (step, parent) in (branches or {}).items()
+        if str(name) in runs
+    ]
     if seconds:  # each run on its own clock
         clocks = {str(name): step_seconds(records) for name, records in series.items()}
         rows = [{**r, "step": clocks.get(r["run"], step_seconds(None))(r["step"])} for r in rows]
         knobs = [{**k, "step": clocks.get(k["run"], step_seconds(None))(k["step"])} for k in knobs]
+        forks = [{**f, "step": clocks.get(f["run"], step_seconds(None))(f["step"])} for f in forks]
     knobs = numbered_markers(knobs, theme(large), max((r["step"] for r in rows), default=None))
     datasets = {"compare": rows, "compare_hover": hover_rows(rows, "run", "curve"), "compare_knobs": knobs}
+    datasets["compare_branches"] = forks
     below = legend_lines(len(runs) + 1, len(knobs) + (1 if knobs else 0))  # each legend has a title line
-    key = (field, runs, bool(evals), title, SECONDS if seconds else STEP, large, below, not rows)
+    # Whether there are branch rules is part of the template: a layer with no rows draws nothing but a Vega warning.
+    key = (field, runs, bool(evals), title, SECONDS if seconds else STEP, large, below, not rows, bool(forks))
     return live_spec(_compare_template, key, datasets)
 
 
 def _compare_template(
     field: str, runs: tuple, with_evals: bool, title: str, x_title: str, large: bool, below: int = 0,
-    empty: bool = False,
+    empty: bool = False, with_branches: bool = False,
 ):  # fmt: skip
     t = theme(large)
     log = field.endswith("grad_norm")  # norms span orders of magnitude
@@ -139,8 +151,23 @@ def _compare_template(
         *numbered_marker_layers("compare_knobs", t, base.encoding.color, step_x(x_title)),
         hover_layer(base.encode(tooltip=tooltip), "compare", data="compare_hover"),
     ]
+    if with_branches:
+        layers += branch_layers("compare_branches", t, base.encoding.color, step_x(x_title))
     subtitle = "no data yet" if empty else (dash_note(["training", "validation"]) if with_evals else None)
     return finish(layers, title, t, subtitle, large, below)
+
+
+def branch_layers(source: str, t: dict, colour: Any, x: alt.X) -> list:
+    """A solid rule per branch point (knob changes are the dashed ones) and its label read upwards along the rule
+    from the plot's foot, where the curves seldom are at a branch step; cut to the plot's height, whole in the
+    tooltip."""
+    base = alt.Chart(alt.NamedData(source))
+    tooltip = [alt.Tooltip("entry:N", title="branch"), alt.Tooltip("step:Q", title="step")]
+    rule = base.mark_rule(strokeWidth=t["line"], opacity=0.8).encode(x=x, color=colour, tooltip=tooltip)
+    label = base.mark_text(
+        angle=270, align="left", baseline="bottom", dx=4, dy=-3, fontSize=t["text"], limit=t["height"] - 24
+    ).encode(x=x, y=alt.value(t["height"]), text="label:N", color=colour, tooltip=tooltip)
+    return [rule, label]
 
 
 def run_colours(runs: Sequence[str]) -> alt.Color:
@@ -257,7 +284,7 @@ def _flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def config_diff(
     configs: Mapping[str, Mapping[str, Any] | None],
     ignore: Sequence[str] = (
-        *("run_id", "created", "vocab", "parent", "owner", "num_params"),
+        *("run_id", "created", "vocab", "parent", "owner", "num_params", "branch"),  # "branch": and its keys
         *("learner.id", "learner.name"),
     ),
     events: Mapping[str, Records] | None = None,
@@ -280,13 +307,15 @@ def config_diff(
     cells = {name: {key: cell(value) for key, value in f.items()} for name, f in flat.items()}
     for name, records in (events or {}).items():
         for e in knob_changes(records or []):
+            if e.get("branch"):  # a branch's change: its config already says the new value (tinygpt.runs.branch)
+                continue
             for key in (f"model.{e.get('knob')}", f"train.{e.get('knob')}"):
                 if key in cells.get(str(name), {}):
                     cells[str(name)][key] += f"→{cell(e.get('new'))} @{e.get('step')}"
     rows = []
     for key in dict.fromkeys(k for f in flat.values() for k in f):
         values = {name: c.get(key, "—") for name, c in cells.items()}
-        if key not in ignore and len(set(values.values())) > 1:
+        if key not in ignore and key.split(".", 1)[0] not in ignore and len(set(values.values())) > 1:
             rows.append({"setting": key, **values})
     return rows
 

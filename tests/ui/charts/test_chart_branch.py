@@ -1,0 +1,57 @@
+"""The branch point on Compare's chart (issue 37): a solid rule at the branch step in the branch's colour,
+labelled with its parent's name, read back through `to_dict()`; and the settings table around a branch."""
+
+from __future__ import annotations
+
+from chart_helpers import METRICS, mark_type, rules_at, texts, views
+
+from tinygpt.ui.branching import branch_points
+from tinygpt.ui.charts import compare
+from tinygpt.ui.charts.style import step_seconds
+
+PARENT, BRANCH = "2L×4H×64 · shakespeare · LR 0.002", "2L×4H×64 · shakespeare · LR 0.01"
+
+
+def test_the_branch_point_is_a_rule_at_its_step_labelled_with_the_parent():
+    series = {PARENT: METRICS, BRANCH: METRICS}
+    spec = compare.compare_chart(series, "loss", branches={BRANCH: (120, PARENT)}).to_dict()
+    branch_rules = [v for v in views(spec) if mark_type(v) == "rule" and v["data"]["name"] == "compare_branches"]
+    assert len(branch_rules) == 1 and "strokeDash" not in branch_rules[0]["mark"]  # knob changes are the dashed ones
+    assert rules_at(spec, "x") == [120]
+    assert branch_rules[0]["encoding"]["color"]["field"] == "run"  # in the branch's colour, on the runs' scale
+    assert spec["datasets"]["compare_branches"] == [
+        {"step": 120, "run": BRANCH, "label": f"from {PARENT}", "entry": f"branched from {PARENT} at step 120"}
+    ]
+    assert f"from {PARENT}" in texts(spec)
+
+
+def test_no_branch_no_branch_layers_and_a_branch_not_shown_is_left_out():
+    for branches in (None, {}, {"a run not compared": (50, PARENT)}):
+        spec = compare.compare_chart({PARENT: METRICS}, "loss", branches=branches).to_dict()
+        assert all(v.get("data", {}).get("name") != "compare_branches" for v in views(spec))  # no empty layer
+        assert rules_at(spec, "x") == []
+
+
+def test_on_the_seconds_axis_the_rule_is_at_the_branch_steps_time():
+    spec = compare.compare_chart({BRANCH: METRICS}, "loss", branches={BRANCH: (100, PARENT)}, seconds=True)
+    assert rules_at(spec.to_dict(), "x") == [step_seconds(METRICS)(100)]  # the branch's own clock, as its curve
+
+
+def test_branch_points_name_the_parent_even_when_it_is_not_compared():
+    configs = {
+        BRANCH: {"parent": "parentid1", "branch": {"step": 120, "changes": {"learning_rate": 0.01}}},
+        PARENT: {"parent": None},
+        "orphan": {"parent": "goneid123", "branch": {"step": 5, "changes": {}}},
+        "a rerun": {"parent": "parentid1"},  # a run that replaced another (Train's "train again"), not a branch
+    }
+    points = branch_points(configs, {"parentid1": PARENT})
+    assert points == {BRANCH: (120, PARENT), "orphan": (5, "run goneid123")}
+
+
+def test_the_settings_table_shows_a_branchs_change_once_and_not_its_bookkeeping():
+    parent = {"run_id": "aaaaaaaa", "train": {"learning_rate": 0.002, "max_steps": 200}}
+    branch = {"run_id": "bbbbbbbb", "parent": "aaaaaaaa", "branch": {"step": 120, "changes": {"learning_rate": 0.01}},
+              "train": {"learning_rate": 0.01, "max_steps": 200}}  # fmt: skip
+    change = {"step": 120, "kind": "knob", "knob": "learning_rate", "old": 0.002, "new": 0.01, "branch": True}
+    rows = compare.config_diff({"P": parent, "B": branch}, events={"P": [], "B": [change]})
+    assert rows == [{"setting": "train.learning_rate", "P": "0.002", "B": "0.01"}]
