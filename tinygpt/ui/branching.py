@@ -17,7 +17,7 @@ import streamlit as st
 from tinygpt.config import ATTN_SCALES, LIMITS, MASKS, RunConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.branch import branch_of, checkpoint_settings, plan_branch, section_of
-from tinygpt.runs.files import list_checkpoints
+from tinygpt.runs.files import list_checkpoints, read_config_json
 from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import admission, resources, safe, state
@@ -81,7 +81,11 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
     if not steps:
         st.caption("It has no checkpoint yet to branch from.")
         return
-    step = st.selectbox("Checkpoint step", steps, index=len(steps) - 1, key=f"{state.W_BRANCH}:{run_id}:step")
+    # The newest checkpoint with steps left after it: a finished run's last one would need max_steps raised first.
+    planned = (read_config_json(store.path(run_id)).get("train") or {}).get("max_steps")
+    inside = [i for i, s in enumerate(steps) if not isinstance(planned, int) or s < planned]
+    first = inside[-1] if inside else len(steps) - 1
+    step = st.selectbox("Checkpoint step", steps, index=first, key=f"{state.W_BRANCH}:{run_id}:step")
     try:
         base = checkpoint_settings(store.path(run_id), step)
     except TinyGPTError as e:

@@ -1,0 +1,56 @@
+"""The Runs page's "Branch from a checkpoint" control and Compare with a branch (issue 37), through AppTest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from helpers import tiny_config, wait_for  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tinygpt.runs.branch import read_branch  # noqa: E402
+from tinygpt.runs.files import list_checkpoints, read_config, read_config_json  # noqa: E402
+from tinygpt.runs.loop import run_training  # noqa: E402
+from tinygpt.runs.store import RunStore  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_learner_branches_a_run_they_do_not_own_and_compares_the_two(runs_dir, tiny_text):
+    store = RunStore(runs_dir)
+    config = tiny_config(tiny_text, max_steps=24)
+    with store.create(config.to_dict(), owner="cli") as writer:  # trained from the command line: read-only here
+        parent = writer.run_id
+    run_training(store.path(parent), config)
+    step = 10
+    assert step in list_checkpoints(store.path(parent))
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key=f"{state.W_BRANCH}:{parent}:step").value == 20  # the newest with steps left after it
+    at.selectbox(key=f"{state.W_BRANCH}:{parent}:step").set_value(step).run()
+    at.number_input(key=f"{state.W_BRANCH}:{parent}:{step}:learning_rate").set_value(0.01).run()
+    # What the branch will change, said before it starts (the markdown escapes taken out).
+    assert any("LR 0.002→0.01" in c.value.replace("\\", "") for c in at.caption)
+    [go] = [b for b in at.button if b.label == "Start the branch"]
+    go.click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    branch = at.session_state[state.RUN_ID]
+    assert branch != parent and read_branch(store.path(branch)) == {
+        "parent": parent, "step": step, "changes": {"learning_rate": 0.01, "min_lr": 0.001}
+    }  # fmt: skip
+    assert read_config_json(store.path(branch))["learner"]["id"]  # this browser's learner owns it
+    assert read_config(store.path(branch)).train.learning_rate == 0.01
+    wait_for(lambda: store.reader(branch).status().get("state") == "finished", timeout=60)
+
+    at.switch_page("pages/runs.py").run()
+    at.multiselect(key=state.W_COMPARE).set_value([parent, branch]).run()
+    assert not at.exception, at.exception
+    mine, theirs = store.reader(branch).metrics, store.reader(parent).metrics
+    assert [m["loss"] for m in mine[:11]] == [m["loss"] for m in theirs[:11]] and mine[11]["loss"] != theirs[11]["loss"]
