@@ -49,6 +49,8 @@ def test_a_learner_branches_a_run_they_do_not_own_and_compares_the_two(runs_dir,
     assert read_config(store.path(branch)).train.learning_rate == 0.01
     wait_for(lambda: store.reader(branch).status().get("state") == "finished", timeout=60)
 
+    at.switch_page("pages/train.py").run()  # the branch is current: its parent's curve, faint, beside it
+    assert not at.exception, at.exception
     at.switch_page("pages/runs.py").run()
     at.multiselect(key=state.W_COMPARE).set_value([parent, branch]).run()
     assert not at.exception, at.exception

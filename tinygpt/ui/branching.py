@@ -20,7 +20,7 @@ from tinygpt.runs.branch import branch_of, checkpoint_settings, plan_branch, sec
 from tinygpt.runs.files import list_checkpoints, read_config_json
 from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import admission, resources, safe, state
+from tinygpt.ui import admission, resources, safe, settings, state
 from tinygpt.ui.knob_words import knob_value, knob_word
 
 # (setting, label, choices or None): what the control lets a learner change, in the order a lesson changes them.
@@ -44,6 +44,19 @@ def branch_points(configs: Mapping[str, Mapping | None], names: Mapping[str, str
         if (branch := branch_of(config or {})) is not None:
             points[name] = (branch["step"], names.get(branch["parent"], f"run {branch['parent']}"))
     return points
+
+
+def parent_label(parent_config: dict, config: dict) -> str:
+    """The label of the faint parent curve on Train: "parent, branched at step 120 (LR→0.01)" for a branch (a
+    learning rate's min_lr, moved along, left unsaid), settings.ghost_label's "previous run: ..." for a run that
+    replaced another."""
+    if (branch := branch_of(config)) is None:
+        return settings.ghost_label(parent_config, config)
+    changes = branch["changes"]
+    said = [
+        f"{knob_word(n)}→{knob_value(v)}" for n, v in changes.items() if n != "min_lr" or "learning_rate" not in changes
+    ]
+    return f"parent, branched at step {branch['step']}" + (f" ({', '.join(said)})" if said else " (no change)")
 
 
 def setting_of(config: RunConfig, name: str) -> Any:

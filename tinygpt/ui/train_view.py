@@ -12,7 +12,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from tinygpt.runs.knobs import knobs_now
-from tinygpt.ui import explain, knob_widgets, run_words, runinfo, settings, state
+from tinygpt.ui import branching, explain, knob_widgets, run_words, runinfo, state
 from tinygpt.ui.charts import curves
 
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
@@ -48,7 +48,7 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple) -> dict:
     large, target, smoothing, x_axis = options
     vocab_size = len(config.get("vocab") or []) or config.get("model", {}).get("vocab_size", 65)
     knobs = knobs_now(config, rd.events)
-    ghost = dict(ghost=parent.metrics, ghost_label=settings.ghost_label(parent.config(), config)) if parent else {}
+    ghost = dict(ghost=parent.metrics, ghost_label=branching.parent_label(parent.config(), config)) if parent else {}
     loss = curves.loss_chart(
         rd.metrics, rd.evals, rd.events, vocab_size, target=target, smoothing=smoothing, max_points=LIVE_POINTS,
         large=large, seconds=x_axis == "seconds", **ghost,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from chart_helpers import METRICS, mark_type, rules_at, texts, views
 
-from tinygpt.ui.branching import branch_points
 from tinygpt.ui.charts import compare
 from tinygpt.ui.charts.style import step_seconds
 
@@ -35,17 +34,6 @@ def test_no_branch_no_branch_layers_and_a_branch_not_shown_is_left_out():
 def test_on_the_seconds_axis_the_rule_is_at_the_branch_steps_time():
     spec = compare.compare_chart({BRANCH: METRICS}, "loss", branches={BRANCH: (100, PARENT)}, seconds=True)
     assert rules_at(spec.to_dict(), "x") == [step_seconds(METRICS)(100)]  # the branch's own clock, as its curve
-
-
-def test_branch_points_name_the_parent_even_when_it_is_not_compared():
-    configs = {
-        BRANCH: {"parent": "parentid1", "branch": {"step": 120, "changes": {"learning_rate": 0.01}}},
-        PARENT: {"parent": None},
-        "orphan": {"parent": "goneid123", "branch": {"step": 5, "changes": {}}},
-        "a rerun": {"parent": "parentid1"},  # a run that replaced another (Train's "train again"), not a branch
-    }
-    points = branch_points(configs, {"parentid1": PARENT})
-    assert points == {BRANCH: (120, PARENT), "orphan": (5, "run goneid123")}
 
 
 def test_the_settings_table_shows_a_branchs_change_once_and_not_its_bookkeeping():
