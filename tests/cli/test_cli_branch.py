@@ -10,7 +10,9 @@ from tinygpt.runs.files import list_checkpoints, read_config
 from tinygpt.runs.store import RunStore
 
 
-def test_train_branch_continues_a_run_with_a_changed_setting_and_refuses_a_shape(tmp_path, tiny_text, capsys):
+def test_train_branch_continues_a_run_with_a_changed_setting_and_refuses_a_shape(
+    tmp_path, tiny_text, capsys, monkeypatch
+):
     runs = tmp_path / "runs"
     assert main([*tiny_train_args(runs, tiny_text, 20), "--quiet"]) == 0
     store = RunStore(runs)
@@ -32,3 +34,6 @@ def test_train_branch_continues_a_run_with_a_changed_setting_and_refuses_a_shape
     assert "num_heads" in err and "shape of the weights" in err and "Traceback" not in err
     assert len(store.list_runs()) == 2
     assert main(["train", "--branch", parent, "--resume", parent, "--runs-dir", str(runs)]) == 2
+    monkeypatch.setenv("WORLD_SIZE", "2")  # under torchrun: refused, no folder
+    assert main([*args]) == 2 and "without torchrun" in capsys.readouterr().err
+    assert len(store.list_runs()) == 2

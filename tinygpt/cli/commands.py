@@ -153,7 +153,7 @@ def _train_branch(store, args: argparse.Namespace) -> int:
     settings changed (tinygpt.runs.branch), trained here. Refused before any folder exists when a setting cannot
     change in a branch (the shape, the corpus, the seed, ...), with why."""
     from ..runs.branch import create_branch, plan_branch
-    from ..runs.distributed import run_training_maybe_distributed
+    from ..runs.distributed import run_training_maybe_distributed, world
     from ..runs.files import read_config
     from ..runs.preflight import preflight
 
@@ -161,6 +161,8 @@ def _train_branch(store, args: argparse.Namespace) -> int:
         raise TinyGPTError("--branch takes its settings from the run it branches: drop --resume and --config.")
     if not args.branch.strip():
         raise TinyGPTError("--branch needs a run id: see `python -m tinygpt runs` for the runs there are.")
+    if world()[1] > 1:  # each rank would make a folder of its own, and draws batches of its own (seed + rank)
+        raise TinyGPTError("--branch trains in one process, on its parent's batches: run it without torchrun.")
     plan = plan_branch(store, args.branch, args.from_step, config_overrides(args))
     preflight(plan.config, runs_root=store.root, threads=args.threads)
     run_id = create_branch(store, plan, owner="cli")
