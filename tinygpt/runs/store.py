@@ -5,6 +5,7 @@ folder. The folder is the only channel between them, so its format (v1, defined 
 
     runs/<run_id>/                  run_id matches ^[A-Za-z0-9_-]{8,64}$ and resolves to a folder inside runs/
       config.json                   atomic: the RunConfig, run_id, created, owner, parent, learner, vocab, num_params
+                                    (and a branch's "branch": its step and changes, tinygpt.runs.branch)
       status.json                   atomic, rewritten often: state, reason, step, max_steps, tokens_per_s, ...
       metrics.jsonl                 one JSON object per line per step: step, time, loss, lr, grad_norm, ...
       evals.jsonl                   step, train_loss, val_loss
