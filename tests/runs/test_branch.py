@@ -12,7 +12,8 @@ import pytest
 from helpers import tiny_config, wait_for
 
 from tinygpt.config import ConfigError
-from tinygpt.runs.branch import BranchError, create_branch, plan_branch, read_branch
+from tinygpt.runs.branch import BranchError, create_branch, plan_branch, read_branch, reset_point
+from tinygpt.runs.control import KnobChange, QueueControl
 from tinygpt.runs.files import checkpoint_stem, list_checkpoints, read_config, read_config_json, read_events
 from tinygpt.runs.knobs import knob_changes
 from tinygpt.runs.loop import run_training
@@ -154,3 +155,34 @@ def test_a_learner_branches_anyones_run_into_a_run_of_their_own(tmp_path, tiny_t
     assert not may_control(read_config_json(writer.run_dir), bob)  # Alice's run stays hers
     mine, theirs = losses(store, branch), losses(store, writer.run_id)
     assert mine[:11] == theirs[:11] and mine[11] != theirs[11] and len(mine) == 24
+
+
+@pytest.mark.parametrize("pause_after_the_change", [False, True])
+def test_reset_point_branches_a_run_back_to_before_its_mask_change(tmp_path, tiny_text, pause_after_the_change):
+    """The lesson's "reset the lecture run": a run whose mask went to none at step 12 is branched from the newest
+    checkpoint at or before the change. A pause right after the change checkpoints step 12 with the new mask, so
+    the branch puts the old one back; either way the reset run equals a run that never changed, to the bit."""
+    config = tiny_config(tiny_text, max_steps=24)
+    store = RunStore(tmp_path / "runs")
+    clean = store.create(config.to_dict(), owner="cli")
+    clean.close()
+    run_training(clean.run_dir, config)
+    broken = store.create(config.to_dict(), owner="cli")
+    broken.close()
+    control = QueueControl()
+
+    def at_step(record):
+        if record["step"] == 12:
+            control.send(KnobChange("mask", "none"))
+            if pause_after_the_change:
+                control.send({"cmd": "pause"})
+                control.send({"cmd": "resume"})
+
+    run_training(broken.run_dir, config, control, on_record=at_step)
+    point = reset_point(broken.run_dir, ["mask", "learning_rate"])
+    assert point == ((12, {"mask": "causal"}) if pause_after_the_change else (10, {}))
+    reset = branch_and_train(store, broken.run_id, *point)
+    assert read_config(store.path(reset)).model.mask == "causal"
+    assert losses(store, reset) == losses(store, clean.run_id)  # as if the mask had never changed
+    assert losses(store, broken.run_id)[12] != losses(store, clean.run_id)[12]  # the broken run leaked from step 13
+    assert reset_point(clean.run_dir, ["mask"]) is None

@@ -39,6 +39,7 @@ from .files import (
     checkpoint_stem,
     list_checkpoints,
     read_config_json,
+    read_events,
     read_json,
     read_jsonl,
     read_scores,
@@ -154,6 +155,30 @@ def plan_branch(store: RunStore, run_id: str, step: int | None, changes: dict[st
         )
     coupled = {"min_lr": "learning_rate"} if "learning_rate" in changes and "min_lr" not in changes else {}
     return BranchPlan(run_id, parent_dir, step, config, changed, ckpt.vocab, coupled)
+
+
+def reset_point(run_dir: str | Path, knobs: tuple[str, ...] | list[str]) -> tuple[int, dict[str, Any]] | None:
+    """Where to branch a run to undo the first change of any of `knobs` (the lesson's "reset the lecture run"
+    after its mask or learning-rate step): (the newest checkpoint at or before that change, the changes a branch
+    from it needs to be as the run was before it), or None when no such knob changed or no checkpoint precedes it.
+    The changes are {} unless that checkpoint was saved after the change at the same step (a pause right after
+    it): then they put the old values back. Usage: `manager.branch(run_id, *reset_point(run_dir, ["mask"]), actor)`.
+    """
+    changes = [e for e in read_events(run_dir) if e.get("kind") == "knob" and e.get("ok", True)]
+    first = next((e for e in changes if e.get("knob") in knobs and e.get("old") != e.get("new")), None)
+    if first is None:
+        return None
+    steps = [s for s in list_checkpoints(run_dir) if s <= first["step"]]
+    if not steps:
+        return None
+    undo: dict[str, Any] = {}
+    if steps[-1] == first["step"]:  # saved at the step of the change: maybe after it, so put what it had back
+        config = checkpoint_settings(run_dir, steps[-1])
+        for event in changes:
+            if event["step"] == first["step"] and section_of(event["knob"]) in ("model", "train"):
+                undo.setdefault(event["knob"], event.get("old"))  # the value before the first change at that step
+        undo = {name: old for name, old in undo.items() if getattr(getattr(config, section_of(name)), name) != old}
+    return steps[-1], undo
 
 
 def checkpoint_settings(run_dir: str | Path, step: int) -> RunConfig:
