@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from helpers import tiny_config, wait_for
 
@@ -58,6 +59,10 @@ def test_a_branch_with_no_change_equals_its_parent_to_the_bit(tmp_path, tiny_tex
                                                                               "changes": {}}  # fmt: skip
     snapshots = [s["step"] for s in store.reader(branch).attention_index()["snapshots"]]
     assert snapshots == [s["step"] for s in store.reader(parent).attention_index()["snapshots"]]
+    times = [m["time"] for m in store.reader(branch).metrics]
+    gaps, parent_gaps = np.diff(times[:10]), np.diff([m["time"] for m in store.reader(parent).metrics][:10])
+    assert gaps == pytest.approx(parent_gaps, abs=1e-6)  # the history moved on in time as one: the pace is kept
+    assert 0 <= times[10] - times[9] < 30  # and the branch's first step follows its step 10 by seconds, no gap
     said = [e["message"] for e in read_events(store.path(branch)) if e.get("branched_from")]
     assert said == [f"branched from run {parent} at step 10: no change"]
 

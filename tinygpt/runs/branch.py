@@ -49,6 +49,7 @@ from .files import (
 from .store import RunStore
 
 BRANCH_KEY = "branch"  # config.json: {"step": N, "changes": {name: new}} beside "parent" (an IDENTITY_KEYS entry)
+_SERIES = ("metrics", "evals", "samples")  # the step-keyed .jsonl files a branch copies (events are their own)
 _SECTIONS = {"model": TransformerConfig, "train": TrainConfig, "data": DataConfig, "run": RunConfig}
 _SHAPES = ("vocab_size", "hidden_dim", "num_layers", "num_heads", "max_seq_len", "bias", "token_shift")
 _CORPUS = ("source", "text", "text_sha256", "synthetic_examples", "synthetic_digits")
@@ -210,12 +211,22 @@ def create_branch(store: RunStore, plan: BranchPlan, owner: str, learner: dict |
 
 def _fill(run_dir: Path, plan: BranchPlan) -> None:
     """Copy the parent's history up to the branch step into the (not yet listed) folder `run_dir`."""
-    source, step = plan.parent_dir, plan.step
-    for name in ("metrics", "evals", "samples"):
-        _write_jsonl(run_dir / f"{name}.jsonl", [r for r in _timeline(source / f"{name}.jsonl") if r["step"] <= step])
-    events = _events_until(source, step)
+    source, step, now = plan.parent_dir, plan.step, time.time()
+    copied = {name: [r for r in _timeline(source / f"{name}.jsonl") if r["step"] <= step] for name in _SERIES}
+    copied["events"] = _events_until(source, step)
+    # The copied history is moved on in time so that the branch step is now: the branch's own steps then follow it
+    # by seconds, not by however long ago the parent got there, so its ETA (its pace over the last steps) and its
+    # curve on the seconds axis ("time to quality") have no gap. Spacings, and so the parent's pace, are kept.
+    stamps = [m["time"] for m in copied["metrics"] if isinstance(m.get("time"), int | float)]
+    shift = now - stamps[-1] if stamps else 0.0
+    for records in copied.values():
+        for record in records:
+            if isinstance(record.get("time"), int | float) and not isinstance(record["time"], bool):
+                record["time"] += shift
+    for name in _SERIES:
+        _write_jsonl(run_dir / f"{name}.jsonl", copied[name])
+    events = copied["events"]
     changes = ", ".join(f"{name} {old} -> {new}" for name, old, new in plan.changed) or "no change"
-    now = time.time()
     events.append({"time": now, "step": step, "kind": "state", "branched_from": plan.parent,
                    "message": f"branched from run {plan.parent} at step {step}: {changes}"})  # fmt: skip
     for name, old, new in plan.changed:  # the charts mark each as a knob change at the branch step
