@@ -256,3 +256,36 @@ def test_token_shift_vectors_train_with_adamw_without_decay_and_chart_with_their
             TransformerConfig(token_shift=bad)
     with pytest.raises(ConfigError, match="past the context"):
         TransformerConfig(token_shift=4, max_seq_len=4)
+
+
+def greedy_by_full_forwards(model: TinyGPT, prompt: torch.Tensor, new: int) -> torch.Tensor:
+    """The plainest generate: the whole model on the cropped context each token, every position's logits."""
+    idx = prompt
+    for _ in range(new):
+        logits = model(idx[:, -model.config.max_seq_len :])  # (B, T, V)
+        idx = torch.cat([idx, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return idx
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"mask": "sliding_window", "window": 5},
+        {"mask": "none"},
+        {"token_shift": 2},
+        {"num_layers": 1},
+        {"shape_bug": "softmax_dim"},  # a hook that normalises over the queries: the last block stays whole
+    ],
+)
+def test_sampling_computes_the_newest_position_alone_and_matches_full_forwards(overrides):
+    # stream runs the last block on the newest position alone (last_only) and drops the cache once the window
+    # slides: the same text as the whole model on the cropped context, window sliding included.
+    model = tiny(max_seq_len=12, **overrides)
+    prompt = ids(B=2, T=3)
+    x = ids(B=2, T=12)
+    assert torch.allclose(model(x, last_only=True), model(x)[:, -1:], atol=1e-6)
+    cache = "shape_bug" not in overrides  # the bug's rows depend on the queries: one at a time is another model
+    assert torch.equal(model.generate(prompt, 40, 0, use_cache=cache), greedy_by_full_forwards(model, prompt, 40))
+    steps = list(model.stream(prompt, 30, temperature=0, with_attention=True, last_attention=True))
+    assert all(step.attention is None for _, step in steps[:-1]) and steps[-1][1].attention.shape == (len(model.blocks), 4, 12)

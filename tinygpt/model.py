@@ -50,25 +50,27 @@ def _dropout(p: float) -> nn.Module:
 
 
 class KVCache:
-    """Keys and values of the positions seen so far, one preallocated (B, H, max_seq_len, D) buffer per layer.
+    """Keys and values of the positions seen so far, one preallocated (2, B, H, max_seq_len, D) buffer per layer
+    (keys, then values: one copy a layer stores a new position's both).
 
     With a cache, generating one token runs the model on one position instead of the whole context.
     """
 
     def __init__(self, config: TransformerConfig, batch_size: int, device, dtype=torch.float32):
-        shape = (batch_size, config.num_heads, config.max_seq_len, config.head_dim)
-        self.keys = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)]
-        self.values = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)]
+        shape = (2, batch_size, config.num_heads, config.max_seq_len, config.head_dim)
+        self.kv = [torch.zeros(shape, device=device, dtype=dtype) for _ in range(config.num_layers)]
         self.length = 0  # positions filled so far, the same for every layer
         # Token shift: each layer's last K MLP inputs (B, K, C), the next tokens' previous positions (Block.mlp_input).
         self.last_inputs: dict[int, torch.Tensor] = {}
 
-    def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store the new positions' k, v (B, H, T_new, D); return all keys and values so far (B, H, S, D)."""
-        end = self.length + k.shape[-2]
-        self.keys[layer][:, :, self.length : end] = k
-        self.values[layer][:, :, self.length : end] = v
-        return self.keys[layer][:, :, :end], self.values[layer][:, :, :end]
+    def append(self, layer: int, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store the new positions' keys and values kv (2, B, H, T_new, D); return all keys and values so far,
+        2 x (B, H, S, D)."""
+        end = self.length + kv.shape[-2]
+        buffer = self.kv[layer]
+        buffer[:, :, :, self.length : end] = kv
+        keys, values = buffer[:, :, :, :end].unbind(0)
+        return keys, values
 
 
 class MultiHeadAttention(nn.Module):
@@ -96,18 +98,26 @@ class MultiHeadAttention(nn.Module):
         watched = any(p.active for p in (self.hook_scores, self.hook_mask, self.hook_weights))
         return watched or cfg.softmax != "stable" or not cfg.fused_attention
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0, keep: int | None = None
+    ) -> torch.Tensor:
+        """(B, T, C) -> (B, T, C); with `keep`, only the last `keep` positions query: (B, keep, C) (every position
+        still gives its key and value)."""
         cfg = self.config
         B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)  # (B, T, C) -> 3 x (B, T, C)
-        # Split the width into H heads of D: (B, T, C) -> (B, T, H, D) -> (B, H, T, D)
-        q = q.view(B, T, cfg.num_heads, cfg.head_dim).transpose(1, 2)
-        k = k.view(B, T, cfg.num_heads, cfg.head_dim).transpose(1, 2)
-        v = v.view(B, T, cfg.num_heads, cfg.head_dim).transpose(1, 2)
+        # q, k, v for all heads, the width split into H heads of D, in two ops (a sampled character is mostly
+        # small ops' overhead): (B, T, 3C) -> (B, T, 3, H, D) -> (3, B, H, T, D)
+        qkv = self.qkv(x).view(B, T, 3, cfg.num_heads, cfg.head_dim).permute(2, 0, 3, 1, 4)
         past = 0
         if cache is not None:
             past = cache.length
-            k, v = cache.append(layer, k, v)  # (B, H, S, D) with S = past + T
+            q = qkv[0]  # (B, H, T, D)
+            k, v = cache.append(layer, qkv[1:])  # (B, H, S, D) with S = past + T
+        else:
+            q, k, v = qkv.unbind(0)  # 3 x (B, H, T, D)
+        if keep is not None and keep < T:
+            q = q[:, :, -keep:]  # (B, H, keep, D): the positions before them query as if cached
+            past, T = past + T - keep, keep
         q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         dropout_p = cfg.dropout if self.training else 0.0
         if self.explicit():
@@ -118,7 +128,7 @@ class MultiHeadAttention(nn.Module):
             y = dropped @ v  # (B, H, T, S) @ (B, H, S, D) -> (B, H, T, D)
         else:
             y = fused_attention(q, k, v, cfg.mask, cfg.scale, cfg.window, dropout_p)  # (B, H, T, D)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, C)
+        y = y.transpose(1, 2).reshape(B, T, C)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, C)
         return self.resid_dropout(self.proj(self.hook_out(y)))
 
 
@@ -176,8 +186,16 @@ class Block(nn.Module):
             out = out + mix * (padded[:, K - j : K - j + T] - h)  # (C,) * (B, T, C): row t reads h_{t-j}
         return out
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cache: KVCache | None = None, layer: int = 0, keep: int | None = None
+    ) -> torch.Tensor:
+        """(B, T, C) -> (B, T, C); with `keep`, the last `keep` positions' outputs alone, (B, keep, C): the last
+        block of a forward that needs only the newest position's logits (attention and MLP of 1 row, not T)."""
         x = self.hook_resid_pre(x)
+        if keep is not None and keep < x.shape[1]:
+            attended = self.attn(self.ln_1(x), cache, layer, keep)  # (B, keep, C)
+            x = self.hook_resid_mid(self.hook_skip_attn(x[:, -keep:]) + attended)
+            return self.hook_resid_post(self.hook_skip_mlp(x) + self.mlp(self.mlp_input(x, cache, layer)))
         # The skip path carries x past each sublayer unchanged, and gradients straight back down with it: cut it
         # (the residual experiment detaches it at these probes) and lower layers learn only through the
         # sublayers' own Jacobians, which shrink the gradient layer after layer.
@@ -244,17 +262,41 @@ class TinyGPT(nn.Module):
                     f"got values from {low} to {high}."
                 )
 
-    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
-        """Logits (B, T, V) for every position. The attention weights: `attention_forward` (probes.py)."""
+    def forward(self, idx: torch.Tensor, cache: KVCache | None = None, last_only: bool = False) -> torch.Tensor:
+        """Logits (B, T, V) for every position; with `last_only`, (B, 1, V) for the newest one alone (sampling:
+        the others' head and final norm are not computed). The attention weights: `attention_forward` (probes.py)."""
+        self._check_input(idx, cache.length if cache is not None else 0)
+        return self._logits(idx, cache, last_only, last_only and self._last_block_rowwise())
+
+    def _last_block_rowwise(self) -> bool:
+        """May the last block run on the newest rows alone? Only while no hook in it could read across positions
+        (its head-ablation hook on hook_out is per position; a hook on the weights, e.g. one that normalises over
+        the queries, or on a norm that mixes in earlier rows, is not)."""
+        block = self.blocks[-1]
+        return all(
+            not (module._forward_hooks or module._forward_pre_hooks)
+            for module in block.modules()
+            if module is not block.attn.hook_out
+        )
+
+    def _logits(self, idx: torch.Tensor, cache: KVCache | None, last_only: bool, trim: bool) -> torch.Tensor:
+        """forward without its input checks: for `stream`, whose ids after the prompt are its own samples.
+        `trim`: the last block runs on the rows the newest position's logits need (see _last_block_rowwise)."""
         past = cache.length if cache is not None else 0
-        self._check_input(idx, past)
         B, T = idx.shape
         positions = torch.arange(past, past + T, device=idx.device)  # (T,)
         x = self.drop(self.tok_emb(idx) + self.hook_pos(self.pos_emb(positions)))  # (B, T, C) + (T, C) -> (B, T, C)
+        # The newest position's logits need every position's keys and values in every layer, but in the last
+        # layer only its own query, attention output and MLP: 1 row instead of T there (a quarter of a 4-layer
+        # model's work, exact). With token shift K its MLP also reads the K rows before it, so K + 1 rows stay.
+        keep = 1 + self.config.token_shift if trim else None
+        last = len(self.blocks) - 1
         for layer, block in enumerate(self.blocks):
-            x = block(x, cache, layer)
+            x = block(x, cache, layer, keep if layer == last else None)
         if cache is not None:
             cache.length += T
+        if last_only:
+            x = x[:, -1:]  # (B, 1, C)
         return self.lm_head(self.ln_f(x))  # (B, T, C) @ (C, V) -> (B, T, V)
 
     # ---------------------------------------------------------------- generation
@@ -276,10 +318,18 @@ class TinyGPT(nn.Module):
         use_cache: bool = True,
         with_attention: bool = False,
         details: bool = True,
+        last_attention: bool = False,
     ) -> Iterator[tuple[torch.Tensor, GenerationStep | None]]:
         """Yield (next ids (B, 1), step details) one token at a time. Context beyond max_seq_len is cropped left.
 
         `details=False` skips the per-token distributions (None is yielded instead) for plain generation.
+        `last_attention`: only the last token's step carries the attention row (the Sample page shows that one);
+        the others take the fused path, ~3x cheaper a token than the explicit one with its probes watched.
+
+        The cache serves the first window: each new token runs one position. Once the text is longer than
+        max_seq_len every position of the window moves (learned absolute positions), so every key changes and
+        each token runs the whole cropped window, as a cache-less generate does; the cache is dropped then, not
+        refilled each token (its copies cost a tenth of a character's time; issue 35).
         """
         expect_shape("idx", idx, ("B", None), dtype=(torch.long, torch.int32, torch.int64))
         if idx.shape[1] == 0:
@@ -288,33 +338,39 @@ class TinyGPT(nn.Module):
         self.eval()
         try:
             context = idx[:, -self.config.max_seq_len :]  # (B, T <= max_seq_len)
+            trim = self._last_block_rowwise()
             cache = None
             if self._use_cache(use_cache):
                 cache = KVCache(self.config, idx.shape[0], idx.device, self.tok_emb.weight.dtype)
+            self._check_input(context, 0)  # once: the ids after the prompt are the model's own samples
             pending = context  # the positions not yet run through the model
-            for _ in range(max_new_tokens):
+            for i in range(max_new_tokens):
                 if cache is not None and cache.length + pending.shape[1] > self.config.max_seq_len:
                     # Positions are absolute (learned embeddings), so once the window slides every cached key
-                    # is at the wrong position: refill the cache from the cropped window.
-                    cache.length = 0
-                    pending = context[:, -self.config.max_seq_len :]
+                    # is at the wrong position, and stays so for every later token: recompute from now on.
+                    cache = None
                 if cache is None:
                     pending = context[:, -self.config.max_seq_len :]
-                if with_attention:
-                    logits, maps = attention_forward(self, pending, cache=cache)  # L x (B, H, T, S)
+                if with_attention and (not last_attention or i == max_new_tokens - 1):
+                    # Its hooks on the weights keep the last block whole for this token (_last_block_rowwise).
+                    logits, maps = attention_forward(self, pending, cache=cache, last_only=True)  # L x (B, H, T, S)
                 else:
-                    logits, maps = self(pending, cache=cache), None
+                    logits, maps = self._logits(pending, cache, True, trim), None  # (B, 1, V)
                 last = logits[:, -1, :].float()  # (B, V) only the newest position predicts the next token
-                next_ids = sample_next_token(last, temperature, top_k, top_p, generator)  # (B, 1)
-                step = None
+                step, probs = None, None
+                if details:  # the distribution sampled from, computed once for the draw and the page
+                    probs = next_token_probs(last, temperature, top_k, top_p) if temperature != 0 else None
+                next_ids = sample_next_token(last, temperature, top_k, top_p, generator, probs)  # (B, 1)
                 if details:
                     attn_row = None
                     if maps is not None:
                         attn_row = torch.stack([m[0, :, -1, :] for m in maps])  # L x (H, S) -> (L, H, S)
+                    if probs is None:
+                        probs = next_token_probs(last[:1], temperature, top_k, top_p)
                     step = GenerationStep(
                         token=int(next_ids[0, 0]),
                         probs_raw=torch.softmax(last[0], dim=-1),
-                        probs=next_token_probs(last[:1], temperature, top_k, top_p)[0],
+                        probs=probs[0],
                         attention=attn_row,
                     )
                 context = torch.cat([context, next_ids], dim=1)[:, -self.config.max_seq_len - 1 :]

@@ -48,11 +48,14 @@ def sample_next_token(
     top_k: int | None = None,
     top_p: float | None = None,
     generator: torch.Generator | None = None,
+    probs: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Pick the next token ids (B, 1) from logits (B, V)."""
+    """Pick the next token ids (B, 1) from logits (B, V). `probs`: next_token_probs of these logits and settings,
+    when the caller has it already (the Sample page shows it): it is not computed twice."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)  # greedy: deterministic, no randomness consumed
-    probs = next_token_probs(logits, temperature, top_k, top_p)
+    if probs is None:
+        probs = next_token_probs(logits, temperature, top_k, top_p)
     try:
         return torch.multinomial(probs, num_samples=1, generator=generator)
     except RuntimeError as exc:  # multinomial checks for NaN/inf itself, so the healthy path pays nothing extra

@@ -6,8 +6,11 @@ last position's logits, divides by the temperature, keeps the top k, softmaxes a
 weights of the TinyGPT it races, so both compute the same function; the bench checks that their greedy texts agree.
 
 Shape: nanoGPT's Shakespeare-char CPU recipe (4 layers, 4 heads, width 128, context 64, no bias, vocab 65).
-Each round times the reference and TinyGPT's `generate` (and `stream` with the Sample page's per-token details)
-back to back, the machine's load average beside each figure; the medians of the rounds are the result.
+Each round times, back to back: the reference, TinyGPT's `generate` (the CLI's `sample` and the runs' samples),
+and the Sample page's `stream_text` (tinygpt/inside/maps.py: per-character distributions, the last character's
+attention); and each of the first two within the first window alone (63 characters after a 1-character prompt:
+where TinyGPT's KV cache runs one position a character). Wall and CPU time (process_time: on a machine shared with
+other jobs, the time this process computed) with the load average beside each; the medians of the rounds count.
 
     --chars 500 --rounds 5 --threads 1 --temperature 0.8 --top-k 200
 """
@@ -24,7 +27,9 @@ import torch
 import torch.nn.functional as F
 
 from ..config import TransformerConfig
+from ..inside.maps import stream_text
 from ..model import TinyGPT
+from ..tokenizer import CharTokenizer
 
 
 def nanogpt_shape(context: int = 64) -> TransformerConfig:
@@ -73,11 +78,12 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def _timed(fn) -> tuple[float, float]:
+def _timed(fn) -> tuple[float, float, float]:
+    """(wall s, CPU s, load average) of one call."""
     load = _load()
-    started = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - started, load
+    return time.perf_counter() - wall, time.process_time() - cpu, load
 
 
 def compare(chars: int = 500, rounds: int = 5, temperature: float = 0.8, top_k: int | None = 200) -> dict:
@@ -87,29 +93,44 @@ def compare(chars: int = 500, rounds: int = 5, temperature: float = 0.8, top_k: 
     # The same function: greedy texts agree (a few hundred characters on random weights, ties aside).
     same = torch.equal(reference_generate(model, prompt, 100, 0, None), model.generate(prompt, 100, temperature=0))
 
-    def details():
-        for _ in model.stream(prompt, chars, temperature, top_k, details=True):
+    tokenizer = CharTokenizer([chr(32 + i) for i in range(65)])
+    window = model.config.max_seq_len - 1
+
+    def page():
+        for _ in stream_text(model, tokenizer, " ", chars, temperature, top_k, None, 0, {}):
             pass
 
-    racers = {
-        "reference (no cache)": lambda: reference_generate(model, prompt, chars, temperature, top_k),
-        "tinygpt generate": lambda: model.generate(prompt, chars, temperature, top_k),
-        "tinygpt stream, details": details,
+    racers = {  # name: (call, characters)
+        "reference (no cache)": (lambda: reference_generate(model, prompt, chars, temperature, top_k), chars),
+        "tinygpt generate": (lambda: model.generate(prompt, chars, temperature, top_k), chars),
+        "Sample page stream_text": (page, chars),
+        "reference, first window": (lambda: reference_generate(model, prompt, window, temperature, top_k), window),
+        "tinygpt generate, first window": (lambda: model.generate(prompt, window, temperature, top_k), window),
     }
-    for fn in racers.values():  # warm-up: first calls pay for allocations and kernels' dispatch tables
+    for fn, _ in racers.values():  # warm-up: first calls pay for allocations and kernels' dispatch tables
         torch.manual_seed(1)
         fn()
     rows = []
     for round_ in range(rounds):
-        for name, fn in racers.items():
+        for name, (fn, n) in racers.items():
             torch.manual_seed(round_)
-            seconds, load = _timed(fn)
-            rows.append({"round": round_, "racer": name, "ms_per_char": round(seconds * 1000 / chars, 4), "load": load})
-            print(json.dumps(rows[-1]), flush=True)
-    medians = {name: statistics.median(r["ms_per_char"] for r in rows if r["racer"] == name) for name in racers}
-    ref = medians["reference (no cache)"]
-    return {"chars": chars, "threads": torch.get_num_threads(), "greedy_texts_agree": same, "medians": medians,
-            "ratio_to_reference": {n: round(m / ref, 3) for n, m in medians.items()}}  # fmt: skip
+            wall, cpu, load = _timed(fn)
+            row = {"round": round_, "racer": name, "wall_ms_per_char": round(wall * 1000 / n, 4),
+                   "cpu_ms_per_char": round(cpu * 1000 / n, 4), "load": load}  # fmt: skip
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    out = {"chars": chars, "threads": torch.get_num_threads(), "greedy_texts_agree": same, "racers": {}}
+    for name in racers:
+        mine = [r for r in rows if r["racer"] == name]
+        out["racers"][name] = {
+            key: statistics.median(r[key] for r in mine) for key in ("wall_ms_per_char", "cpu_ms_per_char")
+        } | {"load": f"{min(r['load'] for r in mine):g}-{max(r['load'] for r in mine):g}"}
+    for name, against in (("tinygpt generate", "reference (no cache)"), ("Sample page stream_text", "reference (no cache)"),
+                          ("tinygpt generate, first window", "reference, first window")):  # fmt: skip
+        mine, theirs = out["racers"][name], out["racers"][against]
+        mine["cpu_x_reference"] = round(mine["cpu_ms_per_char"] / theirs["cpu_ms_per_char"], 3)
+        mine["wall_x_reference"] = round(mine["wall_ms_per_char"] / theirs["wall_ms_per_char"], 3)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -123,10 +144,11 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     result = compare(args.chars, args.rounds, args.temperature, args.top_k)
     print(json.dumps(result))
-    print("\n| racer | ms a character (median) | x reference | load during the rounds |\n|---|---|---|---|")
-    print(f"| ({result['chars']} characters, {result['threads']} thread(s)) | | | |")
-    for name, ms in result["medians"].items():
-        print(f"| {name} | {ms:.3f} | {result['ratio_to_reference'][name]:.2f} | see the JSON lines |")
+    print(f"\n{result['chars']} characters, {result['threads']} thread(s), medians of {args.rounds} rounds\n")
+    print("| racer | wall ms a char | CPU ms a char | CPU x reference | load |\n|---|---|---|---|---|")
+    for name, r in result["racers"].items():
+        ratio = r.get("cpu_x_reference", 1.0)
+        print(f"| {name} | {r['wall_ms_per_char']:.3f} | {r['cpu_ms_per_char']:.3f} | {ratio:.2f} | {r['load']} |")
 
 
 if __name__ == "__main__":
