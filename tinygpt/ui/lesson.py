@@ -47,6 +47,7 @@ from tinygpt.ui.lesson_checks import (  # noqa: F401 - the checks, re-exported: 
     lens_sharpens,
     loss_from_uniform,
 )
+from tinygpt.ui.predictions import Answers
 
 ROOM_FILE = "lesson.json"  # in the runs folder: {"step", "runs": {role: {label: run_id}}, "measured", "moved_at"}
 
@@ -86,6 +87,7 @@ class Step:
     watch: str
     check: Callable[[Evidence], Check]
     long: bool = False  # needs minutes of training: prepared ahead (Prepare the room) or trained in the background
+    answers: Answers | None = None  # the choices for `predict`, graded by the check (tinygpt.ui.predictions)
 
 
 PAGE_NAMES = {"pages/train.py": "Train", "pages/attention.py": "Attention", "pages/experiments.py": "Experiments",
@@ -100,6 +102,7 @@ STEPS: tuple[Step, ...] = (
         "The model starts knowing nothing: what loss does uniform guessing over 65 characters give?",
         "The loss starts on the dashed ln(V) line and falls within seconds; the sample turns from noise to words.",
         loss_from_uniform,
+        answers=Answers(("under 2", "between 3 and 5", "over 10"), "between 3 and 5", ()),
     ),
     Step(
         "shapes",
@@ -109,6 +112,8 @@ STEPS: tuple[Step, ...] = (
         "A softmax over the wrong dimension broadcasts without an error. Will its loss look wrong?",
         "The buggy run's loss looks fine, even better; its rows don't sum to 1; with contracts it stops at step 0.",
         experiment_verdict("shape_drift", "Shape drift"),
+        answers=Answers(("it looks wrong: higher", "it looks fine, or even better", "it crashes"),
+                        "it looks fine, or even better", ()),
     ),
     Step(
         "scaling",
@@ -118,6 +123,8 @@ STEPS: tuple[Step, ...] = (
         "Without 1/√d_head the scores grow with the width: sharper or flatter attention? Better or worse loss?",
         "Unscaled: near one-hot attention (entropy toward 0), smaller attention gradients, a higher loss.",
         experiment_verdict("scaling", "Unscaled attention logits"),
+        answers=Answers(("sharper, and a worse loss", "flatter, and a worse loss", "about the same"),
+                        "sharper, and a worse loss", ()),
     ),
     Step(
         "mask",
@@ -127,6 +134,7 @@ STEPS: tuple[Step, ...] = (
         "The mask is switched off while the model trains: it can now see the character it must predict.",
         "Within seconds the loss plunges toward zero: the model copies the answer instead of predicting it.",
         knob_effect("mask", "none", rise=False, min_change=1.0),
+        answers=Answers(("the loss plunges", "the loss goes up", "it stays about the same"), "the loss plunges", ()),
     ),
     Step(
         "heads",
@@ -138,6 +146,7 @@ STEPS: tuple[Step, ...] = (
         "Different heads, different jobs on the Attention page: one attends to the first character, another one "
         "back, another to itself.",
         heads_differ,
+        answers=Answers(("different patterns", "all the same pattern"), "different patterns"),
     ),
     Step(
         "residual",
@@ -147,6 +156,7 @@ STEPS: tuple[Step, ...] = (
         "Detach the residual path in a 4-layer model: what happens to the first layer's gradient?",
         "The detached run's first-layer gradient norm falls to the floor and its loss stalls.",
         experiment_verdict("residual", "Detached residual path"),
+        answers=Answers(("it falls toward zero", "it grows", "about the same"), "it falls toward zero", ()),
     ),
     Step(
         "optim",
@@ -158,6 +168,7 @@ STEPS: tuple[Step, ...] = (
         "The loss jumps up within a few steps; clipping the gradient norm does not stop it (Adam divides the "
         "clipped gradient by its own running size).",
         knob_effect("learning_rate", 0.1, rise=True),
+        answers=Answers(("the loss goes up", "it falls faster", "not much changes"), "the loss goes up", ()),
     ),
     Step(
         "pitfalls",
@@ -167,6 +178,8 @@ STEPS: tuple[Step, ...] = (
         "Seven classic bugs, each as a correct and a broken run one setting apart: which ones crash?",
         "Almost none crash: each verdict names the numbers that give the bug away.",
         all_pitfalls,
+        answers=Answers(("most of them", "a few", "almost none: only their numbers give them away"),
+                        "almost none: only their numbers give them away", ()),
         long=True,
     ),
     Step(
@@ -177,6 +190,7 @@ STEPS: tuple[Step, ...] = (
         "The silent shape bug trained to a fine-looking loss. Can a checklist catch it?",
         "Model health: the correct run passes; the buggy one fails the attention-rows and future-leak checks.",
         health_catches,
+        answers=Answers(("yes, it fails a check", "no, it passes"), "yes, it fails a check"),
     ),
     Step(
         "induction",
@@ -186,6 +200,7 @@ STEPS: tuple[Step, ...] = (
         "Text that repeats: can a 2-layer model learn to copy what came after the last occurrence?",
         "A phase change: one layer-1 head's induction score jumps, and the second copy's loss falls with it.",
         induction_formed,
+        answers=Answers(("yes, a head learns to copy", "no"), "yes, a head learns to copy"),
         long=True,
     ),
     Step(
@@ -197,6 +212,9 @@ STEPS: tuple[Step, ...] = (
         "The loss on the repeated text's second copy rises (the check measures it there, on the experiment's "
         "repeated probe; the page's chart ablates on the probe text you type).",
         ablation_hurts,
+        answers=Answers(("the second copy's, by 0.1 nats or more", "the second copy's, by less than 0.1",
+                         "the first copy's"), "the second copy's, by 0.1 nats or more",
+                        ("the second copy's, by less than 0.1",)),
         long=True,
     ),
     Step(
@@ -207,6 +225,8 @@ STEPS: tuple[Step, ...] = (
         "Read the residual stream after each layer as if it were the output: where does the answer appear?",
         "The embedding alone guesses little; the right character tops the list by the last layer.",
         lens_sharpens,
+        answers=Answers(("already after the embedding", "only in the last layers", "nowhere"),
+                        "only in the last layers", ()),
         long=True,
     ),
 )

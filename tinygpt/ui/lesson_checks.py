@@ -55,6 +55,7 @@ class Evidence:
 class Check:
     passed: bool | None  # None: not enough data yet
     text: str
+    settled: bool = False  # with passed None: the runs ended without the data to judge (predictions: undecided)
 
     @property
     def status(self) -> str:
@@ -194,7 +195,8 @@ def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
             return Check(None, f"Not enough data yet: '{title}' has not been started.")
         if verdict.get("reproduced") is None:
             said = "not enough data" if verdict.get("undecided") else "not enough data yet"
-            return Check(None, f"{said.capitalize()}: {verdict.get('sentence', 'still training')}")
+            return Check(None, f"{said.capitalize()}: {verdict.get('sentence', 'still training')}",
+                         settled=bool(verdict.get("undecided")))
         return Check(bool(verdict["reproduced"]), f"{title}: {verdict.get('sentence', '')}")
 
     return check
@@ -227,7 +229,8 @@ def all_pitfalls(ev: Evidence) -> Check:
         parts = ([f"not started: {', '.join(missing)}"] if missing else []) + (
             [f"still training: {', '.join(waiting)}"] if waiting else []) + (
             [f"not enough data: {', '.join(unmeasured)}"] if unmeasured else [])  # fmt: skip
-        return Check(None, f"Not enough data yet: {text} so far; {'; '.join(parts)}.")
+        return Check(None, f"Not enough data yet: {text} so far; {'; '.join(parts)}.",
+                     settled=not missing and not waiting)  # only unmeasured clauses left: nothing more will come
     failed = [k for k in judged if k not in shown]
     if failed:
         return Check(False, f"{text}; did not reproduce: {', '.join(failed)}.")
