@@ -45,7 +45,8 @@ from .shapes import expect_shape
 
 
 def _dropout(p: float) -> nn.Module:
-    # Dropout(0) still launches its kernel in training mode; an identity costs nothing.
+    # Dropout(0) still launches its kernel in training mode; an identity costs nothing. In eval dropout is the
+    # identity either way, and the forwards skip the module's call (sampling pays per call: issue 35).
     return nn.Dropout(p) if p > 0 else nn.Identity()
 
 
@@ -129,7 +130,8 @@ class MultiHeadAttention(nn.Module):
         else:
             y = fused_attention(q, k, v, cfg.mask, cfg.scale, cfg.window, dropout_p)  # (B, H, T, D)
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, C)
-        return self.resid_dropout(self.proj(self.hook_out(y)))
+        out = self.proj(self.hook_out(y))  # (B, T, C)
+        return self.resid_dropout(out) if self.training else out
 
 
 class MLP(nn.Module):
@@ -144,7 +146,8 @@ class MLP(nn.Module):
         self.dropout = _dropout(config.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.dropout(self.proj(self.hook_act(self.act(self.fc(x)))))
+        out = self.proj(self.hook_act(self.act(self.fc(x))))  # (B, T, C)
+        return self.dropout(out) if self.training else out
 
 
 class Block(nn.Module):
@@ -285,7 +288,8 @@ class TinyGPT(nn.Module):
         past = cache.length if cache is not None else 0
         B, T = idx.shape
         positions = torch.arange(past, past + T, device=idx.device)  # (T,)
-        x = self.drop(self.tok_emb(idx) + self.hook_pos(self.pos_emb(positions)))  # (B, T, C) + (T, C) -> (B, T, C)
+        x = self.tok_emb(idx) + self.hook_pos(self.pos_emb(positions))  # (B, T, C) + (T, C) -> (B, T, C)
+        x = self.drop(x) if self.training else x
         # The newest position's logits need every position's keys and values in every layer, but in the last
         # layer only its own query, attention output and MLP: 1 row instead of T there (a quarter of a 4-layer
         # model's work, exact). With token shift K its MLP also reads the K rows before it, so K + 1 rows stay.
