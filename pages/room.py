@@ -10,7 +10,7 @@ frame.require()
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.ui import backlog, explain, form, picking, resources, room, runinfo
+from tinygpt.ui import backlog, explain, form, picking, prediction_view, resources, room, runinfo
 from tinygpt.ui.charts import compare
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
@@ -61,6 +61,7 @@ def dashboard() -> None:
 
 
 dashboard()
+prediction_view.room_spread()  # the lesson step in play: the count per answer, live; the share right after its check
 with st.expander("Per-run budget for learners", icon=":material/speed:"):
     budget = resources.room_budget()
     b1, b2, b3 = st.columns(3)

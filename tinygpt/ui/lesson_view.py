@@ -21,11 +21,12 @@ from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.lab.registry import EXPERIMENTS
+from tinygpt.lab.results import read_result
 from tinygpt.lab.verdict import ENDED
 from tinygpt.presets import preset
 from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
 from tinygpt.runs.owners import Actor, may_control, read_owner
-from tinygpt.ui import admission, circuits_view, lab, lesson, resources, runinfo, safe, settings, state
+from tinygpt.ui import admission, circuits_view, lab, lesson, prediction_view, resources, runinfo, safe, settings, state
 from tinygpt.ui.lesson import HEADS, INDUCTION, LECTURE, STEPS, Evidence, RunData, Step
 
 REFRESH_S = 3.0  # how often a pane re-reads the room's position and its step's check
@@ -270,7 +271,8 @@ def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evi
         elif role == INDUCTION:
             readers, records, ended = circuits_view.experiment_state(resources.get_store(), ids)
             final = circuits_view.final_scores(readers, ended)
-            ev.verdicts[INDUCTION] = _verdict(induction.induction_verdict(records, ended, final))
+            results = {label: read_result(rd) for label, rd in readers.items()} if ended else None
+            ev.verdicts[INDUCTION] = _verdict(induction.induction_verdict(records, ended, final, runs=results))
             two = _reader(ids[TWO])
             if ended and two is not None and two.checkpoints() and step.key in ("ablation", "lens"):
                 last, text = two.checkpoints()[-1], two.attention_index().get("probe_text", "")
@@ -342,6 +344,7 @@ def _check_view(index: int, actor: Actor, seen_room: int | None) -> None:
     if data["step"] != seen_room and data["step"] is not None:
         st.rerun(scope="app")  # the instructor moved the room: the pane follows
     step = STEPS[index]
+    predicted = st.container()  # the learner's prediction, above the check it is graded by (prediction_view)
     slot = st.empty()
     if state.get(state.LESSON_CHECKED) != index:
         # Before the check is computed (the circuit steps' read checkpoints and ablate heads: 15 s and more), the
@@ -363,6 +366,8 @@ def _check_view(index: int, actor: Actor, seen_room: int | None) -> None:
         _show_check(check)
         for line in lines:
             st.caption(safe.md(line))
+    with predicted:
+        prediction_view.pane_part(step, actor, check)
 
 
 def pane(shop, actor: Actor) -> None:
