@@ -235,3 +235,17 @@ def test_a_corpus_the_benchmark_never_ran_a_pitfall_on_is_said_to_be_unmeasured(
     assert [i for i in at.info if "Not benchmarked on this corpus" in i.value]
     at.selectbox(key=state.W_LAB_SOURCE).set_value("Synthetic: copy").run()
     assert not [i for i in at.info if "Not benchmarked" in i.value]
+
+
+def test_a_short_text_of_ones_own_is_warned_about_before_the_runs_start(runs_dir):
+    """Issue 33 finding 1: on 2,000 characters the runs learn the text by heart; the page says so before anything
+    trains (and the verdict then says "not enough data", from the held-out loss), and says nothing on a long one."""
+    at = open_experiments({"experiment": "warmup"})
+    at.selectbox(key=state.W_LAB_SOURCE).set_value("Paste text").run()
+    at.text_area(key=state.W_LAB_PASTE).input("the cat sat on the mat. " * 84).run()  # 2,016 characters
+    [said] = [w.value for w in at.warning if "times over" in w.value]
+    assert "2,016 characters" in said and "not enough data" in said and "Not benchmarked" in " ".join(
+        i.value for i in at.info
+    )
+    at.text_area(key=state.W_LAB_PASTE).input("the cat sat on the mat. " * 200_000).run()
+    assert not [w for w in at.warning if "times over" in w.value]

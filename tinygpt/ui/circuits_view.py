@@ -23,6 +23,7 @@ from tinygpt.errors import RunStoreError
 from tinygpt.inside import heads, lens
 from tinygpt.inside.maps import encode_probe
 from tinygpt.lab import induction
+from tinygpt.lab.results import read_result
 from tinygpt.runs.files import ENDED_STATES, read_scores
 from tinygpt.runs.models import run_data
 from tinygpt.runs.reader import RunReader
@@ -373,7 +374,8 @@ def _induction_entry(store) -> None:
             state.put(state.CIRC_LIVE, not ended)
             st.rerun()
         experiment_progress(readers, ended)
-        verdict = induction.induction_verdict(records, ended, final_scores(readers, ended))
+        results = {label: read_result(rd) for label, rd in readers.items()} if ended else None  # ran to the end?
+        verdict = induction.induction_verdict(records, ended, final_scores(readers, ended), runs=results)
         st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")
         st.page_link("pages/circuits.py", label="See its phase change and the 2-layer run's heads on Circuits",
                      icon=":material/hub:", query_params={state.URL_RUN: runs[labels[0]],

@@ -69,6 +69,11 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
             "English prose). The verdict below is judged from these runs alone, so it still says whether it showed.",
             icon=":material/info:",
         )
+    # Before the runs start: a learner's text shorter than what the runs read may be learned by heart, and then the
+    # verdict says "not enough data" (held-out loss tells memorising from learning): said now, not after.
+    own = choice.pasted or (choice.uploaded or b"").decode("utf-8", "replace")
+    if warning := experiment.held_out_warning(own):
+        column.warning(warning, icon=":material/info:")
     return choice
 
 
