@@ -85,7 +85,7 @@ def manager(tmp_path):
 
 @pytest.mark.parametrize(
     ("content", "says"),
-    [("[1, 2]", "must hold a JSON object"), ('{"model": [1]}', "'model' must be a JSON object"), ("{", "cannot read")],
+    [("[1, 2]", "must hold a JSON object"), ('{"model": [1]}', "'model' must be a JSON object"), ("{", "is not JSON")],
 )
 def test_1_a_config_file_that_is_not_an_object_is_one_line(tmp_path, capsys, content, says):
     (tmp_path / "c.json").write_text(content)
@@ -613,13 +613,15 @@ def test_11_an_old_run_folder_with_the_text_inline_still_loads_and_resumes(tmp_p
     ("flags", "says"),
     [
         (("--device", "cuda"), "not available on this machine"),
-        (("--checkpoint-every", "0"), "checkpoint_every must be a positive whole number"),
-        (("--max-seq-len", "100000"), "lower max_seq_len"),
-        (("--hidden-dim", "65536", "--num-heads", "4"), "lower hidden_dim"),
-        (("--batch-size", "100000000"), "of memory to train"),
+        (("--checkpoint-every", "0"), "--checkpoint-every: expected a whole number from 1"),
+        # Within the table of limits (tinygpt.config.LIMITS) but beyond this machine: the memory estimate refuses
+        (("--max-seq-len", "65536"), "lower max_seq_len"),
+        (("--hidden-dim", "16384", "--num-heads", "4"), "lower hidden_dim"),
+        (("--batch-size", "8192", "--max-seq-len", "1024"), "of memory to train"),
+        (("--max-seq-len", "100000"), "--max-seq-len: expected a whole number from 1 to 65,536"),  # past the table
         (("--source", "nonsense"), "invalid choice"),
         (("--source", "text", "--text", "too short"), "characters"),
-        (("--seed", "-1"), "seed must be"),
+        (("--seed", "-1"), "--seed: expected a whole number from 0"),
         (("--threads", "-1"), "--threads"),
     ],
 )
@@ -634,12 +636,12 @@ def test_12_what_cannot_work_is_refused_before_a_run_exists(tmp_path, capsys, fl
 def test_12_the_memory_estimate_names_the_number_and_what_to_lower():
     from tinygpt.presets import preset
 
-    config = preset("demo", max_seq_len=100_000)
+    config = preset("demo", max_seq_len=65_536)  # the longest context the table of limits allows
     with pytest.raises(ResourceError) as caught:
         preflight_module.check_memory(config, "cpu", free=16 * 10**9)
     message = str(caught.value)
-    assert message.startswith("this run needs about 10.3 TB of memory to train, but the cpu has 16 GB free: ")
-    assert "the attention scores alone take 10.2 TB (2 layers x batch 16 x 4 heads x 100,000^2 positions)" in message
+    assert message.startswith("this run needs about 4.41 TB of memory to train, but the cpu has 16 GB free: ")
+    assert "the attention scores alone take 4.4 TB (2 layers x batch 16 x 4 heads x 65,536^2 positions)" in message
     preflight_module.check_memory(preset("demo"), "cpu", free=16 * 10**9)  # the demo fits easily
 
 
