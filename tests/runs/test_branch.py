@@ -151,7 +151,9 @@ def test_a_learner_branches_anyones_run_into_a_run_of_their_own(tmp_path, tiny_t
         with pytest.raises(BranchError):  # refused before the queue, too
             manager.branch(writer.run_id, 10, {"num_layers": 3}, actor=bob)
         branch = manager.branch(writer.run_id, 10, {"learning_rate": 1e-2}, actor=bob)
-        wait_for(lambda: store.reader(branch).status().get("state") == "finished", timeout=60)
+        same = manager.branch(writer.run_id, 10, {}, actor=alice)  # queued behind it (one slot)
+        for run in (branch, same):
+            wait_for(lambda run=run: store.reader(run).status().get("state") == "finished", timeout=60)
     finally:
         manager.shutdown()
     config = read_config_json(store.path(branch))
@@ -160,6 +162,7 @@ def test_a_learner_branches_anyones_run_into_a_run_of_their_own(tmp_path, tiny_t
     assert not may_control(read_config_json(writer.run_dir), bob)  # Alice's run stays hers
     mine, theirs = losses(store, branch), losses(store, writer.run_id)
     assert mine[:11] == theirs[:11] and mine[11] != theirs[11] and len(mine) == 24
+    assert losses(store, same) == theirs  # in a worker process too: no change is the parent, to the bit
 
 
 @pytest.mark.parametrize("pause_after_the_change", [False, True])
