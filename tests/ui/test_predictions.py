@@ -167,3 +167,14 @@ def test_the_csv_has_every_step_and_answer_and_no_names(tmp_path):
     assert seen["learners"] == "1" and seen["grade"] == RIGHT and seen["outcome"] == SEEN
     assert seen["answered"] == "2" and seen["share_right"] == "0.500" and seen["question"] == first.predict
     assert "anna" not in text and "ben" not in text
+
+
+def test_a_step_is_revealed_to_the_room_by_the_instructor_or_to_a_learner_by_their_own_setup(tmp_path):
+    book = PredictionBook(tmp_path)
+    assert not book.revealed("scaling") and not book.revealed("scaling", "ann")
+    book.reveal("scaling", "ann")
+    assert book.revealed("scaling", "ann") and not book.revealed("scaling", "ben") and not book.revealed("scaling")
+    book.answer("scaling", "ben", "ben", "yes", YESNO)  # a reveal is no outcome: answers stay open
+    book.reveal("scaling")
+    assert book.revealed("scaling", "ben") and book.revealed("scaling")
+    assert book.step("scaling")[0]["ben"]["answer"] == "yes"

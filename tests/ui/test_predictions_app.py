@@ -1,7 +1,8 @@
 """Predict, then run, headless (AppTest): an instructor and three learners on one server. Each learner answers the
 step's question in their lesson pane; the instructor's Room shows the count per answer while they answer, names
 no one until asked, and the share right once the check appears; after it, a learner's pane shows their answer
-graded, and a change sent by a page that still showed the radio is refused by the server."""
+graded, and a change sent by a page that still showed the radio is refused by the server. A check decided before
+the step is set up (prepared runs) waits for the setup, so the room predicts first."""
 
 from __future__ import annotations
 
@@ -87,9 +88,20 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
     assert any("appears with the check" in str(c.value) for c in room.caption)
     assert len(room.get("download_button")) == 1  # the CSV (its content: tests/ui/test_predictions.py)
 
-    # The check appears (the instructor's pane computes it: it closes the step for the room).
+    # The check has its result, but the step is not set up yet (its runs were prepared before class): it waits,
+    # and the answers stay open.
     checked["done"] = True
     room.run()
+    assert prediction_view.book().step(STEP.key)[1] is None
+    assert any("ready, shown once" in str(m.value) for m in room.sidebar.markdown)
+    learners["cleo"].run()
+    assert radio(learners["cleo"]) is not None
+    assert any("appears once the instructor" in str(i.value) for i in learners["cleo"].sidebar.info)
+    # The instructor sets the step up (its runs and page are tests/ui/test_lesson.py's): the check appears on the
+    # instructor's pane and closes the step for the room.
+    monkeypatch.setattr(lesson_view, "set_up", lambda step, actor: None)
+    next(b for b in room.sidebar.button if b.label == "Set up this step").click().run()
+    assert not room.exception, room.exception
     assert prediction_view.book().step(STEP.key)[1] == SEEN
     right = next(m for m in room.metric if m.label == "Right")
     assert right.value == "33%"  # anna right; ben wrong; cleo not sure (no right answer)

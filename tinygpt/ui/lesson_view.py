@@ -355,7 +355,7 @@ def _check_view(index: int, actor: Actor, seen_room: int | None) -> None:
     runs = runs_for(actor, data)
     try:
         with _LOCK:
-            check = step.check(evidence(step, runs, data["measured"]))
+            check = prediction_view.shown_check(step, actor, step.check(evidence(step, runs, data["measured"])))
             lines = _progress(runs, step)
     except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
         check = lesson.Check(None, f"Not enough data yet: could not read the runs ({exc}).")
@@ -399,6 +399,7 @@ def pane(shop, actor: Actor) -> None:
         if st.button("Set up this step", type="primary", icon=":material/play_circle:", key="lesson_setup",
                      width="stretch"):  # fmt: skip
             try:
+                prediction_view.set_up(step, actor)  # before: set_up ends by switching page
                 set_up(step, actor)
             except TinyGPTError as exc:
                 st.error(safe.md(exc))

@@ -85,6 +85,32 @@ def instructor_part(step: lesson.Step, check: lesson.Check) -> None:
     st.caption(f"**The room's predictions:** {safe.md(line)}")
 
 
+class HeldCheck(lesson.Check):
+    """A decided check not shown yet: its status says so (a plain Check(None) would say "not enough data")."""
+
+    @property
+    def status(self) -> str:
+        return "ready, shown once this step is set up"
+
+
+def shown_check(step: lesson.Step, actor: Actor, check: lesson.Check) -> lesson.Check:
+    """The check as this viewer's pane shows it: a decided one waits until the step has been set up (by the
+    instructor for the room, or by this learner for themselves). The long steps' runs are prepared before class:
+    their checks are decided when the class arrives, and would close every answer before anyone predicted."""
+    if step.answers is None or predictions.outcome_of(check) is None:
+        return check
+    if book().revealed(step.key, None if actor.instructor else actor.id):
+        return check
+    who = "you press" if actor.instructor else "the instructor (or you) presses"
+    return HeldCheck(None, f"This step's check has its result: it appears once {who} **Set up this step**. "
+                           "Predict first.")  # fmt: skip
+
+
+def set_up(step: lesson.Step, actor: Actor) -> None:
+    """The step's setup was clicked: its check may appear (to the room, when the instructor clicked)."""
+    book().reveal(step.key, None if actor.instructor else actor.id)
+
+
 def pane_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
     (instructor_part(step, check) if actor.instructor else learner_part(step, actor, check))
 

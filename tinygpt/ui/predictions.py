@@ -30,7 +30,8 @@ from typing import Any
 from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.runs.files import read_json, write_json_atomic
 
-FILE = "predictions.json"  # in the runs folder: {"answers": {step: {learner: record}}, "outcomes": {step: outcome}}
+FILE = "predictions.json"  # in the runs folder: {"answers": {step: {learner: record}}, "outcomes", "revealed"}
+ROOM = "room"  # who set a step up, in "revealed": the instructor (for everyone), or a learner's id (for them)
 NOT_SURE = "not sure"
 SEEN, NOT_SEEN, UNDECIDED = "seen", "not seen", "undecided"  # a check's outcome, once it has one
 RIGHT, WRONG, NOT_DECIDED = "right", "wrong", "not decided"  # an answer's grade ("not sure" is its own)
@@ -129,8 +130,10 @@ class PredictionBook:
         data = data if isinstance(data, dict) else {}
         answers = data.get("answers") if isinstance(data.get("answers"), dict) else {}
         outcomes = data.get("outcomes") if isinstance(data.get("outcomes"), dict) else {}
+        revealed = data.get("revealed") if isinstance(data.get("revealed"), dict) else {}
         return {"answers": {k: dict(v) for k, v in answers.items() if isinstance(v, dict)},
-                "outcomes": {k: v for k, v in outcomes.items() if v in (SEEN, NOT_SEEN, UNDECIDED)}}  # fmt: skip
+                "outcomes": {k: v for k, v in outcomes.items() if v in (SEEN, NOT_SEEN, UNDECIDED)},
+                "revealed": {k: dict(v) for k, v in revealed.items() if isinstance(v, dict)}}  # fmt: skip
 
     def _write(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -178,6 +181,22 @@ class PredictionBook:
             self._write(data)
             return True
 
+    def reveal(self, step: str, learner: str | None = None) -> None:
+        """The step was set up: by the instructor (learner None: its check may appear to everyone) or by a learner
+        for themselves. Until then a check that is already decided (its runs were prepared before class) waits,
+        so that the room predicts before it sees."""
+        with self._lock:
+            data = self._read()
+            who = data["revealed"].setdefault(step, {})
+            if (learner or ROOM) in who or len(who) > MAX_LEARNERS:
+                return
+            who[learner or ROOM] = time.time()
+            self._write(data)
+
+    def revealed(self, step: str, learner: str | None = None) -> bool:
+        who = self._read()["revealed"].get(step, {})
+        return ROOM in who or (learner is not None and learner in who)
+
     def closed(self, step: str, learner: str) -> bool:
         return self._closed(self._read(), step, learner)
 
@@ -189,7 +208,7 @@ class PredictionBook:
     def clear(self) -> None:
         """A new class: every answer and outcome forgotten."""
         with self._lock:
-            self._write({"answers": {}, "outcomes": {}})
+            self._write({"answers": {}, "outcomes": {}, "revealed": {}})
 
 
 # ---------------------------------------------------------------- the spread
