@@ -3,6 +3,9 @@
     --overhead    the head-role scores' cost per snapshot against a training step (demo and nanoGPT CPU presets)
     --ablation    head_ablation of a 4 x 4 model on 20 validation batches (both modes), in seconds, with 1 and 2
                   threads, beside head_ablation_reference (the whole model once per head: the straightforward way)
+    --page        what the Circuits page computes for the induction experiment's 2-layer model (its corpus, its 20
+                  validation batches, every head ablated in one mode and in both, one head's probabilities), beside
+                  head_ablation_reference, rounds interleaved, wall and CPU seconds with the load average beside each
     --induction   the induction experiment on --seeds seeds: each seed's 2-layer run and 1-layer control train side
                   by side (one process and one thread each, as the app's workers do), then the table of BENCHMARKS.md
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import statistics
 import tempfile
 import time
@@ -85,6 +89,58 @@ def ablation_time(
             "modes": list(modes), "path": path, "seconds": min(seconds)}  # fmt: skip
 
 
+def page_ablation(rounds: int = 3, threads: int = 1) -> list[dict]:
+    """Seconds of each piece of the Circuits page's ablation tab for the induction model (random weights: the
+    cost does not depend on them), `rounds` rounds interleaved after a warm-up. The server runs torch on one
+    thread (tinygpt/ui/frame.py), hence the default."""
+    torch.set_num_threads(threads)
+    config = induction_lab.induction_configs("synthetic:copyvar", 1337)["2 layers"]
+    corpus = load_corpus(config.data, config.model.max_seq_len)
+    config.model.vocab_size = corpus.tokenizer.vocab_size
+    torch.manual_seed(0)
+    model = TinyGPT(config.model).eval()
+
+    def batches():
+        g = torch.Generator().manual_seed(0)
+        got = [corpus.get_batch("val", config.train.batch_size, g) for _ in range(20)]  # the page's 20 batches
+        return torch.cat([b[0] for b in got]), torch.cat([b[1] for b in got])
+
+    x, y = batches()
+    probe = x[:1]
+    pieces = {
+        "corpus and 20 validation batches": lambda: (load_corpus(config.data, config.model.max_seq_len), batches()),
+        "head_ablation, zero (one click)": lambda: lens.head_ablation(model, x, y, probe, modes=("zero",)),
+        "head_ablation, both modes": lambda: lens.head_ablation(model, x, y, probe, modes=("zero", "mean")),
+        "head_ablation_reference, both modes": lambda: lens.head_ablation_reference(model, x, y, probe),
+        "ablated_probs, one head": lambda: lens.ablated_probs(model, probe, 1, 0),
+    }
+    for fn in pieces.values():
+        fn()
+    rows = []
+    for round_ in range(rounds):
+        for name, fn in pieces.items():
+            load = os.getloadavg()[0]
+            wall, cpu = time.perf_counter(), time.process_time()
+            fn()
+            row = {"round": round_, "piece": name, "wall_s": round(time.perf_counter() - wall, 3),
+                   "cpu_s": round(time.process_time() - cpu, 3), "load": round(load, 2), "threads": threads,
+                   "tokens": int(x.numel())}  # fmt: skip
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    torch.set_num_threads(1)
+    return rows
+
+
+def page_table(rows: list[dict]) -> str:
+    lines = ["| piece | wall s (median) | CPU s (median) | load |", "|---|---|---|---|"]
+    for name in dict.fromkeys(r["piece"] for r in rows):
+        mine = [r for r in rows if r["piece"] == name]
+        wall, cpu = (statistics.median(r[k] for r in mine) for k in ("wall_s", "cpu_s"))
+        loads = [r["load"] for r in mine]
+        lines.append(f"| {name} | {wall:.3f} | {cpu:.3f} | {min(loads):g}-{max(loads):g} |")
+    return "\n".join(lines)
+
+
 def _train(args) -> str:
     from ..runs.loop import run_training
 
@@ -144,6 +200,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tinygpt.bench.circuits", description=__doc__.splitlines()[0])
     parser.add_argument("--overhead", action="store_true", help="scores per snapshot against a training step")
     parser.add_argument("--ablation", action="store_true", help="head ablation of a 4 x 4 model, seconds")
+    parser.add_argument("--page", action="store_true", help="the Circuits page's ablation of the induction model")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for --page (the server's: 1)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds for --page")
     parser.add_argument("--induction", action="store_true", help="the induction experiment on --seeds seeds")
     parser.add_argument("--seeds", type=int, default=5, help="seeds for --induction (default 5)")
     parser.add_argument("--first-seed", type=int, default=1337, help="--induction's seeds count up from this")
@@ -159,6 +218,8 @@ def main(argv: list[str] | None = None) -> None:
             for threads, modes in ((1, ("zero", "mean")), (2, ("zero", "mean")), (1, ("zero",)), (2, ("zero",))):
                 for path in ("fast", "reference"):
                     print(json.dumps(ablation_time(*shape, threads, modes, path=path)), flush=True)
+    if args.page:
+        print(page_table(page_ablation(args.rounds, args.threads)))
     if args.induction:
         overrides = {"max_steps": args.max_steps} if args.max_steps else {}
         rows = []

@@ -134,7 +134,8 @@ def ablated_loss_sums(
 
     - below `layer` nothing changes: the stream entering it, pre (N, T, C), is the clean pass's;
     - in `layer` the queries, keys, values and attention do not change either (ablation replaces the heads'
-      output): start from the clean heads (N, T, C), overwrite one head's D columns, apply the output projection;
+      output), and the output projection is linear: copy k's is the clean one plus (value_k - head k) through
+      head k's D columns of it, a (D -> C) product, so one (C -> C) projection serves all H copies;
     - the H ablations of a layer share every op from there up: they go through it as one batch, (H n, T, C),
       piece by piece (n = PIECE_TOKENS / (H T) sequences), so each op runs once per piece instead of once per head.
     """
@@ -146,12 +147,12 @@ def ablated_loss_sums(
     for start in range(0, N, n):
         p, h, ys = pre[start : start + n], heads[start : start + n], y[start : start + n]  # (n, T, C), (n, T)
         m = p.shape[0]
-        out = h.unsqueeze(0).repeat(H, 1, 1, 1).view(H, m, T, H, D)  # (H copies, n, T, H heads, D)
-        for k in range(H):
-            out[k, :, :, k] = values[k]  # copy k has head k replaced: (n, T, D) <- (D,)
-        out = out.view(H * m, T, C)  # (H n, T, C), copy-major
-        x = p.repeat(H, 1, 1)  # (H n, T, C): the same stream entering the layer, once per copy
-        x = x + block.attn.resid_dropout(block.attn.proj(out))  # resid_mid with the head replaced
+        clean = p + block.attn.proj(h)  # (n, T, C): resid_mid of the clean pass (eval: no dropout)
+        change = values.view(1, 1, H, D) - h.view(m, T, H, D)  # (n, T, H, D): what ablating head k writes instead
+        # Copy k's change to the stream: its head's D columns of the projection, (n, T, D) @ (D, C), for all k at
+        # once: (n, T, H, D) x (C, H, D) -> (H, n, T, C), copy-major.
+        delta = torch.einsum("ntkd,ckd->kntc", change, block.attn.proj.weight.view(C, H, D))
+        x = (clean.unsqueeze(0) + delta).view(H * m, T, C)  # (H n, T, C): resid_mid with head k replaced
         x = x + block.mlp(block.mlp_input(x))  # the rest of `layer` (Block.forward, eval: no dropout, no detach)
         for i in range(layer + 1, len(model.blocks)):
             x = model.blocks[i](x, layer=i)  # (H n, T, C); no probe watched: the fused attention path
