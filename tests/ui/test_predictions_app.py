@@ -133,3 +133,8 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
         prediction_view.book().answer(STEP.key, "c" * 16, "cleo", RIGHT_ANSWER, STEP.answers)
     learners["cleo"].run()
     assert any("not sure" in str(i.value) for i in learners["cleo"].sidebar.info)
+    # A new class: the instructor clears the answers; the question is open again.
+    next(b for b in room.button if b.label == "Clear every step's answers").click().run()
+    assert prediction_view.book().step(STEP.key) == ({}, None)
+    learners["anna"].run()
+    assert radio(learners["anna"]) is not None and radio(learners["anna"]).value is None  # not her old answer

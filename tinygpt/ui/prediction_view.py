@@ -51,8 +51,11 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
     mine = record.get("answer")
     outcome = predictions.learner_outcome(record, room_outcome)
     if outcome is None:
-        if mine is not None:
-            state.init(_key(step), mine)  # a new session (a refresh) shows the answer the room has
+        if state.get(_key(step)) != mine:  # the book is the truth: a refresh, another tab, a cleared room
+            if mine is None:
+                state.pop(_key(step))
+            else:
+                state.put(_key(step), mine)
         # No choice made until the learner makes one; a value in session state needs the default index (else
         # Streamlit warns that the widget has a default and a session-state value).
         st.radio("**Your prediction**", step.answers.options, index=0 if state.has(_key(step)) else None,
@@ -156,3 +159,10 @@ def room_spread() -> None:
     st.download_button("Download the room's spread, every step (CSV)", lambda: predictions.spread_csv(
         lesson.STEPS, book()), file_name="tinygpt-predictions.csv", mime="text/csv", on_click="ignore",
         icon=":material/download:")  # fmt: skip
+    with st.popover("Clear the answers", icon=":material/delete:"):
+        st.caption("For a new class on this server: every step's answers, outcomes and setups are forgotten "
+                   "(download the CSV first).")  # fmt: skip
+        if st.button("Clear every step's answers", type="primary"):
+            book().clear()
+            state.flash("success", "The room's answers are cleared: every step's question is open again.")
+            st.rerun()
