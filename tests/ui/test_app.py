@@ -16,6 +16,7 @@ from helpers import write_run  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.config import RunConfig  # noqa: E402
+from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.ui import (  # noqa: E402
     bundle,
     knob_widgets,
@@ -333,6 +334,10 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     at.run()
     at.switch_page("pages/runs.py").run()
     assert at.session_state[state.W_RUNS_PICK] == run_b  # the picker starts on the tab's current run
+    delete = next(b for b in at.button if b.label == "Delete…")
+    assert delete.disabled  # no learner started it (a CLI-trained or prepared run): the instructor's (issue 34)
+    at.session_state[state.LEARNER] = Actor("i" * 16, "teacher", instructor=True)
+    at.run()
     click(at, "Delete…")
     assert any("cannot be undone" in w.value for w in at.warning)
     click(at, "Yes, delete")
