@@ -37,7 +37,7 @@ def radio(at: AppTest):
 
 def texts(at: AppTest) -> str:
     parts = [str(e.value) for kind in ("markdown", "caption", "success", "error", "info") for e in getattr(at, kind)]
-    for frame in at.dataframe:
+    for frame in [*at.dataframe, *at.table]:
         parts.append(frame.value.to_csv())
     return "\n".join(parts)
 

@@ -132,6 +132,7 @@ def _spread() -> None:
     records, outcome = book().step(step.key)
     spread = predictions.tally(step.answers, records, outcome)
     st.markdown(f"**Step {room['step'] + 1}: {safe.md(step.section)}** · {safe.md(step.predict)}")
+    st.markdown(safe.md(predictions.spread_line(spread)))  # in one line, as text: what a browser test reads too
     counts = [{"answer": a, "learners": n} | ({"grade": predictions.grade(step.answers, a, outcome) or ""}
               if outcome else {}) for a, n in spread["counts"].items()]  # fmt: skip
     top = max([1, *spread["counts"].values()])
@@ -147,7 +148,7 @@ def _spread() -> None:
     else:
         right.caption("The share right appears with the check.")
     if state.get(state.W_SPREAD_NAMES) and spread["rows"]:
-        st.dataframe(spread["rows"], hide_index=True, width="stretch")
+        st.table(spread["rows"])  # a page-wide table, readable from the back (a class is tens of learners)
 
 
 def room_spread() -> None:
