@@ -31,6 +31,18 @@ def _favicon():
     return image
 
 
+def _one_thread() -> None:
+    """The server process only draws charts and runs tiny forward passes (sampling, probes, ablation); the training
+    workers, each a separate process, need the cores. Set on every page run, not only where this module imports
+    torch: its own imports (state -> resources -> the model) already have, so that branch never ran, and the server
+    ran torch on every core. On a busy 2-core machine two threads made the Circuits page's ablation of the
+    induction model 13-38 s against 1.1-1.6 s on one (issue 35, BENCHMARKS.md)."""
+    import torch
+
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
 def run() -> None:
     """Draw the frame and run the current page inside it (app.py, on every script run)."""
     server.refuse_unreadable_widget_values()  # idempotent: for servers started without app.py's server half (tests)
@@ -63,12 +75,9 @@ def run() -> None:
         with _IMPORTS:
             import pandas  # noqa: F401
             import plotly  # noqa: F401
-            import torch
-
-            # The server process only draws charts and runs tiny forward passes (sampling, probes); the training
-            # workers, each a separate process, need the cores.
-            torch.set_num_threads(1)
+            import torch  # noqa: F401
         starting.empty()
+    _one_thread()
 
     from tinygpt.ui import backlog, live, workshop  # after the first paint: these import torch
     from tinygpt.ui.resources import get_manager, get_store, keepalive_seconds, touch, touch_mine
