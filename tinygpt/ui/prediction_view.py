@@ -115,7 +115,10 @@ def set_up(step: lesson.Step, actor: Actor) -> None:
 
 
 def pane_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
-    (instructor_part(step, check) if actor.instructor else learner_part(step, actor, check))
+    if actor.instructor:
+        instructor_part(step, check)
+    else:
+        learner_part(step, actor, check)
 
 
 # ---------------------------------------------------------------- the Room page
@@ -157,9 +160,10 @@ def room_spread() -> None:
     st.toggle("Name the learners beside their answers", value=False, key=state.W_SPREAD_NAMES,
               help="Off on every visit: the Room page is the one on the projector.")  # fmt: skip
     st.fragment(run_every=REFRESH_S)(_spread)()
+    root = resources.get_store().root  # the CSV is made at the click, on a thread without the script's context
     st.download_button("Download the room's spread, every step (CSV)", lambda: predictions.spread_csv(
-        lesson.STEPS, book()), file_name="tinygpt-predictions.csv", mime="text/csv", on_click="ignore",
-        icon=":material/download:")  # fmt: skip
+        lesson.STEPS, PredictionBook(root)), file_name="tinygpt-predictions.csv", mime="text/csv",
+        on_click="ignore", icon=":material/download:")  # fmt: skip
     with st.popover("Clear the answers", icon=":material/delete:"):
         st.caption("For a new class on this server: every step's answers, outcomes and setups are forgotten "
                    "(download the CSV first).")  # fmt: skip
