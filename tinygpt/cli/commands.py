@@ -226,6 +226,9 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     from ..runs.models import load_model
 
+    # A character is a few dozen small ops: a second thread only waits for the first, and beside training runs
+    # it waits for a core (2 threads: 40-130 ms a character on a busy 2-core machine, 1: ~3; BENCHMARKS.md).
+    torch.set_num_threads(1)
     run_dir = _store(args.runs_dir).existing(args.run)  # RunStoreError: no such run (not "no checkpoint yet")
     loaded = load_model(run_dir, args.step)  # CheckpointError names the steps it has
     model, tokenizer = loaded.model, loaded.tokenizer
