@@ -24,7 +24,6 @@ from tinygpt.schedule import lr_at
 from tinygpt.ui.clipping import clip_caption  # noqa: F401 - the pages' one place for run texts
 from tinygpt.ui.knob_words import change_label, knob_marks, knob_value, knob_word, shown_changes
 
-
 # The ETA's pace: the wall clock over the last ETA_WINDOW steps, so evaluations, samples and checkpoints (every 250
 # to 500 steps) are part of it; over 50 steps the ETA halved or doubled as one came in or left the window. None
 # before ETA_MIN_STEPS timed steps: the first few are no pace to promise by.
