@@ -18,7 +18,7 @@ def knob(name, old, new, step):
 def test_the_lesson_follows_the_course_in_order():
     sections = [s.section for s in lesson.STEPS]
     order = ["Tensors", "Shape contracts", "1/√d", "Causal masking", "Multiple heads", "Residual",
-             "Optimisation", "seven pitfalls", "health checklist", "induction", "ablation", "logit lens"]  # fmt: skip
+             "Optimisation", "eight pitfalls", "health checklist", "induction", "ablation", "logit lens"]  # fmt: skip
     assert len(sections) == len(order)
     for section, word in zip(sections, order, strict=True):
         assert word in section

@@ -33,6 +33,7 @@ from tinygpt.ui.lesson_checks import (  # noqa: F401 - the checks, re-exported: 
     PATIENCE,
     PITFALLS,
     PREPARE_ORDER,
+    number_word,
     WINDOW,
     Check,
     Evidence,
@@ -172,10 +173,11 @@ STEPS: tuple[Step, ...] = (
     ),
     Step(
         "pitfalls",
-        "The seven pitfalls",
+        f"The {number_word(len(PITFALLS))} pitfalls",
         "pages/experiments.py",
         Setup(experiment="softmax", pitfalls=True, measure=("memory",), rest=True),
-        "Seven classic bugs, each as a correct and a broken run one setting apart: which ones crash?",
+        f"{number_word(len(PITFALLS)).capitalize()} classic bugs, each as a correct and a broken run one setting "
+        "apart: which ones crash?",
         "Almost none crash: each verdict names the numbers that give the bug away.",
         all_pitfalls,
         answers=Answers(("most of them", "a few", "almost none: only their numbers give them away"),

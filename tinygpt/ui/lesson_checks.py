@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tinygpt.lab.registry import ORDER
 from tinygpt.lab.verdict import CPU_COUNTS_ONLY
 from tinygpt.runs.knobs import knob_changes
 
@@ -202,15 +203,24 @@ def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
     return check
 
 
-PITFALLS = ("scaling", "mask", "warmup", "residual", "softmax", "shape_drift", "memory")
+PITFALLS = ORDER  # every pitfall the lab has, position included: the step's title and count come from here
 # What "Prepare the long runs" starts, in the lesson's order (the run manager's queue is first come, first served):
 # a run started only when its step comes waits behind all of these (the heads run did, 7 minutes, in the test).
 PREPARE_ORDER = ("exp:shape_drift", "exp:scaling", "heads", "exp:residual", "exp:mask", "exp:warmup", "exp:softmax",
-                 "induction")  # fmt: skip
+                 "exp:position", "induction")  # fmt: skip
+assert {r.removeprefix("exp:") for r in PREPARE_ORDER} >= set(PITFALLS) - {"memory"}  # memory trains nothing
+
+
+NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+
+
+def number_word(n: int) -> str:
+    """ "eight" for 8: a count in a title, from the data it counts."""
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else f"{n:,}"
 
 
 def all_pitfalls(ev: Evidence) -> Check:
-    """The seven pitfalls together: each one's verdict, counted. A verdict that ended undecided is never counted as
+    """Every pitfall together (the lab's registry): each one's verdict, counted. A verdict that ended undecided is never counted as
     reproduced: the memory demo on CPU (allocation counts, not fragmentation) is named as not judged; a pitfall
     with a clause not measured makes the whole check "not enough data"."""
     done = {k: v for k, v in ev.verdicts.items() if k in PITFALLS and v.get("reproduced") is not None}
