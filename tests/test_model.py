@@ -288,4 +288,5 @@ def test_sampling_computes_the_newest_position_alone_and_matches_full_forwards(o
     cache = "shape_bug" not in overrides  # the bug's rows depend on the queries: one at a time is another model
     assert torch.equal(model.generate(prompt, 40, 0, use_cache=cache), greedy_by_full_forwards(model, prompt, 40))
     steps = list(model.stream(prompt, 30, temperature=0, with_attention=True, last_attention=True))
-    assert all(step.attention is None for _, step in steps[:-1]) and steps[-1][1].attention.shape == (len(model.blocks), 4, 12)
+    assert all(step.attention is None for _, step in steps[:-1])
+    assert steps[-1][1].attention.shape == (len(model.blocks), 4, 12)

@@ -104,3 +104,14 @@ def test_prioritize_moves_a_queued_run_and_an_unknown_class_is_refused(two, tiny
         two.start(tiny(tiny_text), priority="urgent")
     with pytest.raises(TinyGPTError, match="unknown run priority"):
         two.prioritize(holders[0], "urgent")
+
+
+def test_prepared_eta_counts_the_prepared_runs_left_at_their_measured_pace(two, store, tiny_text):
+    assert two.prepared_eta() == {"runs": 0, "seconds": 0.0}
+    two.start(tiny(tiny_text))  # a live run: not counted, and it holds one of the two slots
+    prepared = [two.start(tiny(tiny_text), priority=PREPARED) for _ in range(2)]  # one trains, one waits
+    assert two.prepared_eta() == {"runs": 2, "seconds": None}  # nothing timed yet
+    wait_for(lambda: step_of(store, prepared[0]) >= 1, what="the first prepared run trains")
+    first = two.prepared_eta()
+    eta = wait_for(lambda: two.prepared_eta()["seconds"], timeout=60, poll=0.5, what="a measured pace")
+    assert first["runs"] == 2 and eta > 0  # a million steps each: far off, but a number

@@ -137,7 +137,14 @@ def stream_text(
     generator = torch.Generator().manual_seed(int(seed))
     context = list(ids)  # every token so far; the model sees the last max_seq_len of them
     for _next_ids, step in model.stream(
-        idx, num_chars, temperature, top_k or None, top_p, generator, use_cache=True, with_attention=True,
+        idx,
+        num_chars,
+        temperature,
+        top_k or None,
+        top_p,
+        generator,
+        use_cache=True,
+        with_attention=True,
         last_attention=True,  # only the final character's attention is shown
     ):
         row = None if step.attention is None else step.attention.float().numpy()  # (L, H, S)

@@ -22,7 +22,6 @@ from typing import Any
 
 from ..errors import TinyGPTError
 
-
 LIVE = "live"  # a person started it and waits for it
 PREPARED = "prepared"  # started ahead of need: it may wait, or give its slot to a live run
 PRIORITIES = (LIVE, PREPARED)  # in the order the queue serves them

@@ -28,7 +28,7 @@ from .files import (
     list_checkpoints,
     read_config_json,
 )
-from .jobs import LIVE, PRIORITIES, Job, NoWorkerError
+from .jobs import LIVE, PREPARED, PRIORITIES, Job, NoWorkerError
 from .owners import Actor, clear_hold, holds, require_app_owned, require_control, require_not_held, write_hold
 from .preflight import preflight
 from .slots import Slots
@@ -118,6 +118,40 @@ class RunManager(Slots):
                 self._time_limits[new_id] = float(time_limit_s)
         self._enqueue(Job(new_id, plan.step, time.monotonic(), learner=learner))  # from its copy of the checkpoint
         return new_id
+
+    def prepared_eta(self) -> dict:
+        """The prepared runs not finished yet and when they will be, at their own measured pace: {"runs": n,
+        "seconds": s} (None until one has trained for a few seconds). A training run's pace is its steps since this
+        server first saw it train over the time since; a queued one, or one not timed yet, counts at the mean pace
+        of those timed; all of it shared by the slots live runs leave (the lesson pane: "ready in about N min")."""
+        now = time.monotonic()
+        with self._lock:
+            live = sum(job.priority == LIVE for job in self._jobs.values())
+            wanted = [(j.run_id, True) for j in self._jobs.values() if j.priority == PREPARED]
+            wanted += [(j.run_id, False) for j in self._queue if j.priority == PREPARED]
+        left, paces = {}, {}
+        for run_id, training in wanted:
+            status = read_status(self.store.path(run_id))
+            step = int(status.get("step") or 0)
+            max_steps = status.get("max_steps") or (read_config_json(self.store.path(run_id)).get("train") or {}).get(
+                "max_steps"
+            )
+            left[run_id] = max(0, int(max_steps or 0) - step)
+            if training and status.get("state") == "running":
+                since, first = self._pace_marks.setdefault(run_id, (now, step))
+                if step < first:  # rewound: time it afresh
+                    self._pace_marks[run_id] = (now, step)
+                elif step - first >= 10 and now - since >= 2:
+                    paces[run_id] = (now - since) / (step - first)  # s a step
+            else:  # queued, starting or paused: its clock starts again when it trains
+                self._pace_marks.pop(run_id, None)
+        if not left:
+            return {"runs": 0, "seconds": 0.0}
+        if not paces:
+            return {"runs": len(left), "seconds": None}
+        mean = sum(paces.values()) / len(paces)
+        work = sum(steps * paces.get(run_id, mean) for run_id, steps in left.items())  # slot-seconds
+        return {"runs": len(left), "seconds": work / max(1, self.max_active - live)}
 
     def pause(self, run_id: str, actor: Actor | None = None) -> None:
         """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent.

@@ -1,5 +1,5 @@
-"""The training slots of one server: queued runs wait in priority order (live runs first, FIFO within a class), a monitor thread launches them into worker
-processes as slots free up, and watches, times out and reaps those processes.
+"""The training slots of one server: queued runs wait in priority order (live runs first, FIFO within a class), a
+monitor thread launches them into worker processes as slots free up, and watches, times out and reaps them.
 
 Lifecycle: start() queues a run (status "queued" with its queue_position) and a monitor thread launches queued runs
 in that order as slots free up (how many at once, and the threads of each: tinygpt/runs/worker.py). Commands go to a
@@ -12,8 +12,8 @@ for lease_seconds: checkpoint, end the process, resumable); and, while runs wait
 sit paused so the slot goes to a run that wants to train. A live run that finds every slot held by prepared runs
 takes the slot of the newest of them (it checkpoints, exits and queues again, first among the prepared runs), so the
 lecture run trains within seconds of its click although 18 prepared runs wait (issue 35: it waited 7 min 14 s); one
-slot stays with the prepared runs whenever there are two or more, so a class's live runs never starve them. A run whose process has ended is resumed in a new worker
-from its last checkpoint.
+slot stays with the prepared runs whenever there are two or more, so a class's live runs never starve them. A run
+whose process has ended is resumed in a new worker from its last checkpoint.
 
 The manager writes status.json only while no worker owns the run (queued, starting, reaped), through
 tinygpt.runs.status.update_status; run states and their groups are tinygpt.runs'.
@@ -100,6 +100,7 @@ class Slots:
         self._priority: dict[str, str] = {}  # run id -> LIVE or PREPARED, kept for its later workers (a resume)
         self._seqs = itertools.count(1)  # numbers jobs as they are queued: FIFO within a class
         self._kept_seq: dict[str, int] = {}  # a preempted run -> its old number: it queues again where it was
+        self._pace_marks: dict[str, tuple[float, int]] = {}  # prepared run -> (monotonic s, step) first seen training
         self._time_limits: dict[str, float] = {}  # run id -> seconds each of its workers may hold a slot
         self._closed = False
         self._wake_r, self._wake_w = os.pipe()  # start() wakes the monitor out of its wait()

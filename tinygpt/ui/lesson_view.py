@@ -419,6 +419,11 @@ def pane(shop, actor: Actor) -> None:
                 state.flash("success", f"Started {started} runs for the long steps." if started else
                             "The long steps' runs were already started.")  # fmt: skip
                 st.rerun()
+            ready = resources.get_manager().prepared_eta()  # the prepared runs' own measured pace
+            if ready["runs"]:
+                when = "once their pace is measured" if ready["seconds"] is None else (
+                    f"in about {max(1, round(ready['seconds'] / 60))} min")  # fmt: skip
+                st.caption(f"Long runs: {ready['runs']} training or waiting behind the live run, ready {when}.")
         elif data["step"] is not None and data["step"] != index:
             if st.button("Back to the room's step", key="lesson_follow", width="stretch"):
                 moved = data["step"]
