@@ -84,6 +84,8 @@ class RunManager(Slots):
         slot and the class applies to its later resumes and to preemption."""
         check_priority(priority)
         with self._lock:
+            if self._priority.get(run_id, LIVE) == priority and run_id in self._priority:
+                return  # a step clicked twice keeps its place
             self._priority[run_id] = priority
             if (job := self._jobs.get(run_id)) is not None:
                 job.priority = priority
