@@ -1,5 +1,6 @@
 """Benchmarks: scripts that print numbers (BENCHMARKS.md), run by hand, never by the app or the tests' clock.
 
 `python -m tinygpt.bench` (throughput), `python -m tinygpt.bench.speedrun`, `.pitfalls`, `.circuits`, `.lecture`,
-`.gpu`; `worker` holds the worker measurements the first one runs.
+`.gpu`, `.sampling` (against a cache-less generate), `.queue` (a live run behind prepared ones); `worker` holds the
+worker measurements the first one runs.
 """
