@@ -115,3 +115,17 @@ def test_prepared_eta_counts_the_prepared_runs_left_at_their_measured_pace(two, 
     first = two.prepared_eta()
     eta = wait_for(lambda: two.prepared_eta()["seconds"], timeout=60, poll=0.5, what="a measured pace")
     assert first["runs"] == 2 and eta > 0  # a million steps each: far off, but a number
+
+
+def test_a_prepared_run_someone_paused_gives_its_slot_up_and_stays_paused(store, tiny_text):
+    manager = manager_of(store, 1)
+    try:
+        prepared = manager.start(tiny(tiny_text), priority=PREPARED)
+        wait_for(lambda: step_of(store, prepared) >= 1, what="the prepared run trains")
+        manager.pause(prepared)
+        wait_for(lambda: store.reader(prepared).status().get("state") == "paused", what="it pauses")
+        live = manager.start(tiny(tiny_text))
+        wait_for(lambda: step_of(store, live) >= 1, what="the live run trains")
+        assert manager.queued_runs() == [] and store.reader(prepared).status()["state"] == "paused"
+    finally:
+        manager.shutdown()

@@ -240,6 +240,9 @@ class Slots:
         # Only a started worker can checkpoint on request; one still launching is left its slot this tick.
         started = sorted((j for j in holding if j.launched is not None), key=lambda j: j.launched, reverse=True)
         for job in started[: max(0, min(waiting - freeing, len(holding) - keep))]:
+            if read_status(self.store.path(job.run_id)).get("state") in PAUSED_STATES:  # someone paused it: it stays
+                self._release(job, "paused: its training slot went to a queued run; resume it to continue")
+                continue
             self._kept_seq[job.run_id] = job.seq
             job.followup = Followup([])
             self._release(job, "paused: its training slot went to a live run; it continues when a slot is free")
