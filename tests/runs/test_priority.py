@@ -12,6 +12,7 @@ from helpers import tiny_config, wait_for
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.jobs import LIVE, PREPARED
+from tinygpt.runs.owners import Actor
 from tinygpt.runs.scheduler import RunManager
 from tinygpt.runs.store import RunStore
 
@@ -129,3 +130,13 @@ def test_a_prepared_run_someone_paused_gives_its_slot_up_and_stays_paused(store,
         assert manager.queued_runs() == [] and store.reader(prepared).status()["state"] == "paused"
     finally:
         manager.shutdown()
+
+
+def test_the_instructors_runs_queue_ahead_of_the_learners_within_a_class(two, tiny_text):
+    for _ in range(2):
+        two.start(tiny(tiny_text))  # both slots held
+    learner = two.start(tiny(tiny_text), actor=Actor("l1", "Ada"))
+    lab = two.start(tiny(tiny_text), actor=Actor("l1", "Ada"), priority=PREPARED)
+    lesson = two.start(tiny(tiny_text), actor=Actor("boss", "Teacher", instructor=True), priority=PREPARED)
+    lecture = two.start(tiny(tiny_text), actor=Actor("boss", "Teacher", instructor=True))
+    assert two.queued_runs() == [lecture, learner, lesson, lab]

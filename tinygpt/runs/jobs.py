@@ -1,15 +1,16 @@
 """A run in the scheduler's hands, and the phases it passes through (read from its process and two flags):
 
-    queued     in the FIFO queue, no process (`process` None, not `launching`)
+    queued     in the queue, no process (`process` None, not `launching`)
     launching  holds a slot; the monitor is starting its worker process
     live       its worker trains, pauses or steps, and takes commands
     leaving    asked to end (`stop` or `release`: checkpoint and exit) or already dead, not yet reaped
     (reaped)   the process ended: the job is gone, and its run's status says why
 
 Each job has a priority class (issue 35): LIVE for a run a person starts and waits for (Train, the lecture run),
-PREPARED for runs started ahead of need (the lesson's Prepare, a lab batch). The queue serves LIVE jobs first and
-FIFO within a class (`seq`); a LIVE job that finds every slot held by PREPARED runs takes one from the newest of them
-(tinygpt.runs.slots: preemption), which resumes from its checkpoint ahead of the other prepared runs.
+PREPARED for runs started ahead of need (the lesson's Prepare, a lab batch). The queue serves LIVE jobs first, the
+instructor's runs ahead of the learners' within a class, then FIFO (`seq`); a LIVE job that finds every slot held by
+PREPARED runs takes one from the newest of them (tinygpt.runs.slots: preemption), which resumes from its checkpoint
+ahead of the other prepared runs.
 
 A command that arrives while a job is leaving is kept as its `followup`: what to start once the process has ended
 (resume or step: a new worker from the newest checkpoint, or from `from_step`).
@@ -68,9 +69,10 @@ class Job:
     seq: int = 0  # its place in the FIFO of its class (the manager numbers jobs as they are queued)
 
     @property
-    def rank(self) -> tuple[int, int]:
-        """The queue's sort key: class first, then FIFO within the class."""
-        return PRIORITIES.index(self.priority), self.seq
+    def rank(self) -> tuple[int, int, int]:
+        """The queue's sort key: class first, then the instructor's runs (the lecture, the lesson's runs) before
+        the learners' within it, then FIFO."""
+        return PRIORITIES.index(self.priority), 0 if self.learner.get("instructor") else 1, self.seq
 
     @property
     def dead(self) -> bool:
