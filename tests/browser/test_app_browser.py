@@ -199,7 +199,7 @@ def test_train_watch_attention_sample_reattach_stop(app_server, app_runs, page, 
     page.get_by_label("Characters").fill("120")
     page.get_by_label("Characters").press("Enter")
     button(page, "Generate").click()
-    expect(page.get_by_text(re.compile(r"Generated \(run"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"Generated \("))).to_be_visible()  # "Generated (<run name>, step N; ..."
     expect(page.get_by_text("Where the last generated character looked")).to_be_visible(timeout=30_000)
     no_exception(page)
     snap(page, shots / "sample.png")

@@ -81,13 +81,18 @@ def settle(page, ms: int = 1500) -> None:
 # every other problem, and any new one, fails this test. Each is a substring of the probe's line.
 
 
-def test_every_page_fits_the_projector(app_server, browser, shots, lesson_runs):
-    found = walk(browser, app_server, lesson_runs, shots)
+def test_every_page_fits_the_projector(app_server, browser, shots, lesson_runs, app_runs):
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui import runinfo
+
+    found = walk(browser, app_server, lesson_runs, shots, names=runinfo.run_names(RunStore(app_runs)))
     problems = [f"{name}: {p}" for name, ps in found.items() for p in ps if not any(k in p for k in KNOWN_LEFT)]
     assert not problems, f"{len(problems)} layout problems at {W}x{H} with Large fonts:\n" + "\n".join(problems)
 
 
-def walk(browser, app_server: str, runs: dict[str, str], shots, only: tuple[str, ...] = ()) -> dict[str, list[str]]:
+def walk(
+    browser, app_server: str, runs: dict[str, str], shots, only: tuple[str, ...] = (), names: dict | None = None
+) -> dict[str, list[str]]:
     """Open every page as the lesson shows it; {page view: the probe's problems}. `only`: the views to check
     (all when empty; the walk still passes through the others)."""
     context = browser.new_context(viewport={"width": W, "height": H})
@@ -151,9 +156,10 @@ def walk(browser, app_server: str, runs: dict[str, str], shots, only: tuple[str,
     for rid in (runs["knobs"], runs["scaled"], runs["unscaled"], runs["heads16"]):
         for attempt in range(3):  # a rerun can close the open list: type the id to filter it, and retry
             picker.click()
-            picker.press_sequentially(rid)
+            shown = (names or {}).get(rid, rid)  # the picker lists runs by their readable names
+            picker.press_sequentially(shown)
             try:
-                page.get_by_role("option").filter(has_text=rid).first.click(timeout=5_000)
+                page.get_by_role("option").filter(has_text=shown).first.click(timeout=5_000)
                 break
             except PlaywrightTimeoutError:
                 picker.fill("")

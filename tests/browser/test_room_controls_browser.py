@@ -72,7 +72,7 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, app_runs, bro
 
     # Room -> pick Anna's run -> Bring to the projector: her run on the Train page, large, no traceback.
     go(teacher, "Room", "tinygpt · Room")
-    choose_containing(teacher, "Run", run_id[:6])  # options: readable names ending in the id's start
+    choose_containing(teacher, "Run", "copy")  # options: "learner · run name · state"; hers is the copy-task run
     idle(teacher)
     teacher.get_by_role("button", name="Bring to the projector").click()
     expect(teacher.get_by_role("heading", name="tinygpt · Train")).to_be_visible()
