@@ -292,6 +292,9 @@ def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int,
 
 
 RUNS_TABLE_FIRST = ["name", "owner", "state", "step", "best val loss"]  # what the Runs table shows first
+# Fixed widths (Streamlit's column config as plain dicts): a run name reads in full in 400 px and the rest fit
+# beside it at 1280 px with Large fonts; sized by content, the table scrolled sideways by 50 px on a projector.
+RUNS_TABLE_WIDTHS = {"name": {"width": "large"}, **{c: {"width": "small"} for c in RUNS_TABLE_FIRST[1:]}}
 
 
 def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
