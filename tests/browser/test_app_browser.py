@@ -261,9 +261,13 @@ def test_train_watch_attention_sample_reattach_stop(app_server, app_runs, page, 
     go(page, "Runs", "tinygpt · Runs")
     expect(page.get_by_role("combobox", name="Run", exact=True)).to_have_value(re.compile(r"\(current\)"))  # by name
     compare = page.get_by_role("combobox", name="Runs to compare (two or more)")
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui import runinfo
+
+    names = runinfo.run_names(RunStore(app_runs))  # the picker lists runs by their readable names
     for rid in (run_id, second_id):
         compare.click()
-        page.get_by_role("option").filter(has_text=rid).first.click()
+        page.get_by_role("option").filter(has_text=names[rid]).first.click()
         page.keyboard.press("Escape")
     expect(page.get_by_text(re.compile("^Settings that differ"))).to_be_visible()
     expect(page.locator('[data-testid="stVegaLiteChart"] svg').first).to_be_visible()
