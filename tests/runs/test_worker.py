@@ -26,7 +26,8 @@ from tinygpt.runs.files import checkpoint_stem
 from tinygpt.runs.knobs import knob_answer
 from tinygpt.runs.scheduler import RunManager
 from tinygpt.runs.store import RunStore
-from tinygpt.runs.worker import default_max_active, default_threads_per_run, pid_alive
+from tinygpt.runs.lock import pid_alive
+from tinygpt.runs.worker import default_max_active, default_threads_per_run
 
 REPO = Path(__file__).resolve().parents[2]
 

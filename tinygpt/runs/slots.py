@@ -41,7 +41,7 @@ from .files import (
     read_config_json,
 )
 from .jobs import LIVE, PREPARED, Followup, Job
-from .lock import RunLockedError
+from .lock import RunLockedError, pid_alive
 from .owners import require_app_owned, run_learner
 from .resume import plan_resume
 from .status import read_status, update_status
@@ -54,7 +54,6 @@ from .worker import (
     env_number,
     lease_from_env,
     main_script_hidden,
-    pid_alive,
     record_end,
     unsaid_end,
     worker_main,

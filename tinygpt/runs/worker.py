@@ -1,6 +1,6 @@
 """The training worker process's side: what a worker imports ahead (PRELOAD, for the forkserver), its entry
 point (`worker_main`: the same loop the CLI runs, steered by commands over a pipe, `PipeControl`), its exit codes,
-and what a process's end means (`exit_reason`, `pid_alive`). The server's side, which starts, watches and
+and what a process's end means (`exit_reason`; whether a pid lives: `lock.pid_alive`). The server's side, which starts, watches and
 schedules these processes, is tinygpt/runs/scheduler.py.
 
 When the server dies (Ctrl-C, kill -9) the pipe reaches EOF and the worker checkpoints and exits. Ctrl-C in a
@@ -43,7 +43,7 @@ from typing import Any
 
 from ..errors import RunStoreError, TinyGPTError
 from .files import ENDED_STATES, FINAL_STATES, read_config
-from .lock import RunLockedError, pid_alive  # noqa: F401 (pid_alive: the manager's import too)
+from .lock import RunLockedError
 from .loop import run_training
 from .status import update_status
 from .writer import RunWriter, write_failure
