@@ -121,9 +121,11 @@ def _text(name: str) -> Any:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raw = text.encode("utf-8", "surrogateescape")[exc.start : exc.start + 1]
+            # The byte the shell handed over (a lone surrogate stands for it) and its offset in bytes, not characters
+            offset = len(text[: exc.start].encode("utf-8", "surrogateescape"))
+            raw = text[exc.start].encode("utf-8", "surrogateescape")
             raise argparse.ArgumentTypeError(
-                f"is not UTF-8 text: byte 0x{raw.hex() if raw else '??'} at offset {exc.start:,} cannot be decoded; "
+                f"is not UTF-8 text: byte 0x{raw.hex()} at offset {offset:,} cannot be decoded; "
                 "save the text as UTF-8 (or set a UTF-8 locale, e.g. LANG=C.UTF-8)"
             ) from None
         cap = MAX_TEXT_FIELDS.get(name)
