@@ -174,6 +174,25 @@ def test_sample_says_which_checkpoints_a_run_has(tmp_path, capsys):
     assert f"run {run_id} has no checkpoint yet" in capsys.readouterr().err
 
 
+def test_train_says_the_runs_readable_name_beside_its_id(tmp_path, tiny_text, capsys):
+    """The start and end lines carry the name `runs` and the app show ("… #2" for the same settings again); the
+    id stays the second word, for scripts and --resume."""
+    from tinygpt.runs.names import store_names
+
+    lines = []
+    for _ in range(2):
+        assert main([*tiny_train_args(tmp_path, tiny_text, 2), "--quiet"]) == 0
+        lines.append(capsys.readouterr().out.strip().splitlines())
+    names = store_names(tmp_path)
+    for out in lines:
+        run_id = out[0].split()[1]
+        assert out[0] == f"run {run_id} ({names[run_id]}) in {tmp_path}" and "·" in names[run_id]
+        assert out[-1].startswith(f"run {run_id} ({names[run_id]}): finished")
+    assert lines[1][0].split(") in ")[0].endswith(" #2")
+    assert main(["train", "--resume", run_id, "--max-steps", "3", "--runs-dir", str(tmp_path), "--quiet"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith(f"run {run_id} ({names[run_id]}): finished")
+
+
 def test_resume_of_a_run_without_a_checkpoint_starts_it_over(tmp_path, tiny_text):
     """The app's rule (RunManager): the newest checkpoint if there is one, else from the start."""
     from helpers import tiny_config
