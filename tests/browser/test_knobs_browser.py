@@ -65,6 +65,9 @@ def test_a_burst_of_key_presses_on_warmup_changes_warmup_only(app_server, app_ru
     expect(lr).to_have_attribute("aria-valuetext", "0.05")  # the screen and the run agree
     no_exception(page)
     button(page, "Stop").click()
+    # Closing at once could drop the click's message: a 100,000-step run would then hold a training slot for the
+    # lease's 10 minutes, and the next module's runs would queue behind it (CI, stop 37: the lab's last pair).
+    expect(page.get_by_text(re.compile(r"· stopped"))).to_be_visible(timeout=30_000)
     context.close()
 
 
@@ -101,5 +104,6 @@ def test_a_learner_watching_the_instructors_run_follows_its_mask_and_is_not_told
     no_exception(learner)
     no_exception(teacher)
     button(teacher, "Stop").click()
+    expect(teacher.get_by_text(re.compile(r"· stopped"))).to_be_visible(timeout=30_000)  # as above
     learner_ctx.close()
     teach_ctx.close()

@@ -9,6 +9,7 @@ did not reproduce must be the warning.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -35,6 +36,16 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory, run_id: str) -> Path:
     return found
 
 
+def runs_table(app_runs: Path) -> str:
+    """Every run of the test server, one line each: id, state, step, reason, owner and priority."""
+    lines = []
+    for folder in sorted(app_runs.iterdir()):
+        if (folder / "status.json").is_file():
+            status = json.loads((folder / "status.json").read_text())
+            lines.append(f"  {folder.name} {status.get('state')} step {status.get('step')}: {status.get('reason')}")
+    return "\n".join(lines) or "  (none)"
+
+
 def expected_reproduced(key: str, url: str, tmp_path_factory) -> bool | None:
     experiment = EXPERIMENTS[key]
     if experiment.measure is not None:
@@ -50,7 +61,7 @@ def expected_reproduced(key: str, url: str, tmp_path_factory) -> bool | None:
 
 @pytest.mark.parametrize("key", list(EXPERIMENTS))
 def test_each_experiment_runs_to_a_verdict_whose_colour_matches_reproduced(
-    app_server, page, shots, tmp_path_factory, key
+    app_server, app_runs, page, shots, tmp_path_factory, key
 ):
     tutorial = "&tutorial=5" if key == "residual" else ""  # a deep link, as an instructor would share it
     page.goto(f"{app_server}/experiments?experiment={key}&source={SOURCE}{tutorial}")
@@ -60,7 +71,10 @@ def test_each_experiment_runs_to_a_verdict_whose_colour_matches_reproduced(
         expect(page.get_by_text("Lesson 6/12 · Residual connections and pre-LayerNorm")).to_be_visible()
     page.get_by_role("button", name="Run side by side").click()
     verdict = page.locator('[data-testid^="stAlertContent"]').filter(has_text=VERDICT)
-    expect(verdict).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    try:
+        expect(verdict).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    except AssertionError as exc:  # say what held the training slots, not only that the verdict never came
+        raise AssertionError(f"no verdict; the server's runs:\n{runs_table(app_runs)}") from exc
     kind = verdict.get_attribute("data-testid")
     rgba = verdict.evaluate("el => getComputedStyle(el.closest('[data-testid=\"stAlertContainer\"]')).backgroundColor")
     red, green, blue = (float(c) for c in re.findall(r"[\d.]+", rgba)[:3])
