@@ -107,6 +107,12 @@ def test_a_failed_venv_says_what_to_install_and_exits_non_zero(tmp_path):
     assert "Traceback" not in "\n".join(said)
 
 
+def test_a_venv_failure_of_another_kind_is_quoted_without_the_debian_hint(tmp_path):
+    message = install.venv_failed_message(tmp_path, "Error: [Errno 13] Permission denied: '/srv/.venv'")
+    assert "Permission denied" in message and "apt" not in message and "run this again" in message
+    assert "sudo apt install python3-venv" in install.venv_failed_message(tmp_path, "No module named venv")
+
+
 def test_venv_that_cannot_even_start_is_a_message_too(tmp_path, monkeypatch):
     monkeypatch.setattr(install.sys, "executable", str(tmp_path / "no-such-python"))
     done = install.make_venv(tmp_path / ".venv")  # an OSError inside, never raised

@@ -117,9 +117,13 @@ def failed_message(what: str, command: list[str], pip_output: str) -> str:
 
 
 def venv_failed_message(venv: Path, output: str) -> str:
+    """The Debian/Ubuntu hint where venv's output points at a missing python3-venv (ensurepip, or no venv module)
+    or says nothing; venv's own words otherwise (a folder that cannot be written, say)."""
     tail = last_lines(output, 2)
     said = f"\n  venv said, making {venv}:" + "".join(f"\n    {line}" for line in tail) if tail else ""
-    return f"tinygpt.install: python3 -m venv failed: {VENV_HINT}.{said}"
+    debian = not tail or any(sign in output for sign in ("ensurepip", "python3-venv", "-venv", "No module named"))
+    hint = VENV_HINT if debian else "fix what venv says below, then run this again"
+    return f"tinygpt.install: python3 -m venv failed: {hint}.{said}"
 
 
 def run_pip(command: list[str]) -> subprocess.CompletedProcess:
