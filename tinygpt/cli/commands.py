@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
-import re
 import sys
 import time
 from pathlib import Path
@@ -41,8 +39,6 @@ from .flags import config_from_args, config_overrides, parse_args
 
 ETA_WINDOW = 200  # steps the CLI's ETA averages over
 ETA_MIN_STEPS = 5  # steps after the first before the CLI gives an ETA
-# The lines tinygpt.runs.distributed prints at a run's start and end: "run ID in FOLDER", "run ID: finished".
-RUN_LINE = re.compile(r"run ([A-Za-z0-9_-]{8,64})( in |: )")
 
 
 class Progress:
@@ -120,38 +116,6 @@ def _store(runs_dir: Path | None):
     return RunStore(runs_dir)
 
 
-class _NamedRunLines:
-    """A stream that writes a run's readable name beside its id in the train command's start and end lines,
-    "run ID (2L×4H×64 · shakespeare · LR 0.002) in FOLDER" and "run ID (NAME): finished", as `runs` and the app
-    show it; the id stays the line's second word, for scripts and for --resume. Every other write passes as it is."""
-
-    def __init__(self, stream, root: Path):
-        self._stream, self._root = stream, root
-
-    def write(self, text: str) -> int:
-        match = RUN_LINE.match(text)
-        if match:
-            from ..runs.names import store_names
-
-            name = store_names(self._root).get(match.group(1))  # read at the line: a new run exists by then
-            if name:
-                text = f"run {match.group(1)} ({name}){match.group(2)}{text[match.end() :]}"
-        return self._stream.write(text)
-
-    def __getattr__(self, attribute: str):
-        return getattr(self._stream, attribute)
-
-
-@contextlib.contextmanager
-def _named_run_lines(root: Path):
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _NamedRunLines(sys.stdout, root), _NamedRunLines(sys.stderr, root)
-    try:
-        yield
-    finally:
-        sys.stdout, sys.stderr = saved
-
-
 def cmd_train(args: argparse.Namespace) -> int:
     from ..runs.distributed import run_training_maybe_distributed
     from ..runs.preflight import preflight
@@ -172,17 +136,16 @@ def cmd_train(args: argparse.Namespace) -> int:
         run_id, resume_from = None, None
     # Everything that can be known before a run folder exists: threads, device, source, memory, disk.
     preflight(config, runs_root=None if args.resume else store.root, threads=args.threads)
-    with _named_run_lines(store.root):
-        return run_training_maybe_distributed(
-            store,
-            config,
-            run_id=run_id,
-            resume_from=resume_from,
-            threads=args.threads,
-            progress=lambda max_steps, rank: Progress(
-                max_steps, quiet=args.quiet or rank != 0, eval_interval=config.train.eval_interval
-            ),
-        )
+    return run_training_maybe_distributed(
+        store,
+        config,
+        run_id=run_id,
+        resume_from=resume_from,
+        threads=args.threads,
+        progress=lambda max_steps, rank: Progress(
+            max_steps, quiet=args.quiet or rank != 0, eval_interval=config.train.eval_interval
+        ),
+    )
 
 
 def _train_branch(store, args: argparse.Namespace) -> int:
@@ -204,13 +167,12 @@ def _train_branch(store, args: argparse.Namespace) -> int:
     preflight(plan.config, runs_root=store.root, threads=args.threads)
     run_id = create_branch(store, plan, owner="cli")
     config = read_config(store.path(run_id))
-    with _named_run_lines(store.root):
-        return run_training_maybe_distributed(
-            store, config, run_id=run_id, resume_from=plan.step, threads=args.threads,
-            progress=lambda max_steps, rank: Progress(
-                max_steps, quiet=args.quiet or rank != 0, eval_interval=config.train.eval_interval
-            ),
-        )  # fmt: skip
+    return run_training_maybe_distributed(
+        store, config, run_id=run_id, resume_from=plan.step, threads=args.threads,
+        progress=lambda max_steps, rank: Progress(
+            max_steps, quiet=args.quiet or rank != 0, eval_interval=config.train.eval_interval
+        ),
+    )  # fmt: skip
 
 
 def _check_new_run(args: argparse.Namespace, config: RunConfig) -> None:

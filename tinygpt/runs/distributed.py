@@ -92,7 +92,8 @@ def run_training_maybe_distributed(
         if distributed:
             dist.broadcast_object_list(announced, src=0)
         if rank == 0:
-            print(f"run {announced[0]} in {store.root}" + (f" ({world_size} ranks)" if distributed else ""), flush=True)
+            label = _labelled(store, announced[0])  # "ID (NAME)": the name as `runs` and the app show it
+            print(f"run {label} in {store.root}" + (f" ({world_size} ranks)" if distributed else ""), flush=True)
         else:
             # Same steps, nothing kept: a private copy of the run folder's inputs (resume needs the checkpoint).
             scratch = tempfile.mkdtemp(prefix=f"tinygpt-rank{rank}-")
@@ -134,7 +135,9 @@ def run_training_maybe_distributed(
         if rank == 0:  # the reason from the run's status, on one line: "run X: failed: <why>"
             reason = " ".join(str(read_status(run_dir).get("reason") or state).split())
             reason = reason if reason.startswith(state) else f"{state}: {reason}"
-            print(f"run {announced[0]}: {reason}", file=sys.stderr if failed else sys.stdout, flush=True)
+            print(
+                f"run {_labelled(store, announced[0])}: {reason}", file=sys.stderr if failed else sys.stdout, flush=True
+            )
         return 1 if failed else 0
     except TinyGPTError:
         raise
@@ -175,3 +178,11 @@ class SignalStop:
         if self.signal is None:
             return []
         return [{"cmd": "stop", "reason": f"stopped: interrupted ({signal.Signals(self.signal).name})"}]
+
+
+def _labelled(store, run_id: str) -> str:
+    """A run's id with its readable name beside it; the id stays the line's second word, for scripts and --resume."""
+    from .names import store_names
+
+    name = store_names(store.root).get(run_id)
+    return f"{run_id} ({name})" if name else run_id
