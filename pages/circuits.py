@@ -60,7 +60,7 @@ def experiment() -> None:
     view.experiment_progress(readers, ended)  # a bar and when the verdict should come, while the runs train
     view.chart(view.experiment_figure(readers, records, large), "phase_change_chart", "circ_phase",
                caption=view.change_caption(records, ended))  # fmt: skip
-    verdict = induction.induction_verdict(records, ended, view.final_scores(readers, ended))
+    verdict = view.experiment_verdict(readers, records, ended)  # a run that stopped early: not judged
     box = {True: st.success, False: st.error, None: st.info}[verdict.reproduced]
     box(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}", icon=":material/science:")
     st.caption(f"Expected: {verdict.expected}")
@@ -128,7 +128,11 @@ try:
         result = view.ablation(run_dir, ck, probe, mode)
         layer, h = divmod(names.index(head), num_heads)
         caption = f"{result['tokens']:,} validation tokens, every head ablated in turn, in {result['seconds']:.2f} s."
-        fig = view.ablation_figure(result, mode, (layer, h), large)
+        copy = view.second_copy(run_dir, ck) if mode == "zero" else None
+        if copy is not None:
+            caption += (f" Panel '{view.SECOND_COPY}': the loss on the second copy of {induction.ABLATION_ROWS} "
+                        "repeated random probes, the numbers the lesson's ablation check reads.")  # fmt: skip
+        fig = view.ablation_figure(result, mode, (layer, h), large, copy)
         view.ablation_chart(fig, names, num_layers, num_heads, caption)
         probs = view.ablated_figure(run_dir, ck, probe, layer, h, mode, result, large)
         view.chart(probs, "ablated_probs_chart", "circ_ablated")

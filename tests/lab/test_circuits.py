@@ -351,3 +351,29 @@ def test_scores_of_a_one_character_probe_warn_nothing():
         scores, baselines = heads.role_scores(weights, mask)
     assert scores["previous"].shape == (2, 4) and np.isnan(scores["previous"]).all()
     assert np.isnan(baselines["previous"])
+
+
+def test_second_copy_ablation_equals_switching_each_head_off_in_the_model():
+    """The numbers the lesson's ablation check and the Circuits heatmap's second-copy panel both read: each head's
+    zero ablation against the model's own live head switch, on the same repeated probe rows."""
+    torch.manual_seed(0)
+    model = TinyGPT(TransformerConfig(vocab_size=12, hidden_dim=32, num_layers=2, num_heads=4, max_seq_len=16))
+    for p in model.parameters():  # a trained-looking model: GPT-2's init makes every head's effect tiny
+        p.data.normal_(0, 0.3)
+    model.eval()
+    vocab = list("abcdefghijkl")
+    deltas = induction.second_copy_ablation(model, vocab, rows=8)  # (L, H)
+    probe = heads.induction_probe(vocab, 16, 8, induction.VERDICT_SEED)  # (8, 2n)
+    with torch.no_grad():
+        clean = heads.copy_losses(model(probe), probe)[1]
+        for layer, head in [(0, 1), (1, 3)]:
+            model.config.ablated_heads = f"L{layer}H{head}"  # the live knob: the model zeroes that head itself
+            try:
+                expected = heads.copy_losses(model(probe), probe)[1] - clean
+            finally:
+                model.config.ablated_heads = ""
+            assert deltas[layer, head] == pytest.approx(expected, abs=1e-5)
+    assert deltas.shape == (2, 4) and np.abs(deltas).max() > 1e-3
+    assert induction.head_index("L1H3") == (1, 3)
+    short = TinyGPT(TransformerConfig(vocab_size=12, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=3))
+    assert induction.second_copy_ablation(short, vocab) is None  # no room for two copies: nothing measured

@@ -99,21 +99,86 @@ def test_verdict_checks_and_the_pitfall_count():
     assert lesson.all_pitfalls(Evidence(verdicts=verdicts)).passed is False
 
 
-def test_health_ablation_and_lens_checks():
-    ok = [{"check": "rows sum to 1", "result": "pass"}, {"check": "no future leak", "result": "pass"}]
-    bad = [{"check": "rows sum to 1", "result": "FAIL"}, {"check": "no future leak", "result": "FAIL"}]
+def health_rows(rows_ok: bool, leak_ok: bool, *extra: dict) -> list[dict]:
+    """lab.health_checks rows: the two checks the health step names, with numbers, and any others."""
+    rows = {"check": "attention rows sum to 1", "result": "pass" if rows_ok else "FAIL",
+            "measured": "2.4e-07" if rows_ok else "0.31", "threshold": "< 1e-04"}  # fmt: skip
+    leak = {"check": "no future leak", "result": "pass" if leak_ok else "FAIL",
+            "measured": "0" if leak_ok else "1.7", "threshold": "== 0 exactly"}  # fmt: skip
+    return [rows, leak, *extra]
+
+
+def test_health_passes_only_when_the_bug_fails_both_named_checks_and_the_correct_run_passes_them():
+    ok, bad = health_rows(True, True), health_rows(False, False)
+    caught = lesson.health_catches(Evidence(health={"correct": ok, "silent bug": bad}))
+    assert caught.passed is True
+    for said in ("attention rows sum to 1 FAIL (0.31, needs < 1e-04)", "no future leak FAIL (1.7",
+                 "no future leak pass (0, needs == 0 exactly)", "2.4e-07"):  # fmt: skip
+        assert said in caught.text, caught.text
+    # A check both runs fail (the demo clips the gradient on most steps) decides nothing either way.
+    clip = {"check": "gradient norm under the clip", "result": "FAIL"}
+    assert lesson.health_catches(Evidence(health={"correct": ok + [clip], "silent bug": bad + [clip]})).passed
+    # The bug fails one named check only: not what the step promised.
+    one = lesson.health_catches(Evidence(health={"correct": ok, "silent bug": health_rows(False, True)}))
+    assert one.passed is False and "'silent bug' passes no future leak" in one.text
+    # The correct run fails a named check too: the check is not telling the bug apart.
+    both = lesson.health_catches(Evidence(health={"correct": health_rows(True, False), "silent bug": bad}))
+    assert both.passed is False and "'correct' fails no future leak" in both.text
+
+
+def test_health_fails_when_the_bug_fails_only_loss_still_decreasing():
+    """Issue 33 finding 8: the step passed when the bug failed only "loss still decreasing"."""
+    loss = {"check": "loss still decreasing", "result": "FAIL", "measured": "0.01", "threshold": "> noise"}
+    check = lesson.health_catches(Evidence(health={"correct": health_rows(True, True),
+                                                   "silent bug": health_rows(True, True, loss)}))  # fmt: skip
+    assert check.passed is False
+    assert "'silent bug' passes attention rows sum to 1 and no future leak" in check.text
+
+
+def test_health_says_not_enough_data_when_a_run_or_a_named_check_is_missing():
+    ok, bad = health_rows(True, True), health_rows(False, False)
+    assert lesson.health_catches(Evidence()).passed is None
     assert lesson.health_catches(Evidence(health={"correct": ok})).passed is None
-    assert lesson.health_catches(Evidence(health={"correct": ok, "silent bug": bad})).passed is True
-    assert lesson.health_catches(Evidence(health={"correct": bad, "silent bug": bad})).passed is False
-    # Seen in the lesson test: the correct run also failed "gradient norm under the clip" (the demo clips on most
-    # steps). A check both runs fail is about training, not the bug: the checklist still caught the bug.
-    clip = [{"check": "gradient norm under the clip", "result": "FAIL"}]
-    caught = lesson.health_catches(Evidence(health={"correct": ok + clip, "silent bug": bad + clip}))
-    assert caught.passed is True and "both fail gradient norm under the clip" in caught.text
-    ab = {"head": "L1H2", "best": 0.46, "others": 0.2, "where": "the probe"}
-    assert lesson.ablation_hurts(Evidence(ablation=ab)).passed is True
-    assert lesson.ablation_hurts(Evidence(ablation={**ab, "best": 0.01})).passed is False
+    missing = lesson.health_catches(Evidence(health={"correct": ok, "silent bug": bad[:1]}))
+    assert missing.passed is None and "'silent bug' no future leak: not run" in missing.text
+    unjudged = [{**bad[0], "result": "not enough data"}, bad[1]]
+    check = lesson.health_catches(Evidence(health={"correct": ok, "silent bug": unjudged}))
+    assert check.passed is None and "not enough data" in check.text.lower()
+
+
+def ablation(head: str = "L1H2", **changes: float) -> dict:
+    """Evidence.ablation: every head's second-copy loss change, (2, 4), L1H2 the copier unless `changes` say."""
+    deltas = [[0.02, 0.05, -0.01, 0.03], [0.04, 0.01, 0.46, 0.00]]
+    for name, value in changes.items():
+        deltas[int(name[1])][int(name[3])] = value
+    return {"head": head, "deltas": deltas, "step": 3000, "where": "the second copy"}
+
+
+def test_ablation_passes_only_when_the_named_head_has_the_largest_effect():
+    check = lesson.ablation_hurts(Evidence(ablation=ablation()))
+    assert check.passed is True
+    assert "L1H2" in check.text and "+0.460" in check.text and "step 3000" in check.text
+    assert "+0.020 on average, the most L0H1 at +0.050" in check.text  # the others' mean and largest, named
+    # Issue 33 finding 8: the heatmap showed L0H3 largest while the check praised L1H2: it names the largest.
+    other = lesson.ablation_hurts(Evidence(ablation=ablation(L0H3=0.442, L1H2=-0.038)))
+    assert other.passed is False and "the largest effect is L0H3's, not L1H2's" in other.text
+    assert "-0.038" in other.text and "+0.442" in other.text
+    # Largest, but every head matters about as much: not clearly above the others' mean.
+    alike = {f"L{i}H{j}": 0.40 for i in range(2) for j in range(4)}
+    flat = lesson.ablation_hurts(Evidence(ablation=ablation(**{**alike, "L1H2": 0.45})))
+    assert flat.passed is False and "under 0.1 nats above the others' mean" in flat.text
+    small = lesson.ablation_hurts(Evidence(ablation=ablation(L1H2=0.06)))
+    assert small.passed is False and "under 0.1 nats" in small.text
+
+
+def test_ablation_says_not_enough_data_when_it_was_not_measured():
     assert lesson.ablation_hurts(Evidence()).passed is None
+    assert lesson.ablation_hurts(Evidence(ablation=ablation(head="L5H0"))).passed is None
+    assert lesson.ablation_hurts(Evidence(ablation=ablation(L1H2=math.nan))).passed is None
+    assert lesson.ablation_hurts(Evidence(ablation=ablation(L0H0=math.nan))).passed is None
+
+
+def test_lens_check():
     lens = {"names": ["embed", "L0", "L1"], "hits": [3, 10, 25], "positions": 40}
     assert "L1 25/40" in lesson.lens_sharpens(Evidence(lens=lens)).text
     assert lesson.lens_sharpens(Evidence(lens={**lens, "hits": [3, 3, 4]})).passed is False

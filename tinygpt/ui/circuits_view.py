@@ -158,10 +158,29 @@ def ablation(run_dir: str, step: int, probe_text: str, mode: str) -> dict:
     return out
 
 
-def ablation_figure(result: dict, mode: str, selected: tuple[int, int] | None, large: bool):
+SECOND_COPY = "second copy, repeated probe"  # the heatmap panel of the lesson's ablation check's own numbers
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def second_copy(run_dir: str, step: int) -> list[list[float]] | None:
+    """induction.second_copy_ablation at a checkpoint, (L, H) as lists (cached: a checkpoint never changes). The
+    Circuits heatmap's third panel and the lesson's ablation check read this one measurement: one probe, one
+    checkpoint, one set of numbers."""
+    loaded = resources.cached_model(run_dir, step)
+    deltas = induction.second_copy_ablation(loaded.model, loaded.tokenizer.vocab)
+    return None if deltas is None else deltas.tolist()
+
+
+def ablation_figure(
+    result: dict, mode: str, selected: tuple[int, int] | None, large: bool, copy: list[list[float]] | None = None
+):
+    """The ablation heatmap: validation batches, the probe text and, in zero mode where given, `copy`
+    (`second_copy`: the second copy of the repeated probe, what the lesson's ablation check judges)."""
     deltas = {"validation batches": result[mode]["val"]}
     if "probe" in result[mode]:
         deltas["probe text"] = result[mode]["probe"]
+    if copy is not None and mode == "zero":  # measured with zero ablation only
+        deltas[SECOND_COPY] = copy
     return charts.ablation_heatmap(deltas, mode=mode, selected=selected, large=large)
 
 
@@ -290,6 +309,13 @@ def final_scores(readers: dict[str, RunReader], ended: bool) -> dict[str, dict |
     return out
 
 
+def experiment_verdict(readers: dict[str, RunReader], records: dict[str, list[dict]], ended: bool):
+    """The induction verdict with each run's result, so a run that stopped before its step budget is "not enough
+    data", never judged (the Circuits page, the Experiments entry and the lesson read this one verdict)."""
+    results = {label: read_result(rd) for label, rd in readers.items()} if ended else None  # ran to the end?
+    return induction.induction_verdict(records, ended, final_scores(readers, ended), runs=results)
+
+
 def experiment_progress(readers: dict[str, RunReader], ended: bool) -> None:
     """While the experiment's runs train: a bar over all their planned steps and when the verdict should come,
     from the runs' own recent pace (runinfo.verdict_progress); once they ended, each run's status line."""
@@ -374,8 +400,7 @@ def _induction_entry(store) -> None:
             state.put(state.CIRC_LIVE, not ended)
             st.rerun()
         experiment_progress(readers, ended)
-        results = {label: read_result(rd) for label, rd in readers.items()} if ended else None  # ran to the end?
-        verdict = induction.induction_verdict(records, ended, final_scores(readers, ended), runs=results)
+        verdict = experiment_verdict(readers, records, ended)
         st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")
         st.page_link("pages/circuits.py", label="See its phase change and the 2-layer run's heads on Circuits",
                      icon=":material/hub:", query_params={state.URL_RUN: runs[labels[0]],

@@ -48,7 +48,7 @@ class Evidence:
     runs: dict[str, RunData] = field(default_factory=dict)
     verdicts: dict[str, dict] = field(default_factory=dict)
     health: dict[str, list[dict]] = field(default_factory=dict)  # {run label: lab.health_checks rows}
-    ablation: dict | None = None  # {"head", "best", "others", "where"}
+    ablation: dict | None = None  # {"head", "deltas": (L, H) nats, "step", "where"}: circuits_view.second_copy
     lens: dict | None = None  # {"names": [...], "hits": [...], "positions": n}
 
 
@@ -196,8 +196,11 @@ def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
             return Check(None, f"Not enough data yet: '{title}' has not been started.")
         if verdict.get("reproduced") is None:
             said = "not enough data" if verdict.get("undecided") else "not enough data yet"
-            return Check(None, f"{said.capitalize()}: {verdict.get('sentence', 'still training')}",
-                         settled=bool(verdict.get("undecided")))
+            return Check(
+                None,
+                f"{said.capitalize()}: {verdict.get('sentence', 'still training')}",
+                settled=bool(verdict.get("undecided")),
+            )
         return Check(bool(verdict["reproduced"]), f"{title}: {verdict.get('sentence', '')}")
 
     return check
@@ -220,9 +223,9 @@ def number_word(n: int) -> str:
 
 
 def all_pitfalls(ev: Evidence) -> Check:
-    """Every pitfall together (the lab's registry): each one's verdict, counted. A verdict that ended undecided is never counted as
-    reproduced: the memory demo on CPU (allocation counts, not fragmentation) is named as not judged; a pitfall
-    with a clause not measured makes the whole check "not enough data"."""
+    """Every pitfall together (the lab's registry): each one's verdict, counted. A verdict that ended undecided is
+    never counted as reproduced: the memory demo on CPU (allocation counts, not fragmentation) is named as not
+    judged; a pitfall with a clause not measured makes the whole check "not enough data"."""
     done = {k: v for k, v in ev.verdicts.items() if k in PITFALLS and v.get("reproduced") is not None}
     shown = [k for k, v in done.items() if v["reproduced"]]
     undecided = {k: v["undecided"] for k, v in ev.verdicts.items() if k in PITFALLS and k not in done
@@ -239,31 +242,59 @@ def all_pitfalls(ev: Evidence) -> Check:
         parts = ([f"not started: {', '.join(missing)}"] if missing else []) + (
             [f"still training: {', '.join(waiting)}"] if waiting else []) + (
             [f"not enough data: {', '.join(unmeasured)}"] if unmeasured else [])  # fmt: skip
-        return Check(None, f"Not enough data yet: {text} so far; {'; '.join(parts)}.",
-                     settled=not missing and not waiting)  # only unmeasured clauses left: nothing more will come
+        return Check(
+            None, f"Not enough data yet: {text} so far; {'; '.join(parts)}.", settled=not missing and not waiting
+        )  # only unmeasured clauses left: nothing more will come
     failed = [k for k in judged if k not in shown]
     if failed:
         return Check(False, f"{text}; did not reproduce: {', '.join(failed)}.")
     return Check(True, f"{text}: {', '.join(judged)}.")
 
 
+# The two checks the health step's "Watch for" names (tinygpt/lab/health.py's check names): the shape bug mixes
+# attention rows and positions, so these are the ones it must fail; a check both runs fail (the gradient clipped on
+# most steps, a loss still falling) is about training, not the bug.
+HEALTH_NAMED = ("attention rows sum to 1", "no future leak")
+_HEALTH_JUDGED = ("pass", "FAIL")  # the other outcome, "not enough data", judges nothing
+
+
+def _health_row(rows: Sequence[dict], name: str) -> dict | None:
+    return next((r for r in rows if r.get("check") == name), None)
+
+
+def _measured(row: dict) -> str:
+    return f"{row.get('measured') or 'not measured'}, needs {row.get('threshold') or '?'}"
+
+
 def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent bug") -> Check:
-    """The checklist catches the silent bug, whose loss curve looked fine: it fails at least one check that the
-    correct run passes. A check both runs fail (the gradient clipped on most steps, a loss still falling) says
-    something about training, not about the bug, and the sentence names it as such."""
+    """The checklist catches the silent bug, whose loss curve looked fine: the bug FAILs both checks the step
+    names (HEALTH_NAMED) and the correct run passes both, each with its measured number. Any other check (loss
+    still falling, gradient under the clip) decides nothing here: the step does not promise it."""
     rows = {label: ev.health.get(label) for label in (healthy, broken)}
     if any(r is None for r in rows.values()):
         return Check(None, "Not enough data yet: the shape-drift runs have no checkpoint to check yet.")
-    fails = {label: [r["check"] for r in r_ if r.get("result") == "FAIL"] for label, r_ in rows.items()}
-    only_bug = [c for c in fails[broken] if c not in fails[healthy]]
-    both = [c for c in fails[broken] if c in fails[healthy]]
-    text = (f"The checklist: '{broken}' fails {len(only_bug)} check(s) that '{healthy}' passes"
-            + (f" ({'; '.join(only_bug)})" if only_bug else ""))  # fmt: skip
-    if both:
-        text += f"; both fail {'; '.join(both)} (about training, not the bug)"
-    elif fails[healthy]:
-        text += f"; '{healthy}' alone fails {'; '.join(fails[healthy])}"
-    return Check(bool(only_bug), text + ".")
+    found = {(label, name): _health_row(rows[label], name) for label in rows for name in HEALTH_NAMED}
+    unjudged = [
+        f"'{label}' {name}: {'not run' if row is None else row.get('result')}"
+        for (label, name), row in found.items()
+        if row is None or row.get("result") not in _HEALTH_JUDGED
+    ]
+    if unjudged:
+        return Check(None, f"Not enough data: {'; '.join(unjudged)}.", settled=True)  # a checkpoint never changes
+
+    def said(label: str) -> str:
+        return "; ".join(f"{name} {found[label, name]['result']} ({_measured(found[label, name])})"
+                         for name in HEALTH_NAMED)  # fmt: skip
+
+    text = f"'{broken}': {said(broken)}. '{healthy}': {said(healthy)}"
+    bug_fails = [n for n in HEALTH_NAMED if found[broken, n]["result"] == "FAIL"]
+    correct_fails = [n for n in HEALTH_NAMED if found[healthy, n]["result"] == "FAIL"]
+    if bug_fails == list(HEALTH_NAMED) and not correct_fails:
+        return Check(True, f"{text}: the checklist catches the bug the loss curve hid.")
+    bug_passes = [n for n in HEALTH_NAMED if n not in bug_fails]
+    why = [f"'{broken}' passes {' and '.join(bug_passes)}"] if bug_passes else []
+    why += [f"'{healthy}' fails {' and '.join(correct_fails)}"] if correct_fails else []
+    return Check(False, f"{text}: {'; '.join(why)}.")
 
 
 def induction_formed(ev: Evidence) -> Check:
@@ -276,16 +307,34 @@ def induction_formed(ev: Evidence) -> Check:
 
 
 def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
-    """Switching the best induction head off raises the loss on the repeated text's second copy."""
+    """Switching the induction verdict's head off raises the loss on the repeated probe's second copy more than
+    switching off any other head, by at least `min_loss` nats, and at least `min_loss` above the other heads' mean:
+    the copying depends on that head, not on heads in general. Read from the (L, H) changes the Circuits heatmap
+    draws in its second-copy panel (circuits_view.second_copy), so the sentence names the head that panel shows
+    largest."""
     result = ev.ablation
     if result is None:
         return Check(None, "Not enough data yet: the induction run has no final checkpoint to ablate.")
-    head, best, others = result["head"], result["best"], result["others"]
-    text = (f"Zero-ablating {head} adds {best:+.2f} nats on {result['where']}; the other heads add "
-            f"{others:+.2f} on average")  # fmt: skip
-    if best >= min_loss:
-        return Check(True, f"{text}: the copying depends on it.")
-    return Check(False, f"{text}: under {min_loss} nats, so this run does not depend on it.")
+    head, deltas = result["head"], result["deltas"]  # deltas (L, H): nats, positive when the head helped
+    named = {f"L{i}H{j}": float(v) for i, row in enumerate(deltas) for j, v in enumerate(row)}
+    if head not in named or len(named) < 2:
+        return Check(None, f"Not enough data: {head} is not one of {len(named)} measured heads, or none is left "
+                           "to compare it with.", settled=True)  # fmt: skip
+    unmeasured = [name for name, v in named.items() if not math.isfinite(v)]
+    if unmeasured:  # a NaN compares false both ways: it would pass every test below
+        return Check(None, f"Not enough data: ablating {', '.join(unmeasured)} gave no finite loss.", settled=True)
+    others = {name: v for name, v in named.items() if name != head}
+    value, mean = named[head], _mean(list(others.values()))
+    top_other = max(others, key=others.get)
+    text = (f"Zero-ablating {head}, the induction verdict's head, adds {value:+.3f} nats on {result['where']} at step "
+            f"{result['step']}; the other {len(others)} heads add {mean:+.3f} on average, the most {top_other} "
+            f"at {others[top_other]:+.3f}")  # fmt: skip
+    if value < others[top_other]:
+        return Check(False, f"{text}: the largest effect is {top_other}'s, not {head}'s.")
+    if value < min_loss or value - mean < min_loss:
+        return Check(False, f"{text}: {head} has the largest effect, but under {min_loss} nats"
+                            + (" above the others' mean." if value >= min_loss else "."))  # fmt: skip
+    return Check(True, f"{text}: {head} has the largest effect; the copying depends on it.")
 
 
 def lens_sharpens(ev: Evidence, min_gain: int = 3) -> Check:

@@ -277,7 +277,7 @@ def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evi
             if ended and two is not None and two.checkpoints() and step.key in ("ablation", "lens"):
                 last, text = two.checkpoints()[-1], two.attention_index().get("probe_text", "")
                 if step.key == "ablation":
-                    ev.ablation = _ablation(str(two.run_dir), last, text, records.get(TWO) or [])
+                    ev.ablation = _ablation(str(two.run_dir), last, final.get(TWO), records.get(TWO) or [])
                 else:
                     ev.lens = lens_hits(str(two.run_dir), last, text)
     if step.setup.pitfalls or step.key == "pitfalls":
@@ -286,24 +286,19 @@ def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evi
     return ev
 
 
-def _ablation(run_dir: str, step: int, text: str, records: list[dict]) -> dict | None:
-    """The best induction head switched off at the final checkpoint, on the second copy of the repeated probe
-    (where only copying predicts the next character): tinygpt.bench.circuits' measurement (BENCHMARKS.md,
-    "Circuits"). On the run's own probe text, which repeats nothing, the same head changed the loss by -0.04 nats
-    in the browser test: the wrong text to judge copying on."""
-    head = heads.phase_change(records).head
-    if not head:
+def _ablation(run_dir: str, step: int, final: dict | None, records: list[dict]) -> dict | None:
+    """Every head switched off in turn at the final checkpoint, on the second copy of the repeated probe (where
+    only copying predicts the next character): circuits_view.second_copy, the very numbers the Circuits heatmap
+    draws in its second-copy panel at that checkpoint. The head the check names is the induction verdict's (chosen on
+    its final probe rows), the live scores' best head only where that measurement is missing. On the run's own
+    probe text, which repeats nothing, the same head changed the loss by -0.04 nats in the browser test: the wrong
+    text to judge copying on."""
+    head = (final or {}).get("head") or heads.phase_change(records).head
+    deltas = circuits_view.second_copy(run_dir, step) if head else None
+    if deltas is None:
         return None
-    result = _second_copy_ablation(run_dir, step, head)
-    if result.get("second copy: best head") is None:
-        return None
-    return {"head": head, "best": result["second copy: best head"], "others": result["second copy: mean of others"],
-            "where": "the second copy of the repeated probe"}  # fmt: skip
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def _second_copy_ablation(run_dir: str, step: int, head: str) -> dict:
-    return induction.induction_ablation(run_dir, head)
+    return {"head": head, "deltas": deltas, "step": step, "where": f"the second copy of {induction.ABLATION_ROWS} "
+            f"repeated random probes (the Circuits heatmap's '{circuits_view.SECOND_COPY}' panel)"}  # fmt: skip
 
 
 # ---------------------------------------------------------------- drawing
@@ -427,6 +422,7 @@ def pane(shop, actor: Actor) -> None:
         elif data["step"] is not None and data["step"] != index:
             if st.button("Back to the room's step", key="lesson_follow", width="stretch"):
                 moved = data["step"]
+        prediction_view.record_button(actor)  # a learner's "Download my lesson (HTML)"; none for the instructor
         if moved is not None:
             state.put(state.LESSON_STEP, moved)
             if actor.instructor:
