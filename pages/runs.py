@@ -55,7 +55,7 @@ mine = room.can_control(read_owner(store.path(pick)), pick) if readable else roo
 b = [*st.columns(3), *st.columns(2)] if state.large_fonts() else st.columns(5)
 if b[0].button("Open", help="Make it the current run of every page (read-only if it is not yours)", width="stretch"):
     state.set_run_id(pick)
-    state.flash("success", f"Opened {by_id[pick]['name']}" + ("." if mine else " (read-only: it is not yours)."))
+    state.flash("success", f"Opened {by_id[pick]['name']}" + ("." if mine else " (read-only: it is not yours)."), pick)
     st.rerun()
 # A run another process writes or wrote (the CLI, torchrun) is read-only here for everyone: the manager refuses
 # to write into it, so its buttons say where to act instead of failing after a click.
@@ -71,7 +71,7 @@ why = "Only its owner can" if not mine else "The instructor paused it: only they
 def _resume(check_slot: bool) -> None:
     admission.resume(learner, pick, check_slot)
     state.set_run_id(pick)
-    state.flash("success", f"Resumed {by_id[pick]['name']} from its last checkpoint.")
+    state.flash("success", f"Resumed {by_id[pick]['name']} from its last checkpoint.", pick)
     st.rerun()
 
 

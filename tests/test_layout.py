@@ -1,7 +1,8 @@
 """The shape of the house, checked: no import cycles inside tinygpt, no private name imported across modules, no
 file of the package over 500 lines, pages under 200, and its parts layered (the lesson at the bottom, then the
 instruments, the run machinery, the lab, and the CLI, the benchmarks and the app on top), so `tinygpt/` reads top to
-bottom as the lesson with each other concern in a folder of its own.
+bottom as the lesson with each other concern in a folder of its own; tests/ mirrors it, each test file named after
+the module it tests (or listed, with why, as cutting across modules).
 
     tinygpt/*.py      the lesson: config, tokenizer, data, shapes, attention, model, optim, trainer, sampling, ...
     tinygpt/inside/   instruments that look inside a model (attention maps, the lens, head roles)
@@ -15,6 +16,7 @@ bottom as the lesson with each other concern in a folder of its own.
 from __future__ import annotations
 
 import ast
+from fnmatch import fnmatch
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -133,9 +135,49 @@ def test_the_lesson_imports_only_the_lesson():
 TEST_ONLY_FOLDERS = {"browser", "gpu"}
 
 
+# Test files named after no module of their folder's part of the package, each for a reason: what they test cuts
+# across modules (or lives outside the package: app.py and pages/). Patterns, relative to tests/ (fnmatch).
+CROSS_CUTTING_TESTS = {
+    "test_bench_levers.py": "tinygpt/bench/levers.py stays runnable; the benchmarks have no tests/ folder of their own",
+    "test_engine_imports.py": "the whole package imports without the app's stack (streamlit, plotly, pandas)",
+    "test_layout.py": "the shape of the house: this file",
+    "test_limits.py": "the one table of limits (config.LIMITS) at every door: config, CLI, workshop link, form",
+    "test_precision.py": "the training step's precision across device.py and trainer.py",
+    "test_readme.py": "the README as a contract",
+    "test_reliability.py": "RELIABILITY.md's table, one case at a time, across the engine, the CLI and the app",
+    "test_tampered_runs.py": "hostile run files through the readers and every page",
+    "cli/test_cli*.py": "`python -m tinygpt` as a whole, through main() (the package's face, cli/__init__.py)",
+    "inside/test_circuits_lens.py": "head ablation and the logit lens against the model's own head switch and probes",
+    "inside/test_inside.py": "the attention maps (inside/maps.py) against the model's forward pass",
+    "lab/test_circuits.py": "head roles (inside/heads.py), the induction experiment and the scores the loop stores",
+    "lab/test_experiments.py": "every pitfall experiment, its verdict and the health checks (experiment.py, pitfalls/)",
+    "runs/test_priority.py": "the queue's priority classes across jobs.py, slots.py and scheduler.py (issue 35)",
+    "ui/charts/test_charts.py": "the charts package's rules, its shared style and one run's curves",
+    "ui/charts/test_chart_*.py": "one chart topic read back through to_dict() (compare, heatmaps, a branch point)",
+    "ui/test_app*.py": "the app (app.py and pages/, outside the package) through AppTest, and its hostile inputs",
+    "ui/test_*_app.py": "a page or feature through AppTest: the pages live outside the package",
+    "ui/test_captions.py": "captions that follow their data, across runinfo, the charts and their help",
+    "ui/test_first_minutes.py": "what a newcomer reads in the first five minutes, across pages (issue 36)",
+    "ui/test_readers.py": "the server's shared run readers (resources.ReaderPool) with the engine's RunReader",
+    "ui/test_small_untruths.py": "small untruths on screen across views (issue 20)",
+}
+
+
+def names_a_module(name: str, package: Path) -> bool:
+    """`name` (of test_<name>.py) is a module or sub-package of `package`, or one topic of one (<module>_<topic>)."""
+    if not package.is_dir():
+        return False
+    modules = {p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    modules |= {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+    return any(name == m or name.startswith(f"{m}_") for m in modules)
+
+
 def test_the_tests_mirror_the_package():
     """tests/ has the package's shape: tests/runs/ tests tinygpt/runs/, tests/ui/charts/ tinygpt/ui/charts/, the
-    lesson's tests sit at the top as the lesson does; only the browser and GPU suites stand apart."""
+    lesson's tests sit at the top as the lesson does; only the browser and GPU suites stand apart. And each test file
+    is named after a module of its folder's part (tests/runs/test_store.py tests tinygpt/runs/store.py): one named
+    after a module that is gone (it was test_runstore.py) sends its reader looking; one that tests several modules
+    says why in CROSS_CUTTING_TESTS."""
     tests = REPO / "tests"
     folders = [
         d.relative_to(tests)
@@ -148,3 +190,16 @@ def test_the_tests_mirror_the_package():
     assert [str(f) for f in folders if not (PACKAGE / f).is_dir()] == []
     for folder in folders:
         assert list((tests / folder).glob("test_*.py")), f"tests/{folder} holds no tests"
+    unnamed = []
+    for test in sorted(tests.rglob("test_*.py")):
+        where = test.relative_to(tests)
+        if where.parts[0] in TEST_ONLY_FOLDERS or any(fnmatch(str(where), p) for p in CROSS_CUTTING_TESTS):
+            continue
+        if not names_a_module(test.stem.removeprefix("test_"), PACKAGE / where.parent):
+            unnamed.append(str(where))
+    assert unnamed == [], f"name these after their module, or add them to CROSS_CUTTING_TESTS with why: {unnamed}"
+
+
+def test_every_cross_cutting_entry_still_names_a_test_file():
+    tests = [str(t.relative_to(REPO / "tests")) for t in (REPO / "tests").rglob("test_*.py")]
+    assert [p for p in CROSS_CUTTING_TESTS if not any(fnmatch(t, p) for t in tests)] == []

@@ -1,10 +1,12 @@
-"""A run in the scheduler's hands, and the phases it passes through (read from its process and two flags):
+"""A run in the scheduler's hands, and the phases it passes through (`Job.phase`, read from its fields; the moves
+allowed between them are `TRANSITIONS`, and the slots check each move they make with `Job.moving`):
 
-    queued     in the queue, no process (`process` None, not `launching`)
-    launching  holds a slot; the monitor is starting its worker process
-    live       its worker trains, pauses or steps, and takes commands
-    leaving    asked to end (`stop` or `release`: checkpoint and exit) or already dead, not yet reaped
-    (reaped)   the process ended: the job is gone, and its run's status says why
+    queued     waiting for a slot, or given one the monitor has not started yet (`process` None, not `launching`)
+    launching  holds a slot; the monitor is starting its worker process (`launching`)
+    live       its worker trains, pauses or steps, and takes commands (a `process`, alive, not asked to end)
+    leaving    asked to end (`stop_requested`, or `released`: checkpoint and exit) or already dead, not yet reaped
+    reaped     gone from the scheduler's hands (`reaped`): its process ended, or it never got one; its run's
+               status says why. A job is never used again: a restart (a followup) is a new Job
 
 Each job has a priority class (issue 35): LIVE for a run a person starts and waits for (Train, the lecture run),
 PREPARED for runs started ahead of need (the lesson's Prepare, a lab batch). The queue serves LIVE jobs first, the
@@ -18,7 +20,10 @@ A command that arrives while a job is leaving is kept as its `followup`: what to
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from ..errors import TinyGPTError
@@ -26,6 +31,42 @@ from ..errors import TinyGPTError
 LIVE = "live"  # a person started it and waits for it
 PREPARED = "prepared"  # started ahead of need: it may wait, or give its slot to a live run
 PRIORITIES = (LIVE, PREPARED)  # in the order the queue serves them
+
+
+class Phase(Enum):
+    """Where a job is between the queue and the end of its worker process (the module's docstring says each)."""
+
+    QUEUED = "queued"
+    LAUNCHING = "launching"
+    LIVE = "live"
+    LEAVING = "leaving"
+    REAPED = "reaped"
+
+
+# Which phase may follow which. Staying in a phase is no move (a second release of a leaving job).
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    # the monitor starts it; or it leaves the queue for good (stopped, paused, its lease ran out, shutdown)
+    Phase.QUEUED: frozenset({Phase.LAUNCHING, Phase.REAPED}),
+    # its process started (already asked to stop, or already dead: leaving); or it could not start
+    Phase.LAUNCHING: frozenset({Phase.LIVE, Phase.LEAVING, Phase.REAPED}),
+    # stop, release (lease, eviction, preemption, a time budget, shutdown), or the process died
+    Phase.LIVE: frozenset({Phase.LEAVING}),
+    # the monitor reaps the ended process
+    Phase.LEAVING: frozenset({Phase.REAPED}),
+    Phase.REAPED: frozenset(),  # final: a restart is a new Job
+}
+
+
+class PhaseError(AssertionError):
+    """A move between phases that TRANSITIONS does not allow: a bug in the scheduler, not a learner's doing (so an
+    AssertionError, never a TinyGPTError that a page would show as advice)."""
+
+
+def check_transition(run_id: str, before: Phase, after: Phase) -> None:
+    """Raise PhaseError unless `after` may follow `before` (the same phase is no move)."""
+    if after != before and after not in TRANSITIONS[before]:
+        allowed = ", ".join(sorted(p.value for p in TRANSITIONS[before])) or "nothing: it is final"
+        raise PhaseError(f"job {run_id}: {before.value} -> {after.value} is not allowed; {before.value} -> {allowed}")
 
 
 class NoWorkerError(TinyGPTError):
@@ -53,7 +94,8 @@ class Job:
     commands: list = field(default_factory=list)  # sent once the process exists
     process: Any = None
     conn: Any = None
-    launching: bool = False
+    launching: bool = False  # holds a slot and the monitor is starting its process
+    reaped: bool = False  # gone from the scheduler's hands (its process reaped, or it never got one)
     launched: float | None = None  # time.monotonic() when its worker process started (its slot's clock)
     position: int | None = None  # queue position last written to status.json
     stop_requested: bool = False  # stop() was called: the run must end "stopped"
@@ -73,6 +115,26 @@ class Job:
         """The queue's sort key: class first, then the instructor's runs (the lecture, the lesson's runs) before
         the learners' within it, then FIFO."""
         return PRIORITIES.index(self.priority), 0 if self.learner.get("instructor") else 1, self.seq
+
+    @property
+    def phase(self) -> Phase:
+        """Its phase, read from its fields (the module's docstring)."""
+        if self.reaped:
+            return Phase.REAPED
+        if self.process is None:
+            return Phase.LAUNCHING if self.launching else Phase.QUEUED
+        if self.stop_requested or self.on_its_way_out:
+            return Phase.LEAVING
+        return Phase.LIVE
+
+    @contextmanager
+    def moving(self) -> Iterator[None]:
+        """Around a change of its fields: the phase it leaves and the one it reaches must be a move TRANSITIONS
+        allows (PhaseError otherwise; checked unless Python runs with -O, as an assert is)."""
+        before = self.phase if __debug__ else None
+        yield
+        if __debug__:
+            check_transition(self.run_id, before, self.phase)
 
     @property
     def dead(self) -> bool:

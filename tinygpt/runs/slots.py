@@ -156,7 +156,9 @@ class Slots:
             self._queue.clear()
             for job in list(self._jobs.values()):
                 if job.process is None:
-                    self._jobs.pop(job.run_id)
+                    with job.moving():  # queued in its slot, never started: gone
+                        self._jobs.pop(job.run_id)
+                        job.reaped = True
                     self._try_status(job.run_id, state="paused", reason="paused: the server stopped")
                 else:
                     self._release(job, "paused: the server stopped; resume the run to continue")
@@ -260,8 +262,9 @@ class Slots:
                 process.start()
             receiver.close()  # the worker holds the only reading end: its EOF is our death
         except Exception as exc:
-            with self._lock:
+            with self._lock, job.moving():  # launching -> reaped: it never had a process
                 self._jobs.pop(job.run_id, None)
+                job.reaped = True
                 if isinstance(exc, RunLockedError):  # another process writes it: not ours to mark
                     print(f"tinygpt.runs.worker: not starting {job.run_id}: {exc}", file=sys.stderr)
                 else:
@@ -269,7 +272,7 @@ class Slots:
                     self._record_end(job.run_id, "failed", f"failed: could not start a worker: {why}", None)
                 self._changed.notify_all()
             return
-        with self._lock:
+        with self._lock, job.moving():  # launching -> live (or leaving: stopped meanwhile, or dead already)
             job.process, job.conn, job.launching = process, sender, False
             job.launched = time.monotonic()
             for command in job.commands:
@@ -291,7 +294,8 @@ class Slots:
         """Ask a worker to checkpoint and exit, leaving its run paused and resumable."""
         if job.released:
             return
-        job.released = True
+        with job.moving():  # live -> leaving (a job not started yet stays where it is, and leaves once started)
+            job.released = True
         self._send(job, {"cmd": "release", "reason": reason})
         job.deadline = time.monotonic() + self.stop_grace
         if job.killed_as is None:
@@ -348,7 +352,8 @@ class Slots:
             self._schedule()
             pending = [j for j in self._jobs.values() if j.process is None and not j.launching]
             for job in pending:
-                job.launching = True
+                with job.moving():  # queued -> launching
+                    job.launching = True
         for job in pending:
             self._launch(job)
 
@@ -377,7 +382,9 @@ class Slots:
 
     def _reap(self, job: Job) -> None:
         """A worker process ended: free its slot and make sure its run says why (called with the lock)."""
-        self._jobs.pop(job.run_id, None)
+        with job.moving():  # leaving -> reaped
+            self._jobs.pop(job.run_id, None)
+            job.reaped = True
         job.process.join(1)
         code = job.process.exitcode
         job.process.close()  # frees its sentinel now rather than at garbage collection

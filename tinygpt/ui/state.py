@@ -55,7 +55,7 @@ PROBE_RUN = "probe_run"  # the run whose probe text the probe box was filled wit
 LAST_SAMPLE = "last_sample"  # {"prompt", "text", "probs_raw", "probs", "attention", "keys", "char", "vocab", ...}
 SAMPLE_FOLLOW = "sample_follow"  # the current run the Sample page's run select last followed
 SAMPLE_CKPT_LATEST = "sample_ckpt_latest"  # the checkpoint select follows the newest checkpoint
-FLASH = "flash"  # a one-shot message for the next run of a page: (kind, text)
+FLASH = "flash"  # one-shot messages for the next run of a page: [(kind, text, run id or None)]
 FIGURES = "figures"  # {cache name: OrderedDict(key -> figure)}: figures rebuilt only when their inputs change
 SET_BY_PAGE = "set_by_page"  # {widget key: (value replaced, value put, monotonic time)}: see put_widget
 SESSION_TOKEN = "session_token"  # a random token: this session in the server's count of live watchers (live.py)
@@ -323,19 +323,22 @@ def forget_reader(store: RunStore, run: str) -> None:
 # ---------------------------------------------------------------- one-shot messages
 
 
-def flash(kind: str, text: str) -> None:
-    """Show `text` as st.<kind> (success, info, warning, error) at the top of the next page run, once: a widget
-    callback that fires again (its run interrupted by another rerun before the widget was redrawn) must not put the
-    same message on the page twice."""
+def flash(kind: str, text: str, run_id: str | None = None) -> None:
+    """Show `text` as st.<kind> (success, info, warning, error) at the top of the next page run, once (a widget
+    callback that fires again must not put it there twice). `run_id`: it is about that run, and shows only over it."""
     pending = st.session_state.setdefault(FLASH, [])
-    if (kind, text) not in pending:
-        pending.append((kind, text))
+    if (kind, text, run_id) not in pending:
+        pending.append((kind, text, run_id))
 
 
-def show_flashes() -> None:
-    """Show the pending one-shot messages as text: they often carry a value from the URL or a user's file."""
-    for kind, text in st.session_state.pop(FLASH, []):
-        getattr(st, kind)(md(text))
+def show_flashes(run_id: str | None = None) -> None:
+    """Show the pending one-shot messages as text (they often carry a value from the URL or a user's file): those
+    about no run, and those about `run_id` (None: the run in view). One about another run is dropped, not kept: it
+    was news of that click, stale by the time its run is in view again (Bring to the projector shows none)."""
+    shown = run_id or st.session_state.get(RUN_ID)
+    for kind, text, about in st.session_state.pop(FLASH, []):
+        if about is None or about == shown:
+            getattr(st, kind)(md(text))
 
 
 # ---------------------------------------------------------------- Experiments page (the pitfall lab)

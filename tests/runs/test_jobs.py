@@ -1,0 +1,112 @@
+"""tinygpt/runs/jobs.py: a job's phase read from its fields, the moves TRANSITIONS allows between phases, and a
+forbidden move refused. No worker process: a stand-in answers is_alive(), which is all a phase reads of one."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tinygpt.runs.jobs import LIVE, PREPARED, TRANSITIONS, Job, Phase, PhaseError, check_transition
+
+
+class Process:
+    """Stands in for a multiprocessing.Process: alive until told otherwise."""
+
+    def __init__(self, alive: bool = True):
+        self.alive = alive
+
+    def is_alive(self) -> bool:
+        return self.alive
+
+
+def job(**fields) -> Job:
+    return Job("run-0001", None, time.monotonic(), **fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "phase"),
+    [
+        ({}, Phase.QUEUED),
+        ({"stop_requested": True}, Phase.QUEUED),  # stopped in its slot before the monitor started it
+        ({"launching": True}, Phase.LAUNCHING),
+        ({"launching": True, "stop_requested": True}, Phase.LAUNCHING),  # leaves once its process exists
+        ({"process": Process()}, Phase.LIVE),
+        ({"process": Process(), "released": True}, Phase.LEAVING),
+        ({"process": Process(), "stop_requested": True}, Phase.LEAVING),
+        ({"process": Process(alive=False)}, Phase.LEAVING),  # dead, not reaped yet
+        ({"process": Process(alive=False), "reaped": True}, Phase.REAPED),
+        ({"launching": True, "reaped": True}, Phase.REAPED),  # could not start
+    ],
+)
+def test_each_phase_is_read_from_the_jobs_fields(fields, phase):
+    assert job(**fields).phase is phase
+
+
+def test_the_table_covers_every_phase_and_reaped_is_final():
+    assert set(TRANSITIONS) == set(Phase)
+    assert TRANSITIONS[Phase.REAPED] == frozenset()
+    every_move = {(a, b) for a, targets in TRANSITIONS.items() for b in targets}
+    assert every_move == {
+        (Phase.QUEUED, Phase.LAUNCHING),
+        (Phase.QUEUED, Phase.REAPED),
+        (Phase.LAUNCHING, Phase.LIVE),
+        (Phase.LAUNCHING, Phase.LEAVING),
+        (Phase.LAUNCHING, Phase.REAPED),
+        (Phase.LIVE, Phase.LEAVING),
+        (Phase.LEAVING, Phase.REAPED),
+    }
+    # Nothing goes back: every phase reaches REAPED, none reaches itself again through others.
+    for start in Phase:
+        seen, frontier = set(), {start}
+        while frontier:
+            frontier = {b for a in frontier for b in TRANSITIONS[a]} - seen
+            seen |= frontier
+        assert start not in seen and (start is Phase.REAPED or Phase.REAPED in seen)
+
+
+def test_a_job_walks_its_phases_as_the_slots_move_it():
+    j = job()
+    with j.moving():
+        j.launching = True
+    with j.moving():
+        j.process, j.launching = Process(), False
+    assert j.phase is Phase.LIVE
+    with j.moving():
+        j.released = True
+    with j.moving():
+        j.released = True  # a second release: no move
+    j.process.alive = False
+    with j.moving():
+        j.reaped = True
+    assert j.phase is Phase.REAPED
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (Phase.QUEUED, Phase.LIVE),  # skips launching
+        (Phase.LIVE, Phase.REAPED),  # reaped without being seen to end
+        (Phase.LEAVING, Phase.LIVE),  # a leaving worker never takes commands again
+        (Phase.REAPED, Phase.QUEUED),  # a restart is a new Job
+    ],
+)
+def test_a_forbidden_move_is_refused_with_what_is_allowed(before, after):
+    with pytest.raises(PhaseError, match=f"{before.value} -> {after.value} is not allowed"):
+        check_transition("run-0001", before, after)
+
+
+def test_moving_refuses_a_change_of_fields_that_skips_a_phase():
+    j = job()
+    with pytest.raises(PhaseError, match="queued -> live"), j.moving():
+        j.process = Process()  # the monitor never marked it launching
+    reaped = job(process=Process(alive=False), reaped=True)
+    with pytest.raises(PhaseError, match="nothing: it is final"), reaped.moving():
+        reaped.reaped = False
+
+
+def test_the_queue_ranks_live_before_prepared_the_instructor_first_then_fifo():
+    learner = job(priority=LIVE, seq=1)
+    teacher = job(priority=LIVE, seq=2, learner={"instructor": True})
+    prepared = job(priority=PREPARED, seq=0, learner={"instructor": True})
+    assert sorted([prepared, learner, teacher], key=lambda j: j.rank) == [teacher, learner, prepared]
