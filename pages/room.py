@@ -10,7 +10,7 @@ frame.require()
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.ui import backlog, explain, form, picking, prediction_view, resources, room, runinfo
+from tinygpt.ui import backlog, explain, form, lesson, picking, prediction_view, resources, room, room_flags, runinfo
 from tinygpt.ui.charts import compare
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
@@ -51,10 +51,15 @@ def dashboard() -> None:
     drawn, note = picking.room_chart_runs(rows)  # the live runs, else the latest ones, by readable name
     readers = {label: state.reader(store, run) for run, label in drawn}
     series = {label: rd.metrics for label, rd in readers.items() if rd is not None}
+    lecture = (lesson.read_room(store.root)["runs"].get(lesson.LECTURE) or {}).get("run")  # "own settings" vs it
+    data = [d for run, label in drawn if (d := room_flags.run_data(run, readers[label]))]
+    flags = room_flags.room_flags(data, room_flags.run_data(lecture, state.reader(store, lecture)))
+    rows = room_flags.with_flags(rows, flags)
     queued = sum(r["state"] == "queued" for r in rows)
     training = sum(r["state"] == "running" for r in rows)
     st.markdown(f"**{training} training · {queued} queued · {len(rows)} runs in all**")
-    explain.show_chart(compare.room_chart(series, large=state.large_fonts()), code=False)
+    by_label = {label: flags.get(run, []) for run, label in drawn}
+    explain.show_chart(compare.room_chart(series, flags=by_label, large=state.large_fonts()), code=False)
     if note:
         st.caption(note)
     st.dataframe(rows, hide_index=True, width="stretch")

@@ -256,3 +256,133 @@ def test_a_cookie_that_is_not_utf8_is_reset_with_a_message(monkeypatch):
     [you] = [e for e in at.expander if "You:" in e.label]
     assert "\ufffd" not in you.label
     assert room.public_id("b" * 24) == at.session_state[state.LEARNER].id  # the same learner: only the name reset
+
+
+# ---------------------------------------------------------------- the room chart flags the runs that are off
+
+
+def _run(losses, *, start=0, state="running", mask="causal", events=(), learner=ANNA, run="r1", **model):
+    from tinygpt.ui import room_flags  # noqa: F401 - imported where used
+
+    config = {"model": {"mask": mask, "num_heads": 4, **model}, "train": {"learning_rate": 1e-3},
+              "data": {"source": "shakespeare"}, "learner": {"id": learner.id, "name": learner.name}}  # fmt: skip
+    metrics = [{"step": start + i, "loss": v} for i, v in enumerate(losses)]
+    return {"run": run, "state": state, "reason": "", "config": config, "events": list(events), "metrics": metrics}
+
+
+def _falling(n, top=3.0, bottom=2.0):
+    return [top - (top - bottom) * i / max(1, n - 1) for i in range(n)]
+
+
+def _noisy_flat(n, level=2.0):
+    return [level + (0.02 if i % 2 else -0.02) for i in range(n)]
+
+
+def _words(flags):
+    return [f.word for f in flags]
+
+
+def test_a_diverged_run_is_flagged_by_its_status_or_a_non_finite_loss():
+    from tinygpt.ui.room_flags import DIVERGED, run_flags
+
+    run = _run(_falling(30), state="diverged") | {"reason": "loss NaN at step 29"}
+    assert run_flags(run)[0] == (DIVERGED, "loss NaN at step 29")
+    nan = _run(_falling(30))
+    nan["metrics"].append({"step": 30, "loss": None})  # a non-finite loss is written as null
+    flags = run_flags(nan)
+    assert _words(flags) == [DIVERGED] and "step 30" in flags[0].reason
+
+
+def test_a_leaky_mask_far_below_its_causal_loss_is_leaking_with_the_health_checks_words():
+    from tinygpt.lab.pitfalls.mask import MASK_CHEAT
+    from tinygpt.ui.room_flags import LEAKING, run_flags
+
+    change = {"kind": "knob", "knob": "mask", "old": "causal", "new": "none", "step": 40, "ok": True}
+    run = _run(_noisy_flat(40, 2.1) + _noisy_flat(30, 0.3), mask="causal", events=[change], state="paused")
+    flags = run_flags(run)
+    assert _words(flags) == [LEAKING]
+    assert (
+        "lets positions see the future" in flags[0].reason and "1.80 nats below its own causal loss" in flags[0].reason
+    )
+    # The same collapse against a causal run of the room over the same steps.
+    leaky = _run(_noisy_flat(40, 0.3), mask="off_by_one", state="paused", run="leaky")
+    causal = _run(_noisy_flat(40, 2.1), run="causal", learner=BEN, state="paused")
+    assert _words(run_flags(leaky, [leaky, causal])) == [LEAKING]
+    # Not far enough below (a mask that did not leak much): no flag.
+    close = _run(_noisy_flat(40, 2.1 - MASK_CHEAT / 2), mask="none", state="paused", run="close")
+    assert run_flags(close, [close, causal]) == []
+    # A causal run far below another is a better model, not a leak.
+    good = _run(_noisy_flat(40, 0.3), state="paused", run="good")
+    assert run_flags(good, [good, causal]) == []
+
+
+def test_a_run_that_no_longer_falls_while_training_is_stalled():
+    from tinygpt.ui.room_flags import STALLED, run_flags
+
+    flags = run_flags(_run(_falling(100, 3.0, 2.0) + _noisy_flat(60, 2.0)))
+    assert _words(flags) == [STALLED] and "loss still decreasing: FAIL" in flags[0].reason
+    assert run_flags(_run(_falling(100, 3.0, 2.0))) == []  # still falling
+    assert run_flags(_run(_noisy_flat(60), state="paused")) == []  # not training: a pause is no stall
+
+
+def test_a_learners_run_that_differs_from_the_lecture_run_uses_own_settings():
+    from tinygpt.ui.room_flags import OWN, run_flags
+
+    lecture = _run(_falling(30), learner=TEACHER, run="lecture")
+    same = _run(_falling(30), run="same")
+    assert run_flags(same, lecture=lecture) == []
+    lr = {"kind": "knob", "knob": "learning_rate", "old": 1e-3, "new": 0.02, "step": 10, "ok": True}
+    mine = _run(_falling(30), num_heads=2, events=[lr])
+    flags = run_flags(mine, lecture=lecture)
+    assert _words(flags) == [OWN]
+    assert "LR 0.02 (lecture run: 0.001)" in flags[0].reason and "num_heads 2 (lecture run: 4)" in flags[0].reason
+    assert run_flags(mine) == []  # no lecture run in the room: nothing to say a run differs from
+
+
+def test_too_little_data_raises_no_flag():
+    from tinygpt.ui.room_flags import room_flags
+
+    change = {"kind": "knob", "knob": "mask", "old": "causal", "new": "none", "step": 3, "ok": True}
+    runs = [
+        _run([], run="empty"),
+        _run([2.0] * 10, run="short"),  # ten flat losses: the trend check needs 20
+        _run([2.1, 2.1, 2.1, 0.2, 0.2, 0.2], events=[change], run="leaky"),  # 3 leaky steps: 20 needed
+        _run(_noisy_flat(40, 0.2), mask="none", run="alone"),  # no causal loss in the room to hold it to
+    ]
+    runs[3]["metrics"] = runs[3]["metrics"][:19]
+    assert room_flags(runs) == {"empty": [], "short": [], "leaky": [], "alone": []}
+
+
+def test_the_room_table_and_chart_show_the_flags_with_their_reasons():
+    from tinygpt.ui.charts import compare
+    from tinygpt.ui.room_flags import DIVERGED, Flag, with_flags
+
+    rows = [{"learner": "anna", "name": "n1", "state": "diverged", "step": 3, "run": "r1"},
+            {"learner": "ben", "name": "n2", "state": "running", "step": 3, "run": "r2"}]  # fmt: skip
+    table = with_flags(rows, {"r1": [Flag(DIVERGED, "loss NaN at step 3")]})
+    assert list(table[0])[:4] == ["learner", "name", "state", "flag"]
+    assert [r["flag"] for r in table] == ["diverged: loss NaN at step 3", ""]
+    series = {"anna · n1": [{"step": 1, "loss": 2.0}], "ben · n2": [{"step": 1, "loss": 2.0}]}
+    spec = compare.room_chart(series, flags={"anna · n1": [Flag(DIVERGED, "loss NaN at step 3")]}).to_dict()
+    values = [v for d in spec["datasets"].values() for v in d]
+    assert {v["run"] for v in values} == {"anna · n1 · off: diverged", "ben · n2"}
+    assert {v["off"] for v in values} == {"diverged: loss NaN at step 3", ""}
+
+
+def test_the_room_page_shows_a_flagged_run_in_its_table(runs_dir):
+    from tinygpt.config import RunConfig
+
+    store = RunStore(runs_dir)
+    config = RunConfig().to_dict() | {"learner": {"id": ANNA.id, "name": "anna"}}
+    with store.create(config, owner="app") as writer:
+        for step in range(30):
+            writer.append_metric({"step": step, "loss": 3.0 - step / 100})
+        writer.append_metric({"step": 30, "loss": None})  # a non-finite loss, as the loop writes it
+        writer.write_status(state="paused", step=30)
+        run = writer.run_dir.name
+    teacher = app_as(TEACHER)
+    teacher.switch_page("pages/room.py").run()
+    assert not teacher.exception, teacher.exception
+    table = teacher.dataframe[0].value
+    assert list(table.columns[:4]) == ["learner", "name", "state", "flag"]
+    assert table.loc[table["run"] == run, "flag"].iloc[0].startswith("diverged: loss not finite at step 30")

@@ -10,14 +10,11 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.owners import Actor
-from tinygpt.ui import lesson, predictions, resources, safe, state
-from tinygpt.ui.predictions import NOT_DECIDED, NOT_SURE, RIGHT, WRONG, PredictionBook
+from tinygpt.ui import lesson, predictions, record, resources, safe, state
+from tinygpt.ui.predictions import RIGHT, WRONG, PredictionBook
+from tinygpt.ui.record import GRADE_WORDS, OUTCOME_WORDS  # one wording for the pane and the downloaded record
 
 REFRESH_S = 3.0  # the Room's spread follows the answers as often as the lesson pane refreshes
-GRADE_WORDS = {RIGHT: "right", WRONG: "wrong", NOT_DECIDED: "not decided: the check did not say",
-               NOT_SURE: "you were not sure"}  # fmt: skip
-OUTCOME_WORDS = {predictions.SEEN: "the check saw it", predictions.NOT_SEEN: "the check did not see it",
-                 predictions.UNDECIDED: "the check ended with not enough data"}  # fmt: skip
 
 
 def book() -> PredictionBook:
@@ -74,6 +71,17 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
         st.error(text, icon=":material/thumb_down:")
     else:
         st.info(text, icon=":material/help:")
+
+
+def record_button(actor: Actor) -> None:
+    """A learner's "Download my lesson": one HTML file of every step, their prediction, what happened, their runs
+    (tinygpt/ui/record.py), made at the click (on a thread without the script's context: plain values only)."""
+    if actor.instructor:
+        return
+    store = resources.get_store()
+    st.download_button("Download my lesson (HTML)", lambda: record.learner_record(store, lesson.STEPS, actor.id,
+                       actor.name), file_name="tinygpt-my-lesson.html", mime="text/html", on_click="ignore",
+                       icon=":material/download:", key="lesson_record", width="stretch")  # fmt: skip
 
 
 def instructor_part(step: lesson.Step, check: lesson.Check) -> None:

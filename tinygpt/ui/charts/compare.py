@@ -22,6 +22,7 @@ from tinygpt.ui.charts.style import (
     BLUE,
     GREY,
     LOG_FLOOR,
+    PALETTE,
     SECONDS,
     STEP,
     Records,
@@ -321,25 +322,44 @@ def config_diff(
     return rows
 
 
-def room_chart(series: Mapping[str, Records] | None, *, columns: int = 4, large: bool = False):
+def room_chart(
+    series: Mapping[str, Records] | None,
+    *,
+    flags: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    columns: int = 4,
+    large: bool = False,
+):
     """Small multiples for the instructor's room dashboard: one small training-loss panel per run (titled by its
-    learner and run name), on a shared step axis and loss scale, so a stuck or diverging learner stands out."""
-    t = theme(large)
+    learner and run name), on a shared step axis and loss scale, so a stuck or diverging learner stands out.
+    `flags`: {run: [(word, reason), ...]} (tinygpt.ui.room_flags): a flagged run's panel title gets a last line
+    "off: leaking, stalled", its curve turns red, and its hover says the reasons."""
+    t, flags = theme(large), flags or {}
+
+    def panel(name: str) -> str:
+        words = ", ".join(word for word, _ in flags.get(name) or ())
+        return f"{name} · off: {words}" if words else name
+
     rows = [
-        {"step": s, "loss": v, "run": str(name)}
+        {"step": s, "loss": v, "run": panel(str(name)), "off": "; ".join(f"{w}: {r}" for w, r in flags.get(name) or ())}
         for name, records in (series or {}).items()
         for s, v in thin_for_display(step_series(records, "loss"), 150)
     ]
     if not rows:
-        rows = [{"step": 0, "loss": None, "run": "no runs yet"}]
+        rows = [{"step": 0, "loss": None, "run": "no runs yet", "off": ""}]
     width, height = (210, 150) if large else (200, 110)  # three panels a row fit the projector's main column
     chart = (
         alt.Chart(data_frame(rows))
-        .mark_line(strokeWidth=t["line"], color=BLUE)
+        .mark_line(strokeWidth=t["line"])
         .encode(
             x=alt.X("step:Q", title="step"),
             y=alt.Y("loss:Q", title="train loss", scale=alt.Scale(zero=False)),
-            tooltip=[alt.Tooltip("run:N"), alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".3f")],
+            color=alt.condition("datum.off != ''", alt.value(PALETTE[3]), alt.value(BLUE)),  # red: flagged
+            tooltip=[
+                alt.Tooltip("run:N"),
+                alt.Tooltip("step:Q"),
+                alt.Tooltip("loss:Q", format=".3f"),
+                alt.Tooltip("off:N", title="flags"),
+            ],
         )
         .properties(width=width, height=height)
         # A panel's title is its learner and run name, one part a line ("anna · 2L×4H×64 · ..." on one line made a
