@@ -9,7 +9,7 @@ from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.runs.knobs import knobs_now
-from tinygpt.ui import admission, backlog, frame, resources, room, runinfo, safe, state
+from tinygpt.ui import admission, backlog, frame, knob_widgets, resources, room, runinfo, safe, state
 from tinygpt.ui import circuits_view as view
 from tinygpt.ui.run_handle import Rules
 
@@ -156,10 +156,10 @@ if st.button("Apply", key="circ_apply", disabled=not rules.can_set_knob):
         request = resources.get_manager().set_knob(
             run_id, "ablated_heads", view.heads_text(chosen), actor=room.current()
         )
-        state.add_knob_note("ablated_heads", view.heads_text(chosen), request, run_id)
+        knob_widgets.add_knob_note("ablated_heads", view.heads_text(chosen), request, run_id)
     except TinyGPTError as e:
         st.error(safe.md(e))
-for knob, note in state.knob_notes(run_id).items():
+for knob, note in knob_widgets.knob_notes(run_id).items():
     if knob == "ablated_heads":
         st.caption(runinfo.knob_note(rd.events, note["request"], knob, note["value"])[1])
 if not live:

@@ -118,6 +118,7 @@ def live_view() -> None:
     if rd is None:
         st.info("No run yet. Choose settings on the left and press **Train**.")
         return
+    form.send_settled_knobs()  # a slider's change once it rests (a burst of key presses is one change)
     resources.touch(run_id)  # the lease: a run nobody watches pauses itself
     status = rd.status()
     config = rd.config()
@@ -170,6 +171,7 @@ def watch_state() -> None:
     steps, stops or deletes it, the page redraws within ~2 s instead of showing "paused" until reloaded."""
     if rd is None or active:  # nothing shown, or the live view already refreshes
         return
+    form.send_settled_knobs()  # a paused run's knobs too
     now = state.reader(store, run_id)
     if now is None or (now.status().get("state"), resources.is_live(run_id)) != (run_state, live):
         st.rerun()

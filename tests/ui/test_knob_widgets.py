@@ -118,9 +118,23 @@ def test_a_burst_on_warmup_changes_warmup_only_though_a_stale_exact_box_rides_al
     lr = [(e["old"], e["new"]) for e in events if e["knob"] == "learning_rate"]
     assert lr == [(0.002, 0.05)]
     assert {e["knob"] for e in events} <= {"learning_rate", "min_lr", "warmup_steps"}
-    assert [e["new"] for e in events if e["knob"] == "warmup_steps"] == list(range(101, 111))
+    # The burst is one change: a slider's value is sent once it rests (each press restarts its wait).
+    assert [e["new"] for e in events if e["knob"] == "warmup_steps"] == [110]
     assert at.select_slider(key=knob_key(at, state.W_LR)).value == 0.05
     resources.get_manager().stop(run_id)
+
+
+def test_a_slider_change_is_sent_once_it_rests_and_a_typed_one_at_once():
+    assert knob_widgets.settles("slider", "w_warmup@0", "w_warmup")
+    assert knob_widgets.settles("log_slider", "w_lr@2", "w_lr")
+    assert not knob_widgets.settles("log_slider", "w_lr_exact@2", "w_lr")  # the exact box: typed, sent at once
+    assert not knob_widgets.settles("radio", "w_mask@0", "w_mask")
+    notes = {
+        "warmup_steps": {"value": 130, "request": None, "run": "r", "moved_at": 10.0},  # pending
+        "learning_rate": {"value": 0.05, "request": "q1", "run": "r", "moved_at": None},  # sent, awaiting its answer
+    }
+    assert knob_widgets.settled(notes, now=10.0 + knob_widgets.SETTLE_S / 2) == []  # still being turned
+    assert knob_widgets.settled(notes, now=10.0 + knob_widgets.SETTLE_S) == ["warmup_steps"]
 
 
 def test_a_watcher_sees_the_runs_knobs_read_only_and_follows_the_instructors_change(runs_dir):

@@ -8,6 +8,7 @@ changes (`on_change`; tinygpt/ui/knob_widgets.py), and the page shows the worker
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import streamlit as st
@@ -82,10 +83,26 @@ def _apply_preset() -> None:
 
 
 def _knob_moved(name: str, key: str) -> None:
-    """One live knob's widget moved (its on_change): send that knob, with that widget's value, and nothing else."""
-    value = knob_widgets.moved(settings.FIELD_BY_NAME[name].key, key)
-    if value is not None:  # None: a replaced widget's stale copy
-        _send_knob(name, value)
+    """One live knob's widget moved (its on_change): send that knob, with that widget's value, and nothing else;
+    a slider's value once it rests (knob_widgets.settled: a burst of key presses is one change)."""
+    field = settings.FIELD_BY_NAME[name]
+    value = knob_widgets.moved(field.key, key)
+    if value is None:  # a replaced widget's stale copy
+        return
+    run, drawn = state.run_id(), state.get(state.KNOBS_DRAWN)
+    in_play = bool(run) and bool(drawn) and drawn[0] == run  # the knobs show a run that takes changes
+    if in_play and knob_widgets.settles(field.widget, key, field.key):
+        knob_widgets.add_knob_note(name, value, None, run, moved_at=time.monotonic())
+        return
+    _send_knob(name, value)
+
+
+def send_settled_knobs() -> None:
+    """From the Train page's refreshes: send each slider change of the run in view that has rested."""
+    run = state.run_id()
+    notes = knob_widgets.knob_notes(run)
+    for name in knob_widgets.settled(notes, time.monotonic()):
+        _send_knob(name, notes[name]["value"])
 
 
 def _send_knob(name: str, value: Any) -> None:
@@ -100,14 +117,17 @@ def _send_knob(name: str, value: Any) -> None:
     try:  # the run manager checks who may change the run, the knob's name and its value: asked once, there
         request = resources.get_manager().set_knob(run, name, value, actor=room.current())
     except NoWorkerError:
+        knob_widgets.drop_knob_note(name)  # a pending slider change of a run that ended meanwhile
         return  # an ended run: nothing to change there; the form's value is for the next run, silently as before
     except NotYourRunError as e:  # watching someone else's run: the form's value is for this learner's next run
+        knob_widgets.drop_knob_note(name)
         state.flash("info", f"This run belongs to {e.owner}: {name} stays as it is there; it applies to your next run.")
         return
     except TinyGPTError as e:
+        knob_widgets.drop_knob_note(name)
         state.flash("error", f"Could not change {name}: {e}")
         return
-    state.add_knob_note(name, value, request, run)
+    knob_widgets.add_knob_note(name, value, request, run)
 
 
 def _draw_field(container, field: Field, disabled: bool) -> None:
@@ -205,7 +225,7 @@ def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None =
         if live_run is not None:
             run, config, events = live_run
             keys = {f.name: f.key for f in settings.KNOB_FIELDS}
-            values = knob_widgets.run_values(config, events, list(keys), state.knob_notes(run))
+            values = knob_widgets.run_values(config, events, list(keys), knob_widgets.knob_notes(run))
             knob_widgets.show_run(run, values, keys)
         else:
             state.pop(state.KNOBS_DRAWN)
@@ -223,7 +243,11 @@ def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None =
                 uploaded = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=state.W_UPLOAD)
             elif source == settings.SOURCE_PASTE:
                 st.text_area(
-                    "Text to train on", key=state.W_PASTE, height=120, persist_state="session", disabled=locked,
+                    "Text to train on",
+                    key=state.W_PASTE,
+                    height=120,
+                    persist_state="session",
+                    disabled=locked,
                     max_chars=MAX_TEXT_FIELDS["text"],  # the config's limit, said by the box as one types
                 )
             elif source == settings.SOURCE_SHAKESPEARE:

@@ -5,7 +5,12 @@ then every applied knob event), for every viewer, the owner too; this viewer's o
 is pending, and a refused one snaps back to the run's value (the live view says why). Otherwise (no run, or an
 ended one) the widgets are the form for the next run.
 
-What one sends: the knob of the widget that moved, with that widget's value (one `KnobChange` per move).
+What one sends: the knob of the widget that moved, with that widget's value (one `KnobChange` per move). A slider
+sends when it rests: every arrow-key press is a move of its own, and a burst of 20 presses was 20 changes, each a
+command, an event and a chart marker. A slider's move is kept as a pending note instead (its value, no request
+yet), and the live view's refresh sends it once no press came for SETTLE_S (`settled`); the note keeps the widget
+on the value being turned meanwhile. A typed value (the exact box) or a click (radio) is one deliberate move and is
+sent at once.
 
 Why each widget is drawn under a key with a generation (`w_lr@3`): the browser sends every widget's value with
 every rerun request, and a request it sent before it drew a value the server set (the run moved, the exact box
@@ -25,6 +30,23 @@ from tinygpt.runs.knobs import knob_answer, knobs_now
 from tinygpt.ui import state
 
 LIVE_ROLES = ("", "_exact")  # a knob's widgets: the main one, and a log slider's exact box
+SETTLE_S = 0.4  # s a slider rests before its value is sent: longer than a key repeat, shorter than a person waits
+SETTLING_WIDGETS = ("slider", "log_slider")  # moved by key presses in bursts; a log slider's exact box is typed
+
+
+def settles(widget: str, key: str, value_key: str) -> bool:
+    """Whether a move of the widget drawn under `key` waits for the knob to rest (pure): a slider's, not the exact
+    box's beside a log slider."""
+    return widget in SETTLING_WIDGETS and not key.startswith(value_key + "_exact")
+
+
+def settled(notes: dict[str, dict], now: float, settle_s: float = SETTLE_S) -> list[str]:
+    """The knobs whose pending change (a note with no request yet) has rested for `settle_s` by `now` (pure)."""
+    return [
+        knob
+        for knob, note in notes.items()
+        if note.get("request") is None and note.get("moved_at") is not None and now - note["moved_at"] >= settle_s
+    ]
 
 
 def widget_key(value_key: str, generations: dict[str, int], role: str = "") -> str:
@@ -68,7 +90,7 @@ def moved(value_key: str, key: str) -> Any:
 
 def run_values(config: dict, events: list[dict], names: list[str], notes: dict[str, dict]) -> dict[str, Any]:
     """What the widgets of the knobs `names` show for a run: its values now, except this session's own change
-    still waiting for its answer (`notes`, state.knob_notes of that run). An answered change shows what the run
+    still waiting for its answer (`notes`, knob_notes of that run). An answered change shows what the run
     did with it: the new value, or the old one again if it was refused (pure)."""
     values = {name: value for name, value in knobs_now(config, events).items() if name in names}
     for name, note in notes.items():
@@ -91,4 +113,30 @@ def run_moved(run: str, config: dict, events: list[dict]) -> bool:
     drawn = state.get(state.KNOBS_DRAWN)
     if not drawn or drawn[0] != run:
         return False
-    return run_values(config, events, list(drawn[1]), state.knob_notes(run)) != drawn[1]
+    return run_values(config, events, list(drawn[1]), knob_notes(run)) != drawn[1]
+
+
+# ---------------------------------------------------------------- the changes this session asked for (state.KNOB_NOTES)
+
+
+def knob_notes(run: str | None) -> dict[str, dict]:
+    """{knob: {"value", "request", "run", "moved_at"}}: the live-knob changes this session asked of `run`, whose
+    answers the page shows. Only that run's: a note of the run shown before ("LR → 0.1: applies at the next step")
+    must never appear over another run (Bring to the projector)."""
+    notes = state.get(state.KNOB_NOTES) or {}
+    return {knob: note for knob, note in notes.items() if run and note.get("run") == run}
+
+
+def add_knob_note(knob: str, value: Any, request: str | None, run: str, moved_at: float | None = None) -> None:
+    """A change asked of `run` (`request`: the manager's id), or one still settling (request None, `moved_at`:
+    the monotonic time of its widget's last move; `settled` says when it is sent)."""
+    note = {"value": value, "request": request, "run": run, "moved_at": moved_at}
+    state.put(state.KNOB_NOTES, {**(state.get(state.KNOB_NOTES) or {}), knob: note})
+
+
+def drop_knob_note(knob: str) -> None:
+    state.put(state.KNOB_NOTES, {k: n for k, n in (state.get(state.KNOB_NOTES) or {}).items() if k != knob})
+
+
+def clear_knob_notes() -> None:
+    state.put(state.KNOB_NOTES, {})

@@ -10,7 +10,7 @@ import streamlit as st
 from tinygpt.config import RunConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.owners import Actor
-from tinygpt.ui import admission, form, safe, settings, state
+from tinygpt.ui import admission, form, knob_widgets, safe, settings, state
 
 
 def config_from_form(source: str, uploaded: Any, learner: Actor, messages) -> RunConfig:
@@ -39,7 +39,7 @@ def start(config: RunConfig, learner: Actor, parent: str | None, check_slot: boo
     run, and redraw."""
     (new_id,) = admission.start(learner, {"run": config}, parent=parent, check_slot=check_slot).values()
     state.set_run_id(new_id)
-    state.clear_knob_notes()
+    knob_widgets.clear_knob_notes()
     st.rerun()
 
 

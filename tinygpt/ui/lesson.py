@@ -33,7 +33,6 @@ from tinygpt.ui.lesson_checks import (  # noqa: F401 - the checks, re-exported: 
     PATIENCE,
     PITFALLS,
     PREPARE_ORDER,
-    number_word,
     WINDOW,
     Check,
     Evidence,
@@ -47,6 +46,7 @@ from tinygpt.ui.lesson_checks import (  # noqa: F401 - the checks, re-exported: 
     knob_effect,
     lens_sharpens,
     loss_from_uniform,
+    number_word,
 )
 from tinygpt.ui.predictions import Answers
 
@@ -211,8 +211,8 @@ STEPS: tuple[Step, ...] = (
         "pages/circuits.py",
         Setup(induction=True),
         "Switch the induction head off: which loss goes up, and by how much?",
-        "The loss on the repeated text's second copy rises (the check measures it there, on the experiment's "
-        "repeated probe; the page's chart ablates on the probe text you type).",
+        "The loss on the repeated text's second copy rises more for the induction head than for any other head "
+        "(the heatmap's panel 'second copy, repeated probe' draws the numbers the check reads).",
         ablation_hurts,
         answers=Answers(("the second copy's, by 0.1 nats or more", "the second copy's, by less than 0.1",
                          "the first copy's"), "the second copy's, by 0.1 nats or more",

@@ -26,7 +26,19 @@ from tinygpt.lab.verdict import ENDED
 from tinygpt.presets import preset
 from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
 from tinygpt.runs.owners import Actor, may_control, read_owner
-from tinygpt.ui import admission, circuits_view, lab, lesson, prediction_view, resources, runinfo, safe, settings, state
+from tinygpt.ui import (
+    admission,
+    circuits_view,
+    knob_widgets,
+    lab,
+    lesson,
+    prediction_view,
+    resources,
+    runinfo,
+    safe,
+    settings,
+    state,
+)
 from tinygpt.ui.lesson import HEADS, INDUCTION, LECTURE, STEPS, Evidence, RunData, Step
 
 REFRESH_S = 3.0  # how often a pane re-reads the room's position and its step's check
@@ -173,7 +185,7 @@ def set_up(step: Step, actor: Actor) -> None:
         for name, value in setup.knobs.items() if mine else ():  # a learner watches the room's run
             request = manager.set_knob(rid, name, value, actor=actor)
             _widget(settings.FIELD_BY_NAME[name].key, value)
-            state.add_knob_note(name, value, request, rid)
+            knob_widgets.add_knob_note(name, value, request, rid)
     if setup.rest and (rid := (runs.get(LECTURE) or {}).get("run")) and resources.is_active(rid):
         manager.pause(rid, actor=actor)  # its training slot goes to the long runs
     if setup.heads:

@@ -201,26 +201,6 @@ def apply_pending_large() -> bool | None:
     return pending
 
 
-# ---------------------------------------------------------------- live knob changes this session asked for
-
-
-def knob_notes(run: str | None) -> dict[str, dict]:
-    """{knob: {"value", "request", "run"}}: the live-knob changes this session asked of `run`, whose answers the
-    page shows. Only that run's: a note of the run shown before ("LR → 0.1: applies at the next step") must never
-    appear over another run (Bring to the projector)."""
-    notes = st.session_state.get(KNOB_NOTES) or {}
-    return {knob: note for knob, note in notes.items() if run and note.get("run") == run}
-
-
-def add_knob_note(knob: str, value: Any, request: str, run: str) -> None:
-    notes = st.session_state.get(KNOB_NOTES) or {}
-    st.session_state[KNOB_NOTES] = {**notes, knob: {"value": value, "request": request, "run": run}}
-
-
-def clear_knob_notes() -> None:
-    st.session_state[KNOB_NOTES] = {}
-
-
 def mark_step_requested() -> None:
     """A Step click: the Train page refreshes a paused run's view for a few seconds to show the steps."""
     st.session_state[STEP_REQUESTED_AT] = time.time()

@@ -28,7 +28,7 @@ def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) 
     figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
     notes = [  # this run's only: a note raised over the run shown before never shows over this one
         runinfo.knob_note(rd.events, n["request"], knob, n["value"], config)
-        for knob, n in state.knob_notes(rd.run_id).items()
+        for knob, n in knob_widgets.knob_notes(rd.run_id).items()
     ]
     last = rd.samples[-1] if rd.samples else None
     moved = knob_widgets.run_moved(rd.run_id, config, rd.events)  # the knob widgets drew other values
