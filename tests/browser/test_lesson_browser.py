@@ -84,6 +84,23 @@ def wait_seen(page, timeout_s: float) -> str:
     pytest.fail(f"no verdict in {timeout_s:.0f} s: {info.first.inner_text() if info.count() else 'no check shown'}")
 
 
+def checks_shown(page) -> set[int]:
+    """The steps whose checks the pane shows now (each check is drawn in a container keyed by its step)."""
+    classes = pane(page).locator('[class*="st-key-lesson_check_"]').evaluate_all("els => els.map(e => e.className)")
+    return {int(m) for c in classes for m in re.findall(r"st-key-lesson_check_(\d+)", c)}
+
+
+def only_this_steps_check(screens: dict, index: int, seconds: float = 8) -> None:
+    """After Next: for a few seconds (the previous step's check once stayed 15 s and more, "seen", under the new
+    title), no screen shows the check of any other step than `index`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for who, page in screens.items():
+            other = checks_shown(page) - {index}
+            assert not other, f"{who}'s pane shows step {sorted(i + 1 for i in other)}'s check at step {index + 1}"
+        time.sleep(0.25)
+
+
 def check_page(page, where: str, layout: list[str]) -> None:
     """No exception box (at once); what the layout probe finds is collected, and asserted after the whole lesson
     has played (so one chart's overflow does not hide whether the later steps work)."""
@@ -115,6 +132,8 @@ def test_the_whole_lesson_plays_for_an_instructor_and_two_learners(browser, less
             shows_step(teacher, index)
             for _, page in learners:
                 shows_step(page, index, timeout_s=30)  # the room moved: every learner's pane follows
+            screens = {"the instructor": teacher, **{f"learner {n}": p for n, (_, p) in enumerate(learners, 1)}}
+            only_this_steps_check(screens, index)
         load = os.getloadavg()[0]
         clicked = time.monotonic()
         pane_button(teacher, "Set up this step").click()

@@ -368,7 +368,7 @@ def _check_view(index: int, actor: Actor, seen_room: int | None) -> None:
         check = lesson.Check(None, f"Not enough data yet: could not read the runs ({exc}).")
         lines = []
     state.put(state.LESSON_CHECKED, index)
-    with slot.container():
+    with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)
         st.markdown(f"**Check:** {check.status}", help="Computed from the runs on every refresh of this pane.")
         _show_check(check)
         for line in lines:
