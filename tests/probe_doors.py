@@ -1,16 +1,16 @@
 """The reliability probe's round-four families (issue 34), called by tests/reliability_probe.py:
 
-    limits     every row of tinygpt.config.LIMITS, past either end and at the end itself, at every door: the
-               config (what the lab, resume and the Train form build through `preset`), the CLI's flag, a --config
-               file, a workshop link. Past an end: refused (exit 2 in one line, a ConfigError naming the field, a
-               link message), and no run folder made; at the end: taken.
-    files      files a user hands over: --config of /dev/zero, of 2 MB, of bytes that are not UTF-8, of JSON nested
-               past the parser, an empty one; --text and --prompt that are not UTF-8; a corpus.txt beside a
-               config that is damaged. Each refused in one line, exit 2, nothing made; /dev/zero in a subprocess,
-               timed, with its peak memory.
-    ownership  a run no learner owns (trained from the command line) against a learner's pause, resume, step,
-               stop, knob and delete, and the instructor's delete: learners refused whatever the run's state, the
-               instructor allowed; a learner's own run stays theirs.
+limits     every row of tinygpt.config.LIMITS, past either end and at the end itself, at every door: the
+           config (what the lab, resume and the Train form build through `preset`), the CLI's flag, a --config
+           file, a workshop link. Past an end: refused (exit 2 in one line, a ConfigError naming the field, a
+           link message), and no run folder made; at the end: taken.
+files      files a user hands over: --config of /dev/zero, of 2 MB, of bytes that are not UTF-8, of JSON nested
+           past the parser, an empty one; --text and --prompt that are not UTF-8; a corpus.txt beside a
+           config that is damaged. Each refused in one line, exit 2, nothing made; /dev/zero in a subprocess,
+           timed, with its peak memory.
+ownership  a run no learner owns (trained from the command line) against a learner's pause, resume, step,
+           stop, knob and delete, and the instructor's delete: learners refused whatever the run's state, the
+           instructor allowed; a learner's own run stays theirs.
 """
 
 from __future__ import annotations
@@ -135,6 +135,7 @@ def probe_files(family, root: Path) -> None:
         assert status == 2 and "cannot be read" in err, (status, err)
         _no_folder(runs)
     with family.case("--config /dev/zero in a subprocess"):
+
         def timed(*flags: str) -> tuple[float, subprocess.CompletedProcess]:
             started = time.perf_counter()
             done = subprocess.run(
@@ -178,6 +179,29 @@ def probe_ownership(family, root: Path, text: str) -> None:
                 except NotYourRunError as exc:
                     assert "the instructor" in str(exc), exc
                 assert store.path(cli_run).exists()
+        # "Whatever their state": a CLI run trained to its end, and a run the instructor started in the app (a
+        # lesson's prepared run) are as read-only to a learner as the CLI run that never trained.
+        from tinygpt.runs.loop import run_training
+
+        config = tiny_config(text, max_steps=3)
+        with store.create(config.to_dict(), owner="cli") as writer:
+            finished = writer.run_id
+        assert run_training(writer.run_dir, config) == "finished"
+        prepared = manager.start(tiny_config(text, max_steps=3), actor=INSTRUCTOR)
+        for label, run in (("a finished CLI run", finished), ("the instructor's app run", prepared)):
+            for verb, action in (
+                ("resume", lambda r: manager.resume(r, max_steps=6, actor=LEARNER)),
+                ("knob", lambda r: manager.set_knob(r, "learning_rate", 1e-2, actor=LEARNER)),
+                ("delete", lambda r: store.delete(r, actor=LEARNER)),
+            ):
+                with family.case(f"a learner's {verb} of {label}"):
+                    try:
+                        action(run)
+                        raise AssertionError("accepted")
+                    except NotYourRunError as exc:
+                        assert "instructor" in str(exc), exc
+                    assert store.path(run).exists()
+        manager.stop(prepared, actor=INSTRUCTOR)
         with family.case("a learner's own run stays theirs"):
             own = manager.start(tiny_config(text, max_steps=4), actor=LEARNER)
             manager.stop(own, actor=LEARNER)
