@@ -336,8 +336,10 @@ def _progress(runs: dict[str, dict[str, str]], step: Step) -> list[str]:
     return lines
 
 
-def _show_check(check: lesson.Check) -> None:
-    text = safe.md(check.text)
+def show_check(check: lesson.Check, text: str | None = None) -> None:
+    """The check in its colour (seen, not seen, not enough data yet): its whole text, or `text` (the banner's one
+    sentence, tinygpt/ui/presenter.py)."""
+    text = safe.md(check.text if text is None else text)
     if check.passed:
         st.success(text, icon=":material/check_circle:")
     elif check.passed is False:
@@ -346,7 +348,17 @@ def _show_check(check: lesson.Check) -> None:
         st.info(text, icon=":material/hourglass_top:")
 
 
-def _check_view(index: int, actor: Actor, seen_room: int | None) -> None:
+def check_lines(check: lesson.Check, lines: list[str]) -> None:
+    """The sidebar pane's check: its status, its whole text, where its runs stand."""
+    st.markdown(f"**Check:** {check.status}", help="Computed from the runs on every refresh of this pane.")
+    show_check(check)
+    for line in lines:
+        st.caption(safe.md(line))
+
+
+def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines) -> None:
+    """The step's check (a fragment, refreshed every REFRESH_S), the viewer's prediction part above it; `draw`
+    draws the check (check_lines in the sidebar, the banner's one sentence on the projector)."""
     data = room()
     if data["step"] != seen_room and data["step"] is not None:
         st.rerun(scope="app")  # the instructor moved the room: the pane follows
@@ -369,16 +381,14 @@ def _check_view(index: int, actor: Actor, seen_room: int | None) -> None:
         lines = []
     state.put(state.LESSON_CHECKED, index)
     with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)
-        st.markdown(f"**Check:** {check.status}", help="Computed from the runs on every refresh of this pane.")
-        _show_check(check)
-        for line in lines:
-            st.caption(safe.md(line))
+        draw(check, lines)
     with predicted:
         prediction_view.pane_part(step, actor, check)
 
 
-def pane(shop, actor: Actor) -> None:
-    """The lesson in the sidebar: the step, its one-click setup, what to predict and watch, and its check."""
+def position(shop, actor: Actor) -> tuple[int, int | None, dict] | None:
+    """Where this session's lesson is: (its step, the room's step it last followed, the room), or None where no
+    lesson is shown (the instructor's sidebar then offers to teach it)."""
     apply_pending()  # before the page draws its widgets
     data = room()
     shown = not (shop.tutorial is None and data["step"] is None and state.get(state.LESSON_STEP) is None)
@@ -387,30 +397,76 @@ def pane(shop, actor: Actor) -> None:
         if actor.instructor and st.sidebar.button("Teach the lesson", icon=":material/school:", width="stretch"):
             lesson.write_room(_root(), step=0)
             st.rerun()
-        return
+        return None
     local = state.get(state.LESSON_STEP)
     if local is None and shop.tutorial is not None:
         local = shop.tutorial
     index, seen = lesson.follow(local, state.get(state.LESSON_SEEN), data["step"])
     state.put(state.LESSON_STEP, index)
     state.put(state.LESSON_SEEN, seen)
+    return index, seen, data
+
+
+def where_line(index: int, data: dict) -> str:
+    step = STEPS[index]
+    where = f"On the **{lesson.page_name(step)}** page"
+    if data["step"] is not None and data["step"] != index:
+        where += f" · the room is at step {data['step'] + 1}"
+    return where
+
+
+def setup_button(step: Step, actor: Actor) -> None:
+    if st.button("Set up this step", type="primary", icon=":material/play_circle:", key="lesson_setup",
+                 width="stretch"):  # fmt: skip
+        try:
+            prediction_view.set_up(step, actor)  # before: set_up ends by switching page
+            set_up(step, actor)
+        except TinyGPTError as exc:
+            st.error(safe.md(exc))
+
+
+def prepare_button(actor: Actor) -> None:
+    if st.button("Prepare the long runs", icon=":material/schedule:", key="lesson_prepare", width="stretch",
+                 help="Before class: start the pitfalls' and the induction experiment's runs now, so "
+                 "their steps have results when the class reaches them."):  # fmt: skip
+        started = prepare(actor)
+        state.flash("success", f"Started {started} runs for the long steps." if started else
+                    "The long steps' runs were already started.")  # fmt: skip
+        st.rerun()
+
+
+def long_runs_line() -> str | None:
+    ready = resources.get_manager().prepared_eta()  # the prepared runs' own measured pace
+    if not ready["runs"]:
+        return None
+    when = "once their pace is measured" if ready["seconds"] is None else (
+        f"in about {max(1, round(ready['seconds'] / 60))} min")  # fmt: skip
+    return f"Long runs: {ready['runs']} training or waiting behind the live run, ready {when}."
+
+
+def move_to(moved: int, actor: Actor) -> None:
+    """Back or Next: this session's lesson moves (the instructor's moves the room)."""
+    state.put(state.LESSON_STEP, moved)
+    if actor.instructor:
+        lesson.write_room(_root(), step=moved)
+        state.put(state.LESSON_SEEN, moved)
+    st.rerun()
+
+
+def pane(shop, actor: Actor) -> None:
+    """The lesson in the sidebar: the step, its one-click setup, what to predict and watch, and its check."""
+    at = position(shop, actor)
+    if at is None:
+        return
+    index, seen, data = at
     step = STEPS[index]
     with st.sidebar.container(border=True, key="lesson_pane"):
         st.markdown(f"**Lesson {index + 1}/{len(STEPS)} · {step.section}**")
-        where = f"On the **{lesson.page_name(step)}** page"
-        if data["step"] is not None and data["step"] != index:
-            where += f" · the room is at step {data['step'] + 1}"
-        st.caption(where)
+        st.caption(where_line(index, data))
         st.markdown(f"**Predict:** {step.predict}")
         st.markdown(f"**Watch for:** {step.watch}")
-        if st.button("Set up this step", type="primary", icon=":material/play_circle:", key="lesson_setup",
-                     width="stretch"):  # fmt: skip
-            try:
-                prediction_view.set_up(step, actor)  # before: set_up ends by switching page
-                set_up(step, actor)
-            except TinyGPTError as exc:
-                st.error(safe.md(exc))
-        st.fragment(run_every=REFRESH_S)(_check_view)(index, actor, seen)
+        setup_button(step, actor)
+        st.fragment(run_every=REFRESH_S)(check_view)(index, actor, seen)
         back, forward = st.columns(2)
         moved = None
         if back.button("Back", disabled=index == 0, key="lesson_back", width="stretch"):
@@ -419,25 +475,12 @@ def pane(shop, actor: Actor) -> None:
             moved = index + 1
         if actor.instructor:
             st.caption("Back and Next move the whole room: every learner's lesson follows.")
-            if st.button("Prepare the long runs", icon=":material/schedule:", key="lesson_prepare", width="stretch",
-                         help="Before class: start the pitfalls' and the induction experiment's runs now, so "
-                         "their steps have results when the class reaches them."):  # fmt: skip
-                started = prepare(actor)
-                state.flash("success", f"Started {started} runs for the long steps." if started else
-                            "The long steps' runs were already started.")  # fmt: skip
-                st.rerun()
-            ready = resources.get_manager().prepared_eta()  # the prepared runs' own measured pace
-            if ready["runs"]:
-                when = "once their pace is measured" if ready["seconds"] is None else (
-                    f"in about {max(1, round(ready['seconds'] / 60))} min")  # fmt: skip
-                st.caption(f"Long runs: {ready['runs']} training or waiting behind the live run, ready {when}.")
+            prepare_button(actor)
+            if line := long_runs_line():
+                st.caption(line)
         elif data["step"] is not None and data["step"] != index:
             if st.button("Back to the room's step", key="lesson_follow", width="stretch"):
                 moved = data["step"]
         prediction_view.record_button(actor)  # a learner's "Download my lesson (HTML)"; none for the instructor
         if moved is not None:
-            state.put(state.LESSON_STEP, moved)
-            if actor.instructor:
-                lesson.write_room(_root(), step=moved)
-                state.put(state.LESSON_SEEN, moved)
-            st.rerun()
+            move_to(moved, actor)

@@ -283,7 +283,12 @@ def lesson_started_unseen() -> bool:
 
 
 def tutorial_pane(shop: Workshop) -> None:
-    """The lesson, one step at a time, in the sidebar (tinygpt/ui/lesson_view.py draws it)."""
-    from tinygpt.ui import lesson_view, room  # imports torch: after the frame's first paint
+    """The lesson, one step at a time, in the sidebar (tinygpt/ui/lesson_view.py draws it), or on the projector
+    (the instructor with Large fonts) as a banner above the page (tinygpt/ui/presenter.py)."""
+    from tinygpt.ui import lesson_view, presenter, room  # imports torch: after the frame's first paint
 
-    lesson_view.pane(shop, room.current())
+    actor = room.current()
+    if presenter.shown(actor):
+        presenter.banner(shop, actor)
+    else:
+        lesson_view.pane(shop, actor)
