@@ -41,6 +41,11 @@ class Experiment:
     # Its claim is about how well the runs learn (loss clauses): judged only where held-out loss can tell learning
     # from memorising (`verdict.memorised`), and each loss clause checked against the held-out loss too.
     loss_claims: bool = False
+    # Clauses that are consequences of the pitfall rather than the pitfall itself, with the corpora they were seen
+    # on ({clause: (source, ...)}): its judge marks them (`verdict.Clause(consequence=True)`), the verdict turns on
+    # the pitfall's own clauses only, and a consequence that did not show on this text is reported as measured,
+    # "not seen on this text (it was on Tiny Shakespeare)", not as a failure.
+    consequences: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def measured_on(self, source: str) -> bool:
         """Whether the benchmark (tinygpt.bench.pitfalls: every pitfall x 5 seeds) ran it on `source`: Tiny

@@ -12,11 +12,12 @@ from ..verdict import (
     NOISE_SIGMAS,
     RunResult,
     Verdict,
+    clears,
     decide,
-    difference_margin,
     diverged_at,
     fmt,
     gt3,
+    held_out_difference,
     loss_difference,
     say,
 )
@@ -26,9 +27,13 @@ from ..verdict import (
 # the causal loss, ~0.15-0.25 nats at context 16), ~2 nats below causal; a mask that did not leak ends near it.
 MASK_CHEAT = 0.5
 MASK_FALLS_APART = 0.3  # nats above causal, predicting from the past alone (off_by_one: ~3, none: ~0.5)
+# No consequence clauses (verdict.Clause): the leak score is the bug itself, the collapse is what it does to
+# training, and the loss without the future is what the leaking model really learned; each is the pitfall's own
+# definition, not an effect seen on some corpora only (all three held on Shakespeare, licences, code and 2,000
+# characters of English: BENCHMARKS.md).
 EXPECTED = (
-    f"leaky masks: a held-out loss that collapses at least {MASK_CHEAT} nats below causal (the training loss, and "
-    f"{NOISE_SIGMAS} paired standard errors of that difference if the runs are noisier, where no held-out loss was "
+    f"leaky masks: a held-out loss that collapses at least {MASK_CHEAT} nats below causal, the whole interval of "
+    f"the gap (± {NOISE_SIGMAS} paired standard errors) past it (the training loss where no held-out loss was "
     "recorded), a leak score > 0, and a much higher loss without the future"
 )
 
@@ -51,29 +56,27 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             f"leak, {label}": leaky.leak,
             f"no-peek loss, {label}": leaky.no_peek_loss,
         }
-        margin = difference_margin(MASK_CHEAT, causal, leaky)
+        margin = MASK_CHEAT
         # Held-out first: a leaky model reads the future in held-out windows too, so its loss collapses there as
         # much, while a causal run that memorised a small text is low on its training windows only (issue 33: a
-        # cheat gap of 0.504 against 0.50 on 2,000 characters). Training loss, with its paired noise, where the
-        # runs recorded no held-out loss.
+        # cheat gap of 0.504 against 0.50 on 2,000 characters). Training loss where the runs recorded no held-out
+        # loss. Either way the gap's interval decides (verdict.clears): the held-out one carries the pair's paired
+        # training noise, the eval recording no spread of its own (verdict.held_out_difference).
         held = causal.final_val_loss is not None and leaky.final_val_loss is not None
-        if held:
-            margin = MASK_CHEAT
+        train_difference = loss_difference(causal, leaky)
+        difference = held_out_difference(causal, leaky) if held else train_difference
         observed[f"cheat margin (nats), {label}"] = margin
         broken = diverged_at(leaky) or diverged_at(causal)
         if broken:
-            cheats = falls_apart = None
+            cheats, spread, falls_apart = None, "not measured", None
         else:
-            cheats = (
-                gt3(causal.final_val_loss, leaky.final_val_loss, margin)
-                if held
-                else gt3(causal.final_train_loss, leaky.final_train_loss, margin)
-            )
+            cheats, spread = clears(difference, margin)
             falls_apart = gt3(leaky.no_peek_loss, causal.no_peek_loss, MASK_FALLS_APART)
         leaks = gt3(leaky.leak, LEAKS)
         which = "held-out" if held else "train"
         clauses |= {
-            f"{label}'s {which} loss at least {margin:.2f} nats below causal": cheats,
+            f"{label}'s {which} loss at least {margin:.2f} nats below causal"
+            + ("" if cheats is not None or broken else f" ({spread})"): cheats,
             f"{label}'s leak score above {LEAKS:g}": leaks,
             f"{label}'s loss without the future at least {MASK_FALLS_APART} nats above causal's": falls_apart,
         }
@@ -81,19 +84,18 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             parts.append(f"{label}: {diverged_at(leaky)}, its final loss not measured, leak {fmt(leaky.leak, 3)}")
             continue
         below = say(cheats, "below", "is not enough below", "not compared with")
-        difference = loss_difference(causal, leaky)
-        observed[f"cheat gap (nats), {label}"] = difference.interval()
+        observed[f"cheat gap (nats), {label}"] = train_difference.interval()
         if held:
-            gap = causal.final_val_loss - leaky.final_val_loss
             observed[f"held-out loss, {label}"] = leaky.final_val_loss
             cheat = (
-                f"held-out loss {fmt(leaky.final_val_loss)} ({gap:.2f} {below} causal's {fmt(causal.final_val_loss)}; "
-                f"needs {margin:.2f}), train loss {fmt(leaky.final_train_loss)} ({difference.interval()} below)"
+                f"held-out loss {fmt(leaky.final_val_loss)} ({difference.mean:.2f} {below} causal's "
+                f"{fmt(causal.final_val_loss)}; needs {margin:.2f}; {spread}), train loss "
+                f"{fmt(leaky.final_train_loss)} ({train_difference.interval()} below)"
             )
         else:
             cheat = (
                 f"train loss {fmt(leaky.final_train_loss)} ({fmt(difference.mean, 2)} {below} causal; needs "
-                f"{margin:.2f}), the gap's noise {difference.noise()}"
+                f"{margin:.2f}; {spread}), the gap's noise {difference.noise()}"
             )
         parts.append(f"{label}: {cheat}, leak {fmt(leaky.leak, 3)}, loss without the future {fmt(leaky.no_peek_loss)}")
     clauses["causal's leak score exactly 0"] = None if causal.leak is None else causal.leak == 0.0

@@ -25,6 +25,8 @@ EXPECTED = (
     "silent bug: trains to a plausible loss, but rows don't sum to 1 and it leaks the future; "
     "with contracts: stops at step 0 naming the tensor and both shapes"
 )
+# No consequence clauses (verdict.Clause): the plausible loss, the wrong rows and the leak are what makes the bug
+# silent, and the contract stopping it is the fix under test; none is an effect seen on some corpora only.
 
 
 def judge(results: dict[str, RunResult]) -> Verdict:

@@ -8,6 +8,9 @@ from ..experiment import Experiment
 from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt3, say, trained_clause, trained_margin
 
 EXPECTED = "naive: NaN at a named step and tensor, run diverged; stable: trains to the end"
+# No consequence clauses (verdict.Clause): the overflow is the pitfall and the stable run training on is its
+# control. Its "trained" clause compares one run's first and last loss (a tenth of the first), not two runs, so
+# there is no paired interval to judge it by.
 
 
 def judge(results: dict[str, RunResult]) -> Verdict:
