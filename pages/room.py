@@ -10,7 +10,20 @@ frame.require()
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
-from tinygpt.ui import backlog, explain, form, lesson, picking, prediction_view, resources, room, room_flags, runinfo
+from tinygpt.runs.owners import read_owner, run_learner
+from tinygpt.ui import (
+    backlog,
+    explain,
+    form,
+    lesson,
+    picking,
+    positions,
+    prediction_view,
+    resources,
+    room,
+    room_flags,
+    runinfo,
+)
 from tinygpt.ui.charts import compare
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
@@ -55,6 +68,8 @@ def dashboard() -> None:
     data = [d for run, label in drawn if (d := room_flags.run_data(run, readers[label]))]
     flags = room_flags.room_flags(data, room_flags.run_data(lecture, state.reader(store, lecture)))
     rows = room_flags.with_flags(rows, flags)
+    learners = {r["run"]: run_learner(read_owner(store.path(r["run"]))).get("id") for r in rows}
+    rows = positions.with_positions(rows, learners, resources.positions(), len(lesson.STEPS))
     queued = sum(r["state"] == "queued" for r in rows)
     training = sum(r["state"] == "running" for r in rows)
     st.markdown(f"**{training} training · {queued} queued · {len(rows)} runs in all**")

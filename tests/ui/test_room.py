@@ -384,5 +384,41 @@ def test_the_room_page_shows_a_flagged_run_in_its_table(runs_dir):
     teacher.switch_page("pages/room.py").run()
     assert not teacher.exception, teacher.exception
     table = teacher.dataframe[0].value
-    assert list(table.columns[:4]) == ["learner", "name", "state", "flag"]
+    assert list(table.columns[:6]) == ["learner", "lesson step", "in view", "name", "state", "flag"]
     assert table.loc[table["run"] == run, "flag"].iloc[0].startswith("diverged: loss not finite at step 30")
+
+
+def test_positions_say_each_learners_lesson_step_and_run_in_view_and_forget_a_closed_tab():
+    from tinygpt.ui.positions import WINDOW_S, Positions, with_positions
+
+    seen = Positions()
+    seen.saw(ANNA.id, 2, "r2", now=100.0)
+    rows = [{"learner": "anna", "run": "r1"}, {"learner": "anna", "run": "r2"}, {"learner": "cli", "run": "r3"}]
+    learners = {"r1": ANNA.id, "r2": ANNA.id, "r4": BEN.id}
+    out = with_positions(rows, learners, seen, 12, now=110.0)
+    assert [list(r)[:3] for r in out] == [["learner", "lesson step", "in view"]] * 3
+    assert [(r["lesson step"], r["in view"]) for r in out] == [("step 3/12", ""), ("step 3/12", "yes"), ("", "")]
+    assert with_positions(rows, learners, seen, 12, now=100.0 + WINDOW_S + 1)[0]["lesson step"] == "not seen"
+    seen.saw(ANNA.id, None, "r1", now=200.0)  # outside the lesson
+    assert [r["in view"] for r in with_positions(rows, learners, seen, 12, now=200.0)] == ["yes", "", ""]
+    assert with_positions(rows, learners, seen, 12, now=200.0)[0]["lesson step"] == "not in the lesson"
+
+
+def test_the_room_table_shows_where_a_learner_is_in_the_lesson(runs_dir):
+    from tinygpt.config import RunConfig
+
+    store = RunStore(runs_dir)
+    with store.create(RunConfig().to_dict() | {"learner": {"id": ANNA.id, "name": "anna"}}, owner="app") as writer:
+        writer.write_status(state="paused", step=0)
+        run = writer.run_dir.name
+    anna = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    anna.session_state[state.LEARNER] = ANNA
+    anna.session_state[state.LESSON_STEP] = 4  # her pane shows step 5
+    anna.query_params["run"] = run
+    anna.run()
+    assert not anna.exception, anna.exception
+    teacher = app_as(TEACHER)
+    teacher.switch_page("pages/room.py").run()
+    table = teacher.dataframe[0].value
+    row = table.loc[table["run"] == run]
+    assert (row["lesson step"].iloc[0], row["in view"].iloc[0]) == ("step 5/12", "yes")

@@ -80,7 +80,7 @@ def run() -> None:
     _one_thread()
 
     from tinygpt.ui import backlog, live, workshop  # after the first paint: these import torch
-    from tinygpt.ui.resources import get_manager, get_store, keepalive_seconds, touch, touch_mine
+    from tinygpt.ui.resources import get_manager, get_store, keepalive_seconds, report_position, touch, touch_mine
 
     backlog.reconnect_on_overflow()  # a browser whose websocket queue filled up reconnects instead of going deaf
     store = get_store()
@@ -92,6 +92,7 @@ def run() -> None:
         st.switch_page(TRAIN)  # a share link made on Runs (/runs?run=...&view=1) opens that run's live view
     touch(run_id)  # any page that shows a run keeps its lease (live pages also renew it on every refresh)
     live.seen(state.session_token())  # one more session in the room: live charts refresh a little slower
+    report_position(learner, state.get(state.LESSON_STEP), run_id)  # the Room table's "lesson step" and "in view"
 
     @st.fragment(run_every=keepalive_seconds())
     def keep_my_runs() -> None:
@@ -100,6 +101,9 @@ def run() -> None:
         moves. It also counts this session in the room, which sets how often live charts refresh (ui/live.py)."""
         touch_mine(learner)
         live.seen(state.session_token())
+        report_position(
+            learner, state.get(state.LESSON_STEP), state.run_id()
+        )  # a learner reading one page still shows on the Room
         if workshop.lesson_started_unseen():  # the instructor started the lesson: its pane appears on this page
             state.put(state.LESSON_SHOWN, None)  # once: the full run this asks for draws the pane
             st.rerun(scope="app")

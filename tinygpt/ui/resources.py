@@ -251,6 +251,20 @@ def room_budget() -> dict:
     return {"max_params": 0, "max_steps": 0, "max_minutes": 0.0}
 
 
+@st.cache_resource(show_spinner=False)
+def positions():
+    """Each learner's lesson step and run in view, as their pages last reported (tinygpt/ui/positions.py)."""
+    from tinygpt.ui.positions import Positions
+
+    return Positions()
+
+
+def report_position(learner, step: int | None, run_id: str | None) -> None:
+    """This session's learner is on lesson step `step` with `run_id` in view (the Room table reads it)."""
+    if not learner.instructor:
+        positions().saw(learner.id, step, run_id)
+
+
 def time_limit_s(learner) -> float | None:
     """The room's time budget for a new run of `learner` in seconds (None: no limit; the instructor has none)."""
     minutes = float(room_budget().get("max_minutes") or 0)
