@@ -182,6 +182,7 @@ with right:
     watch_state()
     if run_id:  # under the charts: on a projector the first screen is for the knobs and the loss chart
         train_view.chart_options()
+        train_view.branch_expander(store, rd, learner)  # a new run from one of its checkpoints, as on Runs
         # one expander for the three live charts, outside the fragment: static text is not re-sent
         explain.show_code(["loss_chart", "lr_chart", "grad_norm_chart"], "Show the code behind these charts")
 explain.preload_plotly()  # last, so it never delays the page itself: the Attention page's first view is then faster

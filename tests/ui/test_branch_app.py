@@ -56,3 +56,33 @@ def test_a_learner_branches_a_run_they_do_not_own_and_compares_the_two(runs_dir,
     assert not at.exception, at.exception
     mine, theirs = store.reader(branch).metrics, store.reader(parent).metrics
     assert [m["loss"] for m in mine[:11]] == [m["loss"] for m in theirs[:11]] and mine[11]["loss"] != theirs[11]["loss"]
+
+
+def test_a_watcher_branches_the_run_in_view_from_the_train_page(runs_dir, tiny_text):
+    """Train's "Branch from a checkpoint" is the Runs page's control: a learner watching a run they do not own
+    (read-only) branches it into a run of their own, which becomes the run in view."""
+    store = RunStore(runs_dir)
+    config = tiny_config(tiny_text, max_steps=24)
+    with store.create(config.to_dict(), owner="cli") as writer:
+        parent = writer.run_id
+    run_training(store.path(parent), config)
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.query_params["run"] = parent
+    at.query_params["view"] = "1"  # a watcher's link
+    at.run()
+    at.switch_page("pages/train.py").run()
+    assert not at.exception, at.exception
+    assert at.session_state[state.RUN_ID] == parent
+    assert any(e.label.startswith("Branch from a checkpoint") for e in at.expander)
+    at.selectbox(key=f"{state.W_BRANCH}:{parent}:step").set_value(10).run()
+    at.selectbox(key=f"{state.W_BRANCH}:{parent}:10:mask").set_value("none").run()
+    [go] = [b for b in at.button if b.label == "Start the branch"]
+    go.click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    branch = at.session_state[state.RUN_ID]
+    assert branch != parent and read_branch(store.path(branch)) == {
+        "parent": parent, "step": 10, "changes": {"mask": "none"}
+    }  # fmt: skip
+    assert read_config_json(store.path(branch))["learner"]["id"]  # the watcher's own run

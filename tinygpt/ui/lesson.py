@@ -89,6 +89,7 @@ class Step:
     check: Callable[[Evidence], Check]
     long: bool = False  # needs minutes of training: prepared ahead (Prepare the room) or trained in the background
     answers: Answers | None = None  # the choices for `predict`, graded by the check (tinygpt.ui.predictions)
+    reset: bool = False  # breaks the lecture run on purpose: the instructor may branch it from before (lesson_reset)
 
 
 PAGE_NAMES = {"pages/train.py": "Train", "pages/attention.py": "Attention", "pages/experiments.py": "Experiments",
@@ -113,8 +114,11 @@ STEPS: tuple[Step, ...] = (
         "A softmax over the wrong dimension broadcasts without an error. Will its loss look wrong?",
         "The buggy run's loss looks fine, even better; its rows don't sum to 1; with contracts it stops at step 0.",
         experiment_verdict("shape_drift", "Shape drift"),
-        answers=Answers(("it looks wrong: higher", "it looks fine, or even better", "it crashes"),
-                        "it looks fine, or even better", ()),
+        answers=Answers(
+            ("it looks wrong: higher", "it looks fine, or even better", "it crashes"),
+            "it looks fine, or even better",
+            (),
+        ),
     ),
     Step(
         "scaling",
@@ -124,8 +128,11 @@ STEPS: tuple[Step, ...] = (
         "Without 1/√d_head the scores grow with the width: sharper or flatter attention? Better or worse loss?",
         "Unscaled: near one-hot attention (entropy toward 0), smaller attention gradients, a higher loss.",
         experiment_verdict("scaling", "Unscaled attention logits"),
-        answers=Answers(("sharper, and a worse loss", "flatter, and a worse loss", "about the same"),
-                        "sharper, and a worse loss", ()),
+        answers=Answers(
+            ("sharper, and a worse loss", "flatter, and a worse loss", "about the same"),
+            "sharper, and a worse loss",
+            (),
+        ),
     ),
     Step(
         "mask",
@@ -136,6 +143,7 @@ STEPS: tuple[Step, ...] = (
         "Within seconds the loss plunges toward zero: the model copies the answer instead of predicting it.",
         knob_effect("mask", "none", rise=False, min_change=1.0),
         answers=Answers(("the loss plunges", "the loss goes up", "it stays about the same"), "the loss plunges", ()),
+        reset=True,
     ),
     Step(
         "heads",
@@ -170,6 +178,7 @@ STEPS: tuple[Step, ...] = (
         "clipped gradient by its own running size).",
         knob_effect("learning_rate", 0.1, rise=True),
         answers=Answers(("the loss goes up", "it falls faster", "not much changes"), "the loss goes up", ()),
+        reset=True,
     ),
     Step(
         "pitfalls",
@@ -180,8 +189,11 @@ STEPS: tuple[Step, ...] = (
         "apart: which ones crash?",
         "Almost none crash: each verdict names the numbers that give the bug away.",
         all_pitfalls,
-        answers=Answers(("most of them", "a few", "almost none: only their numbers give them away"),
-                        "almost none: only their numbers give them away", ()),
+        answers=Answers(
+            ("most of them", "a few", "almost none: only their numbers give them away"),
+            "almost none: only their numbers give them away",
+            (),
+        ),
         long=True,
     ),
     Step(
@@ -214,9 +226,11 @@ STEPS: tuple[Step, ...] = (
         "The loss on the repeated text's second copy rises more for the induction head than for any other head "
         "(the heatmap's panel 'second copy, repeated probe' draws the numbers the check reads).",
         ablation_hurts,
-        answers=Answers(("the second copy's, by 0.1 nats or more", "the second copy's, by less than 0.1",
-                         "the first copy's"), "the second copy's, by 0.1 nats or more",
-                        ("the second copy's, by less than 0.1",)),
+        answers=Answers(
+            ("the second copy's, by 0.1 nats or more", "the second copy's, by less than 0.1", "the first copy's"),
+            "the second copy's, by 0.1 nats or more",
+            ("the second copy's, by less than 0.1",),
+        ),
         long=True,
     ),
     Step(
@@ -227,8 +241,9 @@ STEPS: tuple[Step, ...] = (
         "Read the residual stream after each layer as if it were the output: where does the answer appear?",
         "The embedding alone guesses little; the right character tops the list by the last layer.",
         lens_sharpens,
-        answers=Answers(("already after the embedding", "only in the last layers", "nowhere"),
-                        "only in the last layers", ()),
+        answers=Answers(
+            ("already after the embedding", "only in the last layers", "nowhere"), "only in the last layers", ()
+        ),
         long=True,
     ),
 )

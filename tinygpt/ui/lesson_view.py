@@ -32,6 +32,7 @@ from tinygpt.ui import (
     knob_widgets,
     lab,
     lesson,
+    lesson_reset,
     prediction_view,
     resources,
     runinfo,
@@ -467,6 +468,7 @@ def pane(shop, actor: Actor) -> None:
         st.markdown(f"**Watch for:** {step.watch}")
         setup_button(step, actor)
         st.fragment(run_every=REFRESH_S)(check_view)(index, actor, seen)
+        lesson_reset.pane_part(step, actor)  # the instructor's "Reset the lecture run" after a step that broke it
         back, forward = st.columns(2)
         moved = None
         if back.button("Back", disabled=index == 0, key="lesson_back", width="stretch"):

@@ -105,3 +105,14 @@ def chart_options() -> None:
         o1.segmented_control(
             "Loss x axis", ["steps", "seconds"], key=state.W_X_AXIS, help="Wall-clock seconds race recipes"
         )
+
+
+def branch_expander(store, rd, learner) -> None:
+    """Under the charts, for a run with checkpoints: "Branch from a checkpoint", the Runs page's control
+    (branching.branch_panel). Anyone who sees a run may branch it, a watcher too: the branch is a new run of their
+    own and the parent is only read."""
+    if rd is None or not rd.checkpoints():
+        return
+    name = runinfo.run_names(store).get(rd.run_id) or f"run {rd.run_id}"
+    with st.expander("Branch from a checkpoint (a new run from there, settings changed, on the same batches)"):
+        branching.branch_panel(store, rd.run_id, name, learner)
