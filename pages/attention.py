@@ -14,16 +14,17 @@ import streamlit as st
 from tinygpt.config import MAX_TEXT_FIELDS, TransformerConfig, trains_until_stopped
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import attention_view as view
-from tinygpt.ui import backlog, explain, playback, resources, runinfo, safe
+from tinygpt.ui import backlog, explain, playback, resources, room, runinfo, safe
+from tinygpt.ui.run_handle import open_run
 
 FOLLOW_EVERY_S = 3.0  # while following a live run, redraw the grid at most this often
 PLAY_EVERY_S = 0.8  # the play button's pace: one snapshot per tick
 
 store = resources.get_store()
 run_id = state.run_id()
-rd = state.reader(store, run_id)
+run = open_run(store, run_id, room.current())  # the run in view, once for this script run
+rd = run.reader if run else None
 
 st.title("tinygpt · Attention")
 st.caption(
@@ -38,10 +39,10 @@ index = rd.attention_index()
 snapshots = [int(s["step"]) for s in index.get("snapshots", [])]
 run_probe = index.get("probe_text", "")
 config = rd.config()
-knobs = knobs_now(config, rd.events)
+knobs = run.knobs
 mode, window = knobs.get("mask") or "causal", int(knobs.get("window") or TransformerConfig.window)
 large = state.large_fonts()
-following_live = resources.is_live(run_id) and rd.status().get("state") in ACTIVE_STATES
+following_live = run.rules.live and run.status.get("state") in ACTIVE_STATES
 resources.touch(run_id)
 if not snapshots:
     st.info("No attention snapshots yet: they appear every few steps once the run trains.")

@@ -8,10 +8,9 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import admission, backlog, frame, knob_widgets, resources, room, runinfo, safe, state
 from tinygpt.ui import circuits_view as view
-from tinygpt.ui.run_handle import Rules
+from tinygpt.ui.run_handle import open_run
 
 frame.require()  # a deep link's first run can skip app.py: see tinygpt/ui/frame.py
 
@@ -78,17 +77,17 @@ experiment()
 
 st.divider()
 run_id = state.run_id()
-rd = state.reader(store, run_id)
-if rd is None:
+run = open_run(store, run_id, room.current())  # the run in view, once for this script run
+if run is None:
     st.info("No run selected: start one on **Train** or open one on **Runs** to see its heads.")
     st.stop()
+rd = run.reader
 records = view.scores(rd.run_dir)
-config = rd.config()
 if not records:
     st.info("No head-role scores yet: they are computed with every attention snapshot, once the run trains.")
     st.stop()
 steps = [r["step"] for r in records]
-live = resources.is_live(run_id) and rd.status().get("state") in ACTIVE_STATES
+live = run.rules.live and run.status.get("state") in ACTIVE_STATES
 
 st.subheader("Heads over training")
 st.caption(f"Run **{runinfo.run_names(store).get(run_id) or run_id}** (`{run_id}`), as Runs names it.")
@@ -143,19 +142,17 @@ except TinyGPTError as e:
     st.warning(safe.md(e))
 
 st.subheader("Switch a head off while it trains")
-off_now = view.heads_off(knobs_now(config, rd.events))
+off_now = view.heads_off(run.knobs)
 st.caption(
     f"Heads off now: {', '.join(off_now) or 'none'}. A switched-off head writes nothing into the residual stream "
     "(zero ablation, live): watch the loss and the other heads' scores as the model routes around it."
 )
 state.init(state.W_CIRC_OFF, off_now)
 chosen = st.multiselect("Heads to switch off", names, key=state.W_CIRC_OFF, disabled=not live)
-rules = Rules(mine=room.can_control(config, rd.run_id), state=rd.status().get("state"), live=live)
-if st.button("Apply", key="circ_apply", disabled=not rules.can_set_knob):
+# While it trains (a queued run, which the handle's rule also lets take knobs, has no heads to watch yet).
+if st.button("Apply", key="circ_apply", disabled=not (live and run.rules.can_set_knob)):
     try:
-        request = resources.get_manager().set_knob(
-            run_id, "ablated_heads", view.heads_text(chosen), actor=room.current()
-        )
+        request = run.set_knob("ablated_heads", view.heads_text(chosen))
         knob_widgets.add_knob_note("ablated_heads", view.heads_text(chosen), request, run_id)
     except TinyGPTError as e:
         st.error(safe.md(e))

@@ -10,16 +10,17 @@ frame.require()
 import streamlit as st
 
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.runs.knobs import knobs_now
-from tinygpt.ui import backlog, explain, resources, runinfo, safe
+from tinygpt.ui import backlog, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import curves, heatmaps
+from tinygpt.ui.run_handle import open_run
 
 REFRESH_S = 1.0
 LIVE_POINTS = 400  # points per curve while live (the charts thin older steps; hover still shows values)
 
 store = resources.get_store()
 run_id = state.run_id()
-rd = state.reader(store, run_id)
+run = open_run(store, run_id, room.current())  # the run in view, once for this script run
+rd = run.reader if run else None
 
 st.title("tinygpt · Gradients")
 st.caption(
@@ -30,7 +31,7 @@ if rd is None:
     st.info("No run selected: start one on **Train** or open one on **Runs**.")
     st.stop()
 
-active = resources.is_live(run_id) and rd.status().get("state") in ACTIVE_STATES
+active = run.rules.live and run.status.get("state") in ACTIVE_STATES
 state.init(state.W_GRAD_VIEW, "lines")
 view = (
     st.segmented_control("Per-layer view", ["lines", "heatmap"], key=state.W_GRAD_VIEW, persist_state="session")
@@ -45,7 +46,7 @@ def live_gradients() -> None:
     status = rd.status()
     st.markdown(f"**{safe.md(runinfo.status_line(status, rd.metrics))}**")  # the reason is a file's text
     config = rd.config()
-    knobs = knobs_now(config, rd.events)
+    knobs = run.knobs  # the config and the applied knob changes, as polled just now
     metrics = rd.metrics
     large = state.large_fonts()
     # Each per-layer chart carries the learning rate in a panel below it, on the same step axis.

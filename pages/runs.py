@@ -11,10 +11,9 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.knobs import knobs_now
-from tinygpt.runs.owners import read_hold, read_owner
 from tinygpt.ui import admission, branching, bundle, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, curves, heatmaps
-from tinygpt.ui.run_handle import Rules
+from tinygpt.ui.run_handle import Rules, open_run
 
 store = resources.get_store()
 current = state.run_id()
@@ -30,8 +29,13 @@ if not rows:
 
 # The columns a person reads first, few enough for 1280 px at Large fonts (fourteen scrolled sideways there, and
 # six with a 400 px name column still hid 256 px); the rest, the id among them, one click away.
-st.dataframe(rows, hide_index=True, width="stretch", column_order=runinfo.RUNS_TABLE_FIRST,
-             column_config=runinfo.RUNS_TABLE_WIDTHS)
+st.dataframe(
+    rows,
+    hide_index=True,
+    width="stretch",
+    column_order=runinfo.RUNS_TABLE_FIRST,
+    column_config=runinfo.RUNS_TABLE_WIDTHS,
+)
 with st.expander("All columns (live changes, knobs now, corpus, created, run id)"):
     st.dataframe(rows, hide_index=True, width="stretch")
 ids = [r["run"] for r in rows]
@@ -48,9 +52,11 @@ st.subheader("One run")
 if state.get(state.W_RUNS_PICK) not in ids:
     state.put(state.W_RUNS_PICK, current if current in ids else ids[0])
 pick = st.selectbox("Run", ids, format_func=_label, key=state.W_RUNS_PICK)
-# The owner part of config.json decides it (owners.read_owner): no RunReader is built just for that.
+# The picked run, through the handle every page uses (its rules: owner, state, the instructor's hold, the CLI's).
 readable = by_id[pick]["state"] != "unreadable"
-mine = room.can_control(read_owner(store.path(pick)), pick) if readable else room.current().instructor
+run = open_run(store, pick, learner) if readable else None
+rules = run.rules if run else Rules(mine=learner.instructor, state=None)  # unreadable: the instructor may delete it
+mine = rules.mine
 # Five buttons in a row cut their labels at Large fonts ("Download b…", "Share (read-…"): two rows there.
 b = [*st.columns(3), *st.columns(2)] if state.large_fonts() else st.columns(5)
 if b[0].button("Open", help="Make it the current run of every page (read-only if it is not yours)", width="stretch"):
@@ -63,13 +69,11 @@ elsewhere = runinfo.written_elsewhere(store, pick)
 if elsewhere:
     st.caption("Trained from the command line: the app only watches it (for everyone). Continue it there:")
     st.code(elsewhere, language="bash")
-held = not learner.instructor and bool(read_hold(store.path(pick)))  # the instructor's pause: theirs to lift
-rules = Rules(mine=mine, state=by_id[pick]["state"], held=held, elsewhere=bool(elsewhere))  # as on Train
-why = "Only its owner can" if not mine else "The instructor paused it: only they can resume it" if held else None
+why = "Only its owner can" if not mine else "The instructor paused it: only they can resume it" if rules.held else None
 
 
 def _resume(check_slot: bool) -> None:
-    admission.resume(learner, pick, check_slot)
+    run.resume(check_slot)  # through admission: the room's budget, one slot a learner
     state.set_run_id(pick)
     state.flash("success", f"Resumed {by_id[pick]['name']} from its last checkpoint.", pick)
     st.rerun()

@@ -18,6 +18,7 @@ from tinygpt.runs.files import list_checkpoints, read_events
 from tinygpt.runs.owners import run_learner
 from tinygpt.ui import explain, picking, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, heatmaps
+from tinygpt.ui.run_handle import open_run
 
 store = resources.get_store()
 current = state.run_id()
@@ -54,10 +55,11 @@ def _label(run: str) -> str:  # the name the Runs table shows, not the bare id
 
 c1, c2 = st.columns([2, 1])
 run = c1.selectbox("Run", options, format_func=_label, key=state.W_SAMPLE_RUN)
-rd = state.reader(store, run)
-if rd is None:  # deleted meanwhile, or its config.json is damaged (the Runs table says why)
+handle = open_run(store, run, me)  # the run this page shows: the picked one (the current run until another is picked)
+if handle is None:  # deleted meanwhile, or its config.json is damaged (the Runs table says why)
     st.warning(f"Run {run} cannot be read now: pick another run, or see why on **Runs**.")
     st.stop()
+rd = handle.reader
 ckpts = rd.checkpoints()
 if state.get(state.W_SAMPLE_CKPT) not in ckpts or state.get(state.SAMPLE_CKPT_LATEST, True):
     state.put(state.W_SAMPLE_CKPT, ckpts[-1])

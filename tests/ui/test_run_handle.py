@@ -39,3 +39,30 @@ def test_an_ended_run_resumes_from_its_checkpoint_unless_another_process_wrote_i
 def test_a_finished_run_and_no_run_have_nothing_to_do():
     for rules in (Rules(mine=True, state="finished"), Rules(mine=True, state=None)):
         assert not any((rules.can_pause, rules.can_resume, rules.can_step, rules.can_stop, rules.can_set_knob))
+
+
+def test_commands_go_through_the_handle_as_its_viewer(monkeypatch):
+    """set_knob (the handle's, and a widget callback's: one function) and resume (through admission) name the run
+    and act as the viewer the handle was opened for."""
+    from tinygpt.runs.owners import Actor
+    from tinygpt.ui import run_handle
+
+    sent = []
+
+    class Manager:
+        def set_knob(self, run_id, name, value, actor):
+            sent.append(("set_knob", run_id, name, value, actor))
+            return "req-1"
+
+    monkeypatch.setattr(run_handle, "_manager", Manager)
+    monkeypatch.setattr(run_handle.admission, "resume", lambda who, rid, check: sent.append((rid, who, check)))
+    anna = Actor(id="anna", name="Anna")
+    run = run_handle.RunHandle("r1", None, {}, anna, Rules(mine=True, state="paused"), {})
+    assert run.set_knob("lr", 0.01) == "req-1"
+    assert run_handle.set_knob("r1", "warmup_steps", 5, anna) == "req-1"
+    run.resume(check_slot=False)
+    assert sent == [
+        ("set_knob", "r1", "lr", 0.01, anna),
+        ("set_knob", "r1", "warmup_steps", 5, anna),
+        ("r1", anna, False),
+    ]

@@ -19,7 +19,7 @@ from tinygpt.runs.corpus import read_corpus
 from tinygpt.runs.jobs import NoWorkerError
 from tinygpt.runs.owners import NotYourRunError
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import guard, knob_widgets, resources, room, safe, settings, state
+from tinygpt.ui import guard, knob_widgets, resources, room, run_handle, safe, settings, state
 from tinygpt.ui.settings import Field
 
 
@@ -115,7 +115,7 @@ def _send_knob(name: str, value: Any) -> None:
     if not run:
         return
     try:  # the run manager checks who may change the run, the knob's name and its value: asked once, there
-        request = resources.get_manager().set_knob(run, name, value, actor=room.current())
+        request = run_handle.set_knob(run, name, value, room.current())  # the handle's own way (a callback has none)
     except NoWorkerError:
         knob_widgets.drop_knob_note(name)  # a pending slider change of a run that ended meanwhile
         return  # an ended run: nothing to change there; the form's value is for the next run, silently as before

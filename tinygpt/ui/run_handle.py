@@ -2,8 +2,10 @@
 who holds it, its config with the applied knob changes, and what this viewer may do with it.
 
 The control rules (`Rules`) are plain properties of plain facts, so they are tested without a browser; the Train,
-Runs and Circuits pages used to spell them out inline, each its own way. Commands go through the handle, as
-this viewer (the run manager checks again: a page's rule is for its buttons, the manager's for the run)."""
+Runs and Circuits pages used to spell them out inline, each its own way. Every page builds the handle once
+(`open_run`) and reads the run through it. Commands go through the handle, as this viewer (the run manager checks
+again: a page's rule is for its buttons, the manager's for the run); a knob changed from a widget callback, before
+the page has its handle, goes through `set_knob` below, the one function both use."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 from tinygpt.runs.files import RESUMABLE_STATES
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.runs.owners import Actor, read_hold
-from tinygpt.ui import resources, room, state
+from tinygpt.ui import admission, resources, room, state
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,18 @@ class RunHandle:
     def stop(self) -> None:
         _manager().stop(self.id, actor=self.viewer)
 
+    def resume(self, check_slot: bool = True) -> None:
+        """Through admission (the room's budget, one training slot a learner: SlotTaken asks first)."""
+        admission.resume(self.viewer, self.id, check_slot)
+
     def set_knob(self, name: str, value: Any) -> str:
-        return _manager().set_knob(self.id, name, value, actor=self.viewer)
+        return set_knob(self.id, name, value, self.viewer)
+
+
+def set_knob(run_id: str, name: str, value: Any, viewer: Actor) -> str:
+    """Change one knob of `run_id` as `viewer`: the UI's one way to the run manager's set_knob (the handle's, and
+    a widget callback's, which runs before the page builds its handle). Returns the request id its answer names."""
+    return _manager().set_knob(run_id, name, value, actor=viewer)
 
 
 def open_run(store, run_id: str | None, viewer: Actor) -> RunHandle | None:
@@ -97,14 +109,15 @@ def open_run(store, run_id: str | None, viewer: Actor) -> RunHandle | None:
     rd = state.reader(store, run_id)
     if rd is None:
         return None
-    status = rd.status()
-    hold = read_hold(rd.run_dir)
+    status, config = rd.status(), rd.config()
+    hold = read_hold(rd.run_dir)  # read here once a script run: runinfo.hold_note takes it from the handle
     rules = Rules(
-        mine=room.can_control(rd.config(), run_id),
+        mine=room.can_control(config, run_id),
         state=status.get("state"),
         live=resources.is_live(run_id),
         queued=resources.is_queued(run_id),
         held=bool(hold) and not viewer.instructor,
+        elsewhere=config.get("owner") not in ("app", None),  # the CLI's run (runinfo.written_elsewhere's rule)
     )
     return RunHandle(run_id, rd, status, viewer, rules, hold)
 
