@@ -11,13 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # the lesson's roles (tinygpt.ui.lesson re-exports)
 from tinygpt.lab.registry import ORDER
 from tinygpt.lab.verdict import CPU_COUNTS_ONLY
 from tinygpt.runs.knobs import knob_changes
 
 LECTURE = "lecture"  # the role of the run the live-knob steps steer
-HEADS = "heads"  # the role of the Demo run (4 heads per layer) the multiple-heads step looks at
-INDUCTION = "induction"  # the role of the induction experiment's two runs
 WINDOW = 20  # steps averaged on each side of a knob change (the Train chart's default smoothing is similar)
 GROUP_STEPS = 3  # knob changes this close together came from one click
 PATIENCE = 300  # steps a live knob's effect may take to show before the check says it did not
@@ -207,10 +206,8 @@ def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
 
 
 PITFALLS = ORDER  # every pitfall the lab has, position included: the step's title and count come from here
-# What "Prepare the long runs" starts, in the lesson's order (the run manager's queue is first come, first served):
-# a run started only when its step comes waits behind all of these (the heads run did, 7 minutes, in the test).
-PREPARE_ORDER = ("exp:shape_drift", "exp:scaling", "heads", "exp:residual", "exp:mask", "exp:warmup", "exp:softmax",
-                 "exp:position", "induction")  # fmt: skip
+# What "Prepare the long runs" starts, in the lesson's order: PREPARE_ORDER, from tinygpt/lab/prepare.py (the runs
+# themselves are its prepared_runs(), which the app and tinygpt.bench.prepare both start).
 assert {r.removeprefix("exp:") for r in PREPARE_ORDER} >= set(PITFALLS) - {"memory"}  # memory trains nothing
 
 

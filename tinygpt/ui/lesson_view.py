@@ -20,6 +20,7 @@ from tinygpt.config import DataConfig
 from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.inside import heads
 from tinygpt.lab import induction
+from tinygpt.lab import prepare as prepare_lab
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.results import read_result
 from tinygpt.lab.verdict import ENDED
@@ -156,19 +157,17 @@ def _induction(actor: Actor, runs: dict, priority: str = "live") -> dict[str, st
 def prepare(actor: Actor) -> int:
     """Before class (the instructor): start every long step's runs the room has not started; returns how many.
     They queue in the lesson's order, so the earliest steps' runs finish first, behind any live run (the lecture
-    run takes a slot ahead of them: tinygpt.runs.slots); a step the class reaches makes its own runs live."""
+    run takes a slot ahead of them: tinygpt.runs.slots); a step the class reaches makes its own runs live. The runs
+    are tinygpt.lab.prepare's, which `python -m tinygpt.bench.prepare` times."""
     count = 0
     runs = room()["runs"]
+    settings.ensure_corpus(DataConfig(source=prepare_lab.SOURCE))
     for role in lesson.PREPARE_ORDER:
         if runs.get(role):
             continue
-        if role == HEADS:
-            _heads(actor, runs, "prepared")
-            count += 1
-        elif role == INDUCTION:
-            count += len(_induction(actor, runs, "prepared"))
-        else:
-            count += len(_experiment(actor, runs, role.removeprefix("exp:"), "prepared"))
+        started = admission.start(actor, prepare_lab.role_configs(role), priority=prepare_lab.PRIORITY)
+        _remember(actor, role, started)
+        count += len(started)
     return count
 
 

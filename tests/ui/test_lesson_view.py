@@ -1,0 +1,39 @@
+"""The lesson pane's *Prepare the long runs* (tinygpt/ui/lesson_view.py `prepare`) starts exactly
+tinygpt.lab.prepare.prepared_runs(), the runs `python -m tinygpt.bench.prepare` times, and skips a role the room has."""
+
+from __future__ import annotations
+
+from tinygpt.lab.prepare import PREPARE_ORDER, prepared_runs
+from tinygpt.runs.owners import Actor
+from tinygpt.ui import admission, lesson_view, settings
+
+TEACHER = Actor("c" * 16, "teacher", instructor=True)
+
+
+def fake_prepare(monkeypatch, room_runs: dict) -> tuple[int, list[tuple[str, str, dict, str]], dict]:
+    started, remembered = [], {}
+
+    def start(actor, configs, priority="live", **_):
+        ids = {}
+        for label, config in configs.items():
+            started.append((label, config.to_dict(), priority))
+            ids[label] = f"run{len(started)}"
+        return ids
+
+    monkeypatch.setattr(admission, "start", start)
+    monkeypatch.setattr(settings, "ensure_corpus", lambda data: None)
+    monkeypatch.setattr(lesson_view, "room", lambda: {"runs": room_runs})
+    monkeypatch.setattr(lesson_view, "_remember", lambda actor, role, runs: remembered.update({role: runs}))
+    return lesson_view.prepare(TEACHER), started, remembered
+
+
+def test_prepare_starts_the_labs_prepared_runs_in_order(monkeypatch):
+    count, started, remembered = fake_prepare(monkeypatch, {})
+    expected = [(p.label, p.config.to_dict(), p.priority) for p in prepared_runs()]
+    assert started == expected and count == len(expected)
+    assert list(remembered) == list(PREPARE_ORDER)
+
+
+def test_prepare_skips_a_role_the_room_already_has(monkeypatch):
+    count, started, remembered = fake_prepare(monkeypatch, {"heads": {"run": "x"}})
+    assert "heads" not in remembered and count == len(prepared_runs()) - 1
