@@ -54,7 +54,7 @@ with right:
     resume_clicked = b[2].button("Resume", disabled=not rules.can_resume, width="stretch")
     step_clicked = b[3].button("Step", disabled=not rules.can_step, width="stretch")
     stop_clicked = b[4].button("Stop", disabled=not rules.can_stop, width="stretch")
-    hold = runinfo.hold_note(rd.run_dir, rd.config(), learner) if run and run.hold else None
+    hold = runinfo.hold_note(run.hold, rd.config(), learner) if run and run.hold else None  # read once, by open_run
     if not large:
         guard.checked(state.W_STEP_N, "Steps per Step click", lambda n: guard.valid_count(n, 1, 10_000), 1)
         st.number_input("Steps per Step click", 1, 10_000, key=state.W_STEP_N, persist_state="session")

@@ -384,7 +384,7 @@ def test_the_room_page_shows_a_flagged_run_in_its_table(runs_dir):
     teacher.switch_page("pages/room.py").run()
     assert not teacher.exception, teacher.exception
     table = teacher.dataframe[0].value
-    assert list(table.columns[:6]) == ["learner", "lesson step", "in view", "name", "state", "flag"]
+    assert list(table.columns[:6]) == ["learner", "name", "lesson step", "in view", "state", "flag"]
     assert table.loc[table["run"] == run, "flag"].iloc[0].startswith("diverged: loss not finite at step 30")
 
 
@@ -393,10 +393,11 @@ def test_positions_say_each_learners_lesson_step_and_run_in_view_and_forget_a_cl
 
     seen = Positions()
     seen.saw(ANNA.id, 2, "r2", now=100.0)
-    rows = [{"learner": "anna", "run": "r1"}, {"learner": "anna", "run": "r2"}, {"learner": "cli", "run": "r3"}]
+    rows = [{"learner": "anna", "name": "a", "run": "r1"}, {"learner": "anna", "name": "b", "run": "r2"},
+            {"learner": "cli", "name": "c", "run": "r3"}]  # fmt: skip
     learners = {"r1": ANNA.id, "r2": ANNA.id, "r4": BEN.id}
     out = with_positions(rows, learners, seen, 12, now=110.0)
-    assert [list(r)[:3] for r in out] == [["learner", "lesson step", "in view"]] * 3
+    assert [list(r)[:4] for r in out] == [["learner", "name", "lesson step", "in view"]] * 3
     assert [(r["lesson step"], r["in view"]) for r in out] == [("step 3/12", ""), ("step 3/12", "yes"), ("", "")]
     assert with_positions(rows, learners, seen, 12, now=100.0 + WINDOW_S + 1)[0]["lesson step"] == "not seen"
     seen.saw(ANNA.id, None, "r1", now=200.0)  # outside the lesson

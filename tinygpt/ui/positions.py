@@ -51,7 +51,8 @@ def with_positions(
     steps: int,
     now: float | None = None,
 ) -> list[dict]:
-    """The Room table's rows (one per run) with "lesson step" and "in view" after "learner": `learners` maps a run
+    """The Room table's rows (one per run) with "lesson step" and "in view" after the run's name (the learner and
+    the run lead, as in every table of runs): `learners` maps a run
     id to its learner's id. "step 3/12" on every row of a learner whose pane shows step 3, "not in the lesson" when
     their pages report no step, "not seen" when none reported lately, "" for runs no learner owns. "in view" says
     "yes" on the run that learner has in view now."""
@@ -67,6 +68,6 @@ def with_positions(
             where = "not in the lesson" if position.step is None else f"step {position.step + 1}/{steps}"
             in_view = "yes" if position.run_id == row.get("run") else ""
         cells = list(row.items())
-        at = next((i + 1 for i, (key, _) in enumerate(cells) if key == "learner"), 0)
+        at = next((i + 1 for i, (key, _) in enumerate(cells) if key == "name"), 0)
         out.append(dict([*cells[:at], ("lesson step", where), ("in view", in_view), *cells[at:]]))
     return out

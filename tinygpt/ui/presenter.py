@@ -17,7 +17,7 @@ import re
 import streamlit as st
 
 from tinygpt.runs.owners import Actor
-from tinygpt.ui import lesson, lesson_view, safe, state
+from tinygpt.ui import lesson, lesson_reset, lesson_view, safe, state
 from tinygpt.ui.lesson import STEPS
 
 # A sentence ends at . ! or ? followed by a space and a capital, a quote or a bracket: "4.20" or "e.g. the" do
@@ -81,5 +81,6 @@ def banner(shop, actor: Actor) -> None:
             moved = index + 1
         with prepare:
             lesson_view.prepare_button(actor)
+        lesson_reset.pane_part(step, actor)  # "Reset the lecture run" after a step that broke it, on the projector too
     if moved is not None:
         lesson_view.move_to(moved, actor)

@@ -416,9 +416,7 @@ def share_link(page_url: str, run_id: str) -> str:
 def hold_note(hold, config: dict, actor: Actor) -> tuple[str, str] | None:
     """(kind, text) the Train page says about an instructor's hold on the run it shows (None: no hold): the
     learner is told why Resume and Step are off, the instructor that they hold it and how to let go. `hold`: the
-    run handle's (RunHandle.hold, read once a script run); a run folder is still read here, for an older caller."""
-    if not isinstance(hold, dict):
-        hold = read_hold(hold)
+    run handle's (RunHandle.hold, read once a script run)."""
     if not hold:
         return None
     # No step here: the status line says where the worker stopped (the hold is written a step or so before that).

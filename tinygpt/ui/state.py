@@ -452,7 +452,7 @@ WORKSHOP_PARAMS = "workshop_params"  # the workshop link's query parameters, kep
 WORKSHOP_LOCKED = "workshop_locked"  # ?lock=1: every setting read-only
 LESSON_STEP = "lesson_step"  # the lesson step this session's pane shows (tinygpt/ui/lesson_view.py)
 LESSON_SEEN = "lesson_seen"  # the room's step when the pane last followed it (a later move takes it along)
-LESSON_CHECKED = "lesson_checked"  # the lesson step whose check the pane last drew (lesson_view._check_view)
+LESSON_CHECKED = "lesson_checked"  # the lesson step whose check the pane last drew (lesson_view.check_view)
 LESSON_SHOWN = "lesson_shown"  # the page's last full run drew the lesson pane (False: drawn without it)
 LESSON_PENDING = "lesson_pending"  # {widget key: value} a lesson setup sets at the start of the page it opens
 LESSON_RUNS = "lesson_runs"  # {role: {label: run_id}}: the runs a learner's own setup started for the lesson
