@@ -2,7 +2,8 @@
 learner answers the first step's question; the instructor's pane and Room page show the count per answer while
 they answer, naming no one; the instructor sets the step up, its check appears (the lecture run's loss falls from
 ln 65), the learners' radios give way to their answers graded and the Room shows the share right; the names appear
-only on the instructor's toggle; the CSV downloads with every step's counts. Screenshots go to
+only on the instructor's toggle; the CSV downloads with every step's counts; a learner's own record (one HTML file)
+downloads and opens offline with their answer. Screenshots go to
 test-output/screenshots/predictions/.
 """
 
@@ -90,6 +91,24 @@ def test_six_learners_predict_the_room_sees_the_spread_and_the_check_grades_them
         pane_text_matches(page, rf"Your prediction: {re.escape(answer)} · the check saw it · {grade}", 30)
         no_exception(page)
     learners[0][1].screenshot(path=shots / "learner-graded.png")
+
+    # A learner's record: one HTML file, downloaded from their pane, that opens offline and shows their answer.
+    first = learners[0][1]
+    with first.expect_download() as saved:
+        pane(first).get_by_role("button", name=re.compile("Download my lesson")).click()
+    record = OUTPUT / "screenshots" / "predictions" / "my-lesson.html"
+    saved.value.save_as(record)
+    offline = browser.new_context(offline=True, viewport={"width": 1280, "height": 720})
+    fetched: list[str] = []
+    offline.on("request", lambda r: fetched.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+    view = offline.new_page()
+    view.goto(record.resolve().as_uri())
+    expect(view.get_by_role("heading", name=re.compile(f"My tinygpt lesson: {re.escape(names[0])}"))).to_be_visible()
+    expect(view.get_by_text(f"Your prediction: {ANSWERS[0]}")).to_be_visible()
+    expect(view.get_by_text(f"Step 1: {STEP.section}")).to_be_visible()
+    view.screenshot(path=shots / "learner-record.png", full_page=True)
+    assert not fetched, f"the record fetched from elsewhere: {fetched[:3]}"
+    offline.close()
     teacher.locator('[data-testid="stSidebarNav"] a').filter(has_text="Room").first.click()
     expect(teacher.get_by_role("heading", name="tinygpt · Room")).to_be_visible()
     right = teacher.locator('[data-testid="stMetric"]').filter(has_text="Right")

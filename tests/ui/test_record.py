@@ -45,7 +45,7 @@ def test_the_record_holds_the_answers_the_outcomes_and_the_runs_with_their_final
         assert record._e(step.section) in page and record._e(step.predict) in page
     assert f"<b>{record._e(first.answers.seen)}</b>" in page and "The check saw it: right." in page
     assert "<b>it crashes</b>" in page and "The check saw it: wrong." in page
-    assert "1 right of the 2 the checks graded" in page
+    assert "1 of 2 right, among those the checks graded" in page
     names = record.run_names(store)
     assert record._e(names[mine]) in page and "2.5000" in page and "2.6100" in page
     assert page.count("<tr>") == 2  # the header and anna's one run

@@ -137,7 +137,7 @@ def record_html(learner: str, steps: Sequence[Mapping], runs: Sequence[Mapping],
         f"<title>tinygpt lesson · {_e(learner)}</title><style>{CSS}</style></head><body>",
         f"<h1>My tinygpt lesson: {_e(learner)}</h1>",
         f'<p class="meta">Downloaded {when}. {len(asked)} prediction(s) made; '
-        f"{right} right of the {graded} the checks graded.</p>",
+        f"{right} of {graded} right, among those the checks graded.</p>",
         "<h2>The steps</h2>",
     ]
     for s in steps:
