@@ -145,6 +145,13 @@ def test_the_whole_lesson_plays_for_an_instructor_and_two_learners(browser, less
                         "seconds": round(seconds, 1), "load": round(load, 2), "check": text})  # fmt: skip
         (OUTPUT / "lesson_timings.json").write_text(json.dumps(timings, indent=1))  # so far, if a later step fails
         wait_seen(anna, 30)  # the learners read the same runs: the same check on their screens
+        if step.key == "ablation":  # the check's head and number are on the heatmap beside it (issue 33, finding 8)
+            head, value = re.search(r"Zero-ablating (L\dH\d)\b.*? adds ([+-]\d+\.\d{3}) nats", text).groups()
+            cell = teacher.locator('[data-testid="stPlotlyChart"] svg text').filter(
+                has_text=re.compile(f"^{re.escape(value)}$")
+            )
+            expect(cell.first).to_be_attached(timeout=60_000)
+            print(f"lesson: the ablation check names {head} at {value}; the heatmap has a cell reading {value}")
         teacher.wait_for_timeout(1500)  # let the page's charts catch up before the picture
         focus = FOCUS.get(lesson.page_name(step))
         if focus and teacher.get_by_role("heading", name=focus).count():  # the page's own verdict in the picture
