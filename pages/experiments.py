@@ -48,9 +48,11 @@ key = st.selectbox(
 experiment = registry.EXPERIMENTS[key]
 st.query_params["experiment"] = key
 st.info(experiment.what_to_look_for)
+claims = st.container()  # which clauses are the pitfall, which consequences: filled once the corpus is chosen
 
 left, mid, right = st.columns([2, 1, 1])
 corpus = lab.corpus_picker(experiment, shop.overrides.get("source"), left)  # a workshop link's ?source= first
+lab.show_claims(experiment, corpus.source, claims)
 state.init(state.W_LAB_SEED, 1337)
 seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=state.W_LAB_SEED)
 measured = experiment.measure is not None  # measured in this process, not trained (memory)
@@ -80,7 +82,7 @@ with tabs[0]:
             st.caption(f"Measured on this machine, seed {taken[0]} (the sizes both loops use).")
             st.dataframe(lab.memory_table(taken[1]), hide_index=True, width="stretch")
             st.markdown("#### Verdict")
-            lab.show_verdict(experiment.verdict(taken[1]))
+            lab.show_verdict(experiment.verdict(taken[1]), experiment)
     elif not runs:
         st.info("Press **Run side by side** to train the variants: " + ", ".join(experiment.variants) + ".")
     else:
@@ -124,7 +126,7 @@ with tabs[0]:
                     with col:
                         explain.show_chart(compare.compare_chart(series, field, large=large), None, key=f"x_{field}")
             st.markdown("#### Verdict")
-            lab.show_verdict(experiment.verdict(results))
+            lab.show_verdict(experiment.verdict(results), experiment)
             samples = {label: r.sample for label, r in results.items() if r.sample}
             if samples:
                 st.markdown("#### Latest samples")

@@ -10,11 +10,13 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from tinygpt.lab.pitfalls.scaling import CONSEQUENCES, GRADIENTS  # noqa: E402
 from tinygpt.lab.registry import EXPERIMENTS  # noqa: E402
 from tinygpt.lab.results import read_result
-from tinygpt.lab.verdict import ENDED
+from tinygpt.lab.verdict import ENDED, Clause, decide
 from tinygpt.ui import (  # noqa: E402
     knob_widgets,
+    lab,
     resources,
     state,  # noqa: E402
 )
@@ -244,8 +246,67 @@ def test_a_short_text_of_ones_own_is_warned_about_before_the_runs_start(runs_dir
     at.selectbox(key=state.W_LAB_SOURCE).set_value("Paste text").run()
     at.text_area(key=state.W_LAB_PASTE).input("the cat sat on the mat. " * 84).run()  # 2,016 characters
     [said] = [w.value for w in at.warning if "times over" in w.value]
-    assert "2,016 characters" in said and "not enough data" in said and "Not benchmarked" in " ".join(
-        i.value for i in at.info
+    assert (
+        "2,016 characters" in said
+        and "not enough data" in said
+        and "Not benchmarked" in " ".join(i.value for i in at.info)
     )
     at.text_area(key=state.W_LAB_PASTE).input("the cat sat on the mat. " * 200_000).run()
     assert not [w for w in at.warning if "times over" in w.value]
+
+
+def test_the_scaling_experiment_says_which_clauses_are_the_pitfall_and_where_its_consequence_was_seen(runs_dir):
+    """Issue 33 finding 3: a claim that held on Shakespeare was stated as if it held everywhere. Before the runs
+    start the page says which clauses are the pitfall and which are consequences, with the corpora each was seen
+    on; on a learner's own text, "Not benchmarked on this corpus"."""
+    at = open_experiments({"experiment": "scaling"})
+    said = "\n".join(c.value for c in at.caption)
+    assert "**The pitfall itself**, what the verdict turns on, is every clause but the consequence below" in said
+    assert "**A consequence, not the pitfall:** smaller attention gradients unscaled, seen on Tiny Shakespeare" in said
+    assert "(this corpus too)" in said and not [i for i in at.info if "Not benchmarked" in i.value]
+    at.selectbox(key=state.W_LAB_SOURCE).set_value("Paste text").run()
+    assert [i for i in at.info if "Not benchmarked on this corpus: " in i.value]
+    said = "\n".join(c.value for c in at.caption)
+    assert "seen on Tiny Shakespeare; not benchmarked on this corpus: these runs measure it" in said
+    at = open_experiments({"experiment": "mask"})  # no consequence: every clause is the pitfall
+    assert any("Every clause of it is the pitfall itself" in c.value for c in at.caption)
+
+
+def not_seen_verdict():
+    """A scaling verdict whose pitfall clauses held and whose consequence (smaller attention gradients) did not."""
+    clauses = {"near one-hot": True, GRADIENTS: Clause(False, consequence=True, seen_on=CONSEQUENCES[GRADIENTS])}
+    return decide("unscaled: near one-hot", clauses, {"max weight, unscaled": 0.97}, "Unscaled attention is one-hot.")
+
+
+def test_a_consequence_not_seen_is_taken_out_of_the_verdicts_sentence_as_measured():
+    """A consequence not seen (or not measured) is said apart from the sentence the box colours."""
+    verdict = not_seen_verdict()
+    sentence, notes = lab.consequence_notes(verdict, EXPERIMENTS["scaling"])
+    assert verdict.reproduced is True and sentence == "Unscaled attention is one-hot."
+    assert notes == [
+        "Smaller attention gradients unscaled: measured: not seen on this text (it was on Tiny Shakespeare)."
+    ]
+    unmeasured = decide("x", {"a": False, GRADIENTS: Clause(None, True, CONSEQUENCES[GRADIENTS])}, {}, "Said.")
+    sentence, notes = lab.consequence_notes(unmeasured, EXPERIMENTS["scaling"])
+    assert sentence == "Said. Failed: a." and notes == [
+        "Smaller attention gradients unscaled (a consequence seen on Tiny Shakespeare): not measured."
+    ]
+
+
+def _show_not_seen_verdict():
+    from tests.ui.test_lab_app import not_seen_verdict
+    from tinygpt.lab.registry import EXPERIMENTS
+    from tinygpt.ui import lab
+
+    lab.show_verdict(not_seen_verdict(), EXPERIMENTS["scaling"])
+
+
+def test_a_verdict_whose_consequence_was_not_seen_is_green_with_the_consequence_neutral():
+    """The box follows the pitfall's own clauses: green; the consequence is a neutral caption, never a warning."""
+    at = AppTest.from_function(_show_not_seen_verdict, default_timeout=30).run()
+    assert not at.exception, at.exception
+    [green] = [s.value for s in at.success]
+    assert green.startswith("**Reproduced.** Unscaled attention is one-hot.") and "not seen" not in green
+    assert not at.warning and not at.error
+    [note] = [c.value for c in at.caption if "not seen on this text" in c.value]
+    assert "A consequence, not the pitfall." in note and "(it was on Tiny Shakespeare)" in note

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..config import RunConfig
 from ..presets import preset
-from .verdict import ENDED, NOT_ENOUGH_DATA, RunResult, Verdict, diverged_at, memorised
+from .verdict import ENDED, NOT_ENOUGH_DATA, Clause, RunResult, Verdict, diverged_at, memorised
 
 # The corpora of BENCHMARKS.md's pitfall grid. Not "text": the English prose measured there came in through
 # `bench_pitfalls --text-file`, and a learner's own pasted or uploaded text is a corpus no benchmark has seen.
@@ -51,6 +51,33 @@ class Experiment:
         """Whether the benchmark (tinygpt.bench.pitfalls: every pitfall x 5 seeds) ran it on `source`: Tiny
         Shakespeare, the copy task, or its own corpus. Never a learner's own text ("text"): nothing measured it."""
         return source == self.source or source in MEASURED_SOURCES
+
+    def claims(self, source: str | None = None) -> list[str]:
+        """Its claim in words, before the runs start: which clauses are the pitfall itself (what the verdict turns
+        on) and which are consequences, each with the corpora it was seen on and, for `source`, whether this corpus
+        is one of them. One markdown line each."""
+        if not self.consequences:
+            every = "Every clause of it is the pitfall itself: the verdict turns on all of them."
+            return [f"**The pitfall:** {self.expected}. {every}"]
+        lines = [
+            f"**The claim:** {self.expected}. **The pitfall itself**, what the verdict turns on, is every clause but "
+            f"the consequence{'s' if len(self.consequences) > 1 else ''} below."
+        ]
+        for name, seen_on in self.consequences.items():
+            where = Clause(None, consequence=True, seen_on=seen_on).where()
+            here = ""
+            if source is not None:
+                if source in seen_on:
+                    here = " (this corpus too)"
+                elif not self.measured_on(source):
+                    here = "; not benchmarked on this corpus: these runs measure it"
+                else:
+                    here = "; this corpus is not among them"
+            lines.append(
+                f"**A consequence, not the pitfall:** {name}, seen on {where}{here}. It is measured and reported; "
+                "where it does not show, the verdict says so and stands on the pitfall's own clauses."
+            )
+        return lines
 
     def held_out_warning(self, text: str) -> str:
         """ "" or, for a learner's own text shorter than what the runs read (steps x batch x context), the sentence

@@ -3,7 +3,8 @@ the verdict in the colour it earned.
 
 `results()` turns each run folder into an `experiments.RunResult` (tinygpt.lab.results.read_result, with the
 checkpoint probes cached here), which the experiment's own `verdict()` judges. `show_verdict()` is the one place
-that picks the box: green only when the pitfall reproduced, a warning when it did not, neutral while training.
+that picks the box: green only when the pitfall reproduced, a warning when it did not, neutral while training; the
+box follows the pitfall's own clauses, and a consequence of it that did not show is said apart, neutral.
 Nothing here is canned: every number comes from the runs or from a measurement taken on this machine.
 """
 
@@ -65,8 +66,9 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
         column.warning(f"Measured: this pitfall does not show on this corpus: {why}.", icon=":material/info:")
     elif not experiment.measured_on(choice.source):
         column.info(
-            "Not benchmarked on this corpus (the benchmark ran every pitfall on Tiny Shakespeare, the copy task and "
-            "English prose). The verdict below is judged from these runs alone, so it still says whether it showed.",
+            "Not benchmarked on this corpus: the benchmark ran every pitfall on Tiny Shakespeare, the copy task and "
+            "English prose, never on this text. The verdict below is judged from these runs alone, so it still says "
+            "whether it showed.",
             icon=":material/info:",
         )
     # Before the runs start: a learner's text shorter than what the runs read may be learned by heart, and then the
@@ -75,6 +77,14 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
     if warning := experiment.held_out_warning(own):
         column.warning(warning, icon=":material/info:")
     return choice
+
+
+def show_claims(experiment: Experiment, source: str, where=st) -> None:
+    """Before the runs start: which clauses of the claim are the pitfall itself and which are consequences, each
+    with the corpora it was seen on and whether `source` is one of them (Experiment.claims), in `where` (the page
+    passes a container under the description, filled once the corpus is chosen)."""
+    for line in experiment.claims(source):
+        where.caption(line)
 
 
 def experiment_data(experiment: Experiment, choice: CorpusChoice) -> DataConfig:
@@ -116,18 +126,42 @@ def results(readers: dict[str, RunReader | None], experiment: Experiment | None 
     return {label: result_of(reader, probes) for label, reader in readers.items() if reader is not None}
 
 
-def show_verdict(verdict: Verdict) -> None:
-    """The verdict box, coloured by `reproduced`, with the expected effect, then the numbers it was judged on."""
+def consequence_notes(verdict: Verdict, experiment: Experiment | None = None) -> tuple[str, list[str]]:
+    """(the verdict's sentence without its consequence clauses, those clauses' own sentences). A consequence that
+    did not show on this text ("Smaller attention gradients unscaled: measured: not seen on this text (it was on Tiny
+    Shakespeare).") or was not measured is reported apart, neutral: it is not the pitfall, and the box's colour is
+    the pitfall clauses' alone (verdict.decide). `experiment`: its consequences' names, for the not-measured ones."""
+    sentence, notes = verdict.sentence, []
+    names = dict.fromkeys([*verdict.not_seen, *(experiment.consequences if experiment else ())])
+    for name in names:
+        said = name.capitalize()  # as verdict.decide writes them
+        for head, tail in ((f" {said}: measured: not seen on this text (it was on ", ")."),
+                           (f" {said} (a consequence seen on ", "): not measured.")):  # fmt: skip
+            start = sentence.find(head)
+            end = sentence.find(tail, start + len(head)) if start >= 0 else -1
+            if end >= 0:
+                notes.append(sentence[start : end + len(tail)].strip())
+                sentence = sentence[:start] + sentence[end + len(tail) :]
+    return sentence, notes
+
+
+def show_verdict(verdict: Verdict, experiment: Experiment | None = None) -> None:
+    """The verdict box, coloured by `reproduced` (the pitfall's own clauses), with the expected effect; then each
+    consequence of the pitfall as measured, neutral, never as a failure (`consequence_notes`); then the numbers it
+    was judged on."""
     if verdict.reproduced is None and not verdict.undecided:
         st.info(f"**Still training — no verdict yet.** {verdict.sentence}", icon=":material/hourglass_top:")
         return
-    text = f"{verdict.sentence}\n\nExpected: {verdict.expected}."
+    sentence, notes = consequence_notes(verdict, experiment)
+    text = f"{sentence}\n\nExpected: {verdict.expected}."
     if verdict.reproduced is None:  # ended, but a clause was not measured (or the memory demo's CPU counts)
         st.info(f"**{verdict.undecided.capitalize()}: no verdict.** {text}", icon=":material/help:")
     elif verdict.reproduced:
         st.success(f"**Reproduced.** {text}", icon=":material/check_circle:")
     else:
         st.warning(f"**Did not reproduce on this run.** {text}", icon=":material/warning:")
+    for note in notes:
+        st.caption(f":material/straighten: **A consequence, not the pitfall.** {note}")
     rows = [{"measured": name, "value": _cell(value)} for name, value in verdict.observed.items()]
     st.dataframe(rows, hide_index=True, width="stretch")
 
