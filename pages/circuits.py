@@ -119,7 +119,7 @@ if state.get(state.CIRC_PROBE_RUN) != run_id:
 probe = st.text_input("Probe text", key=state.W_CIRC_PROBE, help="The run's probe; type any text the vocabulary has.")
 st.caption(f"From the checkpoint at step {ck} (nearest to step {step}).")
 try:
-    tab_ablate, tab_lens = st.tabs(["Head ablation", "Logit lens"])
+    tab_ablate, tab_lens = st.tabs(["Head ablation", "Logit lens"], key=state.W_CIRC_TAB, on_change="rerun")
     with tab_ablate:
         a1, a2 = st.columns(2)
         mode = a1.segmented_control("Ablation", ["zero", "mean"], key=state.W_CIRC_MODE, default="zero") or "zero"

@@ -71,7 +71,9 @@ if right.button("Run side by side", type="primary", icon=":material/play_arrow:"
         st.error(str(exc))
 admission.slot_question(room.current(), st)
 
-tabs = st.tabs(["Side by side", "Model health", "Shape contracts", "Memory per step"])
+# Keyed and tracked, so a lesson step's click can open the tab its check reads (every tab's content still runs).
+tabs = st.tabs(["Side by side", "Model health", "Shape contracts", "Memory per step"], key=state.W_EXP_TAB,
+               on_change="rerun")  # fmt: skip
 
 with tabs[0]:
     if measured:

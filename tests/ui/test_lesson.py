@@ -3,6 +3,8 @@
 import math
 from pathlib import Path
 
+import pytest
+
 from tinygpt.ui import lesson
 from tinygpt.ui.lesson import Evidence, RunData
 
@@ -274,3 +276,27 @@ def test_after_next_the_check_slot_names_the_new_step_before_its_check_is_comput
     assert any(text.startswith("Checking step 2") for text in drawn[title:computed]), drawn[title:computed]
     teacher.run()  # a refresh of the same step: no placeholder, the check stays until replaced
     assert not any(text.startswith("Checking step 2") for text in drawn[computed + 1 :])
+
+
+@pytest.mark.parametrize(("key", "page", "tab"), [("health", "experiments", "Model health"),
+                                                   ("lens", "circuits", "Logit lens")])  # fmt: skip
+def test_a_steps_click_opens_the_tab_its_check_reads(runs_dir, monkeypatch, key, page, tab):
+    """Issue 37: 'each step's setup opens the exact view it talks about': the health step's check reads Model
+    health, the lens step's the Logit lens, not the page's first tab. (The runs themselves: stand-ins.)"""
+    from streamlit.testing.v1 import AppTest
+
+    from tinygpt.runs.owners import Actor
+    from tinygpt.ui import lesson_view, state
+
+    monkeypatch.setattr(lesson_view, "_experiment", lambda actor, runs, key, priority="live": {"correct": "x" * 16})
+    pair = dict(zip(lesson_view.induction.INDUCTION_VARIANTS, ("y" * 16, "z" * 16), strict=True))
+    monkeypatch.setattr(lesson_view, "_induction", lambda actor, runs, priority="live": pair)
+    teacher = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=90)
+    teacher.session_state["learner"] = Actor("t" * 16, "someone", True)
+    teacher.run()
+    teacher.sidebar.button[0].click().run()  # "Teach the lesson"
+    teacher.session_state[state.LESSON_STEP] = [s.key for s in lesson.STEPS].index(key)
+    teacher.run()
+    next(b for b in teacher.sidebar.button if b.label == "Set up this step").click().run()
+    assert not teacher.exception, teacher.exception
+    assert teacher.session_state[state.W_CIRC_TAB if page == "circuits" else state.W_EXP_TAB] == tab

@@ -76,6 +76,7 @@ class Setup:
     measure: tuple[str, ...] = ()  # in-process measurements (memory) to take
     pitfalls: bool = False  # every pitfall's runs (those the room has not started yet)
     rest: bool = False  # pause the lecture run: the long runs of the steps from here on need its training slot
+    tab: str | None = None  # the tab of the step's page its check talks about, opened by the click
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,7 @@ STEPS: tuple[Step, ...] = (
         "health",
         "The health checklist",
         "pages/experiments.py",
-        Setup(experiment="shape_drift"),
+        Setup(experiment="shape_drift", tab="Model health"),
         "The silent shape bug trained to a fine-looking loss. Can a checklist catch it?",
         "Model health: the correct run passes; the buggy one fails the attention-rows and future-leak checks.",
         health_catches,
@@ -221,7 +222,7 @@ STEPS: tuple[Step, ...] = (
         "ablation",
         "Circuits: ablation",
         "pages/circuits.py",
-        Setup(induction=True),
+        Setup(induction=True, tab="Head ablation"),
         "Switch the induction head off: which loss goes up, and by how much?",
         "The loss on the repeated text's second copy rises more for the induction head than for any other head "
         "(the heatmap's panel 'second copy, repeated probe' draws the numbers the check reads).",
@@ -237,7 +238,7 @@ STEPS: tuple[Step, ...] = (
         "lens",
         "Circuits: the logit lens",
         "pages/circuits.py",
-        Setup(induction=True),
+        Setup(induction=True, tab="Logit lens"),
         "Read the residual stream after each layer as if it were the output: where does the answer appear?",
         "The embedding alone guesses little; the right character tops the list by the last layer.",
         lens_sharpens,

@@ -210,6 +210,8 @@ def set_up(step: Step, actor: Actor) -> None:
         state.set_circuit_runs(started)
         state.set_run_id(started[TWO])
         query |= {state.URL_RUN: started[TWO], state.URL_CIRC: ",".join(started.values())}
+    if setup.tab:  # the view the check talks about (Model health, Head ablation, Logit lens), not the first tab
+        _widget(state.W_CIRC_TAB if step.page.endswith("circuits.py") else state.W_EXP_TAB, setup.tab)
     kept = {k: v for k, v in (state.get(state.WORKSHOP_PARAMS) or {}).items() if k != "experiment"}
     st.switch_page(step.page, query_params={**kept, **query})  # a workshop link's settings stay in the address
 

@@ -324,6 +324,7 @@ def show_flashes(run_id: str | None = None) -> None:
 # ---------------------------------------------------------------- Experiments page (the pitfall lab)
 
 W_EXPERIMENT = "w_experiment"
+W_EXP_TAB = "w_exp_tab"  # the Experiments page's tab: a lesson step's click opens the one its check reads
 W_LAB_SOURCE = "w_lab_source"
 W_LAB_SEED = "w_lab_seed"
 W_LAB_UPLOAD = "w_lab_upload"  # the learner's own text for an experiment: a file ...
@@ -387,6 +388,7 @@ def set_lab_measured(key: str, seed: int, results: dict) -> None:
 
 W_CIRC_STEP = "w_circ_step"  # the step the head table and the checkpoint views look at
 W_CIRC_MODE = "w_circ_mode"  # zero or mean ablation
+W_CIRC_TAB = "w_circ_tab"  # the Circuits page's checkpoint tab (Head ablation, Logit lens)
 W_CIRC_HEAD = "w_circ_head"  # the head whose ablation the probe chart shows, "L1H2"
 W_CIRC_PROBE = "w_circ_probe"  # the logit lens's and the ablation's probe text
 W_CIRC_OFF = "w_circ_off"  # heads to switch off in the live run, ["L1H2", ...]
