@@ -37,3 +37,25 @@ def test_prepare_starts_the_labs_prepared_runs_in_order(monkeypatch):
 def test_prepare_skips_a_role_the_room_already_has(monkeypatch):
     count, started, remembered = fake_prepare(monkeypatch, {"heads": {"run": "x"}})
     assert "heads" not in remembered and count == len(prepared_runs()) - 1
+
+
+def test_the_panes_run_lines_are_in_the_viewers_words(tmp_path, monkeypatch):
+    """The review's learner read "paused: paused by you at step 16314" in the pane about the instructor's pause."""
+    from tinygpt.config import RunConfig
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui import lesson, resources
+
+    store = RunStore(tmp_path)
+    with store.create(
+        RunConfig().to_dict() | {"learner": {"id": TEACHER.id, "name": "t", "instructor": True}}, owner="app"
+    ) as w:
+        w.append_metric({"step": 5, "loss": 3.0})
+        w.write_status(state="paused", step=5, reason="paused by you at step 5")
+        rid = w.run_dir.name
+    monkeypatch.setattr(lesson_view, "_reader", lambda run_id: store.reader(run_id))
+    monkeypatch.setattr(resources, "touch", lambda run_id: None)
+    step = next(s for s in lesson.STEPS if lesson.LECTURE in lesson.roles_needed(s))
+    runs = {lesson.LECTURE: {"run": rid}}
+    learner = Actor("a" * 16, "anna")
+    assert "paused by the instructor at step 5" in " ".join(lesson_view._progress(runs, step, learner))
+    assert "paused by you at step 5" in " ".join(lesson_view._progress(runs, step, TEACHER))

@@ -141,6 +141,7 @@ def test_the_spread_counts_grades_and_names_no_one_on_its_line(tmp_path):
     assert spread["share_right"] is None and not spread["decided"]  # before the check
     line = predictions.spread_line(spread)
     assert line.startswith("5 answered") and "name-" not in line
+    assert "goes up: 2 · goes down: 1 · unchanged: 1" in line  # each count after its answer's colon
     book.settle("optim", SEEN)
     spread = predictions.tally(UPDOWN, *book.step("optim"))
     # Right: a and b; wrong: c and e; not sure: d, counted in the share (it is no right answer).

@@ -72,7 +72,7 @@ def _losses(metrics: Sequence[dict]) -> list[tuple[int, float]]:
 
 
 def _no_run(role: str) -> Check:
-    return Check(None, f"Not enough data yet: the {role} run has not started (press **Set up this step**).")
+    return Check(None, f'Not enough data yet: the {role} run has not started (press "Set up this step").')
 
 
 # ---------------------------------------------------------------- the checks

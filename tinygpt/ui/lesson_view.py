@@ -36,6 +36,7 @@ from tinygpt.ui import (
     lesson_reset,
     prediction_view,
     resources,
+    run_words,
     runinfo,
     safe,
     settings,
@@ -318,8 +319,9 @@ def _ablation(run_dir: str, step: int, final: dict | None, records: list[dict]) 
 # ---------------------------------------------------------------- drawing
 
 
-def _progress(runs: dict[str, dict[str, str]], step: Step) -> list[str]:
-    """For a long step: where each of its runs stands, with an estimate of when it ends."""
+def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None = None) -> list[str]:
+    """For a long step: where each of its runs stands, with an estimate of when it ends, in `viewer`'s words
+    ("paused by you" only for whoever paused it: a learner read it of the instructor's pause)."""
     lines = []
     for role in lesson.roles_needed(step):
         for label, rid in (runs.get(role) or {}).items():
@@ -330,7 +332,8 @@ def _progress(runs: dict[str, dict[str, str]], step: Step) -> list[str]:
             status = rd.status()
             if status.get("state") in ENDED:
                 continue
-            line = runinfo.status_line(status, rd.metrics)
+            said = {**status, "reason": run_words.reason_for(status.get("reason") or "", rd.config(), viewer)}
+            line = runinfo.status_line(said, rd.metrics)
             wait = resources.queue_wait(rid) if status.get("state") == "queued" else None
             if wait is not None:
                 line += f" · starts in about {runinfo.format_duration(wait)}"
@@ -377,7 +380,7 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     try:
         with _LOCK:
             check = prediction_view.shown_check(step, actor, step.check(evidence(step, runs, data["measured"])))
-            lines = _progress(runs, step)
+            lines = _progress(runs, step, actor)
     except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
         check = lesson.Check(None, f"Not enough data yet: could not read the runs ({exc}).")
         lines = []

@@ -246,7 +246,8 @@ def spread_line(spread: dict) -> str:
     """The spread in one line, naming no learner: what the projector shows."""
     if not spread["answered"]:
         return "No answers yet."
-    parts = " · ".join(f"{answer} {n}" for answer, n in spread["counts"].items())
+    # "between 3 and 5: 3", not "between 3 and 5 3": an answer may hold numbers of its own
+    parts = " · ".join(f"{answer}: {n}" for answer, n in spread["counts"].items())
     line = f"{spread['answered']} answered: {parts}"
     if spread["share_right"] is not None:
         line += f" · {spread['right']} right ({spread['share_right']:.0%} of those graded)"
