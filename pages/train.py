@@ -116,7 +116,15 @@ period = live_period.period(state.session_token()) if active else None
 def live_view() -> None:
     rd = state.reader(store, run_id)
     if rd is None:
-        st.info("No run yet. Choose settings on the left and press **Train**.")
+        in_lesson = state.get(state.LESSON_SHOWN) and not learner.instructor  # a learner following the room
+        st.info(
+            "No run yet. Choose settings on the left and press **Train**."
+            + (
+                " Following the lesson? **Set up this step** in its pane opens the room's run here."
+                if in_lesson
+                else ""
+            )
+        )
         return
     form.send_settled_knobs()  # a slider's change once it rests (a burst of key presses is one change)
     resources.touch(run_id)  # the lease: a run nobody watches pauses itself

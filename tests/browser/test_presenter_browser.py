@@ -97,7 +97,7 @@ def test_the_presenter_banner_on_the_projector(browser, presenter_server, shots)
     cut = [p for p in problems if "ellipsis" in p or "past the right edge" in p]
     assert not in_banner and not cut, "\n".join(in_banner + cut + ["(other findings:)", *problems])
 
-    banner.get_by_text("The check in full, with its numbers").click()  # the whole check, for the record
+    banner.get_by_role("button", name="Numbers").click()  # the whole check, for the record
     page.wait_for_timeout(800)
     page.screenshot(path=shots / "presenter-expanded.png")
     no_exception(page)

@@ -221,7 +221,10 @@ def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None =
         persist_state="session", disabled=locked, help=settings.preset_note(state.get(state.W_PRESET)),
     )  # fmt: skip
     with st.container(border=True):
-        st.markdown("**Live knobs** · change the running model at its next step")
+        if live_run is None and run_shown:  # an ended run takes no change: the knobs are for the next run (review)
+            st.markdown("**Live knobs** · this run has ended: they set your next run")
+        else:
+            st.markdown("**Live knobs** · change the running model at its next step")
         if live_run is not None:
             run, config, events = live_run
             keys = {f.name: f.key for f in settings.KNOB_FIELDS}

@@ -420,9 +420,12 @@ def where_line(index: int, data: dict) -> str:
     return where
 
 
-def setup_button(step: Step, actor: Actor) -> None:
-    if st.button("Set up this step", type="primary", icon=":material/play_circle:", key="lesson_setup",
-                 width="stretch"):  # fmt: skip
+def setup_button(step: Step, actor: Actor, icon: bool = True) -> None:
+    # A learner's page shows nothing of the room's runs until they open them (the review's learner read "No run
+    # yet" under a pane that said what to watch): the button says what it opens, for them.
+    opens = None if actor.instructor else f"Opens this step's runs on the {lesson.page_name(step)} page, here."
+    if st.button("Set up this step", type="primary", icon=":material/play_circle:" if icon else None,
+                 key="lesson_setup", width="stretch", help=opens):  # fmt: skip
         try:
             prediction_view.set_up(step, actor)  # before: set_up ends by switching page
             set_up(step, actor)
@@ -430,8 +433,9 @@ def setup_button(step: Step, actor: Actor) -> None:
             st.error(safe.md(exc))
 
 
-def prepare_button(actor: Actor) -> None:
-    if st.button("Prepare the long runs", icon=":material/schedule:", key="lesson_prepare", width="stretch",
+def prepare_button(actor: Actor, icon: bool = True) -> None:
+    if st.button("Prepare the long runs", icon=":material/schedule:" if icon else None, key="lesson_prepare",
+                 width="stretch",
                  help="Before class: start the pitfalls' and the induction experiment's runs now, so "
                  "their steps have results when the class reaches them."):  # fmt: skip
         started = prepare(actor)
