@@ -51,6 +51,10 @@ def test_compare_chart_overlays_runs():
     other = compare.compare_chart({"a": [{"step": 1, "attention_grad_norm": 0.0}]}, "attention_grad_norm").to_dict()
     line = next(v for v in views(other) if mark_type(v) == "line")
     assert line["encoding"]["y"]["scale"]["type"] == "log" and line["encoding"]["y"]["title"].endswith("(log scale)")
+    # Large fonts: a title longer than the plot goes on two lines, its units on the second (cut before).
+    large = compare.compare_chart({"a": METRICS}, "loss", large=True).to_dict()
+    assert next(v for v in views(large) if mark_type(v) == "line")["encoding"]["y"]["title"] == [
+        "training loss", "(nats per character)"]  # fmt: skip
 
 
 def test_config_diff_returns_only_the_settings_that_differ():

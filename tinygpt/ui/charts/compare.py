@@ -10,7 +10,6 @@ here as bytes).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -131,8 +130,11 @@ def _compare_template(
     log = field.endswith("grad_norm")  # norms span orders of magnitude
     y_title = FIELD_TITLES.get(field, field)
     y_title += " (log scale)" if log and "log" not in y_title else ""
-    if large and len(y_title) * t["axis_title"] * 0.5 > t["height"]:  # would run past the plot's height
-        y_title = re.sub(r" \([^()]*\)$", "", y_title)  # without its last parenthesis (units, scale)
+    if large and len(y_title) * t["axis_title"] * 0.6 > t["height"]:  # would run past the plot's height
+        # Two lines (Vega draws a list as lines), the units on the second: dropping them left "training loss (nats
+        # per characte" cut on the Experiments page at Large fonts, where a char is wider than half the font size.
+        main, _, units = y_title.rpartition(" (")
+        y_title = [main, f"({units}"] if main else y_title
     y = value_y("shown:Q", y_title, log=log, **({} if log else {"zero": False}))  # no zero on a log scale: a warning
     curves = [field, "val_loss"] if with_evals else [field]
     base = alt.Chart(alt.NamedData("compare")).encode(
