@@ -73,7 +73,8 @@ def measure(experiment: Experiment, seeds, source: str, text: str = "") -> list[
 
 def table(rows: list[dict[str, Any]]) -> str:
     """A markdown table: seed, reproduced, seconds, then every observed number."""
-    names = list(rows[0]["observed"])
+    # Every row's numbers: a "not enough data" verdict records fewer (a KeyError broke the grid's licence table).
+    names = list(dict.fromkeys(n for r in rows for n in r["observed"]))
     lines = [
         "| seed | reproduced | s | " + " | ".join(names) + " |",
         "|---" * (3 + len(names)) + "|",
@@ -81,7 +82,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         said = {True: "**yes**", False: "NO"}.get(r["reproduced"], r.get("status") or "undecided")
         cells = [str(r["seed"]), said, str(r["seconds"])]
-        lines.append("| " + " | ".join(cells + [_cell(r["observed"][n]) for n in names]) + " |")
+        lines.append("| " + " | ".join(cells + [_cell(r["observed"].get(n, "-")) for n in names]) + " |")
     return "\n".join(lines)
 
 

@@ -29,6 +29,7 @@ output is worth instead), path patching, and scores on real text for the inducti
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -369,14 +370,19 @@ def _steepest_share(steps: Sequence[int], values: Sequence[float], rise: float) 
 def find_rise(points: Sequence[tuple[int, float]], min_rise: float) -> Jump | None:
     """The midpoint crossing of a series of (step, value) that rises by at least `min_rise`, abrupt or not (`Jump.
     abrupt`), else None."""
+    # A diverging run's scores go NaN or infinite: no rise is read from them (a NaN end made `rise < min_rise`
+    # false and the midpoint search found nothing: StopIteration inside the training loop failed the run).
+    points = [(s, v) for s, v in points if v is not None and math.isfinite(v)]
     if len(points) < 3:
         return None
     steps, values = [p[0] for p in points], [p[1] for p in points]
     start, end = values[0], float(np.median(values[-3:]))
     rise = end - start
-    if rise < min_rise:
+    if not rise >= min_rise:
         return None
-    i = next(j for j, v in enumerate(values) if v >= start + rise / 2)
+    i = next((j for j, v in enumerate(values) if v >= start + rise / 2), None)
+    if i is None:
+        return None
     onset = max([j for j in range(i) if values[j] <= start + 0.1 * rise], default=0)
     steepest, window = _steepest_share(steps, values, rise)
     return Jump(steps[i], steps[onset], values[onset], values[-1], steepest, window)

@@ -14,6 +14,7 @@ a page refreshes (a reader sees whole lines only, so a verdict judges what was t
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -86,6 +87,25 @@ def _chars_read(config: dict, max_steps: int) -> int | None:
     return int(max_steps * batch * context) if batch and context else None
 
 
+VAL_FRACTION = 0.1  # tinygpt.data's split: the last tenth of a text is held out
+
+
+@functools.lru_cache(maxsize=64)
+def _text_chars(path: str, mtime_ns: int) -> int:
+    return len(Path(path).read_text(encoding="utf-8", errors="replace"))
+
+
+def _train_chars(run_dir: Path) -> int | None:
+    """Characters of a run's training split where its text is its own (corpus.txt), else None (a named corpus)."""
+    from ..runs.files import CORPUS_FILE
+
+    path = Path(run_dir) / CORPUS_FILE
+    try:
+        return int(_text_chars(str(path), path.stat().st_mtime_ns) * (1 - VAL_FRACTION))
+    except OSError:
+        return None
+
+
 def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunResult:
     """A RunResult from a polled RunReader; `probe(run_dir, step)` (e.g. checkpoint_probe) adds leak numbers."""
     status = reader.status() or {}
@@ -126,6 +146,7 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         final_val_loss=(reader.evals[-1].get("val_loss") if reader.evals else None),
         final_eval_train_loss=(reader.evals[-1].get("train_loss") if reader.evals else None),
         chars_read=_chars_read(reader.config() or {}, max_steps),
+        train_chars=_train_chars(reader.run_dir),
         max_loss_early=max([m["loss"] for m in early if isinstance(m.get("loss"), float)], default=None),
         clip_events_early=sum(1 for m in early if m.get("clipped")),
         max_grad_norm_early=max([m["grad_norm"] for m in early if isinstance(m.get("grad_norm"), float)], default=None),
