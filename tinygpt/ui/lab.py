@@ -66,9 +66,9 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
         column.warning(f"Measured: this pitfall does not show on this corpus: {why}.", icon=":material/info:")
     elif not experiment.measured_on(choice.source):
         column.info(
-            "Not benchmarked on this corpus: the benchmark ran every pitfall on Tiny Shakespeare, the copy task and "
-            "English prose, never on this text. The verdict below is judged from these runs alone, so it still says "
-            "whether it showed.",
+            "Not benchmarked on this corpus: the benchmark ran every pitfall on Tiny Shakespeare, the copy task, two "
+            "English texts and Python source code, never on this text. The verdict below is judged from these runs "
+            "alone, so it still says whether it showed.",
             icon=":material/info:",
         )
     # Before the runs start: a learner's text shorter than what the runs read may be learned by heart, and then the
