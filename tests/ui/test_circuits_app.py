@@ -137,3 +137,23 @@ def test_a_phase_change_found_mid_run_is_provisional():
     assert "provisional" in live and "provisional" not in done
     assert "provisional" in circuits_view.change_mark(records, live=True)["label"]
     assert "provisional" not in circuits_view.change_mark(records, live=False)["label"]
+
+
+def test_the_head_table_and_its_sentences_name_the_phase_change_step_for_its_head():
+    """Issue 33 finding 8: one screen named three steps (820/1300 in the check, 1260 in the caption, "since step
+    1880" in the head table). The phase change's head is an induction head "since" the phase change itself."""
+    from tinygpt.ui import circuits_view
+
+    grid = lambda s: [[0.05, 0.05], [0.05, s]]  # noqa: E731 - (L, H) induction scores: L1H1 the copier
+    records = [{"step": 100 * i, "roles": {"induction": grid(0.05 if i < 5 else 0.8)},
+                "baselines": {"induction": 0.05}} for i in range(10)]  # fmt: skip
+    for r in records:
+        r["copy_loss"] = {"first": 3.0, "second": 3.0 if r["step"] < 500 else 1.0}
+    change = circuits_view.heads.phase_change(records)
+    assert change.head == "L1H1" and change.score is not None
+    row = next(r for r in circuits_view.head_rows(records, None) if r["head"] == "L1H1")
+    assert row["since step"] == f"{change.score.step} (phase change)"
+    assert any(f"since the phase change at step {change.score.step}" in s
+               for s in circuits_view.role_sentences(records, None))  # fmt: skip
+    before = next(r for r in circuits_view.head_rows(records, 300) if r["head"] == "L1H1")  # before the jump
+    assert "(phase change)" not in before["since step"]

@@ -8,6 +8,7 @@ and turns results into rows and figures. Deliberately left out: drawing widgets 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from pathlib import Path
@@ -70,14 +71,35 @@ def head_grid(records: list[dict]) -> tuple[int, int]:
     return 0, 0
 
 
+def _jumped(records: list[dict], step: int | None) -> tuple[str | None, int | None]:
+    """(the head, the step) of the run's phase change (heads.phase_change, the one definition the check, the
+    chart's marker and its caption use), when it came by `step`; (None, None) otherwise."""
+    change = heads.phase_change(records)
+    if change.score is None or (step is not None and change.score.step > step):
+        return None, None
+    return change.head, change.score.step
+
+
+def _is_jump(h, jumped: tuple[str | None, int | None]) -> bool:
+    return h.name == jumped[0] and h.role == "induction"
+
+
+def _since(h, jumped: tuple[str | None, int | None]) -> int | None:
+    """When a head has held its role: for the phase change's head as an induction head, the phase change's step (a
+    role's first snapshot over the threshold named a third step on the same screen: "since step 1880" beside a
+    phase change at 1300); else the first of its unbroken run of snapshots in that role."""
+    return jumped[1] if _is_jump(h, jumped) else h.since
+
+
 def head_rows(records: list[dict], step: int | None) -> list[dict]:
     """The head table at `step`: every head's dominant role (since when), and each score next to its baseline."""
-    rows = []
+    rows, jumped = [], _jumped(records, step)
     for h in heads.head_roles(records, step):
+        since = _since(h, jumped)
         row: dict[str, Any] = {
             "head": h.name,
             "role": h.role or "-",
-            "since step": "-" if h.since is None else str(h.since),
+            "since step": "-" if since is None else str(since) + (" (phase change)" if _is_jump(h, jumped) else ""),
         }
         for role in heads.ROLES:
             score, base = h.scores.get(role), h.baselines.get(role)
@@ -88,7 +110,15 @@ def head_rows(records: list[dict], step: int | None) -> list[dict]:
 
 def role_sentences(records: list[dict], step: int | None) -> list[str]:
     """ "L1H2 is an induction head since step 340 (score 0.81, uniform baseline 0.06)." for each head with a role."""
-    return [h.sentence for h in heads.head_roles(records, step) if h.role is not None]
+    jumped = _jumped(records, step)
+    out = []
+    for h in heads.head_roles(records, step):
+        if h.role is None:
+            continue
+        since = _since(h, jumped)
+        out.append(h.sentence if not _is_jump(h, jumped) else dataclasses.replace(h, since=since).sentence.replace(
+            f"since step {since}", f"since the phase change at step {since}"))  # fmt: skip
+    return out
 
 
 def residual_caption(records: list[dict]) -> str:
@@ -158,7 +188,7 @@ def ablation(run_dir: str, step: int, probe_text: str, mode: str) -> dict:
     return out
 
 
-SECOND_COPY = "second copy, repeated probe"  # the heatmap panel of the lesson's ablation check's own numbers
+SECOND_COPY = "second copy"  # the heatmap panel of the lesson's ablation check's own numbers
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

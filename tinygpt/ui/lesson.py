@@ -225,7 +225,7 @@ STEPS: tuple[Step, ...] = (
         Setup(induction=True, tab="Head ablation"),
         "Switch the induction head off: which loss goes up, and by how much?",
         "The loss on the repeated text's second copy rises more for the induction head than for any other head "
-        "(the heatmap's panel 'second copy, repeated probe' draws the numbers the check reads).",
+        "(the heatmap's panel 'second copy' draws the numbers the check reads).",
         ablation_hurts,
         answers=Answers(
             ("the second copy's, by 0.1 nats or more", "the second copy's, by less than 0.1", "the first copy's"),

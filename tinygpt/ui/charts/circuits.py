@@ -324,7 +324,8 @@ def ablation_heatmap(
         # click markers' size. Layer 0 on top, as the table reads.
         layout[f"xaxis{k + 1 if k else ''}"] = {
             "domain": [lo, hi],
-            "title": {"text": f"head · {name}"},
+            # Three panels (the lesson's second copy too) at Large fonts: "head · " made their titles overlap.
+            "title": {"text": f"head · {name}" if len(names) < 3 else name},
             "side": "bottom",
             "range": [-0.5, H - 0.5],
         }
