@@ -301,7 +301,10 @@ def test_a_steps_click_opens_the_tab_its_check_reads(runs_dir, monkeypatch, key,
     teacher.run()
     teacher.sidebar.button[0].click().run()  # "Teach the lesson"
     teacher.session_state[state.LESSON_STEP] = [s.key for s in lesson.STEPS].index(key)
+    teacher.session_state[state.W_CIRC_STEP] = 1400  # where this browser left the Circuits slider, mid-training
     teacher.run()
     next(b for b in teacher.sidebar.button if b.label == "Set up this step").click().run()
     assert not teacher.exception, teacher.exception
     assert teacher.session_state[state.W_CIRC_TAB if page == "circuits" else state.W_EXP_TAB] == tab
+    if page == "circuits":  # the newest step, whose checkpoint the check reads (the slider's 1400 is forgotten)
+        assert teacher.session_state[state.W_CIRC_STEP] is None

@@ -211,6 +211,8 @@ def set_up(step: Step, actor: Actor) -> None:
         state.set_circuit_runs(started)
         state.set_run_id(started[TWO])
         query |= {state.URL_RUN: started[TWO], state.URL_CIRC: ",".join(started.values())}
+    if setup.induction:  # the newest step, whose checkpoint the checks read: not one this browser looked at before
+        _widget(state.W_CIRC_STEP, None)  # (the browser run's heatmap showed step ~1400 beside a check of step 3000)
     if setup.tab:  # the view the check talks about (Model health, Head ablation, Logit lens), not the first tab
         _widget(state.W_CIRC_TAB if step.page.endswith("circuits.py") else state.W_EXP_TAB, setup.tab)
     kept = {k: v for k, v in (state.get(state.WORKSHOP_PARAMS) or {}).items() if k != "experiment"}
