@@ -137,3 +137,18 @@ def test_logit_lens_chart_labels_every_cell_and_ticks_the_right_guesses():
     assert cells == [["a", "a✓", "b"], ["b✓", "a✓", "b"]]  # next after a is b, after b is a
     assert list(fig["data"][0]["y"]) == ["embeddings", "after layer 0"]
     assert list(fig["layout"]["xaxis"]["ticktext"]) == ["a", "b", "a"]
+
+
+def test_three_ablation_panels_stack_at_large_fonts():
+    """The lesson's browser run at 1280x720 Large: three panels in a row left ~40 px a cell, and "+0.037" was clipped
+    and overlapped its neighbours. Stacked, every panel is as wide as the chart; a row of two stays a row."""
+    deltas = {name: np.zeros((2, 4)) for name in ("validation batches", "probe text", "second copy")}
+    stacked = charts.ablation_heatmap(deltas, large=True).to_dict()["layout"]
+    assert [list(stacked[f"xaxis{s}"]["domain"]) for s in ("", "2", "3")] == [[0.0, 1.0]] * 3
+    bands = [stacked[f"yaxis{s}"]["domain"] for s in ("", "2", "3")]
+    assert bands[0][0] > bands[1][1] - 1e-9 and bands[1][0] > bands[2][1] - 1e-9  # top to bottom, apart
+    assert stacked["xaxis3"]["title"]["text"] == "head · second copy"
+    row = charts.ablation_heatmap(deltas, large=False).to_dict()["layout"]
+    assert row["xaxis"]["domain"][1] < 0.4  # three in a row without Large fonts (wide cells there)
+    two = charts.ablation_heatmap({k: deltas[k] for k in list(deltas)[:2]}, large=True).to_dict()["layout"]
+    assert two["xaxis"]["domain"][1] < 0.5

@@ -279,9 +279,14 @@ def ablation_heatmap(
     L, H = arrays[0].shape
     limit = max(1e-6, max(float(np.abs(a).max()) for a in arrays))
     traces, layout = [], {}
+    n = len(names)
+    # Three panels side by side at Large fonts left ~40 px a cell for "+0.037": clipped and overlapping numbers on
+    # the projector (the lesson's browser run). They stack then, each as wide as the chart.
+    stacked = large and n >= 3
+    row_px = 70  # a layer's row when stacked: room for the numbers and the click markers
     for k, (name, z) in enumerate(zip(names, arrays, strict=True)):
         x_axis, y_axis = ("x", "y") if k == 0 else (f"x{k + 1}", f"y{k + 1}")
-        lo, hi = k / len(names) + (0.02 if k else 0), (k + 1) / len(names) - 0.04
+        lo, hi = k / n + (0.02 if k else 0), (k + 1) / n - 0.04
         traces.append(
             go.Heatmap(
                 z=z,
@@ -323,16 +328,19 @@ def ablation_heatmap(
         # Ranges pinned to the cells (category i spans i - 0.5 .. i + 0.5): autorange would pad them for the
         # click markers' size. Layer 0 on top, as the table reads.
         layout[f"xaxis{k + 1 if k else ''}"] = {
-            "domain": [lo, hi],
-            # Three panels (the lesson's second copy too) at Large fonts: "head · " made their titles overlap.
-            "title": {"text": f"head · {name}" if len(names) < 3 else name},
+            "domain": [0, 1] if stacked else [lo, hi],
+            # Three panels in a row: "head · " made their titles overlap at Large fonts.
+            "title": {"text": f"head · {name}" if n < 3 or stacked else name},
             "side": "bottom",
             "range": [-0.5, H - 0.5],
+            **({"anchor": y_axis} if stacked else {}),
         }
         layout[f"yaxis{k + 1 if k else ''}"] = {
             "range": [L - 0.5, -0.5],
             "anchor": x_axis,
-            "title": {"text": "layer" if k == 0 else ""},
+            "title": {"text": "layer" if k == 0 or stacked else ""},
+            # Stacked: panel k's band from the top, its lower part left for its x title.
+            **({"domain": [1 - (k + 1) / n + 0.34 / n, 1 - k / n]} if stacked else {}),
         }
     shapes = []
     if selected is not None:
@@ -342,7 +350,7 @@ def ablation_heatmap(
             shapes.append({"type": "rect", "xref": f"x{ref}", "yref": f"y{ref}", "x0": head - 0.5, "x1": head + 0.5,
                            "y0": layer - 0.5, "y1": layer + 0.5, "line": {"color": "black", "width": 3}})  # fmt: skip
     bar = {"title": {"text": "Δ loss (nats)"}, "tickfont": {"size": t["label"]}}
-    height = max(t["panel"], 90 * L + 160)
+    height = n * (row_px * L + 80) + 40 if stacked else max(t["panel"], 90 * L + 160)
     fig_layout = _cell_figure(title, height, large, shapes=shapes, **layout)
     fig_layout["coloraxis"] = {"colorscale": "RdBu_r", "cmin": -limit, "cmax": limit, "colorbar": bar}
     return go.Figure(data=traces, layout=fig_layout)
