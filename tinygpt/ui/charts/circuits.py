@@ -442,7 +442,11 @@ def logit_lens_chart(
                 for i in range(T)
             ]
         )
-    font = max(7, min(t["text"] + 1, int(900 / max(T, 1) / 1.2)))
+    # A cell's text is a character and maybe a check mark, about 1.4 font sizes wide: it must fit the cell. At Large
+    # fonts the plot is ~560 px (1280-pixel screen, sidebar, colour bar): "c✓" overlapped its neighbours at
+    # 900 / T / 1.2 (the lesson's browser run, step 12).
+    plot_px = 560 if large else 900
+    font = max(7, min(t["text"] + 1, int(plot_px / max(T, 1) * (0.62 if large else 1 / 1.2))))
     trace = go.Heatmap(
         z=probs[:, :, 0].astype(np.float32),
         x=cats,
