@@ -20,6 +20,7 @@ import resource
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from helpers import cli_env, tiny_config
@@ -157,6 +158,17 @@ def probe_files(family, root: Path) -> None:
         assert peak_mb < 1024, peak_mb  # torch's import is ~300 MB; reading /dev/zero whole took 19-24 GB
 
 
+def _refused(family, case: str, action, run_dir: Path) -> None:
+    """One case: `action` is refused as not the learner's run (the instructor's), and the run is still there."""
+    with family.case(case):
+        try:
+            action()
+            raise AssertionError("accepted")
+        except NotYourRunError as exc:
+            assert "the instructor" in str(exc), exc
+        assert run_dir.exists()
+
+
 def probe_ownership(family, root: Path, text: str) -> None:
     store = RunStore(root / "ownership")
     with store.create(tiny_config(text, max_steps=4).to_dict(), owner="cli") as writer:
@@ -172,13 +184,7 @@ def probe_ownership(family, root: Path, text: str) -> None:
             "delete": lambda actor: store.delete(cli_run, actor=actor),
         }
         for label, action in actions.items():
-            with family.case(f"a learner's {label} of a CLI run"):
-                try:
-                    action(LEARNER)
-                    raise AssertionError("accepted")
-                except NotYourRunError as exc:
-                    assert "the instructor" in str(exc), exc
-                assert store.path(cli_run).exists()
+            _refused(family, f"a learner's {label} of a CLI run", partial(action, LEARNER), store.path(cli_run))
         # "Whatever their state": a CLI run trained to its end, and a run the instructor started in the app (a
         # lesson's prepared run) are as read-only to a learner as the CLI run that never trained.
         from tinygpt.runs.loop import run_training
@@ -194,13 +200,7 @@ def probe_ownership(family, root: Path, text: str) -> None:
                 ("knob", lambda r: manager.set_knob(r, "learning_rate", 1e-2, actor=LEARNER)),
                 ("delete", lambda r: store.delete(r, actor=LEARNER)),
             ):
-                with family.case(f"a learner's {verb} of {label}"):
-                    try:
-                        action(run)
-                        raise AssertionError("accepted")
-                    except NotYourRunError as exc:
-                        assert "instructor" in str(exc), exc
-                    assert store.path(run).exists()
+                _refused(family, f"a learner's {verb} of {label}", partial(action, run), store.path(run))
         manager.stop(prepared, actor=INSTRUCTOR)
         with family.case("a learner's own run stays theirs"):
             own = manager.start(tiny_config(text, max_steps=4), actor=LEARNER)

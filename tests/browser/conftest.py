@@ -7,7 +7,9 @@ Chromium: the system one (`chromium` / `chromium-browser` on PATH) if present, e
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -51,6 +53,30 @@ def browser():
 
 
 INSTRUCTOR_KEY = "test-instructor-key"  # the browser tests' server takes this key instead of a generated one
+
+
+def become_instructor(page) -> None:
+    """Enter the instructor key in the sidebar's "You: ..." box, as an instructor does, and wait for the answer."""
+    from playwright.sync_api import expect
+
+    page.get_by_text(re.compile("^You: ")).first.click()
+    box = page.get_by_label("Instructor key")
+    box.fill(INSTRUCTOR_KEY)
+    box.press("Enter")
+    expect(page.get_by_text(re.compile("Instructor mode"))).to_be_visible()
+
+
+@contextlib.contextmanager
+def own_server(tmp_path_factory: pytest.TempPathFactory, name: str, **env: str) -> Iterator[tuple[str, Path]]:
+    """(base URL, runs folder) of a server of its own, for a test whose lesson or room must not be the shared
+    server's (its room file is in its own runs folder); stopped on exit."""
+    runs = tmp_path_factory.mktemp(f"{name}_runs")
+    server = AppServer(runs, OUTPUT / f"streamlit-{name}.log", env={"TINYGPT_INSTRUCTOR_KEY": INSTRUCTOR_KEY, **env})
+    try:
+        server.wait_healthy(SERVER_START_TIMEOUT_S)
+        yield server.base, runs
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

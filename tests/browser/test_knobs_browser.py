@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import INSTRUCTOR_KEY
+from conftest import become_instructor
 from playwright.sync_api import expect
 from test_app_browser import button, choose, events_of, idle, no_exception, set_number, wait_step_above
 
@@ -76,11 +76,7 @@ def test_a_learner_watching_the_instructors_run_follows_its_mask_and_is_not_told
     app_server, app_runs, browser
 ):
     teach_ctx, teacher = open_app(browser, app_server)
-    teacher.get_by_text(re.compile("^You: ")).first.click()
-    box = teacher.get_by_label("Instructor key")
-    box.fill(INSTRUCTOR_KEY)
-    box.press("Enter")
-    expect(teacher.get_by_text(re.compile("Instructor mode"))).to_be_visible()
+    become_instructor(teacher)
     run_id = start_run(teacher)
 
     learner_ctx, learner = open_app(browser, f"{app_server}/?run={run_id}&view=1")

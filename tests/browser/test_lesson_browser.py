@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import INSTRUCTOR_KEY, OUTPUT, SERVER_START_TIMEOUT_S
+from conftest import OUTPUT, become_instructor, own_server
 from layout_probe import KNOWN_LEFT, probe_layout  # no chart or table past the edge, no cut text or overlap
 from playwright.sync_api import expect
-from serving import AppServer
 from test_app_browser import no_exception
 
 from tinygpt.ui import lesson
@@ -35,14 +34,8 @@ FOCUS = {"Experiments": "Verdict"}  # what the step's screenshot scrolls to
 def lesson_server(tmp_path_factory):
     """A server of its own: a fresh runs folder (the room's lesson file) and three training slots, so the lecture
     run keeps training while the prepared runs use the others."""
-    runs = tmp_path_factory.mktemp("lesson_runs")
-    env = {"TINYGPT_INSTRUCTOR_KEY": INSTRUCTOR_KEY, "TINYGPT_MAX_RUNS": "3"}
-    server = AppServer(runs, OUTPUT / "streamlit-lesson.log", env=env)
-    try:
-        server.wait_healthy(SERVER_START_TIMEOUT_S)
-        yield server.base, runs
-    finally:
-        server.stop()
+    with own_server(tmp_path_factory, "lesson", TINYGPT_MAX_RUNS="3") as served:
+        yield served
 
 
 def open_page(browser, url: str):
@@ -113,11 +106,7 @@ def test_the_whole_lesson_plays_for_an_instructor_and_two_learners(browser, less
     shots = OUTPUT / "screenshots" / "lesson"
     shots.mkdir(parents=True, exist_ok=True)
     teach_ctx, teacher = open_page(browser, f"{base}/?large=1")
-    teacher.get_by_text(re.compile("^You: ")).first.click()
-    box = teacher.get_by_label("Instructor key")
-    box.fill(INSTRUCTOR_KEY)
-    box.press("Enter")
-    expect(teacher.get_by_text(re.compile("Instructor mode"))).to_be_visible()
+    become_instructor(teacher)
     teacher.get_by_role("button", name="Teach the lesson").click()
     shows_step(teacher, 0)
     learners = [open_page(browser, f"{base}/?large=1") for _ in range(2)]

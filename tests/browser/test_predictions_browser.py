@@ -15,9 +15,8 @@ import re
 import time
 
 import pytest
-from conftest import INSTRUCTOR_KEY, OUTPUT, SERVER_START_TIMEOUT_S
+from conftest import OUTPUT, become_instructor, own_server
 from playwright.sync_api import expect
-from serving import AppServer
 from test_app_browser import no_exception
 from test_lesson_browser import SHORT_S, open_page, pane, pane_button, shows_step
 
@@ -31,13 +30,8 @@ ANSWERS = [STEP.answers.seen] * 3 + [WRONG_ANSWER] * 2 + [NOT_SURE]  # six learn
 
 @pytest.fixture(scope="module")
 def predict_server(tmp_path_factory):
-    runs = tmp_path_factory.mktemp("predict_runs")
-    server = AppServer(runs, OUTPUT / "streamlit-predictions.log", env={"TINYGPT_INSTRUCTOR_KEY": INSTRUCTOR_KEY})
-    try:
-        server.wait_healthy(SERVER_START_TIMEOUT_S)
-        yield server.base, runs
-    finally:
-        server.stop()
+    with own_server(tmp_path_factory, "predictions") as served:
+        yield served
 
 
 def pane_text_matches(page, pattern: str, timeout_s: float) -> str:
@@ -55,11 +49,7 @@ def test_six_learners_predict_the_room_sees_the_spread_and_the_check_grades_them
     shots = OUTPUT / "screenshots" / "predictions"
     shots.mkdir(parents=True, exist_ok=True)
     teach_ctx, teacher = open_page(browser, base)
-    teacher.get_by_text(re.compile("^You: ")).first.click()
-    box = teacher.get_by_label("Instructor key")
-    box.fill(INSTRUCTOR_KEY)
-    box.press("Enter")
-    expect(teacher.get_by_text(re.compile("Instructor mode"))).to_be_visible()
+    become_instructor(teacher)
     teacher.get_by_role("button", name="Teach the lesson").click()
     shows_step(teacher, 0)
     learners = [open_page(browser, base) for _ in ANSWERS]

@@ -10,10 +10,9 @@ import re
 import time
 
 import pytest
-from conftest import INSTRUCTOR_KEY, OUTPUT, SERVER_START_TIMEOUT_S
+from conftest import become_instructor, own_server
 from layout_probe import KNOWN_LEFT, probe_layout
 from playwright.sync_api import expect
-from serving import AppServer
 from test_app_browser import no_exception
 
 from tinygpt.ui import lesson
@@ -50,13 +49,8 @@ BANNER_JS = r"""
 @pytest.fixture(scope="module")
 def presenter_server(tmp_path_factory):
     """A server of its own: the lesson this test starts is in its runs folder's room file, not the shared one."""
-    runs = tmp_path_factory.mktemp("presenter_runs")
-    server = AppServer(runs, OUTPUT / "streamlit-presenter.log", env={"TINYGPT_INSTRUCTOR_KEY": INSTRUCTOR_KEY})
-    try:
-        server.wait_healthy(SERVER_START_TIMEOUT_S)
-        yield server.base
-    finally:
-        server.stop()
+    with own_server(tmp_path_factory, "presenter") as (base, _):
+        yield base
 
 
 def test_the_presenter_banner_on_the_projector(browser, presenter_server, shots):
@@ -65,11 +59,7 @@ def test_the_presenter_banner_on_the_projector(browser, presenter_server, shots)
     page = context.new_page()
     page.goto(f"{presenter_server}/?large=1")
     expect(page.get_by_role("heading", name="tinygpt · Train")).to_be_visible(timeout=120_000)
-    page.get_by_text(re.compile("^You: ")).first.click()
-    box = page.get_by_label("Instructor key")
-    box.fill(INSTRUCTOR_KEY)
-    box.press("Enter")
-    expect(page.get_by_text(re.compile("Instructor mode"))).to_be_visible()
+    become_instructor(page)
     page.get_by_role("button", name="Teach the lesson").click()
 
     banner = page.get_by_test_id("stMain").locator(".st-key-lesson_pane")

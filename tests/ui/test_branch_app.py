@@ -19,6 +19,15 @@ from tinygpt.ui import state  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 
 
+def start_branch(at: AppTest) -> str:
+    """Press "Start the branch" (no exception, no error): the branch, now the run in view."""
+    [go] = [b for b in at.button if b.label == "Start the branch"]
+    go.click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    return at.session_state[state.RUN_ID]
+
+
 def test_a_learner_branches_a_run_they_do_not_own_and_compares_the_two(runs_dir, tiny_text):
     store = RunStore(runs_dir)
     config = tiny_config(tiny_text, max_steps=24)
@@ -37,11 +46,7 @@ def test_a_learner_branches_a_run_they_do_not_own_and_compares_the_two(runs_dir,
     at.number_input(key=f"{state.W_BRANCH}:{parent}:{step}:learning_rate").set_value(0.01).run()
     # What the branch will change, said before it starts (the markdown escapes taken out).
     assert any("LR 0.002→0.01" in c.value.replace("\\", "") for c in at.caption)
-    [go] = [b for b in at.button if b.label == "Start the branch"]
-    go.click().run()
-    assert not at.exception, at.exception
-    assert not at.error, [e.value for e in at.error]
-    branch = at.session_state[state.RUN_ID]
+    branch = start_branch(at)
     assert branch != parent and read_branch(store.path(branch)) == {
         "parent": parent, "step": step, "changes": {"learning_rate": 0.01, "min_lr": 0.001}
     }  # fmt: skip
@@ -77,11 +82,7 @@ def test_a_watcher_branches_the_run_in_view_from_the_train_page(runs_dir, tiny_t
     assert any(e.label.startswith("Branch from a checkpoint") for e in at.expander)
     at.selectbox(key=f"{state.W_BRANCH}:{parent}:step").set_value(10).run()
     at.selectbox(key=f"{state.W_BRANCH}:{parent}:10:mask").set_value("none").run()
-    [go] = [b for b in at.button if b.label == "Start the branch"]
-    go.click().run()
-    assert not at.exception, at.exception
-    assert not at.error, [e.value for e in at.error]
-    branch = at.session_state[state.RUN_ID]
+    branch = start_branch(at)
     assert branch != parent and read_branch(store.path(branch)) == {
         "parent": parent, "step": 10, "changes": {"mask": "none"}
     }  # fmt: skip

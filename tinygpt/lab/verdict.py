@@ -261,17 +261,25 @@ class Difference:
         return "not measured" if self.mean is None else f"{self.mean:.{digits}f} {self.noise(digits)}"
 
 
+def _interval(difference: Difference, sigmas: float) -> tuple[float | None, float | None, str]:
+    """(low, high, "the interval 0.29-0.33") of mean ± `sigmas` standard errors; (None, None, why) when the mean or
+    its noise was not measured (the words `clears` and `within` then give)."""
+    if difference.mean is None:
+        return None, None, "not measured"
+    if difference.standard_error is None:
+        return None, None, f"not enough data: the gap {difference.mean:.2f} has no measured noise"
+    low, high = (difference.mean + s * sigmas * difference.standard_error for s in (-1, 1))
+    return low, high, f"the interval {low:.2f}–{high:.2f}"
+
+
 def clears(difference: Difference, bar: float, sigmas: float = NOISE_SIGMAS) -> tuple[bool | None, str]:
     """Whether `difference` is above `bar`, decided by its spread: True only when its interval (mean ± `sigmas`
     standard errors) lies wholly above the bar, False when wholly below, None when it straddles the bar or was not
     measured, with the words for the clause ("the interval 0.29-0.33 clears the bar 0.10", "not enough data: the
     interval 0.07-0.17 straddles the bar 0.10"). A gap of 0.12 ± 0.05 against a 0.10 bar is not a pass."""
-    if difference.mean is None:
-        return None, "not measured"
-    if difference.standard_error is None:
-        return None, f"not enough data: the gap {difference.mean:.2f} has no measured noise"
-    low, high = (difference.mean + s * sigmas * difference.standard_error for s in (-1, 1))
-    interval = f"the interval {low:.2f}–{high:.2f}"
+    low, high, interval = _interval(difference, sigmas)
+    if low is None:
+        return None, interval
     if low > bar:
         return True, f"{interval} clears the bar {bar:.2f}"
     if high < bar:
@@ -282,12 +290,9 @@ def clears(difference: Difference, bar: float, sigmas: float = NOISE_SIGMAS) -> 
 def within(difference: Difference, allowed: float, sigmas: float = NOISE_SIGMAS) -> tuple[bool | None, str]:
     """Whether `difference` is within ±`allowed`, decided by its spread as in `clears`: True when its interval lies
     inside, False when wholly outside, None when it straddles either edge or was not measured."""
-    if difference.mean is None:
-        return None, "not measured"
-    if difference.standard_error is None:
-        return None, f"not enough data: the gap {difference.mean:.2f} has no measured noise"
-    low, high = (difference.mean + s * sigmas * difference.standard_error for s in (-1, 1))
-    interval = f"the interval {low:.2f}–{high:.2f}"
+    low, high, interval = _interval(difference, sigmas)
+    if low is None:
+        return None, interval
     if -allowed <= low and high <= allowed:
         return True, f"{interval} lies within ±{allowed:.2f}"
     if low > allowed or high < -allowed:
