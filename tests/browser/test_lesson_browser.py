@@ -1,8 +1,9 @@
 """The whole lesson, played as a class would: the instructor and two learners, each in their own browser, at
 1280x720 with Large fonts. The instructor sets up every step with one click; every step's check, computed from its
 runs, must say the effect was seen, on the instructor's screen and on a learner's; the learners' panes follow each
-move of the room. Per-step timings (click -> the check says "seen") go to test-output/lesson_timings.json for
-BENCHMARKS.md ("The lesson, step by step"); a screenshot of every step to test-output/screenshots/lesson/.
+move of the room. Per-step timings (click -> the check says "seen"; seconds since Prepare at step 1) go to
+test-output/lesson_timings.json for BENCHMARKS.md ("The lesson, step by step"); a screenshot of every step to
+test-output/screenshots/lesson/.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ def test_the_whole_lesson_plays_for_an_instructor_and_two_learners(browser, less
     anna = learners[0][1]
 
     timings, layout = [], []
+    prepared_at = None  # time.monotonic() of the Prepare click (step 1): each later check's time since it is kept
     for index, step in enumerate(lesson.STEPS):
         if index:
             pane_button(teacher, "Next").click()
@@ -130,8 +132,10 @@ def test_the_whole_lesson_plays_for_an_instructor_and_two_learners(browser, less
         text = wait_seen(teacher, LONG_S if step.long or step.setup.experiment else SHORT_S)
         seconds = time.monotonic() - clicked
         text = re.sub(r"^\w+\n+", "", text)  # the alert's icon name comes first in its inner text
+        since_prepare = None if prepared_at is None else round(time.monotonic() - prepared_at, 1)
         timings.append({"step": index + 1, "section": step.section, "page": lesson.page_name(step),
-                        "seconds": round(seconds, 1), "load": round(load, 2), "check": text})  # fmt: skip
+                        "seconds": round(seconds, 1), "since_prepare_s": since_prepare, "load": round(load, 2),
+                        "check": text})  # fmt: skip
         (OUTPUT / "lesson_timings.json").write_text(json.dumps(timings, indent=1))  # so far, if a later step fails
         wait_seen(anna, 30)  # the learners read the same runs: the same check on their screens
         if step.key == "ablation":  # the check's head and number are on the heatmap beside it (issue 33, finding 8)
@@ -151,6 +155,7 @@ def test_the_whole_lesson_plays_for_an_instructor_and_two_learners(browser, less
             check_page(page, f"step {index + 1} (learner {number})", layout)
         if index == 0:  # the long steps' runs train in the background from here
             pane_button(teacher, "Prepare the long runs").click()
+            prepared_at = time.monotonic()
             expect(teacher.get_by_text(re.compile(r"Started \d+ runs for the long steps"))).to_be_visible()
         if index == 3:  # a learner looks around, then the room's next move takes her along again
             pane_button(anna, "Back").click()

@@ -371,9 +371,10 @@ def test_the_scaling_verdict_asks_for_a_gap_above_the_runs_noise():
 
 def test_the_mask_experiment_runs_at_a_context_where_no_mask_learns_to_copy():
     # At the demo's context 32 and lr 2e-3 the no-mask run had not found the next token in 300 steps; at context 16
-    # and lr 5e-3 it collapses within ~150-350 of 600 steps on every seed and corpus measured (BENCHMARKS.md).
+    # and lr 5e-3 it collapses within ~150-350 steps on every seed and corpus measured, so 450 steps leave it room
+    # (at 300 the no-mask run on the licence texts, seed 7, had not collapsed yet: BENCHMARKS.md, issue 35).
     for config in EXPERIMENTS["mask"].configs(seed=7).values():
-        assert (config.model.max_seq_len, config.train.learning_rate, config.train.max_steps) == (16, 5e-3, 600)
+        assert (config.model.max_seq_len, config.train.learning_rate, config.train.max_steps) == (16, 5e-3, 450)
 
 
 def test_softmax_verdict_without_an_overflow_is_not_reproduced():

@@ -91,7 +91,7 @@ EXPERIMENT = Experiment(
         "tensor, its expected and its actual shape."
     ),
     expected=EXPECTED,
-    base=dict(max_steps=300),
+    base=dict(max_steps=200),
     variants={
         "correct": dict(shape_bug="none"),
         "silent bug": dict(shape_bug="softmax_dim"),
