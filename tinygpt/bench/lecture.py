@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from ..data import load_corpus
-from ..model import TinyGPT
+from ..interventions import model_for_run
 from ..presets import preset
 from ..trainer import Trainer
 
@@ -60,7 +60,7 @@ def _build(config) -> Trainer:
     corpus = load_corpus(config.data, config.model.max_seq_len)
     config.model.vocab_size = corpus.tokenizer.vocab_size
     torch.manual_seed(config.train.seed)  # as the loop seeds it: weight init
-    return Trainer(TinyGPT(config.model), config.train, corpus)
+    return Trainer(model_for_run(config), config.train, corpus)
 
 
 def _snapshot(trainer: Trainer) -> tuple:

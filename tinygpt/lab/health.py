@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import ShapeError
+from ..interventions import attach, attached
 from ..model import TinyGPT
 from ..probes import attention_forward
 
@@ -155,8 +156,11 @@ def check_gradients_reach_every_parameter(model: TinyGPT, idx: torch.Tensor, tar
 def check_initial_loss(
     model: TinyGPT, idx: torch.Tensor, targets: torch.Tensor, tolerance: float = INITIAL_LOSS_TOLERANCE
 ) -> Check:
-    """A fresh model of the same config should be near-uniform: loss ~ ln(vocab)."""
-    fresh = TinyGPT(model.config).to(idx.device).eval()
+    """A fresh model of the same config, with the same permanent interventions, should be near-uniform: loss ~
+    ln(vocab)."""
+    fresh = TinyGPT(model.config)
+    attach(fresh, attached(model))
+    fresh = fresh.to(idx.device).eval()
     with torch.no_grad():
         logits = fresh(idx)
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1)).item()
