@@ -39,7 +39,7 @@ from ..presets import preset
 from ..trainer import Trainer
 
 SEEDS = (1337, 7, 1)
-VISIBLE = 0.3  # nats: a move of the loss curve a room sees on the projector (the curve's own wiggle is ~0.05)
+VISIBLE = 0.3  # nats: a move of the loss curve a class sees on the projector (the curve's own wiggle is ~0.05)
 WINDOW = 5  # consecutive steps averaged before comparing with the control
 
 

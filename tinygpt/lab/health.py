@@ -92,7 +92,7 @@ def no_peek_loss(model: TinyGPT, idx: torch.Tensor, targets: torch.Tensor) -> fl
         model.train(was_training)
 
 
-ROW_SUM_TOLERANCE = 1e-4  # float32 softmax rows sum to 1 within ~1e-7; 1e-4 leaves room for fp16 snapshots
+ROW_SUM_TOLERANCE = 1e-4  # float32 softmax rows sum to 1 within ~1e-7; 1e-4 leaves headroom for fp16 snapshots
 INITIAL_LOSS_TOLERANCE = 0.3  # nats: a fresh GPT-2-style init (std 0.02) starts within ~0.1 of ln(vocab)
 DEAD_GRAD = 1e-12  # a parameter whose largest gradient entry is below this received no gradient
 GRAD_WINDOW = 20  # recent steps whose pre-clip gradient norms are held to the clip

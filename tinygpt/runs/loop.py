@@ -120,7 +120,7 @@ class _Loop:
         self.prepare = None  # optional hook run on the new Trainer (DDP wrapping)
         self.sample_due = False  # a sample is scheduled but waits for the time budget
         self.train_seconds = self.sample_seconds = 0.0  # for SAMPLE_BUDGET
-        self.sample_cost = 0.0  # s the last sample took: the next one is only taken if the budget has room for it
+        self.sample_cost = 0.0  # s the last sample took: the next one is only taken if the budget has space for it
 
     # ---------------------------------------------------------------- setup
 

@@ -16,7 +16,7 @@ Estimates are arithmetic on the config, in float32 bytes, for one training step 
     corpus             ~10 bytes a character               the text and its int64 tokens (synthetic: + problems)
 
 The estimate errs high, so it refuses only what cannot fit: a run estimated above MEMORY_FRACTION of the memory
-the device has free is refused. On disk a run must have room for its first checkpoint, one attention snapshot and
+the device has free is refused. On disk a run must have space for its first checkpoint, one attention snapshot and
 its corpus before it starts; a full disk later is the loop's to report.
 
 Left out: activation checkpointing and mixed precision (this tinygpt has neither), and the allocator's overhead.
@@ -134,7 +134,7 @@ def start_disk_bytes(config: RunConfig) -> int:
 
 
 def check_disk(folder: str | Path, config: RunConfig) -> None:
-    """ResourceError if the disk holding `folder` (a runs folder, or the nearest existing parent) lacks the room
+    """ResourceError if the disk holding `folder` (a runs folder, or the nearest existing parent) lacks the space
     a new run needs to start."""
     folder = Path(folder)
     while not folder.exists() and folder != folder.parent:

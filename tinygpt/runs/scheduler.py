@@ -62,7 +62,7 @@ class RunManager(Slots):
         `time_limit_s` (the room's time budget): once its worker has held a training slot that long, the run is
         stopped with a checkpoint, the reason in its status and events; a resume starts a new budget."""
         # Fail here, in the page, for what cannot work: no such device, an unknown source, a run too big for
-        # the memory, a runs folder without room (RunStore.create then says if it cannot be written at all).
+        # the memory, a runs folder without disk space (RunStore.create then says if it cannot be written at all).
         check_priority(priority)
         preflight(config, runs_root=self.store.root)
         # The instructor's own runs say so, so that others read "paused by the instructor" (tinygpt/ui/run_words.py).
