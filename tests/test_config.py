@@ -4,7 +4,16 @@ import math
 
 import pytest
 
-from tinygpt.config import ConfigError, DataConfig, RunConfig, TrainConfig, TransformerConfig
+from tinygpt.config import (
+    INTERVENTION_FIELDS,
+    ConfigError,
+    DataConfig,
+    Interventions,
+    RunConfig,
+    TrainConfig,
+    TransformerConfig,
+    upgrade_config_dict,
+)
 from tinygpt.errors import TinyGPTError
 from tinygpt.presets import PRESETS, preset
 
@@ -121,3 +130,33 @@ def test_lecture_preset_trains_until_stopped_at_a_constant_rate():
     # wide enough to saturate (d_head 128: turning 1/sqrt(d_head) off multiplies every score by ~11).
     assert config.train.eval_interval <= 200 and config.checkpoint_every <= 1000
     assert config.model.head_dim >= 128
+
+
+# config.json's "model" section as the code before issue 32 wrote it (the demo preset shrunk, two lab switches on).
+MODEL_BEFORE_ISSUE_32 = {
+    "vocab_size": 65, "hidden_dim": 32, "num_layers": 2, "num_heads": 2, "max_seq_len": 16, "dropout": 0.0,
+    "bias": False, "attn_scale": "head_dim", "attn_scale_mult": 1.0, "mask": "causal", "window": 8,
+    "softmax": "stable", "detach_residual": True, "ablated_heads": "", "zeroed_probes": "hook_pos",
+    "shape_bug": "none", "shape_contracts": False, "token_shift": 0, "fused_attention": True,
+}  # fmt: skip
+
+
+def test_a_config_written_before_the_lab_switches_moved_reads_with_them_in_their_own_section():
+    old = {"model": MODEL_BEFORE_ISSUE_32, "train": {"max_steps": 10}, "data": {}, "checkpoint_every": 3}
+    config = RunConfig.from_dict(old)
+    assert config.interventions == Interventions(detach_residual=True, zeroed_probes="hook_pos")
+    assert config.model == TransformerConfig(vocab_size=65, hidden_dim=32, num_layers=2, num_heads=2, max_seq_len=16)
+    assert RunConfig.from_dict(config.to_dict()) == config  # today's layout round-trips
+    assert set(config.to_dict()["interventions"]) == set(INTERVENTION_FIELDS)
+    upgraded = upgrade_config_dict(old)
+    assert upgraded["interventions"] == {
+        "detach_residual": True, "zeroed_probes": "hook_pos", "shape_bug": "none", "shape_contracts": False
+    }  # fmt: skip
+    assert old["model"] is MODEL_BEFORE_ISSUE_32 and "shape_bug" in old["model"]  # the input is left alone
+    assert upgrade_config_dict(upgraded) == upgraded  # today's layout passes through
+    # A value already in the section wins over an older one left under "model"; damage is left to the readers.
+    mixed = {**old, "interventions": {"detach_residual": False}}
+    assert RunConfig.from_dict(mixed).interventions.detach_residual is False
+    assert upgrade_config_dict({"model": "many"}) == {"model": "many"}
+    with pytest.raises(ConfigError, match="shape_bug must be one of"):
+        RunConfig.from_dict({"model": {"shape_bug": "softmax"}})

@@ -1,10 +1,10 @@
 """The shape of the house, checked: no import cycles inside tinygpt, no private name imported across modules, no
-file of the package over 500 lines, pages under 200, and its parts layered (the lesson at the bottom, then the
+file of the package over 500 lines, pages under 200, and its parts layered (the engine at the bottom, then the
 instruments, the run machinery, the lab, and the CLI, the benchmarks and the app on top), so `tinygpt/` reads top to
-bottom as the lesson with each other concern in a folder of its own; tests/ mirrors it, each test file named after
+bottom as the engine with each other concern in a folder of its own; tests/ mirrors it, each test file named after
 the module it tests (or listed, with why, as cutting across modules).
 
-    tinygpt/*.py      the lesson: config, tokenizer, data, shapes, attention, model, optim, trainer, sampling, ...
+    tinygpt/*.py      the engine: config, tokenizer, data, shapes, attention, model, optim, trainer, sampling, ...
     tinygpt/inside/   instruments that look inside a model (attention maps, the lens, head roles)
     tinygpt/runs/     the run folder, the training loop, the worker processes and their scheduler
     tinygpt/lab/      the pitfalls (one module each), their verdicts, health checks, the induction experiment
@@ -100,12 +100,12 @@ def test_no_file_in_the_package_is_over_500_lines():
 
 
 # Each part may import only from the parts listed before it (and itself): an import of a later part runs back up.
-LAYERS = ("lesson", "inside", "runs", "lab", "cli", "bench", "ui")
+LAYERS = ("engine", "inside", "runs", "lab", "cli", "bench", "ui")
 
 
 def part_of(module: str) -> str:
     parts = module.split(".")
-    return parts[1] if len(parts) >= 2 and parts[1] in LAYERS else "lesson"
+    return parts[1] if len(parts) >= 2 and parts[1] in LAYERS else "engine"
 
 
 def test_the_parts_are_layered_the_lesson_at_the_bottom():
@@ -121,13 +121,13 @@ def test_the_parts_are_layered_the_lesson_at_the_bottom():
 
 
 def test_the_lesson_imports_only_the_lesson():
-    """The lesson modules (the top of tinygpt/) read alone: nothing from the run machinery, the lab, the
+    """The engine modules (the top of tinygpt/) read alone: nothing from the run machinery, the lab, the
     instruments, the CLI, the benchmarks or the app."""
-    lesson = {
-        m: deps for m, deps in graph().items() if part_of(m) == "lesson" and m not in ("tinygpt", "tinygpt.__main__")
+    engine = {
+        m: deps for m, deps in graph().items() if part_of(m) == "engine" and m not in ("tinygpt", "tinygpt.__main__")
     }
-    assert set(lesson) >= {"tinygpt.config", "tinygpt.model", "tinygpt.attention", "tinygpt.trainer"}, sorted(lesson)
-    outside = {m: sorted(d for d in deps if part_of(d) != "lesson") for m, deps in lesson.items()}
+    assert set(engine) >= {"tinygpt.config", "tinygpt.model", "tinygpt.attention", "tinygpt.trainer"}, sorted(engine)
+    outside = {m: sorted(d for d in deps if part_of(d) != "engine") for m, deps in engine.items()}
     assert {m: d for m, d in outside.items() if d} == {}
 
 
@@ -174,7 +174,7 @@ def names_a_module(name: str, package: Path) -> bool:
 
 def test_the_tests_mirror_the_package():
     """tests/ has the package's shape: tests/runs/ tests tinygpt/runs/, tests/ui/charts/ tinygpt/ui/charts/, the
-    lesson's tests sit at the top as the lesson does; only the browser and GPU suites stand apart. And each test file
+    engine's tests sit at the top as the engine does; only the browser and GPU suites stand apart. And each test file
     is named after a module of its folder's part (tests/runs/test_store.py tests tinygpt/runs/store.py): one named
     after a module that is gone (it was test_runstore.py) sends its reader looking; one that tests several modules
     says why in CROSS_CUTTING_TESTS."""

@@ -1,22 +1,26 @@
 """TinyGPT's contract: shapes, causality, probes, initial loss, overfitting, and generation."""
 
-import dataclasses
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from tinygpt.config import ConfigError, TransformerConfig
+from tinygpt.config import INTERVENTION_FIELDS, ConfigError, Interventions, TransformerConfig
 from tinygpt.errors import ShapeError
+from tinygpt.interventions import attach
 from tinygpt.model import TinyGPT
 from tinygpt.probes import attention_forward, capture, probe_names
 
 
 def tiny(**overrides) -> TinyGPT:
+    """A tiny model; a lab switch among `overrides` (shape_bug, ...) is attached from outside, as a run's is."""
     torch.manual_seed(0)
     base = dict(vocab_size=11, hidden_dim=32, num_layers=2, num_heads=4, max_seq_len=16)
-    return TinyGPT(TransformerConfig(**{**base, **overrides})).eval()
+    lab = {name: overrides.pop(name) for name in INTERVENTION_FIELDS if name in overrides}
+    model = TinyGPT(TransformerConfig(**{**base, **overrides}))
+    attach(model, Interventions(**lab))
+    return model.eval()
 
 
 def ids(B=2, T=16, vocab=11, seed=0):
@@ -111,21 +115,6 @@ def test_a_tiny_batch_overfits():
     assert loss.item() < 0.05
 
 
-def test_detached_residual_starves_the_first_layer():
-    x, y = ids(B=4), ids(B=4, seed=3)
-    norms = {}
-    for detach in (False, True):
-        model = TinyGPT(
-            TransformerConfig(
-                vocab_size=11, hidden_dim=32, num_layers=4, num_heads=4, max_seq_len=16, detach_residual=detach
-            )
-        )
-        torch.manual_seed(0)
-        F.cross_entropy(model(x).view(-1, 11), y.view(-1)).backward()
-        norms[detach] = model.blocks[0].attn.qkv.weight.grad.norm().item()
-    assert norms[True] < norms[False] * 1e-2
-
-
 # ---------------------------------------------------------------- generation
 
 
@@ -189,24 +178,6 @@ def test_sampling_from_non_finite_scores_says_why():
 
     with pytest.raises(NonFiniteError, match="not finite"):
         sample_next_token(torch.tensor([[0.0, float("nan"), 1.0]]), temperature=1.0)
-
-
-def test_a_zeroed_positional_embedding_makes_one_layer_blind_to_order():
-    """Without positions one causal attention layer sees its past as a bag: swapping two earlier tokens leaves the
-    last position's logits unchanged, which learned positions do not; and the zeroed embedding gets no gradient."""
-    torch.manual_seed(0)
-    config = TransformerConfig(vocab_size=11, hidden_dim=16, num_layers=1, num_heads=2, max_seq_len=8)
-    idx = torch.tensor([[1, 2, 3, 4, 5, 6]])
-    swapped = torch.tensor([[2, 1, 3, 4, 5, 6]])  # the first two tokens change places
-    with_positions = TinyGPT(config)
-    assert not torch.allclose(with_positions(idx)[0, -1], with_positions(swapped)[0, -1], atol=1e-5)
-    blind = TinyGPT(dataclasses.replace(config, zeroed_probes="hook_pos"))
-    blind.load_state_dict(with_positions.state_dict())  # the same weights: only the probe point differs
-    torch.testing.assert_close(blind(idx)[0, -1], blind(swapped)[0, -1], atol=1e-5, rtol=0)
-    blind(idx).sum().backward()
-    assert blind.pos_emb.weight.grad is None or blind.pos_emb.weight.grad.abs().max() == 0
-    with pytest.raises(ConfigError, match="no probe point"):
-        TinyGPT(dataclasses.replace(config, zeroed_probes="hook_elsewhere"))
 
 
 def shifted(positions: int = 2, **overrides) -> TinyGPT:

@@ -289,8 +289,8 @@ def test_4_a_resume_in_the_moment_after_a_kill_is_not_lost(manager, tiny_text):
     run_id = manager.start(tiny_config(tiny_text, max_steps=40, checkpoint_every=10))
     store = manager.store
     wait_for(lambda: (store.reader(run_id).status().get("step") or 0) >= 15, what="step 15")
-    with manager._lock:  # the monitor cannot reap while we hold it
-        process = manager._jobs[run_id].process
+    with manager.slots.lock:  # the monitor cannot reap while we hold it
+        process = manager.slots.live_job(run_id).process
         os.kill(process.pid, signal.SIGKILL)
         wait_for(lambda: not process.is_alive(), what="the worker to die")
         manager.resume(run_id)

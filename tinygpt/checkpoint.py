@@ -33,6 +33,7 @@ from safetensors.torch import load_file, save_file
 
 from .config import RunConfig
 from .errors import CheckpointError
+from .interventions import model_for_run
 from .model import TinyGPT
 
 FORMAT = "tinygpt-checkpoint"
@@ -49,7 +50,8 @@ class Checkpoint:
     extra: dict[str, Any]
 
     def build_model(self, device: torch.device | str = "cpu") -> TinyGPT:
-        model = TinyGPT(self.config.model)
+        """The checkpoint's model, its run's permanent interventions attached (a detached residual stays so)."""
+        model = model_for_run(self.config)
         load_model_state(model, self.model_state)
         return model.to(device)
 

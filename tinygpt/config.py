@@ -190,17 +190,9 @@ class TransformerConfig:
     # than the causal triangle in the mask panels, which draw the last 16 positions (16 looked exactly causal).
     window: int = 8
     softmax: str = "stable"  # "naive" skips the max subtraction so large scores overflow exp() to inf/NaN
-    detach_residual: bool = False  # cut gradients along the residual stream: lower layers stop learning
     # Heads switched off, e.g. "L1H2,L0H0": their output is zeroed before the output projection (zero ablation,
     # tinygpt/inside/lens.py), live, so a learner can switch a head off mid-run and watch the model route around it.
     ablated_heads: str = ""  # "" keeps every head on
-    # Probe points whose output is replaced by zeros, comma-separated, e.g. "hook_pos": the model without its
-    # positional embedding (the pitfall lab's "no positional embedding"). Set when the model is built, not live.
-    zeroed_probes: str = ""
-    # Shape drift (the pitfall lab): "softmax_dim" sums the softmax's exponentials over the queries, a (B, H, 1, S)
-    # tensor where (B, H, T, 1) belongs; T == S in training, so it broadcasts silently. shape_contracts names it.
-    shape_bug: str = "none"  # "none", or "softmax_dim": a deliberate silent broadcasting bug in attention
-    shape_contracts: bool = False  # check the attention tensors' shapes every forward: a drifted one stops the run
     # Token shift before the MLP (RWKV's token shift, Peng et al. 2023, reaching back further like the short causal
     # convolutions of Canon layers, Allen-Zhu 2025): each MLP reads its normalised input h_t plus, for each of the
     # `token_shift` positions before it, a learned per-channel share of the difference, h_t + sum_j mu_j (h_{t-j} -
@@ -247,8 +239,6 @@ class TransformerConfig:
                     f"ablated_heads names L{layer}H{head}, but the model has layers 0-{self.num_layers - 1} and "
                     f"heads 0-{self.num_heads - 1}."
                 )
-        if not isinstance(self.zeroed_probes, str):
-            raise ConfigError(f"zeroed_probes names probe points, comma-separated; got {self.zeroed_probes!r}.")
         shift = self.token_shift
         if not isinstance(shift, int) or isinstance(shift, bool) or not 0 <= shift <= MAX_TOKEN_SHIFT:
             raise ConfigError(
@@ -256,8 +246,6 @@ class TransformerConfig:
             )
         if shift >= self.max_seq_len:
             raise ConfigError(f"token_shift {shift} reaches past the context ({self.max_seq_len}): try 2.")
-        if self.shape_bug not in SHAPE_BUGS:
-            raise ConfigError(f"shape_bug must be one of {', '.join(SHAPE_BUGS)}; got {self.shape_bug!r}.")
         check_limits(self)  # the table's range for every number, after the specific hints above
 
     @property
@@ -391,6 +379,56 @@ class DataConfig:
         return _from_dict(cls, data)
 
 
+# The pitfall lab's switches: not the network's shape or a knob of it, but what the lab does to a built model
+# (tinygpt/interventions.py attaches them at its probe points). Until issue 32 they were fields of TransformerConfig,
+# so a config.json or checkpoint written before keeps them under "model": `upgrade_config_dict` moves them on read.
+INTERVENTION_FIELDS = ("detach_residual", "zeroed_probes", "shape_bug", "shape_contracts")
+
+
+@dataclass(frozen=True)
+class Interventions:
+    """The lab's switches a run is defined with: permanent, saved with the run, attached to every model built for it
+    (training, resume, branch, sampling, a checkpoint loaded), never live."""
+
+    detach_residual: bool = False  # cut gradients along the residual stream: lower layers stop learning
+    # Probe points whose output is replaced by zeros, comma-separated, e.g. "hook_pos": the model without its
+    # positional embedding (the pitfall lab's "no positional embedding"). Set when the model is built, not live.
+    zeroed_probes: str = ""
+    # Shape drift (the pitfall lab): "softmax_dim" sums the softmax's exponentials over the queries, a (B, H, 1, S)
+    # tensor where (B, H, T, 1) belongs; T == S in training, so it broadcasts silently. shape_contracts names it.
+    shape_bug: str = "none"  # "none", or "softmax_dim": a deliberate silent broadcasting bug in attention
+    shape_contracts: bool = False  # check the attention tensors' shapes every forward: a drifted one stops the run
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.zeroed_probes, str):
+            raise ConfigError(f"zeroed_probes names probe points, comma-separated; got {self.zeroed_probes!r}.")
+        if self.shape_bug not in SHAPE_BUGS:
+            raise ConfigError(f"shape_bug must be one of {', '.join(SHAPE_BUGS)}; got {self.shape_bug!r}.")
+        check_limits(self)  # the table's length for the text, as every config
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Interventions:
+        return _from_dict(cls, data)
+
+
+def upgrade_config_dict(data: Any) -> Any:
+    """A run's config dict (config.json, a checkpoint's "config") in today's layout: the lab's switches an older file
+    keeps under "model" move to "interventions" (a value already there wins). The one migration, applied where a
+    config is read (RunConfig.from_dict, tinygpt.runs.files.read_config_json); a new dict, the input left alone.
+    Anything else (not a dict, a "model" that is no object) comes back as it is, for the readers to refuse."""
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        return data
+    section = data.get("interventions", {})
+    moved = {name: data["model"][name] for name in INTERVENTION_FIELDS if name in data["model"]}
+    if not moved or not isinstance(section, dict):
+        return data
+    model = {name: value for name, value in data["model"].items() if name not in moved}
+    return {**data, "model": model, "interventions": {**moved, **section}}
+
+
 @dataclass
 class RunConfig:
     """Everything one run needs: the model, the optimiser, the data, and how much to publish."""
@@ -398,6 +436,7 @@ class RunConfig:
     model: TransformerConfig = field(default_factory=TransformerConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     data: DataConfig = field(default_factory=DataConfig)
+    interventions: Interventions = field(default_factory=Interventions)  # the lab's switches, attached when built
     attention_every: int = 50  # steps between attention snapshots of the probe text
     sample_every: int = 250  # steps between published sample texts
     checkpoint_every: int = 500  # steps between safetensors checkpoints (also at pause/stop/finish)
@@ -417,6 +456,7 @@ class RunConfig:
             "model": self.model.to_dict(),
             "train": self.train.to_dict(),
             "data": self.data.to_dict(),
+            "interventions": self.interventions.to_dict(),
             "attention_every": self.attention_every,
             "sample_every": self.sample_every,
             "checkpoint_every": self.checkpoint_every,
@@ -425,11 +465,11 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
-        rest = {k: v for k, v in data.items() if k not in ("model", "train", "data")}
+        data = upgrade_config_dict(data)
+        rest = {k: v for k, v in data.items() if k not in SECTIONS} if isinstance(data, dict) else data
         base = _from_dict(cls, rest)
-        base.model = TransformerConfig.from_dict(data.get("model", {}))
-        base.train = TrainConfig.from_dict(data.get("train", {}))
-        base.data = DataConfig.from_dict(data.get("data", {}))
+        for name, section in SECTIONS.items():
+            setattr(base, name, section.from_dict(data.get(name, {})))
         return base
 
 
@@ -450,3 +490,5 @@ def trains_until_stopped(max_steps: Any) -> bool:
 
 
 RUN_FIELDS = ("attention_every", "sample_every", "checkpoint_every", "probe_text")
+# RunConfig's parts, by their key in config.json: where each setting of a run lives (presets.setting_section).
+SECTIONS = {"model": TransformerConfig, "train": TrainConfig, "data": DataConfig, "interventions": Interventions}

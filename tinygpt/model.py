@@ -15,10 +15,10 @@ ever added to, which keeps gradients flowing to the first layer. Initialisation 
 with the two projections that write into the residual stream scaled by 1/sqrt(2 * num_layers), so the stream's
 variance does not grow with depth.
 
-The attention knobs (scale, mask, softmax) are read from the shared config at every forward, so a trainer can
-change them between steps (see `LIVE_MODEL_KNOBS` in config.py). Everything else the lab switches on (a detached
-residual, an ablated head, the shape bug) is a hook at a probe point (interventions.py): this file computes a
-correct transformer only.
+The attention knobs (scale, mask, softmax, ablated heads) are read from the shared config at every forward, so a
+trainer can change them between steps (see `LIVE_MODEL_KNOBS` in config.py). What the pitfall lab breaks on purpose
+(a detached residual, a zeroed probe point, the shape bug, shape contracts) is not here: interventions.py attaches it
+to a built model from outside, as hooks at its probe points. This file computes a correct transformer only.
 
 References: Vaswani et al. 2017; Radford et al. 2019 (GPT-2); karpathy/nanoGPT model.py; harvardnlp's
 annotated-transformer. Left out: biases-free variants, weight sharing beyond the tied head, rotary embeddings,
@@ -35,9 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import interventions
 from .attention import apply_mask, attention_scores, fused_attention, mask_rows, scores_to_weights
-from .config import TransformerConfig
+from .config import TransformerConfig, parse_heads
 from .errors import ShapeError
 from .probes import Probe, attention_forward
 from .sampling import next_token_probs, sample_next_token
@@ -75,9 +74,10 @@ class KVCache:
 
 
 class MultiHeadAttention(nn.Module):
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, layer: int = 0):
         super().__init__()
         self.config = config  # shared, not copied: live knobs (scale, mask) take effect at the next forward
+        self.layer = layer  # which block it sits in: the heads of `ablated_heads` are named by layer
         self.qkv = nn.Linear(
             config.hidden_dim, 3 * config.hidden_dim, bias=config.bias
         )  # q, k, v for all heads in one matmul
@@ -130,8 +130,19 @@ class MultiHeadAttention(nn.Module):
         else:
             y = fused_attention(q, k, v, cfg.mask, cfg.scale, cfg.window, dropout_p)  # (B, H, T, D)
         y = y.transpose(1, 2).reshape(B, T, C)  # (B, H, T, D) -> (B, T, H, D) -> (B, T, C)
-        out = self.proj(self.hook_out(y))  # (B, T, C)
+        out = self.proj(self.hook_out(self.zero_ablated(y)))  # (B, T, C)
         return self.resid_dropout(out) if self.training else out
+
+    def zero_ablated(self, y: torch.Tensor) -> torch.Tensor:
+        """y (B, T, C), the heads' outputs side by side, with the heads the live knob `ablated_heads` switches off in
+        this layer zeroed (zero ablation): such a head writes nothing into the stream, so it learns nothing either."""
+        cfg = self.config
+        off = [h for lay, h in parse_heads(cfg.ablated_heads) if lay == self.layer] if cfg.ablated_heads else []
+        if not off:
+            return y
+        keep = torch.ones(cfg.num_heads, cfg.head_dim, device=y.device, dtype=y.dtype)
+        keep[off] = 0.0  # (H, D): head h owns columns h*D .. (h+1)*D - 1 of the concatenation
+        return y * keep.view(-1)  # (B, T, C) * (C,)
 
 
 class MLP(nn.Module):
@@ -153,10 +164,10 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """One pre-LayerNorm decoder block: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
 
-    def __init__(self, config: TransformerConfig):
+    def __init__(self, config: TransformerConfig, layer: int = 0):
         super().__init__()
         self.ln_1 = nn.LayerNorm(config.hidden_dim, bias=config.bias)
-        self.attn = MultiHeadAttention(config)
+        self.attn = MultiHeadAttention(config, layer)
         self.ln_2 = nn.LayerNorm(config.hidden_dim, bias=config.bias)
         self.mlp = MLP(config)
         self.hook_resid_pre = Probe()  # (B, T, C) the residual stream entering the block
@@ -224,13 +235,12 @@ class TinyGPT(nn.Module):
         self.pos_emb = nn.Embedding(config.max_seq_len, config.hidden_dim)  # position -> vector (learned)
         self.hook_pos = Probe()  # (T, C) the positional embeddings added to the tokens
         self.drop = _dropout(config.dropout)
-        self.blocks = nn.ModuleList(Block(config) for _ in range(config.num_layers))
+        self.blocks = nn.ModuleList(Block(config, layer) for layer in range(config.num_layers))
         self.ln_f = nn.LayerNorm(config.hidden_dim, bias=config.bias)
         self.lm_head = nn.Linear(config.hidden_dim, config.vocab_size, bias=False)
         # Tied head (Press & Wolf 2017): the same matrix reads tokens in and scores them out; fewer parameters.
         self.lm_head.weight = self.tok_emb.weight
         self.apply(self._init_weights)
-        interventions.install(self, config)  # the lab's switches the config asks for, at probe points
         residual_std = 0.02 / math.sqrt(2 * config.num_layers)  # GPT-2: two residual writes per block
         for block in self.blocks:
             nn.init.normal_(block.attn.proj.weight, mean=0.0, std=residual_std)
@@ -273,8 +283,9 @@ class TinyGPT(nn.Module):
 
     def _last_block_rowwise(self) -> bool:
         """May the last block run on the newest rows alone? Only while no hook in it could read across positions
-        (its head-ablation hook on hook_out is per position; a hook on the weights, e.g. one that normalises over
-        the queries, or on a norm that mixes in earlier rows, is not)."""
+        (one on hook_out, the heads side by side at one position, is taken as per position, as a head's ablation
+        is; a hook on the weights, e.g. one that normalises over the queries, or on a norm that mixes in earlier
+        rows, is not)."""
         block = self.blocks[-1]
         return all(
             not (module._forward_hooks or module._forward_pre_hooks)

@@ -8,7 +8,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .config import RUN_FIELDS, UNTIL_STOPPED, ConfigError, DataConfig, RunConfig, TrainConfig, TransformerConfig
+from .config import (
+    RUN_FIELDS,
+    SECTIONS,
+    UNTIL_STOPPED,
+    ConfigError,
+    DataConfig,
+    Interventions,
+    RunConfig,
+    TrainConfig,
+    TransformerConfig,
+)
 
 # Presets shared by the app's Train page and the CLI's --preset flag.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
@@ -143,8 +153,9 @@ SHORT_RUN_CHECKPOINTS = 3  # ... and this many checkpoints to look at, unless th
 
 
 def setting_section(name: str) -> str:
-    """Which part of a RunConfig a setting belongs to: "model", "train", "data" or "run" (ConfigError if none)."""
-    for section, cls in (("model", TransformerConfig), ("train", TrainConfig), ("data", DataConfig)):
+    """Which part of a RunConfig a setting belongs to: "model", "train", "data", "interventions" or "run"
+    (ConfigError if none)."""
+    for section, cls in SECTIONS.items():
         if name in {f.name for f in dataclasses.fields(cls)}:
             return section
     if name in RUN_FIELDS:
@@ -169,6 +180,7 @@ def preset(name: str, **overrides: Any) -> RunConfig:
         "model": dict(spec["model"]),
         "train": dict(spec["train"]),
         "data": {},
+        "interventions": {},
         "run": dict(spec["run"]),
     }
     for key, value in overrides.items():
@@ -196,5 +208,6 @@ def preset(name: str, **overrides: Any) -> RunConfig:
         model=TransformerConfig(**parts["model"]),
         train=TrainConfig(**train),
         data=DataConfig(**parts["data"]),
+        interventions=Interventions(**parts["interventions"]),
         **run,
     )

@@ -10,7 +10,7 @@ from helpers import cli_env, tiny_train_args
 
 from tinygpt.cli.commands import main
 from tinygpt.cli.flags import build_parser, config_from_args
-from tinygpt.config import TrainConfig, TransformerConfig
+from tinygpt.config import Interventions, TrainConfig, TransformerConfig
 from tinygpt.presets import preset
 
 
@@ -52,7 +52,7 @@ def test_every_config_field_has_a_flag_with_help():
     parser = build_parser()
     train = parser._subparsers._group_actions[0].choices["train"]
     actions = {a.dest: a for a in train._actions}
-    for cls, section in ((TransformerConfig, "model"), (TrainConfig, "train")):
+    for cls, section in ((TransformerConfig, "model"), (TrainConfig, "train"), (Interventions, "interventions")):
         for field in dataclasses.fields(cls):
             if field.name == "vocab_size":
                 continue  # set from the corpus

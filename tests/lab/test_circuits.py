@@ -376,4 +376,4 @@ def test_second_copy_ablation_equals_switching_each_head_off_in_the_model():
     assert deltas.shape == (2, 4) and np.abs(deltas).max() > 1e-3
     assert induction.head_index("L1H3") == (1, 3)
     short = TinyGPT(TransformerConfig(vocab_size=12, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=3))
-    assert induction.second_copy_ablation(short, vocab) is None  # no room for two copies: nothing measured
+    assert induction.second_copy_ablation(short, vocab) is None  # no space for two copies: nothing measured

@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from tinygpt.attention import attention
-from tinygpt.config import DataConfig, RunConfig, TrainConfig, TransformerConfig
+from tinygpt.config import INTERVENTION_FIELDS, DataConfig, Interventions, RunConfig, TrainConfig, TransformerConfig
 from tinygpt.data import Corpus
 from tinygpt.errors import ShapeError
-from tinygpt.interventions import drifted_weights
+from tinygpt.interventions import attach, drifted_weights
 from tinygpt.lab.health import (
     FAIL,
     NOT_ENOUGH,
@@ -49,11 +49,19 @@ def random_text() -> str:
     return "".join(rng.choice("abcdefghij") for _ in range(4000))
 
 
+def built(sizes: dict, **switches) -> TinyGPT:
+    """A model of `sizes` with the lab's `switches` attached from outside, as every run's model has its own."""
+    model = TinyGPT(TransformerConfig(**sizes))
+    attach(model, Interventions(**switches))
+    return model
+
+
 def train(text, steps, seed=0, train_kw=None, **model_kw):
     corpus = Corpus.from_text(text, block_size=32)
     torch.manual_seed(seed)
     base = dict(vocab_size=corpus.tokenizer.vocab_size, hidden_dim=32, num_layers=2, num_heads=2, max_seq_len=32)
-    model = TinyGPT(TransformerConfig(**{**base, **model_kw}))
+    lab = {name: model_kw.pop(name) for name in INTERVENTION_FIELDS if name in model_kw}
+    model = built({**base, **model_kw}, **lab)
     config = TrainConfig(
         **{
             "batch_size": 8,
@@ -192,13 +200,13 @@ def test_a_model_with_the_shape_bug_leaks_the_future_and_the_contract_stops_it()
     config = dict(vocab_size=10, hidden_dim=16, num_layers=1, num_heads=2, max_seq_len=8)
     idx = torch.randint(0, 10, (2, 8), generator=torch.Generator().manual_seed(0))
     torch.manual_seed(0)
-    assert leak_score(TinyGPT(TransformerConfig(**config, shape_bug="softmax_dim")), idx) > 0
+    assert leak_score(built(config, shape_bug="softmax_dim"), idx) > 0
     torch.manual_seed(0)
     assert leak_score(TinyGPT(TransformerConfig(**config)), idx) == 0.0
-    checked = TinyGPT(TransformerConfig(**config, shape_bug="softmax_dim", shape_contracts=True))
+    checked = built(config, shape_bug="softmax_dim", shape_contracts=True)
     with pytest.raises(ShapeError, match="softmax row sums"):
         checked(idx)
-    TinyGPT(TransformerConfig(**config, shape_contracts=True))(idx)  # contracts on correct code: no complaint
+    built(config, shape_contracts=True)(idx)  # contracts on correct code: no complaint
 
 
 def test_memory_churn_is_measured_on_cpu_not_estimated():
@@ -232,7 +240,12 @@ def test_every_training_experiment_is_one_setting_apart():
         pairs = [(0, 1), (2, 3)] if experiment.key == "warmup" else [(i, i + 1) for i in range(len(configs) - 1)]
         for i, j in pairs:
             a, b = configs[i].to_dict(), configs[j].to_dict()
-            changed = {k for section in ("model", "train") for k, v in a[section].items() if v != b[section][k]}
+            changed = {
+                k
+                for section in ("model", "train", "interventions")
+                for k, v in a[section].items()
+                if v != b[section][k]
+            }
             assert len(changed) == 1, (experiment.key, i, j, changed)
 
 
@@ -436,7 +449,7 @@ def test_attention_rows_check_fails_when_rows_do_not_sum_to_one(trained):
     vocab = trained[0].model.config.vocab_size
     sizes = dict(vocab_size=vocab, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=32)
     assert check_attention_rows(TinyGPT(TransformerConfig(**sizes)), x).outcome == PASS
-    drifted = TinyGPT(TransformerConfig(**sizes, shape_bug="softmax_dim"))  # the bug is wired in when it is built
+    drifted = built(sizes, shape_bug="softmax_dim")  # the bug attached to the built model, as a run's is
     check = check_attention_rows(drifted, x)
     assert check.outcome == FAIL and check.value > 1e-4
 
@@ -710,7 +723,7 @@ def test_no_positions_is_reproduced_only_when_the_reference_learned_and_the_gap_
 def test_the_no_positions_experiment_runs_on_a_task_that_needs_order_whatever_corpus_is_asked():
     configs = EXPERIMENTS["position"].configs(seed=3, source="shakespeare")
     assert {c.data.source for c in configs.values()} == {"synthetic:copy"}
-    assert [c.model.zeroed_probes for c in configs.values()] == ["", "hook_pos"]
+    assert [c.interventions.zeroed_probes for c in configs.values()] == ["", "hook_pos"]
 
 
 def test_trained_is_a_share_of_the_first_loss_so_the_copy_task_counts_too():
@@ -724,3 +737,11 @@ def test_trained_is_a_share_of_the_first_loss_so_the_copy_task_counts_too():
     stuck = result(initial_loss=3.405, final_train_loss=3.2, steps=200)  # 0.2 down: under a tenth of 3.405
     verdict = EXPERIMENTS["softmax"].verdict({"stable softmax": stuck, "naive softmax": naive})
     assert verdict.reproduced is False and "its loss down by at least 0.34 nats (a tenth)" in verdict.sentence
+
+
+def test_the_initial_loss_check_builds_its_fresh_model_with_the_same_interventions():
+    sizes = dict(vocab_size=10, hidden_dim=16, num_layers=1, num_heads=2, max_seq_len=8)
+    idx = torch.randint(0, 10, (2, 8), generator=torch.Generator().manual_seed(0))
+    checked = built(sizes, shape_bug="softmax_dim", shape_contracts=True)
+    with pytest.raises(ShapeError, match="softmax row sums"):  # the fresh copy has the bug and its contract too
+        check_initial_loss(checked, idx, idx)

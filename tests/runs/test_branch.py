@@ -194,3 +194,41 @@ def test_reset_point_branches_a_run_back_to_before_its_mask_change(tmp_path, tin
     assert losses(store, reset) == losses(store, clean.run_id)  # as if the mask had never changed
     assert losses(store, broken.run_id)[12] != losses(store, clean.run_id)[12]  # the broken run leaked from step 13
     assert reset_point(clean.run_dir, ["mask"]) is None
+
+
+def as_written_before_issue_32(config: dict) -> dict:
+    """A config dict in the layout the code before issue 32 wrote (config.json, a checkpoint's "config"): the lab's
+    switches among the model's fields, no "interventions" section."""
+    old = {k: v for k, v in config.items() if k != "interventions"}
+    return {**old, "model": {**config["model"], **config["interventions"]}}
+
+
+def test_a_run_folder_written_before_issue_32_loads_resumes_and_branches_with_its_switches(tmp_path, tiny_text):
+    from tinygpt.config import Interventions
+    from tinygpt.interventions import attached
+    from tinygpt.runs.models import load_model
+
+    store, parent = trained_parent(tmp_path, tiny_text, detach_residual=True, zeroed_probes="hook_pos")
+    run_dir = store.path(parent)
+    straight = losses(store, parent)
+    switches = Interventions(detach_residual=True, zeroed_probes="hook_pos")
+    for path in [run_dir / "config.json", *(checkpoint_stem(run_dir, s).with_suffix(".json") for s in (10, 20))]:
+        meta = json.loads(path.read_text())
+        key = "config" if "format" in meta else None  # a checkpoint's JSON holds the run config under "config"
+        if key:
+            meta[key] = as_written_before_issue_32(meta[key])
+        else:
+            meta = as_written_before_issue_32(meta)
+        assert "interventions" not in (meta[key] if key else meta)
+        path.write_text(json.dumps(meta))
+    assert read_config(run_dir).interventions == switches  # migrated on read
+    assert "detach_residual" not in read_config_json(run_dir)["model"]
+    assert store.reader(parent).config()["interventions"]["zeroed_probes"] == "hook_pos"
+    assert attached(load_model(run_dir, 20).model) == switches  # sampling's model has them on
+    # Resumed from step 10 the losses are the straight run's to the bit: the switches are attached again.
+    assert run_training(run_dir, read_config(run_dir), resume_from=10) == "finished"
+    assert losses(store, parent) == straight
+    # A branch from the old layout carries the switches in its own config.json, in today's layout.
+    branch = branch_and_train(store, parent, 20, {"learning_rate": 1e-3})
+    written = json.loads((store.path(branch) / "config.json").read_text())
+    assert written["interventions"] == switches.to_dict() and "detach_residual" not in written["model"]

@@ -55,7 +55,7 @@ def state_of(reader):
 
 @pytest.mark.parametrize(("budget", "steps"), [(0.0, [0, 20]), (1e9, [0, 10, 20])])
 def test_samples_run_on_a_time_budget(tmp_path, tiny_text, monkeypatch, budget, steps):
-    """Step 0 and the last step always sample; a due sample in between only when the budget has room for it."""
+    """Step 0 and the last step always sample; a due sample in between only when the budget has space for it."""
     monkeypatch.setattr(loop, "SAMPLE_BUDGET", budget)
     store, run_id, run_dir = new_run(tmp_path, tiny(tiny_text))
     run_training(run_dir, tiny(tiny_text))

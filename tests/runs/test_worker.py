@@ -24,9 +24,9 @@ from tinygpt.config import ConfigError
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import checkpoint_stem
 from tinygpt.runs.knobs import knob_answer
+from tinygpt.runs.lock import pid_alive
 from tinygpt.runs.scheduler import RunManager
 from tinygpt.runs.store import RunStore
-from tinygpt.runs.lock import pid_alive
 from tinygpt.runs.worker import default_max_active, default_threads_per_run
 
 REPO = Path(__file__).resolve().parents[2]

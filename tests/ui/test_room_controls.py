@@ -228,7 +228,7 @@ def test_a_hold_outlives_the_worker(runs_dir):
     wait_state(runs_dir, run_id, "running")
     manager.pause(run_id, actor=ANNA)
     wait_state(runs_dir, run_id, "paused", "paused by you")
-    manager._release(manager._jobs[run_id], "paused: nobody watched")  # as the lease does
+    manager.slots.release(manager.slots.live_job(run_id), "paused: nobody watched")  # as the lease does
     deadline = time.time() + 30
     while resources.is_live(run_id) and time.time() < deadline:
         time.sleep(0.2)

@@ -28,8 +28,8 @@ import torch
 from ..data import load_corpus
 from ..inside import heads, lens
 from ..inside.maps import attention_maps
+from ..interventions import model_for_run
 from ..lab import induction as induction_lab
-from ..model import TinyGPT
 from ..presets import preset
 from ..trainer import Trainer
 
@@ -38,7 +38,7 @@ def _setup(config):
     corpus = load_corpus(config.data, config.model.max_seq_len)
     config.model.vocab_size = corpus.tokenizer.vocab_size
     torch.manual_seed(config.train.seed)
-    model = TinyGPT(config.model)
+    model = model_for_run(config)
     return corpus, model, Trainer(model, config.train, corpus, "cpu")
 
 
@@ -98,7 +98,7 @@ def page_ablation(rounds: int = 3, threads: int = 1) -> list[dict]:
     corpus = load_corpus(config.data, config.model.max_seq_len)
     config.model.vocab_size = corpus.tokenizer.vocab_size
     torch.manual_seed(0)
-    model = TinyGPT(config.model).eval()
+    model = model_for_run(config).eval()
 
     def batches():
         g = torch.Generator().manual_seed(0)

@@ -34,12 +34,12 @@ from typing import Any
 import torch
 
 from ..data import load_corpus
-from ..model import TinyGPT
+from ..interventions import model_for_run
 from ..presets import preset
 from ..trainer import Trainer
 
 SEEDS = (1337, 7, 1)
-VISIBLE = 0.3  # nats: a move of the loss curve a room sees on the projector (the curve's own wiggle is ~0.05)
+VISIBLE = 0.3  # nats: a move of the loss curve a class sees on the projector (the curve's own wiggle is ~0.05)
 WINDOW = 5  # consecutive steps averaged before comparing with the control
 
 
@@ -60,7 +60,7 @@ def _build(config) -> Trainer:
     corpus = load_corpus(config.data, config.model.max_seq_len)
     config.model.vocab_size = corpus.tokenizer.vocab_size
     torch.manual_seed(config.train.seed)  # as the loop seeds it: weight init
-    return Trainer(TinyGPT(config.model), config.train, corpus)
+    return Trainer(model_for_run(config), config.train, corpus)
 
 
 def _snapshot(trainer: Trainer) -> tuple:

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..model import TinyGPT
+from ..interventions import model_for_run
 from ..presets import preset
 from ..schedule import lr_at
 from ..trainer import Trainer, evaluate_model
@@ -334,7 +334,7 @@ def run_lever(lever: Lever, seed: int, threads: int, target: float, eval_tokens:
     config = preset("fast", seed=seed, **lever.settings)
     config.model.vocab_size = corpus.tokenizer.vocab_size
     torch.manual_seed(seed)
-    trainer = Trainer(TinyGPT(config.model), config.train, corpus)
+    trainer = Trainer(model_for_run(config), config.train, corpus)
     if lever.patch:
         lever.patch(trainer)
     if lever.compile:

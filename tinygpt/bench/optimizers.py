@@ -30,7 +30,7 @@ import time
 
 import torch
 
-from ..model import TinyGPT
+from ..interventions import model_for_run
 from ..optim import AdamW, OptimizerPair
 from ..presets import preset
 from ..trainer import Trainer
@@ -43,7 +43,7 @@ def _trainer(name: str, corpus) -> Trainer:
     config = preset(name)
     config.model.vocab_size = corpus.tokenizer.vocab_size
     torch.manual_seed(config.train.seed)
-    trainer = Trainer(TinyGPT(config.model), config.train, corpus)
+    trainer = Trainer(model_for_run(config), config.train, corpus)
     trainer.track_update_ratios = False
     return trainer
 

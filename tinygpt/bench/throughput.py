@@ -34,6 +34,7 @@ from torch import nn
 
 from ..config import TrainConfig, TransformerConfig
 from ..data import Corpus, load_shakespeare
+from ..interventions import model_for_run
 from ..model import TinyGPT
 from ..presets import preset
 from ..probes import attention_forward
@@ -230,7 +231,7 @@ def train_to_val_loss(
     started = time.perf_counter()
     if impl == "tinygpt":
         torch.manual_seed(seed)
-        trainer = Trainer(TinyGPT(rc.model), rc.train, corpus)
+        trainer = Trainer(model_for_run(rc), rc.train, corpus)
         trainer.track_update_ratios = False
         for _ in range(steps):
             trainer.step()

@@ -29,7 +29,7 @@ from ..config import RunConfig
 from ..data import load_corpus
 from ..device import resolve_device
 from ..errors import TinyGPTError
-from ..model import TinyGPT
+from ..interventions import model_for_run
 from ..presets import preset
 from ..runs.scheduler import RunManager
 from ..runs.store import RunStore
@@ -48,7 +48,7 @@ def bare_tokens_per_s(config: RunConfig, steps: int | None = None, same_work: bo
     config.model.vocab_size = corpus.tokenizer.vocab_size
     torch.manual_seed(config.train.seed)
     device = resolve_device(config.train.device)
-    model = TinyGPT(config.model)
+    model = model_for_run(config)
     trainer = Trainer(model, config.train, corpus, device)
     trainer.step()
     started = time.perf_counter()

@@ -24,15 +24,16 @@ from ..config import (
     MAX_NEW_TOKENS,
     MAX_TEXT_FIELDS,
     RUN_FIELDS,
+    SECTIONS,
     ConfigError,
     DataConfig,
+    Interventions,
     RunConfig,
     TrainConfig,
     TransformerConfig,
 )
 from ..presets import MIN_LR_DIVISOR, PRESETS, SHORT_RUN_CHECKPOINTS, SHORT_RUN_EVALS, preset
 
-SECTIONS = {"model": TransformerConfig, "train": TrainConfig, "data": DataConfig}
 NOT_FLAGS = ("vocab_size", "text_sha256")  # set from the corpus, and a run folder's reference to its corpus.txt
 # Values preset() derives when they are not set, said in the help instead of a number.
 DERIVED = {
@@ -175,7 +176,8 @@ def _show(value: Any) -> str:
 
 def _add_flags(group: argparse._ArgumentGroup, cls, section: str, sources: list[str]) -> None:
     """One flag per field of `cls`: its comment as help, choices where tinygpt.config names them, and every
-    preset's value. `section` is "model", "train", "data" or "run" (PRESETS' keys, and the flag's dest prefix)."""
+    preset's value. `section` is "model", "train", "data", "interventions" or "run" (RunConfig's parts, and the
+    flag's dest prefix)."""
     comments = field_comments(cls)
     names = RUN_FIELDS if cls is RunConfig else [f.name for f in dataclasses.fields(cls)]
     for f in dataclasses.fields(cls):
@@ -252,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_flags(train.add_argument_group("model"), TransformerConfig, "model", [])
     _add_flags(train.add_argument_group("training"), TrainConfig, "train", [])
     _add_flags(train.add_argument_group("data"), DataConfig, "data", data_sources())
+    _add_flags(train.add_argument_group("pitfall lab"), Interventions, "interventions", [])
     _add_flags(train.add_argument_group("publishing"), RunConfig, "run", [])
 
     sample = sub.add_parser("sample", help="generate text from a saved run")

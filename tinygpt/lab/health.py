@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import ShapeError
+from ..interventions import attach, attached
 from ..model import TinyGPT
 from ..probes import attention_forward
 
@@ -91,7 +92,7 @@ def no_peek_loss(model: TinyGPT, idx: torch.Tensor, targets: torch.Tensor) -> fl
         model.train(was_training)
 
 
-ROW_SUM_TOLERANCE = 1e-4  # float32 softmax rows sum to 1 within ~1e-7; 1e-4 leaves room for fp16 snapshots
+ROW_SUM_TOLERANCE = 1e-4  # float32 softmax rows sum to 1 within ~1e-7; 1e-4 leaves headroom for fp16 snapshots
 INITIAL_LOSS_TOLERANCE = 0.3  # nats: a fresh GPT-2-style init (std 0.02) starts within ~0.1 of ln(vocab)
 DEAD_GRAD = 1e-12  # a parameter whose largest gradient entry is below this received no gradient
 GRAD_WINDOW = 20  # recent steps whose pre-clip gradient norms are held to the clip
@@ -155,8 +156,11 @@ def check_gradients_reach_every_parameter(model: TinyGPT, idx: torch.Tensor, tar
 def check_initial_loss(
     model: TinyGPT, idx: torch.Tensor, targets: torch.Tensor, tolerance: float = INITIAL_LOSS_TOLERANCE
 ) -> Check:
-    """A fresh model of the same config should be near-uniform: loss ~ ln(vocab)."""
-    fresh = TinyGPT(model.config).to(idx.device).eval()
+    """A fresh model of the same config, with the same permanent interventions, should be near-uniform: loss ~
+    ln(vocab)."""
+    fresh = TinyGPT(model.config)
+    attach(fresh, attached(model))
+    fresh = fresh.to(idx.device).eval()
     with torch.no_grad():
         logits = fresh(idx)
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1)).item()

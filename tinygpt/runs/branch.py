@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoint import load_checkpoint
-from ..config import RUN_FIELDS, DataConfig, RunConfig, TrainConfig, TransformerConfig
+from ..config import RUN_FIELDS, SECTIONS, RunConfig
 from ..errors import TinyGPTError
 from ..trainer import moved_floor
 from .corpus import read_corpus
@@ -50,7 +50,6 @@ from .store import RunStore
 
 BRANCH_KEY = "branch"  # config.json: {"step": N, "changes": {name: new}} beside "parent" (an IDENTITY_KEYS entry)
 _SERIES = ("metrics", "evals", "samples")  # the step-keyed .jsonl files a branch copies (events are their own)
-_SECTIONS = {"model": TransformerConfig, "train": TrainConfig, "data": DataConfig, "run": RunConfig}
 _SHAPES = ("vocab_size", "hidden_dim", "num_layers", "num_heads", "max_seq_len", "bias", "token_shift")
 _CORPUS = ("source", "text", "text_sha256", "synthetic_examples", "synthetic_digits")
 # Why each setting a branch keeps as its parent had it cannot change; everything else may.
@@ -84,12 +83,12 @@ class BranchPlan:
 
 
 def section_of(name: str) -> str | None:
-    """Which part of a RunConfig a setting lives in ("model", "train", "data" or "run"), None if none."""
-    for section, cls in _SECTIONS.items():
-        if section != "run" and name in {f.name for f in dataclasses.fields(cls)}:
+    """Which part of a RunConfig a setting lives in ("model", "train", "data", "interventions" or "run"), None if
+    none."""
+    for section, cls in SECTIONS.items():
+        if name in {f.name for f in dataclasses.fields(cls)}:
             return section
-    run_fields = {f.name for f in dataclasses.fields(RunConfig)} - {"model", "train", "data"}
-    return "run" if name in run_fields else None
+    return "run" if name in RUN_FIELDS else None
 
 
 def branch_refusal(name: str) -> str | None:
@@ -112,7 +111,7 @@ def apply_changes(config: RunConfig, changes: dict[str, Any]) -> tuple[RunConfig
         new = values["learning_rate"]
         if isinstance(new, int | float) and not isinstance(new, bool) and math.isfinite(new) and new > 0:
             values["min_lr"] = moved_floor(train.min_lr, train.learning_rate, float(new))
-    mine: dict[str, dict[str, Any]] = {section: {} for section in _SECTIONS}
+    mine: dict[str, dict[str, Any]] = {section: {} for section in (*SECTIONS, "run")}
     changed = []
     for name, value in values.items():
         section = section_of(name)
@@ -123,10 +122,7 @@ def apply_changes(config: RunConfig, changes: dict[str, Any]) -> tuple[RunConfig
         if value != old:
             changed.append((name, old, value))
     # dataclasses.replace and RunConfig run __post_init__: ConfigError for a value no config accepts
-    parts = {
-        section: dataclasses.replace(getattr(config, section), **mine[section])
-        for section in ("model", "train", "data")
-    }
+    parts = {section: dataclasses.replace(getattr(config, section), **mine[section]) for section in SECTIONS}
     run = {name: mine["run"].get(name, getattr(config, name)) for name in RUN_FIELDS}
     new_config = RunConfig(**parts, **run)
     return new_config, changed

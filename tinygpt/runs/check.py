@@ -23,7 +23,7 @@ import dataclasses
 import math
 from typing import Any
 
-from ..config import ATTN_SCALES, LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, MASKS, RunConfig
+from ..config import ATTN_SCALES, LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS, MASKS, SECTIONS, RunConfig, upgrade_config_dict
 
 MAX_STEP = 10**9  # no run takes a billion steps: a step beyond is damage, not progress
 
@@ -171,7 +171,7 @@ def clean_scores(record: Any) -> dict | None:
     }
 
 
-CONFIG_SECTIONS = ("model", "train", "data")
+CONFIG_SECTIONS = ("model", "train", "data")  # every config.json has these; "interventions" came later
 
 
 def config_problem(config: Any, sections: bool = True) -> str | None:
@@ -184,12 +184,14 @@ def config_problem(config: Any, sections: bool = True) -> str | None:
     listing, which also reads the partial folders of engine tests and older versions)."""
     if not isinstance(config, dict):
         return f"it holds a {type(config).__name__}, not a JSON object"
-    present = [name for name in CONFIG_SECTIONS if name in config]
+    config = upgrade_config_dict(config)  # an older file's lab switches (under "model") judged where they live now
+    present = [name for name in SECTIONS if name in config]
     missing = [name for name in CONFIG_SECTIONS if not isinstance(config.get(name), dict)]
+    missing += [name for name in present if name not in CONFIG_SECTIONS and not isinstance(config[name], dict)]
     if missing and (sections or any(name in present for name in missing)):
         return f"its {', '.join(missing)} section{'s are' if len(missing) > 1 else ' is'} missing or not an object"
     known = {f.name for f in dataclasses.fields(RunConfig)}
-    sections_ = {name: _known_fields(type(getattr(RunConfig(), name)), config[name]) for name in present}
+    sections_ = {name: _known_fields(SECTIONS[name], config[name]) for name in present}
     try:
         RunConfig.from_dict({**{k: v for k, v in config.items() if k in known}, **sections_})
     except (ValueError, TypeError, AttributeError) as exc:  # ConfigError is a ValueError

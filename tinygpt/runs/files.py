@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import RunConfig
+from ..config import RunConfig, upgrade_config_dict
 from ..errors import RunStoreError, TinyGPTError
 from .check import clean_scores, valid_event
 
@@ -234,9 +234,10 @@ IDENTITY_KEYS = ("run_id", "created", "owner", "parent", "learner", "vocab", "nu
 
 
 def read_config_json(run_dir: str | Path) -> dict:
-    """config.json as written, identity keys included; {} when it is missing or not a JSON object."""
+    """config.json as written, identity keys included, in today's layout (an older file's lab switches moved from
+    "model" to "interventions": config.upgrade_config_dict); {} when it is missing or not a JSON object."""
     data = read_json(Path(run_dir) / CONFIG_FILE, {})
-    return data if isinstance(data, dict) else {}
+    return upgrade_config_dict(data) if isinstance(data, dict) else {}
 
 
 def read_config(run_dir: str | Path) -> RunConfig:

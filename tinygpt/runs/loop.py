@@ -60,7 +60,7 @@ from ..errors import CheckpointError, NonFiniteError, ResourceError, TinyGPTErro
 from ..flops import train_flops_per_token
 from ..inside.heads import induction_probe, snapshot_scores
 from ..inside.maps import attention_maps
-from ..model import TinyGPT
+from ..interventions import model_for_run
 from ..trainer import Trainer
 from .control import COMMANDS, Control, KnobChange, NoControl, as_knob_change
 from .corpus import corpus_config
@@ -120,7 +120,7 @@ class _Loop:
         self.prepare = None  # optional hook run on the new Trainer (DDP wrapping)
         self.sample_due = False  # a sample is scheduled but waits for the time budget
         self.train_seconds = self.sample_seconds = 0.0  # for SAMPLE_BUDGET
-        self.sample_cost = 0.0  # s the last sample took: the next one is only taken if the budget has room for it
+        self.sample_cost = 0.0  # s the last sample took: the next one is only taken if the budget has space for it
 
     # ---------------------------------------------------------------- setup
 
@@ -143,7 +143,7 @@ class _Loop:
         if len(vocab) > 1:
             self.loss_limit = loss_limit(len(vocab))
         torch.manual_seed(config.train.seed)  # weight init and dropout draw from torch's global generator
-        model = TinyGPT(config.model)
+        model = model_for_run(config)  # the plain model, the run's interventions attached
         self.trainer = trainer = Trainer(model, config.train, corpus, device)
         if self.prepare is not None:
             self.prepare(trainer)

@@ -11,7 +11,6 @@ from pathlib import Path
 from ..errors import RunStoreError, TinyGPTError
 from .files import HOLD_FILE, read_config_json, read_json, write_json_atomic
 
-
 INSTRUCTOR = "the instructor"  # who owns a run no learner started
 
 

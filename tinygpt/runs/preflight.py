@@ -16,7 +16,7 @@ Estimates are arithmetic on the config, in float32 bytes, for one training step 
     corpus             ~10 bytes a character               the text and its int64 tokens (synthetic: + problems)
 
 The estimate errs high, so it refuses only what cannot fit: a run estimated above MEMORY_FRACTION of the memory
-the device has free is refused. On disk a run must have room for its first checkpoint, one attention snapshot and
+the device has free is refused. On disk a run must have space for its first checkpoint, one attention snapshot and
 its corpus before it starts; a full disk later is the loop's to report.
 
 Left out: activation checkpointing and mixed precision (this tinygpt has neither), and the allocator's overhead.
@@ -134,7 +134,7 @@ def start_disk_bytes(config: RunConfig) -> int:
 
 
 def check_disk(folder: str | Path, config: RunConfig) -> None:
-    """ResourceError if the disk holding `folder` (a runs folder, or the nearest existing parent) lacks the room
+    """ResourceError if the disk holding `folder` (a runs folder, or the nearest existing parent) lacks the space
     a new run needs to start."""
     folder = Path(folder)
     while not folder.exists() and folder != folder.parent:
@@ -179,14 +179,14 @@ def check_source(config: RunConfig) -> None:
 
 def check_model_builds(config: RunConfig) -> None:
     """ConfigError for a model the config describes but cannot build (a zeroed probe point the model has no
-    such name for): built on torch's meta device, which allocates nothing, so this takes milliseconds at any
-    size and the refusal comes before a run folder exists, not from inside its worker."""
+    such name for): built with its interventions on torch's meta device, which allocates nothing, so this takes
+    milliseconds at any size and the refusal comes before a run folder exists, not from inside its worker."""
     import torch
 
-    from ..model import TinyGPT
+    from ..interventions import model_for_run
 
     with torch.device("meta"):
-        TinyGPT(config.model)
+        model_for_run(config)
 
 
 def preflight(config: RunConfig, runs_root: str | Path | None = None, threads: object = None) -> None:
@@ -197,7 +197,7 @@ def preflight(config: RunConfig, runs_root: str | Path | None = None, threads: o
     check_threads(threads)
     device = resolve_device(config.train.device)  # ConfigError naming the devices this machine has
     check_source(config)
-    if config.model.zeroed_probes:  # the one setting whose names only the built model knows
+    if config.interventions.zeroed_probes:  # the one setting whose names only the built model knows
         check_model_builds(config)
     check_memory(config, str(device))
     if runs_root is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import upgrade_config_dict
 from ..errors import RunStoreError
 from .check import clean_index, config_problem, valid_event
 from .files import CONFIG_FILE, EVENT_KINDS, JSONL_FILES, list_checkpoints, read_json, record_step, snapshot_path
@@ -222,6 +223,8 @@ class RunReader:
             value = trusted_status(self.run_dir, value)
         elif attr == "_config" and self._config and not config_problem(self._config) and config_problem(value):
             return False  # damaged after a good read: keep the config every page was drawn with
+        elif attr == "_config":
+            value = upgrade_config_dict(value)  # an older file's lab switches, under "model", where they live now
         elif attr == "_attn_index":
             value = clean_index(value)
         setattr(self, attr, value if isinstance(value, dict) else {})

@@ -6,7 +6,6 @@ changed here, so a refused resume leaves the run as it was."""
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass
 from pathlib import Path
 

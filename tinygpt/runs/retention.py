@@ -36,13 +36,13 @@ def retained_steps(
     kept = set(recent) | set(pins)
     dense_until = DENSE_STEPS if horizon is None else min(DENSE_STEPS, DENSE_FRACTION * horizon)
     early = [s for s in steps if s <= dense_until and s not in kept]
-    room = budget - len(recent)
-    if len(early) > int(DENSE_SHARE * room):  # a very dense schedule: keep the early phase even, the first step always
-        early = evenly(early, int(DENSE_SHARE * room))
+    spare = budget - len(recent)  # checkpoints the budget keeps besides the recent ones
+    if len(early) > int(DENSE_SHARE * spare):  # a very dense schedule: keep the early phase even, the first step always
+        early = evenly(early, int(DENSE_SHARE * spare))
     later = [s for s in steps if s > dense_until and s not in kept]
     gaps = [b - a for a, b in zip(steps, steps[1:], strict=False) if b > a]
     cadence = max(1, min(set(gaps), key=lambda g: (-gaps.count(g), g))) if gaps else 1  # the usual interval
-    spread = _log_spaced(later, max(dense_until, cadence), room - len(early), cadence)
+    spread = _log_spaced(later, max(dense_until, cadence), spare - len(early), cadence)
     return sorted(kept | set(early) | set(spread))
 
 

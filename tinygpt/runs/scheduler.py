@@ -33,6 +33,7 @@ from .owners import Actor, clear_hold, holds, require_app_owned, require_control
 from .preflight import preflight
 from .slots import Slots
 from .status import read_status
+from .store import RunStore
 
 
 def check_priority(priority: str) -> None:
@@ -40,11 +41,65 @@ def check_priority(priority: str) -> None:
         raise TinyGPTError(f"unknown run priority {priority!r}; one of {', '.join(PRIORITIES)}.")
 
 
-class RunManager(Slots):
+class RunManager:
     """Starts, steers and watches the training runs of one server: the commands a page (or the CLI in tests) sends,
-    each checked against who may give it (tinygpt.runs.owners), on top of the slots. Thread-safe."""
+    each checked against who may give it (tinygpt.runs.owners), given to its `slots` (the queue, the workers and
+    their monitor: tinygpt.runs.slots.Slots) through their public methods. Thread-safe."""
 
-    # ---------------------------------------------------------------- public API
+    def __init__(
+        self,
+        store: RunStore,
+        max_active: int | None = None,
+        threads_per_run: int | None = None,
+        lease_seconds: float | None = None,
+    ):
+        self.slots = Slots(store, max_active, threads_per_run, lease_seconds)
+        self.store = store
+        self._pace_marks: dict[str, tuple[float, int]] = {}  # prepared run -> (monotonic s, step) first seen training
+
+    # What the slots say, as the manager's own (pages and tests ask the manager).
+    @property
+    def max_active(self) -> int:
+        return self.slots.max_active
+
+    @property
+    def threads_per_run(self) -> int:
+        return self.slots.threads_per_run
+
+    @property
+    def lease_seconds(self) -> float:
+        return self.slots.lease_seconds
+
+    @property
+    def stop_grace(self) -> float:
+        return self.slots.stop_grace
+
+    @stop_grace.setter
+    def stop_grace(self, seconds: float) -> None:  # tests shorten it
+        self.slots.stop_grace = seconds
+
+    def touch(self, run_id: str) -> None:
+        self.slots.touch(run_id)
+
+    def time_limit(self, run_id: str) -> float | None:
+        return self.slots.time_limit(run_id)
+
+    def is_live(self, run_id: str) -> bool:
+        return self.slots.is_live(run_id)
+
+    def live_runs(self) -> list[str]:
+        return self.slots.live_runs()
+
+    def queued_runs(self) -> list[str]:
+        return self.slots.queued_runs()
+
+    def worker_pid(self, run_id: str) -> int | None:
+        return self.slots.worker_pid(run_id)
+
+    def shutdown(self, timeout: float | None = None) -> None:
+        self.slots.shutdown(timeout)
+
+    # ---------------------------------------------------------------- commands
 
     def start(
         self,
@@ -62,7 +117,7 @@ class RunManager(Slots):
         `time_limit_s` (the room's time budget): once its worker has held a training slot that long, the run is
         stopped with a checkpoint, the reason in its status and events; a resume starts a new budget."""
         # Fail here, in the page, for what cannot work: no such device, an unknown source, a run too big for
-        # the memory, a runs folder without room (RunStore.create then says if it cannot be written at all).
+        # the memory, a runs folder without disk space (RunStore.create then says if it cannot be written at all).
         check_priority(priority)
         preflight(config, runs_root=self.store.root)
         # The instructor's own runs say so, so that others read "paused by the instructor" (tinygpt/ui/run_words.py).
@@ -70,12 +125,11 @@ class RunManager(Slots):
         learner = {"learner": {"id": actor.id, "name": actor.name, **boss}} if actor is not None else {}
         writer = self.store.create({**config.to_dict(), **learner}, owner="app", parent=parent)
         writer.close()
-        with self._lock:
-            self._priority[writer.run_id] = priority
-            if time_limit_s:
-                self._time_limits[writer.run_id] = float(time_limit_s)
+        self.slots.set_priority(writer.run_id, priority)  # not queued yet: only remembered, for its jobs
+        if time_limit_s:
+            self.slots.set_time_limit(writer.run_id, time_limit_s)
         # The worker reads the folder's config; the job keeps only its owner, for _require_control.
-        self._enqueue(Job(writer.run_id, None, time.monotonic(), learner=learner.get("learner", {})))
+        self.slots.enqueue(Job(writer.run_id, None, time.monotonic(), learner=learner.get("learner", {})))
         return writer.run_id
 
     def prioritize(self, run_id: str, priority: str) -> None:
@@ -83,20 +137,11 @@ class RunManager(Slots):
         (LIVE). A queued run moves in the queue at once (to the back of its new class); a training one keeps its
         slot and the class applies to its later resumes and to preemption."""
         check_priority(priority)
-        with self._lock:
-            if self._priority.get(run_id, LIVE) == priority and run_id in self._priority:
-                return  # a step clicked twice keeps its place
-            self._priority[run_id] = priority
-            if (job := self._jobs.get(run_id)) is not None:
-                job.priority = priority
-            elif (job := self._queued(run_id)) is not None:
-                self._queue.remove(job)
-                self._enqueue(job)
+        self.slots.set_priority(run_id, priority)
 
     def priority(self, run_id: str) -> str:
         """LIVE or PREPARED: the class the run's jobs queue in (LIVE for a run this server did not start)."""
-        with self._lock:
-            return self._priority.get(run_id, LIVE)
+        return self.slots.priority(run_id)
 
     def branch(
         self,
@@ -116,9 +161,8 @@ class RunManager(Slots):
         learner = {"id": actor.id, "name": actor.name, **boss} if actor is not None else {}
         new_id = create_branch(self.store, plan, owner="app", learner=learner)
         if time_limit_s:
-            with self._lock:
-                self._time_limits[new_id] = float(time_limit_s)
-        self._enqueue(Job(new_id, plan.step, time.monotonic(), learner=learner))  # from its copy of the checkpoint
+            self.slots.set_time_limit(new_id, time_limit_s)
+        self.slots.enqueue(Job(new_id, plan.step, time.monotonic(), learner=learner))  # from its copy of the checkpoint
         return new_id
 
     def prepared_eta(self) -> dict:
@@ -127,10 +171,7 @@ class RunManager(Slots):
         server first saw it train over the time since; a queued one, or one not timed yet, counts at the mean pace
         of those timed; all of it shared by the slots live runs leave (the lesson pane: "ready in about N min")."""
         now = time.monotonic()
-        with self._lock:
-            live = sum(job.priority == LIVE for job in self._jobs.values())
-            wanted = [(j.run_id, True) for j in self._jobs.values() if j.priority == PREPARED]
-            wanted += [(j.run_id, False) for j in self._queue if j.priority == PREPARED]
+        live, wanted = self.slots.jobs_of_class(PREPARED)
         left, paces = {}, {}
         for run_id, training in wanted:
             status = read_status(self.store.path(run_id))
@@ -162,18 +203,16 @@ class RunManager(Slots):
         self._require_control(run_id, actor)
         config = read_config_json(self.store.path(run_id))
         by = "the instructor" if holds(config, actor) else "you"
-        with self._lock:
+        slots = self.slots
+        with slots.lock:
             if by == "the instructor":
                 write_hold(self.store.path(run_id), by, read_status(self.store.path(run_id)).get("step"))
-            if run_id in self._jobs:
-                self._send(self._jobs[run_id], {"cmd": "pause", "reason": f"paused by {by}"})
-            elif (job := self._queued(run_id)) is not None:
-                self._queue.remove(job)
-                reason = f"paused by {by} before it started"
-                self._set_status(run_id, state="paused", reason=reason, queue_position=None)
-                self._schedule()
+            if (job := slots.live_job(run_id)) is not None:
+                slots.send(job, {"cmd": "pause", "reason": f"paused by {by}"})
+            elif (job := slots.queued_job(run_id)) is not None:
+                slots.dequeue(job, state="paused", reason=f"paused by {by} before it started")
             elif by == "the instructor" and read_status(self.store.path(run_id)).get("state") == "paused":
-                self._set_status(run_id, state="paused", reason="paused by the instructor")  # no worker: say why
+                slots.set_status(run_id, state="paused", reason="paused by the instructor")  # no worker: say why
 
     def resume(
         self,
@@ -193,27 +232,27 @@ class RunManager(Slots):
         require_not_held(self.store.path(run_id), actor, run_id)
         if actor is not None and actor.instructor:
             clear_hold(self.store.path(run_id))  # the instructor's resume lifts the hold
+        slots = self.slots
         if time_limit_s:
-            with self._lock:
-                self._time_limits[run_id] = float(time_limit_s)
-        with self._lock:
+            slots.set_time_limit(run_id, time_limit_s)
+        with slots.lock:
             if from_step is not None:
                 self._check_from_step(run_id, from_step)
-            if (job := self._jobs.get(run_id)) is not None:
+            if (job := slots.live_job(run_id)) is not None:
                 job.touched = time.monotonic()
                 if from_step is not None:  # a new worker, from that checkpoint, once this one has ended
                     job.follow_with([], from_step)
-                    self._release(job, f"paused: resuming from checkpoint {from_step}")
+                    slots.release(job, f"paused: resuming from checkpoint {from_step}")
                 elif job.on_its_way_out:  # again once it is reaped
                     job.follow_with([])
                 else:
-                    self._send(job, {"cmd": "resume"})
-            elif (job := self._queued(run_id)) is not None:
+                    slots.send(job, {"cmd": "resume"})
+            elif (job := slots.queued_job(run_id)) is not None:
                 job.touched = time.monotonic()
                 if from_step is not None:
                     job.resume_from = from_step
             else:
-                self._restart(run_id, [], max_steps, from_step)
+                slots.restart(run_id, [], max_steps, from_step)
 
     def let_go(self, run_id: str, actor: Actor | None = None) -> None:
         """The instructor lets go of a hold (Room: "Let go"): a run that sits paused resumes; one its learner
@@ -235,45 +274,43 @@ class RunManager(Slots):
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise TinyGPTError(f"step needs a whole number of steps >= 1, got {n!r}.")
         commands = [{"cmd": "pause"}, {"cmd": "step", "n": n}]
-        with self._lock:
-            if (job := self._jobs.get(run_id)) is not None:
+        slots = self.slots
+        with slots.lock:
+            if (job := slots.live_job(run_id)) is not None:
                 if job.on_its_way_out:  # start it again, paused, once it has ended
                     job.follow_with(commands)
                 else:
                     for command in commands:
-                        self._send(job, command)
-            elif (job := self._queued(run_id)) is not None:
+                        slots.send(job, command)
+            elif (job := slots.queued_job(run_id)) is not None:
                 job.commands += commands
             else:
-                self._restart(run_id, commands, None)
+                slots.restart(run_id, commands, None)
 
     def stop(self, run_id: str, wait: bool = True, actor: Actor | None = None) -> None:
         """Stop a run for good (checkpoint, state "stopped"). With `wait`, returns once the worker has ended:
         after the step in progress, or after stop_grace s (tinygpt.runs.slots.STOP_GRACE) when it is killed (its
         data stays readable). Idempotent."""
         self._require_control(run_id, actor)
-        with self._lock:
-            if (job := self._queued(run_id)) is not None:
-                self._queue.remove(job)
-                self._set_status(run_id, state="stopped", reason="stopped before it started", queue_position=None)
-                self._schedule()
+        slots = self.slots
+        with slots.lock:
+            if (job := slots.queued_job(run_id)) is not None:
+                slots.dequeue(job, state="stopped", reason="stopped before it started")
                 return
-            job = self._jobs.get(run_id)
+            job = slots.live_job(run_id)
             if job is None:
                 require_app_owned(run_id, read_config_json(self.store.path(run_id)))
                 if read_status(self.store.path(run_id)).get("state") in PAUSED_STATES + ACTIVE_STATES:
-                    self._set_status(run_id, state="stopped", reason="stopped by you")
+                    slots.set_status(run_id, state="stopped", reason="stopped by you")
                 return
             if not job.stop_requested:
                 job.stop_requested, job.followup = True, None
-                self._send(job, {"cmd": "stop"})
+                slots.send(job, {"cmd": "stop"})
                 job.killed_as = ("stopped", f"stopped: the worker did not stop within {self.stop_grace:g} s; killed")
                 if job.process is not None:
                     job.deadline = time.monotonic() + self.stop_grace
             if wait:
-                limit = time.monotonic() + self.stop_grace + 10  # the monitor kills at the deadline; a backstop
-                while run_id in self._jobs and time.monotonic() < limit:
-                    self._changed.wait(0.1)
+                slots.wait_until_gone(run_id, self.stop_grace + 10)  # the monitor kills at the deadline; a backstop
 
     def set_knob(self, run_id: str, name: str, value: Any, actor: Actor | None = None) -> str:
         """Ask for a live knob change; it applies before the run's next step. Returns the request id that the
@@ -286,10 +323,11 @@ class RunManager(Slots):
         check_live_knob(name)
         request = secrets.token_hex(6)
         command = KnobChange(name, value, request)
-        with self._lock:
-            if (job := self._jobs.get(run_id)) is not None and not job.dead:
-                self._send(job, command)
-            elif (job := self._queued(run_id)) is not None:
+        slots = self.slots
+        with slots.lock:
+            if (job := slots.live_job(run_id)) is not None and not job.dead:
+                slots.send(job, command)
+            elif (job := slots.queued_job(run_id)) is not None:
                 job.commands.append(command)
             else:
                 raise NoWorkerError(f"run {run_id} has no worker: resume it, then change {name}.")
@@ -299,8 +337,8 @@ class RunManager(Slots):
         """A learner may change only their own runs (the instructor any): refused here even if a page sent it."""
         if actor is None:
             return
-        with self._lock:
-            job = self._jobs.get(run_id) or self._queued(run_id)
+        with self.slots.lock:
+            job = self.slots.live_job(run_id) or self.slots.queued_job(run_id)
         # A live or queued run's job carries its owner (Job.learner): a dragged knob slider sends several commands
         # a second, and each used to read config.json from disk for this. A run without a job is read from disk.
         config = {"learner": job.learner} if job is not None else read_config_json(self.store.path(run_id))

@@ -69,7 +69,8 @@ def _minutes(seconds: float) -> str:
 
 class Slots:
     """The training slots of one server: the queue, the worker processes, and the monitor thread that launches,
-    watches, times out and reaps them. Thread-safe. RunManager (tinygpt/runs/scheduler.py) adds the commands."""
+    watches, times out and reaps them. Thread-safe. RunManager (tinygpt/runs/scheduler.py) holds one and gives the
+    commands, through the public methods alone."""
 
     def __init__(
         self,
@@ -99,7 +100,6 @@ class Slots:
         self._priority: dict[str, str] = {}  # run id -> LIVE or PREPARED, kept for its later workers (a resume)
         self._seqs = itertools.count(1)  # numbers jobs as they are queued: FIFO within a class
         self._kept_seq: dict[str, int] = {}  # a preempted run -> its old number: it queues again where it was
-        self._pace_marks: dict[str, tuple[float, int]] = {}  # prepared run -> (monotonic s, step) first seen training
         self._time_limits: dict[str, float] = {}  # run id -> seconds each of its workers may hold a slot
         self._closed = False
         self._wake_r, self._wake_w = os.pipe()  # start() wakes the monitor out of its wait()
@@ -110,10 +110,65 @@ class Slots:
         self._monitor.start()
         atexit.register(self.shutdown)
 
+    @property
+    def lock(self) -> threading.RLock:
+        """Held across a compound command (look a job up, then send to it, requeue or release it), as RunManager's
+        are: re-entrant, so every method of the slots may be called with it held."""
+        return self._lock
+
+    def live_job(self, run_id: str) -> Job | None:
+        """The job holding a slot for the run (launching or live), or None."""
+        with self._lock:
+            return self._jobs.get(run_id)
+
+    def jobs_of_class(self, priority: str) -> tuple[int, list[tuple[str, bool]]]:
+        """(how many LIVE jobs hold slots, [(run id, holds a slot)] of the jobs of class `priority`, slots first)."""
+        with self._lock:
+            live = sum(job.priority == LIVE for job in self._jobs.values())
+            wanted = [(j.run_id, True) for j in self._jobs.values() if j.priority == priority]
+            return live, wanted + [(j.run_id, False) for j in self._queue if j.priority == priority]
+
+    def set_time_limit(self, run_id: str, seconds: float) -> None:
+        """Each worker of the run may hold a training slot this long (the room's time budget)."""
+        with self._lock:
+            self._time_limits[run_id] = float(seconds)
+
+    def priority(self, run_id: str) -> str:
+        """LIVE or PREPARED: the class the run's jobs queue in (LIVE for a run this server did not start)."""
+        with self._lock:
+            return self._priority.get(run_id, LIVE)
+
+    def set_priority(self, run_id: str, priority: str) -> None:
+        """Move a run to class `priority`: a queued job moves at once (to the back of its new class); a training
+        one keeps its slot, and the class applies to its later resumes and to preemption."""
+        with self._lock:
+            if self._priority.get(run_id, LIVE) == priority and run_id in self._priority:
+                return  # a step clicked twice keeps its place
+            self._priority[run_id] = priority
+            if (job := self._jobs.get(run_id)) is not None:
+                job.priority = priority
+            elif (job := self.queued_job(run_id)) is not None:
+                self._queue.remove(job)
+                self.enqueue(job)
+
+    def dequeue(self, job: Job, **status: Any) -> None:
+        """Take a queued job out of the queue, its run's status.json saying why (`status`), and move the others up."""
+        with self._lock:
+            self._queue.remove(job)
+            self.set_status(job.run_id, **status, queue_position=None)
+            self._schedule()
+
+    def wait_until_gone(self, run_id: str, seconds: float) -> None:
+        """Return once the run holds no slot (its worker was reaped), or after `seconds`."""
+        limit = time.monotonic() + seconds
+        with self._lock:
+            while run_id in self._jobs and time.monotonic() < limit:
+                self._changed.wait(0.1)
+
     def touch(self, run_id: str) -> None:
         """A page is watching this run: renew its lease."""
         with self._lock:
-            job = self._jobs.get(run_id) or self._queued(run_id)
+            job = self._jobs.get(run_id) or self.queued_job(run_id)
             if job is not None:
                 job.touched = time.monotonic()
 
@@ -161,7 +216,7 @@ class Slots:
                         job.reaped = True
                     self._try_status(job.run_id, state="paused", reason="paused: the server stopped")
                 else:
-                    self._release(job, "paused: the server stopped; resume the run to continue")
+                    self.release(job, "paused: the server stopped; resume the run to continue")
             deadline = time.monotonic() + (self.stop_grace if timeout is None else timeout)
             while self._jobs and time.monotonic() < deadline:
                 for job in list(self._jobs.values()):
@@ -179,10 +234,11 @@ class Slots:
 
     # ---------------------------------------------------------------- queue and launching
 
-    def _queued(self, run_id: str) -> Job | None:
+    def queued_job(self, run_id: str) -> Job | None:
+        """The run's job waiting in the queue, or None (call with the lock held)."""
         return next((job for job in self._queue if job.run_id == run_id), None)
 
-    def _enqueue(self, job: Job) -> None:
+    def enqueue(self, job: Job) -> None:
         with self._lock:
             if self._closed:
                 raise TinyGPTError("the run manager has shut down; restart the server.")
@@ -192,7 +248,7 @@ class Slots:
             self._queue.sort(key=lambda j: j.rank)  # stable; a few dozen jobs at most
             self._schedule()
 
-    def _restart(self, run_id: str, commands: list, max_steps: int | None, from_step: int | None = None) -> None:
+    def restart(self, run_id: str, commands: list, max_steps: int | None, from_step: int | None = None) -> None:
         """Queue a run whose process has ended, to continue from its newest checkpoint that loads, or from
         `from_step` (called with the lock). Raises TinyGPTError for what would make the worker fail at once."""
         run_dir = self.store.path(run_id)
@@ -203,10 +259,10 @@ class Slots:
         max_steps = plan.config.train.max_steps
         if plan.state == "finished" and max_steps <= plan.trained and from_step is None:
             return  # nothing left to train; extend it with resume(run_id, max_steps=...)
-        self._set_status(run_id, state="queued", reason=plan.said, max_steps=max_steps)  # RunStoreError: unwritable
+        self.set_status(run_id, state="queued", reason=plan.said, max_steps=max_steps)  # RunStoreError: unwritable
         # The job carries the run's owner from this read: the permission check of its commands asks the job.
         job = Job(run_id, plan.resume_from, time.monotonic(), max_steps, list(commands), learner=run_learner(config))
-        self._enqueue(job)
+        self.enqueue(job)
 
     def _schedule(self) -> None:
         """Move queued runs into free slots (the monitor launches them) and publish the others' queue positions."""
@@ -222,7 +278,7 @@ class Slots:
                 reason = f"waiting for a free training slot ({self.max_active} run(s) train at once)"
                 if job.priority == PREPARED:
                     reason += "; live runs go first"
-                self._set_status(job.run_id, state="queued", reason=reason, queue_position=position)
+                self.set_status(job.run_id, state="queued", reason=reason, queue_position=position)
         if launch:
             self._wake()
 
@@ -242,17 +298,17 @@ class Slots:
         started = sorted((j for j in holding if j.launched is not None), key=lambda j: j.launched, reverse=True)
         for job in started[: max(0, min(waiting - freeing, len(holding) - keep))]:
             if read_status(self.store.path(job.run_id)).get("state") in PAUSED_STATES:  # someone paused it: it stays
-                self._release(job, "paused: its training slot went to a queued run; resume it to continue")
+                self.release(job, "paused: its training slot went to a queued run; resume it to continue")
                 continue
             self._kept_seq[job.run_id] = job.seq
             job.followup = Followup([])
-            self._release(job, "paused: its training slot went to a live run; it continues when a slot is free")
+            self.release(job, "paused: its training slot went to a live run; it continues when a slot is free")
 
     def _launch(self, job: Job) -> None:
         """Start the worker process of a job that holds a slot (called by the monitor, without the lock)."""
         run_dir = self.store.path(job.run_id)
         try:
-            self._set_status(
+            self.set_status(
                 job.run_id, state="starting", reason="starting a worker process", queue_position=None, pid=None
             )
             receiver, sender = self._ctx.Pipe(duplex=False)
@@ -276,12 +332,12 @@ class Slots:
             job.process, job.conn, job.launching = process, sender, False
             job.launched = time.monotonic()
             for command in job.commands:
-                self._send(job, command)
+                self.send(job, command)
             job.commands.clear()
             if job.stop_requested:
                 job.deadline = time.monotonic() + self.stop_grace
 
-    def _send(self, job: Job, command: dict) -> None:
+    def send(self, job: Job, command: dict) -> None:
         if job.conn is None:
             job.commands.append(command)
             return
@@ -290,13 +346,13 @@ class Slots:
         except (BrokenPipeError, OSError):
             pass  # the worker just died; the monitor reaps it
 
-    def _release(self, job: Job, reason: str) -> None:
+    def release(self, job: Job, reason: str) -> None:
         """Ask a worker to checkpoint and exit, leaving its run paused and resumable."""
         if job.released:
             return
         with job.moving():  # live -> leaving (a job not started yet stays where it is, and leaves once started)
             job.released = True
-        self._send(job, {"cmd": "release", "reason": reason})
+        self.send(job, {"cmd": "release", "reason": reason})
         job.deadline = time.monotonic() + self.stop_grace
         if job.killed_as is None:
             job.killed_as = ("paused", f"{reason} (the worker did not respond and was killed)")
@@ -340,14 +396,14 @@ class Slots:
                 elif job.deadline is not None and now > job.deadline:
                     job.process.kill()  # reaped on the next tick, as killed_as says
                 elif not job.released and now - job.touched > self.lease_seconds:
-                    self._release(job, f"paused: nobody watched for {_minutes(self.lease_seconds)}")
+                    self.release(job, f"paused: nobody watched for {_minutes(self.lease_seconds)}")
                 else:
                     self._enforce_time_limit(job, now)
             for job in list(self._queue):
                 if now - job.touched > self.lease_seconds:
                     self._queue.remove(job)
                     reason = f"paused: nobody watched for {_minutes(self.lease_seconds)} before it started"
-                    self._set_status(job.run_id, state="paused", reason=reason, queue_position=None)
+                    self.set_status(job.run_id, state="paused", reason=reason, queue_position=None)
             self._evict_paused()
             self._schedule()
             pending = [j for j in self._jobs.values() if j.process is None and not j.launching]
@@ -364,7 +420,7 @@ class Slots:
             return
         reason = f"stopped: the room's time budget of {_minutes(limit)} per run ran out"
         job.stop_requested, job.followup = True, None
-        self._send(job, {"cmd": "stop", "reason": reason})
+        self.send(job, {"cmd": "stop", "reason": reason})
         job.killed_as = ("stopped", f"{reason}; the worker did not stop within {self.stop_grace:g} s and was killed")
         job.deadline = now + self.stop_grace
 
@@ -378,7 +434,7 @@ class Slots:
                 if read_status(self.store.path(job.run_id)).get("state") in PAUSED_STATES:
                     idle.append(job)
         for job in sorted(idle, key=lambda j: j.touched)[: len(self._queue)]:
-            self._release(job, "paused: its training slot went to a queued run; resume it to continue")
+            self.release(job, "paused: its training slot went to a queued run; resume it to continue")
 
     def _reap(self, job: Job) -> None:
         """A worker process ended: free its slot and make sure its run says why (called with the lock)."""
@@ -399,10 +455,10 @@ class Slots:
         if code == LOCKED_EXIT:
             pass
         elif state in PAUSED_STATES and job.stop_requested:  # e.g. released by the lease just before
-            self._set_status(job.run_id, state="stopped", reason=f"stopped by you at step {step}")
+            self.set_status(job.run_id, state="stopped", reason=f"stopped by you at step {step}")
         elif restart:
             try:
-                self._restart(job.run_id, after.commands, None, after.from_step)
+                self.restart(job.run_id, after.commands, None, after.from_step)
             except TinyGPTError as exc:
                 print(f"tinygpt.runs.worker: could not resume {job.run_id}: {exc}", file=sys.stderr)
         self._changed.notify_all()
@@ -415,16 +471,16 @@ class Slots:
             print(f"tinygpt.runs.worker: run {run_id}: {reason}; could not record it: {exc}", file=sys.stderr)
 
     def _try_status(self, run_id: str, **fields: Any) -> None:
-        """_set_status for the monitor and shutdown, which must go on past one run folder they cannot write."""
+        """set_status for the monitor and shutdown, which must go on past one run folder they cannot write."""
         try:
-            self._set_status(run_id, **fields)
+            self.set_status(run_id, **fields)
         except TinyGPTError as exc:
             print(
                 f"tinygpt.runs.worker: run {run_id}: {fields.get('reason')}; could not record it: {exc}",
                 file=sys.stderr,
             )
 
-    def _set_status(self, run_id: str, **fields: Any) -> None:
+    def set_status(self, run_id: str, **fields: Any) -> None:
         """Rewrite status.json for a run without a live worker (a worker owns its own status while it runs). It
         names this server's pid: a reader can then tell a run queued by a server that is gone (status.interrupted)."""
         update_status(self.store.path(run_id), **fields, server_pid=os.getpid())

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import upgrade_config_dict
 from ..errors import RunStoreError
 from .check import config_problem
 from .corpus import store_corpus
@@ -184,6 +185,7 @@ def _summarize(run_dir: Path) -> RunSummary:
         config = read_json(run_dir / CONFIG_FILE)
         if not isinstance(config, dict):
             raise RunStoreError("config.json is missing or not an object")
+        config = upgrade_config_dict(config)  # an older file's lab switches, under "model", where they live now
         if problem := config_problem(config, sections=False):  # every listing names it (Runs, Sample, Room)
             raise RunStoreError(f"config.json is damaged: {problem}")
         status = interrupted(run_dir, trusted_status(run_dir, read_status(run_dir)))  # broken: what the folder knows

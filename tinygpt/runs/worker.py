@@ -1,7 +1,7 @@
 """The training worker process's side: what a worker imports ahead (PRELOAD, for the forkserver), its entry
 point (`worker_main`: the same loop the CLI runs, steered by commands over a pipe, `PipeControl`), its exit codes,
-and what a process's end means (`exit_reason`; whether a pid lives: `lock.pid_alive`). The server's side, which starts, watches and
-schedules these processes, is tinygpt/runs/scheduler.py.
+and what a process's end means (`exit_reason`; whether a pid lives: `lock.pid_alive`). The server's side, which
+starts, watches and schedules these processes, is tinygpt/runs/scheduler.py.
 
 When the server dies (Ctrl-C, kill -9) the pipe reaches EOF and the worker checkpoints and exits. Ctrl-C in a
 terminal signals the whole process group; the worker ignores SIGINT, since the server decides what happens to its

@@ -34,8 +34,8 @@ PEER_MIN = 5  # a causal run of the room must have this many losses over the sam
 STALL_WINDOW = 50  # recent losses the trend check reads (as tinygpt.lab.health.check_training_metrics does)
 FINITE_WINDOW = 50  # recent step records searched for a non-finite loss
 # What "own settings" compares: what changes how a run learns (not its length, seed, device or bookkeeping).
-MODEL_SETTINGS = ("num_layers", "num_heads", "hidden_dim", "max_seq_len", "dropout", "softmax", "detach_residual",
-                  "token_shift", "shape_bug")  # fmt: skip
+MODEL_SETTINGS = ("num_layers", "num_heads", "hidden_dim", "max_seq_len", "dropout", "softmax", "token_shift")
+LAB_SETTINGS = ("detach_residual", "shape_bug")  # config.json's "interventions" (read_config_json moves older ones)
 TRAIN_SETTINGS = ("batch_size", "optimizer")
 KNOBS_SKIPPED = ("min_lr",)  # follows the learning rate (tinygpt.trainer.moved_floor): not a change of its own
 
@@ -124,9 +124,10 @@ def stalled(state: str, metrics: Sequence[dict]) -> Flag | None:
 
 
 def _settings(config: dict, events: Sequence[dict]) -> dict[str, Any]:
-    model, train, data = (config.get(part) or {} for part in ("model", "train", "data"))
+    model, train, data, lab = (config.get(part) or {} for part in ("model", "train", "data", "interventions"))
     out = {knob_word(k): v for k, v in knobs_now(config, events).items() if k not in KNOBS_SKIPPED}
-    out |= {k: model.get(k) for k in MODEL_SETTINGS} | {k: train.get(k) for k in TRAIN_SETTINGS}
+    out |= {k: model.get(k) for k in MODEL_SETTINGS} | {k: lab.get(k) for k in LAB_SETTINGS}
+    out |= {k: train.get(k) for k in TRAIN_SETTINGS}
     return out | {"corpus": data.get("source")}
 
 

@@ -22,14 +22,14 @@ from typing import Any
 
 import streamlit as st
 
-from tinygpt.config import ConfigError, DataConfig, TrainConfig, TransformerConfig
+from tinygpt.config import SECTIONS, ConfigError
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.presets import PRESETS, preset
 from tinygpt.ui import lesson, settings, state
 
 SETTING_TYPES: dict[str, type] = {
     f.name: type(f.default)
-    for cls in (TransformerConfig, TrainConfig, DataConfig)
+    for cls in SECTIONS.values()
     for f in dataclasses.fields(cls)
     if f.name not in ("vocab_size", "text")
 }

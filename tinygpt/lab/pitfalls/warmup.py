@@ -24,7 +24,7 @@ from ..verdict import (
 # third of the way in has no per-step losses of its own recorded, so its interval borrows the final difference's
 # standard error (the same two runs, paired). Each verdict shows the intervals it used.
 # No consequence clauses (verdict.Clause): the stall at lr 1e-2 is the pitfall, and "far less at lr 2e-3" is the
-# contrast that makes it a lesson about the learning rate; both held on every corpus measured where runs train.
+# contrast that makes it a pitfall of the learning rate; both held on every corpus measured where runs train.
 WARMUP_HURTS = 0.1  # nats: at the high LR, no warmup must end (and be at a third of the run) at least this much worse
 WARMUP_SAME = 0.05  # nats: at the demo LR, the two may end this far apart (or the runs' noise) ...
 DEMO_SHARE = 1 / 3  # ... or, whichever is larger, this share of the gap at the high LR: warmup matters far less there
