@@ -14,9 +14,13 @@ import streamlit as st
 from tinygpt.config import MAX_TEXT_FIELDS, TransformerConfig, trains_until_stopped
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.ui import attention_view as view
-from tinygpt.ui import backlog, explain, playback, resources, room, runinfo, safe
-from tinygpt.ui.run_handle import open_run
+from tinygpt.ui.attention import attention_view as view
+from tinygpt.ui.attention import playback
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import room
+from tinygpt.ui.run.run_handle import open_run
+from tinygpt.ui.screen import backlog, explain
+from tinygpt.ui.words import runinfo, safe
 
 FOLLOW_EVERY_S = 3.0  # while following a live run, redraw the grid at most this often
 PLAY_EVERY_S = 0.8  # the play button's pace: one snapshot per tick

@@ -8,9 +8,14 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.ui import admission, backlog, frame, knob_widgets, resources, room, runinfo, safe, state
-from tinygpt.ui import circuits_view as view
-from tinygpt.ui.run_handle import open_run
+from tinygpt.ui import frame, state
+from tinygpt.ui.circuits import circuits_view as view
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import admission, room
+from tinygpt.ui.run.run_handle import open_run
+from tinygpt.ui.screen import backlog
+from tinygpt.ui.train import knob_widgets
+from tinygpt.ui.words import runinfo, safe
 
 frame.require()  # a deep link's first run can skip app.py: see tinygpt/ui/frame.py
 

@@ -19,8 +19,14 @@ from tinygpt.lab import health as health_lib
 from tinygpt.lab import registry
 from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.pitfalls import shape_drift
-from tinygpt.ui import admission, backlog, circuits_view, explain, lab, resources, room, settings, workshop
 from tinygpt.ui.charts import compare
+from tinygpt.ui.circuits import circuits_view
+from tinygpt.ui.experiments import lab
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import admission, room
+from tinygpt.ui.screen import backlog, explain
+from tinygpt.ui.teach import workshop
+from tinygpt.ui.train import settings
 
 REFRESH_S = 1.0
 

@@ -10,9 +10,12 @@ frame.require()
 import streamlit as st
 
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.ui import backlog, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import curves, heatmaps
-from tinygpt.ui.run_handle import open_run
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import room
+from tinygpt.ui.run.run_handle import open_run
+from tinygpt.ui.screen import backlog, explain
+from tinygpt.ui.words import runinfo, safe
 
 REFRESH_S = 1.0
 LIVE_POINTS = 400  # points per curve while live (the charts thin older steps; hover still shows values)

@@ -11,20 +11,13 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.owners import read_owner, run_learner
-from tinygpt.ui import (
-    backlog,
-    explain,
-    form,
-    lesson,
-    picking,
-    positions,
-    prediction_view,
-    resources,
-    room,
-    room_flags,
-    runinfo,
-)
 from tinygpt.ui.charts import compare
+from tinygpt.ui.host import positions, resources
+from tinygpt.ui.people import room, room_flags
+from tinygpt.ui.screen import backlog, explain
+from tinygpt.ui.teach import lesson, prediction_view
+from tinygpt.ui.train import form
+from tinygpt.ui.words import picking, runinfo
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
 

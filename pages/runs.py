@@ -11,9 +11,14 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.knobs import knobs_now
-from tinygpt.ui import admission, branching, bundle, explain, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, curves, heatmaps
-from tinygpt.ui.run_handle import Rules, open_run
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import admission, room
+from tinygpt.ui.run.run_handle import Rules, open_run
+from tinygpt.ui.runs import bundle
+from tinygpt.ui.screen import explain
+from tinygpt.ui.train import branching
+from tinygpt.ui.words import runinfo, safe
 
 store = resources.get_store()
 current = state.run_id()

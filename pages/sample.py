@@ -16,9 +16,12 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.inside import maps as inside
 from tinygpt.runs.files import list_checkpoints, read_events
 from tinygpt.runs.owners import run_learner
-from tinygpt.ui import explain, picking, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, heatmaps
-from tinygpt.ui.run_handle import open_run
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import room
+from tinygpt.ui.run.run_handle import open_run
+from tinygpt.ui.screen import explain
+from tinygpt.ui.words import picking, runinfo, safe
 
 store = resources.get_store()
 current = state.run_id()

@@ -13,9 +13,13 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.ui import admission, backlog, explain, form, guard, launch, resources, room, runinfo, safe, train_view
-from tinygpt.ui import live as live_period
-from tinygpt.ui.run_handle import Rules, open_run
+from tinygpt.ui.host import live as live_period
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import admission, room
+from tinygpt.ui.run.run_handle import Rules, open_run
+from tinygpt.ui.screen import backlog, explain
+from tinygpt.ui.train import form, guard, launch, train_view
+from tinygpt.ui.words import runinfo, safe
 
 store = resources.get_store()
 run_id = state.run_id()
@@ -108,7 +112,7 @@ def is_active() -> bool:
 
 
 active = bool(run_id) and is_active()
-# The refresh period adapts to how many sessions have the app open on this server (tinygpt/ui/live.py).
+# The refresh period adapts to how many sessions have the app open on this server (tinygpt/ui/host/live.py).
 period = live_period.period(state.session_token()) if active else None
 
 

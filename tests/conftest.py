@@ -74,7 +74,7 @@ def runs_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
     yield tmp_path / "runs"
     try:
-        from tinygpt.ui import resources
+        from tinygpt.ui.host import resources
 
         resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
     except Exception:

@@ -22,7 +22,7 @@ from test_app_browser import (
 )
 
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import runinfo
+from tinygpt.ui.words import runinfo
 
 PROJECTOR = {"width": 1280, "height": 720}
 FONT_SIZE_JS = "() => getComputedStyle(document.documentElement).fontSize"

@@ -19,8 +19,8 @@ from test_app_browser import no_exception, snap
 from tinygpt.presets import preset
 from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import runinfo
 from tinygpt.ui.charts.style import SECONDS
+from tinygpt.ui.words import runinfo
 
 README_SHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "compare-wall-clock.png"
 

@@ -13,7 +13,8 @@ from helpers import tiny_config  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.runs.owners import Actor  # noqa: E402
-from tinygpt.ui import resources, state  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.host import resources  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ANNA = Actor("a" * 16, "anna")

@@ -17,14 +17,11 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.config import RunConfig  # noqa: E402
 from tinygpt.runs.owners import Actor  # noqa: E402
-from tinygpt.ui import (  # noqa: E402
-    bundle,
-    knob_widgets,
-    resources,
-    runinfo,
-    settings,
-    state,  # noqa: E402
-)
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.host import resources  # noqa: E402
+from tinygpt.ui.runs import bundle  # noqa: E402
+from tinygpt.ui.train import knob_widgets, settings  # noqa: E402
+from tinygpt.ui.words import runinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 60
@@ -38,7 +35,7 @@ def new_app() -> AppTest:
 
 
 def plain(text: str) -> str:
-    """A message as the learner reads it: user-facing messages are markdown-escaped (tinygpt/ui/safe.py)."""
+    """A message as the learner reads it: user-facing messages are markdown-escaped (tinygpt/ui/words/safe.py)."""
     return str(text).replace("\\", "")
 
 
@@ -66,7 +63,7 @@ def start_run(at: AppTest, max_steps: int = 40, source: str = "Synthetic: copy")
 
 
 def knob_key(at: AppTest, value_key: str, role: str = "") -> str:
-    """The key a live knob's widget is drawn under now (tinygpt/ui/knob_widgets.py)."""
+    """The key a live knob's widget is drawn under now (tinygpt/ui/train/knob_widgets.py)."""
     generations = at.session_state[state.KNOB_WIDGETS] if state.KNOB_WIDGETS in at.session_state else {}
     return knob_widgets.widget_key(value_key, generations, role)
 

@@ -1,5 +1,5 @@
 """A slow browser: live refreshes wait for it to catch up, and a full websocket queue closes the socket instead of
-leaving the page deaf (tinygpt/ui/backlog.py)."""
+leaving the page deaf (tinygpt/ui/screen/backlog.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tinygpt.ui import backlog
+from tinygpt.ui.screen import backlog
 
 
 class FakeClock:

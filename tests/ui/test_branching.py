@@ -1,11 +1,11 @@
-"""The pure parts of the app's branching (tinygpt/ui/branching.py): the branch points Compare marks, the parent's
+"""The pure parts of the app's branching (tinygpt/ui/train/branching.py): the branch points Compare marks, the parent's
 label on Train, and the words for what a branch changes."""
 
 from __future__ import annotations
 
 from helpers import tiny_config
 
-from tinygpt.ui.branching import branch_points, changes_from, describe, parent_label
+from tinygpt.ui.train.branching import branch_points, changes_from, describe, parent_label
 
 PARENT, BRANCH = "2L×4H×64 · shakespeare · LR 0.002", "2L×4H×64 · shakespeare · LR 0.01"
 

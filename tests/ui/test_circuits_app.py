@@ -95,7 +95,7 @@ def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_di
     """Issue 24 finding 6: after "Start the experiment" the heads section still showed the previous run until
     the 2-layer run was clicked, and the head table printed None under "since step"."""
     from tinygpt.lab import induction
-    from tinygpt.ui import admission
+    from tinygpt.ui.people import admission
 
     store = RunStore(runs_dir)
     ids = []
@@ -115,7 +115,7 @@ def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_di
     next(b for b in at.button if b.label == "Start the experiment").click().run()
     assert not at.exception, at.exception
     assert at.session_state[state.RUN_ID] == two_layer  # the heads below are the experiment's 2-layer run
-    from tinygpt.ui import runinfo
+    from tinygpt.ui.words import runinfo
 
     name = runinfo.run_names(store)[two_layer]
     assert any(name in c.value and two_layer in c.value for c in at.caption)  # named as Runs names it
@@ -126,7 +126,7 @@ def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_di
 
 def test_a_phase_change_found_mid_run_is_provisional():
     """Issue 24 finding 6: the marked phase change moved from @1120 mid-run to @1260 at the end, unannounced."""
-    from tinygpt.ui import circuits_view
+    from tinygpt.ui.circuits import circuits_view
 
     grid = lambda s: [[0.05, s], [0.05, 0.05]]  # noqa: E731 - (L, H) induction scores of one record
     records = [{"step": 100 * i, "roles": {"induction": grid(0.05 if i < 5 else 0.8)}} for i in range(10)]
@@ -142,7 +142,7 @@ def test_a_phase_change_found_mid_run_is_provisional():
 def test_the_head_table_and_its_sentences_name_the_phase_change_step_for_its_head():
     """Issue 33 finding 8: one screen named three steps (820/1300 in the check, 1260 in the caption, "since step
     1880" in the head table). The phase change's head is an induction head "since" the phase change itself."""
-    from tinygpt.ui import circuits_view
+    from tinygpt.ui.circuits import circuits_view
 
     grid = lambda s: [[0.05, 0.05], [0.05, s]]  # noqa: E731 - (L, H) induction scores: L1H1 the copier
     records = [{"step": 100 * i, "roles": {"induction": grid(0.05 if i < 5 else 0.8)},

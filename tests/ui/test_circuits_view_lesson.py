@@ -16,8 +16,10 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tinygpt.runs.control import QueueControl  # noqa: E402
 from tinygpt.runs.loop import run_training  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
-from tinygpt.ui import circuits_view, lesson, state  # noqa: E402
-from tinygpt.ui.lesson import Evidence  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.circuits import circuits_view  # noqa: E402
+from tinygpt.ui.teach import lesson  # noqa: E402
+from tinygpt.ui.teach.lesson import Evidence  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

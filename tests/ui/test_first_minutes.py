@@ -11,7 +11,9 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt import data  # noqa: E402
-from tinygpt.ui import runinfo, settings, state  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.train import settings  # noqa: E402
+from tinygpt.ui.words import runinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""tinygpt.ui.guard: a value from the browser that a widget cannot take is replaced before the widget is drawn, with
+"""tinygpt.ui.train.guard: a value from the browser that a widget cannot take is replaced before the widget is drawn, with
 a message, instead of an exception box in the forger's page (issue 34, finding 7)."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tinygpt.ui import guard, settings, state  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.train import guard, settings  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,7 +66,7 @@ def test_a_value_streamlits_own_deserializer_cannot_read_is_refused_not_raised()
     from streamlit.runtime.state.session_state import Serialized, WStates
     from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-    from tinygpt.ui import server
+    from tinygpt.ui.host import server
 
     server.refuse_unreadable_widget_values()
 

@@ -1,4 +1,4 @@
-"""The Train page's live knob widgets (tinygpt/ui/knob_widgets.py) through AppTest: a move sends its own knob and
+"""The Train page's live knob widgets (tinygpt/ui/train/knob_widgets.py) through AppTest: a move sends its own knob and
 nothing else, whatever stale copies the browser sends along; the widgets show the run in view for every viewer,
 read-only for a watcher; the "changed since" note is only for what this viewer changed."""
 
@@ -16,7 +16,9 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from streamlit.testing.v1.element_tree import ElementTree  # noqa: E402
 
 from tinygpt.runs.owners import Actor  # noqa: E402
-from tinygpt.ui import knob_widgets, resources, state  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.host import resources  # noqa: E402
+from tinygpt.ui.train import knob_widgets  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ANNA = Actor("a" * 16, "anna")

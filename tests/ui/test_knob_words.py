@@ -1,5 +1,5 @@
 """One vocabulary for knob changes (issue 21, "one idea, many spellings"): every place that names a change writes it
-the one way (tinygpt/ui/knob_words.py), and the three charts that mark changes draw the one builder's rows."""
+the one way (tinygpt/ui/words/knob_words.py), and the three charts that mark changes draw the one builder's rows."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from tinygpt.config import LIVE_KNOBS
 from tinygpt.runs.names import settings_name
-from tinygpt.ui import knob_words, runinfo
 from tinygpt.ui.charts import circuits, compare, curves
+from tinygpt.ui.words import knob_words, runinfo
 
 UI = Path(__file__).resolve().parents[2] / "tinygpt" / "ui"
 CONFIG = {
@@ -37,7 +37,7 @@ LABELS = ["LR 0.002→0.004 @40", "scale × 1→2.5 @60", "mask causal→none @8
 
 
 def test_every_live_knob_and_every_live_field_of_the_train_form_has_a_short_word():
-    from tinygpt.ui import settings
+    from tinygpt.ui.train import settings
 
     assert set(knob_words.KNOB_WORDS) == set(LIVE_KNOBS)
     assert {f.name for f in settings.KNOB_FIELDS} <= set(knob_words.KNOB_WORDS)

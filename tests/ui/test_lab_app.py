@@ -14,13 +14,11 @@ from tinygpt.lab.pitfalls.scaling import CONSEQUENCES, GRADIENTS  # noqa: E402
 from tinygpt.lab.registry import EXPERIMENTS  # noqa: E402
 from tinygpt.lab.results import read_result
 from tinygpt.lab.verdict import ENDED, Clause, decide
-from tinygpt.ui import (  # noqa: E402
-    knob_widgets,
-    lab,
-    resources,
-    state,  # noqa: E402
-)
-from tinygpt.ui.workshop import parse_workshop, workshop_link  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.experiments import lab  # noqa: E402
+from tinygpt.ui.host import resources  # noqa: E402
+from tinygpt.ui.teach.workshop import parse_workshop, workshop_link  # noqa: E402
+from tinygpt.ui.train import knob_widgets  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -114,7 +112,7 @@ def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     from tinygpt.runs.loop import run_training
     from tinygpt.runs.reader import RunReader
     from tinygpt.runs.store import RunStore
-    from tinygpt.ui import lab
+    from tinygpt.ui.experiments import lab
 
     config = tiny_config("", source="synthetic:copy")  # checkpoints do not keep inline text: a named corpus
     with RunStore(tmp_runs).create(config.to_dict(), owner="app") as writer:
@@ -296,7 +294,7 @@ def test_a_consequence_not_seen_is_taken_out_of_the_verdicts_sentence_as_measure
 def _show_not_seen_verdict():
     from tests.ui.test_lab_app import not_seen_verdict
     from tinygpt.lab.registry import EXPERIMENTS
-    from tinygpt.ui import lab
+    from tinygpt.ui.experiments import lab
 
     lab.show_verdict(not_seen_verdict(), EXPERIMENTS["scaling"])
 

@@ -1,12 +1,12 @@
-"""The lesson's steps and checks (tinygpt/ui/lesson.py): every check computed from run data, never canned."""
+"""The lesson's steps and checks (tinygpt/ui/teach/lesson.py): every check computed from run data, never canned."""
 
 import math
 from pathlib import Path
 
 import pytest
 
-from tinygpt.ui import lesson
-from tinygpt.ui.lesson import Evidence, RunData
+from tinygpt.ui.teach import lesson
+from tinygpt.ui.teach.lesson import Evidence, RunData
 
 
 def metrics(losses, start=1):
@@ -254,7 +254,7 @@ def test_after_next_the_check_slot_names_the_new_step_before_its_check_is_comput
     from streamlit.testing.v1 import AppTest
 
     from tinygpt.runs.owners import Actor
-    from tinygpt.ui import lesson_view
+    from tinygpt.ui.teach import lesson_view
 
     drawn: list[str] = []  # the elements in the order the browser gets them, and where the check was computed
     enqueue, evidence = DeltaGenerator._enqueue, lesson_view.evidence
@@ -291,7 +291,8 @@ def test_a_steps_click_opens_the_tab_its_check_reads(runs_dir, monkeypatch, key,
     from streamlit.testing.v1 import AppTest
 
     from tinygpt.runs.owners import Actor
-    from tinygpt.ui import lesson_view, state
+    from tinygpt.ui import state
+    from tinygpt.ui.teach import lesson_view
 
     monkeypatch.setattr(lesson_view, "_experiment", lambda actor, runs, key, priority="live": {"correct": "x" * 16})
     pair = dict(zip(lesson_view.induction.INDUCTION_VARIANTS, ("y" * 16, "z" * 16), strict=True))

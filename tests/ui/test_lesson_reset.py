@@ -1,4 +1,4 @@
-"""The lesson's "Reset the lecture run" (tinygpt/ui/lesson_reset.py): what it offers, read from a lecture run
+"""The lesson's "Reset the lecture run" (tinygpt/ui/teach/lesson_reset.py): what it offers, read from a lecture run
 whose knob really changed while it trained, and the instructor's click in the app (AppTest)."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from tinygpt.runs.files import checkpoint_stem, read_config  # noqa: E402
 from tinygpt.runs.loop import run_training  # noqa: E402
 from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
-from tinygpt.ui import lesson, state  # noqa: E402
-from tinygpt.ui.lesson_reset import offer  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.teach import lesson  # noqa: E402
+from tinygpt.ui.teach.lesson_reset import offer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 MASK = lesson.STEP_KEYS.index("mask")

@@ -1,11 +1,13 @@
-"""The lesson pane's *Prepare the long runs* (tinygpt/ui/lesson_view.py `prepare`) starts exactly
+"""The lesson pane's *Prepare the long runs* (tinygpt/ui/teach/lesson_view.py `prepare`) starts exactly
 tinygpt.lab.prepare.prepared_runs(), the runs `python -m tinygpt.bench.prepare` times, and skips a role the room has."""
 
 from __future__ import annotations
 
 from tinygpt.lab.prepare import PREPARE_ORDER, prepared_runs
 from tinygpt.runs.owners import Actor
-from tinygpt.ui import admission, lesson_view, settings
+from tinygpt.ui.people import admission
+from tinygpt.ui.teach import lesson_view
+from tinygpt.ui.train import settings
 
 TEACHER = Actor("c" * 16, "teacher", instructor=True)
 
@@ -43,7 +45,8 @@ def test_the_panes_run_lines_are_in_the_viewers_words(tmp_path, monkeypatch):
     """The review's learner read "paused: paused by you at step 16314" in the pane about the instructor's pause."""
     from tinygpt.config import RunConfig
     from tinygpt.runs.store import RunStore
-    from tinygpt.ui import lesson, resources
+    from tinygpt.ui.host import resources
+    from tinygpt.ui.teach import lesson
 
     store = RunStore(tmp_path)
     with store.create(

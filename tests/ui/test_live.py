@@ -1,5 +1,5 @@
 """The live view's server cost: its refresh period adapts to the room, and its chart data goes out as Arrow bytes
-built without pandas (tinygpt/ui/live.py, tinygpt/ui/explain.arrow_rows)."""
+built without pandas (tinygpt/ui/host/live.py, tinygpt/ui/explain.arrow_rows)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from tinygpt.ui import explain, live
 from tinygpt.ui.charts import curves
+from tinygpt.ui.host import live
+from tinygpt.ui.screen import explain
 
 
 def test_period_is_the_base_rate_for_a_small_room_and_grows_in_steps_with_the_room():
@@ -85,7 +86,7 @@ def test_a_closed_session_stops_counting_at_once():
 
 def test_sessions_watching_one_run_share_its_charts_while_they_are_fresh():
     """The room watching the instructor's run builds its three charts once per FRESH_S, not once per page."""
-    from tinygpt.ui import train_view
+    from tinygpt.ui.train import train_view
 
     builds = []
 
@@ -108,7 +109,7 @@ def test_sessions_watching_one_run_share_its_charts_while_they_are_fresh():
 def test_open_pages_renew_leases_well_within_the_lease(monkeypatch, lease, period):
     """Issue 22, finding 10: the sidebar's keep-alive ran every 30 s whatever the lease, so with a 20 s lease a
     learner reading Sample found their run 'paused: nobody watched for 20 s'."""
-    from tinygpt.ui import resources
+    from tinygpt.ui.host import resources
 
     if lease is None:
         monkeypatch.delenv("TINYGPT_LEASE_SECONDS", raising=False)

@@ -13,7 +13,8 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
-from tinygpt.ui import runinfo, state  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.words import runinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TEACHER = Actor("c" * 16, "teacher", instructor=True)

@@ -1,4 +1,4 @@
-"""Predict, then run (tinygpt/ui/predictions.py): every step's answers, grading by the check's own outcome, the
+"""Predict, then run (tinygpt/ui/teach/predictions.py): every step's answers, grading by the check's own outcome, the
 room's answers closed once the check appears (refused by the book itself, under concurrent sessions), the spread
 and its CSV. No browser, no Streamlit."""
 
@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from tinygpt.ui import lesson, predictions
-from tinygpt.ui.lesson import Check, Evidence, RunData
-from tinygpt.ui.predictions import (
+from tinygpt.ui.teach import lesson, predictions
+from tinygpt.ui.teach.lesson import Check, Evidence, RunData
+from tinygpt.ui.teach.predictions import (
     NOT_DECIDED,
     NOT_SEEN,
     NOT_SURE,

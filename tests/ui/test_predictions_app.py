@@ -14,9 +14,10 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.runs.owners import Actor  # noqa: E402
-from tinygpt.ui import lesson, lesson_view, prediction_view, state  # noqa: E402
-from tinygpt.ui.lesson import Evidence, RunData  # noqa: E402
-from tinygpt.ui.predictions import NOT_SURE, RIGHT, SEEN, AnswerClosed, PredictionBook  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.teach import lesson, lesson_view, prediction_view  # noqa: E402
+from tinygpt.ui.teach.lesson import Evidence, RunData  # noqa: E402
+from tinygpt.ui.teach.predictions import NOT_SURE, RIGHT, SEEN, AnswerClosed, PredictionBook  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 STEP = lesson.STEPS[0]  # "what loss does uniform guessing give?", checked on the lecture run's losses

@@ -1,9 +1,9 @@
-"""The presenter view (tinygpt/ui/presenter.py): the check in one sentence with its numbers, and the lesson as a
+"""The presenter view (tinygpt/ui/teach/presenter.py): the check in one sentence with its numbers, and the lesson as a
 banner in the main area for the instructor with Large fonts, the sidebar pane for a learner."""
 
 from pathlib import Path
 
-from tinygpt.ui import lesson, presenter
+from tinygpt.ui.teach import lesson, presenter
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 

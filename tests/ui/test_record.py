@@ -1,4 +1,4 @@
-"""A learner's record (tinygpt/ui/record.py): one self-contained HTML file of their lesson, their answers, what the
+"""A learner's record (tinygpt/ui/teach/record.py): one self-contained HTML file of their lesson, their answers, what the
 checks saw and their runs' final losses, with nothing a browser would fetch and every typed text escaped. No
 browser, no Streamlit."""
 
@@ -8,8 +8,8 @@ import re
 
 from tinygpt.config import RunConfig
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import lesson, record
-from tinygpt.ui.predictions import NOT_SEEN, SEEN, PredictionBook
+from tinygpt.ui.teach import lesson, record
+from tinygpt.ui.teach.predictions import NOT_SEEN, SEEN, PredictionBook
 
 ANNA, BEN = "a" * 16, "b" * 16
 

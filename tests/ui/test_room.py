@@ -14,7 +14,9 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tinygpt.errors import TinyGPTError  # noqa: E402
 from tinygpt.runs.owners import Actor, may_control
 from tinygpt.runs.store import RunStore  # noqa: E402
-from tinygpt.ui import resources, room, state  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.host import resources  # noqa: E402
+from tinygpt.ui.people import room  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ANNA = Actor("a" * 16, "anna")
@@ -98,7 +100,7 @@ def test_the_room_page_is_the_instructors(runs_dir):
 
 def test_the_rooms_per_run_budget_refuses_an_oversized_run_with_the_numbers():
     from tinygpt.config import ConfigError, DataConfig
-    from tinygpt.ui import settings
+    from tinygpt.ui.train import settings
 
     big = settings.build_config(
         "Demo (CPU, seconds)", {"num_layers": 12, "hidden_dim": 512, "num_heads": 8}, DataConfig()
@@ -262,7 +264,7 @@ def test_a_cookie_that_is_not_utf8_is_reset_with_a_message(monkeypatch):
 
 
 def _run(losses, *, start=0, state="running", mask="causal", events=(), learner=ANNA, run="r1", **model):
-    from tinygpt.ui import room_flags  # noqa: F401 - imported where used
+    from tinygpt.ui.people import room_flags  # noqa: F401 - imported where used
 
     config = {"model": {"mask": mask, "num_heads": 4, **model}, "train": {"learning_rate": 1e-3},
               "data": {"source": "shakespeare"}, "learner": {"id": learner.id, "name": learner.name}}  # fmt: skip
@@ -283,7 +285,7 @@ def _words(flags):
 
 
 def test_a_diverged_run_is_flagged_by_its_status_or_a_non_finite_loss():
-    from tinygpt.ui.room_flags import DIVERGED, run_flags
+    from tinygpt.ui.people.room_flags import DIVERGED, run_flags
 
     run = _run(_falling(30), state="diverged") | {"reason": "loss NaN at step 29"}
     assert run_flags(run)[0] == (DIVERGED, "loss NaN at step 29")
@@ -295,7 +297,7 @@ def test_a_diverged_run_is_flagged_by_its_status_or_a_non_finite_loss():
 
 def test_a_leaky_mask_far_below_its_causal_loss_is_leaking_with_the_health_checks_words():
     from tinygpt.lab.pitfalls.mask import MASK_CHEAT
-    from tinygpt.ui.room_flags import LEAKING, run_flags
+    from tinygpt.ui.people.room_flags import LEAKING, run_flags
 
     change = {"kind": "knob", "knob": "mask", "old": "causal", "new": "none", "step": 40, "ok": True}
     run = _run(_noisy_flat(40, 2.1) + _noisy_flat(30, 0.3), mask="causal", events=[change], state="paused")
@@ -317,7 +319,7 @@ def test_a_leaky_mask_far_below_its_causal_loss_is_leaking_with_the_health_check
 
 
 def test_a_run_that_no_longer_falls_while_training_is_stalled():
-    from tinygpt.ui.room_flags import STALLED, run_flags
+    from tinygpt.ui.people.room_flags import STALLED, run_flags
 
     flags = run_flags(_run(_falling(100, 3.0, 2.0) + _noisy_flat(60, 2.0)))
     assert _words(flags) == [STALLED] and "loss still decreasing: FAIL" in flags[0].reason
@@ -326,7 +328,7 @@ def test_a_run_that_no_longer_falls_while_training_is_stalled():
 
 
 def test_a_learners_run_that_differs_from_the_lecture_run_uses_own_settings():
-    from tinygpt.ui.room_flags import OWN, run_flags
+    from tinygpt.ui.people.room_flags import OWN, run_flags
 
     lecture = _run(_falling(30), learner=TEACHER, run="lecture")
     same = _run(_falling(30), run="same")
@@ -340,7 +342,7 @@ def test_a_learners_run_that_differs_from_the_lecture_run_uses_own_settings():
 
 
 def test_too_little_data_raises_no_flag():
-    from tinygpt.ui.room_flags import room_flags
+    from tinygpt.ui.people.room_flags import room_flags
 
     change = {"kind": "knob", "knob": "mask", "old": "causal", "new": "none", "step": 3, "ok": True}
     runs = [
@@ -355,7 +357,7 @@ def test_too_little_data_raises_no_flag():
 
 def test_the_room_table_and_chart_show_the_flags_with_their_reasons():
     from tinygpt.ui.charts import compare
-    from tinygpt.ui.room_flags import DIVERGED, Flag, with_flags
+    from tinygpt.ui.people.room_flags import DIVERGED, Flag, with_flags
 
     rows = [{"learner": "anna", "name": "n1", "state": "diverged", "step": 3, "run": "r1"},
             {"learner": "ben", "name": "n2", "state": "running", "step": 3, "run": "r2"}]  # fmt: skip
@@ -389,7 +391,7 @@ def test_the_room_page_shows_a_flagged_run_in_its_table(runs_dir):
 
 
 def test_positions_say_each_learners_lesson_step_and_run_in_view_and_forget_a_closed_tab():
-    from tinygpt.ui.positions import WINDOW_S, Positions, with_positions
+    from tinygpt.ui.host.positions import WINDOW_S, Positions, with_positions
 
     seen = Positions()
     seen.saw(ANNA.id, 2, "r2", now=100.0)

@@ -16,7 +16,10 @@ from tinygpt.errors import TinyGPTError  # noqa: E402
 from tinygpt.runs.files import read_json  # noqa: E402
 from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import resources, room, runinfo, state  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.host import resources  # noqa: E402
+from tinygpt.ui.people import room  # noqa: E402
+from tinygpt.ui.words import runinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ANNA = Actor("a" * 16, "anna")

@@ -1,10 +1,10 @@
-"""The run in view's control rules (tinygpt/ui/run_handle.py), from plain facts: no browser, no run."""
+"""The run in view's control rules (tinygpt/ui/run/run_handle.py), from plain facts: no browser, no run."""
 
 from __future__ import annotations
 
 import pytest
 
-from tinygpt.ui.run_handle import Rules
+from tinygpt.ui.run.run_handle import Rules
 
 
 def test_the_owner_controls_a_training_run_and_a_watcher_nothing():
@@ -45,7 +45,7 @@ def test_commands_go_through_the_handle_as_its_viewer(monkeypatch):
     """set_knob (the handle's, and a widget callback's: one function) and resume (through admission) name the run
     and act as the viewer the handle was opened for."""
     from tinygpt.runs.owners import Actor
-    from tinygpt.ui import run_handle
+    from tinygpt.ui.run import run_handle
 
     sent = []
 

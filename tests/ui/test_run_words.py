@@ -1,4 +1,4 @@
-"""A run's words per viewer (tinygpt/ui/run_words.py): "paused by you" only for the one who paused it."""
+"""A run's words per viewer (tinygpt/ui/words/run_words.py): "paused by you" only for the one who paused it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tinygpt.runs.owners import Actor
-from tinygpt.ui import run_words
+from tinygpt.ui.words import run_words
 
 ANNA = Actor("a" * 16, "anna")
 BEN = Actor("b" * 16, "ben")
@@ -37,7 +37,8 @@ def test_a_learner_watching_the_instructors_paused_run_is_not_told_they_paused_i
     pytest.importorskip("streamlit")
     from streamlit.testing.v1 import AppTest
 
-    from tinygpt.ui import resources, state
+    from tinygpt.ui import state
+    from tinygpt.ui.host import resources
 
     repo = Path(__file__).resolve().parents[2]
 

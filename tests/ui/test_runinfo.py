@@ -1,10 +1,11 @@
-"""Pure page logic: what a page says about a run (tinygpt/ui/runinfo.py) and the step slider (playback.py)."""
+"""Pure page logic: what a page says about a run (tinygpt/ui/words/runinfo.py) and the step slider (playback.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tinygpt.ui import picking, playback, runinfo
+from tinygpt.ui.attention import playback
+from tinygpt.ui.words import picking, runinfo
 
 
 def test_knob_note_follows_the_workers_structured_answer():

@@ -1,4 +1,4 @@
-"""What the server process sets before any browser connects (tinygpt/ui/server.py), and that `streamlit run app.py`
+"""What the server process sets before any browser connects (tinygpt/ui/host/server.py), and that `streamlit run app.py`
 reaches it (issue 22, finding 11: over 8 KB of cookies, a blank page without a word)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ pytest.importorskip("streamlit")
 
 from streamlit.web.server.app_discovery import discover_asgi_app  # noqa: E402
 
-from tinygpt.ui import server  # noqa: E402
+from tinygpt.ui.host import server  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""The Train form as data (tinygpt/ui/settings.py): one table of fields, and the same config through the app's path
+"""The Train form as data (tinygpt/ui/train/settings.py): one table of fields, and the same config through the app's path
 and the CLI's path."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from tinygpt.cli import flags as cli_flags
 from tinygpt.config import ConfigError, DataConfig
-from tinygpt.ui import settings
+from tinygpt.ui.train import settings
 
 
 def cli_config(preset: str, values: dict, source: str):

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 
 def shown(at: AppTest) -> list[str]:
-    """The messages on the page by kind, without the escapes that show them as text (tinygpt.ui.safe.md)."""
+    """The messages on the page by kind, without the escapes that show them as text (tinygpt.ui.words.safe.md)."""
     return [e.value.replace("\\", "") for kind in (at.success, at.info, at.warning, at.error) for e in kind]
 
 

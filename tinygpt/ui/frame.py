@@ -11,7 +11,10 @@ import threading
 
 import streamlit as st
 
-from tinygpt.ui import room, safe, server, state
+from tinygpt.ui import state
+from tinygpt.ui.host import server
+from tinygpt.ui.people import room
+from tinygpt.ui.words import safe
 
 _IMPORTS = threading.Lock()
 
@@ -79,8 +82,10 @@ def run() -> None:
         starting.empty()
     _one_thread()
 
-    from tinygpt.ui import backlog, live, workshop  # after the first paint: these import torch
-    from tinygpt.ui.resources import get_manager, get_store, keepalive_seconds, report_position, touch, touch_mine
+    from tinygpt.ui.host import live
+    from tinygpt.ui.host.resources import get_manager, get_store, keepalive_seconds, report_position, touch, touch_mine
+    from tinygpt.ui.screen import backlog  # after the first paint: these import torch
+    from tinygpt.ui.teach import workshop
 
     backlog.reconnect_on_overflow()  # a browser whose websocket queue filled up reconnects instead of going deaf
     store = get_store()
@@ -98,7 +103,7 @@ def run() -> None:
     def keep_my_runs() -> None:
         """Every third of a lease (30 s at most), whatever page the learner reads (Sample does not refresh by
         itself): their own live and queued runs keep their leases. Drawn first in the sidebar, so its place never
-        moves. It also counts this session in the room, which sets how often live charts refresh (ui/live.py)."""
+        moves. It also counts this session in the room, which sets how often live charts refresh (ui/host/live.py)."""
         touch_mine(learner)
         live.seen(state.session_token())
         report_position(

@@ -28,15 +28,15 @@ from tinygpt.runs.files import validate_run_id
 from tinygpt.runs.owners import read_owner
 from tinygpt.runs.reader import RunReader
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import resources
-from tinygpt.ui.safe import md
+from tinygpt.ui.host import resources
+from tinygpt.ui.words.safe import md
 
 URL_RUN = "run"  # the query parameter that carries the run id
 
 # ---------------------------------------------------------------- keys of non-widget state
 
 RUN_ID = "run_id"
-LEARNER = "learner"  # tinygpt.runs.owners.Actor: this browser's learner (tinygpt/ui/room.py)
+LEARNER = "learner"  # tinygpt.runs.owners.Actor: this browser's learner (tinygpt/ui/people/room.py)
 LEARNER_COOKIES = "learner_cookies"  # {cookie: value} the frame still has to write (a new learner, a rename)
 PENDING_START = "pending_start"  # {"action", "what"}: a start waiting for "stop my other run first?" (admission)
 URL_VIEW = "view"  # ?view=1: a shared link to someone else's run, opened read-only
@@ -270,7 +270,7 @@ def sync_run_id(store: RunStore, may_attach: Callable[[dict, str], bool] = lambd
 
 
 def control_decision(run: str, actor: Any, decide: Callable[[], bool]) -> bool:
-    """Whether `actor` may change run `run`: `decide()` (tinygpt.ui.room.can_control) once per run and actor in
+    """Whether `actor` may change run `run`: `decide()` (tinygpt.ui.people.room.can_control) once per run and actor in
     this session, remembered here. The frame's link check and the page's controls used to decide it each script
     run, twice on a link's first. It cannot go stale: a run's owner is written once, when the run is created, and
     an actor who becomes the instructor is another Actor (a new key)."""
@@ -452,7 +452,7 @@ def session_token() -> str:
 
 WORKSHOP_PARAMS = "workshop_params"  # the workshop link's query parameters, kept across page switches
 WORKSHOP_LOCKED = "workshop_locked"  # ?lock=1: every setting read-only
-LESSON_STEP = "lesson_step"  # the lesson step this session's pane shows (tinygpt/ui/lesson_view.py)
+LESSON_STEP = "lesson_step"  # the lesson step this session's pane shows (tinygpt/ui/teach/lesson_view.py)
 LESSON_SEEN = "lesson_seen"  # the room's step when the pane last followed it (a later move takes it along)
 LESSON_CHECKED = "lesson_checked"  # the lesson step whose check the pane last drew (lesson_view.check_view)
 LESSON_SHOWN = "lesson_shown"  # the page's last full run drew the lesson pane (False: drawn without it)

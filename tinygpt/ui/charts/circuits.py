@@ -40,7 +40,7 @@ from tinygpt.ui.charts.style import (
     visible_char,
 )
 from tinygpt.ui.charts.tokens import placeholder
-from tinygpt.ui.knob_words import knob_marks
+from tinygpt.ui.words.knob_words import knob_marks
 
 ROLE_TITLES = {
     "previous": "previous token: A[t, t-1]",

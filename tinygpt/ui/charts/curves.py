@@ -62,7 +62,7 @@ from tinygpt.ui.charts.style import (
     thin_for_display,
     value_y,
 )
-from tinygpt.ui.knob_words import knob_marks
+from tinygpt.ui.words.knob_words import knob_marks
 
 # ---------------------------------------------------------------- reading records
 
