@@ -64,11 +64,11 @@ def open_app(actor=None, query: dict | None = None):
     """app.py run once as `actor` (None: a new learner) with `query` in the address; returns the AppTest."""
     from streamlit.testing.v1 import AppTest
 
-    from tinygpt.ui import state
+    from tinygpt.ui.people import people_keys
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
     if actor is not None:
-        at.session_state[state.LEARNER] = actor
+        at.session_state[people_keys.LEARNER] = actor
     for key, value in (query or {}).items():
         at.query_params[key] = value
     at.run()
@@ -208,11 +208,11 @@ def _route_train_resume(actor, own_stopped: str | None):
 
 
 def _route_runs_resume(actor, own_stopped: str | None):
-    from tinygpt.ui import state
+    from tinygpt.ui.runs import runs_keys
 
     at = open_app(actor)
     at.switch_page("pages/runs.py").run()
-    at.selectbox(key=state.W_RUNS_PICK).set_value(own_stopped).run()
+    at.selectbox(key=runs_keys.W_RUNS_PICK).set_value(own_stopped).run()
     return _click(at, "Resume")
 
 

@@ -13,8 +13,10 @@ from helpers import tiny_config  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.runs.owners import Actor  # noqa: E402
-from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
+from tinygpt.ui.people import people_keys
+from tinygpt.ui.runs import runs_keys
+from tinygpt.ui.train import train_keys
 
 REPO = Path(__file__).resolve().parents[2]
 ANNA = Actor("a" * 16, "anna")
@@ -23,7 +25,7 @@ TEACHER = Actor("c" * 16, "teacher", instructor=True)
 
 def app_as(actor: Actor, page: str, query: dict | None = None) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    at.session_state[state.LEARNER] = actor
+    at.session_state[people_keys.LEARNER] = actor
     for key, value in (query or {}).items():
         at.query_params[key] = value
     at.run()
@@ -55,7 +57,7 @@ def test_resume_on_runs_asks_before_taking_a_second_slot(runs_dir, tiny_text):
     second = manager.start(tiny_config(tiny_text, max_steps=10**6), actor=ANNA)
     try:
         at = app_as(ANNA, "pages/runs.py")
-        at.selectbox(key=state.W_RUNS_PICK).set_value(first).run()
+        at.selectbox(key=runs_keys.W_RUNS_PICK).set_value(first).run()
         click(at, "Resume")
         assert "already have a run training or queued" in warnings(at) and second in warnings(at)
         assert anna_runs() == [second]  # nothing resumed behind the question
@@ -118,7 +120,7 @@ def test_a_resume_is_held_to_the_rooms_budget_like_a_new_run(runs_dir, tiny_text
     try:
         budget["max_params"] = 1000
         at = app_as(ANNA, "pages/runs.py")
-        at.selectbox(key=state.W_RUNS_PICK).set_value(old).run()
+        at.selectbox(key=runs_keys.W_RUNS_PICK).set_value(old).run()
         click(at, "Resume")
         assert "above the room's budget" in "\n".join(str(e.value) for e in at.error).replace("\\", "")
         assert anna_runs() == []
@@ -142,7 +144,7 @@ def test_a_learner_whose_run_the_instructor_holds_is_told_so_on_train(runs_dir, 
         manager.pause(held, actor=TEACHER)
         wait_for(lambda: resources.get_store().reader(held).status().get("state") == "paused", timeout=60)
         at = app_as(ANNA, "pages/train.py")
-        at.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
+        at.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
         click(at, "Train")
         errors = "\n".join(str(e.value).replace("\\", "") for e in at.error)
         assert f"The instructor has paused your run ({held}) and holds it" in errors

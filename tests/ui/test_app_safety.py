@@ -80,10 +80,9 @@ def test_a_clamped_link_value_reaches_the_widget(runs_dir):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.query_params["learning_rate"] = "100"
     at.run()
-    from tinygpt.ui import state
-    from tinygpt.ui.train import knob_widgets
+    from tinygpt.ui.train import knob_widgets, train_keys
 
-    assert at.select_slider(key=knob_widgets.widget_key(state.W_LR, {})).value == 10.0
+    assert at.select_slider(key=knob_widgets.widget_key(train_keys.W_LR, {})).value == 10.0
     assert any("above the largest allowed 10.0" in str(w.value).replace("\\", "") for w in at.warning)
 
 
@@ -93,13 +92,13 @@ def test_a_runs_folder_that_cannot_be_written_is_a_message_on_train(tmp_path, mo
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("TINYGPT_RUNS_DIR", str(blocker / "runs"))
-    from tinygpt.ui import state
+    from tinygpt.ui.train import train_keys
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.run()
     try:
         assert not at.exception, at.exception
-        at.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
+        at.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
         next(b for b in at.button if b.label == "Train").click().run()
         assert not at.exception, at.exception
         said = " ".join(str(e.value).replace("\\", "") for e in at.error)

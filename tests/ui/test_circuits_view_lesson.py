@@ -16,8 +16,11 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tinygpt.runs.control import QueueControl  # noqa: E402
 from tinygpt.runs.loop import run_training  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
-from tinygpt.ui import state  # noqa: E402
-from tinygpt.ui.circuits import circuits_view  # noqa: E402
+from tinygpt.ui.circuits import (
+    circuits_keys,
+    circuits_view,  # noqa: E402
+)
+from tinygpt.ui.run import in_view
 from tinygpt.ui.teach import lesson  # noqa: E402
 from tinygpt.ui.teach.lesson import Evidence  # noqa: E402
 
@@ -44,8 +47,8 @@ def test_the_circuits_page_does_not_judge_a_run_that_was_stopped_early(runs_dir,
 
         run_training(writer.run_dir, config, control, threads=1, on_record=stop_at)
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    at.query_params[state.URL_CIRC] = ",".join(ids)
-    at.query_params[state.URL_RUN] = ids[1]  # the finished control: its heads and ablation below
+    at.query_params[circuits_keys.URL_CIRC] = ",".join(ids)
+    at.query_params[in_view.URL_RUN] = ids[1]  # the finished control: its heads and ablation below
     at.run()
     at.switch_page("pages/circuits.py").run()
     assert not at.exception, at.exception

@@ -11,8 +11,11 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt import data  # noqa: E402
-from tinygpt.ui import state  # noqa: E402
-from tinygpt.ui.train import settings  # noqa: E402
+from tinygpt.ui.screen import fonts
+from tinygpt.ui.train import (
+    settings,  # noqa: E402
+    train_keys,
+)
 from tinygpt.ui.words import runinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +37,7 @@ def test_the_corpus_caption_says_what_loading_does(monkeypatch, runs_dir):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.run()
     assert not at.exception, at.exception
-    at.selectbox(key=state.W_SOURCE).set_value(settings.SOURCE_SHAKESPEARE).run()
+    at.selectbox(key=train_keys.W_SOURCE).set_value(settings.SOURCE_SHAKESPEARE).run()
     assert settings.SHAKESPEARE_CAPTION in [c.value for c in at.caption]
     assert not any("downloaded once" in str(c.value) for c in at.caption)
 
@@ -196,7 +199,7 @@ def test_the_runs_table_and_buttons_fit_large_fonts(runs_dir):
         return [round(c.weight, 2) for c in at.columns][:5]
 
     assert buttons() == [0.2] * 5  # one row at the usual fonts
-    at.toggle(key=state.W_LARGE).set_value(True).run()
+    at.toggle(key=fonts.W_LARGE).set_value(True).run()
     assert not at.exception, at.exception
     assert buttons() == [0.33] * 3 + [0.5] * 2  # two rows at Large fonts
 

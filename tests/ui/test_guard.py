@@ -1,5 +1,5 @@
-"""tinygpt.ui.train.guard: a value from the browser that a widget cannot take is replaced before the widget is drawn, with
-a message, instead of an exception box in the forger's page (issue 34, finding 7)."""
+"""tinygpt.ui.train.guard: a value from the browser that a widget cannot take is replaced before the widget is drawn,
+with a message, instead of an exception box in the forger's page (issue 34, finding 7)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tinygpt.ui import state  # noqa: E402
-from tinygpt.ui.train import guard, settings  # noqa: E402
+from tinygpt.ui.train import guard, settings, train_keys  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,13 +50,14 @@ def test_every_fields_fallback_is_valid():
 def test_forged_widget_values_are_replaced_with_a_message_not_an_exception(runs_dir):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.run()
-    at.session_state[state.W_STEP_N] = math.nan  # Streamlit's own "cannot convert float NaN to integer" before
-    at.session_state[state.W_LR] = 0.5j  # not a number at all
-    at.session_state[state.W_MASK] = "everything"  # not one of the options
+    at.session_state[train_keys.W_STEP_N] = math.nan  # Streamlit's own "cannot convert float NaN to integer" before
+    at.session_state[train_keys.W_LR] = 0.5j  # not a number at all
+    at.session_state[train_keys.W_MASK] = "everything"  # not one of the options
     at.run()
     assert not at.exception, at.exception
-    assert at.session_state[state.W_STEP_N] == 1  # the box's own first value
-    assert at.session_state[state.W_LR] == 0.002 and at.session_state[state.W_MASK] == "causal"  # the demo preset's
+    assert at.session_state[train_keys.W_STEP_N] == 1  # the box's own first value
+    # the demo preset's
+    assert at.session_state[train_keys.W_LR] == 0.002 and at.session_state[train_keys.W_MASK] == "causal"
     toasts = " ".join(t.value for t in at.toast).replace("\\", "")
     assert all(label in toasts for label in ("Steps per Step click", "Learning rate", "Mask")) and "cannot take" in toasts
 

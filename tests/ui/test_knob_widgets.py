@@ -18,7 +18,11 @@ from streamlit.testing.v1.element_tree import ElementTree  # noqa: E402
 from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
-from tinygpt.ui.train import knob_widgets  # noqa: E402
+from tinygpt.ui.people import people_keys
+from tinygpt.ui.train import (
+    knob_widgets,  # noqa: E402
+    train_keys,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 ANNA = Actor("a" * 16, "anna")
@@ -28,7 +32,7 @@ TEACHER = Actor("c" * 16, "teacher", instructor=True)
 def app_as(actor: Actor | None = None, query: dict | None = None) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     if actor is not None:
-        at.session_state[state.LEARNER] = actor
+        at.session_state[people_keys.LEARNER] = actor
     for key, value in (query or {}).items():
         at.query_params[key] = value
     at.run()
@@ -38,7 +42,7 @@ def app_as(actor: Actor | None = None, query: dict | None = None) -> AppTest:
 
 def knob_key(at: AppTest, value_key: str, role: str = "") -> str:
     """The key the knob's widget is drawn under now."""
-    generations = at.session_state[state.KNOB_WIDGETS] if state.KNOB_WIDGETS in at.session_state else {}
+    generations = at.session_state[train_keys.KNOB_WIDGETS] if train_keys.KNOB_WIDGETS in at.session_state else {}
     return knob_widgets.widget_key(value_key, generations, role)
 
 
@@ -48,8 +52,8 @@ def texts(at: AppTest) -> str:
 
 
 def start_run(at: AppTest) -> str:
-    at.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
-    at.number_input(key=state.W_MAX_STEPS).set_value(100_000).run()
+    at.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
+    at.number_input(key=train_keys.W_MAX_STEPS).set_value(100_000).run()
     next(b for b in at.button if b.label == "Train").click().run()
     assert not at.exception, at.exception
     return at.session_state[state.RUN_ID]
@@ -99,7 +103,7 @@ def test_a_burst_on_warmup_changes_warmup_only_though_a_stale_exact_box_rides_al
     at = app_as()
     run_id = start_run(at)
     rerun_until(at, lambda: training(runs_dir, run_id))
-    exact = at.number_input(key=knob_key(at, state.W_LR, "_exact"))
+    exact = at.number_input(key=knob_key(at, train_keys.W_LR, "_exact"))
     assert exact.value == 0.002
     stale = WidgetState()
     stale.CopyFrom(exact._widget_state)  # the box as the browser holds it before the learner's move
@@ -107,12 +111,12 @@ def test_a_burst_on_warmup_changes_warmup_only_though_a_stale_exact_box_rides_al
     # A real browser got the callback of that box, dropped by the server, with its old value (the server had
     # forgotten the value); here its old value is still known, so the copy reports a value it never had.
     stale.double_value = 0.003
-    at.select_slider(key=knob_key(at, state.W_LR)).set_value(0.05).run()
-    assert at.number_input(key=knob_key(at, state.W_LR, "_exact")).value == 0.05  # the box follows the slider
+    at.select_slider(key=knob_key(at, train_keys.W_LR)).set_value(0.05).run()
+    assert at.number_input(key=knob_key(at, train_keys.W_LR, "_exact")).value == 0.05  # the box follows the slider
     monkeypatch.setattr(state, "ECHO_S", 0.0)  # however long the browser keeps its old copy
     send_also(monkeypatch, [stale])
     for warmup in range(101, 111):  # ten key presses, each its own rerun request
-        at.slider(key=knob_key(at, state.W_WARMUP)).set_value(warmup).run()
+        at.slider(key=knob_key(at, train_keys.W_WARMUP)).set_value(warmup).run()
         assert not at.exception, at.exception
     rerun_until(at, lambda: any(e.get("new") == 110 for e in knob_events(runs_dir, run_id)))
     time.sleep(1.0)  # a stray command, had one been sent, is answered by now
@@ -122,7 +126,7 @@ def test_a_burst_on_warmup_changes_warmup_only_though_a_stale_exact_box_rides_al
     assert {e["knob"] for e in events} <= {"learning_rate", "min_lr", "warmup_steps"}
     # The burst is one change: a slider's value is sent once it rests (each press restarts its wait).
     assert [e["new"] for e in events if e["knob"] == "warmup_steps"] == [110]
-    assert at.select_slider(key=knob_key(at, state.W_LR)).value == 0.05
+    assert at.select_slider(key=knob_key(at, train_keys.W_LR)).value == 0.05
     resources.get_manager().stop(run_id)
 
 
@@ -146,22 +150,22 @@ def test_a_watcher_sees_the_runs_knobs_read_only_and_follows_the_instructors_cha
     run_id = start_run(teacher)
     rerun_until(teacher, lambda: training(runs_dir, run_id))
     anna = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    anna.session_state[state.LEARNER] = ANNA
-    anna.session_state[state.W_WIDTH] = 64  # her own form differs from the run she watches
-    anna.session_state[state.W_WARMUP] = 7
+    anna.session_state[people_keys.LEARNER] = ANNA
+    anna.session_state[train_keys.W_WIDTH] = 64  # her own form differs from the run she watches
+    anna.session_state[train_keys.W_WARMUP] = 7
     anna.query_params["run"], anna.query_params["view"] = run_id, "1"
     anna.run()
     assert not anna.exception, anna.exception
     assert anna.session_state[state.RUN_ID] == run_id
-    mask = anna.radio(key=knob_key(anna, state.W_MASK))
+    mask = anna.radio(key=knob_key(anna, train_keys.W_MASK))
     assert mask.value == "causal" and mask.disabled  # the run's value, and not hers to change
-    assert anna.slider(key=knob_key(anna, state.W_WARMUP)).value != 7
+    assert anna.slider(key=knob_key(anna, train_keys.W_WARMUP)).value != 7
     assert "Changed since" not in texts(anna) and "You changed" not in texts(anna)
 
-    teacher.radio(key=knob_key(teacher, state.W_MASK)).set_value("none").run()
-    rerun_until(anna, lambda: anna.radio(key=knob_key(anna, state.W_MASK)).value == "none", timeout=30)
+    teacher.radio(key=knob_key(teacher, train_keys.W_MASK)).set_value("none").run()
+    rerun_until(anna, lambda: anna.radio(key=knob_key(anna, train_keys.W_MASK)).value == "none", timeout=30)
     assert [(e["old"], e["new"]) for e in knob_events(runs_dir, run_id) if e["knob"] == "mask"] == [("causal", "none")]
-    assert teacher.radio(key=knob_key(teacher, state.W_MASK)).value == "none"  # the owner's too: the run's value
+    assert teacher.radio(key=knob_key(teacher, train_keys.W_MASK)).value == "none"  # the owner's too: the run's value
     resources.get_manager().stop(run_id)
 
 
@@ -200,8 +204,8 @@ def test_only_what_this_viewer_changed_is_named_for_a_new_run(runs_dir):
     run_id = start_run(at)
     rerun_until(at, lambda: training(runs_dir, run_id))
     assert "You changed" not in texts(at)
-    layers = at.number_input(key=state.W_LAYERS).value
-    at.number_input(key=state.W_LAYERS).set_value(layers + 1).run()
+    layers = at.number_input(key=train_keys.W_LAYERS).value
+    at.number_input(key=train_keys.W_LAYERS).set_value(layers + 1).run()
     assert f"You changed num_layers {layers} → {layers + 1} in the form" in texts(at)
     resources.get_manager().stop(run_id)
 
@@ -214,10 +218,10 @@ def test_bring_to_the_projector_shows_none_of_the_last_runs_knob_notes(runs_dir)
     teacher = app_as(TEACHER)
     own = start_run(teacher)
     rerun_until(teacher, lambda: training(runs_dir, own) and training(runs_dir, annas))
-    teacher.select_slider(key=knob_key(teacher, state.W_LR)).set_value(0.01).run()
+    teacher.select_slider(key=knob_key(teacher, train_keys.W_LR)).set_value(0.01).run()
     assert "LR → 0.01" in texts(teacher)  # the note of their own change
     teacher.switch_page("pages/room.py").run()
-    teacher.selectbox(key=state.W_ROOM_PICK).set_value(annas).run()
+    teacher.selectbox(key=people_keys.W_ROOM_PICK).set_value(annas).run()
     next(b for b in teacher.button if b.label == "Bring to the projector").click().run()
     assert not teacher.exception, teacher.exception
     assert teacher.session_state[state.RUN_ID] == annas

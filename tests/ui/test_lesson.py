@@ -291,8 +291,9 @@ def test_a_steps_click_opens_the_tab_its_check_reads(runs_dir, monkeypatch, key,
     from streamlit.testing.v1 import AppTest
 
     from tinygpt.runs.owners import Actor
-    from tinygpt.ui import state
-    from tinygpt.ui.teach import lesson_view
+    from tinygpt.ui.circuits import circuits_keys
+    from tinygpt.ui.experiments import experiments_keys
+    from tinygpt.ui.teach import lesson_view, teach_keys
 
     monkeypatch.setattr(lesson_view, "_experiment", lambda actor, runs, key, priority="live": {"correct": "x" * 16})
     pair = dict(zip(lesson_view.induction.INDUCTION_VARIANTS, ("y" * 16, "z" * 16), strict=True))
@@ -301,11 +302,11 @@ def test_a_steps_click_opens_the_tab_its_check_reads(runs_dir, monkeypatch, key,
     teacher.session_state["learner"] = Actor("t" * 16, "someone", True)
     teacher.run()
     teacher.sidebar.button[0].click().run()  # "Teach the lesson"
-    teacher.session_state[state.LESSON_STEP] = [s.key for s in lesson.STEPS].index(key)
-    teacher.session_state[state.W_CIRC_STEP] = 1400  # where this browser left the Circuits slider, mid-training
+    teacher.session_state[teach_keys.LESSON_STEP] = [s.key for s in lesson.STEPS].index(key)
+    teacher.session_state[circuits_keys.W_CIRC_STEP] = 1400  # where this browser left the Circuits slider, mid-training
     teacher.run()
     next(b for b in teacher.sidebar.button if b.label == "Set up this step").click().run()
     assert not teacher.exception, teacher.exception
-    assert teacher.session_state[state.W_CIRC_TAB if page == "circuits" else state.W_EXP_TAB] == tab
+    assert teacher.session_state[circuits_keys.W_CIRC_TAB if page == "circuits" else experiments_keys.W_EXP_TAB] == tab
     if page == "circuits":  # the newest step, whose checkpoint the check reads (the slider's 1400 is forgotten)
-        assert teacher.session_state[state.W_CIRC_STEP] is None
+        assert teacher.session_state[circuits_keys.W_CIRC_STEP] is None

@@ -14,7 +14,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.runs.owners import Actor  # noqa: E402
-from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.people import people_keys
 from tinygpt.ui.teach import lesson, lesson_view, prediction_view  # noqa: E402
 from tinygpt.ui.teach.lesson import Evidence, RunData  # noqa: E402
 from tinygpt.ui.teach.predictions import NOT_SURE, RIGHT, SEEN, AnswerClosed, PredictionBook  # noqa: E402
@@ -26,7 +26,7 @@ RIGHT_ANSWER, OTHER = STEP.answers.seen, next(c for c in STEP.answers.choices if
 
 def session(actor: Actor) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
-    at.session_state[state.LEARNER] = actor
+    at.session_state[people_keys.LEARNER] = actor
     at.run()
     assert not at.exception, at.exception
     return at

@@ -29,13 +29,13 @@ def test_the_banner_is_in_the_main_area_for_the_instructor_with_large_fonts_not_
     from streamlit.testing.v1 import AppTest
 
     from tinygpt.runs.owners import Actor
-    from tinygpt.ui import state
+    from tinygpt.ui.screen import fonts
 
     def session(instructor: bool) -> AppTest:
         at = AppTest.from_file(APP, default_timeout=90)
         at.session_state["learner"] = Actor("t" if instructor else "l", "someone", instructor)
         at.run()
-        at.sidebar.toggle(key=state.W_LARGE).set_value(True).run()  # Large fonts: the projector
+        at.sidebar.toggle(key=fonts.W_LARGE).set_value(True).run()  # Large fonts: the projector
         assert not at.exception, at.exception
         return at
 
@@ -58,7 +58,7 @@ def test_the_banner_is_in_the_main_area_for_the_instructor_with_large_fonts_not_
     assert title(learner.sidebar.markdown).startswith("**Lesson 1/")  # a learner's pane stays in the sidebar
     assert title(learner.main.markdown) == ""
     assert not any(p.proto.popover.label == "Numbers" for p in learner.main.get("popover"))
-    teacher.sidebar.toggle(key=state.W_LARGE).set_value(
+    teacher.sidebar.toggle(key=fonts.W_LARGE).set_value(
         False
     ).run()  # Large fonts off: the instructor's pane goes back to the sidebar
     assert not teacher.exception, teacher.exception

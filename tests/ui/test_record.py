@@ -1,5 +1,5 @@
-"""A learner's record (tinygpt/ui/teach/record.py): one self-contained HTML file of their lesson, their answers, what the
-checks saw and their runs' final losses, with nothing a browser would fetch and every typed text escaped. No
+"""A learner's record (tinygpt/ui/teach/record.py): one self-contained HTML file of their lesson, their answers, what
+the checks saw and their runs' final losses, with nothing a browser would fetch and every typed text escaped. No
 browser, no Streamlit."""
 
 from __future__ import annotations

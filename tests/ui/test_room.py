@@ -16,7 +16,12 @@ from tinygpt.runs.owners import Actor, may_control
 from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
-from tinygpt.ui.people import room  # noqa: E402
+from tinygpt.ui.people import (
+    people_keys,
+    room,  # noqa: E402
+)
+from tinygpt.ui.teach import teach_keys
+from tinygpt.ui.train import train_keys
 
 REPO = Path(__file__).resolve().parents[2]
 ANNA = Actor("a" * 16, "anna")
@@ -26,7 +31,7 @@ TEACHER = Actor("c" * 16, "teacher", instructor=True)
 
 def app_as(actor: Actor, query: dict | None = None) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    at.session_state[state.LEARNER] = actor
+    at.session_state[people_keys.LEARNER] = actor
     for key, value in (query or {}).items():
         at.query_params[key] = value
     at.run()
@@ -55,8 +60,8 @@ def test_names_and_ids():
 
 def test_a_learner_cannot_change_anothers_run_and_the_instructor_can(runs_dir):
     anna = app_as(ANNA)
-    anna.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
-    anna.number_input(key=state.W_MAX_STEPS).set_value(400).run()
+    anna.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
+    anna.number_input(key=train_keys.W_MAX_STEPS).set_value(400).run()
     button(anna, "Train").click().run()
     run_id = anna.session_state[state.RUN_ID]
     assert RunStore(runs_dir).reader(run_id).config()["learner"] == {"id": ANNA.id, "name": "anna"}
@@ -66,7 +71,7 @@ def test_a_learner_cannot_change_anothers_run_and_the_instructor_can(runs_dir):
     assert any("another learner" in str(w.value).replace("\\", "") for w in ben.warning)
     ben = app_as(BEN, {"run": run_id, "view": "1"})  # a read-only share: Ben watches, cannot steer
     assert ben.session_state[state.RUN_ID] == run_id
-    assert ben.session_state[state.CONTROL][(run_id, BEN)] is False  # decided once, for the frame and the page
+    assert ben.session_state[people_keys.CONTROL][(run_id, BEN)] is False  # decided once, for the frame and the page
     shared = resources.reader_pool()
     assert shared.get(RunStore(runs_dir).path(run_id)) is shared.get(RunStore(runs_dir).path(run_id))  # one reader
     assert all(button(ben, label).disabled for label in ("Pause", "Resume", "Step", "Stop"))
@@ -121,8 +126,8 @@ def test_the_rooms_time_budget_goes_with_a_learners_run_and_stops_it_with_the_re
     try:
         assert resources.room_budget()["max_minutes"] == pytest.approx(0.05)
         anna = app_as(ANNA)
-        anna.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
-        anna.number_input(key=state.W_MAX_STEPS).set_value(1_000_000).run()
+        anna.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
+        anna.number_input(key=train_keys.W_MAX_STEPS).set_value(1_000_000).run()
         button(anna, "Train").click().run()
         run_id = anna.session_state[state.RUN_ID]
         assert resources.get_manager().time_limit(run_id) == pytest.approx(3.0)
@@ -234,13 +239,13 @@ def test_a_key_entered_twice_before_the_page_runs_says_instructor_mode_once(monk
     interrupted by a rerun before the box was redrawn empty), and the page said 'Instructor mode' twice."""
 
     def page():
-        from tinygpt.ui import state
+        from tinygpt.ui.screen import flashes
 
         for _ in range(2):
-            state.flash("success", "Instructor mode: you may control every run.")
-        state.flash("error", "That is not this server's instructor key.")
-        state.show_flashes()
-        state.show_flashes()  # popped: nothing left to show a second time
+            flashes.flash("success", "Instructor mode: you may control every run.")
+        flashes.flash("error", "That is not this server's instructor key.")
+        flashes.show_flashes()
+        flashes.show_flashes()  # popped: nothing left to show a second time
 
     at = AppTest.from_function(page).run()
     assert len(at.success) == 1 and "Instructor mode" in at.success[0].value
@@ -257,7 +262,7 @@ def test_a_cookie_that_is_not_utf8_is_reset_with_a_message(monkeypatch):
     assert "tinygpt\\_name cookie was not readable text" in warning
     [you] = [e for e in at.expander if "You:" in e.label]
     assert "\ufffd" not in you.label
-    assert room.public_id("b" * 24) == at.session_state[state.LEARNER].id  # the same learner: only the name reset
+    assert room.public_id("b" * 24) == at.session_state[people_keys.LEARNER].id  # the same learner: only the name reset
 
 
 # ---------------------------------------------------------------- the room chart flags the runs that are off
@@ -415,8 +420,8 @@ def test_the_room_table_shows_where_a_learner_is_in_the_lesson(runs_dir):
         writer.write_status(state="paused", step=0)
         run = writer.run_dir.name
     anna = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    anna.session_state[state.LEARNER] = ANNA
-    anna.session_state[state.LESSON_STEP] = 4  # her pane shows step 5
+    anna.session_state[people_keys.LEARNER] = ANNA
+    anna.session_state[teach_keys.LESSON_STEP] = 4  # her pane shows step 5
     anna.query_params["run"] = run
     anna.run()
     assert not anna.exception, anna.exception

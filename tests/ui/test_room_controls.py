@@ -18,7 +18,13 @@ from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
-from tinygpt.ui.people import room  # noqa: E402
+from tinygpt.ui.people import (
+    people_keys,
+    room,  # noqa: E402
+)
+from tinygpt.ui.runs import runs_keys
+from tinygpt.ui.screen import fonts
+from tinygpt.ui.train import train_keys
 from tinygpt.ui.words import runinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,7 +35,7 @@ TEACHER = Actor("c" * 16, "teacher", instructor=True)
 
 def app_as(actor: Actor, query: dict | None = None, page: str | None = None) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    at.session_state[state.LEARNER] = actor
+    at.session_state[people_keys.LEARNER] = actor
     for key, value in (query or {}).items():
         at.query_params[key] = value
     if page:
@@ -53,8 +59,8 @@ def texts(at: AppTest) -> str:
 
 
 def start_run(at: AppTest, max_steps: int = 100_000) -> str:
-    at.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
-    at.number_input(key=state.W_MAX_STEPS).set_value(max_steps).run()
+    at.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
+    at.number_input(key=train_keys.W_MAX_STEPS).set_value(max_steps).run()
     button(at, "Train").click().run()
     assert not at.exception, at.exception
     return at.session_state[state.RUN_ID]
@@ -83,18 +89,18 @@ def test_bring_to_the_projector_shows_the_run_in_large_fonts(runs_dir, large_bef
     run_id = start_run(anna, max_steps=5000)
     teacher = app_as(TEACHER)
     if large_before:
-        teacher.sidebar.toggle(key=state.W_LARGE).set_value(True).run()
+        teacher.sidebar.toggle(key=fonts.W_LARGE).set_value(True).run()
     teacher.switch_page("pages/room.py").run()
-    teacher.selectbox(key=state.W_ROOM_PICK).set_value(run_id).run()
+    teacher.selectbox(key=people_keys.W_ROOM_PICK).set_value(run_id).run()
     button(teacher, "Bring to the projector").click().run()
     assert not teacher.exception, teacher.exception
     assert teacher.session_state[state.RUN_ID] == run_id
-    assert teacher.sidebar.toggle(key=state.W_LARGE).value is True
+    assert teacher.sidebar.toggle(key=fonts.W_LARGE).value is True
     assert any(t.value == "tinygpt · Train" for t in teacher.title)
     assert f"Run {run_id} is on your screen" in texts(teacher)
     # the run's own settings on the projector, not the instructor's last form
-    assert teacher.selectbox(key=state.W_SOURCE).value == "Synthetic: copy"
-    assert teacher.number_input(key=state.W_MAX_STEPS).value == 5000
+    assert teacher.selectbox(key=train_keys.W_SOURCE).value == "Synthetic: copy"
+    assert teacher.number_input(key=train_keys.W_MAX_STEPS).value == 5000
     assert "Changed since this run started" not in texts(teacher)
     resources.get_manager().stop(run_id)
 
@@ -161,7 +167,7 @@ def test_the_share_link_opens_the_runs_live_view_read_only(runs_dir):
     assert "use 'Share (read-only)' on the Runs page" in warning and "Share this run" not in warning
 
     anna.switch_page("pages/runs.py").run()
-    anna.selectbox(key=state.W_RUNS_PICK).set_value(run_id).run()
+    anna.selectbox(key=runs_keys.W_RUNS_PICK).set_value(run_id).run()
     button(anna, "Share (read-only)").click().run()
     link = next(c.value for c in anna.code if "view=1" in str(c.value))
     assert link.endswith(f"/?run={run_id}&view=1") and "/runs?" not in link
@@ -179,19 +185,19 @@ def test_large_fonts_stays_on_per_browser_across_refreshes(runs_dir, monkeypatch
     written: dict[str, str] = {}
     monkeypatch.setattr(room, "_set_cookie", lambda name, value: written.__setitem__(name, value))
     at = app_as(ANNA)
-    assert at.sidebar.toggle(key=state.W_LARGE).value is False
-    at.sidebar.toggle(key=state.W_LARGE).set_value(True).run()
+    assert at.sidebar.toggle(key=fonts.W_LARGE).value is False
+    at.sidebar.toggle(key=fonts.W_LARGE).set_value(True).run()
     assert written.get(room.LARGE_COOKIE) == "1"  # remembered in this browser
 
     cookies = {room.LARGE_COOKIE: "1"}
     monkeypatch.setattr(room, "_cookie", lambda name: cookies.get(name, ""))
     refreshed = app_as(ANNA)  # a new session of the same browser: no &large=1 in the address
-    assert refreshed.sidebar.toggle(key=state.W_LARGE).value is True
-    refreshed.sidebar.toggle(key=state.W_LARGE).set_value(False).run()
+    assert refreshed.sidebar.toggle(key=fonts.W_LARGE).value is True
+    refreshed.sidebar.toggle(key=fonts.W_LARGE).set_value(False).run()
     assert written[room.LARGE_COOKIE] == "0"
     cookies[room.LARGE_COOKIE] = "0"
-    assert app_as(ANNA).sidebar.toggle(key=state.W_LARGE).value is False
-    assert app_as(ANNA, {"large": "1"}).sidebar.toggle(key=state.W_LARGE).value is True  # the link still wins
+    assert app_as(ANNA).sidebar.toggle(key=fonts.W_LARGE).value is False
+    assert app_as(ANNA, {"large": "1"}).sidebar.toggle(key=fonts.W_LARGE).value is True  # the link still wins
 
 
 def test_the_room_pauses_every_learners_run_as_a_hold_and_lets_go_at_once(runs_dir):

@@ -39,12 +39,14 @@ def test_a_learner_watching_the_instructors_paused_run_is_not_told_they_paused_i
 
     from tinygpt.ui import state
     from tinygpt.ui.host import resources
+    from tinygpt.ui.people import people_keys
+    from tinygpt.ui.train import train_keys
 
     repo = Path(__file__).resolve().parents[2]
 
     def app_as(actor: Actor, query: dict | None = None) -> AppTest:
         at = AppTest.from_file(str(repo / "app.py"), default_timeout=60)
-        at.session_state[state.LEARNER] = actor
+        at.session_state[people_keys.LEARNER] = actor
         for key, value in (query or {}).items():
             at.query_params[key] = value
         at.run()
@@ -52,8 +54,8 @@ def test_a_learner_watching_the_instructors_paused_run_is_not_told_they_paused_i
         return at
 
     teacher = app_as(TEACHER)
-    teacher.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
-    teacher.number_input(key=state.W_MAX_STEPS).set_value(100_000).run()
+    teacher.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
+    teacher.number_input(key=train_keys.W_MAX_STEPS).set_value(100_000).run()
     next(b for b in teacher.button if b.label == "Train").click().run()
     run_id = teacher.session_state[state.RUN_ID]
     status = runs_dir / run_id / "status.json"

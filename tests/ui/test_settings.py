@@ -1,5 +1,5 @@
-"""The Train form as data (tinygpt/ui/train/settings.py): one table of fields, and the same config through the app's path
-and the CLI's path."""
+"""The Train form as data (tinygpt/ui/train/settings.py): one table of fields, and the same config through the app's
+path and the CLI's path."""
 
 from __future__ import annotations
 

@@ -19,15 +19,16 @@ def test_a_flash_about_another_run_is_not_shown_over_the_run_in_view_and_is_drop
     """Bring to the projector: the flashes of the run shown before must not appear over the one brought."""
 
     def page():
-        from tinygpt.ui import state
+        from tinygpt.ui.run import in_view
+        from tinygpt.ui.screen import flashes
 
-        state.flash("info", "LR -> 0.1: applies at the next step", run_id="run-aaaaaaaa")
-        state.flash("success", "Opened run B.", run_id="run-bbbbbbbb")
-        state.flash("warning", "Ignored the run in the address")  # about no run: shown over any
-        state.set_run_id("run-bbbbbbbb")
-        state.show_flashes()  # the run in view
-        state.set_run_id("run-aaaaaaaa")
-        state.show_flashes()  # back on the first run: its old news is gone, not kept for it
+        flashes.flash("info", "LR -> 0.1: applies at the next step", run_id="run-aaaaaaaa")
+        flashes.flash("success", "Opened run B.", run_id="run-bbbbbbbb")
+        flashes.flash("warning", "Ignored the run in the address")  # about no run: shown over any
+        in_view.set_run_id("run-bbbbbbbb")
+        flashes.show_flashes()  # the run in view
+        in_view.set_run_id("run-aaaaaaaa")
+        flashes.show_flashes()  # back on the first run: its old news is gone, not kept for it
 
     at = AppTest.from_function(page).run()
     assert not at.exception, at.exception
@@ -36,12 +37,13 @@ def test_a_flash_about_another_run_is_not_shown_over_the_run_in_view_and_is_drop
 
 def test_show_flashes_takes_the_run_a_page_shows_over_the_session_run():
     def page():
-        from tinygpt.ui import state
+        from tinygpt.ui.run import in_view
+        from tinygpt.ui.screen import flashes
 
-        state.set_run_id("run-aaaaaaaa")
-        state.flash("success", "Resumed run B from its last checkpoint.", "run-bbbbbbbb")
-        state.flash("info", "Changed run A.", "run-aaaaaaaa")
-        state.show_flashes(run_id="run-bbbbbbbb")
+        in_view.set_run_id("run-aaaaaaaa")
+        flashes.flash("success", "Resumed run B from its last checkpoint.", "run-bbbbbbbb")
+        flashes.flash("info", "Changed run A.", "run-aaaaaaaa")
+        flashes.show_flashes(run_id="run-bbbbbbbb")
 
     at = AppTest.from_function(page).run()
     assert shown(at) == ["Resumed run B from its last checkpoint."]
@@ -49,11 +51,11 @@ def test_show_flashes_takes_the_run_a_page_shows_over_the_session_run():
 
 def test_with_no_run_in_view_only_flashes_about_no_run_show():
     def page():
-        from tinygpt.ui import state
+        from tinygpt.ui.screen import flashes
 
-        state.flash("success", "Deleted run A.")
-        state.flash("info", "Changed run A.", run_id="run-aaaaaaaa")
-        state.show_flashes()
+        flashes.flash("success", "Deleted run A.")
+        flashes.flash("info", "Changed run A.", run_id="run-aaaaaaaa")
+        flashes.show_flashes()
 
     at = AppTest.from_function(page).run()
     assert shown(at) == ["Deleted run A."]
@@ -62,14 +64,16 @@ def test_with_no_run_in_view_only_flashes_about_no_run_show():
 def test_the_same_flash_twice_shows_once_but_the_same_words_about_two_runs_are_two_flashes():
     def page():
         from tinygpt.ui import state
+        from tinygpt.ui.run import in_view
+        from tinygpt.ui.screen import flashes
 
         for _ in range(2):  # a widget callback that fired twice before the page drew its messages
-            state.flash("success", "Resumed.", run_id="run-aaaaaaaa")
-        state.flash("success", "Resumed.", run_id="run-bbbbbbbb")
-        assert len(state.get(state.FLASH)) == 2
-        state.set_run_id("run-aaaaaaaa")
-        state.show_flashes()
-        state.show_flashes()  # popped: nothing left to show a second time
+            flashes.flash("success", "Resumed.", run_id="run-aaaaaaaa")
+        flashes.flash("success", "Resumed.", run_id="run-bbbbbbbb")
+        assert len(state.get(flashes.FLASH)) == 2
+        in_view.set_run_id("run-aaaaaaaa")
+        flashes.show_flashes()
+        flashes.show_flashes()  # popped: nothing left to show a second time
 
     at = AppTest.from_function(page).run()
     assert not at.exception, at.exception

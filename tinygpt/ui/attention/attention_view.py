@@ -11,10 +11,10 @@ from tinygpt.attention import build_mask
 from tinygpt.config import MASKS
 from tinygpt.inside import maps as inside
 from tinygpt.runs.reader import RunReader
-from tinygpt.ui import state
 from tinygpt.ui.charts import curves, heatmaps, masks
 from tinygpt.ui.charts import help as help_text
 from tinygpt.ui.host import resources
+from tinygpt.ui.screen import figure_cache
 from tinygpt.ui.words import runinfo
 
 TOY_PROBE_CHARS = 10  # toy mode's probe: short enough that every cell can show its number on a projector
@@ -32,7 +32,7 @@ def grid(rd: RunReader, step: int, probe: str, large: bool) -> tuple[Any, tuple 
             return heatmaps.attention_grid(rd.load_attention(step), index.get("tokens", list(run_probe)), large=large)
 
         key = (rd.run_id, "snapshot", step, large)
-        return state.cached_figure("attn_grid", key, from_snapshot), key, f"snapshot at step {step}"
+        return figure_cache.cached_figure("attn_grid", key, from_snapshot), key, f"snapshot at step {step}"
     ck = runinfo.nearest_checkpoint(rd.checkpoints(), step)
     if ck is None:
         return None, None, ""
@@ -43,7 +43,7 @@ def grid(rd: RunReader, step: int, probe: str, large: bool) -> tuple[Any, tuple 
         return heatmaps.attention_grid(inside.attention_maps(loaded.model, idx), tokens, large=large)
 
     key = (rd.run_id, "ckpt", ck, probe, large)
-    return state.cached_figure("attn_grid", key, from_checkpoint), key, f"checkpoint at step {ck}"
+    return figure_cache.cached_figure("attn_grid", key, from_checkpoint), key, f"checkpoint at step {ck}"
 
 
 def detail(rd: RunReader, ck: int, layer: int, head: int, text: str, per_row: int, large: bool) -> tuple[Any, str]:
@@ -60,7 +60,7 @@ def detail(rd: RunReader, ck: int, layer: int, head: int, text: str, per_row: in
         caption = help_text.detail_caption(model.attn_scale, d["scale"], model.head_dim, d["mask_mode"], d["window"])
         return fig, caption
 
-    return state.cached_figure("attn_detail", (rd.run_id, ck, layer, head, text, per_row, large), build)
+    return figure_cache.cached_figure("attn_detail", (rd.run_id, ck, layer, head, text, per_row, large), build)
 
 
 def masks_side_by_side(rd: RunReader, ck: int, layer: int, head: int, text: str, window: int, large: bool):
@@ -73,7 +73,7 @@ def masks_side_by_side(rd: RunReader, ck: int, layer: int, head: int, text: str,
         title = f"Every mask on the same text: L{layer} H{head}, checkpoint at step {ck}"
         return masks.mask_comparison(results, tokens, title=title, large=large)
 
-    return state.cached_figure("attn_masks", (rd.run_id, ck, layer, head, text, window, large), build, 4)
+    return figure_cache.cached_figure("attn_masks", (rd.run_id, ck, layer, head, text, window, large), build, 4)
 
 
 def mask_matrix(mode: str, window: int, tokens: list[str], large: bool) -> tuple[Any, str]:
@@ -98,4 +98,4 @@ def head_stats(rd: RunReader, mode: str, window: int, large: bool):
     def build():
         return curves.head_stats_chart(resources.head_stats(rd), uniform=uniform, large=large)
 
-    return state.cached_figure("head_stats", key, build, 2)
+    return figure_cache.cached_figure("head_stats", key, build, 2)

@@ -31,8 +31,10 @@ from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
 from tinygpt.ui.charts import circuits as charts
 from tinygpt.ui.charts.help import CHART_HELP
+from tinygpt.ui.circuits import circuits_keys
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission
+from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import backlog, explain
 from tinygpt.ui.words import runinfo, safe
 
@@ -218,7 +220,7 @@ def ablation_figure(
     return charts.ablation_heatmap(deltas, mode=mode, selected=selected, large=large)
 
 
-# Clicking a head. The Head select box (state.W_CIRC_HEAD) holds the chosen head; a click on a heatmap cell or a
+# Clicking a head. The Head select box (circuits_keys.W_CIRC_HEAD) holds the chosen head; a click on a heatmap cell or a
 # table row sets it in the widget's callback, before the box is drawn, so box, outline and probe chart agree. The
 # clickable widgets' keys end in the head chosen now: after any choice they start with nothing selected, so a
 # click on any other head is always a change (a selection that outlived it would swallow the next click).
@@ -227,19 +229,19 @@ def ablation_figure(
 def _cell_clicked(key: str, names: list[str], num_layers: int, num_heads: int) -> None:
     picked = charts.clicked_head(state.get(key), num_layers, num_heads)
     if picked is not None:
-        state.choose_circuit_head(heads.head_name(*picked), names)
+        circuits_keys.choose_circuit_head(heads.head_name(*picked), names)
 
 
 def _row_clicked(key: str, names: list[str], rows: list[dict]) -> None:
     chosen = ((state.get(key) or {}).get("selection") or {}).get("rows") or []
     if chosen and 0 <= chosen[0] < len(rows):
-        state.choose_circuit_head(rows[chosen[0]]["head"], names)
+        circuits_keys.choose_circuit_head(rows[chosen[0]]["head"], names)
 
 
 def ablation_chart(fig, names: list[str], num_layers: int, num_heads: int, caption: str) -> None:
     """The ablation heatmap (box key circ_ablation, as `chart` draws it), clickable: a click on a cell chooses
     that head for the probe chart below."""
-    key = f"{state.W_CIRC_CELLS}_{state.get(state.W_CIRC_HEAD)}"
+    key = f"{circuits_keys.W_CIRC_CELLS}_{state.get(circuits_keys.W_CIRC_HEAD)}"
     with st.container(key="circ_ablation"):
         st.plotly_chart(fig, key=key, on_select=functools.partial(_cell_clicked, key, names, num_layers, num_heads),
                         selection_mode="points", config={"displaylogo": False}, theme=None)  # fmt: skip
@@ -250,7 +252,7 @@ def ablation_chart(fig, names: list[str], num_layers: int, num_heads: int, capti
 
 def head_table(rows: list[dict], names: list[str]) -> None:
     """The head table at a step; a click on a row chooses that head for the ablation views."""
-    key = f"{state.W_CIRC_TABLE}_{state.get(state.W_CIRC_HEAD)}"
+    key = f"{circuits_keys.W_CIRC_TABLE}_{state.get(circuits_keys.W_CIRC_HEAD)}"
     st.dataframe(rows, hide_index=True, key=key, on_select=functools.partial(_row_clicked, key, names, rows),
                  selection_mode="single-row", width="stretch")  # fmt: skip
 
@@ -304,8 +306,8 @@ def start_experiment(source: str, seed: int, learner, check_slot: bool = True) -
     (tinygpt.ui.people.admission), as the page's experiment; then redraw."""
     configs = induction.induction_configs(source, seed)
     started = admission.start(learner, configs, check_slot=check_slot)
-    state.set_circuit_runs(started)
-    state.set_run_id(started[next(iter(configs))])  # the heads section below follows the 2-layer run
+    circuits_keys.set_circuit_runs(started)
+    in_view.set_run_id(started[next(iter(configs))])  # the heads section below follows the 2-layer run
     st.rerun()
 
 
@@ -409,7 +411,7 @@ def change_mark(records: list[dict], live: bool) -> dict | None:
 def induction_entry(store) -> None:
     """The Experiments page's entry for the induction experiment, refreshed every 2 s while its runs train. The
     fragment is made at each page run, so whether it refreshes follows the runs' state (CIRC_LIVE)."""
-    backlog.live_fragment(2.0 if state.get(state.CIRC_LIVE) else None)(_induction_entry)(store)
+    backlog.live_fragment(2.0 if state.get(circuits_keys.CIRC_LIVE) else None)(_induction_entry)(store)
 
 
 def _induction_entry(store) -> None:
@@ -419,23 +421,23 @@ def _induction_entry(store) -> None:
         st.markdown("**Induction heads: watch a circuit form** (on the Circuits page)")
         st.caption(induction.INDUCTION_EXPECTED)
         labels = list(induction.INDUCTION_VARIANTS)
-        runs = state.circuit_runs(labels)
+        runs = circuits_keys.circuit_runs(labels)
         readers, records, ended = experiment_state(store, runs) if runs else ({}, {}, True)
         if not readers:  # none started in this session, or its runs were deleted since
-            if state.get(state.CIRC_LIVE):  # nothing left to refresh for
-                state.put(state.CIRC_LIVE, False)
+            if state.get(circuits_keys.CIRC_LIVE):  # nothing left to refresh for
+                state.put(circuits_keys.CIRC_LIVE, False)
                 st.rerun()
             st.page_link("pages/circuits.py", label="Run it on Circuits: 2 layers against a 1-layer control",
                          icon=":material/hub:")  # fmt: skip
             return
         for rd in readers.values():  # a page looking at a run keeps it going (runs pause when nobody watches)
             resources.touch(rd.run_id)
-        if bool(state.get(state.CIRC_LIVE)) != (not ended):  # refresh exactly while the runs train
-            state.put(state.CIRC_LIVE, not ended)
+        if bool(state.get(circuits_keys.CIRC_LIVE)) != (not ended):  # refresh exactly while the runs train
+            state.put(circuits_keys.CIRC_LIVE, not ended)
             st.rerun()
         experiment_progress(readers, ended)
         verdict = experiment_verdict(readers, records, ended)
         st.caption(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}")
         st.page_link("pages/circuits.py", label="See its phase change and the 2-layer run's heads on Circuits",
-                     icon=":material/hub:", query_params={state.URL_RUN: runs[labels[0]],
-                                                          state.URL_CIRC: ",".join(runs.values())})  # fmt: skip
+                     icon=":material/hub:", query_params={in_view.URL_RUN: runs[labels[0]],
+                                                          circuits_keys.URL_CIRC: ",".join(runs.values())})  # fmt: skip

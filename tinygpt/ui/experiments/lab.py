@@ -15,18 +15,22 @@ from dataclasses import dataclass
 import streamlit as st
 import torch
 
+from tinygpt import model as model_lib
 from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS, load_corpus
 from tinygpt.lab.experiment import Experiment
 from tinygpt.lab.health import run_health_checks
 from tinygpt.lab.memory import memory_rows
+from tinygpt.lab.pitfalls import shape_drift
 from tinygpt.lab.results import checkpoint_probe, finite_mean, read_result
 from tinygpt.lab.verdict import RunResult, Verdict
 from tinygpt.runs.models import load_model, run_data
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
+from tinygpt.ui.experiments import experiments_keys
 from tinygpt.ui.host.resources import head_stats
 from tinygpt.ui.people import admission, room
+from tinygpt.ui.screen import explain
 from tinygpt.ui.train import settings
 
 # The corpora an experiment may run on: the page's label -> the data source (the learner's own text: "text").
@@ -54,15 +58,17 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
         shown = next((k for k, v in LAB_SOURCES.items() if v == experiment.source), experiment.source)
         column.text_input("Corpus (both runs)", shown, disabled=True)
         return CorpusChoice("", experiment.source)
-    state.init(state.W_LAB_SOURCE, next((k for k, v in LAB_SOURCES.items() if v == link_source), "Tiny Shakespeare"))
-    label = column.selectbox("Corpus (both runs)", list(LAB_SOURCES), key=state.W_LAB_SOURCE)
+    state.init(
+        experiments_keys.W_LAB_SOURCE, next((k for k, v in LAB_SOURCES.items() if v == link_source), "Tiny Shakespeare")
+    )
+    label = column.selectbox("Corpus (both runs)", list(LAB_SOURCES), key=experiments_keys.W_LAB_SOURCE)
     choice = CorpusChoice(label, LAB_SOURCES[label])
     if label == settings.SOURCE_UPLOAD:
-        file = column.file_uploader("A UTF-8 .txt file", type=["txt"], key=state.W_LAB_UPLOAD)
+        file = column.file_uploader("A UTF-8 .txt file", type=["txt"], key=experiments_keys.W_LAB_UPLOAD)
         choice.uploaded = file.getvalue() if file is not None else None
     elif label == settings.SOURCE_PASTE:
         choice.pasted = column.text_area(
-            "Text to train on", key=state.W_LAB_PASTE, height=120, max_chars=MAX_TEXT_FIELDS["text"]
+            "Text to train on", key=experiments_keys.W_LAB_PASTE, height=120, max_chars=MAX_TEXT_FIELDS["text"]
         )
     if why := experiment.does_not_show_on.get(choice.source):
         column.warning(f"Measured: this pitfall does not show on this corpus: {why}.", icon=":material/info:")
@@ -105,7 +111,9 @@ def start_experiment(
     learner and as one training slot (tinygpt.ui.people.admission: the room's budget and time limit apply to each
     run), then redraw. `text`: the corpus when `source` is "text" (the learner's own)."""
     configs = experiment.configs(seed=seed, source=source, text=text)
-    state.set_lab_runs(key, admission.start(room.current(), configs, check_slot=check_slot, priority="prepared"))
+    experiments_keys.set_lab_runs(
+        key, admission.start(room.current(), configs, check_slot=check_slot, priority="prepared")
+    )
     st.rerun()
 
 
@@ -262,3 +270,17 @@ def memory_comparison(width: int, context: int, batch: int) -> list[dict]:
         for row in memory_rows(config, b, measure=label.startswith(f"B={batch}, T={context}")):
             rows.append({**row, "label": label})
     return rows
+
+
+def shape_contracts() -> None:
+    """The Experiments page's Shape contracts tab: the model's own shape contract on a tiny model, case by case."""
+    st.caption(
+        "Shape bugs usually surface three matmuls later as a cryptic message. The model's shape contract checks "
+        "its input at the door and names the tensor, the expected and the actual shape."
+    )
+    torch.manual_seed(0)
+    demo_model = model_lib.TinyGPT(
+        TransformerConfig(vocab_size=65, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=16)
+    )
+    st.dataframe(shape_drift.shape_drift_cases(demo_model), hide_index=True, width="stretch")
+    explain.show_code_of([model_lib.TinyGPT._check_input])

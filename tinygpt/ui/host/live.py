@@ -94,3 +94,15 @@ def period(session: str) -> float:
     """The period for this session's live view now, counting this session."""
     seen(session)
     return period_for(watchers().count())
+
+
+SESSION_TOKEN = "session_token"  # a random token: this session in the server's count of live watchers
+
+
+def session_token() -> str:
+    """A random token of this browser session (not of the learner: two tabs are two sessions)."""
+    if SESSION_TOKEN not in st.session_state:
+        import secrets
+
+        st.session_state[SESSION_TOKEN] = secrets.token_hex(8)
+    return st.session_state[SESSION_TOKEN]

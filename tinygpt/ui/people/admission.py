@@ -29,6 +29,7 @@ from tinygpt.runs.files import read_config
 from tinygpt.runs.owners import Actor, read_hold
 from tinygpt.ui import state
 from tinygpt.ui.host import resources
+from tinygpt.ui.people import people_keys
 from tinygpt.ui.train import settings
 from tinygpt.ui.words import safe
 
@@ -124,12 +125,12 @@ Action = Callable[[bool], object]  # what a learner asked for, called with check
 
 def ask(action: Action, what: str) -> None:
     """Keep `action` (what the learner asked for) until they answer the slot question on this page."""
-    state.put(state.PENDING_START, {"action": action, "what": what})
+    state.put(people_keys.PENDING_START, {"action": action, "what": what})
 
 
 def slot_question(learner: Actor, messages) -> None:
     """While an action waits because its learner's slot is taken: stop the other run(s) and do it, or cancel."""
-    pending = state.get(state.PENDING_START)
+    pending = state.get(people_keys.PENDING_START)
     if not pending:
         return
     busy = busy_runs(learner)
@@ -138,7 +139,7 @@ def slot_question(learner: Actor, messages) -> None:
     if go.button(f"Stop it and {pending['what']}", type="primary", width="stretch", key="slot_go"):
         for other in busy:
             resources.get_manager().stop(other, actor=learner)
-        state.pop(state.PENDING_START)
+        state.pop(people_keys.PENDING_START)
         try:
             pending["action"](False)  # the stopped runs may still be on their way out: their slot is given up
         except TinyGPTError as e:
@@ -146,7 +147,7 @@ def slot_question(learner: Actor, messages) -> None:
             return
         st.rerun()
     if cancel.button("Keep it; cancel", width="stretch", key="slot_cancel"):
-        state.pop(state.PENDING_START)
+        state.pop(people_keys.PENDING_START)
         st.rerun()
 
 

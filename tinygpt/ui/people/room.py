@@ -28,12 +28,16 @@ import os
 import re
 import secrets
 import sys
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import unquote
 
 import streamlit as st
 
 from tinygpt.runs.owners import Actor, may_control, run_learner
 from tinygpt.ui import state
+from tinygpt.ui.people import people_keys
+from tinygpt.ui.screen import flashes, fonts
 from tinygpt.ui.words import safe
 
 LEARNER_COOKIE = "tinygpt_learner"  # the learner's secret token
@@ -89,7 +93,7 @@ def instructor_key() -> str:
 def key_reveal() -> None:
     """The key for a co-instructor, hidden until the instructor asks: the Room page is the one on the projector.
     st.code shows it verbatim (a markdown code span escaped its underscores) with a copy button."""
-    if st.toggle("Show the instructor key", value=False, key=state.W_SHOW_KEY):
+    if st.toggle("Show the instructor key", value=False, key=people_keys.W_SHOW_KEY):
         st.code(instructor_key(), language=None)
         st.caption("Give it to a co-instructor, not to learners; hide it again before projecting.")
 
@@ -150,7 +154,7 @@ def _readable_cookie(name: str, unreadable: list[str]) -> str:
 def current() -> Actor:
     """This browser's learner (created on the first visit, kept in cookies and in the session)."""
     instructor_key()  # the first page load of the server prints the key (cached: once)
-    actor = state.get(state.LEARNER)
+    actor = state.get(people_keys.LEARNER)
     if actor is not None:
         return actor
     unreadable: list[str] = []
@@ -161,14 +165,14 @@ def current() -> Actor:
     name = clean_name(_readable_cookie(NAME_COOKIE, unreadable)) or friendly_name(token)
     instructor = is_instructor_key(_readable_cookie(INSTRUCTOR_COOKIE, unreadable))
     actor = Actor(id=public_id(token), name=name, instructor=instructor)
-    state.put(state.LEARNER, actor)
+    state.put(people_keys.LEARNER, actor)
     if fresh or NAME_COOKIE in unreadable:
         _queue_cookie(LEARNER_COOKIE, token)
         _queue_cookie(NAME_COOKIE, name)
     if INSTRUCTOR_COOKIE in unreadable:
         _queue_cookie(INSTRUCTOR_COOKIE, "")
     if unreadable:
-        state.flash(
+        flashes.flash(
             "warning",
             f"This browser's {' and '.join(unreadable)} cookie{'s were' if len(unreadable) > 1 else ' was'} not "
             f"readable text (not UTF-8) and {'were' if len(unreadable) > 1 else 'was'} reset: you are "
@@ -182,36 +186,36 @@ def write_pending_cookies() -> None:
     container that exists on every run (an element present on the first run only would shift every element
     after it, and the browser would briefly show each widget twice)."""
     slot = st.container(height=1, border=False)  # 1 px, invisible: only scripts go here
-    for name, value in (state.pop(state.LEARNER_COOKIES) or {}).items():
+    for name, value in (state.pop(people_keys.LEARNER_COOKIES) or {}).items():
         with slot:
             _set_cookie(name, value)
 
 
 def _queue_cookie(name: str, value: str) -> None:
-    state.put(state.LEARNER_COOKIES, {**(state.get(state.LEARNER_COOKIES) or {}), name: value})
+    state.put(people_keys.LEARNER_COOKIES, {**(state.get(people_keys.LEARNER_COOKIES) or {}), name: value})
 
 
 def large_fonts_before_toggle() -> None:
     """Called by the frame just before it draws the Large fonts toggle: a page's request ("Bring to the
     projector") wins and is remembered; else a new session starts as this browser last left it (the cookie), so
     a refresh of the projector's tab stays large without &large=1 in the address."""
-    pending = state.apply_pending_large()
+    pending = fonts.apply_pending_large()
     if pending is not None:
         _queue_cookie(LARGE_COOKIE, "1" if pending else "0")
-    elif not state.has(state.W_LARGE) and (large := _readable_cookie(LARGE_COOKIE, [])) in ("0", "1"):
-        state.put(state.W_LARGE, large == "1")  # an unreadable one is as good as none: the toggle rewrites it
+    elif not state.has(fonts.W_LARGE) and (large := _readable_cookie(LARGE_COOKIE, [])) in ("0", "1"):
+        state.put(fonts.W_LARGE, large == "1")  # an unreadable one is as good as none: the toggle rewrites it
 
 
 def large_fonts_changed() -> None:
     """The toggle's on_change: remember the choice in this browser."""
-    _queue_cookie(LARGE_COOKIE, "1" if state.large_fonts() else "0")
+    _queue_cookie(LARGE_COOKIE, "1" if fonts.large_fonts() else "0")
 
 
 def rename(name: str) -> None:
     actor = current()
     name = clean_name(name) or actor.name
-    state.put(state.LEARNER, Actor(actor.id, name, actor.instructor))
-    state.put(state.LEARNER_COOKIES, {**(state.get(state.LEARNER_COOKIES) or {}), NAME_COOKIE: name})
+    state.put(people_keys.LEARNER, Actor(actor.id, name, actor.instructor))
+    state.put(people_keys.LEARNER_COOKIES, {**(state.get(people_keys.LEARNER_COOKIES) or {}), NAME_COOKIE: name})
 
 
 def become_instructor(key: str) -> bool:
@@ -219,19 +223,32 @@ def become_instructor(key: str) -> bool:
     if not is_instructor_key(key):
         return False
     actor = current()
-    state.put(state.LEARNER, Actor(actor.id, actor.name, True))
-    state.put(state.LEARNER_COOKIES, {**(state.get(state.LEARNER_COOKIES) or {}), INSTRUCTOR_COOKIE: key.strip()})
+    state.put(people_keys.LEARNER, Actor(actor.id, actor.name, True))
+    state.put(
+        people_keys.LEARNER_COOKIES, {**(state.get(people_keys.LEARNER_COOKIES) or {}), INSTRUCTOR_COOKIE: key.strip()}
+    )
     return True
+
+
+def control_decision(run: str, actor: Any, decide: Callable[[], bool]) -> bool:
+    """Whether `actor` may change run `run`: `decide()` (tinygpt.ui.people.room.can_control) once per run and actor in
+    this session, remembered here. The frame's link check and the page's controls used to decide it each script
+    run, twice on a link's first. It cannot go stale: a run's owner is written once, when the run is created, and
+    an actor who becomes the instructor is another Actor (a new key)."""
+    decisions = st.session_state.setdefault(people_keys.CONTROL, {})
+    if (run, actor) not in decisions:
+        decisions[(run, actor)] = bool(decide())
+    return decisions[(run, actor)]
 
 
 def can_control(config: dict | None, run_id: str | None = None) -> bool:
     """Whether this browser may change the run with this config.json (its owner, or the instructor); the owner
     part of it is enough (tinygpt.runs.owners.read_owner). With `run_id`, decided once per run and learner in this
-    session (state.control_decision): the frame's link check and the page ask for the same run in one script run."""
+    session (control_decision): the frame's link check and the page ask for the same run in one script run."""
     actor = current()
     if run_id is None or not config:  # an empty config (missing, damaged) is not worth remembering
         return may_control(config or {}, actor)
-    return state.control_decision(run_id, actor, lambda: may_control(config, actor))
+    return control_decision(run_id, actor, lambda: may_control(config, actor))
 
 
 def may_open_link(config: dict | None, run_id: str) -> bool:
@@ -246,24 +263,24 @@ def owner_name(config: dict | None) -> str:
 
 
 def _renamed() -> None:
-    rename(state.get(state.W_LEARNER_NAME) or "")
+    rename(state.get(people_keys.W_LEARNER_NAME) or "")
 
 
 def _key_entered() -> None:
-    key = state.get(state.W_INSTRUCTOR_KEY) or ""
-    state.put(state.W_INSTRUCTOR_KEY, "")
+    key = state.get(people_keys.W_INSTRUCTOR_KEY) or ""
+    state.put(people_keys.W_INSTRUCTOR_KEY, "")
     if become_instructor(key):
-        state.flash("success", "Instructor mode: you may control every run, and the Room page is in the menu.")
+        flashes.flash("success", "Instructor mode: you may control every run, and the Room page is in the menu.")
     elif key:
-        state.flash("error", "That is not this server's instructor key (it is printed on the server's terminal).")
+        flashes.flash("error", "That is not this server's instructor key (it is printed on the server's terminal).")
 
 
 def sidebar(learner: Actor) -> None:
     """Who you are in the room, your name (editable) and, for the instructor, the key box."""
     title = f"You: {safe.md(learner.name)}" + (" · instructor" if learner.instructor else "")  # a label is markdown
     with st.expander(title, icon=":material/person:"):
-        state.init(state.W_LEARNER_NAME, learner.name)
-        st.text_input("Your name (shown to the room)", key=state.W_LEARNER_NAME, max_chars=32, on_change=_renamed)
+        state.init(people_keys.W_LEARNER_NAME, learner.name)
+        st.text_input("Your name (shown to the room)", key=people_keys.W_LEARNER_NAME, max_chars=32, on_change=_renamed)
         st.caption("Your runs are yours: others can watch and sample them, only you (and the instructor) change them.")
         if not learner.instructor:
-            st.text_input("Instructor key", key=state.W_INSTRUCTOR_KEY, type="password", on_change=_key_entered)
+            st.text_input("Instructor key", key=people_keys.W_INSTRUCTOR_KEY, type="password", on_change=_key_entered)

@@ -15,9 +15,9 @@ from typing import Any
 from tinygpt.runs.files import RESUMABLE_STATES
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.runs.owners import Actor, read_hold
-from tinygpt.ui import state
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, room
+from tinygpt.ui.run import in_view
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def set_knob(run_id: str, name: str, value: Any, viewer: Actor) -> str:
 
 def open_run(store, run_id: str | None, viewer: Actor) -> RunHandle | None:
     """The handle of `run_id` for `viewer` (None: no run, or it cannot be read)."""
-    rd = state.reader(store, run_id)
+    rd = in_view.reader(store, run_id)
     if rd is None:
         return None
     status, config = rd.status(), rd.config()

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # the lesson's roles (tinygpt.ui.teach.lesson re-exports)
+from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # the lesson's roles (lesson.py re-exports)
 from tinygpt.lab.registry import ORDER
 from tinygpt.lab.verdict import CPU_COUNTS_ONLY
 from tinygpt.runs.knobs import knob_changes

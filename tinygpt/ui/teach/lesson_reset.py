@@ -1,9 +1,9 @@
 """The lesson's "Reset the lecture run" (issue 37). Two steps break the lecture run on purpose (`Step.reset` in
-tinygpt/ui/teach/lesson.py: the mask step switches the mask off, the learning-rate step sets it to 0.1). After either, the
-instructor branches the lecture run from its checkpoint before the change (tinygpt.runs.branch.reset_point), with
+tinygpt/ui/teach/lesson.py: the mask step switches the mask off, the learning-rate step sets it to 0.1). After either,
+the instructor branches the lecture run from its checkpoint before the change (tinygpt.runs.branch.reset_point), with
 the old settings, and the branch becomes the room's lecture run: a healthy run trains on the projector again within
-seconds, on the batches the broken one drew, while the broken one stays (paused, its training slot freed) to
-compare. Learners follow the room, so only the instructor's pane offers it.
+seconds, on the batches the broken one drew, while the broken one stays (paused, its training slot freed) to compare.
+Learners follow the room, so only the instructor's pane offers it.
 
 `offer` reads the room and the lecture run's events and says what a reset would do, or plainly why there is none;
 `reset` makes the branch; `pane_part` draws the button.
@@ -23,6 +23,9 @@ from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import state
 from tinygpt.ui.host import resources
+from tinygpt.ui.people import people_keys
+from tinygpt.ui.run import in_view
+from tinygpt.ui.screen import flashes
 from tinygpt.ui.teach import lesson
 from tinygpt.ui.teach.lesson import LECTURE, Step
 from tinygpt.ui.train import branching
@@ -105,9 +108,9 @@ def pane_part(step: Step, actor: Actor) -> None:
         except TinyGPTError as exc:
             st.error(safe.md(exc))
             return
-        state.set_run_id(new_id)
-        state.flash("success", f"The lecture run is reset: {found.text.removeprefix('Branches the lecture run ')}",
+        in_view.set_run_id(new_id)
+        flashes.flash("success", f"The lecture run is reset: {found.text.removeprefix('Branches the lecture run ')}",
                     new_id)  # fmt: skip
-        kept = {k: v for k, v in (state.get(state.WORKSHOP_PARAMS) or {}).items() if k != "experiment"}
-        st.switch_page(step.page, query_params={**kept, state.URL_RUN: new_id})  # the branch, on the projector
+        kept = {k: v for k, v in (state.get(people_keys.WORKSHOP_PARAMS) or {}).items() if k != "experiment"}
+        st.switch_page(step.page, query_params={**kept, in_view.URL_RUN: new_id})  # the branch, on the projector
     st.caption(safe.md(found.text))  # its values come from the run's events file

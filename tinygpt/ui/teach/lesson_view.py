@@ -28,13 +28,15 @@ from tinygpt.presets import preset
 from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
 from tinygpt.runs.owners import Actor, may_control, read_owner
 from tinygpt.ui import state
-from tinygpt.ui.circuits import circuits_view
-from tinygpt.ui.experiments import lab
+from tinygpt.ui.circuits import circuits_keys, circuits_view
+from tinygpt.ui.experiments import experiments_keys, lab
 from tinygpt.ui.host import resources
-from tinygpt.ui.people import admission
-from tinygpt.ui.teach import lesson, lesson_reset, prediction_view
+from tinygpt.ui.people import admission, people_keys
+from tinygpt.ui.run import in_view
+from tinygpt.ui.screen import flashes
+from tinygpt.ui.teach import lesson, lesson_reset, prediction_view, teach_keys
 from tinygpt.ui.teach.lesson import HEADS, INDUCTION, LECTURE, STEPS, Evidence, RunData, Step
-from tinygpt.ui.train import knob_widgets, settings
+from tinygpt.ui.train import knob_widgets, settings, train_keys
 from tinygpt.ui.words import run_words, runinfo, safe
 
 REFRESH_S = 3.0  # how often a pane re-reads the room's position and its step's check
@@ -55,7 +57,7 @@ def room() -> dict:
 def runs_for(actor: Actor, room_data: dict) -> dict[str, dict[str, str]]:
     """{role: {label: run_id}}: the room's runs, with this session's own runs in their place where it set some up
     (the instructor's own are the room's)."""
-    own = state.get(state.LESSON_RUNS) or {}
+    own = state.get(teach_keys.LESSON_RUNS) or {}
     return {**room_data["runs"], **({} if actor.instructor else own)}
 
 
@@ -63,7 +65,7 @@ def _remember(actor: Actor, role: str, runs: dict[str, str]) -> None:
     if actor.instructor:
         lesson.write_room(_root(), runs={role: runs})
     else:
-        state.put(state.LESSON_RUNS, {**(state.get(state.LESSON_RUNS) or {}), role: dict(runs)})
+        state.put(teach_keys.LESSON_RUNS, {**(state.get(teach_keys.LESSON_RUNS) or {}), role: dict(runs)})
 
 
 # ---------------------------------------------------------------- the one click
@@ -92,22 +94,22 @@ def _lecture(actor: Actor, runs: dict, manager) -> str:
     _remember(actor, LECTURE, {"run": rid})
     label = settings.preset_label(name)
     if label:  # the Train form shows the lecture run's settings (no "changed since this run started")
-        _widget(state.W_PRESET, label)
+        _widget(train_keys.W_PRESET, label)
     values, source = settings.values_from_config(config.to_dict())
     for field_name, value in values.items():
         _widget(settings.FIELD_BY_NAME[field_name].key, value)
-    _widget(state.W_SOURCE, source or settings.SOURCE_SHAKESPEARE)
+    _widget(train_keys.W_SOURCE, source or settings.SOURCE_SHAKESPEARE)
     return rid
 
 
 def _widget(key: str, value: Any) -> None:
     """A widget value for the page the setup opens, set at the start of that page's run (`apply_pending`): set
     now, it would be overwritten by the values the browser sent with the click, which switch_page carries over."""
-    state.put(state.LESSON_PENDING, {**(state.get(state.LESSON_PENDING) or {}), key: value})
+    state.put(teach_keys.LESSON_PENDING, {**(state.get(teach_keys.LESSON_PENDING) or {}), key: value})
 
 
 def apply_pending() -> None:
-    for key, value in (state.pop(state.LESSON_PENDING) or {}).items():
+    for key, value in (state.pop(teach_keys.LESSON_PENDING) or {}).items():
         state.put_widget(key, value)
 
 
@@ -173,8 +175,8 @@ def set_up(step: Step, actor: Actor) -> None:
     setup = step.setup
     if setup.train or setup.knobs:
         rid = _lecture(actor, runs, manager)
-        state.set_run_id(rid)
-        query[state.URL_RUN] = rid
+        in_view.set_run_id(rid)
+        query[in_view.URL_RUN] = rid
         mine = may_control(read_owner(resources.get_store().path(rid)), actor)  # config.json alone, no RunReader
         for name, value in setup.knobs.items() if mine else ():  # a learner watches the room's run
             request = manager.set_knob(rid, name, value, actor=actor)
@@ -184,31 +186,35 @@ def set_up(step: Step, actor: Actor) -> None:
         manager.pause(rid, actor=actor)  # its training slot goes to the long runs
     if setup.heads:
         rid = _heads(actor, runs)
-        state.set_run_id(rid)
-        query[state.URL_RUN] = rid
+        in_view.set_run_id(rid)
+        query[in_view.URL_RUN] = rid
     if setup.pitfalls and actor.instructor:
         prepare(actor)
         runs = runs_for(actor, room())
     for key in setup.measure:
         results = EXPERIMENTS[key].measure(1337)
-        state.set_lab_measured(key, 1337, results)
+        experiments_keys.set_lab_measured(key, 1337, results)
         if actor.instructor:
             lesson.write_room(_root(), measured={key: results})
     if setup.experiment:
         started = _experiment(actor, runs, setup.experiment)
-        _widget(state.W_EXPERIMENT, setup.experiment)
-        state.set_lab_runs(setup.experiment, started)
-        query |= {"experiment": setup.experiment, state.URL_LAB: ",".join(started.values())}
+        _widget(experiments_keys.W_EXPERIMENT, setup.experiment)
+        experiments_keys.set_lab_runs(setup.experiment, started)
+        query |= {"experiment": setup.experiment, experiments_keys.URL_LAB: ",".join(started.values())}
     if setup.induction:
         started = _induction(actor, runs)
-        state.set_circuit_runs(started)
-        state.set_run_id(started[TWO])
-        query |= {state.URL_RUN: started[TWO], state.URL_CIRC: ",".join(started.values())}
+        circuits_keys.set_circuit_runs(started)
+        in_view.set_run_id(started[TWO])
+        query |= {in_view.URL_RUN: started[TWO], circuits_keys.URL_CIRC: ",".join(started.values())}
     if setup.induction:  # the newest step, whose checkpoint the checks read: not one this browser looked at before
-        _widget(state.W_CIRC_STEP, None)  # (the browser run's heatmap showed step ~1400 beside a check of step 3000)
+        _widget(
+            circuits_keys.W_CIRC_STEP, None
+        )  # (the browser run's heatmap showed step ~1400 beside a check of step 3000)
     if setup.tab:  # the view the check talks about (Model health, Head ablation, Logit lens), not the first tab
-        _widget(state.W_CIRC_TAB if step.page.endswith("circuits.py") else state.W_EXP_TAB, setup.tab)
-    kept = {k: v for k, v in (state.get(state.WORKSHOP_PARAMS) or {}).items() if k != "experiment"}
+        _widget(
+            circuits_keys.W_CIRC_TAB if step.page.endswith("circuits.py") else experiments_keys.W_EXP_TAB, setup.tab
+        )
+    kept = {k: v for k, v in (state.get(people_keys.WORKSHOP_PARAMS) or {}).items() if k != "experiment"}
     st.switch_page(step.page, query_params={**kept, **query})  # a workshop link's settings stay in the address
 
 
@@ -365,7 +371,7 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     step = STEPS[index]
     predicted = st.container()  # the learner's prediction, above the check it is graded by (prediction_view)
     slot = st.empty()
-    if state.get(state.LESSON_CHECKED) != index:
+    if state.get(teach_keys.LESSON_CHECKED) != index:
         # Before the check is computed (the circuit steps' read checkpoints and ablate heads: 15 s and more), the
         # slot says which step it checks: until overwritten, the browser kept showing the previous step's check,
         # "seen", under this step's title.
@@ -379,7 +385,7 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
         check = lesson.Check(None, f"Not enough data yet: could not read the runs ({exc}).")
         lines = []
-    state.put(state.LESSON_CHECKED, index)
+    state.put(teach_keys.LESSON_CHECKED, index)
     with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)
         draw(check, lines)
     with predicted:
@@ -391,19 +397,19 @@ def position(shop, actor: Actor) -> tuple[int, int | None, dict] | None:
     lesson is shown (the instructor's sidebar then offers to teach it)."""
     apply_pending()  # before the page draws its widgets
     data = room()
-    shown = not (shop.tutorial is None and data["step"] is None and state.get(state.LESSON_STEP) is None)
-    state.put(state.LESSON_SHOWN, shown)
+    shown = not (shop.tutorial is None and data["step"] is None and state.get(teach_keys.LESSON_STEP) is None)
+    state.put(teach_keys.LESSON_SHOWN, shown)
     if not shown:
         if actor.instructor and st.sidebar.button("Teach the lesson", icon=":material/school:", width="stretch"):
             lesson.write_room(_root(), step=0)
             st.rerun()
         return None
-    local = state.get(state.LESSON_STEP)
+    local = state.get(teach_keys.LESSON_STEP)
     if local is None and shop.tutorial is not None:
         local = shop.tutorial
-    index, seen = lesson.follow(local, state.get(state.LESSON_SEEN), data["step"])
-    state.put(state.LESSON_STEP, index)
-    state.put(state.LESSON_SEEN, seen)
+    index, seen = lesson.follow(local, state.get(teach_keys.LESSON_SEEN), data["step"])
+    state.put(teach_keys.LESSON_STEP, index)
+    state.put(teach_keys.LESSON_SEEN, seen)
     return index, seen, data
 
 
@@ -434,7 +440,7 @@ def prepare_button(actor: Actor, icon: bool = True) -> None:
                  help="Before class: start the pitfalls' and the induction experiment's runs now, so "
                  "their steps have results when the class reaches them."):  # fmt: skip
         started = prepare(actor)
-        state.flash("success", f"Started {started} runs for the long steps." if started else
+        flashes.flash("success", f"Started {started} runs for the long steps." if started else
                     "The long steps' runs were already started.")  # fmt: skip
         st.rerun()
 
@@ -450,10 +456,10 @@ def long_runs_line() -> str | None:
 
 def move_to(moved: int, actor: Actor) -> None:
     """Back or Next: this session's lesson moves (the instructor's moves the room)."""
-    state.put(state.LESSON_STEP, moved)
+    state.put(teach_keys.LESSON_STEP, moved)
     if actor.instructor:
         lesson.write_room(_root(), step=moved)
-        state.put(state.LESSON_SEEN, moved)
+        state.put(teach_keys.LESSON_SEEN, moved)
     st.rerun()
 
 

@@ -12,7 +12,9 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.runs.owners import Actor
 from tinygpt.ui import state
 from tinygpt.ui.host import resources
-from tinygpt.ui.teach import lesson, predictions, record
+from tinygpt.ui.people import people_keys
+from tinygpt.ui.screen import flashes
+from tinygpt.ui.teach import lesson, predictions, record, teach_keys
 from tinygpt.ui.teach.predictions import RIGHT, WRONG, PredictionBook
 from tinygpt.ui.teach.record import GRADE_WORDS, OUTCOME_WORDS  # one wording for the pane and the downloaded record
 from tinygpt.ui.words import safe
@@ -25,7 +27,7 @@ def book() -> PredictionBook:
 
 
 def _key(step: lesson.Step) -> str:
-    return f"{state.W_PREDICT}:{step.key}"
+    return f"{teach_keys.W_PREDICT}:{step.key}"
 
 
 def _chosen(step: lesson.Step, actor: Actor) -> None:
@@ -161,14 +163,14 @@ def _spread() -> None:
         right.caption("The check decided nothing: no share right.")
     else:
         right.caption("The share right appears with the check.")
-    if state.get(state.W_SPREAD_NAMES) and spread["rows"]:
+    if state.get(people_keys.W_SPREAD_NAMES) and spread["rows"]:
         st.table(spread["rows"])  # a page-wide table, readable from the back (a class is tens of learners)
 
 
 def room_spread() -> None:
     """The Room page's predictions: the live spread (a fragment), the names on request, the CSV."""
     st.subheader("Predictions", anchor=False)
-    st.toggle("Name the learners beside their answers", value=False, key=state.W_SPREAD_NAMES,
+    st.toggle("Name the learners beside their answers", value=False, key=people_keys.W_SPREAD_NAMES,
               help="Off on every visit: the Room page is the one on the projector.")  # fmt: skip
     st.fragment(run_every=REFRESH_S)(_spread)()
     root = resources.get_store().root  # the CSV is made at the click, on a thread without the script's context
@@ -180,5 +182,5 @@ def room_spread() -> None:
                    "(download the CSV first).")  # fmt: skip
         if st.button("Clear every step's answers", type="primary"):
             book().clear()
-            state.flash("success", "The room's answers are cleared: every step's question is open again.")
+            flashes.flash("success", "The room's answers are cleared: every step's question is open again.")
             st.rerun()

@@ -18,7 +18,7 @@ import re
 import streamlit as st
 
 from tinygpt.runs.owners import Actor
-from tinygpt.ui import state
+from tinygpt.ui.screen import fonts
 from tinygpt.ui.teach import lesson, lesson_reset, lesson_view
 from tinygpt.ui.teach.lesson import STEPS
 from tinygpt.ui.words import safe
@@ -42,7 +42,7 @@ def headline(check_text: str, limit: int = LIMIT) -> str:
 
 def shown(actor: Actor) -> bool:
     """The banner instead of the sidebar pane: the instructor's screen with Large fonts (the projector)."""
-    return bool(actor.instructor) and state.large_fonts()
+    return bool(actor.instructor) and fonts.large_fonts()
 
 
 def _check(check: lesson.Check, lines: list[str]) -> None:

@@ -26,8 +26,10 @@ from tinygpt.config import ConfigError, DataConfig, TrainConfig, TransformerConf
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.presets import PRESETS, preset
 from tinygpt.ui import state
-from tinygpt.ui.teach import lesson
-from tinygpt.ui.train import settings
+from tinygpt.ui.people import people_keys
+from tinygpt.ui.screen import fonts
+from tinygpt.ui.teach import lesson, teach_keys
+from tinygpt.ui.train import settings, train_keys
 
 SETTING_TYPES: dict[str, type] = {
     f.name: type(f.default)
@@ -225,22 +227,22 @@ def sync_workshop() -> Workshop:
     """
 
     params = {k: v for k, v in st.query_params.to_dict().items() if k not in ("run", "view", "lab")}
-    kept: dict[str, str] | None = state.get(state.WORKSHOP_PARAMS)
+    kept: dict[str, str] | None = state.get(people_keys.WORKSHOP_PARAMS)
     if kept is None or (params and params != kept):
         # Only a change of preset or settings reloads the Train widgets (a new tutorial step or experiment must
         # not undo what the learner set).
         reseed = kept is None or _settings_part(params) != _settings_part(kept)
         kept = params
-        state.put(state.WORKSHOP_PARAMS, kept)
+        state.put(people_keys.WORKSHOP_PARAMS, kept)
         if reseed:
             _seed_settings(parse_workshop(kept))
     for key, value in kept.items():
         if st.query_params.get(key) != value:
             st.query_params[key] = value
     shop = parse_workshop(kept)
-    state.put(state.WORKSHOP_LOCKED, shop.locked)
+    state.put(people_keys.WORKSHOP_LOCKED, shop.locked)
     if shop.large:
-        state.init(state.W_LARGE, True)
+        state.init(fonts.W_LARGE, True)
     return shop
 
 
@@ -256,14 +258,14 @@ def _seed_settings(shop: Workshop) -> None:
     label = settings.preset_label(shop.preset or "demo")
     if label is None:
         return
-    state.put(state.W_PRESET, label)
+    state.put(train_keys.W_PRESET, label)
     values = {**settings.preset_values(label), **shop.overrides}
     for name, value in values.items():
         if name in settings.FIELD_BY_NAME:
             state.put(settings.FIELD_BY_NAME[name].key, value)
     source = shop.overrides.get("source")
     if isinstance(source, str) and settings.source_label(source) and source != "text":
-        state.put(state.W_SOURCE, settings.source_label(source))
+        state.put(train_keys.W_SOURCE, settings.source_label(source))
 
 
 def hide_controls(shop: Workshop) -> None:
@@ -281,7 +283,7 @@ def lesson_started_unseen() -> bool:
     """The room has a lesson going and this session's page, drawn without its pane, does not show it yet."""
     from tinygpt.ui.teach import lesson_view
 
-    return state.get(state.LESSON_SHOWN) is False and lesson_view.room()["step"] is not None
+    return state.get(teach_keys.LESSON_SHOWN) is False and lesson_view.room()["step"] is not None
 
 
 def tutorial_pane(shop: Workshop) -> None:

@@ -20,10 +20,11 @@ from tinygpt.runs.branch import branch_of, checkpoint_settings, plan_branch, sec
 from tinygpt.runs.files import list_checkpoints, read_config_json
 from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import state
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission
-from tinygpt.ui.train import settings
+from tinygpt.ui.run import in_view
+from tinygpt.ui.screen import flashes
+from tinygpt.ui.train import settings, train_keys
 from tinygpt.ui.words import safe
 from tinygpt.ui.words.knob_words import knob_value, knob_word
 
@@ -102,7 +103,7 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
     planned = (read_config_json(store.path(run_id)).get("train") or {}).get("max_steps")
     inside = [i for i, s in enumerate(steps) if not isinstance(planned, int) or s < planned]
     first = inside[-1] if inside else len(steps) - 1
-    step = st.selectbox("Checkpoint step", steps, index=first, key=f"{state.W_BRANCH}:{run_id}:step")
+    step = st.selectbox("Checkpoint step", steps, index=first, key=f"{train_keys.W_BRANCH}:{run_id}:step")
     try:
         base = checkpoint_settings(store.path(run_id), step)
     except TinyGPTError as e:
@@ -111,7 +112,7 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
     columns = st.columns(2)
     values = {}
     for i, (name, label, choices) in enumerate(SETTINGS):
-        key = f"{state.W_BRANCH}:{run_id}:{step}:{name}"  # per checkpoint: its own values are the defaults
+        key = f"{train_keys.W_BRANCH}:{run_id}:{step}:{name}"  # per checkpoint: its own values are the defaults
         values[name] = _widget(columns[i % 2], name, label, choices, setting_of(base, name), key)
     changes = changes_from(values, base)
     st.caption(
@@ -120,11 +121,11 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
 
     def start(check_slot: bool) -> None:
         new_id = start_branch(learner, store, run_id, step, changes, check_slot)
-        state.set_run_id(new_id)
-        state.flash("success", f"Branched {run_name} at step {step} ({describe(changes, base)}): training.")
+        in_view.set_run_id(new_id)
+        flashes.flash("success", f"Branched {run_name} at step {step} ({describe(changes, base)}): training.")
         st.rerun()
 
-    if st.button("Start the branch", type="primary", key=f"{state.W_BRANCH}:{run_id}:go"):
+    if st.button("Start the branch", type="primary", key=f"{train_keys.W_BRANCH}:{run_id}:go"):
         admission.attempt(start, "start the branch", st)
 
 

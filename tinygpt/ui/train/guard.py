@@ -1,11 +1,11 @@
 """Values from the browser, checked before a widget takes them.
 
-A widget's value comes back from the browser with every rerun, and a forged one (a websocket message of the wrong
-type) reached Streamlit's own input handling: "cannot convert float NaN to integer" for Steps per Step click,
-"object of type 'float' has no len()" for the learning-rate slider, an exception box in the forger's page. Here,
-before each form widget is drawn, the value its key holds is read (Streamlit deserializes it on that read, which
-is where a forged value fails) and checked against the field's own type, range and options (tinygpt/ui/train/settings.py,
-inside the config's table of limits); a value that does not pass is replaced by the field's fallback, with a message.
+A widget's value comes back from the browser with every rerun, and a forged one (a websocket message of the wrong type)
+reached Streamlit's own input handling: "cannot convert float NaN to integer" for Steps per Step click, "object of type
+'float' has no len()" for the learning-rate slider, an exception box in the forger's page. Here, before each form widget
+is drawn, the value its key holds is read (Streamlit deserializes it on that read, which is where a forged value fails)
+and checked against the field's own type, range and options (tinygpt/ui/train/settings.py, inside the config's table of
+limits); a value that does not pass is replaced by the field's fallback, with a message.
 
 Some forged values never reach the page: Streamlit deserializes every changed widget's value before the script
 runs (to call its on_change), and a value its own deserializer cannot read (NaN for a whole-number box, a float
@@ -23,8 +23,7 @@ from typing import Any
 
 import streamlit as st
 
-from tinygpt.ui import state
-from tinygpt.ui.train import settings
+from tinygpt.ui.train import settings, train_keys
 from tinygpt.ui.train.settings import Field
 from tinygpt.ui.words import safe
 
@@ -90,7 +89,7 @@ def fallback(field: Field) -> Any:
     """The value a refused one is replaced by: the chosen preset's (the first preset's if that is unreadable too)."""
     if field.widget == "device":
         return "auto"  # every machine has it (resources.device_options)
-    label = _read(state.W_PRESET)
+    label = _read(train_keys.W_PRESET)
     if label not in settings.PRESET_LABELS:
         label = next(iter(settings.PRESET_LABELS))
     value = settings.preset_values(label).get(field.name)

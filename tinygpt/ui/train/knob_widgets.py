@@ -28,6 +28,7 @@ from typing import Any
 
 from tinygpt.runs.knobs import knob_answer, knobs_now
 from tinygpt.ui import state
+from tinygpt.ui.train import train_keys
 
 LIVE_ROLES = ("", "_exact")  # a knob's widgets: the main one, and a log slider's exact box
 SETTLE_S = 0.4  # s a slider rests before its value is sent: longer than a key repeat, shorter than a person waits
@@ -57,12 +58,12 @@ def widget_key(value_key: str, generations: dict[str, int], role: str = "") -> s
 def mount(value_key: str, role: str = "") -> str:
     """The key to draw the widget of `value_key` under: the same as before while the widget holds the form's
     value, a new one (holding the form's value) when the value changed from the server's side."""
-    generations = dict(state.get(state.KNOB_WIDGETS) or {})
+    generations = dict(state.get(train_keys.KNOB_WIDGETS) or {})
     key = widget_key(value_key, generations, role)
     value = state.get(value_key)
     if state.has(key) and state.get(key) != value:
         generations[value_key + role] = generations.get(value_key + role, 0) + 1
-        state.put(state.KNOB_WIDGETS, generations)
+        state.put(train_keys.KNOB_WIDGETS, generations)
         key = widget_key(value_key, generations, role)
     if not state.has(key):
         state.put(key, value)
@@ -81,7 +82,7 @@ def moved(value_key: str, key: str) -> Any:
     replaced, whose value is the browser's stale copy (Streamlit still runs the callback of a widget it has just
     dropped when the browser reports it, seen in a real browser: the exact box's old 0.002 after the slider's
     0.005), and which must never be sent."""
-    if not is_current(key, value_key, state.get(state.KNOB_WIDGETS) or {}):
+    if not is_current(key, value_key, state.get(train_keys.KNOB_WIDGETS) or {}):
         return None
     value = state.get(key)
     state.put(value_key, value)
@@ -103,27 +104,27 @@ def show_run(run: str, values: dict[str, Any], keys: dict[str, str]) -> None:
     """Put the run's values into the form (`keys`: knob -> value key) before the widgets are drawn."""
     for name, value in values.items():
         state.put(keys[name], value)
-    state.put(state.KNOBS_DRAWN, (run, values))
+    state.put(train_keys.KNOBS_DRAWN, (run, values))
 
 
 def run_moved(run: str, config: dict, events: list[dict]) -> bool:
     """From the live view: did the run's knobs move away from what the widgets drew (someone else turned one, or
     a change of this viewer's was answered with a refusal)? Then the page redraws them. False while the widgets
     were not drawn from this run."""
-    drawn = state.get(state.KNOBS_DRAWN)
+    drawn = state.get(train_keys.KNOBS_DRAWN)
     if not drawn or drawn[0] != run:
         return False
     return run_values(config, events, list(drawn[1]), knob_notes(run)) != drawn[1]
 
 
-# ---------------------------------------------------------------- the changes this session asked for (state.KNOB_NOTES)
+# ---------------------------------------------------------------- the changes this session asked for (KNOB_NOTES)
 
 
 def knob_notes(run: str | None) -> dict[str, dict]:
     """{knob: {"value", "request", "run", "moved_at"}}: the live-knob changes this session asked of `run`, whose
     answers the page shows. Only that run's: a note of the run shown before ("LR → 0.1: applies at the next step")
     must never appear over another run (Bring to the projector)."""
-    notes = state.get(state.KNOB_NOTES) or {}
+    notes = state.get(train_keys.KNOB_NOTES) or {}
     return {knob: note for knob, note in notes.items() if run and note.get("run") == run}
 
 
@@ -131,12 +132,12 @@ def add_knob_note(knob: str, value: Any, request: str | None, run: str, moved_at
     """A change asked of `run` (`request`: the manager's id), or one still settling (request None, `moved_at`:
     the monotonic time of its widget's last move; `settled` says when it is sent)."""
     note = {"value": value, "request": request, "run": run, "moved_at": moved_at}
-    state.put(state.KNOB_NOTES, {**(state.get(state.KNOB_NOTES) or {}), knob: note})
+    state.put(train_keys.KNOB_NOTES, {**(state.get(train_keys.KNOB_NOTES) or {}), knob: note})
 
 
 def drop_knob_note(knob: str) -> None:
-    state.put(state.KNOB_NOTES, {k: n for k, n in (state.get(state.KNOB_NOTES) or {}).items() if k != knob})
+    state.put(train_keys.KNOB_NOTES, {k: n for k, n in (state.get(train_keys.KNOB_NOTES) or {}).items() if k != knob})
 
 
 def clear_knob_notes() -> None:
-    state.put(state.KNOB_NOTES, {})
+    state.put(train_keys.KNOB_NOTES, {})

@@ -12,7 +12,8 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.runs.owners import Actor
 from tinygpt.ui import state
 from tinygpt.ui.people import admission
-from tinygpt.ui.train import form, knob_widgets, settings
+from tinygpt.ui.run import in_view
+from tinygpt.ui.train import form, knob_widgets, settings, train_keys
 from tinygpt.ui.words import safe
 
 
@@ -20,9 +21,9 @@ def config_from_form(source: str, uploaded: Any, learner: Actor, messages) -> Ru
     """The run the form describes (TinyGPTError says what to change); loads Tiny Shakespeare (the embedded copy,
     or a download when that copy is damaged) with a progress bar in `messages`, gone again whatever happens."""
     values = form.form_values()
-    pasted, data_bytes = state.get(state.W_PASTE, ""), uploaded.getvalue() if uploaded else None
+    pasted, data_bytes = state.get(train_keys.W_PASTE, ""), uploaded.getvalue() if uploaded else None
     data = settings.data_config(source, pasted, data_bytes, values["max_seq_len"])
-    config = settings.build_config(state.get(state.W_PRESET), values, data)
+    config = settings.build_config(state.get(train_keys.W_PRESET), values, data)
     # Asked here as well as in admission.start (the authoritative check, which every start path asks, and asks again
     # when the slot question is answered later): ensure_corpus below loads Tiny Shakespeare, a download when the
     # embedded copy is damaged, under a progress bar, for a run the budget would refuse anyway. The check itself is
@@ -41,7 +42,7 @@ def start(config: RunConfig, learner: Actor, parent: str | None, check_slot: boo
     """Queue a new run owned by `learner` (tinygpt.ui.people.admission: budget, slot, preflight), make it the page's
     run, and redraw."""
     (new_id,) = admission.start(learner, {"run": config}, parent=parent, check_slot=check_slot).values()
-    state.set_run_id(new_id)
+    in_view.set_run_id(new_id)
     knob_widgets.clear_knob_notes()
     st.rerun()
 

@@ -39,7 +39,7 @@ from tinygpt.data import (
 )
 from tinygpt.presets import PRESET_NOTES, preset
 from tinygpt.runs.knobs import knobs_now
-from tinygpt.ui import state
+from tinygpt.ui.train import train_keys
 
 PRESET_LABELS = {
     "Demo (CPU, seconds)": "demo",
@@ -105,24 +105,24 @@ class Field:
 
 FIELDS: tuple[Field, ...] = (
     # Data and model: changing these starts a new run. Two per row, in this order.
-    Field("num_layers", "Layers", state.W_LAYERS, minimum=1, maximum=12),
-    Field("hidden_dim", "Width (hidden_dim)", state.W_WIDTH, "select", options=WIDTHS),
+    Field("num_layers", "Layers", train_keys.W_LAYERS, minimum=1, maximum=12),
+    Field("hidden_dim", "Width (hidden_dim)", train_keys.W_WIDTH, "select", options=WIDTHS),
     Field(
         "num_heads",
         "Heads",
-        state.W_HEADS,
+        train_keys.W_HEADS,
         "heads",
         help="Only head counts that divide the width: each head gets width / heads dimensions.",
     ),  # fmt: skip
-    Field("max_seq_len", "Context (max_seq_len)", state.W_CONTEXT, minimum=4, maximum=1024),
-    Field("batch_size", "Batch size", state.W_BATCH, minimum=1, maximum=1024),
-    Field("max_steps", "Max steps", state.W_MAX_STEPS, minimum=1, maximum=1_000_000),
-    Field("dropout", "Dropout", state.W_DROPOUT, minimum=0.0, maximum=0.9, step=0.05),
-    Field("seed", "Seed", state.W_SEED, minimum=0, maximum=2**31 - 1),
+    Field("max_seq_len", "Context (max_seq_len)", train_keys.W_CONTEXT, minimum=4, maximum=1024),
+    Field("batch_size", "Batch size", train_keys.W_BATCH, minimum=1, maximum=1024),
+    Field("max_steps", "Max steps", train_keys.W_MAX_STEPS, minimum=1, maximum=1_000_000),
+    Field("dropout", "Dropout", train_keys.W_DROPOUT, minimum=0.0, maximum=0.9, step=0.05),
+    Field("seed", "Seed", train_keys.W_SEED, minimum=0, maximum=2**31 - 1),
     Field(
         "optimizer",
         "Optimizer",
-        state.W_OPTIMIZER,
+        train_keys.W_OPTIMIZER,
         "select",
         options=OPTIMIZERS,
         labels=OPTIMIZER_LABELS,
@@ -133,7 +133,7 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "token_shift",
         "Token shift",
-        state.W_TOKEN_SHIFT,
+        train_keys.W_TOKEN_SHIFT,
         "select",
         options=tuple(range(MAX_TOKEN_SHIFT + 1)),
         labels={0: "Off", **{k: f"{k} back" for k in range(1, MAX_TOKEN_SHIFT + 1)}},  # short: a half-width select
@@ -142,13 +142,13 @@ FIELDS: tuple[Field, ...] = (
         "to look back (so expect weaker previous-token heads on Circuits). The Fast presets read 2 back: nanoGPT's "
         "loss in ~40% fewer steps. Off is the plain GPT.",
     ),  # fmt: skip
-    Field("device", "Device", state.W_DEVICE, "device", wide=True, in_preset=False),
+    Field("device", "Device", train_keys.W_DEVICE, "device", wide=True, in_preset=False),
     # Live knobs: sliders (a slider sends its value when released, so dragging makes one knob event, not fifty),
     # log-scale where the useful values span decades, with the exact value typeable beside them.
     Field(
         "learning_rate",
         "Learning rate",
-        state.W_LR,
+        train_keys.W_LR,
         "log_slider",
         minimum=1e-6,
         maximum=10.0,
@@ -156,14 +156,20 @@ FIELDS: tuple[Field, ...] = (
         options=LR_GRID,
         wide=True,
     ),  # fmt: skip
-    Field("warmup_steps", "Warmup steps", state.W_WARMUP, "slider", minimum=0, maximum=2000, wide=True),
+    Field("warmup_steps", "Warmup steps", train_keys.W_WARMUP, "slider", minimum=0, maximum=2000, wide=True),
     Field(
-        "attn_scale", "Attention scaling", state.W_SCALE, "radio", options=ATTN_SCALES, labels=SCALE_LABELS, wide=True
+        "attn_scale",
+        "Attention scaling",
+        train_keys.W_SCALE,
+        "radio",
+        options=ATTN_SCALES,
+        labels=SCALE_LABELS,
+        wide=True,
     ),
     Field(
         "attn_scale_mult",
         "Scale multiplier",
-        state.W_SCALE_MULT,
+        train_keys.W_SCALE_MULT,
         "log_slider",
         minimum=0.01,
         maximum=100.0,
@@ -171,15 +177,15 @@ FIELDS: tuple[Field, ...] = (
         options=SCALE_MULT_GRID,
         wide=True,
     ),  # fmt: skip
-    Field("mask", "Mask", state.W_MASK, "radio", options=MASKS, labels=MASK_LABELS, wide=True),
-    Field("window", "Window", state.W_WINDOW, "slider", minimum=1, maximum=1024, wide=True),
-    Field("max_grad_norm", "Clip grad norm (0 = off)", state.W_CLIP, minimum=0.0, maximum=1000.0, step=0.1),
+    Field("mask", "Mask", train_keys.W_MASK, "radio", options=MASKS, labels=MASK_LABELS, wide=True),
+    Field("window", "Window", train_keys.W_WINDOW, "slider", minimum=1, maximum=1024, wide=True),
+    Field("max_grad_norm", "Clip grad norm (0 = off)", train_keys.W_CLIP, minimum=0.0, maximum=1000.0, step=0.1),
 )
 FIELD_BY_NAME = {f.name: f for f in FIELDS}
 MODEL_FIELDS = tuple(f for f in FIELDS if not f.live)
 KNOB_FIELDS = tuple(f for f in FIELDS if f.live)
 # What a workshop link may set or hide besides the fields: the preset and the corpus.
-EXTRA_KEYS = {"preset": state.W_PRESET, "source": state.W_SOURCE}
+EXTRA_KEYS = {"preset": train_keys.W_PRESET, "source": train_keys.W_SOURCE}
 
 
 def heads_options(width: int) -> list[int]:

@@ -14,8 +14,10 @@ import streamlit as st
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import state
 from tinygpt.ui.charts import curves
+from tinygpt.ui.host import resources
+from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import explain
-from tinygpt.ui.train import branching, knob_widgets
+from tinygpt.ui.train import branching, knob_widgets, train_keys
 from tinygpt.ui.words import run_words, runinfo
 
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
@@ -24,8 +26,13 @@ LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and
 def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) -> dict:
     """The live view's figures (datasets already Arrow bytes) and texts, from the run's records; the status line
     in `viewer`'s words (run_words: "paused by you" only for the one who paused it)."""
-    parent = state.reader(store, config.get("parent"))  # the run this one replaced: its curve, faint
-    options = (large, state.get(state.W_TARGET) or None, state.get(state.W_SMOOTH, 0.0), state.get(state.W_X_AXIS))
+    parent = in_view.reader(store, config.get("parent"))  # the run this one replaced: its curve, faint
+    options = (
+        large,
+        state.get(train_keys.W_TARGET) or None,
+        state.get(train_keys.W_SMOOTH, 0.0),
+        state.get(train_keys.W_X_AXIS),
+    )
     key = (str(rd.run_dir), str(parent.run_dir) if parent else None, options)
     records = (_records(rd), _records(parent) if parent else None)
     figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
@@ -100,13 +107,13 @@ def chart_options() -> None:
     """Outside the live fragment: widgets re-sent at every refresh cost the browser a re-render each time."""
     with st.expander("Chart options"):
         o1, o2 = st.columns(2)
-        state.init(state.W_TARGET, 0.0)
-        state.init(state.W_SMOOTH, 0.0)
-        o1.number_input("Target loss (0 = none)", 0.0, 10.0, step=0.1, key=state.W_TARGET)
-        o2.slider("Smoothing", 0.0, 0.99, key=state.W_SMOOTH)
-        state.init(state.W_X_AXIS, "steps")
+        state.init(train_keys.W_TARGET, 0.0)
+        state.init(train_keys.W_SMOOTH, 0.0)
+        o1.number_input("Target loss (0 = none)", 0.0, 10.0, step=0.1, key=train_keys.W_TARGET)
+        o2.slider("Smoothing", 0.0, 0.99, key=train_keys.W_SMOOTH)
+        state.init(train_keys.W_X_AXIS, "steps")
         o1.segmented_control(
-            "Loss x axis", ["steps", "seconds"], key=state.W_X_AXIS, help="Wall-clock seconds race recipes"
+            "Loss x axis", ["steps", "seconds"], key=train_keys.W_X_AXIS, help="Wall-clock seconds race recipes"
         )
 
 
@@ -119,3 +126,14 @@ def branch_expander(store, rd, learner) -> None:
     name = runinfo.run_names(store).get(rd.run_id) or f"run {rd.run_id}"
     with st.expander("Branch from a checkpoint (a new run from there, settings changed, on the same batches)"):
         branching.branch_panel(store, rd.run_id, name, learner)
+
+
+def queue_note(run_id: str) -> None:
+    """While the run waits in the queue: when it will start, and what to watch meanwhile."""
+    wait = resources.queue_wait(run_id)
+    st.info(
+        f"Starts in about {runinfo.format_duration(wait)}, when a training slot frees up. Meanwhile, open the "
+        "instructor's or a neighbour's run on **Runs** (read-only) and watch it learn."
+        if wait is not None
+        else "Waiting for a training slot. Meanwhile, open a neighbour's run on **Runs** and watch it learn."
+    )
