@@ -11,7 +11,7 @@ from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.ui import frame, state
 from tinygpt.ui.circuits import circuits_keys
 from tinygpt.ui.circuits import circuits_view as view
-from tinygpt.ui.host import resources
+from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.run.run_handle import open_run
@@ -97,7 +97,7 @@ steps = [r["step"] for r in records]
 live = run.rules.live and run.status.get("state") in ACTIVE_STATES
 
 st.subheader("Heads over training")
-st.caption(f"Run **{runinfo.run_names(store).get(run_id) or run_id}** (`{run_id}`), as Runs names it.")
+st.caption(f"Run **{runlist.run_names(store).get(run_id) or run_id}** (`{run_id}`), as Runs names it.")
 wanted = state.get(circuits_keys.W_CIRC_STEP)
 state.put(circuits_keys.W_CIRC_STEP, steps[-1] if wanted is None else min(steps, key=lambda s: abs(s - wanted)))
 step = st.select_slider(

@@ -12,13 +12,13 @@ import streamlit as st
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.owners import read_owner, run_learner
 from tinygpt.ui.charts import compare
-from tinygpt.ui.host import positions, resources
+from tinygpt.ui.host import positions, resources, runlist
 from tinygpt.ui.people import people_keys, room, room_flags
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import backlog, explain, flashes, fonts
 from tinygpt.ui.teach import lesson, prediction_view
 from tinygpt.ui.train import form
-from tinygpt.ui.words import picking, runinfo
+from tinygpt.ui.words import picking
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
 
@@ -30,12 +30,12 @@ st.caption("Every learner's runs on this server, newest first. Pick one and brin
 store = resources.get_store()
 
 # "Eyes on the projector": every learner's run paused as a hold (they cannot resume it), then let go at once.
-held, me, manager = runinfo.held_runs(store), room.current(), resources.get_manager()
+held, me, manager = runlist.held_runs(store), room.current(), resources.get_manager()
 h1, h2 = st.columns(2)
 pause_all = h1.button("Pause every learner's run", icon=":material/front_hand:", width="stretch")
 let_go = h2.button(f"Let go: resume {len(held)} held", icon=":material/play_arrow:", disabled=not held, width="stretch")
 if pause_all or let_go:
-    for run in runinfo.learners_in_play(store, me) if pause_all else held:
+    for run in runlist.learners_in_play(store, me) if pause_all else held:
         try:
             if pause_all:
                 manager.pause(run, actor=me)
@@ -51,7 +51,7 @@ if held:
 
 @backlog.live_fragment(REFRESH_S)
 def dashboard() -> None:
-    rows = runinfo.room_rows(store)
+    rows = runlist.room_rows(store)
     if not rows:
         st.info("No runs yet: learners start theirs on **Train**.")
         return
@@ -88,7 +88,7 @@ with st.expander("Per-run budget for learners", icon=":material/speed:"):
                "it is stopped with a checkpoint and says why; a resume starts a new budget at the back of the "
                "queue. Memory is checked for everyone: a run estimated not to fit is refused before it starts. "
                "Your own runs have no budget.")  # fmt: skip
-names = {r["run"]: f"{r['learner']} · {r['name']} · {r['state']}" for r in runinfo.room_rows(store)}
+names = {r["run"]: f"{r['learner']} · {r['name']} · {r['state']}" for r in runlist.room_rows(store)}
 runs = list(names)
 if runs:
     c1, c2 = st.columns([3, 2])  # 3:1 cut the button's label to "Bring to the pr…" with Large fonts

@@ -12,7 +12,7 @@ import streamlit as st
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui.charts import compare, curves, heatmaps
-from tinygpt.ui.host import resources
+from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.run.run_handle import Rules, open_run
@@ -28,7 +28,7 @@ st.title("tinygpt · Runs")
 st.caption(f"Every run in `{store.root}`, live or finished. A run survives a server restart and can be resumed.")
 
 learner = room.current()
-rows = runinfo.run_rows(store, learner)
+rows = runlist.run_rows(store, learner)
 if not rows:
     st.info("No runs yet: start one on **Train**.")
     st.stop()
@@ -73,7 +73,7 @@ if b[0].button("Open", help="Make it the current run of every page (read-only if
     st.rerun()
 # A run another process writes or wrote (the CLI, torchrun) is read-only here for everyone: the manager refuses
 # to write into it, so its buttons say where to act instead of failing after a click.
-elsewhere = runinfo.written_elsewhere(store, pick)
+elsewhere = runlist.written_elsewhere(store, pick)
 if elsewhere:
     st.caption("Trained from the command line: the app only watches it (for everyone). Continue it there:")
     st.code(elsewhere, language="bash")
@@ -90,7 +90,7 @@ def _resume(check_slot: bool) -> None:
 if b[1].button("Resume", disabled=not rules.can_resume, width="stretch", help=why):
     admission.attempt(_resume, "resume this one", st)  # one slot a learner: another run of theirs asks first
 admission.slot_question(learner, st)
-writing = runinfo.live_writer(store, pick)  # delete is refused while another process writes the run
+writing = runlist.live_writer(store, pick)  # delete is refused while another process writes the run
 if b[2].button("Delete…", disabled=not mine or bool(writing), width="stretch", help=writing or None):
     state.put(runs_keys.W_DELETE_CONFIRM, pick)
 if b[4].button("Share (read-only)", help="A link that opens this run for others to watch", width="stretch"):

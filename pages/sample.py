@@ -17,13 +17,13 @@ from tinygpt.inside import maps as inside
 from tinygpt.runs.files import list_checkpoints, read_events
 from tinygpt.runs.owners import run_learner
 from tinygpt.ui.charts import compare, heatmaps
-from tinygpt.ui.host import resources
+from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.people import room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.run.run_handle import open_run
 from tinygpt.ui.sample import sample_keys
 from tinygpt.ui.screen import explain, fonts
-from tinygpt.ui.words import picking, runinfo, safe
+from tinygpt.ui.words import picking, safe
 
 store = resources.get_store()
 current = in_view.run_id()
@@ -49,7 +49,7 @@ if state.get(sample_keys.W_SAMPLE_RUN) not in options or state.get(sample_keys.S
     state.put(sample_keys.SAMPLE_FOLLOW, current)
 
 
-names = runinfo.run_names(store)
+names = runlist.run_names(store)
 
 
 def _label(run: str) -> str:  # the name the Runs table shows, not the bare id

@@ -20,12 +20,12 @@ from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.attention import attention_keys
 from tinygpt.ui.gradients import gradients_keys
-from tinygpt.ui.host import resources  # noqa: E402
-from tinygpt.ui.people import people_keys
-from tinygpt.ui.runs import (
-    bundle,  # noqa: E402
-    runs_keys,
+from tinygpt.ui.host import (
+    resources,  # noqa: E402
+    runlist,
 )
+from tinygpt.ui.people import people_keys
+from tinygpt.ui.runs import bundle, runs_keys  # noqa: E402
 from tinygpt.ui.sample import sample_keys
 from tinygpt.ui.screen import fonts
 from tinygpt.ui.train import knob_widgets, settings, train_keys  # noqa: E402
@@ -253,7 +253,7 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
 
     at.switch_page("pages/runs.py").run()
     assert not at.exception, at.exception
-    name = runinfo.run_names(resources.get_store())[run_id]  # the pickers name runs, the table keeps the id last
+    name = runlist.run_names(resources.get_store())[run_id]  # the pickers name runs, the table keeps the id last
     assert any(str(o).startswith(name) for o in at.selectbox(key=runs_keys.W_RUNS_PICK).options)
 
 
@@ -265,7 +265,7 @@ def test_sample_names_its_run_and_step_and_explains_a_cheating_run(runs_dir):
     from tinygpt.runs.store import RunStore
 
     run_id = write_run(runs_dir)  # mask → none at step 5, a checkpoint at step 20
-    name = runinfo.run_names(RunStore(runs_dir))[run_id]
+    name = runlist.run_names(RunStore(runs_dir))[run_id]
     at = new_app()
     at.switch_page("pages/sample.py").run()
     assert not at.exception, at.exception

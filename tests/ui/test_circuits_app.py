@@ -117,9 +117,9 @@ def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_di
     next(b for b in at.button if b.label == "Start the experiment").click().run()
     assert not at.exception, at.exception
     assert at.session_state[state.RUN_ID] == two_layer  # the heads below are the experiment's 2-layer run
-    from tinygpt.ui.words import runinfo
+    from tinygpt.ui.host import runlist
 
-    name = runinfo.run_names(store)[two_layer]
+    name = runlist.run_names(store)[two_layer]
     assert any(name in c.value and two_layer in c.value for c in at.caption)  # named as Runs names it
     [table] = [d for d in at.dataframe if "role" in d.value.columns]
     assert list(table.value["head"])[:4] == ["L0H0", "L0H1", "L1H0", "L1H1"]

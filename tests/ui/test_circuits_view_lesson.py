@@ -16,10 +16,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tinygpt.runs.control import QueueControl  # noqa: E402
 from tinygpt.runs.loop import run_training  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
-from tinygpt.ui.circuits import (
-    circuits_keys,
-    circuits_view,  # noqa: E402
-)
+from tinygpt.ui.circuits import circuits_keys, circuits_view  # noqa: E402
 from tinygpt.ui.run import in_view
 from tinygpt.ui.teach import lesson  # noqa: E402
 from tinygpt.ui.teach.lesson import Evidence  # noqa: E402

@@ -12,10 +12,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt import data  # noqa: E402
 from tinygpt.ui.screen import fonts
-from tinygpt.ui.train import (
-    settings,  # noqa: E402
-    train_keys,
-)
+from tinygpt.ui.train import settings, train_keys  # noqa: E402
 from tinygpt.ui.words import runinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

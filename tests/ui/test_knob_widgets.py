@@ -19,10 +19,7 @@ from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
 from tinygpt.ui.people import people_keys
-from tinygpt.ui.train import (
-    knob_widgets,  # noqa: E402
-    train_keys,
-)
+from tinygpt.ui.train import knob_widgets, train_keys  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ANNA = Actor("a" * 16, "anna")

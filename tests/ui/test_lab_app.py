@@ -14,16 +14,10 @@ from tinygpt.lab.pitfalls.scaling import CONSEQUENCES, GRADIENTS  # noqa: E402
 from tinygpt.lab.registry import EXPERIMENTS  # noqa: E402
 from tinygpt.lab.results import read_result
 from tinygpt.lab.verdict import ENDED, Clause, decide
-from tinygpt.ui.experiments import (
-    experiments_keys,
-    lab,  # noqa: E402
-)
+from tinygpt.ui.experiments import experiments_keys, lab  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
 from tinygpt.ui.teach.workshop import parse_workshop, workshop_link  # noqa: E402
-from tinygpt.ui.train import (
-    knob_widgets,  # noqa: E402
-    train_keys,
-)
+from tinygpt.ui.train import knob_widgets, train_keys  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

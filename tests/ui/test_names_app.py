@@ -13,10 +13,10 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
+from tinygpt.ui.host import runlist
 from tinygpt.ui.people import people_keys
 from tinygpt.ui.runs import runs_keys
 from tinygpt.ui.sample import sample_keys
-from tinygpt.ui.words import runinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TEACHER = Actor("c" * 16, "teacher", instructor=True)
@@ -34,7 +34,7 @@ def app_on(run_id: str, actor: Actor | None = None) -> AppTest:
 
 def test_every_page_names_runs_and_twins_apart(runs_dir):
     first, twin, wider = write_run(runs_dir), write_run(runs_dir), write_run(runs_dir, hidden_dim=48)
-    names = runinfo.run_names(RunStore(runs_dir))
+    names = runlist.run_names(RunStore(runs_dir))
     assert len(set(names.values())) == 3 and names[twin] == names[first] + " #2"
 
     at = app_on(twin)
@@ -65,7 +65,7 @@ def test_every_page_names_runs_and_twins_apart(runs_dir):
 
 def test_the_room_names_runs_in_its_table_and_picker(runs_dir):
     first, twin = write_run(runs_dir), write_run(runs_dir)
-    names = runinfo.run_names(RunStore(runs_dir))
+    names = runlist.run_names(RunStore(runs_dir))
     at = app_on(first, TEACHER)
     at.switch_page("pages/room.py").run()
     assert not at.exception, at.exception

@@ -16,10 +16,7 @@ from tinygpt.runs.owners import Actor, may_control
 from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
-from tinygpt.ui.people import (
-    people_keys,
-    room,  # noqa: E402
-)
+from tinygpt.ui.people import admission, people_keys, room  # noqa: E402
 from tinygpt.ui.teach import teach_keys
 from tinygpt.ui.train import train_keys
 
@@ -111,10 +108,10 @@ def test_the_rooms_per_run_budget_refuses_an_oversized_run_with_the_numbers():
         "Demo (CPU, seconds)", {"num_layers": 12, "hidden_dim": 512, "num_heads": 8}, DataConfig()
     )
     with pytest.raises(ConfigError, match=r"37\.\d+M parameters, above the room's budget of 2\.00M"):
-        settings.check_budget(big, {"max_params": 2_000_000, "max_steps": 0})
+        admission.check_room_budget(big, {"max_params": 2_000_000, "max_steps": 0})
     with pytest.raises(ConfigError, match="max_steps 300 is above the room's budget of 100"):
-        settings.check_budget(big, {"max_params": 0, "max_steps": 100})
-    settings.check_budget(big, {"max_params": 0, "max_steps": 0})  # no budget: no limit
+        admission.check_room_budget(big, {"max_params": 0, "max_steps": 100})
+    admission.check_room_budget(big, {"max_params": 0, "max_steps": 0})  # no budget: no limit
 
 
 def test_the_rooms_time_budget_goes_with_a_learners_run_and_stops_it_with_the_reason(runs_dir):

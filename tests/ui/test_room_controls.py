@@ -18,10 +18,7 @@ from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
-from tinygpt.ui.people import (
-    people_keys,
-    room,  # noqa: E402
-)
+from tinygpt.ui.people import people_keys, room  # noqa: E402
 from tinygpt.ui.runs import runs_keys
 from tinygpt.ui.screen import fonts
 from tinygpt.ui.train import train_keys

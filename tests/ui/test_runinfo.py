@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tinygpt.ui.attention import playback
+from tinygpt.ui.host import runlist
 from tinygpt.ui.words import picking, runinfo
 
 
@@ -100,9 +101,9 @@ def test_queue_wait_follows_the_running_runs_pace(tmp_path):
             ids.append(w.run_id)
         update_status(store.path(ids[-1]), state=state_, step=step, max_steps=300, queue_position=position,
                       tokens_per_s=512.0 * 10)  # 10 steps/s  # fmt: skip
-    assert runinfo.queue_wait(store, ids[2]) == pytest.approx(5.0)  # the second run has 50 steps left
-    assert runinfo.queue_wait(store, ids[3]) == pytest.approx(20.0)  # then the first run's 200 steps
-    assert runinfo.queue_wait(store, ids[0]) is None  # not queued
+    assert runlist.queue_wait(store, ids[2]) == pytest.approx(5.0)  # the second run has 50 steps left
+    assert runlist.queue_wait(store, ids[3]) == pytest.approx(20.0)  # then the first run's 200 steps
+    assert runlist.queue_wait(store, ids[0]) is None  # not queued
 
 
 def test_queue_wait_ignores_runs_queued_without_a_position_yet(tmp_path):
@@ -119,7 +120,7 @@ def test_queue_wait_ignores_runs_queued_without_a_position_yet(tmp_path):
             ids.append(w.run_id)
         update_status(store.path(ids[-1]), state=state_, step=0, max_steps=300, queue_position=position,
                       tokens_per_s=5120.0)  # fmt: skip
-    assert runinfo.queue_wait(store, ids[2]) == pytest.approx(30.0)
+    assert runlist.queue_wait(store, ids[2]) == pytest.approx(30.0)
 
 
 def test_a_finished_runs_tokens_per_s_is_its_recent_steps_not_the_last_status_write():
@@ -197,12 +198,12 @@ def test_the_tables_lead_with_the_name_and_keep_the_id_last(tmp_path):
     for _ in range(3):
         with store.create({**_CFG, "model": {**_CFG["model"], "max_seq_len": 32}}, owner="app"):
             pass
-    for rows in (runinfo.run_rows(store), runinfo.room_rows(store)):
+    for rows in (runlist.run_rows(store), runlist.room_rows(store)):
         names = [r["name"] for r in rows]
         assert len(set(names)) == 3 and sorted(names)[0] == "2L×4H×64 · shakespeare · LR 0.002"
         assert list(rows[0])[-1] == "run" and list(rows[0])[0] in ("name", "learner")
-    assert list(runinfo.run_rows(store)[0])[0] == "name"
-    assert runinfo.run_names(store) == {r["run"]: r["name"] for r in runinfo.run_rows(store)}
+    assert list(runlist.run_rows(store)[0])[0] == "name"
+    assert runlist.run_names(store) == {r["run"]: r["name"] for r in runlist.run_rows(store)}
 
 
 def test_the_clipping_caption_is_the_runs_share_and_what_it_means_here():

@@ -74,17 +74,17 @@ def _queue_memo() -> dict:
 
 
 def queue_wait(run_id: str | None) -> float | None:
-    """runinfo.queue_wait, from one reading of the run store a second for the whole server: every queued page
+    """runlist.queue_wait, from one reading of the run store a second for the whole server: every queued page
     asks at each refresh, and reading every run folder each time grew with the room (and the store) squared. A
     page never waits for another page's reading: while one reads, the others take the last answer."""
-    from tinygpt.ui.words import runinfo
+    from tinygpt.ui.host import runlist
 
     if not run_id:
         return None
     memo = _queue_memo()
     if time.monotonic() - memo["at"] > 1.0 and memo["lock"].acquire(blocking=False):
         try:
-            memo["waits"] = runinfo.queue_waits(get_store())
+            memo["waits"] = runlist.queue_waits(get_store())
             memo["at"] = time.monotonic()
         finally:
             memo["lock"].release()

@@ -19,18 +19,18 @@ The instructor has no budget and no slot limit: they prepare the room's runs ahe
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 
 import streamlit as st
 
-from tinygpt.config import RunConfig
+from tinygpt.config import ConfigError, RunConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import read_config
 from tinygpt.runs.owners import Actor, read_hold
 from tinygpt.ui import state
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import people_keys
-from tinygpt.ui.train import settings
 from tinygpt.ui.words import safe
 
 
@@ -58,6 +58,27 @@ class HeldRun(TinyGPTError):
         )
 
 
+def check_room_budget(config: RunConfig, budget: Mapping[str, int]) -> None:
+    """ConfigError if a run is bigger than the room's per-run budget (the instructor's Room page): one learner's
+    12-layer x 512-wide run would hold a training slot for hours, so it is refused with the numbers."""
+    from tinygpt.runs.preflight import parameter_count
+
+    model = dataclasses.replace(config.model, vocab_size=max(config.model.vocab_size, 65))
+    params = parameter_count(model)
+    limit = int(budget.get("max_params") or 0)
+    if limit and params > limit:
+        raise ConfigError(
+            f"this model has about {params / 1e6:.2f}M parameters, above the room's budget of {limit / 1e6:.2f}M "
+            "per run (set by the instructor): fewer layers, a smaller width or a shorter context."
+        )
+    steps = int(budget.get("max_steps") or 0)
+    if steps and config.train.max_steps > steps:
+        raise ConfigError(
+            f"max_steps {config.train.max_steps} is above the room's budget of {steps} steps per run (set by the "
+            f"instructor): lower Max steps to {steps} or less."
+        )
+
+
 def _check_slot(learner: Actor, besides: str | None = None) -> None:
     """HeldRun if a run the instructor holds takes the learner's slot, SlotTaken if another run does."""
     busy = busy_runs(learner, besides)
@@ -79,7 +100,7 @@ def check_budget(learner: Actor, configs: Mapping[str, RunConfig]) -> None:
     """ConfigError with the numbers if any run is above the room's per-run budget (learners only)."""
     if not learner.instructor:
         for config in configs.values():
-            settings.check_budget(config, resources.room_budget())
+            check_room_budget(config, resources.room_budget())
 
 
 def start(

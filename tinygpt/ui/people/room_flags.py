@@ -187,7 +187,7 @@ def run_data(run_id: str, reader: Any) -> dict | None:
 
 
 def with_flags(rows: Sequence[dict], flags: Mapping[str, Sequence[Flag]]) -> list[dict]:
-    """The Room table's rows (tinygpt.ui.words.runinfo.room_rows) with a "flag" column after "state": each run's flags
+    """The Room table's rows (tinygpt.ui.host.runlist.room_rows) with a "flag" column after "state": each run's flags
     with their reasons, "" for a run without one or not read (only the chart's runs are)."""
     out = []
     for row in rows:

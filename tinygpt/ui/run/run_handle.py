@@ -119,7 +119,7 @@ def open_run(store, run_id: str | None, viewer: Actor) -> RunHandle | None:
         live=resources.is_live(run_id),
         queued=resources.is_queued(run_id),
         held=bool(hold) and not viewer.instructor,
-        elsewhere=config.get("owner") not in ("app", None),  # the CLI's run (runinfo.written_elsewhere's rule)
+        elsewhere=config.get("owner") not in ("app", None),  # the CLI's run (runlist.written_elsewhere's rule)
     )
     return RunHandle(run_id, rd, status, viewer, rules, hold)
 

@@ -21,9 +21,9 @@ from typing import Any
 from tinygpt.errors import RunStoreError
 from tinygpt.runs.owners import run_learner
 from tinygpt.runs.store import RunStore
+from tinygpt.ui.host.runlist import run_names
 from tinygpt.ui.teach import predictions
 from tinygpt.ui.teach.predictions import NOT_DECIDED, NOT_SURE, RIGHT, WRONG, PredictionBook
-from tinygpt.ui.words.runinfo import run_names
 
 GRADE_WORDS = {RIGHT: "right", WRONG: "wrong", NOT_DECIDED: "not decided: the check did not say",
                NOT_SURE: "you were not sure"}  # fmt: skip

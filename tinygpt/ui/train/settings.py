@@ -14,7 +14,6 @@ Pure: no Streamlit calls (the widget keys are plain strings from tinygpt/ui/stat
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -297,24 +296,3 @@ def ghost_label(parent_config: dict, config: dict) -> str:
     after, after_source = values_from_config(config)
     changed = changed_since_start(before, before_source, after, after_source or "")
     return "previous run: " + ", ".join(changed) if changed else "previous run (same settings)"
-
-
-def check_budget(config: RunConfig, budget: Mapping[str, int]) -> None:
-    """ConfigError if a run is bigger than the room's per-run budget (the instructor's Room page): one learner's
-    12-layer x 512-wide run would hold a training slot for hours, so it is refused with the numbers."""
-    from tinygpt.runs.preflight import parameter_count
-
-    model = dataclasses.replace(config.model, vocab_size=max(config.model.vocab_size, 65))
-    params = parameter_count(model)
-    limit = int(budget.get("max_params") or 0)
-    if limit and params > limit:
-        raise ConfigError(
-            f"this model has about {params / 1e6:.2f}M parameters, above the room's budget of {limit / 1e6:.2f}M "
-            "per run (set by the instructor): fewer layers, a smaller width or a shorter context."
-        )
-    steps = int(budget.get("max_steps") or 0)
-    if steps and config.train.max_steps > steps:
-        raise ConfigError(
-            f"max_steps {config.train.max_steps} is above the room's budget of {steps} steps per run (set by the "
-            f"instructor): lower Max steps to {steps} or less."
-        )

@@ -14,7 +14,7 @@ import streamlit as st
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui import state
 from tinygpt.ui.charts import curves
-from tinygpt.ui.host import resources
+from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import explain
 from tinygpt.ui.train import branching, knob_widgets, train_keys
@@ -123,7 +123,7 @@ def branch_expander(store, rd, learner) -> None:
     own and the parent is only read."""
     if rd is None or not rd.checkpoints():
         return
-    name = runinfo.run_names(store).get(rd.run_id) or f"run {rd.run_id}"
+    name = runlist.run_names(store).get(rd.run_id) or f"run {rd.run_id}"
     with st.expander("Branch from a checkpoint (a new run from there, settings changed, on the same batches)"):
         branching.branch_panel(store, rd.run_id, name, learner)
 

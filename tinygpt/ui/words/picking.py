@@ -1,5 +1,5 @@
 """How runs read where one is picked or drawn (Sample's picker and its notes, the Room's chart): the readable
-name the Runs table shows (runinfo.run_names, each one different from its neighbours), never a bare id."""
+name the Runs table shows (runlist.run_names, each one different from its neighbours), never a bare id."""
 
 from __future__ import annotations
 
