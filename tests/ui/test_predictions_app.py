@@ -87,7 +87,7 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
                                                                        if c not in (RIGHT_ANSWER, OTHER)}  # fmt: skip
     assert not any(name in texts(room) for name in learners)
     assert any("appears with the check" in str(c.value) for c in room.caption)
-    assert len(room.get("download_button")) == 1  # the CSV (its content: tests/ui/test_predictions.py)
+    assert len(room.get("download_button")) == 1  # the CSV (its content: tests/ui/teach/test_predictions.py)
 
     # The check has its result, but the step is not set up yet (its runs were prepared before class): it waits,
     # and the answers stay open.
@@ -98,7 +98,7 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
     learners["cleo"].run()
     assert radio(learners["cleo"]) is not None
     assert any("appears once the instructor" in str(i.value) for i in learners["cleo"].sidebar.info)
-    # The instructor sets the step up (its runs and page are tests/ui/test_lesson.py's): the check appears on the
+    # The instructor sets the step up (its runs and page are tests/ui/teach/test_lesson.py's): the check appears on the
     # instructor's pane and closes the step for the room.
     monkeypatch.setattr(lesson_view, "set_up", lambda step, actor: None)
     next(b for b in room.sidebar.button if b.label == "Set up this step").click().run()

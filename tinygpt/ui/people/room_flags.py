@@ -12,7 +12,7 @@ Four flags, each with its reason in numbers:
 
 Too little data is no flag, never a guess: fewer than LEAK_WINDOW leaky steps, no causal loss to hold them to, fewer
 than the trend check's minimum of losses, or no lecture run in the room.
-Pure: plain dicts in, Flags out; no Streamlit. Tested in tests/ui/test_room.py.
+Pure: plain dicts in, Flags out; no Streamlit. Tested in tests/ui/people/test_room.py.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ opens offline. Every text a person typed (names, answers, run names) is HTML-esc
 charts themselves (a sparkline of the training loss stands in for them; no browser is needed to draw it).
 
 `record_html` is pure (plain dicts in, a string out); `step_entries` and `learner_runs` read the prediction book and
-the run folders. No Streamlit. Tested in tests/ui/test_record.py.
+the run folders. No Streamlit. Tested in tests/ui/teach/test_record.py.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ and at projector fonts a run name is split one part a line under the Room chart'
 full labels stay in the form's field table (tinygpt/ui/train/settings.py), which cannot be imported here: it pulls in
 Streamlit (the widget keys) and torch (the corpora), and the charts that need these words must import neither.
 
-Pure and light (no Streamlit, no plotting library); tested in tests/ui/test_knob_words.py.
+Pure and light (no Streamlit, no plotting library); tested in tests/ui/words/test_knob_words.py.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ learning-rate schedule under the current knobs, the marker notes, the answer to 
 columns, the hold note.
 
 Pure: plain dicts and lists in, strings and numbers out; no Streamlit, no files (what reads the run store, the Runs
-and Room rows among it, is tinygpt/ui/host/runlist.py). Tested in tests/ui/test_runinfo.py.
+and Room rows among it, is tinygpt/ui/host/runlist.py). Tested in tests/ui/words/test_runinfo.py.
 """
 
 from __future__ import annotations

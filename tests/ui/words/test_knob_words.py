@@ -13,7 +13,7 @@ from tinygpt.runs.names import settings_name
 from tinygpt.ui.charts import circuits, compare, curves
 from tinygpt.ui.words import knob_words, runinfo
 
-UI = Path(__file__).resolve().parents[2] / "tinygpt" / "ui"
+UI = Path(__file__).resolve().parents[3] / "tinygpt" / "ui"
 CONFIG = {
     "model": {"num_layers": 2, "num_heads": 4, "hidden_dim": 64, "mask": "causal", "attn_scale": "head_dim"},
     "train": {"learning_rate": 0.002, "min_lr": 0.0002},

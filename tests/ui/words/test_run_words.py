@@ -42,7 +42,7 @@ def test_a_learner_watching_the_instructors_paused_run_is_not_told_they_paused_i
     from tinygpt.ui.people import people_keys
     from tinygpt.ui.train import train_keys
 
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
 
     def app_as(actor: Actor, query: dict | None = None) -> AppTest:
         at = AppTest.from_file(str(repo / "app.py"), default_timeout=60)

@@ -24,7 +24,7 @@ from tinygpt.ui.screen import fonts
 from tinygpt.ui.train import train_keys
 from tinygpt.ui.words import runinfo  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ANNA = Actor("a" * 16, "anna")
 BEN = Actor("b" * 16, "ben")
 TEACHER = Actor("c" * 16, "teacher", instructor=True)

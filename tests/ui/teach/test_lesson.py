@@ -215,7 +215,7 @@ def test_the_instructors_next_moves_a_learners_pane_and_a_learner_may_look_aroun
     from tinygpt.runs.owners import Actor
 
     def session(instructor: bool) -> AppTest:
-        at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=90)
+        at = AppTest.from_file(str(Path(__file__).resolve().parents[3] / "app.py"), default_timeout=90)
         at.session_state["learner"] = Actor("t" if instructor else "l", "someone", instructor)
         at.run()
         assert not at.exception, at.exception
@@ -269,7 +269,7 @@ def test_after_next_the_check_slot_names_the_new_step_before_its_check_is_comput
 
     monkeypatch.setattr(DeltaGenerator, "_enqueue", spy_enqueue)
     monkeypatch.setattr(lesson_view, "evidence", spy_evidence)
-    teacher = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=90)
+    teacher = AppTest.from_file(str(Path(__file__).resolve().parents[3] / "app.py"), default_timeout=90)
     teacher.session_state["learner"] = Actor("t", "someone", True)
     teacher.run()
     teacher.sidebar.button[0].click().run()  # "Teach the lesson"
@@ -298,7 +298,7 @@ def test_a_steps_click_opens_the_tab_its_check_reads(runs_dir, monkeypatch, key,
     monkeypatch.setattr(lesson_view, "_experiment", lambda actor, runs, key, priority="live": {"correct": "x" * 16})
     pair = dict(zip(lesson_view.induction.INDUCTION_VARIANTS, ("y" * 16, "z" * 16), strict=True))
     monkeypatch.setattr(lesson_view, "_induction", lambda actor, runs, priority="live": pair)
-    teacher = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=90)
+    teacher = AppTest.from_file(str(Path(__file__).resolve().parents[3] / "app.py"), default_timeout=90)
     teacher.session_state["learner"] = Actor("t" * 16, "someone", True)
     teacher.run()
     teacher.sidebar.button[0].click().run()  # "Teach the lesson"

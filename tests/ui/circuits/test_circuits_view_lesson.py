@@ -21,7 +21,7 @@ from tinygpt.ui.run import in_view
 from tinygpt.ui.teach import lesson  # noqa: E402
 from tinygpt.ui.teach.lesson import Evidence  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def texts(at: AppTest) -> str:

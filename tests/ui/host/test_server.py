@@ -15,7 +15,7 @@ from streamlit.web.server.app_discovery import discover_asgi_app  # noqa: E402
 
 from tinygpt.ui.host import server  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_streamlit_run_app_py_serves_the_st_app_that_sets_the_limits():

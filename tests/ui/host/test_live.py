@@ -116,5 +116,5 @@ def test_open_pages_renew_leases_well_within_the_lease(monkeypatch, lease, perio
     else:
         monkeypatch.setenv("TINYGPT_LEASE_SECONDS", lease)
     assert resources.keepalive_seconds() == pytest.approx(period)
-    source = (Path(__file__).resolve().parents[2] / "tinygpt" / "ui" / "frame.py").read_text()
+    source = (Path(__file__).resolve().parents[3] / "tinygpt" / "ui" / "frame.py").read_text()
     assert "@st.fragment(run_every=keepalive_seconds())" in source  # the sidebar fragment uses it

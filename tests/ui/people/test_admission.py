@@ -18,7 +18,7 @@ from tinygpt.ui.people import people_keys
 from tinygpt.ui.runs import runs_keys
 from tinygpt.ui.train import train_keys
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ANNA = Actor("a" * 16, "anna")
 TEACHER = Actor("c" * 16, "teacher", instructor=True)
 

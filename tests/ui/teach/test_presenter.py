@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tinygpt.ui.teach import lesson, presenter
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
+APP = str(Path(__file__).resolve().parents[3] / "app.py")
 
 
 def test_the_headline_of_a_long_check_is_its_first_sentence_with_its_numbers():

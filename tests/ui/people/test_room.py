@@ -20,7 +20,7 @@ from tinygpt.ui.people import admission, people_keys, room  # noqa: E402
 from tinygpt.ui.teach import teach_keys
 from tinygpt.ui.train import train_keys
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ANNA = Actor("a" * 16, "anna")
 BEN = Actor("b" * 16, "ben")
 TEACHER = Actor("c" * 16, "teacher", instructor=True)

@@ -21,7 +21,7 @@ from tinygpt.ui.host import resources  # noqa: E402
 from tinygpt.ui.people import people_keys
 from tinygpt.ui.train import knob_widgets, train_keys  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ANNA = Actor("a" * 16, "anna")
 TEACHER = Actor("c" * 16, "teacher", instructor=True)
 

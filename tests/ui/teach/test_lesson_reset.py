@@ -20,7 +20,7 @@ from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.teach import lesson  # noqa: E402
 from tinygpt.ui.teach.lesson_reset import offer  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MASK = lesson.STEP_KEYS.index("mask")
 
 
