@@ -20,10 +20,7 @@ from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.attention import attention_keys
 from tinygpt.ui.gradients import gradients_keys
-from tinygpt.ui.host import (
-    resources,  # noqa: E402
-    runlist,
-)
+from tinygpt.ui.host import resources, runlist  # noqa: E402
 from tinygpt.ui.people import people_keys
 from tinygpt.ui.runs import bundle, runs_keys  # noqa: E402
 from tinygpt.ui.sample import sample_keys

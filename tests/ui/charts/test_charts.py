@@ -33,7 +33,7 @@ from chart_helpers import (
     views,
 )
 
-from tinygpt.ui.charts import compare, curves, heatmaps, masks, style
+from tinygpt.ui.charts import colours, compare, curves, heatmaps, markers, masks, style, theme
 from tinygpt.ui.charts.help import CHART_HELP
 
 REPO = Path(__file__).resolve().parents[3]
@@ -103,21 +103,25 @@ def test_no_chart_module_imports_a_private_name(path):
     assert private_imports(path.read_text(encoding="utf-8")) == []
 
 
-def test_style_names_other_modules_use_have_docstrings():
+@pytest.mark.parametrize("shared", [colours, markers, style, theme], ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_shared_names_other_modules_use_have_docstrings(shared):
+    """What the chart modules share (style.py and its topics: theme, colours, markers) is documented where it is
+    defined, so a chart module's import line leads to an explanation."""
     used = set()
     for path in PACKAGE.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module == "tinygpt.ui.charts.style":
+            if isinstance(node, ast.ImportFrom) and node.module == shared.__name__:
                 used |= {alias.name for alias in node.names}
-    functions = {name for name in used if callable(getattr(style, name)) and not isinstance(getattr(style, name), type)}
-    assert functions and all(getattr(style, name).__doc__ for name in functions), functions
+    functions = {n for n in used if callable(getattr(shared, n)) and not isinstance(getattr(shared, n), type)}
+    assert functions and all(getattr(shared, name).__doc__ for name in functions), functions
 
 
 def test_the_package_re_exports_nothing():
     import tinygpt.ui.charts as package
 
     public = {name for name in vars(package) if not name.startswith("_")}
-    assert public <= {"circuits", "compare", "curves", "heatmaps", "help", "livespec", "masks", "style", "tokens"}
+    modules = {"circuits", "colours", "compare", "curves", "heatmaps", "help", "livespec", "markers", "masks", "style"}
+    assert public <= modules | {"theme", "tokens"}
 
 
 def test_chart_modules_import_no_streamlit_and_help_imports_no_plotting_library():
@@ -175,7 +179,7 @@ def test_loss_chart_baseline_target_events_and_nonfinite():
     assert legends and legends[0]["orient"] == "bottom" and legends[0]["labelLimit"] == 0
     assert "saved" not in " ".join(entries)  # only knob events are markers
     assert {150, 200, 77} <= set(rules_at(spec, "x"))  # knob rules and the non-finite rule
-    red = [v for v in views(spec) if v["mark"].get("color") == style.RED]
+    red = [v for v in views(spec) if v["mark"].get("color") == colours.RED]
     assert red and all(row["step"] == 77 for v in red for row in values(spec, v))
     assert {row["series"] for row in all_rows(spec) if "series" in row} == {"train", "val"}
     line = next(v for v in views(spec) if mark_type(v) == "line")
@@ -383,11 +387,11 @@ def test_loss_and_comparison_curves_on_a_wall_clock_axis():
 
 def test_numbered_markers_stay_readable_however_many_there_are():
     """Finding 6 (issue 20): three or more live changes smeared their labels together at the top of the loss
-    chart. Each marker is now a one-character badge; badges closer than a badge's width (style.badge_gap) go on
+    chart. Each marker is now a one-character badge; badges closer than a badge's width (markers.badge_gap) go on
     another line; the full text is an entry of the list under the chart, numbered like its badge."""
-    t = style.theme(True)
+    t = theme.theme(True)
     rows = [{"step": s, "label": f"@{s} knob {i}"} for i, s in enumerate([100, 101, 102, 103, 500, 990])]
-    marks = style.numbered_markers(list(reversed(rows)), t, x_max=1000)
+    marks = markers.numbered_markers(list(reversed(rows)), t, x_max=1000)
     assert [m["n"] for m in marks] == [1, 2, 3, 4, 5, 6]
     assert [m["step"] for m in marks] == [100, 101, 102, 103, 500, 990]
     assert [m["badge"] for m in marks] == ["①", "②", "③", "④", "⑤", "⑥"]
@@ -396,13 +400,13 @@ def test_numbered_markers_stay_readable_however_many_there_are():
     assert len(set(first_three)) == 3  # neighbours on three different lines
     assert marks[4]["y"] == marks[0]["y"]  # far away: back on the first line
     assert marks[5]["side"] == "right" and marks[0]["side"] == "left"  # near the right edge: left of its rule
-    assert style.badge(21) == "(21)"
-    assert style.numbered_markers([], t, None) == []
+    assert markers.badge(21) == "(21)"
+    assert markers.numbered_markers([], t, None) == []
     # The lesson's optimisation step: changes near the end of the axis, one badge drawn right of its rule, the next
     # left of its own (the plot's edge): facing each other they drew "②" over "③" on a half-width chart.
-    near_end = style.numbered_markers([{"step": 905, "label": "a"}, {"step": 1000, "label": "b"}], t, x_max=1000)
+    near_end = markers.numbered_markers([{"step": 905, "label": "a"}, {"step": 1000, "label": "b"}], t, x_max=1000)
     assert [m["side"] for m in near_end] == ["left", "right"] and near_end[0]["y"] != near_end[1]["y"]
-    apart = style.numbered_markers([{"step": 100, "label": "a"}, {"step": 400, "label": "b"}], t, x_max=1000)
+    apart = markers.numbered_markers([{"step": 100, "label": "a"}, {"step": 400, "label": "b"}], t, x_max=1000)
     assert apart[0]["y"] == apart[1]["y"]  # far apart: one line
 
 
@@ -421,11 +425,11 @@ def test_compare_legend_names_runs_readably_and_lists_every_entry_below_the_char
 
 def test_markers_past_ten_draw_the_number_itself_in_a_glyph_the_chart_font_has():
     """⑪-⑳ drew as empty boxes: the browsers' sans-serif (DejaVu Sans) has ①-⑩ only."""
-    assert [style.badge(n) for n in (1, 10, 11, 20, 21)] == ["①", "⑩", "(11)", "(20)", "(21)"]
-    assert all(ord(c) <= 0x2469 for n in range(1, 31) for c in style.badge(n))  # ASCII or ① (U+2460) .. ⑩
-    t = style.theme(False)
+    assert [markers.badge(n) for n in (1, 10, 11, 20, 21)] == ["①", "⑩", "(11)", "(20)", "(21)"]
+    assert all(ord(c) <= 0x2469 for n in range(1, 31) for c in markers.badge(n))  # ASCII or ① (U+2460) .. ⑩
+    t = theme.theme(False)
     steps = [400 * i for i in range(11)] + [4600]  # (11) at 4000, (12) 600 steps on: more than ⑩'s width apart
-    marks = style.numbered_markers([{"step": s, "label": f"knob {i}"} for i, s in enumerate(steps)], t, 6000)
+    marks = markers.numbered_markers([{"step": s, "label": f"knob {i}"} for i, s in enumerate(steps)], t, 6000)
     assert [m["entry"] for m in marks[9:]] == ["⑩ knob 9", "(11) knob 10", "(12) knob 11"]
-    assert style.badge_gap(t) * 6000 < 600 < style.badge_gap(t) * 6000 * style.badge_widths(11)
+    assert markers.badge_gap(t) * 6000 < 600 < markers.badge_gap(t) * 6000 * markers.badge_widths(11)
     assert marks[11]["y"] != marks[10]["y"]  # "(11)" is wider than ⑩: "(12)" goes on another line, not over it

@@ -17,18 +17,14 @@ import altair as alt
 import numpy as np
 
 from tinygpt.runs.knobs import knob_changes
+from tinygpt.ui.charts.colours import BLUE, GREY, PALETTE, colour_encoding, dash_encoding, dash_note, palette_for
+from tinygpt.ui.charts.markers import numbered_marker_layers, numbered_markers
 from tinygpt.ui.charts.style import (
-    BLUE,
-    GREY,
     LOG_FLOOR,
-    PALETTE,
     SECONDS,
     STEP,
     Records,
     VegaLite,
-    colour_encoding,
-    dash_encoding,
-    dash_note,
     data_frame,
     finish,
     finite,
@@ -36,17 +32,14 @@ from tinygpt.ui.charts.style import (
     hover_rows,
     legend_lines,
     live_spec,
-    numbered_marker_layers,
-    numbered_markers,
-    palette_for,
     step_seconds,
     step_series,
     step_x,
-    theme,
     thin_for_display,
     value_y,
     visible_char,
 )
+from tinygpt.ui.charts.theme import theme
 from tinygpt.ui.words.knob_words import knob_marks
 
 FIELD_TITLES = {  # y titles of `compare_chart`, by metrics field

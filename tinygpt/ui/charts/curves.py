@@ -22,23 +22,27 @@ from collections.abc import Sequence
 
 import altair as alt
 
-from tinygpt.ui.charts.style import (
+from tinygpt.ui.charts.colours import (
     BLUE,
     GREEN,
     GREY,
-    HEALTHY_UPDATE_RATIO,
-    LOG_FLOOR,
     ORANGE,
     PALE,
     PURPLE,
     RED,
+    colour_encoding,
+    dash_encoding,
+    dash_note,
+    palette_for,
+)
+from tinygpt.ui.charts.markers import marker_layers, marker_rows, numbered_marker_layers, numbered_markers
+from tinygpt.ui.charts.style import (
+    HEALTHY_UPDATE_RATIO,
+    LOG_FLOOR,
     SECONDS,
     STEP,
     Records,
     VegaLite,
-    colour_encoding,
-    dash_encoding,
-    dash_note,
     data_frame,
     finish,
     finite,
@@ -47,21 +51,15 @@ from tinygpt.ui.charts.style import (
     hover_rows,
     legend_lines,
     live_spec,
-    marker_layers,
-    marker_rows,
-    numbered_marker_layers,
-    numbered_markers,
-    palette_for,
     reference_layers,
     reference_rows,
     step_seconds,
     step_series,
     step_x,
-    style_altair,
-    theme,
     thin_for_display,
     value_y,
 )
+from tinygpt.ui.charts.theme import style_altair, theme
 from tinygpt.ui.words.knob_words import knob_marks
 
 # ---------------------------------------------------------------- reading records

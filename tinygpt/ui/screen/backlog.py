@@ -1,13 +1,13 @@
 """A browser that reads slower than the server sends: let it catch up, and never leave it deaf.
 
-Streamlit's Starlette server (1.67) keeps at most WEBSOCKET_MAX_SEND_QUEUE_SIZE (500) messages per browser
-websocket. Once 500 wait, it drops the session but leaves the socket open: the page keeps sending its refresh
-timer's requests, the server discards them (logged at debug level only), and the page never hears anything again
-(tests/ui/screen/test_backlog.py reproduces it against Streamlit's own client class). A live page asks for a refresh on a
-timer in the browser, and asking is cheap while drawing the answer (three Vega charts) is not, so a slow browser
-(a busy laptop, a weak Wi-Fi) can ask faster than it reads. The load test's rooms never came near it (the probe's
-deepest queue: 1 message; BENCHMARKS.md, "A workshop room under load"): this is a guard, not the cause of the
-slow pages seen there, which was the test's own browser.
+Streamlit's Starlette server (1.67) keeps at most WEBSOCKET_MAX_SEND_QUEUE_SIZE (500) messages per browser websocket.
+Once 500 wait, it drops the session but leaves the socket open: the page keeps sending its refresh timer's requests, the
+server discards them (logged at debug level only), and the page never hears anything again
+(tests/ui/screen/test_backlog.py reproduces it against Streamlit's own client class). A live page asks for a refresh on
+a timer in the browser, and asking is cheap while drawing the answer (three Vega charts) is not, so a slow browser (a
+busy laptop, a weak Wi-Fi) can ask faster than it reads. The load test's rooms never came near it (the probe's deepest
+queue: 1 message; BENCHMARKS.md, "A workshop room under load"): this is a guard, not the cause of the slow pages seen
+there, which was the test's own browser.
 
 Two answers, both here:
 - `catch_up()`, at the top of every live fragment: when this page's browser is more than BACKLOG_HIGH messages
