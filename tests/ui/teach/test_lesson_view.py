@@ -55,7 +55,7 @@ def test_the_panes_run_lines_are_in_the_viewers_words(tmp_path, monkeypatch):
         w.append_metric({"step": 5, "loss": 3.0})
         w.write_status(state="paused", step=5, reason="paused by you at step 5")
         rid = w.run_dir.name
-    monkeypatch.setattr(lesson_view, "_reader", lambda run_id: store.reader(run_id))
+    monkeypatch.setattr(lesson_view, "reader_of", lambda run_id: store.reader(run_id))
     monkeypatch.setattr(resources, "touch", lambda run_id: None)
     step = next(s for s in lesson.STEPS if lesson.LECTURE in lesson.roles_needed(s))
     runs = {lesson.LECTURE: {"run": rid}}
