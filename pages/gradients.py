@@ -10,7 +10,7 @@ frame.require()
 import streamlit as st
 
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.ui.charts import curves, heatmaps
+from tinygpt.ui.charts import curves, heatmaps, parts
 from tinygpt.ui.gradients import gradients_keys
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import room
@@ -62,7 +62,7 @@ def live_gradients() -> None:
             fig = heatmaps.layer_grad_heatmap(metrics, field, large=large)
             help_name = "layer_grad_heatmap" if field == "layer_grad_norms" else "update_ratio_heatmap"
         else:
-            fig = curves.layer_grad_chart(metrics, field, max_rows=2400, large=large)
+            fig = parts.layer_grad_chart(metrics, field, max_rows=2400, large=large)
         explain.show_chart(fig, help_name, key=f"g_{field}", code=False)
         if field == "layer_grad_norms":
             explain.show_chart(

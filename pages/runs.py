@@ -11,7 +11,7 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.knobs import knobs_now
-from tinygpt.ui.charts import compare, curves, heatmaps
+from tinygpt.ui.charts import compare, curves, heatmaps, parts
 from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
@@ -107,8 +107,8 @@ def _bundle() -> bytes:
         "Loss": curves.loss_chart(rd.metrics, rd.evals, rd.events, vocab_size),
         "Learning rate": curves.lr_chart(rd.metrics),
         "Gradient norm": curves.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events),
-        "Per-layer gradient norms": curves.layer_grad_chart(rd.metrics, "layer_grad_norms"),
-        "Update / weight ratios": curves.layer_grad_chart(rd.metrics, "update_ratios"),
+        "Per-layer gradient norms": parts.layer_grad_chart(rd.metrics, "layer_grad_norms"),
+        "Update / weight ratios": parts.layer_grad_chart(rd.metrics, "update_ratios"),
     }
     snapshots = rd.attention_index().get("snapshots", [])
     if snapshots:  # the newest attention snapshot, all layers and heads

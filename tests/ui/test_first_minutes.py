@@ -98,7 +98,7 @@ def test_no_chart_hands_vega_an_empty_dataset():
     """Issue 36 item 6: ~20 "Infinite extent for field "step"" warnings in the browser's console at every Train
     press. Vega computes a shared axis from one extent per layer's dataset, and warns for each empty one: the charts
     waiting for their first step, and the knob, non-finite, target and previous-run layers with nothing yet."""
-    from tinygpt.ui.charts import compare, curves
+    from tinygpt.ui.charts import compare, curves, parts
 
     metrics = [{"step": s, "loss": 3 - s / 100, "lr": 1e-3, "grad_norm": 1.0, "time": s * 0.1,
                 "layer_grad_norms": {"emb": 0.1, "L0.attn": 0.2}} for s in range(1, 50)]  # fmt: skip
@@ -108,7 +108,7 @@ def test_no_chart_hands_vega_an_empty_dataset():
             "loss": curves.loss_chart(records, [], [], 65),
             "lr": curves.lr_chart(records, 10 if records else None, plan),
             "grad": curves.grad_norm_chart(records, 1.0, []),
-            "layers": curves.layer_grad_chart(records),
+            "layers": parts.layer_grad_chart(records),
             "compare": compare.compare_chart({"a": records, "b": records[:10]}, "loss"),
             "compare grad": compare.compare_chart({"a": records}, "grad_norm", seconds=True),
         }
@@ -142,11 +142,11 @@ def test_the_entropy_baseline_label_sits_above_the_heads_lines():
     """Issue 36 item 6: the label hung under its line, where every head starts (and no head goes above it)."""
     import math
 
-    from tinygpt.ui.charts import curves
+    from tinygpt.ui.charts import parts
 
     rows = [{"step": s, "layer": 0, "head": h, "entropy": 2.5 - s / 100, "max_weight": 0.3} for s in range(0, 100, 10)
             for h in range(2)]  # fmt: skip
-    spec = curves.head_stats_chart(rows, uniform=(2.55, "even spread 2.55")).to_dict()
+    spec = parts.head_stats_chart(rows, uniform=(2.55, "even spread 2.55")).to_dict()
     texts = []
 
     def walk(node):

@@ -33,7 +33,7 @@ from chart_helpers import (
     views,
 )
 
-from tinygpt.ui.charts import colours, compare, curves, heatmaps, markers, masks, style, theme
+from tinygpt.ui.charts import colours, compare, curves, heatmaps, markers, masks, parts, style, theme
 from tinygpt.ui.charts.help import CHART_HELP
 
 REPO = Path(__file__).resolve().parents[3]
@@ -60,7 +60,7 @@ CHART_FUNCTIONS = [
 
 
 def test_chart_help_covers_every_chart():
-    modules = (curves, heatmaps, masks, compare)
+    modules = (curves, parts, heatmaps, masks, compare)
     for name in CHART_FUNCTIONS:
         assert any(callable(getattr(m, name, None)) for m in modules), name
         assert 20 < len(CHART_HELP[name]) < 400
@@ -121,7 +121,7 @@ def test_the_package_re_exports_nothing():
 
     public = {name for name in vars(package) if not name.startswith("_")}
     modules = {"circuits", "colours", "compare", "curves", "heatmaps", "help", "livespec", "markers", "masks", "style"}
-    assert public <= modules | {"theme", "tokens"}
+    assert public <= modules | {"parts", "theme", "tokens"}
 
 
 def test_chart_modules_import_no_streamlit_and_help_imports_no_plotting_library():
@@ -217,7 +217,7 @@ def test_a_100k_step_run_sends_a_bounded_payload():
         curves.loss_chart(long, EVALS, EVENTS, 65, smoothing=0.5),
         curves.lr_chart(long, 100_000, [(s, 1e-3) for s in range(100_000)]),
         curves.grad_norm_chart(long, 1.0, EVENTS),
-        curves.layer_grad_chart(long),
+        parts.layer_grad_chart(long),
         compare.compare_chart({"a": long, "b": long, "c": long}, "grad_norm", evals={"a": EVALS}),
     ):
         spec = chart.to_dict()  # raises MaxRowsError if a frame went over Altair's guard
@@ -279,8 +279,8 @@ def test_live_charts_keep_the_same_spec_while_data_grows(name):
         ),
         "lr_chart": lambda n: curves.lr_chart(METRICS[:n], current_step=n, schedule=[(s, 1e-3) for s in range(n)]),
         "grad_norm_chart": lambda n: curves.grad_norm_chart(METRICS[:n], n / 100, EVENTS[: n // 150]),
-        "layer_grad_chart": lambda n: curves.layer_grad_chart(METRICS[:n]),
-        "update_ratios": lambda n: curves.layer_grad_chart(METRICS[:n], "update_ratios"),
+        "layer_grad_chart": lambda n: parts.layer_grad_chart(METRICS[:n]),
+        "update_ratios": lambda n: parts.layer_grad_chart(METRICS[:n], "update_ratios"),
         "compare_chart": lambda n: compare.compare_chart(
             {"a": METRICS[:n], "b": METRICS[: n // 2]}, "loss", {"a": EVALS[: n // 100]}
         ),
@@ -323,7 +323,7 @@ def test_line_charts_have_hover_tooltips(name):
         "layer_grad_chart": (METRICS,),
         "compare_chart": ({"a": METRICS},),
     }[name]
-    module = next(m for m in (curves, compare, heatmaps) if hasattr(m, name))
+    module = next(m for m in (curves, parts, compare, heatmaps) if hasattr(m, name))
     spec = getattr(module, name)(*args).to_dict()
     names = {p["name"] for p in spec.get("params", [])} | {p["name"] for v in views(spec) for p in v.get("params", [])}
     assert any(n.startswith("hover") for n in names)
@@ -334,7 +334,7 @@ def test_line_charts_have_hover_tooltips(name):
 
 
 def test_layer_grad_chart_lines_per_group_over_a_shared_lr_axis():
-    spec = curves.layer_grad_chart(METRICS).to_dict()
+    spec = parts.layer_grad_chart(METRICS).to_dict()
     assert title_text(spec) == "Per-layer gradient norms"
     assert len(spec["vconcat"]) == 2 and spec["resolve"]["scale"]["x"] == "shared"
     assert axis_titles(spec, "y") == {"gradient L2 norm (log scale)", "learning rate"}
@@ -345,7 +345,7 @@ def test_layer_grad_chart_lines_per_group_over_a_shared_lr_axis():
 
 
 def test_update_ratio_chart_has_the_healthy_reference():
-    spec = curves.layer_grad_chart(METRICS, field="update_ratios", lr_metrics=False).to_dict()
+    spec = parts.layer_grad_chart(METRICS, field="update_ratios", lr_metrics=False).to_dict()
     assert title_text(spec) == "Update / weight ratio per layer"
     assert "vconcat" not in spec
     assert 1e-3 in rules_at(spec, "y")
@@ -359,14 +359,14 @@ def test_head_stats_chart_entropy_and_max_weight_per_layer():
         for lay in range(2)
         for h in range(4)
     ]
-    spec = curves.head_stats_chart(rows, uniform=(math.log(64), "uniform over 64 keys")).to_dict()
+    spec = parts.head_stats_chart(rows, uniform=(math.log(64), "uniform over 64 keys")).to_dict()
     assert len(spec["vconcat"]) == 2  # one row per layer
     assert {"attention entropy (nats)", "max attention weight (0..1)"} <= axis_titles(spec, "y")
     assert math.log(64) in rules_at(spec, "y")
-    only = curves.head_stats_chart(rows, layer=1).to_dict()
+    only = parts.head_stats_chart(rows, layer=1).to_dict()
     assert len(only["vconcat"]) == 1
     assert {row["layer"] for row in all_rows(only) if "layer" in row} == {1}
-    empty = curves.head_stats_chart([]).to_dict()
+    empty = parts.head_stats_chart([]).to_dict()
     assert title_text(empty).endswith("waiting for the first snapshot")
 
 

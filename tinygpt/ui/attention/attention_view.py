@@ -11,7 +11,7 @@ from tinygpt.attention import build_mask
 from tinygpt.config import MASKS
 from tinygpt.inside import maps as inside
 from tinygpt.runs.reader import RunReader
-from tinygpt.ui.charts import curves, heatmaps, masks
+from tinygpt.ui.charts import heatmaps, masks, parts
 from tinygpt.ui.charts import help as help_text
 from tinygpt.ui.host import resources
 from tinygpt.ui.screen import figure_cache
@@ -96,6 +96,6 @@ def head_stats(rd: RunReader, mode: str, window: int, large: bool):
     key = (rd.run_id, steps, uniform, large)  # rebuilt only when the snapshots or the mask changed
 
     def build():
-        return curves.head_stats_chart(resources.head_stats(rd), uniform=uniform, large=large)
+        return parts.head_stats_chart(resources.head_stats(rd), uniform=uniform, large=large)
 
     return figure_cache.cached_figure("head_stats", key, build, 2)

@@ -8,8 +8,9 @@
   finish). The chart modules import these four, never the other way round.
 - `livespec.py`: the live-chart templates (a cached spec plus named datasets) and the layers left out while their
   data is empty; `style` re-exports them.
-- `curves.py`: one run's training curves in Altair (loss, learning rate, gradient norms, per-layer norms,
-  per-head attention statistics).
+- `curves.py`: one run's training curves in Altair (loss, learning rate, gradient norm).
+- `parts.py`: the charts of the model's parts (per-layer gradient norms and update ratios, per-head attention
+  statistics).
 - `heatmaps.py`: the plotly heatmaps (attention maps all heads and one head step by step, the newest character's
   attention row, per-layer gradients over steps).
 - `masks.py`: the mask in force, and every mask side by side with the attention it produces.
