@@ -1,5 +1,5 @@
-"""tinygpt/ui/state.py: one-shot messages belong to the run they are about (issue 32): a flash raised for one run is
-never shown over another, and a flash about no run shows whatever run is in view. Through AppTest.from_function,
+"""tinygpt/ui/screen/flashes.py: one-shot messages belong to the run they are about (issue 32): a flash raised for one
+run is never shown over another, and a flash about no run shows whatever run is in view. Through AppTest.from_function,
 the session state a real page has, no server or run folder."""
 
 from __future__ import annotations

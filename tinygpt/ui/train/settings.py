@@ -9,7 +9,7 @@ started" list, the widget keys a workshop link sets or hides, and the page's wid
 The config itself is built by `tinygpt.presets.preset`, the same function the CLI calls, so identical settings
 give identical configs (min_lr following the learning rate, short runs' intervals, cross-field checks).
 
-Pure: no Streamlit calls (the widget keys are plain strings from tinygpt/ui/state.py).
+Pure: no Streamlit calls (the widget keys are plain strings from tinygpt/ui/train/train_keys.py).
 """
 
 from __future__ import annotations
