@@ -1,8 +1,8 @@
 """tinygpt: watch a tiny character-level transformer learn, live.  Run with `streamlit run app.py`.
 
 This file is read twice. `streamlit run app.py` first imports it as the server's module (it finds `app` below, an
-st.App, and serves it): tinygpt/ui/server.py then sets what must be set before any browser connects. Then, for every
-page view and rerun, Streamlit runs it as the page script (`__main__`): the frame (page setup, navigation, who the
+st.App, and serves it): tinygpt/ui/host/server.py then sets what must be set before any browser connects. Then, for
+every page view and rerun, Streamlit runs it as the page script (`__main__`): the frame (page setup, navigation, who the
 learner is, the run id in the URL, large fonts for projectors) is tinygpt/ui/frame.py, so that a page opened first by a
 deep link can run it too. Each page under pages/ is a thin script over the tinygpt.ui modules (settings: the form as
 data; resources: what the server shares; runinfo: what a page says about a run; room: learners and the instructor;
@@ -18,7 +18,7 @@ if __name__ == "__main__":  # a page view
 else:  # the server starting
     from starlette.middleware import Middleware
 
-    from tinygpt.ui import server
+    from tinygpt.ui.host import server
 
     server.raise_header_limits()
     server.refuse_unreadable_widget_values()

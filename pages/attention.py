@@ -14,15 +14,20 @@ import streamlit as st
 from tinygpt.config import MAX_TEXT_FIELDS, TransformerConfig, trains_until_stopped
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.ui import attention_view as view
-from tinygpt.ui import backlog, explain, playback, resources, room, runinfo, safe
-from tinygpt.ui.run_handle import open_run
+from tinygpt.ui.attention import attention_keys, playback
+from tinygpt.ui.attention import attention_view as view
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import room
+from tinygpt.ui.run import in_view
+from tinygpt.ui.run.run_handle import open_run
+from tinygpt.ui.screen import backlog, explain, fonts
+from tinygpt.ui.words import runinfo, safe
 
 FOLLOW_EVERY_S = 3.0  # while following a live run, redraw the grid at most this often
 PLAY_EVERY_S = 0.8  # the play button's pace: one snapshot per tick
 
 store = resources.get_store()
-run_id = state.run_id()
+run_id = in_view.run_id()
 run = open_run(store, run_id, room.current())  # the run in view, once for this script run
 rd = run.reader if run else None
 
@@ -41,35 +46,39 @@ run_probe = index.get("probe_text", "")
 config = rd.config()
 knobs = run.knobs
 mode, window = knobs.get("mask") or "causal", int(knobs.get("window") or TransformerConfig.window)
-large = state.large_fonts()
+large = fonts.large_fonts()
 following_live = run.rules.live and run.status.get("state") in ACTIVE_STATES
 resources.touch(run_id)
 if not snapshots:
     st.info("No attention snapshots yet: they appear every few steps once the run trains.")
 
-if state.get(state.PROBE_RUN) != run_id:  # a new run: its own probe text
-    state.put(state.W_PROBE, run_probe)
-    state.put(state.PROBE_RUN, run_id)
+if state.get(attention_keys.PROBE_RUN) != run_id:  # a new run: its own probe text
+    state.put(attention_keys.W_PROBE, run_probe)
+    state.put(attention_keys.PROBE_RUN, run_id)
 
 
 def toy_mode_changed() -> None:  # toy mode: a short probe whose every cell shows its number
-    state.put(state.W_PROBE, run_probe[: view.TOY_PROBE_CHARS] if state.get(state.W_ATTN_TOY) else run_probe)
+    state.put(
+        attention_keys.W_PROBE, run_probe[: view.TOY_PROBE_CHARS] if state.get(attention_keys.W_ATTN_TOY) else run_probe
+    )
 
 
 # A text area: the probe is a slice of the corpus, newlines included, which a one-line field dropped while the
 # heatmaps showed them (⏎).
 probe = st.text_area(
-    "Probe text", key=state.W_PROBE, height=80, max_chars=MAX_TEXT_FIELDS["probe_text"],
+    "Probe text", key=attention_keys.W_PROBE, height=80, max_chars=MAX_TEXT_FIELDS["probe_text"],
     help="The run's own probe (its attention is saved as it trains). Other text is run through the checkpoint "
     "nearest the chosen step.",
 )  # fmt: skip
 c1, toy, c2 = st.columns([1, 1.5, 3.5])  # the toggles in one row: beside the probe, "Toy mode" read "Toy m..."
-toy.toggle("Toy mode", key=state.W_ATTN_TOY, on_change=toy_mode_changed, help="A 10-character probe, numbers in cells")
-if state.pop(state.ATTN_PLAY_DONE):  # the play loop reached the newest snapshot on its last tick
-    state.put(state.ATTN_PLAYING, False)
-playing = c1.toggle("Play", key=state.ATTN_PLAYING, disabled=len(snapshots) < 2)
+toy.toggle(
+    "Toy mode", key=attention_keys.W_ATTN_TOY, on_change=toy_mode_changed, help="A 10-character probe, numbers in cells"
+)
+if state.pop(attention_keys.ATTN_PLAY_DONE):  # the play loop reached the newest snapshot on its last tick
+    state.put(attention_keys.ATTN_PLAYING, False)
+playing = c1.toggle("Play", key=attention_keys.ATTN_PLAYING, disabled=len(snapshots) < 2)
 if not playing:
-    state.put(state.ATTN_PLAY_STARTED, False)
+    state.put(attention_keys.ATTN_PLAY_STARTED, False)
 if snapshots:
     c2.caption(f"{len(snapshots)} snapshots from step {snapshots[0]} to {snapshots[-1]}.")
 
@@ -77,26 +86,29 @@ if snapshots:
 @backlog.live_fragment(PLAY_EVERY_S if playing else None)
 def grid_and_detail() -> None:
     steps = [int(s["step"]) for s in rd.attention_index().get("snapshots", [])] or [0]
-    started, follow = bool(state.get(state.ATTN_PLAY_STARTED)), bool(state.get(state.ATTN_FOLLOW, True))
-    move = playback.advance(steps, state.get(state.W_ATTN_STEP), playing, started, follow)
+    started, follow = (
+        bool(state.get(attention_keys.ATTN_PLAY_STARTED)),
+        bool(state.get(attention_keys.ATTN_FOLLOW, True)),
+    )
+    move = playback.advance(steps, state.get(attention_keys.W_ATTN_STEP), playing, started, follow)
     if move.done:
-        state.put(state.ATTN_PLAY_DONE, True)
+        state.put(attention_keys.ATTN_PLAY_DONE, True)
         st.rerun()
-    state.put(state.ATTN_PLAY_STARTED, move.started)
-    state.put(state.ATTN_FOLLOW, move.follow)
+    state.put(attention_keys.ATTN_PLAY_STARTED, move.started)
+    state.put(attention_keys.ATTN_FOLLOW, move.follow)
     # The slider spans the whole run (0 .. max_steps), so its range stays put while snapshots arrive (a changing
     # range would make it a new widget on every snapshot); it shows the snapshot nearest the chosen step.
     end = max(int(rd.status().get("max_steps") or 0), int(config.get("train", {}).get("max_steps") or 0), steps[-1], 1)
     if trains_until_stopped(end):  # no end: a range that doubles past the newest snapshot, so it rarely changes
         end = next(e for e in (1000 * 2**k for k in range(40)) if e >= steps[-1])
-    state.put(state.W_ATTN_STEP, min(max(int(move.step), 0), end))
+    state.put(attention_keys.W_ATTN_STEP, min(max(int(move.step), 0), end))
     if len(steps) > 1:
         st.slider(
-            "Training step", 0, end, key=state.W_ATTN_STEP,
-            on_change=lambda: state.put(state.ATTN_FOLLOW, state.get(state.W_ATTN_STEP) >= steps[-1]),
+            "Training step", 0, end, key=attention_keys.W_ATTN_STEP,
+            on_change=lambda: state.put(attention_keys.ATTN_FOLLOW, state.get(attention_keys.W_ATTN_STEP) >= steps[-1]),
             help="Scrub through training time; the grid shows the attention snapshot nearest to this step.",
         )  # fmt: skip
-    step = runinfo.nearest_snapshot(steps, state.get(state.W_ATTN_STEP))
+    step = runinfo.nearest_snapshot(steps, state.get(attention_keys.W_ATTN_STEP))
     try:
         fig, key, source = view.grid(rd, step, probe, large)
     except TinyGPTError as e:
@@ -105,21 +117,23 @@ def grid_and_detail() -> None:
     if fig is None:
         st.info("No checkpoint yet to run custom probe text through; the first one comes soon.")
         return
-    if (state.get(state.ATTN_GRID) or {}).get("key") != key:
-        state.put(state.ATTN_GRID, {"key": key, "drawn": time.time()})
+    if (state.get(attention_keys.ATTN_GRID) or {}).get("key") != key:
+        state.put(attention_keys.ATTN_GRID, {"key": key, "drawn": time.time()})
     st.markdown(f"**All heads** · {source}")
     explain.show_chart(fig, "attention_grid", key="attn_grid")
 
     st.subheader("One head, step by step")
     h1, h2, h3 = st.columns([1, 1, 2])
-    state.init(state.W_ATTN_LAYER, 0)
-    state.init(state.W_ATTN_HEAD, 0)
-    state.init(state.W_ATTN_PER_ROW, 1 if large else 2)
+    state.init(attention_keys.W_ATTN_LAYER, 0)
+    state.init(attention_keys.W_ATTN_HEAD, 0)
+    state.init(attention_keys.W_ATTN_PER_ROW, 1 if large else 2)
     layer = h1.selectbox(
-        "Layer", list(range(int(config.get("model", {}).get("num_layers", 1)))), key=state.W_ATTN_LAYER
+        "Layer", list(range(int(config.get("model", {}).get("num_layers", 1)))), key=attention_keys.W_ATTN_LAYER
     )
-    head = h2.selectbox("Head", list(range(int(config.get("model", {}).get("num_heads", 1)))), key=state.W_ATTN_HEAD)
-    per_row = h3.segmented_control("Panels per row", [1, 2, 3, 5], key=state.W_ATTN_PER_ROW) or 2
+    head = h2.selectbox(
+        "Head", list(range(int(config.get("model", {}).get("num_heads", 1)))), key=attention_keys.W_ATTN_HEAD
+    )
+    per_row = h3.segmented_control("Panels per row", [1, 2, 3, 5], key=attention_keys.W_ATTN_PER_ROW) or 2
     ck = runinfo.nearest_checkpoint(rd.checkpoints(), step)
     if ck is None:
         st.info("The detail view needs a checkpoint; the first one is written after a few steps.")
@@ -148,10 +162,15 @@ def follow_live() -> None:
     rd.poll()
     resources.touch(run_id)
     steps = [int(s["step"]) for s in rd.attention_index().get("snapshots", [])]
-    drawn = (state.get(state.ATTN_GRID) or {}).get("drawn", 0)
-    shown = state.get(state.W_ATTN_STEP)
+    drawn = (state.get(attention_keys.ATTN_GRID) or {}).get("drawn", 0)
+    shown = state.get(attention_keys.W_ATTN_STEP)
     st.caption(f"Live: newest snapshot at step {steps[-1] if steps else 0}.")
-    if steps and state.get(state.ATTN_FOLLOW, True) and shown != steps[-1] and time.time() - drawn > FOLLOW_EVERY_S:
+    if (
+        steps
+        and state.get(attention_keys.ATTN_FOLLOW, True)
+        and shown != steps[-1]
+        and time.time() - drawn > FOLLOW_EVERY_S
+    ):
         st.rerun()
     if rd.status().get("state") not in ACTIVE_STATES:
         st.rerun()

@@ -8,14 +8,21 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.ui import admission, backlog, frame, knob_widgets, resources, room, runinfo, safe, state
-from tinygpt.ui import circuits_view as view
-from tinygpt.ui.run_handle import open_run
+from tinygpt.ui import frame, state
+from tinygpt.ui.circuits import circuits_keys
+from tinygpt.ui.circuits import circuits_view as view
+from tinygpt.ui.host import resources, runlist
+from tinygpt.ui.people import admission, room
+from tinygpt.ui.run import in_view
+from tinygpt.ui.run.run_handle import open_run
+from tinygpt.ui.screen import backlog, fonts
+from tinygpt.ui.train import knob_widgets
+from tinygpt.ui.words import runinfo, safe
 
 frame.require()  # a deep link's first run can skip app.py: see tinygpt/ui/frame.py
 
 store = resources.get_store()
-large = state.large_fonts()
+large = fonts.large_fonts()
 st.title("tinygpt · Circuits")
 st.caption(
     "Which heads look at the previous character, which ones find the last time the current character appeared and "
@@ -32,27 +39,27 @@ with st.expander("How each number is defined", icon=":material/functions:"):
     )
 
 
-@backlog.live_fragment(2.0 if state.get(state.CIRC_LIVE) else None)
+@backlog.live_fragment(2.0 if state.get(circuits_keys.CIRC_LIVE) else None)
 def experiment() -> None:
     st.subheader("The induction-head phase change")
     st.page_link("pages/experiments.py", label="More experiments: the pitfall lab", icon=":material/science:")
     labels = list(induction.INDUCTION_VARIANTS)
     c1, c2, c3 = st.columns([2, 1, 1.5])  # 1:1 cut "Start the experiment" with Large fonts
-    source = c1.selectbox("Corpus", list(induction.INDUCTION_SOURCES), key=state.W_CIRC_SOURCE,
+    source = c1.selectbox("Corpus", list(induction.INDUCTION_SOURCES), key=circuits_keys.W_CIRC_SOURCE,
                           format_func=induction.INDUCTION_SOURCES.get)  # fmt: skip
-    state.init(state.W_CIRC_SEED, 1337)
-    seed = c2.number_input("Seed", 0, 10**6, key=state.W_CIRC_SEED)
+    state.init(circuits_keys.W_CIRC_SEED, 1337)
+    seed = c2.number_input("Seed", 0, 10**6, key=circuits_keys.W_CIRC_SEED)
     st.caption(induction.INDUCTION_SOURCE_NOTES.get(source, ""))
     if c3.button("Start the experiment", icon=":material/play_arrow:", key="circ_start"):  # one slot: admission
         admission.attempt(functools.partial(view.start_experiment, source, int(seed), room.current()), "start it", st)
     admission.slot_question(room.current(), st)
-    runs = state.circuit_runs(labels)
+    runs = circuits_keys.circuit_runs(labels)
     if not runs:
         st.caption(induction.INDUCTION_EXPECTED)
         return
     readers, records, ended = view.experiment_state(store, runs)
-    if bool(state.get(state.CIRC_LIVE)) != (not ended):  # started or ended: redraw the page, so the fragment
-        state.put(state.CIRC_LIVE, not ended)  # refreshes itself exactly while the runs train
+    if bool(state.get(circuits_keys.CIRC_LIVE)) != (not ended):  # started or ended: redraw the page, so the fragment
+        state.put(circuits_keys.CIRC_LIVE, not ended)  # refreshes itself exactly while the runs train
         st.rerun()
     for rd in readers.values():
         resources.touch(rd.run_id)
@@ -68,15 +75,15 @@ def experiment() -> None:
             [{"measure": k, "value": "-" if v is None else str(v)} for k, v in verdict.observed.items()],
             hide_index=True,
         )
-    if state.run_id() != runs[labels[0]] and st.button("Look at the 2-layer run's heads below", key="circ_open"):
-        state.set_run_id(runs[labels[0]])
+    if in_view.run_id() != runs[labels[0]] and st.button("Look at the 2-layer run's heads below", key="circ_open"):
+        in_view.set_run_id(runs[labels[0]])
         st.rerun()
 
 
 experiment()
 
 st.divider()
-run_id = state.run_id()
+run_id = in_view.run_id()
 run = open_run(store, run_id, room.current())  # the run in view, once for this script run
 if run is None:
     st.info("No run selected: start one on **Train** or open one on **Runs** to see its heads.")
@@ -90,10 +97,12 @@ steps = [r["step"] for r in records]
 live = run.rules.live and run.status.get("state") in ACTIVE_STATES
 
 st.subheader("Heads over training")
-st.caption(f"Run **{runinfo.run_names(store).get(run_id) or run_id}** (`{run_id}`), as Runs names it.")
-wanted = state.get(state.W_CIRC_STEP)
-state.put(state.W_CIRC_STEP, steps[-1] if wanted is None else min(steps, key=lambda s: abs(s - wanted)))
-step = st.select_slider("Step", steps, key=state.W_CIRC_STEP, help="The head table and the checkpoint views below.")
+st.caption(f"Run **{runlist.run_names(store).get(run_id) or run_id}** (`{run_id}`), as Runs names it.")
+wanted = state.get(circuits_keys.W_CIRC_STEP)
+state.put(circuits_keys.W_CIRC_STEP, steps[-1] if wanted is None else min(steps, key=lambda s: abs(s - wanted)))
+step = st.select_slider(
+    "Step", steps, key=circuits_keys.W_CIRC_STEP, help="The head table and the checkpoint views below."
+)
 mark = view.change_mark(records, live)  # "provisional" while the run trains
 fig = view.charts.role_history_chart(heads.score_rows(records), change=mark, events=rd.events, large=large)
 view.chart(fig, "role_history_chart", "circ_roles")
@@ -113,17 +122,21 @@ if ck is None:
     st.info("No checkpoint yet.")
     st.stop()
 run_dir = str(rd.run_dir)
-if state.get(state.CIRC_PROBE_RUN) != run_id:
-    state.put(state.W_CIRC_PROBE, rd.attention_index().get("probe_text", ""))
-    state.put(state.CIRC_PROBE_RUN, run_id)
-probe = st.text_input("Probe text", key=state.W_CIRC_PROBE, help="The run's probe; type any text the vocabulary has.")
+if state.get(circuits_keys.CIRC_PROBE_RUN) != run_id:
+    state.put(circuits_keys.W_CIRC_PROBE, rd.attention_index().get("probe_text", ""))
+    state.put(circuits_keys.CIRC_PROBE_RUN, run_id)
+probe = st.text_input(
+    "Probe text", key=circuits_keys.W_CIRC_PROBE, help="The run's probe; type any text the vocabulary has."
+)
 st.caption(f"From the checkpoint at step {ck} (nearest to step {step}).")
 try:
-    tab_ablate, tab_lens = st.tabs(["Head ablation", "Logit lens"], key=state.W_CIRC_TAB, on_change="rerun")
+    tab_ablate, tab_lens = st.tabs(["Head ablation", "Logit lens"], key=circuits_keys.W_CIRC_TAB, on_change="rerun")
     with tab_ablate:
         a1, a2 = st.columns(2)
-        mode = a1.segmented_control("Ablation", ["zero", "mean"], key=state.W_CIRC_MODE, default="zero") or "zero"
-        head = a2.selectbox("Head", names, key=state.W_CIRC_HEAD, help="Or click a cell of the heatmap.")
+        mode = (
+            a1.segmented_control("Ablation", ["zero", "mean"], key=circuits_keys.W_CIRC_MODE, default="zero") or "zero"
+        )
+        head = a2.selectbox("Head", names, key=circuits_keys.W_CIRC_HEAD, help="Or click a cell of the heatmap.")
         result = view.ablation(run_dir, ck, probe, mode)
         layer, h = divmod(names.index(head), num_heads)
         caption = f"{result['tokens']:,} validation tokens, every head ablated in turn, in {result['seconds']:.2f} s."
@@ -147,8 +160,8 @@ st.caption(
     f"Heads off now: {', '.join(off_now) or 'none'}. A switched-off head writes nothing into the residual stream "
     "(zero ablation, live): watch the loss and the other heads' scores as the model routes around it."
 )
-state.init(state.W_CIRC_OFF, off_now)
-chosen = st.multiselect("Heads to switch off", names, key=state.W_CIRC_OFF, disabled=not live)
+state.init(circuits_keys.W_CIRC_OFF, off_now)
+chosen = st.multiselect("Heads to switch off", names, key=circuits_keys.W_CIRC_OFF, disabled=not live)
 # While it trains (a queued run, which the handle's rule also lets take knobs, has no heads to watch yet).
 if st.button("Apply", key="circ_apply", disabled=not (live and run.rules.can_set_knob)):
     try:

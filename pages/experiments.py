@@ -10,22 +10,25 @@ frame.require()
 import functools
 
 import streamlit as st
-import torch
 
-from tinygpt import model as model_lib
-from tinygpt.config import TransformerConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.lab import health as health_lib
 from tinygpt.lab import registry
 from tinygpt.lab.memory import memory_rows
-from tinygpt.lab.pitfalls import shape_drift
-from tinygpt.ui import admission, backlog, circuits_view, explain, lab, resources, room, settings, workshop
 from tinygpt.ui.charts import compare
+from tinygpt.ui.circuits import circuits_view
+from tinygpt.ui.experiments import experiments_keys, lab
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import admission, people_keys, room
+from tinygpt.ui.run import in_view
+from tinygpt.ui.screen import backlog, explain, fonts
+from tinygpt.ui.teach import workshop
+from tinygpt.ui.train import settings
 
 REFRESH_S = 1.0
 
 store = resources.get_store()
-shop = workshop.parse_workshop(state.get(state.WORKSHOP_PARAMS) or {})
+shop = workshop.parse_workshop(state.get(people_keys.WORKSHOP_PARAMS) or {})
 
 st.title("tinygpt · Experiments")
 st.caption(
@@ -37,11 +40,11 @@ st.caption(
 circuits_view.induction_entry(store)
 
 keys = list(registry.EXPERIMENTS)
-state.init(state.W_EXPERIMENT, shop.experiment or keys[0])
+state.init(experiments_keys.W_EXPERIMENT, shop.experiment or keys[0])
 key = st.selectbox(
     "Experiment",
     keys,
-    key=state.W_EXPERIMENT,
+    key=experiments_keys.W_EXPERIMENT,
     format_func=lambda k: registry.EXPERIMENTS[k].title,
     disabled=shop.locked and shop.experiment is not None,
 )
@@ -53,15 +56,15 @@ claims = st.container()  # which clauses are the pitfall, which consequences: fi
 left, mid, right = st.columns([2, 1, 1])
 corpus = lab.corpus_picker(experiment, shop.overrides.get("source"), left)  # a workshop link's ?source= first
 lab.show_claims(experiment, corpus.source, claims)
-state.init(state.W_LAB_SEED, 1337)
-seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=state.W_LAB_SEED)
+state.init(experiments_keys.W_LAB_SEED, 1337)
+seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=experiments_keys.W_LAB_SEED)
 measured = experiment.measure is not None  # measured in this process, not trained (memory)
-runs = None if measured else state.lab_runs(key, list(experiment.variants))
+runs = None if measured else experiments_keys.lab_runs(key, list(experiment.variants))
 if right.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch"):
     try:
         if measured:
             with st.spinner("Measuring both loops..."):
-                state.set_lab_measured(key, int(seed), experiment.measure(int(seed)))
+                experiments_keys.set_lab_measured(key, int(seed), experiment.measure(int(seed)))
         else:
             data = lab.experiment_data(experiment, corpus)
             settings.ensure_corpus(data)
@@ -72,12 +75,12 @@ if right.button("Run side by side", type="primary", icon=":material/play_arrow:"
 admission.slot_question(room.current(), st)
 
 # Keyed and tracked, so a lesson step's click can open the tab its check reads (every tab's content still runs).
-tabs = st.tabs(["Side by side", "Model health", "Shape contracts", "Memory per step"], key=state.W_EXP_TAB,
+tabs = st.tabs(["Side by side", "Model health", "Shape contracts", "Memory per step"], key=experiments_keys.W_EXP_TAB,
                on_change="rerun")  # fmt: skip
 
 with tabs[0]:
     if measured:
-        taken = state.lab_measured(key)
+        taken = experiments_keys.lab_measured(key)
         if taken is None:
             st.info("Press **Run side by side** to measure both loops: " + ", ".join(experiment.variants) + ".")
         else:
@@ -92,7 +95,7 @@ with tabs[0]:
 
         @backlog.live_fragment(REFRESH_S if live else None)
         def side_by_side() -> None:
-            readers = {label: state.reader(store, run_id) for label, run_id in runs.items()}
+            readers = {label: in_view.reader(store, run_id) for label, run_id in runs.items()}
             results = lab.results(readers, experiment)
             for run_id in runs.values():
                 resources.touch(run_id)
@@ -110,7 +113,7 @@ with tabs[0]:
                 hide_index=True,
                 width="stretch",
             )
-            large = state.large_fonts()
+            large = fonts.large_fonts()
             metrics = {label: rd.metrics for label, rd in readers.items() if rd is not None}
             evals = {label: rd.evals for label, rd in readers.items() if rd is not None}
             cols = st.columns(2)
@@ -146,14 +149,14 @@ with tabs[1]:
         "every token after position t and measures how much the logits at positions <= t move."
     )
     choices = {f"{label} ({rid})": rid for label, rid in (runs or {}).items()}
-    if state.run_id():
-        choices = {f"current run ({state.run_id()})": state.run_id(), **choices}
+    if in_view.run_id():
+        choices = {f"current run ({in_view.run_id()})": in_view.run_id(), **choices}
     if not choices:
         st.info("Start a run (here or on **Train**) to check its health.")
     else:
-        picked = st.selectbox("Run to check", list(choices), key=state.W_HEALTH_RUN)
+        picked = st.selectbox("Run to check", list(choices), key=experiments_keys.W_HEALTH_RUN)
         run_id = choices[picked]
-        rd = state.reader(store, run_id)
+        rd = in_view.reader(store, run_id)
         steps = rd.checkpoints() if rd is not None else []
         if not steps:
             st.info("This run has no checkpoint yet.")
@@ -166,16 +169,7 @@ with tabs[1]:
     explain.show_code_of([health_lib.leak_score])
 
 with tabs[2]:
-    st.caption(
-        "Shape bugs usually surface three matmuls later as a cryptic message. The model's shape contract checks "
-        "its input at the door and names the tensor, the expected and the actual shape."
-    )
-    torch.manual_seed(0)
-    demo_model = model_lib.TinyGPT(
-        TransformerConfig(vocab_size=65, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=16)
-    )
-    st.dataframe(shape_drift.shape_drift_cases(demo_model), hide_index=True, width="stretch")
-    explain.show_code_of([model_lib.TinyGPT._check_input])
+    lab.shape_contracts()
 
 with tabs[3]:
     st.caption(
@@ -184,14 +178,14 @@ with tabs[3]:
         "activations grow with batch x context, and attention's scores and weights with context squared."
     )
     c1, c2, c3 = st.columns(3)
-    state.init(state.W_MEM_BATCH, 12)
-    state.init(state.W_MEM_CONTEXT, 64)
-    state.init(state.W_MEM_WIDTH, 128)
-    batch = c1.slider("Batch", 1, 128, key=state.W_MEM_BATCH)
-    context = c2.select_slider("Context T", [16, 32, 64, 128, 256, 512, 1024], key=state.W_MEM_CONTEXT)
-    width = c3.select_slider("Width", [32, 64, 128, 256, 384, 512], key=state.W_MEM_WIDTH)
+    state.init(experiments_keys.W_MEM_BATCH, 12)
+    state.init(experiments_keys.W_MEM_CONTEXT, 64)
+    state.init(experiments_keys.W_MEM_WIDTH, 128)
+    batch = c1.slider("Batch", 1, 128, key=experiments_keys.W_MEM_BATCH)
+    context = c2.select_slider("Context T", [16, 32, 64, 128, 256, 512, 1024], key=experiments_keys.W_MEM_CONTEXT)
+    width = c3.select_slider("Width", [32, 64, 128, 256, 384, 512], key=experiments_keys.W_MEM_WIDTH)
     rows = lab.memory_comparison(width, context, batch)
     cuda_peak = any(r.get("source", "").startswith("torch.cuda") for r in rows)
     title = "Memory per training step (estimated, fp32" + ("; the peak bar is measured on CUDA)" if cuda_peak else ")")
-    explain.show_chart(compare.memory_chart(rows, title=title, large=state.large_fonts()), "memory_chart", code=False)
+    explain.show_chart(compare.memory_chart(rows, title=title, large=fonts.large_fonts()), "memory_chart", code=False)
     explain.show_code_of([memory_rows])

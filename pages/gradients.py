@@ -10,15 +10,20 @@ frame.require()
 import streamlit as st
 
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.ui import backlog, explain, resources, room, runinfo, safe
-from tinygpt.ui.charts import curves, heatmaps
-from tinygpt.ui.run_handle import open_run
+from tinygpt.ui.charts import curves, heatmaps, parts
+from tinygpt.ui.gradients import gradients_keys
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import room
+from tinygpt.ui.run import in_view
+from tinygpt.ui.run.run_handle import open_run
+from tinygpt.ui.screen import backlog, explain, fonts
+from tinygpt.ui.words import runinfo, safe
 
 REFRESH_S = 1.0
 LIVE_POINTS = 400  # points per curve while live (the charts thin older steps; hover still shows values)
 
 store = resources.get_store()
-run_id = state.run_id()
+run_id = in_view.run_id()
 run = open_run(store, run_id, room.current())  # the run in view, once for this script run
 rd = run.reader if run else None
 
@@ -32,9 +37,11 @@ if rd is None:
     st.stop()
 
 active = run.rules.live and run.status.get("state") in ACTIVE_STATES
-state.init(state.W_GRAD_VIEW, "lines")
+state.init(gradients_keys.W_GRAD_VIEW, "lines")
 view = (
-    st.segmented_control("Per-layer view", ["lines", "heatmap"], key=state.W_GRAD_VIEW, persist_state="session")
+    st.segmented_control(
+        "Per-layer view", ["lines", "heatmap"], key=gradients_keys.W_GRAD_VIEW, persist_state="session"
+    )
     or "lines"
 )
 
@@ -48,14 +55,14 @@ def live_gradients() -> None:
     config = rd.config()
     knobs = run.knobs  # the config and the applied knob changes, as polled just now
     metrics = rd.metrics
-    large = state.large_fonts()
+    large = fonts.large_fonts()
     # Each per-layer chart carries the learning rate in a panel below it, on the same step axis.
     for field, help_name in (("layer_grad_norms", "layer_grad_chart"), ("update_ratios", "update_ratios")):
         if view == "heatmap":
             fig = heatmaps.layer_grad_heatmap(metrics, field, large=large)
             help_name = "layer_grad_heatmap" if field == "layer_grad_norms" else "update_ratio_heatmap"
         else:
-            fig = curves.layer_grad_chart(metrics, field, max_rows=2400, large=large)
+            fig = parts.layer_grad_chart(metrics, field, max_rows=2400, large=large)
         explain.show_chart(fig, help_name, key=f"g_{field}", code=False)
         if field == "layer_grad_norms":
             explain.show_chart(

@@ -1,6 +1,6 @@
 """Room: the instructor's view of the workshop: every learner's runs, live, and one of them on the projector."""
 
-from tinygpt.ui import frame, state
+from tinygpt.ui import frame
 
 # First, before the imports below: a deep link's first run on a fresh server skips app.py (see tinygpt/ui/frame.py), and
 # app.py must paint the menu before torch loads.
@@ -11,20 +11,14 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.owners import read_owner, run_learner
-from tinygpt.ui import (
-    backlog,
-    explain,
-    form,
-    lesson,
-    picking,
-    positions,
-    prediction_view,
-    resources,
-    room,
-    room_flags,
-    runinfo,
-)
 from tinygpt.ui.charts import compare
+from tinygpt.ui.host import positions, resources, runlist
+from tinygpt.ui.people import people_keys, room, room_flags
+from tinygpt.ui.run import in_view
+from tinygpt.ui.screen import backlog, explain, flashes, fonts
+from tinygpt.ui.teach import lesson, prediction_view
+from tinygpt.ui.train import form
+from tinygpt.ui.words import picking
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
 
@@ -36,19 +30,19 @@ st.caption("Every learner's runs on this server, newest first. Pick one and brin
 store = resources.get_store()
 
 # "Eyes on the projector": every learner's run paused as a hold (they cannot resume it), then let go at once.
-held, me, manager = runinfo.held_runs(store), room.current(), resources.get_manager()
+held, me, manager = runlist.held_runs(store), room.current(), resources.get_manager()
 h1, h2 = st.columns(2)
 pause_all = h1.button("Pause every learner's run", icon=":material/front_hand:", width="stretch")
 let_go = h2.button(f"Let go: resume {len(held)} held", icon=":material/play_arrow:", disabled=not held, width="stretch")
 if pause_all or let_go:
-    for run in runinfo.learners_in_play(store, me) if pause_all else held:
+    for run in runlist.learners_in_play(store, me) if pause_all else held:
         try:
             if pause_all:
                 manager.pause(run, actor=me)
             else:
                 manager.let_go(run, actor=me)
         except TinyGPTError as e:  # e.g. the run ended or was deleted meanwhile: say so, go on with the others
-            state.flash("warning", f"Run {run}: {e}")
+            flashes.flash("warning", f"Run {run}: {e}")
     st.rerun()
 if held:
     st.caption(f"You hold {len(held)} run(s): their learners cannot resume them until you let go (or resume one "
@@ -57,16 +51,16 @@ if held:
 
 @backlog.live_fragment(REFRESH_S)
 def dashboard() -> None:
-    rows = runinfo.room_rows(store)
+    rows = runlist.room_rows(store)
     if not rows:
         st.info("No runs yet: learners start theirs on **Train**.")
         return
     drawn, note = picking.room_chart_runs(rows)  # the live runs, else the latest ones, by readable name
-    readers = {label: state.reader(store, run) for run, label in drawn}
+    readers = {label: in_view.reader(store, run) for run, label in drawn}
     series = {label: rd.metrics for label, rd in readers.items() if rd is not None}
     lecture = (lesson.read_room(store.root)["runs"].get(lesson.LECTURE) or {}).get("run")  # "own settings" vs it
     data = [d for run, label in drawn if (d := room_flags.run_data(run, readers[label]))]
-    flags = room_flags.room_flags(data, room_flags.run_data(lecture, state.reader(store, lecture)))
+    flags = room_flags.room_flags(data, room_flags.run_data(lecture, in_view.reader(store, lecture)))
     rows = room_flags.with_flags(rows, flags)
     learners = {r["run"]: run_learner(read_owner(store.path(r["run"]))).get("id") for r in rows}
     rows = positions.with_positions(rows, learners, resources.positions(), len(lesson.STEPS))
@@ -74,7 +68,7 @@ def dashboard() -> None:
     training = sum(r["state"] == "running" for r in rows)
     st.markdown(f"**{training} training · {queued} queued · {len(rows)} runs in all**")
     by_label = {label: flags.get(run, []) for run, label in drawn}
-    explain.show_chart(compare.room_chart(series, flags=by_label, large=state.large_fonts()), code=False)
+    explain.show_chart(compare.room_chart(series, flags=by_label, large=fonts.large_fonts()), code=False)
     if note:
         st.caption(note)
     st.dataframe(rows, hide_index=True, width="stretch")
@@ -94,15 +88,15 @@ with st.expander("Per-run budget for learners", icon=":material/speed:"):
                "it is stopped with a checkpoint and says why; a resume starts a new budget at the back of the "
                "queue. Memory is checked for everyone: a run estimated not to fit is refused before it starts. "
                "Your own runs have no budget.")  # fmt: skip
-names = {r["run"]: f"{r['learner']} · {r['name']} · {r['state']}" for r in runinfo.room_rows(store)}
+names = {r["run"]: f"{r['learner']} · {r['name']} · {r['state']}" for r in runlist.room_rows(store)}
 runs = list(names)
 if runs:
     c1, c2 = st.columns([3, 2])  # 3:1 cut the button's label to "Bring to the pr…" with Large fonts
-    pick = c1.selectbox("Run", runs, key=state.W_ROOM_PICK, format_func=names.get)
+    pick = c1.selectbox("Run", runs, key=people_keys.W_ROOM_PICK, format_func=names.get)
     if c2.button("Bring to the projector", type="primary", icon=":material/cast:", width="stretch"):
-        state.set_run_id(pick)
+        in_view.set_run_id(pick)
         form.forget_settings()  # Train shows the run's own settings and knobs, not this browser's last form
-        state.request_large_fonts()  # applied before the sidebar's toggle is drawn on the next run
-        state.flash("success", f"Run {pick} is on your screen, in large fonts.")
+        fonts.request_large_fonts()  # applied before the sidebar's toggle is drawn on the next run
+        flashes.flash("success", f"Run {pick} is on your screen, in large fonts.")
         st.switch_page("pages/train.py")
 room.key_reveal()

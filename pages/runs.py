@@ -11,18 +11,24 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.knobs import knobs_now
-from tinygpt.ui import admission, branching, bundle, explain, resources, room, runinfo, safe
-from tinygpt.ui.charts import compare, curves, heatmaps
-from tinygpt.ui.run_handle import Rules, open_run
+from tinygpt.ui.charts import compare, curves, heatmaps, parts
+from tinygpt.ui.host import resources, runlist
+from tinygpt.ui.people import admission, room
+from tinygpt.ui.run import in_view
+from tinygpt.ui.run.run_handle import Rules, open_run
+from tinygpt.ui.runs import bundle, runs_keys
+from tinygpt.ui.screen import explain, flashes, fonts
+from tinygpt.ui.train import branching, train_keys
+from tinygpt.ui.words import runinfo, safe
 
 store = resources.get_store()
-current = state.run_id()
+current = in_view.run_id()
 
 st.title("tinygpt · Runs")
 st.caption(f"Every run in `{store.root}`, live or finished. A run survives a server restart and can be resumed.")
 
 learner = room.current()
-rows = runinfo.run_rows(store, learner)
+rows = runlist.run_rows(store, learner)
 if not rows:
     st.info("No runs yet: start one on **Train**.")
     st.stop()
@@ -49,23 +55,25 @@ def _label(run: str) -> str:
 
 
 st.subheader("One run")
-if state.get(state.W_RUNS_PICK) not in ids:
-    state.put(state.W_RUNS_PICK, current if current in ids else ids[0])
-pick = st.selectbox("Run", ids, format_func=_label, key=state.W_RUNS_PICK)
+if state.get(runs_keys.W_RUNS_PICK) not in ids:
+    state.put(runs_keys.W_RUNS_PICK, current if current in ids else ids[0])
+pick = st.selectbox("Run", ids, format_func=_label, key=runs_keys.W_RUNS_PICK)
 # The picked run, through the handle every page uses (its rules: owner, state, the instructor's hold, the CLI's).
 readable = by_id[pick]["state"] != "unreadable"
 run = open_run(store, pick, learner) if readable else None
 rules = run.rules if run else Rules(mine=learner.instructor, state=None)  # unreadable: the instructor may delete it
 mine = rules.mine
 # Five buttons in a row cut their labels at Large fonts ("Download b…", "Share (read-…"): two rows there.
-b = [*st.columns(3), *st.columns(2)] if state.large_fonts() else st.columns(5)
+b = [*st.columns(3), *st.columns(2)] if fonts.large_fonts() else st.columns(5)
 if b[0].button("Open", help="Make it the current run of every page (read-only if it is not yours)", width="stretch"):
-    state.set_run_id(pick)
-    state.flash("success", f"Opened {by_id[pick]['name']}" + ("." if mine else " (read-only: it is not yours)."), pick)
+    in_view.set_run_id(pick)
+    flashes.flash(
+        "success", f"Opened {by_id[pick]['name']}" + ("." if mine else " (read-only: it is not yours)."), pick
+    )
     st.rerun()
 # A run another process writes or wrote (the CLI, torchrun) is read-only here for everyone: the manager refuses
 # to write into it, so its buttons say where to act instead of failing after a click.
-elsewhere = runinfo.written_elsewhere(store, pick)
+elsewhere = runlist.written_elsewhere(store, pick)
 if elsewhere:
     st.caption("Trained from the command line: the app only watches it (for everyone). Continue it there:")
     st.code(elsewhere, language="bash")
@@ -74,17 +82,17 @@ why = "Only its owner can" if not mine else "The instructor paused it: only they
 
 def _resume(check_slot: bool) -> None:
     run.resume(check_slot)  # through admission: the room's budget, one slot a learner
-    state.set_run_id(pick)
-    state.flash("success", f"Resumed {by_id[pick]['name']} from its last checkpoint.", pick)
+    in_view.set_run_id(pick)
+    flashes.flash("success", f"Resumed {by_id[pick]['name']} from its last checkpoint.", pick)
     st.rerun()
 
 
 if b[1].button("Resume", disabled=not rules.can_resume, width="stretch", help=why):
     admission.attempt(_resume, "resume this one", st)  # one slot a learner: another run of theirs asks first
 admission.slot_question(learner, st)
-writing = runinfo.live_writer(store, pick)  # delete is refused while another process writes the run
+writing = runlist.live_writer(store, pick)  # delete is refused while another process writes the run
 if b[2].button("Delete…", disabled=not mine or bool(writing), width="stretch", help=writing or None):
-    state.put(state.W_DELETE_CONFIRM, pick)
+    state.put(runs_keys.W_DELETE_CONFIRM, pick)
 if b[4].button("Share (read-only)", help="A link that opens this run for others to watch", width="stretch"):
     st.code(runinfo.share_link(st.context.url, pick), language=None)
     st.caption("Anyone who opens this link watches the run; only its owner and the instructor can change it.")
@@ -99,8 +107,8 @@ def _bundle() -> bytes:
         "Loss": curves.loss_chart(rd.metrics, rd.evals, rd.events, vocab_size),
         "Learning rate": curves.lr_chart(rd.metrics),
         "Gradient norm": curves.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events),
-        "Per-layer gradient norms": curves.layer_grad_chart(rd.metrics, "layer_grad_norms"),
-        "Update / weight ratios": curves.layer_grad_chart(rd.metrics, "update_ratios"),
+        "Per-layer gradient norms": parts.layer_grad_chart(rd.metrics, "layer_grad_norms"),
+        "Update / weight ratios": parts.layer_grad_chart(rd.metrics, "update_ratios"),
     }
     snapshots = rd.attention_index().get("snapshots", [])
     if snapshots:  # the newest attention snapshot, all layers and heads
@@ -124,7 +132,7 @@ if readable:  # anyone may branch any run: the branch is a new run of their own,
     with st.expander("Branch from a checkpoint (a new run from there, settings changed, on the same batches)"):
         branching.branch_panel(store, pick, by_id[pick]["name"], learner)
 
-pending = state.get(state.W_DELETE_CONFIRM)
+pending = state.get(runs_keys.W_DELETE_CONFIRM)
 if pending and pending in ids:
     st.warning(f"Delete {safe.md(by_id[pending]['name'])} (run `{pending}`) and all its files? This cannot be undone.")
     d1, d2, _ = st.columns([1, 1, 4])
@@ -136,22 +144,22 @@ if pending and pending in ids:
         except TinyGPTError as e:
             st.error(safe.md(e))
         else:
-            state.forget_reader(store, pending)
+            in_view.forget_reader(store, pending)
             if pending == current:
-                state.set_run_id(None)
-            state.flash("success", f"Deleted {by_id[pending]['name']}.")
-        state.pop(state.W_DELETE_CONFIRM)
+                in_view.set_run_id(None)
+            flashes.flash("success", f"Deleted {by_id[pending]['name']}.")
+        state.pop(runs_keys.W_DELETE_CONFIRM)
         st.rerun()
     if d2.button("Cancel"):
-        state.pop(state.W_DELETE_CONFIRM)
+        state.pop(runs_keys.W_DELETE_CONFIRM)
         st.rerun()
 
 st.subheader("Compare runs")
 # The names alone: a chip with the state and step too was cut at Large fonts ("2L×4H×64 · shakespeare · L…").
 chosen = st.multiselect("Runs to compare (two or more)", ids, format_func=lambda run: by_id[run]["name"],
-                        key=state.W_COMPARE)  # fmt: skip
+                        key=runs_keys.W_COMPARE)  # fmt: skip
 if len(chosen) >= 2:
-    readers = {run: state.reader(store, run) for run in chosen}
+    readers = {run: in_view.reader(store, run) for run in chosen}
     readers = {run: rd for run, rd in readers.items() if rd is not None}
     # The legends name runs as the table above does (one name each); live changes are the numbered markers.
     names = {run: by_id[run]["name"] for run in readers}
@@ -160,9 +168,11 @@ if len(chosen) >= 2:
     events = {names[run]: rd.events for run, rd in readers.items()}  # live knob changes: markers, table
     all_names = {r["run"]: r["name"] for r in rows}  # a branch's rule names its parent, compared or not
     branches = branching.branch_points({names[run]: rd.config() for run, rd in readers.items()}, all_names)
-    large = state.large_fonts()
-    state.init(state.W_X_AXIS, "steps")
-    axis = st.segmented_control("x axis", ["steps", "seconds"], key=state.W_X_AXIS, help="seconds: time to quality")
+    large = fonts.large_fonts()
+    state.init(train_keys.W_X_AXIS, "steps")
+    axis = st.segmented_control(
+        "x axis", ["steps", "seconds"], key=train_keys.W_X_AXIS, help="seconds: time to quality"
+    )
     seconds = axis == "seconds"
     c1, c2 = st.container(), st.container()  # one under the other: each as wide as the page, legends whole
     with c1:

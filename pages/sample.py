@@ -16,12 +16,17 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.inside import maps as inside
 from tinygpt.runs.files import list_checkpoints, read_events
 from tinygpt.runs.owners import run_learner
-from tinygpt.ui import explain, picking, resources, room, runinfo, safe
 from tinygpt.ui.charts import compare, heatmaps
-from tinygpt.ui.run_handle import open_run
+from tinygpt.ui.host import resources, runlist
+from tinygpt.ui.people import room
+from tinygpt.ui.run import in_view
+from tinygpt.ui.run.run_handle import open_run
+from tinygpt.ui.sample import sample_keys
+from tinygpt.ui.screen import explain, fonts
+from tinygpt.ui.words import picking, safe
 
 store = resources.get_store()
-current = state.run_id()
+current = in_view.run_id()
 
 st.title("tinygpt · Sample")
 st.caption(
@@ -38,13 +43,13 @@ if not with_ckpt:
     st.stop()
 
 options = list(with_ckpt)
-if state.get(state.W_SAMPLE_RUN) not in options or state.get(state.SAMPLE_FOLLOW) != current:
+if state.get(sample_keys.W_SAMPLE_RUN) not in options or state.get(sample_keys.SAMPLE_FOLLOW) != current:
     # follow the current run (when it has a checkpoint) until the user picks another one
-    state.put(state.W_SAMPLE_RUN, current if current in options else options[0])
-    state.put(state.SAMPLE_FOLLOW, current)
+    state.put(sample_keys.W_SAMPLE_RUN, current if current in options else options[0])
+    state.put(sample_keys.SAMPLE_FOLLOW, current)
 
 
-names = runinfo.run_names(store)
+names = runlist.run_names(store)
 
 
 def _label(run: str) -> str:  # the name the Runs table shows, not the bare id
@@ -54,46 +59,46 @@ def _label(run: str) -> str:  # the name the Runs table shows, not the bare id
 
 
 c1, c2 = st.columns([2, 1])
-run = c1.selectbox("Run", options, format_func=_label, key=state.W_SAMPLE_RUN)
+run = c1.selectbox("Run", options, format_func=_label, key=sample_keys.W_SAMPLE_RUN)
 handle = open_run(store, run, me)  # the run this page shows: the picked one (the current run until another is picked)
 if handle is None:  # deleted meanwhile, or its config.json is damaged (the Runs table says why)
     st.warning(f"Run {run} cannot be read now: pick another run, or see why on **Runs**.")
     st.stop()
 rd = handle.reader
 ckpts = rd.checkpoints()
-if state.get(state.W_SAMPLE_CKPT) not in ckpts or state.get(state.SAMPLE_CKPT_LATEST, True):
-    state.put(state.W_SAMPLE_CKPT, ckpts[-1])
+if state.get(sample_keys.W_SAMPLE_CKPT) not in ckpts or state.get(sample_keys.SAMPLE_CKPT_LATEST, True):
+    state.put(sample_keys.W_SAMPLE_CKPT, ckpts[-1])
 c2.selectbox(
     "Checkpoint (step)",
     ckpts,
-    key=state.W_SAMPLE_CKPT,
-    on_change=lambda: state.put(state.SAMPLE_CKPT_LATEST, state.get(state.W_SAMPLE_CKPT) == ckpts[-1]),
+    key=sample_keys.W_SAMPLE_CKPT,
+    on_change=lambda: state.put(sample_keys.SAMPLE_CKPT_LATEST, state.get(sample_keys.W_SAMPLE_CKPT) == ckpts[-1]),
 )
-step = state.get(state.W_SAMPLE_CKPT)
+step = state.get(sample_keys.W_SAMPLE_CKPT)
 st.caption(picking.sample_source(run, names.get(run, ""), step))
 if cheat := picking.cheat_note(with_ckpt[run].config or {}, read_events(store.path(run)), step):
     st.warning(cheat, icon=":material/visibility:")
 
 persist = {"persist_state": "session"}
-state.init(state.W_PROMPT, "\n")
-state.init(state.W_TEMPERATURE, 0.8)
-state.init(state.W_TOP_K, 0)
-state.init(state.W_TOP_P, 1.0)
-state.init(state.W_NUM_CHARS, 200)
-state.init(state.W_SAMPLE_SEED, 0)
-st.text_area("Prompt", key=state.W_PROMPT, height=80, max_chars=MAX_TEXT_FIELDS["prompt"], **persist)
+state.init(sample_keys.W_PROMPT, "\n")
+state.init(sample_keys.W_TEMPERATURE, 0.8)
+state.init(sample_keys.W_TOP_K, 0)
+state.init(sample_keys.W_TOP_P, 1.0)
+state.init(sample_keys.W_NUM_CHARS, 200)
+state.init(sample_keys.W_SAMPLE_SEED, 0)
+st.text_area("Prompt", key=sample_keys.W_PROMPT, height=80, max_chars=MAX_TEXT_FIELDS["prompt"], **persist)
 s1, s2, s3, s4, s5 = st.columns(5)
-s1.slider("Temperature", 0.0, 2.0, step=0.05, key=state.W_TEMPERATURE, help="0 = always the likeliest", **persist)
-s2.number_input("Top-k (0 = off)", 0, 1000, key=state.W_TOP_K, **persist)
-s3.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=state.W_TOP_P, **persist)
-s4.number_input("Characters", 1, 2000, key=state.W_NUM_CHARS, **persist)
-s5.number_input("Seed", 0, 2**31 - 1, key=state.W_SAMPLE_SEED, **persist)
+s1.slider("Temperature", 0.0, 2.0, step=0.05, key=sample_keys.W_TEMPERATURE, help="0 = always the likeliest", **persist)
+s2.number_input("Top-k (0 = off)", 0, 1000, key=sample_keys.W_TOP_K, **persist)
+s3.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=sample_keys.W_TOP_P, **persist)
+s4.number_input("Characters", 1, 2000, key=sample_keys.W_NUM_CHARS, **persist)
+s5.number_input("Seed", 0, 2**31 - 1, key=sample_keys.W_SAMPLE_SEED, **persist)
 
 if st.button("Generate", type="primary", icon=":material/edit:"):
     try:
         loaded = resources.cached_model(str(rd.run_dir), step)
         model, tokenizer = loaded.model, loaded.tokenizer
-        prompt = state.get(state.W_PROMPT)
+        prompt = state.get(sample_keys.W_PROMPT)
         unknown = tokenizer.unknown_chars(prompt)
         if unknown:
             raise TinyGPTError(
@@ -102,16 +107,16 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
                 + ". Remove them or train on a corpus that contains them."
             )
         last: dict = {}
-        top_p = state.get(state.W_TOP_P)
+        top_p = state.get(sample_keys.W_TOP_P)
         stream = inside.stream_text(
             model,
             tokenizer,
             prompt,
-            int(state.get(state.W_NUM_CHARS)),
-            float(state.get(state.W_TEMPERATURE)),
-            int(state.get(state.W_TOP_K)) or None,
+            int(state.get(sample_keys.W_NUM_CHARS)),
+            float(state.get(sample_keys.W_TEMPERATURE)),
+            int(state.get(sample_keys.W_TOP_K)) or None,
             top_p if top_p < 1.0 else None,
-            int(state.get(state.W_SAMPLE_SEED)),
+            int(state.get(sample_keys.W_SAMPLE_SEED)),
             last,
         )
         st.markdown(f"**Generated** ({safe.md(names.get(run) or run)}, step {step}; the prompt, then the model's "
@@ -125,19 +130,19 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
                 shown_at = time.monotonic()
         box.code(prompt + text, language=None, wrap_lines=True)
         state.put(
-            state.LAST_SAMPLE,
+            sample_keys.LAST_SAMPLE,
             {**last, "prompt": prompt, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step},
         )
     except TinyGPTError as e:
         st.warning(safe.md(e))
-        state.pop(state.LAST_SAMPLE)  # the charts below would describe an earlier prompt
-elif state.get(state.LAST_SAMPLE):
-    last = state.get(state.LAST_SAMPLE)
+        state.pop(sample_keys.LAST_SAMPLE)  # the charts below would describe an earlier prompt
+elif state.get(sample_keys.LAST_SAMPLE):
+    last = state.get(sample_keys.LAST_SAMPLE)
     st.markdown(f"**Generated** (run `{last['run']}`, step {last['step']}; the prompt, then the model's continuation)")
     st.code(last.get("prompt", "") + last["text"], language=None, wrap_lines=True)
 
-last = state.get(state.LAST_SAMPLE)
-large = state.large_fonts()
+last = state.get(sample_keys.LAST_SAMPLE)
+large = fonts.large_fonts()
 if last and last.get("probs") is not None:
     c1, c2 = st.columns(2)
     with c1:

@@ -13,14 +13,20 @@ import streamlit as st
 
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.ui import admission, backlog, explain, form, guard, launch, resources, room, runinfo, safe, train_view
-from tinygpt.ui import live as live_period
-from tinygpt.ui.run_handle import Rules, open_run
+from tinygpt.ui.host import live as live_period
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import admission, room
+from tinygpt.ui.run import in_view
+from tinygpt.ui.run.run_handle import Rules, open_run
+from tinygpt.ui.screen import backlog, explain, fonts
+from tinygpt.ui.teach import teach_keys
+from tinygpt.ui.train import form, guard, launch, train_keys, train_view
+from tinygpt.ui.words import runinfo, safe
 
 store = resources.get_store()
-run_id = state.run_id()
+run_id = in_view.run_id()
 
-large = state.large_fonts()
+large = fonts.large_fonts()
 st.title("tinygpt · Train")
 if not large:  # on a projector the first screen is for the buttons, the knobs and the loss chart
     st.caption(
@@ -56,8 +62,8 @@ with right:
     stop_clicked = b[4].button("Stop", disabled=not rules.can_stop, width="stretch")
     hold = runinfo.hold_note(run.hold, rd.config(), learner) if run and run.hold else None  # read once, by open_run
     if not large:
-        guard.checked(state.W_STEP_N, "Steps per Step click", lambda n: guard.valid_count(n, 1, 10_000), 1)
-        st.number_input("Steps per Step click", 1, 10_000, key=state.W_STEP_N, persist_state="session")
+        guard.checked(train_keys.W_STEP_N, "Steps per Step click", lambda n: guard.valid_count(n, 1, 10_000), 1)
+        st.number_input("Steps per Step click", 1, 10_000, key=train_keys.W_STEP_N, persist_state="session")
     # Messages go into one container, so the live view below keeps its place whether or not there are any.
     messages = st.container()
     if rd is not None and not mine:
@@ -87,8 +93,8 @@ with right:
             if resume_clicked:  # another run of this learner's may hold their slot: admission asks first
                 admission.attempt(lambda check: admission.resume(learner, run_id, check), "resume this run", messages)
             if step_clicked:
-                run.step(int(state.get(state.W_STEP_N)))
-                state.mark_step_requested()
+                run.step(int(state.get(train_keys.W_STEP_N)))
+                train_keys.mark_step_requested()
             if stop_clicked:
                 run.stop()
         except TinyGPTError as e:
@@ -104,19 +110,19 @@ def is_active() -> bool:
     """Refresh by itself while a worker trains or the run waits in the queue (or just took the steps a Step
     click asked for)."""
     state_now = (rd.status() if rd else {}).get("state")
-    return resources.is_active(run_id) and (state_now in ACTIVE_STATES or state.step_requested_recently())
+    return resources.is_active(run_id) and (state_now in ACTIVE_STATES or train_keys.step_requested_recently())
 
 
 active = bool(run_id) and is_active()
-# The refresh period adapts to how many sessions have the app open on this server (tinygpt/ui/live.py).
-period = live_period.period(state.session_token()) if active else None
+# The refresh period adapts to how many sessions have the app open on this server (tinygpt/ui/host/live.py).
+period = live_period.period(live_period.session_token()) if active else None
 
 
 @backlog.live_fragment(period)
 def live_view() -> None:
-    rd = state.reader(store, run_id)
+    rd = in_view.reader(store, run_id)
     if rd is None:
-        in_lesson = state.get(state.LESSON_SHOWN) and not learner.instructor  # a learner following the room
+        in_lesson = state.get(teach_keys.LESSON_SHOWN) and not learner.instructor  # a learner following the room
         st.info(
             "No run yet. Choose settings on the left and press **Train**."
             + (
@@ -137,13 +143,7 @@ def live_view() -> None:
         st.rerun()  # they are drawn outside this fragment; a knob change is rare, so a full redraw is cheap
     st.markdown(f"**{safe.md(view['status_line'])}**")  # the reason is a file's text, in this viewer's words
     if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
-        wait = resources.queue_wait(run_id)
-        st.info(
-            f"Starts in about {runinfo.format_duration(wait)}, when a training slot frees up. Meanwhile, open the "
-            "instructor's or a neighbour's run on **Runs** (read-only) and watch it learn."
-            if wait is not None
-            else "Waiting for a training slot. Meanwhile, open a neighbour's run on **Runs** and watch it learn."
-        )
+        train_view.queue_note(run_id)
     if (fraction := runinfo.progress_fraction(status)) is not None:  # None: trains until stopped, no end to near
         st.progress(fraction)
     # Variable content lives in containers, so the charts below keep their places and update in place.
@@ -180,7 +180,7 @@ def watch_state() -> None:
     if rd is None or active:  # nothing shown, or the live view already refreshes
         return
     form.send_settled_knobs()  # a paused run's knobs too
-    now = state.reader(store, run_id)
+    now = in_view.reader(store, run_id)
     if now is None or (now.status().get("state"), resources.is_live(run_id)) != (run_state, live):
         st.rerun()
 

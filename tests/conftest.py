@@ -74,7 +74,7 @@ def runs_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TINYGPT_RUNS_DIR", str(tmp_path / "runs"))
     yield tmp_path / "runs"
     try:
-        from tinygpt.ui import resources
+        from tinygpt.ui.host import resources
 
         resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
     except Exception:
@@ -107,21 +107,21 @@ SLOW_TESTS = frozenset(
         "tests/test_reliability.py::test_4_sigkill_of_a_worker_then_resume_follows_the_uninterrupted_curve_step_by_step",
         "tests/test_tampered_runs.py::test_every_page_survives_a_tampered_run_file",
         "tests/ui/charts/test_charts.py::test_a_100k_step_run_sends_a_bounded_payload",
-        "tests/ui/test_admission.py::test_an_experiment_is_one_slot_within_the_rooms_budget",
-        "tests/ui/test_admission.py::test_the_instructor_prepares_several_runs_without_a_question",
+        "tests/ui/people/test_admission.py::test_an_experiment_is_one_slot_within_the_rooms_budget",
+        "tests/ui/people/test_admission.py::test_the_instructor_prepares_several_runs_without_a_question",
         "tests/ui/test_app.py::test_pages_on_a_saved_run_and_the_bundle",
         "tests/ui/test_app.py::test_the_browsers_stale_copy_of_a_widget_the_page_set_does_not_undo_a_knob_move",
         "tests/ui/test_app.py::test_train_then_steps_update_status_and_every_page_renders",
         "tests/ui/test_circuits_app.py::test_circuits_follows_the_experiment_it_starts_and_never_prints_none",
         "tests/ui/test_circuits_app.py::test_the_page_shows_heads_ablation_and_lens_of_a_run",
-        "tests/ui/test_knob_widgets.py::test_a_burst_on_warmup_changes_warmup_only_though_a_stale_exact_box_rides_along",
-        "tests/ui/test_knob_widgets.py::test_bring_to_the_projector_shows_none_of_the_last_runs_knob_notes",
+        "tests/ui/train/test_knob_widgets.py::test_a_burst_on_warmup_changes_warmup_only_though_a_stale_exact_box_rides_along",
+        "tests/ui/train/test_knob_widgets.py::test_bring_to_the_projector_shows_none_of_the_last_runs_knob_notes",
         "tests/ui/test_lab_app.py::test_an_experiment_runs_on_the_learners_own_text_and_an_empty_box_says_so",
         "tests/ui/test_lab_app.py::test_running_an_experiment_trains_both_variants_and_colours_the_verdict",
-        "tests/ui/test_room.py::test_the_rooms_time_budget_goes_with_a_learners_run_and_stops_it_with_the_reason",
-        "tests/ui/test_room_controls.py::test_an_instructors_pause_is_a_hold_the_learner_cannot_undo",
-        "tests/ui/test_room_controls.py::test_large_fonts_stays_on_per_browser_across_refreshes",
-        "tests/ui/test_room_controls.py::test_the_room_pauses_every_learners_run_as_a_hold_and_lets_go_at_once",
+        "tests/ui/people/test_room.py::test_the_rooms_time_budget_goes_with_a_learners_run_and_stops_it_with_the_reason",
+        "tests/ui/people/test_room_controls.py::test_an_instructors_pause_is_a_hold_the_learner_cannot_undo",
+        "tests/ui/people/test_room_controls.py::test_large_fonts_stays_on_per_browser_across_refreshes",
+        "tests/ui/people/test_room_controls.py::test_the_room_pauses_every_learners_run_as_a_hold_and_lets_go_at_once",
     }
 )
 

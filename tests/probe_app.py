@@ -50,7 +50,7 @@ def app_runs_dir(path: Path) -> Iterator[Path]:
     try:
         yield path
     finally:
-        from tinygpt.ui import resources
+        from tinygpt.ui.host import resources
 
         with contextlib.suppress(Exception):
             resources.manager_at(str(path.resolve())).shutdown()
@@ -64,11 +64,11 @@ def open_app(actor=None, query: dict | None = None):
     """app.py run once as `actor` (None: a new learner) with `query` in the address; returns the AppTest."""
     from streamlit.testing.v1 import AppTest
 
-    from tinygpt.ui import state
+    from tinygpt.ui.people import people_keys
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
     if actor is not None:
-        at.session_state[state.LEARNER] = actor
+        at.session_state[people_keys.LEARNER] = actor
     for key, value in (query or {}).items():
         at.query_params[key] = value
     at.run()
@@ -208,11 +208,11 @@ def _route_train_resume(actor, own_stopped: str | None):
 
 
 def _route_runs_resume(actor, own_stopped: str | None):
-    from tinygpt.ui import state
+    from tinygpt.ui.runs import runs_keys
 
     at = open_app(actor)
     at.switch_page("pages/runs.py").run()
-    at.selectbox(key=state.W_RUNS_PICK).set_value(own_stopped).run()
+    at.selectbox(key=runs_keys.W_RUNS_PICK).set_value(own_stopped).run()
     return _click(at, "Resume")
 
 
@@ -234,7 +234,7 @@ def _route_induction(actor, own_stopped: str | None):
 
 def _route_lesson(step_key: str) -> Callable:
     def route(actor, own_stopped: str | None):
-        from tinygpt.ui import lesson
+        from tinygpt.ui.teach import lesson
 
         index = [s.key for s in lesson.STEPS].index(step_key)
         at = open_app(actor)
@@ -249,7 +249,7 @@ def _route_lesson(step_key: str) -> Callable:
 
 def admission_routes() -> dict[str, Callable]:
     from tinygpt.lab.registry import EXPERIMENTS
-    from tinygpt.ui import lesson
+    from tinygpt.ui.teach import lesson
 
     routes = {"Train": _route_train, "Resume on Train": _route_train_resume, "Resume on Runs": _route_runs_resume}
     # The memory experiment is measured in the page's own process: it starts no training, so it takes no slot.
@@ -262,14 +262,14 @@ def admission_routes() -> dict[str, Callable]:
 
 
 def _run_ids() -> set[str]:
-    from tinygpt.ui import resources
+    from tinygpt.ui.host import resources
 
     return {s.run_id for s in resources.get_store().list_runs()}
 
 
 def probe_admission(family, root: Path, rng: random.Random, text: str, quick: bool) -> None:
     from tinygpt.runs.owners import Actor
-    from tinygpt.ui import resources
+    from tinygpt.ui.host import resources
 
     routes = admission_routes()
     if quick:
@@ -421,7 +421,7 @@ def probe_stale(family, root: Path, rng: random.Random, text: str, quick: bool) 
             proc.wait(30)
         wait_for(lambda: store.reader(ids[0]).status().get("state") != "running", 60, "the orphaned worker's exit")
         with app_runs_dir(where):  # a new server on the same folder
-            from tinygpt.ui import resources
+            from tinygpt.ui.host import resources
 
             resources.get_manager()
         for run_id in ids:

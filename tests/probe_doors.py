@@ -64,7 +64,7 @@ def _no_folder(root: Path) -> None:
 
 
 def probe_limits(family, root: Path) -> None:
-    from tinygpt.ui.workshop import SETTING_TYPES, parse_workshop
+    from tinygpt.ui.teach.workshop import SETTING_TYPES, parse_workshop
 
     runs = root / "limits"
     for name, limit in sorted(LIMITS.items()):

@@ -14,7 +14,7 @@ from tinygpt.config import RunConfig, TrainConfig, TransformerConfig
 from tinygpt.flops import gemm_shapes, matmul_peak, muon_flops_per_step, train_flops_per_step, train_flops_per_token
 from tinygpt.model import TinyGPT
 from tinygpt.runs.peak import PEAK_FILE, machine_peak
-from tinygpt.ui.runinfo import compute_rate, status_line
+from tinygpt.ui.words.runinfo import compute_rate, status_line
 
 
 @pytest.mark.parametrize("width,layers,heads,context", [(32, 2, 4, 16), (48, 3, 2, 24)])

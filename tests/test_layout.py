@@ -10,7 +10,9 @@ the module it tests (or listed, with why, as cutting across modules).
     tinygpt/lab/      the pitfalls (one module each), their verdicts, health checks, the induction experiment
     tinygpt/cli/      python -m tinygpt
     tinygpt/bench/    benchmark scripts
-    tinygpt/ui/       the app's side (state, charts, views)
+    tinygpt/ui/       the app's side, in folders layered the same way (UI_LAYERS below): words and charts at the
+                      bottom (no Streamlit), then the session, the screen, the server's shared things, the room, the
+                      run in view, one folder a page, the lesson, and the frame on top
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def test_no_private_name_is_imported_across_modules():
 
 def test_pages_are_thin_and_ui_modules_stay_small():
     pages = {p.name: len(p.read_text().splitlines()) for p in (REPO / "pages").glob("*.py")}
-    ui = {p.name: len(p.read_text().splitlines()) for p in (PACKAGE / "ui").rglob("*.py")}
+    ui = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in (PACKAGE / "ui").rglob("*.py")}
     assert max(pages.values()) <= 200, pages
     assert max(ui.values()) <= 500, ui
 
@@ -131,6 +133,77 @@ def test_the_lesson_imports_only_the_lesson():
     assert {m: d for m, d in outside.items() if d} == {}
 
 
+# tinygpt/ui/ is layered the same way, folder by folder (a top-level module, state.py or frame.py, is a part of
+# its own): each part may import only the parts listed before it (and itself).
+UI_LAYERS = (
+    "words",  # what a run's records say, as text and tables: no Streamlit, no files
+    "charts",  # pure data -> figures: no Streamlit, no file IO
+    "state",  # the session's get/put
+    "screen",  # what every page's screen shares: Large fonts, flashes, the figure cache, chart help, a slow browser
+    "host",  # what the one server shares: the run store and manager, readers, run lists, live watchers, positions
+    "people",  # identity and admission: learners, the instructor, the room's budget, workshop flags
+    "run",  # the run in view: its id in the URL, its reader, the handle a page opens
+    "train",  # one folder a page from here: its keys and its view together
+    "runs",
+    "attention",
+    "gradients",
+    "sample",
+    "circuits",
+    "experiments",
+    "teach",  # the lesson and the classroom around it: it sets up every page's steps
+    "frame",  # what every page runs inside
+)
+PAGE_PARTS = UI_LAYERS[UI_LAYERS.index("train") :]  # the folders a page (or the lesson, or the frame) owns
+NO_STREAMLIT = ("words", "charts")
+
+
+def ui_part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) >= 3 and parts[:2] == ["tinygpt", "ui"] else None
+
+
+def test_every_ui_module_sits_in_a_ui_layer():
+    """A new folder (or top-level module) of tinygpt/ui takes a place in UI_LAYERS before its first import."""
+    parts = {ui_part(m) for m in graph()} - {None}
+    assert parts - set(UI_LAYERS) == set(), sorted(parts - set(UI_LAYERS))
+
+
+def test_the_ui_folders_are_layered_words_at_the_bottom_the_frame_on_top():
+    upward = []
+    for module, deps in sorted(graph().items()):
+        here = ui_part(module)
+        for dep in sorted(deps):
+            there = ui_part(dep)
+            if here and there and UI_LAYERS.index(there) > UI_LAYERS.index(here):
+                upward.append(f"{module} ({here}) imports {dep} ({there})")
+    assert upward == [], upward
+
+
+def test_no_shared_ui_folder_imports_a_page_folder():
+    """What pages share (the words, the charts, the session, the screen, the server's things, the room, the run in
+    view) never reaches into one page's folder: a page's keys and view are its own."""
+    shared = set(UI_LAYERS) - set(PAGE_PARTS)
+    reaching = [
+        f"{m} imports {d}"
+        for m, deps in sorted(graph().items())
+        if ui_part(m) in shared
+        for d in sorted(deps)
+        if ui_part(d) in PAGE_PARTS
+    ]
+    assert reaching == [], reaching
+
+
+def test_words_and_charts_never_import_streamlit():
+    """They read alone, so their tests need no app (and a chart or a sentence can be checked without a server)."""
+    offenders = []
+    for part in NO_STREAMLIT:
+        for path in sorted((PACKAGE / "ui" / part).rglob("*.py")):
+            for module, _, node in imports_of(path):
+                if module.split(".")[0] == "streamlit":
+                    offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert offenders == [], offenders
+
+
 # Test folders that are not a part of the package: real-browser tests and the GPU checks (run where there is one).
 TEST_ONLY_FOLDERS = {"browser", "gpu"}
 
@@ -158,7 +231,7 @@ CROSS_CUTTING_TESTS = {
     "ui/test_*_app.py": "a page or feature through AppTest: the pages live outside the package",
     "ui/test_captions.py": "captions that follow their data, across runinfo, the charts and their help",
     "ui/test_first_minutes.py": "what a newcomer reads in the first five minutes, across pages (issue 36)",
-    "ui/test_readers.py": "the server's shared run readers (resources.ReaderPool) with the engine's RunReader",
+    "ui/test_readers.py": "the server's shared run readers (host/resources.ReaderPool) with the engine's RunReader",
     "ui/test_small_untruths.py": "small untruths on screen across views (issue 20)",
 }
 

@@ -63,7 +63,7 @@ def test_a_config_file_past_the_end_is_refused(name, tmp_path):
 
 @pytest.mark.parametrize("name", FIELDS)
 def test_a_workshop_link_past_the_end_is_reported_and_not_used(name):
-    from tinygpt.ui.workshop import SETTING_TYPES, parse_workshop
+    from tinygpt.ui.teach.workshop import SETTING_TYPES, parse_workshop
 
     if name not in SETTING_TYPES:  # the publishing intervals are not settings a link carries
         pytest.skip(f"{name} is not a link setting")
@@ -74,7 +74,7 @@ def test_a_workshop_link_past_the_end_is_reported_and_not_used(name):
 
 
 def test_every_form_range_lies_inside_the_table():
-    from tinygpt.ui.settings import FIELDS as FORM
+    from tinygpt.ui.train.settings import FIELDS as FORM
 
     for field in FORM:
         limit = LIMITS.get(field.name)
@@ -85,7 +85,7 @@ def test_every_form_range_lies_inside_the_table():
 
 
 def test_a_link_setting_the_form_cannot_use_is_reported():
-    from tinygpt.ui.workshop import parse_workshop
+    from tinygpt.ui.teach.workshop import parse_workshop
 
     shop = parse_workshop({"eval_interval": "5", "synthetic_examples": "10", "learning_rate": "0.01"})
     assert shop.overrides == {"learning_rate": 0.01}

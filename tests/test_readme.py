@@ -136,10 +136,10 @@ def test_the_teaching_section_names_the_apps_own_labels_and_counts():
     strings = app_strings()
     missing = [label for label in labels if label not in strings]
     assert not missing, f"the README's teaching section names buttons the app does not have: {missing}"
-    room = (contract.REPO / "tinygpt" / "ui" / "room.py").read_text(encoding="utf-8")
+    room = (contract.REPO / "tinygpt" / "ui" / "people" / "room.py").read_text(encoding="utf-8")
     key = re.search(r'KEY_ENV = "(\w+)"', room).group(1)
     assert f"{key}=" in teach, f"the instructor key's variable is {key}"
-    from tinygpt.ui import lesson  # no streamlit: the lesson's steps are data
+    from tinygpt.ui.teach import lesson  # no streamlit: the lesson's steps are data
 
     steps = re.search(r"(\w+) steps", teach)
     assert steps and NUMBERS.get(steps.group(1)) == len(lesson.STEPS), "the README's lesson has the wrong step count"

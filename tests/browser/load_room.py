@@ -29,7 +29,7 @@ runs running vs queued (the most at once), p50/p95 of click -> first result on s
 `queued`), of click -> training on screen, of server leaves `queued` -> page shows it, of server `finished` ->
 page shows it; the N-th (last) learner's wait from click to its run training on screen; server CPU seconds per
 watching session per minute (measured, and per refresh extrapolated to the app's own refresh period for that
-many watchers, tinygpt/ui/live.py); RSS of the server and
+many watchers, tinygpt/ui/host/live.py); RSS of the server and
 the workers; errors (page exceptions, stException boxes, console errors, server log tracebacks, runs not
 finished, runs paused by the lease, pages left showing `queued` after their run started or finished).
 
@@ -59,7 +59,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from serving import AppServer, launch_chromium, stop_group
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tinygpt.ui.live import period_for  # noqa: E402 - the app's refresh period for a room of N watchers
+from tinygpt.ui.host.live import period_for  # noqa: E402 - the app's refresh period for a room of N watchers
 
 REPO = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO / "test-output" / "load_room"

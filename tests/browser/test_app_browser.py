@@ -262,9 +262,9 @@ def test_train_watch_attention_sample_reattach_stop(app_server, app_runs, page, 
     expect(page.get_by_role("combobox", name="Run", exact=True)).to_have_value(re.compile(r"\(current\)"))  # by name
     compare = page.get_by_role("combobox", name="Runs to compare (two or more)")
     from tinygpt.runs.store import RunStore
-    from tinygpt.ui import runinfo
+    from tinygpt.ui.host import runlist
 
-    names = runinfo.run_names(RunStore(app_runs))  # the picker lists runs by their readable names
+    names = runlist.run_names(RunStore(app_runs))  # the picker lists runs by their readable names
     for rid in (run_id, second_id):
         compare.click()
         page.get_by_role("option").filter(has_text=names[rid]).first.click()

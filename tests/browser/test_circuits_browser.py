@@ -21,7 +21,7 @@ from tinygpt.lab import induction
 from tinygpt.runs.files import read_scores
 from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import state
+from tinygpt.ui.circuits import circuits_keys
 
 expect.set_options(timeout=30_000)
 VERDICT = re.compile(r"Reproduced\.|Did not reproduce\.")
@@ -91,7 +91,7 @@ def test_the_induction_experiment_marks_its_phase_change_and_the_page_shows_the_
 
 def head_box(page):
     """The Head select box's input, whose value is the head chosen ("L0H0")."""
-    return page.locator(f".st-key-{state.W_CIRC_HEAD} input").first
+    return page.locator(f".st-key-{circuits_keys.W_CIRC_HEAD} input").first
 
 
 def test_clicking_an_ablation_cell_or_a_table_row_chooses_the_head(app_server, app_runs, page, shots, tiny_text):
@@ -134,7 +134,7 @@ def test_clicking_an_ablation_cell_or_a_table_row_chooses_the_head(app_server, a
     expect(head_box(page)).to_have_value("L1H1")
 
     # the head table: one row per head, a click on a row's selection box (left edge) chooses that head
-    table = page.locator(f".st-key-{state.W_CIRC_TABLE}_L1H1").first
+    table = page.locator(f".st-key-{circuits_keys.W_CIRC_TABLE}_L1H1").first
     table.scroll_into_view_if_needed()
     box = table.bounding_box()
     assert box is not None

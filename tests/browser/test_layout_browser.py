@@ -83,9 +83,9 @@ def settle(page, ms: int = 1500) -> None:
 
 def test_every_page_fits_the_projector(app_server, browser, shots, lesson_runs, app_runs):
     from tinygpt.runs.store import RunStore
-    from tinygpt.ui import runinfo
+    from tinygpt.ui.host import runlist
 
-    found = walk(browser, app_server, lesson_runs, shots, names=runinfo.run_names(RunStore(app_runs)))
+    found = walk(browser, app_server, lesson_runs, shots, names=runlist.run_names(RunStore(app_runs)))
     problems = [f"{name}: {p}" for name, ps in found.items() for p in ps if not any(k in p for k in KNOWN_LEFT)]
     assert not problems, f"{len(problems)} layout problems at {W}x{H} with Large fonts:\n" + "\n".join(problems)
 

@@ -20,7 +20,7 @@ from layout_probe import KNOWN_LEFT, probe_layout  # no chart or table past the 
 from playwright.sync_api import expect
 from test_app_browser import no_exception
 
-from tinygpt.ui import lesson
+from tinygpt.ui.teach import lesson
 
 VIEWPORT = {"width": 1280, "height": 720}
 SHORT_S = 420  # a step on the live lecture run or a few-hundred-step experiment (a loaded 2-core machine)

@@ -20,8 +20,8 @@ from playwright.sync_api import expect
 from test_app_browser import no_exception
 from test_lesson_browser import SHORT_S, open_page, pane, pane_button, shows_step
 
-from tinygpt.ui import lesson
-from tinygpt.ui.predictions import NOT_SURE
+from tinygpt.ui.teach import lesson
+from tinygpt.ui.teach.predictions import NOT_SURE
 
 STEP = lesson.STEPS[0]
 WRONG_ANSWER = next(c for c in STEP.answers.choices if c != STEP.answers.seen)

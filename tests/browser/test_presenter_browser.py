@@ -15,7 +15,7 @@ from layout_probe import KNOWN_LEFT, probe_layout
 from playwright.sync_api import expect
 from test_app_browser import no_exception
 
-from tinygpt.ui import lesson
+from tinygpt.ui.teach import lesson
 
 VIEWPORT = {"width": 1280, "height": 720}
 CHECK_S = 420  # step 1's check needs 60 steps of the lecture run: minutes on a loaded 2-core machine

@@ -22,7 +22,7 @@ from test_app_browser import (
 )
 
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import runinfo
+from tinygpt.ui.host import runlist
 
 PROJECTOR = {"width": 1280, "height": 720}
 FONT_SIZE_JS = "() => getComputedStyle(document.documentElement).fontSize"
@@ -102,7 +102,7 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, app_runs, bro
     go(teacher, "Room", "tinygpt · Room")
     expect(teacher.get_by_text(re.compile(r"You hold \d+ run\(s\)"))).to_be_visible()
     held = int(re.search(r"You hold (\d+) run", teacher.get_by_text(re.compile(r"You hold \d+ run")).inner_text())[1])
-    assert held >= 1 and run_id in runinfo.held_runs(RunStore(app_runs)), held
+    assert held >= 1 and run_id in runlist.held_runs(RunStore(app_runs)), held
     no_exception(teacher)
     teacher.screenshot(path=shots / "room-holds.png")
     button(teacher, f"Let go: resume {held} held").click()

@@ -19,8 +19,8 @@ from test_app_browser import no_exception, snap
 from tinygpt.presets import preset
 from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore
-from tinygpt.ui import runinfo
 from tinygpt.ui.charts.style import SECONDS
+from tinygpt.ui.host import runlist
 
 README_SHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshots" / "compare-wall-clock.png"
 
@@ -53,7 +53,7 @@ def test_compare_races_the_fast_preset_against_nanogpt_on_the_clock(app_server, 
     page.goto(f"{app_server}/runs")
     expect(page.get_by_role("heading", name="tinygpt · Runs")).to_be_visible()
     compare = page.get_by_role("combobox", name="Runs to compare (two or more)")
-    legend = runinfo.run_names(RunStore(app_runs))  # the legends name runs as the Runs table and pickers do
+    legend = runlist.run_names(RunStore(app_runs))  # the legends name runs as the Runs table and pickers do
     for run_id in (fast, nanogpt):  # typed to filter: with many runs the drop-down does not render them all
         compare.click()
         page.keyboard.type(legend[run_id])

@@ -630,8 +630,8 @@ def test_the_cpu_memory_demo_is_allocation_counts_never_a_reproduced_pitfall():
     """Issue 23 finding 6: on CPU the demo counts fresh allocations against reused buffers (churn), which says
     nothing about fragmentation; it is labelled as counts and not counted as reproduced."""
     from tinygpt.lab.verdict import CPU_COUNTS_ONLY
-    from tinygpt.ui import lesson_checks as lesson
-    from tinygpt.ui.lesson_checks import Evidence
+    from tinygpt.ui.teach import lesson_checks as lesson
+    from tinygpt.ui.teach.lesson_checks import Evidence
 
     verdict = EXPERIMENTS["memory"].verdict(allocation_churn(1337, device="cpu"))
     assert verdict.reproduced is None and verdict.status == CPU_COUNTS_ONLY
@@ -659,7 +659,7 @@ def test_every_lab_path_that_reloads_a_text_run_gets_its_text_back(tmp_runs):
     from tinygpt.runs.loop import run_training
     from tinygpt.runs.reader import RunReader
     from tinygpt.runs.store import RunStore
-    from tinygpt.ui import lab
+    from tinygpt.ui.experiments import lab
 
     config = tiny_config(OWN_TEXT)
     with RunStore(tmp_runs).create(config.to_dict(), owner="app") as writer:

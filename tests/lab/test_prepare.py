@@ -9,7 +9,7 @@ from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER, SEED, prepared_
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.presets import preset
 from tinygpt.runs.jobs import PREPARED
-from tinygpt.ui import lesson
+from tinygpt.ui.teach import lesson
 
 
 def test_prepared_runs_cover_the_lessons_roles_in_its_order():

@@ -54,7 +54,7 @@ def test_live_changes_do_not_grow_a_name(tmp_path):
 
 
 def test_the_engines_words_are_the_apps(tmp_path):
-    from tinygpt.ui.knob_words import knob_word
+    from tinygpt.ui.words.knob_words import knob_word
 
     assert all(word == knob_word(knob) for knob, word in NAME_WORDS.items())
 

@@ -17,14 +17,16 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.config import RunConfig  # noqa: E402
 from tinygpt.runs.owners import Actor  # noqa: E402
-from tinygpt.ui import (  # noqa: E402
-    bundle,
-    knob_widgets,
-    resources,
-    runinfo,
-    settings,
-    state,  # noqa: E402
-)
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.attention import attention_keys
+from tinygpt.ui.gradients import gradients_keys
+from tinygpt.ui.host import resources, runlist  # noqa: E402
+from tinygpt.ui.people import people_keys
+from tinygpt.ui.runs import bundle, runs_keys  # noqa: E402
+from tinygpt.ui.sample import sample_keys
+from tinygpt.ui.screen import fonts
+from tinygpt.ui.train import knob_widgets, settings, train_keys  # noqa: E402
+from tinygpt.ui.words import runinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 60
@@ -38,7 +40,7 @@ def new_app() -> AppTest:
 
 
 def plain(text: str) -> str:
-    """A message as the learner reads it: user-facing messages are markdown-escaped (tinygpt/ui/safe.py)."""
+    """A message as the learner reads it: user-facing messages are markdown-escaped (tinygpt/ui/words/safe.py)."""
     return str(text).replace("\\", "")
 
 
@@ -55,8 +57,8 @@ def click(at: AppTest, label: str) -> AppTest:
 
 
 def start_run(at: AppTest, max_steps: int = 40, source: str = "Synthetic: copy") -> str:
-    at.selectbox(key=state.W_SOURCE).set_value(source).run()
-    at.number_input(key=state.W_MAX_STEPS).set_value(max_steps).run()
+    at.selectbox(key=train_keys.W_SOURCE).set_value(source).run()
+    at.number_input(key=train_keys.W_MAX_STEPS).set_value(max_steps).run()
     click(at, "Train")
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
@@ -66,8 +68,8 @@ def start_run(at: AppTest, max_steps: int = 40, source: str = "Synthetic: copy")
 
 
 def knob_key(at: AppTest, value_key: str, role: str = "") -> str:
-    """The key a live knob's widget is drawn under now (tinygpt/ui/knob_widgets.py)."""
-    generations = at.session_state[state.KNOB_WIDGETS] if state.KNOB_WIDGETS in at.session_state else {}
+    """The key a live knob's widget is drawn under now (tinygpt/ui/train/knob_widgets.py)."""
+    generations = at.session_state[train_keys.KNOB_WIDGETS] if train_keys.KNOB_WIDGETS in at.session_state else {}
     return knob_widgets.widget_key(value_key, generations, role)
 
 
@@ -130,16 +132,18 @@ def test_lr_schedule_warms_up_then_decays():
 def test_train_page_renders_with_presets_and_only_valid_heads(runs_dir):
     at = new_app()
     assert "tinygpt" in at.title[0].value
-    heads = at.select_slider(key=state.W_HEADS)
-    width = at.selectbox(key=state.W_WIDTH).value
+    heads = at.select_slider(key=train_keys.W_HEADS)
+    width = at.selectbox(key=train_keys.W_WIDTH).value
     offered = [int(str(o).split()[0]) for o in heads.options]
     assert offered and all(width % h == 0 for h in offered)
-    at.selectbox(key=state.W_WIDTH).set_value(48).run()
+    at.selectbox(key=train_keys.W_WIDTH).set_value(48).run()
     assert not at.exception
-    assert [int(str(o).split()[0]) for o in at.select_slider(key=state.W_HEADS).options] == settings.heads_options(48)
-    at.selectbox(key=state.W_PRESET).set_value("nanoGPT CPU").run()
-    assert at.selectbox(key=state.W_WIDTH).value == 128
-    assert at.number_input(key=state.W_MAX_STEPS).value == 2000
+    assert [int(str(o).split()[0]) for o in at.select_slider(key=train_keys.W_HEADS).options] == settings.heads_options(
+        48
+    )
+    at.selectbox(key=train_keys.W_PRESET).set_value("nanoGPT CPU").run()
+    assert at.selectbox(key=train_keys.W_WIDTH).value == 128
+    assert at.number_input(key=train_keys.W_MAX_STEPS).value == 2000
 
 
 @pytest.mark.parametrize("page", ["pages/attention.py", "pages/gradients.py", "pages/sample.py", "pages/runs.py"])
@@ -151,16 +155,16 @@ def test_every_page_renders_without_a_run(runs_dir, page):
 
 def test_invalid_settings_show_an_error_not_a_traceback(runs_dir):
     at = new_app()
-    at.selectbox(key=state.W_SOURCE).set_value(settings.SOURCE_PASTE).run()
-    at.text_area(key=state.W_PASTE).set_value("too short").run()
+    at.selectbox(key=train_keys.W_SOURCE).set_value(settings.SOURCE_PASTE).run()
+    at.text_area(key=train_keys.W_PASTE).set_value("too short").run()
     click(at, "Train")
     assert not at.exception
     assert at.error and "characters" in plain(at.error[0].value)
-    at.selectbox(key=state.W_SOURCE).set_value("Synthetic: sort").run()
-    at.radio(key=knob_key(at, state.W_MASK)).set_value("sliding_window").run()
-    at.slider(key=knob_key(at, state.W_WINDOW)).set_value(30).run()
-    at.number_input(key=state.W_CONTEXT).set_value(16).run()  # the window slider ends at the context
-    window = at.slider(key=knob_key(at, state.W_WINDOW))
+    at.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: sort").run()
+    at.radio(key=knob_key(at, train_keys.W_MASK)).set_value("sliding_window").run()
+    at.slider(key=knob_key(at, train_keys.W_WINDOW)).set_value(30).run()
+    at.number_input(key=train_keys.W_CONTEXT).set_value(16).run()  # the window slider ends at the context
+    window = at.slider(key=knob_key(at, train_keys.W_WINDOW))
     assert window.value == 16 and window.max == 16
     assert not at.exception
     assert state.RUN_ID not in at.session_state
@@ -169,7 +173,7 @@ def test_invalid_settings_show_an_error_not_a_traceback(runs_dir):
 def test_missing_shakespeare_is_a_message(runs_dir, monkeypatch, tmp_path):
     monkeypatch.setenv("TINYGPT_SHAKESPEARE", str(tmp_path / "nowhere.txt"))
     at = new_app()
-    at.selectbox(key=state.W_SOURCE).set_value(settings.SOURCE_SHAKESPEARE).run()
+    at.selectbox(key=train_keys.W_SOURCE).set_value(settings.SOURCE_SHAKESPEARE).run()
     click(at, "Train")
     assert not at.exception, at.exception
     assert at.error and "TINYGPT_SHAKESPEARE" in plain(at.error[0].value)
@@ -190,7 +194,7 @@ def test_failed_corpus_load_leaves_no_progress_bar(runs_dir, monkeypatch, tmp_pa
     monkeypatch.setattr(data, "EMBEDDED_SHAKESPEARE", tmp_path / "gone.txt.xz")
     monkeypatch.setattr(data, "urlopen", no_network)
     at = new_app()
-    at.selectbox(key=state.W_SOURCE).set_value(settings.SOURCE_SHAKESPEARE).run()
+    at.selectbox(key=train_keys.W_SOURCE).set_value(settings.SOURCE_SHAKESPEARE).run()
     click(at, "Train")
     assert not at.exception, at.exception
     assert at.error and "seems offline" in plain(at.error[0].value)
@@ -209,13 +213,13 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
     at = new_app()
     run_id = start_run(at, max_steps=100_000)  # long enough that the pause below always lands mid-run
     rerun_until(at, lambda a: status_step(a) > 0, timeout=60)
-    at.selectbox(key=state.W_WIDTH).set_value(128).run()  # not a live knob: the page says it needs a new run
+    at.selectbox(key=train_keys.W_WIDTH).set_value(128).run()  # not a live knob: the page says it needs a new run
     assert any("hidden_dim 64 → 128" in i.value for i in at.info), [i.value for i in at.info]
     # Pause, then Step 5: exactly five more steps; Resume trains on; Stop checkpoints and ends the run.
     click(at, "Pause")
     rerun_until(at, lambda a: "· paused" in texts(a), timeout=30)
     paused_at = status_step(at)
-    at.number_input(key=state.W_STEP_N).set_value(5).run()
+    at.number_input(key=train_keys.W_STEP_N).set_value(5).run()
     click(at, "Step")
     rerun_until(at, lambda a: status_step(a) == paused_at + 5 and "· paused" in texts(a), timeout=30)
     click(at, "Resume")
@@ -231,23 +235,23 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
 
     at.switch_page("pages/sample.py").run()
     assert not at.exception, at.exception
-    at.text_area(key=state.W_PROMPT).set_value("abc>").run()
-    at.number_input(key=state.W_NUM_CHARS).set_value(20).run()
+    at.text_area(key=sample_keys.W_PROMPT).set_value("abc>").run()
+    at.number_input(key=sample_keys.W_NUM_CHARS).set_value(20).run()
     click(at, "Generate")
     assert not at.exception, at.exception
-    last = at.session_state[state.LAST_SAMPLE]
+    last = at.session_state[sample_keys.LAST_SAMPLE]
     assert len(last["text"]) == 20 and last["run"] == run_id
-    at.text_area(key=state.W_PROMPT).set_value("ABC€").run()
+    at.text_area(key=sample_keys.W_PROMPT).set_value("ABC€").run()
     click(at, "Generate")
     assert not at.exception
     assert at.warning and "'€'" in plain(at.warning[0].value)
-    assert state.LAST_SAMPLE not in at.session_state  # no charts of the earlier prompt under the warning
+    assert sample_keys.LAST_SAMPLE not in at.session_state  # no charts of the earlier prompt under the warning
     assert not any("it picked" in m.value for m in at.markdown)
 
     at.switch_page("pages/runs.py").run()
     assert not at.exception, at.exception
-    name = runinfo.run_names(resources.get_store())[run_id]  # the pickers name runs, the table keeps the id last
-    assert any(str(o).startswith(name) for o in at.selectbox(key=state.W_RUNS_PICK).options)
+    name = runlist.run_names(resources.get_store())[run_id]  # the pickers name runs, the table keeps the id last
+    assert any(str(o).startswith(name) for o in at.selectbox(key=runs_keys.W_RUNS_PICK).options)
 
 
 # ---------------------------------------------------------------- runs written directly (no worker needed)
@@ -258,11 +262,11 @@ def test_sample_names_its_run_and_step_and_explains_a_cheating_run(runs_dir):
     from tinygpt.runs.store import RunStore
 
     run_id = write_run(runs_dir)  # mask → none at step 5, a checkpoint at step 20
-    name = runinfo.run_names(RunStore(runs_dir))[run_id]
+    name = runlist.run_names(RunStore(runs_dir))[run_id]
     at = new_app()
     at.switch_page("pages/sample.py").run()
     assert not at.exception, at.exception
-    picker = at.selectbox(key=state.W_SAMPLE_RUN)
+    picker = at.selectbox(key=sample_keys.W_SAMPLE_RUN)
     assert picker.value == run_id and picker.options[0].startswith(name), picker.options
     assert any("Sampling from" in plain(c.value) and "step 20" in c.value for c in at.caption)
     assert any("mask none" in plain(w.value) and "next character" in plain(w.value) for w in at.warning)
@@ -292,51 +296,51 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     assert at.session_state[state.RUN_ID] == run_a
     assert "step 20 / 20" in texts(at) and "finished" in texts(at)
     # a reattached tab shows the settings of the run it watches, not the default preset
-    assert at.selectbox(key=state.W_WIDTH).value == 32
-    assert at.selectbox(key=state.W_SOURCE).value == "Synthetic: copy"
-    at.toggle(key=state.W_LARGE).set_value(True).run()  # projector mode: every chart in large fonts
+    assert at.selectbox(key=train_keys.W_WIDTH).value == 32
+    assert at.selectbox(key=train_keys.W_SOURCE).value == "Synthetic: copy"
+    at.toggle(key=fonts.W_LARGE).set_value(True).run()  # projector mode: every chart in large fonts
     assert not at.exception, at.exception
 
     at.switch_page("pages/attention.py").run()
     assert not at.exception, at.exception
     assert "snapshot at step 20" in texts(at)
     # Play: starts from the first snapshot (the slider was at the newest), advances one snapshot per tick, stops.
-    at.toggle(key=state.ATTN_PLAYING).set_value(True).run()
-    assert at.session_state[state.W_ATTN_STEP] == 0 and "snapshot at step 0" in texts(at)
+    at.toggle(key=attention_keys.ATTN_PLAYING).set_value(True).run()
+    assert at.session_state[attention_keys.W_ATTN_STEP] == 0 and "snapshot at step 0" in texts(at)
     at.run()  # the next tick (AppTest has no timer: a rerun runs the fragment once more)
-    assert at.session_state[state.W_ATTN_STEP] == 20
+    assert at.session_state[attention_keys.W_ATTN_STEP] == 20
     at.run()  # nothing after the newest snapshot: play switches itself off
     at.run()
     assert not at.exception, at.exception
-    assert at.toggle(key=state.ATTN_PLAYING).value is False
+    assert at.toggle(key=attention_keys.ATTN_PLAYING).value is False
     from tinygpt.runs.store import RunStore
 
-    probe = at.text_area(key=state.W_PROBE)
+    probe = at.text_area(key=attention_keys.W_PROBE)
     assert "\n" in probe.value and probe.value == RunStore(runs_dir).reader(run_a).attention_index()["probe_text"]
     probe.set_value("abc>cba").run()  # custom probe: through the checkpoint
     assert not at.exception, at.exception
     assert "checkpoint at step 20" in texts(at)
-    at.text_area(key=state.W_PROBE).set_value("ABC").run()  # characters outside the vocabulary: a message
+    at.text_area(key=attention_keys.W_PROBE).set_value("ABC").run()  # characters outside the vocabulary: a message
     assert not at.exception and at.warning
 
     at.switch_page("pages/gradients.py").run()
     assert not at.exception, at.exception
-    at.segmented_control(key=state.W_GRAD_VIEW).set_value("heatmap").run()
+    at.segmented_control(key=gradients_keys.W_GRAD_VIEW).set_value("heatmap").run()
     assert not at.exception, at.exception
 
     at.switch_page("pages/runs.py").run()
     assert not at.exception, at.exception
-    at.multiselect(key=state.W_COMPARE).set_value([run_a, run_b]).run()
+    at.multiselect(key=runs_keys.W_COMPARE).set_value([run_a, run_b]).run()
     assert not at.exception, at.exception
     assert "Settings that differ" in texts(at)
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)  # a fresh tab opened on run_b
     at.query_params["run"] = run_b
     at.run()
     at.switch_page("pages/runs.py").run()
-    assert at.session_state[state.W_RUNS_PICK] == run_b  # the picker starts on the tab's current run
+    assert at.session_state[runs_keys.W_RUNS_PICK] == run_b  # the picker starts on the tab's current run
     delete = next(b for b in at.button if b.label == "Delete…")
     assert delete.disabled  # no learner started it (a CLI-trained or prepared run): the instructor's (issue 34)
-    at.session_state[state.LEARNER] = Actor("i" * 16, "teacher", instructor=True)
+    at.session_state[people_keys.LEARNER] = Actor("i" * 16, "teacher", instructor=True)
     at.run()
     click(at, "Delete…")
     assert any("cannot be undone" in w.value for w in at.warning)
@@ -372,9 +376,9 @@ def test_the_browsers_stale_copy_of_a_widget_the_page_set_does_not_undo_a_knob_m
     at = new_app()
     run_id = start_run(at, max_steps=100_000)
     rerun_until(at, lambda a: status_step(a) > 0)
-    assert at.select_slider(key=knob_key(at, state.W_LR)).value == 0.002
-    at.select_slider(key=knob_key(at, state.W_LR)).set_value(0.005).run()  # the learner's key press
-    assert at.number_input(key=knob_key(at, state.W_LR, "_exact")).value == 0.005
+    assert at.select_slider(key=knob_key(at, train_keys.W_LR)).value == 0.002
+    at.select_slider(key=knob_key(at, train_keys.W_LR)).set_value(0.005).run()  # the learner's key press
+    assert at.number_input(key=knob_key(at, train_keys.W_LR, "_exact")).value == 0.005
 
     def lr_changes(_at=None) -> list[dict]:
         lines = (runs_dir / run_id / "events.jsonl").read_text().splitlines()
@@ -385,7 +389,7 @@ def test_the_browsers_stale_copy_of_a_widget_the_page_set_does_not_undo_a_knob_m
     time.sleep(1.0)  # a second command, if one had been sent, would be answered by now
     assert [(c["old"], c["new"]) for c in lr_changes()] == [(0.002, 0.005)]
 
-    at.number_input(key=knob_key(at, state.W_LR, "_exact")).set_value(0.002).run()  # typed back: it applies
-    assert at.select_slider(key=knob_key(at, state.W_LR)).value == 0.002
+    at.number_input(key=knob_key(at, train_keys.W_LR, "_exact")).set_value(0.002).run()  # typed back: it applies
+    assert at.select_slider(key=knob_key(at, train_keys.W_LR)).value == 0.002
     rerun_until(at, lambda a: len(lr_changes()) == 2, timeout=30)
     click(at, "Stop")

@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tinygpt.ui import resources  # noqa: E402
-from tinygpt.ui.safe import md  # noqa: E402
+from tinygpt.ui.host import resources  # noqa: E402
+from tinygpt.ui.words.safe import md  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 LINK = "[Click here to log in](http://evil.example/login)"
@@ -63,7 +63,7 @@ def test_hostile_link_parameters_are_shown_as_text(runs_dir, params):
 def test_every_bad_value_of_a_workshop_link_is_reported_and_out_of_range_values_clamped():
     """Reproduces: only the first bad value was reported, hide=foo was ignored silently, and values outside a
     widget's range were silently replaced by its minimum (?learning_rate=100 trained at 1e-06)."""
-    from tinygpt.ui.workshop import parse_workshop
+    from tinygpt.ui.teach.workshop import parse_workshop
 
     shop = parse_workshop(
         {"learning_rate": "100", "max_steps": "100000000", "max_grad_norm": "5000", "hide": "foo,mask", "seed": "x"}
@@ -80,9 +80,9 @@ def test_a_clamped_link_value_reaches_the_widget(runs_dir):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.query_params["learning_rate"] = "100"
     at.run()
-    from tinygpt.ui import knob_widgets, state
+    from tinygpt.ui.train import knob_widgets, train_keys
 
-    assert at.select_slider(key=knob_widgets.widget_key(state.W_LR, {})).value == 10.0
+    assert at.select_slider(key=knob_widgets.widget_key(train_keys.W_LR, {})).value == 10.0
     assert any("above the largest allowed 10.0" in str(w.value).replace("\\", "") for w in at.warning)
 
 
@@ -92,13 +92,13 @@ def test_a_runs_folder_that_cannot_be_written_is_a_message_on_train(tmp_path, mo
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("TINYGPT_RUNS_DIR", str(blocker / "runs"))
-    from tinygpt.ui import state
+    from tinygpt.ui.train import train_keys
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.run()
     try:
         assert not at.exception, at.exception
-        at.selectbox(key=state.W_SOURCE).set_value("Synthetic: copy").run()
+        at.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
         next(b for b in at.button if b.label == "Train").click().run()
         assert not at.exception, at.exception
         said = " ".join(str(e.value).replace("\\", "") for e in at.error)

@@ -15,6 +15,8 @@ from tinygpt.runs.files import list_checkpoints, read_config, read_config_json  
 from tinygpt.runs.loop import run_training  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.runs import runs_keys
+from tinygpt.ui.train import train_keys
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,9 +43,9 @@ def test_a_learner_branches_a_run_they_do_not_own_and_compares_the_two(runs_dir,
     at.run()
     at.switch_page("pages/runs.py").run()
     assert not at.exception, at.exception
-    assert at.selectbox(key=f"{state.W_BRANCH}:{parent}:step").value == 20  # the newest with steps left after it
-    at.selectbox(key=f"{state.W_BRANCH}:{parent}:step").set_value(step).run()
-    at.number_input(key=f"{state.W_BRANCH}:{parent}:{step}:learning_rate").set_value(0.01).run()
+    assert at.selectbox(key=f"{train_keys.W_BRANCH}:{parent}:step").value == 20  # the newest with steps left after it
+    at.selectbox(key=f"{train_keys.W_BRANCH}:{parent}:step").set_value(step).run()
+    at.number_input(key=f"{train_keys.W_BRANCH}:{parent}:{step}:learning_rate").set_value(0.01).run()
     # What the branch will change, said before it starts (the markdown escapes taken out).
     assert any("LR 0.002→0.01" in c.value.replace("\\", "") for c in at.caption)
     branch = start_branch(at)
@@ -57,7 +59,7 @@ def test_a_learner_branches_a_run_they_do_not_own_and_compares_the_two(runs_dir,
     at.switch_page("pages/train.py").run()  # the branch is current: its parent's curve, faint, beside it
     assert not at.exception, at.exception
     at.switch_page("pages/runs.py").run()
-    at.multiselect(key=state.W_COMPARE).set_value([parent, branch]).run()
+    at.multiselect(key=runs_keys.W_COMPARE).set_value([parent, branch]).run()
     assert not at.exception, at.exception
     mine, theirs = store.reader(branch).metrics, store.reader(parent).metrics
     assert [m["loss"] for m in mine[:11]] == [m["loss"] for m in theirs[:11]] and mine[11]["loss"] != theirs[11]["loss"]
@@ -80,8 +82,8 @@ def test_a_watcher_branches_the_run_in_view_from_the_train_page(runs_dir, tiny_t
     assert not at.exception, at.exception
     assert at.session_state[state.RUN_ID] == parent
     assert any(e.label.startswith("Branch from a checkpoint") for e in at.expander)
-    at.selectbox(key=f"{state.W_BRANCH}:{parent}:step").set_value(10).run()
-    at.selectbox(key=f"{state.W_BRANCH}:{parent}:10:mask").set_value("none").run()
+    at.selectbox(key=f"{train_keys.W_BRANCH}:{parent}:step").set_value(10).run()
+    at.selectbox(key=f"{train_keys.W_BRANCH}:{parent}:10:mask").set_value("none").run()
     branch = start_branch(at)
     assert branch != parent and read_branch(store.path(branch)) == {
         "parent": parent, "step": 10, "changes": {"mask": "none"}

@@ -9,9 +9,9 @@ import torch
 from tinygpt.config import TransformerConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.model import TinyGPT
-from tinygpt.ui import runinfo
 from tinygpt.ui.charts import curves
 from tinygpt.ui.charts import help as help_text
+from tinygpt.ui.words import runinfo
 
 
 def test_status_line_says_the_state_once():

@@ -14,6 +14,8 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.circuits import circuits_keys
+from tinygpt.ui.run import in_view
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,9 +39,9 @@ def test_the_page_renders_without_a_run(runs_dir):
     assert "No run selected" in texts(at)
     assert any(b.label == "Start the experiment" for b in at.button)
     # Issue 23 finding 8: the corpus on which an induction head forms on real text, and why, under the choice
-    at.selectbox(key=state.W_CIRC_SOURCE).set_value("shakespeare:repeats").run()
+    at.selectbox(key=circuits_keys.W_CIRC_SOURCE).set_value("shakespeare:repeats").run()
     assert "passage of 4-16 characters twice" in texts(at) and not at.exception
-    at.selectbox(key=state.W_CIRC_SOURCE).set_value("shakespeare").run()
+    at.selectbox(key=circuits_keys.W_CIRC_SOURCE).set_value("shakespeare").run()
     assert "no induction head formed in 4,000 steps" in texts(at)
 
 
@@ -61,8 +63,8 @@ def test_the_page_shows_heads_ablation_and_lens_of_a_run(runs_dir, tiny_text):
     assert "The switch needs a run that is training now." in shown
     [table] = [d for d in at.dataframe if "role" in d.value.columns]
     assert list(table.value["head"]) == ["L0H0", "L0H1", "L1H0", "L1H1"]
-    at.selectbox(key=state.W_CIRC_HEAD).set_value("L1H1").run()
-    at.segmented_control(key=state.W_CIRC_MODE).set_value("mean").run()
+    at.selectbox(key=circuits_keys.W_CIRC_HEAD).set_value("L1H1").run()
+    at.segmented_control(key=circuits_keys.W_CIRC_MODE).set_value("mean").run()
     assert not at.exception, at.exception
 
 
@@ -79,12 +81,12 @@ def test_the_experiments_page_links_the_induction_runs_to_circuits_and_back(runs
     assert not at.exception, at.exception
     [link] = [e for e in at.get("page_link") if "Run it on Circuits" in e.proto.label]
     assert link.proto.page.endswith("circuits")
-    at.query_params[state.URL_CIRC] = ",".join(ids)  # a session that started the experiment (or a link to it)
+    at.query_params[circuits_keys.URL_CIRC] = ",".join(ids)  # a session that started the experiment (or a link to it)
     at.run()
     assert not at.exception, at.exception
     [link] = [e for e in at.get("page_link") if "on Circuits" in e.proto.label]
     assert "See its phase change" in link.proto.label
-    assert link.proto.query_string == f"{state.URL_RUN}={ids[0]}&{state.URL_CIRC}={ids[0]}%2C{ids[1]}"
+    assert link.proto.query_string == f"{in_view.URL_RUN}={ids[0]}&{circuits_keys.URL_CIRC}={ids[0]}%2C{ids[1]}"
     assert "Did not reproduce." in texts(at)  # 10 steps: the verdict is computed, and honest
     at.switch_page("pages/circuits.py").run()
     assert not at.exception, at.exception
@@ -95,7 +97,7 @@ def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_di
     """Issue 24 finding 6: after "Start the experiment" the heads section still showed the previous run until
     the 2-layer run was clicked, and the head table printed None under "since step"."""
     from tinygpt.lab import induction
-    from tinygpt.ui import admission
+    from tinygpt.ui.people import admission
 
     store = RunStore(runs_dir)
     ids = []
@@ -115,9 +117,9 @@ def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_di
     next(b for b in at.button if b.label == "Start the experiment").click().run()
     assert not at.exception, at.exception
     assert at.session_state[state.RUN_ID] == two_layer  # the heads below are the experiment's 2-layer run
-    from tinygpt.ui import runinfo
+    from tinygpt.ui.host import runlist
 
-    name = runinfo.run_names(store)[two_layer]
+    name = runlist.run_names(store)[two_layer]
     assert any(name in c.value and two_layer in c.value for c in at.caption)  # named as Runs names it
     [table] = [d for d in at.dataframe if "role" in d.value.columns]
     assert list(table.value["head"])[:4] == ["L0H0", "L0H1", "L1H0", "L1H1"]
@@ -126,7 +128,7 @@ def test_circuits_follows_the_experiment_it_starts_and_never_prints_none(runs_di
 
 def test_a_phase_change_found_mid_run_is_provisional():
     """Issue 24 finding 6: the marked phase change moved from @1120 mid-run to @1260 at the end, unannounced."""
-    from tinygpt.ui import circuits_view
+    from tinygpt.ui.circuits import circuits_view
 
     grid = lambda s: [[0.05, s], [0.05, 0.05]]  # noqa: E731 - (L, H) induction scores of one record
     records = [{"step": 100 * i, "roles": {"induction": grid(0.05 if i < 5 else 0.8)}} for i in range(10)]
@@ -142,7 +144,7 @@ def test_a_phase_change_found_mid_run_is_provisional():
 def test_the_head_table_and_its_sentences_name_the_phase_change_step_for_its_head():
     """Issue 33 finding 8: one screen named three steps (820/1300 in the check, 1260 in the caption, "since step
     1880" in the head table). The phase change's head is an induction head "since" the phase change itself."""
-    from tinygpt.ui import circuits_view
+    from tinygpt.ui.circuits import circuits_view
 
     grid = lambda s: [[0.05, 0.05], [0.05, s]]  # noqa: E731 - (L, H) induction scores: L1H1 the copier
     records = [{"step": 100 * i, "roles": {"induction": grid(0.05 if i < 5 else 0.8)},

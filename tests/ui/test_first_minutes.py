@@ -11,7 +11,9 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt import data  # noqa: E402
-from tinygpt.ui import runinfo, settings, state  # noqa: E402
+from tinygpt.ui.screen import fonts
+from tinygpt.ui.train import settings, train_keys  # noqa: E402
+from tinygpt.ui.words import runinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,7 +34,7 @@ def test_the_corpus_caption_says_what_loading_does(monkeypatch, runs_dir):
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.run()
     assert not at.exception, at.exception
-    at.selectbox(key=state.W_SOURCE).set_value(settings.SOURCE_SHAKESPEARE).run()
+    at.selectbox(key=train_keys.W_SOURCE).set_value(settings.SOURCE_SHAKESPEARE).run()
     assert settings.SHAKESPEARE_CAPTION in [c.value for c in at.caption]
     assert not any("downloaded once" in str(c.value) for c in at.caption)
 
@@ -96,7 +98,7 @@ def test_no_chart_hands_vega_an_empty_dataset():
     """Issue 36 item 6: ~20 "Infinite extent for field "step"" warnings in the browser's console at every Train
     press. Vega computes a shared axis from one extent per layer's dataset, and warns for each empty one: the charts
     waiting for their first step, and the knob, non-finite, target and previous-run layers with nothing yet."""
-    from tinygpt.ui.charts import compare, curves
+    from tinygpt.ui.charts import compare, curves, parts
 
     metrics = [{"step": s, "loss": 3 - s / 100, "lr": 1e-3, "grad_norm": 1.0, "time": s * 0.1,
                 "layer_grad_norms": {"emb": 0.1, "L0.attn": 0.2}} for s in range(1, 50)]  # fmt: skip
@@ -106,7 +108,7 @@ def test_no_chart_hands_vega_an_empty_dataset():
             "loss": curves.loss_chart(records, [], [], 65),
             "lr": curves.lr_chart(records, 10 if records else None, plan),
             "grad": curves.grad_norm_chart(records, 1.0, []),
-            "layers": curves.layer_grad_chart(records),
+            "layers": parts.layer_grad_chart(records),
             "compare": compare.compare_chart({"a": records, "b": records[:10]}, "loss"),
             "compare grad": compare.compare_chart({"a": records}, "grad_norm", seconds=True),
         }
@@ -140,11 +142,11 @@ def test_the_entropy_baseline_label_sits_above_the_heads_lines():
     """Issue 36 item 6: the label hung under its line, where every head starts (and no head goes above it)."""
     import math
 
-    from tinygpt.ui.charts import curves
+    from tinygpt.ui.charts import parts
 
     rows = [{"step": s, "layer": 0, "head": h, "entropy": 2.5 - s / 100, "max_weight": 0.3} for s in range(0, 100, 10)
             for h in range(2)]  # fmt: skip
-    spec = curves.head_stats_chart(rows, uniform=(2.55, "even spread 2.55")).to_dict()
+    spec = parts.head_stats_chart(rows, uniform=(2.55, "even spread 2.55")).to_dict()
     texts = []
 
     def walk(node):
@@ -194,7 +196,7 @@ def test_the_runs_table_and_buttons_fit_large_fonts(runs_dir):
         return [round(c.weight, 2) for c in at.columns][:5]
 
     assert buttons() == [0.2] * 5  # one row at the usual fonts
-    at.toggle(key=state.W_LARGE).set_value(True).run()
+    at.toggle(key=fonts.W_LARGE).set_value(True).run()
     assert not at.exception, at.exception
     assert buttons() == [0.33] * 3 + [0.5] * 2  # two rows at Large fonts
 

@@ -14,13 +14,10 @@ from tinygpt.lab.pitfalls.scaling import CONSEQUENCES, GRADIENTS  # noqa: E402
 from tinygpt.lab.registry import EXPERIMENTS  # noqa: E402
 from tinygpt.lab.results import read_result
 from tinygpt.lab.verdict import ENDED, Clause, decide
-from tinygpt.ui import (  # noqa: E402
-    knob_widgets,
-    lab,
-    resources,
-    state,  # noqa: E402
-)
-from tinygpt.ui.workshop import parse_workshop, workshop_link  # noqa: E402
+from tinygpt.ui.experiments import experiments_keys, lab  # noqa: E402
+from tinygpt.ui.host import resources  # noqa: E402
+from tinygpt.ui.teach.workshop import parse_workshop, workshop_link  # noqa: E402
+from tinygpt.ui.train import knob_widgets, train_keys  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,7 +35,7 @@ def open_experiments(query: dict | None = None) -> AppTest:
 @pytest.mark.parametrize("key", list(EXPERIMENTS))
 def test_each_experiment_renders_from_a_url(runs_dir, key):
     at = open_experiments({"experiment": key})
-    assert at.selectbox(key=state.W_EXPERIMENT).value == key
+    assert at.selectbox(key=experiments_keys.W_EXPERIMENT).value == key
     shown = "\n".join(i.value for i in at.info)
     assert EXPERIMENTS[key].what_to_look_for[:40] in shown
     assert len(EXPERIMENTS[key].configs(source="synthetic:copy")) >= 2
@@ -62,11 +59,11 @@ def verdict_boxes(at: AppTest) -> dict[str, str]:
 
 def test_running_an_experiment_trains_both_variants_and_colours_the_verdict(runs_dir):
     at = open_experiments({"experiment": "softmax"})
-    at.selectbox(key=state.W_LAB_SOURCE).set_value("Synthetic: copy").run()
+    at.selectbox(key=experiments_keys.W_LAB_SOURCE).set_value("Synthetic: copy").run()
     [button] = [b for b in at.button if b.label == "Run side by side"]
     button.click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    runs = at.session_state[state.LAB_RUNS]["softmax"]
+    runs = at.session_state[experiments_keys.LAB_RUNS]["softmax"]
     assert set(runs) == {"stable softmax", "naive softmax"}
     at.run()
     store = resources.get_store()
@@ -114,7 +111,7 @@ def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     from tinygpt.runs.loop import run_training
     from tinygpt.runs.reader import RunReader
     from tinygpt.runs.store import RunStore
-    from tinygpt.ui import lab
+    from tinygpt.ui.experiments import lab
 
     config = tiny_config("", source="synthetic:copy")  # checkpoints do not keep inline text: a named corpus
     with RunStore(tmp_runs).create(config.to_dict(), owner="app") as writer:
@@ -156,10 +153,10 @@ def test_a_workshop_link_loads_a_preset_hides_controls_and_survives_page_switche
     at = open_app(
         {"preset": "nanogpt-cpu", "num_heads": "8", "mask": "none", "hide": "mask,attn_scale", "tutorial": "2"}
     )
-    assert at.selectbox(key=state.W_PRESET).value == "nanoGPT CPU"
-    assert at.selectbox(key=state.W_WIDTH).value == 128
-    assert at.select_slider(key=state.W_HEADS).value == 8
-    assert at.radio(key=knob_widgets.widget_key(state.W_MASK, {})).value == "none"
+    assert at.selectbox(key=train_keys.W_PRESET).value == "nanoGPT CPU"
+    assert at.selectbox(key=train_keys.W_WIDTH).value == 128
+    assert at.select_slider(key=train_keys.W_HEADS).value == 8
+    assert at.radio(key=knob_widgets.widget_key(train_keys.W_MASK, {})).value == "none"
     styles = "\n".join(str(m.value) for m in at.markdown if "<style>" in str(m.value))
     assert '[class*="st-key-w_mask-"]' in styles and ".st-key-w_scale" in styles and "display: none" in styles
     assert any("Lesson 3/" in str(m.value) for m in at.sidebar.markdown)  # ?tutorial=2: the third step
@@ -167,7 +164,7 @@ def test_a_workshop_link_loads_a_preset_hides_controls_and_survives_page_switche
     assert not at.exception
     assert at.query_params["preset"] in (["nanogpt-cpu"], "nanogpt-cpu")  # put back after the page switch
     at.switch_page("pages/train.py").run()
-    assert at.select_slider(key=state.W_HEADS).value == 8  # the learner's page still has the link's settings
+    assert at.select_slider(key=train_keys.W_HEADS).value == 8  # the learner's page still has the link's settings
 
 
 def test_a_bad_workshop_link_gives_messages_not_a_traceback(runs_dir):
@@ -178,9 +175,9 @@ def test_a_bad_workshop_link_gives_messages_not_a_traceback(runs_dir):
 
 def test_a_locked_link_fixes_the_model_but_not_the_live_knobs(runs_dir):
     at = open_app({"preset": "demo", "lock": "1"})
-    assert at.selectbox(key=state.W_PRESET).disabled
-    assert at.selectbox(key=state.W_WIDTH).disabled and at.number_input(key=state.W_LAYERS).disabled
-    assert not at.radio(key=knob_widgets.widget_key(state.W_MASK, {})).disabled  # live knobs: the learners'
+    assert at.selectbox(key=train_keys.W_PRESET).disabled
+    assert at.selectbox(key=train_keys.W_WIDTH).disabled and at.number_input(key=train_keys.W_LAYERS).disabled
+    assert not at.radio(key=knob_widgets.widget_key(train_keys.W_MASK, {})).disabled  # live knobs: the learners'
     assert any("locked" in str(c.value) for c in at.sidebar.caption)
 
 
@@ -197,16 +194,16 @@ def test_an_experiment_with_a_corpus_of_its_own_shows_it_fixed(runs_dir):
 def test_an_experiment_runs_on_the_learners_own_text_and_an_empty_box_says_so(runs_dir):
     """Issue 23: the Experiments page offered Tiny Shakespeare and the synthetic tasks only."""
     at = open_experiments({"experiment": "residual"})
-    at.selectbox(key=state.W_LAB_SOURCE).set_value("Paste text").run()
+    at.selectbox(key=experiments_keys.W_LAB_SOURCE).set_value("Paste text").run()
     [button] = [b for b in at.button if b.label == "Run side by side"]
     button.click().run()
     assert not at.exception and "the text is empty" in " ".join(e.value for e in at.error)  # nothing started
     text = "".join(f"line {i}: the quick brown fox jumps over the lazy dog, and then it rests.\n" for i in range(300))
-    at.text_area(key=state.W_LAB_PASTE).input(text).run()
+    at.text_area(key=experiments_keys.W_LAB_PASTE).input(text).run()
     [button] = [b for b in at.button if b.label == "Run side by side"]
     button.click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    runs = at.session_state[state.LAB_RUNS]["residual"]
+    runs = at.session_state[experiments_keys.LAB_RUNS]["residual"]
     store, manager = resources.get_store(), resources.get_manager()
     try:
         for run_id in runs.values():
@@ -223,7 +220,7 @@ def test_a_corpus_a_pitfall_was_measured_not_to_show_on_is_said_before_the_runs_
     seeds each); the page says so, with the measured reason, when that corpus is chosen."""
     at = open_experiments({"experiment": "scaling"})
     assert not [w for w in at.warning if "does not show on this corpus" in w.value]
-    at.selectbox(key=state.W_LAB_SOURCE).set_value("Synthetic: copy").run()
+    at.selectbox(key=experiments_keys.W_LAB_SOURCE).set_value("Synthetic: copy").run()
     [said] = [w.value for w in at.warning if "does not show on this corpus" in w.value]
     assert "copying wants one-hot attention" in said and "0 of 5 seeds" in said
 
@@ -233,9 +230,9 @@ def test_a_corpus_the_benchmark_never_ran_a_pitfall_on_is_said_to_be_unmeasured(
     says the verdict stands on the runs alone, and says nothing of the kind where it was measured."""
     at = open_experiments({"experiment": "mask"})
     assert not [i for i in at.info if "Not benchmarked" in i.value]
-    at.selectbox(key=state.W_LAB_SOURCE).set_value("Synthetic: sort").run()
+    at.selectbox(key=experiments_keys.W_LAB_SOURCE).set_value("Synthetic: sort").run()
     assert [i for i in at.info if "Not benchmarked on this corpus" in i.value]
-    at.selectbox(key=state.W_LAB_SOURCE).set_value("Synthetic: copy").run()
+    at.selectbox(key=experiments_keys.W_LAB_SOURCE).set_value("Synthetic: copy").run()
     assert not [i for i in at.info if "Not benchmarked" in i.value]
 
 
@@ -243,15 +240,15 @@ def test_a_short_text_of_ones_own_is_warned_about_before_the_runs_start(runs_dir
     """Issue 33 finding 1: on 2,000 characters the runs learn the text by heart; the page says so before anything
     trains (and the verdict then says "not enough data", from the held-out loss), and says nothing on a long one."""
     at = open_experiments({"experiment": "warmup"})
-    at.selectbox(key=state.W_LAB_SOURCE).set_value("Paste text").run()
-    at.text_area(key=state.W_LAB_PASTE).input("the cat sat on the mat. " * 84).run()  # 2,016 characters
+    at.selectbox(key=experiments_keys.W_LAB_SOURCE).set_value("Paste text").run()
+    at.text_area(key=experiments_keys.W_LAB_PASTE).input("the cat sat on the mat. " * 84).run()  # 2,016 characters
     [said] = [w.value for w in at.warning if "times over" in w.value]
     assert (
         "2,016 characters" in said
         and "not enough data" in said
         and "Not benchmarked" in " ".join(i.value for i in at.info)
     )
-    at.text_area(key=state.W_LAB_PASTE).input("the cat sat on the mat. " * 200_000).run()
+    at.text_area(key=experiments_keys.W_LAB_PASTE).input("the cat sat on the mat. " * 200_000).run()
     assert not [w for w in at.warning if "times over" in w.value]
 
 
@@ -264,7 +261,7 @@ def test_the_scaling_experiment_says_which_clauses_are_the_pitfall_and_where_its
     assert "**The pitfall itself**, what the verdict turns on, is every clause but the consequence below" in said
     assert "**A consequence, not the pitfall:** smaller attention gradients unscaled, seen on Tiny Shakespeare" in said
     assert "(this corpus too)" in said and not [i for i in at.info if "Not benchmarked" in i.value]
-    at.selectbox(key=state.W_LAB_SOURCE).set_value("Paste text").run()
+    at.selectbox(key=experiments_keys.W_LAB_SOURCE).set_value("Paste text").run()
     assert [i for i in at.info if "Not benchmarked on this corpus: " in i.value]
     said = "\n".join(c.value for c in at.caption)
     assert "seen on Tiny Shakespeare; not benchmarked on this corpus: these runs measure it" in said
@@ -296,7 +293,7 @@ def test_a_consequence_not_seen_is_taken_out_of_the_verdicts_sentence_as_measure
 def _show_not_seen_verdict():
     from tests.ui.test_lab_app import not_seen_verdict
     from tinygpt.lab.registry import EXPERIMENTS
-    from tinygpt.ui import lab
+    from tinygpt.ui.experiments import lab
 
     lab.show_verdict(not_seen_verdict(), EXPERIMENTS["scaling"])
 

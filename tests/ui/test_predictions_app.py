@@ -14,9 +14,10 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.runs.owners import Actor  # noqa: E402
-from tinygpt.ui import lesson, lesson_view, prediction_view, state  # noqa: E402
-from tinygpt.ui.lesson import Evidence, RunData  # noqa: E402
-from tinygpt.ui.predictions import NOT_SURE, RIGHT, SEEN, AnswerClosed, PredictionBook  # noqa: E402
+from tinygpt.ui.people import people_keys
+from tinygpt.ui.teach import lesson, lesson_view, prediction_view  # noqa: E402
+from tinygpt.ui.teach.lesson import Evidence, RunData  # noqa: E402
+from tinygpt.ui.teach.predictions import NOT_SURE, RIGHT, SEEN, AnswerClosed, PredictionBook  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 STEP = lesson.STEPS[0]  # "what loss does uniform guessing give?", checked on the lecture run's losses
@@ -25,7 +26,7 @@ RIGHT_ANSWER, OTHER = STEP.answers.seen, next(c for c in STEP.answers.choices if
 
 def session(actor: Actor) -> AppTest:
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
-    at.session_state[state.LEARNER] = actor
+    at.session_state[people_keys.LEARNER] = actor
     at.run()
     assert not at.exception, at.exception
     return at
@@ -86,7 +87,7 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
                                                                        if c not in (RIGHT_ANSWER, OTHER)}  # fmt: skip
     assert not any(name in texts(room) for name in learners)
     assert any("appears with the check" in str(c.value) for c in room.caption)
-    assert len(room.get("download_button")) == 1  # the CSV (its content: tests/ui/test_predictions.py)
+    assert len(room.get("download_button")) == 1  # the CSV (its content: tests/ui/teach/test_predictions.py)
 
     # The check has its result, but the step is not set up yet (its runs were prepared before class): it waits,
     # and the answers stay open.
@@ -97,7 +98,7 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
     learners["cleo"].run()
     assert radio(learners["cleo"]) is not None
     assert any("appears once the instructor" in str(i.value) for i in learners["cleo"].sidebar.info)
-    # The instructor sets the step up (its runs and page are tests/ui/test_lesson.py's): the check appears on the
+    # The instructor sets the step up (its runs and page are tests/ui/teach/test_lesson.py's): the check appears on the
     # instructor's pane and closes the step for the room.
     monkeypatch.setattr(lesson_view, "set_up", lambda step, actor: None)
     next(b for b in room.sidebar.button if b.label == "Set up this step").click().run()

@@ -1,4 +1,4 @@
-"""The server's shared run readers (tinygpt.ui.resources.ReaderPool): one reader per run for every session."""
+"""The server's shared run readers (tinygpt.ui.host.resources.ReaderPool): one reader per run for every session."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from tinygpt.errors import RunStoreError
 from tinygpt.runs.reader import RunReader
-from tinygpt.ui import resources
-from tinygpt.ui.resources import ReaderPool
+from tinygpt.ui.host import resources
+from tinygpt.ui.host.resources import ReaderPool
 
 
 def _run(root, name: str, steps: int = 0, config: dict | None = None):

@@ -11,9 +11,9 @@ from chart_helpers import array
 pytest.importorskip("streamlit")
 
 from tinygpt.schedule import lr_at  # noqa: E402
-from tinygpt.ui import runinfo  # noqa: E402
 from tinygpt.ui.charts import heatmaps  # noqa: E402
-from tinygpt.ui.workshop import parse_workshop  # noqa: E402
+from tinygpt.ui.teach.workshop import parse_workshop  # noqa: E402
+from tinygpt.ui.words import runinfo  # noqa: E402
 
 
 def test_toy_modes_colour_scales_fit_the_numbers_each_panel_shows():
@@ -79,8 +79,8 @@ def residual(step: int, resid: list[float], ln: list[float]) -> dict:
 def test_the_residual_stream_caption_is_read_from_the_chart_data():
     """Reproduces: the caption said the LayerNorm line "stays about the same size whatever the stream does" beside
     a chart where it rose from 8 to 10."""
-    from tinygpt.ui import circuits_view
     from tinygpt.ui.charts.help import CHART_HELP
+    from tinygpt.ui.circuits import circuits_view
 
     assert "same size" not in CHART_HELP["residual_chart"]
     rising = [residual(0, [1.0, 2.0, 3.0], [8.0, 8.0, 8.0]), residual(500, [1.2, 4.0, 9.0], [10.0, 9.6, 8.4])]

@@ -11,7 +11,13 @@ import threading
 
 import streamlit as st
 
-from tinygpt.ui import room, safe, server, state
+from tinygpt.ui import state
+from tinygpt.ui.host import server
+from tinygpt.ui.people import room
+from tinygpt.ui.run import in_view
+from tinygpt.ui.screen import flashes, fonts
+from tinygpt.ui.teach import teach_keys
+from tinygpt.ui.words import safe
 
 _IMPORTS = threading.Lock()
 
@@ -79,33 +85,35 @@ def run() -> None:
         starting.empty()
     _one_thread()
 
-    from tinygpt.ui import backlog, live, workshop  # after the first paint: these import torch
-    from tinygpt.ui.resources import get_manager, get_store, keepalive_seconds, report_position, touch, touch_mine
+    from tinygpt.ui.host import live
+    from tinygpt.ui.host.resources import get_manager, get_store, keepalive_seconds, report_position, touch, touch_mine
+    from tinygpt.ui.screen import backlog  # after the first paint: these import torch
+    from tinygpt.ui.teach import workshop
 
     backlog.reconnect_on_overflow()  # a browser whose websocket queue filled up reconnects instead of going deaf
     store = get_store()
     shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a workshop link, kept across pages
     # The URL's ?run= wins if the run is this learner's, or no learner's (a CLI-trained or prepared run: the
     # instructor's, opened read-only), or the link says view=1; else the session's run goes back.
-    run_id = state.sync_run_id(store, room.may_open_link)
-    if state.pop(state.SHARED_OPEN) and page.url_path == RUNS.url_path:
+    run_id = in_view.sync_run_id(store, room.may_open_link)
+    if state.pop(in_view.SHARED_OPEN) and page.url_path == RUNS.url_path:
         st.switch_page(TRAIN)  # a share link made on Runs (/runs?run=...&view=1) opens that run's live view
     touch(run_id)  # any page that shows a run keeps its lease (live pages also renew it on every refresh)
-    live.seen(state.session_token())  # one more session in the room: live charts refresh a little slower
-    report_position(learner, state.get(state.LESSON_STEP), run_id)  # the Room table's "lesson step" and "in view"
+    live.seen(live.session_token())  # one more session in the room: live charts refresh a little slower
+    report_position(learner, state.get(teach_keys.LESSON_STEP), run_id)  # the Room table's "lesson step" and "in view"
 
     @st.fragment(run_every=keepalive_seconds())
     def keep_my_runs() -> None:
         """Every third of a lease (30 s at most), whatever page the learner reads (Sample does not refresh by
         itself): their own live and queued runs keep their leases. Drawn first in the sidebar, so its place never
-        moves. It also counts this session in the room, which sets how often live charts refresh (ui/live.py)."""
+        moves. It also counts this session in the room, which sets how often live charts refresh (ui/host/live.py)."""
         touch_mine(learner)
-        live.seen(state.session_token())
+        live.seen(live.session_token())
         report_position(
-            learner, state.get(state.LESSON_STEP), state.run_id()
+            learner, state.get(teach_keys.LESSON_STEP), in_view.run_id()
         )  # a learner reading one page still shows on the Room
         if workshop.lesson_started_unseen():  # the instructor started the lesson: its pane appears on this page
-            state.put(state.LESSON_SHOWN, None)  # once: the full run this asks for draws the pane
+            state.put(teach_keys.LESSON_SHOWN, None)  # once: the full run this asks for draws the pane
             st.rerun(scope="app")
 
     with st.sidebar:
@@ -121,7 +129,7 @@ def run() -> None:
             st.caption("No run yet: start one on **Train** or open one on **Runs**.")
         room.large_fonts_before_toggle()  # this browser's choice (a cookie), or what a page asked for
         large = st.toggle(
-            "Large fonts (projector)", key=state.W_LARGE, persist_state="session", on_change=room.large_fonts_changed
+            "Large fonts (projector)", key=fonts.W_LARGE, persist_state="session", on_change=room.large_fonts_changed
         )
         if shop.locked:
             st.caption(":material/lock: Settings locked by the workshop link.")
@@ -143,8 +151,8 @@ def run() -> None:
     st.html(f"<style>{css}</style>")
 
     room.write_pending_cookies()
-    state.show_flashes()
-    state.mark_frame()  # this script run has its frame: require() lets the page through
+    flashes.show_flashes()
+    mark_frame()  # this script run has its frame: require() lets the page through
     page.run()
 
     # After the first page is on screen: start the run manager, whose forkserver imports torch once (seconds on a busy
@@ -158,7 +166,22 @@ def require() -> None:
     (e.g. /attention) opened first then runs the page alone, without app.py: no navigation, run id or workshop
     settings. Then run the frame here, in this same script run (so a button click is not lost): it calls
     st.navigation, which switches Streamlit's mode for good, and runs this page inside it; stop after it."""
-    if state.frame_marked():
+    if frame_marked():
         return
     run()
     st.stop()
+
+
+# ---------------------------------------------------------------- the frame flag: did the frame run before the page?
+
+FRAME_RAN = "frame_ran"
+
+
+def mark_frame() -> None:
+    """The frame calls this just before running the page."""
+    st.session_state[FRAME_RAN] = True
+
+
+def frame_marked() -> bool:
+    """Whether the frame ran before the page in this script run (require asks); clears the mark."""
+    return bool(st.session_state.pop(FRAME_RAN, False))

@@ -33,7 +33,7 @@ from chart_helpers import (
     views,
 )
 
-from tinygpt.ui.charts import compare, curves, heatmaps, masks, style
+from tinygpt.ui.charts import colours, compare, curves, heatmaps, markers, masks, parts, style, theme
 from tinygpt.ui.charts.help import CHART_HELP
 
 REPO = Path(__file__).resolve().parents[3]
@@ -60,7 +60,7 @@ CHART_FUNCTIONS = [
 
 
 def test_chart_help_covers_every_chart():
-    modules = (curves, heatmaps, masks, compare)
+    modules = (curves, parts, heatmaps, masks, compare)
     for name in CHART_FUNCTIONS:
         assert any(callable(getattr(m, name, None)) for m in modules), name
         assert 20 < len(CHART_HELP[name]) < 400
@@ -103,21 +103,25 @@ def test_no_chart_module_imports_a_private_name(path):
     assert private_imports(path.read_text(encoding="utf-8")) == []
 
 
-def test_style_names_other_modules_use_have_docstrings():
+@pytest.mark.parametrize("shared", [colours, markers, style, theme], ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_shared_names_other_modules_use_have_docstrings(shared):
+    """What the chart modules share (style.py and its topics: theme, colours, markers) is documented where it is
+    defined, so a chart module's import line leads to an explanation."""
     used = set()
     for path in PACKAGE.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module == "tinygpt.ui.charts.style":
+            if isinstance(node, ast.ImportFrom) and node.module == shared.__name__:
                 used |= {alias.name for alias in node.names}
-    functions = {name for name in used if callable(getattr(style, name)) and not isinstance(getattr(style, name), type)}
-    assert functions and all(getattr(style, name).__doc__ for name in functions), functions
+    functions = {n for n in used if callable(getattr(shared, n)) and not isinstance(getattr(shared, n), type)}
+    assert functions and all(getattr(shared, name).__doc__ for name in functions), functions
 
 
 def test_the_package_re_exports_nothing():
     import tinygpt.ui.charts as package
 
     public = {name for name in vars(package) if not name.startswith("_")}
-    assert public <= {"circuits", "compare", "curves", "heatmaps", "help", "livespec", "masks", "style", "tokens"}
+    modules = {"circuits", "colours", "compare", "curves", "heatmaps", "help", "livespec", "markers", "masks", "style"}
+    assert public <= modules | {"parts", "theme", "tokens"}
 
 
 def test_chart_modules_import_no_streamlit_and_help_imports_no_plotting_library():
@@ -175,7 +179,7 @@ def test_loss_chart_baseline_target_events_and_nonfinite():
     assert legends and legends[0]["orient"] == "bottom" and legends[0]["labelLimit"] == 0
     assert "saved" not in " ".join(entries)  # only knob events are markers
     assert {150, 200, 77} <= set(rules_at(spec, "x"))  # knob rules and the non-finite rule
-    red = [v for v in views(spec) if v["mark"].get("color") == style.RED]
+    red = [v for v in views(spec) if v["mark"].get("color") == colours.RED]
     assert red and all(row["step"] == 77 for v in red for row in values(spec, v))
     assert {row["series"] for row in all_rows(spec) if "series" in row} == {"train", "val"}
     line = next(v for v in views(spec) if mark_type(v) == "line")
@@ -213,7 +217,7 @@ def test_a_100k_step_run_sends_a_bounded_payload():
         curves.loss_chart(long, EVALS, EVENTS, 65, smoothing=0.5),
         curves.lr_chart(long, 100_000, [(s, 1e-3) for s in range(100_000)]),
         curves.grad_norm_chart(long, 1.0, EVENTS),
-        curves.layer_grad_chart(long),
+        parts.layer_grad_chart(long),
         compare.compare_chart({"a": long, "b": long, "c": long}, "grad_norm", evals={"a": EVALS}),
     ):
         spec = chart.to_dict()  # raises MaxRowsError if a frame went over Altair's guard
@@ -275,8 +279,8 @@ def test_live_charts_keep_the_same_spec_while_data_grows(name):
         ),
         "lr_chart": lambda n: curves.lr_chart(METRICS[:n], current_step=n, schedule=[(s, 1e-3) for s in range(n)]),
         "grad_norm_chart": lambda n: curves.grad_norm_chart(METRICS[:n], n / 100, EVENTS[: n // 150]),
-        "layer_grad_chart": lambda n: curves.layer_grad_chart(METRICS[:n]),
-        "update_ratios": lambda n: curves.layer_grad_chart(METRICS[:n], "update_ratios"),
+        "layer_grad_chart": lambda n: parts.layer_grad_chart(METRICS[:n]),
+        "update_ratios": lambda n: parts.layer_grad_chart(METRICS[:n], "update_ratios"),
         "compare_chart": lambda n: compare.compare_chart(
             {"a": METRICS[:n], "b": METRICS[: n // 2]}, "loss", {"a": EVALS[: n // 100]}
         ),
@@ -319,7 +323,7 @@ def test_line_charts_have_hover_tooltips(name):
         "layer_grad_chart": (METRICS,),
         "compare_chart": ({"a": METRICS},),
     }[name]
-    module = next(m for m in (curves, compare, heatmaps) if hasattr(m, name))
+    module = next(m for m in (curves, parts, compare, heatmaps) if hasattr(m, name))
     spec = getattr(module, name)(*args).to_dict()
     names = {p["name"] for p in spec.get("params", [])} | {p["name"] for v in views(spec) for p in v.get("params", [])}
     assert any(n.startswith("hover") for n in names)
@@ -330,7 +334,7 @@ def test_line_charts_have_hover_tooltips(name):
 
 
 def test_layer_grad_chart_lines_per_group_over_a_shared_lr_axis():
-    spec = curves.layer_grad_chart(METRICS).to_dict()
+    spec = parts.layer_grad_chart(METRICS).to_dict()
     assert title_text(spec) == "Per-layer gradient norms"
     assert len(spec["vconcat"]) == 2 and spec["resolve"]["scale"]["x"] == "shared"
     assert axis_titles(spec, "y") == {"gradient L2 norm (log scale)", "learning rate"}
@@ -341,7 +345,7 @@ def test_layer_grad_chart_lines_per_group_over_a_shared_lr_axis():
 
 
 def test_update_ratio_chart_has_the_healthy_reference():
-    spec = curves.layer_grad_chart(METRICS, field="update_ratios", lr_metrics=False).to_dict()
+    spec = parts.layer_grad_chart(METRICS, field="update_ratios", lr_metrics=False).to_dict()
     assert title_text(spec) == "Update / weight ratio per layer"
     assert "vconcat" not in spec
     assert 1e-3 in rules_at(spec, "y")
@@ -355,14 +359,14 @@ def test_head_stats_chart_entropy_and_max_weight_per_layer():
         for lay in range(2)
         for h in range(4)
     ]
-    spec = curves.head_stats_chart(rows, uniform=(math.log(64), "uniform over 64 keys")).to_dict()
+    spec = parts.head_stats_chart(rows, uniform=(math.log(64), "uniform over 64 keys")).to_dict()
     assert len(spec["vconcat"]) == 2  # one row per layer
     assert {"attention entropy (nats)", "max attention weight (0..1)"} <= axis_titles(spec, "y")
     assert math.log(64) in rules_at(spec, "y")
-    only = curves.head_stats_chart(rows, layer=1).to_dict()
+    only = parts.head_stats_chart(rows, layer=1).to_dict()
     assert len(only["vconcat"]) == 1
     assert {row["layer"] for row in all_rows(only) if "layer" in row} == {1}
-    empty = curves.head_stats_chart([]).to_dict()
+    empty = parts.head_stats_chart([]).to_dict()
     assert title_text(empty).endswith("waiting for the first snapshot")
 
 
@@ -383,11 +387,11 @@ def test_loss_and_comparison_curves_on_a_wall_clock_axis():
 
 def test_numbered_markers_stay_readable_however_many_there_are():
     """Finding 6 (issue 20): three or more live changes smeared their labels together at the top of the loss
-    chart. Each marker is now a one-character badge; badges closer than a badge's width (style.badge_gap) go on
+    chart. Each marker is now a one-character badge; badges closer than a badge's width (markers.badge_gap) go on
     another line; the full text is an entry of the list under the chart, numbered like its badge."""
-    t = style.theme(True)
+    t = theme.theme(True)
     rows = [{"step": s, "label": f"@{s} knob {i}"} for i, s in enumerate([100, 101, 102, 103, 500, 990])]
-    marks = style.numbered_markers(list(reversed(rows)), t, x_max=1000)
+    marks = markers.numbered_markers(list(reversed(rows)), t, x_max=1000)
     assert [m["n"] for m in marks] == [1, 2, 3, 4, 5, 6]
     assert [m["step"] for m in marks] == [100, 101, 102, 103, 500, 990]
     assert [m["badge"] for m in marks] == ["①", "②", "③", "④", "⑤", "⑥"]
@@ -396,13 +400,13 @@ def test_numbered_markers_stay_readable_however_many_there_are():
     assert len(set(first_three)) == 3  # neighbours on three different lines
     assert marks[4]["y"] == marks[0]["y"]  # far away: back on the first line
     assert marks[5]["side"] == "right" and marks[0]["side"] == "left"  # near the right edge: left of its rule
-    assert style.badge(21) == "(21)"
-    assert style.numbered_markers([], t, None) == []
+    assert markers.badge(21) == "(21)"
+    assert markers.numbered_markers([], t, None) == []
     # The lesson's optimisation step: changes near the end of the axis, one badge drawn right of its rule, the next
     # left of its own (the plot's edge): facing each other they drew "②" over "③" on a half-width chart.
-    near_end = style.numbered_markers([{"step": 905, "label": "a"}, {"step": 1000, "label": "b"}], t, x_max=1000)
+    near_end = markers.numbered_markers([{"step": 905, "label": "a"}, {"step": 1000, "label": "b"}], t, x_max=1000)
     assert [m["side"] for m in near_end] == ["left", "right"] and near_end[0]["y"] != near_end[1]["y"]
-    apart = style.numbered_markers([{"step": 100, "label": "a"}, {"step": 400, "label": "b"}], t, x_max=1000)
+    apart = markers.numbered_markers([{"step": 100, "label": "a"}, {"step": 400, "label": "b"}], t, x_max=1000)
     assert apart[0]["y"] == apart[1]["y"]  # far apart: one line
 
 
@@ -421,11 +425,11 @@ def test_compare_legend_names_runs_readably_and_lists_every_entry_below_the_char
 
 def test_markers_past_ten_draw_the_number_itself_in_a_glyph_the_chart_font_has():
     """⑪-⑳ drew as empty boxes: the browsers' sans-serif (DejaVu Sans) has ①-⑩ only."""
-    assert [style.badge(n) for n in (1, 10, 11, 20, 21)] == ["①", "⑩", "(11)", "(20)", "(21)"]
-    assert all(ord(c) <= 0x2469 for n in range(1, 31) for c in style.badge(n))  # ASCII or ① (U+2460) .. ⑩
-    t = style.theme(False)
+    assert [markers.badge(n) for n in (1, 10, 11, 20, 21)] == ["①", "⑩", "(11)", "(20)", "(21)"]
+    assert all(ord(c) <= 0x2469 for n in range(1, 31) for c in markers.badge(n))  # ASCII or ① (U+2460) .. ⑩
+    t = theme.theme(False)
     steps = [400 * i for i in range(11)] + [4600]  # (11) at 4000, (12) 600 steps on: more than ⑩'s width apart
-    marks = style.numbered_markers([{"step": s, "label": f"knob {i}"} for i, s in enumerate(steps)], t, 6000)
+    marks = markers.numbered_markers([{"step": s, "label": f"knob {i}"} for i, s in enumerate(steps)], t, 6000)
     assert [m["entry"] for m in marks[9:]] == ["⑩ knob 9", "(11) knob 10", "(12) knob 11"]
-    assert style.badge_gap(t) * 6000 < 600 < style.badge_gap(t) * 6000 * style.badge_widths(11)
+    assert markers.badge_gap(t) * 6000 < 600 < markers.badge_gap(t) * 6000 * markers.badge_widths(11)
     assert marks[11]["y"] != marks[10]["y"]  # "(11)" is wider than ⑩: "(12)" goes on another line, not over it

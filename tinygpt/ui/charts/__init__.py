@@ -1,11 +1,16 @@
 """The app's charts: pure functions from run data to a figure. No streamlit, no file IO.
 
-- `style.py`: what every chart shares (theme and fonts, colours, line styles, thinning, the step axis, hover
-  points, reference lines). The other modules import it, never the other way round.
+- `theme.py`: the theme (font sizes, line width, plot sizes; projector-sized with `large=True`) and the styling
+  applied to an Altair chart or a plotly figure.
+- `colours.py`: the palette and its named colours, line styles, the colour and dash encodings.
+- `markers.py`: labelled rules and numbered knob-change badges, in glyphs the chart font has.
+- `style.py`: what the line charts share (thinning, the step axis, hover points, reference lines, a chart's
+  finish). The chart modules import these four, never the other way round.
 - `livespec.py`: the live-chart templates (a cached spec plus named datasets) and the layers left out while their
   data is empty; `style` re-exports them.
-- `curves.py`: one run's training curves in Altair (loss, learning rate, gradient norms, per-layer norms,
-  per-head attention statistics).
+- `curves.py`: one run's training curves in Altair (loss, learning rate, gradient norm).
+- `parts.py`: the charts of the model's parts (per-layer gradient norms and update ratios, per-head attention
+  statistics).
 - `heatmaps.py`: the plotly heatmaps (attention maps all heads and one head step by step, the newest character's
   attention row, per-layer gradients over steps).
 - `masks.py`: the mask in force, and every mask side by side with the attention it produces.

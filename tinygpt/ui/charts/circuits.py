@@ -16,31 +16,12 @@ import altair as alt
 import numpy as np
 import plotly.graph_objects as go
 
-from tinygpt.ui.charts.style import (
-    GREY,
-    PURPLE,
-    RED,
-    Records,
-    VegaLite,
-    colour_encoding,
-    dash_encoding,
-    dash_note,
-    data_frame,
-    marker_layers,
-    marker_rows,
-    numbered_marker_layers,
-    numbered_markers,
-    palette_for,
-    plotly_layout_style,
-    step_x,
-    style_altair,
-    theme,
-    thin_for_display,
-    value_y,
-    visible_char,
-)
+from tinygpt.ui.charts.colours import GREY, PURPLE, RED, colour_encoding, dash_encoding, dash_note, palette_for
+from tinygpt.ui.charts.markers import marker_layers, marker_rows, numbered_marker_layers, numbered_markers
+from tinygpt.ui.charts.style import Records, VegaLite, data_frame, step_x, thin_for_display, value_y, visible_char
+from tinygpt.ui.charts.theme import plotly_layout_style, style_altair, theme
 from tinygpt.ui.charts.tokens import placeholder
-from tinygpt.ui.knob_words import knob_marks
+from tinygpt.ui.words.knob_words import knob_marks
 
 ROLE_TITLES = {
     "previous": "previous token: A[t, t-1]",

@@ -17,18 +17,14 @@ import altair as alt
 import numpy as np
 
 from tinygpt.runs.knobs import knob_changes
+from tinygpt.ui.charts.colours import BLUE, GREY, PALETTE, colour_encoding, dash_encoding, dash_note, palette_for
+from tinygpt.ui.charts.markers import numbered_marker_layers, numbered_markers
 from tinygpt.ui.charts.style import (
-    BLUE,
-    GREY,
     LOG_FLOOR,
-    PALETTE,
     SECONDS,
     STEP,
     Records,
     VegaLite,
-    colour_encoding,
-    dash_encoding,
-    dash_note,
     data_frame,
     finish,
     finite,
@@ -36,18 +32,15 @@ from tinygpt.ui.charts.style import (
     hover_rows,
     legend_lines,
     live_spec,
-    numbered_marker_layers,
-    numbered_markers,
-    palette_for,
     step_seconds,
     step_series,
     step_x,
-    theme,
     thin_for_display,
     value_y,
     visible_char,
 )
-from tinygpt.ui.knob_words import knob_marks
+from tinygpt.ui.charts.theme import theme
+from tinygpt.ui.words.knob_words import knob_marks
 
 FIELD_TITLES = {  # y titles of `compare_chart`, by metrics field
     "loss": "training loss (nats per character)",
@@ -80,7 +73,7 @@ def compare_chart(
     in one curve is never
     credited to the settings table alone. With `seconds` the x axis is each run's wall-clock seconds since its
     first step: "twice as fast to the same loss" is then visible. `branches` (run name -> (branch step, parent's
-    name), tinygpt.ui.branching.branch_points) draws a solid rule in the branch's colour at the step it left its
+    name), tinygpt.ui.train.branching.branch_points) draws a solid rule in the branch's colour at the step it left its
     parent, labelled "from <parent>": up to there the two curves are one (the branch's history is the parent's,
     copied), after it they differ only by the branch's change. A live chart: a cached template plus named
     datasets."""
@@ -333,7 +326,7 @@ def room_chart(
 ):
     """Small multiples for the instructor's room dashboard: one small training-loss panel per run (titled by its
     learner and run name), on a shared step axis and loss scale, so a stuck or diverging learner stands out.
-    `flags`: {run: [(word, reason), ...]} (tinygpt.ui.room_flags): a flagged run's panel title gets a last line
+    `flags`: {run: [(word, reason), ...]} (tinygpt.ui.people.room_flags): a flagged run's panel title gets a last line
     "off: leaking, stalled", its curve turns red, and its hover says the reasons."""
     t, flags = theme(large), flags or {}
 

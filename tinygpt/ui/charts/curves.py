@@ -1,17 +1,16 @@
-"""One run's training curves in Altair: loss, learning rate, gradient norms, per-layer norms and per-head attention
-statistics. Pure functions from run-store records to a figure; the theme, colours and shared layers come from
-style.py.
+"""One run's training curves in Altair: loss, learning rate and gradient norm. Pure functions from run-store records
+to a figure; the theme, colours, markers and shared layers come from theme.py, colours.py, markers.py and style.py,
+and the charts of the model's parts (per-layer norms, per-head attention statistics) are parts.py.
 
 Altair (Vega-Lite), not plotly: Streamlit updates a Vega-Lite view in place when only its data changes, so a live
-chart keeps its zoom and hover between refreshes. The four live charts (`loss_chart`, `lr_chart`,
-`grad_norm_chart`, `layer_grad_chart`) return a `style.VegaLite`: a cached template plus named datasets
-(`style.live_spec`), whose spec stays byte-identical while data grows. `head_stats_chart` is redrawn per snapshot
-and returns a plain Altair chart.
+chart keeps its zoom and hover between refreshes. The three live charts here (`loss_chart`, `lr_chart`,
+`grad_norm_chart`) return a `style.VegaLite`: a cached template plus named datasets (`style.live_spec`), whose spec
+stays byte-identical while data grows.
 
 Knob changes are drawn on the loss and gradient-norm charts as numbered vertical markers (①, ②, ...) with the
 list of changes under the chart (rows from knob_words.knob_marks, as on every chart that marks them, laid out by
-style.numbered_markers), non-finite steps as red rules (`_event_rows`, `_event_template_layers`); the current step
-on the learning-rate chart is a labelled marker (style.marker_layers).
+markers.numbered_markers), non-finite steps as red rules (`_event_rows`, `_event_template_layers`); the current step
+on the learning-rate chart is a labelled marker (markers.marker_layers).
 """
 
 from __future__ import annotations
@@ -22,47 +21,39 @@ from collections.abc import Sequence
 
 import altair as alt
 
-from tinygpt.ui.charts.style import (
+from tinygpt.ui.charts.colours import (
     BLUE,
     GREEN,
     GREY,
-    HEALTHY_UPDATE_RATIO,
-    LOG_FLOOR,
     ORANGE,
     PALE,
     PURPLE,
     RED,
+    colour_encoding,
+)
+from tinygpt.ui.charts.markers import marker_layers, marker_rows, numbered_marker_layers, numbered_markers
+from tinygpt.ui.charts.style import (
+    LOG_FLOOR,
     SECONDS,
     STEP,
     Records,
     VegaLite,
-    colour_encoding,
-    dash_encoding,
-    dash_note,
-    data_frame,
     finish,
     finite,
-    group_names,
     hover_layer,
     hover_rows,
     legend_lines,
     live_spec,
-    marker_layers,
-    marker_rows,
-    numbered_marker_layers,
-    numbered_markers,
-    palette_for,
     reference_layers,
     reference_rows,
     step_seconds,
     step_series,
     step_x,
-    style_altair,
-    theme,
     thin_for_display,
     value_y,
 )
-from tinygpt.ui.knob_words import knob_marks
+from tinygpt.ui.charts.theme import theme
+from tinygpt.ui.words.knob_words import knob_marks
 
 # ---------------------------------------------------------------- reading records
 
@@ -87,12 +78,6 @@ def _ema(values: Sequence[float], smoothing: float) -> list[float]:
         weight = smoothing * weight + (1 - smoothing)
         out.append(avg / weight)
     return out
-
-
-def _layer_and_part(group: str) -> tuple[str, str]:
-    """ "L3.attn" -> ("L3", "attn"); "emb" -> ("emb", "other")."""
-    layer, _, part = group.partition(".")
-    return (layer, part) if part in ("attn", "mlp") else (group, "other")
 
 
 # ---------------------------------------------------------------- markers: knob changes, non-finite steps, now
@@ -320,161 +305,3 @@ def _grad_norm_template(title: str, subtitle: str, large: bool, below: int = 0):
         *_event_template_layers(t),
     ]
     return finish(layers, title, t, subtitle=subtitle, large=large, below=below)
-
-
-def _lr_panel_template(t: dict) -> alt.LayerChart:
-    """The learning rate under a per-layer chart, from dataset "lr_panel" (rows {"step", "lr"})."""
-    y = value_y("lr:Q", "learning rate", zero=True, nice=True)
-    base = alt.Chart(alt.NamedData("lr_panel")).encode(x=step_x(), y=y)
-    tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("lr:Q", format=".3e", title="learning rate")]
-    return alt.layer(
-        base.mark_line(strokeWidth=t["line"], color=GREY),
-        hover_layer(base.encode(tooltip=tooltip, color=alt.value(GREY)), "lr_panel", zoom=False, data="lr_panel_hover"),
-    ).properties(height=int(t["height"] / 2.5))  # tall enough for the axis title "learning rate"
-
-
-def layer_grad_chart(
-    metrics: Records | None,
-    field: str = "layer_grad_norms",
-    lr_metrics: bool = True,
-    *,
-    max_rows: int = 4000,
-    width: int | None = None,
-    large: bool = False,
-) -> VegaLite:
-    """One line per parameter group over steps (log y): colour = layer, dash = attention or MLP. With
-    field="update_ratios" it draws ||dW|| / ||W|| with the 1e-3 reference. `lr_metrics`: add a learning-rate panel
-    below, from the same metrics, sharing the step axis (zooming one zooms both). Streamlit cannot stretch two
-    stacked panels to the page, so they get `width` pixels (default: the theme's `wide`). A live chart: a cached
-    template plus named datasets (see `live_spec`)."""
-    t = theme(large)
-    groups = group_names(thin_for_display(list(metrics or []), 200), field)  # fixed for a run: a sample finds them
-    ratios = field == "update_ratios"
-    rows = [
-        {"step": int(step), "group": str(g), "value": v}
-        for m in thin_for_display(list(metrics or []), max(100, max_rows // max(1, len(groups))))
-        if (step := finite(m.get("step"))) is not None
-        for g, value in (m.get(field) or {}).items()
-        if (v := finite(value)) is not None
-    ]
-    layers_order = tuple(dict.fromkeys(_layer_and_part(g)[0] for g in groups))
-    title = "Update / weight ratio per layer" if ratios else "Per-layer gradient norms"
-    if not rows:
-        title += ": waiting for the first step"
-    datasets = {
-        "layers": rows,
-        "layers_hover": hover_rows(rows, "group"),
-        "healthy": reference_rows(HEALTHY_UPDATE_RATIO, "1e-3: classic healthy value") if ratios else [],
-    }
-    if lr_metrics:
-        datasets["lr_panel"] = [{"step": s, "lr": v} for s, v in thin_for_display(step_series(metrics, "lr"), 1500)]
-        datasets["lr_panel_hover"] = hover_rows(datasets["lr_panel"])
-    panel_width = (width or t["wide"]) if lr_metrics else None
-    return live_spec(_layer_grad_template, (ratios, layers_order, title, panel_width, large), datasets)
-
-
-def _layer_grad_template(ratios: bool, layers_order: tuple, title: str, panel_width: int | None, large: bool):
-    t = theme(large)
-    y_title = "‖ΔW‖ / ‖W‖ per step (log scale)" if ratios else "gradient L2 norm (log scale)"
-    yspec = {"title": y_title, "log": True}
-    base = (
-        alt.Chart(alt.NamedData("layers"))
-        .transform_calculate(  # "L3.attn" -> layer "L3", part "attn"; "emb" -> layer "emb", part "other"
-            layer="split(datum.group, '.')[0]",
-            part="indexof(datum.group, '.') < 0 ? 'other' : split(datum.group, '.')[1]",
-            shown=f"max(datum.value, {LOG_FLOOR})",
-        )
-        .encode(
-            x=step_x(None if panel_width else STEP),
-            y=value_y("shown:Q", **yspec),
-            color=colour_encoding("layer:N", list(layers_order), palette_for(layers_order), "layer", lines=True),
-            strokeDash=dash_encoding("part:N", ["attn", "mlp", "other"]),
-            detail="group:N",
-        )
-    )
-    tooltip = [
-        alt.Tooltip("step:Q", title="step"),
-        alt.Tooltip("group:N", title="parameter group"),
-        alt.Tooltip("value:Q", format=".3e"),
-    ]
-    layers = [
-        base.mark_line(strokeWidth=t["line"]),
-        hover_layer(base.encode(tooltip=tooltip), "layers", size=60, data="layers_hover"),
-    ]
-    if ratios:
-        layers += reference_layers("healthy", yspec, t, colour=GREEN)
-    main = alt.layer(*layers).properties(height=t["height"])
-    if panel_width:
-        panels = [main.properties(width=panel_width), _lr_panel_template(t).properties(width=panel_width)]
-        chart = alt.vconcat(*panels).resolve_scale(x="shared", color="independent")
-    else:
-        chart = main
-    note = dash_note(["attention", "MLP", "embeddings / final layer norm"])
-    return style_altair(chart.properties(title=alt.TitleParams(title, subtitle=note)), large)
-
-
-# ---------------------------------------------------------------- per-head attention statistics
-
-
-def head_stats_chart(
-    rows: Records | None,
-    *,
-    uniform: tuple[float, str] | None = None,
-    layer: int | None = None,
-    large: bool = False,
-):
-    """Per-head attention entropy (nats) and mean max weight (0..1) over training steps, coloured by head: one row
-    of two small charts per layer, or only `layer` if given. `uniform` is (entropy, label) of a head that spreads
-    its weight evenly over the keys the mask in force lets it see (inside.uniform_entropy: the mean of
-    ln(visible keys), about 2.55 under a causal mask at T = 32, not ln(32) = 3.47), drawn as the reference."""
-    t = theme(large)
-    # Two panels side by side fit the content column of a 1400 px window (300 px each plus axes); with large fonts
-    # they stack, so neither is cut at the right edge of a 1280 px projector.
-    width, height = (620, 300) if large else (300, 260)
-
-    def small(text: str) -> alt.TitleParams:  # panel titles below the chart's own, sized like axis titles
-        return alt.TitleParams(text, fontSize=t["axis_title"])
-
-    clean = [
-        {"step": int(r["step"]), "layer": int(r["layer"]), "head": f"H{int(r['head'])}", "entropy": e, "max_weight": w}
-        for r in rows or []
-        if None not in (finite(r.get("step")), finite(r.get("layer")), finite(r.get("head")))
-        and (e := finite(r.get("entropy"))) is not None
-        and (w := finite(r.get("max_weight"))) is not None
-    ]
-    keep = set(thin_for_display(sorted({r["step"] for r in clean}), 200))
-    clean = [r for r in clean if r["step"] in keep and (layer is None or r["layer"] == layer)]
-    heads = sorted({r["head"] for r in clean}, key=lambda h: int(h[1:]))
-    panels = []
-    for lay in sorted({r["layer"] for r in clean}) or [layer if layer is not None else 0]:
-        part = [r for r in clean if r["layer"] == lay]
-        # Heads listed in rows of at most 8: a 16-head legend in one row ran ~300 px past a projector's edge.
-        legend = alt.Legend(title="head", symbolType="stroke", symbolStrokeWidth=3, columns=min(8, max(1, len(heads))))
-        colour = alt.Color("head:N", scale=alt.Scale(domain=heads, range=palette_for(heads)), legend=legend, sort=heads)
-        base = alt.Chart(data_frame(part)).encode(x=step_x(), color=colour)
-        tooltip = [
-            alt.Tooltip("step:Q"),
-            alt.Tooltip("head:N"),
-            alt.Tooltip("entropy:Q", format=".3f"),
-            alt.Tooltip("max_weight:Q", format=".3f", title="max weight"),
-        ]
-        point = alt.OverlayMarkDef(filled=True, size=5 * t["text"])
-        ent_spec: dict = {"title": "attention entropy (nats)", "zero": True}
-        baseline = finite(uniform[0]) if uniform is not None else None
-        if baseline is not None:  # room above the even-spread entropy, which no head exceeds, for its label
-            ent_spec["domainMax"] = round(max([baseline, *(r["entropy"] for r in part)]) * 1.15, 2)
-        ent_y = value_y("entropy:Q", **ent_spec)
-        ent = [base.mark_line(point=point, strokeWidth=t["line"]).encode(y=ent_y, tooltip=tooltip)]
-        if uniform is not None and baseline is not None:
-            # Above its line: the heads start at that entropy, so a label hung below it sat on their lines.
-            ent += reference_layers(reference_rows(uniform[0], uniform[1]), ent_spec, t, above=True)
-        maxw = base.mark_line(point=point, strokeWidth=t["line"]).encode(
-            y=value_y("max_weight:Q", "max attention weight (0..1)", domain=[0, 1]), tooltip=tooltip
-        )
-        pair = (
-            alt.layer(*ent).properties(title=small(f"layer {lay}: entropy"), width=width, height=height),
-            maxw.properties(title=small(f"layer {lay}: max weight"), width=width, height=height),
-        )
-        panels.append(alt.vconcat(*pair) if large else alt.hconcat(*pair))
-    title = "Attention entropy and max weight per head" + ("" if clean else ": waiting for the first snapshot")
-    return style_altair(alt.vconcat(*panels).properties(title=title), large)

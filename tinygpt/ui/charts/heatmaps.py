@@ -24,18 +24,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from tinygpt.ui.charts.style import (
-    GREY,
-    HEALTHY_UPDATE_RATIO,
-    STEP,
-    Records,
-    finite,
-    group_names,
-    plotly_layout_style,
-    style_plotly,
-    theme,
-    thin_for_display,
-)
+from tinygpt.ui.charts.colours import GREY
+from tinygpt.ui.charts.style import HEALTHY_UPDATE_RATIO, STEP, Records, finite, group_names, thin_for_display
+from tinygpt.ui.charts.theme import plotly_layout_style, style_plotly, theme
 from tinygpt.ui.charts.tokens import (
     MIN_TOKEN_FONT,
     WEIGHT_AXIS,

@@ -1,7 +1,7 @@
 """What to look for in each chart: `CHART_HELP[name]`, one or two sentences the app shows under the chart.
 
 Keys are the chart functions' names (plus "update_ratios", the ratio view of `layer_grad_chart`), which is also how
-the "Show the code" expander finds a chart's library functions (tinygpt/ui/workshop.py). Plain text only: this
+the "Show the code" expander finds a chart's library functions (tinygpt/ui/teach/workshop.py). Plain text only: this
 module imports nothing, so reading the help never loads altair or plotly.
 """
 

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from tinygpt.ui.charts.style import style_plotly, theme
+from tinygpt.ui.charts.theme import style_plotly, theme
 from tinygpt.ui.charts.tokens import (
     WEIGHT_AXIS,
     as_array,

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from tinygpt.ui.charts.style import style_plotly, theme, visible_char
+from tinygpt.ui.charts.style import visible_char
+from tinygpt.ui.charts.theme import style_plotly, theme
 
 MASK_COLOURS = ("#d0d0d0", "#1f77b4")  # masked, may attend
 

@@ -1,0 +1,429 @@
+"""A workshop room on one server: each learner's runs are their own, the instructor may change any of them, and
+links never hand one learner's run to another (except as a read-only share)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from tinygpt.errors import TinyGPTError  # noqa: E402
+from tinygpt.runs.owners import Actor, may_control
+from tinygpt.runs.store import RunStore  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.host import resources  # noqa: E402
+from tinygpt.ui.people import admission, people_keys, room  # noqa: E402
+from tinygpt.ui.teach import teach_keys
+from tinygpt.ui.train import train_keys
+
+REPO = Path(__file__).resolve().parents[3]
+ANNA = Actor("a" * 16, "anna")
+BEN = Actor("b" * 16, "ben")
+TEACHER = Actor("c" * 16, "teacher", instructor=True)
+
+
+def app_as(actor: Actor, query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.session_state[people_keys.LEARNER] = actor
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def test_may_control_is_the_owner_or_the_instructor():
+    config = {"learner": {"id": ANNA.id, "name": "anna"}}
+    assert may_control(config, ANNA) and may_control(config, TEACHER) and not may_control(config, BEN)
+    assert may_control(config, None)  # the server or the CLI itself
+    # A run no learner owns (CLI-trained, prepared, damaged config) is the instructor's: read-only to learners.
+    assert not may_control({}, BEN) and not may_control({"owner": "cli"}, ANNA) and may_control({}, TEACHER)
+
+
+def test_names_and_ids():
+    token = "x" * 24
+    assert room.public_id(token) != token and len(room.public_id(token)) == 16
+    assert room.friendly_name(token) == room.friendly_name(token) and "-" in room.friendly_name(token)
+    assert room.clean_name("  <b>Ann\\na</b>  " + "z" * 40) == "<b>Ann\\na</b> " + "z" * 18
+
+
+def test_a_learner_cannot_change_anothers_run_and_the_instructor_can(runs_dir):
+    anna = app_as(ANNA)
+    anna.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
+    anna.number_input(key=train_keys.W_MAX_STEPS).set_value(400).run()
+    button(anna, "Train").click().run()
+    run_id = anna.session_state[state.RUN_ID]
+    assert RunStore(runs_dir).reader(run_id).config()["learner"] == {"id": ANNA.id, "name": "anna"}
+
+    ben = app_as(BEN, {"run": run_id})  # Anna's address bar, copied: Ben gets his own session
+    assert state.RUN_ID not in ben.session_state
+    assert any("another learner" in str(w.value).replace("\\", "") for w in ben.warning)
+    ben = app_as(BEN, {"run": run_id, "view": "1"})  # a read-only share: Ben watches, cannot steer
+    assert ben.session_state[state.RUN_ID] == run_id
+    assert ben.session_state[people_keys.CONTROL][(run_id, BEN)] is False  # decided once, for the frame and the page
+    shared = resources.reader_pool()
+    assert shared.get(RunStore(runs_dir).path(run_id)) is shared.get(RunStore(runs_dir).path(run_id))  # one reader
+    assert all(button(ben, label).disabled for label in ("Pause", "Resume", "Step", "Stop"))
+    manager = resources.get_manager()
+    for command in (manager.pause, manager.stop, manager.resume):
+        with pytest.raises(TinyGPTError, match="belongs to anna"):
+            command(run_id, actor=BEN)  # the manager refuses even if a page sent it
+    with pytest.raises(TinyGPTError, match="belongs to anna"):
+        manager.set_knob(run_id, "learning_rate", 5.0, actor=BEN)
+    with pytest.raises(TinyGPTError, match="belongs to anna"):
+        RunStore(runs_dir).delete(run_id, actor=BEN)
+
+    manager.pause(run_id, actor=TEACHER)  # the instructor may
+    deadline = time.time() + 30
+    while RunStore(runs_dir).reader(run_id).status().get("state") != "paused" and time.time() < deadline:
+        time.sleep(0.2)
+    assert RunStore(runs_dir).reader(run_id).status()["state"] == "paused"
+    manager.stop(run_id, actor=ANNA)
+
+
+def test_the_room_page_is_the_instructors(runs_dir):
+    learner = app_as(BEN)
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        learner.switch_page("pages/room.py")  # not registered for a learner: no room dashboard in their menu
+    teacher = app_as(TEACHER)
+    teacher.switch_page("pages/room.py").run()
+    assert not teacher.exception, teacher.exception
+    assert any("Room" in t.value for t in teacher.title)
+    assert any("Every learner" in str(c.value) for c in teacher.caption)
+
+
+def test_the_rooms_per_run_budget_refuses_an_oversized_run_with_the_numbers():
+    from tinygpt.config import ConfigError, DataConfig
+    from tinygpt.ui.train import settings
+
+    big = settings.build_config(
+        "Demo (CPU, seconds)", {"num_layers": 12, "hidden_dim": 512, "num_heads": 8}, DataConfig()
+    )
+    with pytest.raises(ConfigError, match=r"37\.\d+M parameters, above the room's budget of 2\.00M"):
+        admission.check_room_budget(big, {"max_params": 2_000_000, "max_steps": 0})
+    with pytest.raises(ConfigError, match="max_steps 300 is above the room's budget of 100"):
+        admission.check_room_budget(big, {"max_params": 0, "max_steps": 100})
+    admission.check_room_budget(big, {"max_params": 0, "max_steps": 0})  # no budget: no limit
+
+
+def test_the_rooms_time_budget_goes_with_a_learners_run_and_stops_it_with_the_reason(runs_dir):
+    teacher = app_as(TEACHER)
+    teacher.switch_page("pages/room.py").run()
+    minutes = next(n for n in teacher.number_input if n.label.startswith("Max minutes per run"))
+    minutes.set_value(0.05).run()  # 3 s
+    assert not teacher.exception, teacher.exception
+    try:
+        assert resources.room_budget()["max_minutes"] == pytest.approx(0.05)
+        anna = app_as(ANNA)
+        anna.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
+        anna.number_input(key=train_keys.W_MAX_STEPS).set_value(1_000_000).run()
+        button(anna, "Train").click().run()
+        run_id = anna.session_state[state.RUN_ID]
+        assert resources.get_manager().time_limit(run_id) == pytest.approx(3.0)
+        assert any("time budget stops this run after 3 s" in str(c.value) for c in anna.caption)
+        reader = RunStore(runs_dir).reader(run_id)
+        deadline = time.time() + 60
+        while reader.status().get("state") not in ("stopped", "failed") and time.time() < deadline:
+            time.sleep(0.2)
+            resources.touch(run_id)
+            reader.poll()
+        assert reader.status()["state"] == "stopped", reader.status()
+        assert "the room's time budget of 3 s per run ran out" in reader.status()["reason"]
+        assert any("time budget" in str(e.get("message")) for e in reader.events if e.get("kind") == "state")
+        anna.run()
+        assert any("time budget of 3 s per run ran out" in str(m.value) for m in anna.markdown)
+        # the instructor's own runs have no budget
+        assert resources.time_limit_s(TEACHER) is None and resources.time_limit_s(ANNA) == pytest.approx(3.0)
+    finally:
+        resources.room_budget()["max_minutes"] = 0.0
+
+
+# --- the instructor key (issue 24 finding 3; issue 20: never shown on the projector unless revealed) ------------
+
+
+class _Terminal:
+    """A stand-in for the server's stdout under nohup: what was written, and whether it was flushed."""
+
+    def __init__(self):
+        self.text, self.flushed_upto = "", 0
+
+    def write(self, s):
+        self.text += s
+        return len(s)
+
+    def flush(self):
+        self.flushed_upto = len(self.text)
+
+
+def test_the_generated_key_is_printed_once_flushed_with_how_to_enter_it(runs_dir, monkeypatch):
+    monkeypatch.delenv("TINYGPT_INSTRUCTOR_KEY", raising=False)
+    room.instructor_key.clear()
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stdout", terminal)
+    try:
+        app_as(BEN)  # the first page load: nobody has typed any key yet
+        app_as(ANNA).run()
+        key = room.instructor_key()
+    finally:
+        room.instructor_key.clear()
+    lines = [line for line in terminal.text.splitlines() if key in line]
+    assert len(lines) == 1, terminal.text  # once, however many sessions and reruns
+    assert terminal.flushed_upto >= terminal.text.index(key) + len(key)  # not stuck in a nohup buffer
+    assert "Instructor key" in terminal.text and "sidebar" in terminal.text  # how to enter it
+    assert "TINYGPT_INSTRUCTOR_KEY" in terminal.text
+
+
+def test_a_key_set_in_the_environment_is_announced_without_echoing_it(runs_dir, monkeypatch):
+    monkeypatch.setenv("TINYGPT_INSTRUCTOR_KEY", "my-own-secret")
+    room.instructor_key.clear()
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stdout", terminal)
+    try:
+        app_as(BEN)
+    finally:
+        room.instructor_key.clear()
+    assert "TINYGPT_INSTRUCTOR_KEY" in terminal.text and "my-own-secret" not in terminal.text
+
+
+def test_the_room_page_hides_the_key_until_the_instructor_reveals_it(runs_dir, monkeypatch):
+    key = "e7OpYc9u_Ros*x"  # markdown characters that used to come out escaped inside a code span
+    monkeypatch.setenv("TINYGPT_INSTRUCTOR_KEY", key)
+    room.instructor_key.clear()
+    try:
+        teacher = app_as(TEACHER)
+        teacher.switch_page("pages/room.py").run()
+        assert not teacher.exception, teacher.exception
+        shown = [str(e.value) for kind in ("markdown", "caption", "code", "text") for e in teacher.get(kind)]
+        assert not any("e7OpYc9u" in s for s in shown)  # hidden by default: the Room page is projected
+        reveal = next(t for t in teacher.toggle if "instructor key" in t.label.lower())
+        reveal.set_value(True).run()
+        assert not teacher.exception, teacher.exception
+        assert [c.value for c in teacher.code] == [key]  # exactly the key, copyable, no backslashes
+    finally:
+        room.instructor_key.clear()
+
+
+@pytest.mark.parametrize("typed", ["clé", "été", "\u00e9t\u00e9 ", "🔑", "\udcff"])
+def test_a_non_ascii_instructor_key_is_a_wrong_key_not_a_crash(monkeypatch, typed):
+    """Issue 22, finding 1: hmac.compare_digest on str raised TypeError for non-ASCII text, from the cookie on
+    every page: that browser was locked out of the whole app."""
+    monkeypatch.setenv("TINYGPT_INSTRUCTOR_KEY", "s3cret-key")
+    room.instructor_key.clear()
+    try:
+        assert room.is_instructor_key(typed) is False
+        assert room.is_instructor_key("s3cret-key") is True
+    finally:
+        room.instructor_key.clear()
+
+
+def test_a_learners_own_name_is_shown_as_text_in_their_sidebar(runs_dir):
+    """Issue 22, finding 6: a name cookie with an image rendered it (and fetched it) in the sidebar's expander."""
+    at = app_as(Actor("d" * 16, "![img](//evil.example/y.png)"))
+    [you] = [e for e in at.expander if "You:" in e.label]
+    assert "](//evil.example" not in you.label and "evil" in you.label  # shown, as text
+
+
+def test_a_key_entered_twice_before_the_page_runs_says_instructor_mode_once(monkeypatch):
+    """CI, stop 28: the key box's callback ran twice before the page drew its messages (the first run was
+    interrupted by a rerun before the box was redrawn empty), and the page said 'Instructor mode' twice."""
+
+    def page():
+        from tinygpt.ui.screen import flashes
+
+        for _ in range(2):
+            flashes.flash("success", "Instructor mode: you may control every run.")
+        flashes.flash("error", "That is not this server's instructor key.")
+        flashes.show_flashes()
+        flashes.show_flashes()  # popped: nothing left to show a second time
+
+    at = AppTest.from_function(page).run()
+    assert len(at.success) == 1 and "Instructor mode" in at.success[0].value
+    assert len(at.error) == 1
+
+
+def test_a_cookie_that_is_not_utf8_is_reset_with_a_message(monkeypatch):
+    """Issue 22: a name cookie whose percent-encoded bytes are not UTF-8 read 'You: ��ab' on every page."""
+    sent = {room.NAME_COOKIE: "%FF%FEab", room.LEARNER_COOKIE: "b" * 24}
+    monkeypatch.setattr(room, "_raw_cookie", sent.get)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60).run()
+    assert not at.exception, at.exception
+    [warning] = [w.value for w in at.warning if "not readable" in w.value]
+    assert "tinygpt\\_name cookie was not readable text" in warning
+    [you] = [e for e in at.expander if "You:" in e.label]
+    assert "\ufffd" not in you.label
+    assert room.public_id("b" * 24) == at.session_state[people_keys.LEARNER].id  # the same learner: only the name reset
+
+
+# ---------------------------------------------------------------- the room chart flags the runs that are off
+
+
+def _run(losses, *, start=0, state="running", mask="causal", events=(), learner=ANNA, run="r1", **model):
+    from tinygpt.ui.people import room_flags  # noqa: F401 - imported where used
+
+    config = {"model": {"mask": mask, "num_heads": 4, **model}, "train": {"learning_rate": 1e-3},
+              "data": {"source": "shakespeare"}, "learner": {"id": learner.id, "name": learner.name}}  # fmt: skip
+    metrics = [{"step": start + i, "loss": v} for i, v in enumerate(losses)]
+    return {"run": run, "state": state, "reason": "", "config": config, "events": list(events), "metrics": metrics}
+
+
+def _falling(n, top=3.0, bottom=2.0):
+    return [top - (top - bottom) * i / max(1, n - 1) for i in range(n)]
+
+
+def _noisy_flat(n, level=2.0):
+    return [level + (0.02 if i % 2 else -0.02) for i in range(n)]
+
+
+def _words(flags):
+    return [f.word for f in flags]
+
+
+def test_a_diverged_run_is_flagged_by_its_status_or_a_non_finite_loss():
+    from tinygpt.ui.people.room_flags import DIVERGED, run_flags
+
+    run = _run(_falling(30), state="diverged") | {"reason": "loss NaN at step 29"}
+    assert run_flags(run)[0] == (DIVERGED, "loss NaN at step 29")
+    nan = _run(_falling(30))
+    nan["metrics"].append({"step": 30, "loss": None})  # a non-finite loss is written as null
+    flags = run_flags(nan)
+    assert _words(flags) == [DIVERGED] and "step 30" in flags[0].reason
+
+
+def test_a_leaky_mask_far_below_its_causal_loss_is_leaking_with_the_health_checks_words():
+    from tinygpt.lab.pitfalls.mask import MASK_CHEAT
+    from tinygpt.ui.people.room_flags import LEAKING, run_flags
+
+    change = {"kind": "knob", "knob": "mask", "old": "causal", "new": "none", "step": 40, "ok": True}
+    run = _run(_noisy_flat(40, 2.1) + _noisy_flat(30, 0.3), mask="causal", events=[change], state="paused")
+    flags = run_flags(run)
+    assert _words(flags) == [LEAKING]
+    assert (
+        "lets positions see the future" in flags[0].reason and "1.80 nats below its own causal loss" in flags[0].reason
+    )
+    # The same collapse against a causal run of the room over the same steps.
+    leaky = _run(_noisy_flat(40, 0.3), mask="off_by_one", state="paused", run="leaky")
+    causal = _run(_noisy_flat(40, 2.1), run="causal", learner=BEN, state="paused")
+    assert _words(run_flags(leaky, [leaky, causal])) == [LEAKING]
+    # Not far enough below (a mask that did not leak much): no flag.
+    close = _run(_noisy_flat(40, 2.1 - MASK_CHEAT / 2), mask="none", state="paused", run="close")
+    assert run_flags(close, [close, causal]) == []
+    # A causal run far below another is a better model, not a leak.
+    good = _run(_noisy_flat(40, 0.3), state="paused", run="good")
+    assert run_flags(good, [good, causal]) == []
+
+
+def test_a_run_that_no_longer_falls_while_training_is_stalled():
+    from tinygpt.ui.people.room_flags import STALLED, run_flags
+
+    flags = run_flags(_run(_falling(100, 3.0, 2.0) + _noisy_flat(60, 2.0)))
+    assert _words(flags) == [STALLED] and "loss still decreasing: FAIL" in flags[0].reason
+    assert run_flags(_run(_falling(100, 3.0, 2.0))) == []  # still falling
+    assert run_flags(_run(_noisy_flat(60), state="paused")) == []  # not training: a pause is no stall
+
+
+def test_a_learners_run_that_differs_from_the_lecture_run_uses_own_settings():
+    from tinygpt.ui.people.room_flags import OWN, run_flags
+
+    lecture = _run(_falling(30), learner=TEACHER, run="lecture")
+    same = _run(_falling(30), run="same")
+    assert run_flags(same, lecture=lecture) == []
+    lr = {"kind": "knob", "knob": "learning_rate", "old": 1e-3, "new": 0.02, "step": 10, "ok": True}
+    mine = _run(_falling(30), num_heads=2, events=[lr])
+    flags = run_flags(mine, lecture=lecture)
+    assert _words(flags) == [OWN]
+    assert "LR 0.02 (lecture run: 0.001)" in flags[0].reason and "num_heads 2 (lecture run: 4)" in flags[0].reason
+    assert run_flags(mine) == []  # no lecture run in the room: nothing to say a run differs from
+
+
+def test_too_little_data_raises_no_flag():
+    from tinygpt.ui.people.room_flags import room_flags
+
+    change = {"kind": "knob", "knob": "mask", "old": "causal", "new": "none", "step": 3, "ok": True}
+    runs = [
+        _run([], run="empty"),
+        _run([2.0] * 10, run="short"),  # ten flat losses: the trend check needs 20
+        _run([2.1, 2.1, 2.1, 0.2, 0.2, 0.2], events=[change], run="leaky"),  # 3 leaky steps: 20 needed
+        _run(_noisy_flat(40, 0.2), mask="none", run="alone"),  # no causal loss in the room to hold it to
+    ]
+    runs[3]["metrics"] = runs[3]["metrics"][:19]
+    assert room_flags(runs) == {"empty": [], "short": [], "leaky": [], "alone": []}
+
+
+def test_the_room_table_and_chart_show_the_flags_with_their_reasons():
+    from tinygpt.ui.charts import compare
+    from tinygpt.ui.people.room_flags import DIVERGED, Flag, with_flags
+
+    rows = [{"learner": "anna", "name": "n1", "state": "diverged", "step": 3, "run": "r1"},
+            {"learner": "ben", "name": "n2", "state": "running", "step": 3, "run": "r2"}]  # fmt: skip
+    table = with_flags(rows, {"r1": [Flag(DIVERGED, "loss NaN at step 3")]})
+    assert list(table[0])[:4] == ["learner", "name", "state", "flag"]
+    assert [r["flag"] for r in table] == ["diverged: loss NaN at step 3", ""]
+    series = {"anna · n1": [{"step": 1, "loss": 2.0}], "ben · n2": [{"step": 1, "loss": 2.0}]}
+    spec = compare.room_chart(series, flags={"anna · n1": [Flag(DIVERGED, "loss NaN at step 3")]}).to_dict()
+    values = [v for d in spec["datasets"].values() for v in d]
+    assert {v["run"] for v in values} == {"anna · n1 · off: diverged", "ben · n2"}
+    assert {v["off"] for v in values} == {"diverged: loss NaN at step 3", ""}
+
+
+def test_the_room_page_shows_a_flagged_run_in_its_table(runs_dir):
+    from tinygpt.config import RunConfig
+
+    store = RunStore(runs_dir)
+    config = RunConfig().to_dict() | {"learner": {"id": ANNA.id, "name": "anna"}}
+    with store.create(config, owner="app") as writer:
+        for step in range(30):
+            writer.append_metric({"step": step, "loss": 3.0 - step / 100})
+        writer.append_metric({"step": 30, "loss": None})  # a non-finite loss, as the loop writes it
+        writer.write_status(state="paused", step=30)
+        run = writer.run_dir.name
+    teacher = app_as(TEACHER)
+    teacher.switch_page("pages/room.py").run()
+    assert not teacher.exception, teacher.exception
+    table = teacher.dataframe[0].value
+    assert list(table.columns[:6]) == ["learner", "name", "lesson step", "in view", "state", "flag"]
+    assert table.loc[table["run"] == run, "flag"].iloc[0].startswith("diverged: loss not finite at step 30")
+
+
+def test_positions_say_each_learners_lesson_step_and_run_in_view_and_forget_a_closed_tab():
+    from tinygpt.ui.host.positions import WINDOW_S, Positions, with_positions
+
+    seen = Positions()
+    seen.saw(ANNA.id, 2, "r2", now=100.0)
+    rows = [{"learner": "anna", "name": "a", "run": "r1"}, {"learner": "anna", "name": "b", "run": "r2"},
+            {"learner": "cli", "name": "c", "run": "r3"}]  # fmt: skip
+    learners = {"r1": ANNA.id, "r2": ANNA.id, "r4": BEN.id}
+    out = with_positions(rows, learners, seen, 12, now=110.0)
+    assert [list(r)[:4] for r in out] == [["learner", "name", "lesson step", "in view"]] * 3
+    assert [(r["lesson step"], r["in view"]) for r in out] == [("step 3/12", ""), ("step 3/12", "yes"), ("", "")]
+    assert with_positions(rows, learners, seen, 12, now=100.0 + WINDOW_S + 1)[0]["lesson step"] == "not seen"
+    seen.saw(ANNA.id, None, "r1", now=200.0)  # outside the lesson
+    assert [r["in view"] for r in with_positions(rows, learners, seen, 12, now=200.0)] == ["yes", "", ""]
+    assert with_positions(rows, learners, seen, 12, now=200.0)[0]["lesson step"] == "not in the lesson"
+
+
+def test_the_room_table_shows_where_a_learner_is_in_the_lesson(runs_dir):
+    from tinygpt.config import RunConfig
+
+    store = RunStore(runs_dir)
+    with store.create(RunConfig().to_dict() | {"learner": {"id": ANNA.id, "name": "anna"}}, owner="app") as writer:
+        writer.write_status(state="paused", step=0)
+        run = writer.run_dir.name
+    anna = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    anna.session_state[people_keys.LEARNER] = ANNA
+    anna.session_state[teach_keys.LESSON_STEP] = 4  # her pane shows step 5
+    anna.query_params["run"] = run
+    anna.run()
+    assert not anna.exception, anna.exception
+    teacher = app_as(TEACHER)
+    teacher.switch_page("pages/room.py").run()
+    table = teacher.dataframe[0].value
+    row = table.loc[table["run"] == run]
+    assert (row["lesson step"].iloc[0], row["in view"].iloc[0]) == ("step 5/12", "yes")

@@ -1,0 +1,110 @@
+"""The lesson's "Reset the lecture run" (tinygpt/ui/teach/lesson_reset.py): what it offers, read from a lecture run
+whose knob really changed while it trained, and the instructor's click in the app (AppTest)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+from helpers import tiny_config  # noqa: E402
+
+from tinygpt.runs.branch import read_branch  # noqa: E402
+from tinygpt.runs.control import KnobChange, QueueControl  # noqa: E402
+from tinygpt.runs.files import checkpoint_stem, read_config  # noqa: E402
+from tinygpt.runs.loop import run_training  # noqa: E402
+from tinygpt.runs.owners import Actor  # noqa: E402
+from tinygpt.runs.store import RunStore  # noqa: E402
+from tinygpt.ui import state  # noqa: E402
+from tinygpt.ui.teach import lesson  # noqa: E402
+from tinygpt.ui.teach.lesson_reset import offer  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[3]
+MASK = lesson.STEP_KEYS.index("mask")
+
+
+def lecture_run(store: RunStore, text: str, knob: str | None, value, at: int, pause: bool = False) -> str:
+    """A 24-step run (checkpoints at 10 and 20) whose `knob` moves to `value` at step `at` while it trains; a pause
+    right after the change checkpoints that step with the new value."""
+    config = tiny_config(text, max_steps=24)
+    writer = store.create(config.to_dict(), owner="cli")
+    writer.close()
+    control = QueueControl()
+
+    def at_step(record):
+        if knob and record["step"] == at:
+            control.send(KnobChange(knob, value))
+            if pause:
+                control.send({"cmd": "pause"})
+                control.send({"cmd": "resume"})
+
+    assert run_training(writer.run_dir, config, control, on_record=at_step) == "finished"
+    return writer.run_id
+
+
+def room_with(run_id: str | None) -> dict:
+    return {"runs": {"lecture": {"run": run_id}} if run_id else {}}
+
+
+def test_the_steps_that_break_the_lecture_run_offer_a_reset():
+    assert [s.key for s in lesson.STEPS if s.reset] == ["mask", "optim"]
+    assert all(s.setup.knobs for s in lesson.STEPS if s.reset)  # the knobs a reset goes back before
+
+
+def test_a_reset_is_offered_before_the_first_change_and_its_words_say_where(tmp_path, tiny_text):
+    store = RunStore(tmp_path / "runs")
+    assert offer(room_with(None), store, ("mask",)).point is None  # no lecture run yet
+    rid = lecture_run(store, tiny_text, "learning_rate", 0.1, 14)
+    found = offer(room_with(rid), store, ("learning_rate",))
+    assert found.run_id == rid and found.point == (10, {})  # the newest checkpoint before the change
+    assert "checkpoint at step 10" in found.text and "LR 0.002→0.1 at step 14" in found.text
+    assert "LR 0.002," in found.text  # the branch's learning rate: the one before the change
+    unchanged = offer(room_with(rid), store, ("mask",))
+    assert unchanged.point is None and "mask has not changed" in unchanged.text
+
+
+def test_no_checkpoint_before_the_change_is_said_plainly(tmp_path, tiny_text):
+    store = RunStore(tmp_path / "runs")
+    rid = lecture_run(store, tiny_text, "mask", "none", 5)
+    for suffix in (".json", ".safetensors"):  # step 0's checkpoint gone (as retention thins them): next is 10
+        checkpoint_stem(store.path(rid), 0).with_suffix(suffix).unlink()
+    found = offer(room_with(rid), store, ("mask",))
+    assert found.point is None
+    assert "no checkpoint before its change (mask causal→none at step 5)" in found.text
+
+
+def test_the_instructor_resets_the_lecture_run_and_the_room_follows_the_branch(runs_dir, tiny_text):
+    """The mask went to none at step 12 and a pause checkpointed step 12 with it: the reset branches from there
+    with the causal mask put back, the branch becomes the room's lecture run and the run in view. A learner's pane
+    at the same step shows no button."""
+    from streamlit.testing.v1 import AppTest
+
+    store = RunStore(runs_dir)
+    parent = lecture_run(store, tiny_text, "mask", "none", 12, pause=True)
+    lesson.write_room(runs_dir, step=MASK, runs={"lecture": {"run": parent}})
+
+    def session(instructor: bool) -> AppTest:
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
+        at.session_state["learner"] = Actor("t" if instructor else "l", "someone", instructor)
+        at.run()
+        assert not at.exception, at.exception
+        return at
+
+    learner = session(False)
+    assert not [b for b in learner.sidebar.button if b.label == "Reset the lecture run"]
+    teacher = session(True)
+    assert any("checkpoint at step 12" in c.value.replace("\\", "") for c in teacher.sidebar.caption)
+    [reset] = [b for b in teacher.sidebar.button if b.label == "Reset the lecture run"]
+    reset.click().run()
+    assert not teacher.exception, teacher.exception
+    assert not teacher.error, [e.value for e in teacher.error]
+    branch = lesson.read_room(runs_dir)["runs"]["lecture"]["run"]
+    assert branch != parent and teacher.session_state[state.RUN_ID] == branch
+    assert read_branch(store.path(branch)) == {"parent": parent, "step": 12, "changes": {"mask": "causal"}}
+    assert read_config(store.path(branch)).model.mask == "causal"
+    assert read_config(store.path(parent)).model.mask == "causal"  # config.json: as the parent started
+    # Reset once: the branch's mask has not changed since, so nothing more is offered.
+    assert not [b for b in teacher.sidebar.button if b.label == "Reset the lecture run"]
+    said = [c.value.replace("\\", "") for c in teacher.sidebar.caption]
+    assert "The lecture run's mask has not changed since it was branched at step 12: nothing to reset." in said

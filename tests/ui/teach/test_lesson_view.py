@@ -1,0 +1,64 @@
+"""The lesson pane's *Prepare the long runs* (tinygpt/ui/teach/lesson_view.py `prepare`) starts exactly
+tinygpt.lab.prepare.prepared_runs(), the runs `python -m tinygpt.bench.prepare` times, and skips a role the room has."""
+
+from __future__ import annotations
+
+from tinygpt.lab.prepare import PREPARE_ORDER, prepared_runs
+from tinygpt.runs.owners import Actor
+from tinygpt.ui.people import admission
+from tinygpt.ui.teach import lesson_view
+from tinygpt.ui.train import settings
+
+TEACHER = Actor("c" * 16, "teacher", instructor=True)
+
+
+def fake_prepare(monkeypatch, room_runs: dict) -> tuple[int, list[tuple[str, str, dict, str]], dict]:
+    started, remembered = [], {}
+
+    def start(actor, configs, priority="live", **_):
+        ids = {}
+        for label, config in configs.items():
+            started.append((label, config.to_dict(), priority))
+            ids[label] = f"run{len(started)}"
+        return ids
+
+    monkeypatch.setattr(admission, "start", start)
+    monkeypatch.setattr(settings, "ensure_corpus", lambda data: None)
+    monkeypatch.setattr(lesson_view, "room", lambda: {"runs": room_runs})
+    monkeypatch.setattr(lesson_view, "_remember", lambda actor, role, runs: remembered.update({role: runs}))
+    return lesson_view.prepare(TEACHER), started, remembered
+
+
+def test_prepare_starts_the_labs_prepared_runs_in_order(monkeypatch):
+    count, started, remembered = fake_prepare(monkeypatch, {})
+    expected = [(p.label, p.config.to_dict(), p.priority) for p in prepared_runs()]
+    assert started == expected and count == len(expected)
+    assert list(remembered) == list(PREPARE_ORDER)
+
+
+def test_prepare_skips_a_role_the_room_already_has(monkeypatch):
+    count, started, remembered = fake_prepare(monkeypatch, {"heads": {"run": "x"}})
+    assert "heads" not in remembered and count == len(prepared_runs()) - 1
+
+
+def test_the_panes_run_lines_are_in_the_viewers_words(tmp_path, monkeypatch):
+    """The review's learner read "paused: paused by you at step 16314" in the pane about the instructor's pause."""
+    from tinygpt.config import RunConfig
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui.host import resources
+    from tinygpt.ui.teach import lesson
+
+    store = RunStore(tmp_path)
+    with store.create(
+        RunConfig().to_dict() | {"learner": {"id": TEACHER.id, "name": "t", "instructor": True}}, owner="app"
+    ) as w:
+        w.append_metric({"step": 5, "loss": 3.0})
+        w.write_status(state="paused", step=5, reason="paused by you at step 5")
+        rid = w.run_dir.name
+    monkeypatch.setattr(lesson_view, "reader_of", lambda run_id: store.reader(run_id))
+    monkeypatch.setattr(resources, "touch", lambda run_id: None)
+    step = next(s for s in lesson.STEPS if lesson.LECTURE in lesson.roles_needed(s))
+    runs = {lesson.LECTURE: {"run": rid}}
+    learner = Actor("a" * 16, "anna")
+    assert "paused by the instructor at step 5" in " ".join(lesson_view._progress(runs, step, learner))
+    assert "paused by you at step 5" in " ".join(lesson_view._progress(runs, step, TEACHER))

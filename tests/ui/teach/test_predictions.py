@@ -1,0 +1,181 @@
+"""Predict, then run (tinygpt/ui/teach/predictions.py): every step's answers, grading by the check's own outcome, the
+room's answers closed once the check appears (refused by the book itself, under concurrent sessions), the spread
+and its CSV. No browser, no Streamlit."""
+
+import csv
+import io
+import threading
+
+import pytest
+
+from tinygpt.ui.teach import lesson, predictions
+from tinygpt.ui.teach.lesson import Check, Evidence, RunData
+from tinygpt.ui.teach.predictions import (
+    NOT_DECIDED,
+    NOT_SEEN,
+    NOT_SURE,
+    RIGHT,
+    SEEN,
+    UNDECIDED,
+    WRONG,
+    AnswerClosed,
+    Answers,
+    PredictionBook,
+)
+
+UPDOWN = Answers(("goes up", "goes down", "unchanged"), "goes up", ("goes down",))
+YESNO = Answers(("yes", "no"), "yes")
+
+
+def test_every_step_has_two_to_four_answers_plus_not_sure_and_a_seen_answer():
+    for step in lesson.STEPS:
+        assert step.answers is not None, step.key
+        assert 2 <= len(step.answers.choices) <= 4
+        assert step.answers.options[-1] == NOT_SURE and step.answers.seen in step.answers.choices
+        assert step.answers.confirmed(SEEN) == {step.answers.seen}
+    with pytest.raises(ValueError):
+        Answers(("only one",), "only one")
+    with pytest.raises(ValueError):
+        Answers(("a", "b"), "c")
+    with pytest.raises(ValueError):
+        Answers(("a", "b"), "a", ("a",))
+
+
+def test_the_outcome_is_the_checks_own():
+    assert predictions.outcome_of(Check(True, "")) == SEEN
+    assert predictions.outcome_of(Check(False, "")) == NOT_SEEN
+    assert predictions.outcome_of(Check(None, "Not enough data yet: 3 of 60 steps")) is None  # still open
+    assert predictions.outcome_of(Check(None, "Not enough data: ...", settled=True)) == UNDECIDED
+    # A real check: the first step's, waiting, then decided.
+    run = RunData("r", vocab_size=65, metrics=[{"step": 1 + i, "loss": v} for i, v in enumerate([4.2] * 10)])
+    assert predictions.outcome_of(lesson.STEPS[0].check(Evidence(runs={"lecture": run}))) is None
+    run.metrics = [{"step": 1 + i, "loss": v} for i, v in enumerate([4.2] + [2.4] * 80)]
+    assert predictions.outcome_of(lesson.STEPS[0].check(Evidence(runs={"lecture": run}))) == SEEN
+
+
+def test_an_experiment_that_ended_undecided_settles_as_undecided():
+    check = lesson.experiment_verdict("memory", "Memory")
+    waiting = check(Evidence(verdicts={"memory": {"reproduced": None, "sentence": "training"}}))
+    ended = check(Evidence(verdicts={"memory": {"reproduced": None, "sentence": "x", "undecided": "counts"}}))
+    assert predictions.outcome_of(waiting) is None and predictions.outcome_of(ended) == UNDECIDED
+
+
+def test_grading_follows_the_outcome():
+    assert predictions.grade(UPDOWN, "goes up", SEEN) == RIGHT
+    assert predictions.grade(UPDOWN, "goes down", SEEN) == WRONG
+    assert predictions.grade(UPDOWN, "unchanged", SEEN) == WRONG
+    assert predictions.grade(UPDOWN, "goes up", NOT_SEEN) == WRONG
+    assert predictions.grade(UPDOWN, "goes down", NOT_SEEN) == RIGHT
+    assert predictions.grade(UPDOWN, "unchanged", NOT_SEEN) == NOT_DECIDED  # "did not rise" says no more
+    assert predictions.grade(YESNO, "no", NOT_SEEN) == RIGHT  # yes/no: "not seen" confirms the other
+    assert predictions.grade(UPDOWN, "goes up", UNDECIDED) == NOT_DECIDED
+    assert predictions.grade(UPDOWN, NOT_SURE, SEEN) == NOT_SURE
+    assert predictions.grade(UPDOWN, "goes up", None) is None and predictions.grade(UPDOWN, None, SEEN) is None
+
+
+def test_an_answer_changes_until_the_check_appears_then_is_refused(tmp_path):
+    book = PredictionBook(tmp_path)
+    book.answer("mask", "ann", "anna", "goes down", UPDOWN)
+    book.answer("mask", "ann", "anna", "goes up", UPDOWN)  # changed her mind: allowed
+    with pytest.raises(predictions.TinyGPTError):
+        book.answer("mask", "ann", "anna", "sideways", UPDOWN)  # not one of the answers
+    assert book.settle("mask", SEEN, "ann") is True  # her pane showed the check
+    assert book.settle("mask", SEEN, "ann") is False  # every refresh calls it: written once
+    with pytest.raises(AnswerClosed):
+        book.answer("mask", "ann", "anna", "goes down", UPDOWN)
+    records, outcome = book.step("mask")
+    assert records["ann"]["answer"] == "goes up" and records["ann"]["outcome"] == SEEN and outcome is None
+    # Ben has not seen the check yet; the room's check closes the step for him too (and for anyone new).
+    book.answer("mask", "ben", "ben", "goes down", UPDOWN)
+    book.settle("mask", NOT_SEEN)
+    for who in ("ben", "cid"):
+        with pytest.raises(AnswerClosed):
+            book.answer("mask", who, who, "goes up", UPDOWN)
+    assert book.step("mask")[1] == NOT_SEEN
+    book.settle("mask", SEEN)  # the first outcome stays: answers were graded by it when they closed
+    assert book.step("mask")[1] == NOT_SEEN
+    # A learner who saw the check before answering may not answer after it.
+    book.settle("heads", SEEN, "dan")
+    with pytest.raises(AnswerClosed):
+        book.answer("heads", "dan", "dan", "yes", YESNO)
+    assert book.step("heads")[0]["dan"]["answer"] is None
+    book.clear()
+    assert book.step("mask") == ({}, None)
+
+
+def test_a_torn_file_is_an_empty_book(tmp_path):
+    (tmp_path / predictions.FILE).write_text("{not json")
+    assert PredictionBook(tmp_path).step("mask") == ({}, None)
+    PredictionBook(tmp_path).answer("mask", "ann", "anna", "goes up", UPDOWN)
+    assert PredictionBook(tmp_path / "new").step("mask") == ({}, None)
+
+
+def test_concurrent_sessions_lose_no_answer(tmp_path):
+    """Twenty learners answer at once (each session is a thread of the server): one lock, no lost update."""
+    errors = []
+
+    def learner(i: int) -> None:
+        try:
+            for choice in ("goes up", "goes down", UPDOWN.options[i % 4]):
+                PredictionBook(tmp_path).answer("optim", f"l{i}", f"learner {i}", choice, UPDOWN)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=learner, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    records, _ = PredictionBook(tmp_path).step("optim")
+    assert len(records) == 20 and all(records[f"l{i}"]["answer"] == UPDOWN.options[i % 4] for i in range(20))
+
+
+def test_the_spread_counts_grades_and_names_no_one_on_its_line(tmp_path):
+    book = PredictionBook(tmp_path)
+    for who, choice in (("a", "goes up"), ("b", "goes up"), ("c", "goes down"), ("d", NOT_SURE), ("e", "unchanged")):
+        book.answer("optim", who, f"name-{who}", choice, UPDOWN)
+    spread = predictions.tally(UPDOWN, *book.step("optim"))
+    assert spread["answered"] == 5 and spread["counts"] == {"goes up": 2, "goes down": 1, "unchanged": 1,
+                                                            NOT_SURE: 1}  # fmt: skip
+    assert spread["share_right"] is None and not spread["decided"]  # before the check
+    line = predictions.spread_line(spread)
+    assert line.startswith("5 answered") and "name-" not in line
+    assert "goes up: 2 · goes down: 1 · unchanged: 1" in line  # each count after its answer's colon
+    book.settle("optim", SEEN)
+    spread = predictions.tally(UPDOWN, *book.step("optim"))
+    # Right: a and b; wrong: c and e; not sure: d, counted in the share (it is no right answer).
+    assert spread["right"] == 2 and spread["share_right"] == pytest.approx(2 / 5)
+    assert "2 right (40%" in predictions.spread_line(spread)
+    assert [r["learner"] for r in spread["rows"]][:2] == ["name-a", "name-b"]
+    assert {r["grade"] for r in spread["rows"]} == {RIGHT, WRONG, NOT_SURE}
+    undecided = predictions.tally(UPDOWN, book.step("optim")[0], UNDECIDED)
+    assert undecided["share_right"] is None and undecided["not_decided"] == 4
+    assert predictions.spread_line(predictions.tally(UPDOWN, {}, None)) == "No answers yet."
+
+
+def test_the_csv_has_every_step_and_answer_and_no_names(tmp_path):
+    book = PredictionBook(tmp_path)
+    first = lesson.STEPS[0]
+    book.answer(first.key, "a", "anna", first.answers.seen, first.answers)
+    book.answer(first.key, "b", "ben", NOT_SURE, first.answers)
+    book.settle(first.key, SEEN)
+    text = predictions.spread_csv(lesson.STEPS, book)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == sum(len(s.answers.options) for s in lesson.STEPS)
+    mine = [r for r in rows if r["key"] == first.key]
+    seen = next(r for r in mine if r["answer"] == first.answers.seen)
+    assert seen["learners"] == "1" and seen["grade"] == RIGHT and seen["outcome"] == SEEN
+    assert seen["answered"] == "2" and seen["share_right"] == "0.500" and seen["question"] == first.predict
+    assert "anna" not in text and "ben" not in text
+
+
+def test_a_step_is_revealed_to_the_room_by_the_instructor_or_to_a_learner_by_their_own_setup(tmp_path):
+    book = PredictionBook(tmp_path)
+    assert not book.revealed("scaling") and not book.revealed("scaling", "ann")
+    book.reveal("scaling", "ann")
+    assert book.revealed("scaling", "ann") and not book.revealed("scaling", "ben") and not book.revealed("scaling")
+    book.answer("scaling", "ben", "ben", "yes", YESNO)  # a reveal is no outcome: answers stay open
+    book.reveal("scaling")
+    assert book.revealed("scaling", "ben") and book.revealed("scaling")
+    assert book.step("scaling")[0]["ben"]["answer"] == "yes"

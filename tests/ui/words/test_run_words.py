@@ -1,0 +1,80 @@
+"""A run's words per viewer (tinygpt/ui/words/run_words.py): "paused by you" only for the one who paused it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tinygpt.runs.owners import Actor
+from tinygpt.ui.words import run_words
+
+ANNA = Actor("a" * 16, "anna")
+BEN = Actor("b" * 16, "ben")
+TEACHER = Actor("c" * 16, "teacher", instructor=True)
+ANNAS = {"learner": {"id": ANNA.id, "name": "anna"}}
+TEACHERS = {"learner": {"id": TEACHER.id, "name": "teacher", "instructor": True}}
+
+
+def test_paused_by_you_is_the_owners_word_and_names_the_owner_for_everyone_else():
+    reason = "paused by you at step 3631"
+    assert run_words.reason_for(reason, ANNAS, ANNA) == reason
+    assert run_words.reason_for(reason, ANNAS, BEN) == "paused by anna at step 3631"
+    assert run_words.reason_for(reason, ANNAS, TEACHER) == "paused by anna at step 3631"
+    assert run_words.reason_for(reason, TEACHERS, ANNA) == "paused by the instructor at step 3631"
+    assert run_words.reason_for(reason, TEACHERS, TEACHER) == reason
+    assert run_words.reason_for(reason, {}, ANNA) == "paused by the instructor at step 3631"  # nobody's: the CLI's
+    assert run_words.reason_for(reason, {}, TEACHER) == reason
+    assert run_words.reason_for("stopped by you at step 9", ANNAS, BEN) == "stopped by anna at step 9"
+    held = "paused by the instructor at step 5"
+    assert run_words.reason_for(held, ANNAS, BEN) == held
+    assert run_words.reason_for(reason, ANNAS, None) == reason  # no room: the session's own
+
+
+def test_a_learner_watching_the_instructors_paused_run_is_not_told_they_paused_it(runs_dir):
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    from tinygpt.ui import state
+    from tinygpt.ui.host import resources
+    from tinygpt.ui.people import people_keys
+    from tinygpt.ui.train import train_keys
+
+    repo = Path(__file__).resolve().parents[3]
+
+    def app_as(actor: Actor, query: dict | None = None) -> AppTest:
+        at = AppTest.from_file(str(repo / "app.py"), default_timeout=60)
+        at.session_state[people_keys.LEARNER] = actor
+        for key, value in (query or {}).items():
+            at.query_params[key] = value
+        at.run()
+        assert not at.exception, at.exception
+        return at
+
+    teacher = app_as(TEACHER)
+    teacher.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
+    teacher.number_input(key=train_keys.W_MAX_STEPS).set_value(100_000).run()
+    next(b for b in teacher.button if b.label == "Train").click().run()
+    run_id = teacher.session_state[state.RUN_ID]
+    status = runs_dir / run_id / "status.json"
+    deadline = time.monotonic() + 60
+    while not (status.exists() and json.loads(status.read_text()).get("state") == "running"):
+        assert time.monotonic() < deadline, "the run never started"
+        resources.touch(run_id)
+        time.sleep(0.2)
+    resources.get_manager().pause(run_id, actor=TEACHER)
+    while "paused by you" not in json.loads(status.read_text()).get("reason", ""):
+        assert time.monotonic() < deadline + 30, "the run never paused"
+        time.sleep(0.2)
+
+    def status_lines(at: AppTest) -> str:
+        return "\n".join(str(m.value) for m in at.markdown if "step" in str(m.value)).replace("\\", "")
+
+    anna = app_as(ANNA, {"run": run_id, "view": "1"})
+    assert "paused by the instructor at step" in status_lines(anna)
+    assert "by you" not in status_lines(anna)
+    teacher.run()
+    assert "paused by you at step" in status_lines(teacher)
+    resources.get_manager().stop(run_id)

@@ -1,0 +1,274 @@
+"""Pure page logic: what a page says about a run (tinygpt/ui/words/runinfo.py) and the step slider (playback.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tinygpt.ui.attention import playback
+from tinygpt.ui.host import runlist
+from tinygpt.ui.words import picking, runinfo
+
+
+def test_knob_note_follows_the_workers_structured_answer():
+    assert runinfo.knob_note([], "r1", "mask", "none")[0] == "info"
+    ok = [{"kind": "knob", "knob": "mask", "request": "r1", "ok": True, "old": "causal", "new": "none", "step": 7}]
+    assert runinfo.knob_note(ok, "r1", "mask", "none") == ("success", "mask → none: applied at step 7")
+    refused = [{"kind": "knob", "knob": "window", "request": "r2", "ok": False, "error": "too long", "message": "no"}]
+    assert runinfo.knob_note(refused, "r2", "window", 99) == ("error", "no")
+    assert runinfo.knob_note(ok + refused, "r3", "mask", "none")[0] == "info"  # another request's answer
+
+
+def test_event_notes_list_changes_not_refusals():
+    events = [
+        {"kind": "knob", "knob": "mask", "ok": True, "old": "causal", "new": "none", "step": 3, "message": "changed"},
+        {"kind": "knob", "knob": "mask", "ok": False, "error": "bad", "step": 4, "message": "refused"},
+        {"kind": "nonfinite", "step": 9, "message": "nan"},
+    ]
+    assert runinfo.event_notes(events) == "mask causal→none @3 · nan"  # the markers' own words
+
+
+def test_nearest_checkpoint_and_snapshot():
+    assert runinfo.nearest_checkpoint([0, 100, 200], 150) == 100
+    assert runinfo.nearest_checkpoint([100, 200], 50) == 100
+    assert runinfo.nearest_checkpoint([], 50) is None
+    assert runinfo.nearest_snapshot([0, 10, 20], 15) == 10
+
+
+def test_playback_plays_from_the_start_then_one_snapshot_per_tick_then_stops():
+    steps = [0, 10, 20]
+    first = playback.advance(steps, 20, playing=True, started=False, follow=True)
+    assert (first.step, first.started, first.follow, first.done) == (0, True, False, False)
+    second = playback.advance(steps, first.step, playing=True, started=True, follow=False)
+    assert second.step == 10 and not second.done
+    last = playback.advance(steps, 20, playing=True, started=True, follow=False)
+    assert last.done and last.step == 20
+
+
+def test_playback_follows_the_newest_snapshot_until_the_learner_scrubs():
+    assert playback.advance([0, 10, 20], 10, playing=False, started=False, follow=True).step == 20
+    assert playback.advance([0, 10, 20], 10, playing=False, started=False, follow=False).step == 10
+    assert playback.advance([0, 10], None, playing=False, started=False, follow=False).step == 10
+
+
+# ---------------------------------------------------------------- what each run really did (live knob changes)
+
+CONFIG = {
+    "model": {"num_layers": 2, "num_heads": 4, "hidden_dim": 64, "mask": "causal", "attn_scale": "head_dim"},
+    "train": {"learning_rate": 0.002, "min_lr": 0.0002, "warmup_steps": 30, "max_grad_norm": 1.0},
+    "data": {"source": "synthetic:copy"},
+}
+EVENTS = [  # the cheating run of the issue: scale off at 1130, mask none at 1810
+    {"kind": "knob", "knob": "attn_scale", "ok": True, "old": "head_dim", "new": "none", "step": 1130},
+    {"kind": "knob", "knob": "mask", "ok": True, "old": "causal", "new": "none", "step": 1810},
+    {"kind": "knob", "knob": "window", "ok": False, "error": "no", "step": 1900},
+]
+
+
+def test_runs_show_the_live_changes_and_the_knobs_of_the_best_val_loss():
+    assert runinfo.knob_history(EVENTS) == ["scaling head_dim→none @1130", "mask causal→none @1810"]
+    evals = [{"step": 1000, "val_loss": 1.9}, {"step": 2000, "val_loss": 0.126}]
+    step, loss, under = runinfo.best_eval(CONFIG, EVENTS, evals)
+    assert (step, loss) == (2000, 0.126) and under == ["scaling none", "mask none"]  # reached while cheating
+    assert runinfo.best_eval(CONFIG, [], evals)[2] == []
+    assert runinfo.knobs_at(CONFIG, EVENTS, 1500)["mask"] == "causal"
+
+
+def test_settings_that_differ_count_live_changes_and_compare_charts_mark_them():
+    from tinygpt.ui.charts import compare
+
+    two_heads = {**CONFIG, "model": {**CONFIG["model"], "num_heads": 2}}
+    diff = compare.config_diff({"A": CONFIG, "B": two_heads}, events={"A": EVENTS, "B": []})
+    rows = {r["setting"]: r for r in diff}
+    assert rows["model.mask"]["A"] == "causal→none @1810" and rows["model.mask"]["B"] == "causal"
+    assert {"model.num_heads", "model.mask", "model.attn_scale"} <= set(rows)  # not only num_heads 4 vs 2
+    series = {"A": [{"step": s, "loss": 2.0} for s in range(1, 2001, 10)], "B": [{"step": 1, "loss": 2.0}]}
+    spec = compare.compare_chart(series, "loss", events={"A": EVENTS})
+    labels = [r["label"] for r in spec["datasets"]["compare_knobs"]]
+    assert labels == ["A: scaling head_dim→none @1130", "A: mask causal→none @1810"]
+
+
+def test_queue_wait_follows_the_running_runs_pace(tmp_path):
+    """A queued learner sees when their run will start: slots free as running runs finish at their own pace,
+    and each run queued ahead takes a slot for its whole length."""
+    from tinygpt.runs.status import update_status
+    from tinygpt.runs.store import RunStore
+
+    store = RunStore(tmp_path)
+    config = {"model": {"max_seq_len": 32}, "train": {"batch_size": 16, "max_steps": 300}}
+    ids = []
+    for state_, step, position in (("running", 100, None), ("running", 250, None), ("queued", 0, 1), ("queued", 0, 2)):
+        with store.create(config, owner="app") as w:
+            ids.append(w.run_id)
+        update_status(store.path(ids[-1]), state=state_, step=step, max_steps=300, queue_position=position,
+                      tokens_per_s=512.0 * 10)  # 10 steps/s  # fmt: skip
+    assert runlist.queue_wait(store, ids[2]) == pytest.approx(5.0)  # the second run has 50 steps left
+    assert runlist.queue_wait(store, ids[3]) == pytest.approx(20.0)  # then the first run's 200 steps
+    assert runlist.queue_wait(store, ids[0]) is None  # not queued
+
+
+def test_queue_wait_ignores_runs_queued_without_a_position_yet(tmp_path):
+    """Seen in the 20-learner load test: a run just created is 'queued' with queue_position None, and sorting
+    positions raised TypeError in the page of every other queued learner."""
+    from tinygpt.runs.status import update_status
+    from tinygpt.runs.store import RunStore
+
+    store = RunStore(tmp_path)
+    config = {"model": {"max_seq_len": 32}, "train": {"batch_size": 16, "max_steps": 300}}
+    ids = []
+    for state_, position in (("running", None), ("queued", None), ("queued", 1)):
+        with store.create(config, owner="app") as w:
+            ids.append(w.run_id)
+        update_status(store.path(ids[-1]), state=state_, step=0, max_steps=300, queue_position=position,
+                      tokens_per_s=5120.0)  # fmt: skip
+    assert runlist.queue_wait(store, ids[2]) == pytest.approx(30.0)
+
+
+def test_a_finished_runs_tokens_per_s_is_its_recent_steps_not_the_last_status_write():
+    """Issue 24 finding 4: a finished 3000-step run said "753 tokens/s" (status.json's wall-clock rate over its
+    last few steps and the final eval) while its steps ran at 8k-34k tokens/s."""
+    metrics = [{"step": s, "time": s * 0.05, "tokens_per_s": 10_000.0 + (s % 2) * 2_000} for s in range(1, 3001)]
+    status = {"state": "finished", "step": 3000, "max_steps": 3000, "tokens_per_s": 752.7, "reason": "max_steps"}
+    line = runinfo.status_line(status, metrics)
+    assert "753" not in line
+    rate = runinfo.recent_tokens_per_s(metrics)
+    assert 10_000 < rate < 12_000  # the harmonic mean: total tokens over total step time
+    assert f"{rate:,.0f} tokens/s" in line
+    assert runinfo.recent_tokens_per_s([]) is None
+    assert "tokens/s" not in runinfo.status_line({"state": "queued", "step": 0, "max_steps": 10}, [])
+
+
+# --- readable names where a run is picked (issue 24 finding 5) --------------------------------------------------
+
+_CFG = {
+    "model": {"num_layers": 2, "num_heads": 4, "hidden_dim": 64, "mask": "causal"},
+    "train": {"learning_rate": 0.002},
+    "data": {"source": "shakespeare"},
+    "learner": {"id": "me", "name": "anna"},
+}
+_MASK_NONE_AT_100 = [{"kind": "knob", "knob": "mask", "ok": True, "old": "causal", "new": "none", "step": 100}]
+
+
+def test_the_sample_picker_names_runs_as_runs_does():
+    name = "2L×4H×64 · shakespeare · LR 0.002 #2"
+    label = picking.pick_label("C8grKhNsuilD6cG9", name, _CFG, "finished", 300, me_id="me")
+    assert label == f"{name} · yours · finished · step 300"  # the name tells twins apart: no id to read
+    theirs = picking.pick_label("X" * 16, name, _CFG, "running", 20, me_id="other", current=True)
+    assert "anna's" in theirs and "(current)" in theirs
+    assert picking.pick_label("X" * 16, "", _CFG, "failed", 0, me_id=None).startswith("X" * 16)  # unreadable: id
+
+
+def test_sample_says_which_run_and_step_and_why_a_cheating_run_babbles():
+    source = picking.sample_source("C8grKhNsuilD6cG9", "2L×4H×64 · shakespeare · LR 0.002", 300)
+    assert "**2L×4H×64 · shakespeare · LR 0.002** (run `C8grKhNsuilD6cG9`)" in source and "step 300" in source
+    note = picking.cheat_note(_CFG, _MASK_NONE_AT_100, 300)
+    assert note and "mask none" in note and "step 100" in note and "next character" in note
+    assert picking.cheat_note(_CFG, _MASK_NONE_AT_100, 50) is None  # that checkpoint predates the switch
+    assert picking.cheat_note(_CFG, [], 300) is None  # an honest run: nothing to explain
+    back = [*_MASK_NONE_AT_100, {"kind": "knob", "knob": "mask", "ok": True, "old": "none", "new": "causal",
+                                 "step": 200}]  # fmt: skip
+    note = picking.cheat_note(_CFG, back, 300)
+    assert note and "steps 100-200" in note  # switched back: the weights still carry those steps
+    window = {**_CFG, "model": {**_CFG["model"], "mask": "sliding_window"}}
+    assert picking.cheat_note(window, [], 300) is None  # a sliding window does not see the future
+
+
+def test_the_room_chart_draws_the_latest_runs_when_none_is_training():
+    """Issue 24 finding 4: the Room's loss chart said "no runs yet" over six finished runs listed under it."""
+    rows = [{"learner": f"l{i}", "run": f"r{i}", "name": f"2L×4H×64 · n{i}", "state": "finished"} for i in range(6)]
+    drawn, note = picking.room_chart_runs(rows)
+    assert [run for run, _ in drawn] == [f"r{i}" for i in range(6)] and "No run is training" in note
+    assert drawn[0][1] == "l0 · 2L×4H×64 · n0"  # readable: learner and run name, not the id
+    rows[2]["state"] = "running"
+    drawn, note = picking.room_chart_runs(rows)
+    assert [run for run, _ in drawn] == ["r2"] and note == ""
+    assert picking.room_chart_runs([]) == ([], "")
+    many = [{**rows[0], "run": f"x{i}", "state": "finished"} for i in range(30)]
+    drawn, note = picking.room_chart_runs(many)
+    assert len(drawn) == 8 and "latest 8 of 30" in note
+    twins = [{**rows[0], "run": "a1"}, {**rows[0], "run": "b2", "name": rows[0]["name"] + " #2"}]
+    labels = [label for _, label in picking.room_chart_runs(twins)[0]]
+    assert labels == ["l0 · 2L×4H×64 · n0", "l0 · 2L×4H×64 · n0 #2"]  # the names tell twins apart: no id
+
+
+def test_the_tables_lead_with_the_name_and_keep_the_id_last(tmp_path):
+    """Issue 36: the Runs table's first column was the id, and three default runs had the same name."""
+    from tinygpt.runs.store import RunStore
+
+    store = RunStore(tmp_path)
+    for _ in range(3):
+        with store.create({**_CFG, "model": {**_CFG["model"], "max_seq_len": 32}}, owner="app"):
+            pass
+    for rows in (runlist.run_rows(store), runlist.room_rows(store)):
+        names = [r["name"] for r in rows]
+        assert len(set(names)) == 3 and sorted(names)[0] == "2L×4H×64 · shakespeare · LR 0.002"
+        assert list(rows[0])[-1] == "run" and list(rows[0])[0] in ("name", "learner")
+    assert list(runlist.run_rows(store)[0])[0] == "name"
+    assert runlist.run_names(store) == {r["run"]: r["name"] for r in runlist.run_rows(store)}
+
+
+def test_the_clipping_caption_is_the_runs_share_and_what_it_means_here():
+    """Issue 24 finding 4: the demo clipped nearly every step while the caption said that many clipped steps mean
+    the learning rate is too high (under AdamW a steady clip rescales the moments, not the update's size)."""
+    from tinygpt.ui.charts.help import CHART_HELP
+
+    assert "learning rate is too high" not in CHART_HELP["grad_norm_chart"]  # a fixed verdict, true or not
+    every = [{"step": s, "loss": 3 - s / 300, "grad_norm": 2.5, "clipped": True} for s in range(1, 301)]
+    text = runinfo.clip_caption(every, {"max_grad_norm": 1.0, "learning_rate": 0.002}, "adamw")
+    assert "300 of the last 300 steps (100%)" in text and "0.002" in text and "AdamW" in text
+    assert "0.4×" in text  # 1.0 / 2.5: the factor each clipped gradient was scaled by
+    assert "falling" in text  # the loss fell: the caption says so instead of blaming the learning rate
+    rising = [{**m, "loss": 1 + m["step"] / 100} for m in every]
+    assert "rising" in runinfo.clip_caption(rising, {"max_grad_norm": 1.0, "learning_rate": 0.002}, "adamw")
+    sgd = runinfo.clip_caption(every, {"max_grad_norm": 1.0, "learning_rate": 0.1}, "sgd")
+    assert "SGD" in sgd and "0.04" in sgd  # the effective step: lr × 0.4
+    few = [{**m, "clipped": m["step"] % 50 == 0} for m in every]
+    assert "6 of the last 300 steps (2%)" in runinfo.clip_caption(few, {"max_grad_norm": 1.0}, "adamw")
+    assert "no step was clipped" in runinfo.clip_caption([{**m, "clipped": False} for m in every],
+                                                         {"max_grad_norm": 1.0}, "adamw").lower()  # fmt: skip
+    assert "off" in runinfo.clip_caption(every, {"max_grad_norm": 0.0}, "adamw")
+    assert runinfo.clip_caption([], {"max_grad_norm": 1.0}, "adamw") == ""
+
+
+def test_a_run_that_trains_until_stopped_says_so_instead_of_an_eta():
+    """Issue 20 finding 7: the Lecture preset's run has no planned end: the status line says "until stopped" (no
+    "/ 1,000,000", no 9-hour ETA), there is no progress bar, the planned learning rate follows the run instead
+    of a million-step axis, and a queue does not promise a slot it holds."""
+    from tinygpt.config import UNTIL_STOPPED
+
+    metrics = [{"step": s, "time": s * 0.01} for s in range(1, 200)]
+    status = {"state": "running", "step": 199, "max_steps": UNTIL_STOPPED, "tokens_per_s": 50_000}
+    line = runinfo.status_line(status, metrics)
+    assert "until stopped" in line and "ETA" not in line and "1,000,000" not in line, line
+    assert line.startswith("step 199 ·")
+    assert runinfo.eta_seconds(metrics, 199, UNTIL_STOPPED) is None
+    assert runinfo.progress_fraction(status) is None
+    assert "until stopped" not in runinfo.status_line({**status, "state": "stopped"}, metrics)
+    config = {"train": {"max_steps": UNTIL_STOPPED, "learning_rate": 3e-3, "min_lr": 3e-3, "warmup_steps": 50}}
+    plan = runinfo.lr_schedule(config, {}, points=200, now=4000)
+    assert plan[0][0] == 4001 and plan[-1][0] == 5000 and {lr for _, lr in plan} == {3e-3}  # constant, from now on
+    start = runinfo.lr_schedule(config, {}, points=200)  # before the first step: past the warmup
+    assert start[-1][0] == 100 and start[0][1] < 3e-3
+    short = {"train": {"max_steps": 300, "learning_rate": 2e-3, "min_lr": 2e-4, "warmup_steps": 30}}
+    assert runinfo.lr_schedule(short, {}, now=100)[-1][0] == 300  # a planned end is drawn whole, as before
+
+
+def test_the_induction_verdict_has_a_bar_and_an_honest_estimate_while_its_runs_train():
+    """Issue 20 finding 9: the induction experiment took over 7 minutes to a verdict on a loaded server with no
+    estimate of when it would end. The estimate is the slowest run's remaining steps at its own recent pace."""
+    fast = [{"step": s, "time": s / 40} for s in range(1, 1001)]  # 40 steps/s
+    slow = [{"step": s, "time": s / 20} for s in range(1, 501)]  # 20 steps/s
+    assert runinfo.step_rate(fast) == pytest.approx(40)
+    runs = {
+        "2 layers": ({"state": "running", "step": 500, "max_steps": 3000}, slow),
+        "1 layer (control)": ({"state": "running", "step": 1000, "max_steps": 3000}, fast),
+    }
+    fraction, text = runinfo.verdict_progress(runs)
+    assert fraction == pytest.approx(1500 / 6000)
+    assert "Verdict in about 2 min 05 s" in text, text  # (3000 - 500) / 20 s for the slower run, not the faster
+    assert "2 layers: step 500 / 3,000 at 20 steps/s" in text and "at 40 steps/s" in text
+    queued = {**runs, "1 layer (control)": ({"state": "queued", "step": 0, "max_steps": 3000, "queue_position": 1}, [])}
+    fraction, text = runinfo.verdict_progress(queued)
+    assert text.startswith("No estimate yet: 1 layer (control) is not training now") and "position 1" in text
+    assert "Verdict in about" not in text  # a run waiting for a slot has no pace to extrapolate
+    ended = {label: ({"state": "finished", "step": 3000, "max_steps": 3000}, m) for label, (_, m) in runs.items()}
+    assert runinfo.verdict_progress(ended)[0] == 1.0

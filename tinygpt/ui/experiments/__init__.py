@@ -1,0 +1,1 @@
+"""The Experiments page (the pitfall lab): its keys and its support."""

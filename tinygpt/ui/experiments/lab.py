@@ -1,0 +1,286 @@
+"""Support for the Experiments page: start a pitfall experiment's runs side by side, read their numbers, and show
+the verdict in the colour it earned.
+
+`results()` turns each run folder into an `experiments.RunResult` (tinygpt.lab.results.read_result, with the
+checkpoint probes cached here), which the experiment's own `verdict()` judges. `show_verdict()` is the one place
+that picks the box: green only when the pitfall reproduced, a warning when it did not, neutral while training; the
+box follows the pitfall's own clauses, and a consequence of it that did not show is said apart, neutral.
+Nothing here is canned: every number comes from the runs or from a measurement taken on this machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+import torch
+
+from tinygpt import model as model_lib
+from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
+from tinygpt.data import SYNTHETIC_TASKS, load_corpus
+from tinygpt.lab.experiment import Experiment
+from tinygpt.lab.health import run_health_checks
+from tinygpt.lab.memory import memory_rows
+from tinygpt.lab.pitfalls import shape_drift
+from tinygpt.lab.results import checkpoint_probe, finite_mean, read_result
+from tinygpt.lab.verdict import RunResult, Verdict
+from tinygpt.runs.models import load_model, run_data
+from tinygpt.runs.reader import RunReader
+from tinygpt.ui import state
+from tinygpt.ui.experiments import experiments_keys
+from tinygpt.ui.host.resources import head_stats
+from tinygpt.ui.people import admission, room
+from tinygpt.ui.screen import explain
+from tinygpt.ui.train import settings
+
+# The corpora an experiment may run on: the page's label -> the data source (the learner's own text: "text").
+LAB_SOURCES = {
+    settings.SOURCE_SHAKESPEARE: "shakespeare",
+    **{f"Synthetic: {t}": f"synthetic:{t}" for t in SYNTHETIC_TASKS},
+    settings.SOURCE_UPLOAD: "text",
+    settings.SOURCE_PASTE: "text",
+}
+
+
+@dataclass
+class CorpusChoice:
+    label: str  # a key of LAB_SOURCES ("" for an experiment with a corpus of its own)
+    source: str  # the data source its runs train on
+    pasted: str = ""
+    uploaded: bytes | None = None
+
+
+def corpus_picker(experiment: Experiment, link_source: str | None, column) -> CorpusChoice:
+    """The corpus widgets in `column`: the choice (fixed, shown disabled, for an experiment with a corpus of its
+    own), the uploader or text box when it is the learner's own text, and a warning where the effect was measured
+    not to show on that corpus. `link_source`: a workshop link's ?source= preselects it."""
+    if experiment.source:
+        shown = next((k for k, v in LAB_SOURCES.items() if v == experiment.source), experiment.source)
+        column.text_input("Corpus (both runs)", shown, disabled=True)
+        return CorpusChoice("", experiment.source)
+    state.init(
+        experiments_keys.W_LAB_SOURCE, next((k for k, v in LAB_SOURCES.items() if v == link_source), "Tiny Shakespeare")
+    )
+    label = column.selectbox("Corpus (both runs)", list(LAB_SOURCES), key=experiments_keys.W_LAB_SOURCE)
+    choice = CorpusChoice(label, LAB_SOURCES[label])
+    if label == settings.SOURCE_UPLOAD:
+        file = column.file_uploader("A UTF-8 .txt file", type=["txt"], key=experiments_keys.W_LAB_UPLOAD)
+        choice.uploaded = file.getvalue() if file is not None else None
+    elif label == settings.SOURCE_PASTE:
+        choice.pasted = column.text_area(
+            "Text to train on", key=experiments_keys.W_LAB_PASTE, height=120, max_chars=MAX_TEXT_FIELDS["text"]
+        )
+    if why := experiment.does_not_show_on.get(choice.source):
+        column.warning(f"Measured: this pitfall does not show on this corpus: {why}.", icon=":material/info:")
+    elif not experiment.measured_on(choice.source):
+        column.info(
+            "Not benchmarked on this corpus: the benchmark ran every pitfall on Tiny Shakespeare, the copy task, two "
+            "English texts and Python source code, never on this text. The verdict below is judged from these runs "
+            "alone, so it still says whether it showed.",
+            icon=":material/info:",
+        )
+    # Before the runs start: a learner's text shorter than what the runs read may be learned by heart, and then the
+    # verdict says "not enough data" (held-out loss tells memorising from learning): said now, not after.
+    own = choice.pasted or (choice.uploaded or b"").decode("utf-8", "replace")
+    if warning := experiment.held_out_warning(own):
+        column.warning(warning, icon=":material/info:")
+    return choice
+
+
+def show_claims(experiment: Experiment, source: str, where=st) -> None:
+    """Before the runs start: which clauses of the claim are the pitfall itself and which are consequences, each
+    with the corpora it was seen on and whether `source` is one of them (Experiment.claims), in `where` (the page
+    passes a container under the description, filled once the corpus is chosen)."""
+    for line in experiment.claims(source):
+        where.caption(line)
+
+
+def experiment_data(experiment: Experiment, choice: CorpusChoice) -> DataConfig:
+    """The data every run of `experiment` trains on. The learner's own text is checked against the longest context
+    among them (ConfigError or DataError says what to fix: an empty box, a file that is not UTF-8 text, too short)."""
+    if choice.source != "text":
+        return DataConfig(source=choice.source)
+    block_size = max(c.model.max_seq_len for c in experiment.configs(source="shakespeare").values())
+    return settings.data_config(choice.label, choice.pasted, choice.uploaded, block_size=block_size)
+
+
+def start_experiment(
+    key: str, experiment: Experiment, source: str, seed: int, check_slot: bool = True, text: str = ""
+) -> None:
+    """Start every variant of an experiment (same data, same seed) as the page's runs of it, owned by this
+    learner and as one training slot (tinygpt.ui.people.admission: the room's budget and time limit apply to each
+    run), then redraw. `text`: the corpus when `source` is "text" (the learner's own)."""
+    configs = experiment.configs(seed=seed, source=source, text=text)
+    experiments_keys.set_lab_runs(
+        key, admission.start(room.current(), configs, check_slot=check_slot, priority="prepared")
+    )
+    st.rerun()
+
+
+@st.cache_data(max_entries=200, show_spinner=False)
+def probe_of(run_dir: str, step: int) -> dict[str, float]:
+    """Leak score and no-peek loss of a run's checkpoint (cached: a checkpoint never changes once written)."""
+    try:
+        return checkpoint_probe(run_dir, step)
+    except Exception:  # noqa: BLE001 - the verdict shows n/a rather than failing the page
+        return {}
+
+
+def result_of(reader: RunReader, probes: bool = False) -> RunResult:
+    return read_result(reader, probe_of if probes else None)
+
+
+def results(readers: dict[str, RunReader | None], experiment: Experiment | None = None) -> dict[str, RunResult]:
+    """{variant label: its RunResult} for the runs that exist (readers already polled by the page)."""
+    probes = bool(experiment and experiment.probes)
+    return {label: result_of(reader, probes) for label, reader in readers.items() if reader is not None}
+
+
+def consequence_notes(verdict: Verdict, experiment: Experiment | None = None) -> tuple[str, list[str]]:
+    """(the verdict's sentence without its consequence clauses, those clauses' own sentences). A consequence that
+    did not show on this text ("Smaller attention gradients unscaled: measured: not seen on this text (it was on Tiny
+    Shakespeare).") or was not measured is reported apart, neutral: it is not the pitfall, and the box's colour is
+    the pitfall clauses' alone (verdict.decide). `experiment`: its consequences' names, for the not-measured ones."""
+    sentence, notes = verdict.sentence, []
+    names = dict.fromkeys([*verdict.not_seen, *(experiment.consequences if experiment else ())])
+    for name in names:
+        said = name.capitalize()  # as verdict.decide writes them
+        for head, tail in ((f" {said}: measured: not seen on this text (it was on ", ")."),
+                           (f" {said} (a consequence seen on ", "): not measured.")):  # fmt: skip
+            start = sentence.find(head)
+            end = sentence.find(tail, start + len(head)) if start >= 0 else -1
+            if end >= 0:
+                notes.append(sentence[start : end + len(tail)].strip())
+                sentence = sentence[:start] + sentence[end + len(tail) :]
+    return sentence, notes
+
+
+def show_verdict(verdict: Verdict, experiment: Experiment | None = None) -> None:
+    """The verdict box, coloured by `reproduced` (the pitfall's own clauses), with the expected effect; then each
+    consequence of the pitfall as measured, neutral, never as a failure (`consequence_notes`); then the numbers it
+    was judged on."""
+    if verdict.reproduced is None and not verdict.undecided:
+        st.info(f"**Still training — no verdict yet.** {verdict.sentence}", icon=":material/hourglass_top:")
+        return
+    sentence, notes = consequence_notes(verdict, experiment)
+    text = f"{sentence}\n\nExpected: {verdict.expected}."
+    if verdict.reproduced is None:  # ended, but a clause was not measured (or the memory demo's CPU counts)
+        st.info(f"**{verdict.undecided.capitalize()}: no verdict.** {text}", icon=":material/help:")
+    elif verdict.reproduced:
+        st.success(f"**Reproduced.** {text}", icon=":material/check_circle:")
+    else:
+        st.warning(f"**Did not reproduce on this run.** {text}", icon=":material/warning:")
+    for note in notes:
+        st.caption(f":material/straighten: **A consequence, not the pitfall.** {note}")
+    rows = [{"measured": name, "value": _cell(value)} for name, value in verdict.observed.items()]
+    st.dataframe(rows, hide_index=True, width="stretch")
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if value != 0 and abs(value) < 1e-2 else f"{value:.3f}"
+    return "n/a" if value is None else str(value)
+
+
+def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
+    """The model health checklist for one checkpoint of a run, as table rows (pass / FAIL / not enough data)."""
+    loaded = load_model(run_dir, int(step))
+    corpus = load_corpus(run_data(run_dir, loaded.config), loaded.config.model.max_seq_len)  # text: corpus.txt
+    x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))
+    checks = run_health_checks(loaded.model, x, y, metrics, loaded.config.train.max_grad_norm)
+    return [
+        {
+            "check": c.name,
+            "result": c.outcome,
+            "measured": "" if c.value is None else f"{c.value:.4g}",
+            "threshold": c.threshold,
+            "detail": c.detail,
+        }
+        for c in checks
+    ]
+
+
+def extra_series(key: str, readers: dict[str, RunReader | None]) -> dict[str, dict[str, list[dict]]]:
+    """The experiment-specific curves, {field: {run label: records}}: what its claim is about."""
+    out: dict[str, dict[str, list[dict]]] = {}
+    live = {label: rd for label, rd in readers.items() if rd is not None}
+    if key == "scaling":
+        entropy, max_weight = {}, {}
+        for label, rd in live.items():
+            by_step: dict[int, list[dict]] = {}
+            for row in head_stats(rd):
+                by_step.setdefault(row["step"], []).append(row)
+            steps = sorted(by_step)
+            entropy[label] = [
+                {"step": s, "attention_entropy": finite_mean([r["entropy"] for r in by_step[s]])} for s in steps
+            ]
+            max_weight[label] = [
+                {"step": s, "max_attention_weight": finite_mean([r["max_weight"] for r in by_step[s]])} for s in steps
+            ]
+        out = {"attention_entropy": entropy, "max_attention_weight": max_weight}
+        out["attention_grad_norm"] = {
+            label: [
+                {
+                    "step": m["step"],
+                    "attention_grad_norm": finite_mean(
+                        [v for g, v in (m.get("layer_grad_norms") or {}).items() if g.endswith(".attn")]
+                    ),
+                }
+                for m in rd.metrics
+            ]
+            for label, rd in live.items()
+        }
+    elif key == "residual":
+        out["first_layer_grad_norm"] = {
+            label: [
+                {"step": m["step"], "first_layer_grad_norm": (m.get("layer_grad_norms") or {}).get("L0.attn")}
+                for m in rd.metrics
+            ]
+            for label, rd in live.items()
+        }
+    elif key == "warmup":
+        out["lr"] = {label: rd.metrics for label, rd in live.items()}
+    return out
+
+
+def memory_table(results: dict[str, dict]) -> list[dict]:
+    """The fragmentation measurement as rows: one per loop, every measured number in MB or a count."""
+    rows = []
+    for label, numbers in results.items():
+        row = {"loop": label}
+        for name, value in numbers.items():
+            if name.endswith("_bytes") or name == "bytes_allocated":
+                row[name.removesuffix("_bytes").replace("_", " ") + " (MB)"] = round(value / 1e6, 2)
+            elif name in ("allocations", "device", "source"):
+                row[name] = value
+        rows.append(row)
+    return rows
+
+
+def memory_comparison(width: int, context: int, batch: int) -> list[dict]:
+    """Memory rows for the chosen settings next to twice the context (the T^2 term shows) and twice the batch."""
+    heads = 4 if width % 4 == 0 else 1
+    rows = []
+    for label, t, b in (
+        (f"B={batch}, T={context}", context, batch),
+        (f"B={batch}, T={2 * context}", 2 * context, batch),
+        (f"B={2 * batch}, T={context}", context, 2 * batch),
+    ):
+        config = TransformerConfig(vocab_size=65, hidden_dim=width, num_layers=4, num_heads=heads, max_seq_len=t)
+        for row in memory_rows(config, b, measure=label.startswith(f"B={batch}, T={context}")):
+            rows.append({**row, "label": label})
+    return rows
+
+
+def shape_contracts() -> None:
+    """The Experiments page's Shape contracts tab: the model's own shape contract on a tiny model, case by case."""
+    st.caption(
+        "Shape bugs usually surface three matmuls later as a cryptic message. The model's shape contract checks "
+        "its input at the door and names the tensor, the expected and the actual shape."
+    )
+    torch.manual_seed(0)
+    demo_model = model_lib.TinyGPT(
+        TransformerConfig(vocab_size=65, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=16)
+    )
+    st.dataframe(shape_drift.shape_drift_cases(demo_model), hide_index=True, width="stretch")
+    explain.show_code_of([model_lib.TinyGPT._check_input])

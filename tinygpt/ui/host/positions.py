@@ -1,0 +1,73 @@
+"""Where each learner is, as their own pages last said: their lesson step and the run in their view (issue 37, "Where
+everyone is"). A learner's lesson step lives in their browser session; the Room page belongs to another session, so
+each page load (and the sidebar's keep-alive, every 30 s at most) reports it here, one record per learner, shared by
+the server's sessions. The Room table then shows, on each of a learner's rows, their step and which run they have in
+view. A learner not heard from for WINDOW_S is shown as not seen (a closed tab), never with a step they left long ago.
+
+Pure apart from the clock: no Streamlit (tinygpt/ui/host/resources.py keeps the server's one instance).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+WINDOW_S = 90.0  # three keep-alives: a learner whose tab is open reports at least every 30 s
+
+
+class Position(NamedTuple):
+    step: int | None  # the lesson step shown on their pane (0-based), None outside the lesson
+    run_id: str | None  # the run in their view
+    at: float  # time.monotonic() of the report
+
+
+class Positions:
+    """The last report of each learner (by their public id). Thread-safe: every session's script thread reports."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, Position] = {}
+
+    def saw(self, learner_id: str, step: int | None, run_id: str | None, now: float | None = None) -> None:
+        if not learner_id:
+            return
+        with self._lock:
+            self._seen[learner_id] = Position(step, run_id, time.monotonic() if now is None else now)
+
+    def of(self, learner_id: str | None, now: float | None = None, window_s: float = WINDOW_S) -> Position | None:
+        """The learner's last report, or None when there is none within `window_s`."""
+        with self._lock:
+            position = self._seen.get(learner_id or "")
+        now = time.monotonic() if now is None else now
+        return position if position is not None and now - position.at <= window_s else None
+
+
+def with_positions(
+    rows: Sequence[dict],
+    learners: Mapping[str, str],
+    positions: Positions,
+    steps: int,
+    now: float | None = None,
+) -> list[dict]:
+    """The Room table's rows (one per run) with "lesson step" and "in view" after the run's name (the learner and
+    the run lead, as in every table of runs): `learners` maps a run
+    id to its learner's id. "step 3/12" on every row of a learner whose pane shows step 3, "not in the lesson" when
+    their pages report no step, "not seen" when none reported lately, "" for runs no learner owns. "in view" says
+    "yes" on the run that learner has in view now."""
+    out = []
+    for row in rows:
+        learner = learners.get(row.get("run"))
+        position = positions.of(learner, now) if learner else None
+        if not learner:
+            where, in_view = "", ""
+        elif position is None:
+            where, in_view = "not seen", ""
+        else:
+            where = "not in the lesson" if position.step is None else f"step {position.step + 1}/{steps}"
+            in_view = "yes" if position.run_id == row.get("run") else ""
+        cells = list(row.items())
+        at = next((i + 1 for i, (key, _) in enumerate(cells) if key == "name"), 0)
+        out.append(dict([*cells[:at], ("lesson step", where), ("in view", in_view), *cells[at:]]))
+    return out

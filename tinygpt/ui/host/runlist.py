@@ -1,0 +1,177 @@
+"""What the pages say about runs that must read the run store: the readable run names, the Runs and Room tables'
+rows, the queue's waits, the runs the instructor holds, the learners' runs in play, and who else writes a run (the
+CLI, torchrun). Each reads run folders through the engine's readers (tinygpt.runs); the words they use are the pure
+ones of tinygpt/ui/words/runinfo.py. No Streamlit.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from tinygpt.config import trains_until_stopped
+from tinygpt.errors import RunStoreError
+from tinygpt.runs.files import read_config_json, read_evals, read_events
+from tinygpt.runs.knobs import knobs_now
+from tinygpt.runs.lock import writer_lock_holder
+from tinygpt.runs.names import store_names
+from tinygpt.runs.owners import Actor, read_hold, run_learner
+from tinygpt.runs.status import read_status
+from tinygpt.runs.store import RunStore
+from tinygpt.ui.words.runinfo import best_eval, knob_history
+
+
+def run_names(store: RunStore) -> dict[str, str]:
+    """{run id: readable name} of every run in the store (tinygpt.runs.names): what a person reads wherever a run
+    is shown, each one different from its neighbours; "" for an unreadable run (show its id)."""
+    return store_names(store.root)
+
+
+def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
+    """One plain row per run for the Runs table, `me`'s own runs first, each newest first: its owner, readable
+    name, the mask as it is now (with its changes), and the best val loss with the knobs it was reached under."""
+    rows, names = [], run_names(store)
+    for s in sorted(store.list_runs(), key=lambda s: me is not None and run_learner(s.config).get("id") != me.id):
+        config = s.config or {}
+        model, train, data = (config.get(part) or {} for part in ("model", "train", "data"))
+        events = read_events(store.path(s.run_id)) if s.config else []
+        best = best_eval(config, events, read_evals(store.path(s.run_id))) if s.config else None
+        best_text = (
+            "" if best is None else f"{best[1]:.4f} @{best[0]}" + (f" ({', '.join(best[2])})" if best[2] else "")
+        )
+        now = knobs_now(config, events)
+        rows.append(
+            {
+                "name": names.get(s.run_id) or s.run_id,  # first: what a person reads; the id at the end
+                "owner": ("you" if me and run_learner(config).get("id") == me.id else run_learner(config).get("name"))
+                or "-",
+                "state": s.state,
+                "step": s.step,
+                "max steps": s.max_steps,
+                "best val loss": best_text,
+                "live changes": ", ".join(knob_history(events)),
+                "mask now": now.get("mask") or model.get("mask"),
+                "lr now": now.get("learning_rate") or train.get("learning_rate"),
+                "corpus": data.get("source", ""),
+                "context": model.get("max_seq_len"),
+                "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.created)) if s.created else "",
+                "reason": s.reason,
+                "run": s.run_id,
+            }
+        )
+    return rows
+
+
+def room_rows(store: RunStore) -> list[dict]:
+    """The instructor's table: one row per run, its learner first, then what the run is doing and did."""
+    rows, names = [], run_names(store)
+    for s in store.list_runs():
+        config = s.config or {}
+        events = read_events(store.path(s.run_id)) if s.config else []
+        learner = (config.get("learner") or {}).get("name") or "(no learner: CLI or older run)"
+        position = s.reason if s.state == "queued" else ""
+        rows.append(
+            {
+                "learner": learner,
+                "name": names.get(s.run_id) or s.run_id,
+                "state": s.state,
+                "step": s.step,
+                "max steps": s.max_steps,
+                "queue": position,
+                "live changes": ", ".join(knob_history(events)),
+                "run": s.run_id,
+            }
+        )
+    return rows
+
+
+def queue_wait(store: RunStore, run_id: str) -> float | None:
+    """Seconds until a queued run should start, at the running runs' own pace: the slots free up as the running
+    runs finish (their steps left / their steps per second), and each run queued ahead then takes one slot for
+    its whole length. None when nothing is known (no run reports a speed yet)."""
+    return queue_waits(store).get(run_id)
+
+
+def queue_waits(store: RunStore) -> dict[str, float | None]:
+    """`queue_wait` of every queued run, from one reading of the run store (a page can share it for a second)."""
+    runs = store.list_runs()
+    status = {r.run_id: read_status(store.path(r.run_id)) for r in runs if r.state in ("running", "starting", "queued")}
+    return {rid: _queue_wait(runs, status, rid) for rid, s in status.items() if s.get("state") == "queued"}
+
+
+def _queue_wait(runs: list, status: dict[str, dict], run_id: str) -> float | None:
+    import heapq
+
+    me = status.get(run_id, {})
+    if me.get("state") != "queued" or not me.get("queue_position"):
+        return None
+    rates, free_at = [], []
+    for r in runs:
+        st_ = status.get(r.run_id, {})
+        config = r.config or {}
+        tokens = (config.get("train") or {}).get("batch_size", 0) * (config.get("model") or {}).get("max_seq_len", 0)
+        if st_.get("state") == "running" and st_.get("tokens_per_s") and tokens:
+            rate = st_["tokens_per_s"] / tokens  # steps per second
+            rates.append(rate)
+            if trains_until_stopped(st_.get("max_steps")):
+                continue  # its slot frees only when someone stops it: no time to promise
+            free_at.append(max(0.0, (int(st_.get("max_steps") or 0) - int(st_.get("step") or 0)) / rate))
+    if not rates:
+        return None
+    rate = sum(rates) / len(rates)
+    ahead = sorted(  # a run just created or just given a slot is "queued" without a position yet: not ahead
+        (s["queue_position"], rid)
+        for rid, s in status.items()
+        if s.get("state") == "queued" and rid != run_id and isinstance(s.get("queue_position"), int)
+    )
+    heapq.heapify(free_at)
+    for position, rid in ahead:
+        if position is None or position >= me["queue_position"] or not free_at:
+            continue
+        steps = int(status[rid].get("max_steps") or 0)
+        heapq.heappush(free_at, heapq.heappop(free_at) + steps / rate)
+    return float(heapq.heappop(free_at)) if free_at else None
+
+
+def held_runs(store: RunStore) -> list[str]:
+    """The runs the instructor holds (paused a learner's run: tinygpt.runs.files.HOLD_FILE), oldest first."""
+    return [s.run_id for s in reversed(store.list_runs()) if read_hold(store.path(s.run_id))]
+
+
+def learners_in_play(store: RunStore, actor: Actor) -> list[str]:
+    """The learners' runs training or queued now (not `actor`'s own, nor runs nobody owns): what "Pause every
+    learner's run" holds."""
+    return [
+        s.run_id
+        for s in store.list_runs()
+        if s.state in ("queued", "starting", "running")
+        and (owner := run_learner(s.config or {}))
+        and owner["id"] != actor.id
+    ]
+
+
+def written_elsewhere(store: RunStore, run_id: str) -> str:
+    """ "" for a run the app trains; for a run the CLI or torchrun wrote (owner "cli"), the command that continues
+    it there: the run manager will not write into it for anyone, the instructor included."""
+    if _owner(store, run_id) in ("app", None):
+        return ""
+    return f"python -m tinygpt train --resume {run_id} --runs-dir {shlex.quote(str(store.root))}"
+
+
+def live_writer(store: RunStore, run_id: str) -> str:
+    """ "" unless a process other than the app's own workers is writing the run now; then who, for the Delete
+    button's help (RunStore.delete refuses it too)."""
+    holder = writer_lock_holder(store.path(run_id)) if _owner(store, run_id) not in ("app", None) else None
+    if not holder:
+        return ""
+    pid = f" (pid {holder['pid']})" if holder.get("pid") else ""
+    return f"{holder.get('holder') or 'another process'}{pid} is training it: stop it there first, then delete it"
+
+
+def _owner(store: RunStore, run_id: str) -> str | None:
+    """config.json's owner ("app" or "cli"), read alone (not through a RunReader, which reads every file)."""
+    try:
+        config = read_config_json(store.path(run_id))
+    except RunStoreError:
+        return None
+    return config.get("owner") if isinstance(config, dict) else None

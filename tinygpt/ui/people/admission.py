@@ -1,0 +1,186 @@
+"""Admission: the one rule every path that starts or resumes training in the app asks first.
+
+Train, Resume on the Runs page, the Experiments page's "Run side by side" and the induction experiment all start
+runs through `start` or `resume` here, so a rule holds on every route, not only on the one it was written for
+(a learner once trained two runs at once by resuming an old one on Runs, and six by clicking an experiment twice,
+past the room's time budget). In order:
+
+1. ownership: only a run's owner and the instructor may resume it (the run manager checks it too), and a run the
+   CLI or torchrun wrote is read-only in the app for everyone (the manager refuses to write into it);
+2. the room's budget (the instructor's Room page), for learners: each run's size and steps are checked before it
+   exists, and its minutes go with it to the run manager, which stops it when they are spent;
+3. one training slot per learner: a learner's runs that train or wait in the queue hold their slot; the runs an
+   experiment starts together (its variants, side by side) count as one. A second start raises `SlotTaken`,
+   and the page asks (`slot_question`): stop the other run(s) and go on, or cancel;
+4. memory, device and data: the run manager's preflight (tinygpt.runs.preflight), before a run folder exists.
+
+The instructor has no budget and no slot limit: they prepare the room's runs ahead of the lesson.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+
+import streamlit as st
+
+from tinygpt.config import ConfigError, RunConfig
+from tinygpt.errors import TinyGPTError
+from tinygpt.runs.files import read_config
+from tinygpt.runs.owners import Actor, read_hold
+from tinygpt.ui import state
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import people_keys
+from tinygpt.ui.words import safe
+
+
+class SlotTaken(TinyGPTError):
+    """The learner already has runs training or queued; `runs` names them. Each learner holds one slot."""
+
+    def __init__(self, runs: list[str]):
+        self.runs = runs
+        super().__init__(
+            f"You already have a run training or queued ({', '.join(runs)}). Each learner trains one run (or one "
+            "experiment's runs side by side) at a time, so the room's few training slots go round."
+        )
+
+
+class HeldRun(TinyGPTError):
+    """The learner's slot is taken by a run the instructor holds (paused it: tinygpt.runs.files.HOLD_FILE). Not a
+    question: "stop it and start the new run" would undo the hold (the rehearsal's held learner was offered that,
+    told the run was "training or queued")."""
+
+    def __init__(self, runs: list[str]):
+        self.runs = runs
+        super().__init__(
+            f"The instructor has paused your run ({', '.join(runs)}) and holds it: it keeps your training slot "
+            "until the instructor resumes it or lets it go. Watch the projector meanwhile; a new run can start then."
+        )
+
+
+def check_room_budget(config: RunConfig, budget: Mapping[str, int]) -> None:
+    """ConfigError if a run is bigger than the room's per-run budget (the instructor's Room page): one learner's
+    12-layer x 512-wide run would hold a training slot for hours, so it is refused with the numbers."""
+    from tinygpt.runs.preflight import parameter_count
+
+    model = dataclasses.replace(config.model, vocab_size=max(config.model.vocab_size, 65))
+    params = parameter_count(model)
+    limit = int(budget.get("max_params") or 0)
+    if limit and params > limit:
+        raise ConfigError(
+            f"this model has about {params / 1e6:.2f}M parameters, above the room's budget of {limit / 1e6:.2f}M "
+            "per run (set by the instructor): fewer layers, a smaller width or a shorter context."
+        )
+    steps = int(budget.get("max_steps") or 0)
+    if steps and config.train.max_steps > steps:
+        raise ConfigError(
+            f"max_steps {config.train.max_steps} is above the room's budget of {steps} steps per run (set by the "
+            f"instructor): lower Max steps to {steps} or less."
+        )
+
+
+def _check_slot(learner: Actor, besides: str | None = None) -> None:
+    """HeldRun if a run the instructor holds takes the learner's slot, SlotTaken if another run does."""
+    busy = busy_runs(learner, besides)
+    held = [run for run in busy if read_hold(resources.get_store().path(run))]
+    if held:
+        raise HeldRun(held)
+    if busy:
+        raise SlotTaken(busy)
+
+
+def busy_runs(learner: Actor, besides: str | None = None) -> list[str]:
+    """The learner's runs that hold a training slot now (training or queued), but `besides`; [] for the instructor."""
+    if learner.instructor:
+        return []
+    return [run for run in resources.my_active_runs(learner) if run != besides]
+
+
+def check_budget(learner: Actor, configs: Mapping[str, RunConfig]) -> None:
+    """ConfigError with the numbers if any run is above the room's per-run budget (learners only)."""
+    if not learner.instructor:
+        for config in configs.values():
+            check_room_budget(config, resources.room_budget())
+
+
+def start(
+    learner: Actor,
+    configs: Mapping[str, RunConfig],
+    parent: str | None = None,
+    check_slot: bool = True,
+    priority: str = "live",
+) -> dict[str, str]:
+    """Queue runs owned by `learner` that count as one slot (one config, or an experiment's variants): the budget
+    first, then the slot (SlotTaken; `check_slot` False once the learner chose to stop their other runs), then the
+    run manager's own checks. `priority` "prepared" for runs started ahead of need (the lesson's Prepare, a lab
+    batch): a run a person waits for ("live") goes ahead of them (tinygpt.runs.slots). Returns {label: run_id}."""
+    check_budget(learner, configs)
+    if check_slot:
+        _check_slot(learner)
+    manager, limit = resources.get_manager(), resources.time_limit_s(learner)
+    return {
+        label: manager.start(config, parent=parent, actor=learner, time_limit_s=limit, priority=priority)
+        for label, config in configs.items()
+    }
+
+
+def resume(learner: Actor, run_id: str, check_slot: bool = True) -> None:
+    """Resume one run of `learner`'s (a paused one continues; an ended one restarts from its checkpoint): the
+    room's budget as for a new run (a run made before the instructor set it is no way round it: the reliability
+    probe's admission family resumed a 0.2M-parameter run under a 1,000-parameter budget, with no time limit);
+    its own slot is its own, any other run of theirs that trains or waits takes it (SlotTaken)."""
+    if not learner.instructor:
+        try:
+            config = read_config(resources.get_store().path(run_id))
+        except (TinyGPTError, TypeError, ValueError):
+            config = None  # a damaged config.json: the run manager's own resume says what is wrong with it
+        if config is not None:
+            check_budget(learner, {"run": config})
+    if check_slot:
+        _check_slot(learner, besides=run_id)
+    resources.get_manager().resume(run_id, actor=learner, time_limit_s=resources.time_limit_s(learner))
+
+
+Action = Callable[[bool], object]  # what a learner asked for, called with check_slot (start or resume above)
+
+
+def ask(action: Action, what: str) -> None:
+    """Keep `action` (what the learner asked for) until they answer the slot question on this page."""
+    state.put(people_keys.PENDING_START, {"action": action, "what": what})
+
+
+def slot_question(learner: Actor, messages) -> None:
+    """While an action waits because its learner's slot is taken: stop the other run(s) and do it, or cancel."""
+    pending = state.get(people_keys.PENDING_START)
+    if not pending:
+        return
+    busy = busy_runs(learner)
+    messages.warning(safe.md(str(SlotTaken(busy or ["it has just ended"]))))
+    go, cancel = messages.columns(2)
+    if go.button(f"Stop it and {pending['what']}", type="primary", width="stretch", key="slot_go"):
+        for other in busy:
+            resources.get_manager().stop(other, actor=learner)
+        state.pop(people_keys.PENDING_START)
+        try:
+            pending["action"](False)  # the stopped runs may still be on their way out: their slot is given up
+        except TinyGPTError as e:
+            messages.error(safe.md(e))
+            return
+        st.rerun()
+    if cancel.button("Keep it; cancel", width="stretch", key="slot_cancel"):
+        state.pop(people_keys.PENDING_START)
+        st.rerun()
+
+
+def attempt(action: Action, what: str, messages) -> bool:
+    """Do `action`; if the learner's slot is taken, keep it for the slot question instead. False if it failed
+    (the message is shown in `messages`) or waits for the answer."""
+    try:
+        action(True)
+    except SlotTaken:
+        ask(action, what)
+        return False
+    except TinyGPTError as e:
+        messages.error(safe.md(e))
+        return False
+    return True

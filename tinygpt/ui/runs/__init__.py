@@ -1,0 +1,1 @@
+"""The Runs page: its keys and the run as one download."""

@@ -1,0 +1,1 @@
+"""The Sample page: its keys (the page itself draws from the run store and the charts)."""

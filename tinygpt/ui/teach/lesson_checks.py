@@ -1,0 +1,353 @@
+"""The lesson's checks: each a function from `Evidence` (numbers read from a step's run folders) to a `Check`,
+passed True (the effect appeared, with its numbers), False (the run did not show it, with its numbers) or None
+(not enough data yet, saying what is missing). Never a fixed sentence about the usual case. The steps that use
+them are in tinygpt/ui/teach/lesson.py. Pure: no Streamlit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # the lesson's roles (lesson.py re-exports)
+from tinygpt.lab.registry import ORDER
+from tinygpt.lab.verdict import CPU_COUNTS_ONLY
+from tinygpt.runs.knobs import knob_changes
+
+LECTURE = "lecture"  # the role of the run the live-knob steps steer
+WINDOW = 20  # steps averaged on each side of a knob change (the Train chart's default smoothing is similar)
+GROUP_STEPS = 3  # knob changes this close together came from one click
+PATIENCE = 300  # steps a live knob's effect may take to show before the check says it did not
+MIN_KNOB_CHANGE = 0.3  # nats: a live knob's effect smaller than this is not something the room can see
+
+
+# ---------------------------------------------------------------- what a check reads and says
+
+
+@dataclass
+class RunData:
+    """What a check may read of one run folder."""
+
+    run_id: str
+    state: str = ""
+    metrics: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    scores: list[dict] = field(default_factory=list)
+    vocab_size: int | None = None
+
+
+@dataclass
+class Evidence:
+    """Everything the step's check is computed from: its runs by role ("lecture", "induction"), the experiment
+    verdicts by key ({"reproduced", "sentence"}), and numbers the view computed from checkpoints (health rows,
+    ablation, lens hits). A missing entry means its run does not exist yet."""
+
+    runs: dict[str, RunData] = field(default_factory=dict)
+    verdicts: dict[str, dict] = field(default_factory=dict)
+    health: dict[str, list[dict]] = field(default_factory=dict)  # {run label: lab.health_checks rows}
+    ablation: dict | None = None  # {"head", "deltas": (L, H) nats, "step", "where"}: circuits_view.second_copy
+    lens: dict | None = None  # {"names": [...], "hits": [...], "positions": n}
+
+
+@dataclass(frozen=True)
+class Check:
+    passed: bool | None  # None: not enough data yet
+    text: str
+    settled: bool = False  # with passed None: the runs ended without the data to judge (predictions: undecided)
+
+    @property
+    def status(self) -> str:
+        return {True: "seen", False: "not seen", None: "not enough data yet"}[self.passed]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else None
+
+
+def _losses(metrics: Sequence[dict]) -> list[tuple[int, float]]:
+    return [(int(m["step"]), float(m["loss"])) for m in metrics if m.get("loss") is not None and "step" in m]
+
+
+def _no_run(role: str) -> Check:
+    return Check(None, f'Not enough data yet: the {role} run has not started (press "Set up this step").')
+
+
+# ---------------------------------------------------------------- the checks
+
+
+def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0) -> Check:
+    """The first loss sits at ln(V), uniform guessing over the vocabulary, and training takes it well below."""
+    run = ev.runs.get(LECTURE)
+    if run is None:
+        return _no_run(LECTURE)
+    losses = _losses(run.metrics)
+    if len(losses) < min_steps:
+        return Check(None, f"Not enough data yet: {len(losses)} of {min_steps} steps trained.")
+    first, now = losses[0][1], _mean([v for _, v in losses[-WINDOW:]])
+    uniform = math.log(run.vocab_size) if run.vocab_size else None
+    start = f"the first loss was {first:.2f}" + (f" (ln {run.vocab_size} = {uniform:.2f}: uniform guessing)"
+                                                  if uniform else "")  # fmt: skip
+    text = f"{start.capitalize()}; by step {losses[-1][0]} it is {now:.2f}"
+    near = uniform is None or abs(first - uniform) < 0.5
+    fell = now is not None and first - now >= min_fall
+    if near and fell:
+        return Check(True, f"{text}: it fell by {first - now:.2f}.")
+    why = [] if near else [f"the start is {abs(first - uniform):.2f} away from ln V"]
+    why += [] if fell else [f"it fell by {first - now:.2f}, less than {min_fall}"]
+    return Check(False, f"{text}; but {' and '.join(why)}.")
+
+
+def knob_effect(
+    knob: str, value: Any, rise: bool, min_change: float = MIN_KNOB_CHANGE, patience: int = PATIENCE
+) -> Callable[[Evidence], Check]:
+    """The loss on each side of the lecture run's latest change of `knob` to `value`: it must fall (rise=False)
+    or rise (rise=True) by at least `min_change` nats over WINDOW steps, within `patience` steps of the change
+    (a mask switched off first disturbs the model: its loss rises for a few steps before it plunges)."""
+
+    def check(ev: Evidence) -> Check:
+        run = ev.runs.get(LECTURE)
+        if run is None:
+            return _no_run(LECTURE)
+        changes = [e for e in knob_changes(run.events) if e.get("knob") == knob and _same(e.get("new"), value)]
+        if not changes:
+            return Check(None, f"Not enough data yet: {knob} has not been set to {value} on the lecture run.")
+        event = changes[-1]
+        at = int(event.get("step") or 0)
+        # Knobs the same click moved land within a few steps of each other: one change, named together; the loss
+        # before it is read before the first of them, after it until the next change of any knob.
+        every = knob_changes(run.events)
+        together = [e for e in every if abs(int(e.get("step") or 0) - at) <= GROUP_STEPS]
+        first = min(int(e.get("step") or 0) for e in together)
+        later = [int(e.get("step") or 0) for e in every if int(e.get("step") or 0) > at + GROUP_STEPS]
+        until = min(later) if later else None
+        losses = _losses(run.metrics)
+        before = [v for s, v in losses if s <= first][-WINDOW:]
+        after = [v for s, v in losses if s > at and (until is None or s <= until)]
+        named = ", ".join(f"{e.get('knob')} {e.get('old')} → {e.get('new')}" for e in together
+                          if not e.get("coupled_to"))  # fmt: skip
+        if len(before) < 5 or len(after) < WINDOW:
+            return Check(None, f"Not enough data yet: {len(after)} of {WINDOW} steps since {named} "
+                               f"at step {at}.")  # fmt: skip
+        old, new = _mean(before), _mean(after[-WINDOW:])
+        change = new - old
+        verb = "rose" if change > 0 else "fell"
+        text = (f"The loss {verb} from {old:.2f} to {new:.2f} after {named} at step {at} (mean of {WINDOW} steps "
+                f"each side, {len(after)} steps since)")  # fmt: skip
+        moved = change >= min_change if rise else -change >= min_change
+        if moved:
+            return Check(True, text + ".")
+        if len(after) < patience:  # the model needs some steps to exploit (or be hurt by) the change
+            return Check(None, f"Not enough data yet: {text}; waiting up to {patience} steps for it to "
+                               f"{'rise' if rise else 'fall'} by {min_change}.")  # fmt: skip
+        wanted = "rise" if rise else "fall"
+        return Check(False, f"{text}: it did not {wanted} by {min_change} nats, the least the room could see, "
+                            f"in {len(after)} steps.")  # fmt: skip
+
+    return check
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=1e-6)
+    return a == b
+
+
+def heads_differ(ev: Evidence, min_spread: float = 0.2) -> Check:
+    """Several heads learn different jobs: in the heads run's latest snapshot, some role's score differs across
+    heads by `min_spread` or more (one head attends to the first character, another does not)."""
+    run = ev.runs.get(HEADS)
+    if run is None:
+        return _no_run("heads")
+    if not run.scores:
+        return Check(None, "Not enough data yet: no attention snapshot has been scored.")
+    record = run.scores[-1]
+    best = None
+    for role, layers in (record.get("roles") or {}).items():
+        if not layers:
+            continue
+        named = [(f"L{i}H{j}", float(v)) for i, row in enumerate(layers) for j, v in enumerate(row)]
+        if len(named) < 2:
+            continue
+        hi, lo = max(named, key=lambda p: p[1]), min(named, key=lambda p: p[1])
+        if best is None or hi[1] - lo[1] > best[0]:
+            best = (hi[1] - lo[1], role, hi, lo, len(named))
+    if best is None:
+        return Check(None, "Not enough data yet: the snapshot has fewer than two heads to compare.")
+    spread, role, hi, lo, count = best
+    text = (f"At step {record.get('step')}, the {count} heads' {role}-token scores range from {lo[1]:.2f} "
+            f"({lo[0]}) to {hi[1]:.2f} ({hi[0]})")  # fmt: skip
+    if spread >= min_spread:
+        return Check(True, f"{text}: the heads do different jobs.")
+    if run.state not in ("finished", "stopped", "diverged", "failed"):  # the roles form as it trains
+        return Check(None, f"Not enough data yet: {text}; still training, judged when the run ends.")
+    return Check(False, f"{text}: a spread of {spread:.2f}, under {min_spread}; the heads look alike.")
+
+
+def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
+    """An Experiments-page pitfall: its own computed verdict (tinygpt.lab.pitfalls), numbers and all."""
+
+    def check(ev: Evidence) -> Check:
+        verdict = ev.verdicts.get(key)
+        if verdict is None:
+            return Check(None, f"Not enough data yet: '{title}' has not been started.")
+        if verdict.get("reproduced") is None:
+            said = "not enough data" if verdict.get("undecided") else "not enough data yet"
+            return Check(
+                None,
+                f"{said.capitalize()}: {verdict.get('sentence', 'still training')}",
+                settled=bool(verdict.get("undecided")),
+            )
+        return Check(bool(verdict["reproduced"]), f"{title}: {verdict.get('sentence', '')}")
+
+    return check
+
+
+PITFALLS = ORDER  # every pitfall the lab has, position included: the step's title and count come from here
+# What "Prepare the long runs" starts, in the lesson's order: PREPARE_ORDER, from tinygpt/lab/prepare.py (the runs
+# themselves are its prepared_runs(), which the app and tinygpt.bench.prepare both start).
+assert {r.removeprefix("exp:") for r in PREPARE_ORDER} >= set(PITFALLS) - {"memory"}  # memory trains nothing
+
+
+NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+
+
+def number_word(n: int) -> str:
+    """ "eight" for 8: a count in a title, from the data it counts."""
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else f"{n:,}"
+
+
+def all_pitfalls(ev: Evidence) -> Check:
+    """Every pitfall together (the lab's registry): each one's verdict, counted. A verdict that ended undecided is
+    never counted as reproduced: the memory demo on CPU (allocation counts, not fragmentation) is named as not
+    judged; a pitfall with a clause not measured makes the whole check "not enough data"."""
+    done = {k: v for k, v in ev.verdicts.items() if k in PITFALLS and v.get("reproduced") is not None}
+    shown = [k for k, v in done.items() if v["reproduced"]]
+    undecided = {k: v["undecided"] for k, v in ev.verdicts.items() if k in PITFALLS and k not in done
+                 and v.get("undecided")}  # fmt: skip
+    counts_only = [k for k, why in undecided.items() if why == CPU_COUNTS_ONLY]
+    missing = [k for k in PITFALLS if k not in ev.verdicts]
+    waiting = [k for k in PITFALLS if k in ev.verdicts and k not in done and k not in undecided]
+    judged = [k for k in PITFALLS if k not in counts_only]
+    text = f"{len(shown)} of {len(judged)} pitfalls reproduced"
+    if counts_only:
+        text += f" ({', '.join(counts_only)}: {CPU_COUNTS_ONLY} on CPU, not judged)"
+    unmeasured = [k for k in undecided if k not in counts_only]
+    if missing or waiting or unmeasured:
+        parts = ([f"not started: {', '.join(missing)}"] if missing else []) + (
+            [f"still training: {', '.join(waiting)}"] if waiting else []) + (
+            [f"not enough data: {', '.join(unmeasured)}"] if unmeasured else [])  # fmt: skip
+        return Check(
+            None, f"Not enough data yet: {text} so far; {'; '.join(parts)}.", settled=not missing and not waiting
+        )  # only unmeasured clauses left: nothing more will come
+    failed = [k for k in judged if k not in shown]
+    if failed:
+        return Check(False, f"{text}; did not reproduce: {', '.join(failed)}.")
+    return Check(True, f"{text}: {', '.join(judged)}.")
+
+
+# The two checks the health step's "Watch for" names (tinygpt/lab/health.py's check names): the shape bug mixes
+# attention rows and positions, so these are the ones it must fail; a check both runs fail (the gradient clipped on
+# most steps, a loss still falling) is about training, not the bug.
+HEALTH_NAMED = ("attention rows sum to 1", "no future leak")
+_HEALTH_JUDGED = ("pass", "FAIL")  # the other outcome, "not enough data", judges nothing
+
+
+def _health_row(rows: Sequence[dict], name: str) -> dict | None:
+    return next((r for r in rows if r.get("check") == name), None)
+
+
+def _measured(row: dict) -> str:
+    return f"{row.get('measured') or 'not measured'}, needs {row.get('threshold') or '?'}"
+
+
+def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent bug") -> Check:
+    """The checklist catches the silent bug, whose loss curve looked fine: the bug FAILs both checks the step
+    names (HEALTH_NAMED) and the correct run passes both, each with its measured number. Any other check (loss
+    still falling, gradient under the clip) decides nothing here: the step does not promise it."""
+    rows = {label: ev.health.get(label) for label in (healthy, broken)}
+    if any(r is None for r in rows.values()):
+        return Check(None, "Not enough data yet: the shape-drift runs have no checkpoint to check yet.")
+    found = {(label, name): _health_row(rows[label], name) for label in rows for name in HEALTH_NAMED}
+    unjudged = [
+        f"'{label}' {name}: {'not run' if row is None else row.get('result')}"
+        for (label, name), row in found.items()
+        if row is None or row.get("result") not in _HEALTH_JUDGED
+    ]
+    if unjudged:
+        return Check(None, f"Not enough data: {'; '.join(unjudged)}.", settled=True)  # a checkpoint never changes
+
+    def said(label: str) -> str:
+        return "; ".join(f"{name} {found[label, name]['result']} ({_measured(found[label, name])})"
+                         for name in HEALTH_NAMED)  # fmt: skip
+
+    text = f"'{broken}': {said(broken)}. '{healthy}': {said(healthy)}"
+    bug_fails = [n for n in HEALTH_NAMED if found[broken, n]["result"] == "FAIL"]
+    correct_fails = [n for n in HEALTH_NAMED if found[healthy, n]["result"] == "FAIL"]
+    if bug_fails == list(HEALTH_NAMED) and not correct_fails:
+        return Check(True, f"{text}: the checklist catches the bug the loss curve hid.")
+    bug_passes = [n for n in HEALTH_NAMED if n not in bug_fails]
+    why = [f"'{broken}' passes {' and '.join(bug_passes)}"] if bug_passes else []
+    why += [f"'{healthy}' fails {' and '.join(correct_fails)}"] if correct_fails else []
+    return Check(False, f"{text}: {'; '.join(why)}.")
+
+
+def induction_formed(ev: Evidence) -> Check:
+    verdict = ev.verdicts.get(INDUCTION)
+    if verdict is None:
+        return Check(None, "Not enough data yet: the induction runs have not been started.")
+    if verdict.get("reproduced") is None:
+        return Check(None, f"Not enough data yet: {verdict.get('sentence', 'still training')}")
+    return Check(bool(verdict["reproduced"]), verdict.get("sentence", ""))
+
+
+def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
+    """Switching the induction verdict's head off raises the loss on the repeated probe's second copy by at least
+    `min_loss` nats, and at least `min_loss` above the other heads' mean: the copying depends on that head, not on
+    heads in general. Read from the (L, H) changes the Circuits heatmap draws in its second-copy panel
+    (circuits_view.second_copy), and the sentence always names the head that panel shows largest. Another head may
+    matter as much or more (in the lesson's browser run another head's effect was larger than the induction head's
+    +0.671, and the old rule, "the largest of all", said "not seen": an induction circuit is more than one head, and
+    switching off a head it reads from breaks the copying too); that is said, and the step's question, "which loss
+    goes up when the induction head is off, and by how much", is still answered."""
+    result = ev.ablation
+    if result is None:
+        return Check(None, "Not enough data yet: the induction run has no final checkpoint to ablate.")
+    head, deltas = result["head"], result["deltas"]  # deltas (L, H): nats, positive when the head helped
+    named = {f"L{i}H{j}": float(v) for i, row in enumerate(deltas) for j, v in enumerate(row)}
+    if head not in named or len(named) < 2:
+        return Check(None, f"Not enough data: {head} is not one of {len(named)} measured heads, or none is left "
+                           "to compare it with.", settled=True)  # fmt: skip
+    unmeasured = [name for name, v in named.items() if not math.isfinite(v)]
+    if unmeasured:  # a NaN compares false both ways: it would pass every test below
+        return Check(None, f"Not enough data: ablating {', '.join(unmeasured)} gave no finite loss.", settled=True)
+    others = {name: v for name, v in named.items() if name != head}
+    value, mean = named[head], _mean(list(others.values()))
+    top_other = max(others, key=others.get)
+    text = (f"Zero-ablating {head}, the induction verdict's head, adds {value:+.3f} nats on {result['where']} at step "
+            f"{result['step']}; the other {len(others)} heads add {mean:+.3f} on average, the most {top_other} "
+            f"at {others[top_other]:+.3f}")  # fmt: skip
+    largest = (f"{head} has the largest effect" if value >= others[top_other] else
+               f"the largest effect is {top_other}'s: the copying needs that head too")  # fmt: skip
+    if value < min_loss:
+        return Check(False, f"{text}: under {min_loss} nats; {largest}.")
+    if value - mean < min_loss:
+        return Check(False, f"{text}: under {min_loss} nats above the others' mean, no more than a typical head; "
+                            f"{largest}.")  # fmt: skip
+    return Check(True, f"{text}: the copying depends on {head}; {largest}.")
+
+
+def lens_sharpens(ev: Evidence, min_gain: int = 3) -> Check:
+    """The logit lens: the top guess read at the last layer is right at more positions than read after the
+    embedding."""
+    lens = ev.lens
+    if lens is None:
+        return Check(None, "Not enough data yet: the induction run has no checkpoint to read with the lens.")
+    names, hits, n = lens["names"], lens["hits"], lens["positions"]
+    text = "Top guess right, by where the stream is read: " + ", ".join(
+        f"{name} {hit}/{n}" for name, hit in zip(names, hits, strict=True))  # fmt: skip
+    if hits[-1] - hits[0] >= min_gain:
+        return Check(True, f"{text}: the prediction forms in the layers.")
+    return Check(False, f"{text}: the last layer gains fewer than {min_gain} positions on the embedding.")

@@ -1,0 +1,115 @@
+"""The numbers a lesson step's check reads, gathered from its run folders (`evidence`): the runs' records and head
+scores, the experiments' verdicts, the health checks, the head ablation and the logit lens at the last checkpoint.
+The checks themselves are pure (lesson_checks.py); the pane that shows them is lesson_view.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from tinygpt.errors import RunStoreError
+from tinygpt.inside import heads
+from tinygpt.lab import induction
+from tinygpt.lab.registry import EXPERIMENTS
+from tinygpt.lab.results import read_result
+from tinygpt.lab.verdict import ENDED
+from tinygpt.ui.circuits import circuits_view
+from tinygpt.ui.experiments import lab
+from tinygpt.ui.host import resources
+from tinygpt.ui.teach import lesson
+from tinygpt.ui.teach.lesson import HEADS, INDUCTION, LECTURE, Evidence, RunData, Step
+
+TWO, ONE = list(induction.INDUCTION_VARIANTS)  # the induction experiment's 2-layer run and its control
+
+
+def reader_of(run_id: str):
+    """The server's shared reader of a run (resources.ReaderPool: 20 learners follow the same runs), or None."""
+    try:
+        return resources.run_reader(resources.get_store(), run_id)
+    except RunStoreError:
+        return None
+
+
+def _run_data(run_id: str) -> RunData | None:
+    rd = reader_of(run_id)
+    if rd is None:
+        return None
+    vocab = ((rd.config().get("model") or {}).get("vocab_size")) or None
+    return RunData(run_id, rd.status().get("state", ""), rd.metrics, rd.events, circuits_view.scores(rd.run_dir),
+                   vocab)  # fmt: skip
+
+
+def _verdict(verdict) -> dict:
+    return {"reproduced": verdict.reproduced, "sentence": verdict.sentence,
+            "undecided": getattr(verdict, "undecided", "")}  # fmt: skip
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _health(run_dir: str, step: int, metrics_len: int, _metrics: list[dict]) -> list[dict]:
+    return lab.health_checks(run_dir, step, _metrics)
+
+
+def lens_hits(run_dir: str, step: int, text: str) -> dict:
+    """How many positions of `text` the top guess gets right, read after each layer (the Circuits page's lens)."""
+    from tinygpt.inside import lens as lens_lib
+
+    loaded = resources.cached_model(run_dir, step)
+    idx, tokens = circuits_view._probe(loaded, text)
+    out = lens_lib.logit_lens(loaded.model, idx)
+    guesses = np.array([[loaded.tokenizer.vocab[i] for i in row] for row in out["top_ids"][:, :-1, 0]])
+    hits = guesses == np.array(tokens[1:])[None, :]  # (L+1, T-1): the top guess is the next character
+    return {"names": list(out["names"]), "hits": [int(h) for h in hits.sum(axis=1)], "positions": int(hits.shape[1])}
+
+
+def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evidence:
+    """Read what `step`'s check needs from its runs (missing runs stay missing: the check says so)."""
+    ev = Evidence()
+    for role in lesson.roles_needed(step):
+        ids = runs.get(role)
+        if not ids:
+            continue
+        if role in (LECTURE, HEADS):
+            data = _run_data(ids["run"])
+            if data is not None:
+                ev.runs[role] = data
+        elif role.startswith("exp:"):
+            key = role.removeprefix("exp:")
+            readers = {label: reader_of(rid) for label, rid in ids.items()}
+            ev.verdicts[key] = _verdict(EXPERIMENTS[key].verdict(lab.results(readers, EXPERIMENTS[key])))
+            if step.key == "health" and key == "shape_drift":
+                for label in ("correct", "silent bug"):
+                    rd = readers.get(label)
+                    if rd is not None and rd.status().get("state") in ENDED and rd.checkpoints():
+                        last = rd.checkpoints()[-1]
+                        ev.health[label] = _health(str(rd.run_dir), last, len(rd.metrics), rd.metrics)
+        elif role == INDUCTION:
+            readers, records, ended = circuits_view.experiment_state(resources.get_store(), ids)
+            final = circuits_view.final_scores(readers, ended)
+            results = {label: read_result(rd) for label, rd in readers.items()} if ended else None
+            ev.verdicts[INDUCTION] = _verdict(induction.induction_verdict(records, ended, final, runs=results))
+            two = reader_of(ids[TWO])
+            if ended and two is not None and two.checkpoints() and step.key in ("ablation", "lens"):
+                last, text = two.checkpoints()[-1], two.attention_index().get("probe_text", "")
+                if step.key == "ablation":
+                    ev.ablation = _ablation(str(two.run_dir), last, final.get(TWO), records.get(TWO) or [])
+                else:
+                    ev.lens = lens_hits(str(two.run_dir), last, text)
+    if step.setup.pitfalls or step.key == "pitfalls":
+        for key, results in measured.items():
+            ev.verdicts[key] = _verdict(EXPERIMENTS[key].verdict(results))
+    return ev
+
+
+def _ablation(run_dir: str, step: int, final: dict | None, records: list[dict]) -> dict | None:
+    """Every head switched off in turn at the final checkpoint, on the second copy of the repeated probe (where
+    only copying predicts the next character): circuits_view.second_copy, the very numbers the Circuits heatmap
+    draws in its second-copy panel at that checkpoint. The head the check names is the induction verdict's (chosen on
+    its final probe rows), the live scores' best head only where that measurement is missing. On the run's own
+    probe text, which repeats nothing, the same head changed the loss by -0.04 nats in the browser test: the wrong
+    text to judge copying on."""
+    head = (final or {}).get("head") or heads.phase_change(records).head
+    deltas = circuits_view.second_copy(run_dir, step) if head else None
+    if deltas is None:
+        return None
+    return {"head": head, "deltas": deltas, "step": step, "where": f"the second copy of {induction.ABLATION_ROWS} "
+            f"repeated random probes (the Circuits heatmap's '{circuits_view.SECOND_COPY}' panel)"}  # fmt: skip

@@ -1,0 +1,402 @@
+"""The lesson pane in the sidebar (tinygpt/ui/teach/lesson.py holds the steps and their checks; this draws them and
+does a step's one-click setup; lesson_evidence.py gathers the numbers each check reads from the run folders).
+
+Who sees what: the instructor's Back / Next move the whole room (tinygpt.ui.teach.lesson.write_room); every learner's
+pane reads the room's position on its refresh and follows each move, and may look around in between. The
+instructor's setup starts the room's runs (recorded in the room file, so learners' panes show the same check on
+the same runs); a learner's setup opens the room's runs read-only, or starts their own where the room has none
+(and always their own lecture run, whose knobs they may move).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import streamlit as st
+
+from tinygpt.config import DataConfig
+from tinygpt.errors import TinyGPTError
+from tinygpt.lab import induction
+from tinygpt.lab import prepare as prepare_lab
+from tinygpt.lab.registry import EXPERIMENTS
+from tinygpt.lab.verdict import ENDED
+from tinygpt.presets import preset
+from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
+from tinygpt.runs.owners import Actor, may_control, read_owner
+from tinygpt.ui import state
+from tinygpt.ui.circuits import circuits_keys
+from tinygpt.ui.experiments import experiments_keys
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import admission, people_keys
+from tinygpt.ui.run import in_view
+from tinygpt.ui.screen import flashes
+from tinygpt.ui.teach import lesson, lesson_reset, prediction_view, teach_keys
+from tinygpt.ui.teach.lesson import HEADS, INDUCTION, LECTURE, STEPS, Step
+from tinygpt.ui.teach.lesson_evidence import evidence, reader_of
+from tinygpt.ui.train import knob_widgets, settings, train_keys
+from tinygpt.ui.words import run_words, runinfo, safe
+
+REFRESH_S = 3.0  # how often a pane re-reads the room's position and its step's check
+TWO, ONE = list(induction.INDUCTION_VARIANTS)  # the induction experiment's 2-layer run and its control
+
+
+def _root() -> str:
+    return str(resources.get_store().root)
+
+
+def room() -> dict:
+    return lesson.read_room(_root())
+
+
+# ---------------------------------------------------------------- which runs a session's check reads
+
+
+def runs_for(actor: Actor, room_data: dict) -> dict[str, dict[str, str]]:
+    """{role: {label: run_id}}: the room's runs, with this session's own runs in their place where it set some up
+    (the instructor's own are the room's)."""
+    own = state.get(teach_keys.LESSON_RUNS) or {}
+    return {**room_data["runs"], **({} if actor.instructor else own)}
+
+
+def _remember(actor: Actor, role: str, runs: dict[str, str]) -> None:
+    if actor.instructor:
+        lesson.write_room(_root(), runs={role: runs})
+    else:
+        state.put(teach_keys.LESSON_RUNS, {**(state.get(teach_keys.LESSON_RUNS) or {}), role: dict(runs)})
+
+
+# ---------------------------------------------------------------- the one click
+
+
+def _lecture(actor: Actor, runs: dict, manager) -> str:
+    """The lecture run, training: resumed if paused, started (with the Train form showing its settings) if there
+    is none or it ended. A learner watches the room's (read-only: its knobs are the instructor's) or, in a room
+    without one, trains their own."""
+    rid = (runs.get(LECTURE) or {}).get("run")
+    store = resources.get_store()
+    if rid and store.exists(rid):
+        if not may_control(read_owner(store.path(rid)), actor):  # the owner alone: no RunReader for this
+            return rid
+        run_state = store.reader(rid).status().get("state")
+        if run_state in ACTIVE_STATES and run_state != "paused":
+            return rid
+        if run_state in RESUMABLE_STATES:
+            admission.resume(actor, rid)
+            return rid
+    wanted = lesson.lecture_settings()
+    name = wanted.pop("preset")
+    config = preset(name, **wanted, source="shakespeare")
+    settings.ensure_corpus(config.data)
+    rid = admission.start(actor, {"run": config})["run"]
+    _remember(actor, LECTURE, {"run": rid})
+    label = settings.preset_label(name)
+    if label:  # the Train form shows the lecture run's settings (no "changed since this run started")
+        _widget(train_keys.W_PRESET, label)
+    values, source = settings.values_from_config(config.to_dict())
+    for field_name, value in values.items():
+        _widget(settings.FIELD_BY_NAME[field_name].key, value)
+    _widget(train_keys.W_SOURCE, source or settings.SOURCE_SHAKESPEARE)
+    return rid
+
+
+def _widget(key: str, value: Any) -> None:
+    """A widget value for the page the setup opens, set at the start of that page's run (`apply_pending`): set
+    now, it would be overwritten by the values the browser sent with the click, which switch_page carries over."""
+    state.put(teach_keys.LESSON_PENDING, {**(state.get(teach_keys.LESSON_PENDING) or {}), key: value})
+
+
+def apply_pending() -> None:
+    for key, value in (state.pop(teach_keys.LESSON_PENDING) or {}).items():
+        state.put_widget(key, value)
+
+
+def _promote(actor: Actor, started: dict[str, str], priority: str) -> dict[str, str]:
+    """The class reached a step whose runs Prepare started: they are live now (ahead of the other prepared runs)."""
+    if priority == "live" and actor.instructor:
+        for rid in started.values():
+            resources.get_manager().prioritize(rid, "live")
+    return started
+
+
+def _heads(actor: Actor, runs: dict, priority: str = "live") -> str:
+    """The multiple-heads step's run: the Demo preset (4 heads per layer, 300 steps), the room's if it has one."""
+    if (rid := (runs.get(HEADS) or {}).get("run")) and resources.get_store().exists(rid):
+        return _promote(actor, {"run": rid}, priority)["run"]
+    config = preset("demo", source="shakespeare")
+    rid = admission.start(actor, {"run": config}, priority=priority)["run"]
+    _remember(actor, HEADS, {"run": rid})
+    return rid
+
+
+def _experiment(actor: Actor, runs: dict, key: str, priority: str = "live") -> dict[str, str]:
+    role = f"exp:{key}"
+    if runs.get(role):
+        return _promote(actor, runs[role], priority)
+    settings.ensure_corpus(DataConfig(source="shakespeare"))
+    started = admission.start(actor, EXPERIMENTS[key].configs(seed=1337, source="shakespeare"), priority=priority)
+    _remember(actor, role, started)
+    return started
+
+
+def _induction(actor: Actor, runs: dict, priority: str = "live") -> dict[str, str]:
+    if runs.get(INDUCTION):
+        return _promote(actor, runs[INDUCTION], priority)
+    configs = induction.induction_configs("synthetic:copyvar", 1337)
+    started = admission.start(actor, configs, priority=priority)
+    _remember(actor, INDUCTION, started)
+    return started
+
+
+def prepare(actor: Actor) -> int:
+    """Before class (the instructor): start every long step's runs the room has not started; returns how many.
+    They queue in the lesson's order, so the earliest steps' runs finish first, behind any live run (the lecture
+    run takes a slot ahead of them: tinygpt.runs.slots); a step the class reaches makes its own runs live. The runs
+    are tinygpt.lab.prepare's, which `python -m tinygpt.bench.prepare` times."""
+    count = 0
+    runs = room()["runs"]
+    settings.ensure_corpus(DataConfig(source=prepare_lab.SOURCE))
+    for role in lesson.PREPARE_ORDER:
+        if runs.get(role):
+            continue
+        started = admission.start(actor, prepare_lab.role_configs(role), priority=prepare_lab.PRIORITY)
+        _remember(actor, role, started)
+        count += len(started)
+    return count
+
+
+def set_up(step: Step, actor: Actor) -> None:
+    """The step's one click: its runs, its knobs and its page (then the page opens; errors are flashed)."""
+    manager = resources.get_manager()
+    runs = runs_for(actor, room())
+    query: dict[str, str] = {}
+    setup = step.setup
+    if setup.train or setup.knobs:
+        rid = _lecture(actor, runs, manager)
+        in_view.set_run_id(rid)
+        query[in_view.URL_RUN] = rid
+        mine = may_control(read_owner(resources.get_store().path(rid)), actor)  # config.json alone, no RunReader
+        for name, value in setup.knobs.items() if mine else ():  # a learner watches the room's run
+            request = manager.set_knob(rid, name, value, actor=actor)
+            _widget(settings.FIELD_BY_NAME[name].key, value)
+            knob_widgets.add_knob_note(name, value, request, rid)
+    if setup.rest and (rid := (runs.get(LECTURE) or {}).get("run")) and resources.is_active(rid):
+        manager.pause(rid, actor=actor)  # its training slot goes to the long runs
+    if setup.heads:
+        rid = _heads(actor, runs)
+        in_view.set_run_id(rid)
+        query[in_view.URL_RUN] = rid
+    if setup.pitfalls and actor.instructor:
+        prepare(actor)
+        runs = runs_for(actor, room())
+    for key in setup.measure:
+        results = EXPERIMENTS[key].measure(1337)
+        experiments_keys.set_lab_measured(key, 1337, results)
+        if actor.instructor:
+            lesson.write_room(_root(), measured={key: results})
+    if setup.experiment:
+        started = _experiment(actor, runs, setup.experiment)
+        _widget(experiments_keys.W_EXPERIMENT, setup.experiment)
+        experiments_keys.set_lab_runs(setup.experiment, started)
+        query |= {"experiment": setup.experiment, experiments_keys.URL_LAB: ",".join(started.values())}
+    if setup.induction:
+        started = _induction(actor, runs)
+        circuits_keys.set_circuit_runs(started)
+        in_view.set_run_id(started[TWO])
+        query |= {in_view.URL_RUN: started[TWO], circuits_keys.URL_CIRC: ",".join(started.values())}
+    if setup.induction:  # the newest step, whose checkpoint the checks read: not one this browser looked at before
+        _widget(
+            circuits_keys.W_CIRC_STEP, None
+        )  # (the browser run's heatmap showed step ~1400 beside a check of step 3000)
+    if setup.tab:  # the view the check talks about (Model health, Head ablation, Logit lens), not the first tab
+        _widget(
+            circuits_keys.W_CIRC_TAB if step.page.endswith("circuits.py") else experiments_keys.W_EXP_TAB, setup.tab
+        )
+    kept = {k: v for k, v in (state.get(people_keys.WORKSHOP_PARAMS) or {}).items() if k != "experiment"}
+    st.switch_page(step.page, query_params={**kept, **query})  # a workshop link's settings stay in the address
+
+
+# ---------------------------------------------------------------- the numbers a check reads
+
+
+_LOCK = threading.Lock()
+
+
+# ---------------------------------------------------------------- drawing
+
+
+def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None = None) -> list[str]:
+    """For a long step: where each of its runs stands, with an estimate of when it ends, in `viewer`'s words
+    ("paused by you" only for whoever paused it: a learner read it of the instructor's pause)."""
+    lines = []
+    for role in lesson.roles_needed(step):
+        for label, rid in (runs.get(role) or {}).items():
+            rd = reader_of(rid)
+            if rd is None:
+                continue
+            resources.touch(rid)  # a run the lesson waits for keeps its lease
+            status = rd.status()
+            if status.get("state") in ENDED:
+                continue
+            said = {**status, "reason": run_words.reason_for(status.get("reason") or "", rd.config(), viewer)}
+            line = runinfo.status_line(said, rd.metrics)
+            wait = resources.queue_wait(rid) if status.get("state") == "queued" else None
+            if wait is not None:
+                line += f" · starts in about {runinfo.format_duration(wait)}"
+            lines.append(f"{role.removeprefix('exp:')} · {label}: {line}")
+    return lines
+
+
+def show_check(check: lesson.Check, text: str | None = None) -> None:
+    """The check in its colour (seen, not seen, not enough data yet): its whole text, or `text` (the banner's one
+    sentence, tinygpt/ui/teach/presenter.py)."""
+    text = safe.md(check.text if text is None else text)
+    if check.passed:
+        st.success(text, icon=":material/check_circle:")
+    elif check.passed is False:
+        st.warning(f"Not seen: {text}", icon=":material/error:")
+    else:
+        st.info(text, icon=":material/hourglass_top:")
+
+
+def check_lines(check: lesson.Check, lines: list[str]) -> None:
+    """The sidebar pane's check: its status, its whole text, where its runs stand."""
+    st.markdown(f"**Check:** {check.status}", help="Computed from the runs on every refresh of this pane.")
+    show_check(check)
+    for line in lines:
+        st.caption(safe.md(line))
+
+
+def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines) -> None:
+    """The step's check (a fragment, refreshed every REFRESH_S), the viewer's prediction part above it; `draw`
+    draws the check (check_lines in the sidebar, the banner's one sentence on the projector)."""
+    data = room()
+    if data["step"] != seen_room and data["step"] is not None:
+        st.rerun(scope="app")  # the instructor moved the room: the pane follows
+    step = STEPS[index]
+    predicted = st.container()  # the learner's prediction, above the check it is graded by (prediction_view)
+    slot = st.empty()
+    if state.get(teach_keys.LESSON_CHECKED) != index:
+        # Before the check is computed (the circuit steps' read checkpoints and ablate heads: 15 s and more), the
+        # slot says which step it checks: until overwritten, the browser kept showing the previous step's check,
+        # "seen", under this step's title.
+        slot.info(f"Checking step {index + 1} ({safe.md(step.section)}): reading its runs ...",
+                  icon=":material/hourglass_top:")  # fmt: skip
+    runs = runs_for(actor, data)
+    try:
+        with _LOCK:
+            check = prediction_view.shown_check(step, actor, step.check(evidence(step, runs, data["measured"])))
+            lines = _progress(runs, step, actor)
+    except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
+        check = lesson.Check(None, f"Not enough data yet: could not read the runs ({exc}).")
+        lines = []
+    state.put(teach_keys.LESSON_CHECKED, index)
+    with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)
+        draw(check, lines)
+    with predicted:
+        prediction_view.pane_part(step, actor, check)
+
+
+def position(shop, actor: Actor) -> tuple[int, int | None, dict] | None:
+    """Where this session's lesson is: (its step, the room's step it last followed, the room), or None where no
+    lesson is shown (the instructor's sidebar then offers to teach it)."""
+    apply_pending()  # before the page draws its widgets
+    data = room()
+    shown = not (shop.tutorial is None and data["step"] is None and state.get(teach_keys.LESSON_STEP) is None)
+    state.put(teach_keys.LESSON_SHOWN, shown)
+    if not shown:
+        if actor.instructor and st.sidebar.button("Teach the lesson", icon=":material/school:", width="stretch"):
+            lesson.write_room(_root(), step=0)
+            st.rerun()
+        return None
+    local = state.get(teach_keys.LESSON_STEP)
+    if local is None and shop.tutorial is not None:
+        local = shop.tutorial
+    index, seen = lesson.follow(local, state.get(teach_keys.LESSON_SEEN), data["step"])
+    state.put(teach_keys.LESSON_STEP, index)
+    state.put(teach_keys.LESSON_SEEN, seen)
+    return index, seen, data
+
+
+def where_line(index: int, data: dict) -> str:
+    step = STEPS[index]
+    where = f"On the **{lesson.page_name(step)}** page"
+    if data["step"] is not None and data["step"] != index:
+        where += f" · the room is at step {data['step'] + 1}"
+    return where
+
+
+def setup_button(step: Step, actor: Actor, icon: bool = True) -> None:
+    # A learner's page shows nothing of the room's runs until they open them (the review's learner read "No run
+    # yet" under a pane that said what to watch): the button says what it opens, for them.
+    opens = None if actor.instructor else f"Opens this step's runs on the {lesson.page_name(step)} page, here."
+    if st.button("Set up this step", type="primary", icon=":material/play_circle:" if icon else None,
+                 key="lesson_setup", width="stretch", help=opens):  # fmt: skip
+        try:
+            prediction_view.set_up(step, actor)  # before: set_up ends by switching page
+            set_up(step, actor)
+        except TinyGPTError as exc:
+            st.error(safe.md(exc))
+
+
+def prepare_button(actor: Actor, icon: bool = True) -> None:
+    if st.button("Prepare the long runs", icon=":material/schedule:" if icon else None, key="lesson_prepare",
+                 width="stretch",
+                 help="Before class: start the pitfalls' and the induction experiment's runs now, so "
+                 "their steps have results when the class reaches them."):  # fmt: skip
+        started = prepare(actor)
+        flashes.flash("success", f"Started {started} runs for the long steps." if started else
+                    "The long steps' runs were already started.")  # fmt: skip
+        st.rerun()
+
+
+def long_runs_line() -> str | None:
+    ready = resources.get_manager().prepared_eta()  # the prepared runs' own measured pace
+    if not ready["runs"]:
+        return None
+    when = "once their pace is measured" if ready["seconds"] is None else (
+        f"in about {max(1, round(ready['seconds'] / 60))} min")  # fmt: skip
+    return f"Long runs: {ready['runs']} training or waiting behind the live run, ready {when}."
+
+
+def move_to(moved: int, actor: Actor) -> None:
+    """Back or Next: this session's lesson moves (the instructor's moves the room)."""
+    state.put(teach_keys.LESSON_STEP, moved)
+    if actor.instructor:
+        lesson.write_room(_root(), step=moved)
+        state.put(teach_keys.LESSON_SEEN, moved)
+    st.rerun()
+
+
+def pane(shop, actor: Actor) -> None:
+    """The lesson in the sidebar: the step, its one-click setup, what to predict and watch, and its check."""
+    at = position(shop, actor)
+    if at is None:
+        return
+    index, seen, data = at
+    step = STEPS[index]
+    with st.sidebar.container(border=True, key="lesson_pane"):
+        st.markdown(f"**Lesson {index + 1}/{len(STEPS)} · {step.section}**")
+        st.caption(where_line(index, data))
+        st.markdown(f"**Predict:** {step.predict}")
+        st.markdown(f"**Watch for:** {step.watch}")
+        setup_button(step, actor)
+        st.fragment(run_every=REFRESH_S)(check_view)(index, actor, seen)
+        lesson_reset.pane_part(step, actor)  # the instructor's "Reset the lecture run" after a step that broke it
+        back, forward = st.columns(2)
+        moved = None
+        if back.button("Back", disabled=index == 0, key="lesson_back", width="stretch"):
+            moved = index - 1
+        if forward.button("Next", disabled=index == len(STEPS) - 1, key="lesson_next", width="stretch"):
+            moved = index + 1
+        if actor.instructor:
+            st.caption("Back and Next move the whole room: every learner's lesson follows.")
+            prepare_button(actor)
+            if line := long_runs_line():
+                st.caption(line)
+        elif data["step"] is not None and data["step"] != index:
+            if st.button("Back to the room's step", key="lesson_follow", width="stretch"):
+                moved = data["step"]
+        prediction_view.record_button(actor)  # a learner's "Download my lesson (HTML)"; none for the instructor
+        if moved is not None:
+            move_to(moved, actor)

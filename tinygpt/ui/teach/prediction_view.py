@@ -1,0 +1,186 @@
+"""Predict, then run, on screen: a learner's choice in the lesson pane (a radio until the step's check appears, then
+their answer beside what happened, graded), the spread on the instructor's pane, and the Room page's section: the
+count per answer for the step in play, live, the share right after the check, the learners named only when the
+instructor asks, and the CSV of every step. The logic is tinygpt/ui/teach/predictions.py.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from tinygpt.errors import TinyGPTError
+from tinygpt.runs.owners import Actor
+from tinygpt.ui import state
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import people_keys
+from tinygpt.ui.screen import flashes
+from tinygpt.ui.teach import lesson, predictions, record, teach_keys
+from tinygpt.ui.teach.predictions import RIGHT, WRONG, PredictionBook
+from tinygpt.ui.teach.record import GRADE_WORDS, OUTCOME_WORDS  # one wording for the pane and the downloaded record
+from tinygpt.ui.words import safe
+
+REFRESH_S = 3.0  # the Room's spread follows the answers as often as the lesson pane refreshes
+
+
+def book() -> PredictionBook:
+    return PredictionBook(resources.get_store().root)
+
+
+def _key(step: lesson.Step) -> str:
+    return f"{teach_keys.W_PREDICT}:{step.key}"
+
+
+def _chosen(step: lesson.Step, actor: Actor) -> None:
+    """The radio's on_change. The book refuses a change once the check has appeared (AnswerClosed): the pane's
+    next draw shows the answer it kept, graded, instead of the radio."""
+    choice = state.get(_key(step))
+    if choice is None:
+        return
+    try:
+        book().answer(step.key, actor.id, actor.name, choice, step.answers)
+    except TinyGPTError:
+        state.pop(_key(step))  # the kept answer, not the refused one, is what this learner sees
+
+
+def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
+    """Called by the lesson pane with the check it just computed: the choice while open, the grade after."""
+    if step.answers is None:
+        return
+    pages = book()
+    pages.settle(step.key, predictions.outcome_of(check), actor.id)  # the check appeared to this learner
+    records, room_outcome = pages.step(step.key)
+    record = records.get(actor.id) or {}
+    mine = record.get("answer")
+    outcome = predictions.learner_outcome(record, room_outcome)
+    if outcome is None:
+        if state.get(_key(step)) != mine:  # the book is the truth: a refresh, another tab, a cleared room
+            if mine is None:
+                state.pop(_key(step))
+            else:
+                state.put(_key(step), mine)
+        # No choice made until the learner makes one; a value in session state needs the default index (else
+        # Streamlit warns that the widget has a default and a session-state value).
+        st.radio("**Your prediction**", step.answers.options, index=0 if state.has(_key(step)) else None,
+                 key=_key(step), on_change=_chosen, args=(step, actor))  # fmt: skip
+        st.caption("You may change it until the check appears." if mine else
+                   "Choose before the check appears: after it, answers are final.")  # fmt: skip
+        return
+    if mine is None:
+        st.caption(f"You did not predict before the check appeared ({OUTCOME_WORDS[outcome]}).")
+        return
+    got = predictions.grade(step.answers, mine, outcome)
+    text = f"Your prediction: **{safe.md(mine)}** · {OUTCOME_WORDS[outcome]} · **{GRADE_WORDS[got]}**"
+    if got == RIGHT:
+        st.success(text, icon=":material/thumb_up:")
+    elif got == WRONG:
+        st.error(text, icon=":material/thumb_down:")
+    else:
+        st.info(text, icon=":material/help:")
+
+
+def record_button(actor: Actor) -> None:
+    """A learner's "Download my lesson": one HTML file of every step, their prediction, what happened, their runs
+    (tinygpt/ui/teach/record.py), made at the click (on a thread without the script's context: plain values only)."""
+    if actor.instructor:
+        return
+    store = resources.get_store()
+    st.download_button("Download my lesson (HTML)", lambda: record.learner_record(store, lesson.STEPS, actor.id,
+                       actor.name), file_name="tinygpt-my-lesson.html", mime="text/html", on_click="ignore",
+                       icon=":material/download:", key="lesson_record", width="stretch")  # fmt: skip
+
+
+def instructor_part(step: lesson.Step, check: lesson.Check) -> None:
+    """The instructor's pane: their check is the room's (it closes the step for everyone), and the spread, with
+    no names (the pane is on the projector)."""
+    if step.answers is None:
+        return
+    pages = book()
+    pages.settle(step.key, predictions.outcome_of(check))
+    records, outcome = pages.step(step.key)
+    line = predictions.spread_line(predictions.tally(step.answers, records, outcome))
+    st.caption(f"**The room's predictions:** {safe.md(line)}")
+
+
+class HeldCheck(lesson.Check):
+    """A decided check not shown yet: its status says so (a plain Check(None) would say "not enough data")."""
+
+    @property
+    def status(self) -> str:
+        return "ready, shown once this step is set up"
+
+
+def shown_check(step: lesson.Step, actor: Actor, check: lesson.Check) -> lesson.Check:
+    """The check as this viewer's pane shows it: a decided one waits until the step has been set up (by the
+    instructor for the room, or by this learner for themselves). The long steps' runs are prepared before class:
+    their checks are decided when the class arrives, and would close every answer before anyone predicted."""
+    if step.answers is None or predictions.outcome_of(check) is None:
+        return check
+    if book().revealed(step.key, None if actor.instructor else actor.id):
+        return check
+    who = "you press" if actor.instructor else "the instructor (or you) presses"
+    return HeldCheck(None, f"This step's check has its result: it appears once {who} **Set up this step**. "
+                           "Predict first.")  # fmt: skip
+
+
+def set_up(step: lesson.Step, actor: Actor) -> None:
+    """The step's setup was clicked: its check may appear (to the room, when the instructor clicked)."""
+    book().reveal(step.key, None if actor.instructor else actor.id)
+
+
+def pane_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
+    if actor.instructor:
+        instructor_part(step, check)
+    else:
+        learner_part(step, actor, check)
+
+
+# ---------------------------------------------------------------- the Room page
+
+
+def _spread() -> None:
+    room = lesson.read_room(resources.get_store().root)
+    if room["step"] is None:
+        st.caption("No lesson yet: once you teach it, each step's predictions appear here as learners answer.")
+        return
+    step = lesson.STEPS[room["step"]]
+    if step.answers is None:
+        return
+    records, outcome = book().step(step.key)
+    spread = predictions.tally(step.answers, records, outcome)
+    st.markdown(f"**Step {room['step'] + 1}: {safe.md(step.section)}** · {safe.md(step.predict)}")
+    st.markdown(safe.md(predictions.spread_line(spread)))  # in one line, as text: what a browser test reads too
+    counts = [{"answer": a, "learners": n} | ({"grade": predictions.grade(step.answers, a, outcome) or ""}
+              if outcome else {}) for a, n in spread["counts"].items()]  # fmt: skip
+    top = max([1, *spread["counts"].values()])
+    left, right = st.columns([3, 1])
+    left.dataframe(counts, hide_index=True, width="stretch", column_config={
+        "learners": st.column_config.ProgressColumn("learners", min_value=0, max_value=top, format="%d")})  # fmt: skip
+    right.metric("Answered", spread["answered"])
+    if spread["share_right"] is not None:
+        right.metric("Right", f"{spread['share_right']:.0%}", help=f"{spread['right']} right, of the answers the "
+                     "check graded (right, wrong or not sure).")  # fmt: skip
+    elif outcome or spread["not_decided"]:
+        right.caption("The check decided nothing: no share right.")
+    else:
+        right.caption("The share right appears with the check.")
+    if state.get(people_keys.W_SPREAD_NAMES) and spread["rows"]:
+        st.table(spread["rows"])  # a page-wide table, readable from the back (a class is tens of learners)
+
+
+def room_spread() -> None:
+    """The Room page's predictions: the live spread (a fragment), the names on request, the CSV."""
+    st.subheader("Predictions", anchor=False)
+    st.toggle("Name the learners beside their answers", value=False, key=people_keys.W_SPREAD_NAMES,
+              help="Off on every visit: the Room page is the one on the projector.")  # fmt: skip
+    st.fragment(run_every=REFRESH_S)(_spread)()
+    root = resources.get_store().root  # the CSV is made at the click, on a thread without the script's context
+    st.download_button("Download the room's spread, every step (CSV)", lambda: predictions.spread_csv(
+        lesson.STEPS, PredictionBook(root)), file_name="tinygpt-predictions.csv", mime="text/csv",
+        on_click="ignore", icon=":material/download:")  # fmt: skip
+    with st.popover("Clear the answers", icon=":material/delete:"):
+        st.caption("For a new class on this server: every step's answers, outcomes and setups are forgotten "
+                   "(download the CSV first).")  # fmt: skip
+        if st.button("Clear every step's answers", type="primary"):
+            book().clear()
+            flashes.flash("success", "The room's answers are cleared: every step's question is open again.")
+            st.rerun()

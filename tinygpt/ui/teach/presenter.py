@@ -1,0 +1,98 @@
+"""The presenter view (issue 37): on the projector (the instructor, Large fonts on) the lesson is a banner across
+the top of every page, not a narrow sidebar pane where a check runs to 20-30 lines: the step and its title, the
+Predict question, the room's spread of answers, and the check in one sentence, in its colour (seen, not seen, not
+enough data yet), with the whole text and the runs' progress in a popover; Back, Next, Set up and Prepare as in
+the pane, and "Watch for" and the lecture run's reset in another. Four rows, so a 720-pixel projector still shows
+the page under it. The sidebar keeps one line for the lesson, so nothing is shown twice.
+
+The pieces are tinygpt/ui/teach/lesson_view.py's (where the lesson is, the setup, the check and its refresh) and
+tinygpt/ui/teach/prediction_view.py's (the spread, no learner named); this module only lays them out and shortens the
+check to its first sentence (`headline`, a pure function). Learners and the instructor without Large fonts keep the
+sidebar pane.
+"""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from tinygpt.runs.owners import Actor
+from tinygpt.ui.screen import fonts
+from tinygpt.ui.teach import lesson, lesson_reset, lesson_view
+from tinygpt.ui.teach.lesson import STEPS
+from tinygpt.ui.words import safe
+
+# A sentence ends at . ! or ? followed by a space and a capital, a quote or a bracket: "4.20" or "e.g. the" do
+# not end one (the checks' numbers have no space after their decimal point).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z'\"(*])")
+LIMIT = 240  # characters: about three lines of the banner at Large fonts on a 1280-pixel screen
+
+
+def headline(check_text: str, limit: int = LIMIT) -> str:
+    """The check in one sentence: its first, numbers and all. A first sentence past `limit` is cut at its last
+    clause ("; ") that fits, and ends with "…" (the expander below it has the whole text)."""
+    text = " ".join(check_text.split())
+    first = _SENTENCE_END.split(text, maxsplit=1)[0]
+    if len(first) <= limit:
+        return first
+    cut = first.rfind("; ", 0, limit)
+    return (first[:cut] if cut > 0 else first[:limit].rsplit(" ", 1)[0]) + " …"
+
+
+def shown(actor: Actor) -> bool:
+    """The banner instead of the sidebar pane: the instructor's screen with Large fonts (the projector)."""
+    return bool(actor.instructor) and fonts.large_fonts()
+
+
+def _check(check: lesson.Check, lines: list[str]) -> None:
+    """check_view's drawing for the banner: one sentence in the check's colour, its whole text and the runs'
+    progress one click away (a popover: an expander's row, and the Predict line's second, pushed the page's own
+    chart below a 720-pixel projector's edge)."""
+    alert, more = st.columns([5, 1.5], vertical_alignment="center")
+    with alert:
+        lesson_view.show_check(check, headline(check.text))
+    with more.popover("Numbers", width="stretch", help="The check in full, with its numbers"):
+        st.caption(f"**Check:** {check.status} · computed from the runs every {lesson_view.REFRESH_S:.0f} s.")
+        st.markdown(safe.md(check.text))
+        for line in lines:
+            st.caption(safe.md(line))
+
+
+def banner(shop, actor: Actor) -> None:
+    """The lesson as a banner at the top of the main area (drawn before the page, so above its title)."""
+    at = lesson_view.position(shop, actor)
+    if at is None:
+        return
+    index, seen, data = at
+    step = STEPS[index]
+    st.sidebar.caption(f"**Lesson {index + 1}/{len(STEPS)}** is on the banner above the page (Large fonts).")
+    if line := lesson_view.long_runs_line():
+        st.sidebar.caption(line)
+    # Large fonts' header is 3.75rem tall over a 3.2rem top padding (tinygpt/ui/frame.py): the banner's top edge
+    # went under it in the 1280x720 screenshot. A style element only, drawn in the sidebar: no gap in the page.
+    st.sidebar.html("<style>.st-key-lesson_pane { margin-top: 0.8rem; }</style>")
+    moved = None
+    with st.container(border=True, key="lesson_pane"):  # the pane's key: the lesson's browser test reads it
+        # One paragraph: the step, where it plays and its question (the Watch for line in its help).
+        st.markdown(f"**Lesson {index + 1}/{len(STEPS)} · {step.section}** · {lesson_view.where_line(index, data)} · "
+                    f"**Predict:** {step.predict}", help=f"Watch for: {step.watch}")  # fmt: skip
+        st.fragment(run_every=lesson_view.REFRESH_S)(lesson_view.check_view)(index, actor, seen, draw=_check)
+        # No icons in this row: five labels whole at Large fonts in the main column of a 1280-pixel screen.
+        setup, back, forward, prepare, more = st.columns([3.4, 1.6, 1.6, 4.2, 2], vertical_alignment="center")
+        with setup:
+            lesson_view.setup_button(step, actor, icon=False)
+        help_ = "Back and Next move the whole room: every learner's lesson follows."
+        if back.button("Back", disabled=index == 0, key="lesson_back", width="stretch", help=help_):
+            moved = index - 1
+        if forward.button("Next", disabled=index == len(STEPS) - 1, key="lesson_next", width="stretch", help=help_):
+            moved = index + 1
+        with prepare:
+            lesson_view.prepare_button(actor, icon=False)
+        # What the sidebar pane shows below its buttons, folded: "Watch for", and on a step that broke the lecture
+        # run its reset (named on the button, so the room's instructor finds it).
+        with more.popover("Reset" if step.reset else "More", width="stretch"):
+            st.markdown(f"**Watch for:** {step.watch}")
+            lesson_reset.pane_part(step, actor)
+    if moved is not None:
+        lesson_view.move_to(moved, actor)

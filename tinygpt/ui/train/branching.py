@@ -1,0 +1,141 @@
+"""Branching in the app (issue 37): the Runs page's "Branch from this checkpoint" control and the branch points
+Compare marks. The rule of what a branch may change and how it is made is the engine's (tinygpt.runs.branch); here
+are the widgets, the room's admission (budget, one slot a learner) and the words.
+
+A learner may branch any run they can see, the instructor's lecture run included: the branch is a new run of
+their own, and the parent is only read. The control offers the settings a lesson changes (the live knobs and
+max_steps, dropout); the CLI's `train --branch` takes any setting a branch may change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+from tinygpt.config import ATTN_SCALES, LIMITS, MASKS, RunConfig
+from tinygpt.errors import TinyGPTError
+from tinygpt.runs.branch import branch_of, checkpoint_settings, plan_branch, section_of
+from tinygpt.runs.files import list_checkpoints, read_config_json
+from tinygpt.runs.owners import Actor
+from tinygpt.runs.store import RunStore
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import admission
+from tinygpt.ui.run import in_view
+from tinygpt.ui.screen import flashes
+from tinygpt.ui.train import settings, train_keys
+from tinygpt.ui.words import safe
+from tinygpt.ui.words.knob_words import knob_value, knob_word
+
+# (setting, label, choices or None): what the control lets a learner change, in the order a lesson changes them.
+SETTINGS = (
+    ("learning_rate", "Learning rate", None),
+    ("warmup_steps", "Warmup steps", None),
+    ("mask", "Mask", MASKS),
+    ("attn_scale", "Attention scaling", ATTN_SCALES),
+    ("max_steps", "Max steps", None),
+    ("dropout", "Dropout", None),
+    ("weight_decay", "Weight decay", None),
+)
+
+
+def branch_points(configs: Mapping[str, Mapping | None], names: Mapping[str, str]) -> dict[str, tuple[int, str]]:
+    """{run name: (branch step, parent's name)} for the compared runs that are branches: `configs` by run name
+    (config.json as read), `names` every run's name by id (the parent need not be compared; a deleted parent is
+    named by its id)."""
+    points = {}
+    for name, config in configs.items():
+        if (branch := branch_of(config or {})) is not None:
+            points[name] = (branch["step"], names.get(branch["parent"], f"run {branch['parent']}"))
+    return points
+
+
+def parent_label(parent_config: dict, config: dict) -> str:
+    """The label of the faint parent curve on Train: "parent, branched at step 120 (LR→0.01)" for a branch (a
+    learning rate's min_lr, moved along, left unsaid), settings.ghost_label's "previous run: ..." for a run that
+    replaced another."""
+    if (branch := branch_of(config)) is None:
+        return settings.ghost_label(parent_config, config)
+    changes = branch["changes"]
+    said = [
+        f"{knob_word(n)}→{knob_value(v)}" for n, v in changes.items() if n != "min_lr" or "learning_rate" not in changes
+    ]
+    return f"parent, branched at step {branch['step']}" + (f" ({', '.join(said)})" if said else " (no change)")
+
+
+def setting_of(config: RunConfig, name: str) -> Any:
+    section = section_of(name)
+    return getattr(config if section == "run" else getattr(config, section), name)
+
+
+def changes_from(values: Mapping[str, Any], base: RunConfig) -> dict[str, Any]:
+    """The settings whose widget value differs from the checkpoint's (`base`): what the branch changes."""
+    return {name: value for name, value in values.items() if value != setting_of(base, name)}
+
+
+def describe(changes: Mapping[str, Any], base: RunConfig) -> str:
+    """ "LR 0.002→0.01, mask causal→none", or "no change: the same run again, on the same batches"."""
+    if not changes:
+        return "no change: it follows its parent exactly, on the same batches"
+    return ", ".join(f"{knob_word(n)} {knob_value(setting_of(base, n))}→{knob_value(v)}" for n, v in changes.items())
+
+
+def _widget(column, name: str, label: str, choices, value: Any, key: str) -> Any:
+    if choices is not None:
+        return column.selectbox(label, list(choices), index=list(choices).index(value), key=key)
+    limit = LIMITS[name]
+    if isinstance(value, int):
+        return int(column.number_input(label, int(limit.low), int(limit.high), int(value), step=1, key=key))
+    fmt = "%.2e" if name == "learning_rate" else "%.2f"
+    low = float(limit.low) + (1e-6 if limit.above_low else 0.0)
+    return float(column.number_input(label, low, float(limit.high), float(value), format=fmt, key=key))
+
+
+def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) -> None:
+    """The "Branch from this checkpoint" control for `run_id`: pick a checkpoint, change settings, start. The new
+    run becomes the current one."""
+    steps = list_checkpoints(store.path(run_id))
+    if not steps:
+        st.caption("It has no checkpoint yet to branch from.")
+        return
+    # The newest checkpoint with steps left after it: a finished run's last one would need max_steps raised first.
+    planned = (read_config_json(store.path(run_id)).get("train") or {}).get("max_steps")
+    inside = [i for i, s in enumerate(steps) if not isinstance(planned, int) or s < planned]
+    first = inside[-1] if inside else len(steps) - 1
+    step = st.selectbox("Checkpoint step", steps, index=first, key=f"{train_keys.W_BRANCH}:{run_id}:step")
+    try:
+        base = checkpoint_settings(store.path(run_id), step)
+    except TinyGPTError as e:
+        st.error(safe.md(e))
+        return
+    columns = st.columns(2)
+    values = {}
+    for i, (name, label, choices) in enumerate(SETTINGS):
+        key = f"{train_keys.W_BRANCH}:{run_id}:{step}:{name}"  # per checkpoint: its own values are the defaults
+        values[name] = _widget(columns[i % 2], name, label, choices, setting_of(base, name), key)
+    changes = changes_from(values, base)
+    st.caption(
+        f"From step {step}: {safe.md(describe(changes, base))}. A new run of yours; {safe.md(run_name)} stays as it is."
+    )
+
+    def start(check_slot: bool) -> None:
+        new_id = start_branch(learner, store, run_id, step, changes, check_slot)
+        in_view.set_run_id(new_id)
+        flashes.flash("success", f"Branched {run_name} at step {step} ({describe(changes, base)}): training.")
+        st.rerun()
+
+    if st.button("Start the branch", type="primary", key=f"{train_keys.W_BRANCH}:{run_id}:go"):
+        admission.attempt(start, "start the branch", st)
+
+
+def start_branch(
+    learner: Actor, store: RunStore, run_id: str, step: int, changes: Mapping[str, Any], check_slot: bool = True
+) -> str:
+    """Admission as for any new run (the room's budget, the learner's one slot), then RunManager.branch."""
+    plan = plan_branch(store, run_id, step, dict(changes))  # what a branch cannot change: refused here, first
+    admission.check_budget(learner, {"branch": plan.config})
+    if check_slot and (busy := admission.busy_runs(learner)):
+        raise admission.SlotTaken(busy)
+    manager = resources.get_manager()
+    return manager.branch(run_id, step, dict(changes), actor=learner, time_limit_s=resources.time_limit_s(learner))

@@ -1,0 +1,275 @@
+"""The Train page's settings form, drawn from the table in tinygpt/ui/train/settings.py.
+
+`seed_form` gives every widget its first value (a reattached tab: the run's own settings and current knobs; else
+the first preset); `draw_form` draws the preset select, the data-and-model box and the live-knob box; a live
+knob's widget shows the run in view and sends its own knob's new value to the running worker the moment it
+changes (`on_change`; tinygpt/ui/train/knob_widgets.py), and the page shows the worker's answer (runinfo.knob_note).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import streamlit as st
+
+from tinygpt.config import MAX_TEXT_FIELDS
+from tinygpt.errors import RunStoreError, TinyGPTError
+from tinygpt.runs.corpus import read_corpus
+from tinygpt.runs.jobs import NoWorkerError
+from tinygpt.runs.owners import NotYourRunError
+from tinygpt.runs.store import RunStore
+from tinygpt.ui import state
+from tinygpt.ui.host import resources
+from tinygpt.ui.people import people_keys, room
+from tinygpt.ui.run import in_view, run_handle
+from tinygpt.ui.screen import flashes, fonts
+from tinygpt.ui.train import guard, knob_widgets, settings, train_keys
+from tinygpt.ui.train.settings import Field
+from tinygpt.ui.words import safe
+
+
+def seed_form(store: RunStore, run_id: str | None) -> None:
+    """First values for every setting widget (widgets' own `value=` would fight with session state)."""
+    first = next(iter(settings.PRESET_LABELS))
+    if not state.has(train_keys.W_PRESET) and run_id:  # a reattached tab: show the settings of its run
+        rd = in_view.reader(store, run_id)
+        if rd is not None:
+            values, source = settings.values_from_config(rd.config(), rd.events)
+            for name, value in values.items():
+                state.init(settings.FIELD_BY_NAME[name].key, value)
+            if source:
+                state.init(train_keys.W_SOURCE, source)
+            if source == settings.SOURCE_PASTE:  # the run keeps its text once, in corpus.txt (older: inline)
+                try:
+                    text = read_corpus(rd.run_dir) or (rd.config().get("data") or {}).get("text", "")
+                except RunStoreError as e:  # a missing or edited corpus.txt: the run can still be watched
+                    text = ""
+                    st.warning(safe.md(f"The form starts without this run's text: {e}"))
+                state.init(train_keys.W_PASTE, text)
+    state.init(train_keys.W_PRESET, first)
+    for name, value in settings.preset_values(first).items():
+        state.init(settings.FIELD_BY_NAME[name].key, value)
+    state.init(train_keys.W_DEVICE, "auto")
+    state.init(train_keys.W_SOURCE, settings.SOURCE_SHAKESPEARE)
+    state.init(train_keys.W_STEP_N, 10)
+
+
+def forget_settings() -> None:
+    """Drop the form's values (from a page that does not draw the form), so the Train page shows the current
+    run's settings the next time it is drawn, like a reattached tab: "Bring to the projector" must show the
+    learner's run with its own knobs, not the instructor's last form beside "Changed since this run started"."""
+    for key in [train_keys.W_PRESET, train_keys.W_SOURCE, train_keys.W_PASTE, *(f.key for f in settings.FIELDS)]:
+        state.pop(key)
+
+
+def form_values() -> dict[str, Any]:
+    """The form's current values, by field name."""
+    return {f.name: state.get(f.key) for f in settings.FIELDS}
+
+
+def edits_for_a_new_run(run: str, run_config: dict, source: str) -> list[str]:
+    """The settings this viewer changed in the form since `run` came into view that only a new run can take, as
+    ["num_heads 1 → 4"] (the run's value → the form's). The form as it was when the run came into view is the
+    base: a watcher whose form simply differs from the run they watch did not change anything, and is told
+    nothing (the rehearsal's learner was invited to start a run with settings they never chose)."""
+    form = {**form_values(), train_keys.W_SOURCE: source}
+    base = state.get(train_keys.FORM_BASE)
+    if not base or base[0] != run:
+        state.put(train_keys.FORM_BASE, (run, form))
+        return []
+    edited = {name: value for name, value in form.items() if base[1].get(name) != value}
+    run_values, run_source = settings.values_from_config(run_config)
+    return settings.changed_since_start(
+        run_values, run_source if train_keys.W_SOURCE in edited else None, edited, source
+    )
+
+
+def _apply_preset() -> None:
+    for name, value in settings.preset_values(state.get(train_keys.W_PRESET)).items():
+        state.put_widget(settings.FIELD_BY_NAME[name].key, value)
+
+
+def _knob_moved(name: str, key: str) -> None:
+    """One live knob's widget moved (its on_change): send that knob, with that widget's value, and nothing else;
+    a slider's value once it rests (knob_widgets.settled: a burst of key presses is one change)."""
+    field = settings.FIELD_BY_NAME[name]
+    value = knob_widgets.moved(field.key, key)
+    if value is None:  # a replaced widget's stale copy
+        return
+    run, drawn = in_view.run_id(), state.get(train_keys.KNOBS_DRAWN)
+    in_play = bool(run) and bool(drawn) and drawn[0] == run  # the knobs show a run that takes changes
+    if in_play and knob_widgets.settles(field.widget, key, field.key):
+        knob_widgets.add_knob_note(name, value, None, run, moved_at=time.monotonic())
+        return
+    _send_knob(name, value)
+
+
+def send_settled_knobs() -> None:
+    """From the Train page's refreshes: send each slider change of the run in view that has rested."""
+    run = in_view.run_id()
+    notes = knob_widgets.knob_notes(run)
+    for name in knob_widgets.settled(notes, time.monotonic()):
+        _send_knob(name, notes[name]["value"])
+
+
+def _send_knob(name: str, value: Any) -> None:
+    """Change the current run's knob `name` to `value` (one command; the engine moves coupled knobs, e.g. min_lr
+    with the learning rate). The run manager is asked once, and it knows the run's phase: live (sent now),
+    queued (kept for its worker, which applies it before its first step; lesson_view's setup relies on that too),
+    or ended (NoWorkerError: nothing to change, the form's value is for the next run). The page used to ask
+    resources.is_live first, a second liveness check that also dropped a knob turned while the run was queued."""
+    run = in_view.run_id()
+    if not run:
+        return
+    try:  # the run manager checks who may change the run, the knob's name and its value: asked once, there
+        request = run_handle.set_knob(run, name, value, room.current())  # the handle's own way (a callback has none)
+    except NoWorkerError:
+        knob_widgets.drop_knob_note(name)  # a pending slider change of a run that ended meanwhile
+        return  # an ended run: nothing to change there; the form's value is for the next run, silently as before
+    except NotYourRunError as e:  # watching someone else's run: the form's value is for this learner's next run
+        knob_widgets.drop_knob_note(name)
+        flashes.flash(
+            "info", f"This run belongs to {e.owner}: {name} stays as it is there; it applies to your next run."
+        )
+        return
+    except TinyGPTError as e:
+        knob_widgets.drop_knob_note(name)
+        flashes.flash("error", f"Could not change {name}: {e}")
+        return
+    knob_widgets.add_knob_note(name, value, request, run)
+
+
+def _draw_field(container, field: Field, disabled: bool) -> None:
+    guard.checked_field(field, field.key)  # a forged value from the browser never reaches the widget
+    common: dict[str, Any] = {"key": field.key, "persist_state": "session", "help": field.help, "disabled": disabled}
+    if field.live:  # drawn under its own key, sending its own knob (tinygpt/ui/train/knob_widgets.py)
+        if field.widget == "slider":  # window <= context: clamped in the form's value, before the widget is drawn
+            top = int(state.get(train_keys.W_CONTEXT)) if field.name == "window" else int(field.maximum)
+            state.put(field.key, min(max(int(state.get(field.key) or 0), int(field.minimum)), top))
+        key = knob_widgets.mount(field.key)
+        guard.checked_field(field, key)
+        common = {"key": key, "help": field.help, "disabled": disabled, "on_change": _knob_moved,
+                  "args": (field.name, key)}  # fmt: skip
+    if field.name == "window":
+        common["disabled"] = disabled or state.get(train_keys.W_MASK) != "sliding_window"
+    if field.widget == "number":
+        extra = {k: v for k, v in (("step", field.step), ("format", field.format)) if v is not None}
+        container.number_input(field.label, field.minimum, field.maximum, **extra, **common)
+    elif field.widget == "select":
+        labels = field.labels or {}
+        container.selectbox(field.label, list(field.options), format_func=lambda o: str(labels.get(o, o)), **common)
+    elif field.widget == "heads":
+        width = state.get(train_keys.W_WIDTH)
+        options = settings.heads_options(width)
+        if state.get(field.key) not in options:  # a new width: keep the closest valid head count
+            state.put_widget(field.key, settings.closest_heads(width, state.get(field.key)))
+        container.select_slider(field.label, options, format_func=lambda h: f"{h} (d_head {width // h})", **common)
+    elif field.widget == "device":
+        container.selectbox(field.label, resources.device_options(), **common)
+    elif field.widget == "radio":
+        labels = field.labels or {}
+        container.radio(field.label, list(field.options), format_func=lambda o: str(labels.get(o, o)), horizontal=True,
+                        **common)  # fmt: skip
+    elif field.widget == "slider":
+        top = (
+            int(state.get(train_keys.W_CONTEXT)) if field.name == "window" else int(field.maximum)
+        )  # window <= context
+        container.slider(field.label, int(field.minimum), max(top, int(field.minimum) + 1), **common)
+    elif field.widget == "log_slider":
+        _draw_log_slider(container, field, common)
+    else:
+        raise ValueError(f"unknown widget {field.widget!r} for {field.name}")
+
+
+def _draw_log_slider(container, field: Field, common: dict) -> None:
+    """A select-slider over log-spaced stops (1, 2, 5 per decade), with the exact value typeable beside it: the
+    slider for turning the knob in front of a room, the box where precision matters. The current value is always
+    one of the stops, so a preset's or a link's 3e-4 is not snapped away. The two are one knob's two widgets: the
+    one moved sets the form's value, and the other is drawn anew with it (knob_widgets.mount)."""
+    value = float(state.get(field.key))
+    options = sorted({*field.options, value})
+    exact_key = knob_widgets.mount(field.key, "_exact")
+    guard.checked_field(field, exact_key)
+    # Side by side; with large fonts one under the other (beside it the box showed "6.0e" of 6.0e-03).
+    large = fonts.large_fonts()
+    slider_col, exact_col = (container, container) if large else container.columns([3, 1.3])
+    slider_col.select_slider(field.label, options, format_func=lambda v: f"{v:g}", **common)
+    exact_col.number_input(
+        f"{field.label}, exact" if large else "exact", float(field.minimum), float(field.maximum),
+        format=field.format, key=exact_key, on_change=_knob_moved, args=(field.name, exact_key),
+        disabled=common.get("disabled", False),
+    )  # fmt: skip
+
+
+def _draw_fields(fields: tuple[Field, ...], disabled: bool, per_row: int = 2) -> None:
+    """`per_row` fields per row in table order (1 with large fonts, where two would truncate their values);
+    a wide field takes a row of its own."""
+    columns: list = []
+    for field in fields:
+        if field.wide or per_row == 1:
+            columns = []
+            _draw_field(st, field, disabled)
+            continue
+        if not columns:
+            columns = list(st.columns(per_row))
+        _draw_field(columns.pop(0), field, disabled)
+
+
+def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None = None, read_only: bool = False):
+    """The preset, live-knob, corpus and model widgets. Returns (corpus label, uploaded file or None).
+
+    `live_run` (run id, config, events): a run in view that takes knob changes; the live knobs then show its
+    values (knob_widgets.run_values), read-only for a viewer who may not change it (`read_only`).
+
+    The live knobs come first, next to the charts they act on; once a run is shown, the data-and-model settings
+    (which only a new run uses) fold into an expander, so on a projector the knobs and the loss chart share the
+    first screen."""
+    # A workshop link with ?lock=1 fixes the preset and the model; the live knobs stay for learners to turn.
+    locked = people_keys.locked()
+    per_row = 1 if fonts.large_fonts() else 2
+    st.selectbox(
+        "Preset", list(settings.PRESET_LABELS), key=train_keys.W_PRESET, on_change=_apply_preset,
+        persist_state="session", disabled=locked, help=settings.preset_note(state.get(train_keys.W_PRESET)),
+    )  # fmt: skip
+    with st.container(border=True):
+        if live_run is None and run_shown:  # an ended run takes no change: the knobs are for the next run (review)
+            st.markdown("**Live knobs** · this run has ended: they set your next run")
+        else:
+            st.markdown("**Live knobs** · change the running model at its next step")
+        if live_run is not None:
+            run, config, events = live_run
+            keys = {f.name: f.key for f in settings.KNOB_FIELDS}
+            values = knob_widgets.run_values(config, events, list(keys), knob_widgets.knob_notes(run))
+            knob_widgets.show_run(run, values, keys)
+        else:
+            state.pop(train_keys.KNOBS_DRAWN)
+        _draw_fields(settings.KNOB_FIELDS, read_only and live_run is not None, per_row)
+    uploaded = None
+    model_box = st.expander("**Data and model** · changing these starts a new run") if run_shown else None
+    with model_box or st.container(border=True):
+        if not run_shown:
+            st.markdown("**Data and model** · changing these starts a new run")
+        source = st.selectbox(
+            "Corpus", settings.SOURCES, key=train_keys.W_SOURCE, persist_state="session", disabled=locked
+        )
+        # One container whatever the corpus, so the widgets below keep their places when it changes (otherwise
+        # they are redrawn as new elements, and a value typed during that rerun can be lost).
+        with st.container():
+            if source == settings.SOURCE_UPLOAD:
+                uploaded = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=train_keys.W_UPLOAD)
+            elif source == settings.SOURCE_PASTE:
+                st.text_area(
+                    "Text to train on",
+                    key=train_keys.W_PASTE,
+                    height=120,
+                    persist_state="session",
+                    disabled=locked,
+                    max_chars=MAX_TEXT_FIELDS["text"],  # the config's limit, said by the box as one types
+                )
+            elif source == settings.SOURCE_SHAKESPEARE:
+                st.caption(settings.SHAKESPEARE_CAPTION)
+            else:
+                st.caption("Generated problems with exact answers: copy, reverse, sort or add.")
+        _draw_fields(settings.MODEL_FIELDS, locked, per_row)
+    return source, uploaded

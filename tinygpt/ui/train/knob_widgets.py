@@ -1,0 +1,143 @@
+"""The live knobs' widgets on the Train page: what they show, and what one of them sends when it moves.
+
+What they show: while the run in view takes knob changes (training or queued), the run's own values (its config,
+then every applied knob event), for every viewer, the owner too; this viewer's own change shows while its answer
+is pending, and a refused one snaps back to the run's value (the live view says why). Otherwise (no run, or an
+ended one) the widgets are the form for the next run.
+
+What one sends: the knob of the widget that moved, with that widget's value (one `KnobChange` per move). A slider
+sends when it rests: every arrow-key press is a move of its own, and a burst of 20 presses was 20 changes, each a
+command, an event and a chart marker. A slider's move is kept as a pending note instead (its value, no request
+yet), and the live view's refresh sends it once no press came for SETTLE_S (`settled`); the note keeps the widget
+on the value being turned meanwhile. A typed value (the exact box) or a click (radio) is one deliberate move and is
+sent at once.
+
+Why each widget is drawn under a key with a generation (`w_lr@3`): the browser sends every widget's value with
+every rerun request, and a request it sent before it drew a value the server set (the run moved, the exact box
+following its slider, a preset) carries the old value, which Streamlit then takes for a move of that widget. The
+rehearsal lost an update that way: in a burst of 30 arrow-key presses on Warmup, the learning rate's exact box
+sent its old 0.002 and the run's rate went back from 0.05. So the server never changes a value under a widget
+the browser holds: when the form's value changed from the server's side, the widget is drawn anew under the next
+key, and the old widget's stale copy belongs to a widget that is gone (Streamlit skips widgets it no longer
+knows, and an unchanged value is no change). The widget the learner moves keeps its key, and so its focus.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tinygpt.runs.knobs import knob_answer, knobs_now
+from tinygpt.ui import state
+from tinygpt.ui.train import train_keys
+
+LIVE_ROLES = ("", "_exact")  # a knob's widgets: the main one, and a log slider's exact box
+SETTLE_S = 0.4  # s a slider rests before its value is sent: longer than a key repeat, shorter than a person waits
+SETTLING_WIDGETS = ("slider", "log_slider")  # moved by key presses in bursts; a log slider's exact box is typed
+
+
+def settles(widget: str, key: str, value_key: str) -> bool:
+    """Whether a move of the widget drawn under `key` waits for the knob to rest (pure): a slider's, not the exact
+    box's beside a log slider."""
+    return widget in SETTLING_WIDGETS and not key.startswith(value_key + "_exact")
+
+
+def settled(notes: dict[str, dict], now: float, settle_s: float = SETTLE_S) -> list[str]:
+    """The knobs whose pending change (a note with no request yet) has rested for `settle_s` by `now` (pure)."""
+    return [
+        knob
+        for knob, note in notes.items()
+        if note.get("request") is None and note.get("moved_at") is not None and now - note["moved_at"] >= settle_s
+    ]
+
+
+def widget_key(value_key: str, generations: dict[str, int], role: str = "") -> str:
+    """The key a knob's widget is drawn under now (pure: tests look their widgets up with it)."""
+    return f"{value_key}{role}@{generations.get(value_key + role, 0)}"
+
+
+def mount(value_key: str, role: str = "") -> str:
+    """The key to draw the widget of `value_key` under: the same as before while the widget holds the form's
+    value, a new one (holding the form's value) when the value changed from the server's side."""
+    generations = dict(state.get(train_keys.KNOB_WIDGETS) or {})
+    key = widget_key(value_key, generations, role)
+    value = state.get(value_key)
+    if state.has(key) and state.get(key) != value:
+        generations[value_key + role] = generations.get(value_key + role, 0) + 1
+        state.put(train_keys.KNOB_WIDGETS, generations)
+        key = widget_key(value_key, generations, role)
+    if not state.has(key):
+        state.put(key, value)
+    return key
+
+
+def is_current(key: str, value_key: str, generations: dict[str, int]) -> bool:
+    """Whether `key` is the widget of `value_key` drawn now, not one the server replaced (pure)."""
+    role = key[len(value_key) : key.rindex("@")] if key.startswith(value_key) and "@" in key else None
+    return role is not None and key == widget_key(value_key, generations, role)
+
+
+def moved(value_key: str, key: str) -> Any:
+    """A widget's on_change: its value becomes the form's value (and the other widgets of the knob follow it on
+    this run, drawn anew). Returns the value, the one the knob change sends; None for a widget the server has
+    replaced, whose value is the browser's stale copy (Streamlit still runs the callback of a widget it has just
+    dropped when the browser reports it, seen in a real browser: the exact box's old 0.002 after the slider's
+    0.005), and which must never be sent."""
+    if not is_current(key, value_key, state.get(train_keys.KNOB_WIDGETS) or {}):
+        return None
+    value = state.get(key)
+    state.put(value_key, value)
+    return value
+
+
+def run_values(config: dict, events: list[dict], names: list[str], notes: dict[str, dict]) -> dict[str, Any]:
+    """What the widgets of the knobs `names` show for a run: its values now, except this session's own change
+    still waiting for its answer (`notes`, knob_notes of that run). An answered change shows what the run
+    did with it: the new value, or the old one again if it was refused (pure)."""
+    values = {name: value for name, value in knobs_now(config, events).items() if name in names}
+    for name, note in notes.items():
+        if name in values and knob_answer(events, note["request"]) is None:
+            values[name] = note["value"]
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def show_run(run: str, values: dict[str, Any], keys: dict[str, str]) -> None:
+    """Put the run's values into the form (`keys`: knob -> value key) before the widgets are drawn."""
+    for name, value in values.items():
+        state.put(keys[name], value)
+    state.put(train_keys.KNOBS_DRAWN, (run, values))
+
+
+def run_moved(run: str, config: dict, events: list[dict]) -> bool:
+    """From the live view: did the run's knobs move away from what the widgets drew (someone else turned one, or
+    a change of this viewer's was answered with a refusal)? Then the page redraws them. False while the widgets
+    were not drawn from this run."""
+    drawn = state.get(train_keys.KNOBS_DRAWN)
+    if not drawn or drawn[0] != run:
+        return False
+    return run_values(config, events, list(drawn[1]), knob_notes(run)) != drawn[1]
+
+
+# ---------------------------------------------------------------- the changes this session asked for (KNOB_NOTES)
+
+
+def knob_notes(run: str | None) -> dict[str, dict]:
+    """{knob: {"value", "request", "run", "moved_at"}}: the live-knob changes this session asked of `run`, whose
+    answers the page shows. Only that run's: a note of the run shown before ("LR → 0.1: applies at the next step")
+    must never appear over another run (Bring to the projector)."""
+    notes = state.get(train_keys.KNOB_NOTES) or {}
+    return {knob: note for knob, note in notes.items() if run and note.get("run") == run}
+
+
+def add_knob_note(knob: str, value: Any, request: str | None, run: str, moved_at: float | None = None) -> None:
+    """A change asked of `run` (`request`: the manager's id), or one still settling (request None, `moved_at`:
+    the monotonic time of its widget's last move; `settled` says when it is sent)."""
+    note = {"value": value, "request": request, "run": run, "moved_at": moved_at}
+    state.put(train_keys.KNOB_NOTES, {**(state.get(train_keys.KNOB_NOTES) or {}), knob: note})
+
+
+def drop_knob_note(knob: str) -> None:
+    state.put(train_keys.KNOB_NOTES, {k: n for k, n in (state.get(train_keys.KNOB_NOTES) or {}).items() if k != knob})
+
+
+def clear_knob_notes() -> None:
+    state.put(train_keys.KNOB_NOTES, {})

@@ -1,0 +1,59 @@
+"""The Train page's session keys: the settings form's widgets (one per field of tinygpt/ui/train/settings.py), the
+page's own widgets, the live knobs' notes, and the last Step click. Plain strings but for the Step click's two
+functions, so settings.py stays pure (no Streamlit calls)."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+# ---------------------------------------------------------------- the form's widgets (settings.py's fields)
+
+W_PRESET = "w_preset"
+W_SOURCE = "w_source"
+W_PASTE = "w_paste"
+W_UPLOAD = "w_upload"
+W_LAYERS = "w_layers"
+W_WIDTH = "w_width"
+W_HEADS = "w_heads"
+W_CONTEXT = "w_context"
+W_BATCH = "w_batch"
+W_LR = "w_lr"
+W_WARMUP = "w_warmup"
+W_SCALE = "w_scale"
+W_SCALE_MULT = "w_scale_mult"
+W_MASK = "w_mask"
+W_WINDOW = "w_window"
+W_DROPOUT = "w_dropout"
+W_CLIP = "w_clip"
+W_SEED = "w_seed"
+W_DEVICE = "w_device"
+W_MAX_STEPS = "w_max_steps"
+W_OPTIMIZER = "w_optimizer"
+W_TOKEN_SHIFT = "w_token_shift"
+
+# ---------------------------------------------------------------- the page's own widgets
+
+W_STEP_N = "w_step_n"
+W_TARGET = "w_target"
+W_SMOOTH = "w_smooth"
+W_X_AXIS = "w_x_axis"  # loss curves on training steps or on wall-clock seconds (Train and Compare)
+W_BRANCH = "w_branch"  # Runs: the branch control; its widgets are w_branch:<run>:<step>:<setting> (ui.branching)
+
+# ---------------------------------------------------------------- the live knobs and the form's starting point
+
+KNOB_NOTES = "knob_notes"  # {knob: {"value", "request", "run"}}: live knob changes the page follows until answered
+KNOB_WIDGETS = "knob_widgets"  # {value key: generation}: the key suffix of each live knob's widget (knob_widgets.py)
+KNOBS_DRAWN = "knobs_drawn"  # (run id, {knob: value}): the run's knob values the live knob widgets last drew
+FORM_BASE = "form_base"  # (run id, {field: value}): the form when that run came into view, to tell this viewer's edits
+STEP_REQUESTED_AT = "step_requested_at"  # unix time of the last Step click: refresh a paused run's view briefly
+
+
+def mark_step_requested() -> None:
+    """A Step click: the Train page refreshes a paused run's view for a few seconds to show the steps."""
+    st.session_state[STEP_REQUESTED_AT] = time.time()
+
+
+def step_requested_recently(seconds: float = 5.0) -> bool:
+    return time.time() - (st.session_state.get(STEP_REQUESTED_AT) or 0) < seconds

@@ -1,0 +1,139 @@
+"""The Train page's live view, built outside the page: its three charts (datasets already Arrow bytes) and texts
+from a run's records (`build_view`), and the chart options under them (`chart_options`). pages/train.py decides
+when to draw them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+import streamlit as st
+
+from tinygpt.runs.knobs import knobs_now
+from tinygpt.ui import state
+from tinygpt.ui.charts import curves
+from tinygpt.ui.host import resources, runlist
+from tinygpt.ui.run import in_view
+from tinygpt.ui.screen import explain
+from tinygpt.ui.train import branching, knob_widgets, train_keys
+from tinygpt.ui.words import run_words, runinfo
+
+LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
+
+
+def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) -> dict:
+    """The live view's figures (datasets already Arrow bytes) and texts, from the run's records; the status line
+    in `viewer`'s words (run_words: "paused by you" only for the one who paused it)."""
+    parent = in_view.reader(store, config.get("parent"))  # the run this one replaced: its curve, faint
+    options = (
+        large,
+        state.get(train_keys.W_TARGET) or None,
+        state.get(train_keys.W_SMOOTH, 0.0),
+        state.get(train_keys.W_X_AXIS),
+    )
+    key = (str(rd.run_dir), str(parent.run_dir) if parent else None, options)
+    records = (_records(rd), _records(parent) if parent else None)
+    figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
+    notes = [  # this run's only: a note raised over the run shown before never shows over this one
+        runinfo.knob_note(rd.events, n["request"], knob, n["value"], config)
+        for knob, n in knob_widgets.knob_notes(rd.run_id).items()
+    ]
+    last = rd.samples[-1] if rd.samples else None
+    moved = knob_widgets.run_moved(rd.run_id, config, rd.events)  # the knob widgets drew other values
+    said = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, viewer)}
+    return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last,
+            "knobs_moved": moved, "status_line": runinfo.status_line(said, rd.metrics)}  # fmt: skip
+
+
+def _records(rd) -> tuple:
+    """What a run's charts are drawn from, in a few numbers: how many records of each kind, and the newest step
+    and time (a rewound run that grew back to the same length still differs)."""
+    last = rd.metrics[-1] if rd.metrics else {}
+    return (len(rd.metrics), last.get("step"), last.get("time"), len(rd.evals), len(rd.events))
+
+
+def _figures(rd, parent, config: dict, status: dict, options: tuple) -> dict:
+    large, target, smoothing, x_axis = options
+    vocab_size = len(config.get("vocab") or []) or config.get("model", {}).get("vocab_size", 65)
+    knobs = knobs_now(config, rd.events)
+    ghost = dict(ghost=parent.metrics, ghost_label=branching.parent_label(parent.config(), config)) if parent else {}
+    loss = curves.loss_chart(
+        rd.metrics, rd.evals, rd.events, vocab_size, target=target, smoothing=smoothing, max_points=LIVE_POINTS,
+        large=large, seconds=x_axis == "seconds", **ghost,
+    )  # fmt: skip
+    schedule = runinfo.lr_schedule(config, knobs, points=200, now=status.get("step"))
+    lr = curves.lr_chart(
+        rd.metrics, current_step=status.get("step"), schedule=schedule, max_points=LIVE_POINTS, large=large
+    )
+    grad = curves.grad_norm_chart(rd.metrics, knobs.get("max_grad_norm") or 0.0, rd.events, max_points=LIVE_POINTS,
+                                  large=large)  # fmt: skip
+    figures = {name: explain.arrow_datasets(fig) for name, fig in (("loss", loss), ("lr", lr), ("grad", grad))}
+    optimizer = (config.get("train") or {}).get("optimizer", "adamw")
+    return {**figures, "clip": runinfo.clip_caption(rd.metrics, knobs, optimizer)}  # what clipping did here
+
+
+# Shared by every session of this server: when the room watches one run (the instructor's, on the projector and on
+# 20 laptops), its charts are built once per FRESH_S for everyone instead of once per page refresh. A run records a
+# step every few milliseconds, so pages refreshing at different moments never see the same records: a page takes
+# charts another page built less than FRESH_S ago (at most that much older than its own records), or builds them.
+FRESH_S = 0.4  # under the fastest refresh period (tinygpt/ui/host/live.py BASE_S, 0.45 s)
+SHARED_ENTRIES = 48  # charts of this many (run, options) at most; each is three charts' Arrow bytes (~50 KB)
+_shared: OrderedDict = OrderedDict()  # key -> (monotonic time built, records, figures)
+_shared_lock = threading.Lock()
+
+
+def shared_figures(key: tuple, records: tuple, build: Callable[[], dict], fresh_s: float | None = None) -> dict:
+    """The figures for `key` (a run and the chart options): the ones built for the same `records`, or built less
+    than `fresh_s` ago, else new ones from `build` (two sessions at once may both build; either result is right)."""
+    fresh_s = FRESH_S if fresh_s is None else fresh_s
+    now = time.monotonic()
+    with _shared_lock:
+        entry = _shared.get(key)
+        if entry is not None and (entry[1] == records or now - entry[0] < fresh_s):
+            _shared.move_to_end(key)
+            return entry[2]
+    value = build()
+    with _shared_lock:
+        _shared[key] = (now, records, value)
+        _shared.move_to_end(key)
+        while len(_shared) > SHARED_ENTRIES:
+            _shared.popitem(last=False)
+    return value
+
+
+def chart_options() -> None:
+    """Outside the live fragment: widgets re-sent at every refresh cost the browser a re-render each time."""
+    with st.expander("Chart options"):
+        o1, o2 = st.columns(2)
+        state.init(train_keys.W_TARGET, 0.0)
+        state.init(train_keys.W_SMOOTH, 0.0)
+        o1.number_input("Target loss (0 = none)", 0.0, 10.0, step=0.1, key=train_keys.W_TARGET)
+        o2.slider("Smoothing", 0.0, 0.99, key=train_keys.W_SMOOTH)
+        state.init(train_keys.W_X_AXIS, "steps")
+        o1.segmented_control(
+            "Loss x axis", ["steps", "seconds"], key=train_keys.W_X_AXIS, help="Wall-clock seconds race recipes"
+        )
+
+
+def branch_expander(store, rd, learner) -> None:
+    """Under the charts, for a run with checkpoints: "Branch from a checkpoint", the Runs page's control
+    (branching.branch_panel). Anyone who sees a run may branch it, a watcher too: the branch is a new run of their
+    own and the parent is only read."""
+    if rd is None or not rd.checkpoints():
+        return
+    name = runlist.run_names(store).get(rd.run_id) or f"run {rd.run_id}"
+    with st.expander("Branch from a checkpoint (a new run from there, settings changed, on the same batches)"):
+        branching.branch_panel(store, rd.run_id, name, learner)
+
+
+def queue_note(run_id: str) -> None:
+    """While the run waits in the queue: when it will start, and what to watch meanwhile."""
+    wait = resources.queue_wait(run_id)
+    st.info(
+        f"Starts in about {runinfo.format_duration(wait)}, when a training slot frees up. Meanwhile, open the "
+        "instructor's or a neighbour's run on **Runs** (read-only) and watch it learn."
+        if wait is not None
+        else "Waiting for a training slot. Meanwhile, open a neighbour's run on **Runs** and watch it learn."
+    )

@@ -1,0 +1,1 @@
+"""Words and tables with no Streamlit and no files: what a run's records say, as text a page shows."""

@@ -1,0 +1,69 @@
+"""How runs read where one is picked or drawn (Sample's picker and its notes, the Room's chart): the readable
+name the Runs table shows (runlist.run_names, each one different from its neighbours), never a bare id."""
+
+from __future__ import annotations
+
+from tinygpt.runs.files import ACTIVE_STATES
+from tinygpt.runs.knobs import knob_changes
+from tinygpt.runs.owners import run_learner
+
+
+def pick_label(
+    run_id: str, name: str, config: dict, state: str, step: int, *, me_id: str | None, current: bool = False
+) -> str:
+    """How a run reads in a picker: its readable name first (the Runs table's, unique), then whose, state and
+    step. No id: the name already tells two runs of the same settings apart ("… #2")."""
+    owner = run_learner(config)
+    whose = "yours" if me_id and owner.get("id") == me_id else f"{owner['name']}'s" if owner.get("name") else ""
+    parts = [(name or run_id) + (" (current)" if current else ""), whose, state, f"step {step:,}"]
+    return " · ".join(p for p in parts if p)
+
+
+def sample_source(run_id: str, name: str, step: int) -> str:
+    """Which run and checkpoint a sample comes from, in words (the id too: it is what a file or a link needs)."""
+    return f"Sampling from **{name or run_id}** (run `{run_id}`), its checkpoint at step {step:,}."
+
+
+_FUTURE_MASKS = {"none": "sees every position, the next characters included", "off_by_one": "sees the next character"}
+
+
+def cheat_note(config: dict, events: list[dict], step: int) -> str | None:
+    """Why a checkpoint's text looks broken when the run trained under a mask that shows the future (None if it
+    did not): such a model learned to read the answer at the next position. Generating one character at a time,
+    that position does not exist yet, so what it learned to rely on is missing and the text collapses."""
+    mask = (config.get("model") or {}).get("mask", "causal")
+    spans, start = [], 0  # (mask, first step, last step) of every stretch up to `step`
+    for e in knob_changes(events):
+        if e.get("knob") == "mask" and isinstance(e.get("step"), int) and e["step"] <= step:
+            spans.append((mask, start, e["step"]))
+            mask, start = e.get("new"), e["step"]
+    spans.append((mask, start, step))
+    bad = [(m, a, b) for m, a, b in spans if m in _FUTURE_MASKS and b > a]
+    if not bad:
+        return None
+    where = ", ".join(f"mask {m} " + (f"from step {a:,}" if b == step else f"in steps {a:,}-{b:,}") for m, a, b in bad)
+    why = "; ".join(f"mask {m} {_FUTURE_MASKS[m]}" for m in dict.fromkeys(m for m, _, _ in bad))
+    return (
+        f"This checkpoint trained with {where} ({why}). The model learned to copy the next character instead of "
+        "predicting it; when it generates, that character is not there yet, so the text falls into repeats "
+        "(like `:::::`). Pick a checkpoint from before the change, or a run with the causal mask."
+    )
+
+
+ROOM_CHART_ACTIVE = 24  # panels while runs train: every live one (the room is about 20 learners)
+ROOM_CHART_DONE = 8  # panels when nothing trains: the latest finished ones
+
+
+def room_chart_runs(rows: list[dict]) -> tuple[list[tuple[str, str]], str]:
+    """(run id, panel label) of the runs the Room's loss chart draws, and a note saying which they are: the live
+    ones (queued, running, paused); when none is, the latest finished ones, so the chart never says "no runs"
+    over a table of runs. Labels are the learner and the run's readable name (unique, so no two panels read the
+    same; a row without a name falls back to its id)."""
+    live = [r for r in rows if r.get("state") in (*ACTIVE_STATES, "paused")][:ROOM_CHART_ACTIVE]
+    picked, note = live, ""
+    if not live and rows:
+        picked = rows[:ROOM_CHART_DONE]
+        note = (f"No run is training: the chart shows the latest {len(picked)} of {len(rows)} runs."
+                if len(rows) > len(picked) else "No run is training: the chart shows the runs below.")  # fmt: skip
+    labels = [f"{r.get('learner')} · {r.get('name') or r['run']}" for r in picked]
+    return [(r["run"], label) for r, label in zip(picked, labels, strict=True)], note
