@@ -337,8 +337,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer cases: a smoke run")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--families", default="kills,churn,corrupt,disk,tampered,admission,stale,limits,files,ownership",
-                        help="comma-separated families to run")  # fmt: skip
+    families = "kills,churn,corrupt,disk,tampered,admission,stale,limits,files,ownership"
+    parser.add_argument("--families", default=families, help="comma-separated families to run")
     args = parser.parse_args()
     import torch
 

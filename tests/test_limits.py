@@ -12,7 +12,8 @@ import pytest
 
 from tinygpt.cli.flags import MAX_CONFIG_BYTES, config_from_args, parse_args, read_capped
 from tinygpt.config import LIMITS, MAX_NEW_TOKENS, ConfigError, Limit
-from tinygpt.presets import preset, setting_section as section_of
+from tinygpt.presets import preset
+from tinygpt.presets import setting_section as section_of
 
 FIELDS = sorted(name for name in LIMITS if name != "vocab_size")  # vocab_size comes from the corpus, not a door
 
@@ -93,7 +94,8 @@ def test_a_link_setting_the_form_cannot_use_is_reported():
 
 
 def test_sample_caps_new_tokens(capsys):
-    assert parse_args(["sample", "--run", "x", "--max-new-tokens", str(MAX_NEW_TOKENS)]).max_new_tokens == MAX_NEW_TOKENS
+    args = parse_args(["sample", "--run", "x", "--max-new-tokens", str(MAX_NEW_TOKENS)])
+    assert args.max_new_tokens == MAX_NEW_TOKENS
     with pytest.raises(SystemExit):
         parse_args(["sample", "--run", "x", "--max-new-tokens", "99999999999999999999999"])
     assert "--max-new-tokens" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """What the lesson's *Prepare the long runs* starts, as plain data: every long step's runs, in the lesson's order.
 
-The app's button (tinygpt/ui/lesson_view.py `prepare`) and the benchmark (`python -m tinygpt.bench.prepare`) both
+The app's button (tinygpt/ui/teach/lesson_view.py `prepare`) and the benchmark (`python -m tinygpt.bench.prepare`) both
 start `prepared_runs()`, so what is measured is what a class waits for. Pure: no Streamlit, no run manager.
 """
 

@@ -4,9 +4,9 @@ be trained to the end in this process.
 `read_result(reader, probe)` reads a polled RunReader: losses (first, around a third of the run, last 20), early
 clipping and gradient norms, per-layer gradient norms, the latest attention snapshot's entropy, max weight,
 saturated rows, softmax gain and row-sum error, the first non-finite tensor of a diverged run, and, through
-`probe(run_dir, step)` (`checkpoint_probe`), the leak score and no-peek loss of the last checkpoint. The app calls it
-with a cached probe (tinygpt/ui/lab.py); `run_experiment` trains every variant one after another with the same
-`run_training` the app's workers run (tests, tinygpt/bench/pitfalls.py).
+`probe(run_dir, step)` (`checkpoint_probe`), the leak score and no-peek loss of the last checkpoint. The app calls
+it with a cached probe (tinygpt/ui/experiments/lab.py); `run_experiment` trains every variant one after another with
+the same `run_training` the app's workers run (tests, tinygpt/bench/pitfalls.py).
 
 Left out: parallel runs (the app's RunManager does that) and reading runs that are still being written faster than
 a page refreshes (a reader sees whole lines only, so a verdict judges what was there).

@@ -14,7 +14,7 @@ each crashed a page once. The rule here is one per file, applied by tinygpt.runs
     config.json          its model, train and data sections there and each known field a value its RunConfig
                          accepts (`config_problem`); a reader refuses a run whose config is damaged, with why
 
-Strings stay strings: pages show them as text (tinygpt/ui/safe.py), never as markdown. Imports config only.
+Strings stay strings: pages show them as text (tinygpt/ui/words/safe.py), never as markdown. Imports config only.
 """
 
 from __future__ import annotations

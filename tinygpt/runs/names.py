@@ -21,7 +21,7 @@ from typing import Any
 
 from .files import RUN_ID_RE, read_config_json
 
-# The knobs' words as the app's labels write them (tinygpt/ui/knob_words.py, which the engine cannot import; a
+# The knobs' words as the app's labels write them (tinygpt/ui/words/knob_words.py, which the engine cannot import; a
 # test checks the two agree).
 NAME_WORDS = {"learning_rate": "LR", "mask": "mask", "attn_scale": "scaling"}
 _USUAL = {"mask": "causal", "attn_scale": "head_dim"}  # settings a name mentions only when they differ

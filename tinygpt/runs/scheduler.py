@@ -120,7 +120,8 @@ class RunManager:
         # the memory, a runs folder without disk space (RunStore.create then says if it cannot be written at all).
         check_priority(priority)
         preflight(config, runs_root=self.store.root)
-        # The instructor's own runs say so, so that others read "paused by the instructor" (tinygpt/ui/run_words.py).
+        # The instructor's own runs say so, so that others read "paused by the instructor"
+        # (tinygpt/ui/words/run_words.py).
         boss = {"instructor": True} if actor is not None and actor.instructor else {}
         learner = {"learner": {"id": actor.id, "name": actor.name, **boss}} if actor is not None else {}
         writer = self.store.create({**config.to_dict(), **learner}, owner="app", parent=parent)

@@ -9,9 +9,10 @@ limits); a value that does not pass is replaced by the field's fallback, with a 
 
 Some forged values never reach the page: Streamlit deserializes every changed widget's value before the script
 runs (to call its on_change), and a value its own deserializer cannot read (NaN for a whole-number box, a float
-where a slider sends a list of indices) raised there, outside any page code. `server.refuse_unreadable_widget_values()` makes that one read
-refuse the value instead (tinygpt/ui/host/server.py: the widget keeps the value it had, as for a widget state Streamlit
-has no metadata for) and says so on the server's terminal: one place, for every widget of every page.
+where a slider sends a list of indices) raised there, outside any page code.
+`server.refuse_unreadable_widget_values()` makes that one read refuse the value instead (tinygpt/ui/host/server.py:
+the widget keeps the value it had, as for a widget state Streamlit has no metadata for) and says so on the server's
+terminal: one place, for every widget of every page.
 
 Streamlit calls are confined to `checked`; `valid` is pure and tested without a browser.
 """
