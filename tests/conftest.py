@@ -98,7 +98,6 @@ SLOW_TESTS = frozenset(
         "tests/runs/test_distributed.py::test_two_gloo_ranks_match_one_process_with_twice_the_batch",
         "tests/runs/test_loop.py::test_resume_follows_the_uninterrupted_curve_exactly",
         "tests/runs/test_store.py::test_reader_memory_stays_bounded",
-        "tests/runs/test_store.py::test_snapshots_and_checkpoints_inside_a_phase_change_survive_a_long_run",
         "tests/runs/test_worker.py::test_killing_the_server_leaves_no_worker",
         "tests/runs/test_worker.py::test_resume_during_a_release_restarts_and_stop_after_it_stops",
         "tests/runs/test_worker.py::test_start_and_stop_50_runs_leaves_no_process_or_thread",

@@ -23,6 +23,7 @@ class Moments:
         self.events: list[dict] = []  # the events retention keeps steps around (retention.event_checkpoints)
         self.score_points: list[tuple[int, float]] = []  # (step, best induction score)
         self.gap_points: list[tuple[int, float]] = []  # (step, first-copy loss - second-copy loss)
+        self._windows: tuple[tuple[int, int], list[tuple[int, int]]] | None = None  # (point counts, windows)
         for event in events:
             self.add_event(event)
         for record in scores:
@@ -40,9 +41,14 @@ class Moments:
             self.gap_points.append((int(record["step"]), float(gap)))
 
     def windows(self) -> list[tuple[int, int]]:
-        """(first, last) step of each jump found so far: the best induction score's, the in-context gain's."""
-        found = [jump_window(self.score_points, MIN_SCORE_JUMP), jump_window(self.gap_points, MIN_GAP_RISE)]
-        return [w for w in found if w is not None]
+        """(first, last) step of each jump found so far: the best induction score's, the in-context gain's. Kept
+        until the next score record: the loop asks on every snapshot write and checkpoint (pins), and finding a
+        jump reads every record so far."""
+        seen = (len(self.score_points), len(self.gap_points))
+        if self._windows is None or self._windows[0] != seen:
+            found = [jump_window(self.score_points, MIN_SCORE_JUMP), jump_window(self.gap_points, MIN_GAP_RISE)]
+            self._windows = (seen, [w for w in found if w is not None])
+        return list(self._windows[1])
 
     def pins(self, steps: Iterable[int]) -> list[int]:
         """Of `steps`: the newest at or before each event and the first after it (the model as it was, and what the
