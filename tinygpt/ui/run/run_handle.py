@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tinygpt.errors import RunStoreError
 from tinygpt.runs.files import RESUMABLE_STATES
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.runs.owners import Actor, read_hold
@@ -103,8 +104,13 @@ class RunHandle:
     def reader_now(self, store) -> Any:
         """The run's reader for a fragment of the page: on the page's full script run, the one open_run polled;
         on the fragment's own rerun (its timer), looked up and polled again: None once the run was deleted (its
-        shared reader dropped, in_view.reader) or cannot be read."""
-        return in_view.reader(store, self.id) if fragment_rerun() else self.reader
+        shared reader dropped: resources.run_reader) or cannot be read."""
+        if not fragment_rerun():
+            return self.reader
+        try:
+            return resources.run_reader(store, self.id)
+        except RunStoreError:
+            return None
 
 
 def set_knob(run_id: str, name: str, value: Any, viewer: Actor) -> str:
