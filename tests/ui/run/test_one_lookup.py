@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
+from tinygpt.ui.run import in_view  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -51,6 +52,7 @@ def test_a_script_run_looks_the_run_in_view_up_once(runs_dir, monkeypatch, page)
     at.switch_page(page).run()  # the session's run, on the next script run
     assert not at.exception, at.exception
     assert seen.count(run) == 2
+    assert in_view.CHECKED not in at.session_state  # the look-up is that script run's: a fragment's rerun looks again
 
 
 def test_a_run_deleted_elsewhere_leaves_the_page_and_drops_its_shared_reader(runs_dir):

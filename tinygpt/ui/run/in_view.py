@@ -17,7 +17,6 @@ from tinygpt.runs.owners import read_owner
 from tinygpt.runs.reader import RunReader
 from tinygpt.runs.store import RunStore
 from tinygpt.ui.host import resources
-from tinygpt.ui.screen.backlog import fragment_rerun
 from tinygpt.ui.screen.flashes import flash
 from tinygpt.ui.state import RUN_ID
 
@@ -109,8 +108,9 @@ def reader(store: RunStore, run: str | None) -> RunReader | None:
 def reader_in_view(store: RunStore, run: str | None) -> RunReader | None:
     """`reader`, for the run in view on a page's full script run: from the folder sync_run_id found on this script
     run (taken once), so the folder is looked up once a script run. Any other run, a second ask, or a fragment's
-    own rerun (sync_run_id did not run for it): looked up, as `reader` does."""
-    checked = None if fragment_rerun() else st.session_state.pop(CHECKED, None)
+    own rerun (sync_run_id did not run for it; the frame drops CHECKED once the page has run): looked up, as
+    `reader` does."""
+    checked = st.session_state.pop(CHECKED, None)
     if not run or not checked or checked[0] != run:
         return reader(store, run)
     try:
