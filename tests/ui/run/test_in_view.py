@@ -1,6 +1,6 @@
-"""Issue 32: a run id goes from the URL to the page's reader with one look-up of the run's folder a script run
-(in_view.sync_run_id finds it, run_handle.open_run's reader takes it), and a run deleted elsewhere still loses its
-shared reader."""
+"""The run in view (tinygpt/ui/run/in_view.py), issue 32: a run id goes from the URL to the page's reader with one
+look-up of the run's folder a script run (sync_run_id finds it, run_handle.open_run's reader takes it), and a run
+deleted elsewhere still loses its shared reader."""
 
 from __future__ import annotations
 
@@ -67,25 +67,3 @@ def test_a_run_deleted_elsewhere_leaves_the_page_and_drops_its_shared_reader(run
     assert not at.exception, at.exception
     assert state.RUN_ID not in at.session_state
     assert str(run_dir) not in resources.reader_pool()._entries
-
-
-def test_a_live_fragment_reads_through_the_handle_and_looks_again_only_on_its_own_rerun(monkeypatch):
-    from tinygpt.errors import RunStoreError
-    from tinygpt.runs.owners import Actor
-    from tinygpt.ui.run import run_handle
-
-    page_reader, asked = object(), []
-    handle = run_handle.RunHandle("r1", page_reader, {}, Actor("me"), run_handle.Rules(mine=True, state=None), {})
-
-    def run_reader(store, run_id):
-        asked.append(run_id)
-        if store == "deleted":
-            raise RunStoreError("there is no run")
-        return "fresh"
-
-    monkeypatch.setattr(run_handle.resources, "run_reader", run_reader)
-    monkeypatch.setattr(run_handle, "fragment_rerun", lambda: False)
-    assert handle.reader_now("store") is page_reader and asked == []  # the page's full run: open_run's reader
-    monkeypatch.setattr(run_handle, "fragment_rerun", lambda: True)
-    assert handle.reader_now("store") == "fresh" and asked == ["r1"]  # the fragment's timer: looked up again
-    assert handle.reader_now("deleted") is None  # deleted meanwhile
