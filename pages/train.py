@@ -41,7 +41,7 @@ live = bool(run and run.rules.live)
 mine = run is None or run.rules.mine  # others' runs: watch, compare, sample; no controls
 rules = run.rules if run else Rules(mine=True, state=None)  # no run: every control off
 
-form.seed_form(store, run_id)
+form.seed_form(rd)  # a reattached tab's form: its run's settings
 left, right = st.columns([1.2, 2], gap="large")
 with left:  # the live knobs show the run while it takes changes, read-only for a watcher
     live_run = (run_id, rd.config(), rd.events) if rd is not None and rules.in_play else None
@@ -120,7 +120,7 @@ period = live_period.period(live_period.session_token()) if active else None
 
 @backlog.live_fragment(period)
 def live_view() -> None:
-    rd = in_view.reader(store, run_id)
+    rd = run.reader_now(store) if run else None  # the page's handle: on a timed refresh, polled again
     if rd is None:
         in_lesson = state.get(teach_keys.LESSON_SHOWN) and not learner.instructor  # a learner following the room
         st.info(
@@ -180,7 +180,7 @@ def watch_state() -> None:
     if rd is None or active:  # nothing shown, or the live view already refreshes
         return
     form.send_settled_knobs()  # a paused run's knobs too
-    now = in_view.reader(store, run_id)
+    now = run.reader_now(store)
     if now is None or (now.status().get("state"), resources.is_live(run_id)) != (run_state, live):
         st.rerun()
 

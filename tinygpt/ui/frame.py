@@ -153,7 +153,10 @@ def run() -> None:
     room.write_pending_cookies()
     flashes.show_flashes()
     mark_frame()  # this script run has its frame: require() lets the page through
-    page.run()
+    try:
+        page.run()
+    finally:  # sync_run_id's look-up is this script run's: a fragment's later rerun looks again
+        st.session_state.pop(in_view.CHECKED, None)
 
     # After the first page is on screen: start the run manager, whose forkserver imports torch once (seconds on a busy
     # machine), so that the first click on Train forks a ready worker instead of waiting for torch.

@@ -1,4 +1,5 @@
-"""The run in view's control rules (tinygpt/ui/run/run_handle.py), from plain facts: no browser, no run."""
+"""The run in view's control rules (tinygpt/ui/run/run_handle.py), from plain facts: no browser, no run; and the
+handle's reader for a live fragment."""
 
 from __future__ import annotations
 
@@ -66,3 +67,25 @@ def test_commands_go_through_the_handle_as_its_viewer(monkeypatch):
         ("set_knob", "r1", "warmup_steps", 5, anna),
         ("r1", anna, False),
     ]
+
+
+def test_a_live_fragment_reads_through_the_handle_and_looks_again_only_on_its_own_rerun(monkeypatch):
+    from tinygpt.errors import RunStoreError
+    from tinygpt.runs.owners import Actor
+    from tinygpt.ui.run import run_handle
+
+    page_reader, asked = object(), []
+    handle = run_handle.RunHandle("r1", page_reader, {}, Actor("me"), run_handle.Rules(mine=True, state=None), {})
+
+    def run_reader(store, run_id):
+        asked.append(run_id)
+        if store == "deleted":
+            raise RunStoreError("there is no run")
+        return "fresh"
+
+    monkeypatch.setattr(run_handle.resources, "run_reader", run_reader)
+    monkeypatch.setattr(run_handle, "fragment_rerun", lambda: False)
+    assert handle.reader_now("store") is page_reader and asked == []  # the page's full run: open_run's reader
+    monkeypatch.setattr(run_handle, "fragment_rerun", lambda: True)
+    assert handle.reader_now("store") == "fresh" and asked == ["r1"]  # the fragment's timer: looked up again
+    assert handle.reader_now("deleted") is None  # deleted meanwhile

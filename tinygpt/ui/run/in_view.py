@@ -1,7 +1,8 @@
 """The run in view: its id in the session, mirrored into the URL (`?run=<id>`) so that a refresh or a second tab
 reattaches to the same run (Streamlit clears query params on a page switch, so `sync_run_id()` puts it back on every
 run); a shared link's read-only view (`?view=1`); the runs an experiment names in the URL; and the run's reader, the
-server's one shared reader of it (tinygpt/ui/host/resources.py)."""
+server's one shared reader of it (tinygpt/ui/host/resources.py). A script run looks the run's folder up once:
+`sync_run_id` finds it, and the page's reader (`reader_in_view`, which run_handle.open_run asks) takes that folder."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ URL_RUN = "run"  # the query parameter that carries the run id
 URL_VIEW = "view"  # ?view=1: a shared link to someone else's run, opened read-only
 SHARED_OPEN = "shared_open"  # a ?view=1 link was just followed: the frame shows that run's live view
 SHARED_RUN = "shared_run"  # the run this session opened from a ?view=1 link (the URL keeps view=1 while it shows)
+CHECKED = "run_checked"  # (run id, its folder): what sync_run_id found on this script run, for the page's reader
 
 
 def run_id() -> str | None:
@@ -46,9 +48,11 @@ def sync_run_id(store: RunStore, may_attach: Callable[[dict, str], bool] = lambd
     says whether a link may make that run this session's current one: a learner's own run, or any run with ?view=1
     (read-only); a link copied from someone else's address bar opens the learner's own session instead. A bad or
     unknown id in the URL is dropped with a message instead of failing the page. A link's run is looked up once
-    (RunStore.existing; "deleted elsewhere" is for the session's own run), and a refused link builds no reader."""
+    (RunStore.existing; "deleted elsewhere" is for the session's own run), and a refused link builds no reader.
+    The folder found is kept for this script run (CHECKED): the page's reader takes it instead of looking again."""
+    st.session_state.pop(CHECKED, None)
     from_url = st.query_params.get(URL_RUN)
-    attached = None  # the link's run, found just now
+    attached = run_dir = None  # the link's run and its folder, found just now
     if from_url and from_url != st.session_state.get(RUN_ID):
         try:
             run_dir = store.existing(from_url)  # RunStoreError for a bad id or no such run, saying which
@@ -67,9 +71,15 @@ def sync_run_id(store: RunStore, may_attach: Callable[[dict, str], bool] = lambd
             st.query_params.pop(URL_RUN, None)
             st.query_params.pop(URL_VIEW, None)
     current = st.session_state.get(RUN_ID)
-    if current and current != attached and not store.exists(current):  # deleted elsewhere
-        st.session_state.pop(RUN_ID, None)
-        current = None
+    if current and current != attached:
+        try:
+            run_dir = store.existing(current)
+        except RunStoreError:  # deleted elsewhere (or a bad id): no run, and no shared reader kept for it
+            forget_reader(store, current)
+            st.session_state.pop(RUN_ID, None)
+            current = None
+    if current:
+        st.session_state[CHECKED] = (current, run_dir)
     if current and st.query_params.get(URL_RUN) != current:
         st.query_params[URL_RUN] = current
     # view=1 stays in the address while the shared run shows (a refresh must reattach it read-only), not after.
@@ -92,6 +102,20 @@ def reader(store: RunStore, run: str | None) -> RunReader | None:
     try:
         return resources.run_reader(store, run)
     except RunStoreError:
+        return None
+
+
+def reader_in_view(store: RunStore, run: str | None) -> RunReader | None:
+    """`reader`, for the run in view on a page's full script run: from the folder sync_run_id found on this script
+    run (taken once), so the folder is looked up once a script run. Any other run, a second ask, or a fragment's
+    own rerun (sync_run_id did not run for it; the frame drops CHECKED once the page has run): looked up, as
+    `reader` does."""
+    checked = st.session_state.pop(CHECKED, None)
+    if not run or not checked or checked[0] != run:
+        return reader(store, run)
+    try:
+        return resources.reader_pool().get(checked[1])
+    except RunStoreError:  # a config.json no page can draw
         return None
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tinygpt.errors import RunStoreError
 from tinygpt.runs.files import RESUMABLE_STATES
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.runs.owners import Actor, read_hold
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
+from tinygpt.ui.screen.backlog import fragment_rerun
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,17 @@ class RunHandle:
     def set_knob(self, name: str, value: Any) -> str:
         return set_knob(self.id, name, value, self.viewer)
 
+    def reader_now(self, store) -> Any:
+        """The run's reader for a fragment of the page: on the page's full script run, the one open_run polled;
+        on the fragment's own rerun (its timer), looked up and polled again: None once the run was deleted (its
+        shared reader dropped: resources.run_reader) or cannot be read."""
+        if not fragment_rerun():
+            return self.reader
+        try:
+            return resources.run_reader(store, self.id)
+        except RunStoreError:
+            return None
+
 
 def set_knob(run_id: str, name: str, value: Any, viewer: Actor) -> str:
     """Change one knob of `run_id` as `viewer`: the UI's one way to the run manager's set_knob (the handle's, and
@@ -108,7 +121,7 @@ def set_knob(run_id: str, name: str, value: Any, viewer: Actor) -> str:
 
 def open_run(store, run_id: str | None, viewer: Actor) -> RunHandle | None:
     """The handle of `run_id` for `viewer` (None: no run, or it cannot be read)."""
-    rd = in_view.reader(store, run_id)
+    rd = in_view.reader_in_view(store, run_id)  # the folder the frame's sync_run_id found: no second lookup
     if rd is None:
         return None
     status, config = rd.status(), rd.config()

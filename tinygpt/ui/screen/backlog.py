@@ -92,7 +92,7 @@ def catch_up(
     return clock() - start
 
 
-def _fragment_rerun() -> bool:
+def fragment_rerun() -> bool:
     """This script run is a fragment's own rerun (its timer), not the page's full run: a full run must never wait
     here, it is what the learner clicked for."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -107,7 +107,7 @@ def live_fragment(run_every: float | None) -> Callable[[Callable], Callable]:
     def wrap(body: Callable) -> Callable:
         @functools.wraps(body)  # the same __qualname__: Streamlit's fragment id stays the function's
         def refresh(*args, **kwargs):
-            if run_every is not None and _fragment_rerun():
+            if run_every is not None and fragment_rerun():
                 catch_up()
             return body(*args, **kwargs)
 

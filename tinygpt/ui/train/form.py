@@ -18,7 +18,6 @@ from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.runs.corpus import read_corpus
 from tinygpt.runs.jobs import NoWorkerError
 from tinygpt.runs.owners import NotYourRunError
-from tinygpt.runs.store import RunStore
 from tinygpt.ui import state
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import people_keys, room
@@ -29,11 +28,11 @@ from tinygpt.ui.train.settings import Field
 from tinygpt.ui.words import safe
 
 
-def seed_form(store: RunStore, run_id: str | None) -> None:
-    """First values for every setting widget (widgets' own `value=` would fight with session state)."""
+def seed_form(rd) -> None:
+    """First values for every setting widget (widgets' own `value=` would fight with session state); `rd`: the
+    reader of the run in view (the page's handle's), or None."""
     first = next(iter(settings.PRESET_LABELS))
-    if not state.has(train_keys.W_PRESET) and run_id:  # a reattached tab: show the settings of its run
-        rd = in_view.reader(store, run_id)
+    if not state.has(train_keys.W_PRESET):  # a reattached tab: show the settings of its run
         if rd is not None:
             values, source = settings.values_from_config(rd.config(), rd.events)
             for name, value in values.items():
