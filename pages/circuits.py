@@ -9,7 +9,7 @@ from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.ui import frame, state
-from tinygpt.ui.circuits import circuits_keys
+from tinygpt.ui.circuits import best_head, circuits_keys
 from tinygpt.ui.circuits import circuits_view as view
 from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.people import admission, room
@@ -64,8 +64,9 @@ def experiment() -> None:
     for rd in readers.values():
         resources.touch(rd.run_id)
     view.experiment_progress(readers, ended)  # a bar and when the verdict should come, while the runs train
+    final = view.final_scores(readers, ended)  # the verdict's own measurement: the caption names its best head too
     view.chart(view.experiment_figure(readers, records, large), "phase_change_chart", "circ_phase",
-               caption=view.change_caption(records, ended))  # fmt: skip
+               caption=view.change_caption(records, ended, final))  # fmt: skip
     verdict = view.experiment_verdict(readers, records, ended)  # a run that stopped early: not judged
     box = {True: st.success, False: st.error, None: st.info}[verdict.reproduced]
     box(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}", icon=":material/science:")
@@ -98,6 +99,9 @@ live = run.rules.live and run.status.get("state") in ACTIVE_STATES
 
 st.subheader("Heads over training")
 st.caption(f"Run **{runlist.run_names(store).get(run_id) or run_id}** (`{run_id}`), as Runs names it.")
+measured = view.verdict_final(store, run_id)  # (label, final measurement) once the experiment of this run ended
+if measured:
+    st.caption(best_head.verdict_head_caption(*measured))
 wanted = state.get(circuits_keys.W_CIRC_STEP)
 state.put(circuits_keys.W_CIRC_STEP, steps[-1] if wanted is None else min(steps, key=lambda s: abs(s - wanted)))
 step = st.select_slider(
@@ -105,8 +109,9 @@ step = st.select_slider(
 )
 mark = view.change_mark(records, live)  # "provisional" while the run trains
 fig = view.charts.role_history_chart(heads.score_rows(records), change=mark, events=rd.events, large=large)
-view.chart(fig, "role_history_chart", "circ_roles")
-st.markdown(f"**Heads at step {step}**")
+disagree = best_head.heads_disagree(records, measured[1] if measured else None)  # "" unless two heads are named
+view.chart(fig, "role_history_chart", "circ_roles", caption=disagree or None)
+st.markdown(f"**Heads at step {step}**, from the training-time snapshot scores")
 for sentence in view.role_sentences(records, step):
     st.markdown(f"- {sentence}")
 num_layers, num_heads = view.head_grid(records)  # from the scores: a damaged config.json had no "model"

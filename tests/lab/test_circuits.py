@@ -197,7 +197,8 @@ def test_the_verdict_needs_both_jumps_together_and_a_flat_control():
     assert verdict.reproduced is True and verdict.status == "reproduced"
     assert verdict.observed["phase change step (score)"] == 100
     assert verdict.observed["second-copy loss before"] == 3.3 and verdict.observed["second-copy loss after"] == 0.5
-    assert "L0H1's induction score jumped from 0.05 at step 90 (live score) to 0.70 ± 0.05" in verdict.sentence
+    jumped = "The best induction score jumped from 0.05 at step 90 (training-time snapshots) to L0H1's 0.70 ± 0.05"
+    assert jumped in verdict.sentence
     flat_control = {**measured, labels[1]: final(0.7)}
     assert induction.induction_verdict({labels[0]: two, labels[1]: two}, final=flat_control).reproduced is False
     assert induction.induction_verdict({labels[0]: flat, labels[1]: flat}, final=measured).reproduced is False

@@ -159,3 +159,48 @@ def test_the_head_table_and_its_sentences_name_the_phase_change_step_for_its_hea
                for s in circuits_view.role_sentences(records, None))  # fmt: skip
     before = next(r for r in circuits_view.head_rows(records, 300) if r["head"] == "L1H1")  # before the jump
     assert "(phase change)" not in before["since step"]
+
+
+def test_the_page_names_one_best_head_and_says_when_the_snapshots_rank_another(runs_dir, tiny_text, monkeypatch):
+    """A browser run showed L1H2 as "best head" in the phase-change caption (the training-time snapshot scores) and
+    L1H1 in the verdict (256 fresh probe rows) on one screen. Here the verdict's measurement is made to pick another
+    head than the snapshots do: every caption that names a best head names the verdict's, saying where its number
+    is from, and the snapshots' pick appears only as their own ranking, with both numbers."""
+    from tinygpt.inside import heads
+    from tinygpt.runs.files import read_scores
+    from tinygpt.ui.circuits import circuits_view
+
+    store = RunStore(runs_dir)
+    ids = []
+    for layers in (2, 1):  # stand-ins for the experiment's two runs, trained to the end
+        config = tiny_config(tiny_text, max_steps=10, num_layers=layers)
+        with store.create(config.to_dict(), owner="cli") as writer:
+            ids.append(writer.run_dir.name)
+        assert run_training(writer.run_dir, config) == "finished"
+    snapshots = heads.best_series(read_scores(store.path(ids[0])))[-1]  # {"step", "score", "name"}
+    fresh = "L0H0" if snapshots["name"] != "L0H0" else "L1H1"  # the verdict's measurement disagrees
+
+    def measured(run_dir: str, step: int) -> dict:
+        return {"head": fresh, "mean": 0.45, "std": 0.2, "low": 0.43, "high": 0.47, "rows": 256, "baseline": 0.05,
+                "step": step, "length": 8}  # fmt: skip
+
+    monkeypatch.setattr(circuits_view, "_final_at", measured)
+    at = app()
+    at.query_params[in_view.URL_RUN] = ids[0]
+    at.query_params[circuits_keys.URL_CIRC] = ",".join(ids)
+    at.run()
+    at.switch_page("pages/circuits.py").run()
+    assert not at.exception, at.exception
+    captions = [str(c.value) for c in at.caption]
+    [red] = [c for c in captions if "Red rules" in c]  # the phase-change chart's caption
+    assert f"2 layers: no phase change (best head {fresh}, 0.45 on 256 fresh probe rows at step 10)" in red
+    ranked = (f"the training-time snapshot scores on 2 fixed probe rows rank {snapshots['name']} first at step "
+              f"{snapshots['step']} ({snapshots['score']:.2f}; {fresh} ")  # fmt: skip
+    assert f"2 layers: {ranked}" in red and f"picks {fresh} (0.45)" in red
+    heads_caption = ("Best induction head of this run (2 layers), as the induction experiment's verdict measures "
+                     f"it: {fresh}, 0.45 on 256 fresh probe rows at step 10")  # fmt: skip
+    assert any(c.startswith(heads_caption) for c in captions)
+    [roles] = [c for c in captions if c.startswith("Each head's role scores")]  # the role chart's own caption
+    assert ranked[0].upper() + ranked[1:] in roles and f"picks {fresh} (0.45)" in roles
+    shown = texts(at) + "\n".join(str(e.value) for e in (*at.error, *at.success))
+    assert f"best head {snapshots['name']}" not in shown  # named only as the snapshots' own ranking

@@ -304,9 +304,11 @@ def induction_verdict(
         ] = all(one <= CONTROL_SHARE * max(two, 0.0) for two, one in lifts.values())
     if two.found:
         sentence = (
-            f"{final_two['head']}'s induction score jumped from {two.score.before:.2f} at step {two.score.onset} "
-            f"(live score) to {_spread(final_two)} at step {final_two['step']}, the phase change at step "
-            f"{two.score.step} ({two.score.shape}); the second copy's loss fell from "
+            # The "before" is the snapshots' best score over every head (heads.best_series), not final_two's head's:
+            # the two pick their head on different rows and may name different heads (the Circuits page says so).
+            f"The best induction score jumped from {two.score.before:.2f} at step {two.score.onset} (training-time "
+            f"snapshots) to {final_two['head']}'s {_spread(final_two)} at step {final_two['step']}, the phase "
+            f"change at step {two.score.step} ({two.score.shape}); the second copy's loss fell from "
             f"{two.second_before:.2f} to {two.second_after:.2f} (gain jump at step {two.gap.step}); the 1-layer "
             f"control's best head ends at {_spread(final_one)} (uniform {final_one['baseline']:.2f})."
         )

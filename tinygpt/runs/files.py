@@ -15,6 +15,7 @@ import os
 import re
 import secrets
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -233,11 +234,72 @@ CONFIG_FILE = "config.json"  # the run's RunConfig plus who and what it is (IDEN
 IDENTITY_KEYS = ("run_id", "created", "owner", "parent", "learner", "vocab", "num_params", "branch")
 
 
+# Pages that refresh every second or three (Room with 20 learners' runs, Runs, the sidebar's names) read every
+# run's config.json three times a refresh (RunStore.list_runs, store_names, read_owner), though it is written once
+# when the run is created and once more when its worker knows the vocabulary (RunWriter.write_config). So what is
+# read from it is kept per file and per `what`, and reused while the file's (inode, size, mtime_ns) stays the same:
+# a refresh then stats each file and reads only the ones that changed. Whole-file writes are atomic replaces
+# (write_json_atomic: a new inode), so a rewrite is never missed; an in-place edit is seen by its size or mtime.
+_FILE_MEMO: dict[tuple[str, str], tuple[tuple[int, int, int], Any]] = {}
+_FILE_MEMO_LOCK = threading.Lock()  # each learner's session is a thread of the one server: the eviction iterates
+FILE_MEMO_SIZE = 4096  # entries (three per run): a server's runs folder, deleted runs' entries pushed out oldest first
+
+
+def file_signature(path: str | Path) -> tuple[int, int, int] | None:
+    """(inode, size, mtime_ns) of a file, or None when it is not there: what tells a rewrite from the same file."""
+    try:
+        st_ = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st_.st_ino, st_.st_size, st_.st_mtime_ns
+
+
+def memo_by_file(path: str | Path, what: str, compute: Callable[[Path], Any]) -> Any:
+    """compute(path), computed again only once the file changed (`file_signature`); a missing file and whatever
+    compute raises are never kept. The value is shared by every caller: hand out copies (`json_copy`). The stat
+    comes before the read, so a file replaced in between is kept under its old signature: read again next time,
+    never stale."""
+    path = Path(path)
+    signature, key = file_signature(path), (str(path), what)
+    kept = _FILE_MEMO.get(key)
+    if signature is not None and kept is not None and kept[0] == signature:
+        return kept[1]
+    value = compute(path)
+    if signature is not None:
+        with _FILE_MEMO_LOCK:
+            _FILE_MEMO.pop(key, None)  # re-inserted last: the dict's order is the order entries were refreshed in
+            _FILE_MEMO[key] = (signature, value)
+            while len(_FILE_MEMO) > FILE_MEMO_SIZE:
+                _FILE_MEMO.pop(next(iter(_FILE_MEMO)))
+    return value
+
+
+def json_copy(value: Any) -> Any:
+    """A copy of a parsed JSON tree (dicts, lists, scalars), so a caller may change what a memo shares: ~6 us for a
+    config.json, half of reading and parsing it again and a third of copy.deepcopy."""
+    if isinstance(value, dict):
+        return {k: json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_copy(v) for v in value]
+    return value
+
+
+def parsed_json(path: str | Path) -> Any:
+    """read_json(path) through `memo_by_file`: the one read of a file that several memos of it derive from (shared:
+    do not change it)."""
+    return memo_by_file(path, "json", read_json)
+
+
+def _config_json(path: Path) -> dict:
+    data = parsed_json(path)
+    return upgrade_config_dict(data) if isinstance(data, dict) else {}
+
+
 def read_config_json(run_dir: str | Path) -> dict:
     """config.json as written, identity keys included, in today's layout (an older file's lab switches moved from
-    "model" to "interventions": config.upgrade_config_dict); {} when it is missing or not a JSON object."""
-    data = read_json(Path(run_dir) / CONFIG_FILE, {})
-    return upgrade_config_dict(data) if isinstance(data, dict) else {}
+    "model" to "interventions": config.upgrade_config_dict); {} when it is missing or not a JSON object. Read again
+    only when the file changed (`memo_by_file`); a fresh copy each call."""
+    return json_copy(memo_by_file(Path(run_dir) / CONFIG_FILE, "config", _config_json))
 
 
 def read_config(run_dir: str | Path) -> RunConfig:

@@ -113,7 +113,7 @@ def phase_change_chart(
             if value is not None:
                 loss_rows.append({"step": step, "loss": value, "run": label, "curve": "training loss"})
     colour = colour_encoding("run:N", labels, colours, "run", lines=True)
-    tooltip = [alt.Tooltip("step:Q"), alt.Tooltip("run:N"), alt.Tooltip("head:N", title="best head")]
+    tooltip = [alt.Tooltip("step:Q"), alt.Tooltip("run:N"), alt.Tooltip("head:N", title="best head (snapshot)")]
     top = [
         alt.Chart(data_frame(score_rows, "step", "score", "run", "head"))
         .mark_line(strokeWidth=t["line"], point=alt.OverlayMarkDef(size=3 * t["text"]))

@@ -47,10 +47,10 @@ CHART_HELP: dict[str, str] = {
     "can read a previous-token head's output (Olsson et al. 2022). Purple rules are live knob changes.",
     "residual_chart": "Left: the size of the residual stream entering each block (solid) and of what that block's "
     "LayerNorm hands on (dashed). Right: how much each attention and MLP sublayer writes into the stream.",
-    "phase_change_chart": "Top: the best head's induction score in each run. Bottom: the loss on the first and the "
-    "second copy of a repeated random probe. When the 2-layer model forms an induction head, the second copy "
-    "becomes cheap to predict at the same step (red rule); the 1-layer control cannot compose two heads and stays "
-    "flat.",
+    "phase_change_chart": "Top: the best head's induction score in each run, at each training-time snapshot. "
+    "Bottom: the loss on the first and the second copy of a repeated random probe. When the 2-layer model forms an "
+    "induction head, the second copy becomes cheap to predict at the same step (red rule); the 1-layer control "
+    "cannot compose two heads and stays flat.",
     "ablation_heatmap": "How much the loss rises when one head is switched off (zero: its output set to 0; mean: "
     "set to its average over the validation tokens). Red heads matter; near-white heads could be removed. On the "
     "probe an induction head's ablation shows most where text repeats.",

@@ -31,7 +31,7 @@ from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
 from tinygpt.ui.charts import circuits as charts
 from tinygpt.ui.charts.help import CHART_HELP
-from tinygpt.ui.circuits import circuits_keys
+from tinygpt.ui.circuits import best_head, circuits_keys
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission
 from tinygpt.ui.run import in_view
@@ -384,20 +384,41 @@ def experiment_figure(readers: dict[str, RunReader], records: dict[str, list[dic
 PROVISIONAL = "provisional: the run is still training, later snapshots can move it"
 
 
-def change_caption(records: dict[str, list[dict]], ended: bool = True) -> str:
+def change_caption(
+    records: dict[str, list[dict]], ended: bool = True, final: dict[str, dict | None] | None = None
+) -> str:
     """Where the red rules are: each run's detected phase change, in words; provisional until the runs end (the
-    step is where the score's biggest rise lies so far, which more snapshots can move)."""
-    parts = []
+    step is where the score's biggest rise lies so far, which more snapshots can move). Each run's best head is
+    the verdict's final measurement where `final` ({label: final_induction(...)}, `final_scores`) has it, else the
+    newest snapshot's, each said with its source; a run whose snapshots pick another head says so after."""
+    parts, notes = [], []
     for label, recs in records.items():
-        change = heads.phase_change(recs)
-        if change.score is not None:
-            parts.append(f"{label}: phase change at step {change.score.step} (best head {change.head})")
+        change, measured, live = heads.phase_change(recs), (final or {}).get(label), best_head.snapshot_best(recs)
+        when = f"phase change at step {change.score.step}" if change.score is not None else "no phase change"
+        when += "" if change.score is not None or ended else " yet"
+        if measured:
+            best = f"best head {best_head.fresh_words(measured)}"
+        elif live is not None:
+            best = f"best head in {best_head.SNAPSHOTS}: {live['name']}, {live['score']:.2f} at step {live['step']}"
         else:
-            parts.append(
-                f"{label}: no phase change yet (best head {change.head or '-'}, {change.final_score or 0:.2f})"
-            )
+            best = "no induction scores yet"
+        parts.append(f"{label}: {when} ({best})")
+        if note := best_head.heads_disagree(recs, measured):
+            notes.append(f"{label}: {note[0].lower()}{note[1:]}")
     tail = "" if ended else f" ({PROVISIONAL})"
-    return "Red rules: " + "; ".join(parts) + tail + "."
+    return " ".join(["Red rules: " + "; ".join(parts) + tail + ".", *notes])
+
+
+def verdict_final(store, run_id: str) -> tuple[str, dict] | None:
+    """(its label, the verdict's final measurement) of the run in view when it is one of this session's induction
+    experiment runs and the experiment ended (`final_scores`: the numbers the verdict reads); None otherwise."""
+    runs = circuits_keys.circuit_runs(list(induction.INDUCTION_VARIANTS)) or {}
+    label = next((lab for lab, rid in runs.items() if rid == run_id), None)
+    if label is None:
+        return None
+    readers, _, ended = experiment_state(store, runs)
+    final = final_scores(readers, ended).get(label)
+    return (label, final) if final else None
 
 
 def change_mark(records: list[dict], live: bool) -> dict | None:
