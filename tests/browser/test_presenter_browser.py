@@ -76,6 +76,7 @@ def test_the_presenter_banner_on_the_projector(browser, presenter_server, shots)
     assert decided.count(), f"no verdict in {CHECK_S} s: {checks.first.inner_text() if checks.count() else '-'}"
     headline = re.sub(r"^\w+\n+", "", decided.first.inner_text())  # the alert's icon name comes first
     assert re.search(r"\d\.\d\d", headline) and headline.count(". ") == 0, headline  # one sentence, its numbers
+    assert "…" not in headline, headline  # the check's own headline, never a longer sentence cut short
     page.wait_for_timeout(1500)  # the page's charts catch up before the picture
     page.evaluate("document.querySelectorAll('[data-testid=stMain], [data-testid=stAppViewContainer]')"
                   ".forEach(e => e.scrollTo(0, 0))")  # the main area scrolls, not the window  # fmt: skip

@@ -8,21 +8,16 @@ from tinygpt.ui.teach import lesson, presenter
 APP = str(Path(__file__).resolve().parents[3] / "app.py")
 
 
-def test_the_headline_of_a_long_check_is_its_first_sentence_with_its_numbers():
-    text = ("The loss fell from 2.20 to 0.30 after mask causal → none at step 100 (mean of 20 steps each side, "
-            "30 steps since). 'correct': attention rows sum to 1 pass (1.000, needs 1 ± 1e-3). A third sentence "
-            "with more numbers: 4.17 and 0.02.")  # fmt: skip
-    assert presenter.headline(text) == ("The loss fell from 2.20 to 0.30 after mask causal → none at step 100 "
-                                        "(mean of 20 steps each side, 30 steps since).")  # fmt: skip
-    assert presenter.headline("Not enough data yet: 12 of 60 steps trained.") == (
+def test_the_banners_line_is_the_checks_own_headline_never_a_cut_sentence():
+    """The banner used to cut the check's text to its first sentence ("... at step 3000 …" on the ablation step);
+    it now shows the headline the check builds from its numbers (every step: test_lesson_checks_headlines.py), or the
+    text itself where that is one short line."""
+    long = "Zero-ablating L1H1, the induction verdict's head, adds +0.671 nats on the second copy at step 3000; " * 3
+    check = lesson.Check(True, long, headline="L1H1 carries the copying: zero-ablating it adds +0.671 nats")
+    assert check.short == "L1H1 carries the copying: zero-ablating it adds +0.671 nats"
+    assert lesson.Check(None, "Not enough data yet: 12 of 60 steps trained.").short == (
         "Not enough data yet: 12 of 60 steps trained.")  # fmt: skip
-    first = "The first loss was 4.20 (ln 65 = 4.17: uniform guessing);\n by step 300 it is 2.40: it fell by 1.80."
-    assert presenter.headline(first) == " ".join(first.split())  # one sentence, on one line
-    # One sentence past the limit: cut at its last clause that fits, never in a number.
-    long = "; ".join(f"pitfall {i} reproduced at {i}.5 nats" for i in range(20)) + "."
-    short = presenter.headline(long, limit=120)
-    assert short.endswith(" …") and len(short) <= 122 and short.startswith("pitfall 0 reproduced at 0.5 nats; ")
-    assert short[:-2] in long and short[-3] == "s"
+    assert not hasattr(presenter, "headline")  # no second way to shorten a check
 
 
 def test_the_banner_is_in_the_main_area_for_the_instructor_with_large_fonts_not_for_a_learner(runs_dir):

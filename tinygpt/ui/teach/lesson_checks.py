@@ -13,7 +13,7 @@ from typing import Any
 
 from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # the lesson's roles (lesson.py re-exports)
 from tinygpt.lab.registry import ORDER
-from tinygpt.lab.verdict import CPU_COUNTS_ONLY
+from tinygpt.lab.verdict import CPU_COUNTS_ONLY, fmt
 from tinygpt.runs.knobs import knob_changes
 
 LECTURE = "lecture"  # the role of the run the live-knob steps steer
@@ -56,10 +56,19 @@ class Check:
     passed: bool | None  # None: not enough data yet
     text: str
     settled: bool = False  # with passed None: the runs ended without the data to judge (predictions: undecided)
+    # The verdict's point in one short line, built by the check from its own numbers (the presenter banner's line):
+    # the banner used to cut `text` to its first sentence, and on the ablation step that stopped at "... at step 3000
+    # …", before the claim the check is about. "" when `text` is already that short line.
+    headline: str = ""
 
     @property
     def status(self) -> str:
         return {True: "seen", False: "not seen", None: "not enough data yet"}[self.passed]
+
+    @property
+    def short(self) -> str:
+        """The check in one line for the banner: its headline, or its text when that is already one short line."""
+        return self.headline or self.text
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -93,11 +102,12 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0) 
     text = f"{start.capitalize()}; by step {losses[-1][0]} it is {now:.2f}"
     near = uniform is None or abs(first - uniform) < 0.5
     fell = now is not None and first - now >= min_fall
+    went = f"The loss went from {first:.2f}" + (f" (ln V = {uniform:.2f})" if uniform else "") + f" to {now:.2f}"
     if near and fell:
-        return Check(True, f"{text}: it fell by {first - now:.2f}.")
+        return Check(True, f"{text}: it fell by {first - now:.2f}.", headline=f"{went}: down {first - now:.2f}")
     why = [] if near else [f"the start is {abs(first - uniform):.2f} away from ln V"]
     why += [] if fell else [f"it fell by {first - now:.2f}, less than {min_fall}"]
-    return Check(False, f"{text}; but {' and '.join(why)}.")
+    return Check(False, f"{text}; but {' and '.join(why)}.", headline=f"{went}; {' and '.join(why)}")
 
 
 def knob_effect(
@@ -137,14 +147,18 @@ def knob_effect(
         text = (f"The loss {verb} from {old:.2f} to {new:.2f} after {named} at step {at} (mean of {WINDOW} steps "
                 f"each side, {len(after)} steps since)")  # fmt: skip
         moved = change >= min_change if rise else -change >= min_change
+        point = f"The loss {verb} from {old:.2f} to {new:.2f} after {named}"  # the step and the means: Numbers
         if moved:
-            return Check(True, text + ".")
+            return Check(True, text + ".", headline=point)
+        wanted = "rise" if rise else "fall"
         if len(after) < patience:  # the model needs some steps to exploit (or be hurt by) the change
             return Check(None, f"Not enough data yet: {text}; waiting up to {patience} steps for it to "
-                               f"{'rise' if rise else 'fall'} by {min_change}.")  # fmt: skip
-        wanted = "rise" if rise else "fall"
+                               f"{wanted} by {min_change}.",
+                         headline=f"Waiting: {point[0].lower()}{point[1:]} so far; needs a {min_change}-nat "
+                                  f"{wanted}")  # fmt: skip
         return Check(False, f"{text}: it did not {wanted} by {min_change} nats, the least the room could see, "
-                            f"in {len(after)} steps.")  # fmt: skip
+                            f"in {len(after)} steps.",
+                     headline=f"{point}: not the {min_change}-nat {wanted} the room could see")  # fmt: skip
 
     return check
 
@@ -179,11 +193,14 @@ def heads_differ(ev: Evidence, min_spread: float = 0.2) -> Check:
     spread, role, hi, lo, count = best
     text = (f"At step {record.get('step')}, the {count} heads' {role}-token scores range from {lo[1]:.2f} "
             f"({lo[0]}) to {hi[1]:.2f} ({hi[0]})")  # fmt: skip
+    scores = f"{role}-token scores from {lo[1]:.2f} ({lo[0]}) to {hi[1]:.2f} ({hi[0]})"
     if spread >= min_spread:
-        return Check(True, f"{text}: the heads do different jobs.")
+        return Check(True, f"{text}: the heads do different jobs.", headline=f"The heads do different jobs: {scores}")
     if run.state not in ("finished", "stopped", "diverged", "failed"):  # the roles form as it trains
-        return Check(None, f"Not enough data yet: {text}; still training, judged when the run ends.")
-    return Check(False, f"{text}: a spread of {spread:.2f}, under {min_spread}; the heads look alike.")
+        return Check(None, f"Not enough data yet: {text}; still training, judged when the run ends.",
+                     headline=f"Still training: {scores} so far")  # fmt: skip
+    alike = f"The heads look alike: {role}-token scores {spread:.2f} apart, under {min_spread}"
+    return Check(False, f"{text}: a spread of {spread:.2f}, under {min_spread}; the heads look alike.", headline=alike)
 
 
 def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
@@ -195,14 +212,55 @@ def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
             return Check(None, f"Not enough data yet: '{title}' has not been started.")
         if verdict.get("reproduced") is None:
             said = "not enough data" if verdict.get("undecided") else "not enough data yet"
-            return Check(
-                None,
-                f"{said.capitalize()}: {verdict.get('sentence', 'still training')}",
-                settled=bool(verdict.get("undecided")),
-            )
-        return Check(bool(verdict["reproduced"]), f"{title}: {verdict.get('sentence', '')}")
+            text = f"{said.capitalize()}: {verdict.get('sentence', 'still training')}"
+            # A short "still training" line is its own headline; a long account of what is missing is in Numbers.
+            short = "" if len(text) <= HEADLINE_LIMIT else f"{title}: {said}; what is missing is under Numbers"
+            return Check(None, text, settled=bool(verdict.get("undecided")), headline=short)
+        return Check(bool(verdict["reproduced"]), f"{title}: {verdict.get('sentence', '')}",
+                     headline=verdict_headline(key, title, verdict))  # fmt: skip
 
     return check
+
+
+HEADLINE_LIMIT = 200  # characters: a headline longer than this is not one line on the projector's banner
+
+
+def _number(observed: dict, name: str, digits: int = 2) -> str | None:
+    value = observed.get(name)
+    return fmt(value, digits) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _points(key: str, observed: dict) -> str:
+    """The numbers an experiment's verdict turns on, from its `observed` (tinygpt/lab/pitfalls/*.py, induction.py),
+    in a few words; "" when they were not measured (a run that never reached its end says why under Numbers).
+    Printed as the verdict's sentence prints them (losses to 3 decimals, weights and scores to 2), so the line
+    and the Numbers popover show the same figures."""
+    n = {name: _number(observed, name, 3 if "loss" in name else 2) for name in observed}
+    if key == "shape_drift" and n.get("silent bug: max |attention row sum - 1|"):
+        return (f"the silent bug's attention rows are off 1 by {n['silent bug: max |attention row sum - 1|']}, "
+                f"its loss {observed.get('silent bug: loss first -> last')}")  # fmt: skip
+    if key == "scaling" and n.get("max weight, unscaled") and n.get("train loss, unscaled"):
+        return (f"max attention weight {n['max weight, unscaled']} unscaled vs {n['max weight, scaled']}, final loss "
+                f"{n['train loss, unscaled']} vs {n['train loss, scaled']}")  # fmt: skip
+    if key == "residual" and isinstance(observed.get("ratio"), (int, float)) and n.get("train loss, detached"):
+        return (f"the first layer's gradient is {observed['ratio']:.1e}x the residual run's, final loss "
+                f"{n['train loss, detached']} vs {n['train loss, residual']}")  # fmt: skip
+    if key == INDUCTION and n.get("best score after"):
+        step = observed.get("phase change step (score)")
+        return (f"{observed.get('best head')}'s induction score {n.get('best score before') or '?'} → "
+                f"{n['best score after']}" + (f" at step {step}" if step is not None else "")
+                + (f", second-copy loss {n['second-copy loss before']} → {n['second-copy loss after']}"
+                   if n.get("second-copy loss after") else ""))  # fmt: skip
+    return ""
+
+
+def verdict_headline(key: str, title: str, verdict: dict) -> str:
+    """An experiment's judged verdict in one line: reproduced or not, with the numbers it turns on. A red one's
+    failed clauses are named in its sentence, under Numbers: a clause is a line of its own, too long to repeat."""
+    points = _points(key, verdict.get("observed") or {})
+    if verdict.get("reproduced"):
+        return f"{title} reproduced" + (f": {points}" if points else "")
+    return f"{title} did not reproduce" + (f": {points}" if points else "") + "; Numbers names what failed"
 
 
 PITFALLS = ORDER  # every pitfall the lab has, position included: the step's title and count come from here
@@ -239,13 +297,21 @@ def all_pitfalls(ev: Evidence) -> Check:
         parts = ([f"not started: {', '.join(missing)}"] if missing else []) + (
             [f"still training: {', '.join(waiting)}"] if waiting else []) + (
             [f"not enough data: {', '.join(unmeasured)}"] if unmeasured else [])  # fmt: skip
+        counts = ", ".join(f"{len(ks)} {what}" for ks, what in ((missing, "not started"), (waiting, "training"),
+                                                                   (unmeasured, "not measured")) if ks)  # fmt: skip
         return Check(
-            None, f"Not enough data yet: {text} so far; {'; '.join(parts)}.", settled=not missing and not waiting
+            None,
+            f"Not enough data yet: {text} so far; {'; '.join(parts)}.",
+            settled=not missing and not waiting,
+            headline=f"Not enough data yet: {len(shown)} of {len(judged)} pitfalls reproduced so far ({counts})",
         )  # only unmeasured clauses left: nothing more will come
     failed = [k for k in judged if k not in shown]
     if failed:
-        return Check(False, f"{text}; did not reproduce: {', '.join(failed)}.")
-    return Check(True, f"{text}: {', '.join(judged)}.")
+        not_shown = f"{len(shown)} of {len(judged)} pitfalls reproduced; not: {', '.join(failed)}"
+        return Check(False, f"{text}; did not reproduce: {', '.join(failed)}.", headline=not_shown)
+    unjudged = f" ({', '.join(counts_only)} not judged on CPU)" if counts_only else ""
+    return Check(True, f"{text}: {', '.join(judged)}.",
+                 headline=f"{len(shown)} of {len(judged)} pitfalls reproduced{unjudged}")  # fmt: skip
 
 
 # The two checks the health step's "Watch for" names (tinygpt/lab/health.py's check names): the shape bug mixes
@@ -286,12 +352,21 @@ def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent
     text = f"'{broken}': {said(broken)}. '{healthy}': {said(healthy)}"
     bug_fails = [n for n in HEALTH_NAMED if found[broken, n]["result"] == "FAIL"]
     correct_fails = [n for n in HEALTH_NAMED if found[healthy, n]["result"] == "FAIL"]
+
+    def measured(label: str, names: list[str]) -> str:  # "no future leak (0.41)": the number each result is about
+        return " and ".join(f"{n} ({found[label, n].get('measured') or 'not measured'})" for n in names)
+
     if bug_fails == list(HEALTH_NAMED) and not correct_fails:
-        return Check(True, f"{text}: the checklist catches the bug the loss curve hid.")
+        return Check(True, f"{text}: the checklist catches the bug the loss curve hid.",
+                     headline=f"The checklist catches the bug: '{broken}' fails {measured(broken, bug_fails)}; "
+                              f"'{healthy}' passes both")  # fmt: skip
     bug_passes = [n for n in HEALTH_NAMED if n not in bug_fails]
     why = [f"'{broken}' passes {' and '.join(bug_passes)}"] if bug_passes else []
     why += [f"'{healthy}' fails {' and '.join(correct_fails)}"] if correct_fails else []
-    return Check(False, f"{text}: {'; '.join(why)}.")
+    said_short = [f"'{broken}' passes {measured(broken, bug_passes)}"] if bug_passes else []
+    said_short += [f"'{healthy}' fails {measured(healthy, correct_fails)}"] if correct_fails else []
+    return Check(False, f"{text}: {'; '.join(why)}.",
+                 headline=f"The checklist misses the bug: {'; '.join(said_short)}")  # fmt: skip
 
 
 def induction_formed(ev: Evidence) -> Check:
@@ -299,8 +374,12 @@ def induction_formed(ev: Evidence) -> Check:
     if verdict is None:
         return Check(None, "Not enough data yet: the induction runs have not been started.")
     if verdict.get("reproduced") is None:
-        return Check(None, f"Not enough data yet: {verdict.get('sentence', 'still training')}")
-    return Check(bool(verdict["reproduced"]), verdict.get("sentence", ""))
+        text = f"Not enough data yet: {verdict.get('sentence', 'still training')}"
+        missing = "Induction heads: not enough data yet; what is missing is under Numbers"
+        short = "" if len(text) <= HEADLINE_LIMIT else missing
+        return Check(None, text, headline=short)
+    return Check(bool(verdict["reproduced"]), verdict.get("sentence", ""),
+                 headline=verdict_headline(INDUCTION, "The induction phase change", verdict))  # fmt: skip
 
 
 def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
@@ -331,12 +410,17 @@ def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
             f"at {others[top_other]:+.3f}")  # fmt: skip
     largest = (f"{head} has the largest effect" if value >= others[top_other] else
                f"the largest effect is {top_other}'s: the copying needs that head too")  # fmt: skip
+    adds = f"zero-ablating it adds {value:+.3f} nats (the others {mean:+.3f} on average)"
+    larger = "" if value >= others[top_other] else f"; {top_other}'s {others[top_other]:+.3f} is larger"
     if value < min_loss:
-        return Check(False, f"{text}: under {min_loss} nats; {largest}.")
+        return Check(False, f"{text}: under {min_loss} nats; {largest}.",
+                     headline=f"{head} does not carry the copying: {adds}, under {min_loss}{larger}")  # fmt: skip
     if value - mean < min_loss:
         return Check(False, f"{text}: under {min_loss} nats above the others' mean, no more than a typical head; "
-                            f"{largest}.")  # fmt: skip
-    return Check(True, f"{text}: the copying depends on {head}; {largest}.")
+                            f"{largest}.",
+                     headline=f"{head} is no more than a typical head: {adds}{larger}")  # fmt: skip
+    return Check(True, f"{text}: the copying depends on {head}; {largest}.",
+                 headline=f"{head} carries the copying: {adds}{larger}")  # fmt: skip
 
 
 def lens_sharpens(ev: Evidence, min_gain: int = 3) -> Check:
@@ -348,6 +432,9 @@ def lens_sharpens(ev: Evidence, min_gain: int = 3) -> Check:
     names, hits, n = lens["names"], lens["hits"], lens["positions"]
     text = "Top guess right, by where the stream is read: " + ", ".join(
         f"{name} {hit}/{n}" for name, hit in zip(names, hits, strict=True))  # fmt: skip
+    ends = f"right at {hits[0]}/{n} after the embedding, {hits[-1]}/{n} at the last layer"
     if hits[-1] - hits[0] >= min_gain:
-        return Check(True, f"{text}: the prediction forms in the layers.")
-    return Check(False, f"{text}: the last layer gains fewer than {min_gain} positions on the embedding.")
+        return Check(True, f"{text}: the prediction forms in the layers.",
+                     headline=f"The prediction forms in the layers: the top guess is {ends}")  # fmt: skip
+    return Check(False, f"{text}: the last layer gains fewer than {min_gain} positions on the embedding.",
+                 headline=f"The last layer gains under {min_gain} positions: the top guess is {ends}")  # fmt: skip

@@ -40,8 +40,10 @@ def _run_data(run_id: str) -> RunData | None:
 
 
 def _verdict(verdict) -> dict:
+    # "observed": the numbers it was judged on, from which the banner's headline names the verdict's point
     return {"reproduced": verdict.reproduced, "sentence": verdict.sentence,
-            "undecided": getattr(verdict, "undecided", "")}  # fmt: skip
+            "undecided": getattr(verdict, "undecided", ""),
+            "observed": dict(getattr(verdict, "observed", None) or {})}  # fmt: skip
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

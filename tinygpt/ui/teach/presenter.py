@@ -1,19 +1,18 @@
 """The presenter view (issue 37): on the projector (the instructor, Large fonts on) the lesson is a banner across
 the top of every page, not a narrow sidebar pane where a check runs to 20-30 lines: the step and its title, the
-Predict question, the room's spread of answers, and the check in one sentence, in its colour (seen, not seen, not
+Predict question, the room's spread of answers, and the check's headline, in its colour (seen, not seen, not
 enough data yet), with the whole text and the runs' progress in a popover; Back, Next, Set up and Prepare as in
 the pane, and "Watch for" and the lecture run's reset in another. Four rows, so a 720-pixel projector still shows
 the page under it. The sidebar keeps one line for the lesson, so nothing is shown twice.
 
 The pieces are tinygpt/ui/teach/lesson_view.py's (where the lesson is, the setup, the check and its refresh) and
-tinygpt/ui/teach/prediction_view.py's (the spread, no learner named); this module only lays them out and shortens the
-check to its first sentence (`headline`, a pure function). Learners and the instructor without Large fonts keep the
-sidebar pane.
+tinygpt/ui/teach/prediction_view.py's (the spread, no learner named); this module only lays them out. The check's line
+is its own headline (lesson_checks.Check.short: the verdict's point, built by the check from its numbers): it used to
+be the check's text cut to its first sentence, and on the ablation step that cut stopped at "... at step 3000 …",
+before the claim. Learners and the instructor without Large fonts keep the sidebar pane.
 """
 
 from __future__ import annotations
-
-import re
 
 import streamlit as st
 
@@ -23,21 +22,7 @@ from tinygpt.ui.teach import lesson, lesson_reset, lesson_view
 from tinygpt.ui.teach.lesson import STEPS
 from tinygpt.ui.words import safe
 
-# A sentence ends at . ! or ? followed by a space and a capital, a quote or a bracket: "4.20" or "e.g. the" do
-# not end one (the checks' numbers have no space after their decimal point).
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z'\"(*])")
-LIMIT = 240  # characters: about three lines of the banner at Large fonts on a 1280-pixel screen
-
-
-def headline(check_text: str, limit: int = LIMIT) -> str:
-    """The check in one sentence: its first, numbers and all. A first sentence past `limit` is cut at its last
-    clause ("; ") that fits, and ends with "…" (the expander below it has the whole text)."""
-    text = " ".join(check_text.split())
-    first = _SENTENCE_END.split(text, maxsplit=1)[0]
-    if len(first) <= limit:
-        return first
-    cut = first.rfind("; ", 0, limit)
-    return (first[:cut] if cut > 0 else first[:limit].rsplit(" ", 1)[0]) + " …"
+LIMIT = 240  # characters: about three lines of the banner at Large fonts on a 1280-pixel screen (tests hold it)
 
 
 def shown(actor: Actor) -> bool:
@@ -46,12 +31,12 @@ def shown(actor: Actor) -> bool:
 
 
 def _check(check: lesson.Check, lines: list[str]) -> None:
-    """check_view's drawing for the banner: one sentence in the check's colour, its whole text and the runs'
+    """check_view's drawing for the banner: the check's headline in its colour, its whole text and the runs'
     progress one click away (a popover: an expander's row, and the Predict line's second, pushed the page's own
     chart below a 720-pixel projector's edge)."""
     alert, more = st.columns([5, 1.5], vertical_alignment="center")
     with alert:
-        lesson_view.show_check(check, headline(check.text))
+        lesson_view.show_check(check, check.short)
     with more.popover("Numbers", width="stretch", help="The check in full, with its numbers"):
         st.caption(f"**Check:** {check.status} · computed from the runs every {lesson_view.REFRESH_S:.0f} s.")
         st.markdown(safe.md(check.text))

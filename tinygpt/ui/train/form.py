@@ -1,9 +1,10 @@
 """The Train page's settings form, drawn from the table in tinygpt/ui/train/settings.py.
 
-`seed_form` gives every widget its first value (a reattached tab: the run's own settings and current knobs; else
-the first preset); `draw_form` draws the preset select, the data-and-model box and the live-knob box; a live
-knob's widget shows the run in view and sends its own knob's new value to the running worker the moment it
-changes (`on_change`; tinygpt/ui/train/knob_widgets.py), and the page shows the worker's answer (runinfo.knob_note).
+`seed_form` gives every widget its first value (a run that comes into view: its own settings, preset and current
+knobs, tinygpt/ui/train/run_form.py; else the first preset); `draw_form` draws the preset select, the data-and-model
+box and the live-knob box; a live knob's widget shows the run in view and sends its own knob's new value to the
+running worker the moment it changes (`on_change`; tinygpt/ui/train/knob_widgets.py), and the page shows the
+worker's answer (runinfo.knob_note).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tinygpt.ui.host import resources
 from tinygpt.ui.people import people_keys, room
 from tinygpt.ui.run import in_view, run_handle
 from tinygpt.ui.screen import flashes, fonts
-from tinygpt.ui.train import guard, knob_widgets, settings, train_keys
+from tinygpt.ui.train import guard, knob_widgets, run_form, settings, train_keys
 from tinygpt.ui.train.settings import Field
 from tinygpt.ui.words import safe
 
@@ -32,20 +33,23 @@ def seed_form(rd) -> None:
     """First values for every setting widget (widgets' own `value=` would fight with session state); `rd`: the
     reader of the run in view (the page's handle's), or None."""
     first = next(iter(settings.PRESET_LABELS))
-    if not state.has(train_keys.W_PRESET):  # a reattached tab: show the settings of its run
-        if rd is not None:
-            values, source = settings.values_from_config(rd.config(), rd.events)
-            for name, value in values.items():
-                state.init(settings.FIELD_BY_NAME[name].key, value)
-            if source:
-                state.init(train_keys.W_SOURCE, source)
-            if source == settings.SOURCE_PASTE:  # the run keeps its text once, in corpus.txt (older: inline)
-                try:
-                    text = read_corpus(rd.run_dir) or (rd.config().get("data") or {}).get("text", "")
-                except RunStoreError as e:  # a missing or edited corpus.txt: the run can still be watched
-                    text = ""
-                    st.warning(safe.md(f"The form starts without this run's text: {e}"))
-                state.init(train_keys.W_PASTE, text)
+    # A run came into view (a reattached tab, a shared link, the lesson's run): the form shows its settings, not what
+    # this session's form held before (issue 32: a learner opening the Lecture run saw her own Demo preset and
+    # context, and a Window cut to that context). Once per run: from then on the form is her draft for a new run.
+    run_id = rd.run_id if rd is not None else None
+    if rd is not None and (state.get(train_keys.FORM_RUN) or [None])[0] != run_id:
+        seeds = run_form.form_of(rd.config(), rd.events)
+        state.put(train_keys.FORM_RUN, (run_id, seeds.get(train_keys.W_PRESET)))
+        for key, value in seeds.items():
+            if state.get(key) != value:
+                state.put_widget(key, value)
+        if seeds.get(train_keys.W_SOURCE) == settings.SOURCE_PASTE:  # its text is in corpus.txt (older: inline)
+            try:
+                text = read_corpus(rd.run_dir) or (rd.config().get("data") or {}).get("text", "")
+            except RunStoreError as e:  # a missing or edited corpus.txt: the run can still be watched
+                text = ""
+                st.warning(safe.md(f"The form starts without this run's text: {e}"))
+            state.put_widget(train_keys.W_PASTE, text)
     state.init(train_keys.W_PRESET, first)
     for name, value in settings.preset_values(first).items():
         state.init(settings.FIELD_BY_NAME[name].key, value)
@@ -58,7 +62,8 @@ def forget_settings() -> None:
     """Drop the form's values (from a page that does not draw the form), so the Train page shows the current
     run's settings the next time it is drawn, like a reattached tab: "Bring to the projector" must show the
     learner's run with its own knobs, not the instructor's last form beside "Changed since this run started"."""
-    for key in [train_keys.W_PRESET, train_keys.W_SOURCE, train_keys.W_PASTE, *(f.key for f in settings.FIELDS)]:
+    keys = [train_keys.FORM_RUN, train_keys.W_PRESET, train_keys.W_SOURCE, train_keys.W_PASTE]  # FORM_RUN: seed anew
+    for key in [*keys, *(f.key for f in settings.FIELDS)]:
         state.pop(key)
 
 
@@ -144,7 +149,7 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
     common: dict[str, Any] = {"key": field.key, "persist_state": "session", "help": field.help, "disabled": disabled}
     if field.live:  # drawn under its own key, sending its own knob (tinygpt/ui/train/knob_widgets.py)
         if field.widget == "slider":  # window <= context: clamped in the form's value, before the widget is drawn
-            top = int(state.get(train_keys.W_CONTEXT)) if field.name == "window" else int(field.maximum)
+            top = _window_top() if field.name == "window" else int(field.maximum)
             state.put(field.key, min(max(int(state.get(field.key) or 0), int(field.minimum)), top))
         key = knob_widgets.mount(field.key)
         guard.checked_field(field, key)
@@ -171,14 +176,18 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
         container.radio(field.label, list(field.options), format_func=lambda o: str(labels.get(o, o)), horizontal=True,
                         **common)  # fmt: skip
     elif field.widget == "slider":
-        top = (
-            int(state.get(train_keys.W_CONTEXT)) if field.name == "window" else int(field.maximum)
-        )  # window <= context
+        top = _window_top() if field.name == "window" else int(field.maximum)  # window <= context
         container.slider(field.label, int(field.minimum), max(top, int(field.minimum) + 1), **common)
     elif field.widget == "log_slider":
         _draw_log_slider(container, field, common)
     else:
         raise ValueError(f"unknown widget {field.widget!r} for {field.name}")
+
+
+def _window_top() -> int:
+    """The run's context while the live knobs show a run (run_form.window_top), else the form's."""
+    drawn = state.get(train_keys.KNOBS_DRAWN)
+    return run_form.window_top(drawn[2] if drawn and len(drawn) > 2 else None, state.get(train_keys.W_CONTEXT))
 
 
 def _draw_log_slider(container, field: Field, common: dict) -> None:
@@ -231,6 +240,10 @@ def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None =
         "Preset", list(settings.PRESET_LABELS), key=train_keys.W_PRESET, on_change=_apply_preset,
         persist_state="session", disabled=locked, help=settings.preset_note(state.get(train_keys.W_PRESET)),
     )  # fmt: skip
+    if run_shown:  # which values are the run's, which this viewer's draft for a new run (issue 32)
+        st.caption(
+            run_form.next_run_note((state.get(train_keys.FORM_RUN) or [None, None])[1], state.get(train_keys.W_PRESET))
+        )
     with st.container(border=True):
         if live_run is None and run_shown:  # an ended run takes no change: the knobs are for the next run (review)
             st.markdown("**Live knobs** · this run has ended: they set your next run")
@@ -240,7 +253,7 @@ def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None =
             run, config, events = live_run
             keys = {f.name: f.key for f in settings.KNOB_FIELDS}
             values = knob_widgets.run_values(config, events, list(keys), knob_widgets.knob_notes(run))
-            knob_widgets.show_run(run, values, keys)
+            knob_widgets.show_run(run, values, keys, (config.get("model") or {}).get("max_seq_len"))
         else:
             state.pop(train_keys.KNOBS_DRAWN)
         _draw_fields(settings.KNOB_FIELDS, read_only and live_run is not None, per_row)

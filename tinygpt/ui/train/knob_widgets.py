@@ -100,11 +100,13 @@ def run_values(config: dict, events: list[dict], names: list[str], notes: dict[s
     return {name: value for name, value in values.items() if value is not None}
 
 
-def show_run(run: str, values: dict[str, Any], keys: dict[str, str]) -> None:
-    """Put the run's values into the form (`keys`: knob -> value key) before the widgets are drawn."""
+def show_run(run: str, values: dict[str, Any], keys: dict[str, str], context: int | None = None) -> None:
+    """Put the run's values into the form (`keys`: knob -> value key) before the widgets are drawn. `context`: the
+    run's max_seq_len, kept with them for the Window slider's top (the run's window is bounded by the run's context,
+    not by the form's draft for a new run)."""
     for name, value in values.items():
         state.put(keys[name], value)
-    state.put(train_keys.KNOBS_DRAWN, (run, values))
+    state.put(train_keys.KNOBS_DRAWN, (run, values, context))
 
 
 def run_moved(run: str, config: dict, events: list[dict]) -> bool:

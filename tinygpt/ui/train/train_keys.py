@@ -45,7 +45,8 @@ W_BRANCH = "w_branch"  # Runs: the branch control; its widgets are w_branch:<run
 
 KNOB_NOTES = "knob_notes"  # {knob: {"value", "request", "run"}}: live knob changes the page follows until answered
 KNOB_WIDGETS = "knob_widgets"  # {value key: generation}: the key suffix of each live knob's widget (knob_widgets.py)
-KNOBS_DRAWN = "knobs_drawn"  # (run id, {knob: value}): the run's knob values the live knob widgets last drew
+KNOBS_DRAWN = "knobs_drawn"  # (run id, {knob: value}, its context): the run's knob values the widgets last drew
+FORM_RUN = "form_run"  # (run id, its preset label or None): the run the form last took its settings from (form.py)
 FORM_BASE = "form_base"  # (run id, {field: value}): the form when that run came into view, to tell this viewer's edits
 STEP_REQUESTED_AT = "step_requested_at"  # unix time of the last Step click: refresh a paused run's view briefly
 

@@ -1,0 +1,169 @@
+"""Every lesson step's check headline (lesson_checks.Check.short), the line the presenter banner shows: built by the
+check from its own numbers, so it carries the verdict's point and its key number, never a longer sentence cut with
+"…" (the banner's first-sentence cut left step 11 at "... at step 3000 …", before the claim)."""
+
+import pytest
+
+from tinygpt.lab import induction
+from tinygpt.lab.registry import EXPERIMENTS
+from tinygpt.lab.results import RunResult
+from tinygpt.ui.teach import lesson, lesson_checks, presenter
+from tinygpt.ui.teach.lesson import Evidence, RunData
+from tinygpt.ui.teach.lesson_evidence import _verdict
+
+
+def metrics(losses, start=1):
+    return [{"step": start + i, "loss": v} for i, v in enumerate(losses)]
+
+
+def knob(name, old, new, step):
+    return {"kind": "knob", "ok": True, "knob": name, "old": old, "new": new, "step": step}
+
+
+def result(state="finished", steps=300, **fields) -> RunResult:
+    base = dict(final_train_loss=None, final_val_loss=None, max_loss_early=None, clip_events_early=0,
+                mean_entropy=None, mean_max_weight=None)  # fmt: skip
+    return RunResult(state, steps, **{**base, **fields}, max_steps=steps)
+
+
+def lecture(losses, events=()):
+    return Evidence(runs={"lecture": RunData("r", vocab_size=65, metrics=metrics(losses), events=list(events))})
+
+
+def health(bug_fails: bool) -> dict:
+    def rows(ok: bool) -> list[dict]:
+        return [{"check": "attention rows sum to 1", "result": "pass" if ok else "FAIL",
+                 "measured": "2.4e-07" if ok else "0.31", "threshold": "< 1e-04"},
+                {"check": "no future leak", "result": "pass" if ok else "FAIL",
+                 "measured": "0" if ok else "1.7", "threshold": "== 0 exactly"}]  # fmt: skip
+
+    return {"correct": rows(True), "silent bug": rows(not bug_fails)}
+
+
+def scaling_verdict(worse: bool) -> dict:
+    scaled = result(mean_entropy=2.15, mean_max_weight=0.3, softmax_gain=0.2, final_train_loss=2.281,
+                    final_loss_std=0.03, final_val_loss=2.30, layer_grad_norms={"L0.attn": 0.337})  # fmt: skip
+    unscaled = result(mean_entropy=0.66, mean_max_weight=0.92, softmax_gain=0.05,
+                      final_train_loss=2.769 if worse else 2.169, final_loss_std=0.03,
+                      final_val_loss=2.80 if worse else 2.20, layer_grad_norms={"L0.attn": 0.153})  # fmt: skip
+    return _verdict(EXPERIMENTS["scaling"].verdict({"scaled 1/sqrt(d_head)": scaled, "unscaled": unscaled}))
+
+
+def residual_verdict(stalls: bool) -> dict:
+    good = result(final_train_loss=2.3, final_loss_std=0.03, final_val_loss=2.35, layer_grad_norms={"L0.attn": 0.5})
+    bad = result(final_train_loss=2.9 if stalls else 2.35, final_loss_std=0.03, final_val_loss=2.95,
+                 layer_grad_norms={"L0.attn": 1e-5})  # fmt: skip
+    return _verdict(EXPERIMENTS["residual"].verdict({"residual": good, "detached residual": bad}))
+
+
+def shape_verdict() -> dict:
+    good = result(initial_loss=4.2, final_train_loss=2.5, row_sum_error=0.0, leak=0.0, no_peek_loss=2.5)
+    silent = result(initial_loss=4.2, final_train_loss=2.1, row_sum_error=0.93, leak=0.41, no_peek_loss=3.9)
+    checked = result("failed", 0, reason="failed: softmax row sums: expected (B, H, T, 1), got (B, H, 1, T).")
+    return _verdict(EXPERIMENTS["shape_drift"].verdict({"correct": good, "silent bug": silent,
+                                                        "bug + shape contracts": checked}))  # fmt: skip
+
+
+def induction_verdict(formed: bool) -> dict:
+    def record(step, score, second=3.3):
+        return {"step": step, "roles": {"previous": [[0.1, 0.1]], "induction": [[0.05, score]], "first": [[0.1, 0.1]],
+                                        "self": [[0.1, 0.1]]},
+                "baselines": {"previous": 0.1, "induction": 0.05, "first": 0.1, "self": 0.1},
+                "copy_loss": {"first": 3.3, "second": second}}  # fmt: skip
+
+    def final(mean):
+        half = 1.96 * 0.05 / 256**0.5
+        return {"head": "L1H1", "mean": mean, "std": 0.05, "low": mean - half, "high": mean + half, "rows": 256,
+                "baseline": 0.05, "step": 190}  # fmt: skip
+
+    two = [record(s, 0.05) for s in range(0, 100, 10)] + [record(s, 0.7, 0.5) for s in range(100, 200, 10)]
+    flat = [record(s, 0.05) for s in range(0, 200, 10)]
+    labels = list(induction.INDUCTION_VARIANTS)
+    control = final(0.06) if formed else final(0.7)
+    return _verdict(induction.induction_verdict({labels[0]: two, labels[1]: flat},
+                                                final={labels[0]: final(0.7), labels[1]: control}))  # fmt: skip
+
+
+def ablation(value: float, other: float = 0.05) -> dict:
+    deltas = [[0.02, other, -0.01, 0.03], [0.04, value, 0.01, 0.00]]
+    return {"head": "L1H1", "deltas": deltas, "step": 3000, "where": "the second copy of the repeated probe"}
+
+
+PITFALL_KEYS = list(lesson.PITFALLS)
+KNOB_STEPS = {"mask": ([2.2] * 60 + [0.4] * 40, [knob("mask", "causal", "none", 60)], "0.40"),
+              "optim": ([2.2] * 60 + [3.1] * 40, [knob("learning_rate", 0.003, 0.1, 60)], "3.10")}  # fmt: skip
+
+# (step name, evidence, what the check should say, a number its headline must carry)
+CASES = [
+    ("tensors", lecture([4.17] + [2.5] * 99), True, "2.50"),
+    ("tensors", lecture([4.17] + [3.9] * 99), False, "3.90"),
+    ("shapes", Evidence(verdicts={"shape_drift": shape_verdict()}), True, "0.93"),
+    ("scaling", Evidence(verdicts={"scaling": scaling_verdict(True)}), True, "0.92"),
+    ("scaling", Evidence(verdicts={"scaling": scaling_verdict(False)}), False, "2.169"),
+    ("mask", lecture(*KNOB_STEPS["mask"][:2]), True, KNOB_STEPS["mask"][2]),
+    ("mask", lecture([2.2] * 60 + [2.0] * 400, [knob("mask", "causal", "none", 60)]), False, "2.00"),
+    ("optim", lecture(*KNOB_STEPS["optim"][:2]), True, KNOB_STEPS["optim"][2]),
+    ("optim", lecture([2.2] * 60 + [2.3] * 400, [knob("learning_rate", 0.003, 0.1, 60)]), False, "2.30"),
+    ("heads", Evidence(runs={"heads": RunData("h", state="finished", scores=[
+        {"step": 300, "roles": {"first": [[0.9, 0.1], [0.2, 0.3]]}}])}), True, "0.90"),  # fmt: skip
+    ("heads", Evidence(runs={"heads": RunData("h", state="finished", scores=[
+        {"step": 300, "roles": {"first": [[0.3, 0.25], [0.2, 0.3]]}}])}), False, "0.10"),  # fmt: skip
+    ("residual", Evidence(verdicts={"residual": residual_verdict(True)}), True, "2.900"),
+    ("residual", Evidence(verdicts={"residual": residual_verdict(False)}), False, "2.350"),
+    ("pitfalls", Evidence(verdicts={k: {"reproduced": True, "sentence": "x"} for k in PITFALL_KEYS}), True,
+     f"{len(PITFALL_KEYS)} of {len(PITFALL_KEYS)}"),
+    ("pitfalls", Evidence(verdicts={k: {"reproduced": k != PITFALL_KEYS[0], "sentence": "x"} for k in PITFALL_KEYS}),
+     False, PITFALL_KEYS[0]),
+    ("pitfalls", Evidence(verdicts={k: {"reproduced": None, "sentence": "x"} for k in PITFALL_KEYS[:3]}), None,
+     f"{len(PITFALL_KEYS) - 3} not started"),
+    ("health", Evidence(health=health(True)), True, "0.31"),
+    ("health", Evidence(health=health(False)), False, "2.4e-07"),
+    ("induction", Evidence(verdicts={"induction": induction_verdict(True)}), True, "0.70"),
+    ("induction", Evidence(verdicts={"induction": induction_verdict(False)}), False, "0.70"),
+    ("ablation", Evidence(ablation=ablation(0.671)), True, "+0.671"),
+    ("ablation", Evidence(ablation=ablation(0.671, other=0.9)), True, "+0.900"),
+    ("ablation", Evidence(ablation=ablation(0.04)), False, "+0.040"),
+    ("lens", Evidence(lens={"names": ["embedding", "layer 1", "layer 2"], "hits": [3, 9, 21], "positions": 32}),
+     True, "21/32"),
+    ("lens", Evidence(lens={"names": ["embedding", "layer 1", "layer 2"], "hits": [3, 4, 4], "positions": 32}),
+     False, "4/32"),
+]  # fmt: skip
+STEP = {step.key: step for step in lesson.STEPS}
+
+
+def test_every_step_has_a_case_that_passes_and_one_that_does_not():
+    """A new step's check gets its headline tested too."""
+    for step in lesson.STEPS:
+        said = {passed for name, _, passed, _ in CASES if name == step.key}
+        assert True in said, step.key
+        assert said & {False, None} or step.key == "shapes", step.key
+
+
+@pytest.mark.parametrize("name, evidence, passed, number", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
+def test_the_headline_carries_the_verdicts_point_and_its_number_whole(name, evidence, passed, number):
+    check = STEP[name].check(evidence)
+    assert check.passed is passed, check.text
+    line = check.short
+    assert "…" not in line and "..." not in line, line
+    assert len(line) <= lesson_checks.HEADLINE_LIMIT <= presenter.LIMIT, (len(line), line)
+    assert number in line, (number, line)
+    assert number in check.text or name == "pitfalls", check.text  # the same number as the Numbers popover's text
+
+
+def test_the_ablation_headline_says_which_head_carries_the_copying_not_where_a_sentence_was_cut():
+    """Step 11 on the projector read "Zero-ablating L1H1, ... at step 3000 …": the claim and its verdict were cut."""
+    check = STEP["ablation"].check(Evidence(ablation=ablation(0.671)))
+    assert check.short == "L1H1 carries the copying: zero-ablating it adds +0.671 nats (the others +0.020 on average)"
+    assert "at step 3000" in check.text  # the whole sentence stays in the Numbers popover
+    other = STEP["ablation"].check(Evidence(ablation=ablation(0.671, other=0.9)))
+    assert other.short.endswith("; L0H1's +0.900 is larger")
+
+
+def test_a_check_without_a_verdict_yet_says_so_in_one_short_line():
+    long_wait = {"reproduced": None, "undecided": "not enough data", "sentence": "Not measured: " + "x; " * 120}
+    check = STEP["scaling"].check(Evidence(verdicts={"scaling": long_wait}))
+    assert check.passed is None and len(check.text) > lesson_checks.HEADLINE_LIMIT
+    assert check.short == "Unscaled attention logits: not enough data; what is missing is under Numbers"
+    for step in lesson.STEPS:  # nothing started: every check's line is whole and short
+        line = step.check(Evidence()).short
+        assert "…" not in line and len(line) <= lesson_checks.HEADLINE_LIMIT, (step.key, line)
