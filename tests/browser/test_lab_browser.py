@@ -83,7 +83,7 @@ def test_each_experiment_runs_to_a_verdict_whose_colour_matches_reproduced(
         assert kind == "stAlertContentInfo" and ": no verdict." in verdict.inner_text(), verdict.inner_text()
         assert EXPERIMENTS[key].measure is not None, f"{key} ended with no verdict: {verdict.inner_text()}"
     elif reproduced:
-        assert kind == "stAlertContentSuccess" and "Reproduced." in verdict.inner_text()
+        assert kind == "stAlertContentSuccess" and "Reproduced." in verdict.inner_text(), (kind, verdict.inner_text())
         assert green > red and green > blue, rgba  # green
     else:
         assert kind == "stAlertContentWarning" and "did not reproduce on this run" in verdict.inner_text().lower()

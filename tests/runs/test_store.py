@@ -587,6 +587,22 @@ def test_a_killed_writer_leaves_its_run_interrupted_not_running(store: RunStore)
     assert json.loads((run_dir / "status.json").read_text())["state"] == "running"  # reading wrote nothing
 
 
+def test_a_writer_that_ended_since_the_last_poll_is_finished_not_interrupted(store: RunStore):
+    """A lab run of 200 steps ended within a page's refresh: the reader still held "running" from its last poll,
+    found the writer's lock free, and the verdict read "the silent bug run was stopped". The file says finished."""
+    from tinygpt.runs.lock import acquire_writer_lock
+
+    with store.create({"train": {"max_steps": 200}}, owner="cli") as writer:
+        run_dir = writer.run_dir
+    update_status(run_dir, state="running", step=150)
+    with acquire_writer_lock(run_dir, "a test writer"):
+        reader = RunReader(run_dir)
+        reader.poll()
+        assert reader.status()["state"] == "running"  # held by this process: it writes the run
+    update_status(run_dir, state="finished", step=200, reason="finished: reached max_steps 200")  # then let go
+    assert reader.status()["state"] == "finished"  # not polled since: read again before "interrupted"
+
+
 def test_delete_refuses_a_run_another_process_writes(store: RunStore):
     """Finding 4: any learner could delete a run the CLI was training; the CLI then died 'not writable'."""
     with store.create({"train": {"max_steps": 100000}}, owner="cli") as writer:

@@ -238,7 +238,16 @@ class RunReader:
         return self._config
 
     def status(self) -> dict:
-        return interrupted(self.run_dir, self._status)  # a killed writer leaves "running" in its file
+        status = interrupted(self.run_dir, self._status)  # a killed writer leaves "running" in its file
+        if status.get("state") == "stopped" and self._status.get("state") == "running":
+            # Or the writer ended cleanly since our last poll: its final status written, then its lock released (a
+            # 200-step lab run ends within a page's refresh, and its verdict read "the run was stopped"). Read the
+            # file again before calling the run interrupted.
+            with self._lock:
+                if self._refresh(self.run_dir / "status.json", "_status"):
+                    self.version += 1
+            status = interrupted(self.run_dir, self._status)
+        return status
 
     @property
     def metrics(self) -> list[dict]:
