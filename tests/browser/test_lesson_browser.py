@@ -139,7 +139,8 @@ def test_the_whole_lesson_plays_for_an_instructor_and_two_learners(browser, less
         (OUTPUT / "lesson_timings.json").write_text(json.dumps(timings, indent=1))  # so far, if a later step fails
         wait_seen(anna, 30)  # the learners read the same runs: the same check on their screens
         if step.key == "ablation":  # the check's head and number are on the heatmap beside it (issue 33, finding 8)
-            # The check's line names its head first: "L1H1 carries the copying: zero-ablating it adds +0.671 nats"
+            # The check's line names its head first: "L1H1, the induction head, stands out: zero-ablating it adds
+            # +0.671 nats"
             head, value = re.search(r"(L\dH\d)\b.*? adds ([+-]\d+\.\d{3}) nats", text).groups()
             cell = teacher.locator('[data-testid="stPlotlyChart"] svg text').filter(
                 has_text=re.compile(f"^{re.escape(value)}$")

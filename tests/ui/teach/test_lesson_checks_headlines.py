@@ -153,10 +153,13 @@ def test_the_headline_carries_the_verdicts_point_and_its_number_whole(name, evid
 def test_the_ablation_headline_says_which_head_carries_the_copying_not_where_a_sentence_was_cut():
     """Step 11 on the projector read "Zero-ablating L1H1, ... at step 3000 …": the claim and its verdict were cut."""
     check = STEP["ablation"].check(Evidence(ablation=ablation(0.671)))
-    assert check.short == "L1H1 carries the copying: zero-ablating it adds +0.671 nats (the others +0.020 on average)"
+    assert check.short == (
+        "L1H1, the induction head, stands out: zero-ablating it adds +0.671 nats (the others +0.020 on average)"
+    )
     assert "at step 3000" in check.text  # the whole sentence stays in the Numbers popover
     other = STEP["ablation"].check(Evidence(ablation=ablation(0.671, other=0.9)))
-    assert other.short.endswith("; L0H1's +0.900 is larger")
+    # Not "L1H1 carries the copying ... L0H1's is larger": the line no longer argues with itself (a review's finding)
+    assert other.short.endswith("; the largest is L0H1's +0.900: the copying needs that head too")
 
 
 def test_a_check_without_a_verdict_yet_says_so_in_one_short_line():

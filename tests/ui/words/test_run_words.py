@@ -33,6 +33,21 @@ def test_paused_by_you_is_the_owners_word_and_names_the_owner_for_everyone_else(
     assert run_words.reason_for(reason, ANNAS, None) == reason  # no room: the session's own
 
 
+def test_resume_it_is_said_only_to_who_may_resume_it():
+    """A review: learners watching the lecture run read "resume it to continue" over a Resume button they may not
+    press (its slot had gone to a queued run)."""
+    bumped = "paused: its training slot went to a queued run; resume it to continue"
+    assert run_words.reason_for(bumped, TEACHERS, TEACHER) == bumped
+    assert run_words.reason_for(bumped, TEACHERS, ANNA) == (
+        "paused: its training slot went to a queued run; the instructor can resume it to continue"
+    )
+    assert (
+        run_words.reason_for(bumped, ANNAS, BEN)
+        == "paused: its training slot went to a queued run; anna can resume it to continue"
+    )
+    assert run_words.reason_for(bumped, ANNAS, TEACHER) == bumped  # the instructor may resume any run
+
+
 def test_a_learner_watching_the_instructors_paused_run_is_not_told_they_paused_it(runs_dir):
     pytest.importorskip("streamlit")
     from streamlit.testing.v1 import AppTest

@@ -411,7 +411,11 @@ def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
     largest = (f"{head} has the largest effect" if value >= others[top_other] else
                f"the largest effect is {top_other}'s: the copying needs that head too")  # fmt: skip
     adds = f"zero-ablating it adds {value:+.3f} nats (the others {mean:+.3f} on average)"
-    larger = "" if value >= others[top_other] else f"; {top_other}'s {others[top_other]:+.3f} is larger"
+    larger = (
+        ""
+        if value >= others[top_other]
+        else f"; the largest is {top_other}'s {others[top_other]:+.3f}: the copying needs that head too"
+    )
     if value < min_loss:
         return Check(False, f"{text}: under {min_loss} nats; {largest}.",
                      headline=f"{head} does not carry the copying: {adds}, under {min_loss}{larger}")  # fmt: skip
@@ -420,7 +424,7 @@ def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
                             f"{largest}.",
                      headline=f"{head} is no more than a typical head: {adds}{larger}")  # fmt: skip
     return Check(True, f"{text}: the copying depends on {head}; {largest}.",
-                 headline=f"{head} carries the copying: {adds}{larger}")  # fmt: skip
+                 headline=f"{head}, the induction head, stands out: {adds}{larger}")  # fmt: skip
 
 
 def lens_sharpens(ev: Evidence, min_gain: int = 3) -> Check:

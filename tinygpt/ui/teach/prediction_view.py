@@ -118,7 +118,8 @@ def shown_check(step: lesson.Step, actor: Actor, check: lesson.Check) -> lesson.
     if book().revealed(step.key, None if actor.instructor else actor.id):
         return check
     who = "you press" if actor.instructor else "the instructor (or you) presses"
-    return HeldCheck(None, f"This step's check has its result: it appears once {who} **Set up this step**. "
+    # Plain text: the banner draws a check's line as it is (safe.md), so "**" showed on the projector.
+    return HeldCheck(None, f"This step's check has its result: it appears once {who} Set up this step. "
                            "Predict first.")  # fmt: skip
 
 

@@ -29,7 +29,12 @@ def owner_word(config: dict) -> str:
 
 def reason_for(reason: str, config: dict, viewer: Actor | None) -> str:
     """A status reason in `viewer`'s words: "by you" (the owner's own command) stays for the owner and names the
-    owner for everyone else."""
+    owner for everyone else, and so does "resume it" (a learner watching the instructor's run read "resume it to
+    continue" over a Resume button they may not press: the owner may)."""
     if not reason or is_owner(config, viewer):
         return reason
-    return reason.replace("by you", f"by {owner_word(config)}")
+    owner = owner_word(config)
+    reason = reason.replace("by you", f"by {owner}")
+    if viewer is not None and viewer.instructor:  # the instructor may resume any run
+        return reason
+    return reason.replace("; resume it to", f"; {owner} can resume it to")
