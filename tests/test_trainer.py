@@ -235,29 +235,3 @@ def test_load_model_fixes_a_vocab_size_the_config_never_got(tiny_text, tmp_path)
     save_checkpoint(checkpoint_stem(tmp_path, 1), trainer.model, stale, vocab, 1)
     loaded = load_model(tmp_path)
     assert loaded.config.model.vocab_size == len(vocab) and loaded.model.config.vocab_size == len(vocab)
-
-
-@pytest.mark.parametrize("chunk_logits", [1 << 22, 2 * 4 * 16 * 40])  # one forward; two batches a forward
-def test_evaluate_model_takes_its_batches_together_and_gives_the_per_batch_mean(monkeypatch, chunk_logits):
-    """Every run's evals (and the speedrun's) count on its clock: the batches go up the model together, and the
-    loss is still the mean of each fixed batch's mean, as one forward a batch gave it."""
-    import torch.nn.functional as F
-
-    from tinygpt import trainer as trainer_module
-    from tinygpt.trainer import EVAL_SEED, evaluate_model
-
-    monkeypatch.setattr(trainer_module, "EVAL_CHUNK_LOGITS", chunk_logits)
-    corpus = Corpus.from_text("the quick brown fox jumps over the lazy dog, again and again. " * 40, block_size=16)
-    torch.manual_seed(0)
-    model = TinyGPT(TransformerConfig(vocab_size=corpus.tokenizer.vocab_size, hidden_dim=16, num_layers=1,
-                                      num_heads=2, max_seq_len=16))  # fmt: skip
-    got = evaluate_model(model, corpus, batch_size=4, batches=5)
-    generator, model = torch.Generator().manual_seed(EVAL_SEED), model.eval()
-    for split in ("train", "val"):
-        with torch.no_grad():
-            means = []
-            for _ in range(5):
-                x, y = corpus.get_batch(split, 4, generator)
-                logits = model(x)
-                means.append(float(F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))))
-        assert got[f"{split}_loss"] == pytest.approx(sum(means) / 5, rel=1e-6)

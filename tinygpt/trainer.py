@@ -44,7 +44,6 @@ from .optim import AdamW, Muon, OptimizerPair
 from .schedule import lr_at
 
 EVAL_SEED = 1_000_003  # the eval windows' seed: one set of windows for every run (see evaluate_model)
-EVAL_CHUNK_LOGITS = 1 << 22  # logits (4M floats, 16 MB) per forward of evaluate_model's batches taken together
 
 
 def moved_floor(min_lr: float, old_lr: float, new_lr: float) -> float:
@@ -301,23 +300,13 @@ def evaluate_model(model: TinyGPT, corpus, batch_size: int, batches: int, device
     generator = torch.Generator().manual_seed(EVAL_SEED)
     was_training = model.training
     model.eval()
-    vocab = getattr(getattr(corpus, "tokenizer", None), "vocab_size", 256)
     out = {}
     for split in ("train", "val"):
-        # The windows are drawn in the order one batch at a time drew them (the same windows as ever), then as many
-        # batches as keep the logits under EVAL_CHUNK_LOGITS go up the model as one: at width 128 one forward of 20
-        # batches of 12 x 64 costs a fraction of 20 forwards (small matmuls leave most of a CPU core idle), and the
-        # evals count on a run's clock. Each batch's mean loss is kept apart, so the result is the mean of the
-        # per-batch means as before (equal to ~1e-7: only the summation order differs).
-        pairs = [corpus.get_batch(split, batch_size, generator, device) for _ in range(batches)]  # (B, T) each
-        per_forward = max(1, EVAL_CHUNK_LOGITS // (batch_size * pairs[0][0].size(1) * vocab)) if pairs else 1
-        total = torch.zeros((), device=device)  # a running sum: one chunk's logits at a time in memory
-        for first in range(0, batches, per_forward):
-            chunk = pairs[first : first + per_forward]
-            x, y = torch.cat([p[0] for p in chunk]), torch.cat([p[1] for p in chunk])  # (k B, T) each
-            logits = model(x)  # (k B, T, V)
-            losses = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1), reduction="none")  # (k B T,)
-            total += losses.float().view(len(chunk), -1).mean(dim=1).sum()  # the k batches' means, summed
+        total = torch.zeros((), device=device)  # a running sum: eval batches cost time, never memory
+        for _ in range(batches):
+            x, y = corpus.get_batch(split, batch_size, generator, device)  # (B, T) each
+            logits = model(x)  # (B, T, V)
+            total += F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)).float()
         out[f"{split}_loss"] = float(total) / batches
     model.train(was_training)
     return out
