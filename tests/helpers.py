@@ -153,3 +153,44 @@ def write_run(root: Path, hidden_dim: int = 32, steps: int = 20) -> str:
         save_checkpoint(checkpoint_stem(w.run_dir, steps), model, config, corpus.tokenizer.vocab, steps)
         w.write_status(state="finished", reason="reached max_steps", step=steps, best_val_loss=2.1)
         return w.run_id
+
+
+# ---------------------------------------------------------------- the app through Streamlit's AppTest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def app_as(actor=None, query: dict | None = None):
+    """The app's first page run in AppTest as `actor` (a tinygpt.runs.owners.Actor; None: nobody in particular),
+    with `query` as its URL's query parameters; no exception box."""
+    from streamlit.testing.v1 import AppTest
+
+    from tinygpt.ui.people import people_keys
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    if actor is not None:
+        at.session_state[people_keys.LEARNER] = actor
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def page_texts(at, expanders: bool = False) -> str:
+    """What an AppTest page says in words (markdown, info, warning, success, captions; expander labels too)."""
+    parts = [str(e.value) for kind in (at.markdown, at.info, at.warning, at.success, at.caption) for e in kind]
+    parts += [str(e.label) for e in at.expander] if expanders else []
+    return "\n".join(parts).replace("\\", "")
+
+
+def rerun_until(at, predicate, timeout: float = 60) -> None:
+    """Rerun an AppTest page (no exception box) until `predicate()` holds, or fail with what the page said."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        if predicate():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"not met in {timeout}s; page said:\n{page_texts(at)}")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("streamlit")
+from helpers import app_as  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.errors import TinyGPTError  # noqa: E402
@@ -24,16 +25,6 @@ REPO = Path(__file__).resolve().parents[3]
 ANNA = Actor("a" * 16, "anna")
 BEN = Actor("b" * 16, "ben")
 TEACHER = Actor("c" * 16, "teacher", instructor=True)
-
-
-def app_as(actor: Actor, query: dict | None = None) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    at.session_state[people_keys.LEARNER] = actor
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def button(at: AppTest, label: str):

@@ -5,12 +5,12 @@ form held before; what the viewer then edits is their draft for a new run, and o
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("streamlit")
+from helpers import page_texts, rerun_until  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.runs.owners import Actor  # noqa: E402
@@ -32,25 +32,12 @@ def knob_key(at: AppTest, value_key: str) -> str:
 
 
 def texts(at: AppTest) -> str:
-    parts = [str(e.value) for kind in (at.markdown, at.info, at.warning, at.success, at.caption) for e in kind]
-    parts += [str(e.label) for e in at.expander]
-    return "\n".join(parts).replace("\\", "")
+    return page_texts(at, expanders=True)
 
 
 def training(runs_dir: Path, run_id: str) -> bool:
     status = runs_dir / run_id / "status.json"
     return status.exists() and json.loads(status.read_text()).get("state") == "running"
-
-
-def rerun_until(at: AppTest, predicate, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        at.run()
-        assert not at.exception, at.exception
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"not met in {timeout}s; page said:\n{texts(at)}")
 
 
 def test_a_watcher_sees_the_runs_preset_model_and_window_not_their_own_form(runs_dir):

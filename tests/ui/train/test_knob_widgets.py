@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("streamlit")
+from helpers import app_as, rerun_until  # noqa: E402
+from helpers import page_texts as texts  # noqa: E402
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 from streamlit.testing.v1.element_tree import ElementTree  # noqa: E402
@@ -26,26 +28,10 @@ ANNA = Actor("a" * 16, "anna")
 TEACHER = Actor("c" * 16, "teacher", instructor=True)
 
 
-def app_as(actor: Actor | None = None, query: dict | None = None) -> AppTest:
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    if actor is not None:
-        at.session_state[people_keys.LEARNER] = actor
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def knob_key(at: AppTest, value_key: str, role: str = "") -> str:
     """The key the knob's widget is drawn under now."""
     generations = at.session_state[train_keys.KNOB_WIDGETS] if train_keys.KNOB_WIDGETS in at.session_state else {}
     return knob_widgets.widget_key(value_key, generations, role)
-
-
-def texts(at: AppTest) -> str:
-    parts = [str(e.value) for kind in (at.markdown, at.info, at.warning, at.success, at.caption) for e in kind]
-    return "\n".join(parts).replace("\\", "")
 
 
 def start_run(at: AppTest) -> str:
@@ -60,17 +46,6 @@ def knob_events(runs_dir: Path, run_id: str) -> list[dict]:
     path = runs_dir / run_id / "events.jsonl"
     lines = path.read_text().splitlines() if path.exists() else []
     return [e for e in (json.loads(line) for line in lines if line.strip()) if e.get("kind") == "knob"]
-
-
-def rerun_until(at: AppTest, predicate, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        at.run()
-        assert not at.exception, at.exception
-        if predicate():
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"not met in {timeout}s; page said:\n{texts(at)}")
 
 
 def training(runs_dir: Path, run_id: str) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 
@@ -50,23 +49,11 @@ def test_resume_it_is_said_only_to_who_may_resume_it():
 
 def test_a_learner_watching_the_instructors_paused_run_is_not_told_they_paused_it(runs_dir):
     pytest.importorskip("streamlit")
-    from streamlit.testing.v1 import AppTest
+    from helpers import app_as
 
     from tinygpt.ui import state
     from tinygpt.ui.host import resources
-    from tinygpt.ui.people import people_keys
     from tinygpt.ui.train import train_keys
-
-    repo = Path(__file__).resolve().parents[3]
-
-    def app_as(actor: Actor, query: dict | None = None) -> AppTest:
-        at = AppTest.from_file(str(repo / "app.py"), default_timeout=60)
-        at.session_state[people_keys.LEARNER] = actor
-        for key, value in (query or {}).items():
-            at.query_params[key] = value
-        at.run()
-        assert not at.exception, at.exception
-        return at
 
     teacher = app_as(TEACHER)
     teacher.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
@@ -84,7 +71,7 @@ def test_a_learner_watching_the_instructors_paused_run_is_not_told_they_paused_i
         assert time.monotonic() < deadline + 30, "the run never paused"
         time.sleep(0.2)
 
-    def status_lines(at: AppTest) -> str:
+    def status_lines(at) -> str:
         return "\n".join(str(m.value) for m in at.markdown if "step" in str(m.value)).replace("\\", "")
 
     anna = app_as(ANNA, {"run": run_id, "view": "1"})
