@@ -214,7 +214,7 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
     run_id = start_run(at, max_steps=100_000)  # long enough that the pause below always lands mid-run
     rerun_until(at, lambda a: status_step(a) > 0, timeout=60)
     at.selectbox(key=train_keys.W_WIDTH).set_value(128).run()  # not a live knob: the page says it needs a new run
-    assert any("hidden_dim 64 → 128" in i.value for i in at.info), [i.value for i in at.info]
+    assert any("width 64 → 128" in i.value for i in at.info), [i.value for i in at.info]
     # Pause, then Step 5: exactly five more steps; Resume trains on; Stop checkpoints and ends the run.
     click(at, "Pause")
     rerun_until(at, lambda a: "· paused" in texts(a), timeout=30)

@@ -107,7 +107,8 @@ def check_attention_rows(model: TinyGPT, idx: torch.Tensor) -> Check:
     error = max((m.sum(-1) - 1).abs().max().item() for m in maps)
     finite = all(torch.isfinite(m).all() for m in maps)
     detail = (
-        f"max |row sum - 1| = {error:.2e} over every layer, head and row of a ({idx.shape[0]}, {idx.shape[1]}) batch"
+        f"attention weights in a row add up to at most {error:.2e} away from 1 (a correct row adds up to exactly 1), "
+        f"over every layer, head and row of a ({idx.shape[0]}, {idx.shape[1]}) batch"
     )
     if not finite:
         detail += "; some weights are NaN/inf (an unstable softmax overflowed)"

@@ -330,7 +330,7 @@ def test_a_learners_run_that_differs_from_the_lecture_run_uses_own_settings():
     mine = _run(_falling(30), num_heads=2, events=[lr])
     flags = run_flags(mine, lecture=lecture)
     assert _words(flags) == [OWN]
-    assert "LR 0.02 (lecture run: 0.001)" in flags[0].reason and "num_heads 2 (lecture run: 4)" in flags[0].reason
+    assert "LR 0.02 (lecture run: 0.001)" in flags[0].reason and "heads 2 (lecture run: 4)" in flags[0].reason
     assert run_flags(mine) == []  # no lecture run in the room: nothing to say a run differs from
 
 

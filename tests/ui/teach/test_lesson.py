@@ -81,7 +81,7 @@ def test_knobs_moved_by_one_click_are_one_change_and_a_later_change_ends_the_win
     run = RunData("r", metrics=metrics(losses), events=events)
     result = check(Evidence(runs={"lecture": run}))
     assert result.passed is True and "from 2.00 to 0.20" in result.text
-    assert "attn_scale none → head_dim, mask causal → none" in result.text
+    assert "scaling none → head_dim, mask causal → none" in result.text  # each knob by its word
     run.events = [*events, knob("mask", "none", "causal", 125)]  # the next step put it back: its loss is not ours
     run.metrics = metrics(losses[:125] + [2.5] * 40)
     assert check(Evidence(runs={"lecture": run})).passed is True

@@ -170,3 +170,27 @@ def test_a_check_without_a_verdict_yet_says_so_in_one_short_line():
     for step in lesson.STEPS:  # nothing started: every check's line is whole and short
         line = step.check(Evidence()).short
         assert "…" not in line and len(line) <= lesson_checks.HEADLINE_LIMIT, (step.key, line)
+
+
+def test_the_shape_steps_line_says_what_was_measured_in_plain_words():
+    """The review: step 2's line read "the silent bug's attention rows are off 1 by 5.77": off what, in what? A
+    row of attention weights must add up to 1; the number is how far the bug's rows are from that, a sum of weights,
+    and the loss beside it is in nats."""
+    line = STEP["shapes"].check(Evidence(verdicts={"shape_drift": shape_verdict()})).short
+    assert "off 1" not in line and "row sum" not in line, line
+    assert "attention weights adds up to as much as 0.93 away from 1 (a correct row: 1)" in line, line
+    assert "its training loss still fell 4.200 → 2.100 nats" in line, line
+    assert len(line) <= lesson_checks.HEADLINE_LIMIT, (len(line), line)
+    text = STEP["shapes"].check(Evidence(verdicts={"shape_drift": shape_verdict()})).text
+    assert "off 1" not in text and "add up to as much as 0.93 away from 1 (a correct row adds up to exactly 1)" in text
+
+
+def test_a_knob_steps_lines_name_the_knob_by_its_word_not_its_config_field():
+    """The review: "learning_rate" reached the projector. Every line of the learning-rate step says "LR", as the
+    chart's marker and the form's slider do."""
+    waits = STEP["optim"].check(lecture([2.2] * 60)).text
+    assert "LR has not been set to 0.1" in waits and "learning_rate" not in waits, waits
+    for losses in ([2.2] * 60 + [3.1] * 40, [2.2] * 60 + [2.3] * 400, [2.2] * 62):
+        check = STEP["optim"].check(lecture(losses, [knob("learning_rate", 0.003, 0.1, 60)]))
+        for said in (check.text, check.short):
+            assert "LR 0.003 → 0.1" in said and "learning_rate" not in said, said

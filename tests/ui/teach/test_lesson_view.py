@@ -62,3 +62,11 @@ def test_the_panes_run_lines_are_in_the_viewers_words(tmp_path, monkeypatch):
     learner = Actor("a" * 16, "anna")
     assert "paused by the instructor at step 5" in " ".join(lesson_view._progress(runs, step, learner))
     assert "paused by you at step 5" in " ".join(lesson_view._progress(runs, step, TEACHER))
+
+
+def test_the_prepare_buttons_help_says_step_1_as_the_lesson_does():
+    """The review: the tooltip still said "Before class: start …" while the lesson presses Prepare at step 1
+    (docs/TEACHING.md, "With Prepare pressed at step 1")."""
+    assert "before class" not in lesson_view.PREPARE_HELP.lower()
+    assert "at step 1" in lesson_view.PREPARE_HELP and "lecture run" in lesson_view.PREPARE_HELP
+    assert lesson_view.prepare.__doc__.startswith("At step 1")

@@ -8,7 +8,7 @@ import re
 
 from tinygpt.config import RunConfig
 from tinygpt.runs.store import RunStore
-from tinygpt.ui.teach import lesson, record
+from tinygpt.ui.teach import lesson, predictions, record
 from tinygpt.ui.teach.predictions import NOT_SEEN, SEEN, PredictionBook
 
 ANNA, BEN = "a" * 16, "b" * 16
@@ -62,7 +62,8 @@ def test_steps_without_an_answer_or_a_check_say_so_and_undecided_is_not_graded(t
     page = record.record_html("anna", entries, [])
     assert "You were not sure." not in page  # the outcome is said, then the grade
     assert "The check did not see it: you were not sure." in page
-    assert "You did not predict before the check appeared (the check ended with not enough data)." in page
+    assert record.no_prediction("undecided") in page
+    assert "so this step is not graded. The check ended without enough data to tell." in page
     assert "No answer yet; the check had not appeared." in page
     assert "No runs of your own." in page
 
@@ -75,3 +76,14 @@ def test_the_sparkline_is_drawn_from_the_curve_alone():
     first, last = (tuple(map(float, p.split(","))) for p in (points[0], points[-1]))
     assert first[0] < last[0] and first[1] < last[1]  # left to right; a falling loss goes down the picture
     assert "http" not in svg
+
+
+def test_a_step_without_a_prediction_says_plainly_what_happened():
+    """The review's learner read "You did not predict before the check appeared (the check saw it)": which "it",
+    and what did the check see? Now: no answer was chosen, so no grade, then what the check found."""
+    for outcome, found in [(predictions.SEEN, "The check found the effect."),
+                           (predictions.NOT_SEEN, "The check did not find the effect."),
+                           (predictions.UNDECIDED, "The check ended without enough data to tell.")]:  # fmt: skip
+        said = record.no_prediction(outcome)
+        assert said.startswith("No prediction: you chose no answer before the check appeared")
+        assert "not graded" in said and said.endswith(found) and "saw it" not in said

@@ -73,7 +73,7 @@ def test_a_watcher_sees_the_runs_preset_model_and_window_not_their_own_form(runs
 
     # Her edit for a new run: named as hers, and the live Window still shows the run (not cut to her new context).
     anna.number_input(key=train_keys.W_CONTEXT).set_value(8).run()
-    assert "You changed max_seq_len 16 → 8 in the form" in texts(anna)
+    assert "You changed context 16 → 8 in the form" in texts(anna)
     assert anna.slider(key=knob_key(anna, train_keys.W_WINDOW)).value == 12
     assert "your next run" in texts(anna)  # the form for a new run says whose it is
     resources.get_manager().stop(run_id)

@@ -178,7 +178,7 @@ def test_only_what_this_viewer_changed_is_named_for_a_new_run(runs_dir):
     assert "You changed" not in texts(at)
     layers = at.number_input(key=train_keys.W_LAYERS).value
     at.number_input(key=train_keys.W_LAYERS).set_value(layers + 1).run()
-    assert f"You changed num_layers {layers} → {layers + 1} in the form" in texts(at)
+    assert f"You changed layers {layers} → {layers + 1} in the form" in texts(at)
     resources.get_manager().stop(run_id)
 
 

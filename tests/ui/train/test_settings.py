@@ -70,7 +70,7 @@ def test_preset_values_reattach_values_and_the_changed_list():
     form = {**back, "num_heads": 8, "mask": "causal"}  # the mask is live: not a "changed since start"
     assert settings.changed_since_start(back, source, form, "Tiny Shakespeare") == [
         "corpus Synthetic: copy → Tiny Shakespeare",
-        "num_heads 4 → 8",
+        "heads 4 → 8",
     ]
 
 
@@ -86,7 +86,7 @@ def test_the_ghost_curve_is_labelled_with_what_the_new_run_changed():
     before = settings.build_config("Demo (CPU, seconds)", {}, data).to_dict()
     after = settings.build_config("Demo (CPU, seconds)", {"num_heads": 8}, data).to_dict()
     label = settings.ghost_label(before, after)
-    assert label == "previous run: num_heads 4 → 8"
+    assert label == "previous run: heads 4 → 8"
     assert settings.ghost_label(before, before) == "previous run (same settings)"
     parent = [{"step": s, "loss": 3.0 - s / 100} for s in range(1, 101)]
     spec = curves.loss_chart(parent[:50], [], [], 29, ghost=parent, ghost_label=label)

@@ -59,8 +59,9 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     sentence = (
         f"The silent bug trained {trained} "
         f"({observed['silent bug: loss first -> last']}; correct {observed['correct: loss first -> last']}) "
-        f"{say(wrong, 'but is wrong', 'and looks right', 'and was not fully probed')}: attention row sums are off 1 "
-        f"by up to {fmt(silent.row_sum_error, 2)}, changing the future moves earlier logits by "
+        f"{say(wrong, 'but is wrong', 'and looks right', 'and was not fully probed')}: its attention weights in one "
+        f"row add up to as much as {fmt(silent.row_sum_error, 2)} away from 1 (a correct row adds up to exactly 1), "
+        "changing the future moves earlier logits by "
         f"{fmt(silent.leak, 2)} (correct model: {fmt(good.leak, 2)}), and predicting from the past alone its loss "
         f"is {fmt(silent.no_peek_loss)} (correct model: {fmt(good.no_peek_loss)}). With shape contracts the same "
         "code "
@@ -73,7 +74,8 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     )
     clauses = {
         f"the silent bug finished, {trained_clause(silent)}": plausible,
-        f"its rows off 1 by over 0.01, its leak above {LEAKS:g} and the correct model's leak exactly 0": wrong,
+        f"its attention rows adding up to over 0.01 away from 1, its leak above {LEAKS:g} and the correct model's "
+        "leak exactly 0": wrong,
         "the contracts stopped it at step 0 naming the tensor and both shapes": stopped,
     }
     return decide(EXPECTED, clauses, observed, sentence)

@@ -26,6 +26,7 @@ from tinygpt.lab.pitfalls.mask import MASK_CHEAT
 from tinygpt.runs.knobs import knob_changes, knobs_now
 from tinygpt.runs.owners import run_learner
 from tinygpt.ui.words.knob_words import knob_value, knob_word
+from tinygpt.ui.words.setting_words import setting_word
 
 DIVERGED, LEAKING, STALLED, OWN = "diverged", "leaking", "stalled", "own settings"
 LEAKY_MASKS = ("none", "off_by_one")  # the masks that let a position see the future (sliding_window is causal)
@@ -126,8 +127,8 @@ def stalled(state: str, metrics: Sequence[dict]) -> Flag | None:
 def _settings(config: dict, events: Sequence[dict]) -> dict[str, Any]:
     model, train, data, lab = (config.get(part) or {} for part in ("model", "train", "data", "interventions"))
     out = {knob_word(k): v for k, v in knobs_now(config, events).items() if k not in KNOBS_SKIPPED}
-    out |= {k: model.get(k) for k in MODEL_SETTINGS} | {k: lab.get(k) for k in LAB_SETTINGS}
-    out |= {k: train.get(k) for k in TRAIN_SETTINGS}
+    out |= {setting_word(k): model.get(k) for k in MODEL_SETTINGS} | {setting_word(k): lab.get(k) for k in LAB_SETTINGS}
+    out |= {setting_word(k): train.get(k) for k in TRAIN_SETTINGS}
     return out | {"corpus": data.get("source")}
 
 

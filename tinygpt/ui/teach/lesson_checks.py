@@ -15,6 +15,8 @@ from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # the lesson's 
 from tinygpt.lab.registry import ORDER
 from tinygpt.lab.verdict import CPU_COUNTS_ONLY, fmt
 from tinygpt.runs.knobs import knob_changes
+from tinygpt.ui.words.knob_words import knob_value
+from tinygpt.ui.words.setting_words import setting_word
 
 LECTURE = "lecture"  # the role of the run the live-knob steps steer
 WINDOW = 20  # steps averaged on each side of a knob change (the Train chart's default smoothing is similar)
@@ -123,7 +125,8 @@ def knob_effect(
             return _no_run(LECTURE)
         changes = [e for e in knob_changes(run.events) if e.get("knob") == knob and _same(e.get("new"), value)]
         if not changes:
-            return Check(None, f"Not enough data yet: {knob} has not been set to {value} on the lecture run.")
+            return Check(None, f"Not enough data yet: {setting_word(knob)} has not been set to {knob_value(value)} "
+                               "on the lecture run.")  # fmt: skip
         event = changes[-1]
         at = int(event.get("step") or 0)
         # Knobs the same click moved land within a few steps of each other: one change, named together; the loss
@@ -136,7 +139,8 @@ def knob_effect(
         losses = _losses(run.metrics)
         before = [v for s, v in losses if s <= first][-WINDOW:]
         after = [v for s, v in losses if s > at and (until is None or s <= until)]
-        named = ", ".join(f"{e.get('knob')} {e.get('old')} → {e.get('new')}" for e in together
+        named = ", ".join(f"{setting_word(e.get('knob'))} {knob_value(e.get('old'))} → {knob_value(e.get('new'))}"
+                          for e in together
                           if not e.get("coupled_to"))  # fmt: skip
         if len(before) < 5 or len(after) < WINDOW:
             return Check(None, f"Not enough data yet: {len(after)} of {WINDOW} steps since {named} "
@@ -237,8 +241,7 @@ def _points(key: str, observed: dict) -> str:
     and the Numbers popover show the same figures."""
     n = {name: _number(observed, name, 3 if "loss" in name else 2) for name in observed}
     if key == "shape_drift" and n.get("silent bug: max |attention row sum - 1|"):
-        return (f"the silent bug's attention rows are off 1 by {n['silent bug: max |attention row sum - 1|']}, "
-                f"its loss {observed.get('silent bug: loss first -> last')}")  # fmt: skip
+        return f"{rows_off(n['silent bug: max |attention row sum - 1|'])}; {loss_fell(observed)}"
     if key == "scaling" and n.get("max weight, unscaled") and n.get("train loss, unscaled"):
         return (f"max attention weight {n['max weight, unscaled']} unscaled vs {n['max weight, scaled']}, final loss "
                 f"{n['train loss, unscaled']} vs {n['train loss, scaled']}")  # fmt: skip
@@ -252,6 +255,18 @@ def _points(key: str, observed: dict) -> str:
                 + (f", second-copy loss {n['second-copy loss before']} → {n['second-copy loss after']}"
                    if n.get("second-copy loss after") else ""))  # fmt: skip
     return ""
+
+
+def rows_off(error: str) -> str:
+    """The shape-drift bug's attention rows in plain words: each row is the share of attention a query gives every
+    key and must add up to exactly 1; `error` is the largest |row sum - 1| measured, a sum of weights."""
+    return f"a row of the silent bug's attention weights adds up to as much as {error} away from 1 (a correct row: 1)"
+
+
+def loss_fell(observed: dict) -> str:
+    """ "its training loss still fell 3.794 → 1.931 nats": the bug's curve looked healthy (from `observed`)."""
+    first, _, last = str(observed.get("silent bug: loss first -> last") or "").partition(" -> ")
+    return f"its training loss still fell {first} → {last} nats" if last else "its training loss was not measured"
 
 
 def verdict_headline(key: str, title: str, verdict: dict) -> str:

@@ -149,7 +149,7 @@ def _induction(actor: Actor, runs: dict, priority: str = "live") -> dict[str, st
 
 
 def prepare(actor: Actor) -> int:
-    """Before class (the instructor): start every long step's runs the room has not started; returns how many.
+    """At step 1 (the instructor): start every long step's runs the room has not started; returns how many.
     They queue in the lesson's order, so the earliest steps' runs finish first, behind any live run (the lecture
     run takes a slot ahead of them: tinygpt.runs.slots); a step the class reaches makes its own runs live. The runs
     are tinygpt.lab.prepare's, which `python -m tinygpt.bench.prepare` times."""
@@ -339,11 +339,19 @@ def setup_button(step: Step, actor: Actor, icon: bool = True) -> None:
             st.error(safe.md(exc))
 
 
+# The lesson presses it at step 1, with the lecture run training (docs/TEACHING.md, "With Prepare pressed at step
+# 1"); it used to say "Before class", which the lesson no longer asks for.
+PREPARE_HELP = (
+    "Press it at step 1, at the latest: it starts the long steps' runs now (the pitfalls', the multiple-heads "
+    "step's and the induction experiment's), queued in the lesson's order behind the live lecture run, which keeps "
+    "its slot, so each of those steps has its result when the class reaches it."
+)
+
+
 def prepare_button(actor: Actor, icon: bool = True) -> None:
     if st.button("Prepare the long runs", icon=":material/schedule:" if icon else None, key="lesson_prepare",
                  width="stretch",
-                 help="Before class: start the pitfalls' and the induction experiment's runs now, so "
-                 "their steps have results when the class reaches them."):  # fmt: skip
+                 help=PREPARE_HELP):  # fmt: skip
         started = prepare(actor)
         flashes.flash("success", f"Started {started} runs for the long steps." if started else
                     "The long steps' runs were already started.")  # fmt: skip

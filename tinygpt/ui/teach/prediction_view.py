@@ -66,7 +66,7 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
                    "Choose before the check appears: after it, answers are final.")  # fmt: skip
         return
     if mine is None:
-        st.caption(f"You did not predict before the check appeared ({OUTCOME_WORDS[outcome]}).")
+        st.caption(record.no_prediction(outcome))
         return
     got = predictions.grade(step.answers, mine, outcome)
     text = f"Your prediction: **{safe.md(mine)}** · {OUTCOME_WORDS[outcome]} · **{GRADE_WORDS[got]}**"

@@ -29,6 +29,13 @@ GRADE_WORDS = {RIGHT: "right", WRONG: "wrong", NOT_DECIDED: "not decided: the ch
                NOT_SURE: "you were not sure"}  # fmt: skip
 OUTCOME_WORDS = {predictions.SEEN: "the check saw it", predictions.NOT_SEEN: "the check did not see it",
                  predictions.UNDECIDED: "the check ended with not enough data"}  # fmt: skip
+# What the check found, said to a learner who chose no answer before it appeared (the step's question was about
+# an effect: the check found it, did not, or could not tell).
+FOUND_WORDS = {
+    predictions.SEEN: "the check found the effect",
+    predictions.NOT_SEEN: "the check did not find the effect",
+    predictions.UNDECIDED: "the check ended without enough data to tell",
+}
 SPARK_W, SPARK_H, SPARK_POINTS = 160, 36, 120  # a curve the size of a line of text; more points add nothing
 CSS = """
 body { font: 16px/1.45 system-ui, sans-serif; max-width: 52rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
@@ -116,9 +123,16 @@ def _what_happened(entry: Mapping) -> tuple[str, str]:
         return "open", "The check had not appeared yet." if answer else "No answer yet; the check had not appeared."
     seen = OUTCOME_WORDS.get(outcome, outcome)
     if answer is None:
-        return "open", f"You did not predict before the check appeared ({seen})."
+        return "open", no_prediction(outcome)
     css = {RIGHT: "right", WRONG: "wrong"}.get(grade, "open")
     return css, f"{seen[0].upper()}{seen[1:]}: {GRADE_WORDS.get(grade, grade)}."
+
+
+def no_prediction(outcome: str) -> str:
+    """A step whose check appeared before this learner chose an answer: no grade, and what the check found."""
+    found = FOUND_WORDS.get(outcome, f"the check's outcome: {outcome}")
+    return (f"No prediction: you chose no answer before the check appeared, so this step is not graded. "
+            f"{found[0].upper()}{found[1:]}.")  # fmt: skip
 
 
 def _loss(value: float | None) -> str:

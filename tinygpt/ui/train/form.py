@@ -27,6 +27,7 @@ from tinygpt.ui.screen import flashes, fonts
 from tinygpt.ui.train import guard, knob_widgets, run_form, settings, train_keys
 from tinygpt.ui.train.settings import Field
 from tinygpt.ui.words import safe
+from tinygpt.ui.words.setting_words import in_words, setting_word
 
 
 def seed_form(rd) -> None:
@@ -74,7 +75,7 @@ def form_values() -> dict[str, Any]:
 
 def edits_for_a_new_run(run: str, run_config: dict, source: str) -> list[str]:
     """The settings this viewer changed in the form since `run` came into view that only a new run can take, as
-    ["num_heads 1 → 4"] (the run's value → the form's). The form as it was when the run came into view is the
+    ["heads 1 → 4"] (the run's value → the form's). The form as it was when the run came into view is the
     base: a watcher whose form simply differs from the run they watch did not change anything, and is told
     nothing (the rehearsal's learner was invited to start a run with settings they never chose)."""
     form = {**form_values(), train_keys.W_SOURCE: source}
@@ -134,12 +135,13 @@ def _send_knob(name: str, value: Any) -> None:
     except NotYourRunError as e:  # watching someone else's run: the form's value is for this learner's next run
         knob_widgets.drop_knob_note(name)
         flashes.flash(
-            "info", f"This run belongs to {e.owner}: {name} stays as it is there; it applies to your next run."
+            "info",
+            f"This run belongs to {e.owner}: {setting_word(name)} stays as it is there; it applies to your next run.",
         )
         return
     except TinyGPTError as e:
         knob_widgets.drop_knob_note(name)
-        flashes.flash("error", f"Could not change {name}: {e}")
+        flashes.flash("error", f"Could not change {setting_word(name)}: {in_words(e)}")
         return
     knob_widgets.add_knob_note(name, value, request, run)
 

@@ -39,6 +39,7 @@ from tinygpt.data import (
 from tinygpt.presets import PRESET_NOTES, preset
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui.train import train_keys
+from tinygpt.ui.words.setting_words import setting_word
 
 PRESET_LABELS = {
     "Demo (CPU, seconds)": "demo",
@@ -277,10 +278,10 @@ def ensure_corpus(data: DataConfig, progress=None) -> None:
 def changed_since_start(
     run_values: Mapping[str, Any], run_source: str | None, form: Mapping[str, Any], form_source: str
 ) -> list[str]:
-    """The settings the form changed that cannot change live, e.g. ["corpus A → B", "num_heads 4 → 8"]: they take
-    effect only in a new run, so the page says so."""
+    """The settings the form changed that cannot change live, e.g. ["corpus A → B", "heads 4 → 8"] (each by its
+    word, setting_words): they take effect only in a new run, so the page says so."""
     changed = [
-        f"{f.name} {run_values[f.name]} → {form[f.name]}"
+        f"{setting_word(f.name)} {run_values[f.name]} → {form[f.name]}"
         for f in MODEL_FIELDS
         if f.name in run_values and f.name in form and run_values[f.name] != form[f.name]
     ]
@@ -291,7 +292,7 @@ def changed_since_start(
 
 def ghost_label(parent_config: dict, config: dict) -> str:
     """The label of the replaced run's faint curve on Train: what this run changed, e.g.
-    "previous run: num_heads 4 → 8" (or "previous run (same settings)")."""
+    "previous run: heads 4 → 8" (or "previous run (same settings)")."""
     before, before_source = values_from_config(parent_config)
     after, after_source = values_from_config(config)
     changed = changed_since_start(before, before_source, after, after_source or "")

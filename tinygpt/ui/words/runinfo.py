@@ -17,6 +17,7 @@ from tinygpt.runs.owners import Actor, run_learner
 from tinygpt.schedule import lr_at
 from tinygpt.ui.words.clipping import clip_caption  # noqa: F401 - the pages' one place for run texts
 from tinygpt.ui.words.knob_words import change_label, knob_marks, knob_value, knob_word, shown_changes
+from tinygpt.ui.words.setting_words import in_words
 
 # The ETA's pace: the wall clock over the last ETA_WINDOW steps, so evaluations, samples and checkpoints (every 250
 # to 500 steps) are part of it; over 50 steps the ETA halved or doubled as one came in or left the window. None
@@ -166,7 +167,7 @@ def event_notes(events: list[dict], limit: int = 5) -> str:
     events (their messages) as one line of text."""
     changes = {id(e) for e in shown_changes(events)}  # min_lr moves with its lr
     marked = [e for e in events if id(e) in changes or e.get("kind") in ("nonfinite", "diverged")][-limit:]
-    return " · ".join(change_label(e) if id(e) in changes else str(e.get("message") or "") for e in marked)
+    return " · ".join(change_label(e) if id(e) in changes else in_words(e.get("message") or "") for e in marked)
 
 
 def knob_note(events: list[dict], request: str, knob: str, value: Any, config: dict | None = None) -> tuple[str, str]:
@@ -178,7 +179,7 @@ def knob_note(events: list[dict], request: str, knob: str, value: Any, config: d
     if answer is None:
         return "info", f"{change}: applies at the next step"
     if answer.get("ok") is False:
-        return "error", str(answer.get("message") or answer.get("error"))
+        return "error", f"{change}: not applied: {in_words(answer.get('error') or answer.get('message'))}"
     text = f"{change}: applied at step {answer.get('step')}"
     effect = warmup_effect(config, events, answer) if config and knob == "warmup_steps" else None
     if effect:
