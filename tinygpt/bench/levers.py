@@ -325,6 +325,13 @@ LEVERS: dict[str, Lever] = {
         Lever("betas_0.8_0.95", "AdamW betas (0.8, 0.95) for embeddings and gains", dict(beta1=0.8, beta2=0.95)),
         Lever("wd0", "no weight decay", dict(weight_decay=0.0)),
         Lever("muon_mom_warm", "Muon momentum 0.85 -> 0.95 over 300 steps", patch=muon_momentum_warmup(0.85, 300)),
+        # Round three (issue 35): the Fast preset (token shift 2, lr 8e-3, 350 steps) with one change.
+        Lever("fast_lr1e-2", "the Fast preset at lr 1e-2", dict(learning_rate=1e-2)),
+        Lever("fast_batch16", "batch 16 for 263 steps (Fast's tokens)", dict(batch_size=16, max_steps=263, warmup_steps=38)),
+        Lever("fast_300", "the Fast preset on a 300-step cosine", dict(max_steps=300)),
+        Lever("fast_batch20", "batch 20 for 210 steps (Fast's tokens)", dict(batch_size=20, max_steps=210, warmup_steps=30)),
+        Lever("fast_batch24", "batch 24 for 175 steps (Fast's tokens)", dict(batch_size=24, max_steps=175, warmup_steps=25)),
+        Lever("fast_batch32", "batch 32 for 131 steps (Fast's tokens)", dict(batch_size=32, max_steps=131, warmup_steps=19)),
     ]
 }
 
