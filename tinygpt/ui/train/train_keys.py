@@ -47,6 +47,7 @@ KNOB_NOTES = "knob_notes"  # {knob: {"value", "request", "run"}}: live knob chan
 KNOB_WIDGETS = "knob_widgets"  # {value key: generation}: the key suffix of each live knob's widget (knob_widgets.py)
 KNOBS_DRAWN = "knobs_drawn"  # (run id, {knob: value}, its context): the run's knob values the widgets last drew
 FORM_RUN = "form_run"  # (run id, its preset label or None): the run the form last took its settings from (form.py)
+FORM_REPLACED = "form_replaced"  # (monotonic time, {widget key: (value replaced, value put)}): form.replace_fields
 FORM_BASE = "form_base"  # (run id, {field: value}): the form when that run came into view, to tell this viewer's edits
 STEP_REQUESTED_AT = "step_requested_at"  # unix time of the last Step click: refresh a paused run's view briefly
 
