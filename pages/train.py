@@ -54,12 +54,15 @@ with right:
     # Two rows on a projector, so every label fits at large fonts ("Tr...", "Re..." in one row of five).
     rows = [st.columns(3), st.columns(3)] if large else [st.columns([1.3, 1, 1, 1, 1])]
     b = [c for row in rows for c in row]
-    train_clicked = b[0].button("Train", type="primary", icon=":material/play_arrow:", width="stretch")
-    # A queued run can be paused (it leaves the queue) or stopped too: the buttons need no redraw when it starts.
-    pause_clicked = b[1].button("Pause", disabled=not rules.can_pause, width="stretch")
-    resume_clicked = b[2].button("Resume", disabled=not rules.can_resume, width="stretch")
-    step_clicked = b[3].button("Step", disabled=not rules.can_step, width="stretch")
-    stop_clicked = b[4].button("Stop", disabled=not rules.can_stop, width="stretch")
+    train_clicked = b[0].button(
+        "Train", type="primary", icon=":material/play_arrow:", width="stretch", key=train_keys.W_TRAIN
+    )
+    # The run's buttons: fixed keys, outside the live view's fragment, their click kept by on_click until the page
+    # acts on it below (train_keys.click_control). A queued run can be paused or stopped too (no redraw as it starts).
+    allowed = (rules.can_pause, rules.can_resume, rules.can_step, rules.can_stop)
+    for col, command, enabled in zip(b[1:5], train_keys.CONTROLS, allowed, strict=True):
+        col.button(command.title(), key=train_keys.CONTROLS[command], disabled=not enabled, width="stretch",
+                   on_click=train_keys.click_control, args=(command, run_id))  # fmt: skip
     hold = runinfo.hold_note(run.hold, rd.config(), learner) if run and run.hold else None  # read once, by open_run
     if not large:
         guard.checked(train_keys.W_STEP_N, "Steps per Step click", lambda n: guard.valid_count(n, 1, 10_000), 1)
@@ -85,17 +88,17 @@ with right:
         launch.train_clicked(source, uploaded, learner, run_id if mine else None, messages)
     admission.slot_question(learner, messages)  # a second run waits for "stop the first?" (one slot a learner)
 
-    clicked = pause_clicked or resume_clicked or step_clicked or stop_clicked
-    if clicked:
+    command = train_keys.take_control_click(run_id)  # a click for this run, in this script run or one cut short
+    if command and run:
         try:
-            if pause_clicked:
+            if command == "pause":
                 run.pause()
-            if resume_clicked:  # another run of this learner's may hold their slot: admission asks first
+            if command == "resume":  # another run of this learner's may hold their slot: admission asks first
                 admission.attempt(lambda check: admission.resume(learner, run_id, check), "resume this run", messages)
-            if step_clicked:
+            if command == "step":
                 run.step(int(state.get(train_keys.W_STEP_N)))
                 train_keys.mark_step_requested()
-            if stop_clicked:
+            if command == "stop":
                 run.stop()
         except TinyGPTError as e:
             messages.error(safe.md(e))

@@ -103,7 +103,9 @@ def title_text(spec: dict) -> str:
 
 
 def axis_titles(spec: dict, channel: str) -> set[str]:
-    return {v["encoding"][channel]["title"] for v in views(spec) if "title" in v.get("encoding", {}).get(channel, {})}
+    """The axis titles along `channel`, as they read (a title drawn as lines joined by a space)."""
+    found = [v["encoding"][channel]["title"] for v in views(spec) if "title" in v.get("encoding", {}).get(channel, {})]
+    return {" ".join(title) if isinstance(title, list) else title for title in found}
 
 
 def rules_at(spec: dict, channel: str) -> list[float]:

@@ -161,6 +161,20 @@ def test_visible_char(ch, shown):
 # ---------------------------------------------------------------- loss, LR, gradient norm
 
 
+@pytest.mark.parametrize("large", [False, True])
+def test_the_loss_charts_y_title_fits_the_plots_height(large):
+    """At normal fonts the y title read "ropy loss (nats/char)": longer than the plot it runs along, its start was
+    cut off. Every line of it now fits half the chart's plot height at the axis-title font (a character at most
+    0.6 of the font size wide), and it still says what the loss is."""
+    spec = curves.loss_chart(METRICS, EVALS, EVENTS, vocab_size=65, large=large).to_dict()
+    t = theme.theme(large)
+    titles = [v["encoding"]["y"]["title"] for v in views(spec) if "title" in v.get("encoding", {}).get("y", {})]
+    assert titles and all(title == titles[0] for title in titles)  # one title on every layer, or Vega merges them
+    lines = titles[0] if isinstance(titles[0], list) else [titles[0]]
+    assert all(len(line) * 0.6 * t["axis_title"] <= 0.5 * t["height"] for line in lines), lines
+    assert " ".join(lines) == ("loss (nats per char)" if large else "cross-entropy loss (nats/char)")
+
+
 def test_loss_chart_baseline_target_events_and_nonfinite():
     spec = curves.loss_chart(METRICS, EVALS, EVENTS, vocab_size=65, target=1.88).to_dict()
     assert title_text(spec) == "Training loss"

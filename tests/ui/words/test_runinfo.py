@@ -137,6 +137,19 @@ def test_a_finished_runs_tokens_per_s_is_its_recent_steps_not_the_last_status_wr
     assert "tokens/s" not in runinfo.status_line({"state": "queued", "step": 0, "max_steps": 10}, [])
 
 
+def test_a_paused_runs_speed_is_its_last_measured_not_a_current_one():
+    """A paused run showed "12,346 tokens/s" as if it still trained: only a running run's speed is current; any
+    other state says the last measured speed as such, without the GFLOP/s of a live measurement."""
+    metrics = [{"step": s, "time": s * 0.1, "tokens_per_s": 12_345.6} for s in range(1, 51)]
+    status = {"step": 50, "max_steps": 150, "train_flops_per_token": 5.0e6, "matmul_peak_gflops": 160.0}
+    running = runinfo.status_line({**status, "state": "running"}, metrics)
+    assert "· 12,346 tokens/s · " in running and "GFLOP/s" in running and "last measured" not in running
+    for state_ in ("paused", "stopped", "finished", "diverged"):
+        line = runinfo.status_line({**status, "state": state_}, metrics)
+        assert "last measured 12,346 tokens/s" in line and "GFLOP/s" not in line, line
+        assert line.count("tokens/s") == 1
+
+
 # --- readable names where a run is picked (issue 24 finding 5) --------------------------------------------------
 
 _CFG = {

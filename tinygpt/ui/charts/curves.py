@@ -51,6 +51,7 @@ from tinygpt.ui.charts.style import (
     step_x,
     thin_for_display,
     value_y,
+    y_title_lines,
 )
 from tinygpt.ui.charts.theme import theme
 from tinygpt.ui.words.knob_words import knob_marks
@@ -179,10 +180,11 @@ def _loss_template(
     below: int = 0, waiting: bool = False,
 ):  # fmt: skip
     t = theme(large)
-    # A title no taller than the plot: "cross-entropy loss (nats per character)" ran off its top (1280x720, both
-    # font sizes). While it waits the axis starts at zero: its one value, the uniform guess, was a single tick
-    # that read "4.174387".
-    yspec = {"title": "loss (nats per char)" if large else "cross-entropy loss (nats/char)", "zero": waiting}
+    # A title no taller than the plot (style.y_title_lines): "cross-entropy loss (nats per character)" ran off its
+    # top (1280x720, both font sizes), and "cross-entropy loss (nats/char)" lost its start at normal fonts. While
+    # it waits the axis starts at zero: its one value, the uniform guess, was a single tick that read "4.174387".
+    y_title = y_title_lines("loss (nats per char)" if large else "cross-entropy loss (nats/char)", t)
+    yspec = {"title": y_title, "zero": waiting}
     domain, colours = [raw_name, "val"], [PALE if smooth_name else BLUE, ORANGE]
     if smooth_name:
         domain.insert(1, smooth_name)

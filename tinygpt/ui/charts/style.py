@@ -16,6 +16,7 @@ Conventions it carries out:
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -114,6 +115,25 @@ def step_x(title: str | None = STEP) -> alt.X:
 def value_y(field: str, title: str, log: bool = False, **scale: Any) -> alt.Y:
     """Every layer of a chart uses the same y title and scale type, or Vega-Lite would merge them ("loss, y")."""
     return alt.Y(field, title=title, scale=alt.Scale(type="log" if log else "linear", **scale))
+
+
+# A y title runs along the plot's height, centred on it, and what does not fit is cut off where the canvas ends:
+# the Train page's loss chart read "ropy loss (nats/char)" at normal fonts. The plot gets only part of the chart's
+# height (its title, legend, subtitle, x axis and the knob legends take the rest), so a title line is kept within
+# half of it; CHAR_EM is a character's width as a share of the font size (0.6: wide for Vega's sans-serif).
+CHAR_EM = 0.6
+Y_TITLE_SHARE = 0.5
+
+
+def y_title_lines(title: str, t: dict) -> str | list[str]:
+    """`title` as one line if it fits half the theme's plot height at the axis-title font, else as lines (Vega
+    draws a list as lines) broken before its units, "(nats/char)", and then at spaces (pure)."""
+    room = Y_TITLE_SHARE * t["height"] / (CHAR_EM * t["axis_title"])  # characters a line may have
+    if len(title) <= room:
+        return title
+    main, _, units = title.rpartition(" (")
+    lines = [main, f"({units}"] if main else [title]
+    return [part for line in lines for part in (textwrap.wrap(line, int(room)) or [line])]
 
 
 def hover_layer(chart: alt.Chart, name: str, size: int = 90, zoom: bool = True, data: str | None = None) -> alt.Chart:

@@ -29,6 +29,10 @@ from tinygpt.ui.train.settings import Field
 from tinygpt.ui.words import safe
 from tinygpt.ui.words.setting_words import in_words, setting_word
 
+# The widgets whose on_change is `_field_moved`: the data-and-model fields and the corpus (the live knobs have
+# knob_widgets' keys, which change when the server sets their value).
+ECHO_GUARDED = frozenset({*(f.key for f in settings.MODEL_FIELDS), train_keys.W_SOURCE, train_keys.W_PASTE})
+
 
 def seed_form(rd) -> None:
     """First values for every setting widget (widgets' own `value=` would fight with session state); `rd`: the
@@ -41,9 +45,7 @@ def seed_form(rd) -> None:
     if rd is not None and (state.get(train_keys.FORM_RUN) or [None])[0] != run_id:
         seeds = run_form.form_of(rd.config(), rd.events)
         state.put(train_keys.FORM_RUN, (run_id, seeds.get(train_keys.W_PRESET)))
-        for key, value in seeds.items():
-            if state.get(key) != value:
-                state.put_widget(key, value)
+        replace_fields({key: value for key, value in seeds.items() if state.get(key) != value})
         if seeds.get(train_keys.W_SOURCE) == settings.SOURCE_PASTE:  # its text is in corpus.txt (older: inline)
             try:
                 text = read_corpus(rd.run_dir) or (rd.config().get("data") or {}).get("text", "")
@@ -91,8 +93,46 @@ def edits_for_a_new_run(run: str, run_config: dict, source: str) -> list[str]:
 
 
 def _apply_preset() -> None:
-    for name, value in settings.preset_values(state.get(train_keys.W_PRESET)).items():
-        state.put_widget(settings.FIELD_BY_NAME[name].key, value)
+    """The preset select's on_change: every field the preset sets takes its value, before the script runs."""
+    values = settings.preset_values(state.get(train_keys.W_PRESET))
+    replace_fields({settings.FIELD_BY_NAME[name].key: value for name, value in values.items()})
+
+
+def replace_fields(values: dict[str, Any]) -> None:
+    """Set form widgets' values from the server's side (a preset, a run's settings; by widget key), and remember
+    the values they replaced, so that the browser's stale copies of them are told from edits (`_field_moved`)."""
+    echoing = {key: (state.get(key), value) for key, value in values.items() if key in ECHO_GUARDED}
+    for key, value in values.items():
+        state.put_widget(key, value)
+    replaced = {key: pair for key, pair in echoing.items() if pair[0] != pair[1]}
+    state.put(train_keys.FORM_REPLACED, (time.monotonic(), replaced))
+
+
+def _field_moved(key: str) -> None:
+    """A form widget's on_change (every field but the live knobs, which have knob_widgets' keys; the corpus and
+    its text). Two or more of the values the page has just replaced (`replace_fields`) coming back at once are a
+    browser that has not drawn the new ones yet, not edits: the page's values are put back before the script runs.
+    One widget moves per request, so a single replaced value coming back is an edit (when the page replaced only
+    one value, within state.ECHO_S it counts as the stale copy: state.stale_echo's trade-off).
+
+    Why: the browser sends every widget's value with each rerun request. A learner who picked "Lecture" and
+    pressed Train within a second sent the Train click with the values her browser still showed, Demo's width and
+    steps; Streamlit took those for edits, and the run had Lecture's learning rate and heads (drawn under new keys,
+    or with other options) with Demo's width and steps. Now the Train click builds the preset's config, whatever
+    the browser had drawn yet."""
+    record = state.get(train_keys.FORM_REPLACED)
+    if not record or key not in record[1] or time.monotonic() - record[0] > state.ECHO_S:
+        return
+    replaced = record[1]
+    if state.get(key) == replaced[key][1]:  # the page's value (put back by an earlier callback of this request)
+        return
+    stale = [k for k, (old, _) in replaced.items() if state.get(k) == old]
+    if key in stale and len(stale) >= min(2, len(replaced)):
+        for k in stale:
+            state.put(k, replaced[k][1])
+        return
+    # An edit: from now on this widget's value is the learner's, whatever it is set to next.
+    state.put(train_keys.FORM_REPLACED, (record[0], {k: v for k, v in replaced.items() if k != key}))
 
 
 def _knob_moved(name: str, key: str) -> None:
@@ -148,7 +188,8 @@ def _send_knob(name: str, value: Any) -> None:
 
 def _draw_field(container, field: Field, disabled: bool) -> None:
     guard.checked_field(field, field.key)  # a forged value from the browser never reaches the widget
-    common: dict[str, Any] = {"key": field.key, "persist_state": "session", "help": field.help, "disabled": disabled}
+    common: dict[str, Any] = {"key": field.key, "persist_state": "session", "help": field.help, "disabled": disabled,
+                              "on_change": _field_moved, "args": (field.key,)}  # fmt: skip
     if field.live:  # drawn under its own key, sending its own knob (tinygpt/ui/train/knob_widgets.py)
         if field.widget == "slider":  # window <= context: clamped in the form's value, before the widget is drawn
             top = _window_top() if field.name == "window" else int(field.maximum)
@@ -265,8 +306,9 @@ def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None =
         if not run_shown:
             st.markdown("**Data and model** · changing these starts a new run")
         source = st.selectbox(
-            "Corpus", settings.SOURCES, key=train_keys.W_SOURCE, persist_state="session", disabled=locked
-        )
+            "Corpus", settings.SOURCES, key=train_keys.W_SOURCE, persist_state="session", disabled=locked,
+            on_change=_field_moved, args=(train_keys.W_SOURCE,),
+        )  # fmt: skip
         # One container whatever the corpus, so the widgets below keep their places when it changes (otherwise
         # they are redrawn as new elements, and a value typed during that rerun can be lost).
         with st.container():
@@ -280,6 +322,8 @@ def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None =
                     persist_state="session",
                     disabled=locked,
                     max_chars=MAX_TEXT_FIELDS["text"],  # the config's limit, said by the box as one types
+                    on_change=_field_moved,
+                    args=(train_keys.W_PASTE,),
                 )
             elif source == settings.SOURCE_SHAKESPEARE:
                 st.caption(settings.SHAKESPEARE_CAPTION)

@@ -36,6 +36,8 @@ W_TOKEN_SHIFT = "w_token_shift"
 # ---------------------------------------------------------------- the page's own widgets
 
 W_STEP_N = "w_step_n"
+W_TRAIN = "w_train"
+CONTROLS = {"pause": "w_pause", "resume": "w_resume", "step": "w_step", "stop": "w_stop"}  # the run's buttons' keys
 W_TARGET = "w_target"
 W_SMOOTH = "w_smooth"
 W_X_AXIS = "w_x_axis"  # loss curves on training steps or on wall-clock seconds (Train and Compare)
@@ -47,7 +49,9 @@ KNOB_NOTES = "knob_notes"  # {knob: {"value", "request", "run"}}: live knob chan
 KNOB_WIDGETS = "knob_widgets"  # {value key: generation}: the key suffix of each live knob's widget (knob_widgets.py)
 KNOBS_DRAWN = "knobs_drawn"  # (run id, {knob: value}, its context): the run's knob values the widgets last drew
 FORM_RUN = "form_run"  # (run id, its preset label or None): the run the form last took its settings from (form.py)
+FORM_REPLACED = "form_replaced"  # (monotonic time, {widget key: (value replaced, value put)}): form.replace_fields
 FORM_BASE = "form_base"  # (run id, {field: value}): the form when that run came into view, to tell this viewer's edits
+CONTROL_CLICK = "control_click"  # (command, run id): a Pause/Resume/Step/Stop click the page has not acted on yet
 STEP_REQUESTED_AT = "step_requested_at"  # unix time of the last Step click: refresh a paused run's view briefly
 
 
@@ -58,3 +62,20 @@ def mark_step_requested() -> None:
 
 def step_requested_recently(seconds: float = 5.0) -> bool:
     return time.time() - (st.session_state.get(STEP_REQUESTED_AT) or 0) < seconds
+
+
+def click_control(command: str, run: str | None) -> None:
+    """A run button's on_click ("pause", "resume", "step", "stop"), for the run in view when it was drawn.
+
+    Why a callback: Streamlit runs it before the script run the click starts, and session state keeps it until
+    the page acts on it (`take_control_click`). A button's click lives only in the one script run it starts: when
+    another request from the browser (a widget's value, the live view's timer) cut that run short before the page
+    reached its button code (it first draws the form and reads the run), the click was gone, and Stop did nothing."""
+    st.session_state[CONTROL_CLICK] = (command, run)
+
+
+def take_control_click(run: str | None) -> str | None:
+    """The command of the run button clicked for `run` since the page last acted on one (then forgotten); a click
+    for another run (the page shows another one now) is dropped."""
+    command, clicked_for = st.session_state.pop(CONTROL_CLICK, None) or (None, None)
+    return command if run and clicked_for == run else None

@@ -121,17 +121,20 @@ def compute_rate(status: dict, tokens_per_s: float) -> str | None:
 
 def status_line(status: dict, metrics: list[dict]) -> str:
     """`step N / M · X tokens/s · ETA · state: reason`; `step N · X tokens/s · until stopped · state` for a run
-    with no planned end (the Lecture preset): it has no ETA to give."""
+    with no planned end (the Lecture preset): it has no ETA to give. Only a running run's speed is current: any
+    other state says "last measured X tokens/s" (no GFLOP/s), the speed of its last steps."""
     step = int(status.get("step") or 0)
     max_steps = status.get("max_steps")
     endless = trains_until_stopped(max_steps)
     parts = [f"step {step:,} / {max_steps:,}" if max_steps and not endless else f"step {step:,}"]
     tps = recent_tokens_per_s(metrics)
-    if tps:
+    state = status.get("state", "unknown")
+    if tps and state == "running":
         parts.append(f"{tps:,.0f} tokens/s")
         if (speed := compute_rate(status, tps)) is not None:
             parts.append(speed)
-    state = status.get("state", "unknown")
+    elif tps:  # paused, queued or ended: its last steps' speed, said as such (it read as current while paused)
+        parts.append(f"last measured {tps:,.0f} tokens/s")
     if endless and state in ("queued", "starting", "running", "paused"):
         parts.append("until stopped")
     elif state in ("running", "starting") and (eta := eta_seconds(metrics, step, max_steps)) is not None:
