@@ -324,10 +324,9 @@ def head_series(records: Sequence[dict], name: str, role: str = "induction") -> 
 
 
 def head_jump(records: Sequence[dict], name: str) -> Jump | None:
-    """The jump in head `name`'s own induction score (`find_jump`, the phase change's definition on one head's
-    curve), None where it has none: the only step a sentence may say that head jumped at. The run's phase change is
-    the best series' jump, which can belong to another head (a browser run said "L1H2 ... since the phase change at
-    step 1260" beside a verdict crediting L1H1, whose own score jumped at about 1880)."""
+    """The jump in head `name`'s own induction score (`find_jump`), None where it has none: the only step a sentence
+    may say that head jumped at. The phase change is the best series' jump, maybe another head's (one screen put
+    L1H2 and L1H1 beside the phase change at step 1260; L1H1's own score jumped at about 1880)."""
     return find_jump([(p["step"], p["score"]) for p in head_series(records, name)], MIN_SCORE_JUMP)
 
 
