@@ -194,3 +194,20 @@ def rerun_until(at, predicate, timeout: float = 60) -> None:
             return
         time.sleep(0.3)
     raise AssertionError(f"not met in {timeout}s; page said:\n{page_texts(at)}")
+
+
+def switching_scores(steps: int = 3000, every: int = 20) -> list[dict]:
+    """Score records of a 2-layer, 4-head run where the best induction head switches (the reviewer's Circuits
+    screen): L1H2 jumps to 0.5 at step 1260 and falls back to 0.3 at 1880, when L1H1 jumps to 0.8. The best series
+    jumps at 1260 (L1H2's), ends on L1H1, whose own score jumped at 1880; the second copy gets cheap at 1260."""
+
+    def grid(step: int) -> list[list[float]]:
+        l1h1 = 0.8 if step >= 1880 else 0.05
+        l1h2 = 0.3 if step >= 1880 else 0.5 if step >= 1260 else 0.05
+        return [[0.05] * 4, [0.05, l1h1, l1h2, 0.05]]
+
+    flat = [[0.1] * 4, [0.1] * 4]
+    return [{"step": s, "roles": {"previous": flat, "induction": grid(s), "first": flat, "self": flat},
+             "baselines": {"previous": 0.1, "induction": 0.05, "first": 0.1, "self": 0.1},
+             "copy_loss": {"first": 3.3, "second": 0.5 if s >= 1260 else 3.3}}
+            for s in range(0, steps + 1, every)]  # fmt: skip

@@ -197,8 +197,13 @@ def test_the_verdict_needs_both_jumps_together_and_a_flat_control():
     assert verdict.reproduced is True and verdict.status == "reproduced"
     assert verdict.observed["phase change step (score)"] == 100
     assert verdict.observed["second-copy loss before"] == 3.3 and verdict.observed["second-copy loss after"] == 0.5
-    jumped = "The best induction score jumped from 0.05 at step 90 (training-time snapshots) to L0H1's 0.70 ± 0.05"
+    jumped = ("The best induction score of the training-time snapshots (L0H1's at the jump and at the last "
+              "snapshot) jumped from 0.05 at step 90, the phase change at step 100")  # fmt: skip
     assert jumped in verdict.sentence
+    assert (
+        "L0H1's own snapshot score jumped at step 100; the final measurement at step 190 picks L0H1: 0.70 ± 0.05"
+        in verdict.sentence
+    )
     flat_control = {**measured, labels[1]: final(0.7)}
     assert induction.induction_verdict({labels[0]: two, labels[1]: two}, final=flat_control).reproduced is False
     assert induction.induction_verdict({labels[0]: flat, labels[1]: flat}, final=measured).reproduced is False

@@ -307,6 +307,29 @@ def best_series(records: Sequence[dict], role: str = "induction") -> list[dict]:
     return out
 
 
+def head_series(records: Sequence[dict], name: str, role: str = "induction") -> list[dict]:
+    """{step, score} of one head's `role` score at every record that has it: that head's own curve. best_series is
+    the top of every snapshot, and which head is on top can change between snapshots (2 noisy probe rows)."""
+    layer, head = int(name[1 : name.index("H")]), int(name[name.index("H") + 1 :])
+    out = []
+    for record in records:
+        grid = (record.get("roles") or {}).get(role)
+        try:
+            score = grid[layer][head]
+        except (TypeError, IndexError):
+            continue
+        if score is not None:
+            out.append({"step": record["step"], "score": score})
+    return out
+
+
+def head_jump(records: Sequence[dict], name: str) -> Jump | None:
+    """The jump in head `name`'s own induction score (`find_jump`), None where it has none: the only step a sentence
+    may say that head jumped at. The phase change is the best series' jump, maybe another head's (one screen put
+    L1H2 and L1H1 beside the phase change at step 1260; L1H1's own score jumped at about 1880)."""
+    return find_jump([(p["step"], p["score"]) for p in head_series(records, name)], MIN_SCORE_JUMP)
+
+
 def copy_loss_series(records: Sequence[dict]) -> list[dict]:
     """{step, first, second, gap} per record: the repeated probe's loss on each copy and first - second."""
     out = []
@@ -442,10 +465,22 @@ class PhaseChange:
     second_after: float | None = None
     score_ramp: Jump | None = None  # the score's rise when it was a ramp, not a jump (what the verdict says it was)
     gap_ramp: Jump | None = None
+    jump_head: str | None = None  # the best head at the score jump's step (`score.step`): `head` may be another
 
     @property
     def found(self) -> bool:
         return self.score is not None and self.gap is not None
+
+    @property
+    def whose(self) -> str:
+        """Whose score the jump is in, from the best series itself: "L1H2's at the jump and at the last snapshot",
+        or "L1H2's at the jump, L1H1's at the last snapshot" when the top head changed between them. "" without a
+        score jump."""
+        if self.score is None or self.jump_head is None:
+            return ""
+        if self.jump_head == self.head:
+            return f"{self.head}'s at the jump and at the last snapshot"
+        return f"{self.jump_head}'s at the jump, {self.head}'s at the last snapshot"
 
 
 def phase_change(records: Sequence[dict]) -> PhaseChange:
@@ -457,6 +492,8 @@ def phase_change(records: Sequence[dict]) -> PhaseChange:
     baseline = (records[-1].get("baselines") or {}).get("induction") if records else None
     change = PhaseChange(score, gap, best[-1]["name"] if best else None, best[-1]["score"] if best else None, baseline)
     change.score_ramp, change.gap_ramp = (r if r is not None and not r.abrupt else None for r in (score_rise, gap_rise))
+    if score is not None:
+        change.jump_head = next(p["name"] for p in best if p["step"] == score.step)
     if score is not None and copy:
         second = {p["step"]: p["second"] for p in copy}
         change.second_before, change.second_after = second.get(score.onset), copy[-1]["second"]

@@ -20,9 +20,11 @@ from ..inside.heads import (
     MIN_GAP_RISE,
     MIN_SCORE_JUMP,
     ROLE_THRESHOLD,
+    Jump,
     best_series,
     copy_loss_series,
     copy_losses,
+    head_jump,
     head_name,
     induction_probe,
     lift,
@@ -205,6 +207,14 @@ def _clear_of(final: dict[str, Any], bar: float, above: bool = True) -> bool | N
     return None
 
 
+def own_words(head: str, own: Jump | None) -> str:
+    """ "L1H1's own snapshot score jumped at step 1880 (its midpoint)" from that head's own curve
+    (heads.head_jump), or that it has no jump of its own."""
+    if own is None:
+        return f"{head}'s own snapshot score shows no jump (at least {MIN_SCORE_JUMP}, {JUMP_DEFINITION})"
+    return f"{head}'s own snapshot score jumped at step {own.step}"
+
+
 def induction_verdict(
     records: dict[str, Sequence[dict]],
     ended: bool = True,
@@ -244,10 +254,13 @@ def induction_verdict(
     steps = [r["step"] for r in records.get(two_label) or []]
     cadence = (steps[1] - steps[0]) if len(steps) > 1 else 1
     final_two, final_one = ((final or {}).get(label) for label in (two_label, one_label))
+    best = final_two["head"] if final_two else two.head
+    own = head_jump(records.get(two_label) or [], best) if best else None  # that head's own curve, not the best's
     observed: dict[str, Any] = {
         "phase change step (score)": two.score.step if two.score else None,
         "phase change step (in-context loss)": two.gap.step if two.gap else None,
-        "best head": final_two["head"] if final_two else two.head,
+        "best head": best,
+        "best head's own score jump step": own.step if own else None,
         "best score before": _r(two.score.before if two.score else None),
         "best score after": _r(final_two["mean"]) if final_two else None,
         "best score after, std across rows": _r(final_two["std"]) if final_two else None,
@@ -304,13 +317,14 @@ def induction_verdict(
         ] = all(one <= CONTROL_SHARE * max(two, 0.0) for two, one in lifts.values())
     if two.found:
         sentence = (
-            # The "before" is the snapshots' best score over every head (heads.best_series), not final_two's head's:
-            # the two pick their head on different rows and may name different heads (the Circuits page says so).
-            f"The best induction score jumped from {two.score.before:.2f} at step {two.score.onset} (training-time "
-            f"snapshots) to {final_two['head']}'s {_spread(final_two)} at step {final_two['step']}, the phase "
-            f"change at step {two.score.step} ({two.score.shape}); the second copy's loss fell from "
-            f"{two.second_before:.2f} to {two.second_after:.2f} (gain jump at step {two.gap.step}); the 1-layer "
-            f"control's best head ends at {_spread(final_one)} (uniform {final_one['baseline']:.2f})."
+            # The phase change is in the snapshots' best score over every head (heads.best_series), whose head can
+            # change between snapshots; a step is said next to a head's name only where it is that head's own jump.
+            f"The best induction score of the training-time snapshots ({two.whose}) jumped from "
+            f"{two.score.before:.2f} at step {two.score.onset}, the phase change at step {two.score.step} "
+            f"({two.score.shape}); {own_words(best, own)}; the final measurement at step {final_two['step']} picks "
+            f"{best}: {_spread(final_two)}; the second copy's loss fell from {two.second_before:.2f} to "
+            f"{two.second_after:.2f} (gain jump at step {two.gap.step}); the 1-layer control's best head ends at "
+            f"{_spread(final_one)} (uniform {final_one['baseline']:.2f})."
         )
         if lengths:
             sentence += (

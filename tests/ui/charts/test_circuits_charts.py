@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tinygpt.inside import heads
 from tinygpt.ui.charts import circuits as charts
@@ -147,8 +148,58 @@ def test_three_ablation_panels_stack_at_large_fonts():
     assert [list(stacked[f"xaxis{s}"]["domain"]) for s in ("", "2", "3")] == [[0.0, 1.0]] * 3
     bands = [stacked[f"yaxis{s}"]["domain"] for s in ("", "2", "3")]
     assert bands[0][0] > bands[1][1] - 1e-9 and bands[1][0] > bands[2][1] - 1e-9  # top to bottom, apart
-    assert stacked["xaxis3"]["title"]["text"] == "head · second copy"
+    assert [stacked[f"xaxis{s}"]["title"]["text"] for s in ("", "2", "3")] == ["", "", "head"]  # names: above
     row = charts.ablation_heatmap(deltas, large=False).to_dict()["layout"]
     assert row["xaxis"]["domain"][1] < 0.4  # three in a row without Large fonts (wide cells there)
     two = charts.ablation_heatmap({k: deltas[k] for k in list(deltas)[:2]}, large=True).to_dict()["layout"]
     assert two["xaxis"]["domain"][1] < 0.5
+
+
+def panel_titles(layout: dict) -> dict[str, tuple[float, float]]:
+    """{panel name: (x, y)} of the ablation heatmap's panel-name annotations, in paper fractions."""
+    return {a["text"].removeprefix("<b>").removesuffix("</b>"): (a["x"], a["y"]) for a in layout["annotations"]}
+
+
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("panels", [2, 3])
+def test_each_ablation_panels_name_sits_above_its_own_cells(large, panels):
+    """A browser run at 1280x720, Large fonts: the three stacked panels' names, drawn as x titles under each, sat
+    right over the next panel ("head · validation batches" read as the probe text panel's title). Each name is
+    centred over its own panel's x domain, at the top of its own y domain, below the panel above it."""
+    names = ["validation batches", "probe text", "second copy"][:panels]
+    layout = charts.ablation_heatmap({n: np.zeros((2, 4)) for n in names}, large=large).to_dict()["layout"]
+    titles = panel_titles(layout)
+    assert list(titles) == names
+    axes = [("xaxis", "yaxis")] + [(f"xaxis{k}", f"yaxis{k}") for k in range(2, panels + 1)]
+    for k, (name, (x_axis, y_axis)) in enumerate(zip(names, axes, strict=True)):
+        (x0, x1), top = layout[x_axis]["domain"], layout[y_axis]["domain"][1]
+        x, y = titles[name]
+        assert x == pytest.approx((x0 + x1) / 2) and y == pytest.approx(top), name
+        # each panel's ticks under its own cells
+        assert (layout[x_axis]["anchor"], layout[y_axis]["anchor"]) == (y_axis[0] + y_axis[5:], x_axis[0] + x_axis[5:])
+        if k:  # beside the panel before it, or under it
+            before_right, before_bottom = layout[axes[k - 1][0]]["domain"][1], layout[axes[k - 1][1]]["domain"][0]
+            assert x0 >= before_right or top < before_bottom, name
+    stacked = large and panels == 3
+    if stacked:  # between one panel's bottom and the next one's name: its tick labels
+        plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+        bands = [layout[y]["domain"] for _, y in axes]
+        gaps = [(bands[k][0] - bands[k + 1][1]) * plot_px for k in range(panels - 1)]
+        assert all(g >= charts.ABLATION_ABOVE_PX + charts.ABLATION_BELOW_PX - 1 for g in gaps), gaps
+    assert {a["yanchor"] for a in layout["annotations"]} == {"bottom"}
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_the_stacked_circuits_charts_fit_the_content_column(large):
+    """The same run, Large fonts: the phase-change chart (740 px plots) ran 48 px and the head-roles chart (each
+    panel stretched to the column) 88 px past the 780 px column, and the step label "3,000" was cut at its right
+    edge. Both are plain specs drawn at their own width: each row's plots and their axes fit the column."""
+    phase = {"2 layers": {"best": heads.best_series(RECORDS), "copy": heads.copy_loss_series(RECORDS), "train": []}}
+    rows = heads.score_rows(RECORDS)
+    for spec in (charts.phase_change_chart(phase, large=large).to_dict(),
+                 charts.role_history_chart(rows, large=large).to_dict()):  # fmt: skip
+        assert isinstance(spec, dict) and "vconcat" in spec  # a spec: explain.show_chart draws it at its own width
+        for row in spec["vconcat"]:
+            panels = row.get("hconcat", [row])
+            used = sum(p["width"] + charts.AXES_PX[large] for p in panels) + 20 * (len(panels) - 1)
+            assert used <= charts.COLUMN_PX[large], (large, used)

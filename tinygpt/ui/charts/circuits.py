@@ -31,6 +31,16 @@ ROLE_TITLES = {
 }
 
 
+# A stacked chart is drawn at its own width (a plain spec: explain.show_chart), which must fit the content column:
+# 780 px on a 1280 px screen with the sidebar open at Large fonts (820 px without), measured in Chromium on the
+# Circuits page. Beside the plot go its y axis's labels and title and the overhang of the last step label past the
+# plot's right edge ("3,000"): 88 px at Large fonts. Plots of 740 px (and panels Streamlit stretched to the column,
+# axes outside it) ran 48-88 px past the column and cut "3,000" at Large fonts.
+COLUMN_PX = {True: 780, False: 820}
+AXES_PX = {True: 88, False: 64}
+LARGE_PLOT_PX = 660  # + AXES_PX[True], with room to spare: inside COLUMN_PX[True]
+
+
 def _steps_kept(rows: Sequence[Mapping[str, Any]], limit: int = 300) -> set[int]:
     return set(thin_for_display(sorted({int(r["step"]) for r in rows}), limit))
 
@@ -54,7 +64,7 @@ def role_history_chart(
     keep = _steps_kept(rows)
     heads = sorted({r["name"] for r in rows}, key=lambda n: (int(n[1 : n.index("H")]), int(n[n.index("H") + 1 :])))
     colours = palette_for(heads)
-    width = 620 if large else 330
+    width = LARGE_PLOT_PX if large else 330  # two panels a row without Large fonts: 2 x (330 + 64) + 20 fits 820
     # Knob changes numbered (①, ②, ...) on every panel and listed once under the chart, as on the loss chart.
     x_max = max(int(r["step"]) for r in rows)
     numbered = numbered_markers(knob_marks(events), t, x_max)
@@ -84,7 +94,10 @@ def role_history_chart(
     pairs = [alt.hconcat(*panels[i : i + 2]) for i in range(0, len(panels), 2)] if not large else panels
     chart = alt.vconcat(*pairs).resolve_scale(color="shared")
     subtitle = "dashed grey: a head with uniform attention over the keys it may see"
-    return style_altair(chart.properties(title=alt.TitleParams("Head roles over training", subtitle=subtitle)), large)
+    styled = style_altair(chart.properties(title=alt.TitleParams("Head roles over training", subtitle=subtitle)), large)
+    # As a plain spec, drawn at its own width: stretched to the page, each panel's plot took the column's width and
+    # its y axis went past the column's right edge (88 px at Large fonts).
+    return VegaLite(styled.to_dict())
 
 
 def phase_change_chart(
@@ -102,7 +115,7 @@ def phase_change_chart(
     t = theme(large)
     labels = list(series)
     colours = palette_for(labels)
-    width = 740 if large else 560  # 900 ran ~100 px past a 1280 px projector with the sidebar open
+    width = LARGE_PLOT_PX if large else 560  # 740 and 900 ran 48 and ~100 px past a 1280 px projector's column
     score_rows, loss_rows = [], []
     for label, parts in series.items():
         score_rows += [{"step": r["step"], "score": r["score"], "run": label, "head": r["name"]} for r in parts["best"]]
@@ -237,6 +250,23 @@ def _cell_figure(title: str, height: int, large: bool, **layout: Any) -> dict:
     return {**plotly_layout_style(title, t), "height": height, **layout}
 
 
+# The stacked ablation panels' bands, in pixels: each panel's name above it, its tick labels below it (the last
+# panel's "head" title goes in the bottom margin: one under each panel sat right on the next panel's name).
+ABLATION_ABOVE_PX, ABLATION_BELOW_PX = 44, 40
+
+
+def _ablation_domains(k: int, n: int, layers: int, plot_px: int, stacked: bool, row_px: int) -> tuple[list, list]:
+    """(x domain, y domain) of panel k of n, in paper fractions of the plot area (`plot_px` high). In a row: a
+    third (a half) of the width each, a gap between for the next one's "layer" labels; each name goes in the top
+    margin. Stacked: full width, panel k's band from the top, its cells `row_px` a layer with room above for its
+    name and below for its tick labels."""
+    if not stacked:
+        return [k / n + (0.02 if k else 0), (k + 1) / n - 0.04], [0.0, 1.0]
+    band = ABLATION_ABOVE_PX + row_px * layers + ABLATION_BELOW_PX
+    top = 1 - (k * band + ABLATION_ABOVE_PX) / plot_px
+    return [0.0, 1.0], [top - row_px * layers / plot_px, top]
+
+
 def ablation_heatmap(
     deltas: Mapping[str, Any] | None,
     *,
@@ -259,15 +289,21 @@ def ablation_heatmap(
     arrays = [np.asarray(deltas[n], dtype=np.float64) for n in names]
     L, H = arrays[0].shape
     limit = max(1e-6, max(float(np.abs(a).max()) for a in arrays))
-    traces, layout = [], {}
+    traces, layout, annotations = [], {}, []
     n = len(names)
     # Three panels side by side at Large fonts left ~40 px a cell for "+0.037": clipped and overlapping numbers on
     # the projector (the lesson's browser run). They stack then, each as wide as the chart.
     stacked = large and n >= 3
     row_px = 70  # a layer's row when stacked: room for the numbers and the click markers
+    margin = _cell_figure(title, 0, large)["margin"]  # the title's lines set the top margin
+    if stacked:  # each band as high as its parts need
+        height = n * (row_px * L + ABLATION_ABOVE_PX + ABLATION_BELOW_PX) + margin["t"] + margin["b"]
+    else:
+        height = max(t["panel"], 90 * L + 160)
+    plot_px = height - margin["t"] - margin["b"]  # the plot area, which the axes' domains divide
     for k, (name, z) in enumerate(zip(names, arrays, strict=True)):
         x_axis, y_axis = ("x", "y") if k == 0 else (f"x{k + 1}", f"y{k + 1}")
-        lo, hi = k / n + (0.02 if k else 0), (k + 1) / n - 0.04
+        x_domain, y_domain = _ablation_domains(k, n, L, plot_px, stacked, row_px)
         traces.append(
             go.Heatmap(
                 z=z,
@@ -309,20 +345,23 @@ def ablation_heatmap(
         # Ranges pinned to the cells (category i spans i - 0.5 .. i + 0.5): autorange would pad them for the
         # click markers' size. Layer 0 on top, as the table reads.
         layout[f"xaxis{k + 1 if k else ''}"] = {
-            "domain": [0, 1] if stacked else [lo, hi],
-            # Three panels in a row: "head · " made their titles overlap at Large fonts.
-            "title": {"text": f"head · {name}" if n < 3 or stacked else name},
+            "domain": x_domain,
+            "title": {"text": "head" if k == n - 1 or not stacked else ""},
             "side": "bottom",
             "range": [-0.5, H - 0.5],
-            **({"anchor": y_axis} if stacked else {}),
+            "anchor": y_axis,
         }
         layout[f"yaxis{k + 1 if k else ''}"] = {
             "range": [L - 0.5, -0.5],
             "anchor": x_axis,
             "title": {"text": "layer" if k == 0 or stacked else ""},
-            # Stacked: panel k's band from the top, its lower part left for its x title.
-            **({"domain": [1 - (k + 1) / n + 0.34 / n, 1 - k / n]} if stacked else {}),
+            "domain": y_domain,
         }
+        # The panel's name above its own cells, centred on them (as x titles under a row of three they read as
+        # the next panel's heading when stacked, and overlapped at Large fonts side by side).
+        annotations.append({"text": f"<b>{name}</b>", "x": sum(x_domain) / 2, "y": y_domain[1], "xref": "paper",
+                            "yref": "paper", "xanchor": "center", "yanchor": "bottom", "yshift": 4,
+                            "showarrow": False, "font": {"size": t["axis_title"]}})  # fmt: skip
     shapes = []
     if selected is not None:
         for k in range(len(names)):
@@ -331,8 +370,7 @@ def ablation_heatmap(
             shapes.append({"type": "rect", "xref": f"x{ref}", "yref": f"y{ref}", "x0": head - 0.5, "x1": head + 0.5,
                            "y0": layer - 0.5, "y1": layer + 0.5, "line": {"color": "black", "width": 3}})  # fmt: skip
     bar = {"title": {"text": "Δ loss (nats)"}, "tickfont": {"size": t["label"]}}
-    height = n * (row_px * L + 80) + 40 if stacked else max(t["panel"], 90 * L + 160)
-    fig_layout = _cell_figure(title, height, large, shapes=shapes, **layout)
+    fig_layout = _cell_figure(title, height, large, shapes=shapes, annotations=annotations, **layout)
     fig_layout["coloraxis"] = {"colorscale": "RdBu_r", "cmin": -limit, "cmax": limit, "colorbar": bar}
     return go.Figure(data=traces, layout=fig_layout)
 

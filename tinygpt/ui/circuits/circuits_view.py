@@ -77,35 +77,45 @@ def head_grid(records: list[dict]) -> tuple[int, int]:
     return 0, 0
 
 
-def _jumped(records: list[dict], step: int | None) -> tuple[str | None, int | None]:
-    """(the head, the step) of the run's phase change (heads.phase_change, the one definition the check, the
-    chart's marker and its caption use), when it came by `step`; (None, None) otherwise."""
+PHASE, OWN = "phase change", "its own jump"  # how the head table names a "since" step that is a jump
+
+
+def _own_jump(records: list[dict], h, step: int | None) -> int | None:
+    """The step of induction head `h`'s own score jump (heads.head_jump: that head's curve, not the best series,
+    whose top head can change between snapshots) when it came by `step`; None for another role or no such jump."""
+    if h.role != "induction":
+        return None
+    jump = heads.head_jump(records, h.name)
+    return jump.step if jump is not None and (step is None or jump.step <= step) else None
+
+
+def _since(records: list[dict], h, step: int | None, change_step: int | None) -> tuple[int | None, str]:
+    """(since when head `h` has held its role, how that step is named). An induction head with a jump of its own:
+    that jump's step, named "the phase change" only where the run's phase change (the best series' jump, the step
+    the chart marks and the verdict reads) is at that same step, else its own jump (one screen said "L1H2 ...
+    since the phase change at step 1260" beside a verdict crediting L1H1, whose own score jumped at about 1880).
+    Else the first of its unbroken run of snapshots in that role (a third step on the same screen, "since step 1880"
+    beside a phase change at 1300, once came from the role's first snapshot over the threshold)."""
+    own = _own_jump(records, h, step)
+    if own is None:
+        return h.since, ""
+    return own, PHASE if own == change_step else OWN
+
+
+def _change_step(records: list[dict]) -> int | None:
     change = heads.phase_change(records)
-    if change.score is None or (step is not None and change.score.step > step):
-        return None, None
-    return change.head, change.score.step
-
-
-def _is_jump(h, jumped: tuple[str | None, int | None]) -> bool:
-    return h.name == jumped[0] and h.role == "induction"
-
-
-def _since(h, jumped: tuple[str | None, int | None]) -> int | None:
-    """When a head has held its role: for the phase change's head as an induction head, the phase change's step (a
-    role's first snapshot over the threshold named a third step on the same screen: "since step 1880" beside a
-    phase change at 1300); else the first of its unbroken run of snapshots in that role."""
-    return jumped[1] if _is_jump(h, jumped) else h.since
+    return change.score.step if change.score is not None else None
 
 
 def head_rows(records: list[dict], step: int | None) -> list[dict]:
     """The head table at `step`: every head's dominant role (since when), and each score next to its baseline."""
-    rows, jumped = [], _jumped(records, step)
+    rows, change_step = [], _change_step(records)
     for h in heads.head_roles(records, step):
-        since = _since(h, jumped)
+        since, why = _since(records, h, step, change_step)
         row: dict[str, Any] = {
             "head": h.name,
             "role": h.role or "-",
-            "since step": "-" if since is None else str(since) + (" (phase change)" if _is_jump(h, jumped) else ""),
+            "since step": "-" if since is None else str(since) + (f" ({why})" if why else ""),
         }
         for role in heads.ROLES:
             score, base = h.scores.get(role), h.baselines.get(role)
@@ -115,15 +125,20 @@ def head_rows(records: list[dict], step: int | None) -> list[dict]:
 
 
 def role_sentences(records: list[dict], step: int | None) -> list[str]:
-    """ "L1H2 is an induction head since step 340 (score 0.81, uniform baseline 0.06)." for each head with a role."""
-    jumped = _jumped(records, step)
-    out = []
+    """ "L1H2 is an induction head since step 340 (score 0.81, uniform baseline 0.06)." for each head with a role;
+    "since the phase change at step 1260" or "since its own score jumped at step 1880" where the step is that
+    head's own jump (`_since`)."""
+    change_step, out = _change_step(records), []
     for h in heads.head_roles(records, step):
         if h.role is None:
             continue
-        since = _since(h, jumped)
-        out.append(h.sentence if not _is_jump(h, jumped) else dataclasses.replace(h, since=since).sentence.replace(
-            f"since step {since}", f"since the phase change at step {since}"))  # fmt: skip
+        since, why = _since(records, h, step, change_step)
+        sentence = dataclasses.replace(h, since=since).sentence
+        if why == PHASE:
+            sentence = sentence.replace(f"since step {since}", f"since the phase change at step {since}")
+        elif why == OWN:
+            sentence = sentence.replace(f"since step {since}", f"since its own score jumped at step {since}")
+        out.append(sentence)
     return out
 
 
@@ -390,11 +405,14 @@ def change_caption(
     """Where the red rules are: each run's detected phase change, in words; provisional until the runs end (the
     step is where the score's biggest rise lies so far, which more snapshots can move). Each run's best head is
     the verdict's final measurement where `final` ({label: final_induction(...)}, `final_scores`) has it, else the
-    newest snapshot's, each said with its source; a run whose snapshots pick another head says so after."""
+    newest snapshot's, each said with its source; a run whose snapshots pick another head says so after. The
+    phase change is the snapshots' best score's jump, said with whose score that was at the jump and at the end
+    (heads.PhaseChange.whose); the named best head gets its own curve's jump step (heads.head_jump), if any."""
     parts, notes = [], []
     for label, recs in records.items():
         change, measured, live = heads.phase_change(recs), (final or {}).get(label), best_head.snapshot_best(recs)
         when = f"phase change at step {change.score.step}" if change.score is not None else "no phase change"
+        when += f" in the snapshots' best score ({change.whose})" if change.score is not None else ""
         when += "" if change.score is not None or ended else " yet"
         if measured:
             best = f"best head {best_head.fresh_words(measured)}"
@@ -402,6 +420,9 @@ def change_caption(
             best = f"best head in {best_head.SNAPSHOTS}: {live['name']}, {live['score']:.2f} at step {live['step']}"
         else:
             best = "no induction scores yet"
+        named = measured["head"] if measured else (live or {}).get("name")
+        if change.score is not None and named:  # the named head's own jump, never the best series' step
+            best += "; " + induction.own_words(named, heads.head_jump(recs, named))
         parts.append(f"{label}: {when} ({best})")
         if note := best_head.heads_disagree(recs, measured):
             notes.append(f"{label}: {note[0].lower()}{note[1:]}")

@@ -249,9 +249,13 @@ def _points(key: str, observed: dict) -> str:
         return (f"the first layer's gradient is {observed['ratio']:.1e}x the residual run's, final loss "
                 f"{n['train loss, detached']} vs {n['train loss, residual']}")  # fmt: skip
     if key == INDUCTION and n.get("best score after"):
-        step = observed.get("phase change step (score)")
-        return (f"{observed.get('best head')}'s induction score {n.get('best score before') or '?'} → "
-                f"{n['best score after']}" + (f" at step {step}" if step is not None else "")
+        # The phase change's step is the snapshots' best score's, whose head can change between snapshots; a step
+        # is put next to the best head's name only where it is that head's own jump (the verdict's sentence too).
+        step, own = observed.get("phase change step (score)"), observed.get("best head's own score jump step")
+        return (f"best snapshot score {n.get('best score before') or '?'} before the phase change"
+                + (f" at step {step}" if step is not None else "")
+                + f", {observed.get('best head')} ends at {n['best score after']}"
+                + (f" (its own jump at step {own})" if own is not None else "")
                 + (f", second-copy loss {n['second-copy loss before']} → {n['second-copy loss after']}"
                    if n.get("second-copy loss after") else ""))  # fmt: skip
     return ""
