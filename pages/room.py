@@ -13,7 +13,7 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.runs.owners import read_owner, run_learner
 from tinygpt.ui.charts import compare
 from tinygpt.ui.host import positions, resources, runlist
-from tinygpt.ui.people import people_keys, room, room_flags
+from tinygpt.ui.people import people_keys, room, room_flags, room_table
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import backlog, explain, flashes, fonts
 from tinygpt.ui.teach import lesson, prediction_view
@@ -55,23 +55,26 @@ def dashboard() -> None:
     if not rows:
         st.info("No runs yet: learners start theirs on **Train**.")
         return
-    drawn, note = picking.room_chart_runs(rows)  # the live runs, else the latest ones, by readable name
+    drawn, note = picking.room_chart_runs(rows)  # every run with a step, live ones first; the note says what is not
     readers = {label: in_view.reader(store, run) for run, label in drawn}
-    series = {label: rd.metrics for label, rd in readers.items() if rd is not None}
+    series = {label: rd.metrics for label, rd in readers.items() if rd is not None and rd.metrics}
+    if unread := [label for _, label in drawn if label not in series]:
+        note = " ".join([note, f"No loss could be read for {len(unread)} run(s): {', '.join(unread)}."]).strip()
     lecture = (lesson.read_room(store.root)["runs"].get(lesson.LECTURE) or {}).get("run")  # "own settings" vs it
     data = [d for run, label in drawn if (d := room_flags.run_data(run, readers[label]))]
     flags = room_flags.room_flags(data, room_flags.run_data(lecture, in_view.reader(store, lecture)))
     rows = room_flags.with_flags(rows, flags)
     learners = {r["run"]: run_learner(read_owner(store.path(r["run"]))).get("id") for r in rows}
     rows = positions.with_positions(rows, learners, resources.positions(), len(lesson.STEPS))
-    queued = sum(r["state"] == "queued" for r in rows)
-    training = sum(r["state"] == "running" for r in rows)
-    st.markdown(f"**{training} training · {queued} queued · {len(rows)} runs in all**")
+    st.markdown("  \n".join(f"**{line}**" for line in runlist.room_counts(rows)))  # by owner: what each word says
     by_label = {label: flags.get(run, []) for run, label in drawn}
     explain.show_chart(compare.room_chart(series, flags=by_label, large=fonts.large_fonts()), code=False)
     if note:
         st.caption(note)
-    st.dataframe(rows, hide_index=True, width="stretch")
+    shown = room_table.columns(rows)  # every shown column fits 1280 px at Large fonts
+    st.dataframe(rows, hide_index=True, width="stretch", column_order=shown, column_config=room_table.COLUMN_CONFIG)
+    if waits := room_table.queue_note(rows):
+        st.caption(waits)
 
 
 dashboard()

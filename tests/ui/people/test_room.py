@@ -311,13 +311,55 @@ def test_a_leaky_mask_far_below_its_causal_loss_is_leaking_with_the_health_check
     assert run_flags(good, [good, causal]) == []
 
 
-def test_a_run_that_no_longer_falls_while_training_is_stalled():
-    from tinygpt.ui.people.room_flags import STALLED, run_flags
+def test_a_run_is_stalled_only_when_it_trains_and_its_step_has_not_moved_for_the_stated_time():
+    """The review: a healthy run training at step 1,134 read "stalled" because its last 50 losses fell less than
+    their noise (2.054 -> 2.062). Stalled now rests on the step standing still while the run holds a slot."""
+    from tinygpt.ui.people.room_flags import STALL_S, STALLED, run_flags
 
-    flags = run_flags(_run(_falling(100, 3.0, 2.0) + _noisy_flat(60, 2.0)))
-    assert _words(flags) == [STALLED] and "loss still decreasing: FAIL" in flags[0].reason
-    assert run_flags(_run(_falling(100, 3.0, 2.0))) == []  # still falling
-    assert run_flags(_run(_noisy_flat(60), state="paused")) == []  # not training: a pause is no stall
+    now = 1_000_000.0
+    healthy = _run(_falling(100, 3.0, 2.0) + _noisy_flat(60, 2.0)) | {"status": {"step": 160, "updated": now - 0.3}}
+    assert run_flags(healthy, now=now) == []  # a slow or noisy loss while its step moves is no stall
+    stuck = healthy | {"status": {"step": 160, "updated": now - STALL_S - 30}}
+    flags = run_flags(stuck, now=now)
+    assert _words(flags) == [STALLED]
+    assert flags[0].reason.startswith(f"running, but its step 160 has not moved for {STALL_S + 30:.0f} s")
+    for other in ("queued", "starting", "paused", "finished"):  # waiting for a slot, loading, held, done: no stall
+        assert run_flags(stuck | {"state": other}, now=now) == [], other
+    assert run_flags(healthy | {"status": {}}, now=now) == []  # no time its status was written: no evidence
+
+
+def test_the_rooms_stall_flag_reads_the_runs_own_status_time(runs_dir):
+    """Through a RunReader, as the page reads it: the status's "updated" (the worker's time.time())."""
+    from tinygpt.config import RunConfig
+    from tinygpt.runs.reader import RunReader
+    from tinygpt.ui.people.room_flags import STALL_S, STALLED, run_data, run_flags
+
+    store = RunStore(runs_dir)
+    with store.create(RunConfig().to_dict() | {"learner": {"id": ANNA.id, "name": "anna"}}, owner="app") as writer:
+        for step in range(1, 80):
+            writer.append_metric({"step": step, "loss": 2.0 + (0.02 if step % 2 else -0.02)})  # flat: no trend
+        writer.write_status(state="running", step=79)
+        run = writer.run_dir.name
+        data = run_data(run, RunReader(store.path(run)))
+        assert run_flags(data) == []
+        later = data["status"]["updated"] + STALL_S + 1
+        assert [f.word for f in run_flags(data, now=later)] == [STALLED]
+
+
+def test_the_room_counts_each_owners_runs_by_state_with_the_words_it_uses():
+    """The review: the counter read "0 training" while the prepared runs trained. Each line now says whose runs it
+    counts, and "training" is state "running" wherever it is."""
+    from tinygpt.ui.host.runlist import INSTRUCTOR, LEARNER, NOBODY, room_counts
+
+    rows = [{"state": "finished", "whose": LEARNER}] * 2 + [{"state": "paused", "whose": LEARNER}]
+    rows += [{"state": "running", "whose": INSTRUCTOR}] * 2 + [{"state": "starting", "whose": INSTRUCTOR}]
+    rows += [{"state": "queued", "whose": INSTRUCTOR}] * 12 + [{"state": "finished", "whose": NOBODY}]
+    assert room_counts(rows) == [
+        "Learners' runs: 0 training · 0 queued · 1 paused · 2 finished (3 in all)",
+        "Your runs (lecture and prepared): 2 training · 12 queued · 1 starting (15 in all)",
+        "Runs of no learner (CLI): 0 training · 0 queued · 1 finished (1 in all)",
+    ]
+    assert room_counts([]) == ["Learners' runs: 0 training · 0 queued (0 in all)"]
 
 
 def test_a_learners_run_that_differs_from_the_lecture_run_uses_own_settings():
@@ -418,3 +460,52 @@ def test_the_room_table_shows_where_a_learner_is_in_the_lesson(runs_dir):
     table = teacher.dataframe[0].value
     row = table.loc[table["run"] == run]
     assert (row["lesson step"].iloc[0], row["in view"].iloc[0]) == ("step 5/12", "yes")
+
+
+def test_the_room_page_draws_a_learners_finished_run_and_counts_the_prepared_runs_that_train(runs_dir, monkeypatch):
+    """The review's room: the instructor's prepared runs train and wait; a learner's run has finished. The chart
+    drew only the live runs (her run was in the table, not in the chart) and the counter read as if nothing of
+    the learners' trained... Now every run with a step is drawn, and each owner's runs are counted apart."""
+    from tinygpt.config import RunConfig
+    from tinygpt.ui.charts import compare
+
+    drawn: list[list[str]] = []
+    chart = compare.room_chart
+    monkeypatch.setattr(compare, "room_chart", lambda series, **kw: drawn.append(list(series)) or chart(series, **kw))
+    at = app_as(TEACHER)  # first: the server's run manager pauses the runs it finds live when it starts
+    store = RunStore(runs_dir)
+    teacher = {"learner": {"id": TEACHER.id, "name": "teacher", "instructor": True}}
+    with store.create(RunConfig().to_dict() | {"learner": {"id": ANNA.id, "name": "anna"}}, owner="app") as writer:
+        for step in range(1, 41):
+            writer.append_metric({"step": step, "loss": 3.0 - step / 100})
+        writer.write_status(state="finished", step=40)
+    for _ in range(3):  # prepared runs waiting for a slot: step 0, no loss yet
+        with store.create(RunConfig().to_dict() | teacher, owner="app") as writer:
+            writer.write_status(state="queued", step=0, reason="waiting for a free training slot")
+    with store.create(RunConfig().to_dict() | teacher, owner="app") as writer:  # one training: its lock held here
+        for step in range(1, 21):
+            writer.append_metric({"step": step, "loss": 3.0 - step / 100})
+        writer.write_status(state="running", step=20)
+        at.switch_page("pages/room.py").run()
+        assert not at.exception, at.exception
+    assert drawn and [label.split(" · ")[0] for label in drawn[-1]] == ["teacher", "anna"]  # live first, hers too
+    said = "\n".join(str(m.value) for m in at.markdown)
+    assert "Learners' runs: 0 training · 0 queued · 1 finished (1 in all)" in said
+    assert "Your runs (lecture and prepared): 1 training · 3 queued (4 in all)" in said
+    captions = "\n".join(str(c.value) for c in at.caption)
+    assert "The chart draws 2 of the 5 runs in the table; not drawn: 3 run(s) at step 0" in captions
+
+
+def test_the_room_table_shows_columns_that_fit_the_projector_and_drops_empty_ones():
+    """The review: at 1280x720 with Large fonts the table's last column was cut off (11 columns in 780 px)."""
+    from tinygpt.ui.people import room_table
+
+    widths = [room_table.COLUMN_CONFIG[c]["width"] for c in room_table.SHOWN]
+    assert sum(widths) <= room_table.MAIN_PX  # every column at once still fits (checked in Chromium: 778 px)
+    rows = [{"learner": "anna", "name": "n", "lesson step": "", "in view": "", "state": "queued", "steps": "0 / 300",
+             "flag": "", "queue": "waiting for a free training slot", "live changes": "", "run": "r1"}]  # fmt: skip
+    assert room_table.columns(rows) == ["learner", "name", "state", "steps", "flag"]
+    assert room_table.queue_note(rows) == "1 queued run(s): waiting for a free training slot."
+    rows[0] |= {"lesson step": "step 2/12", "live changes": "LR 0.02 @50", "state": "running", "queue": ""}
+    assert room_table.columns(rows) == ["learner", "name", "lesson step", "state", "steps", "flag", "live changes"]
+    assert room_table.queue_note(rows) == ""

@@ -185,22 +185,36 @@ def test_sample_says_which_run_and_step_and_why_a_cheating_run_babbles():
     assert picking.cheat_note(window, [], 300) is None  # a sliding window does not see the future
 
 
-def test_the_room_chart_draws_the_latest_runs_when_none_is_training():
+def test_the_room_chart_draws_every_run_of_the_table_that_has_a_step():
     """Issue 24 finding 4: the Room's loss chart said "no runs yet" over six finished runs listed under it."""
-    rows = [{"learner": f"l{i}", "run": f"r{i}", "name": f"2L×4H×64 · n{i}", "state": "finished"} for i in range(6)]
+    rows = [{"learner": f"l{i}", "run": f"r{i}", "name": f"2L×4H×64 · n{i}", "state": "finished", "step": 300}
+            for i in range(6)]  # fmt: skip
     drawn, note = picking.room_chart_runs(rows)
-    assert [run for run, _ in drawn] == [f"r{i}" for i in range(6)] and "No run is training" in note
+    assert [run for run, _ in drawn] == [f"r{i}" for i in range(6)] and note == ""  # all drawn: nothing to say
     assert drawn[0][1] == "l0 · 2L×4H×64 · n0"  # readable: learner and run name, not the id
-    rows[2]["state"] = "running"
-    drawn, note = picking.room_chart_runs(rows)
-    assert [run for run, _ in drawn] == ["r2"] and note == ""
     assert picking.room_chart_runs([]) == ([], "")
-    many = [{**rows[0], "run": f"x{i}", "state": "finished"} for i in range(30)]
-    drawn, note = picking.room_chart_runs(many)
-    assert len(drawn) == 8 and "latest 8 of 30" in note
     twins = [{**rows[0], "run": "a1"}, {**rows[0], "run": "b2", "name": rows[0]["name"] + " #2"}]
     labels = [label for _, label in picking.room_chart_runs(twins)[0]]
     assert labels == ["l0 · 2L×4H×64 · n0", "l0 · 2L×4H×64 · n0 #2"]  # the names tell twins apart: no id
+
+
+def test_the_room_chart_keeps_a_learners_finished_runs_beside_the_prepared_runs_that_train():
+    """The review: with the instructor's prepared runs training (and queued), the chart drew only the live runs, so
+    a learner's finished runs, listed in the table, were missing from it without a word."""
+    anna = [{"learner": "anna", "run": f"a{i}", "name": f"anna's {i}", "state": "finished", "step": 300}
+            for i in range(2)]  # fmt: skip
+    prepared = [{"learner": "teacher", "run": f"p{i}", "name": f"prep {i}", "state": "running", "step": 40}
+                for i in range(2)]  # fmt: skip
+    waiting = [{"learner": "teacher", "run": f"q{i}", "name": f"prep q{i}", "state": "queued", "step": 0}
+               for i in range(15)]  # fmt: skip
+    drawn, note = picking.room_chart_runs(waiting + prepared + anna)
+    assert [run for run, _ in drawn] == ["p0", "p1", "a0", "a1"]  # the live ones first, then the rest
+    said = "The chart draws 4 of the 19 runs in the table; not drawn: 15 run(s) at step 0, no loss to draw yet"
+    assert note == said + " (15 queued)."
+    many = [{**anna[0], "run": f"x{i}"} for i in range(picking.ROOM_CHART_MAX + 4)]
+    drawn, note = picking.room_chart_runs(prepared + many)
+    assert len(drawn) == picking.ROOM_CHART_MAX and [run for run, _ in drawn[:2]] == ["p0", "p1"]
+    assert f"6 run(s) past the chart's {picking.ROOM_CHART_MAX} panels (6 finished)" in note
 
 
 def test_the_tables_lead_with_the_name_and_keep_the_id_last(tmp_path):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections import Counter
 
 from tinygpt.config import trains_until_stopped
 from tinygpt.errors import RunStoreError
@@ -63,26 +64,57 @@ def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
 
 
 def room_rows(store: RunStore) -> list[dict]:
-    """The instructor's table: one row per run, its learner first, then what the run is doing and did."""
+    """The instructor's table: one row per run, its learner first, then what the run is doing and did. "whose"
+    says who started it (WHOSE: a learner, the instructor: the lecture run and the prepared runs, or no learner:
+    the CLI or an older run), what the counter above the table counts by; "steps" is "step / max steps"."""
     rows, names = [], run_names(store)
     for s in store.list_runs():
         config = s.config or {}
         events = read_events(store.path(s.run_id)) if s.config else []
-        learner = (config.get("learner") or {}).get("name") or "(no learner: CLI or older run)"
+        learner = config.get("learner") or {}
+        whose = INSTRUCTOR if learner.get("instructor") else LEARNER if learner.get("id") else NOBODY
         position = s.reason if s.state == "queued" else ""
+        until = s.max_steps is None or trains_until_stopped(s.max_steps)
         rows.append(
             {
-                "learner": learner,
+                "learner": learner.get("name") or "(no learner: CLI or older run)",
                 "name": names.get(s.run_id) or s.run_id,
                 "state": s.state,
                 "step": s.step,
                 "max steps": s.max_steps,
+                "steps": f"{s.step:,}" + ("" if until else f" / {s.max_steps:,}"),
                 "queue": position,
                 "live changes": ", ".join(knob_history(events)),
+                "whose": whose,
                 "run": s.run_id,
             }
         )
     return rows
+
+
+LEARNER, INSTRUCTOR, NOBODY = "learner", "instructor", "no learner"
+WHOSE = {LEARNER: "Learners' runs", INSTRUCTOR: "Your runs (lecture and prepared)", NOBODY: "Runs of no learner (CLI)"}
+# The counter's words for a run's state, in the order it lists them ("running" reads "training", as on Train).
+STATE_WORDS = {"running": "training", "starting": "starting", "queued": "queued", "paused": "paused",
+               "finished": "finished", "stopped": "stopped", "diverged": "diverged", "failed": "failed"}  # fmt: skip
+
+
+def room_counts(rows: list[dict]) -> list[str]:
+    """The Room's counter, one line per kind of owner that has runs (WHOSE, in that order): how many of its runs
+    are in each state, "training" meaning state "running" (a worker holds a slot and steps) and "queued" waiting for
+    one, both said even at 0; "0 training" is said of one owner's runs only, never of runs that train under another.
+    Learners' runs always get a line."""
+    lines = []
+    for whose, title in WHOSE.items():
+        mine = [r for r in rows if r.get("whose", LEARNER) == whose]
+        if not mine and whose != LEARNER:
+            continue
+        states = Counter(str(r.get("state") or "unknown") for r in mine)
+        parts = [f"{states.pop('running', 0)} training", f"{states.pop('queued', 0)} queued"]
+        parts += [f"{states.pop(state)} {word}" for state, word in STATE_WORDS.items() if state in states]
+        parts += [f"{n} {state}" for state, n in states.items()]  # a state the list above does not name
+        lines.append(f"{title}: {' · '.join(parts)} ({len(mine)} in all)")
+    return lines
 
 
 def queue_wait(store: RunStore, run_id: str) -> float | None:

@@ -7,21 +7,26 @@ Four flags, each with its reason in numbers:
                 training loss sits at least MASK_CHEAT nats (the mask pitfall's own margin) below what a causal
                 model reached on the same text: the run's own loss before its mask changed, or a causal run of the
                 room over the same steps
-  stalled       training, and the health checklist's "loss still decreasing" fails on its last STALL_WINDOW losses
+  stalled       its status says "running" (it holds a training slot: not queued, starting or paused), yet its
+                step has not moved for STALL_S seconds: a training worker rewrites status.json with its step every
+                step (tinygpt.runs.loop.STATUS_INTERVAL), so the file's age, on the same machine's wall clock as the
+                page (time.time() both), is how long the step has stood still. A loss that falls slowly is not a
+                stall: the old rule (the health checklist's loss trend over the last 50 steps) fired on healthy runs
+                late in training, where a decrease of 0.01 nats hides in the step-to-step noise
   own settings  a learner's run whose settings differ from the room's lecture run (the run the lesson steers)
 
-Too little data is no flag, never a guess: fewer than LEAK_WINDOW leaky steps, no causal loss to hold them to, fewer
-than the trend check's minimum of losses, or no lecture run in the room.
+Too little data is no flag, never a guess: fewer than LEAK_WINDOW leaky steps, no causal loss to hold them to, no
+time its status was written, or no lecture run in the room.
 Pure: plain dicts in, Flags out; no Streamlit. Tested in tests/ui/people/test_room.py.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from tinygpt.lab.health import FAIL, loss_trend_check
 from tinygpt.lab.pitfalls.mask import MASK_CHEAT
 from tinygpt.runs.knobs import knob_changes, knobs_now
 from tinygpt.runs.owners import run_learner
@@ -32,7 +37,8 @@ DIVERGED, LEAKING, STALLED, OWN = "diverged", "leaking", "stalled", "own setting
 LEAKY_MASKS = ("none", "off_by_one")  # the masks that let a position see the future (sliding_window is causal)
 LEAK_WINDOW = 20  # losses averaged on each side of the comparison: one step's loss is noisy by ~0.05-0.1 nats
 PEER_MIN = 5  # a causal run of the room must have this many losses over the same steps to be held against
-STALL_WINDOW = 50  # recent losses the trend check reads (as tinygpt.lab.health.check_training_metrics does)
+STALL_S = 60.0  # s without a new step while "running": the Demo preset's 300 steps take 2.4-2.6 s on the 2-core
+# test machine (README), an eval or a checkpoint a few seconds; a worker still loading the data is "starting"
 FINITE_WINDOW = 50  # recent step records searched for a non-finite loss
 # What "own settings" compares: what changes how a run learns (not its length, seed, device or bookkeeping).
 MODEL_SETTINGS = ("num_layers", "num_heads", "hidden_dim", "max_seq_len", "dropout", "softmax", "token_shift")
@@ -116,12 +122,18 @@ def leaking(config: dict, events: Sequence[dict], metrics: Sequence[dict], peers
                          f"{MASK_CHEAT} below): the mask '{mask}' lets positions see the future")  # fmt: skip
 
 
-def stalled(state: str, metrics: Sequence[dict]) -> Flag | None:
-    """The health checklist's loss trend on the last STALL_WINDOW losses, while the run trains."""
-    if state != "running":
+def stalled(state: str, status: Mapping, now: float) -> Flag | None:
+    """Training (state "running") and its step unmoved for STALL_S s: `status` is its status.json (the worker
+    rewrites it, with "step" and "updated" = time.time(), every step); `now` is time.time() on the same machine."""
+    updated = status.get("updated")
+    if state != "running" or not _finite(updated):
         return None
-    check = loss_trend_check([v for _, v in _losses(metrics)][-STALL_WINDOW:])
-    return Flag(STALLED, f"{check.name}: {check.outcome}, {check.detail}") if check.outcome == FAIL else None
+    still = now - float(updated)
+    if still < STALL_S:
+        return None
+    step = status.get("step") or 0
+    return Flag(STALLED, f"running, but its step {step:,} has not moved for {still:.0f} s: its worker writes its "
+                         f"status every step, and last wrote it then (a stall is {STALL_S:.0f} s)")  # fmt: skip
 
 
 def _settings(config: dict, events: Sequence[dict]) -> dict[str, Any]:
@@ -150,23 +162,30 @@ def own_settings(run: Mapping, lecture: Mapping | None) -> Flag | None:
     return Flag(OWN, ", ".join(diff[:3]) + more)
 
 
-def run_flags(run: Mapping, peers: Sequence[Mapping] = (), lecture: Mapping | None = None) -> list[Flag]:
-    """A run's flags. `run`: {"run", "state", "reason", "config", "events", "metrics"} (metrics may be missing:
-    then only what its state and config say); `peers`: the room's runs for the leak's causal reference."""
+def run_flags(
+    run: Mapping, peers: Sequence[Mapping] = (), lecture: Mapping | None = None, now: float | None = None
+) -> list[Flag]:
+    """A run's flags. `run`: {"run", "state", "reason", "config", "events", "metrics", "status"} (metrics or status
+    may be missing: then only what its state and config say); `peers`: the room's runs for the leak's causal
+    reference; `now`: time.time() (the default), against which a running run's status is old or not."""
     config, events, metrics = run.get("config") or {}, run.get("events") or [], run.get("metrics") or []
     state = run.get("state") or ""
     found = [diverged(state, run.get("reason") or "", metrics)]
     if not found[0]:
         others = [p for p in peers if p.get("run") != run.get("run")]
-        found += [leaking(config, events, metrics, others), stalled(state, metrics)]
+        moment = time.time() if now is None else now
+        found += [leaking(config, events, metrics, others), stalled(state, run.get("status") or {}, moment)]
     found.append(own_settings(run, lecture))
     return [f for f in found if f is not None]
 
 
-def room_flags(runs: Sequence[Mapping], lecture: Mapping | None = None) -> dict[str, list[Flag]]:
+def room_flags(
+    runs: Sequence[Mapping], lecture: Mapping | None = None, now: float | None = None
+) -> dict[str, list[Flag]]:
     """{run id: its flags} for the room's runs (each as `run_flags` takes it); `lecture`: the room's lecture run
-    the same way (None: the room has none, so no run is said to use its own settings)."""
-    return {r["run"]: run_flags(r, runs, lecture) for r in runs}
+    the same way (None: the room has none, so no run is said to use its own settings); `now` as run_flags'."""
+    moment = time.time() if now is None else now
+    return {r["run"]: run_flags(r, runs, lecture, moment) for r in runs}
 
 
 def flag_text(flags: Sequence[Flag]) -> str:
@@ -184,7 +203,7 @@ def run_data(run_id: str, reader: Any) -> dict | None:
     if reader is None:
         return None
     status = reader.status()
-    return {"run": run_id, "state": status.get("state") or "", "reason": status.get("reason") or "",
+    return {"run": run_id, "state": status.get("state") or "", "reason": status.get("reason") or "", "status": status,
             "config": reader.config(), "events": reader.events, "metrics": reader.metrics}  # fmt: skip
 
 

@@ -3,6 +3,8 @@ name the Runs table shows (runlist.run_names, each one different from its neighb
 
 from __future__ import annotations
 
+from collections import Counter
+
 from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.runs.knobs import knob_changes
 from tinygpt.runs.owners import run_learner
@@ -50,20 +52,32 @@ def cheat_note(config: dict, events: list[dict], step: int) -> str | None:
     )
 
 
-ROOM_CHART_ACTIVE = 24  # panels while runs train: every live one (the room is about 20 learners)
-ROOM_CHART_DONE = 8  # panels when nothing trains: the latest finished ones
+ROOM_CHART_MAX = 36  # panels at most (under ReaderPool's 48 shared readers): live runs first, then the newest
 
 
 def room_chart_runs(rows: list[dict]) -> tuple[list[tuple[str, str]], str]:
-    """(run id, panel label) of the runs the Room's loss chart draws, and a note saying which they are: the live
-    ones (queued, running, paused); when none is, the latest finished ones, so the chart never says "no runs"
-    over a table of runs. Labels are the learner and the run's readable name (unique, so no two panels read the
-    same; a row without a name falls back to its id)."""
-    live = [r for r in rows if r.get("state") in (*ACTIVE_STATES, "paused")][:ROOM_CHART_ACTIVE]
-    picked, note = live, ""
-    if not live and rows:
-        picked = rows[:ROOM_CHART_DONE]
-        note = (f"No run is training: the chart shows the latest {len(picked)} of {len(rows)} runs."
-                if len(rows) > len(picked) else "No run is training: the chart shows the runs below.")  # fmt: skip
+    """(run id, panel label) of the runs the Room's loss chart draws, and a note saying which of the table's runs
+    it leaves out and why ("" when it draws them all). Every run with a step to draw is drawn, whoever owns it and
+    whatever its state (a learner's finished run beside the prepared runs that train); the live ones (queued,
+    starting, running, paused) first, then the table's order (newest first), up to ROOM_CHART_MAX panels. A run at
+    step 0 has no loss yet: it is left out and counted in the note. Labels are the learner and the run's readable
+    name (unique, so no two panels read the same; a row without a name falls back to its id)."""
+    live_states = (*ACTIVE_STATES, "paused")
+    with_steps = [r for r in rows if (r.get("step") or 0) > 0]
+    ordered = [r for r in with_steps if r.get("state") in live_states]
+    ordered += [r for r in with_steps if r.get("state") not in live_states]
+    picked, over = ordered[:ROOM_CHART_MAX], ordered[ROOM_CHART_MAX:]
+    left = []
+    if no_step := [r for r in rows if (r.get("step") or 0) <= 0]:
+        left.append(f"{len(no_step)} run(s) at step 0, no loss to draw yet ({_by_state(no_step)})")
+    if over:
+        left.append(f"{len(over)} run(s) past the chart's {ROOM_CHART_MAX} panels ({_by_state(over)})")
+    note = (f"The chart draws {len(picked)} of the {len(rows)} runs in the table; not drawn: " + "; ".join(left)
+            + "." if left else "")  # fmt: skip
     labels = [f"{r.get('learner')} · {r.get('name') or r['run']}" for r in picked]
     return [(r["run"], label) for r, label in zip(picked, labels, strict=True)], note
+
+
+def _by_state(rows: list[dict]) -> str:
+    """ "3 queued, 1 starting": how many of `rows` are in each state, in the order they come."""
+    return ", ".join(f"{n} {state}" for state, n in Counter(str(r.get("state") or "unknown") for r in rows).items())
