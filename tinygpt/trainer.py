@@ -100,6 +100,9 @@ def make_optimizer(model: TinyGPT, config: TrainConfig) -> AdamW | OptimizerPair
     return OptimizerPair(muon, adamw)
 
 
+SPLITS = ("train", "val")  # what an eval scores by default: both splits (a run's loop asks for "val" alone between)
+
+
 class Trainer:
     """Owns the optimiser, the batch generator and the step counter of one model on one corpus."""
 
@@ -266,10 +269,10 @@ class Trainer:
         name = self.named_params[int(bad[0])][0] if len(bad) else "unknown"
         return {"where": "backward", "tensor": f"{name}.grad", "value": "non-finite"}
 
-    def evaluate(self, batches: int | None = None) -> dict[str, float]:
-        """Mean train and val loss on the fixed eval windows (see `evaluate_model`)."""
+    def evaluate(self, batches: int | None = None, splits: tuple[str, ...] = SPLITS) -> dict[str, float]:
+        """Mean loss of each split in `splits` on the fixed eval windows (see `evaluate_model`)."""
         return evaluate_model(
-            self.model, self.corpus, self.config.batch_size, batches or self.config.eval_batches, self.device
+            self.model, self.corpus, self.config.batch_size, batches or self.config.eval_batches, self.device, splits
         )
 
     # ------------------------------------------------------------------ state for checkpoints
@@ -289,8 +292,11 @@ class Trainer:
 
 
 @torch.no_grad()
-def evaluate_model(model: TinyGPT, corpus, batch_size: int, batches: int, device="cpu") -> dict[str, float]:
-    """Mean loss over `batches` batches of (batch_size, T) windows of each split, the same windows every time.
+def evaluate_model(
+    model: TinyGPT, corpus, batch_size: int, batches: int, device="cpu", splits: tuple[str, ...] = SPLITS
+) -> dict[str, float]:
+    """Mean loss over `batches` batches of (batch_size, T) windows of each split in `splits` ("train", "val"), the
+    same windows every time; the result has a `<split>_loss` for each.
 
     The windows come from a generator seeded with EVAL_SEED on every call, whatever the run's seed: every eval of
     every run with the same corpus, batch size and context reads the same text. So a wiggle in the val curve is
@@ -301,7 +307,7 @@ def evaluate_model(model: TinyGPT, corpus, batch_size: int, batches: int, device
     was_training = model.training
     model.eval()
     out = {}
-    for split in ("train", "val"):
+    for split in splits:
         total = torch.zeros((), device=device)  # a running sum: eval batches cost time, never memory
         for _ in range(batches):
             x, y = corpus.get_batch(split, batch_size, generator, device)  # (B, T) each

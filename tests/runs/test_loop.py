@@ -85,6 +85,12 @@ def test_a_run_publishes_everything(tmp_path, tiny_text):
     assert "applied" not in record and "nonfinite" not in record
     assert list(record["layer_grad_norms"]) == ["emb", "L0.attn", "L0.mlp", "L1.attn", "L1.mlp", "ln_f"]
     assert [e["step"] for e in reader.evals] == [10, 20]
+    # The held-out split at every eval, the training split only at the last step (the lab's memorisation check):
+    # no page draws an eval's train loss, and it is half of every eval's cost.
+    assert [sorted(k for k in e if k.endswith("_loss")) for e in reader.evals] == [
+        ["val_loss"],
+        ["train_loss", "val_loss"],
+    ]
     snapshots = [s["step"] for s in reader.attention_index()["snapshots"]]
     assert snapshots == [0, 5, 10, 15, 20]  # step 0 is the untrained model
     weights = reader.load_attention(0)

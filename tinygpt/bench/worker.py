@@ -55,7 +55,7 @@ def bare_tokens_per_s(config: RunConfig, steps: int | None = None, same_work: bo
     for _ in range(steps - 1):
         step = trainer.step_count  # the work a run does after step `step`'s record, before the next step
         if same_work and step % config.train.eval_interval == 0:
-            trainer.evaluate()
+            trainer.evaluate(splits=("val",))  # the loop's eval between steps (loop.evaluate)
         trainer.step()
     if device.type == "cuda":
         torch.cuda.synchronize()
