@@ -64,7 +64,13 @@ def dashboard() -> None:
     data = [d for run, label in drawn if (d := room_flags.run_data(run, readers[label]))]
     flags = room_flags.room_flags(data, room_flags.run_data(lecture, in_view.reader(store, lecture)))
     rows = room_flags.with_flags(rows, flags)
-    learners = {r["run"]: run_learner(read_owner(store.path(r["run"]))).get("id") for r in rows}
+    # Learners' runs only: the instructor's pages report no lesson position (resources.report_position), so their
+    # runs (the lecture, the prepared ones) would read "not seen" while the instructor teaches.
+    learners = {
+        r["run"]: run_learner(read_owner(store.path(r["run"]))).get("id")
+        for r in rows
+        if r.get("whose") == runlist.LEARNER
+    }
     rows = positions.with_positions(rows, learners, resources.positions(), len(lesson.STEPS))
     st.markdown("  \n".join(f"**{line}**" for line in runlist.room_counts(rows)))  # by owner: what each word says
     by_label = {label: flags.get(run, []) for run, label in drawn}

@@ -494,6 +494,10 @@ def test_the_room_page_draws_a_learners_finished_run_and_counts_the_prepared_run
     assert "Your runs (lecture and prepared): 1 training · 3 queued (4 in all)" in said
     captions = "\n".join(str(c.value) for c in at.caption)
     assert "The chart draws 2 of the 5 runs in the table; not drawn: 3 run(s) at step 0" in captions
+    # The instructor's pages report no lesson position: their runs' lesson cell is empty, never "not seen".
+    table = at.dataframe[0].value
+    lesson_of = dict(zip(table["learner"], table["lesson step"], strict=True))
+    assert lesson_of["teacher"] == "" and lesson_of["anna"] == "not seen"
 
 
 def test_the_room_table_shows_columns_that_fit_the_projector_and_drops_empty_ones():
