@@ -54,9 +54,10 @@ with right:
     # Two rows on a projector, so every label fits at large fonts ("Tr...", "Re..." in one row of five).
     rows = [st.columns(3), st.columns(3)] if large else [st.columns([1.3, 1, 1, 1, 1])]
     b = [c for row in rows for c in row]
-    train_clicked = b[0].button(
-        "Train", type="primary", icon=":material/play_arrow:", width="stretch", key=train_keys.W_TRAIN
-    )
+    b[0].button(  # its click kept by on_click until the page acts on it below, as the run's buttons' are
+        "Train", type="primary", icon=":material/play_arrow:", width="stretch", key=train_keys.W_TRAIN,
+        on_click=train_keys.click_train,
+    )  # fmt: skip
     # The run's buttons: fixed keys, outside the live view's fragment, their click kept by on_click until the page
     # acts on it below (train_keys.click_control). A queued run can be paused or stopped too (no redraw as it starts).
     allowed = (rules.can_pause, rules.can_resume, rules.can_step, rules.can_stop)
@@ -84,7 +85,7 @@ with right:
     if live and edits:  # settings that cannot change live: say that they need a new run
         messages.info(f"You changed {', '.join(edits)} in the form: only a new run takes that. **Train** starts it.")
 
-    if train_clicked:
+    if train_keys.take_train_click():  # a click in this script run or in one cut short
         launch.train_clicked(source, uploaded, learner, run_id if mine else None, messages)
     admission.slot_question(learner, messages)  # a second run waits for "stop the first?" (one slot a learner)
 
@@ -123,6 +124,8 @@ period = live_period.period(live_period.session_token()) if active else None
 
 @backlog.live_fragment(period)
 def live_view() -> None:
+    if train_keys.click_pending():  # a click whose full run was cut short: only the full run acts on it
+        st.rerun()
     rd = run.reader_now(store) if run else None  # the page's handle: on a timed refresh, polled again
     if rd is None:
         in_lesson = state.get(teach_keys.LESSON_SHOWN) and not learner.instructor  # a learner following the room
@@ -180,6 +183,8 @@ def live_view() -> None:
 def watch_state() -> None:
     """A page showing a run that is not training still follows it: when another tab (or the instructor) resumes,
     steps, stops or deletes it, the page redraws within ~2 s instead of showing "paused" until reloaded."""
+    if train_keys.click_pending():  # as in live_view: the full run acts on a kept click
+        st.rerun()
     if rd is None or active:  # nothing shown, or the live view already refreshes
         return
     form.send_settled_knobs()  # a paused run's knobs too

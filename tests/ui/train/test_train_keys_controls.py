@@ -55,3 +55,28 @@ def test_a_stop_click_whose_script_run_was_cut_short_still_stops_the_run(runs_di
         assert train_keys.CONTROL_CLICK not in at.session_state  # acted on once, then forgotten
     finally:
         resources.get_manager().stop(run_id)
+
+
+
+def test_a_train_click_whose_script_run_was_cut_short_still_starts_the_run(runs_dir, monkeypatch):
+    """The Train button keeps its click the same way (train_keys.click_train): a click whose script run ended
+    before the page reached its Train code starts the run on the next script run, once."""
+    from tinygpt.ui.train import guard
+
+    at = app_as(ANNA)
+    at.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
+    checked = guard.checked  # the page calls it between the buttons and the Train code: stop the run there
+    monkeypatch.setattr(guard, "checked", lambda *a: st.stop())
+    at.button(key=train_keys.W_TRAIN).click().run()
+    assert not at.exception, at.exception
+    assert at.session_state[train_keys.TRAIN_CLICK] is True and not at.session_state.get(state.RUN_ID)
+    monkeypatch.setattr(guard, "checked", checked)
+    at.run()  # the next script run, with no click in it, acts on the kept one
+    run_id = at.session_state[state.RUN_ID]
+    try:
+        assert run_id and (runs_dir / run_id).is_dir()
+        assert train_keys.TRAIN_CLICK not in at.session_state
+        at.run()
+        assert at.session_state[state.RUN_ID] == run_id and len([p for p in runs_dir.iterdir() if p.is_dir()]) == 1
+    finally:
+        resources.get_manager().stop(run_id)

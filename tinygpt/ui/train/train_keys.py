@@ -52,6 +52,7 @@ FORM_RUN = "form_run"  # (run id, its preset label or None): the run the form la
 FORM_REPLACED = "form_replaced"  # (monotonic time, {widget key: (value replaced, value put)}): form.replace_fields
 FORM_BASE = "form_base"  # (run id, {field: value}): the form when that run came into view, to tell this viewer's edits
 CONTROL_CLICK = "control_click"  # (command, run id): a Pause/Resume/Step/Stop click the page has not acted on yet
+TRAIN_CLICK = "train_click"  # True: a Train click the page has not acted on yet (click_train)
 STEP_REQUESTED_AT = "step_requested_at"  # unix time of the last Step click: refresh a paused run's view briefly
 
 
@@ -79,3 +80,20 @@ def take_control_click(run: str | None) -> str | None:
     for another run (the page shows another one now) is dropped."""
     command, clicked_for = st.session_state.pop(CONTROL_CLICK, None) or (None, None)
     return command if run and clicked_for == run else None
+
+
+def click_train() -> None:
+    """The Train button's on_click: kept until the page starts the run (`take_train_click`), for the reason
+    `click_control` gives (a script run cut short by another request took a plain button's click with it)."""
+    st.session_state[TRAIN_CLICK] = True
+
+
+def take_train_click() -> bool:
+    """Whether Train was clicked since the page last acted on it (then forgotten)."""
+    return bool(st.session_state.pop(TRAIN_CLICK, False))
+
+
+def click_pending() -> bool:
+    """A kept click the page's full run has not acted on yet: a fragment's rerun (which does not run the page's
+    button code) asks for the full run instead of leaving the click waiting for the next widget change."""
+    return TRAIN_CLICK in st.session_state or CONTROL_CLICK in st.session_state
