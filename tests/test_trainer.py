@@ -140,6 +140,18 @@ def test_loss_falls(tiny_text):
     assert trainer.evaluate()["train_loss"] < first - 0.5
 
 
+def test_an_eval_of_the_held_out_split_alone_reads_the_same_windows_as_one_of_both(tiny_text):
+    """The loop scores only "val" between a run's first and last step: its windows must be the ones an eval of both
+    splits reads (the generator draws the training windows first), or a run's val curve would change windows at
+    its last eval, and the speedrun's target (the yardstick's eval of both splits) would be judged on other text."""
+    trainer = make_trainer(tiny_text)
+    for _ in range(5):
+        trainer.step()
+    both, alone = trainer.evaluate(), trainer.evaluate(splits=("val",))
+    assert "train_loss" not in alone and set(both) >= {"train_loss", "val_loss"}
+    assert alone["val_loss"] == both["val_loss"] and alone["val_batch_losses"] == both["val_batch_losses"]
+
+
 def test_checkpoint_round_trip_and_exact_resume(tiny_text, tmp_path):
     straight = make_trainer(tiny_text)
     losses = [straight.step()["loss"] for _ in range(20)]

@@ -269,8 +269,9 @@ class Trainer:
         name = self.named_params[int(bad[0])][0] if len(bad) else "unknown"
         return {"where": "backward", "tensor": f"{name}.grad", "value": "non-finite"}
 
-    def evaluate(self, batches: int | None = None, splits: tuple[str, ...] = SPLITS) -> dict[str, float]:
-        """Mean loss of each split in `splits` on the fixed eval windows (see `evaluate_model`)."""
+    def evaluate(self, batches: int | None = None, splits: tuple[str, ...] = SPLITS) -> dict[str, Any]:
+        """Mean loss of each split in `splits` on the fixed eval windows, and the val batches' own losses
+        (`evaluate_model`)."""
         return evaluate_model(
             self.model, self.corpus, self.config.batch_size, batches or self.config.eval_batches, self.device, splits
         )
@@ -294,26 +295,41 @@ class Trainer:
 @torch.no_grad()
 def evaluate_model(
     model: TinyGPT, corpus, batch_size: int, batches: int, device="cpu", splits: tuple[str, ...] = SPLITS
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Mean loss over `batches` batches of (batch_size, T) windows of each split in `splits` ("train", "val"), the
-    same windows every time; the result has a `<split>_loss` for each.
+    same windows every time (a `<split>_loss` for each), and what the held-out mean's noise is computed from.
 
     The windows come from a generator seeded with EVAL_SEED on every call, whatever the run's seed: every eval of
     every run with the same corpus, batch size and context reads the same text. So a wiggle in the val curve is
     the model changing, not a new draw of batches, and runs in Compare (other seeds, other optimizers, the
     speedrun's recipes) are scored on identical windows.
+
+    Returns `<split>_loss` (a float) for each split asked, and for the held-out split: val_batch_losses (`batches` floats, each
+    batch's mean over its B x T predictions, in draw order: two runs' lists pair batch by batch, the same windows),
+    val_tokens (the held-out split's length) and batch_shape [B, T]. A difference of two runs' held-out losses is
+    judged with these (tinygpt.lab.verdict.held_out_noise says how the overlap of windows is counted).
     """
     generator = torch.Generator().manual_seed(EVAL_SEED)
     was_training = model.training
     model.eval()
-    out = {}
-    for split in splits:
+    out: dict[str, Any] = {}
+    for split in SPLITS:
         total = torch.zeros((), device=device)  # a running sum: eval batches cost time, never memory
-        for _ in range(batches):
+        losses = torch.zeros(batches, device=device)  # (batches,): one device-to-host copy at the end, not one a batch
+        for i in range(batches):
             x, y = corpus.get_batch(split, batch_size, generator, device)  # (B, T) each
+            if split not in splits:  # drawn all the same: the next split's windows stay the ones it always reads
+                continue
             logits = model(x)  # (B, T, V)
-            total += F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)).float()
+            losses[i] = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1)).float()  # mean of B*T
+            total += losses[i]
+        if split not in splits:
+            continue
         out[f"{split}_loss"] = float(total) / batches
+        if split == "val":
+            out["val_batch_losses"] = [round(v, 6) for v in losses.tolist()]  # 1e-6 nats: far below any noise
+            out["val_tokens"] = len(corpus.val_data) if hasattr(corpus, "val_data") else None
+            out["batch_shape"] = [int(batch_size), int(x.shape[1])]
     model.train(was_training)
     return out
 

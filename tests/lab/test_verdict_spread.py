@@ -49,10 +49,12 @@ def test_within_is_true_only_when_the_whole_interval_is_inside():
     assert ok is None and "straddles ±0.05" in words
 
 
-def test_the_held_out_difference_carries_the_pairs_training_noise():
+def test_a_held_out_difference_without_eval_batches_borrows_the_training_noise_and_says_so():
+    """Runs from before the eval recorded its batches (test_verdict_held_out_noise: with them, the held-out noise)."""
     a, b = run(**series(2.5, batch_noise(0.05), 0.01, 1)), run(**series(2.3, batch_noise(0.05), 0.01, 2))
     held = held_out_difference(a, b)
     assert held.mean == pytest.approx(0.2) and held.standard_error is not None and held.paired
+    assert "the training noise, paired over 20 shared steps: the eval recorded no held-out spread" in held.noise()
     a.final_val_loss = None
     assert held_out_difference(a, b).mean is None
 

@@ -106,6 +106,18 @@ def _train_chars(run_dir: Path) -> int | None:
         return None
 
 
+def held_out_batches(record: dict) -> dict[str, Any]:
+    """The RunResult fields an eval record's held-out batches give (trainer.evaluate_model), or none for a record
+    from before the eval wrote them, or one whose numbers do not fit (the verdict then says it fell back)."""
+    losses, tokens, shape = record.get("val_batch_losses"), record.get("val_tokens"), record.get("batch_shape")
+    numbers = isinstance(losses, list) and all(isinstance(v, (int, float)) for v in losses)
+    if not (numbers and isinstance(tokens, int) and isinstance(shape, list) and len(shape) == 2):
+        return {}
+    if not all(isinstance(v, int) and v > 0 for v in shape):
+        return {}
+    return {"val_batch_losses": tuple(losses), "val_tokens": tokens, "eval_batch_shape": (shape[0], shape[1])}
+
+
 def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunResult:
     """A RunResult from a polled RunReader; `probe(run_dir, step)` (e.g. checkpoint_probe) adds leak numbers."""
     status = reader.status() or {}
@@ -145,6 +157,7 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         mid_loss=finite_mean([m.get("loss") for m in middle]),
         final_val_loss=(reader.evals[-1].get("val_loss") if reader.evals else None),
         final_eval_train_loss=(reader.evals[-1].get("train_loss") if reader.evals else None),
+        **held_out_batches(reader.evals[-1] if reader.evals else {}),
         chars_read=_chars_read(reader.config() or {}, max_steps),
         train_chars=_train_chars(reader.run_dir),
         max_loss_early=max([m["loss"] for m in early if isinstance(m.get("loss"), float)], default=None),

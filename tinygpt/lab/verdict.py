@@ -5,7 +5,8 @@ number that was not measured ("not measured", "diverged at step N" for a NaN).
 Issue 33 added the rest of what a verdict stands on: a run is judged only when it took its whole step budget
 (`RunResult.ran_to_the_end`, experiment.ended_early); a difference of two runs' losses is judged against the noise
 of their per-step difference, paired over the steps both logged (`loss_difference`), and printed with that
-interval; the spread decides: a loss clause holds only when that whole interval clears its bar (`clears`,
+interval (a held-out difference with the noise of the held-out windows themselves, `held_out_difference`); the
+spread decides: a loss clause holds only when that whole interval clears its bar (`clears`,
 `within`), and one that straddles it is "not enough data"; held-out loss backs every loss clause (`held_out`: a
 held-out loss not recorded is a clause not measured, never dropped), and runs that learned their text by heart
 leave "not enough data" (`memorised`). A clause may be a consequence of the pitfall seen on some corpora rather
@@ -67,6 +68,13 @@ class RunResult:
     final_eval_train_loss: float | None = None
     chars_read: int | None = None  # characters the run's budget reads: max_steps x batch size x context
     train_chars: int | None = None  # characters of its training split, where known (a text corpus of its own)
+    # The last eval's own held-out numbers (trainer.evaluate_model): each of its batches' mean val loss, in draw order
+    # (the same windows for every run of a corpus, batch size and context), the held-out split's length and the
+    # eval's (B, T). `held_out_difference` computes the held-out gap's noise from them; a run folder from before the
+    # eval recorded them has () / None, and the gap then borrows the training noise, saying so.
+    val_batch_losses: tuple[float, ...] = ()
+    val_tokens: int | None = None
+    eval_batch_shape: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         """A NaN or infinite number was not measured: it becomes None, so no clause reads it and no sentence prints
@@ -78,6 +86,9 @@ class RunResult:
                 if f.name in LOSS_FIELDS and not self.nonfinite_loss:
                     self.nonfinite_loss = f.name
         self.final_losses = tuple((int(s), float(v)) for s, v in self.final_losses if finite(v))
+        batches = tuple(self.val_batch_losses or ())
+        # One batch not finite and the rest cannot be paired batch by batch: no held-out spread, never a partial one
+        self.val_batch_losses = tuple(float(v) for v in batches) if all(finite(v) for v in batches) else ()
         self.layer_grad_norms = {k: v for k, v in self.layer_grad_norms.items() if finite(v)}
         if self.nonfinite_loss and self.diverged_step is None:
             self.diverged_step = self.steps
@@ -246,15 +257,16 @@ class Difference:
 
     mean: float | None
     standard_error: float | None
-    steps: int  # how many step losses each side of the difference averages
+    steps: int  # how many step losses (or, held-out, eval batches) each side of the difference averages
     paired: bool
+    basis: str = ""  # what the noise was measured on, when not the training steps (`held_out_difference`)
 
     def noise(self, digits: int = 2) -> str:
         """ "± 0.05 (3 s.e., paired over 20 shared steps)": the half-width the difference is judged against."""
         if self.standard_error is None:
             return "(its noise not measured)"
         kind = f"paired over {self.steps} shared steps" if self.paired else "unpaired: the runs' own noise added"
-        return f"± {NOISE_SIGMAS * self.standard_error:.{digits}f} ({NOISE_SIGMAS} s.e., {kind})"
+        return f"± {NOISE_SIGMAS * self.standard_error:.{digits}f} ({NOISE_SIGMAS} s.e., {self.basis or kind})"
 
     def interval(self, digits: int = 2) -> str:
         """ "0.30 ± 0.05 (3 s.e., paired over 20 shared steps)", or "not measured"."""
@@ -300,14 +312,69 @@ def within(difference: Difference, allowed: float, sigmas: float = NOISE_SIGMAS)
     return None, f"not enough data: {interval} straddles ±{allowed:.2f}"
 
 
+def held_out_variance(batch_losses: list[float], batch_shape: tuple[int, int], val_tokens: int) -> float | None:
+    """The variance of an eval's held-out mean (or of a paired difference of two, given the per-batch differences)
+    as an estimate of the loss on text of its kind: None for fewer than two batches.
+
+    Shapes: `batch_losses` (n,), each the mean over a batch of B windows x T predictions; the windows are drawn at
+    random, with replacement, from the held-out split's N - T overlapping windows (data.Corpus.get_batch).
+
+    Two noises add. (1) The eval's own draw: the batches' spread s over sqrt(n), the naive standard error; s^2 x B is
+    one window's variance. (2) The held-out text itself, a sample of its kind, and on a short text by far the larger:
+    the n x B windows read overlap (neighbours share T - 1 of their T characters), so they are not n x B pieces of
+    evidence; the N - 1 characters predicted hold about (N - 1) / T windows that do not overlap, and that is the
+    sample size counted here. So var = s^2 x (1 / n + B x T / (N - 1)). On the 2,000-character text (N = 200,
+    B = T = 16, the lab's n = 5) that is s^2 x 1.49 where the naive s^2 / n is s^2 x 0.2, 2.7 times the width: the
+    mask's gaps then print ±0.37-0.55 at 3 s.e., as a block bootstrap over every held-out window gave (±0.38-0.53,
+    BENCHMARKS.md), where the training noise it borrowed before gave ±0.04-0.06. On Tiny Shakespeare (N = 111,540)
+    1 / n dominates: the eval's own draw. Recomputing batches over non-overlapping windows instead would have
+    changed every run's val_loss (its curve, its best), and a 200-character split holds only 12 such windows of 16.
+    Left out: s from n = 5 batches has 4 degrees of freedom, so the width itself is uncertain by about a third."""
+    n = len(batch_losses)
+    if n < 2 or val_tokens is None or val_tokens < 2:
+        return None
+    centre = sum(batch_losses) / n
+    spread2 = sum((v - centre) ** 2 for v in batch_losses) / (n - 1)  # s^2: the variance of one batch's mean
+    windows_per_batch, context = batch_shape
+    return spread2 * (1 / n + windows_per_batch * context / (val_tokens - 1))
+
+
+def _held_out_sides(run: RunResult) -> tuple[tuple[int, int], int] | None:
+    """(batch shape, held-out length) of a run whose last eval recorded its batches, else None."""
+    if len(run.val_batch_losses) < 2 or not run.eval_batch_shape or not run.val_tokens:
+        return None
+    return tuple(run.eval_batch_shape), int(run.val_tokens)
+
+
 def held_out_difference(a: RunResult, b: RunResult) -> Difference:
-    """a's held-out loss minus b's, with the noise of the pair's training difference (`loss_difference`): the last
-    eval records one mean per run, no spread of its own, and the paired step-to-step noise of the same two runs is
-    the nearest measured stand-in (None when either held-out loss was not recorded)."""
-    train = loss_difference(a, b)
+    """a's held-out loss minus b's, with the held-out noise of the last eval (`held_out_variance`): paired batch by
+    batch when both runs scored the same windows (the same batch shape, split and number of batches: the eval's
+    windows are seeded with EVAL_SEED), a hard passage being hard for both; else each run's own noise added. A run
+    folder from before the eval recorded its batches: the pair's training noise (`loss_difference`) stands in, and
+    its words say so (on a 200-character held-out split it was 7-10 times too narrow). Mean None when either held-out
+    loss was not recorded."""
     known = a.final_val_loss is not None and b.final_val_loss is not None
     mean = a.final_val_loss - b.final_val_loss if known else None
-    return Difference(mean, train.standard_error, train.steps, train.paired)
+    sides = [_held_out_sides(r) for r in (a, b)]
+    if sides[0] is None or sides[1] is None:
+        train = loss_difference(a, b)
+        kind = f"paired over {train.steps} shared steps" if train.paired else "the runs' own step noise added"
+        basis = (
+            f"the training noise, {kind}: the eval recorded no held-out spread (a run from before it did), so "
+            "on a small held-out split this is too narrow"
+        )
+        return Difference(mean, train.standard_error, train.steps, train.paired, basis=basis)
+    (shape, tokens), n = sides[0], len(a.val_batch_losses)
+    where = f"{tokens:,} held-out characters, about {(tokens - 1) // shape[1]:,} windows of {shape[1]} without overlap"
+    if sides[0] == sides[1] and len(b.val_batch_losses) == n:
+        diffs = [x - y for x, y in zip(a.val_batch_losses, b.val_batch_losses, strict=True)]
+        variance = held_out_variance(diffs, shape, tokens)
+        basis = f"paired over {n} held-out batches, the same windows; {where}"
+        return Difference(mean, None if variance is None else variance**0.5, n, True, basis=basis)
+    variances = [held_out_variance(list(r.val_batch_losses), *side) for r, side in zip((a, b), sides, strict=True)]
+    error = None if None in variances else sum(variances) ** 0.5
+    basis = "unpaired: the runs' evals read different held-out windows, each one's held-out noise added"
+    return Difference(mean, error, n, False, basis=basis)
 
 
 def loss_difference(a: RunResult, b: RunResult) -> Difference:

@@ -60,8 +60,9 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         # Held-out first: a leaky model reads the future in held-out windows too, so its loss collapses there as
         # much, while a causal run that memorised a small text is low on its training windows only (issue 33: a
         # cheat gap of 0.504 against 0.50 on 2,000 characters). Training loss where the runs recorded no held-out
-        # loss. Either way the gap's interval decides (verdict.clears): the held-out one carries the pair's paired
-        # training noise, the eval recording no spread of its own (verdict.held_out_difference).
+        # loss. Either way the gap's interval decides (verdict.clears): the held-out one carries the noise of the
+        # held-out windows, paired over the eval's batches (verdict.held_out_difference; on a 200-character split
+        # ±0.4-0.5 at 3 s.e., where the training noise was ±0.05), or says it borrowed the training noise.
         held = causal.final_val_loss is not None and leaky.final_val_loss is not None
         train_difference = loss_difference(causal, leaky)
         difference = held_out_difference(causal, leaky) if held else train_difference
@@ -87,9 +88,11 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         observed[f"cheat gap (nats), {label}"] = train_difference.interval()
         if held:
             observed[f"held-out loss, {label}"] = leaky.final_val_loss
+            observed[f"held-out cheat gap (nats), {label}"] = difference.interval()
             cheat = (
                 f"held-out loss {fmt(leaky.final_val_loss)} ({difference.mean:.2f} {below} causal's "
-                f"{fmt(causal.final_val_loss)}; needs {margin:.2f}; {spread}), train loss "
+                f"{fmt(causal.final_val_loss)}; needs {margin:.2f}; {spread}, the gap's noise "
+                f"{difference.noise()}), train loss "
                 f"{fmt(leaky.final_train_loss)} ({train_difference.interval()} below)"
             )
         else:

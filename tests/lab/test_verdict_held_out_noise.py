@@ -1,0 +1,108 @@
+"""The held-out gap's own noise (verdict.held_out_difference, verdict.held_out_variance): the eval records its
+batches' held-out losses (trainer.evaluate_model), two runs scored on the same windows pair batch by batch, and the
+overlap of windows on a short held-out split is counted, so 200 held-out characters give a wide interval and a
+long text a narrow one. An eval record from before (no per-batch losses) falls back to the training noise and says
+so. Untrained tiny models (hidden 16, one layer), one eval each: a second or two in all."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+
+from tinygpt.config import TransformerConfig
+from tinygpt.data import Corpus
+from tinygpt.lab.pitfalls.mask import judge as mask_judge
+from tinygpt.lab.results import held_out_batches
+from tinygpt.lab.verdict import NOISE_SIGMAS, RunResult, held_out_difference, held_out_variance
+from tinygpt.model import TinyGPT
+from tinygpt.trainer import evaluate_model
+
+BATCH, CONTEXT, BATCHES = 16, 16, 20  # the default eval (the lab's demo preset reads 5), windows of 16 as in mask
+
+
+def words(chars: int, seed: int = 5) -> str:
+    rng = random.Random(seed)
+    vocab = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "hat", "and", "fox", "was", "in"]
+    out, length = [], 0
+    while length < chars:
+        out.append(rng.choice(vocab) + rng.choice(" .\n" if rng.random() < 0.2 else " "))
+        length += len(out[-1])
+    return "".join(out)[:chars]
+
+
+def scored(text: str, model_seed: int) -> dict:
+    """One eval of an untrained model, as evals.jsonl stores it (through JSON)."""
+    corpus = Corpus.from_text(text, block_size=CONTEXT)
+    torch.manual_seed(model_seed)
+    config = TransformerConfig(vocab_size=corpus.tokenizer.vocab_size, hidden_dim=16, num_layers=1, num_heads=2,
+                               max_seq_len=CONTEXT)  # fmt: skip
+    return json.loads(json.dumps(evaluate_model(TinyGPT(config), corpus, BATCH, BATCHES)))
+
+
+def result(record: dict) -> RunResult:
+    """A finished run whose training noise is the same tiny number whatever its text (what the old code borrowed)."""
+    final = tuple((481 + i, 2.0 + 0.001 * (i % 2)) for i in range(20))
+    return RunResult("finished", 500, final_train_loss=2.0, final_val_loss=record["val_loss"], max_loss_early=None,
+                     clip_events_early=0, mean_entropy=None, mean_max_weight=None, max_steps=500,
+                     final_losses=final, final_loss_std=0.0005, **held_out_batches(record))  # fmt: skip
+
+
+def test_the_eval_records_its_held_out_batches():
+    record = scored(words(2_000), 1)
+    assert len(record["val_batch_losses"]) == BATCHES
+    assert sum(record["val_batch_losses"]) / BATCHES == pytest.approx(record["val_loss"], abs=1e-5)
+    assert record["val_tokens"] == 200 and record["batch_shape"] == [BATCH, CONTEXT]
+    # the same windows for every run: another model's batches differ, its windows do not (EVAL_SEED)
+    assert scored(words(2_000), 2)["val_batch_losses"] != record["val_batch_losses"]
+
+
+def test_a_small_held_out_split_gives_a_wide_interval_a_long_one_a_narrow_one():
+    short = held_out_difference(result(scored(words(2_000), 1)), result(scored(words(2_000), 2)))
+    long = held_out_difference(result(scored(words(100_000), 1)), result(scored(words(100_000), 2)))
+    for gap in (short, long):
+        assert gap.paired and gap.steps == BATCHES and "paired over 20 held-out batches" in gap.noise()
+    # The old code gave both the pair's training noise (here 0.0002): the same interval whatever the held-out size.
+    assert long.standard_error > 0.001 and short.standard_error > 3 * long.standard_error
+    assert "200 held-out characters, about 12 windows of 16 without overlap" in short.noise()
+    assert "10,000 held-out characters" in long.noise()
+
+
+def test_the_variance_counts_the_windows_a_short_text_holds():
+    """s^2 x (1/n + B x T / (N - 1)): the eval's own draw plus the held-out text as a sample of its kind."""
+    losses = [2.0, 2.2, 1.9, 2.1, 2.3, 1.8]
+    s2 = sum((v - 2.05) ** 2 for v in losses) / 5
+    assert held_out_variance(losses, (16, 16), 200) == pytest.approx(s2 * (1 / 6 + 256 / 199))
+    assert held_out_variance(losses, (16, 16), 10**9) == pytest.approx(s2 / 6, rel=1e-5)  # long: the naive s/sqrt(n)
+    assert held_out_variance([2.0], (16, 16), 200) is None  # one batch has no spread
+
+
+def test_runs_scored_on_other_windows_add_their_own_noise():
+    a, b = scored(words(2_000), 1), scored(words(2_000), 2)
+    b["batch_shape"] = [8, CONTEXT]  # another batch size: other windows, nothing to pair
+    gap = held_out_difference(result(a), result(b))
+    assert not gap.paired and gap.standard_error > 0 and "unpaired" in gap.noise()
+
+
+def test_an_eval_record_from_before_falls_back_to_the_training_noise_and_says_so():
+    old = {"step": 500, "train_loss": 1.2, "val_loss": 2.4}  # evals.jsonl as it was
+    assert held_out_batches(old) == {}
+    a, b = result(old), result(scored(words(2_000), 2))
+    gap = held_out_difference(a, b)
+    assert gap.standard_error == pytest.approx(held_out_difference(result(old), result(old)).standard_error)
+    assert "the eval recorded no held-out spread" in gap.noise() and NOISE_SIGMAS == 3
+
+
+def test_the_mask_verdict_prints_the_held_out_noise_it_used():
+    causal, leaky = result(scored(words(2_000), 1)), result(scored(words(2_000), 2))
+    causal.final_val_loss, leaky.final_val_loss, leaky.final_train_loss = 2.4, 0.15, 0.15
+    for r, leak, no_peek in ((causal, 0.0, 2.1), (leaky, 5.0, 8.0)):
+        r.leak, r.no_peek_loss, r.initial_loss = leak, no_peek, 3.0
+    verdict = mask_judge({"causal": causal, "off_by_one": leaky, "none": leaky})
+    assert verdict.reproduced is True, verdict.sentence
+    assert "the gap's noise ± " in verdict.sentence and "paired over 20 held-out batches" in verdict.sentence
+    leaky.val_batch_losses = ()  # a run folder from before the eval recorded its batches
+    words_now = mask_judge({"causal": causal, "off_by_one": leaky, "none": leaky}).sentence
+    assert "the eval recorded no held-out spread" in words_now
