@@ -135,6 +135,10 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
         prediction_view.book().answer(STEP.key, "c" * 16, "cleo", RIGHT_ANSWER, STEP.answers)
     learners["cleo"].run()
     assert any("not sure" in str(i.value) for i in learners["cleo"].sidebar.info)
+    # A learner who chose nothing before the check: the pane says so (it raised an AttributeError and went blank).
+    dora = session(Actor("d" * 16, "dora"))
+    assert not dora.exception, dora.exception
+    assert radio(dora) is None and any("No prediction" in str(c.value) for c in dora.sidebar.caption)
     # A new class: the instructor clears the answers; the question is open again.
     next(b for b in room.button if b.label == "Clear every step's answers").click().run()
     assert prediction_view.book().step(STEP.key) == ({}, None)

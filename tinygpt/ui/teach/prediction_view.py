@@ -49,9 +49,11 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
     pages = book()
     pages.settle(step.key, predictions.outcome_of(check), actor.id)  # the check appeared to this learner
     records, room_outcome = pages.step(step.key)
-    record = records.get(actor.id) or {}
-    mine = record.get("answer")
-    outcome = predictions.learner_outcome(record, room_outcome)
+    # Not `record`: that name is the module whose words the caption below uses (a learner without a prediction
+    # got an AttributeError and a blank page where the check appeared).
+    entry = records.get(actor.id) or {}
+    mine = entry.get("answer")
+    outcome = predictions.learner_outcome(entry, room_outcome)
     if outcome is None:
         if state.get(_key(step)) != mine:  # the book is the truth: a refresh, another tab, a cleared room
             if mine is None:
