@@ -7,11 +7,9 @@ from tinygpt.ui import frame, state
 frame.require()
 
 
-import time
 
 import streamlit as st
 
-from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.ui.host import live as live_period
 from tinygpt.ui.host import resources
@@ -89,23 +87,7 @@ with right:
         launch.train_clicked(source, uploaded, learner, run_id if mine else None, messages)
     admission.slot_question(learner, messages)  # a second run waits for "stop the first?" (one slot a learner)
 
-    command = train_keys.take_control_click(run_id)  # a click for this run, in this script run or one cut short
-    if command and run:
-        try:
-            if command == "pause":
-                run.pause()
-            if command == "resume":  # another run of this learner's may hold their slot: admission asks first
-                admission.attempt(lambda check: admission.resume(learner, run_id, check), "resume this run", messages)
-            if command == "step":
-                run.step(int(state.get(train_keys.W_STEP_N)))
-                train_keys.mark_step_requested()
-            if command == "stop":
-                run.stop()
-        except TinyGPTError as e:
-            messages.error(safe.md(e))
-        else:
-            time.sleep(0.2)  # let the worker answer, so the status below is the new one
-            st.rerun()
+    launch.run_button_clicked(run, learner, messages)  # a click for this run, in this script run or one cut short
 
 # ---------------------------------------------------------------- live view
 

@@ -370,10 +370,7 @@ class _Loop:
         self.writer.append_scores(record)
 
     def evaluate(self, last: bool = False) -> None:
-        # The held-out split at every eval (the val curve, best_val_loss); the training split's windows only at the
-        # run's last step, where the lab asks whether a run memorised its text (tinygpt.lab.verdict.memorised). No
-        # page draws an eval's train loss (the chart's training curve is the steps' own losses), and the split is
-        # half of every eval's cost: 0.13 of 0.26 s at the Fast preset's 20 batches of 12 x 64.
+        # Train split at the last step only (the lab's memorisation check): no page draws it; half an eval's cost.
         losses = self.trainer.evaluate(splits=SPLITS if last else ("val",))
         step = self.trainer.step_count
         self.writer.append_eval({"step": step, **losses})

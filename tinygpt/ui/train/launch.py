@@ -3,6 +3,7 @@ training slot per learner: a second Train asks before stopping the first) and th
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import streamlit as st
@@ -55,3 +56,27 @@ def train_clicked(source: str, uploaded: Any, learner: Actor, parent: str | None
         messages.error(safe.md(e))
         return
     admission.attempt(lambda check_slot: start(config, learner, parent, check_slot), "start the new run", messages)
+
+
+def run_button_clicked(run, learner: Actor, messages) -> None:
+    """Act on a Pause / Resume / Step / Stop click kept for the run in view (`train_keys.take_control_click`: in
+    this script run or one cut short), through the page's run handle, then redraw with the worker's answer."""
+    command = train_keys.take_control_click(run.id if run else None)
+    if not command or run is None:
+        return
+    try:
+        if command == "pause":
+            run.pause()
+        if command == "resume":  # another run of this learner's may hold their slot: admission asks first
+            run_id = run.id
+            admission.attempt(lambda check: admission.resume(learner, run_id, check), "resume this run", messages)
+        if command == "step":
+            run.step(int(state.get(train_keys.W_STEP_N)))
+            train_keys.mark_step_requested()
+        if command == "stop":
+            run.stop()
+    except TinyGPTError as e:
+        messages.error(safe.md(e))
+    else:
+        time.sleep(0.2)  # let the worker answer, so the status below is the new one
+        st.rerun()
