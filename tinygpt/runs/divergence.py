@@ -57,3 +57,17 @@ def blowup_reason(
     fields = dict(rule="loss_above_uniform", limit=limit, mean_loss=mean, first_step=first, steps=steps,
                   checkpoint=before[-1] if before else None)  # fmt: skip
     return reason, fields
+
+
+def diverged_release_reason(diverged: str, release: str) -> str:
+    """The reason of a diverged run whose worker the manager let go (`release`: "paused: its training slot went to
+    a queued run; resume it to continue"): it stays diverged, with its own reason first, and says what a resume
+    would do then. A resume restarts it from its newest checkpoint with the settings that diverged, so "resume it
+    to continue" is not the advice: the settings change once it is resumed (a queued or starting run takes knob
+    changes before its first step)."""
+    why = release.removeprefix("paused:").split(";")[0].strip() or "its worker was let go"
+    return (
+        f"{diverged.rstrip()} Its worker has ended since ({why}): resuming restarts it from its newest checkpoint "
+        "with the settings that diverged, so change them right after you resume it (a queued run takes them "
+        "before its first step)."
+    )
