@@ -343,6 +343,18 @@ def test_a_diverged_run_released_for_a_queued_run_stays_diverged_and_keeps_why(t
     assert "resume it to continue" not in status["reason"] and "settings that diverged" in status["reason"]
 
 
+def test_a_diverged_worker_killed_on_release_stays_diverged():
+    """The manager's record when a released worker does not answer and is killed (tinygpt.runs.slots.release)."""
+    from tinygpt.runs.divergence import killed_on_release
+
+    release = "paused: its training slot went to a queued run; resume it to continue"
+    state, reason = killed_on_release({"state": "diverged", "reason": "diverged at step 50: loss nan."}, release)
+    assert state == "diverged" and reason.startswith("diverged at step 50: loss nan.")
+    assert "its training slot went to a queued run" in reason and "resume it to continue" not in reason
+    assert killed_on_release({"state": "paused"}, release) == ("paused", f"{release} (the worker did not respond "
+                                                                          "and was killed)")  # fmt: skip
+
+
 def test_an_exception_marks_the_run_failed_with_its_message(tmp_path):
     config = tiny("too short")
     store, run_id, run_dir = new_run(tmp_path, config)

@@ -71,3 +71,16 @@ def diverged_release_reason(diverged: str, release: str) -> str:
         "with the settings that diverged, so change them right after you resume it (a queued run takes them "
         "before its first step)."
     )
+
+
+def released_as(diverged: str, release: str) -> tuple[str, str]:
+    """(state, reason) of a run whose worker the manager let go with reason `release`: paused, or, when it had
+    diverged (`diverged`: why; "" if it had not), diverged with that reason first (diverged_release_reason)."""
+    return ("diverged", diverged_release_reason(diverged, release)) if diverged else ("paused", release)
+
+
+def killed_on_release(status: dict, release: str) -> tuple[str, str]:
+    """released_as for a worker killed for not answering its release, from its run's status.json."""
+    diverged = str(status.get("reason") or "diverged") if status.get("state") == "diverged" else ""
+    state, reason = released_as(diverged, release)
+    return state, f"{reason} (the worker did not respond and was killed)"

@@ -35,7 +35,7 @@ import time
 from typing import Any
 
 from ..errors import TinyGPTError
-from .divergence import diverged_release_reason
+from .divergence import killed_on_release
 from .files import (
     ACTIVE_STATES,
     PAUSED_STATES,
@@ -356,13 +356,8 @@ class Slots:
             job.released = True
         self.send(job, {"cmd": "release", "reason": reason})
         job.deadline = time.monotonic() + self.stop_grace
-        if job.killed_as is None:
-            status = read_status(self.store.path(job.run_id))
-            if status.get("state") == "diverged":  # it stays diverged, its reason first (not "paused: ...")
-                said = diverged_release_reason(str(status.get("reason") or "diverged"), reason)
-                job.killed_as = ("diverged", f"{said} The worker did not respond and was killed.")
-            else:
-                job.killed_as = ("paused", f"{reason} (the worker did not respond and was killed)")
+        if job.killed_as is None:  # a diverged run stays diverged, its reason first
+            job.killed_as = killed_on_release(read_status(self.store.path(job.run_id)), reason)
 
     # ---------------------------------------------------------------- the monitor
 
