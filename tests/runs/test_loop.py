@@ -320,6 +320,41 @@ def test_diverged_run_waits_paused_for_a_command(tmp_path, tiny_text):
     assert result == ["stopped"]
 
 
+def test_a_diverged_run_released_for_a_queued_run_stays_diverged_and_keeps_why(tmp_path, tiny_text):
+    """The slot of a diverged run went to a queued run (tinygpt.runs.slots._evict_paused): its status said
+    "diverged: paused: its training slot went to a queued run; resume it to continue", the overflow lost, and a
+    resume restarts it with the settings that diverged."""
+    config = tiny(tiny_text, softmax="naive", attn_scale_mult=1e4, max_steps=50)
+    store, run_id, run_dir = new_run(tmp_path, config)
+    control = QueueControl()
+    result = []
+    thread = threading.Thread(target=lambda: result.append(run_training(run_dir, config, control)))
+    thread.start()
+    reader = store.reader(run_id)
+    wait_for(lambda: state_of(reader) == "diverged")
+    why = reader.status()["reason"]
+    assert why.startswith("diverged at step 1:") and "hook_weights" in why
+    control.send({"cmd": "release", "reason": "paused: its training slot went to a queued run; resume it to continue"})
+    thread.join(10)
+    assert result == ["diverged"]
+    status = store.reader(run_id).status()
+    assert status["state"] == "diverged" and status["reason"].startswith(why)
+    assert "its training slot went to a queued run" in status["reason"]
+    assert "resume it to continue" not in status["reason"] and "settings that diverged" in status["reason"]
+
+
+def test_a_diverged_worker_killed_on_release_stays_diverged():
+    """The manager's record when a released worker does not answer and is killed (tinygpt.runs.slots.release)."""
+    from tinygpt.runs.divergence import killed_on_release
+
+    release = "paused: its training slot went to a queued run; resume it to continue"
+    state, reason = killed_on_release({"state": "diverged", "reason": "diverged at step 50: loss nan."}, release)
+    assert state == "diverged" and reason.startswith("diverged at step 50: loss nan.")
+    assert "its training slot went to a queued run" in reason and "resume it to continue" not in reason
+    assert killed_on_release({"state": "paused"}, release) == ("paused", f"{release} (the worker did not respond "
+                                                                          "and was killed)")  # fmt: skip
+
+
 def test_an_exception_marks_the_run_failed_with_its_message(tmp_path):
     config = tiny("too short")
     store, run_id, run_dir = new_run(tmp_path, config)

@@ -57,3 +57,30 @@ def blowup_reason(
     fields = dict(rule="loss_above_uniform", limit=limit, mean_loss=mean, first_step=first, steps=steps,
                   checkpoint=before[-1] if before else None)  # fmt: skip
     return reason, fields
+
+
+def diverged_release_reason(diverged: str, release: str) -> str:
+    """The reason of a diverged run whose worker the manager let go (`release`: "paused: its training slot went to
+    a queued run; resume it to continue"): it stays diverged, with its own reason first, and says what a resume
+    would do then. A resume restarts it from its newest checkpoint with the settings that diverged, so "resume it
+    to continue" is not the advice: the settings change once it is resumed (a queued or starting run takes knob
+    changes before its first step)."""
+    why = release.removeprefix("paused:").split(";")[0].strip() or "its worker was let go"
+    return (
+        f"{diverged.rstrip()} Its worker has ended since ({why}): resuming restarts it from its newest checkpoint "
+        "with the settings that diverged, so change them right after you resume it (a queued run takes them "
+        "before its first step)."
+    )
+
+
+def released_as(diverged: str, release: str) -> tuple[str, str]:
+    """(state, reason) of a run whose worker the manager let go with reason `release`: paused, or, when it had
+    diverged (`diverged`: why; "" if it had not), diverged with that reason first (diverged_release_reason)."""
+    return ("diverged", diverged_release_reason(diverged, release)) if diverged else ("paused", release)
+
+
+def killed_on_release(status: dict, release: str) -> tuple[str, str]:
+    """released_as for a worker killed for not answering its release, from its run's status.json."""
+    diverged = str(status.get("reason") or "diverged") if status.get("state") == "diverged" else ""
+    state, reason = released_as(diverged, release)
+    return state, f"{reason} (the worker did not respond and was killed)"

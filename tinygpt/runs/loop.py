@@ -64,7 +64,7 @@ from ..interventions import model_for_run
 from ..trainer import SPLITS, Trainer
 from .control import COMMANDS, Control, KnobChange, NoControl, as_knob_change
 from .corpus import corpus_config
-from .divergence import DIVERGE_PATIENCE, blowup_reason, loss_limit, nonfinite_reason
+from .divergence import DIVERGE_PATIENCE, blowup_reason, loss_limit, nonfinite_reason, released_as
 from .files import (
     checkpoint_stem,
     delete_checkpoint,
@@ -112,7 +112,7 @@ class _Loop:
         self.clip_start: int | None = None  # first step of the current stretch of clipping
         self.clip_last = self.clip_count = 0  # its last clipped step, and how many steps clipped in it
         self.checkpointed_step: int | None = None
-        self.diverged = False  # paused by a non-finite step (kept as the state if the process is released)
+        self.diverged = ""  # why it diverged, "" if not (kept, state and reason, if the process is released)
         self.blowup: list[float] = []  # losses of the current stretch of steps above the divergence limit
         self.loss_limit = math.inf  # DIVERGE_LOSS_FACTOR x ln(V), set once the vocabulary is known
         self.trainer: Trainer | None = None
@@ -241,7 +241,7 @@ class _Loop:
                     self.status("paused", reason, force=True)
             elif cmd == "resume":
                 if self.paused:
-                    self.paused, self.budget, self.diverged, self.blowup = False, 0, False, []
+                    self.paused, self.budget, self.diverged, self.blowup = False, 0, "", []
                     self.rate_mark = (time.perf_counter(), step)  # the pause is not slow training
                     self.status("running", "training", force=True)
             elif cmd == "step":
@@ -256,7 +256,7 @@ class _Loop:
                 self.exit = ("stopped", f"{command.get('reason') or 'stopped by you'} at step {step}")
             elif cmd == "release":  # from the manager: free the process, stay resumable
                 reason = str(command.get("reason") or f"paused at step {step}")
-                self.exit = ("diverged" if self.diverged else "paused", reason)
+                self.exit = released_as(self.diverged, reason)  # a diverged run stays diverged, its reason first
             else:
                 self.event("error", f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
 
@@ -325,7 +325,7 @@ class _Loop:
         self.stop_diverged(reason)
 
     def stop_diverged(self, reason: str) -> None:
-        self.paused, self.budget, self.diverged, self.blowup = True, 0, True, []
+        self.paused, self.budget, self.diverged, self.blowup = True, 0, reason, []
         if not getattr(self.control, "interactive", True):  # nobody can resume it: end here, resumable
             self.exit = ("diverged", reason)
         self.status("diverged", reason, force=True)

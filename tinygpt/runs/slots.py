@@ -35,6 +35,7 @@ import time
 from typing import Any
 
 from ..errors import TinyGPTError
+from .divergence import killed_on_release
 from .files import (
     ACTIVE_STATES,
     PAUSED_STATES,
@@ -347,15 +348,16 @@ class Slots:
             pass  # the worker just died; the monitor reaps it
 
     def release(self, job: Job, reason: str) -> None:
-        """Ask a worker to checkpoint and exit, leaving its run paused and resumable."""
+        """Ask a worker to checkpoint and exit, leaving its run paused (a diverged one diverged, its reason kept:
+        tinygpt.runs.divergence.diverged_release_reason) and resumable."""
         if job.released:
             return
         with job.moving():  # live -> leaving (a job not started yet stays where it is, and leaves once started)
             job.released = True
         self.send(job, {"cmd": "release", "reason": reason})
         job.deadline = time.monotonic() + self.stop_grace
-        if job.killed_as is None:
-            job.killed_as = ("paused", f"{reason} (the worker did not respond and was killed)")
+        if job.killed_as is None:  # a diverged run stays diverged, its reason first
+            job.killed_as = killed_on_release(read_status(self.store.path(job.run_id)), reason)
 
     # ---------------------------------------------------------------- the monitor
 

@@ -39,6 +39,25 @@ def test_loss_from_uniform_waits_then_reports_the_numbers():
     assert lesson.loss_from_uniform(Evidence()).passed is None
 
 
+def test_the_fall_said_is_the_difference_of_the_values_shown():
+    """Review, lesson step 1: "4.20 ... 2.25: it fell by 1.96" while the values shown differ by 1.95 (4.196 - 2.245
+    = 1.951 was rounded on its own). The fall said, and judged, is the shown values' difference."""
+    run = RunData("r", vocab_size=65, metrics=metrics([4.196] + [2.245] * 80))
+    check = lesson.loss_from_uniform(Evidence(runs={"lecture": run}))
+    assert "4.20" in check.text and "2.25" in check.text, check.text
+    assert "fell by 1.95" in check.text and "down 1.95" in check.headline, check.text
+    edge = RunData("r", vocab_size=65, metrics=metrics([4.2] + [3.2] * 80))  # 4.20 - 3.20 is 0.9999... in floats
+    assert lesson.loss_from_uniform(Evidence(runs={"lecture": edge}), min_fall=1.0).passed is True
+
+
+def test_knob_effect_says_rose_or_fell_from_the_values_shown():
+    check = lesson.knob_effect("mask", "none", rise=True, min_change=0.3)
+    events = [knob("mask", "causal", "none", 50)]
+    run = RunData("r", metrics=metrics([2.104] * 50 + [2.396] * 60), events=events)  # 2.10 -> 2.40: a 0.30 rise
+    result = check(Evidence(runs={"lecture": run}))
+    assert "from 2.10 to 2.40" in result.text and result.passed is True, result.text
+
+
 def test_knob_effect_measures_each_side_of_the_change():
     check = lesson.knob_effect("mask", "none", rise=False)
     run = RunData("r", metrics=metrics([2.2] * 100), events=[])

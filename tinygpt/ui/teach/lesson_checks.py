@@ -78,6 +78,11 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(finite) / len(finite) if finite else None
 
 
+def _shown(value: float | None) -> float | None:
+    """`value` as the checks show it (2 decimals), for the differences they say between shown values."""
+    return None if value is None else round(value, 2)
+
+
 def _losses(metrics: Sequence[dict]) -> list[tuple[int, float]]:
     return [(int(m["step"]), float(m["loss"])) for m in metrics if m.get("loss") is not None and "step" in m]
 
@@ -97,18 +102,21 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0) 
     losses = _losses(run.metrics)
     if len(losses) < min_steps:
         return Check(None, f"Not enough data yet: {len(losses)} of {min_steps} steps trained.")
-    first, now = losses[0][1], _mean([v for _, v in losses[-WINDOW:]])
-    uniform = math.log(run.vocab_size) if run.vocab_size else None
+    # Judged and said on the numbers as shown (2 decimals): "4.20 ... 2.25: it fell by 1.96" read as arithmetic
+    # that does not add up (4.196 - 2.245 = 1.951 shows as 1.95 between them).
+    first, now = _shown(losses[0][1]), _shown(_mean([v for _, v in losses[-WINDOW:]]))
+    uniform = _shown(math.log(run.vocab_size)) if run.vocab_size else None
     start = f"the first loss was {first:.2f}" + (f" (ln {run.vocab_size} = {uniform:.2f}: uniform guessing)"
                                                   if uniform else "")  # fmt: skip
     text = f"{start.capitalize()}; by step {losses[-1][0]} it is {now:.2f}"
-    near = uniform is None or abs(first - uniform) < 0.5
-    fell = now is not None and first - now >= min_fall
+    fall = None if now is None else round(first - now, 2)  # 4.20 - 3.20 in floats is not quite 1.00
+    near = uniform is None or round(abs(first - uniform), 2) < 0.5
+    fell = fall is not None and fall >= min_fall
     went = f"The loss went from {first:.2f}" + (f" (ln V = {uniform:.2f})" if uniform else "") + f" to {now:.2f}"
     if near and fell:
-        return Check(True, f"{text}: it fell by {first - now:.2f}.", headline=f"{went}: down {first - now:.2f}")
+        return Check(True, f"{text}: it fell by {fall:.2f}.", headline=f"{went}: down {fall:.2f}")
     why = [] if near else [f"the start is {abs(first - uniform):.2f} away from ln V"]
-    why += [] if fell else [f"it fell by {first - now:.2f}, less than {min_fall}"]
+    why += [] if fell else [f"it fell by {fall:.2f}, less than {min_fall}"]
     return Check(False, f"{text}; but {' and '.join(why)}.", headline=f"{went}; {' and '.join(why)}")
 
 
@@ -145,8 +153,8 @@ def knob_effect(
         if len(before) < 5 or len(after) < WINDOW:
             return Check(None, f"Not enough data yet: {len(after)} of {WINDOW} steps since {named} "
                                f"at step {at}.")  # fmt: skip
-        old, new = _mean(before), _mean(after[-WINDOW:])
-        change = new - old
+        old, new = _shown(_mean(before)), _shown(_mean(after[-WINDOW:]))  # "rose from 2.10 to 2.10" read false
+        change = round(new - old, 2)  # 2.40 - 2.10 is 0.2999...: below a 0.3 bar it shows as meeting
         verb = "rose" if change > 0 else "fell"
         text = (f"The loss {verb} from {old:.2f} to {new:.2f} after {named} at step {at} (mean of {WINDOW} steps "
                 f"each side, {len(after)} steps since)")  # fmt: skip
