@@ -66,7 +66,7 @@ def lens_hits(run_dir: str, step: int, text: str) -> dict:
 def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evidence:
     """Read what `step`'s check needs from its runs (missing runs stay missing: the check says so)."""
     ev = Evidence()
-    for role in lesson.roles_needed(step):
+    for role in lesson.roles_checked(step):
         ids = runs.get(role)
         if not ids:
             continue

@@ -229,7 +229,7 @@ def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None 
     """For a long step: where each of its runs stands, with an estimate of when it ends, in `viewer`'s words
     ("paused by you" only for whoever paused it: a learner read it of the instructor's pause)."""
     lines = []
-    for role in lesson.roles_needed(step):
+    for role in lesson.roles_checked(step):
         for label, rid in (runs.get(role) or {}).items():
             rd = reader_of(rid)
             if rd is None:
