@@ -131,7 +131,7 @@ with tabs[0]:
                     with col:
                         explain.show_chart(compare.compare_chart(series, field, large=large), None, key=f"x_{field}")
             st.markdown("#### Verdict")
-            lab.show_verdict(experiment.verdict(results), experiment)
+            lab.show_verdict(experiment.verdict(results), experiment, lab.runs_about(key, runs, readers))
             samples = {label: r.sample for label, r in results.items() if r.sample}
             if samples:
                 st.markdown("#### Latest samples")

@@ -200,6 +200,7 @@ def test_an_experiment_runs_on_the_learners_own_text_and_an_empty_box_says_so(ru
     assert not at.exception and "the text is empty" in " ".join(e.value for e in at.error)  # nothing started
     text = "".join(f"line {i}: the quick brown fox jumps over the lazy dog, and then it rests.\n" for i in range(300))
     at.text_area(key=experiments_keys.W_LAB_PASTE).input(text).run()
+    at.number_input(key=experiments_keys.W_LAB_SEED).set_value(4242).run()
     [button] = [b for b in at.button if b.label == "Run side by side"]
     button.click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -210,6 +211,11 @@ def test_an_experiment_runs_on_the_learners_own_text_and_an_empty_box_says_so(ru
             reader = store.reader(run_id)
             assert reader.config()["data"]["source"] == "text"
             assert (reader.run_dir / "corpus.txt").read_text() == text  # both runs train on exactly it
+        # Review defect 2: the verdict (or its still-training box) says whose runs, which corpus and seed, as the
+        # lesson pane's check of the same title names the room's
+        at.run()
+        boxes = [str(e.value) for kind in (at.info, at.success, at.warning) for e in kind]
+        assert any("On your runs (your text, seed 4242): " in b for b in boxes), boxes
     finally:
         for run_id in runs.values():
             manager.stop(run_id)

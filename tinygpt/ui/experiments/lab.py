@@ -28,10 +28,13 @@ from tinygpt.runs.models import load_model, run_data
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
 from tinygpt.ui.experiments import experiments_keys
+from tinygpt.ui.host import resources
 from tinygpt.ui.host.resources import head_stats
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.screen import explain
+from tinygpt.ui.teach import lesson
 from tinygpt.ui.train import settings
+from tinygpt.ui.words import run_words
 
 # The corpora an experiment may run on: the page's label -> the data source (the learner's own text: "text").
 LAB_SOURCES = {
@@ -155,15 +158,25 @@ def consequence_notes(verdict: Verdict, experiment: Experiment | None = None) ->
     return sentence, notes
 
 
-def show_verdict(verdict: Verdict, experiment: Experiment | None = None) -> None:
+def runs_about(key: str, runs: dict[str, str], readers: dict[str, RunReader | None]) -> str:
+    """Whose runs the page's verdict judged, on which corpus and seed, from their configs: "your runs (your text,
+    seed 4242)", or "the room's runs (Tiny Shakespeare, seed 1337)" where they are the lesson's (the lesson pane's
+    check of the same title names its runs the same way)."""
+    room_runs = lesson.read_room(str(resources.get_store().root))["runs"].get(f"exp:{key}") or {}
+    configs = [rd.config() for rd in readers.values() if rd is not None]
+    return run_words.runs_about(configs, room.current(), room=bool(room_runs) and room_runs == dict(runs))
+
+
+def show_verdict(verdict: Verdict, experiment: Experiment | None = None, about: str = "") -> None:
     """The verdict box, coloured by `reproduced` (the pitfall's own clauses), with the expected effect; then each
     consequence of the pitfall as measured, neutral, never as a failure (`consequence_notes`); then the numbers it
-    was judged on."""
+    was judged on. `about`: whose runs, which corpus and seed (`runs_about`), said first."""
+    on = f"On {about}: " if about else ""
     if verdict.reproduced is None and not verdict.undecided:
-        st.info(f"**Still training — no verdict yet.** {verdict.sentence}", icon=":material/hourglass_top:")
+        st.info(f"**Still training — no verdict yet.** {on}{verdict.sentence}", icon=":material/hourglass_top:")
         return
     sentence, notes = consequence_notes(verdict, experiment)
-    text = f"{sentence}\n\nExpected: {verdict.expected}."
+    text = f"{on}{sentence}\n\nExpected: {verdict.expected}."
     if verdict.reproduced is None:  # ended, but a clause was not measured (or the memory demo's CPU counts)
         st.info(f"**{verdict.undecided.capitalize()}: no verdict.** {text}", icon=":material/help:")
     elif verdict.reproduced:

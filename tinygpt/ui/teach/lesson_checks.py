@@ -214,19 +214,26 @@ def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
         verdict = ev.verdicts.get(key)
         if verdict is None:
             return Check(None, f"Not enough data yet: '{title}' has not been started.")
+        on = _on(verdict)  # whose runs, which corpus and seed: a learner's own verdict of the same title differs
         if verdict.get("reproduced") is None:
             said = "not enough data" if verdict.get("undecided") else "not enough data yet"
-            text = f"{said.capitalize()}: {verdict.get('sentence', 'still training')}"
+            text = f"{said.capitalize()}{on}: {verdict.get('sentence', 'still training')}"
             # A short "still training" line is its own headline; a long account of what is missing is in Numbers.
             short = "" if len(text) <= HEADLINE_LIMIT else f"{title}: {said}; what is missing is under Numbers"
             return Check(None, text, settled=bool(verdict.get("undecided")), headline=short)
-        return Check(bool(verdict["reproduced"]), f"{title}: {verdict.get('sentence', '')}",
+        return Check(bool(verdict["reproduced"]), f"{title}{on}: {verdict.get('sentence', '')}",
                      headline=verdict_headline(key, title, verdict))  # fmt: skip
 
     return check
 
 
 HEADLINE_LIMIT = 200  # characters: a headline longer than this is not one line on the projector's banner
+
+
+def _on(verdict: dict) -> str:
+    """ ", on the room's runs (Tiny Shakespeare, seed 1337)": what an experiment's verdict judged (lesson_evidence
+    derives it from the runs' configs); "" where that is not known."""
+    return f", on {verdict['about']}" if verdict.get("about") else ""
 
 
 def _number(observed: dict, name: str, digits: int = 2) -> str | None:
@@ -277,9 +284,10 @@ def verdict_headline(key: str, title: str, verdict: dict) -> str:
     """An experiment's judged verdict in one line: reproduced or not, with the numbers it turns on. A red one's
     failed clauses are named in its sentence, under Numbers: a clause is a line of its own, too long to repeat."""
     points = _points(key, verdict.get("observed") or {})
-    if verdict.get("reproduced"):
-        return f"{title} reproduced" + (f": {points}" if points else "")
-    return f"{title} did not reproduce" + (f": {points}" if points else "") + "; Numbers names what failed"
+    said = f"{title} reproduced" if verdict.get("reproduced") else f"{title} did not reproduce"
+    tail = (f": {points}" if points else "") + ("" if verdict.get("reproduced") else "; Numbers names what failed")
+    named = f"{said}{_on(verdict)}{tail}"  # whose runs, where the one line has room for it (the pane's text has it)
+    return named if len(named) <= HEADLINE_LIMIT else f"{said}{tail}"
 
 
 PITFALLS = ORDER  # every pitfall the lab has, position included: the step's title and count come from here
@@ -392,12 +400,14 @@ def induction_formed(ev: Evidence) -> Check:
     verdict = ev.verdicts.get(INDUCTION)
     if verdict is None:
         return Check(None, "Not enough data yet: the induction runs have not been started.")
+    on = _on(verdict)
     if verdict.get("reproduced") is None:
-        text = f"Not enough data yet: {verdict.get('sentence', 'still training')}"
+        text = f"Not enough data yet{on}: {verdict.get('sentence', 'still training')}"
         missing = "Induction heads: not enough data yet; what is missing is under Numbers"
         short = "" if len(text) <= HEADLINE_LIMIT else missing
         return Check(None, text, headline=short)
-    return Check(bool(verdict["reproduced"]), verdict.get("sentence", ""),
+    said = verdict.get("sentence", "")
+    return Check(bool(verdict["reproduced"]), f"The induction phase change{on}: {said}" if on else said,
                  headline=verdict_headline(INDUCTION, "The induction phase change", verdict))  # fmt: skip
 
 
