@@ -124,6 +124,23 @@ def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     assert rows["loss still decreasing"]["result"] in ("pass", "FAIL")  # 20 steps: enough to judge
     assert all(r["threshold"] for r in rows.values())
     assert rows["no future leak"]["result"] == "pass" and rows["no future leak"]["measured"] == "0"
+    # Review defect 3: each row says what it read (the shape step's verdict reads the probe text, another number)
+    batch = (
+        f"4 held-out windows of {config.model.max_seq_len} characters (checkpoint of step {reader.checkpoints()[-1]})"
+    )
+    assert rows["attention rows sum to 1"]["measured on"] == batch and rows["no future leak"]["measured on"] == batch
+    assert rows["loss still decreasing"]["measured on"] == "the run's recent steps"
+    result = read_result(reader, lab.checkpoint_probe)  # the shape step's numbers, and what they were measured on
+    assert (
+        result.leak_input == f"2 held-out windows of {config.model.max_seq_len} characters (checkpoint of step "
+        f"{reader.checkpoints()[-1]})"
+    )
+    probe = reader.attention_index()["probe_text"]
+    assert (
+        result.snapshot_chars == len(probe)
+        and result.snapshot_step == reader.attention_index()["snapshots"][-1]["step"]
+    )
+    assert result.snapshot_input.startswith(f"the probe text ({len(probe)} characters, attention snapshot at step ")
 
 
 def test_workshop_link_round_trips_and_reports_bad_values():

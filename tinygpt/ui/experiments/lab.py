@@ -19,11 +19,11 @@ from tinygpt import model as model_lib
 from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS, load_corpus
 from tinygpt.lab.experiment import Experiment
-from tinygpt.lab.health import run_health_checks
+from tinygpt.lab.health import check_training_metrics, run_health_checks
 from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.pitfalls import shape_drift
 from tinygpt.lab.results import checkpoint_probe, finite_mean, read_result
-from tinygpt.lab.verdict import RunResult, Verdict
+from tinygpt.lab.verdict import RunResult, Verdict, held_out_windows
 from tinygpt.runs.models import load_model, run_data
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
@@ -200,16 +200,24 @@ def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
     loaded = load_model(run_dir, int(step))
     corpus = load_corpus(run_data(run_dir, loaded.config), loaded.config.model.max_seq_len)  # text: corpus.txt
     x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))
-    checks = run_health_checks(loaded.model, x, y, metrics, loaded.config.train.max_grad_norm)
+    # What each check read, said in its row: the shape step's verdict measures the same bug on the probe text's
+    # snapshot and 2 windows, and its numbers differ from these (a review read the two as contradicting)
+    batch = held_out_windows(int(x.shape[0]), int(x.shape[1]), int(step))
+    checks = [(c, "mis-shaped test inputs" if c.name == "shape contracts" else batch)
+              for c in run_health_checks(loaded.model, x, y)]  # fmt: skip
+    checks += [
+        (c, "the run's recent steps") for c in check_training_metrics(metrics, loaded.config.train.max_grad_norm)
+    ]
     return [
         {
             "check": c.name,
             "result": c.outcome,
             "measured": "" if c.value is None else f"{c.value:.4g}",
             "threshold": c.threshold,
+            "measured on": on,
             "detail": c.detail,
         }
-        for c in checks
+        for c, on in checks
     ]
 
 

@@ -74,8 +74,13 @@ def lens_hits(run_dir: str, step: int, text: str) -> dict:
     return {"names": list(out["names"]), "hits": [int(h) for h in hits.sum(axis=1)], "positions": int(hits.shape[1])}
 
 
-def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict, viewer: Actor | None = None,
-             room_runs: dict | None = None) -> Evidence:
+def evidence(
+    step: Step,
+    runs: dict[str, dict[str, str]],
+    measured: dict,
+    viewer: Actor | None = None,
+    room_runs: dict | None = None,
+) -> Evidence:
     """Read what `step`'s check needs from its runs (missing runs stay missing: the check says so). `viewer` and
     `room_runs` (the room file's {role: {label: run_id}}) name whose runs each verdict judged."""
     ev = Evidence()

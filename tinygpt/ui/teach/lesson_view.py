@@ -285,7 +285,9 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     runs = runs_for(actor, data)
     try:
         with _LOCK:
-            check = prediction_view.shown_check(step, actor, step.check(evidence(step, runs, data["measured"], actor, data["runs"])))
+            check = prediction_view.shown_check(
+                step, actor, step.check(evidence(step, runs, data["measured"], actor, data["runs"]))
+            )
             lines = _progress(runs, step, actor)
     except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
         check = lesson.Check(None, f"Not enough data yet: could not read the runs ({exc}).")
