@@ -28,11 +28,9 @@ from tinygpt.runs.models import load_model, run_data
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
 from tinygpt.ui.experiments import experiments_keys
-from tinygpt.ui.host import resources
 from tinygpt.ui.host.resources import head_stats
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.screen import explain
-from tinygpt.ui.teach import lesson
 from tinygpt.ui.train import settings
 from tinygpt.ui.words import run_words
 
@@ -158,13 +156,12 @@ def consequence_notes(verdict: Verdict, experiment: Experiment | None = None) ->
     return sentence, notes
 
 
-def runs_about(key: str, runs: dict[str, str], readers: dict[str, RunReader | None]) -> str:
+def runs_about(runs: dict[str, str], readers: dict[str, RunReader | None], room_runs: dict | None) -> str:
     """Whose runs the page's verdict judged, on which corpus and seed, from their configs: "your runs (your text,
-    seed 4242)", or "the room's runs (Tiny Shakespeare, seed 1337)" where they are the lesson's (the lesson pane's
-    check of the same title names its runs the same way)."""
-    room_runs = lesson.read_room(str(resources.get_store().root))["runs"].get(f"exp:{key}") or {}
+    seed 4242)", or "the room's runs (Tiny Shakespeare, seed 1337)" where they are the lesson's, `room_runs` (the
+    lesson pane's check of the same title names its runs the same way)."""
     configs = [rd.config() for rd in readers.values() if rd is not None]
-    return run_words.runs_about(configs, room.current(), room=bool(room_runs) and room_runs == dict(runs))
+    return run_words.runs_about(configs, room.current(), room=bool(room_runs) and dict(room_runs) == dict(runs))
 
 
 def show_verdict(verdict: Verdict, experiment: Experiment | None = None, about: str = "") -> None:
