@@ -102,6 +102,9 @@ st.caption(f"Run **{runlist.run_names(store).get(run_id) or run_id}** (`{run_id}
 measured = view.verdict_final(store, run_id)  # (label, final measurement) once the experiment of this run ended
 if measured:
     st.caption(best_head.verdict_head_caption(*measured))
+if state.get(circuits_keys.CIRC_STEP_RUN) != run_id:  # the step belongs to a run: another run starts at its last
+    state.put(circuits_keys.W_CIRC_STEP, None)  # snapshot, never at a step chosen on an earlier run (a Demo run's 300
+    state.put(circuits_keys.CIRC_STEP_RUN, run_id)  # beside an induction run's verdict at step 3000)
 wanted = state.get(circuits_keys.W_CIRC_STEP)
 state.put(circuits_keys.W_CIRC_STEP, steps[-1] if wanted is None else min(steps, key=lambda s: abs(s - wanted)))
 step = st.select_slider(

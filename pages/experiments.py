@@ -22,7 +22,7 @@ from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, people_keys, room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import backlog, explain, fonts
-from tinygpt.ui.teach import workshop
+from tinygpt.ui.teach import lesson, workshop
 from tinygpt.ui.train import settings
 
 REFRESH_S = 1.0
@@ -131,7 +131,8 @@ with tabs[0]:
                     with col:
                         explain.show_chart(compare.compare_chart(series, field, large=large), None, key=f"x_{field}")
             st.markdown("#### Verdict")
-            lab.show_verdict(experiment.verdict(results), experiment)
+            ours = lesson.read_room(str(store.root))["runs"].get(f"exp:{key}")  # the lesson's runs of it: the room's
+            lab.show_verdict(experiment.verdict(results), experiment, lab.runs_about(runs, readers, ours))
             samples = {label: r.sample for label, r in results.items() if r.sample}
             if samples:
                 st.markdown("#### Latest samples")

@@ -204,3 +204,36 @@ def test_the_page_names_one_best_head_and_says_when_the_snapshots_rank_another(r
     assert ranked[0].upper() + ranked[1:] in roles and f"picks {fresh} (0.45)" in roles
     shown = texts(at) + "\n".join(str(e.value) for e in (*at.error, *at.success))
     assert f"best head {snapshots['name']}" not in shown  # named only as the snapshots' own ranking
+
+
+def test_a_newly_viewed_run_starts_at_its_last_snapshot_not_the_step_chosen_on_an_earlier_run(runs_dir, tiny_text):
+    """Review defect 1: after a 3000-step induction pair the heads section said "Heads at step 300" and "From the
+    checkpoint at step 300", the step Ada had chosen on her earlier Demo run, snapped to the nearest snapshot,
+    directly below a verdict at step 3000. The chosen step belongs to the run it was chosen on."""
+    store = RunStore(runs_dir)
+    ids = []
+    for steps in (30, 20):  # an earlier run, then the run the learner looks at next
+        config = tiny_config(tiny_text, max_steps=steps)
+        with store.create(config.to_dict(), owner="cli") as writer:
+            ids.append(writer.run_dir.name)
+        assert run_training(writer.run_dir, config) == "finished"
+    earlier, later = ids
+    at = app()
+    at.query_params[in_view.URL_RUN] = earlier
+    at.run()
+    at.switch_page("pages/circuits.py").run()
+    assert "Heads at step 30" in texts(at)
+    at.select_slider(key=circuits_keys.W_CIRC_STEP).set_value(5).run()  # the learner looks at an early step
+    assert not at.exception, at.exception
+    assert "Heads at step 5" in texts(at)
+    at.query_params[in_view.URL_RUN] = later  # the next run in view
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state[state.RUN_ID] == later
+    shown = texts(at)
+    assert "Heads at step 20" in shown and "Heads at step 5" not in shown
+    assert "From the checkpoint at step 20 (nearest to step 20)" in shown
+    at.select_slider(key=circuits_keys.W_CIRC_STEP).set_value(10).run()  # a step chosen on this run stays
+    assert "Heads at step 10" in texts(at)
+    at.run()
+    assert "Heads at step 10" in texts(at)

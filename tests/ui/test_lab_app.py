@@ -124,6 +124,23 @@ def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     assert rows["loss still decreasing"]["result"] in ("pass", "FAIL")  # 20 steps: enough to judge
     assert all(r["threshold"] for r in rows.values())
     assert rows["no future leak"]["result"] == "pass" and rows["no future leak"]["measured"] == "0"
+    # Review defect 3: each row says what it read (the shape step's verdict reads the probe text, another number)
+    batch = (
+        f"4 held-out windows of {config.model.max_seq_len} characters (checkpoint of step {reader.checkpoints()[-1]})"
+    )
+    assert rows["attention rows sum to 1"]["measured on"] == batch and rows["no future leak"]["measured on"] == batch
+    assert rows["loss still decreasing"]["measured on"] == "the run's recent steps"
+    result = read_result(reader, lab.checkpoint_probe)  # the shape step's numbers, and what they were measured on
+    assert (
+        result.leak_input == f"2 held-out windows of {config.model.max_seq_len} characters (checkpoint of step "
+        f"{reader.checkpoints()[-1]})"
+    )
+    probe = reader.attention_index()["probe_text"]
+    assert (
+        result.snapshot_chars == len(probe)
+        and result.snapshot_step == reader.attention_index()["snapshots"][-1]["step"]
+    )
+    assert result.snapshot_input.startswith(f"the probe text ({len(probe)} characters, attention snapshot at step ")
 
 
 def test_workshop_link_round_trips_and_reports_bad_values():
@@ -200,6 +217,7 @@ def test_an_experiment_runs_on_the_learners_own_text_and_an_empty_box_says_so(ru
     assert not at.exception and "the text is empty" in " ".join(e.value for e in at.error)  # nothing started
     text = "".join(f"line {i}: the quick brown fox jumps over the lazy dog, and then it rests.\n" for i in range(300))
     at.text_area(key=experiments_keys.W_LAB_PASTE).input(text).run()
+    at.number_input(key=experiments_keys.W_LAB_SEED).set_value(4242).run()
     [button] = [b for b in at.button if b.label == "Run side by side"]
     button.click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -210,6 +228,11 @@ def test_an_experiment_runs_on_the_learners_own_text_and_an_empty_box_says_so(ru
             reader = store.reader(run_id)
             assert reader.config()["data"]["source"] == "text"
             assert (reader.run_dir / "corpus.txt").read_text() == text  # both runs train on exactly it
+        # Review defect 2: the verdict (or its still-training box) says whose runs, which corpus and seed, as the
+        # lesson pane's check of the same title names the room's
+        at.run()
+        boxes = [str(e.value) for kind in (at.info, at.success, at.warning) for e in kind]
+        assert any("On your runs (your text, seed 4242): " in b for b in boxes), boxes
     finally:
         for run_id in runs.values():
             manager.stop(run_id)

@@ -51,7 +51,7 @@ def counts(room: AppTest) -> dict[str, int]:
 def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answers(runs_dir, monkeypatch):
     checked = {"done": False}  # the lecture run's losses: none yet, then a curve from ln 65 down to 2.4
 
-    def fake_evidence(step, runs, measured):
+    def fake_evidence(step, runs, measured, *whose):  # whose: the viewer and the room's runs
         if not checked["done"]:
             return Evidence()
         losses = [4.17] + [2.4] * 80

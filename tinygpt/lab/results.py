@@ -69,8 +69,9 @@ def snapshot_numbers(weights) -> dict[str, float | None]:
     }
 
 
-def checkpoint_probe(run_dir: str, step: int) -> dict[str, float]:
-    """Leak score and no-peek loss of a run's checkpoint, on a fixed val batch of its own corpus."""
+def checkpoint_probe(run_dir: str, step: int) -> dict[str, Any]:
+    """Leak score and no-peek loss of a run's checkpoint, on a fixed val batch of its own corpus, with the (windows,
+    characters) the leak was measured on."""
     from ..data import load_corpus
     from ..runs.models import load_model, run_data
     from .health import leak_score, no_peek_loss
@@ -78,7 +79,9 @@ def checkpoint_probe(run_dir: str, step: int) -> dict[str, float]:
     loaded = load_model(run_dir, int(step))
     corpus = load_corpus(run_data(run_dir, loaded.config), loaded.config.model.max_seq_len)  # text: corpus.txt
     x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))  # (4, T) each
-    return {"leak": leak_score(loaded.model, x[:2]), "no_peek_loss": no_peek_loss(loaded.model, x, y)}
+    leak_batch = x[:2]  # (2, T): the leak costs a forward per changed position
+    return {"leak": leak_score(loaded.model, leak_batch), "no_peek_loss": no_peek_loss(loaded.model, x, y),
+            "leak_windows": tuple(int(n) for n in leak_batch.shape)}  # fmt: skip
 
 
 def _chars_read(config: dict, max_steps: int) -> int | None:
@@ -130,10 +133,17 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
     groups = recent[-1].get("layer_grad_norms", {}) if recent else {}
     layer_norms = {g: finite_mean([(m.get("layer_grad_norms") or {}).get(g) for m in recent]) for g in groups}
     attention: dict[str, float | None] = {}
+    snapshot_at: dict[str, int] = {}  # the snapshot's step and probe length: what its numbers were measured on
     snapshots = (reader.attention_index() or {}).get("snapshots", [])
     if snapshots:
         try:
-            attention = snapshot_numbers(reader.load_attention(int(snapshots[-1]["step"])))
+            weights = reader.load_attention(int(snapshots[-1]["step"]))  # (L, H, T, T) on the run's probe text
+            attention = snapshot_numbers(weights)
+            if attention:
+                snapshot_at = {
+                    "snapshot_step": int(snapshots[-1]["step"]),
+                    "snapshot_chars": int(np.shape(weights)[-1]),
+                }
         except Exception:  # noqa: BLE001 - a snapshot thinned away between reads: the next refresh reads another
             pass
     nonfinite = [e for e in reader.events if e.get("kind") == "nonfinite"]
@@ -143,6 +153,8 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
     checkpoints = reader.checkpoints() or []
     if probe is not None and checkpoints and str(status.get("state")) in ENDED:
         probed = probe(str(reader.run_dir), checkpoints[-1]) or {}
+    windows = probed.get("leak_windows")
+    leak_on = {"probe_step": int(checkpoints[-1]), "leak_windows": tuple(windows)} if windows else {}
     samples = reader.samples
     losses = [m.get("loss") for m in metrics]
     return RunResult(
@@ -171,6 +183,8 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         sample=str(samples[-1].get("text") or samples[-1].get("error", "")) if samples else "",
         **{k: attention.get(k) for k in ("mean_entropy", "mean_max_weight", "saturated_rows")},
         **{k: attention.get(k) for k in ("softmax_gain", "row_sum_error")},
+        **snapshot_at,
+        **leak_on,
     )
 
 

@@ -75,6 +75,27 @@ class RunResult:
     val_batch_losses: tuple[float, ...] = ()
     val_tokens: int | None = None
     eval_batch_shape: tuple[int, int] | None = None
+    # What the attention and leak numbers were measured on, so a sentence can say it: the latest attention snapshot's
+    # step and its probe text's length (row_sum_error, mean_entropy, ...), the checkpoint step and the held-out batch
+    # (windows, characters each) of `leak` (results.checkpoint_probe)
+    snapshot_step: int | None = None
+    snapshot_chars: int | None = None
+    probe_step: int | None = None
+    leak_windows: tuple[int, int] | None = None
+
+    @property
+    def snapshot_input(self) -> str:
+        """ "the probe text (64 characters, attention snapshot at step 200)": what row_sum_error was measured on."""
+        if self.snapshot_chars is None:
+            return "the latest attention snapshot"
+        return f"the probe text ({self.snapshot_chars} characters, attention snapshot at step {self.snapshot_step})"
+
+    @property
+    def leak_input(self) -> str:
+        """ "2 held-out windows of 64 characters (checkpoint of step 200)": what `leak` was measured on."""
+        if self.leak_windows is None:
+            return "the last checkpoint"
+        return held_out_windows(*self.leak_windows, self.probe_step)
 
     def __post_init__(self) -> None:
         """A NaN or infinite number was not measured: it becomes None, so no clause reads it and no sentence prints
@@ -181,6 +202,13 @@ def diverged_at(run: RunResult) -> str:
     if run.state != "diverged" and run.diverged_step is None:
         return ""
     return f"diverged at step {run.diverged_step if run.diverged_step is not None else run.steps}"
+
+
+def held_out_windows(windows: int, chars: int, step: int | None = None) -> str:
+    """ "4 held-out windows of 64 characters (checkpoint of step 200)": the batch a checkpoint's probe or health
+    check read (corpus.get_batch("val", ...)), said, so two numbers measured on other input are not read as one."""
+    at = f" (checkpoint of step {step})" if step is not None else ""
+    return f"{windows} held-out window{'s' if windows != 1 else ''} of {chars} characters{at}"
 
 
 def say(ok: bool | None, yes: str, no: str, unmeasured: str) -> str:

@@ -58,7 +58,8 @@ def residual_verdict(stalls: bool) -> dict:
 
 def shape_verdict() -> dict:
     good = result(initial_loss=4.2, final_train_loss=2.5, row_sum_error=0.0, leak=0.0, no_peek_loss=2.5)
-    silent = result(initial_loss=4.2, final_train_loss=2.1, row_sum_error=0.93, leak=0.41, no_peek_loss=3.9)
+    silent = result(initial_loss=4.2, final_train_loss=2.1, row_sum_error=0.93, leak=0.41, no_peek_loss=3.9,
+                    snapshot_step=200, snapshot_chars=64, probe_step=200, leak_windows=(2, 64))  # fmt: skip
     checked = result("failed", 0, reason="failed: softmax row sums: expected (B, H, T, 1), got (B, H, 1, T).")
     return _verdict(EXPERIMENTS["shape_drift"].verdict({"correct": good, "silent bug": silent,
                                                         "bug + shape contracts": checked}))  # fmt: skip
@@ -178,11 +179,32 @@ def test_the_shape_steps_line_says_what_was_measured_in_plain_words():
     and the loss beside it is in nats."""
     line = STEP["shapes"].check(Evidence(verdicts={"shape_drift": shape_verdict()})).short
     assert "off 1" not in line and "row sum" not in line, line
-    assert "attention weights adds up to as much as 0.93 away from 1 (a correct row: 1)" in line, line
+    assert "attention weights on the probe text adds up to as much as 0.93 away from 1 (a correct row: 1)" in line
     assert "its training loss still fell 4.200 → 2.100 nats" in line, line
     assert len(line) <= lesson_checks.HEADLINE_LIMIT, (len(line), line)
     text = STEP["shapes"].check(Evidence(verdicts={"shape_drift": shape_verdict()})).text
-    assert "off 1" not in text and "add up to as much as 0.93 away from 1 (a correct row adds up to exactly 1)" in text
+    assert "off 1" not in text and ("add up to as much as 0.93 away from 1 (the largest over every layer, head and "
+                                    "row; a correct row adds up to exactly 1)") in text  # fmt: skip
+
+
+def test_the_shape_bugs_numbers_at_step_2_and_step_9_say_what_input_each_measured():
+    """Review defect 3: step 2 said the bug's rows add up to "as much as 5.77 away from 1" and it "moves earlier
+    logits by 1.66"; step 9's checklist said "attention rows sum to 1 FAIL (14.65...)", "no future leak FAIL
+    (2.061...)". Step 2 reads the probe text's attention snapshot and 2 held-out windows, step 9 4 held-out windows:
+    each says so, so the two are not read as contradicting."""
+    text = STEP["shapes"].check(Evidence(verdicts={"shape_drift": shape_verdict()})).text
+    assert "on the probe text (64 characters, attention snapshot at step 200), its attention weights" in text, text
+    assert ("on 2 held-out windows of 64 characters (checkpoint of step 200), changing the future moves earlier "
+            "logits by up to 0.41") in text, text  # fmt: skip
+    rows = health(bug_fails=True)
+    for label in rows:
+        for row in rows[label]:
+            row["measured on"] = "4 held-out windows of 64 characters (checkpoint of step 200)"
+    check = STEP["health"].check(Evidence(health=rows))
+    assert check.text.startswith("Each run measured on 4 held-out windows of 64 characters (checkpoint of step 200): "
+                                 "'silent bug': attention rows sum to 1 FAIL (0.31"), check.text  # fmt: skip
+    assert check.short.endswith(", on 4 held-out windows of 64 characters (checkpoint of step 200)"), check.short
+    assert len(check.short) <= lesson_checks.HEADLINE_LIMIT
 
 
 def test_a_knob_steps_lines_name_the_knob_by_its_word_not_its_config_field():

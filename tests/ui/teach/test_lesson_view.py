@@ -70,3 +70,33 @@ def test_the_prepare_buttons_help_says_step_1_as_the_lesson_does():
     assert "before class" not in lesson_view.PREPARE_HELP.lower()
     assert "at step 1" in lesson_view.PREPARE_HELP and "lecture run" in lesson_view.PREPARE_HELP
     assert lesson_view.prepare.__doc__.startswith("At step 1")
+
+
+def test_the_lines_under_a_check_are_about_the_runs_it_measured(tmp_path, monkeypatch):
+    """Review defect 4: at step 5 the check "At step 300, the 8 heads' ..." was about the finished Demo run, and the
+    line under it read "lecture · run: step 13,890 · ... running: training", the lecture run the step only steers."""
+    from tinygpt.config import RunConfig
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui.host import resources
+    from tinygpt.ui.teach import lesson
+
+    store = RunStore(tmp_path)
+    ids = {}
+    for role, run_state in ((lesson.LECTURE, "running"), (lesson.HEADS, "finished")):
+        with store.create(RunConfig().to_dict(), owner="app") as w:
+            w.append_metric({"step": 300, "loss": 2.0})
+            w.write_status(state=run_state, step=300)
+            ids[role] = w.run_dir.name
+    monkeypatch.setattr(lesson_view, "reader_of", lambda run_id: store.reader(run_id))
+    monkeypatch.setattr(resources, "touch", lambda run_id: None)
+    step = next(s for s in lesson.STEPS if s.key == "heads")
+    assert lesson.roles_needed(step) == [lesson.LECTURE, lesson.HEADS]  # the step steers the lecture run too
+    assert lesson.roles_checked(step) == [lesson.HEADS]  # its check reads the heads run alone
+    runs = {role: {"run": rid} for role, rid in ids.items()}
+    assert lesson_view._progress(runs, step) == []  # the heads run ended: no line, and none of the lecture run
+    with store.writer(ids[lesson.HEADS]) as w:
+        w.write_status(state="running", step=300)
+    lines = lesson_view._progress(runs, step)
+    assert len(lines) == 1 and lines[0].startswith("heads · run:")
+    for key in ("tensors", "mask", "optim"):  # a step about the lecture run still shows its line
+        assert lesson.roles_checked(next(s for s in lesson.STEPS if s.key == key)) == [lesson.LECTURE]

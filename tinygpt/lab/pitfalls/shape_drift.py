@@ -36,7 +36,9 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "silent bug: loss first -> last": f"{fmt(silent.initial_loss)} -> {fmt(silent.final_train_loss)}",
         "correct: loss first -> last": f"{fmt(good.initial_loss)} -> {fmt(good.final_train_loss)}",
         "silent bug: max |attention row sum - 1|": silent.row_sum_error,
+        "silent bug: rows measured on": silent.snapshot_input,
         "silent bug: leak": silent.leak,
+        "silent bug: leak measured on": silent.leak_input,
         "silent bug: loss without the future": silent.no_peek_loss,
         "correct: loss without the future": good.no_peek_loss,
         "correct: leak": good.leak,
@@ -59,10 +61,11 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     sentence = (
         f"The silent bug trained {trained} "
         f"({observed['silent bug: loss first -> last']}; correct {observed['correct: loss first -> last']}) "
-        f"{say(wrong, 'but is wrong', 'and looks right', 'and was not fully probed')}: its attention weights in one "
-        f"row add up to as much as {fmt(silent.row_sum_error, 2)} away from 1 (a correct row adds up to exactly 1), "
-        "changing the future moves earlier logits by "
-        f"{fmt(silent.leak, 2)} (correct model: {fmt(good.leak, 2)}), and predicting from the past alone its loss "
+        f"{say(wrong, 'but is wrong', 'and looks right', 'and was not fully probed')}: on {silent.snapshot_input}, "
+        f"its attention weights in one row add up to as much as {fmt(silent.row_sum_error, 2)} away from 1 (the "
+        "largest over every layer, head and row; a correct row adds up to exactly 1); on "
+        f"{silent.leak_input}, changing the future moves earlier logits by up to "
+        f"{fmt(silent.leak, 2)} (correct model: {fmt(good.leak, 2)}); and predicting from the past alone its loss "
         f"is {fmt(silent.no_peek_loss)} (correct model: {fmt(good.no_peek_loss)}). With shape contracts the same "
         "code "
         + (

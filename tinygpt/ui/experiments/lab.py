@@ -19,11 +19,11 @@ from tinygpt import model as model_lib
 from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS, load_corpus
 from tinygpt.lab.experiment import Experiment
-from tinygpt.lab.health import run_health_checks
+from tinygpt.lab.health import check_training_metrics, run_health_checks
 from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.pitfalls import shape_drift
 from tinygpt.lab.results import checkpoint_probe, finite_mean, read_result
-from tinygpt.lab.verdict import RunResult, Verdict
+from tinygpt.lab.verdict import RunResult, Verdict, held_out_windows
 from tinygpt.runs.models import load_model, run_data
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
@@ -32,6 +32,7 @@ from tinygpt.ui.host.resources import head_stats
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.screen import explain
 from tinygpt.ui.train import settings
+from tinygpt.ui.words import run_words
 
 # The corpora an experiment may run on: the page's label -> the data source (the learner's own text: "text").
 LAB_SOURCES = {
@@ -155,15 +156,24 @@ def consequence_notes(verdict: Verdict, experiment: Experiment | None = None) ->
     return sentence, notes
 
 
-def show_verdict(verdict: Verdict, experiment: Experiment | None = None) -> None:
+def runs_about(runs: dict[str, str], readers: dict[str, RunReader | None], room_runs: dict | None) -> str:
+    """Whose runs the page's verdict judged, on which corpus and seed, from their configs: "your runs (your text,
+    seed 4242)", or "the room's runs (Tiny Shakespeare, seed 1337)" where they are the lesson's, `room_runs` (the
+    lesson pane's check of the same title names its runs the same way)."""
+    configs = [rd.config() for rd in readers.values() if rd is not None]
+    return run_words.runs_about(configs, room.current(), room=bool(room_runs) and dict(room_runs) == dict(runs))
+
+
+def show_verdict(verdict: Verdict, experiment: Experiment | None = None, about: str = "") -> None:
     """The verdict box, coloured by `reproduced` (the pitfall's own clauses), with the expected effect; then each
     consequence of the pitfall as measured, neutral, never as a failure (`consequence_notes`); then the numbers it
-    was judged on."""
+    was judged on. `about`: whose runs, which corpus and seed (`runs_about`), said first."""
+    on = f"On {about}: " if about else ""
     if verdict.reproduced is None and not verdict.undecided:
-        st.info(f"**Still training — no verdict yet.** {verdict.sentence}", icon=":material/hourglass_top:")
+        st.info(f"**Still training — no verdict yet.** {on}{verdict.sentence}", icon=":material/hourglass_top:")
         return
     sentence, notes = consequence_notes(verdict, experiment)
-    text = f"{sentence}\n\nExpected: {verdict.expected}."
+    text = f"{on}{sentence}\n\nExpected: {verdict.expected}."
     if verdict.reproduced is None:  # ended, but a clause was not measured (or the memory demo's CPU counts)
         st.info(f"**{verdict.undecided.capitalize()}: no verdict.** {text}", icon=":material/help:")
     elif verdict.reproduced:
@@ -187,16 +197,24 @@ def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
     loaded = load_model(run_dir, int(step))
     corpus = load_corpus(run_data(run_dir, loaded.config), loaded.config.model.max_seq_len)  # text: corpus.txt
     x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))
-    checks = run_health_checks(loaded.model, x, y, metrics, loaded.config.train.max_grad_norm)
+    # What each check read, said in its row: the shape step's verdict measures the same bug on the probe text's
+    # snapshot and 2 windows, and its numbers differ from these (a review read the two as contradicting)
+    batch = held_out_windows(int(x.shape[0]), int(x.shape[1]), int(step))
+    checks = [(c, "mis-shaped test inputs" if c.name == "shape contracts" else batch)
+              for c in run_health_checks(loaded.model, x, y)]  # fmt: skip
+    checks += [
+        (c, "the run's recent steps") for c in check_training_metrics(metrics, loaded.config.train.max_grad_norm)
+    ]
     return [
         {
             "check": c.name,
             "result": c.outcome,
             "measured": "" if c.value is None else f"{c.value:.4g}",
             "threshold": c.threshold,
+            "measured on": on,
             "detail": c.detail,
         }
-        for c in checks
+        for c, on in checks
     ]
 
 

@@ -319,3 +319,12 @@ def roles_needed(step: Step) -> list[str]:
     if step.setup.induction:
         roles.append(INDUCTION)
     return roles
+
+
+def roles_checked(step: Step) -> list[str]:
+    """The run roles a step's check measures, whose lines the pane shows under it: `roles_needed`, less the lecture
+    run where the step sets up another run beside it (the heads step puts the lecture run's mask back on, and its
+    check reads the Demo run's heads: the pane said "lecture · run: step 13,890 · running" under a check of that
+    finished Demo run)."""
+    roles = roles_needed(step)
+    return roles if roles == [LECTURE] else [r for r in roles if r != LECTURE]

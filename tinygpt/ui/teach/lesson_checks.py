@@ -222,19 +222,26 @@ def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:
         verdict = ev.verdicts.get(key)
         if verdict is None:
             return Check(None, f"Not enough data yet: '{title}' has not been started.")
+        on = _on(verdict)  # whose runs, which corpus and seed: a learner's own verdict of the same title differs
         if verdict.get("reproduced") is None:
             said = "not enough data" if verdict.get("undecided") else "not enough data yet"
-            text = f"{said.capitalize()}: {verdict.get('sentence', 'still training')}"
+            text = f"{said.capitalize()}{on}: {verdict.get('sentence', 'still training')}"
             # A short "still training" line is its own headline; a long account of what is missing is in Numbers.
             short = "" if len(text) <= HEADLINE_LIMIT else f"{title}: {said}; what is missing is under Numbers"
             return Check(None, text, settled=bool(verdict.get("undecided")), headline=short)
-        return Check(bool(verdict["reproduced"]), f"{title}: {verdict.get('sentence', '')}",
+        return Check(bool(verdict["reproduced"]), f"{title}{on}: {verdict.get('sentence', '')}",
                      headline=verdict_headline(key, title, verdict))  # fmt: skip
 
     return check
 
 
 HEADLINE_LIMIT = 200  # characters: a headline longer than this is not one line on the projector's banner
+
+
+def _on(verdict: dict) -> str:
+    """ ", on the room's runs (Tiny Shakespeare, seed 1337)": what an experiment's verdict judged (lesson_evidence
+    derives it from the runs' configs); "" where that is not known."""
+    return f", on {verdict['about']}" if verdict.get("about") else ""
 
 
 def _number(observed: dict, name: str, digits: int = 2) -> str | None:
@@ -249,7 +256,8 @@ def _points(key: str, observed: dict) -> str:
     and the Numbers popover show the same figures."""
     n = {name: _number(observed, name, 3 if "loss" in name else 2) for name in observed}
     if key == "shape_drift" and n.get("silent bug: max |attention row sum - 1|"):
-        return f"{rows_off(n['silent bug: max |attention row sum - 1|'])}; {loss_fell(observed)}"
+        on = "the probe text" if "probe text" in str(observed.get("silent bug: rows measured on")) else ""
+        return f"{rows_off(n['silent bug: max |attention row sum - 1|'], on)}; {loss_fell(observed)}"
     if key == "scaling" and n.get("max weight, unscaled") and n.get("train loss, unscaled"):
         return (f"max attention weight {n['max weight, unscaled']} unscaled vs {n['max weight, scaled']}, final loss "
                 f"{n['train loss, unscaled']} vs {n['train loss, scaled']}")  # fmt: skip
@@ -269,10 +277,13 @@ def _points(key: str, observed: dict) -> str:
     return ""
 
 
-def rows_off(error: str) -> str:
+def rows_off(error: str, on: str = "") -> str:
     """The shape-drift bug's attention rows in plain words: each row is the share of attention a query gives every
-    key and must add up to exactly 1; `error` is the largest |row sum - 1| measured, a sum of weights."""
-    return f"a row of the silent bug's attention weights adds up to as much as {error} away from 1 (a correct row: 1)"
+    key and must add up to exactly 1; `error` is the largest |row sum - 1| measured, a sum of weights, on `on` (the
+    probe text: the health step measures the same bug on held-out windows, another number)."""
+    where = f" on {on}" if on else ""
+    return (f"a row of the silent bug's attention weights{where} adds up to as much as {error} away from 1 (a correct "
+            "row: 1)")  # fmt: skip
 
 
 def loss_fell(observed: dict) -> str:
@@ -285,9 +296,10 @@ def verdict_headline(key: str, title: str, verdict: dict) -> str:
     """An experiment's judged verdict in one line: reproduced or not, with the numbers it turns on. A red one's
     failed clauses are named in its sentence, under Numbers: a clause is a line of its own, too long to repeat."""
     points = _points(key, verdict.get("observed") or {})
-    if verdict.get("reproduced"):
-        return f"{title} reproduced" + (f": {points}" if points else "")
-    return f"{title} did not reproduce" + (f": {points}" if points else "") + "; Numbers names what failed"
+    said = f"{title} reproduced" if verdict.get("reproduced") else f"{title} did not reproduce"
+    tail = (f": {points}" if points else "") + ("" if verdict.get("reproduced") else "; Numbers names what failed")
+    named = f"{said}{_on(verdict)}{tail}"  # whose runs, where the one line has room for it (the pane's text has it)
+    return named if len(named) <= HEADLINE_LIMIT else f"{said}{tail}"
 
 
 PITFALLS = ORDER  # every pitfall the lab has, position included: the step's title and count come from here
@@ -376,36 +388,50 @@ def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent
         return "; ".join(f"{name} {found[label, name]['result']} ({_measured(found[label, name])})"
                          for name in HEALTH_NAMED)  # fmt: skip
 
-    text = f"'{broken}': {said(broken)}. '{healthy}': {said(healthy)}"
+    # The input each number was read from: the shape step's verdict measures the same bug on the probe text, and
+    # its numbers differ (5.77 there, 14.65 here: a review read them as contradicting)
+    on = {label: found[label, HEALTH_NAMED[0]].get("measured on") or "" for label in rows}
+    if on[broken] and on[broken] == on[healthy]:
+        where = f"Each run measured on {on[broken]}: "
+    else:
+        where = "".join(f"'{label}' on {on[label]}; " for label in (broken, healthy) if on[label])
+        where = where[:1].upper() + where[1:-2] + ". " if where else ""
+    text = f"{where}'{broken}': {said(broken)}. '{healthy}': {said(healthy)}"
     bug_fails = [n for n in HEALTH_NAMED if found[broken, n]["result"] == "FAIL"]
     correct_fails = [n for n in HEALTH_NAMED if found[healthy, n]["result"] == "FAIL"]
 
     def measured(label: str, names: list[str]) -> str:  # "no future leak (0.41)": the number each result is about
         return " and ".join(f"{n} ({found[label, n].get('measured') or 'not measured'})" for n in names)
 
+    def fits(line: str) -> str:  # the input too, where the banner's one line has room for it
+        named = f"{line}, on {on[broken]}" if on[broken] and on[broken] == on[healthy] else line
+        return named if len(named) <= HEADLINE_LIMIT else line
+
     if bug_fails == list(HEALTH_NAMED) and not correct_fails:
         return Check(True, f"{text}: the checklist catches the bug the loss curve hid.",
-                     headline=f"The checklist catches the bug: '{broken}' fails {measured(broken, bug_fails)}; "
-                              f"'{healthy}' passes both")  # fmt: skip
+                     headline=fits(f"The checklist catches the bug: '{broken}' fails {measured(broken, bug_fails)}; "
+                                   f"'{healthy}' passes both"))  # fmt: skip
     bug_passes = [n for n in HEALTH_NAMED if n not in bug_fails]
     why = [f"'{broken}' passes {' and '.join(bug_passes)}"] if bug_passes else []
     why += [f"'{healthy}' fails {' and '.join(correct_fails)}"] if correct_fails else []
     said_short = [f"'{broken}' passes {measured(broken, bug_passes)}"] if bug_passes else []
     said_short += [f"'{healthy}' fails {measured(healthy, correct_fails)}"] if correct_fails else []
     return Check(False, f"{text}: {'; '.join(why)}.",
-                 headline=f"The checklist misses the bug: {'; '.join(said_short)}")  # fmt: skip
+                 headline=fits(f"The checklist misses the bug: {'; '.join(said_short)}"))  # fmt: skip
 
 
 def induction_formed(ev: Evidence) -> Check:
     verdict = ev.verdicts.get(INDUCTION)
     if verdict is None:
         return Check(None, "Not enough data yet: the induction runs have not been started.")
+    on = _on(verdict)
     if verdict.get("reproduced") is None:
-        text = f"Not enough data yet: {verdict.get('sentence', 'still training')}"
+        text = f"Not enough data yet{on}: {verdict.get('sentence', 'still training')}"
         missing = "Induction heads: not enough data yet; what is missing is under Numbers"
         short = "" if len(text) <= HEADLINE_LIMIT else missing
         return Check(None, text, headline=short)
-    return Check(bool(verdict["reproduced"]), verdict.get("sentence", ""),
+    said = verdict.get("sentence", "")
+    return Check(bool(verdict["reproduced"]), f"The induction phase change{on}: {said}" if on else said,
                  headline=verdict_headline(INDUCTION, "The induction phase change", verdict))  # fmt: skip
 
 

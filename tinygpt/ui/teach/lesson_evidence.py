@@ -13,11 +13,13 @@ from tinygpt.lab import induction
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.results import read_result
 from tinygpt.lab.verdict import ENDED
+from tinygpt.runs.owners import Actor
 from tinygpt.ui.circuits import circuits_view
 from tinygpt.ui.experiments import lab
 from tinygpt.ui.host import resources
 from tinygpt.ui.teach import lesson
 from tinygpt.ui.teach.lesson import HEADS, INDUCTION, LECTURE, Evidence, RunData, Step
+from tinygpt.ui.words import run_words
 
 TWO, ONE = list(induction.INDUCTION_VARIANTS)  # the induction experiment's 2-layer run and its control
 
@@ -39,11 +41,20 @@ def _run_data(run_id: str) -> RunData | None:
                    vocab)  # fmt: skip
 
 
-def _verdict(verdict) -> dict:
-    # "observed": the numbers it was judged on, from which the banner's headline names the verdict's point
+def _verdict(verdict, about: str = "") -> dict:
+    # "observed": the numbers it was judged on, from which the banner's headline names the verdict's point;
+    # "about": whose runs, which corpus and seed (run_words.runs_about), which the check's text names
     return {"reproduced": verdict.reproduced, "sentence": verdict.sentence,
             "undecided": getattr(verdict, "undecided", ""),
-            "observed": dict(getattr(verdict, "observed", None) or {})}  # fmt: skip
+            "observed": dict(getattr(verdict, "observed", None) or {}), "about": about}  # fmt: skip
+
+
+def _about(readers: dict, role: str, ids: dict[str, str], viewer: Actor | None, room_runs: dict | None) -> str:
+    """ "the room's runs (Tiny Shakespeare, seed 1337)": whose runs a verdict judged, from their configs. The room's
+    are the runs the room file names for `role`; a learner's own set-up runs are theirs."""
+    configs = [rd.config() for rd in readers.values() if rd is not None]
+    room = room_runs is not None and (room_runs.get(role) or {}) == ids
+    return run_words.runs_about(configs, viewer, room=room)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -63,10 +74,17 @@ def lens_hits(run_dir: str, step: int, text: str) -> dict:
     return {"names": list(out["names"]), "hits": [int(h) for h in hits.sum(axis=1)], "positions": int(hits.shape[1])}
 
 
-def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evidence:
-    """Read what `step`'s check needs from its runs (missing runs stay missing: the check says so)."""
+def evidence(
+    step: Step,
+    runs: dict[str, dict[str, str]],
+    measured: dict,
+    viewer: Actor | None = None,
+    room_runs: dict | None = None,
+) -> Evidence:
+    """Read what `step`'s check needs from its runs (missing runs stay missing: the check says so). `viewer` and
+    `room_runs` (the room file's {role: {label: run_id}}) name whose runs each verdict judged."""
     ev = Evidence()
-    for role in lesson.roles_needed(step):
+    for role in lesson.roles_checked(step):
         ids = runs.get(role)
         if not ids:
             continue
@@ -77,7 +95,8 @@ def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evi
         elif role.startswith("exp:"):
             key = role.removeprefix("exp:")
             readers = {label: reader_of(rid) for label, rid in ids.items()}
-            ev.verdicts[key] = _verdict(EXPERIMENTS[key].verdict(lab.results(readers, EXPERIMENTS[key])))
+            ev.verdicts[key] = _verdict(EXPERIMENTS[key].verdict(lab.results(readers, EXPERIMENTS[key])),
+                                        _about(readers, role, ids, viewer, room_runs))  # fmt: skip
             if step.key == "health" and key == "shape_drift":
                 for label in ("correct", "silent bug"):
                     rd = readers.get(label)
@@ -88,7 +107,8 @@ def evidence(step: Step, runs: dict[str, dict[str, str]], measured: dict) -> Evi
             readers, records, ended = circuits_view.experiment_state(resources.get_store(), ids)
             final = circuits_view.final_scores(readers, ended)
             results = {label: read_result(rd) for label, rd in readers.items()} if ended else None
-            ev.verdicts[INDUCTION] = _verdict(induction.induction_verdict(records, ended, final, runs=results))
+            ev.verdicts[INDUCTION] = _verdict(induction.induction_verdict(records, ended, final, runs=results),
+                                              _about(readers, role, ids, viewer, room_runs))  # fmt: skip
             two = reader_of(ids[TWO])
             if ended and two is not None and two.checkpoints() and step.key in ("ablation", "lens"):
                 last, text = two.checkpoints()[-1], two.attention_index().get("probe_text", "")

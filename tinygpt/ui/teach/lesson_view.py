@@ -229,7 +229,7 @@ def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None 
     """For a long step: where each of its runs stands, with an estimate of when it ends, in `viewer`'s words
     ("paused by you" only for whoever paused it: a learner read it of the instructor's pause)."""
     lines = []
-    for role in lesson.roles_needed(step):
+    for role in lesson.roles_checked(step):
         for label, rid in (runs.get(role) or {}).items():
             rd = reader_of(rid)
             if rd is None:
@@ -285,7 +285,9 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     runs = runs_for(actor, data)
     try:
         with _LOCK:
-            check = prediction_view.shown_check(step, actor, step.check(evidence(step, runs, data["measured"])))
+            check = prediction_view.shown_check(
+                step, actor, step.check(evidence(step, runs, data["measured"], actor, data["runs"]))
+            )
             lines = _progress(runs, step, actor)
     except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
         check = lesson.Check(None, f"Not enough data yet: could not read the runs ({exc}).")

@@ -38,3 +38,33 @@ def reason_for(reason: str, config: dict, viewer: Actor | None) -> str:
     if viewer is not None and viewer.instructor:  # the instructor may resume any run
         return reason
     return reason.replace("; resume it to", f"; {owner} can resume it to")
+
+
+def corpus_word(config: dict, viewer: Actor | None) -> str:
+    """The corpus a run trained on, from its config: "Tiny Shakespeare", "the synthetic copy task", "your text" (the
+    viewer's own upload or paste), "Anna's text"."""
+    source = str((config.get("data") or {}).get("source") or "")
+    if source == "shakespeare":
+        return "Tiny Shakespeare"
+    if source.startswith("synthetic:"):
+        return f"the synthetic {source.removeprefix('synthetic:')} task"
+    if source == "text":
+        return "your text" if is_owner(config, viewer) else f"{owner_word(config)}'s text"
+    return source or "an unnamed corpus"
+
+
+def runs_about(configs: list[dict], viewer: Actor | None, room: bool = False) -> str:
+    """Whose runs a verdict judged, on which corpus and seed, from their configs: "the room's runs (Tiny
+    Shakespeare, seed 1337)" (`room`: the lesson's runs, which every pane reads), "your runs (your text, seed
+    4242)", "Anna's runs (...)". Two runs that differ name both values ("seed 1 / 2"). "" for no configs."""
+    if not configs:
+        return ""
+    if room:
+        whose = "the room's runs"
+    elif all(is_owner(c, viewer) for c in configs):
+        whose = "your runs"
+    else:
+        whose = " / ".join(dict.fromkeys(f"{owner_word(c)}'s" for c in configs)) + " runs"
+    corpora = " / ".join(dict.fromkeys(corpus_word(c, viewer) for c in configs))
+    seeds = " / ".join(dict.fromkeys(str((c.get("train") or {}).get("seed", "?")) for c in configs))
+    return f"{whose} ({corpora}, seed {seeds})"
