@@ -26,7 +26,10 @@ st.title("tinygpt · Room")
 if not room.current().instructor:
     st.info("The room dashboard is for the instructor: enter the instructor key in the sidebar.")
     st.stop()
-st.caption("Every learner's runs on this server, newest first. Pick one and bring it to the projector.")
+st.caption(
+    "Every run on this server, learners' and yours: the table newest first, the chart the learners' runs "
+    "first. Pick one and bring it to the projector."
+)
 store = resources.get_store()
 
 # "Eyes on the projector": every learner's run paused as a hold (they cannot resume it), then let go at once.
@@ -55,7 +58,7 @@ def dashboard() -> None:
     if not rows:
         st.info("No runs yet: learners start theirs on **Train**.")
         return
-    drawn, note = picking.room_chart_runs(rows)  # every run with a step, live ones first; the note says what is not
+    drawn, note = picking.room_chart_runs(rows)  # every run with a step, learners' first; the note says what is not
     readers = {label: in_view.reader(store, run) for run, label in drawn}
     series = {label: rd.metrics for label, rd in readers.items() if rd is not None and rd.metrics}
     if unread := [label for _, label in drawn if label not in series]:
@@ -74,7 +77,10 @@ def dashboard() -> None:
     rows = positions.with_positions(rows, learners, resources.positions(), len(lesson.STEPS))
     st.markdown("  \n".join(f"**{line}**" for line in runlist.room_counts(rows)))  # by owner: what each word says
     by_label = {label: flags.get(run, []) for run, label in drawn}
-    explain.show_chart(compare.room_chart(series, flags=by_label, large=fonts.large_fonts()), code=False)
+    whose = {r["run"]: runlist.WHOSE.get(r.get("whose"), "") for r in rows}  # the chart's sections: learners' first
+    groups = {label: whose.get(run, "") for run, label in drawn}
+    chart = compare.room_chart(series, flags=by_label, groups=groups, large=fonts.large_fonts())
+    explain.show_chart(chart, code=False)
     if note:
         st.caption(note)
     shown = room_table.columns(rows)  # every shown column fits 1280 px at Large fonts

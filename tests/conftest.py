@@ -79,6 +79,12 @@ def runs_dir(tmp_path, monkeypatch):
         resources.manager_at(str((tmp_path / "runs").resolve())).shutdown()
     except Exception:
         pass
+    try:  # the learners' lesson positions are the server's, not the folder's: one test's anna was another's
+        from tinygpt.ui.host import resources
+
+        resources.positions.clear()
+    except Exception:
+        pass
 
 
 # The quick tier, `bash tests/run.sh -m "not slow and not browser"` (README, Tests): every module's unit tests in a

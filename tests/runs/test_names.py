@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tinygpt.cli.commands import main
 from tinygpt.presets import preset
-from tinygpt.runs.names import NAME_WORDS, settings_name, store_names, unique_names
+from tinygpt.runs.names import NAME_DIFFS, NAME_WORDS, settings_name, store_names, unique_names
 from tinygpt.runs.store import RunStore
 
 CONFIG = {
@@ -71,3 +71,53 @@ def test_python_m_tinygpt_runs_puts_the_name_beside_the_id(tmp_path, capsys):
     for run_id in ids:
         assert lines[run_id].startswith(f"{run_id}  {names[run_id]}")
     assert len(set(names.values())) == 2 and any(name.endswith(" #2") for name in names.values())
+
+
+def _started(configs, start: float = 0.0, who: str = "teacher") -> list[tuple[str, dict]]:
+    """(run id, config) of `configs` ({label: RunConfig}) started one after another, as the lab starts them."""
+    learner = {"id": who * 2, "name": who}
+    return [(f"{who}-{label}", {**c.to_dict(), "created": start + i, "learner": learner, "run_id": f"{who}{i}"})
+            for i, (label, c) in enumerate(configs.items())]  # fmt: skip
+
+
+def test_a_lab_variant_is_named_by_the_settings_that_differ_from_its_pair():
+    """The review: the Unstable softmax pair read "… scaling none" and "… scaling none #2"; the setting that differs
+    (the naive softmax) was in neither name, so Sample's and the Room's pickers told them apart by "#2" alone."""
+    from tinygpt.lab.registry import EXPERIMENTS
+
+    names = unique_names(_started(EXPERIMENTS["softmax"].configs(seed=1337, source="shakespeare")))
+    assert names == {
+        "teacher-stable softmax": "2L×4H×64 · shakespeare · LR 0.002 · scaling none",
+        "teacher-naive softmax": "2L×4H×64 · shakespeare · LR 0.002 · scaling none · softmax naive",
+    }
+    drift = unique_names(_started(EXPERIMENTS["shape_drift"].configs(seed=1337, source="shakespeare")))
+    assert list(drift.values())[1:] == [
+        "2L×4H×64 · shakespeare · LR 0.002 · shape bug softmax_dim",
+        "2L×4H×64 · shakespeare · LR 0.002 · shape bug softmax_dim · shape contracts on",
+    ]
+    for key, experiment in EXPERIMENTS.items():  # derived from the configs: every experiment, none by hand
+        if experiment.measure is not None:
+            continue  # measured, not trained (memory): no runs to name
+        names = unique_names(_started(experiment.configs(seed=1337, source="shakespeare")))
+        assert len(set(names.values())) == len(names) and not any("#" in n for n in names.values()), (key, names)
+
+
+def test_a_later_run_never_renames_an_earlier_one_and_whose_run_it_is_is_no_setting():
+    from tinygpt.lab.registry import EXPERIMENTS
+
+    configs = EXPERIMENTS["softmax"].configs(seed=1337, source="shakespeare")
+    lab = _started(configs)
+    alone = unique_names(lab[:1])
+    assert unique_names(lab)[lab[0][0]] == alone[lab[0][0]]  # the stable run keeps its name when the naive starts
+    again = unique_names(lab + _started(configs, start=10.0, who="anna"))  # a learner runs the same pair later
+    assert again["anna-stable softmax"] == again["teacher-stable softmax"] + " #2"  # only the owner differs
+    assert again["anna-naive softmax"] == again["teacher-naive softmax"] + " #2"
+    full = {**CONFIG, "created": 1.0, "train": {**CONFIG["train"], "seed": 1, "max_steps": 5, "batch_size": 8},
+            "model": {**CONFIG["model"], "dropout": 0.0, "bias": False}}  # fmt: skip
+    many = {**full, "created": 2.0, "train": {**full["train"], "seed": 7, "max_steps": 9, "batch_size": 4},
+            "model": {**full["model"], "dropout": 0.1, "bias": True}}  # fmt: skip
+    named = unique_names([("a", full), ("b", many)])
+    assert named["b"] == "2L×4H×64 · shakespeare · LR 0.002 · dropout 0.1 · bias on · seed 7 · +2 more"
+    assert NAME_DIFFS == 3
+    older = {**CONFIG, "created": 3.0, "model": {k: v for k, v in CONFIG["model"].items() if k != "mask"}}
+    assert unique_names([("a", {**CONFIG, "created": 1.0}), ("c", older)])["c"].endswith(" #2")  # missing: alike

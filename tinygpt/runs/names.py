@@ -1,15 +1,17 @@
 """Run names: the short readable name a person reads wherever a run is shown (the app's sidebar, tables, pickers,
 chart legends, `python -m tinygpt runs`); the id stays where a link or a file needs it.
 
-A name is the run's settings, "2L×4H×64 · shakespeare · LR 0.002", and, when runs share those settings, the place
-of the run among them by start time: the first keeps the plain name, the next are "… #2", "… #3". A class of
-twenty learners presses Train on the defaults, so settings alone named twenty runs the same.
+A name is the run's settings, "2L×4H×64 · shakespeare · LR 0.002", and, when runs share those settings, what tells
+a later run from the earlier ones: the settings where it differs ("… · softmax naive"), or its place among runs of
+the very same settings by start time, "… #2", "… #3". A class of twenty learners presses Train on the defaults, so
+settings alone named twenty runs the same.
 
 Live knob changes are not part of a name: a name listed every change, so 30 changes made it several lines long,
 and it changed under the learner while the run trained. The changes have their own words where a run is shown
 (the tables' "live changes", the charts' markers).
 
-Made from config.json alone (fixed when the run is created), so a name never changes while the run trains. Pure
+Made from config.json alone (fixed when the run is created) and the runs started before it, so a name never changes
+while the run trains. Pure
 apart from `store_names`, which reads the configs of a run folder. Tested in tests/runs/test_names.py.
 """
 
@@ -48,11 +50,55 @@ def settings_name(config: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
+# What a config holds that does not tell how a run trains: identity and bookkeeping (compare.config_diff's list),
+# whose run it is, how often it records (the heads run's "checkpoint every 100" came with its 300 steps), what the
+# corpus decides (the vocabulary's size, written into config.json once the text is read: the CLI printed a run's
+# name "… · vocab size 65" at its start, "… #2" after) and the text itself (data.text_sha256 stands for it).
+_NOT_SETTINGS = ("run_id", "created", "vocab", "parent", "owner", "num_params", "branch", "learner", "data.text",
+                 "model.vocab_size", "checkpoint_every", "attention_every", "sample_every")  # fmt: skip
+NAME_DIFFS = 3  # settings a name lists after its settings part at most; "+2 more" says how many it leaves out
+_MISSING = object()
+
+
+def _settings(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"model.softmax": "naive", ...}: every setting of a config, flattened, without `_NOT_SETTINGS`."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        path = f"{prefix}{key}"
+        if path in _NOT_SETTINGS or (key in _NOT_SETTINGS and not prefix):
+            continue
+        if isinstance(value, Mapping) and value:
+            out.update(_settings(value, f"{path}."))
+        else:
+            out[path] = value
+    return out
+
+
+def _setting_words(key: str, value: Any) -> str:
+    """ "softmax naive", "detach residual on", "warmup steps 0": a setting as a name lists it."""
+    knob = key.rsplit(".", 1)[-1]
+    if isinstance(value, bool):
+        text = "on" if value else "off"
+    elif value in ("", None):
+        text = "none"
+    elif isinstance(value, (int, float)):
+        text = _value(value)
+    else:
+        text = value if isinstance(value, str) else str(value)
+        text = text if len(text) <= 16 else text[:12] + "…"  # a hash or a long list: enough to tell two apart
+    return f"{NAME_WORDS.get(knob, knob.replace('_', ' '))} {text}"
+
+
 def unique_names(runs: Iterable[tuple[str, Mapping[str, Any] | None]]) -> dict[str, str]:
-    """{run id: name} for (run id, config) pairs: runs that share their settings are numbered by start time (the
-    config's `created`, then the id), the first plain, the next "#2", "#3". A run without a config (an unreadable
-    folder) gets "" and the page shows its id."""
-    by_settings: dict[str, list[tuple[float, str]]] = {}
+    """{run id: name} for (run id, config) pairs. Runs that share their settings part (`settings_name`) are taken
+    by start time (the config's `created`, then the id): the first keeps the plain name, which stands for its
+    settings; a later one adds the settings where it differs from that first one, in the config's order, at most
+    NAME_DIFFS of them ("… scaling none · softmax naive": a lab pair one setting apart read "… scaling none" and
+    "… scaling none #2", the setting that differs in neither name); runs whose names are still the same are
+    numbered, "#2", "#3" (settings all alike). A setting an older config lacks is no difference. Only earlier runs
+    count, so a new run never renames one already named. A run without a config (an unreadable folder) gets "" and
+    the page shows its id."""
+    by_settings: dict[str, list[tuple[float, str, dict[str, Any]]]] = {}
     names = {}
     for run_id, config in runs:
         if not config:
@@ -60,10 +106,19 @@ def unique_names(runs: Iterable[tuple[str, Mapping[str, Any] | None]]) -> dict[s
             continue
         base = settings_name(config)
         created = config.get("created")
-        by_settings.setdefault(base, []).append((float(created) if isinstance(created, (int, float)) else 0.0, run_id))
+        when = float(created) if isinstance(created, (int, float)) else 0.0
+        by_settings.setdefault(base, []).append((when, run_id, _settings(config)))
+    taken: dict[str, int] = {}
     for base, started in by_settings.items():
-        for place, (_, run_id) in enumerate(sorted(started), start=1):
-            names[run_id] = base if place == 1 else f"{base} #{place}"
+        first: dict[str, Any] | None = None
+        for _, run_id, settings in sorted(started, key=lambda r: r[:2]):
+            first = settings if first is None else first
+            differ = [key for key, value in settings.items() if first.get(key, _MISSING) not in (value, _MISSING)]
+            words = [_setting_words(key, settings[key]) for key in differ[:NAME_DIFFS]]
+            words += [f"+{len(differ) - NAME_DIFFS} more"] if len(differ) > NAME_DIFFS else []
+            name = " · ".join([base, *words])
+            taken[name] = taken.get(name, 0) + 1
+            names[run_id] = name if taken[name] == 1 else f"{name} #{taken[name]}"
     return names
 
 

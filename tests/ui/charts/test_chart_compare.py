@@ -96,3 +96,45 @@ def test_memory_chart_stacks_megabytes_by_category():
     assert bars["encoding"]["x"]["sort"] == ["T=64", "T=128"]
     assert [r for r in all_rows(spec) if r.get("mb")][0]["mb"] == 4.0
     assert title_text(compare.memory_chart([]).to_dict()).endswith("no data")
+
+
+# ---------------------------------------------------------------- the Room's grid
+
+
+def _curve(steps: int) -> list[dict]:
+    return [{"step": s, "loss": 4.0 - s / steps} for s in range(1, steps + 1, max(1, steps // 50))]
+
+
+def test_the_room_grid_gives_each_panel_its_own_steps_in_the_order_it_is_given():
+    """The review: one x axis ran to the lecture run's 25,000 steps, so every 200-3,000-step run was a vertical line
+    at 0; the grid was sorted by name while the page said newest first; and "Every learner's training loss" drew
+    the instructor's 22 runs among them."""
+    learners, yours = "Learners' runs", "Your runs (lecture and prepared)"
+    series = {"zoe · short": _curve(200), "anna · long": _curve(3000), "teacher · lecture": _curve(25_000),
+              "teacher · lab": _curve(200)}  # fmt: skip
+    groups = {"zoe · short": learners, "anna · long": learners, "teacher · lecture": yours, "teacher · lab": yours}
+    spec = compare.room_chart(series, groups=groups, large=True).to_dict()
+    sections = spec["vconcat"]
+    assert [s["title"]["text"] for s in sections] == [learners, yours]  # learners' first, each section named
+    parts = (["zoe · short", "anna · long"], ["teacher · lecture", "teacher · lab"])
+    for section, names in zip(sections, parts, strict=True):
+        assert section["facet"]["sort"] == names  # as given (newest first), not by name
+        assert section["resolve"]["scale"]["x"] == "independent"  # each panel its own step range
+        drawn = spec["datasets"][section["data"]["name"]]
+        assert list(dict.fromkeys(r["run"] for r in drawn)) == names
+        assert max(r["step"] for r in drawn if r["run"] == names[0]) < 25_000
+    title = spec["title"]
+    assert title["text"] == "Training loss, one panel per run" and "learner" not in title["text"]
+    assert title["subtitle"][0] == "Learners' runs, then your runs (lecture and prepared)"
+    assert title["subtitle"][1] == f"{compare.ROOM_ORDER}; each panel its own steps"
+    x = sections[0]["spec"]["encoding"]["x"]["axis"]
+    assert "'k'" in x["labelExpr"] and x["tickCount"] == 4  # "25k": four labels fit a 210 px panel
+
+
+def test_the_room_grid_without_sections_is_one_grid_in_the_given_order():
+    spec = compare.room_chart({"b · run": _curve(100), "a · run": _curve(30)}).to_dict()
+    assert "vconcat" not in spec and spec["facet"]["sort"] == ["b · run", "a · run"]
+    assert spec["resolve"]["scale"]["x"] == "independent"
+    assert spec["title"]["subtitle"] == [f"{compare.ROOM_ORDER}; each panel its own steps"]
+    empty = compare.room_chart({}).to_dict()  # no runs: one empty panel says so
+    assert [r["run"] for d in empty["datasets"].values() for r in d] == ["no runs yet"]

@@ -88,7 +88,7 @@ def test_the_room_page_is_the_instructors(runs_dir):
     teacher.switch_page("pages/room.py").run()
     assert not teacher.exception, teacher.exception
     assert any("Room" in t.value for t in teacher.title)
-    assert any("Every learner" in str(c.value) for c in teacher.caption)
+    assert any("Every run on this server" in str(c.value) for c in teacher.caption)
 
 
 def test_the_rooms_per_run_budget_refuses_an_oversized_run_with_the_numbers():
@@ -488,7 +488,7 @@ def test_the_room_page_draws_a_learners_finished_run_and_counts_the_prepared_run
         writer.write_status(state="running", step=20)
         at.switch_page("pages/room.py").run()
         assert not at.exception, at.exception
-    assert drawn and [label.split(" · ")[0] for label in drawn[-1]] == ["teacher", "anna"]  # live first, hers too
+    assert drawn and [label.split(" · ")[0] for label in drawn[-1]] == ["anna", "teacher"]  # learners first
     said = "\n".join(str(m.value) for m in at.markdown)
     assert "Learners' runs: 0 training · 0 queued · 1 finished (1 in all)" in said
     assert "Your runs (lecture and prepared): 1 training · 3 queued (4 in all)" in said
@@ -496,6 +496,7 @@ def test_the_room_page_draws_a_learners_finished_run_and_counts_the_prepared_run
     assert "The chart draws 2 of the 5 runs in the table; not drawn: 3 run(s) at step 0" in captions
     # The instructor's pages report no lesson position: their runs' lesson cell is empty, never "not seen".
     table = at.dataframe[0].value
+    assert list(table["learner"]) == ["teacher"] * 4 + ["anna"]  # the table newest first, as the caption says
     lesson_of = dict(zip(table["learner"], table["lesson step"], strict=True))
     assert lesson_of["teacher"] == "" and lesson_of["anna"]  # hers: "not seen" or another test's report of her
 

@@ -299,3 +299,19 @@ def test_the_induction_verdict_has_a_bar_and_an_honest_estimate_while_its_runs_t
     assert "Verdict in about" not in text  # a run waiting for a slot has no pace to extrapolate
     ended = {label: ({"state": "finished", "step": 3000, "max_steps": 3000}, m) for label, (_, m) in runs.items()}
     assert runinfo.verdict_progress(ended)[0] == 1.0
+
+
+def test_the_room_chart_draws_the_learners_runs_first_then_the_instructors():
+    """The review: the instructor's lecture and twenty prepared runs came among (and before) the learners' runs, and
+    with 36 panels at most they could push a learner's run out of the chart."""
+    mine = [{"learner": "teacher", "run": f"t{i}", "name": f"prep {i}", "state": state, "step": 50,
+             "whose": "instructor"} for i, state in enumerate(("running", "finished"))]  # fmt: skip
+    cli = [{"learner": "-", "run": "c0", "name": "cli", "state": "running", "step": 9, "whose": "no learner"}]
+    theirs = [{"learner": f"l{i}", "run": f"l{i}", "name": f"n{i}", "state": state, "step": 300, "whose": "learner"}
+              for i, state in enumerate(("finished", "running", "finished"))]  # fmt: skip
+    drawn, note = picking.room_chart_runs(mine + cli + theirs)  # the table's order: newest first
+    assert [run for run, _ in drawn] == ["l1", "l0", "l2", "t0", "c0", "t1"]  # learners', each part live first
+    crowd = [{**mine[1], "run": f"p{i}"} for i in range(picking.ROOM_CHART_MAX)]
+    drawn, note = picking.room_chart_runs(crowd + theirs)
+    assert [run for run, _ in drawn[:3]] == ["l1", "l0", "l2"] and len(drawn) == picking.ROOM_CHART_MAX
+    assert "3 run(s) past the chart's" in note  # the instructor's, not the learners'

@@ -317,56 +317,83 @@ def config_diff(
     return rows
 
 
+_THOUSANDS = "datum.value >= 1000 ? format(datum.value / 1000, '~g') + 'k' : format(datum.value, '~g')"
+ROOM_ORDER = "live runs first, then newest first"  # the order room_chart_runs draws each owner's runs in
+
+
 def room_chart(
     series: Mapping[str, Records] | None,
     *,
     flags: Mapping[str, Sequence[tuple[str, str]]] | None = None,
+    groups: Mapping[str, str] | None = None,
     columns: int = 4,
     large: bool = False,
 ):
     """Small multiples for the instructor's room dashboard: one small training-loss panel per run (titled by its
-    learner and run name), on a shared step axis and loss scale, so a stuck or diverging learner stands out.
+    learner and run name), so a stuck or diverging learner stands out. Panels come in `series`' order (the facet's
+    own order is by name) and each has its own step axis: one shared axis ran to the lecture run's 25,000 steps and
+    drew every 200-3,000-step run as a vertical line at 0; the loss scale stays shared. `groups` {run: section
+    title} (first seen, first drawn) cuts the grid into titled sections, e.g. learners' runs, then the instructor's;
+    the subtitle names them in their order, and ROOM_ORDER.
     `flags`: {run: [(word, reason), ...]} (tinygpt.ui.people.room_flags): a flagged run's panel title gets a last line
     "off: leaking, stalled", its curve turns red, and its hover says the reasons."""
-    t, flags = theme(large), flags or {}
+    t, flags, groups = theme(large), flags or {}, groups or {}
 
     def panel(name: str) -> str:
         words = ", ".join(word for word, _ in flags.get(name) or ())
         return f"{name} · off: {words}" if words else name
 
-    rows = [
-        {"step": s, "loss": v, "run": panel(str(name)), "off": "; ".join(f"{w}: {r}" for w, r in flags.get(name) or ())}
-        for name, records in (series or {}).items()
-        for s, v in thin_for_display(step_series(records, "loss"), 150)
-    ]
-    if not rows:
-        rows = [{"step": 0, "loss": None, "run": "no runs yet", "off": ""}]
+    names = [str(name) for name in series or {}]
+    sections = list(dict.fromkeys(groups.get(name, "") for name in names)) or [""]
     width, height = (210, 150) if large else (200, 110)  # three panels a row fit the projector's main column
-    chart = (
-        alt.Chart(data_frame(rows))
-        .mark_line(strokeWidth=t["line"])
-        .encode(
-            x=alt.X("step:Q", title="step"),
-            y=alt.Y("loss:Q", title="train loss", scale=alt.Scale(zero=False)),
-            color=alt.condition("datum.off != ''", alt.value(PALETTE[3]), alt.value(BLUE)),  # red: flagged
-            tooltip=[
-                alt.Tooltip("run:N"),
-                alt.Tooltip("step:Q"),
-                alt.Tooltip("loss:Q", format=".3f"),
-                alt.Tooltip("off:N", title="flags"),
-            ],
+    charts = []
+    for section in sections:
+        mine = [name for name in names if groups.get(name, "") == section]
+        rows = [
+            {"step": s, "loss": v, "run": panel(name), "off": "; ".join(f"{w}: {r}" for w, r in flags.get(name) or ())}
+            for name in mine
+            for s, v in thin_for_display(step_series((series or {})[name], "loss"), 150)
+        ]
+        if not rows:
+            rows = [{"step": 0, "loss": None, "run": "no runs yet", "off": ""}]
+        order = list(dict.fromkeys(r["run"] for r in rows))
+        chart = (
+            alt.Chart(data_frame(rows))
+            .mark_line(strokeWidth=t["line"])
+            .encode(
+                # "25k", not "25,000": four labels a panel fit its 210 px at Large fonts ("~s" read "0k", "0.4k")
+                x=alt.X("step:Q", title="step", axis=alt.Axis(tickCount=4, labelExpr=_THOUSANDS)),
+                y=alt.Y("loss:Q", title="train loss", scale=alt.Scale(zero=False)),
+                color=alt.condition("datum.off != ''", alt.value(PALETTE[3]), alt.value(BLUE)),  # red: flagged
+                tooltip=[
+                    alt.Tooltip("run:N"),
+                    alt.Tooltip("step:Q", format=","),
+                    alt.Tooltip("loss:Q", format=".3f"),
+                    alt.Tooltip("off:N", title="flags"),
+                ],
+            )
+            .properties(width=width, height=height)
+            # A panel's title is its learner and run name, one part a line ("anna · 2L×4H×64 · ..." on one line made
+            # a row of four panels 3,500 px wide on the projector); three panels a row at Large fonts.
+            .facet(
+                facet=alt.Facet(
+                    "run:N",
+                    title=None,
+                    sort=order,
+                    header=alt.Header(labelFontSize=t["label"], labelExpr="split(datum.label, ' · ')"),
+                ),
+                columns=min(columns, 3) if large else columns,
+            )
+            .resolve_scale(x="independent")
         )
-        .properties(width=width, height=height)
-        # A panel's title is its learner and run name, one part a line ("anna · 2L×4H×64 · ..." on one line made a
-        # row of four panels 3,500 px wide on the projector); three panels a row at Large fonts.
-        .facet(
-            facet=alt.Facet(
-                "run:N", title=None, header=alt.Header(labelFontSize=t["label"], labelExpr="split(datum.label, ' · ')")
-            ),
-            columns=min(columns, 3) if large else columns,
-        )
-        .properties(title="Every learner's training loss")
-    )
-    return chart.configure_title(fontSize=t["title"], anchor="start").configure_axis(
+        section_title = alt.TitleParams(section, fontSize=t["axis_title"])  # under the chart's title, smaller
+        charts.append(chart.properties(title=section_title) if section else chart)
+    named = [s if i == 0 else s[0].lower() + s[1:] for i, s in enumerate(x for x in sections if x)]
+    subtitle = [", then ".join(named)] if named else []  # what is drawn in what order: the page's caption says it too
+    subtitle.append(f"{ROOM_ORDER}; each panel its own steps")
+    title = "Training loss, one panel per run"
+    chart = charts[0] if len(charts) == 1 else alt.vconcat(*charts, spacing=30).resolve_scale(y="shared")
+    chart = chart.properties(title=alt.TitleParams(title, subtitle=subtitle))
+    return chart.configure_title(fontSize=t["title"], anchor="start", subtitleFontSize=t["label"]).configure_axis(
         labelFontSize=t["label"], titleFontSize=t["axis_title"]
     )

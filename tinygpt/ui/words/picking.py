@@ -52,20 +52,27 @@ def cheat_note(config: dict, events: list[dict], step: int) -> str | None:
     )
 
 
-ROOM_CHART_MAX = 36  # panels at most (under ReaderPool's 48 shared readers): live runs first, then the newest
+ROOM_CHART_MAX = 36  # panels at most (under ReaderPool's 48 shared readers): learners' first, live first, then newest
+FIRST_OWNER = "learner"  # tinygpt.ui.host.runlist.LEARNER: the rows' "whose" of a learner's run (a row without one)
 
 
 def room_chart_runs(rows: list[dict]) -> tuple[list[tuple[str, str]], str]:
-    """(run id, panel label) of the runs the Room's loss chart draws, and a note saying which of the table's runs
-    it leaves out and why ("" when it draws them all). Every run with a step to draw is drawn, whoever owns it and
-    whatever its state (a learner's finished run beside the prepared runs that train); the live ones (queued,
-    starting, running, paused) first, then the table's order (newest first), up to ROOM_CHART_MAX panels. A run at
-    step 0 has no loss yet: it is left out and counted in the note. Labels are the learner and the run's readable
-    name (unique, so no two panels read the same; a row without a name falls back to its id)."""
+    """(run id, panel label) of the runs the Room's loss chart draws, in the order it draws them, and a note saying
+    which of the table's runs it leaves out and why ("" when it draws them all). Every run with a step to draw is
+    drawn, whoever owns it and whatever its state (a learner's finished run beside the prepared runs that train):
+    the learners' runs first (a row's "whose", a learner's when it has none), then the others (the instructor's
+    lecture and prepared runs, the CLI's), each of the two live first (queued, starting, running, paused), then in
+    the table's order (newest first): compare.ROOM_ORDER says so under the chart. Up to ROOM_CHART_MAX panels, so
+    the instructor's twenty prepared runs never push a learner's out. A run at step 0 has no loss yet: it is left
+    out and counted in the note. Labels are the learner and the run's readable name (unique, so no two panels read
+    the same; a row without a name falls back to its id)."""
     live_states = (*ACTIVE_STATES, "paused")
     with_steps = [r for r in rows if (r.get("step") or 0) > 0]
-    ordered = [r for r in with_steps if r.get("state") in live_states]
-    ordered += [r for r in with_steps if r.get("state") not in live_states]
+    ordered = []
+    for learners in (True, False):
+        mine = [r for r in with_steps if (r.get("whose", FIRST_OWNER) == FIRST_OWNER) == learners]
+        ordered += [r for r in mine if r.get("state") in live_states]
+        ordered += [r for r in mine if r.get("state") not in live_states]
     picked, over = ordered[:ROOM_CHART_MAX], ordered[ROOM_CHART_MAX:]
     left = []
     if no_step := [r for r in rows if (r.get("step") or 0) <= 0]:
