@@ -108,6 +108,20 @@ def axis_titles(spec: dict, channel: str) -> set[str]:
     return {" ".join(title) if isinstance(title, list) else title for title in found}
 
 
+def y_title_lines(spec: dict, height: int | None = None) -> list[tuple[list[str], int | None]]:
+    """Every y title of a spec as (its lines, the height of the view or panel it runs along: the nearest `height`
+    set on it or above it; None where the spec sets none)."""
+    height = spec.get("height", height) if isinstance(spec.get("height"), int) else height
+    found = []
+    for key in ("layer", "vconcat", "hconcat", "concat"):
+        for child in spec.get(key, []):
+            found += y_title_lines(child, height)
+    if "mark" in spec and "title" in spec.get("encoding", {}).get("y", {}):
+        title = spec["encoding"]["y"]["title"]
+        found.append((title if isinstance(title, list) else [title], height))
+    return found
+
+
 def rules_at(spec: dict, channel: str) -> list[float]:
     """Values of the rules drawn along `channel` (a horizontal rule has a y and no x)."""
     out = []

@@ -4,9 +4,10 @@ memory by category, read back through `to_dict()`."""
 from __future__ import annotations
 
 import numpy as np
-from chart_helpers import EVALS, METRICS, all_rows, axis_titles, mark_type, title_text, views
+import pytest
+from chart_helpers import EVALS, METRICS, all_rows, axis_titles, mark_type, title_text, views, y_title_lines
 
-from tinygpt.ui.charts import compare
+from tinygpt.ui.charts import compare, style, theme
 
 # ---------------------------------------------------------------- sampling
 
@@ -44,17 +45,47 @@ def test_compare_chart_overlays_runs():
         ("no warmup", "loss"),
         ("baseline", "val_loss"),
     }
-    assert axis_titles(spec, "y") == {"training loss (nats per character)"}
+    assert axis_titles(spec, "y") == {"loss (nats per char)"}  # the chart's title says which loss
     grad = compare.compare_chart({"a": METRICS}, "grad_norm").to_dict()
     assert next(v for v in views(grad) if mark_type(v) == "line")["encoding"]["y"]["scale"]["type"] == "log"
     compare.compare_chart({}, "loss").to_dict()
     other = compare.compare_chart({"a": [{"step": 1, "attention_grad_norm": 0.0}]}, "attention_grad_norm").to_dict()
     line = next(v for v in views(other) if mark_type(v) == "line")
-    assert line["encoding"]["y"]["scale"]["type"] == "log" and line["encoding"]["y"]["title"].endswith("(log scale)")
-    # Large fonts: a title longer than the plot goes on two lines, its units on the second (cut before).
+    assert line["encoding"]["y"]["scale"]["type"] == "log" and axis_titles(other, "y") == {"gradient norm (log scale)"}
+    # Large fonts: a title longer than the plot goes on lines, its units on the last (cut before).
     large = compare.compare_chart({"a": METRICS}, "loss", large=True).to_dict()
     assert next(v for v in views(large) if mark_type(v) == "line")["encoding"]["y"]["title"] == [
-        "training loss", "(nats per character)"]  # fmt: skip
+        "loss", "(nats per char)"]  # fmt: skip
+
+
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("field", list(compare.FIELD_TITLES))
+def test_every_compare_charts_y_title_fits_half_the_plots_height(large, field):
+    """The Experiments page at 1280x720 with Large fonts: beside half-width plots the y titles ran along most of
+    the plot ("training loss (nats per character)", "attention gradient norm (log scale)"; read cut as "(nat" and
+    "attention gradie" where the page's header covered the chart's top). Every line now fits half the chart's plot
+    height at the axis-title font (a character at most 0.6 of the font size wide, style.y_title_lines), in at most
+    two lines, the chart's title names the curve, and the units are still said."""
+    series = {"a": [{"step": s, field: 1.0 + s} for s in range(5)], "b": [{"step": s, field: 2.0} for s in range(5)]}
+    spec = compare.compare_chart(series, field, large=large).to_dict()
+    t = theme.theme(large)
+    found = y_title_lines(spec)
+    assert found and all(lines == found[0][0] for lines, _ in found)  # one title on every layer
+    lines = found[0][0]
+    assert len(lines) <= 2 and all(len(line) * style.CHAR_EM * t["axis_title"] <= 0.5 * t["height"] for line in lines)
+    said, short = " ".join(lines), compare.Y_TITLES.get(field) or compare.FIELD_TITLES[field]
+    assert said == short + (" (log scale)" if field.endswith("grad_norm") and "log" not in short else "")
+    if "(" in compare.FIELD_TITLES[field]:  # units in the full title: on the axis too
+        assert compare.FIELD_TITLES[field].rsplit(" (", 1)[1].split()[0].rstrip(")") in said
+    assert title_text(spec) == compare.FIELD_TITLES[field].split(" (")[0].capitalize()
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_the_memory_charts_y_title_fits(large):
+    t = theme.theme(large)
+    rows = [{"label": "T=64", "category": "parameters", "bytes": 4e6}]
+    for lines, _ in y_title_lines(compare.memory_chart(rows, large=large).to_dict()):
+        assert all(len(line) * style.CHAR_EM * t["axis_title"] <= 0.5 * t["height"] for line in lines)
 
 
 def test_config_diff_returns_only_the_settings_that_differ():

@@ -31,6 +31,7 @@ from chart_helpers import (
     tooltips,
     values,
     views,
+    y_title_lines,
 )
 
 from tinygpt.ui.charts import colours, compare, curves, heatmaps, markers, masks, parts, style, theme
@@ -173,6 +174,25 @@ def test_the_loss_charts_y_title_fits_the_plots_height(large):
     lines = titles[0] if isinstance(titles[0], list) else [titles[0]]
     assert all(len(line) * 0.6 * t["axis_title"] <= 0.5 * t["height"] for line in lines), lines
     assert " ".join(lines) == ("loss (nats per char)" if large else "cross-entropy loss (nats/char)")
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_the_gradient_charts_y_titles_fit_their_plots(large):
+    """Gradients page, 1280x720, Large fonts: "gradient norm (L2, log scale)" on one line ran 237 px beside a 225 px
+    plot, up against the subtitle. A live chart fitted to its height: every line within half the theme's height.
+    The per-layer chart's panels are drawn at their own size: a line within its panel's height."""
+    t = theme.theme(large)
+    grad = y_title_lines(curves.grad_norm_chart(METRICS, 1.0, EVENTS, large=large).to_dict())
+    assert grad and all(lines == grad[0][0] for lines, _ in grad)
+    assert " ".join(grad[0][0]) == "gradient norm (L2, log scale)"
+    assert all(len(line) * style.CHAR_EM * t["axis_title"] <= 0.5 * t["height"] for line in grad[0][0])
+    for field in ("layer_grad_norms", "update_ratios"):
+        found = y_title_lines(parts.layer_grad_chart(METRICS, field, large=large).to_dict())
+        for lines, height in found:
+            assert height and all(len(line) * style.CHAR_EM * t["axis_title"] <= height for line in lines), lines
+    rows = [{"step": s, "layer": 0, "head": h, "entropy": 1.0, "max_weight": 0.5} for s in (0, 10) for h in range(2)]
+    for lines, height in y_title_lines(parts.head_stats_chart(rows, large=large).to_dict()):
+        assert height and all(len(line) * style.CHAR_EM * t["axis_title"] <= height for line in lines), lines
 
 
 def test_loss_chart_baseline_target_events_and_nonfinite():

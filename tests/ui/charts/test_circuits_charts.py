@@ -6,9 +6,11 @@ import json
 
 import numpy as np
 import pytest
+from chart_helpers import y_title_lines
 
 from tinygpt.inside import heads
 from tinygpt.ui.charts import circuits as charts
+from tinygpt.ui.charts import style, theme
 
 
 def record(step: int, induction: float, second: float = 3.3) -> dict:
@@ -203,3 +205,66 @@ def test_the_stacked_circuits_charts_fit_the_content_column(large):
             panels = row.get("hconcat", [row])
             used = sum(p["width"] + charts.AXES_PX[large] for p in panels) + 20 * (len(panels) - 1)
             assert used <= charts.COLUMN_PX[large], (large, used)
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_the_circuits_panels_y_titles_fit_their_panels(large):
+    """Checked while fixing the Experiments page's y titles: each panel of the stacked Circuits charts is drawn at
+    its own size, so a y title line may be as long as its panel is high (style.y_title_lines's rule for a panel):
+    "mean L2 norm per position" (25 characters) is as tall as a 300 px panel at Large fonts at 0.6 em a
+    character, and whole in Chromium (~0.45 em)."""
+    phase = {"2 layers": {"best": heads.best_series(RECORDS), "copy": heads.copy_loss_series(RECORDS), "train": []}}
+    t = theme.theme(large)
+    specs = [charts.phase_change_chart(phase, large=large), charts.role_history_chart(heads.score_rows(RECORDS),
+             large=large), charts.residual_chart(RECORDS, large=large)]  # fmt: skip
+    for spec in specs:
+        found = y_title_lines(spec.to_dict())
+        assert found
+        for lines, height in found:
+            assert height and all(len(line) * style.CHAR_EM * t["axis_title"] <= height for line in lines), lines
+    said = {" ".join(lines) for lines, _ in y_title_lines(specs[2].to_dict())}
+    assert said == {"mean L2 norm per position", "mean L2 norm of the write"}
+
+
+def cell_px(fig: dict, k: int) -> float:
+    """Panel k's cell width in px: its x domain of the estimated plot width, over its heads."""
+    layout, data = fig["layout"], fig["data"][2 * k]
+    x0, x1 = layout[f"xaxis{k + 1 if k else ''}"]["domain"]
+    return (x1 - x0) * charts.ABLATION_PLOT_PX[layout["title"]["font"]["size"] > 20] / len(data["x"])
+
+
+@pytest.mark.parametrize("heads_n", [1, 2, 4, 8, 16])
+@pytest.mark.parametrize("panels", [2, 3])
+@pytest.mark.parametrize("large", [False, True])
+def test_ablation_numbers_fit_their_cells(large, panels, heads_n):
+    """Three panels in a row without Large fonts (4 heads) left ~45 px a cell, and "+0.046" at 14 px touched its
+    neighbours ("+0.046+0.040"). A number now fits its cell with a fifth to spare (0.55 em a digit): smaller, then
+    without the leading zero ("+.046"); three panels stack when none fits in a row; where nothing fits, the cells
+    carry no number (the hover still says it)."""
+    names = ["validation batches", "probe text", "second copy"][:panels]
+    z = np.array([[0.046, -0.021] * 8, [1.25, 0.0] * 8])[:, :heads_n]
+    fig = charts.ablation_heatmap({n: z for n in names}, large=large).to_dict()
+    t = theme.theme(large)
+    for k in range(panels):
+        cells = fig["data"][2 * k]
+        if not cells["texttemplate"]:  # many heads: not even "+1.250" at the smallest size fits
+            assert heads_n >= 8 and 6 * theme.DIGIT_EM * (t["text"] - 2) * theme.CELL_SPARE > cell_px(fig, k)
+            continue
+        font, longest = cells["textfont"]["size"], max(len(v) for row in cells["text"] for v in row)
+        assert t["text"] - 2 <= font <= t["text"] + 2
+        assert longest * theme.DIGIT_EM * font * theme.CELL_SPARE <= cell_px(fig, k), (font, cells["text"])
+    first = fig["data"][0]["text"]
+    assert first[1][0] == "+1.250"  # one and more: never shortened
+    if first[0][0] == "+.046":
+        assert first[0][1] == "-.021"
+    else:
+        assert first[0][:2] == ["+0.046", "-0.021"][:heads_n]
+
+
+def test_three_ablation_panels_without_large_fonts_stay_a_row_with_smaller_numbers():
+    deltas = {n: np.full((2, 4), 0.037) for n in ("validation batches", "probe text", "second copy")}
+    fig = charts.ablation_heatmap(deltas).to_dict()
+    assert fig["layout"]["xaxis"]["domain"][1] < 0.4  # a row
+    assert fig["data"][0]["text"][0][0] == "+.037" and fig["data"][0]["textfont"]["size"] == 12
+    eight = charts.ablation_heatmap({n: np.full((2, 8), 0.037) for n in deltas}).to_dict()
+    assert list(eight["layout"]["xaxis"]["domain"]) == [0.0, 1.0]  # 8 heads: stacked, each as wide as the chart

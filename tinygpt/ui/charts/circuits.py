@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from tinygpt.ui.charts.colours import GREY, PURPLE, RED, colour_encoding, dash_encoding, dash_note, palette_for
 from tinygpt.ui.charts.markers import marker_layers, marker_rows, numbered_marker_layers, numbered_markers
 from tinygpt.ui.charts.style import Records, VegaLite, data_frame, step_x, thin_for_display, value_y, visible_char
-from tinygpt.ui.charts.theme import plotly_layout_style, style_altair, theme
+from tinygpt.ui.charts.theme import cell_number, cell_text_style, plotly_layout_style, style_altair, theme
 from tinygpt.ui.charts.tokens import placeholder
 from tinygpt.ui.words.knob_words import knob_marks
 
@@ -39,6 +39,7 @@ ROLE_TITLES = {
 COLUMN_PX = {True: 780, False: 820}
 AXES_PX = {True: 88, False: 64}
 LARGE_PLOT_PX = 660  # + AXES_PX[True], with room to spare: inside COLUMN_PX[True]
+ABLATION_PLOT_PX = {big: px - 200 for big, px in COLUMN_PX.items()}  # less the margins and the colour bar
 
 
 def _steps_kept(rows: Sequence[Mapping[str, Any]], limit: int = 300) -> set[int]:
@@ -275,8 +276,8 @@ def ablation_heatmap(
     large: bool = False,
 ) -> go.Figure:
     """Loss change when each head is ablated, layers x heads, one panel per measure ({"validation batches": (L, H),
-    "probe text": (L, H)}), the number in every cell, red = the loss rose (the head helped), blue = it fell.
-    `selected` (layer, head) is outlined.
+    "probe text": (L, H)}), the number in every cell that has room for it (`theme.cell_text_style`), red = the loss
+    rose (the head helped), blue = it fell. `selected` (layer, head) is outlined.
 
     Plotly cannot select heatmap cells, so each panel also carries an invisible scatter trace with one square
     marker on every cell (customdata [layer, head]): with st.plotly_chart(..., on_select=..., selection_mode=
@@ -289,11 +290,12 @@ def ablation_heatmap(
     arrays = [np.asarray(deltas[n], dtype=np.float64) for n in names]
     L, H = arrays[0].shape
     limit = max(1e-6, max(float(np.abs(a).max()) for a in arrays))
-    traces, layout, annotations = [], {}, []
-    n = len(names)
-    # Three panels side by side at Large fonts left ~40 px a cell for "+0.037": clipped and overlapping numbers on
-    # the projector (the lesson's browser run). They stack then, each as wide as the chart.
-    stacked = large and n >= 3
+    n, traces, layout, annotations = len(names), [], {}, []
+    # Three in a row left ~40 px a cell for "+0.037" at Large fonts (clipped, overlapping: the lesson's browser run),
+    # ~45 px without ("+0.046+0.040" touched). They stack at Large fonts, or where no number fits; numbers fit.
+    side_cell = min(x1 - x0 for (x0, x1), _ in (_ablation_domains(k, n, L, 1, False, 0) for k in range(n))) / H
+    numbers = [float(v) for a in arrays for v in a.ravel()]
+    stacked = n >= 3 and (large or cell_text_style(side_cell * ABLATION_PLOT_PX[large], t, numbers) is None)
     row_px = 70  # a layer's row when stacked: room for the numbers and the click markers
     margin = _cell_figure(title, 0, large)["margin"]  # the title's lines set the top margin
     if stacked:  # each band as high as its parts need
@@ -301,6 +303,8 @@ def ablation_heatmap(
     else:
         height = max(t["panel"], 90 * L + 160)
     plot_px = height - margin["t"] - margin["b"]  # the plot area, which the axes' domains divide
+    fits = cell_text_style((1 / H if stacked else side_cell) * ABLATION_PLOT_PX[large], t, numbers)
+    compact, font = fits or (False, t["text"])
     for k, (name, z) in enumerate(zip(names, arrays, strict=True)):
         x_axis, y_axis = ("x", "y") if k == 0 else (f"x{k + 1}", f"y{k + 1}")
         x_domain, y_domain = _ablation_domains(k, n, L, plot_px, stacked, row_px)
@@ -313,9 +317,9 @@ def ablation_heatmap(
                 zmax=limit,
                 colorscale="RdBu_r",
                 coloraxis="coloraxis",
-                text=[[f"{v:+.3f}" for v in row] for row in z],
-                texttemplate="%{text}",
-                textfont={"size": t["text"] + 2},
+                text=[[cell_number(v, compact) for v in row] for row in z],
+                texttemplate="%{text}" if fits else "",
+                textfont={"size": font},
                 hovertemplate=f"{name}: %{{y}} %{{x}} ablated: loss %{{z:+.4f}}<extra></extra>",
                 xaxis=x_axis,
                 yaxis=y_axis,

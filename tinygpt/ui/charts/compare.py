@@ -38,11 +38,12 @@ from tinygpt.ui.charts.style import (
     thin_for_display,
     value_y,
     visible_char,
+    y_title_lines,
 )
 from tinygpt.ui.charts.theme import theme
 from tinygpt.ui.words.knob_words import knob_marks
 
-FIELD_TITLES = {  # y titles of `compare_chart`, by metrics field
+FIELD_TITLES = {  # `compare_chart`'s titles (up to " (") and its y titles where Y_TITLES has none, by metrics field
     "loss": "training loss (nats per character)",
     "val_loss": "validation loss (nats per character)",
     "grad_norm": "gradient norm, unclipped (log scale)",  # "before clipping" was cut at projector fonts
@@ -52,7 +53,21 @@ FIELD_TITLES = {  # y titles of `compare_chart`, by metrics field
     "attention_entropy": "mean attention entropy (nats)",
     "max_attention_weight": "mean max attention weight (0..1)",
     "attention_grad_norm": "attention gradient norm",  # "Attention blocks' gradient n…" at projector fonts
-    "first_layer_grad_norm": "first layer (L0.attn) gradient norm",
+    "first_layer_grad_norm": "first layer gradient norm (L0.attn)",
+}
+# The y axis says what is measured and in what unit; the chart's title above it names the curve. The full titles
+# ran along most of a half-width plot on the Experiments page at 1280x720 with Large fonts (250 of its 285 px), and
+# as lines of half the plot's height (style.y_title_lines) they took three or four lines ("mean max" /
+# "attention" / "weight" / "(0..1)"): these take at most two at both font sizes.
+Y_TITLES = {
+    "loss": "loss (nats per char)",
+    "val_loss": "loss (nats per char)",
+    "grad_norm": "norm, unclipped (log scale)",
+    "tokens_per_s": "tokens per second",
+    "attention_entropy": "entropy (nats)",
+    "max_attention_weight": "max weight (0..1)",
+    "attention_grad_norm": "gradient norm (log scale)",
+    "first_layer_grad_norm": "L0.attn norm (log scale)",
 }
 MEMORY_CATEGORIES = ("parameters", "gradients", "optimizer state", "activations", "attention")  # `memory_chart`'s order
 
@@ -121,13 +136,12 @@ def _compare_template(
 ):  # fmt: skip
     t = theme(large)
     log = field.endswith("grad_norm")  # norms span orders of magnitude
-    y_title = FIELD_TITLES.get(field, field)
+    y_title = Y_TITLES.get(field) or FIELD_TITLES.get(field, field)
     y_title += " (log scale)" if log and "log" not in y_title else ""
-    if large and len(y_title) * t["axis_title"] * 0.6 > t["height"]:  # would run past the plot's height
-        # Two lines (Vega draws a list as lines), the units on the second: dropping them left "training loss (nats
-        # per characte" cut on the Experiments page at Large fonts, where a char is wider than half the font size.
-        main, _, units = y_title.rpartition(" (")
-        y_title = [main, f"({units}"] if main else y_title
+    # Lines of at most half the plot's height (style.y_title_lines), as on the Train page's loss chart: Large fonts
+    # split only titles over the whole height, and "training loss" / "(nats per character)" or "attention gradient
+    # norm" / "(log scale)" each took ~200 px beside a 285 px plot (seen as "(nat", "attention gradie" when scrolled).
+    y_title = y_title_lines(y_title, t)
     y = value_y("shown:Q", y_title, log=log, **({} if log else {"zero": False}))  # no zero on a log scale: a warning
     curves = [field, "val_loss"] if with_evals else [field]
     base = alt.Chart(alt.NamedData("compare")).encode(
@@ -249,7 +263,7 @@ def memory_chart(rows: Records | None, *, title: str = "Memory by category", lar
     base = alt.Chart(data_frame(clean))
     bars = base.mark_bar().encode(
         x=x,
-        y=alt.Y("mb:Q", title="memory (MB)", stack="zero"),
+        y=alt.Y("mb:Q", title=y_title_lines("memory (MB)", t), stack="zero"),
         color=colour_encoding("category:N", cats, palette_for(cats), "category"),
         order=alt.Order("order:Q"),
         tooltip=[
@@ -260,7 +274,7 @@ def memory_chart(rows: Records | None, *, title: str = "Memory by category", lar
         ],
     )
     totals = base.mark_text(dy=-6, baseline="bottom", fontSize=t["text"]).encode(
-        x=x, y=alt.Y("sum(mb):Q", title="memory (MB)"), text=alt.Text("sum(mb):Q", format=",.1f")
+        x=x, y=alt.Y("sum(mb):Q", title=y_title_lines("memory (MB)", t)), text=alt.Text("sum(mb):Q", format=",.1f")
     )
     return finish([bars, totals], title if clean else f"{title}: no data", t, large=large)
 

@@ -293,7 +293,9 @@ def grad_norm_chart(
 
 def _grad_norm_template(title: str, subtitle: str, large: bool, below: int = 0):
     t = theme(large)
-    yspec = {"title": "gradient norm (L2, log scale)", "log": True}
+    # On lines (style.y_title_lines): on one, the title was taller than the plot at Large fonts (Gradients page,
+    # 1280x720: 237 px beside a 225 px plot, up against the subtitle).
+    yspec = {"title": y_title_lines("gradient norm (L2, log scale)", t), "log": True}
     y = value_y("shown:Q", **yspec)
     tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("norm:Q", format=".4g", title="norm before clipping")]
     base = alt.Chart(alt.NamedData("grad")).encode(x=step_x(), y=y)

@@ -33,6 +33,7 @@ from tinygpt.ui.charts.style import (
     step_x,
     thin_for_display,
     value_y,
+    y_title_lines,
 )
 from tinygpt.ui.charts.theme import style_altair, theme
 
@@ -47,7 +48,7 @@ def _layer_and_part(group: str) -> tuple[str, str]:
 
 def _lr_panel_template(t: dict) -> alt.LayerChart:
     """The learning rate under a per-layer chart, from dataset "lr_panel" (rows {"step", "lr"})."""
-    y = value_y("lr:Q", "learning rate", zero=True, nice=True)
+    y = value_y("lr:Q", y_title_lines("learning rate", t, plot=int(t["height"] / 2.5)), zero=True, nice=True)
     base = alt.Chart(alt.NamedData("lr_panel")).encode(x=step_x(), y=y)
     tooltip = [alt.Tooltip("step:Q", title="step"), alt.Tooltip("lr:Q", format=".3e", title="learning rate")]
     return alt.layer(
@@ -98,8 +99,10 @@ def layer_grad_chart(
 
 def _layer_grad_template(ratios: bool, layers_order: tuple, title: str, panel_width: int | None, large: bool):
     t = theme(large)
+    # Titles as lines that fit the plot (style.y_title_lines), here and in every panel below.
     y_title = "‖ΔW‖ / ‖W‖ per step (log scale)" if ratios else "gradient L2 norm (log scale)"
-    yspec = {"title": y_title, "log": True}
+    # A lone chart is fitted to its height (half of it for a line); stacked panels are drawn at their own size.
+    yspec = {"title": y_title_lines(y_title, t, plot=t["height"] if panel_width else None), "log": True}
     base = (
         alt.Chart(alt.NamedData("layers"))
         .transform_calculate(  # "L3.attn" -> layer "L3", part "attn"; "emb" -> layer "emb", part "other"
@@ -179,7 +182,7 @@ def head_stats_chart(
             alt.Tooltip("max_weight:Q", format=".3f", title="max weight"),
         ]
         point = alt.OverlayMarkDef(filled=True, size=5 * t["text"])
-        ent_spec: dict = {"title": "attention entropy (nats)", "zero": True}
+        ent_spec: dict = {"title": y_title_lines("attention entropy (nats)", t, plot=height), "zero": True}
         baseline = finite(uniform[0]) if uniform is not None else None
         if baseline is not None:  # room above the even-spread entropy, which no head exceeds, for its label
             ent_spec["domainMax"] = round(max([baseline, *(r["entropy"] for r in part)]) * 1.15, 2)
@@ -189,7 +192,8 @@ def head_stats_chart(
             # Above its line: the heads start at that entropy, so a label hung below it sat on their lines.
             ent += reference_layers(reference_rows(uniform[0], uniform[1]), ent_spec, t, above=True)
         maxw = base.mark_line(point=point, strokeWidth=t["line"]).encode(
-            y=value_y("max_weight:Q", "max attention weight (0..1)", domain=[0, 1]), tooltip=tooltip
+            y=value_y("max_weight:Q", y_title_lines("max attention weight (0..1)", t, plot=height), domain=[0, 1]),
+            tooltip=tooltip,
         )
         pair = (
             alt.layer(*ent).properties(title=small(f"layer {lay}: entropy"), width=width, height=height),

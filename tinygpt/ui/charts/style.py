@@ -118,17 +118,26 @@ def value_y(field: str, title: str, log: bool = False, **scale: Any) -> alt.Y:
 
 
 # A y title runs along the plot's height, centred on it, and what does not fit is cut off where the canvas ends:
-# the Train page's loss chart read "ropy loss (nats/char)" at normal fonts. The plot gets only part of the chart's
-# height (its title, legend, subtitle, x axis and the knob legends take the rest), so a title line is kept within
-# half of it; CHAR_EM is a character's width as a share of the font size (0.6: wide for Vega's sans-serif).
+# the Train page's loss chart read "ropy loss (nats/char)" at normal fonts. A chart that Streamlit fits to its
+# height gives the plot only part of it (its title, legend, subtitle, x axis and the knob legends take the rest), so
+# a title line is kept within half of the theme's height; a panel drawn at its own size (a concat of panels) has a
+# plot of the height it names, and a line may be as long as that. CHAR_EM is a character's width as a share of the
+# font size (0.6: wide for Vega's sans-serif; measured in Chromium, ~0.45 for these titles), which leaves room.
 CHAR_EM = 0.6
 Y_TITLE_SHARE = 0.5
 
 
-def y_title_lines(title: str, t: dict) -> str | list[str]:
-    """`title` as one line if it fits half the theme's plot height at the axis-title font, else as lines (Vega
-    draws a list as lines) broken before its units, "(nats/char)", and then at spaces (pure)."""
-    room = Y_TITLE_SHARE * t["height"] / (CHAR_EM * t["axis_title"])  # characters a line may have
+def y_title_room(t: dict, plot: int | None = None) -> float:
+    """Characters a y title's line may have: of half the theme's chart height, or of a panel's own `plot` height
+    (px; a panel drawn at its own size)."""
+    return (plot or Y_TITLE_SHARE * t["height"]) / (CHAR_EM * t["axis_title"])
+
+
+def y_title_lines(title: str, t: dict, plot: int | None = None) -> str | list[str]:
+    """`title` as one line if it fits (`y_title_room`: half the theme's chart height at the axis-title font, or a
+    panel's own `plot` height), else as lines (Vega draws a list as lines) broken before its units,
+    "(nats/char)", and then at spaces (pure)."""
+    room = y_title_room(t, plot)
     if len(title) <= room:
         return title
     main, _, units = title.rpartition(" (")
