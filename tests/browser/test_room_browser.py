@@ -54,7 +54,8 @@ def test_learners_own_their_runs_and_the_instructor_steers_any(app_server, brows
     assert status_step(anna) > 0
     teacher.locator('[data-testid="stSidebarNav"] a').filter(has_text="Room").first.click()
     expect(teacher.get_by_role("heading", name="tinygpt · Room")).to_be_visible()
-    expect(teacher.get_by_text(re.compile(r"training · \d+ queued"))).to_be_visible()
+    # The counter, one line per owner: the learners' line counts Anna's held run as paused.
+    expect(teacher.get_by_text(re.compile(r"Learners' runs: \d+ training · \d+ queued · 1 paused"))).to_be_visible()
     # The README's picture: the room's loss chart and table drawn, the key hidden behind its switch.
     expect(teacher.locator('[data-testid="stVegaLiteChart"] svg').first).to_be_visible(timeout=30_000)
     expect(teacher.get_by_test_id("stDataFrame").first).to_be_visible(timeout=30_000)

@@ -121,3 +121,12 @@ def test_a_later_run_never_renames_an_earlier_one_and_whose_run_it_is_is_no_sett
     assert NAME_DIFFS == 3
     older = {**CONFIG, "created": 3.0, "model": {k: v for k, v in CONFIG["model"].items() if k != "mask"}}
     assert unique_names([("a", {**CONFIG, "created": 1.0}), ("c", older)])["c"].endswith(" #2")  # missing: alike
+
+
+def test_a_differing_setting_in_a_name_is_one_printable_line():
+    """A name is a CLI line's start ("run <name>: finished") and a picker's label: a setting's value with a
+    newline or a control character (the CLI's property test sent "\\n") is written on one line."""
+    from tinygpt.runs.names import _setting_words
+
+    assert _setting_words("interventions.zeroed_probes", "\n") == "zeroed probes none"
+    assert _setting_words("data.text", "a\tb\x00\nc") == "text a b c"

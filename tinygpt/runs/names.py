@@ -85,6 +85,9 @@ def _setting_words(key: str, value: Any) -> str:
         text = _value(value)
     else:
         text = value if isinstance(value, str) else str(value)
+        # One line, printable: a name is a CLI line's start and a picker's label (a value of "\n" split the CLI's
+        # "run <name>: finished" over two lines).
+        text = " ".join("".join(c if c.isprintable() else " " for c in text).split()) or "none"
         text = text if len(text) <= 16 else text[:12] + "…"  # a hash or a long list: enough to tell two apart
     return f"{NAME_WORDS.get(knob, knob.replace('_', ' '))} {text}"
 
