@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from helpers import cli_env, tiny_config, wait_for
+from helpers import app_as, cli_env, tiny_config, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ("pages/train.py", "pages/attention.py", "pages/circuits.py", "pages/gradients.py", "pages/sample.py",
@@ -61,18 +61,9 @@ def app_runs_dir(path: Path) -> Iterator[Path]:
 
 
 def open_app(actor=None, query: dict | None = None):
-    """app.py run once as `actor` (None: a new learner) with `query` in the address; returns the AppTest."""
-    from streamlit.testing.v1 import AppTest
-
-    from tinygpt.ui.people import people_keys
-
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
-    if actor is not None:
-        at.session_state[people_keys.LEARNER] = actor
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    return at
+    """app.py run once as `actor` (None: a new learner) with `query` in the address; returns the AppTest, an
+    exception box and all (what the probe looks for)."""
+    return app_as(actor, query, timeout=90, clean=False)
 
 
 def shown_text(at) -> str:

@@ -302,7 +302,9 @@ def test_naive_softmax_with_a_huge_scale_diverges(tmp_path, tiny_text):
     assert sample["step"] == 0 and sample["text"] == "" and "not finite" in sample["error"]
 
 
-def test_diverged_run_waits_paused_for_a_command(tmp_path, tiny_text):
+def diverged_in_thread(tmp_path, tiny_text):
+    """A naive-softmax run at a huge scale, trained in a thread until it diverges at step 1 and waits for a
+    command: (its store, its id, its reader, the control for commands, the thread, the list its result lands in)."""
     config = tiny(tiny_text, softmax="naive", attn_scale_mult=1e4, max_steps=50)
     store, run_id, run_dir = new_run(tmp_path, config)
     control = QueueControl()
@@ -311,6 +313,11 @@ def test_diverged_run_waits_paused_for_a_command(tmp_path, tiny_text):
     thread.start()
     reader = store.reader(run_id)
     wait_for(lambda: state_of(reader) == "diverged")
+    return store, run_id, reader, control, thread, result
+
+
+def test_diverged_run_waits_paused_for_a_command(tmp_path, tiny_text):
+    _, _, reader, control, thread, result = diverged_in_thread(tmp_path, tiny_text)
     control.send({"cmd": "knob", "name": "attn_scale_mult", "value": 1.0})
     control.send({"cmd": "step", "n": 3})
     wait_for(lambda: state_of(reader) == "paused")
@@ -324,14 +331,7 @@ def test_a_diverged_run_released_for_a_queued_run_stays_diverged_and_keeps_why(t
     """The slot of a diverged run went to a queued run (tinygpt.runs.slots._evict_paused): its status said
     "diverged: paused: its training slot went to a queued run; resume it to continue", the overflow lost, and a
     resume restarts it with the settings that diverged."""
-    config = tiny(tiny_text, softmax="naive", attn_scale_mult=1e4, max_steps=50)
-    store, run_id, run_dir = new_run(tmp_path, config)
-    control = QueueControl()
-    result = []
-    thread = threading.Thread(target=lambda: result.append(run_training(run_dir, config, control)))
-    thread.start()
-    reader = store.reader(run_id)
-    wait_for(lambda: state_of(reader) == "diverged")
+    store, run_id, reader, control, thread, result = diverged_in_thread(tmp_path, tiny_text)
     why = reader.status()["reason"]
     assert why.startswith("diverged at step 1:") and "hook_weights" in why
     control.send({"cmd": "release", "reason": "paused: its training slot went to a queued run; resume it to continue"})
