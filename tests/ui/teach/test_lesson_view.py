@@ -100,3 +100,50 @@ def test_the_lines_under_a_check_are_about_the_runs_it_measured(tmp_path, monkey
     assert len(lines) == 1 and lines[0].startswith("heads · run:")
     for key in ("tensors", "mask", "optim"):  # a step about the lecture run still shows its line
         assert lesson.roles_checked(next(s for s in lesson.STEPS if s.key == key)) == [lesson.LECTURE]
+
+
+def test_a_refresh_of_the_same_step_computes_before_it_draws_the_check(monkeypatch):
+    """A slot drawn before the check was computed blanked the check on screen for the seconds the computation takes,
+    at every refresh (a reviewer saw step 7's check vanish 2 s after it appeared). On a step's first look the slot
+    says which step it checks at once; on a refresh the check is computed first and its slots come after."""
+    from contextlib import nullcontext
+
+    from tinygpt.ui.teach import lesson, prediction_view
+
+    events: list[str] = []
+
+    class Slot:
+        def info(self, *_a, **_k):
+            events.append("checking-note")
+
+        def container(self, **_k):
+            return nullcontext()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_):
+            return False
+
+    session: dict = {}
+    monkeypatch.setattr(lesson_view.state, "get", lambda key, default=None: session.get(key, default))
+    monkeypatch.setattr(lesson_view.state, "put", lambda key, value: session.__setitem__(key, value))
+    monkeypatch.setattr(lesson_view, "room", lambda: {"step": 6, "runs": {}, "measured": {}})
+    monkeypatch.setattr(lesson_view, "_check_slots", lambda: events.append("slots") or (Slot(), Slot()))
+    checked = lesson.Check(True, "seen")
+    monkeypatch.setattr(
+        lesson_view, "_computed_check", lambda step, actor, data: events.append("compute") or (checked, [])
+    )
+    monkeypatch.setattr(prediction_view, "pane_part", lambda step, actor, check: None)
+
+    def draw(check, lines):
+        events.append(f"draw:{check.text}")
+
+    lesson_view.check_view(6, TEACHER, 6, draw=draw)
+    assert events == ["slots", "checking-note", "compute", "draw:seen"]
+    events.clear()
+    lesson_view.check_view(6, TEACHER, 6, draw=draw)  # the fragment's refresh: the check on screen stays meanwhile
+    assert events == ["compute", "slots", "draw:seen"]
+    events.clear()
+    lesson_view.check_view(7, TEACHER, 6, draw=draw)  # another step: says at once which step it checks
+    assert events[:2] == ["slots", "checking-note"]

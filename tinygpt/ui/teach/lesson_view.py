@@ -267,6 +267,25 @@ def check_lines(check: lesson.Check, lines: list[str]) -> None:
         st.caption(safe.md(line))
 
 
+def _check_slots():
+    """The two places of the pane's check part: the viewer's prediction (graded by the check, so above it) and the
+    check itself."""
+    return st.container(), st.empty()
+
+
+def _computed_check(step: Step, actor: Actor, data: dict) -> tuple[lesson.Check, list[str]]:
+    """The step's check on its runs in the room, as `actor` sees it, and where each of its runs stands."""
+    runs = runs_for(actor, data)
+    try:
+        with _LOCK:
+            check = prediction_view.shown_check(
+                step, actor, step.check(evidence(step, runs, data["measured"], actor, data["runs"]))
+            )
+            return check, _progress(runs, step, actor)
+    except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
+        return lesson.Check(None, f"Not enough data yet: could not read the runs ({exc})."), []
+
+
 def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines) -> None:
     """The step's check (a fragment, refreshed every REFRESH_S), the viewer's prediction part above it; `draw`
     draws the check (check_lines in the sidebar, the banner's one sentence on the projector)."""
@@ -274,24 +293,20 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     if data["step"] != seen_room and data["step"] is not None:
         st.rerun(scope="app")  # the instructor moved the room: the pane follows
     step = STEPS[index]
-    predicted = st.container()  # the learner's prediction, above the check it is graded by (prediction_view)
-    slot = st.empty()
-    if state.get(teach_keys.LESSON_CHECKED) != index:
+    first_look = state.get(teach_keys.LESSON_CHECKED) != index
+    if first_look:
         # Before the check is computed (the circuit steps' read checkpoints and ablate heads: 15 s and more), the
         # slot says which step it checks: until overwritten, the browser kept showing the previous step's check,
         # "seen", under this step's title.
+        predicted, slot = _check_slots()
         slot.info(f"Checking step {index + 1} ({safe.md(step.section)}): reading its runs ...",
                   icon=":material/hourglass_top:")  # fmt: skip
-    runs = runs_for(actor, data)
-    try:
-        with _LOCK:
-            check = prediction_view.shown_check(
-                step, actor, step.check(evidence(step, runs, data["measured"], actor, data["runs"]))
-            )
-            lines = _progress(runs, step, actor)
-    except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
-        check = lesson.Check(None, f"Not enough data yet: could not read the runs ({exc}).")
-        lines = []
+    check, lines = _computed_check(step, actor, data)
+    if not first_look:
+        # On a refresh of the same step the slots come only now: a slot drawn before the computation blanked the
+        # check on screen for the seconds it takes (a reviewer saw step 7's check vanish 2 s after it appeared).
+        # Until its new copy arrives, the browser keeps showing the check as it was.
+        predicted, slot = _check_slots()
     state.put(teach_keys.LESSON_CHECKED, index)
     with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)
         draw(check, lines)
