@@ -205,6 +205,27 @@ def two_back(trainer: Trainer) -> None:
         block.ln_2.register_forward_hook(lambda _m, _i, h, nu=nu: torch.lerp(h, _previous(_previous(h)), nu))
 
 
+def bigram_embedding(scale: float = 1.0) -> Callable[[Trainer], None]:
+    """A second input table indexed by the (previous, current) character pair, added to the token embedding:
+    (V + 1) x V rows of (C,), zero at the start (row V: no previous character, position 0 of a window). The model
+    reads bigram identity from step 1 instead of learning it through token shift and the MLP."""
+
+    def patch(trainer: Trainer) -> None:
+        model = trainer.model
+        vocab, width = model.tok_emb.weight.shape  # (V, C)
+        table = nn.Parameter(torch.zeros((vocab + 1) * vocab, width))
+        _add_param(trainer, "bigram_emb.weight", table, group=0)
+
+        def add_pairs(_m, inputs, out):
+            idx = inputs[0]  # (B, T)
+            prev = F.pad(idx, (1, 0), value=vocab)[:, :-1]  # (B, T): the character before, or V at position 0
+            return out + scale * F.embedding(prev * vocab + idx, table)  # (B, T, C)
+
+        model.tok_emb.register_forward_hook(add_pairs)
+
+    return patch
+
+
 def linear_to_zero(trainer: Trainer) -> None:
     """Warmup, then a straight line from the peak to zero at max_steps (Bergsma et al. 2025: "straight to zero")."""
 
@@ -331,6 +352,8 @@ LEVERS: dict[str, Lever] = {
         Lever("fast_300", "the Fast preset on a 300-step cosine", dict(max_steps=300)),
         Lever("fast_batch20", "batch 20 for 210 steps (Fast's tokens)", dict(batch_size=20, max_steps=210, warmup_steps=30)),
         Lever("fast_batch24", "batch 24 for 175 steps (Fast's tokens)", dict(batch_size=24, max_steps=175, warmup_steps=25)),
+        Lever("fast_bigram", "a (previous, current) character-pair embedding added to the input", patch=bigram_embedding()),
+        Lever("fast_bigram_300", "the pair embedding, a 300-step cosine", dict(max_steps=300), patch=bigram_embedding()),
         Lever("fast_batch32", "batch 32 for 131 steps (Fast's tokens)", dict(batch_size=32, max_steps=131, warmup_steps=19)),
     ]
 }
