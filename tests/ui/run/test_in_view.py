@@ -105,17 +105,16 @@ def test_a_finished_run_and_no_run_have_nothing_to_do():
         assert not any((rules.can_pause, rules.can_resume, rules.can_step, rules.can_stop, rules.can_set_knob))
 
 
-def test_a_live_fragment_reads_through_the_handle_and_looks_again_only_on_its_own_rerun(monkeypatch):
-    page_reader, asked = object(), []
-    handle = in_view.RunHandle("r1", page_reader, {}, Actor("me"), Rules(mine=True, state=None), {})
-
-    def reader(store, run_id):
-        asked.append(run_id)
-        return None if store == "deleted" else "fresh"
-
-    monkeypatch.setattr(in_view, "reader", reader)
+def test_a_live_fragment_reads_through_the_handle_and_looks_again_only_on_its_own_rerun(runs_dir, monkeypatch):
+    run = write_run(runs_dir)
+    store, page_reader = RunStore(runs_dir), object()
+    handle = in_view.RunHandle(run, page_reader, {}, Actor("me"), Rules(mine=True, state=None), {})
+    seen = counting_lookups(monkeypatch)
     monkeypatch.setattr(in_view, "fragment_rerun", lambda: False)
-    assert handle.reader_now("store") is page_reader and asked == []  # the page's full run: open_run's reader
+    assert handle.reader_now(store) is page_reader and seen == []  # the page's full run: open_run's reader
     monkeypatch.setattr(in_view, "fragment_rerun", lambda: True)
-    assert handle.reader_now("store") == "fresh" and asked == ["r1"]  # the fragment's timer: looked up again
-    assert handle.reader_now("deleted") is None  # deleted meanwhile
+    fresh = handle.reader_now(store)  # the fragment's timer: looked up again, the server's shared reader
+    assert fresh is in_view.reader_pool().get(store.path(run)) and seen == [run]
+    shutil.rmtree(store.path(run))
+    assert handle.reader_now(store) is None  # deleted meanwhile: no reader, and its shared one dropped
+    assert str(store.path(run)) not in in_view.reader_pool()._entries
