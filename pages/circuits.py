@@ -14,7 +14,7 @@ from tinygpt.ui.circuits import circuits_view as view
 from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
-from tinygpt.ui.run.run_handle import open_run
+from tinygpt.ui.run.in_view import open_run
 from tinygpt.ui.screen import backlog, fonts
 from tinygpt.ui.train import knob_widgets
 from tinygpt.ui.words import runinfo, safe

@@ -15,7 +15,7 @@ from tinygpt.ui.gradients import gradients_keys
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import room
 from tinygpt.ui.run import in_view
-from tinygpt.ui.run.run_handle import open_run
+from tinygpt.ui.run.in_view import open_run
 from tinygpt.ui.screen import backlog, explain, fonts
 from tinygpt.ui.words import runinfo, safe
 

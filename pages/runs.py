@@ -15,7 +15,7 @@ from tinygpt.ui.charts import compare, curves, heatmaps, parts
 from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
-from tinygpt.ui.run.run_handle import Rules, open_run
+from tinygpt.ui.run.in_view import Rules, open_run
 from tinygpt.ui.runs import bundle, runs_keys
 from tinygpt.ui.screen import explain, flashes, fonts
 from tinygpt.ui.train import branching, train_keys
@@ -99,7 +99,7 @@ if b[4].button("Share (read-only)", help="A link that opens this run for others 
 
 
 def _bundle() -> bytes:
-    rd = resources.run_reader(store, pick)
+    rd = in_view.run_reader(store, pick)
     config = rd.config()
     vocab_size = len(config.get("vocab") or []) or 65
     knobs = knobs_now(config, rd.events)

@@ -20,7 +20,7 @@ from tinygpt.ui.charts import compare, heatmaps
 from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.people import room
 from tinygpt.ui.run import in_view
-from tinygpt.ui.run.run_handle import open_run
+from tinygpt.ui.run.in_view import open_run
 from tinygpt.ui.sample import sample_keys
 from tinygpt.ui.screen import explain, fonts
 from tinygpt.ui.words import picking, safe

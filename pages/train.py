@@ -15,7 +15,7 @@ from tinygpt.ui.host import live as live_period
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
-from tinygpt.ui.run.run_handle import Rules, open_run
+from tinygpt.ui.run.in_view import Rules, open_run
 from tinygpt.ui.screen import backlog, explain, fonts
 from tinygpt.ui.teach import teach_keys
 from tinygpt.ui.train import form, guard, launch, train_keys, train_view

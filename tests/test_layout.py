@@ -231,7 +231,7 @@ CROSS_CUTTING_TESTS = {
     "ui/test_*_app.py": "a page or feature through AppTest: the pages live outside the package",
     "ui/test_captions.py": "captions that follow their data, across runinfo, the charts and their help",
     "ui/test_first_minutes.py": "what a newcomer reads in the first five minutes, across pages (issue 36)",
-    "ui/test_readers.py": "the server's shared run readers (host/resources.ReaderPool) with the engine's RunReader",
+    "ui/test_readers.py": "the server's shared run readers (run/in_view.ReaderPool) with the engine's RunReader",
     "ui/test_small_untruths.py": "small untruths on screen across views (issue 20)",
 }
 

@@ -30,7 +30,6 @@ from tinygpt.runs.files import (
     read_json,
     snapshot_name,
     snapshot_path,
-    validate_run_id,
     write_atomic,
     write_json_atomic,
 )
@@ -38,7 +37,7 @@ from tinygpt.runs.knobs import knob_answer, knob_changes, knobs_now
 from tinygpt.runs.reader import RunReader, ThinnedSeries
 from tinygpt.runs.retention import retained_steps
 from tinygpt.runs.status import read_status, rewind, update_status
-from tinygpt.runs.store import RunStore
+from tinygpt.runs.store import RunStore, validate_run_id
 from tinygpt.runs.writer import RunWriter
 
 CONFIG = {"train": {"max_steps": 100}, "model": {"num_layers": 1}}

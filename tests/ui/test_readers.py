@@ -1,4 +1,4 @@
-"""The server's shared run readers (tinygpt.ui.host.resources.ReaderPool): one reader per run for every session."""
+"""The server's shared run readers (tinygpt.ui.run.in_view.ReaderPool): one reader per run for every session."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from tinygpt.errors import RunStoreError
 from tinygpt.runs.reader import RunReader
-from tinygpt.ui.host import resources
-from tinygpt.ui.host.resources import ReaderPool
+from tinygpt.ui.run import in_view
+from tinygpt.ui.run.in_view import ReaderPool
 
 
 def _run(root, name: str, steps: int = 0, config: dict | None = None):
@@ -30,13 +30,13 @@ def test_twenty_sessions_opening_one_run_at_once_share_one_reader_built_once(tmp
     """A room joining the instructor's run: twenty script threads ask at once, one parse is done, one reader held."""
     run_dir = _run(tmp_path, "r1", steps=2000)
     built = []
-    real = resources.checked_reader
+    real = in_view.checked_reader
 
     def counting(path):
         built.append(path)
         return real(path)
 
-    monkeypatch.setattr(resources, "checked_reader", counting)
+    monkeypatch.setattr(in_view, "checked_reader", counting)
     pool = ReaderPool()
     with ThreadPoolExecutor(20) as ex:
         readers = list(ex.map(lambda _: pool.get(run_dir), range(20)))

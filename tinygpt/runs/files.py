@@ -94,12 +94,6 @@ def new_run_id() -> str:
     return run_id
 
 
-def validate_run_id(run_id: Any) -> str:
-    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
-        raise RunStoreError(f"{run_id!r} is not a run id: use 8-64 letters, digits, '_' or '-'.")
-    return run_id
-
-
 RUNS_DIR_ENV = "TINYGPT_RUNS_DIR"
 
 

@@ -1,5 +1,6 @@
-"""Who may control a run: the learner who started it, the instructor, nobody for a run another process writes;
-and the instructor's hold (hold.json), which the learner cannot undo.
+"""Who owns a run and what an actor may do with it: control it (the learner who started it, the instructor, nobody
+for a run another process writes), open a link to it, and the instructor's hold (hold.json), which the learner
+cannot undo. Plain rules of the run's config.json (its owner part: read_owner) and an Actor, tested without an app.
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ def may_control(config: dict, actor: Actor | None) -> bool:
         return True
     owner = run_learner(config)
     return bool(owner) and owner["id"] == actor.id
+
+
+def may_open_link(owner: dict, actor: Actor | None, view: bool = False) -> bool:
+    """Whether a ?run= link opens that run in `actor`'s session, decided on the run's owner part (read_owner):
+    a run they may change (may_control), a run no learner owns (CLI-trained, prepared: the instructor's), which
+    opens read-only, or any run with ?view=1 (`view`: a share, read-only). A link to another learner's run, copied
+    from their address bar, opens the actor's own session instead."""
+    return view or may_control(owner, actor) or not run_learner(owner)
 
 
 class NotYourRunError(RunStoreError):

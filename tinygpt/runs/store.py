@@ -56,7 +56,6 @@ from .files import (
     os_error_message,
     parsed_json,
     read_config_json,
-    validate_run_id,
     write_json_atomic,
 )
 from .lock import RunLockedError, writer_lock_holder
@@ -80,6 +79,14 @@ class RunSummary:
     owner: str = ""
     parent: str | None = None
     config: dict = field(default_factory=dict)
+
+
+def validate_run_id(run_id: Any) -> str:
+    """`run_id` if it can name a run (RUN_ID_RE); RunStoreError saying what a run id is otherwise. Here, where the
+    run's folder is looked up (RunStore.path): the app checks an id from the URL with the same rule."""
+    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id):
+        raise RunStoreError(f"{run_id!r} is not a run id: use 8-64 letters, digits, '_' or '-'.")
+    return run_id
 
 
 class RunStore:

@@ -95,7 +95,7 @@ def run() -> None:
     shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a workshop link, kept across pages
     # The URL's ?run= wins if the run is this learner's, or no learner's (a CLI-trained or prepared run: the
     # instructor's, opened read-only), or the link says view=1; else the session's run goes back.
-    run_id = in_view.sync_run_id(store, room.may_open_link)
+    run_id = in_view.sync_run_id(store, learner)
     if state.pop(in_view.SHARED_OPEN) and page.url_path == RUNS.url_path:
         st.switch_page(TRAIN)  # a share link made on Runs (/runs?run=...&view=1) opens that run's live view
     touch(run_id)  # any page that shows a run keeps its lease (live pages also renew it on every refresh)

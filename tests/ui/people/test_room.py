@@ -13,11 +13,12 @@ from helpers import app_as  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.errors import TinyGPTError  # noqa: E402
-from tinygpt.runs.owners import Actor, may_control
+from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
 from tinygpt.ui.people import admission, people_keys, room  # noqa: E402
+from tinygpt.ui.run import in_view  # noqa: E402
 from tinygpt.ui.teach import teach_keys
 from tinygpt.ui.train import train_keys
 
@@ -29,14 +30,6 @@ TEACHER = Actor("c" * 16, "teacher", instructor=True)
 
 def button(at: AppTest, label: str):
     return next(b for b in at.button if b.label == label)
-
-
-def test_may_control_is_the_owner_or_the_instructor():
-    config = {"learner": {"id": ANNA.id, "name": "anna"}}
-    assert may_control(config, ANNA) and may_control(config, TEACHER) and not may_control(config, BEN)
-    assert may_control(config, None)  # the server or the CLI itself
-    # A run no learner owns (CLI-trained, prepared, damaged config) is the instructor's: read-only to learners.
-    assert not may_control({}, BEN) and not may_control({"owner": "cli"}, ANNA) and may_control({}, TEACHER)
 
 
 def test_names_and_ids():
@@ -59,8 +52,7 @@ def test_a_learner_cannot_change_anothers_run_and_the_instructor_can(runs_dir):
     assert any("another learner" in str(w.value).replace("\\", "") for w in ben.warning)
     ben = app_as(BEN, {"run": run_id, "view": "1"})  # a read-only share: Ben watches, cannot steer
     assert ben.session_state[state.RUN_ID] == run_id
-    assert ben.session_state[people_keys.CONTROL][(run_id, BEN)] is False  # decided once, for the frame and the page
-    shared = resources.reader_pool()
+    shared = in_view.reader_pool()
     assert shared.get(RunStore(runs_dir).path(run_id)) is shared.get(RunStore(runs_dir).path(run_id))  # one reader
     assert all(button(ben, label).disabled for label in ("Pause", "Resume", "Step", "Stop"))
     manager = resources.get_manager()

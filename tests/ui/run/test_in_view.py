@@ -1,6 +1,7 @@
 """The run in view (tinygpt/ui/run/in_view.py), issue 32: a run id goes from the URL to the page's reader with one
-look-up of the run's folder a script run (sync_run_id finds it, run_handle.open_run's reader takes it), and a run
-deleted elsewhere still loses its shared reader."""
+look-up of the run's folder a script run (sync_run_id finds it, open_run's reader takes it), and a run deleted
+elsewhere still loses its shared reader; the handle's control rules, from plain facts (no browser, no run), and its
+reader for a live fragment."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ pytest.importorskip("streamlit")
 from helpers import write_run  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
-from tinygpt.ui.host import resources  # noqa: E402
 from tinygpt.ui.run import in_view  # noqa: E402
+from tinygpt.ui.run.in_view import Rules  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -61,9 +63,58 @@ def test_a_run_deleted_elsewhere_leaves_the_page_and_drops_its_shared_reader(run
     at.query_params["run"] = run
     at.run()
     run_dir = RunStore(runs_dir).path(run)
-    assert str(run_dir) in resources.reader_pool()._entries
+    assert str(run_dir) in in_view.reader_pool()._entries
     shutil.rmtree(run_dir)
     at.run()
     assert not at.exception, at.exception
     assert state.RUN_ID not in at.session_state
-    assert str(run_dir) not in resources.reader_pool()._entries
+    assert str(run_dir) not in in_view.reader_pool()._entries
+
+
+def test_the_owner_controls_a_training_run_and_a_watcher_nothing():
+    owner = Rules(mine=True, state="running", live=True)
+    assert (owner.can_pause, owner.can_stop, owner.can_set_knob) == (True, True, True)
+    assert (owner.can_resume, owner.can_step) == (False, False)  # nothing to resume; Step is for a paused run
+    watcher = Rules(mine=False, state="running", live=True)
+    assert not any((watcher.can_pause, watcher.can_resume, watcher.can_step, watcher.can_stop, watcher.can_set_knob))
+
+
+def test_a_paused_run_steps_and_resumes_unless_the_instructor_holds_it():
+    paused = Rules(mine=True, state="paused", live=True)
+    assert (paused.can_pause, paused.can_resume, paused.can_step, paused.can_stop) == (False, True, True, True)
+    held = Rules(mine=True, state="paused", live=True, held=True)
+    assert (held.can_resume, held.can_step) == (False, False)  # the hold: only the instructor lifts it
+    assert held.can_stop and held.can_set_knob
+
+
+def test_a_queued_run_takes_a_pause_a_stop_and_knobs_but_no_step():
+    queued = Rules(mine=True, state="queued", queued=True)
+    assert (queued.can_pause, queued.can_stop, queued.can_set_knob, queued.can_step) == (True, True, True, False)
+
+
+@pytest.mark.parametrize("state", ["stopped", "diverged", "failed"])
+def test_an_ended_run_resumes_from_its_checkpoint_unless_another_process_wrote_it(state):
+    assert Rules(mine=True, state=state).can_resume
+    assert not Rules(mine=True, state=state, elsewhere=True).can_resume  # the CLI's run: the app only watches
+    ended = Rules(mine=True, state=state)
+    assert not any((ended.can_pause, ended.can_step, ended.can_stop, ended.can_set_knob))
+
+
+def test_a_finished_run_and_no_run_have_nothing_to_do():
+    for rules in (Rules(mine=True, state="finished"), Rules(mine=True, state=None)):
+        assert not any((rules.can_pause, rules.can_resume, rules.can_step, rules.can_stop, rules.can_set_knob))
+
+
+def test_a_live_fragment_reads_through_the_handle_and_looks_again_only_on_its_own_rerun(runs_dir, monkeypatch):
+    run = write_run(runs_dir)
+    store, page_reader = RunStore(runs_dir), object()
+    handle = in_view.RunHandle(run, page_reader, {}, Actor("me"), Rules(mine=True, state=None), {})
+    seen = counting_lookups(monkeypatch)
+    monkeypatch.setattr(in_view, "fragment_rerun", lambda: False)
+    assert handle.reader_now(store) is page_reader and seen == []  # the page's full run: open_run's reader
+    monkeypatch.setattr(in_view, "fragment_rerun", lambda: True)
+    fresh = handle.reader_now(store)  # the fragment's timer: looked up again, the server's shared reader
+    assert fresh is in_view.reader_pool().get(store.path(run)) and seen == [run]
+    shutil.rmtree(store.path(run))
+    assert handle.reader_now(store) is None  # deleted meanwhile: no reader, and its shared one dropped
+    assert str(store.path(run)) not in in_view.reader_pool()._entries

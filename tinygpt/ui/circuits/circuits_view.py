@@ -331,7 +331,7 @@ def experiment_state(store, runs: dict[str, str]) -> tuple[dict[str, RunReader],
     readers, records = {}, {}
     for label, run_id in runs.items():
         try:  # the server's shared reader: a long run is parsed once, not at every script run of every learner
-            rd = readers[label] = resources.run_reader(store, run_id)
+            rd = readers[label] = in_view.run_reader(store, run_id)
         except RunStoreError:  # a deleted or damaged run: left out
             continue
         records[label] = scores(rd.run_dir)

@@ -1,5 +1,6 @@
 """What one app server shares between its browser sessions: the run store, the run manager (the training worker
-processes), and models and statistics computed from run files that never change once written.
+processes), and models and statistics computed from run files that never change once written. The shared readers of
+runs are the run in view's (tinygpt/ui/run/in_view.py, ReaderPool).
 
 Every function here holds a Streamlit cache or talks to the manager; the numbers themselves come from the engine
 (tinygpt.runs.models.load_model, tinygpt.inside.maps). Deliberately left out: per-session state (tinygpt/ui/state.py).
@@ -7,18 +8,14 @@ Every function here holds a Streamlit cache or talks to the manager; the numbers
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections import OrderedDict
-from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
-from tinygpt.errors import RunStoreError, TinyGPTError
+from tinygpt.errors import TinyGPTError
 from tinygpt.inside import maps as inside
-from tinygpt.runs.check import config_problem
 from tinygpt.runs.files import read_config_json, snapshot_path
 from tinygpt.runs.models import LoadedModel, load_model
 from tinygpt.runs.reader import RunReader
@@ -141,80 +138,6 @@ def device_options() -> list[str]:
     from tinygpt.device import available_devices
 
     return ["auto", *[str(d) for d in available_devices() if str(d) != "auto"]]
-
-
-class ReaderPool:
-    """One RunReader per run for the whole server, shared by every browser session: a room of 20 learners watching
-    the instructor's run parses its metrics once, not 20 times, and holds them once. Per-session readers made the
-    server's memory grow with the sessions alive (a Lecture run at step 33,000: 19 MB of metrics.jsonl, a 6.6 MB
-    reader, ~1 s of parsing for every page load; Streamlit keeps a closed tab's session 2 minutes), and the RSS
-    never came back down (BENCHMARKS.md, the memory soak).
-
-    A reader is built under its run's own lock, so twenty sessions opening one run at once wait for one parse;
-    other runs are not held up. At most `max_runs` readers are kept, the least recently asked-for dropped first."""
-
-    def __init__(self, max_runs: int = 48):
-        self.max_runs = max_runs
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[str, dict] = OrderedDict()  # run folder -> {"lock", "reader"}
-
-    def get(self, run_dir: Path) -> RunReader:
-        """The shared reader of the existing run folder `run_dir`, polled now. RunStoreError (from `make`) for a run
-        whose config.json no page can draw; nothing is kept for it."""
-        key = str(run_dir)
-        with self._lock:
-            entry = self._entries.setdefault(key, {"lock": threading.Lock(), "reader": None})
-            self._entries.move_to_end(key)
-        with entry["lock"]:
-            if entry["reader"] is None:
-                try:
-                    entry["reader"] = checked_reader(run_dir)
-                except RunStoreError:
-                    self.forget(run_dir)
-                    raise
-                with self._lock:  # a good reader is kept: the least recently asked-for make room for it
-                    while len(self._entries) > self.max_runs:
-                        self._entries.popitem(last=False)
-                return entry["reader"]
-        entry["reader"].poll()
-        return entry["reader"]
-
-    def forget(self, run_dir: Path) -> None:
-        """Drop a run's reader (the run was deleted)."""
-        with self._lock:
-            self._entries.pop(str(run_dir), None)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-def checked_reader(run_dir: Path) -> RunReader:
-    """A reader of the existing run folder `run_dir` (RunStore.existing) whose config.json every page can draw;
-    RunStoreError saying what is damaged otherwise (the reliability probe's tampered family: "num_layers": "many",
-    or no "model", raised on Train, Attention and Circuits). The engine's RunReader stays lenient: it reads runs of
-    any age and partial test folders."""
-    rd = RunReader(run_dir)
-    if problem := config_problem(rd.config()):
-        raise RunStoreError(f"run {run_dir.name}'s config.json is damaged ({problem}); it cannot be shown.")
-    return rd
-
-
-@st.cache_resource(show_spinner=False)
-def reader_pool() -> ReaderPool:
-    """This server's ReaderPool."""
-    return ReaderPool()
-
-
-def run_reader(store: RunStore, run_id: str) -> RunReader:
-    """The server's shared reader of run `run_id` in `store`, polled. RunStoreError for a bad id, no such run (a
-    deleted run's reader is dropped then) or a config.json no page can draw."""
-    try:
-        run_dir = store.existing(run_id)
-    except RunStoreError:
-        with contextlib.suppress(RunStoreError):  # a bad id has no folder, so no reader either
-            reader_pool().forget(store.path(run_id))
-        raise
-    return reader_pool().get(run_dir)
 
 
 @st.cache_resource(max_entries=6, show_spinner=False)

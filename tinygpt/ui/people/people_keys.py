@@ -1,6 +1,5 @@
 """The room's session keys: this browser's learner and the cookies the frame still has to write, a start waiting for
-"stop my other run first?", who may change which run (decided once), the workshop link's settings and lock, and the
-Room page's widgets."""
+"stop my other run first?", the workshop link's settings and lock, and the Room page's widgets."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ import streamlit as st
 LEARNER = "learner"  # tinygpt.runs.owners.Actor: this browser's learner (tinygpt/ui/people/room.py)
 LEARNER_COOKIES = "learner_cookies"  # {cookie: value} the frame still has to write (a new learner, a rename)
 PENDING_START = "pending_start"  # {"action", "what"}: a start waiting for "stop my other run first?" (admission)
-CONTROL = "control"  # {(run_id, Actor): bool}: may that actor change that run (control_decision), decided once
 W_LEARNER_NAME = "w_learner_name"
 W_INSTRUCTOR_KEY = "w_instructor_key"
 W_SHOW_KEY = "w_show_key"  # Room: the instructor key revealed (off on every visit)

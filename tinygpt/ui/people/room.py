@@ -1,4 +1,5 @@
-"""Who is in the room: each browser's learner identity, the instructor, and who may change which run.
+"""Who is in the room: each browser's learner identity and the instructor (who may change which run is
+tinygpt.runs.owners', asked with the Actor this module gives).
 
 A learner is a secret token kept in a cookie (never in the URL: a link copied from the address bar must not
 carry its author's identity) plus a name they can edit, defaulting to a friendly generated one. The token's hash
@@ -28,13 +29,11 @@ import os
 import re
 import secrets
 import sys
-from collections.abc import Callable
-from typing import Any
 from urllib.parse import unquote
 
 import streamlit as st
 
-from tinygpt.runs.owners import Actor, may_control, run_learner
+from tinygpt.runs.owners import Actor
 from tinygpt.ui import state
 from tinygpt.ui.people import people_keys
 from tinygpt.ui.screen import flashes, fonts
@@ -228,33 +227,6 @@ def become_instructor(key: str) -> bool:
         people_keys.LEARNER_COOKIES, {**(state.get(people_keys.LEARNER_COOKIES) or {}), INSTRUCTOR_COOKIE: key.strip()}
     )
     return True
-
-
-def control_decision(run: str, actor: Any, decide: Callable[[], bool]) -> bool:
-    """Whether `actor` may change run `run`: `decide()` (tinygpt.ui.people.room.can_control) once per run and actor in
-    this session, remembered here. The frame's link check and the page's controls used to decide it each script
-    run, twice on a link's first. It cannot go stale: a run's owner is written once, when the run is created, and
-    an actor who becomes the instructor is another Actor (a new key)."""
-    decisions = st.session_state.setdefault(people_keys.CONTROL, {})
-    if (run, actor) not in decisions:
-        decisions[(run, actor)] = bool(decide())
-    return decisions[(run, actor)]
-
-
-def can_control(config: dict | None, run_id: str | None = None) -> bool:
-    """Whether this browser may change the run with this config.json (its owner, or the instructor); the owner
-    part of it is enough (tinygpt.runs.owners.read_owner). With `run_id`, decided once per run and learner in this
-    session (control_decision): the frame's link check and the page ask for the same run in one script run."""
-    actor = current()
-    if run_id is None or not config:  # an empty config (missing, damaged) is not worth remembering
-        return may_control(config or {}, actor)
-    return control_decision(run_id, actor, lambda: may_control(config, actor))
-
-
-def may_open_link(config: dict | None, run_id: str) -> bool:
-    """Whether a ?run= link opens this run here (not the learner's own session): theirs to change, or a run no
-    learner owns (CLI-trained, prepared: the instructor's), which opens read-only (can_control says no)."""
-    return can_control(config, run_id) or not run_learner(config or {})
 
 
 def owner_name(config: dict | None) -> str:

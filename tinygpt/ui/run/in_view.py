@@ -1,22 +1,36 @@
-"""The run in view: its id in the session, mirrored into the URL (`?run=<id>`) so that a refresh or a second tab
-reattaches to the same run (Streamlit clears query params on a page switch, so `sync_run_id()` puts it back on every
-run); a shared link's read-only view (`?view=1`); the runs an experiment names in the URL; and the run's reader, the
-server's one shared reader of it (tinygpt/ui/host/resources.py). A script run looks the run's folder up once:
-`sync_run_id` finds it, and the page's reader (`reader_in_view`, which run_handle.open_run asks) takes that folder."""
+"""The run in view, from the URL to the page's reader in one module: its id in the session, mirrored into the URL
+(`?run=<id>`) so that a refresh or a second tab reattaches to the same run (Streamlit clears query params on a page
+switch, so `sync_run_id()` puts it back on every run); a shared link's read-only view (`?view=1`); the runs an
+experiment names in the URL; the server's one shared reader of each run (`ReaderPool`); and the handle a page opens
+once a script run (`open_run`): the run's id, its reader (polled once), its status, who holds it, and what this
+viewer may do with it (`Rules`: plain properties of plain facts, tested without a browser).
+
+A script run looks the run's folder up once: `sync_run_id` finds it (RunStore.existing, the id checked there) and
+keeps it for this script run (CHECKED); `open_run` takes that folder instead of looking again. Who may open a link
+and who may change a run are tinygpt.runs.owners' rules, asked with the run's owner part and the viewer; the
+handle's commands go through tinygpt/ui/run/run_handle.py, as the viewer."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
 from tinygpt.errors import RunStoreError
-from tinygpt.runs.files import validate_run_id
-from tinygpt.runs.owners import read_owner
+from tinygpt.runs.check import config_problem
+from tinygpt.runs.files import RESUMABLE_STATES
+from tinygpt.runs.knobs import knobs_now
+from tinygpt.runs.owners import Actor, may_control, may_open_link, read_hold, read_owner
 from tinygpt.runs.reader import RunReader
-from tinygpt.runs.store import RunStore
+from tinygpt.runs.store import RunStore, validate_run_id
 from tinygpt.ui.host import resources
+from tinygpt.ui.run import run_handle
+from tinygpt.ui.screen.backlog import fragment_rerun
 from tinygpt.ui.screen.flashes import flash
 from tinygpt.ui.state import RUN_ID
 
@@ -41,13 +55,13 @@ def set_run_id(new_id: str | None) -> None:
     st.query_params[URL_RUN] = new_id
 
 
-def sync_run_id(store: RunStore, may_attach: Callable[[dict, str], bool] = lambda config, run: True) -> str | None:
+def sync_run_id(store: RunStore, viewer: Actor) -> str | None:
     """Called on every script run, before the page: a run id in the URL wins (a refresh, a second tab, a link
     shared with "share this run"); otherwise the session's run id is put back into the URL (page switches clear
-    it). `may_attach(owner, run_id)`, asked with the owner part of the run's config.json (owners.read_owner),
-    says whether a link may make that run this session's current one: a learner's own run, or any run with ?view=1
-    (read-only); a link copied from someone else's address bar opens the learner's own session instead. A bad or
-    unknown id in the URL is dropped with a message instead of failing the page. A link's run is looked up once
+    it). Whether a link may make its run `viewer`'s current one is owners.may_open_link, asked with the owner part
+    of the run's config.json (owners.read_owner): a learner's own run, a run no learner owns, or any run with
+    ?view=1 (read-only); a link copied from someone else's address bar opens the learner's own session instead. A
+    bad or unknown id in the URL is dropped with a message instead of failing the page. A link's run is looked up once
     (RunStore.existing; "deleted elsewhere" is for the session's own run), and a refused link builds no reader.
     The folder found is kept for this script run (CHECKED): the page's reader takes it instead of looking again."""
     st.session_state.pop(CHECKED, None)
@@ -57,12 +71,12 @@ def sync_run_id(store: RunStore, may_attach: Callable[[dict, str], bool] = lambd
         try:
             run_dir = store.existing(from_url)  # RunStoreError for a bad id or no such run, saying which
             # Decided on config.json's owner alone: a refused link used to build and cache a full RunReader first.
-            if not (may_attach(read_owner(run_dir), from_url) or st.query_params.get(URL_VIEW) == "1"):
+            if not may_open_link(read_owner(run_dir), viewer, view=st.query_params.get(URL_VIEW) == "1"):
                 raise RunStoreError(
                     "that link points at another learner's run, so it opened your own session. To show a run to "
                     "others, use 'Share (read-only)' on the Runs page."
                 )
-            resources.reader_pool().get(run_dir)  # a damaged run is refused here, with why; pages read this reader
+            reader_pool().get(run_dir)  # a damaged run is refused here, with why; pages read this reader
             st.session_state[RUN_ID] = attached = from_url
             if st.query_params.get(URL_VIEW) == "1":
                 st.session_state[SHARED_OPEN] = st.session_state[SHARED_RUN] = from_url
@@ -91,38 +105,217 @@ def sync_run_id(store: RunStore, may_attach: Callable[[dict, str], bool] = lambd
     return current
 
 
-# ---------------------------------------------------------------- readers: one incremental reader per run
+# ---------------------------------------------------------------- readers: one reader per run for the whole server
+
+
+class ReaderPool:
+    """One RunReader per run for the whole server, shared by every browser session: a room of 20 learners watching
+    the instructor's run parses its metrics once, not 20 times, and holds them once. Per-session readers made the
+    server's memory grow with the sessions alive (a Lecture run at step 33,000: 19 MB of metrics.jsonl, a 6.6 MB
+    reader, ~1 s of parsing for every page load; Streamlit keeps a closed tab's session 2 minutes), and the RSS
+    never came back down (BENCHMARKS.md, the memory soak).
+
+    A reader is built under its run's own lock, so twenty sessions opening one run at once wait for one parse;
+    other runs are not held up. At most `max_runs` readers are kept, the least recently asked-for dropped first."""
+
+    def __init__(self, max_runs: int = 48):
+        self.max_runs = max_runs
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, dict] = OrderedDict()  # run folder -> {"lock", "reader"}
+
+    def get(self, run_dir: Path) -> RunReader:
+        """The shared reader of the existing run folder `run_dir`, polled now. RunStoreError (from `make`) for a run
+        whose config.json no page can draw; nothing is kept for it."""
+        key = str(run_dir)
+        with self._lock:
+            entry = self._entries.setdefault(key, {"lock": threading.Lock(), "reader": None})
+            self._entries.move_to_end(key)
+        with entry["lock"]:
+            if entry["reader"] is None:
+                try:
+                    entry["reader"] = checked_reader(run_dir)
+                except RunStoreError:
+                    self.forget(run_dir)
+                    raise
+                with self._lock:  # a good reader is kept: the least recently asked-for make room for it
+                    while len(self._entries) > self.max_runs:
+                        self._entries.popitem(last=False)
+                return entry["reader"]
+        entry["reader"].poll()
+        return entry["reader"]
+
+    def forget(self, run_dir: Path) -> None:
+        """Drop a run's reader (the run was deleted)."""
+        with self._lock:
+            self._entries.pop(str(run_dir), None)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def checked_reader(run_dir: Path) -> RunReader:
+    """A reader of the existing run folder `run_dir` (RunStore.existing) whose config.json every page can draw;
+    RunStoreError saying what is damaged otherwise (the reliability probe's tampered family: "num_layers": "many",
+    or no "model", raised on Train, Attention and Circuits). The engine's RunReader stays lenient: it reads runs of
+    any age and partial test folders."""
+    rd = RunReader(run_dir)
+    if problem := config_problem(rd.config()):
+        raise RunStoreError(f"run {run_dir.name}'s config.json is damaged ({problem}); it cannot be shown.")
+    return rd
+
+
+@st.cache_resource(show_spinner=False)
+def reader_pool() -> ReaderPool:
+    """This server's ReaderPool."""
+    return ReaderPool()
+
+
+def run_reader(store: RunStore, run_id: str) -> RunReader:
+    """The server's shared reader of run `run_id` in `store`, polled. RunStoreError for a bad id, no such run (a
+    deleted run's reader is dropped then) or a config.json no page can draw."""
+    try:
+        run_dir = store.existing(run_id)
+    except RunStoreError:
+        forget_reader(store, run_id)  # a bad id has no folder, so no reader either
+        raise
+    return reader_pool().get(run_dir)
 
 
 def reader(store: RunStore, run: str | None) -> RunReader | None:
-    """The reader of a run, polled (reads only what is new): the server's one shared reader of it, not one per
-    session (resources.ReaderPool). None if there is no such run or no page can draw it."""
+    """`run_reader`, or None if there is no run, no such run or no page can draw it."""
     if not run:
         return None
     try:
-        return resources.run_reader(store, run)
+        return run_reader(store, run)
     except RunStoreError:
-        return None
-
-
-def reader_in_view(store: RunStore, run: str | None) -> RunReader | None:
-    """`reader`, for the run in view on a page's full script run: from the folder sync_run_id found on this script
-    run (taken once), so the folder is looked up once a script run. Any other run, a second ask, or a fragment's
-    own rerun (sync_run_id did not run for it; the frame drops CHECKED once the page has run): looked up, as
-    `reader` does."""
-    checked = st.session_state.pop(CHECKED, None)
-    if not run or not checked or checked[0] != run:
-        return reader(store, run)
-    try:
-        return resources.reader_pool().get(checked[1])
-    except RunStoreError:  # a config.json no page can draw
         return None
 
 
 def forget_reader(store: RunStore, run: str) -> None:
     """The run was deleted: drop its shared reader."""
     with contextlib.suppress(RunStoreError):
-        resources.reader_pool().forget(store.path(run))
+        reader_pool().forget(store.path(run))
+
+
+# ---------------------------------------------------------------- the handle a page opens once a script run
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a viewer may do with a run. `mine`: they own it or are the instructor (owners.may_control); `state`:
+    its status; `live`: a worker process has it; `queued`: it waits for a training slot; `held`: the instructor
+    holds it and the viewer is a learner; `elsewhere`: another process (the CLI) writes or wrote it."""
+
+    mine: bool
+    state: str | None
+    live: bool = False
+    queued: bool = False
+    held: bool = False
+    elsewhere: bool = False
+
+    @property
+    def in_play(self) -> bool:
+        """Training, paused with its worker, or queued: a pause, a stop or a knob reaches it."""
+        return self.live or self.queued
+
+    @property
+    def can_pause(self) -> bool:
+        return self.in_play and self.mine and self.state != "paused"
+
+    @property
+    def can_resume(self) -> bool:
+        return self.mine and self.state in RESUMABLE_STATES and not self.held and not self.elsewhere
+
+    @property
+    def can_step(self) -> bool:
+        return self.live and self.mine and self.state == "paused" and not self.held
+
+    @property
+    def can_stop(self) -> bool:
+        return self.in_play and self.mine
+
+    @property
+    def can_set_knob(self) -> bool:
+        """A queued run takes knobs too: its worker applies them before its first step."""
+        return self.in_play and self.mine
+
+
+@dataclass(frozen=True)
+class RunHandle:
+    """The run a page shows, as `viewer` sees it: the Train, Runs and Circuits pages used to spell its rules out
+    inline, each its own way. Commands go through tinygpt/ui/run/run_handle.py, as the viewer."""
+
+    id: str
+    reader: RunReader  # polled once for this script run
+    status: dict
+    viewer: Actor
+    rules: Rules
+    hold: dict  # {"by", "step", "at"} of the instructor's hold, {} if none
+
+    @property
+    def config(self) -> dict:
+        return self.reader.config()
+
+    @property
+    def knobs(self) -> dict[str, Any]:
+        """The run's live knobs now: its config's, then every applied knob change."""
+        return knobs_now(self.config, self.reader.events)
+
+    @property
+    def holder(self) -> str | None:
+        """Who holds the run (the instructor paused it), or None."""
+        return self.hold.get("by") or ("the instructor" if self.hold else None)
+
+    def pause(self) -> None:
+        run_handle.pause(self.id, self.viewer)
+
+    def step(self, n: int) -> None:
+        run_handle.step(self.id, n, self.viewer)
+
+    def stop(self) -> None:
+        run_handle.stop(self.id, self.viewer)
+
+    def resume(self, check_slot: bool = True) -> None:
+        run_handle.resume(self.id, self.viewer, check_slot)
+
+    def set_knob(self, name: str, value: Any) -> str:
+        return run_handle.set_knob(self.id, name, value, self.viewer)
+
+    def reader_now(self, store: RunStore) -> RunReader | None:
+        """The run's reader for a fragment of the page: on the page's full script run, the one open_run polled;
+        on the fragment's own rerun (its timer), looked up and polled again: None once the run was deleted (its
+        shared reader dropped: run_reader) or cannot be read."""
+        if not fragment_rerun():
+            return self.reader
+        return reader(store, self.id)
+
+
+def open_run(store: RunStore, run_id: str | None, viewer: Actor) -> RunHandle | None:
+    """The handle of `run_id` for `viewer` (None: no run, or it cannot be read). On a page's full script run the
+    run in view's folder is the one sync_run_id found (CHECKED, taken once): no second look-up. Any other run, a
+    second ask, or a fragment's own rerun (sync_run_id did not run for it; the frame drops CHECKED once the page
+    has run) is looked up, as `reader` does."""
+    checked = st.session_state.pop(CHECKED, None)
+    if not run_id:
+        return None
+    if checked and checked[0] == run_id:
+        try:
+            rd = reader_pool().get(checked[1])
+        except RunStoreError:  # a config.json no page can draw
+            return None
+    elif (rd := reader(store, run_id)) is None:
+        return None
+    status, config = rd.status(), rd.config()
+    hold = read_hold(rd.run_dir)  # read here once a script run: runinfo.hold_note takes it from the handle
+    rules = Rules(
+        mine=may_control(config, viewer),
+        state=status.get("state"),
+        live=resources.is_live(run_id),
+        queued=resources.is_queued(run_id),
+        held=bool(hold) and not viewer.instructor,
+        elsewhere=config.get("owner") not in ("app", None),  # the CLI's run (runlist.written_elsewhere's rule)
+    )
+    return RunHandle(run_id, rd, status, viewer, rules, hold)
 
 
 # ---------------------------------------------------------------- runs named in the URL (an experiment's)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from tinygpt.errors import RunStoreError
 from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.lab.registry import EXPERIMENTS
@@ -17,6 +16,7 @@ from tinygpt.runs.owners import Actor
 from tinygpt.ui.circuits import circuits_view
 from tinygpt.ui.experiments import lab
 from tinygpt.ui.host import resources
+from tinygpt.ui.run import in_view
 from tinygpt.ui.teach import lesson
 from tinygpt.ui.teach.lesson import HEADS, INDUCTION, LECTURE, Evidence, RunData, Step
 from tinygpt.ui.words import run_words
@@ -25,11 +25,8 @@ TWO, ONE = list(induction.INDUCTION_VARIANTS)  # the induction experiment's 2-la
 
 
 def reader_of(run_id: str):
-    """The server's shared reader of a run (resources.ReaderPool: 20 learners follow the same runs), or None."""
-    try:
-        return resources.run_reader(resources.get_store(), run_id)
-    except RunStoreError:
-        return None
+    """The server's shared reader of a run (in_view.ReaderPool: 20 learners follow the same runs), or None."""
+    return in_view.reader(resources.get_store(), run_id)
 
 
 def _run_data(run_id: str) -> RunData | None:
