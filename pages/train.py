@@ -124,10 +124,10 @@ def live_view() -> None:
     resources.touch(run_id)  # the lease: a run nobody watches pauses itself
     status = rd.status()
     config = rd.config()
-    # The charts are rebuilt only when the run's records changed, and shared with every page watching this run
-    # (train_view.shared_figures); otherwise the same figures are sent again, which costs the server little.
     if knob_widgets.run_moved(rd.run_id, config, rd.events):  # someone turned a knob, or a change was refused:
         st.rerun()  # the knobs, drawn outside this fragment, must show the run; a knob change is rare, a redraw cheap
+    # The charts are rebuilt only when the run's records changed, and shared with every page watching this run
+    # (train_view.shared_figures); otherwise the same figures are sent again, which costs the server little.
     view = train_view.build_view(store, rd, config, status, large, learner)
     st.markdown(f"**{safe.md(view['status_line'])}**")  # the reason is a file's text, in this viewer's words
     if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
