@@ -18,7 +18,7 @@ from tinygpt.ui.run import in_view
 from tinygpt.ui.run.in_view import Rules, open_run
 from tinygpt.ui.screen import backlog, explain, fonts
 from tinygpt.ui.teach import teach_keys
-from tinygpt.ui.train import form, guard, launch, train_keys, train_view
+from tinygpt.ui.train import form, guard, knob_widgets, train_keys, train_view
 from tinygpt.ui.words import runinfo, safe
 
 store = resources.get_store()
@@ -84,10 +84,10 @@ with right:
         messages.info(f"You changed {', '.join(edits)} in the form: only a new run takes that. **Train** starts it.")
 
     if train_keys.take_train_click():  # a click in this script run or in one cut short
-        launch.train_clicked(source, uploaded, learner, run_id if mine else None, messages)
+        form.train_clicked(source, uploaded, learner, run_id if mine else None, messages)
     admission.slot_question(learner, messages)  # a second run waits for "stop the first?" (one slot a learner)
 
-    launch.run_button_clicked(run, learner, messages)  # a click for this run, in this script run or one cut short
+    form.run_button_clicked(run, learner, messages)  # a click for this run, in this script run or one cut short
 
 # ---------------------------------------------------------------- live view
 
@@ -124,11 +124,11 @@ def live_view() -> None:
     resources.touch(run_id)  # the lease: a run nobody watches pauses itself
     status = rd.status()
     config = rd.config()
+    if knob_widgets.run_moved(rd.run_id, config, rd.events):  # someone turned a knob, or a change was refused:
+        st.rerun()  # the knobs, drawn outside this fragment, must show the run; a knob change is rare, a redraw cheap
     # The charts are rebuilt only when the run's records changed, and shared with every page watching this run
     # (train_view.shared_figures); otherwise the same figures are sent again, which costs the server little.
     view = train_view.build_view(store, rd, config, status, large, learner)
-    if view["knobs_moved"]:  # someone turned a knob, or a change was refused: the knobs must show the run
-        st.rerun()  # they are drawn outside this fragment; a knob change is rare, so a full redraw is cheap
     st.markdown(f"**{safe.md(view['status_line'])}**")  # the reason is a file's text, in this viewer's words
     if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
         train_view.queue_note(run_id)
@@ -136,7 +136,7 @@ def live_view() -> None:
         st.progress(fraction)
     # Variable content lives in containers, so the charts below keep their places and update in place.
     with st.container():
-        for kind, text in view["knob_notes"]:
+        for kind, text in knob_widgets.answers(rd.run_id, rd.events, config):  # this run's only, never the last one's
             getattr(st, kind)(safe.md(text))
     explain.show_chart(view["loss"], "loss_chart", code=False, key="train_loss")
     with st.container():

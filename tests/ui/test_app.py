@@ -25,7 +25,7 @@ from tinygpt.ui.people import people_keys
 from tinygpt.ui.runs import bundle, runs_keys  # noqa: E402
 from tinygpt.ui.sample import sample_keys
 from tinygpt.ui.screen import fonts
-from tinygpt.ui.train import knob_widgets, settings, train_keys  # noqa: E402
+from tinygpt.ui.train import form, knob_widgets, settings, train_keys  # noqa: E402
 from tinygpt.ui.words import runinfo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def status_step(at: AppTest) -> int:
 @pytest.mark.parametrize("label", list(settings.PRESET_LABELS))
 def test_every_preset_gives_a_valid_config(label):
     values = settings.preset_values(label)
-    config = settings.build_config(label, values, settings.data_config("Synthetic: add"))
+    config = form.run_config(label, values, settings.data_config("Synthetic: add"))
     assert isinstance(config, RunConfig)
     assert config.model.hidden_dim % config.model.num_heads == 0
     assert RunConfig.from_dict(config.to_dict()) == config

@@ -85,11 +85,9 @@ def test_the_room_page_is_the_instructors(runs_dir):
 
 def test_the_rooms_per_run_budget_refuses_an_oversized_run_with_the_numbers():
     from tinygpt.config import ConfigError, DataConfig
-    from tinygpt.ui.train import settings
+    from tinygpt.ui.train import form
 
-    big = settings.build_config(
-        "Demo (CPU, seconds)", {"num_layers": 12, "hidden_dim": 512, "num_heads": 8}, DataConfig()
-    )
+    big = form.run_config("Demo (CPU, seconds)", {"num_layers": 12, "hidden_dim": 512, "num_heads": 8}, DataConfig())
     with pytest.raises(ConfigError, match=r"37\.\d+M parameters, above the room's budget of 2\.00M"):
         admission.check_room_budget(big, {"max_params": 2_000_000, "max_steps": 0})
     with pytest.raises(ConfigError, match="max_steps 300 is above the room's budget of 100"):

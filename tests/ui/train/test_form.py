@@ -1,5 +1,6 @@
-"""The Train form (tinygpt/ui/train/form.py) against the browser's stale copies of its values: a preset picked and
-Train pressed before the browser drew the preset's values must start the preset's run, not a mix of two presets."""
+"""The Train form (tinygpt/ui/train/form.py): the config it builds is the CLI's for the same settings, and against the
+browser's stale copies of its values, a preset picked and Train pressed before the browser drew the preset's values
+must start the preset's run, not a mix of two presets."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import pytest
 pytest.importorskip("streamlit")
 from helpers import app_as  # noqa: E402
 
+from tinygpt.cli import flags as cli_flags  # noqa: E402
+from tinygpt.config import ConfigError, DataConfig  # noqa: E402
 from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
-from tinygpt.ui.train import settings, train_keys  # noqa: E402
+from tinygpt.ui.train import form, settings, train_keys  # noqa: E402
 
 ANNA = Actor("a" * 16, "anna")
 DEMO, LECTURE = "Demo (CPU, seconds)", "Lecture (until stopped)"
@@ -59,3 +62,47 @@ def test_edits_after_the_preset_are_kept_even_back_to_the_replaced_values(runs_d
     assert not at.exception, at.exception
     assert at.session_state[train_keys.W_WIDTH] == 64 and at.session_state[train_keys.W_MAX_STEPS] == 300
     assert at.session_state[train_keys.W_CONTEXT] == 16 and at.session_state[train_keys.W_PRESET] == LECTURE
+
+
+# ---------------------------------------------------------------- the config it builds: the CLI's
+
+
+def cli_config(preset: str, values: dict, source: str):
+    flags = ["train", "--preset", preset, "--source", source]
+    for name, value in values.items():
+        flags += ["--" + name.replace("_", "-"), str(value)]
+    return cli_flags.config_from_args(cli_flags.build_parser().parse_args(flags))
+
+
+SAMPLES = [
+    {},
+    {"learning_rate": 1e-4, "max_steps": 5},  # the CLI used to refuse this (min_lr 2e-4 > lr)
+    {"num_heads": 2, "hidden_dim": 48, "max_steps": 40, "warmup_steps": 0},
+    {"mask": "sliding_window", "window": 8, "max_seq_len": 16, "attn_scale": "none", "attn_scale_mult": 2.5},
+    {"max_grad_norm": 0.0, "dropout": 0.1, "seed": 7, "batch_size": 3, "num_layers": 1},
+]
+
+
+@pytest.mark.parametrize("label", list(settings.PRESET_LABELS))
+@pytest.mark.parametrize("changes", SAMPLES)
+def test_app_and_cli_build_the_same_config_from_the_same_settings(label, changes):
+    values = {**settings.preset_values(label), **changes}
+    app = form.run_config(label, values, settings.data_config("Synthetic: copy"))
+    flags = {k: v for k, v in values.items() if k != "device"}
+    assert app == cli_config(settings.PRESET_LABELS[label], flags, "synthetic:copy")
+
+
+def test_min_lr_follows_the_learning_rate_and_short_runs_get_evals_and_checkpoints():
+    config = form.run_config("Demo (CPU, seconds)", {"learning_rate": 1e-4, "max_steps": 8}, DataConfig())
+    assert config.train.min_lr == pytest.approx(1e-5)
+    assert config.train.eval_interval == 2 and config.checkpoint_every == 2
+
+
+def test_a_window_longer_than_the_context_is_refused_with_the_same_message_everywhere():
+    values = {"mask": "sliding_window", "window": 500}
+    with pytest.raises(ConfigError) as app:
+        form.run_config("Demo (CPU, seconds)", values, DataConfig(source="synthetic:copy"))
+    with pytest.raises(ConfigError) as via_cli:
+        cli_config("demo", values, "synthetic:copy")
+    assert str(app.value) == str(via_cli.value)
+    assert "sliding window (500) is longer than the context (32)" in str(app.value)

@@ -8,7 +8,7 @@ viewer may do with it (`Rules`: plain properties of plain facts, tested without 
 A script run looks the run's folder up once: `sync_run_id` finds it (RunStore.existing, the id checked there) and
 keeps it for this script run (CHECKED); `open_run` takes that folder instead of looking again. Who may open a link
 and who may change a run are tinygpt.runs.owners' rules, asked with the run's owner part and the viewer; the
-handle's commands go through tinygpt/ui/run/run_handle.py, as the viewer."""
+handle's commands go to the run manager as the viewer (the module functions `pause` ... `set_knob` at the end)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from tinygpt.runs.owners import Actor, may_control, may_open_link, read_hold, re
 from tinygpt.runs.reader import RunReader
 from tinygpt.runs.store import RunStore, validate_run_id
 from tinygpt.ui.host import resources
-from tinygpt.ui.run import run_handle
+from tinygpt.ui.people import admission
 from tinygpt.ui.screen.backlog import fragment_rerun
 from tinygpt.ui.screen.flashes import flash
 from tinygpt.ui.state import RUN_ID
@@ -243,7 +243,7 @@ class Rules:
 @dataclass(frozen=True)
 class RunHandle:
     """The run a page shows, as `viewer` sees it: the Train, Runs and Circuits pages used to spell its rules out
-    inline, each its own way. Commands go through tinygpt/ui/run/run_handle.py, as the viewer."""
+    inline, each its own way. Commands go through this module's `pause` ... `set_knob`, as the viewer."""
 
     id: str
     reader: RunReader  # polled once for this script run
@@ -267,19 +267,19 @@ class RunHandle:
         return self.hold.get("by") or ("the instructor" if self.hold else None)
 
     def pause(self) -> None:
-        run_handle.pause(self.id, self.viewer)
+        pause(self.id, self.viewer)
 
     def step(self, n: int) -> None:
-        run_handle.step(self.id, n, self.viewer)
+        step(self.id, n, self.viewer)
 
     def stop(self) -> None:
-        run_handle.stop(self.id, self.viewer)
+        stop(self.id, self.viewer)
 
     def resume(self, check_slot: bool = True) -> None:
-        run_handle.resume(self.id, self.viewer, check_slot)
+        resume(self.id, self.viewer, check_slot)
 
     def set_knob(self, name: str, value: Any) -> str:
-        return run_handle.set_knob(self.id, name, value, self.viewer)
+        return set_knob(self.id, name, value, self.viewer)
 
     def reader_now(self, store: RunStore) -> RunReader | None:
         """The run's reader for a fragment of the page: on the page's full script run, the one open_run polled;
@@ -340,3 +340,37 @@ def show_runs_in_url(param: str, runs: dict[str, str] | None) -> None:
         st.query_params[param] = ",".join(runs.values())
     else:
         st.query_params.pop(param, None)
+
+
+# ---------------------------------------------------------------- what a viewer sends to a run
+# The run manager's commands (pause, step, stop, a knob) and a resume through the room's admission, each as that
+# viewer (the run manager checks again: a page's rule is for its buttons, the manager's for the run). The handle
+# sends its commands through these; a knob changed from a widget callback, which runs before the page has its
+# handle, calls `set_knob` directly: one function for both.
+
+
+def pause(run_id: str, viewer: Actor) -> None:
+    _manager().pause(run_id, actor=viewer)
+
+
+def step(run_id: str, n: int, viewer: Actor) -> None:
+    _manager().step(run_id, n, actor=viewer)
+
+
+def stop(run_id: str, viewer: Actor) -> None:
+    _manager().stop(run_id, actor=viewer)
+
+
+def resume(run_id: str, viewer: Actor, check_slot: bool = True) -> None:
+    """Through admission (the room's budget, one training slot a learner: SlotTaken asks first)."""
+    admission.resume(viewer, run_id, check_slot)
+
+
+def set_knob(run_id: str, name: str, value: Any, viewer: Actor) -> str:
+    """Change one knob of `run_id` as `viewer`: the UI's one way to the run manager's set_knob (the handle's, and
+    a widget callback's, which runs before the page builds its handle). Returns the request id its answer names."""
+    return _manager().set_knob(run_id, name, value, actor=viewer)
+
+
+def _manager():
+    return resources.get_manager()

@@ -1,28 +1,35 @@
-"""The Train page's settings form, drawn from the table in tinygpt/ui/train/settings.py.
+"""The Train page's settings form, drawn from the table in tinygpt/ui/train/settings.py, and the buttons beside it.
 
 `seed_form` gives every widget its first value (a run that comes into view: its own settings, preset and current
 knobs, tinygpt/ui/train/run_form.py; else the first preset); `draw_form` draws the preset select, the data-and-model
 box and the live-knob box; a live knob's widget shows the run in view and sends its own knob's new value to the
 running worker the moment it changes (`on_change`; tinygpt/ui/train/knob_widgets.py), and the page shows the
-worker's answer (runinfo.knob_note).
+worker's answer (knob_widgets.answers).
+
+`train_clicked` (the Train button) builds the run the form describes with `tinygpt.presets.preset`, the one
+function the CLI and the lab build their configs with too (`run_config`), and starts it through
+tinygpt.ui.people.admission (the room's budget, one training slot per learner: a second Train asks before stopping
+the first); `run_button_clicked` acts on the run's Pause / Resume / Step / Stop.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import streamlit as st
 
-from tinygpt.config import MAX_TEXT_FIELDS
+from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, RunConfig
 from tinygpt.errors import RunStoreError, TinyGPTError
+from tinygpt.presets import preset
 from tinygpt.runs.corpus import read_corpus
 from tinygpt.runs.jobs import NoWorkerError
-from tinygpt.runs.owners import NotYourRunError
+from tinygpt.runs.owners import Actor, NotYourRunError
 from tinygpt.ui import state
 from tinygpt.ui.host import resources
-from tinygpt.ui.people import people_keys, room
-from tinygpt.ui.run import in_view, run_handle
+from tinygpt.ui.people import admission, people_keys, room
+from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import flashes, fonts
 from tinygpt.ui.train import guard, knob_widgets, run_form, settings, train_keys
 from tinygpt.ui.train.settings import Field
@@ -168,7 +175,7 @@ def _send_knob(name: str, value: Any) -> None:
     if not run:
         return
     try:  # the run manager checks who may change the run, the knob's name and its value: asked once, there
-        request = run_handle.set_knob(run, name, value, room.current())  # the handle's own way (a callback has none)
+        request = in_view.set_knob(run, name, value, room.current())  # the handle's own way (a callback has none)
     except NoWorkerError:
         knob_widgets.drop_knob_note(name)  # a pending slider change of a run that ended meanwhile
         return  # an ended run: nothing to change there; the form's value is for the next run, silently as before
@@ -331,3 +338,76 @@ def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None =
                 st.caption("Generated problems with exact answers: copy, reverse, sort or add.")
         _draw_fields(settings.MODEL_FIELDS, locked, per_row)
     return source, uploaded
+
+
+# ---------------------------------------------------------------- the buttons beside the form
+
+
+def run_config(label: str, values: Mapping[str, Any], data: DataConfig) -> RunConfig:
+    """A validated RunConfig from the form's values (by field name) and corpus: `tinygpt.presets.preset`, the CLI's
+    path too, so identical settings give identical configs (min_lr following the learning rate, short runs'
+    intervals, cross-field checks). Raises ConfigError saying what to change."""
+    return preset(settings.preset_name(label), **values, source=data.source, text=data.text)
+
+
+def config_from_form(source: str, uploaded: Any, learner: Actor, messages) -> RunConfig:
+    """The run the form describes (TinyGPTError says what to change); loads Tiny Shakespeare (the embedded copy,
+    or a download when that copy is damaged) with a progress bar in `messages`, gone again whatever happens."""
+    values = form_values()
+    pasted, data_bytes = state.get(train_keys.W_PASTE, ""), uploaded.getvalue() if uploaded else None
+    data = settings.data_config(source, pasted, data_bytes, values["max_seq_len"])
+    config = run_config(state.get(train_keys.W_PRESET), values, data)
+    # Asked here as well as in admission.start (the authoritative check, which every start path asks, and asks again
+    # when the slot question is answered later): ensure_corpus below loads Tiny Shakespeare, a download when the
+    # embedded copy is damaged, under a progress bar, for a run the budget would refuse anyway. The check itself is
+    # arithmetic on the config, so asking twice costs nothing.
+    admission.check_budget(learner, {"run": config})
+    if data.source == "shakespeare":
+        bar = messages.progress(0.0, text="Loading Tiny Shakespeare ...")
+        try:
+            settings.ensure_corpus(data, lambda done, total: bar.progress(min(1.0, done / max(total, 1))))
+        finally:  # a failure's message must not sit under a half-full bar
+            bar.empty()
+    return config
+
+
+def train_clicked(source: str, uploaded: Any, learner: Actor, parent: str | None, messages) -> None:
+    """The Train button: start the form's run, or, if this learner already trains one, ask first (admission: the
+    budget, the slot, the run manager's preflight), make it the page's run, and redraw."""
+    try:
+        config = config_from_form(source, uploaded, learner, messages)
+    except TinyGPTError as e:
+        messages.error(safe.md(e))
+        return
+
+    def start(check_slot: bool) -> None:
+        (new_id,) = admission.start(learner, {"run": config}, parent=parent, check_slot=check_slot).values()
+        in_view.set_run_id(new_id)
+        knob_widgets.clear_knob_notes()
+        st.rerun()
+
+    admission.attempt(start, "start the new run", messages)
+
+
+def run_button_clicked(run, learner: Actor, messages) -> None:
+    """Act on a Pause / Resume / Step / Stop click kept for the run in view (`train_keys.take_control_click`: in
+    this script run or one cut short), through the page's run handle, then redraw with the worker's answer."""
+    command = train_keys.take_control_click(run.id if run else None)
+    if not command or run is None:
+        return
+    try:
+        if command == "pause":
+            run.pause()
+        if command == "resume":  # another run of this learner's may hold their slot: admission asks first
+            run_id = run.id
+            admission.attempt(lambda check: admission.resume(learner, run_id, check), "resume this run", messages)
+        if command == "step":
+            run.step(int(state.get(train_keys.W_STEP_N)))
+            train_keys.mark_step_requested()
+        if command == "stop":
+            run.stop()
+    except TinyGPTError as e:
+        messages.error(safe.md(e))
+    else:
+        time.sleep(0.2)  # let the worker answer, so the status below is the new one
+        st.rerun()

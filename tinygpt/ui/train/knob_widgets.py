@@ -10,7 +10,8 @@ sends when it rests: every arrow-key press is a move of its own, and a burst of 
 command, an event and a chart marker. A slider's move is kept as a pending note instead (its value, no request
 yet), and the live view's refresh sends it once no press came for SETTLE_S (`settled`); the note keeps the widget
 on the value being turned meanwhile. A typed value (the exact box) or a click (radio) is one deliberate move and is
-sent at once.
+sent at once. What came of it (`answers`) the live view reads from the run's events, and the widgets follow it
+(`run_moved`: a refused change snaps back).
 
 Why each widget is drawn under a key with a generation (`w_lr@3`): the browser sends every widget's value with
 every rerun request, and a request it sent before it drew a value the server set (the run moved, the exact box
@@ -29,6 +30,7 @@ from typing import Any
 from tinygpt.runs.knobs import knob_answer, knobs_now
 from tinygpt.ui import state
 from tinygpt.ui.train import train_keys
+from tinygpt.ui.words import runinfo
 
 LIVE_ROLES = ("", "_exact")  # a knob's widgets: the main one, and a log slider's exact box
 SETTLE_S = 0.4  # s a slider rests before its value is sent: longer than a key repeat, shorter than a person waits
@@ -135,6 +137,12 @@ def add_knob_note(knob: str, value: Any, request: str | None, run: str, moved_at
     the monotonic time of its widget's last move; `settled` says when it is sent)."""
     note = {"value": value, "request": request, "run": run, "moved_at": moved_at}
     state.put(train_keys.KNOB_NOTES, {**(state.get(train_keys.KNOB_NOTES) or {}), knob: note})
+
+
+def answers(run: str, events: list[dict], config: dict) -> list[tuple[str, str]]:
+    """(kind, text) for each change this session asked of `run` (knob_notes): the run's answer as the page says it
+    (runinfo.knob_note: applied at a step, refused and why, or still waiting for the worker)."""
+    return [runinfo.knob_note(events, n["request"], knob, n["value"], config) for knob, n in knob_notes(run).items()]
 
 
 def drop_knob_note(knob: str) -> None:

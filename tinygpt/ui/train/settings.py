@@ -2,12 +2,10 @@
 
 Each `Field` is one setting: its config name (also its URL parameter and CLI flag), label, widget, range, and
 whether it is a live knob (changes the running model at its next step) or needs a new run. From `FIELDS` come
-the preset values, the values shown when a tab reattaches to a run, the RunConfig, the "changed since this run
-started" list, the widget keys a workshop link sets or hides, and the page's widgets themselves
-(tinygpt/ui/train/form.py draws them). Adding a setting means adding one row here.
-
-The config itself is built by `tinygpt.presets.preset`, the same function the CLI calls, so identical settings
-give identical configs (min_lr following the learning rate, short runs' intervals, cross-field checks).
+the preset values, the values shown when a tab reattaches to a run, the "changed since this run started" list, the
+widget keys a workshop link sets or hides, and the page's widgets themselves (tinygpt/ui/train/form.py draws them,
+and builds the run's config from their values with `tinygpt.presets.preset`, the function the CLI calls too).
+Adding a setting means adding one row here.
 
 Pure: no Streamlit calls (the widget keys are plain strings from tinygpt/ui/train/train_keys.py).
 """
@@ -259,13 +257,6 @@ def data_config(source: str, pasted: str = "", uploaded: bytes | None = None, bl
     if source == SOURCE_PASTE:
         return DataConfig(source="text", text=text_from_user(pasted or "", min_chars=min_corpus_chars(block_size)))
     raise ConfigError(f"unknown corpus {source!r}; choose one of {', '.join(SOURCES)}.")
-
-
-def build_config(label: str, values: Mapping[str, Any], data: DataConfig) -> RunConfig:
-    """A validated RunConfig from the form: `config.preset` (the CLI's path too) with the form's values.
-    Raises ConfigError saying what to change."""
-    settings = {name: value for name, value in values.items() if name in FIELD_BY_NAME}
-    return preset(preset_name(label), **settings, source=data.source, text=data.text)
 
 
 def ensure_corpus(data: DataConfig, progress=None) -> None:

@@ -17,7 +17,7 @@ from tinygpt.ui.charts import curves
 from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import explain
-from tinygpt.ui.train import branching, knob_widgets, train_keys
+from tinygpt.ui.train import branching, train_keys
 from tinygpt.ui.words import run_words, runinfo
 
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
@@ -36,15 +36,10 @@ def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) 
     key = (str(rd.run_dir), str(parent.run_dir) if parent else None, options)
     records = (_records(rd), _records(parent) if parent else None)
     figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
-    notes = [  # this run's only: a note raised over the run shown before never shows over this one
-        runinfo.knob_note(rd.events, n["request"], knob, n["value"], config)
-        for knob, n in knob_widgets.knob_notes(rd.run_id).items()
-    ]
     last = rd.samples[-1] if rd.samples else None
-    moved = knob_widgets.run_moved(rd.run_id, config, rd.events)  # the knob widgets drew other values
     said = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, viewer)}
-    return {**figures, "markers": runinfo.event_notes(rd.events), "knob_notes": notes, "sample": last,
-            "knobs_moved": moved, "status_line": runinfo.status_line(said, rd.metrics)}  # fmt: skip
+    return {**figures, "markers": runinfo.event_notes(rd.events), "sample": last,
+            "status_line": runinfo.status_line(said, rd.metrics)}  # fmt: skip
 
 
 def _records(rd) -> tuple:
