@@ -138,7 +138,7 @@ def live_view() -> None:
     with st.container():
         for kind, text in knob_widgets.answers(rd.run_id, rd.events, config):  # this run's only, never the last one's
             getattr(st, kind)(safe.md(text))
-    explain.show_chart(view["loss"], "loss_chart", code=False, key="train_loss")
+    explain.show_chart(view["loss"], "loss_chart", code=False, key="train_loss", caption=view["val_note"])
     with st.container():
         if view["markers"]:
             st.caption(f"Markers: {safe.md(view['markers'])}")  # messages come from events.jsonl

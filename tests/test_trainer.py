@@ -172,6 +172,49 @@ def test_checkpoint_round_trip_and_exact_resume(tiny_text, tmp_path):
     assert resumed_losses == pytest.approx(losses[10:], abs=1e-6)
 
 
+def test_evals_score_the_weights_running_average_and_leave_the_trained_weights(tiny_text):
+    """config.weight_average d: after each step the average moves (1 - d) of the way to the new weights; an eval
+    scores the average and hands the model back its trained weights to the bit; d = 0 scores the weights."""
+    trainer = make_trainer(tiny_text, weight_average=0.9)
+    params = [p for _, p in trainer.named_params]
+    average = [p.detach().clone() for p in params]
+    for _ in range(5):
+        trainer.step()
+        average = [0.9 * a + 0.1 * p.detach() for a, p in zip(average, params, strict=True)]
+    for kept, expected in zip(trainer.average, average, strict=True):
+        torch.testing.assert_close(kept, expected)
+    trained = [p.detach().clone() for p in params]
+    scored = trainer.evaluate()
+    assert all(torch.equal(p, t) for p, t in zip(params, trained, strict=True))  # the trained weights, bit for bit
+    plain = make_trainer(tiny_text)  # same seed and batches, no average: the same iterate, another eval
+    for _ in range(5):
+        plain.step()
+    assert all(torch.equal(p, t) for (_, p), t in zip(plain.named_params, trained, strict=True))
+    assert plain.average is None and plain.evaluate()["val_loss"] != scored["val_loss"]
+    with trainer.averaged_weights():  # the average is what the eval read
+        assert all(torch.equal(p, a) for p, a in zip(params, trainer.average, strict=True))
+    with pytest.raises(ConfigError, match="weight_average"):
+        TrainConfig(weight_average=1.0)
+
+
+def test_the_weights_average_is_kept_in_a_checkpoint_and_resumes(tiny_text, tmp_path):
+    straight = make_trainer(tiny_text, weight_average=0.8)
+    for _ in range(8):
+        straight.step()
+    first = make_trainer(tiny_text, weight_average=0.8)
+    for _ in range(4):
+        first.step()
+    config = RunConfig(model=first.model.config, train=first.config)
+    save_checkpoint(checkpoint_stem(tmp_path, 4), first.model, config, first.corpus.tokenizer.vocab, 4, first.state())
+    ckpt = load_checkpoint(checkpoint_stem(tmp_path, 4))
+    resumed = Trainer(ckpt.build_model(), ckpt.config.train, first.corpus)
+    resumed.load_state(ckpt.trainer_state)
+    for _ in range(4):
+        resumed.step()
+    for kept, expected in zip(resumed.average, straight.average, strict=True):
+        torch.testing.assert_close(kept, expected, atol=1e-6, rtol=0)
+
+
 def test_corrupt_truncated_and_mismatched_checkpoints(tiny_text, tmp_path):
     trainer = make_trainer(tiny_text)
     config = RunConfig(model=trainer.model.config, train=trainer.config)

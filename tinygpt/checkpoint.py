@@ -3,7 +3,8 @@
 A checkpoint is two files with the same stem:
 
     step_00000500.safetensors   model weights ("model.*"), optimizer state ("optim.<i>.exp_avg", ...,
-                                Muon's "optim.<i>.momentum_buffer"), the batch generator's state ("rng.batch")
+                                Muon's "optim.<i>.momentum_buffer"), the batch generator's state ("rng.batch"), the
+                                weights' running average where the run keeps one ("average.<i>")
                                 as uint8 tensors (older checkpoints also hold "rng.eval", no longer needed)
     step_00000500.json          format, version, step, run config, vocabulary, the optimizer's scalar state
                                 (per-parameter step counts, hyper-parameters), and the safetensors file's size
@@ -90,6 +91,8 @@ def save_checkpoint(
                     scalars.setdefault(str(index), {})[key] = float(value)
         meta["optimizer"] = {"param_groups": optim["param_groups"], "scalars": scalars}
         tensors["rng.batch"] = trainer_state["batch_generator"]
+        for index, tensor in enumerate(trainer_state.get("average") or []):  # config.weight_average's running average
+            tensors[f"average.{index}"] = tensor.detach().to("cpu").contiguous()
         meta["trainer_step"] = int(trainer_state["step"])
     weights_path = stem.with_suffix(".safetensors")
     json_path = stem.with_suffix(".json")
@@ -161,6 +164,9 @@ def load_checkpoint(stem: Path | str, device: torch.device | str = "cpu") -> Che
             "optimizer": {"state": state, "param_groups": meta["optimizer"]["param_groups"]},
             "batch_generator": tensors["rng.batch"].cpu(),
         }
+        averaged = sorted((int(k.split(".")[1]), v) for k, v in tensors.items() if k.startswith("average."))
+        if averaged:
+            trainer_state["average"] = [v for _, v in averaged]
     return Checkpoint(
         step=int(meta["step"]),
         config=config,

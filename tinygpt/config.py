@@ -88,6 +88,7 @@ LIMITS: dict[str, Limit] = {
     "weight_decay": Limit(0.0, 100.0, "decay above 100 erases the weights every step"),
     "beta1": Limit(0.0, 0.9999, "a momentum of 1 never forgets"),
     "beta2": Limit(0.0, 0.9999, "a second moment of 1 never forgets"),
+    "weight_average": Limit(0.0, 0.9999, "an average with a decay of 1 never moves from the first weights"),
     "max_grad_norm": Limit(0.0, 1e6, "0 turns clipping off; no gradient of a tiny GPT is this large"),
     "batch_size": Limit(1, 8192, "sequences per step; memory is checked on top of this"),
     "max_steps": Limit(1, UNTIL_STOPPED, f"{UNTIL_STOPPED:,} steps is 'until stopped'"),
@@ -293,9 +294,12 @@ class TrainConfig:
     # The training step's matmul precision. "auto": bfloat16 autocast on a CUDA GPU that has it (2-3x the speed,
     # the loss and gradients still in float32), float32 elsewhere (a CPU without bf16 units gains nothing).
     precision: str = "auto"
+    # What an eval scores: 0, the trained weights; d in (0, 1), a running average of them, each step moving it
+    # (1 - d) of the way to the new weights (Polyak averaging: the average sits nearer the valley's floor).
+    weight_average: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("learning_rate", "min_lr", "weight_decay", "beta1", "beta2", "max_grad_norm"):
+        for name in ("learning_rate", "min_lr", "weight_decay", "beta1", "beta2", "max_grad_norm", "weight_average"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
                 raise ConfigError(f"{name} must be a finite number, got {value!r}.")

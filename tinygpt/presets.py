@@ -73,9 +73,10 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
             batch_size=12,
             max_steps=350,
             warmup_steps=50,
-            learning_rate=8e-3,
+            learning_rate=1e-2,
             beta2=0.99,
             optimizer="muon",
+            weight_average=0.95,
             eval_interval=50,
             eval_batches=20,
         ),
@@ -130,13 +131,15 @@ PRESET_NOTES: dict[str, str] = {
     "nanogpt-cpu": "nanoGPT's README CPU recipe (4 layers, 4 heads, width 128, context 64, batch 12, AdamW at "
     "lr 1e-3, 2000 steps): val loss ~1.9 on Tiny Shakespeare. The yardstick the Fast preset races.",
     "fast": "The same model, data and batch as nanoGPT CPU, built to reach the same val loss in a quarter of the "
-    "wall time. Three levers: (1) Muon on the blocks' weight matrices: it orthogonalizes each update, so every "
+    "wall time. Four levers: (1) Muon on the blocks' weight matrices: it orthogonalizes each update, so every "
     "direction of a matrix learns at the same rate instead of the few that dominate the gradient. (2) Token shift "
     "2: each MLP also reads the two characters before its own, so which letters follow which is learned from the "
-    "first steps instead of waiting for an attention head to learn to look back. (3) An 8x higher peak learning "
-    "rate (8e-3), a 50-step warmup and a 350-step cosine. Embeddings, the tied head and the gains stay on AdamW. "
-    "Measured on a 2-core CPU (BENCHMARKS.md, Time to quality, round two): nanoGPT CPU's step-2000 val loss in "
-    "about 270 steps instead of 2000. Train both and compare them on Runs (wall-clock axis) to see it here.",
+    "first steps instead of waiting for an attention head to learn to look back. (3) A 10x higher peak learning "
+    "rate (1e-2), a 50-step warmup and a 350-step cosine. (4) The evals score a running average of the weights (each "
+    "step moves it 5% of the way to the new weights): at so high a rate the weights bounce across the valley, and "
+    "their average sits nearer its floor. Embeddings, the tied head and the gains stay on AdamW. Measured on a "
+    "2-core CPU (BENCHMARKS.md, Time to quality, round three): nanoGPT CPU's step-2000 val loss in about 210-240 "
+    "steps instead of 2000. Train both and compare them on Runs (wall-clock axis) to see it here.",
     "fast-3min": "The Fast recipe (Muon, token shift 2, lr 6e-3) on a 2000-step cosine instead of 350: it keeps "
     "learning where Fast stops, to val ~1.70 (the text starts to look like words in verse) well within three "
     "minutes on a 2-core CPU.",

@@ -31,6 +31,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -129,6 +131,12 @@ class Trainer:
         self._group_index = torch.tensor(group_of, device=self.device)  # (P,) parameter -> group
         self.track_update_ratios = True  # costs one parameter copy per step; the app shows it on Gradients
         self._before: list[torch.Tensor] | None = None  # buffers for that copy, allocated on first use
+        # config.weight_average > 0: a running average of the trained parameters, one tensor per entry of
+        # named_params, that every eval scores (swapped in for it: `averaged_weights`). None: evals score the
+        # trained weights.
+        self.average: list[torch.Tensor] | None = None
+        if config.weight_average > 0:
+            self.average = [p.detach().clone() for _, p in self.named_params]
 
     # ------------------------------------------------------------------ knobs
 
@@ -250,6 +258,9 @@ class Trainer:
                 record["update_ratios"] = dict(zip(self.groups, ratios, strict=True))
         else:
             self.optimizer.step()
+        if self.average is not None:
+            with torch.no_grad():  # average <- d * average + (1 - d) * weights, in place
+                torch._foreach_lerp_(self.average, params, 1.0 - cfg.weight_average)
         self.step_count += 1
         return self._finish(record, started)
 
@@ -272,24 +283,57 @@ class Trainer:
     def evaluate(self, batches: int | None = None, splits: tuple[str, ...] = SPLITS) -> dict[str, Any]:
         """Mean loss of each split in `splits` on the fixed eval windows, and the val batches' own losses
         (`evaluate_model`)."""
-        return evaluate_model(
-            self.model, self.corpus, self.config.batch_size, batches or self.config.eval_batches, self.device, splits
-        )
+        with self.averaged_weights():
+            return evaluate_model(
+                self.model,
+                self.corpus,
+                self.config.batch_size,
+                batches or self.config.eval_batches,
+                self.device,
+                splits,
+            )
+
+    @contextmanager
+    def averaged_weights(self) -> Iterator[None]:
+        """The model holds the running average of its weights inside the block (config.weight_average), and its
+        trained weights again after it; without an average, nothing changes."""
+        if self.average is None:
+            yield
+            return
+        params = [p for _, p in self.named_params]
+        with torch.no_grad():
+            trained = [p.detach().clone() for p in params]
+            torch._foreach_copy_(params, self.average)
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                torch._foreach_copy_(params, trained)
 
     # ------------------------------------------------------------------ state for checkpoints
 
     def state(self) -> dict[str, Any]:
         """Everything besides the weights that a resumed run needs to continue the same curve."""
-        return {
+        out = {
             "step": self.step_count,
             "optimizer": self.optimizer.state_dict(),
             "batch_generator": self.batch_generator.get_state(),
         }
+        if self.average is not None:
+            out["average"] = self.average
+        return out
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.step_count = int(state["step"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.batch_generator.set_state(state["batch_generator"])
+        if self.average is not None:  # a checkpoint from before the average was kept: it starts from these weights
+            saved = state.get("average")
+            if saved is not None and [t.shape for t in saved] == [t.shape for t in self.average]:
+                with torch.no_grad():
+                    torch._foreach_copy_(self.average, [t.to(self.device) for t in saved])
+            else:
+                self.average = [p.detach().clone() for _, p in self.named_params]
 
 
 @torch.no_grad()

@@ -45,6 +45,8 @@ class Lever:
     patch: Callable[[Trainer], None] | None = None  # changes the model, schedule or optimizer in place
     threads: int | None = None  # None: --threads
     compile: bool = False
+    # The weights an eval scores: None, the trained model; else a function of the trainer (an average of weights)
+    eval_model: Callable[[Trainer], nn.Module] | None = None
 
 
 class ReLUSquared(nn.Module):
@@ -226,6 +228,31 @@ def bigram_embedding(scale: float = 1.0) -> Callable[[Trainer], None]:
     return patch
 
 
+def weight_ema(decay: float) -> tuple[Callable[[Trainer], None], Callable[[Trainer], nn.Module]]:
+    """An exponential moving average of the weights, updated after every step, scored at every eval (Polyak
+    averaging: the average sits nearer the valley floor than the iterate that bounces on its walls). Returns the
+    patch and the eval's model."""
+    import copy
+
+    kept: dict[str, nn.Module] = {}
+
+    def patch(trainer: Trainer) -> None:
+        average = copy.deepcopy(trainer.model)
+        kept["model"] = average
+        params, shadows = list(trainer.model.parameters()), list(average.parameters())
+        original = trainer.step
+
+        def step():
+            record = original()
+            with torch.no_grad():
+                torch._foreach_lerp_(shadows, params, 1 - decay)  # shadow <- decay * shadow + (1 - decay) * param
+            return record
+
+        trainer.step = step
+
+    return patch, lambda trainer: kept["model"]
+
+
 def linear_to_zero(trainer: Trainer) -> None:
     """Warmup, then a straight line from the peak to zero at max_steps (Bergsma et al. 2025: "straight to zero")."""
 
@@ -261,6 +288,13 @@ def shift_lever(back: int, steps: int, lr: float | None = None) -> Lever:
     name = f"shift{back if back > 1 else ''}_{steps}" + (f"_lr{lr:g}" if lr else "")
     rate = f" at lr {lr:g}" if lr else ""
     return Lever(name, f"token shift {back} back, a {steps}-step cosine{rate}", settings)
+
+
+def ema_lever(decay: float, **settings) -> Lever:
+    patch, scored = weight_ema(decay)
+    extra = "".join(f"_{k.replace('learning_rate', 'lr').replace('max_steps', 'steps')}{v:g}" for k, v in settings.items())
+    return Lever(f"fast_ema{decay:g}{extra}", f"the val scored on an average of the weights (EMA {decay:g}) {settings}",
+                 settings, patch=patch, eval_model=scored)  # fmt: skip
 
 
 def combine(*patches: Callable[[Trainer], None]) -> Callable[[Trainer], None]:
@@ -354,6 +388,14 @@ LEVERS: dict[str, Lever] = {
         Lever("fast_batch24", "batch 24 for 175 steps (Fast's tokens)", dict(batch_size=24, max_steps=175, warmup_steps=25)),
         Lever("fast_bigram", "a (previous, current) character-pair embedding added to the input", patch=bigram_embedding()),
         Lever("fast_bigram_300", "the pair embedding, a 300-step cosine", dict(max_steps=300), patch=bigram_embedding()),
+        *(ema_lever(d) for d in (0.9, 0.95, 0.98)),
+        ema_lever(0.95, learning_rate=1e-2),
+        ema_lever(0.95, learning_rate=1.2e-2),
+        ema_lever(0.97, learning_rate=1.2e-2),
+        ema_lever(0.9, learning_rate=1e-2),
+        ema_lever(0.97, learning_rate=1e-2),
+        ema_lever(0.95, learning_rate=1e-2, max_steps=300),
+        ema_lever(0.95, max_steps=300),
         Lever("fast_batch32", "batch 32 for 131 steps (Fast's tokens)", dict(batch_size=32, max_steps=131, warmup_steps=19)),
     ]
 }
@@ -380,7 +422,8 @@ def run_lever(lever: Lever, seed: int, threads: int, target: float, eval_tokens:
         trainer.step()
         step_seconds.append(time.perf_counter() - started)
         if step % eval_every == 0 or step == config.train.max_steps:
-            val = evaluate_model(trainer.model, corpus, EVAL_BATCH_SIZE, EVAL_BATCHES)["val_loss"]
+            scored = lever.eval_model(trainer) if lever.eval_model else trainer.model
+            val = evaluate_model(scored, corpus, EVAL_BATCH_SIZE, EVAL_BATCHES)["val_loss"]
             evals.append({"step": step, "train_s": round(sum(step_seconds), 2), "val_loss": round(val, 4)})
             if reached is None and val <= target:
                 reached = evals[-1]

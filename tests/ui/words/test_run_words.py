@@ -80,3 +80,15 @@ def test_a_learner_watching_the_instructors_paused_run_is_not_told_they_paused_i
     teacher.run()
     assert "paused by you at step" in status_lines(teacher)
     resources.get_manager().stop(run_id)
+
+
+def test_the_val_note_says_what_a_run_with_a_weights_average_scores():
+    """The Fast preset's evals score a running average of the weights: its loss chart says so, from the run's own
+    config; a run without one says nothing."""
+    from tinygpt.presets import preset
+    from tinygpt.ui.words.run_words import val_note
+
+    note = val_note(preset("fast").to_dict())
+    assert note and "running average of the weights" in note and "5% of the way" in note
+    assert "10%" in val_note({"train": {"weight_average": 0.9}})
+    assert val_note(preset("demo").to_dict()) is None and val_note({}) is None

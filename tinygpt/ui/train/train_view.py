@@ -39,7 +39,7 @@ def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) 
     last = rd.samples[-1] if rd.samples else None
     said = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, viewer)}
     return {**figures, "markers": runinfo.event_notes(rd.events), "sample": last,
-            "status_line": runinfo.status_line(said, rd.metrics)}  # fmt: skip
+            "status_line": runinfo.status_line(said, rd.metrics), "val_note": run_words.val_note(config)}  # fmt: skip
 
 
 def _records(rd) -> tuple:

@@ -68,3 +68,16 @@ def runs_about(configs: list[dict], viewer: Actor | None, room: bool = False) ->
     corpora = " / ".join(dict.fromkeys(corpus_word(c, viewer) for c in configs))
     seeds = " / ".join(dict.fromkeys(str((c.get("train") or {}).get("seed", "?")) for c in configs))
     return f"{whose} ({corpora}, seed {seeds})"
+
+
+def val_note(config: dict) -> str | None:
+    """What a run's val curve scores, where it is not the trained weights themselves: a run with a running average of
+    its weights (train.weight_average, the Fast preset's) is scored on the average, and says so under its loss chart."""
+    decay = float((config.get("train") or {}).get("weight_average") or 0.0)
+    if decay <= 0:
+        return None
+    return (
+        f"val: the held-out loss of a running average of the weights (each step moves it {1 - decay:.0%} of the way "
+        "to the new weights), the weights every eval of this run scores. The training loss, the samples and the "
+        "attention maps come from the trained weights themselves."
+    )
