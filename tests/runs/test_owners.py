@@ -30,6 +30,9 @@ def test_a_link_opens_a_run_its_owner_or_nobody_owns_and_any_run_read_only_with_
     assert not may_control(ANNAS, BEN)
     for nobodys in ({"owner": "cli"}, {}):  # CLI-trained or prepared (or a damaged config): the instructor's
         assert may_open_link(nobodys, BEN) and not may_control(nobodys, BEN)
+    # The instructor's own run (the lecture run) opens read-only too: a learner read "another learner's run" of it
+    lecture = {"owner": "app", "learner": {"id": TEACHER.id, "name": "teacher", "instructor": True}}
+    assert may_open_link(lecture, BEN) and not may_control(lecture, BEN)
 
 
 @pytest.mark.parametrize("text", [None, "not json", json.dumps({**ANNAS, "model": {"num_layers": 2}})])

@@ -393,3 +393,51 @@ def test_the_browsers_stale_copy_of_a_widget_the_page_set_does_not_undo_a_knob_m
     assert at.select_slider(key=knob_key(at, train_keys.W_LR)).value == 0.002
     rerun_until(at, lambda a: len(lr_changes()) == 2, timeout=30)
     click(at, "Stop")
+
+
+def test_the_knobs_of_a_paused_run_without_a_worker_say_paused_not_ended(runs_dir):
+    """A reviewer read "Live knobs · this run has ended" beside "paused: its training slot went to a queued run"
+    and an enabled Resume: a run paused without its worker takes no knob change, but it has not ended."""
+    from tinygpt.runs.store import RunStore
+
+    run_id = write_run(runs_dir)
+    with RunStore(runs_dir).writer(run_id) as w:
+        w.write_status(state="paused", reason="its training slot went to a queued run", step=20)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception, at.exception
+    said = texts(at)
+    assert "this run is paused and takes no change until it resumes" in said and "has ended" not in said, said
+    with RunStore(runs_dir).writer(run_id) as w:
+        w.write_status(state="finished", reason="reached max_steps", step=20)
+    at.run()
+    assert "this run has ended: they set your next run" in texts(at)
+
+
+def test_a_lab_link_to_another_learners_runs_opens_nothing_of_theirs(runs_dir):
+    """A reviewer opened a learner's lab runs on their own pasted text through the Experiments address (?lab=),
+    samples included; a ?run= link to that learner's run was refused. The same rule now holds for both."""
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui.experiments import experiments_keys
+
+    anna, ben = Actor("a" * 16, "anna"), Actor("b" * 16, "ben")
+    store = RunStore(runs_dir)
+    ids = []
+    for _ in range(2):
+        config = RunConfig().to_dict() | {"learner": {"id": anna.id, "name": "anna"}}
+        with store.create(config, owner="app") as w:
+            w.write_status(state="finished", step=0)
+            ids.append(w.run_id)
+    for viewer, opened in ((ben, False), (anna, True)):
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+        at.session_state[people_keys.LEARNER] = viewer
+        at.switch_page("pages/experiments.py").run()
+        at.query_params[experiments_keys.URL_LAB] = ",".join(ids)  # the address, pasted (two runs: a pair)
+        at.run()
+        assert not at.exception, at.exception
+        known = at.session_state[experiments_keys.LAB_RUNS]
+        assert (sorted(v for pair in known.values() for v in pair.values()) == sorted(ids)) is opened, known
+        if not opened:  # said at the top of the next page run (a flash)
+            at.run()
+            assert "another learner's runs" in texts(at), texts(at)

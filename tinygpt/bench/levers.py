@@ -395,6 +395,8 @@ LEVERS: dict[str, Lever] = {
         ema_lever(0.9, learning_rate=1e-2),
         ema_lever(0.97, learning_rate=1e-2),
         ema_lever(0.95, learning_rate=1e-2, max_steps=300),
+        ema_lever(0.95, learning_rate=1e-2, warmup_steps=25),
+        ema_lever(0.93, learning_rate=1e-2),
         ema_lever(0.95, max_steps=300),
         Lever("fast_batch32", "batch 32 for 131 steps (Fast's tokens)", dict(batch_size=32, max_steps=131, warmup_steps=19)),
     ]

@@ -54,10 +54,12 @@ def may_control(config: dict, actor: Actor | None) -> bool:
 
 def may_open_link(owner: dict, actor: Actor | None, view: bool = False) -> bool:
     """Whether a ?run= link opens that run in `actor`'s session, decided on the run's owner part (read_owner):
-    a run they may change (may_control), a run no learner owns (CLI-trained, prepared: the instructor's), which
-    opens read-only, or any run with ?view=1 (`view`: a share, read-only). A link to another learner's run, copied
-    from their address bar, opens the actor's own session instead."""
-    return view or may_control(owner, actor) or not run_learner(owner)
+    a run they may change (may_control), the instructor's (no learner owns it: CLI-trained, prepared; or the
+    instructor started it, the lecture run), which opens read-only, or any run with ?view=1 (`view`: a share,
+    read-only). A link to another learner's run, copied from their address bar, opens the actor's own session
+    instead: a learner's run on their own pasted text is theirs to share."""
+    learner = run_learner(owner)
+    return view or may_control(owner, actor) or not learner or bool(learner.get("instructor"))
 
 
 class NotYourRunError(RunStoreError):

@@ -120,6 +120,22 @@ def test_verdict_checks_and_the_pitfall_count():
     assert lesson.all_pitfalls(Evidence(verdicts=verdicts)).passed is False
 
 
+def test_which_pitfalls_crash_is_graded_on_the_runs_that_ended_early():
+    """Step 8 asks "which ones crash?" and confirms "almost none": a reviewer saw two runs halt (the naive softmax
+    diverged, the shape contract stopped its run at step 0) while the check, which counted only reproductions,
+    graded "a few" wrong. The check now counts the runs that ended early; a guard's stop is named, not counted."""
+    verdicts = {k: {"reproduced": True, "sentence": ""} for k in lesson.PITFALLS}
+    verdicts["softmax"]["halted"] = {"naive softmax": {"state": "diverged", "step": 50}}
+    verdicts["shape_drift"]["halted"] = {"bug + shape contracts": {"state": "failed", "step": 0}}
+    check = lesson.all_pitfalls(Evidence(verdicts=verdicts))
+    assert check.passed is True, check.text
+    assert f"1 of {len(lesson.PITFALLS)} crashed" in check.text and "diverged at step 50" in check.text
+    assert "shape contract, stopped it: not counted" in check.text and "1 of" in check.short
+    verdicts["warmup"]["halted"] = {"no warmup, lr 1e-2": {"state": "diverged", "step": 12}}
+    two = lesson.all_pitfalls(Evidence(verdicts=verdicts))
+    assert two.passed is False and f"2 of {len(lesson.PITFALLS)} crashed" in two.short, two.short
+
+
 def health_rows(rows_ok: bool, leak_ok: bool, *extra: dict) -> list[dict]:
     """lab.health_checks rows: the two checks the health step names, with numbers, and any others."""
     rows = {"check": "attention rows sum to 1", "result": "pass" if rows_ok else "FAIL",

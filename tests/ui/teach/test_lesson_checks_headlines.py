@@ -161,6 +161,8 @@ def test_the_ablation_headline_says_which_head_carries_the_copying_not_where_a_s
     other = STEP["ablation"].check(Evidence(ablation=ablation(0.671, other=0.9)))
     # Not "L1H1 carries the copying ... L0H1's is larger": the line no longer argues with itself (a review's finding)
     assert other.short.endswith("; the largest is L0H1's +0.900: the copying needs that head too")
+    # and not "stands out" over a heatmap whose darkest cell is another head's (a review's finding, step 11)
+    assert other.passed and other.short.startswith("L1H1, the induction head, matters, with others:")
 
 
 def test_a_check_without_a_verdict_yet_says_so_in_one_short_line():

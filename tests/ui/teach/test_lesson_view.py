@@ -147,3 +147,19 @@ def test_a_refresh_of_the_same_step_computes_before_it_draws_the_check(monkeypat
     events.clear()
     lesson_view.check_view(7, TEACHER, 6, draw=draw)  # another step: says at once which step it checks
     assert events[:2] == ["slots", "checking-note"]
+
+
+def test_prepare_is_offered_only_while_a_long_steps_runs_are_not_started(monkeypatch):
+    """A reviewer saw "Prepare the long runs" still offered at step 12, every long run finished."""
+    from tinygpt.ui.teach import lesson
+
+    pressed = []
+    monkeypatch.setattr(lesson_view.st, "button", lambda label, **_: pressed.append(label) or False)
+    every = {role: {"run": f"r{i}"} for i, role in enumerate(lesson.PREPARE_ORDER)}
+    monkeypatch.setattr(lesson_view, "room", lambda: {"runs": every})
+    lesson_view.prepare_button(TEACHER)
+    assert pressed == []
+    missing_one = dict(list(every.items())[1:])
+    monkeypatch.setattr(lesson_view, "room", lambda: {"runs": missing_one})
+    lesson_view.prepare_button(TEACHER)
+    assert pressed == ["Prepare the long runs"]

@@ -29,7 +29,7 @@ from tinygpt.runs.owners import Actor, may_control, may_open_link, read_hold, re
 from tinygpt.runs.reader import RunReader
 from tinygpt.runs.store import RunStore, validate_run_id
 from tinygpt.ui.host import resources
-from tinygpt.ui.people import admission
+from tinygpt.ui.people import admission, room
 from tinygpt.ui.screen.backlog import fragment_rerun
 from tinygpt.ui.screen.flashes import flash
 from tinygpt.ui.state import RUN_ID
@@ -328,10 +328,21 @@ def runs_in_url(param: str, labels: list[str], what: str) -> dict[str, str] | No
     if len(ids) != len(labels):
         return None
     try:
-        return {label: validate_run_id(i) for label, i in zip(labels, ids, strict=True)}
+        named = {label: validate_run_id(i) for label, i in zip(labels, ids, strict=True)}
     except RunStoreError as e:
         flash("warning", f"Ignored the {what} in the address: {e}")
         return None
+    # The link rule of ?run= (owners.may_open_link) for these too: a learner's lab runs on their own pasted text
+    # opened in full, samples included, for anyone with the address (a review's finding).
+    store, viewer, view = resources.get_store(), room.current(), st.query_params.get(URL_VIEW) == "1"
+    for run_id in named.values():
+        with contextlib.suppress(RunStoreError):  # a run not there (yet) is the page's to say
+            if not may_open_link(read_owner(store.existing(run_id)), viewer, view=view):
+                flash("warning", f"Ignored the {what} in the address: they are another learner's runs, which a "
+                                 "copied address does not open. Their owner can share each one read-only "
+                                 "('Share (read-only)' on the Runs page).")  # fmt: skip
+                return None
+    return named
 
 
 def show_runs_in_url(param: str, runs: dict[str, str] | None) -> None:

@@ -38,7 +38,6 @@ from tinygpt.ui.teach.lesson_checks import (  # noqa: F401 - the checks, re-expo
     Evidence,
     RunData,
     ablation_hurts,
-    all_pitfalls,
     experiment_verdict,
     heads_differ,
     health_catches,
@@ -48,6 +47,7 @@ from tinygpt.ui.teach.lesson_checks import (  # noqa: F401 - the checks, re-expo
     loss_from_uniform,
     number_word,
 )
+from tinygpt.ui.teach.pitfall_checks import all_pitfalls
 from tinygpt.ui.teach.predictions import Answers
 
 ROOM_FILE = "lesson.json"  # in the runs folder: {"step", "runs": {role: {label: run_id}}, "measured", "moved_at"}
@@ -224,8 +224,9 @@ STEPS: tuple[Step, ...] = (
         "pages/circuits.py",
         Setup(induction=True, tab="Head ablation"),
         "Switch the induction head off: which loss goes up, and by how much?",
-        "The loss on the repeated text's second copy rises more for the induction head than for any other head "
-        "(the heatmap's panel 'second copy' draws the numbers the check reads).",
+        "The loss on the repeated text's second copy rises by 0.1 nats or more with the induction head off, more "
+        "than a typical head's; a head it reads from may matter as much: the circuit is more than one head (the "
+        "heatmap's panel 'second copy' draws the numbers the check reads).",
         ablation_hurts,
         answers=Answers(
             ("the second copy's, by 0.1 nats or more", "the second copy's, by less than 0.1", "the first copy's"),

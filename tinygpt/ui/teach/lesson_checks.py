@@ -13,7 +13,7 @@ from typing import Any
 
 from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # the lesson's roles (lesson.py re-exports)
 from tinygpt.lab.registry import ORDER
-from tinygpt.lab.verdict import CPU_COUNTS_ONLY, fmt
+from tinygpt.lab.verdict import fmt
 from tinygpt.runs.knobs import knob_changes
 from tinygpt.ui.words.knob_words import knob_value
 from tinygpt.ui.words.setting_words import setting_word
@@ -316,47 +316,11 @@ def number_word(n: int) -> str:
     return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else f"{n:,}"
 
 
-def all_pitfalls(ev: Evidence) -> Check:
-    """Every pitfall together (the lab's registry): each one's verdict, counted. A verdict that ended undecided is
-    never counted as reproduced: the memory demo on CPU (allocation counts, not fragmentation) is named as not
-    judged; a pitfall with a clause not measured makes the whole check "not enough data"."""
-    done = {k: v for k, v in ev.verdicts.items() if k in PITFALLS and v.get("reproduced") is not None}
-    shown = [k for k, v in done.items() if v["reproduced"]]
-    undecided = {k: v["undecided"] for k, v in ev.verdicts.items() if k in PITFALLS and k not in done
-                 and v.get("undecided")}  # fmt: skip
-    counts_only = [k for k, why in undecided.items() if why == CPU_COUNTS_ONLY]
-    missing = [k for k in PITFALLS if k not in ev.verdicts]
-    waiting = [k for k in PITFALLS if k in ev.verdicts and k not in done and k not in undecided]
-    judged = [k for k in PITFALLS if k not in counts_only]
-    text = f"{len(shown)} of {len(judged)} pitfalls reproduced"
-    if counts_only:
-        text += f" ({', '.join(counts_only)}: {CPU_COUNTS_ONLY} on CPU, not judged)"
-    unmeasured = [k for k in undecided if k not in counts_only]
-    if missing or waiting or unmeasured:
-        parts = ([f"not started: {', '.join(missing)}"] if missing else []) + (
-            [f"still training: {', '.join(waiting)}"] if waiting else []) + (
-            [f"not enough data: {', '.join(unmeasured)}"] if unmeasured else [])  # fmt: skip
-        counts = ", ".join(f"{len(ks)} {what}" for ks, what in ((missing, "not started"), (waiting, "training"),
-                                                                   (unmeasured, "not measured")) if ks)  # fmt: skip
-        return Check(
-            None,
-            f"Not enough data yet: {text} so far; {'; '.join(parts)}.",
-            settled=not missing and not waiting,
-            headline=f"Not enough data yet: {len(shown)} of {len(judged)} pitfalls reproduced so far ({counts})",
-        )  # only unmeasured clauses left: nothing more will come
-    failed = [k for k in judged if k not in shown]
-    if failed:
-        not_shown = f"{len(shown)} of {len(judged)} pitfalls reproduced; not: {', '.join(failed)}"
-        return Check(False, f"{text}; did not reproduce: {', '.join(failed)}.", headline=not_shown)
-    unjudged = f" ({', '.join(counts_only)} not judged on CPU)" if counts_only else ""
-    return Check(True, f"{text}: {', '.join(judged)}.",
-                 headline=f"{len(shown)} of {len(judged)} pitfalls reproduced{unjudged}")  # fmt: skip
-
-
 # The two checks the health step's "Watch for" names (tinygpt/lab/health.py's check names): the shape bug mixes
 # attention rows and positions, so these are the ones it must fail; a check both runs fail (the gradient clipped on
 # most steps, a loss still falling) is about training, not the bug.
 HEALTH_NAMED = ("attention rows sum to 1", "no future leak")
+HEALTH_NUMBER = {"attention rows sum to 1": "rows off 1 by {}", "no future leak": "future moved logits {}"}
 _HEALTH_JUDGED = ("pass", "FAIL")  # the other outcome, "not enough data", judges nothing
 
 
@@ -400,8 +364,12 @@ def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent
     bug_fails = [n for n in HEALTH_NAMED if found[broken, n]["result"] == "FAIL"]
     correct_fails = [n for n in HEALTH_NAMED if found[healthy, n]["result"] == "FAIL"]
 
-    def measured(label: str, names: list[str]) -> str:  # "no future leak (0.41)": the number each result is about
-        return " and ".join(f"{n} ({found[label, n].get('measured') or 'not measured'})" for n in names)
+    def fact(label: str, name: str) -> str:  # what the number is: "attention rows sum to 1 (14.65)" read as rows
+        value = found[label, name].get("measured")  # summing to 14.65 (a review); "rows off 1 by 14.65"
+        return HEALTH_NUMBER.get(name, "{}").format(value) if value else "not measured"
+
+    def measured(label: str, names: list[str]) -> str:  # "no future leak (future moved logits 0.41)"
+        return " and ".join(f"{n} ({fact(label, n)})" for n in names)
 
     def fits(line: str) -> str:  # the input too, where the banner's one line has room for it
         named = f"{line}, on {on[broken]}" if on[broken] and on[broken] == on[healthy] else line
@@ -409,8 +377,8 @@ def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent
 
     if bug_fails == list(HEALTH_NAMED) and not correct_fails:
         return Check(True, f"{text}: the checklist catches the bug the loss curve hid.",
-                     headline=fits(f"The checklist catches the bug: '{broken}' fails {measured(broken, bug_fails)}; "
-                                   f"'{healthy}' passes both"))  # fmt: skip
+                     headline=fits(f"The checklist catches the bug: '{broken}' fails both ("
+                                   f"{', '.join(fact(broken, n) for n in bug_fails)}); '{healthy}' passes both"))  # fmt: skip
     bug_passes = [n for n in HEALTH_NAMED if n not in bug_fails]
     why = [f"'{broken}' passes {' and '.join(bug_passes)}"] if bug_passes else []
     why += [f"'{healthy}' fails {' and '.join(correct_fails)}"] if correct_fails else []
@@ -476,8 +444,10 @@ def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
         return Check(False, f"{text}: under {min_loss} nats above the others' mean, no more than a typical head; "
                             f"{largest}.",
                      headline=f"{head} is no more than a typical head: {adds}{larger}")  # fmt: skip
+    # "Stands out" only where it is the largest: a reviewer read it over a heatmap whose darkest cell was L0H3's.
+    said = "stands out" if value >= others[top_other] else "matters, with others"
     return Check(True, f"{text}: the copying depends on {head}; {largest}.",
-                 headline=f"{head}, the induction head, stands out: {adds}{larger}")  # fmt: skip
+                 headline=f"{head}, the induction head, {said}: {adds}{larger}")  # fmt: skip
 
 
 def lens_sharpens(ev: Evidence, min_gain: int = 3) -> Check:

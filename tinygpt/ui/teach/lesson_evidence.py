@@ -46,6 +46,17 @@ def _verdict(verdict, about: str = "") -> dict:
             "observed": dict(getattr(verdict, "observed", None) or {}), "about": about}  # fmt: skip
 
 
+def _halted(readers: dict) -> dict[str, dict]:
+    """{label: {"state", "step"}} of the runs that ended before their last step (diverged or failed): what the
+    pitfalls step's question, "which ones crash?", is graded on."""
+    out = {}
+    for label, rd in readers.items():
+        status = rd.status() if rd is not None else {}
+        if status.get("state") in ("diverged", "failed"):
+            out[label] = {"state": status["state"], "step": status.get("step")}
+    return out
+
+
 def _about(readers: dict, role: str, ids: dict[str, str], viewer: Actor | None, room_runs: dict | None) -> str:
     """ "the room's runs (Tiny Shakespeare, seed 1337)": whose runs a verdict judged, from their configs. The room's
     are the runs the room file names for `role`; a learner's own set-up runs are theirs."""
@@ -94,6 +105,7 @@ def evidence(
             readers = {label: reader_of(rid) for label, rid in ids.items()}
             ev.verdicts[key] = _verdict(EXPERIMENTS[key].verdict(lab.results(readers, EXPERIMENTS[key])),
                                         _about(readers, role, ids, viewer, room_runs))  # fmt: skip
+            ev.verdicts[key]["halted"] = _halted(readers)
             if step.key == "health" and key == "shape_drift":
                 for label in ("correct", "silent bug"):
                     rd = readers.get(label)

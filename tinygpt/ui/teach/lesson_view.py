@@ -269,8 +269,9 @@ def check_lines(check: lesson.Check, lines: list[str]) -> None:
 
 def _check_slots():
     """The two places of the pane's check part: the viewer's prediction (graded by the check, so above it) and the
-    check itself."""
-    return st.container(), st.empty()
+    check itself. Both are empty slots: a container kept the previous step's content until this script run ended,
+    so the projector showed step 7's prediction count under step 8's title while step 8's check was computed."""
+    return st.empty(), st.empty()
 
 
 def _computed_check(step: Step, actor: Actor, data: dict) -> tuple[lesson.Check, list[str]]:
@@ -310,7 +311,7 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     state.put(teach_keys.LESSON_CHECKED, index)
     with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)
         draw(check, lines)
-    with predicted:
+    with predicted.container():
         prediction_view.pane_part(step, actor, check)
 
 
@@ -366,6 +367,10 @@ PREPARE_HELP = (
 
 
 def prepare_button(actor: Actor, icon: bool = True) -> None:
+    """Offered while a long step's runs are not started yet (a reviewer saw it offered at step 12, all done)."""
+    runs = room()["runs"]
+    if all(runs.get(role) for role in lesson.PREPARE_ORDER):
+        return
     if st.button("Prepare the long runs", icon=":material/schedule:" if icon else None, key="lesson_prepare",
                  width="stretch",
                  help=PREPARE_HELP):  # fmt: skip

@@ -274,7 +274,10 @@ def _draw_fields(fields: tuple[Field, ...], disabled: bool, per_row: int = 2) ->
         _draw_field(columns.pop(0), field, disabled)
 
 
-def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None = None, read_only: bool = False):
+def draw_form(
+    run_shown: bool = False, live_run: tuple[str, dict, list] | None = None, read_only: bool = False,
+    run_state: str | None = None,
+):  # fmt: skip
     """The preset, live-knob, corpus and model widgets. Returns (corpus label, uploaded file or None).
 
     `live_run` (run id, config, events): a run in view that takes knob changes; the live knobs then show its
@@ -295,8 +298,12 @@ def draw_form(run_shown: bool = False, live_run: tuple[str, dict, list] | None =
             run_form.next_run_note((state.get(train_keys.FORM_RUN) or [None, None])[1], state.get(train_keys.W_PRESET))
         )
     with st.container(border=True):
-        if live_run is None and run_shown:  # an ended run takes no change: the knobs are for the next run (review)
-            st.markdown("**Live knobs** · this run has ended: they set your next run")
+        if live_run is None and run_shown:  # a run without a worker takes no change: the knobs are for the next run
+            # A run paused when its slot went to a queued run is not "ended": the review read that beside Resume.
+            st.markdown(
+                "**Live knobs** · this run is paused and takes no change until it resumes: they set your next run"
+                if run_state == "paused" else "**Live knobs** · this run has ended: they set your next run"
+            )  # fmt: skip
         else:
             st.markdown("**Live knobs** · change the running model at its next step")
         if live_run is not None:

@@ -47,8 +47,8 @@ def cheat_note(config: dict, events: list[dict], step: int) -> str | None:
     why = "; ".join(f"mask {m} {_FUTURE_MASKS[m]}" for m in dict.fromkeys(m for m, _, _ in bad))
     return (
         f"This checkpoint trained with {where} ({why}). The model learned to copy the next character instead of "
-        "predicting it; when it generates, that character is not there yet, so the text falls into repeats "
-        "(like `:::::`). Pick a checkpoint from before the change, or a run with the causal mask."
+        "predicting it; when it generates, that character is not there yet, so the text falls apart (repeats like "
+        "`:::::`, or gibberish). Pick a checkpoint from before the change, or a run with the causal mask."
     )
 
 

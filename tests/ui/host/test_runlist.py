@@ -1,0 +1,12 @@
+"""The Runs table's rows (tinygpt/ui/host/runlist.py)."""
+
+from __future__ import annotations
+
+from tinygpt.ui.host.runlist import best_val_text
+
+
+def test_a_best_val_loss_reached_under_a_leaking_mask_leads_with_the_mask():
+    """A reviewer read a cheating model's 0.1558 as the best run: its "(mask none)" was cut off at Large fonts."""
+    assert best_val_text(3300, 0.15581, ["scaling none", "mask none"]) == "mask none: 0.1558 @3300 (scaling none)"
+    assert best_val_text(2000, 2.01344, []) == "2.0134 @2000"
+    assert best_val_text(2000, 1.9, ["LR 0.004"]) == "1.9000 @2000 (LR 0.004)"
