@@ -630,7 +630,7 @@ def test_the_cpu_memory_demo_is_allocation_counts_never_a_reproduced_pitfall():
     """Issue 23 finding 6: on CPU the demo counts fresh allocations against reused buffers (churn), which says
     nothing about fragmentation; it is labelled as counts and not counted as reproduced."""
     from tinygpt.lab.verdict import CPU_COUNTS_ONLY
-    from tinygpt.ui.teach import lesson_checks as lesson
+    from tinygpt.ui.teach import pitfall_checks as lesson
     from tinygpt.ui.teach.lesson_checks import Evidence
 
     verdict = EXPERIMENTS["memory"].verdict(allocation_churn(1337, device="cpu"))

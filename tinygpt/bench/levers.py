@@ -166,6 +166,8 @@ def _add_param(trainer: Trainer, name: str, param: nn.Parameter, group: int = 1)
     adamw = trainer.optimizer.optimizers[-1] if hasattr(trainer.optimizer, "optimizers") else trainer.optimizer
     adamw.param_groups[group]["params"].append(param)
     trainer.named_params.append((name, param))
+    if trainer.average is not None:  # the weights' running average (train.weight_average) keeps one per parameter
+        trainer.average.append(param.detach().clone())
     trainer._group_index = torch.cat([trainer._group_index, trainer._group_index[-1:]])
 
 
@@ -397,6 +399,8 @@ LEVERS: dict[str, Lever] = {
         ema_lever(0.95, learning_rate=1e-2, max_steps=300),
         ema_lever(0.95, learning_rate=1e-2, warmup_steps=25),
         ema_lever(0.93, learning_rate=1e-2),
+        ema_lever(0.95, learning_rate=1e-2, warmup_steps=10),
+        ema_lever(0.95, learning_rate=1e-2, warmup_steps=25, max_steps=300),
         ema_lever(0.95, max_steps=300),
         Lever("fast_batch32", "batch 32 for 131 steps (Fast's tokens)", dict(batch_size=32, max_steps=131, warmup_steps=19)),
     ]

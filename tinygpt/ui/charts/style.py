@@ -147,13 +147,13 @@ def y_title_lines(title: str, t: dict, plot: int | None = None) -> str | list[st
 
 def hover_layer(chart: alt.Chart, name: str, size: int = 90, zoom: bool = True, data: str | None = None) -> alt.Chart:
     """Points that appear under the pointer (nearest point, no need to hit the line) and carry the tooltip; with
-    `zoom`, dragging pans the step axis and Shift + scrolling zooms it: a plain scroll over a chart is the page's
+    `zoom`, dragging pans the step axis and Alt + scrolling zooms it: a plain scroll over a chart is the page's
     (a reviewer's two scrolls over Experiments' gradient chart zoomed it out to steps -1,600..1,100 and left the
     page where it was). Both parameters sit on this one view: Altair names every view that has parameters, and
     inside a vconcat it would attach them to all of those views.
     `data`: draw the hover points from this named dataset instead of the chart's own (see `hover_rows`)."""
     sel = alt.selection_point(name=f"hover_{name}", nearest=True, on="pointerover", clear="pointerout", empty=False)
-    scales = alt.selection_interval(name=f"zoom_{name}", bind="scales", encodings=["x"], zoom="wheel![event.shiftKey]")
+    scales = alt.selection_interval(name=f"zoom_{name}", bind="scales", encodings=["x"], zoom="wheel![event.altKey]")
     params = [sel, scales] if zoom else [sel]
     if data is not None:
         chart = chart.properties(data=alt.NamedData(data))
