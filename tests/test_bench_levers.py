@@ -32,5 +32,7 @@ def test_every_lever_builds_and_steps(name):
 
 def test_a_shift_lever_is_the_models_token_shift():
     assert LEVERS["shift2_350_lr0.008"].settings == {"token_shift": 2, "max_steps": 350, "learning_rate": 8e-3}
-    fast = preset("fast")
-    assert (fast.model.token_shift, fast.train.max_steps, fast.train.learning_rate) == (2, 350, 8e-3)
+    fast = preset("fast")  # round three: at lr 1e-2 with a 25-step warmup, the evals scoring the weights' average
+    assert (fast.model.token_shift, fast.train.max_steps, fast.train.learning_rate) == (2, 350, 1e-2)
+    assert (fast.train.warmup_steps, fast.train.weight_average) == (25, 0.95)
+    assert LEVERS["fast_ema0.95_lr0.01_warmup_steps25"].settings == {"learning_rate": 1e-2, "warmup_steps": 25}

@@ -72,7 +72,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "train": dict(
             batch_size=12,
             max_steps=350,
-            warmup_steps=50,
+            warmup_steps=25,
             learning_rate=1e-2,
             beta2=0.99,
             optimizer="muon",
@@ -135,10 +135,10 @@ PRESET_NOTES: dict[str, str] = {
     "direction of a matrix learns at the same rate instead of the few that dominate the gradient. (2) Token shift "
     "2: each MLP also reads the two characters before its own, so which letters follow which is learned from the "
     "first steps instead of waiting for an attention head to learn to look back. (3) A 10x higher peak learning "
-    "rate (1e-2), a 50-step warmup and a 350-step cosine. (4) The evals score a running average of the weights (each "
+    "rate (1e-2), a 25-step warmup and a 350-step cosine. (4) The evals score a running average of the weights (each "
     "step moves it 5% of the way to the new weights): at so high a rate the weights bounce across the valley, and "
     "their average sits nearer its floor. Embeddings, the tied head and the gains stay on AdamW. Measured on a "
-    "2-core CPU (BENCHMARKS.md, Time to quality, round three): nanoGPT CPU's step-2000 val loss in about 210-240 "
+    "2-core CPU (BENCHMARKS.md, Time to quality, round three): nanoGPT CPU's step-2000 val loss in about 200-230 "
     "steps instead of 2000. Train both and compare them on Runs (wall-clock axis) to see it here.",
     "fast-3min": "The Fast recipe (Muon, token shift 2, lr 6e-3) on a 2000-step cosine instead of 350: it keeps "
     "learning where Fast stops, to val ~1.70 (the text starts to look like words in verse) well within three "

@@ -428,8 +428,11 @@ def run_lever(lever: Lever, seed: int, threads: int, target: float, eval_tokens:
         trainer.step()
         step_seconds.append(time.perf_counter() - started)
         if step % eval_every == 0 or step == config.train.max_steps:
-            scored = lever.eval_model(trainer) if lever.eval_model else trainer.model
-            val = evaluate_model(scored, corpus, EVAL_BATCH_SIZE, EVAL_BATCHES)["val_loss"]
+            if lever.eval_model:  # a lever's own average of the weights
+                val = evaluate_model(lever.eval_model(trainer), corpus, EVAL_BATCH_SIZE, EVAL_BATCHES)["val_loss"]
+            else:  # the trained weights, or the config's running average of them as the app's evals score it
+                with trainer.averaged_weights():
+                    val = evaluate_model(trainer.model, corpus, EVAL_BATCH_SIZE, EVAL_BATCHES)["val_loss"]
             evals.append({"step": step, "train_s": round(sum(step_seconds), 2), "val_loss": round(val, 4)})
             if reached is None and val <= target:
                 reached = evals[-1]
