@@ -56,11 +56,7 @@ def banner(shop, actor: Actor) -> None:
         st.sidebar.caption(line)
     # Large fonts' header is 3.75rem tall over a 3.2rem top padding (tinygpt/ui/frame.py): the banner's top edge
     # went under it in the 1280x720 screenshot. A style element only, drawn in the sidebar: no gap in the page.
-    # The page's own title goes while the banner shows (the banner says which page this is): with it, the loss
-    # chart and the live knobs of a Train step sat below a 720-pixel projector's edge (a review).
-    st.sidebar.html("<style>.st-key-lesson_pane { margin-top: 0.8rem; } "
-                    "[data-testid='stMainBlockContainer'] [data-testid='stElementContainer']:has(h1) { display: none; }"
-                    "</style>")  # fmt: skip
+    st.sidebar.html("<style>.st-key-lesson_pane { margin-top: 0.8rem; }</style>")
     moved = None
     with st.container(border=True, key="lesson_pane"):  # the pane's key: the lesson's browser test reads it
         # One paragraph: the step, where it plays and its question (the Watch for line in its help).
