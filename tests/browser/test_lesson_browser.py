@@ -158,7 +158,7 @@ def test_the_whole_lesson_plays_for_an_instructor_and_two_learners(browser, less
         if index == 0:  # the long steps' runs train in the background from here
             pane_button(teacher, "Prepare the long runs").click()
             prepared_at = time.monotonic()
-            expect(teacher.get_by_text(re.compile(r"Started \d+ runs for the long steps"))).to_be_visible()
+            expect(teacher.get_by_text(re.compile(r"Queued \d+ runs for the long steps"))).to_be_visible()
         if index == 3:  # a learner looks around, then the room's next move takes her along again
             pane_button(anna, "Back").click()
             shows_step(anna, 2)

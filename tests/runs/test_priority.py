@@ -140,3 +140,23 @@ def test_the_instructors_runs_queue_ahead_of_the_learners_within_a_class(two, ti
     lesson = two.start(tiny(tiny_text), actor=Actor("boss", "Teacher", instructor=True), priority=PREPARED)
     lecture = two.start(tiny(tiny_text), actor=Actor("boss", "Teacher", instructor=True))
     assert two.queued_runs() == [lecture, learner, lesson, lab]
+
+
+def test_a_learners_live_run_yields_the_one_slot_that_stays_with_the_prepared_runs(two, store, tiny_text):
+    """A review: a learner's until-stopped Lecture run took the second slot beside the instructor's, and the lesson's
+    21 prepared runs waited 8 minutes. A learner's live run yields that slot (the instructor's never does), and
+    continues when one is free; a learner's live run that arrives while they wait leaves them the last free slot."""
+    teacher, ada = Actor("boss", "Teacher", instructor=True), Actor("l1", "Ada")
+    lecture = two.start(tiny(tiny_text), actor=teacher)
+    own = two.start(tiny(tiny_text), actor=ada)
+    wait_for(lambda: step_of(store, own) >= 1 and step_of(store, lecture) >= 1, what="both live runs train")
+    prepared = [two.start(tiny(tiny_text), priority=PREPARED, actor=teacher) for _ in range(2)]
+    wait_for(lambda: prepared[0] in two.live_runs(), what="a prepared run takes the learner's slot")
+    assert lecture in two.live_runs() and two.queued_runs()[0] == own  # first in the queue, from its checkpoint
+    assert any("the lesson's prepared runs" in str(event) for event in store.reader(own).events)
+    late = two.start(tiny(tiny_text), actor=Actor("l2", "Ben"))  # waits: no slot is free
+    two.stop(prepared[0])
+    wait_for(lambda: prepared[1] in two.live_runs(), what="the freed slot stays with the prepared runs")
+    assert two.queued_runs() == [own, late]
+    two.stop(prepared[1])
+    wait_for(lambda: own in two.live_runs(), what="the learner's run continues once no prepared run waits")

@@ -152,3 +152,34 @@ class Job:
         before = self.followup or Followup([])
         from_step = from_step if from_step is not None else before.from_step  # a resume from a step stays asked
         self.followup = Followup(list(commands), from_step, self.dead or before.even_if_failed)
+
+
+# ---------------------------------------------------------------- one slot stays with the prepared runs
+
+
+def learners_live(job: Job) -> bool:
+    """A learner's live run (not the instructor's, and not one no learner owns: the CLI's, the server's)."""
+    return job.priority == LIVE and bool(job.learner.get("id")) and not job.learner.get("instructor")
+
+
+def prepared_starved(queue: list[Job], holding: list[Job], slots: int) -> Job | None:
+    """Prepared runs wait and none holds a slot, on a machine of two or more, while every slot is held: the
+    learner's live run that yields its slot to them (the newest, the least work lost), or None. A review saw a
+    learner's until-stopped Lecture run take the second slot beside the instructor's, and the lesson's 21 prepared
+    runs did not start for 8 minutes: one slot stays with them."""
+    if slots < 2 or len(holding) < slots or not _prepared_wait(queue, holding):
+        return None
+    yielding = [j for j in holding if learners_live(j) and j.launched is not None and j.phase == Phase.LIVE]
+    return max(yielding, key=lambda j: j.rank) if yielding else None
+
+
+def next_index(queue: list[Job], holding: list[Job], slots: int) -> int:
+    """The queue's first job for a free slot, except that a learner's live run leaves the last free slot to waiting
+    prepared runs when none holds one (the instructor's live runs go first as always)."""
+    if slots >= 2 and slots - len(holding) == 1 and learners_live(queue[0]) and _prepared_wait(queue, holding):
+        return next(i for i, j in enumerate(queue) if j.priority == PREPARED)
+    return 0
+
+
+def _prepared_wait(queue: list[Job], holding: list[Job]) -> bool:
+    return any(j.priority == PREPARED for j in queue) and not any(j.priority == PREPARED for j in holding)

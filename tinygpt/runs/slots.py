@@ -12,8 +12,8 @@ for lease_seconds: checkpoint, end the process, resumable); and, while runs wait
 sit paused so the slot goes to a run that wants to train. A live run that finds every slot held by prepared runs
 takes the slot of the newest of them (it checkpoints, exits and queues again, first among the prepared runs), so the
 lecture run trains within seconds of its click although 18 prepared runs wait (issue 35: it waited 7 min 14 s); one
-slot stays with the prepared runs whenever there are two or more, so a class's live runs never starve them. A run
-whose process has ended is resumed in a new worker from its last checkpoint.
+slot stays with the prepared runs whenever there are two or more (a learner's live run yields it: jobs.next_index,
+jobs.prepared_starved), so a class's live runs never starve them. An ended run resumes from its last checkpoint.
 
 The manager writes status.json only while no worker owns the run (queued, starting, reaped), through
 tinygpt.runs.status.update_status; run states and their groups are tinygpt.runs'.
@@ -41,7 +41,7 @@ from .files import (
     PAUSED_STATES,
     read_config_json,
 )
-from .jobs import LIVE, PREPARED, Followup, Job
+from .jobs import LIVE, PREPARED, Followup, Job, next_index, prepared_starved
 from .lock import RunLockedError, pid_alive
 from .owners import require_app_owned, run_learner
 from .resume import plan_resume
@@ -269,7 +269,7 @@ class Slots:
         """Move queued runs into free slots (the monitor launches them) and publish the others' queue positions."""
         launch = False
         while self._queue and len(self._jobs) < self.max_active:
-            job = self._queue.pop(0)
+            job = self._queue.pop(next_index(self._queue, list(self._jobs.values()), self.max_active))
             self._jobs[job.run_id] = job
             launch = True
         self._preempt()
@@ -284,26 +284,27 @@ class Slots:
             self._wake()
 
     def _preempt(self) -> None:
-        """Live runs wait while prepared runs hold every slot: release the newest prepared runs, one a waiting
-        live run, keeping one slot for the prepared runs when there are two or more slots (called with the lock).
-        A released run checkpoints and exits (its followup queues it again, with its old place among the
-        prepared); the newest loses the least work and would have finished last anyway."""
+        """Release the newest prepared runs, one a waiting live run, keeping one slot for the prepared runs (two
+        or more slots; a learner's live run yields it to them). A released run checkpoints, exits and queues again
+        in its old place; the newest loses the least work (called with the lock)."""
         if len(self._jobs) < self.max_active:
             return
-        waiting = sum(job.priority == LIVE for job in self._queue)
-        freeing = sum(job.on_its_way_out or job.stop_requested for job in self._jobs.values())
-        holding = [j for j in self._jobs.values() if j.priority == PREPARED and not j.on_its_way_out]
-        holding = [j for j in holding if not j.stop_requested]
-        keep = 1 if self.max_active >= 2 else 0  # without starving them
-        # Only a started worker can checkpoint on request; one still launching is left its slot this tick.
+        waiting, jobs = sum(job.priority == LIVE for job in self._queue), list(self._jobs.values())
+        freeing = sum(job.on_its_way_out or job.stop_requested for job in jobs)
+        holding = [j for j in jobs if j.priority == PREPARED and not (j.on_its_way_out or j.stop_requested)]
+        keep = 1 if self.max_active >= 2 else 0  # without starving them; only a started worker can checkpoint
         started = sorted((j for j in holding if j.launched is not None), key=lambda j: j.launched, reverse=True)
-        for job in started[: max(0, min(waiting - freeing, len(holding) - keep))]:
+        releasing = started[: max(0, min(waiting - freeing, len(holding) - keep))]
+        if not freeing and (yields := prepared_starved(self._queue, jobs, self.max_active)):
+            releasing.append(yields)  # every slot live: a learner's live run yields one to the prepared runs
+        for job in releasing:
             if read_status(self.store.path(job.run_id)).get("state") in PAUSED_STATES:  # someone paused it: it stays
                 self.release(job, "paused: its training slot went to a queued run; resume it to continue")
                 continue
             self._kept_seq[job.run_id] = job.seq
             job.followup = Followup([])
-            self.release(job, "paused: its training slot went to a live run; it continues when a slot is free")
+            to = "a live run" if job.priority == PREPARED else "the lesson's prepared runs"
+            self.release(job, f"paused: its training slot went to {to}; it continues when a slot is free")
 
     def _launch(self, job: Job) -> None:
         """Start the worker process of a job that holds a slot (called by the monitor, without the lock)."""
@@ -496,3 +497,4 @@ class Slots:
             if not pid_alive(status.get("pid")) or summary.state == "queued":
                 reason = f"paused: the server stopped while the run was {summary.state}; resume it to continue"
                 self._try_status(summary.run_id, state="paused", reason=reason, queue_position=None)
+

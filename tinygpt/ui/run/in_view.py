@@ -33,6 +33,7 @@ from tinygpt.ui.people import admission, room
 from tinygpt.ui.screen.backlog import fragment_rerun
 from tinygpt.ui.screen.flashes import flash
 from tinygpt.ui.state import RUN_ID
+from tinygpt.ui.words.safe import md
 
 URL_RUN = "run"  # the query parameter that carries the run id
 URL_VIEW = "view"  # ?view=1: a shared link to someone else's run, opened read-only
@@ -327,10 +328,12 @@ def runs_in_url(param: str, labels: list[str], what: str) -> dict[str, str] | No
     ids = [i for i in str(st.query_params.get(param, "")).split(",") if i]
     if len(ids) != len(labels):
         return None
+    # Said at once (st.warning, not a flash): the page calls this after the frame showed its flashes, so a flash
+    # waited for the next click and a reviewer's learner saw the address change with no word why.
     try:
         named = {label: validate_run_id(i) for label, i in zip(labels, ids, strict=True)}
     except RunStoreError as e:
-        flash("warning", f"Ignored the {what} in the address: {e}")
+        st.warning(md(f"Ignored the {what} in the address: {e}"))
         return None
     # The link rule of ?run= (owners.may_open_link) for these too: a learner's lab runs on their own pasted text
     # opened in full, samples included, for anyone with the address (a review's finding).
@@ -338,9 +341,9 @@ def runs_in_url(param: str, labels: list[str], what: str) -> dict[str, str] | No
     for run_id in named.values():
         with contextlib.suppress(RunStoreError):  # a run not there (yet) is the page's to say
             if not may_open_link(read_owner(store.existing(run_id)), viewer, view=view):
-                flash("warning", f"Ignored the {what} in the address: they are another learner's runs, which a "
-                                 "copied address does not open. Their owner can share each one read-only "
-                                 "('Share (read-only)' on the Runs page).")  # fmt: skip
+                st.warning(md(f"Ignored the {what} in the address: they are another learner's runs, which a "
+                              "copied address does not open. Their owner can share each one read-only "
+                              "('Share (read-only)' on the Runs page)."))  # fmt: skip
                 return None
     return named
 

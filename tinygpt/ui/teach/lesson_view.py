@@ -375,7 +375,8 @@ def prepare_button(actor: Actor, icon: bool = True) -> None:
                  width="stretch",
                  help=PREPARE_HELP):  # fmt: skip
         started = prepare(actor)
-        flashes.flash("success", f"Started {started} runs for the long steps." if started else
+        flashes.flash("success", f"Queued {started} runs for the long steps: they train in the slots the live "
+                    "runs leave, one slot at least." if started else
                     "The long steps' runs were already started.")  # fmt: skip
         st.rerun()
 
@@ -410,8 +411,11 @@ def pane(shop, actor: Actor) -> None:
         st.caption(where_line(index, data))
         st.markdown(f"**Predict:** {step.predict}")
         st.markdown(f"**Watch for:** {step.watch}")
-        setup_button(step, actor)
+        if actor.instructor:
+            setup_button(step, actor)
         st.fragment(run_every=REFRESH_S)(check_view)(index, actor, seen)
+        if not actor.instructor:  # under the prediction: pressed first, it showed a decided check and closed the
+            setup_button(step, actor)  # answer before one was chosen (a review: 6 of 12 steps went ungraded)
         lesson_reset.pane_part(step, actor)  # the instructor's "Reset the lecture run" after a step that broke it
         back, forward = st.columns(2)
         moved = None
