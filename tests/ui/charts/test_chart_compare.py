@@ -169,3 +169,15 @@ def test_the_room_grid_without_sections_is_one_grid_in_the_given_order():
     assert spec["title"]["subtitle"] == [f"{compare.ROOM_ORDER}; each panel its own steps"]
     empty = compare.room_chart({}).to_dict()  # no runs: one empty panel says so
     assert [r["run"] for d in empty["datasets"].values() for r in d] == ["no runs yet"]
+
+
+def test_the_compare_hover_names_its_x_and_its_curve_in_words():
+    """A review read "step 57.946" on the seconds axis and "curve val_loss" in the hover."""
+    import json
+
+    metrics = {"A": [{"step": s, "loss": 3.0 - s / 100, "time": float(s)} for s in range(1, 50)]}
+    evals = {"A": [{"step": 40, "val_loss": 2.5, "time": 40.0}]}
+    for seconds, x_name in ((True, "seconds"), (False, "step")):
+        text = json.dumps(compare.compare_chart(metrics, "loss", evals, seconds=seconds).to_dict())
+        assert f'"title": "{x_name}"' in text and '"field": "curve_words"' in text
+        assert '\\"val_loss\\": \\"validation loss\\"' in text and '\\"loss\\": \\"training loss\\"' in text

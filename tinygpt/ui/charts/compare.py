@@ -150,16 +150,22 @@ def _compare_template(
         color=run_colours(runs),
         strokeDash=dash_encoding("curve:N", curves),
     )
+    # Named by what they are: on the seconds axis the x value is seconds, not a step (a review read "step 57.946"),
+    # and the curve its words, not its field ("curve val_loss").
+    x_name = "seconds" if x_title == SECONDS else "step"
+    words = {c: FIELD_TITLES.get(c, c).split(" (")[0] for c in curves}  # "validation loss", not "val_loss"
     tooltip = [
         alt.Tooltip("run:N"),
-        alt.Tooltip("curve:N"),
-        alt.Tooltip("step:Q"),
+        alt.Tooltip("curve_words:N", title="curve"),
+        alt.Tooltip("step:Q", title=x_name, format=".1f" if x_name == "seconds" else "d"),
         alt.Tooltip("value:Q", format=".4g"),
     ]
     layers = [
         base.mark_line(strokeWidth=t["line"]),
         *numbered_marker_layers("compare_knobs", t, base.encoding.color, step_x(x_title)),
-        hover_layer(base.encode(tooltip=tooltip), "compare", data="compare_hover"),
+        hover_layer(base.encode(tooltip=tooltip), "compare", data="compare_hover").transform_calculate(
+            curve_words=f"{json.dumps(words)}[datum.curve] || datum.curve"
+        ),
     ]
     if with_branches:
         layers += branch_layers("compare_branches", t, base.encoding.color, step_x(x_title))
