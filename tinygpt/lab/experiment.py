@@ -38,6 +38,9 @@ class Experiment:
     # overflowing, the shape contract stopping the bug at step 0); any other run that ended before its step budget
     # leaves nothing to judge the claim on: "not enough data", with the reason.
     ends_early_as_pitfall: tuple[str, ...] = ()
+    # Variants with a guard that stops the bug on purpose, and the guard's name: their early end is the guard
+    # working, not the bug crashing (the lesson's "which ones crash?", tinygpt/ui/teach/pitfall_checks.py).
+    guards: dict[str, str] = field(default_factory=dict)
     # Its claim is about how well the runs learn (loss clauses): judged only where held-out loss can tell learning
     # from memorising (`verdict.memorised`), and each loss clause checked against the held-out loss too.
     loss_claims: bool = False

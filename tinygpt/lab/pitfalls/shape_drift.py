@@ -104,6 +104,7 @@ EXPERIMENT = Experiment(
     },
     judge=judge,
     ends_early_as_pitfall=("bug + shape contracts",),
+    guards={"bug + shape contracts": "the shape contract"},
     code=(drifted_weights,),
     probes=True,
 )

@@ -3,6 +3,7 @@ and the runs that ended early counted against the step's "which ones crash?". Pu
 
 from __future__ import annotations
 
+from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.verdict import CPU_COUNTS_ONLY
 from tinygpt.ui.teach.lesson_checks import PITFALLS, Check, Evidence
 
@@ -54,15 +55,15 @@ ALMOST_NONE = 1  # "almost none crash": at most one pitfall of the eight ends it
 
 def _crashes(ev: Evidence, judged: list[str]) -> tuple[list[str], str]:
     """The pitfalls whose runs ended before their last step by themselves (diverged, or failed with an error), and
-    a sentence naming every early end. A run stopped by a guard the experiment adds on purpose (shape drift's
-    "bug + shape contracts": the contract refuses the bug's tensor at step 0) is named but not counted: the guard
-    stopped it, the bug did not crash."""
+    a sentence naming every early end. A run stopped by a guard the experiment adds on purpose (Experiment.guards:
+    shape drift's "bug + shape contracts", the contract refusing the bug's tensor at step 0) is named but not
+    counted: the guard stopped it, the bug did not crash."""
     crashed, said = [], []
     for key in judged:
         for label, end in (ev.verdicts.get(key, {}).get("halted") or {}).items():
-            guard = "contract" in label
+            guard = EXPERIMENTS[key].guards.get(label) if key in EXPERIMENTS else None
             said.append(f"{key} '{label}' {end['state']} at step {end.get('step')}"
-                        + (" (its guard, the shape contract, stopped it: not counted)" if guard else ""))  # fmt: skip
+                        + (f" (its guard, {guard}, stopped it: not counted)" if guard else ""))  # fmt: skip
             if not guard and key not in crashed:
                 crashed.append(key)
     ended = f"Ended early: {'; '.join(said)}." if said else "No run ended early."
