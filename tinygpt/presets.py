@@ -137,9 +137,9 @@ PRESET_NOTES: dict[str, str] = {
     "first steps instead of waiting for an attention head to learn to look back. (3) A 10x higher peak learning "
     "rate (1e-2), a 25-step warmup and a 350-step cosine. (4) The evals score a running average of the weights (each "
     "step moves it 5% of the way to the new weights): at so high a rate the weights bounce across the valley, and "
-    "their average sits nearer its floor. Embeddings, the tied head and the gains stay on AdamW. Measured on a "
-    "2-core CPU (BENCHMARKS.md, Time to quality, round three): nanoGPT CPU's step-2000 val loss in about 200-230 "
-    "steps instead of 2000. Train both and compare them on Runs (wall-clock axis) to see it here.",
+    "their average sits nearer its floor. Embeddings, the tied head and the gains stay on AdamW. Measured on Tiny "
+    "Shakespeare on a 2-core CPU, 5 seeds (BENCHMARKS.md, Time to quality, round three): nanoGPT CPU's step-2000 val "
+    "loss in about 200-230 steps instead of 2000; not measured on other texts. Train both and compare them on Runs (wall-clock axis) to see it here.",
     "fast-3min": "The Fast recipe (Muon, token shift 2, lr 6e-3) on a 2000-step cosine instead of 350: it keeps "
     "learning where Fast stops, to val ~1.70 (the text starts to look like words in verse) well within three "
     "minutes on a 2-core CPU.",
