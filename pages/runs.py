@@ -19,7 +19,7 @@ from tinygpt.ui.run.in_view import Rules, open_run
 from tinygpt.ui.runs import bundle, runs_keys
 from tinygpt.ui.screen import explain, flashes, fonts
 from tinygpt.ui.train import branching, train_keys
-from tinygpt.ui.words import runinfo, safe
+from tinygpt.ui.words import runinfo, safe, timing
 
 store = resources.get_store()
 current = in_view.run_id()
@@ -183,6 +183,9 @@ if len(chosen) >= 2:
         grad = compare.compare_chart(series, "grad_norm", events=events, branches=branches, seconds=seconds,
                                      large=large)  # fmt: skip
         explain.show_chart(grad, "compare_chart", key="cmp_grad")
+    if seconds:  # what the seconds count, and the loads, devices and threads that differ between the runs
+        st.caption(" ".join(timing.seconds_notes({names[run]: {"metrics": rd.metrics, "evals": rd.evals,
+                                                               "status": rd.status()} for run, rd in readers.items()})))  # fmt: skip
     diff = compare.config_diff({names[run]: rd.config() for run, rd in readers.items()}, events=events)
     st.markdown("**Settings that differ** (live knob changes included: `old → new @step`)")
     if diff:

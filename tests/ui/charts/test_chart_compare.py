@@ -181,3 +181,14 @@ def test_the_compare_hover_names_its_x_and_its_curve_in_words():
         text = json.dumps(compare.compare_chart(metrics, "loss", evals, seconds=seconds).to_dict())
         assert f'"title": "{x_name}"' in text and '"field": "curve_words"' in text
         assert '\\"val_loss\\": \\"validation loss\\"' in text and '\\"loss\\": \\"training loss\\"' in text
+
+
+def test_the_seconds_axis_counts_training_time_so_a_pause_is_not_slowness():
+    # Steps 1-3 one second apart, then a 600 s pause before step 4: the wall clock says 603 s, the run trained 4.
+    paused = [{"step": s, "loss": 3.0, "time": t, "clock": c}
+              for s, t, c in ((1, 0.0, 0.0), (2, 1.0, 1.0), (3, 2.0, 2.0), (4, 603.0, 3.0))]  # fmt: skip
+    spec = compare.compare_chart({"paused": paused}, "loss", seconds=True).to_dict()
+    assert max(r["step"] for r in spec["datasets"]["compare"]) == 3.0
+    older = [{k: v for k, v in r.items() if k != "clock"} for r in paused]  # a run written before the clock existed
+    spec = compare.compare_chart({"older": older}, "loss", seconds=True).to_dict()
+    assert max(r["step"] for r in spec["datasets"]["compare"]) == 603.0

@@ -219,11 +219,17 @@ def legend_lines(*entries: int) -> int:
 
 
 def step_seconds(records: Records | None):
-    """A function step -> seconds since the first record of `records` (metrics with "step" and "time"), by linear
-    interpolation between records (evals and markers fall between metric records); steps outside the records are
-    clamped to the ends. The identity's zero when there are no times: a chart stays drawable."""
-    pairs = sorted({(r["step"], r["time"]) for r in records or [] if finite(r.get("step")) is not None
-                    and finite(r.get("time")) is not None})  # fmt: skip
+    """A function step -> seconds since the first record of `records` (metrics with "step" and "clock" or "time"),
+    by linear interpolation between records (evals and markers fall between metric records); steps outside the
+    records are clamped to the ends. The identity's zero when there are no times: a chart stays drawable.
+
+    "clock" is the seconds the run has trained (tinygpt.runs.loop: pauses, the queue and a worker's restart left
+    out), so a run paused for ten minutes is not ten minutes slower to its loss; a run that recorded no clock
+    (written before it existed) falls back on the wall-clock "time", pauses included (`words.timing` says so)."""
+    stepped = [r for r in records or [] if finite(r.get("step")) is not None]
+    clocked = bool(stepped) and all(finite(r.get("clock")) is not None for r in stepped)
+    field = "clock" if clocked else "time"
+    pairs = sorted({(r["step"], r[field]) for r in stepped if finite(r.get(field)) is not None})
     if not pairs:
         return lambda step: 0.0
     steps = [p[0] for p in pairs]
