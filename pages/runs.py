@@ -184,8 +184,9 @@ if len(chosen) >= 2:
                                      large=large)  # fmt: skip
         explain.show_chart(grad, "compare_chart", key="cmp_grad")
     if seconds:  # what the seconds count, and the loads, devices and threads that differ between the runs
-        st.caption(" ".join(timing.seconds_notes({names[run]: {"metrics": rd.metrics, "evals": rd.evals,
-                                                               "status": rd.status()} for run, rd in readers.items()})))  # fmt: skip
+        footing = {names[run]: {"metrics": rd.metrics, "evals": rd.evals, "status": rd.status()}
+                   for run, rd in readers.items()}  # fmt: skip
+        st.caption(" ".join(timing.seconds_notes(footing)))
     diff = compare.config_diff({names[run]: rd.config() for run, rd in readers.items()}, events=events)
     st.markdown("**Settings that differ** (live knob changes included: `old → new @step`)")
     if diff:

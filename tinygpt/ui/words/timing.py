@@ -54,8 +54,8 @@ def seconds_notes(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
         medians = [statistics.median(values) for values in known.values()]
         low, high = min(medians), max(medians)
         if high - low > LOAD_GAP and high > LOAD_RATIO * max(low, 0.1):
-            notes.append("The loads differ: a run on a busier machine is slower for that alone, so part of a gap in "
-                         "seconds is the machine, not the settings. Compare steps, or rerun them side by side.")  # fmt: skip
+            notes.append("The loads differ: a run on a busier machine is slower for that alone, so part of a gap "
+                         "in seconds is the machine, not the settings. Compare steps, or rerun them side by side.")
     missing = [name for name in runs if name not in known]
     if missing:
         notes.append(f"No machine load recorded for {', '.join(missing)}: a gap in seconds may be the load, "
