@@ -59,7 +59,8 @@ lab.show_claims(experiment, corpus.source, claims)
 state.init(experiments_keys.W_LAB_SEED, 1337)
 seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=experiments_keys.W_LAB_SEED)
 measured = experiment.measure is not None  # measured in this process, not trained (memory)
-runs = None if measured else experiments_keys.lab_runs(key, list(experiment.variants))
+mine = lab.not_its_runs(experiment, store)  # ?lab= runs of another experiment are refused, not judged as this one's
+runs = None if measured else experiments_keys.lab_runs(key, list(experiment.variants), mine)
 if right.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch"):
     try:
         if measured:

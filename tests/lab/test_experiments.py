@@ -745,3 +745,16 @@ def test_the_initial_loss_check_builds_its_fresh_model_with_the_same_interventio
     checked = built(sizes, shape_bug="softmax_dim", shape_contracts=True)
     with pytest.raises(ShapeError, match="softmax row sums"):  # the fresh copy has the bug and its contract too
         check_initial_loss(checked, idx, idx)
+
+
+def test_an_experiment_knows_its_own_runs_by_their_variant_settings():
+    from tinygpt.lab.registry import EXPERIMENTS
+
+    scaling, residual = EXPERIMENTS["scaling"], EXPERIMENTS["residual"]
+    own = {label: c.to_dict() for label, c in scaling.configs(seed=7, overrides={"max_steps": 30}).items()}
+    assert scaling.not_its_runs(own) is None  # another seed and length: still its runs
+    others = {label: c.to_dict() for label, c in zip(scaling.variants, residual.configs().values(), strict=True)}
+    assert "attn_scale" in scaling.not_its_runs(others)
+    swapped = dict(zip(own, reversed(own.values()), strict=True))  # its runs in the wrong order
+    assert scaling.not_its_runs(swapped) is not None
+    assert scaling.not_its_runs({}) is None  # nothing known against them: the page says what is missing

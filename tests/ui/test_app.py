@@ -16,6 +16,7 @@ from helpers import write_run  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.config import RunConfig  # noqa: E402
+from tinygpt.lab.registry import EXPERIMENTS  # noqa: E402
 from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.attention import attention_keys
@@ -424,8 +425,8 @@ def test_a_lab_link_to_another_learners_runs_opens_nothing_of_theirs(runs_dir):
     anna, ben = Actor("a" * 16, "anna"), Actor("b" * 16, "ben")
     store = RunStore(runs_dir)
     ids = []
-    for _ in range(2):
-        config = RunConfig().to_dict() | {"learner": {"id": anna.id, "name": "anna"}}
+    for variant in EXPERIMENTS["scaling"].configs().values():  # the page's first experiment's own two runs
+        config = variant.to_dict() | {"learner": {"id": anna.id, "name": "anna"}}
         with store.create(config, owner="app") as w:
             w.write_status(state="finished", step=0)
             ids.append(w.run_id)
@@ -440,3 +441,27 @@ def test_a_lab_link_to_another_learners_runs_opens_nothing_of_theirs(runs_dir):
         assert (sorted(v for pair in known.values() for v in pair.values()) == sorted(ids)) is opened, known
         if not opened:  # said at once, in the same page run
             assert "another learner's runs" in texts(at), texts(at)
+
+
+def test_a_lab_link_to_another_experiments_runs_is_refused_not_judged(runs_dir):
+    """?lab= names two runs; the page took them as its selected experiment's pair whatever they were started for,
+    and judged another pitfall's runs as this one's. Now runs without the experiment's own settings are refused,
+    with the setting that differs, and the address is cleared."""
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui.experiments import experiments_keys
+
+    store = RunStore(runs_dir)
+    ids = []
+    for variant in EXPERIMENTS["residual"].configs().values():  # two runs, like scaling's, but of another pitfall
+        with store.create(variant.to_dict(), owner="app") as w:
+            w.write_status(state="finished", step=0)
+            ids.append(w.run_id)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    at.switch_page("pages/experiments.py").run()
+    at.query_params[experiments_keys.URL_LAB] = ",".join(ids)
+    at.run()
+    assert not at.exception, at.exception
+    assert not (at.session_state[experiments_keys.LAB_RUNS] or {}).get("scaling")
+    said = texts(at)
+    assert "not this experiment's runs" in said and "attn_scale" in said, said
+    assert experiments_keys.URL_LAB not in at.query_params

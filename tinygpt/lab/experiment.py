@@ -50,6 +50,21 @@ class Experiment:
     # "not seen on this text (it was on Tiny Shakespeare)", not as a failure.
     consequences: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
+    def not_its_runs(self, configs: dict[str, dict]) -> str | None:
+        """Why runs ({label: config.json dict}, e.g. named in a ?lab= address) are not this experiment's, or None
+        when each has its variant's own settings. Only the variant's settings are compared: the base may differ
+        (a lesson's shorter runs, another seed or text), and a setting an older config lacks is not held against
+        it. Without this, another experiment's two runs were judged as this one's (a review's finding)."""
+        for label, variant in self.variants.items():
+            config = configs.get(label) or {}
+            flat = {k: v for section in config.values() if isinstance(section, dict) for k, v in section.items()}
+            flat.update({k: v for k, v in config.items() if not isinstance(v, dict)})
+            for name, wanted in variant.items():
+                if name in flat and flat[name] != wanted:
+                    return (f"its {label!r} run has {name} = {flat[name]!r}, where this experiment's has "
+                            f"{wanted!r}")  # fmt: skip
+        return None
+
     def measured_on(self, source: str) -> bool:
         """Whether the benchmark (tinygpt.bench.pitfalls: every pitfall x 5 seeds) ran it on `source`: Tiny
         Shakespeare, the copy task, or its own corpus. Never a learner's own text ("text"): nothing measured it."""

@@ -21,10 +21,16 @@ URL_LAB = "lab"  # ?lab=<id>,<id>: an experiment's runs, in variant order, so a 
 LAB_MEASURED = "lab_measured"  # {experiment key: (seed, results)} for experiments measured in-process (memory)
 
 
-def lab_runs(key: str, labels: list[str]) -> dict[str, str] | None:
-    """The runs of experiment `key` this session started, or those named in the URL (?lab=id,id)."""
+def lab_runs(key: str, labels: list[str], not_its_runs=None) -> dict[str, str] | None:
+    """The runs of experiment `key` this session started, or those named in the URL (?lab=id,id) when
+    `not_its_runs` ({label: run id} -> why they are another experiment's, or None) finds them this one's."""
     known = st.session_state.setdefault(LAB_RUNS, {})
     if key not in known and (named := runs_in_url(URL_LAB, labels, "experiment runs")):
+        if not_its_runs is not None and (why := not_its_runs(named)):
+            st.warning(f"Ignored the experiment runs in the address: they are not this experiment's runs ({why}). "
+                       "Pick the experiment they were started for, or press Run side by side.")  # fmt: skip
+            show_runs_in_url(URL_LAB, None)
+            return None
         known[key] = named
     show_runs_in_url(URL_LAB, known.get(key))
     return known.get(key)

@@ -30,6 +30,7 @@ from tinygpt.ui import state
 from tinygpt.ui.experiments import experiments_keys
 from tinygpt.ui.host.resources import head_stats
 from tinygpt.ui.people import admission, room
+from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import explain
 from tinygpt.ui.train import settings
 from tinygpt.ui.words import run_words
@@ -116,6 +117,20 @@ def start_experiment(
         key, admission.start(room.current(), configs, check_slot=check_slot, priority="prepared")
     )
     st.rerun()
+
+
+def not_its_runs(experiment: Experiment, store):
+    """For experiments_keys.lab_runs: {label: run id} -> why those runs are not `experiment`'s, or None (a run not
+    there yet is the page's to say, so it counts as matching)."""
+
+    def check(named: dict[str, str]) -> str | None:
+        configs = {}
+        for label, run_id in named.items():
+            reader = in_view.reader(store, run_id)
+            configs[label] = reader.config() if reader is not None else {}
+        return experiment.not_its_runs(configs)
+
+    return check
 
 
 @st.cache_data(max_entries=200, show_spinner=False)
