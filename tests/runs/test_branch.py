@@ -35,7 +35,7 @@ def branch_and_train(store, parent, step, changes, owner="cli"):
     plan = plan_branch(store, parent, step, changes)
     run_id = create_branch(store, plan, owner=owner)
     run_dir = store.path(run_id)
-    assert run_training(run_dir, read_config(run_dir), resume_from=step) == "finished"
+    assert run_training(run_dir, resume_from=step) == "finished"
     return run_id
 
 

@@ -21,12 +21,13 @@ from tinygpt.device import available_devices, resolve_device
 from tinygpt.flops import train_flops_per_token
 from tinygpt.runs import loop
 from tinygpt.runs.control import KnobChange, QueueControl, as_knob_change
-from tinygpt.runs.files import checkpoint_stem, list_checkpoints
+from tinygpt.runs.files import checkpoint_stem, list_checkpoints, read_events
 from tinygpt.runs.knobs import knob_answer, knob_changes, knobs_now
 from tinygpt.runs.loop import run_training
 from tinygpt.runs.peak import PEAK_FILE
 from tinygpt.runs.resume import LATEST
 from tinygpt.runs.retention import checkpoints_to_drop
+from tinygpt.runs.status import read_status
 from tinygpt.runs.store import RunStore
 
 tiny = tiny_config
@@ -269,6 +270,42 @@ def test_resume_keeps_live_knob_changes_and_can_extend(tmp_path, tiny_text):
     reader = store.reader(run_id)
     assert reader.status()["step"] == 15
     assert load_checkpoint(checkpoint_stem(run_dir, 15)).config.train.learning_rate == 5e-3
+
+
+def test_without_a_config_it_trains_the_folders_config_json(tmp_path, tiny_text):
+    """The app's worker passes only the run folder: the loop reads config.json itself, the one copy of the run."""
+    store, run_id, run_dir = new_run(tmp_path, tiny(tiny_text, max_steps=7, learning_rate=3e-3))
+    assert run_training(run_dir) == "finished"
+    assert read_status(run_dir)["step"] == 7 and read_status(run_dir)["max_steps"] == 7
+    assert load_checkpoint(checkpoint_stem(run_dir, 7)).config.train.learning_rate == 3e-3
+
+
+@pytest.mark.parametrize("garbage", [b"\x00\xff garbage", b"[1, 2, 3]", b'{"model": {"hidden_dim": "wide"}}'])
+def test_a_damaged_config_json_is_the_runs_recorded_failure(tmp_path, tiny_text, garbage):
+    """config.json damaged after the run was made (queued, then edited): with no config passed, the run fails and
+    says why in its status and an error event, as the worker did when it read the file; nothing raises."""
+    store, run_id, run_dir = new_run(tmp_path, tiny(tiny_text, max_steps=4))
+    (run_dir / "config.json").write_bytes(garbage)
+    assert run_training(run_dir) == "failed"
+    status = read_status(run_dir)
+    assert status["state"] == "failed"
+    assert status["reason"].startswith(f"failed: run {run_id}'s config.json is unusable (")
+    assert read_events(run_dir)[-1]["kind"] == "error" and list_checkpoints(run_dir) == []
+
+
+def test_max_steps_extends_a_resume_of_the_folders_config(tmp_path, tiny_text):
+    """The worker's resume that extends a run: max_steps wins over the checkpoint's config, whose knobs (turned
+    live) win over config.json's."""
+    store, run_id, run_dir = new_run(tmp_path, tiny(tiny_text, max_steps=6))
+    control = QueueControl()
+    control.send({"cmd": "knob", "name": "learning_rate", "value": 5e-3})
+    assert run_training(run_dir, control=control) == "finished"
+    assert run_training(run_dir, max_steps=10, resume_from=LATEST) == "finished"
+    status = read_status(run_dir)
+    assert status["step"] == 10 and status["max_steps"] == 10
+    assert [m["step"] for m in store.reader(run_id).metrics] == list(range(1, 11))
+    train = load_checkpoint(checkpoint_stem(run_dir, 10)).config.train
+    assert train.max_steps == 10 and train.learning_rate == 5e-3
 
 
 def test_the_callers_config_stays_as_it_was_built(tmp_path, tiny_text):

@@ -26,6 +26,7 @@ from tinygpt.runs.files import checkpoint_stem
 from tinygpt.runs.knobs import knob_answer
 from tinygpt.runs.lock import pid_alive
 from tinygpt.runs.scheduler import RunManager
+from tinygpt.runs.status import read_status
 from tinygpt.runs.store import RunStore
 from tinygpt.runs.worker import default_max_active, default_threads_per_run
 
@@ -322,6 +323,24 @@ def test_an_exception_in_the_worker_marks_the_run_failed(manager, store, tiny_te
     wait_for(lambda: not manager.is_live(run_id), what="reaped")
 
 
+def test_a_config_json_damaged_while_queued_fails_that_run_in_its_worker(store, tiny_text):
+    """The worker reads no config (the loop trains the folder's config.json): a file damaged after the run was
+    queued is that run's failure, said in its status by the worker it was given, and the slot moves on."""
+    manager = RunManager(store, max_active=1, threads_per_run=1)
+    try:
+        first, second = (manager.start(tiny(tiny_text)) for _ in range(2))
+        assert manager.queued_runs() == [second]
+        (store.path(second) / "config.json").write_text("{ not json")
+        stepped(store, first)
+        manager.stop(first)
+        wait_for(lambda: read_status(store.path(second)).get("state") == "failed", what="failed")
+        assert read_status(store.path(second))["reason"].startswith(f"failed: run {second}'s config.json is unusable")
+        wait_for(lambda: not manager.is_live(second), what="reaped")
+        assert read_status(store.path(second))["state"] == "failed"  # the reaper kept the worker's words
+    finally:
+        manager.shutdown()
+
+
 def test_a_restarted_server_lists_interrupted_runs_as_paused(store, tiny_text):
     writer = store.create(tiny(tiny_text).to_dict(), owner="app")
     writer.write_status(state="running", reason="training", pid=2**22 + 12345, step=40)
@@ -341,6 +360,7 @@ SERVER = textwrap.dedent(
     from tinygpt.presets import preset
     from tinygpt.runs.store import RunStore
     from tinygpt.runs.scheduler import RunManager
+from tinygpt.runs.status import read_status
     store = RunStore(sys.argv[1])
     manager = RunManager(store, max_active=2, threads_per_run=1)
     config = preset("demo", source="text", text=open(sys.argv[2]).read(), hidden_dim=32, num_layers=2, num_heads=2,

@@ -297,9 +297,9 @@ def read_config_json(run_dir: str | Path) -> dict:
 
 
 def read_config(run_dir: str | Path) -> RunConfig:
-    """The run's RunConfig from its config.json: the one way back from a run folder to a config (the scheduler's
-    resume, the CLI's resume, the admission check). TinyGPTError saying what is wrong for a missing, damaged or
-    invalid file."""
+    """The run's RunConfig from its config.json: the one way back from a run folder to a config (the resume plan
+    of the scheduler and the CLI, the admission check, the loop of a worker, which is passed no config).
+    TinyGPTError saying what is wrong for a missing, damaged or invalid file."""
     try:
         data = read_json(Path(run_dir) / CONFIG_FILE, None)
         if not isinstance(data, dict):

@@ -42,6 +42,7 @@ Left out: gradient accumulation, multi-rank coordination (the torchrun issue), a
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import os
 import time
@@ -70,7 +71,7 @@ from .files import (
     delete_checkpoint,
     list_checkpoints,
     os_error_message,
-    read_evals,
+    read_config,
     read_events,
     read_scores,
 )
@@ -80,7 +81,7 @@ from .moments import Moments
 from .peak import machine_peak
 from .preflight import check_memory, check_threads
 from .retention import checkpoints_to_drop
-from .status import last_metric_step, rewind
+from .status import best_val_until, last_metric_step, rewind
 from .writer import RunWriter, write_failure
 
 STATUS_INTERVAL = 0.25  # s between status.json rewrites: the page polls at ~2 Hz, so 4 Hz is always fresh
@@ -155,7 +156,7 @@ class _Loop:
             if "torch_rng" in ckpt.extra:
                 torch.set_rng_state(rng_from_text(ckpt.extra["torch_rng"]))
             self.checkpointed_step = ckpt.step
-            self.best_val = self.best_val_until(ckpt.step)
+            self.best_val = best_val_until(self.run_dir, ckpt.step)
             self.moments = Moments(read_events(self.run_dir), read_scores(self.run_dir))  # rewound already
         else:
             self.writer.write_config({**config.to_dict(), "vocab": vocab, "num_params": model.num_params()})
@@ -178,12 +179,6 @@ class _Loop:
         self.ready = True
         reason = "training" if ckpt is None else f"training, {self.record_resume(ckpt.step, damaged)}"
         self.status("running", reason, force=True, device=str(device), queue_position=None, **speed)
-
-    def best_val_until(self, step: int) -> float | None:
-        """The best val loss up to `step` (a resume abandons what came after it)."""
-        losses = [e.get("val_loss") for e in read_evals(self.run_dir) if (e.get("step") or 0) <= step]
-        finite = [v for v in losses if isinstance(v, (int, float)) and math.isfinite(v)]
-        return min(finite) if finite else None
 
     def record_resume(self, step: int, damaged: list[tuple[int, str]]) -> str:
         """Say where a resumed run continues from, as an event; returns the words for the status reason."""
@@ -435,9 +430,10 @@ class _Loop:
 
 def run_training(
     run_dir: str | Path,
-    config: RunConfig,
+    config: RunConfig | None = None,
     control: Control | None = None,
     *,
+    max_steps: int | None = None,
     resume_from: int | None = None,
     device: str | None = None,
     threads: int | None = None,
@@ -447,7 +443,9 @@ def run_training(
 ) -> str:
     """Train `config` into the existing run folder `run_dir` (see RunStore.create); return the final state.
 
-    control: where commands come from (None: none, e.g. the CLI; a diverged run then ends instead of waiting).
+    config: None trains the folder's own config.json (the app's worker: the folder is the one copy of the run's
+    config, so a damaged file is that run's failure). control: where commands come from (None: none, e.g. the CLI;
+    a diverged run then ends instead of waiting). max_steps: overrides the config's (a resume that extends a run).
     resume_from: None starts fresh; a step (or LATEST: the newest checkpoint that loads) continues from that
     checkpoint, whose config (with any live knob changes) wins over `config`, except for max_steps.
     device: overrides config.train.device. threads: torch.set_num_threads for this process. on_record: called
@@ -467,7 +465,9 @@ def run_training(
             torch.set_num_threads(threads)
         # Our own copy (knobs, vocab_size and a text corpus's hash are set on it): the tests, the lab and the benches
         # train one config into several folders. A deepcopy: no re-serialising and re-validating a valid config.
-        config = copy.deepcopy(config)
+        config = read_config(run_dir) if config is None else copy.deepcopy(config)
+        if max_steps is not None:  # through the config's checks, like plan_resume's
+            config.train = dataclasses.replace(config.train, max_steps=int(max_steps))
         ckpt, damaged = pick_checkpoint(run_dir, resume_from)
         if ckpt is not None:
             rewind(run_dir, ckpt.step)  # before the RunWriter reads the attention index

@@ -129,7 +129,7 @@ class RunManager:
         self.slots.set_priority(writer.run_id, priority)  # not queued yet: only remembered, for its jobs
         if time_limit_s:
             self.slots.set_time_limit(writer.run_id, time_limit_s)
-        # The worker reads the folder's config; the job keeps only its owner, for _require_control.
+        # The worker's loop reads the folder's config; the job keeps only its owner, for _require_control.
         self.slots.enqueue(Job(writer.run_id, None, time.monotonic(), learner=learner.get("learner", {})))
         return writer.run_id
 

@@ -1,12 +1,14 @@
 """status.json: what a run says about itself (state, reason, step, speed), rewritten atomically by its writer,
 edited by a process without a live writer (`update_status`), read back trusting the writer lock over the file
-(a run whose writer is gone is interrupted, never running), and rewound to a checkpoint (`rewind`).
+(a run whose writer is gone is interrupted, never running), and rewound to a checkpoint (`rewind`; the best
+val loss a run resumed there has reached: `best_val_until`).
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import time
 from pathlib import Path
@@ -24,6 +26,7 @@ from .files import (
     list_checkpoints,
     os_error_message,
     read_config_json,
+    read_evals,
     read_json,
     record_step,
     write_json_atomic,
@@ -198,3 +201,11 @@ def rewind(run_dir: str | Path, step: int) -> None:
     if isinstance(index, dict) and any(s.get("step", 0) > step for s in index.get("snapshots", [])):
         index["snapshots"] = [s for s in index["snapshots"] if s.get("step", 0) <= step]
         write_json_atomic(index_path, index)
+
+
+def best_val_until(run_dir: str | Path, step: int) -> float | None:
+    """The best val loss up to checkpoint `step`: what a run resumed from it has reached (a rewind abandons the
+    evals that came after it, though evals.jsonl keeps them)."""
+    losses = [e.get("val_loss") for e in read_evals(run_dir) if (e.get("step") or 0) <= step]
+    finite = [v for v in losses if isinstance(v, (int, float)) and math.isfinite(v)]
+    return min(finite) if finite else None

@@ -42,11 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunStoreError, TinyGPTError
-from .files import ENDED_STATES, FINAL_STATES, read_config
+from .files import ENDED_STATES, FINAL_STATES
 from .lock import RunLockedError
 from .loop import run_training
 from .status import update_status
-from .writer import RunWriter, write_failure
+from .writer import RunWriter
 
 # Imported once by the forkserver, so every worker starts with them loaded. Not torch._dynamo (1.2 s, as long as
 # torch itself): nothing a run does imports it since tinygpt.optim replaced torch.optim.AdamW.
@@ -117,21 +117,15 @@ class PipeControl:
 
 
 def worker_main(conn, run_dir: str, resume_from: int | None, max_steps: int | None, threads: int) -> None:
-    """Entry point of a worker process (runs in a fork of the forkserver): train the run folder's config.json
-    (to `max_steps` when a resume extends it), from checkpoint `resume_from` or from scratch. The scheduler
-    sends no config: the folder is the one copy, and a text corpus stays in its corpus.txt."""
+    """Entry point of a worker process (runs in a fork of the forkserver): train the run folder (to `max_steps`
+    when a resume extends it), from checkpoint `resume_from` or from scratch. The scheduler sends no config and
+    the worker reads none: the loop trains the folder's own config.json, the one copy (a damaged one is the run's
+    recorded failure), and a text corpus stays in its corpus.txt."""
     # Ctrl-C in a terminal signals the whole process group; the server decides what happens to its runs.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        try:
-            config = read_config(run_dir)
-        except TinyGPTError as exc:  # config.json damaged since the run was queued: say so in the run itself
-            write_failure(Path(run_dir), None, None, f"failed: {exc}", "")
-            sys.exit(1)
-        if max_steps is not None:
-            config.train.max_steps = int(max_steps)
         run_training(
-            run_dir, config, PipeControl(conn), resume_from=resume_from, threads=threads,
+            run_dir, control=PipeControl(conn), max_steps=max_steps, resume_from=resume_from, threads=threads,
             holder="the app's training worker",
         )  # fmt: skip
     except RunLockedError as exc:  # someone else writes the run: leave everything as they wrote it
