@@ -360,7 +360,6 @@ SERVER = textwrap.dedent(
     from tinygpt.presets import preset
     from tinygpt.runs.store import RunStore
     from tinygpt.runs.scheduler import RunManager
-from tinygpt.runs.status import read_status
     store = RunStore(sys.argv[1])
     manager = RunManager(store, max_active=2, threads_per_run=1)
     config = preset("demo", source="text", text=open(sys.argv[2]).read(), hidden_dim=32, num_layers=2, num_heads=2,

@@ -63,6 +63,7 @@ from ..inside.heads import induction_probe, snapshot_scores
 from ..inside.maps import attention_maps
 from ..interventions import model_for_run
 from ..trainer import SPLITS, Trainer
+from .clock import TrainClock, load_average, trained_until
 from .control import COMMANDS, Control, KnobChange, NoControl, as_knob_change
 from .corpus import corpus_config
 from .divergence import DIVERGE_PATIENCE, blowup_reason, loss_limit, nonfinite_reason, released_as
@@ -107,8 +108,7 @@ class _Loop:
         self.budget = 0  # steps still to take after a "step n" while paused
         self.exit: tuple[str, str] | None = None  # (state, reason) once the loop should end
         self.last_status = 0.0
-        self.rate_mark = (time.perf_counter(), 0)  # (time, step) of the last tokens/s estimate
-        self.tokens_per_s: float | None = None
+        self.clock, self.tokens_per_s = TrainClock(), None  # seconds trained (pauses left out); the last tokens/s
         self.best_val: float | None = None
         self.clip_start: int | None = None  # first step of the current stretch of clipping
         self.clip_last = self.clip_count = 0  # its last clipped step, and how many steps clipped in it
@@ -175,10 +175,11 @@ class _Loop:
         peak = machine_peak(self.run_dir.parent, config, device)
         speed = {"train_flops_per_token": train_flops_per_token(config.model),
                  "matmul_peak_gflops": peak["peak_gflops"] if peak else None}  # fmt: skip
-        self.rate_mark = (time.perf_counter(), trainer.step_count)
+        self.clock = TrainClock(trained_until(self.run_dir, trainer.step_count) if ckpt else 0.0, trainer.step_count)
         self.ready = True
         reason = "training" if ckpt is None else f"training, {self.record_resume(ckpt.step, damaged)}"
-        self.status("running", reason, force=True, device=str(device), queue_position=None, **speed)
+        self.status("running", reason, force=True, device=str(device), threads=torch.get_num_threads(),
+                    queue_position=None, **speed)  # fmt: skip
 
     def record_resume(self, step: int, damaged: list[tuple[int, str]]) -> str:
         """Say where a resumed run continues from, as an event; returns the words for the status reason."""
@@ -200,6 +201,7 @@ class _Loop:
         while True:
             self.handle(self.control.poll(0))
             if self.exit is None and self.paused and self.budget == 0:
+                self.clock.stop()
                 self.handle(self.control.poll(PAUSED_POLL))  # blocks: nothing to do until a command comes
                 continue
             if self.exit is None and trainer.step_count >= train.max_steps:
@@ -237,7 +239,7 @@ class _Loop:
             elif cmd == "resume":
                 if self.paused:
                     self.paused, self.budget, self.diverged, self.blowup = False, 0, "", []
-                    self.rate_mark = (time.perf_counter(), step)  # the pause is not slow training
+                    self.clock.restart(step)  # the pause is neither training time nor slow training
                     self.status("running", "training", force=True)
             elif cmd == "step":
                 n = command.get("n", 1)
@@ -245,7 +247,7 @@ class _Loop:
                     self.event("error", f"step needs a whole number of steps >= 1, got {n!r}")
                 elif self.paused:
                     self.budget += n
-                    self.rate_mark = (time.perf_counter(), step)
+                    self.clock.restart(step)
                     self.status("running", f"stepping {self.budget} step(s), then pausing", force=True)
             elif cmd == "stop":  # "reason" says who stopped it (the CLI's Ctrl-C: "stopped: interrupted (SIGINT)")
                 self.exit = ("stopped", f"{command.get('reason') or 'stopped by you'} at step {step}")
@@ -273,6 +275,7 @@ class _Loop:
     def publish(self, record: dict) -> None:
         nonfinite = record.pop("nonfinite", None)
         applied = record.pop("applied", True)
+        record["clock"] = round(self.clock.tick(), 3)  # seconds trained: a seconds axis's x (tinygpt.runs.clock)
         self.writer.append_metric(record)
         if self.on_record is not None:
             self.on_record(record)
@@ -368,7 +371,7 @@ class _Loop:
         # Train split at the last step only (the lab's memorisation check): no page draws it; half an eval's cost.
         losses = self.trainer.evaluate(splits=SPLITS if last else ("val",))
         step = self.trainer.step_count
-        self.writer.append_eval({"step": step, **losses})
+        self.writer.append_eval({"step": step, **losses, "load_avg": load_average()})  # beside its seconds
         if math.isfinite(losses["val_loss"]) and (self.best_val is None or losses["val_loss"] < self.best_val):
             self.best_val = losses["val_loss"]
             self.status(None, None, force=True, best_val_loss=self.best_val)
@@ -415,11 +418,8 @@ class _Loop:
             return
         self.last_status = now
         if self.trainer is not None:
-            mark_time, mark_step = self.rate_mark
-            steps = self.trainer.step_count - mark_step
-            if steps > 0 and now > mark_time:  # wall-clock rate, evals and publishing included
-                self.tokens_per_s = steps * self.tokens_per_step / (now - mark_time)
-                self.rate_mark = (now, self.trainer.step_count)
+            if rate := self.clock.speed(self.trainer.step_count):  # steps/s on the training clock
+                self.tokens_per_s = rate * self.tokens_per_step
             fields.update(step=self.trainer.step_count, tokens_per_s=self.tokens_per_s)
         if state is not None:
             fields["state"] = state
