@@ -64,7 +64,10 @@ def test_compare_races_the_fast_preset_against_nanogpt_on_the_clock(app_server, 
     expect(loss_chart.get_by_text("training step").first).to_be_visible()
     axis = page.get_by_test_id("stButtonGroup").filter(has_text="seconds")  # the "x axis" segmented control
     axis.locator("button").filter(has_text=re.compile("^seconds$")).click()
-    expect(loss_chart.get_by_text(SECONDS).first).to_be_visible()  # the x axis is the wall clock now
+    expect(loss_chart.get_by_text(SECONDS).first).to_be_visible()  # the x axis is the training clock now
+    # Under the charts, what the seconds count and the load each run trained under (ui/words/timing.py).
+    expect(page.get_by_text(re.compile(r"(Seconds are each run's training time|recorded wall-clock time only)"))
+           ).to_be_visible()  # fmt: skip
     for run_id in (fast, nanogpt):  # both runs in the legend, by the readable names the Runs table shows
         expect(loss_chart.get_by_text(legend[run_id]).first).to_be_attached()
     chosen = page.get_by_test_id("stMultiSelect").filter(has_text="Runs to compare")

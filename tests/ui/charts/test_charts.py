@@ -409,7 +409,7 @@ def test_loss_and_comparison_curves_on_a_wall_clock_axis():
     fast = [{"step": s, "loss": 3.0 - s / 100, "time": 1000.0 + s * 0.01} for s in range(1, 101)]
     slow = [{"step": s, "loss": 3.0 - s / 100, "time": 5000.0 + s * 0.02} for s in range(1, 101)]
     spec = curves.loss_chart(fast, [{"step": 50, "val_loss": 2.5}], [], 65, seconds=True)
-    assert "seconds since the first step (wall clock)" in axis_titles(spec, "x")
+    assert "seconds trained since the first step" in axis_titles(spec, "x")
     steps = [r["step"] for r in spec["datasets"]["loss"] if r["series"] == "train"]
     assert steps[0] == 0.0 and steps[-1] == pytest.approx(0.99)
     val = [r for r in spec["datasets"]["loss"] if r["series"] == "val"]

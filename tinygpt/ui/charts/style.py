@@ -35,7 +35,8 @@ VISIBLE_CHARS = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "␍"}
 LOG_FLOOR = 1e-8  # 0 cannot sit on a log axis: such values are drawn here, and tooltips show the real value
 HEALTHY_UPDATE_RATIO = 1e-3  # the rule of thumb from cs231n and Karpathy's makemore part 3: log10(update/data) ~ -3
 STEP = "training step"  # the step axis title
-SECONDS = "seconds since the first step (wall clock)"  # the same axis on the clock: recipes race on it
+# The same axis on the training clock (tinygpt/runs/clock.py: pauses left out): recipes race on it.
+SECONDS = "seconds trained since the first step"
 HOVER_POINTS = 100  # per series in a live chart's hover layer: one every ~7 px of a 700 px plot
 
 
@@ -107,8 +108,11 @@ def data_frame(rows: list[dict], *columns: str) -> pd.DataFrame:
 
 
 def step_x(title: str | None = STEP) -> alt.X:
-    """The step axis: labels 1,500 below ten thousand and 25k above (short, and exact where steps are few)."""
+    """The step axis: labels 1,500 below ten thousand and 25k above (short, and exact where steps are few). On the
+    seconds axis, decimals below 100 s: a Demo run of 1.4 s was labelled "0 0 0 ... 1 1 1"."""
     labels = "datum.value >= 10000 ? format(datum.value, '.3~s') : format(datum.value, ',~d')"
+    if title == SECONDS:
+        labels = "datum.value >= 100 ? format(datum.value, ',~d') : format(datum.value, '.2~f')"
     return alt.X("step:Q", title=title, axis=alt.Axis(labelExpr=labels))
 
 
