@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from tinygpt.runs.knobs import knobs_now
+from tinygpt.runs.knobs import knobs_now, leak_spans
 from tinygpt.ui import state
 from tinygpt.ui.charts import curves
 from tinygpt.ui.host import resources, runlist
@@ -72,7 +72,8 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple) -> dict:
                                   large=large)  # fmt: skip
     figures = {name: explain.arrow_datasets(fig) for name, fig in (("loss", loss), ("lr", lr), ("grad", grad))}
     optimizer = (config.get("train") or {}).get("optimizer", "adamw")
-    return {**figures, "clip": runinfo.clip_caption(rd.metrics, knobs, optimizer)}  # what clipping did here
+    leaks = leak_spans(config, rd.events, int(status.get("step") or 0))  # evals that are no best: copying
+    return {**figures, "clip": runinfo.clip_caption(rd.metrics, knobs, optimizer, rd.evals, leaks)}  # what clipping did
 
 
 # Shared by every session of this server: when the room watches one run (the instructor's, on the projector and on
