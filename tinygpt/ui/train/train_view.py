@@ -18,7 +18,7 @@ from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import explain
 from tinygpt.ui.train import branching, train_keys
-from tinygpt.ui.words import run_words, runinfo, timing
+from tinygpt.ui.words import leaks, run_words, runinfo, timing
 
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
 
@@ -38,7 +38,8 @@ def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) 
     figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
     last = rd.samples[-1] if rd.samples else None
     said = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, viewer)}
-    notes = [run_words.val_note(config)]
+    # First what the curves are (a leak makes both fall: tinygpt.ui.words.leaks), then what the val curve scores.
+    notes = [leaks.loss_leak_note(config, rd.events, int(status.get("step") or 0)), run_words.val_note(config)]
     if options[3] == "seconds":  # what the seconds count; with the previous run's curve, the loads it trained under
         runs = {"this run": rd} | ({"the previous run": parent} if parent else {})
         notes += timing.seconds_notes({name: {"metrics": r.metrics, "evals": r.evals, "status": r.status()}
