@@ -96,27 +96,37 @@ def _held_out_said(evals, first: object, last: object) -> tuple[bool | None, str
 FAR_ABOVE_BEST = 1.25  # held-out loss this many times the run's best (and clear of the noise): it lost what it learned
 
 
-def _far_above_best(evals, last: object, leaks) -> tuple[bool, str]:
-    """(far above?, words) of the newest eval up to step `last` against the run's best eval before it, evals under
-    a leaking mask left out (their low loss is copying, and the evals after one would all read as far above it).
-    Far above: at least FAR_ABOVE_BEST times the best, and the gap clears the two evals' batch noise."""
+def far_above_best(evals, last: object, leaks) -> tuple[dict, dict] | None:
+    """(best, newest) evals when the newest eval up to step `last` is far above the run's best eval before it
+    (None otherwise), evals under a leaking mask left out (their low loss is copying, and the evals after one would
+    all read as far above it). Far above: at least FAR_ABOVE_BEST times the best, and the gap clears the two
+    evals' batch noise. Shared with the Sample page's checkpoint notes (tinygpt.ui.words.picking)."""
     if not isinstance(last, int):
-        return False, ""
+        return None
     leaked = [(a, b) for _, a, b in leaks or ()]
     scored = [e for e in evals or () if isinstance(e.get("val_loss"), (int, float)) and isinstance(e.get("step"), int)
               and math.isfinite(e["val_loss"]) and e["step"] <= last
               and not any(a < e["step"] <= b for a, b in leaked)]  # fmt: skip
     if len(scored) < 2:
-        return False, ""
+        return None
     now = scored[-1]
     best = min(scored[:-1], key=lambda e: e["val_loss"])
     if now["val_loss"] < FAR_ABOVE_BEST * best["val_loss"]:
-        return False, ""
+        return None
     spread = [_batch_variance(e) for e in (best, now)]
     if None not in spread:  # batch losses recorded: the gap must clear their noise (an older run's: said as it is)
         gap = Difference(round(now["val_loss"] - best["val_loss"], 3), math.sqrt(sum(spread)), 1, paired=False)
         if clears(gap, 0.0)[0] is not True:
-            return False, ""
+            return None
+    return best, now
+
+
+def _far_above_best(evals, last: object, leaks) -> tuple[bool, str]:
+    """(far above?, words) for the clipping caption: far_above_best in a sentence."""
+    found = far_above_best(evals, last, leaks)
+    if found is None:
+        return False, ""
+    best, now = found
     return True, (
         f" Held-out loss {now['val_loss']:.3f} at step {now['step']:,} is {now['val_loss'] / best['val_loss']:.1f}× "
         f"this run's best, {best['val_loss']:.3f} at step {best['step']:,}: the model has lost much of what it had "
