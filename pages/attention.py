@@ -21,7 +21,7 @@ from tinygpt.ui.people import room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.run.in_view import open_run
 from tinygpt.ui.screen import backlog, explain, fonts
-from tinygpt.ui.words import runinfo, safe
+from tinygpt.ui.words import leaks, runinfo, safe
 
 FOLLOW_EVERY_S = 3.0  # while following a live run, redraw the grid at most this often
 PLAY_EVERY_S = 0.8  # the play button's pace: one snapshot per tick
@@ -110,7 +110,7 @@ def grid_and_detail() -> None:
         )  # fmt: skip
     step = runinfo.nearest_snapshot(steps, state.get(attention_keys.W_ATTN_STEP))
     try:
-        fig, key, source = view.grid(rd, step, probe, large)
+        fig, key, source, shown = view.grid(rd, step, probe, large)
     except TinyGPTError as e:
         st.warning(safe.md(e))
         return
@@ -120,6 +120,8 @@ def grid_and_detail() -> None:
     if (state.get(attention_keys.ATTN_GRID) or {}).get("key") != key:
         state.put(attention_keys.ATTN_GRID, {"key": key, "drawn": time.time()})
     st.markdown(f"**All heads** · {source}")
+    if leak := leaks.snapshot_note(config, rd.events, shown, source.split()[0]):  # heads reading the answer
+        st.warning(leak, icon=":material/visibility:")
     explain.show_chart(fig, "attention_grid", key="attn_grid")
 
     st.subheader("One head, step by step")
@@ -141,7 +143,7 @@ def grid_and_detail() -> None:
     text = probe or run_probe
     try:
         fig, caption = view.detail(rd, ck, layer, head, text, per_row, large)
-        st.caption(f"From the checkpoint at step {ck} (nearest to step {step}), with the knobs as they were then.")
+        st.caption(leaks.checkpoint_caption(config, rd.events, ck, shown))  # its mask, and the grid's where they differ
         explain.show_chart(fig, "attention_detail", key="attn_detail", caption=caption)
         st.subheader("Every mask on the same text")
         masks = view.masks_side_by_side(rd, ck, layer, head, text, window, large)
@@ -178,7 +180,7 @@ def follow_live() -> None:
 
 follow_live()
 
-st.subheader("The mask of the current mode")
+st.subheader(f"The mask in force now: {mode}")
 tokens = list(probe or run_probe)[-int(config.get("model", {}).get("max_seq_len", 64)) :] or ["·"]
 mask_fig, mask_caption = view.mask_matrix(mode, window, tokens, large)
 explain.show_chart(mask_fig, "mask_matrix", caption=mask_caption)

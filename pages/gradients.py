@@ -10,6 +10,7 @@ frame.require()
 import streamlit as st
 
 from tinygpt.runs.files import ACTIVE_STATES
+from tinygpt.runs.knobs import leak_spans
 from tinygpt.ui.charts import curves, heatmaps, parts
 from tinygpt.ui.gradients import gradients_keys
 from tinygpt.ui.host import resources
@@ -55,6 +56,8 @@ def live_gradients() -> None:
     config = rd.config()
     knobs = run.knobs  # the config and the applied knob changes, as polled just now
     metrics = rd.metrics
+    optimizer = (config.get("train") or {}).get("optimizer", "adamw")
+    now = int(status.get("step") or 0)
     large = fonts.large_fonts()
     # Each per-layer chart carries the learning rate in a panel below it, on the same step axis.
     for field, help_name in (("layer_grad_norms", "layer_grad_chart"), ("update_ratios", "update_ratios")):
@@ -72,7 +75,7 @@ def live_gradients() -> None:
                 "grad_norm_chart",
                 key="g_clip",
                 code=False,
-                caption=runinfo.clip_caption(metrics, knobs, (config.get("train") or {}).get("optimizer", "adamw")),
+                caption=runinfo.clip_caption(metrics, knobs, optimizer, rd.evals, leak_spans(config, rd.events, now)),
             )
             notes = runinfo.event_notes(rd.events)
             if notes:

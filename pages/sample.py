@@ -14,7 +14,7 @@ import streamlit as st
 from tinygpt.config import MAX_TEXT_FIELDS
 from tinygpt.errors import TinyGPTError
 from tinygpt.inside import maps as inside
-from tinygpt.runs.files import list_checkpoints, read_events
+from tinygpt.runs.files import checkpoint_stem, list_checkpoints, read_events, read_json
 from tinygpt.runs.owners import run_learner
 from tinygpt.ui.charts import compare, heatmaps
 from tinygpt.ui.host import resources, runlist
@@ -76,8 +76,12 @@ c2.selectbox(
 )
 step = state.get(sample_keys.W_SAMPLE_CKPT)
 st.caption(picking.sample_source(run, names.get(run, ""), step))
-if cheat := picking.cheat_note(with_ckpt[run].config or {}, read_events(store.path(run)), step):
-    st.warning(cheat, icon=":material/visibility:")
+events, run_config = read_events(store.path(run)), with_ckpt[run].config or {}
+# The checkpoint's own config: the knobs its weights trained under, live changes included (the name's are the first).
+ckpt_config = (read_json(checkpoint_stem(rd.run_dir, step).with_suffix(".json"), {}) or {}).get("config")
+at_ckpt = picking.at_checkpoint(run_config, events, step, ckpt_config)
+for kind, note in picking.checkpoint_notes(run_config, events, rd.evals, step, ckpts):  # what is true at this step
+    (st.warning if kind == "warning" else st.info)(note, icon=":material/visibility:")
 
 persist = {"persist_state": "session"}
 state.init(sample_keys.W_PROMPT, "\n")
@@ -119,8 +123,7 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
             int(state.get(sample_keys.W_SAMPLE_SEED)),
             last,
         )
-        st.markdown(f"**Generated** ({safe.md(names.get(run) or run)}, step {step}; the prompt, then the model's "
-                    "continuation)")  # fmt: skip
+        st.markdown(picking.generated_header(safe.md(names.get(run) or run), step, at_ckpt))
         box = st.empty()  # a code block keeps newlines and spaces exactly; markdown would reflow them
         text, shown_at = "", 0.0
         for char in stream:
@@ -131,14 +134,14 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
         box.code(prompt + text, language=None, wrap_lines=True)
         state.put(
             sample_keys.LAST_SAMPLE,
-            {**last, "prompt": prompt, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step},
+            {**last, "prompt": prompt, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step, "at": at_ckpt},
         )
     except TinyGPTError as e:
         st.warning(safe.md(e))
         state.pop(sample_keys.LAST_SAMPLE)  # the charts below would describe an earlier prompt
 elif state.get(sample_keys.LAST_SAMPLE):
     last = state.get(sample_keys.LAST_SAMPLE)
-    st.markdown(f"**Generated** (run `{last['run']}`, step {last['step']}; the prompt, then the model's continuation)")
+    st.markdown(picking.generated_header(f"run `{last['run']}`", last["step"], last.get("at", "")))
     st.code(last.get("prompt", "") + last["text"], language=None, wrap_lines=True)
 
 last = state.get(sample_keys.LAST_SAMPLE)

@@ -19,6 +19,7 @@ from .errors import TinyGPTError
 
 ATTN_SCALES = ("head_dim", "hidden_dim", "none")
 MASKS = ("causal", "none", "off_by_one", "sliding_window")
+LEAKING_MASKS = ("none", "off_by_one")  # a position sees the character it must predict: low loss is copying
 SOFTMAXES = ("stable", "naive")
 SHAPE_BUGS = ("none", "softmax_dim")  # deliberate silent shape bugs, for the pitfall lab's shape drift experiment
 DEVICES = ("auto", "cpu", "cuda", "mps")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..config import LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS
+from ..config import LEAKING_MASKS, LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS
 from .check import valid_knob_value
 
 
@@ -40,3 +40,22 @@ def knobs_now(config: dict, events: Iterable[dict]) -> dict[str, Any]:
         if event.get("knob") in knobs and valid_knob_value(event["knob"], event.get("new")):
             knobs[event["knob"]] = event.get("new")
     return knobs
+
+
+def mask_spans(config: dict, events: Iterable[dict], upto: int) -> list[tuple[str, int, int]]:
+    """(mask, first step, last step) of every stretch of a run's mask up to step `upto`: the config's mask, then
+    each applied change. A change recorded at step s took effect after step s, so one stretch ends and the next
+    begins at s (the steps the Runs table and the knob markers write). Stretches of no steps are left out."""
+    mask, start, spans = (config.get("model") or {}).get("mask") or "causal", 0, []
+    for event in knob_changes(events):
+        if event.get("knob") == "mask" and isinstance(event.get("step"), int) and event["step"] <= upto:
+            spans.append((mask, start, event["step"]))
+            mask, start = event.get("new"), event["step"]
+    spans.append((mask, start, upto))
+    return [(m, a, b) for m, a, b in spans if b > a]
+
+
+def leak_spans(config: dict, events: Iterable[dict], upto: int) -> list[tuple[str, int, int]]:
+    """The stretches of mask_spans under a mask that shows a position the character it must predict
+    (config.LEAKING_MASKS: "none", "off_by_one"; a sliding window is causal and does not leak)."""
+    return [span for span in mask_spans(config, events, upto) if span[0] in LEAKING_MASKS]

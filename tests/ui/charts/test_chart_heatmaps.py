@@ -239,3 +239,20 @@ def test_the_score_colour_bar_says_which_panels_it_is_for():
     fig = heatmaps.attention_detail(z, z, np.tril(np.ones((4, 4))), z, z, list("abcd")).to_dict()
     titles = [fig["layout"][axis]["colorbar"]["title"]["text"] for axis in ("coloraxis", "coloraxis4")]
     assert all("panel" in t for t in titles) and "score (1, 2, 4)" not in titles, titles
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_the_key_titles_under_the_grid_fit_their_panels_at_1280_px(large):
+    """Review (1280x720, Large fonts): the four "key (attended to)" titles under a 4-head grid ran into each
+    other. Each title fits its share of the narrowest grid (heatmaps.GRID_MIN_PX), else it is just "key"."""
+    for heads in (1, 2, 3, 4, 6):
+        fig = heatmaps.attention_grid(attention(2, heads, 8), list("abcdefgh"), large=large).to_dict()
+        titles = [fig["layout"][f"xaxis{k + 1 if k else ''}"].get("title", {}) for k in range(heads, 2 * heads)]
+        for title in titles:
+            if title.get("text"):
+                width = len(title["text"]) * heatmaps.TITLE_CHAR_EM * title["font"]["size"]
+                assert width <= heatmaps.GRID_MIN_PX / heads, (heads, large, title)
+    fig = heatmaps.attention_grid(attention(2, 4, 8), list("abcdefgh"), large=True).to_dict()
+    assert [fig["layout"][f"xaxis{k}"]["title"]["text"] for k in range(5, 9)] == ["key"] * 4
+    one = heatmaps.attention_grid(attention(1, 1, 8), list("abcdefgh"), large=True).to_dict()
+    assert one["layout"]["xaxis"]["title"]["text"] == "key (attended to)"

@@ -10,3 +10,10 @@ def test_a_best_val_loss_reached_under_a_leaking_mask_leads_with_the_mask():
     assert best_val_text(3300, 0.15581, ["scaling none", "mask none"]) == "mask none: 0.1558 @3300 (scaling none)"
     assert best_val_text(2000, 2.01344, []) == "2.0134 @2000"
     assert best_val_text(2000, 1.9, ["LR 0.004"]) == "1.9000 @2000 (LR 0.004)"
+
+
+def test_a_best_val_under_a_sliding_window_is_not_labelled_a_leak():
+    """The leak label is config.LEAKING_MASKS's (shared with the Train and Attention notes): a sliding window is
+    causal and sees no future, so its best loss is an honest one; off by one sees the next character."""
+    assert best_val_text(900, 1.61234, ["mask sliding_window"]) == "1.6123 @900 (mask sliding_window)"
+    assert best_val_text(900, 0.31234, ["mask off_by_one"]) == "mask off_by_one: 0.3123 @900"

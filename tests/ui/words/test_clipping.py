@@ -46,3 +46,46 @@ def test_sgd_effective_rate_uses_the_rate_now_and_old_records_say_the_set_rate()
     assert "(about 0.00012)" in sgd  # 0.0003 (the last step's rate) x 0.4
     old = [{k: v for k, v in m.items() if k != "lr"} for m in cosine_tail(0.3, 0.05)]
     assert "at the set learning rate 0.003" in clip_caption(old, KNOBS, "adamw")
+
+
+def lr_blowup(rise: float, clipped_every: int = 16) -> tuple[list[dict], list[dict]]:
+    """300 steps after the learning rate went to 0.1 (review of the Gradients page): one step in `clipped_every`
+    clipped (6%), the loss going from 1.71 up by `rise`, and evals every 100 steps: the run's best 1.5 before,
+    then the held-out loss following the training loss."""
+    records = [
+        {"step": s, "loss": 1.71 + rise * (s - 12701) / 299 + 0.02 * (s % 3), "grad_norm": 1.9 if s % clipped_every
+         else 1.0 / 0.53, "clipped": s % clipped_every == 0, "lr": 0.1}
+        for s in range(12701, 13001)
+    ]  # fmt: skip
+    batches = [-0.05, -0.02, 0.0, 0.02, 0.05]
+    evals = [{"step": s, "val_loss": v, "val_batch_losses": [v + b for b in batches]}
+             for s, v in ((12400, 1.5), (12500, 1.52), (12600, 1.55), (12700, 1.71), (13000, 1.71 + rise))]  # fmt: skip
+    return records, evals
+
+
+def test_a_rising_loss_is_never_what_clipping_is_for_whatever_the_share_clipped():
+    """Review: 19 of 300 steps clipped (6%) at lr 0.1 while the loss rose 1.71 -> 3.22 read "Occasional spikes
+    capped at the threshold: what clipping is for": the share was judged before the loss."""
+    records, evals = lr_blowup(1.5)
+    for clipped in (records, [{**m, "clipped": m["step"] % 50 == 0} for m in records]):
+        text = clip_caption(clipped, {"max_grad_norm": 1.0, "learning_rate": 0.003}, "adamw", evals)
+        assert "what clipping is for" not in text and "The loss is rising" in text, text
+        assert "Held-out loss 1.710 → 3.210" in text and "rising" in text
+        assert "lower the learning rate" in text
+
+
+def test_a_loss_that_stays_far_above_the_runs_best_is_no_healthy_clipping_either():
+    """Later, the loss flat at 3.2 (twice the run's best): flat within noise over the window, still wrecked. The
+    best is the run's own held-out loss, evals under a leaking mask left out (their 0.2 is copying)."""
+    records, evals = lr_blowup(0.0)
+    flat = [{**m, "loss": 3.22 + 0.02 * (m["step"] % 3)} for m in records]
+    wrecked = [*evals[:3], {**evals[3], "val_loss": 3.21}, {"step": 13000, "val_loss": 3.22}]
+    text = clip_caption(flat, {"max_grad_norm": 1.0}, "adamw", wrecked)
+    assert "what clipping is for" not in text and "flat within noise" in text, text
+    assert "Held-out loss 3.220 at step 13,000 is 2.1× this run's best, 1.500 at step 12,400" in text
+    leaked = [{"step": 11000, "val_loss": 0.2}, *wrecked]
+    assert "best, 1.500 at step 12,400" in clip_caption(flat, {"max_grad_norm": 1.0}, "adamw", leaked,
+                                                        [("none", 10647, 11199)])  # fmt: skip
+    healthy = [{**m, "loss": 1.5 - 0.1 * (m["step"] - 12701) / 299} for m in records]
+    text = clip_caption(healthy, {"max_grad_norm": 1.0}, "adamw", evals[:3])
+    assert "what clipping is for" in text and "The loss is falling" in text, text

@@ -173,16 +173,16 @@ def test_the_sample_picker_names_runs_as_runs_does():
 def test_sample_says_which_run_and_step_and_why_a_cheating_run_babbles():
     source = picking.sample_source("C8grKhNsuilD6cG9", "2L×4H×64 · shakespeare · LR 0.002", 300)
     assert "**2L×4H×64 · shakespeare · LR 0.002** (run `C8grKhNsuilD6cG9`)" in source and "step 300" in source
-    note = picking.cheat_note(_CFG, _MASK_NONE_AT_100, 300)
-    assert note and "mask none" in note and "step 100" in note and "next character" in note
-    assert picking.cheat_note(_CFG, _MASK_NONE_AT_100, 50) is None  # that checkpoint predates the switch
-    assert picking.cheat_note(_CFG, [], 300) is None  # an honest run: nothing to explain
+    [(kind, note)] = picking.checkpoint_notes(_CFG, _MASK_NONE_AT_100, [], 300)
+    assert kind == "warning" and "mask none" in note and "step 100" in note and "next character" in note
+    assert picking.checkpoint_notes(_CFG, _MASK_NONE_AT_100, [], 50) == []  # that checkpoint predates the switch
+    assert picking.checkpoint_notes(_CFG, [], [], 300) == []  # an honest run: nothing to explain
     back = [*_MASK_NONE_AT_100, {"kind": "knob", "knob": "mask", "ok": True, "old": "none", "new": "causal",
                                  "step": 200}]  # fmt: skip
-    note = picking.cheat_note(_CFG, back, 300)
-    assert note and "steps 100-200" in note  # switched back: the weights still carry those steps
+    [(kind, note)] = picking.checkpoint_notes(_CFG, back, [], 300)
+    assert kind == "info" and "steps 100-200" in note  # switched back: said, not blamed (tests/ui/words/test_picking)
     window = {**_CFG, "model": {**_CFG["model"], "mask": "sliding_window"}}
-    assert picking.cheat_note(window, [], 300) is None  # a sliding window does not see the future
+    assert picking.checkpoint_notes(window, [], [], 300) == []  # a sliding window does not see the future
 
 
 def test_the_room_chart_draws_every_run_of_the_table_that_has_a_step():

@@ -20,10 +20,11 @@ from tinygpt.ui.words import runinfo
 TOY_PROBE_CHARS = 10  # toy mode's probe: short enough that every cell can show its number on a projector
 
 
-def grid(rd: RunReader, step: int, probe: str, large: bool) -> tuple[Any, tuple | None, str]:
-    """(figure, cache key, where it came from) of all heads at `step`: the run's own snapshot when `probe` is the
-    run's probe, else `probe` run through the checkpoint nearest the step; (None, None, "") while custom text has
-    no checkpoint to run through."""
+def grid(rd: RunReader, step: int, probe: str, large: bool) -> tuple[Any, tuple | None, str, int]:
+    """(figure, cache key, where it came from, the step it shows) of all heads at `step`: the run's own snapshot
+    when `probe` is the run's probe, else `probe` run through the checkpoint nearest the step; (None, None, "",
+    step) while custom text has no checkpoint to run through. The step shown is the one whose mask the page
+    names (tinygpt.ui.words.leaks)."""
     index = rd.attention_index()
     run_probe = index.get("probe_text", "")
     if probe == run_probe and index.get("snapshots"):
@@ -32,10 +33,10 @@ def grid(rd: RunReader, step: int, probe: str, large: bool) -> tuple[Any, tuple 
             return heatmaps.attention_grid(rd.load_attention(step), index.get("tokens", list(run_probe)), large=large)
 
         key = (rd.run_id, "snapshot", step, large)
-        return figure_cache.cached_figure("attn_grid", key, from_snapshot), key, f"snapshot at step {step}"
+        return figure_cache.cached_figure("attn_grid", key, from_snapshot), key, f"snapshot at step {step}", step
     ck = runinfo.nearest_checkpoint(rd.checkpoints(), step)
     if ck is None:
-        return None, None, ""
+        return None, None, "", step
 
     def from_checkpoint():
         loaded = resources.cached_model(str(rd.run_dir), ck)
@@ -43,7 +44,7 @@ def grid(rd: RunReader, step: int, probe: str, large: bool) -> tuple[Any, tuple 
         return heatmaps.attention_grid(inside.attention_maps(loaded.model, idx), tokens, large=large)
 
     key = (rd.run_id, "ckpt", ck, probe, large)
-    return figure_cache.cached_figure("attn_grid", key, from_checkpoint), key, f"checkpoint at step {ck}"
+    return figure_cache.cached_figure("attn_grid", key, from_checkpoint), key, f"checkpoint at step {ck}", ck
 
 
 def detail(rd: RunReader, ck: int, layer: int, head: int, text: str, per_row: int, large: bool) -> tuple[Any, str]:

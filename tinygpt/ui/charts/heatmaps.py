@@ -40,6 +40,10 @@ from tinygpt.ui.charts.tokens import (
     token_ticks,
 )
 
+KEY_TITLE = "key (attended to)"
+TITLE_CHAR_EM = 0.55  # an axis title's average character width, in font sizes (plotly's Open Sans / Arial)
+GRID_MIN_PX = 640  # the grid's narrowest plot width: 1280 px with the sidebar, less the y titles and colour bar
+
 
 def attention_grid(
     weights: Any,
@@ -123,10 +127,12 @@ def attention_grid(
                     yaxis=_axis_ref("y", k),
                 )
             )
+    # "key (attended to)" only where it fits under its panel in the narrowest content column it gets (GRID_MIN_PX:
+    # 1280 px with the sidebar open): at Large fonts four of them, ~190 px each under ~150 px panels, ran into each
+    # other. Then each panel says "key"; the caption says what a column is.
+    full = len(KEY_TITLE) * TITLE_CHAR_EM * t["axis_title"] <= GRID_MIN_PX / num_heads
     for h in range(1 if narrow else num_heads):
-        layout[_axis_name("x", (num_layers - 1) * num_heads + h)]["title"]["text"] = (
-            "key" if narrow else "key (attended to)"
-        )
+        layout[_axis_name("x", (num_layers - 1) * num_heads + h)]["title"]["text"] = KEY_TITLE if full else "key"
     for i in range(num_layers):
         layout[_axis_name("y", i * num_heads)]["title"]["text"] = f"{names[i]} query" if narrow else "query"
     suffix = f" (last {max_tokens} of {size} characters)" if start else ""

@@ -6,10 +6,10 @@ module imports nothing, so reading the help never loads altair or plotly.
 """
 
 CHART_HELP: dict[str, str] = {
-    "loss_chart": "Training loss should start near the dashed ln(V) line (a uniform guess over the vocabulary) and "
-    "fall below it within a few dozen steps. Validation loss rising while training loss keeps falling is "
-    "overfitting; a gap there from the first evaluation is not: the held-out text is unlike the training text (a "
-    "short or varied corpus).",
+    "loss_chart": "Training loss should start near the dashed ln(V) line (a uniform guess) and fall below it within "
+    "a few dozen steps. With the settings unchanged, validation loss rising while training loss falls is "
+    "overfitting; a gap from the first eval is not (held-out text unlike the training text). Under a mask that "
+    "shows the next character both curves plunge: a leak, and a note says so.",
     "lr_chart": "The learning rate the optimizer used at each step: a linear warmup, then a cosine decay to the "
     "floor (the Lecture preset keeps the peak: it trains until stopped). The faint line is the plan from now on, "
     "with the knobs in force; the vertical rule is where training is now.",

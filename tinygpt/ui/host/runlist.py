@@ -10,7 +10,7 @@ import shlex
 import time
 from collections import Counter
 
-from tinygpt.config import trains_until_stopped
+from tinygpt.config import LEAKING_MASKS, trains_until_stopped
 from tinygpt.errors import RunStoreError
 from tinygpt.runs.files import read_config_json, read_evals, read_events
 from tinygpt.runs.knobs import knobs_now
@@ -32,7 +32,7 @@ def best_val_text(step: int, loss: float, changed: list[str]) -> str:
     """"2.0134 @2000", with the live changes in force then; a loss reached under a leaking mask leads with it
     ("mask none: 0.1558 @3300"): at 1280 px with Large fonts the column is cut, and a reviewer read a cheating
     model's 0.16 as the room's best run, its "(mask none)" cut off."""
-    leak = [c for c in changed if c.startswith("mask ") and c != "mask causal"]
+    leak = [c for c in changed if c in {f"mask {m}" for m in LEAKING_MASKS}]  # a sliding window is causal: no leak
     rest = [c for c in changed if c not in leak]
     text = f"{loss:.4f} @{step}" + (f" ({', '.join(rest)})" if rest else "")
     return f"{leak[0]}: {text}" if leak else text

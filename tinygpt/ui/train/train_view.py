@@ -11,14 +11,14 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from tinygpt.runs.knobs import knobs_now
+from tinygpt.runs.knobs import knobs_now, leak_spans
 from tinygpt.ui import state
 from tinygpt.ui.charts import curves
 from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import explain
 from tinygpt.ui.train import branching, train_keys
-from tinygpt.ui.words import run_words, runinfo, timing
+from tinygpt.ui.words import leaks, run_words, runinfo, timing
 
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
 
@@ -38,7 +38,8 @@ def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) 
     figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
     last = rd.samples[-1] if rd.samples else None
     said = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, viewer)}
-    notes = [run_words.val_note(config)]
+    # First what the curves are (a leak makes both fall: tinygpt.ui.words.leaks), then what the val curve scores.
+    notes = [leaks.loss_leak_note(config, rd.events, int(status.get("step") or 0)), run_words.val_note(config)]
     if options[3] == "seconds":  # what the seconds count; with the previous run's curve, the loads it trained under
         runs = {"this run": rd} | ({"the previous run": parent} if parent else {})
         notes += timing.seconds_notes({name: {"metrics": r.metrics, "evals": r.evals, "status": r.status()}
@@ -72,7 +73,8 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple) -> dict:
                                   large=large)  # fmt: skip
     figures = {name: explain.arrow_datasets(fig) for name, fig in (("loss", loss), ("lr", lr), ("grad", grad))}
     optimizer = (config.get("train") or {}).get("optimizer", "adamw")
-    return {**figures, "clip": runinfo.clip_caption(rd.metrics, knobs, optimizer)}  # what clipping did here
+    leaks = leak_spans(config, rd.events, int(status.get("step") or 0))  # evals that are no best: copying
+    return {**figures, "clip": runinfo.clip_caption(rd.metrics, knobs, optimizer, rd.evals, leaks)}  # what clipping did
 
 
 # Shared by every session of this server: when the room watches one run (the instructor's, on the projector and on

@@ -11,11 +11,18 @@ CLIP_WINDOW = 300  # steps the clipping caption describes: the recent past, not 
 MIN_TREND_STEPS = 30  # losses needed to judge their trend: 10 a third, enough for each third's spread
 
 
-def clip_caption(metrics: list[dict], knobs: dict, optimizer: str = "adamw") -> str:
+def clip_caption(
+    metrics: list[dict], knobs: dict, optimizer: str = "adamw", evals: list[dict] = (), leaks: list[tuple] = ()
+) -> str:
     """What gradient clipping did on the run's last CLIP_WINDOW steps and what that means at this learning rate,
     from the records: the share of clipped steps, the typical scale factor (threshold / norm), and whether the
     loss fell meanwhile. Under AdamW a gradient scaled by a steady factor scales Adam's moments alike, so the
-    update barely changes; under SGD the step itself shrinks by that factor."""
+    update barely changes; under SGD the step itself shrinks by that factor. The verdict reads the loss whatever
+    the share: a run whose learning rate was raised to 0.1 clipped 6% of its steps while its loss rose from 1.7 to
+    3.2, and "occasional spikes: what clipping is for" called it healthy, as it did later while the loss stayed at
+    3.2, flat, twice the run's best. `evals` (the run's evals.jsonl) add the held-out loss over the same steps and
+    against the run's best; `leaks` (tinygpt.runs.knobs.leak_spans) are the stretches whose evals are no best: a
+    model reading the next character scores 0.2."""
     clip = knobs.get("max_grad_norm") or 0.0
     recent = [m for m in metrics[-CLIP_WINDOW:] if isinstance(m.get("grad_norm"), (int, float))]
     if not recent:
@@ -25,24 +32,112 @@ def clip_caption(metrics: list[dict], knobs: dict, optimizer: str = "adamw") -> 
     clipped = [m for m in recent if m.get("clipped")]
     n, k = len(recent), len(clipped)
     share = f"{k} of the last {n} steps ({100 * k / n:.0f}%)"
+    losses = [m["loss"] for m in recent if isinstance(m.get("loss"), (int, float)) and math.isfinite(m["loss"])]
+    rising, trend = _trend_said(losses)
+    held_rising, held = _held_out_said(evals, recent[0].get("step"), recent[-1].get("step"))
+    wrecked, worse = _far_above_best(evals, recent[-1].get("step"), leaks)
+    held += worse
     if not k:
-        return f"No step was clipped in the last {n}: the gradient norm stayed under the threshold {clip:g}."
+        text = f"No step was clipped in the last {n}: the gradient norm stayed under the threshold {clip:g}."
+        return text + trend + held
     factors = sorted(clip / m["grad_norm"] for m in clipped if m["grad_norm"] > 0)
     factor = factors[len(factors) // 2] if factors else 1.0  # the median clipped step's scale
     rates = [m["lr"] for m in clipped if isinstance(m.get("lr"), (int, float))]
     lr = rates[-1] if rates else knobs.get("learning_rate")  # the rate now: the last clipped step's
     at_lr = _rates_said(rates, knobs.get("learning_rate"))
     text = f"Clipped on {share}{at_lr}, each clipped gradient scaled by about {factor:.2g}×."
+    if rising or held_rising or wrecked:  # whatever the share: clipping capped the steps, and training still got worse
+        advice = (
+            " Clipping caps each step's size but cannot stop a learning rate that is too high from undoing what the "
+            "model learned: lower the learning rate (or resume from a checkpoint before the loss rose)."
+        )
+        return text + trend + held + advice
     if k < 0.2 * n:
-        return text + " Occasional spikes capped at the threshold: what clipping is for."
+        return text + " Occasional spikes capped at the threshold: what clipping is for." + trend + held
     if optimizer == "sgd":
         effective = f" (about {lr * factor:.2g})" if isinstance(lr, (int, float)) else ""
         text += f" Under SGD that shrinks the step itself: the effective learning rate is lower{effective}."
     else:
         text += (" Under AdamW a steady scale changes little: Adam divides each step by the gradient's running size, "
                  "so clipping this often alone does not mean the learning rate is too high.")  # fmt: skip
-    losses = [m["loss"] for m in recent if isinstance(m.get("loss"), (int, float)) and math.isfinite(m["loss"])]
-    return text + _trend_said(losses)
+    return text + trend + held
+
+
+def _held_out_said(evals, first: object, last: object) -> tuple[bool | None, str]:
+    """(rising?, words) of the held-out loss over the steps first..last: the last eval before them (the loss they
+    started from) against the newest eval among them, judged against the two evals' batch-to-batch spread as
+    _trend_said judges the training loss. (None, "") without two such evals."""
+    if not isinstance(first, int) or not isinstance(last, int):
+        return None, ""
+    scored = [e for e in evals or () if isinstance(e.get("val_loss"), (int, float)) and isinstance(e.get("step"), int)
+              and math.isfinite(e["val_loss"])]  # fmt: skip
+    before = [e for e in scored if e["step"] < first]
+    inside = [e for e in scored if first <= e["step"] <= last]
+    if not inside:
+        return None, ""
+    now = inside[-1]
+    then = before[-1] if before else inside[0]
+    if then is now:
+        return None, f" Held-out loss {now['val_loss']:.3f} at step {now['step']:,}."
+    spread = [_batch_variance(e) for e in (then, now)]
+    if None in spread:  # no batch losses (an older run): the change is said, not judged
+        change = now["val_loss"] - then["val_loss"]
+        steps = f"steps {then['step']:,} → {now['step']:,}"
+        return None, f" Held-out loss {then['val_loss']:.3f} → {now['val_loss']:.3f} ({steps}, {change:+.3f})."
+    difference = Difference(round(now["val_loss"] - then["val_loss"], 3), math.sqrt(sum(spread)), 1, paired=False)
+    rising, _ = clears(difference, 0.0)
+    said = (f" Held-out loss {then['val_loss']:.3f} → {now['val_loss']:.3f} (steps {then['step']:,} → "
+            f"{now['step']:,}, {difference.mean:+.3f} ± {NOISE_SIGMAS * difference.standard_error:.3f})")  # fmt: skip
+    if rising:
+        return True, said + ": rising."
+    return rising, said + (": falling." if rising is False else ": flat within noise.")
+
+
+FAR_ABOVE_BEST = 1.25  # held-out loss this many times the run's best (and clear of the noise): it lost what it learned
+
+
+def far_above_best(evals, last: object, leaks) -> tuple[dict, dict] | None:
+    """(best, newest) evals when the newest eval up to step `last` is far above the run's best eval before it
+    (None otherwise), evals under a leaking mask left out (their low loss is copying, and the evals after one would
+    all read as far above it). Far above: at least FAR_ABOVE_BEST times the best, and the gap clears the two
+    evals' batch noise. Shared with the Sample page's checkpoint notes (tinygpt.ui.words.picking)."""
+    if not isinstance(last, int):
+        return None
+    leaked = [(a, b) for _, a, b in leaks or ()]
+    scored = [e for e in evals or () if isinstance(e.get("val_loss"), (int, float)) and isinstance(e.get("step"), int)
+              and math.isfinite(e["val_loss"]) and e["step"] <= last
+              and not any(a < e["step"] <= b for a, b in leaked)]  # fmt: skip
+    if len(scored) < 2:
+        return None
+    now = scored[-1]
+    best = min(scored[:-1], key=lambda e: e["val_loss"])
+    if now["val_loss"] < FAR_ABOVE_BEST * best["val_loss"]:
+        return None
+    spread = [_batch_variance(e) for e in (best, now)]
+    if None not in spread:  # batch losses recorded: the gap must clear their noise (an older run's: said as it is)
+        gap = Difference(round(now["val_loss"] - best["val_loss"], 3), math.sqrt(sum(spread)), 1, paired=False)
+        if clears(gap, 0.0)[0] is not True:
+            return None
+    return best, now
+
+
+def _far_above_best(evals, last: object, leaks) -> tuple[bool, str]:
+    """(far above?, words) for the clipping caption: far_above_best in a sentence."""
+    found = far_above_best(evals, last, leaks)
+    if found is None:
+        return False, ""
+    best, now = found
+    return True, (
+        f" Held-out loss {now['val_loss']:.3f} at step {now['step']:,} is {now['val_loss'] / best['val_loss']:.1f}× "
+        f"this run's best, {best['val_loss']:.3f} at step {best['step']:,}: the model has lost much of what it had "
+        "learned."
+    )
+
+
+def _batch_variance(record: dict) -> float | None:
+    """The squared standard error of an eval's loss, from its per-batch losses; None without two of them."""
+    batches = [b for b in record.get("val_batch_losses") or () if isinstance(b, (int, float)) and math.isfinite(b)]
+    return _mean_variance(batches) if len(batches) > 1 else None
 
 
 def _rates_said(rates: list[float], set_rate: object) -> str:
@@ -66,14 +161,15 @@ def _mean_variance(values: list[float]) -> float:
     return sum((x - mean) ** 2 for x in values) / (len(values) - 1) / len(values)
 
 
-def _trend_said(losses: list[float]) -> str:
+def _trend_said(losses: list[float]) -> tuple[bool | None, str]:
     """Whether the loss fell over these steps, judged against the steps' own noise: the mean of the last third
     minus the mean of the first third, with the standard errors of the two means (each third's spread over
     sqrt(n), a trend inside a third only widening it) added, decided as the lab decides a gap
     (tinygpt.lab.verdict.clears: the interval mean ± NOISE_SIGMAS s.e. wholly below zero is falling, wholly
-    above is rising, straddling zero is flat within noise). Empty below MIN_TREND_STEPS losses."""
+    above is rising, straddling zero is flat within noise): (rising?, words). (None, "") below MIN_TREND_STEPS
+    losses."""
     if len(losses) < MIN_TREND_STEPS:
-        return ""
+        return None, ""
     third = len(losses) // 3
     early, late = losses[:third], losses[-third:]
     means = [sum(part) / third for part in (early, late)]
@@ -87,7 +183,7 @@ def _trend_said(losses: list[float]) -> str:
         "own spread)"
     )
     if rising is False:
-        return f" The loss is falling ({said}): training is fine."
+        return False, f" The loss is falling ({said})."
     if rising:
-        return f" The loss is rising ({said}): try a lower learning rate or a longer warmup."
-    return f" The loss is flat within noise over these steps ({said})."
+        return True, f" The loss is rising ({said})."
+    return None, f" The loss is flat within noise over these steps ({said})."

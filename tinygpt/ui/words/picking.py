@@ -3,11 +3,16 @@ name the Runs table shows (runlist.run_names, each one different from its neighb
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
+from tinygpt.config import LEAKING_MASKS
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.runs.knobs import knob_changes
+from tinygpt.runs.knobs import knob_changes, knobs_now, leak_spans
 from tinygpt.runs.owners import run_learner
+from tinygpt.ui.words import leaks
+from tinygpt.ui.words.clipping import far_above_best
+from tinygpt.ui.words.knob_words import change_label, knob_value, knob_word, shown_changes
 
 
 def pick_label(
@@ -26,30 +31,79 @@ def sample_source(run_id: str, name: str, step: int) -> str:
     return f"Sampling from **{name or run_id}** (run `{run_id}`), its checkpoint at step {step:,}."
 
 
-_FUTURE_MASKS = {"none": "sees every position, the next characters included", "off_by_one": "sees the next character"}
+def at_checkpoint(config: dict, events: list[dict], step: int, ckpt_config: dict | None = None) -> str:
+    """ "at this checkpoint: LR 0.1 (changed at step 12,498)": the live knobs whose value at checkpoint `step`
+    differs from the run's config, the settings its name was made from (names never change, so "LR 0.003" stays
+    on a run trained at 0.1 since). The values are the checkpoint's own config where given (`ckpt_config`, the
+    knobs its weights trained under), else the knob events up to its step; "" when none differs."""
+    base = knobs_now(config, [])
+    then = knobs_now(ckpt_config, []) if ckpt_config else knobs_now(config, _upto(events, step))
+    said = []
+    for knob, value in then.items():
+        if knob == "min_lr" or value == base.get(knob):  # min_lr moves with the learning rate: one change
+            continue
+        changed = [e["step"] for e in knob_changes(_upto(events, step)) if e.get("knob") == knob]
+        when = f" (changed at step {changed[-1]:,})" if changed else " (changed live)"
+        said.append(f"{knob_word(knob)} {knob_value(value)}{when}")
+    return "at this checkpoint: " + ", ".join(said) if said else ""
 
 
-def cheat_note(config: dict, events: list[dict], step: int) -> str | None:
-    """Why a checkpoint's text looks broken when the run trained under a mask that shows the future (None if it
-    did not): such a model learned to read the answer at the next position. Generating one character at a time,
-    that position does not exist yet, so what it learned to rely on is missing and the text collapses."""
-    mask = (config.get("model") or {}).get("mask", "causal")
-    spans, start = [], 0  # (mask, first step, last step) of every stretch up to `step`
-    for e in knob_changes(events):
-        if e.get("knob") == "mask" and isinstance(e.get("step"), int) and e["step"] <= step:
-            spans.append((mask, start, e["step"]))
-            mask, start = e.get("new"), e["step"]
-    spans.append((mask, start, step))
-    bad = [(m, a, b) for m, a, b in spans if m in _FUTURE_MASKS and b > a]
-    if not bad:
-        return None
-    where = ", ".join(f"mask {m} " + (f"from step {a:,}" if b == step else f"in steps {a:,}-{b:,}") for m, a, b in bad)
-    why = "; ".join(f"mask {m} {_FUTURE_MASKS[m]}" for m in dict.fromkeys(m for m, _, _ in bad))
-    return (
-        f"This checkpoint trained with {where} ({why}). The model learned to copy the next character instead of "
-        "predicting it; when it generates, that character is not there yet, so the text falls apart (repeats like "
-        "`:::::`, or gibberish). Pick a checkpoint from before the change, or a run with the causal mask."
-    )
+def generated_header(name: str, step: int, at: str) -> str:
+    """The line over a sample: which run (`name`, already markdown-safe) and step, and the knobs in force at that
+    checkpoint where they differ from the name's (at_checkpoint), so "LR 0.003" in a name never stands alone over
+    text a learning rate of 0.1 wrote."""
+    at = f"; {at}" if at else ""
+    return f"**Generated** ({name}, step {step}{at}; the prompt, then the model's continuation)"
+
+
+def _upto(events: list[dict], step: int) -> list[dict]:
+    return [e for e in events if isinstance(e.get("step"), int) and e["step"] <= step]
+
+
+def checkpoint_notes(
+    config: dict, events: list[dict], evals: list[dict], step: int, checkpoints: list[int] = ()
+) -> list[tuple[str, str]]:
+    """(kind, text) notes on what is true of the checkpoint at `step` ("warning" or "info"), each from the run's
+    records. The mask in force at the checkpoint: a leaking one (leaks.SEES) taught the model to copy the next
+    character, which generating one character at a time lacks, so the text falls apart; a leak that ended before
+    the checkpoint is said with the causal steps since, and not blamed (review: a checkpoint 1,816 steps past
+    the leak, its text wrecked by a learning rate of 0.1, was blamed on the mask). Then its held-out loss when far
+    above the run's best (clipping.far_above_best), with the live changes made since that best."""
+    notes = []
+    mask, first, last = leaks.stretch_at(config, events, step)
+    if mask in LEAKING_MASKS:
+        before = [c for c in checkpoints if c <= first]
+        back = f"the checkpoint at step {before[-1]:,}" if before else f"a checkpoint from before step {first:,}"
+        where = f"from step {first:,}" if last is None else f"in steps {first:,}-{last:,}"
+        notes.append(("warning", (
+            f"This checkpoint (step {step:,}) trained under mask {mask} {where} ({leaks.SEES[mask]}). The model "
+            "learned to copy the next character instead of predicting it; when it generates, that character is not "
+            f"there yet, so the text falls apart (repeats like `:::::`, or gibberish). Pick {back}, or a run with "
+            "the causal mask."
+        )))  # fmt: skip
+    elif spans := leak_spans(config, events, step):
+        said = ", ".join(f"mask {m} in steps {a:,}-{b:,}" for m, a, b in spans)
+        notes.append(("info", (
+            f"This run trained with {said}; the leak ended {step - spans[-1][2]:,} steps before this checkpoint, "
+            f"which trained under mask {mask} since. Its text shows what those steps made of the model, not the "
+            "copying the leak taught."
+        )))  # fmt: skip
+    found = far_above_best(evals, step, leak_spans(config, events, step))
+    if found and mask not in LEAKING_MASKS:
+        best, now = found
+        vocab = len(config.get("vocab") or []) or (config.get("model") or {}).get("vocab_size")
+        guess = f"; guessing uniformly scores {math.log(vocab):.2f}" if vocab else ""
+        since = [change_label(e) for e in shown_changes(_upto(events, step)) if e["step"] >= best["step"]]
+        why = f" Changed since that best: {', '.join(since)}." if since else ""
+        good = [c for c in checkpoints if c <= best["step"]]
+        pick = f" The newest checkpoint from before that best is at step {good[-1]:,}." if good else ""
+        notes.append(("warning", (
+            f"Held-out loss at step {now['step']:,}: {now['val_loss']:.3f}, "
+            f"{now['val_loss'] / best['val_loss']:.1f}× this run's best ({best['val_loss']:.3f} at step "
+            f"{best['step']:,}{guess}): the model has lost much of what it had learned, and its text shows it.{why}"
+            f"{pick}"
+        )))  # fmt: skip
+    return notes
 
 
 ROOM_CHART_MAX = 36  # panels at most (under ReaderPool's 48 shared readers): learners' first, live first, then newest

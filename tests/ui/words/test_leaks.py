@@ -1,0 +1,69 @@
+"""What a run's mask history means for the Train loss chart and the Attention page (tinygpt/ui/words/leaks.py),
+from the run's config and knob events. Review: after the mask went to none both losses plunged to ~0.2 while the
+chart's caption was the usual-case text; the Attention page showed a snapshot at step 10880, taken under mask none,
+with captions about the causal mask and nothing saying so."""
+
+from __future__ import annotations
+
+from tinygpt.runs.knobs import leak_spans, mask_spans
+from tinygpt.ui.charts.help import CHART_HELP
+from tinygpt.ui.words import leaks
+
+CONFIG = {"model": {"mask": "causal"}, "train": {"learning_rate": 0.003}}
+
+
+def mask_event(step: int, old: str, new: str) -> dict:
+    return {"kind": "knob", "knob": "mask", "step": step, "ok": True, "old": old, "new": new}
+
+
+# The lecture run's history: the mask went to none at 10,647 and back at 11,199, the learning rate up after.
+EVENTS = [
+    mask_event(10647, "causal", "none"),
+    mask_event(11199, "none", "causal"),
+    {"kind": "knob", "knob": "learning_rate", "step": 12498, "ok": True, "old": 0.003, "new": 0.1},
+]
+
+
+def test_mask_spans_are_the_configs_mask_then_each_change_and_only_leaking_ones_leak():
+    assert mask_spans(CONFIG, EVENTS, 14035) == [("causal", 0, 10647), ("none", 10647, 11199), ("causal", 11199, 14035)]
+    assert leak_spans(CONFIG, EVENTS, 10880) == [("none", 10647, 10880)]
+    window = [mask_event(50, "causal", "sliding_window"), mask_event(90, "sliding_window", "off_by_one")]
+    assert leak_spans(CONFIG, window, 100) == [("off_by_one", 90, 100)]  # a window is causal: no leak
+
+
+def test_the_loss_chart_says_in_which_steps_the_mask_leaked_and_that_both_curves_fell_for_it():
+    during = leaks.loss_leak_note(CONFIG, EVENTS, 10880)
+    assert during and "mask none from step 10,647" in during and "still in force" in during, during
+    assert "held-out val included" in during and "not learning" in during
+    after = leaks.loss_leak_note(CONFIG, EVENTS, 14035)
+    assert after and "mask none in steps 10,647-11,199" in after and "Mask causal since step 11,199" in after
+    assert "not overfitting" in after
+    assert leaks.loss_leak_note(CONFIG, EVENTS, 10000) is None  # before the leak: nothing to say
+    assert leaks.loss_leak_note({"model": {"mask": "none"}}, [], 300).startswith("This run trained with mask none from")
+    window = [mask_event(50, "causal", "sliding_window")]
+    assert leaks.loss_leak_note(CONFIG, window, 300) is None
+
+
+def test_the_static_loss_help_calls_overfitting_only_under_unchanged_settings():
+    """Both curves plunging under a leak is not overfitting, and a val rising once the leak ends neither."""
+    help_text = CHART_HELP["loss_chart"]
+    assert "With the settings unchanged, validation loss rising" in help_text
+    assert "shows the next character" in help_text
+
+
+def test_a_snapshot_taken_under_a_leaking_mask_says_so_with_its_steps():
+    note = leaks.snapshot_note(CONFIG, EVENTS[:1], 10880)  # watched live: the mask is still none
+    assert note and "snapshot (step 10,880) was taken under mask none from step 10,647" in note, note
+    later = leaks.snapshot_note(CONFIG, EVENTS, 10880)  # the review's view, after the mask went back
+    assert later and "snapshot (step 10,880) was taken under mask none in steps 10,647-11,199" in later, later
+    assert "right of the diagonal" in note
+    assert "under mask none in steps 10,647-11,199" in leaks.snapshot_note(CONFIG, EVENTS, 11000)  # its whole stretch
+    assert leaks.snapshot_note(CONFIG, EVENTS, 10500) is None and leaks.snapshot_note(CONFIG, EVENTS, 12000) is None
+    assert "checkpoint (step 10,900)" in leaks.snapshot_note(CONFIG, EVENTS, 10900, "checkpoint")
+
+
+def test_the_step_by_step_panels_say_their_checkpoints_mask_and_the_grids_when_they_differ():
+    caption = leaks.checkpoint_caption(CONFIG, EVENTS, 10500, 10880)
+    assert "checkpoint at step 10,500 (nearest to step 10,880)" in caption and "mask causal." in caption
+    assert "The grid above, at step 10,880, was taken under mask none." in caption
+    assert "grid above" not in leaks.checkpoint_caption(CONFIG, EVENTS, 10500, 10400)

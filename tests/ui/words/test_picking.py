@@ -1,0 +1,69 @@
+"""The Sample page's notes on a checkpoint say what is true at that checkpoint (tinygpt/ui/words/picking.py).
+Review: the latest checkpoint (13015) of a run whose mask was none in steps 10,647-11,199 and whose learning rate
+then went to 0.1 read "This checkpoint trained with mask none ... the text falls apart ... Pick a checkpoint from
+before the change", under a header naming the run "LR 0.003": it had trained 1,816 causal steps since the leak,
+and its noise was the learning rate's (held-out loss 3.25), which the page never said."""
+
+from __future__ import annotations
+
+from tinygpt.ui.words import picking
+
+CONFIG = {"model": {"mask": "causal", "vocab_size": 65}, "train": {"learning_rate": 0.003, "min_lr": 0.003}}
+EVENTS = [
+    {"kind": "knob", "knob": "mask", "step": 10647, "ok": True, "old": "causal", "new": "none"},
+    {"kind": "knob", "knob": "mask", "step": 11199, "ok": True, "old": "none", "new": "causal"},
+    {"kind": "knob", "knob": "learning_rate", "step": 12498, "ok": True, "old": 0.003, "new": 0.1},
+    {
+        "kind": "knob",
+        "knob": "min_lr",
+        "step": 12498,
+        "ok": True,
+        "old": 0.003,
+        "new": 0.1,
+        "coupled_to": "learning_rate",
+    },
+]
+BATCH = [-0.04, -0.01, 0.0, 0.01, 0.04]
+EVALS = [
+    {"step": s, "val_loss": v, "val_batch_losses": [v + b for b in BATCH]}
+    for s, v in ((9600, 1.886), (10500, 1.95), (10900, 0.19), (11100, 0.18), (12400, 1.934), (13000, 3.246))
+]
+CHECKPOINTS = [9500, 10500, 11000, 11500, 12000, 12500, 13000, 13015]
+
+
+def test_a_leak_that_ended_before_the_checkpoint_is_said_not_blamed():
+    notes = picking.checkpoint_notes(CONFIG, EVENTS, EVALS, 13015, CHECKPOINTS)
+    leak = [text for kind, text in notes if text.startswith("This run trained")]
+    assert len(leak) == 1 and "in steps 10,647-11,199" in leak[0] and "1,816 steps before this checkpoint" in leak[0]
+    assert "falls apart" not in " ".join(t for _, t in notes) and "under mask causal since" in leak[0]
+
+
+def test_a_checkpoint_far_above_the_runs_best_says_so_with_the_changes_since():
+    notes = dict((text[:14], (kind, text)) for kind, text in picking.checkpoint_notes(CONFIG, EVENTS, EVALS, 13015,
+                                                                                        CHECKPOINTS))  # fmt: skip
+    kind, text = notes["Held-out loss "]
+    assert (
+        kind == "warning" and "Held-out loss at step 13,000: 3.246, 1.7× this run's best (1.886 at step 9,600" in text
+    )
+    assert "guessing uniformly scores 4.17" in text and "LR 0.003→0.1 @12498" in text
+    assert "checkpoint from before that best is at step 9,500" in text
+    # the best is the honest one: the 0.18 under mask none is copying, not a best
+    assert not any("Held-out" in t for _, t in picking.checkpoint_notes(CONFIG, EVENTS, EVALS, 12400, CHECKPOINTS))
+
+
+def test_a_checkpoint_under_the_leak_still_says_its_text_falls_apart():
+    [(kind, text)] = picking.checkpoint_notes(CONFIG, EVENTS, EVALS, 11000, CHECKPOINTS)
+    assert kind == "warning" and "falls apart" in text and "in steps 10,647-11,199" in text
+    assert "Pick the checkpoint at step 10,500" in text
+
+
+def test_the_header_names_the_knobs_in_force_at_the_checkpoint_beside_the_runs_name():
+    at = picking.at_checkpoint(CONFIG, EVENTS, 13015)
+    assert at == "at this checkpoint: LR 0.1 (changed at step 12,498)"  # min_lr moved with it: one change
+    header = picking.generated_header("2L×1H×128 · shakespeare · LR 0.003", 13015, at)
+    assert "LR 0.003, step 13015; at this checkpoint: LR 0.1 (changed at step 12,498); the prompt" in header
+    assert picking.at_checkpoint(CONFIG, EVENTS, 10500) == ""
+    assert picking.at_checkpoint(CONFIG, EVENTS, 11000) == "at this checkpoint: mask none (changed at step 10,647)"
+    # the checkpoint's own config wins: the knobs its weights trained under
+    saved = {"model": {"mask": "causal"}, "train": {"learning_rate": 0.1, "min_lr": 0.1}}
+    assert picking.at_checkpoint(CONFIG, [], 13015, saved) == "at this checkpoint: LR 0.1 (changed live)"

@@ -1,0 +1,91 @@
+"""What a run's mask history means for what a page shows, in words computed from the run's config and knob events
+(pure: no Streamlit). A mask that shows a position the character it must predict (config.LEAKING_MASKS) makes
+every loss under it, held-out included, fall because the model copies the answer, and puts bright cells right of
+the diagonal in its attention maps. The pages said neither: the Train chart's caption called such curves the usual
+case, and the Attention page showed a snapshot taken under mask none with captions about the causal mask."""
+
+from __future__ import annotations
+
+from tinygpt.config import LEAKING_MASKS
+from tinygpt.runs.knobs import knobs_now, leak_spans, mask_spans
+
+SEES = {"none": "every position sees the characters after it", "off_by_one": "every position sees the next character"}
+
+
+def mask_at(config: dict, events: list[dict], step: int) -> str:
+    """The mask in force at `step`: the config's, then every change made at or before that step (as
+    runinfo.knobs_at reads every knob)."""
+    then = [e for e in events if isinstance(e.get("step"), int) and e["step"] <= step]
+    return str(knobs_now(config, then).get("mask") or "causal")
+
+
+def stretch_at(config: dict, events: list[dict], step: int) -> tuple[str, int, int | None]:
+    """(mask, first step, last step) of the stretch of the run's mask that `step` falls in, over the whole
+    history the events record (a snapshot at step 11,000 lies in "steps 10,647-11,199" even though the change
+    back came later); last is None for the stretch still in force."""
+    mask = mask_at(config, events, step)
+    last = max([step, *(e["step"] for e in events if isinstance(e.get("step"), int))])
+    spans = mask_spans(config, events, last) or [(mask, 0, last)]
+    for i, (m, a, b) in enumerate(spans):
+        if a <= step < b or i == len(spans) - 1:
+            return (m, a, None if i == len(spans) - 1 else b) if m == mask else (mask, step, None)
+    return mask, 0, None
+
+
+def _span(mask: str, first: int, last: int, ongoing: bool) -> str:
+    """ "mask none in steps 10,647-11,199", or "mask none from step 10,647" for a stretch still in force."""
+    return f"mask {mask} " + (f"from step {first:,}" if ongoing else f"in steps {first:,}-{last:,}")
+
+
+def _spans_said(config: dict, events: list[dict], step: int) -> tuple[list[tuple[str, int, int]], str, bool]:
+    """(the leaking stretches up to `step`, them in words, whether the last is in force at `step`)."""
+    spans = leak_spans(config, events, step)
+    ongoing = bool(spans) and spans[-1][2] == step and mask_at(config, events, step) in LEAKING_MASKS
+    said = ", ".join(_span(m, a, b, ongoing and i == len(spans) - 1) for i, (m, a, b) in enumerate(spans))
+    return spans, said, ongoing
+
+
+def loss_leak_note(config: dict, events: list[dict], step: int) -> str | None:
+    """The Train loss chart's note on the stretches the run trained under a leaking mask, up to `step` (None when
+    it never did): there both curves fall because the model reads the answer, and the held-out loss too, since
+    the evals run the same mask; after the stretch the losses measure prediction again."""
+    spans, said, ongoing = _spans_said(config, events, step)
+    if not spans:
+        return None
+    why = "; ".join(f"mask {m}: {SEES[m]}" for m in dict.fromkeys(m for m, _, _ in spans))
+    text = (
+        f"This run trained with {said} ({why}). Under it both curves fall, the held-out val included (the evals "
+        "run the same mask), because the model copies the character it must predict: a leak, not learning, and "
+        "no model that writes text one character at a time can score it."
+    )
+    if ongoing:
+        return text + " It is still in force: no loss on this chart since then measures prediction."
+    back = mask_at(config, events, step)
+    return text + (
+        f" Mask {back} since step {spans[-1][2]:,}: the losses after it measure prediction again (their jump up "
+        "there is the copying undone, not overfitting)."
+    )
+
+
+def snapshot_note(config: dict, events: list[dict], step: int, what: str = "snapshot") -> str | None:
+    """What the attention maps of a `what` ("snapshot", "checkpoint") at `step` show when it was taken under a
+    leaking mask (None otherwise): which mask, in which steps, and what the cells right of the diagonal are."""
+    mask, first, last = stretch_at(config, events, step)
+    if mask not in LEAKING_MASKS:
+        return None
+    return (
+        f"This {what} (step {step:,}) was taken under {_span(mask, first, last or 0, last is None)}: {SEES[mask]}, "
+        "so bright cells right of the diagonal are heads reading the character they must predict, which a causal "
+        "model never sees. Scrub to a step outside that stretch to see the heads the causal mask trains."
+    )
+
+
+def checkpoint_caption(config: dict, events: list[dict], ck: int, step: int) -> str:
+    """The step-by-step panels' caption: the checkpoint they use (nearest to `step`) and the mask it had, and the
+    snapshot's mask beside it when the two differ (the grid above may show a leak the panels do not)."""
+    mask, shown = mask_at(config, events, ck), mask_at(config, events, step)
+    text = f"From the checkpoint at step {ck:,} (nearest to step {step:,}), with the knobs as they were then: "
+    text += f"mask {mask}."
+    if shown != mask:
+        text += f" The grid above, at step {step:,}, was taken under mask {shown}."
+    return text
