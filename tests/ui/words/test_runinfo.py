@@ -71,6 +71,9 @@ def test_runs_show_the_live_changes_and_the_knobs_of_the_best_val_loss():
     assert (step, loss) == (2000, 0.126) and under == ["scaling none", "mask none"]  # reached while cheating
     assert runinfo.best_eval(CONFIG, [], evals)[2] == []
     assert runinfo.knobs_at(CONFIG, EVENTS, 1500)["mask"] == "causal"
+    # A run started with a leaking mask changed nothing live, and its best is still the mask's: it says so.
+    leaky = {**CONFIG, "model": {**CONFIG["model"], "mask": "off_by_one"}}
+    assert runinfo.best_eval(leaky, [], evals)[2] == ["mask off_by_one"]
 
 
 def test_settings_that_differ_count_live_changes_and_compare_charts_mark_them():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tinygpt.config import trains_until_stopped
+from tinygpt.config import LEAKING_MASKS, trains_until_stopped
 from tinygpt.runs.knobs import knob_answer, knobs_now
 from tinygpt.runs.owners import Actor, run_learner
 from tinygpt.schedule import lr_at
@@ -280,6 +280,8 @@ def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int,
     base = knobs_now(config, [])
     then = knobs_at(config, events, step)
     changed = [f"{knob_word(k)} {knob_value(v)}" for k, v in then.items() if v != base.get(k) and k != "min_lr"]
+    if then.get("mask") in LEAKING_MASKS and then.get("mask") == base.get("mask"):  # started leaking: say so too
+        changed.insert(0, f"{knob_word('mask')} {knob_value(then['mask'])}")
     return step, loss, changed
 
 
