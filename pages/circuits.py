@@ -144,6 +144,7 @@ try:
         mode = (
             a1.segmented_control("Ablation", ["zero", "mean"], key=circuits_keys.W_CIRC_MODE, default="zero") or "zero"
         )
+        circuits_keys.open_on_head(run_id, best_head.checked_head(records, measured and measured[1]), names)
         head = a2.selectbox("Head", names, key=circuits_keys.W_CIRC_HEAD, help="Or click a cell of the heatmap.")
         result = view.ablation(run_dir, ck, probe, mode)
         layer, h = divmod(names.index(head), num_heads)

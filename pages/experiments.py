@@ -61,6 +61,9 @@ seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=experiments_keys.W
 measured = experiment.measure is not None  # measured in this process, not trained (memory)
 mine = lab.not_its_runs(experiment, store)  # ?lab= runs of another experiment are refused, not judged as this one's
 runs = None if measured else experiments_keys.lab_runs(key, list(experiment.variants), mine)
+ours = lesson.read_room(str(store.root))["runs"].get(f"exp:{key}")  # the lesson's runs of it: the room's
+theirs = not runs and not measured and bool(ours)  # none of one's own: everyone may look at the room's
+runs = ours if theirs else runs
 if right.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch"):
     try:
         if measured:
@@ -92,6 +95,8 @@ with tabs[0]:
     elif not runs:
         st.info("Press **Run side by side** to train the variants: " + ", ".join(experiment.variants) + ".")
     else:
+        if theirs:
+            st.caption(lab.ROOM_RUNS_NOTE)
         live = any(resources.is_live(r) for r in runs.values())
 
         @backlog.live_fragment(REFRESH_S if live else None)
@@ -132,7 +137,6 @@ with tabs[0]:
                     with col:
                         explain.show_chart(compare.compare_chart(series, field, large=large), None, key=f"x_{field}")
             st.markdown("#### Verdict")
-            ours = lesson.read_room(str(store.root))["runs"].get(f"exp:{key}")  # the lesson's runs of it: the room's
             lab.show_verdict(experiment.verdict(results), experiment, lab.runs_about(runs, readers, ours))
             samples = {label: r.sample for label, r in results.items() if r.sample}
             if samples:
@@ -150,24 +154,7 @@ with tabs[1]:
         "to judge), each with the value it measured and the threshold it was held to. The leak detector changes "
         "every token after position t and measures how much the logits at positions <= t move."
     )
-    choices = {f"{label} ({rid})": rid for label, rid in (runs or {}).items()}
-    if in_view.run_id():
-        choices = {f"current run ({in_view.run_id()})": in_view.run_id(), **choices}
-    if not choices:
-        st.info("Start a run (here or on **Train**) to check its health.")
-    else:
-        picked = st.selectbox("Run to check", list(choices), key=experiments_keys.W_HEALTH_RUN)
-        run_id = choices[picked]
-        rd = in_view.reader(store, run_id)
-        steps = rd.checkpoints() if rd is not None else []
-        if not steps:
-            st.info("This run has no checkpoint yet.")
-        elif st.button("Run the checks", icon=":material/health_and_safety:"):
-            try:
-                st.dataframe(lab.health_checks(str(rd.run_dir), steps[-1], rd.metrics), hide_index=True)
-                st.caption(f"Checked the checkpoint at step {steps[-1]}.")
-            except TinyGPTError as exc:
-                st.error(str(exc))
+    lab.health_tab(store, experiment, runs, key)  # the experiment's broken run first, its checks at once
     explain.show_code_of([health_lib.leak_score])
 
 with tabs[2]:

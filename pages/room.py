@@ -83,8 +83,9 @@ def dashboard() -> None:
     explain.show_chart(chart, code=False)
     if note:
         st.caption(note)
-    shown = room_table.columns(rows)  # every shown column fits 1280 px at Large fonts
-    st.dataframe(rows, hide_index=True, width="stretch", column_order=shown, column_config=room_table.COLUMN_CONFIG)
+    st.table(room_table.table(rows), hide_index=True)  # cells wrap: names and states read whole at 1280 Large
+    for line in room_table.flag_notes(rows):  # each flag's reasons, which its cell leaves out
+        st.caption(line)
     if waits := room_table.queue_note(rows):
         st.caption(waits)
 

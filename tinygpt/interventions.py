@@ -25,6 +25,7 @@ recovers the exponentials from them), so attention needs no seam of its own for 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import weakref
 from collections.abc import Callable, Iterator
 
@@ -107,6 +108,26 @@ def temporary(model: nn.Module, hooks: dict[str, Callable]) -> Iterator[list[Rem
     finally:
         for handle in handles:
             handle.remove()
+
+
+@contextlib.contextmanager
+def contracts_on(model: TinyGPT) -> Iterator[TinyGPT]:
+    """The model with its permanent interventions as they are, plus the shape contracts (q, k, v and the softmax's
+    row sums checked every forward), for one measurement: on exit it has exactly its own again. The health check
+    runs a run's own model under them, so a run with a silent shape bug is caught, not only a too-long input."""
+    own = _PERMANENT.get(model)
+    interventions = own[0] if own else NONE
+    if interventions.shape_contracts:
+        yield model
+        return
+    detach(model)
+    attach(model, dataclasses.replace(interventions, shape_contracts=True))
+    try:
+        yield model
+    finally:
+        detach(model)
+        if own is not None:
+            attach(model, interventions)
 
 
 def zero_probes(model: nn.Module, names: str) -> list[RemovableHandle]:

@@ -215,7 +215,7 @@ KNOWN_LEFT = {
     "(attn_detail): labels overlap": "the colour bar's title 'weight' over its '1'",
     "(attn_masks): labels overlap": "token tick labels of four panels; wrapped column titles under the title",
     "(attn_masks): (more overlapping labels": "the same token tick labels, past the probe's list",
-    "DataFrame": "tables wider than their column (Runs, settings diff, health checklist, shape contracts, "
+    "DataFrame": "tables wider than their column (Runs, settings diff, shape contracts, "
     "Circuits heads): they scroll sideways; need column widths or st.table",
     '"Next-character probabilities": text "after temperature': "the Sample chart's legend (pages/sample.py)",
     '"Where the newest character looked"': "Sample's attention-row chart: its title is wider than the plot at "

@@ -21,7 +21,7 @@ from tinygpt.lab import induction
 from tinygpt.runs.files import read_scores
 from tinygpt.runs.loop import run_training
 from tinygpt.runs.store import RunStore
-from tinygpt.ui.circuits import circuits_keys
+from tinygpt.ui.circuits import best_head, circuits_keys
 
 expect.set_options(timeout=30_000)
 VERDICT = re.compile(r"Reproduced\.|Did not reproduce\.")
@@ -106,9 +106,11 @@ def test_clicking_an_ablation_cell_or_a_table_row_chooses_the_head(app_server, a
     page.goto(f"{app_server}/circuits?run={run_dir.name}")
     ablation = element(page, "circ_ablation")
     expect(ablation.locator(".js-plotly-plot")).to_be_visible(timeout=60_000)
-    expect(head_box(page)).to_have_value("L0H0")
+    # The picker opens on the head the checks are about (best_head.checked_head: the phase change's, here)
+    opened = best_head.checked_head(read_scores(run_dir), None) or "L0H0"
+    expect(head_box(page)).to_have_value(opened)
     probs = element(page, "circ_ablated")
-    expect(probs).to_contain_text("with L0H0 ablated")
+    expect(probs).to_contain_text(f"with {opened} ablated")
 
     def click_cell(layer: int, head: int) -> None:
         # The first panel's invisible click markers, one per cell in row-major order (charts.ablation_heatmap);

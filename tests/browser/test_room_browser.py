@@ -58,7 +58,7 @@ def test_learners_own_their_runs_and_the_instructor_steers_any(app_server, brows
     expect(teacher.get_by_text(re.compile(r"Learners' runs: \d+ training · \d+ queued · 1 paused"))).to_be_visible()
     # The README's picture: the room's loss chart and table drawn, the key hidden behind its switch.
     expect(teacher.locator('[data-testid="stVegaLiteChart"] svg').first).to_be_visible(timeout=30_000)
-    expect(teacher.get_by_test_id("stDataFrame").first).to_be_visible(timeout=30_000)
+    expect(teacher.get_by_test_id("stTable").first).to_be_visible(timeout=30_000)  # cells wrap (room_table)
     expect(teacher.get_by_text("Show the instructor key")).to_be_visible()
     expect(teacher.get_by_text(INSTRUCTOR_KEY)).to_have_count(0)
     teacher.screenshot(path=shots / "room.png")

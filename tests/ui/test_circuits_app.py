@@ -237,3 +237,34 @@ def test_a_newly_viewed_run_starts_at_its_last_snapshot_not_the_step_chosen_on_a
     assert "Heads at step 10" in texts(at)
     at.run()
     assert "Heads at step 10" in texts(at)
+
+
+def test_the_head_picker_opens_on_the_induction_head_the_checks_are_about(runs_dir, tiny_text, monkeypatch):
+    """The review's step 11: the Head picker opened on L0H0 (+0.023 when ablated), "Next-character probability
+    with L0H0 ablated", beside a check about L1H1 (+0.671). It opens on the verdict's head, and a head chosen
+    after that stays."""
+    from tinygpt.ui.circuits import circuits_view
+
+    store = RunStore(runs_dir)
+    ids = []
+    for layers in (2, 1):  # stand-ins for the experiment's two runs, trained to the end
+        config = tiny_config(tiny_text, max_steps=10, num_layers=layers)
+        with store.create(config.to_dict(), owner="cli") as writer:
+            ids.append(writer.run_dir.name)
+        assert run_training(writer.run_dir, config) == "finished"
+
+    def measured(run_dir: str, step: int) -> dict:  # the verdict's head, from its data: not the first one
+        return {"head": "L1H1", "mean": 0.45, "std": 0.2, "low": 0.43, "high": 0.47, "rows": 256, "baseline": 0.05,
+                "step": step, "length": 8}  # fmt: skip
+
+    monkeypatch.setattr(circuits_view, "_final_at", measured)
+    at = app()
+    at.query_params[in_view.URL_RUN] = ids[0]
+    at.query_params[circuits_keys.URL_CIRC] = ",".join(ids)
+    at.run()
+    at.switch_page("pages/circuits.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key=circuits_keys.W_CIRC_HEAD).value == "L1H1"
+    at.selectbox(key=circuits_keys.W_CIRC_HEAD).set_value("L0H1").run()  # the learner's own choice stays
+    at.run()
+    assert at.selectbox(key=circuits_keys.W_CIRC_HEAD).value == "L0H1"

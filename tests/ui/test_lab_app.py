@@ -330,3 +330,67 @@ def test_a_verdict_whose_consequence_was_not_seen_is_green_with_the_consequence_
     assert not at.warning and not at.error
     [note] = [c.value for c in at.caption if "not seen on this text" in c.value]
     assert "A consequence, not the pitfall." in note and "(it was on Tiny Shakespeare)" in note
+
+
+def _room_runs(runs_dir, role: str, configs: dict, train: bool = False) -> dict[str, str]:
+    """Runs of the room's lesson (runs/lesson.json, as step 1's Prepare records them), finished: trained for real
+    (`train`, tiny) or a few step records."""
+    from tinygpt.runs.loop import run_training
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui.teach import lesson
+
+    store, runs = RunStore(runs_dir), {}
+    teacher = {"learner": {"id": "c" * 16, "name": "teacher", "instructor": True}}
+    for label, config in configs.items():
+        with store.create(config.to_dict() | teacher, owner="app") as writer:
+            if not train:
+                for step in range(1, 21):
+                    writer.append_metric({"step": step, "loss": 3.0 - step / 100, "grad_norm": 0.5})
+                writer.write_status(state="finished", step=20)
+            run_dir = writer.run_dir
+        if train:
+            assert run_training(run_dir) == "finished"
+        runs[label] = run_dir.name
+    lesson.write_room(runs_dir, runs={role: runs})
+    return runs
+
+
+def test_a_session_without_runs_of_its_own_sees_the_rooms_prepared_runs_labelled_as_the_rooms(runs_dir):
+    """The review: after step 8's setup the instructor switched to Causal mask misalignment and read "Press Run
+    side by side to train the variants", beside the room's finished mask runs; learners the same from the
+    sidebar. The room's runs are shown, said to be the room's, and Run side by side still starts one's own."""
+    configs = EXPERIMENTS["mask"].configs(seed=1337, source="synthetic:copy")
+    runs = _room_runs(runs_dir, "exp:mask", configs)
+    at = open_experiments({"experiment": "mask"})
+    assert not at.exception, at.exception
+    assert not any("Press **Run side by side** to train" in str(i.value) for i in at.info)
+    assert any(lab.ROOM_RUNS_NOTE in str(c.value) for c in at.caption)
+    table = at.dataframe[0].value
+    assert list(table["run id"]) == list(runs.values())
+    verdict = "\n".join(str(e.value) for e in [*at.info, *at.success, *at.warning])
+    assert "On the room's runs (the synthetic copy task, seed 1337)" in verdict
+    assert not at.session_state[experiments_keys.LAB_RUNS].get("mask")  # shown, not taken as the session's own
+    at.selectbox(key=experiments_keys.W_EXPERIMENT).set_value("softmax").run()  # no room runs of it: one's own
+    assert any("Press **Run side by side** to train" in str(i.value) for i in at.info)
+
+
+def test_model_health_opens_on_the_broken_run_by_name_with_its_checks_shown(runs_dir):
+    """The review's step 9: "Run to check" opened on the lecture run ("current run (J6Mx…)"), bare ids for the
+    others, and nothing until someone picked "silent bug" and pressed Run the checks."""
+    from helpers import tiny_config
+
+    from tinygpt.runs.names import store_names
+
+    variants = EXPERIMENTS["shape_drift"].variants
+    configs = {label: tiny_config("", source="synthetic:copy", **variants[label]) for label in list(variants)[:2]}
+    runs = _room_runs(runs_dir, "exp:shape_drift", configs, train=True)
+    lecture = _room_runs(runs_dir, "lecture", {"run": tiny_config("", source="synthetic:copy")})["run"]
+    at = open_experiments({"experiment": "shape_drift", "run": lecture})
+    picker = at.selectbox(key=f"{experiments_keys.W_HEALTH_RUN}:shape_drift")
+    names = store_names(runs_dir)
+    assert picker.value == f"silent bug · {names[runs['silent bug']]}"
+    assert picker.options[-1] == f"current run · {names[lecture]}"
+    [table] = [t.value for t in at.table if "threshold" in t.value.columns]
+    rows = dict(zip(table["check"], table["result"], strict=True))
+    assert rows["attention rows sum to 1"] == "FAIL" and rows["shape contracts"] == "FAIL"
+    assert any("Checked the checkpoint at step 20" in str(c.value) for c in at.caption)

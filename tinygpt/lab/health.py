@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import ShapeError
-from ..interventions import attach, attached
+from ..interventions import attach, attached, contracts_on
 from ..model import TinyGPT
 from ..probes import attention_forward
 
@@ -98,6 +98,7 @@ DEAD_GRAD = 1e-12  # a parameter whose largest gradient entry is below this rece
 GRAD_WINDOW = 20  # recent steps whose pre-clip gradient norms are held to the clip
 FINITE_WINDOW = 50  # recent steps whose gradient norms must all be finite
 TREND_MIN_STEPS = 20  # fewer recent losses than this: "not enough data" to call a trend
+TREND_WINDOW = 50  # recent step losses the trend compares, older half to newer half
 TREND_SIGMAS = 2.0  # a decrease must exceed this many standard errors of the step-loss noise to count
 
 
@@ -176,21 +177,27 @@ def check_initial_loss(
 
 
 def check_shape_contracts(model: TinyGPT) -> Check:
-    """A forward + backward on random data of the right shape passes; a wrong one is refused by the contract."""
+    """The run's own model (its weights and its interventions, a shape bug included) under the shape contracts:
+    a forward + backward of the right shape passes every attention contract, and a too-long input is refused at
+    the door. It used to test only the door, and read "pass" on the shape-bug run the contracts exist to catch."""
     T = model.config.max_seq_len
     device = next(model.parameters()).device
     idx = torch.randint(0, model.config.vocab_size, (2, T), device=device)
-    rule = f"(2, {T}) runs and (2, {T + 1}) is refused with a ShapeError"
+    rule = f"(2, {T}) passes the attention contracts; (2, {T + 1}) refused"
     try:
-        logits = model(idx)
-        logits.float().mean().backward()
-        model.zero_grad(set_to_none=True)
+        with contracts_on(model):
+            logits = model(idx)
+            logits.float().mean().backward()
     except ShapeError as exc:
-        return Check("shape contracts", FAIL, None, rule, str(exc))
+        return Check("shape contracts", FAIL, None, rule,
+                     f"this run's own model, with the shape contracts on, is refused at (2, {T}): {exc}")  # fmt: skip
+    finally:
+        model.zero_grad(set_to_none=True)
     try:
         model(torch.zeros(2, T + 1, dtype=torch.long, device=device))
     except ShapeError as exc:
-        return Check("shape contracts", PASS, None, rule, f"(2, {T}) passes; (2, {T + 1}) is refused: {exc}")
+        return Check("shape contracts", PASS, None, rule, f"this run's own model passes every attention contract "
+                     f"(q, k, v, the softmax's row sums) at (2, {T}); (2, {T + 1}) is refused: {exc}")  # fmt: skip
     return Check("shape contracts", FAIL, None, rule, f"a sequence of {T + 1} > max_seq_len was not refused")
 
 
@@ -215,8 +222,34 @@ def check_training_metrics(metrics: list[dict], max_grad_norm: float) -> list[Ch
         ]
     if max_grad_norm > 0:
         checks.append(grad_clip_check([m.get("grad_norm") for m in metrics], max_grad_norm))
-    checks.append(loss_trend_check([m["loss"] for m in metrics[-50:] if isinstance(m.get("loss"), (int, float))]))
+    checks.append(schedule_trend_check(metrics))
     return checks
+
+
+def _losses(records: list[dict]) -> list[float]:
+    return [m["loss"] for m in records if isinstance(m.get("loss"), (int, float))]
+
+
+def schedule_trend_check(metrics: list[dict], window: int = TREND_WINDOW) -> Check:
+    """loss_trend_check on the last `window` steps, knowing the schedule: where those steps ran at less than half
+    the run's peak learning rate (the cosine decay's tail, min_lr at its end), a flat loss is what the schedule
+    does, not a stall. A run that simply finished its 200 steps read "loss still decreasing: FAIL". It is then
+    judged on the last `window` steps before the decay's tail, and says so."""
+    recent = metrics[-window:]
+    check = loss_trend_check(_losses(recent))
+    lrs = [m.get("lr") for m in metrics]
+    if check.outcome != FAIL or not all(isinstance(lr, (int, float)) for lr in lrs) or not lrs:
+        return check
+    half = max(lrs) / 2
+    if sum(m["lr"] for m in recent) / len(recent) >= half:
+        return check  # at a high learning rate: a flat loss is a stall
+    before = [m for m in metrics if m["lr"] >= half][-window:]
+    earlier = loss_trend_check(_losses(before))
+    steps = f"steps {before[0].get('step')}-{before[-1].get('step')}" if before else "no steps"
+    said = (f"flat at the end of its schedule: expected (the learning rate decays to {lrs[-1]:.2g}, from a peak of "
+            f"{max(lrs):.2g}; {check.detail.split(': ', 1)[-1]}). Before the decay ({steps}, at >= half the peak "
+            f"learning rate): {earlier.detail.replace(' over the last ', ' over those ')}")  # fmt: skip
+    return Check(check.name, earlier.outcome, earlier.value, check.threshold, said)
 
 
 def grad_clip_check(norms: list, max_grad_norm: float, window: int = GRAD_WINDOW) -> Check:

@@ -84,3 +84,19 @@ def killed_on_release(status: dict, release: str) -> tuple[str, str]:
     diverged = str(status.get("reason") or "diverged") if status.get("state") == "diverged" else ""
     state, reason = released_as(diverged, release)
     return state, f"{reason} (the worker did not respond and was killed)"
+
+
+FREED = "its worker was freed for a queued run"  # a paused run's slot fact, said after who paused it
+
+
+def freed_reason(status: dict) -> str:
+    """The reason of a paused run whose worker gives its training slot to a queued run, from its status.json. A
+    person's pause ("paused by you at step 41", "paused by the instructor at step 41") is kept, with the slot fact
+    added: replacing it lost who paused the lecture run, and learners read "the instructor can resume it" of a run
+    the instructor had paused on purpose (tinygpt/ui/words/run_words.reason_for still turns "by you" and "resume it"
+    into each viewer's words). Any other pause (a diverged run keeps its own reason: released_as) says the slot."""
+    reason = str(status.get("reason") or "")
+    if reason.startswith("paused by ") and FREED not in reason:
+        who = "the instructor can resume it" if reason.startswith("paused by the instructor") else "resume it"
+        return f"{reason.split(';')[0].rstrip('.')}; {FREED}; {who} to continue"  # a hold: its owner may not
+    return reason if FREED in reason else "paused: its training slot went to a queued run; resume it to continue"

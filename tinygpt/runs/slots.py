@@ -35,7 +35,7 @@ import time
 from typing import Any
 
 from ..errors import TinyGPTError
-from .divergence import killed_on_release
+from .divergence import freed_reason, killed_on_release
 from .files import (
     ACTIVE_STATES,
     PAUSED_STATES,
@@ -298,8 +298,8 @@ class Slots:
         if not freeing and (yields := prepared_starved(self._queue, jobs, self.max_active)):
             releasing.append(yields)  # every slot live: a learner's live run yields one to the prepared runs
         for job in releasing:
-            if read_status(self.store.path(job.run_id)).get("state") in PAUSED_STATES:  # someone paused it: it stays
-                self.release(job, "paused: its training slot went to a queued run; resume it to continue")
+            if (status := read_status(self.store.path(job.run_id))).get("state") in PAUSED_STATES:  # paused: stays
+                self.release(job, freed_reason(status))  # who paused it, then the slot fact
                 continue
             self._kept_seq[job.run_id] = job.seq
             job.followup = Followup([])
@@ -431,13 +431,10 @@ class Slots:
         """While runs wait for a slot, a worker that sits paused gives its slot up (it stays resumable)."""
         if not self._queue or len(self._jobs) < self.max_active:
             return
-        idle = []
-        for job in self._jobs.values():
-            if job.process is not None and not job.released:
-                if read_status(self.store.path(job.run_id)).get("state") in PAUSED_STATES:
-                    idle.append(job)
-        for job in sorted(idle, key=lambda j: j.touched)[: len(self._queue)]:
-            self.release(job, "paused: its training slot went to a queued run; resume it to continue")
+        live = [j for j in self._jobs.values() if j.process is not None and not j.released]
+        idle = [(j, s) for j in live if (s := read_status(self.store.path(j.run_id))).get("state") in PAUSED_STATES]
+        for job, status in sorted(idle, key=lambda js: js[0].touched)[: len(self._queue)]:
+            self.release(job, freed_reason(status))  # who paused it stays (the instructor's pause at step 8)
 
     def _reap(self, job: Job) -> None:
         """A worker process ended: free its slot and make sure its run says why (called with the lock)."""
@@ -497,4 +494,3 @@ class Slots:
             if not pid_alive(status.get("pid")) or summary.state == "queued":
                 reason = f"paused: the server stopped while the run was {summary.state}; resume it to continue"
                 self._try_status(summary.run_id, state="paused", reason=reason, queue_position=None)
-

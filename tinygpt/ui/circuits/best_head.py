@@ -62,3 +62,10 @@ def verdict_head_caption(label: str, final: dict) -> str:
         f"Best induction head of this run ({label}), as the induction experiment's verdict measures it: "
         f"{fresh_words(final)} (± {final['std']:.2f} across rows; uniform {final['baseline']:.2f})."
     )
+
+
+def checked_head(records: list[dict], final: dict | None) -> str | None:
+    """The induction head the page's checks are about: the verdict's final measurement's head, else the phase
+    change's head in the training-time scores (as the lesson's ablation check picks it, lesson_evidence._ablation).
+    The Head picker opens on it: it opened on L0H0 (+0.023 when ablated) beside a check about L1H1 (+0.671)."""
+    return (final or {}).get("head") or heads.phase_change(records).head

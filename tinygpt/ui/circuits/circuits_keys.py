@@ -11,6 +11,7 @@ W_CIRC_STEP = "w_circ_step"  # the step the head table and the checkpoint views 
 W_CIRC_MODE = "w_circ_mode"  # zero or mean ablation
 W_CIRC_TAB = "w_circ_tab"  # the Circuits page's checkpoint tab (Head ablation, Logit lens)
 W_CIRC_HEAD = "w_circ_head"  # the head whose ablation the probe chart shows, "L1H2"
+CIRC_HEAD_FOR = "circ_head_for"  # (run id, head) the Head picker last opened on (open_on_head)
 W_CIRC_PROBE = "w_circ_probe"  # the logit lens's and the ablation's probe text
 W_CIRC_OFF = "w_circ_off"  # heads to switch off in the live run, ["L1H2", ...]
 W_CIRC_SOURCE = "w_circ_source"  # the induction experiment's corpus
@@ -42,3 +43,12 @@ def choose_circuit_head(name: str, names: list[str]) -> None:
     a widget callback, so before the box is drawn); a name the model does not have is ignored."""
     if name in names:
         st.session_state[W_CIRC_HEAD] = name
+
+
+def open_on_head(run_id: str, head: str | None, names: list[str]) -> None:
+    """Open the Head picker on `head` (best_head.checked_head) once per run and head found, before the picker is
+    drawn: a head chosen after that (the picker, a click on the heatmap or the table) stays until another run or
+    another head found (the verdict's, once the experiment ends) opens it anew."""
+    if head in names and st.session_state.get(CIRC_HEAD_FOR) != (run_id, head):
+        st.session_state[W_CIRC_HEAD] = head
+        st.session_state[CIRC_HEAD_FOR] = (run_id, head)

@@ -18,6 +18,7 @@ import torch
 from tinygpt import model as model_lib
 from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS, load_corpus
+from tinygpt.errors import TinyGPTError
 from tinygpt.lab.experiment import Experiment
 from tinygpt.lab.health import check_training_metrics, run_health_checks
 from tinygpt.lab.memory import memory_rows
@@ -28,6 +29,7 @@ from tinygpt.runs.models import load_model, run_data
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
 from tinygpt.ui.experiments import experiments_keys
+from tinygpt.ui.host import runlist
 from tinygpt.ui.host.resources import head_stats
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
@@ -171,6 +173,14 @@ def consequence_notes(verdict: Verdict, experiment: Experiment | None = None) ->
     return sentence, notes
 
 
+# Above the room's runs on a session that has none of its own: the page shows them (a review's instructor switched
+# to another pitfall at step 8 and was offered to train its variants again, beside the room's finished runs).
+ROOM_RUNS_NOTE = (
+    ":material/groups: **The room's runs, prepared for the lesson**: shown here to look at (nobody's runs change "
+    "from this page). Press **Run side by side** to train your own pair."
+)
+
+
 def runs_about(runs: dict[str, str], readers: dict[str, RunReader | None], room_runs: dict | None) -> str:
     """Whose runs the page's verdict judged, on which corpus and seed, from their configs: "your runs (your text,
     seed 4242)", or "the room's runs (Tiny Shakespeare, seed 1337)" where they are the lesson's, `room_runs` (the
@@ -215,7 +225,8 @@ def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
     # What each check read, said in its row: the shape step's verdict measures the same bug on the probe text's
     # snapshot and 2 windows, and its numbers differ from these (a review read the two as contradicting)
     batch = held_out_windows(int(x.shape[0]), int(x.shape[1]), int(step))
-    checks = [(c, "mis-shaped test inputs" if c.name == "shape contracts" else batch)
+    shapes = f"random tokens, 2 x {loaded.config.model.max_seq_len} and one too long"
+    checks = [(c, shapes if c.name == "shape contracts" else batch)
               for c in run_health_checks(loaded.model, x, y)]  # fmt: skip
     checks += [
         (c, "the run's recent steps") for c in check_training_metrics(metrics, loaded.config.train.max_grad_norm)
@@ -231,6 +242,61 @@ def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
         }
         for c, on in checks
     ]
+
+
+def health_default(experiment: Experiment, labels: list[str]) -> str | None:
+    """The run the health checklist opens on: the experiment's broken run that trained (its first variant after
+    "correct" that no guard stopped: shape drift's "silent bug", the one the lesson's health step is about), not
+    the lecture run in view, which a review's step 9 found preselected beside nothing shown."""
+    broken = [v for v in list(experiment.variants)[1:] if v not in experiment.guards and v in labels]
+    return broken[0] if broken else None
+
+
+def health_choices(experiment: Experiment, runs: dict[str, str] | None, current: str | None, names: dict[str, str]):
+    """({picker label: run id}, the label it opens on): the experiment's runs first, by variant and readable name
+    ("silent bug · 2L×1H×128 · shakespeare · …", tinygpt.runs.names), then the run in view if it is another."""
+    choices = {f"{label} · {names.get(rid) or rid}": rid for label, rid in (runs or {}).items()}
+    if current and current not in choices.values():
+        choices[f"current run · {names.get(current) or current}"] = current
+    default = health_default(experiment, list(runs or {}))
+    first = next((k for k, rid in choices.items() if runs and rid == runs.get(default)), None)
+    return choices, first
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def health_rows(run_dir: str, step: int, last_step: int, _metrics: list[dict]) -> list[dict]:
+    """health_checks, once per checkpoint and metrics step: ~0.15 s on a CPU for a lesson run (measured on the
+    shape-drift runs), so the tab shows them at once instead of behind a button."""
+    return health_checks(run_dir, step, _metrics)
+
+
+def health_table(rows: list[dict]) -> list[dict]:
+    """The checklist as shown: five columns, what each check read said first in its detail (a table, not a data
+    frame, so every cell wraps: the threshold column was cut at 1280x720 with Large fonts)."""
+    return [{"check": r["check"], "result": r["result"], "measured": r["measured"] or "—", "threshold": r["threshold"],
+             "detail": f"On {r['measured on']}: {r['detail']}"} for r in rows]  # fmt: skip
+
+
+def health_tab(store, experiment: Experiment, runs: dict[str, str] | None, key: str) -> None:
+    """The Model health tab: pick a run (the experiment's broken one first) and read its checklist at once."""
+    choices, first = health_choices(experiment, runs, in_view.run_id(), runlist.run_names(store))
+    if not choices:
+        st.info("Start a run (here or on **Train**) to check its health.")
+        return
+    options = list(choices)  # keyed per experiment: another experiment's pick is no run of this one's
+    picked = st.selectbox("Run to check", options, index=options.index(first) if first else 0,
+                          key=f"{experiments_keys.W_HEALTH_RUN}:{key}")  # fmt: skip
+    rd = in_view.reader(store, choices[picked])
+    steps = rd.checkpoints() if rd is not None else []
+    if not steps:
+        st.info("This run has no checkpoint yet.")
+        return
+    last = int(rd.metrics[-1].get("step") or 0) if rd.metrics else 0
+    try:
+        st.table(health_table(health_rows(str(rd.run_dir), steps[-1], last, rd.metrics)), hide_index=True)
+        st.caption(f"Checked the checkpoint at step {steps[-1]}.")
+    except TinyGPTError as exc:
+        st.error(str(exc))
 
 
 def extra_series(key: str, readers: dict[str, RunReader | None]) -> dict[str, dict[str, list[dict]]]:

@@ -209,10 +209,11 @@ def run_data(run_id: str, reader: Any) -> dict | None:
 
 def with_flags(rows: Sequence[dict], flags: Mapping[str, Sequence[Flag]]) -> list[dict]:
     """The Room table's rows (tinygpt.ui.host.runlist.room_rows) with a "flag" column after "state": each run's flags
-    with their reasons, "" for a run without one or not read (only the chart's runs are)."""
+    with their reasons, "" for a run without one or not read (only the chart's runs are); and "flag words", the
+    flags' words alone, which the table's cell shows (room_table: the reasons are said under it)."""
     out = []
     for row in rows:
-        cells = list(row.items())
+        cells, mine = list(row.items()), flags.get(row.get("run"), ())
         at = next((i + 1 for i, (key, _) in enumerate(cells) if key == "state"), len(cells))
-        out.append(dict([*cells[:at], ("flag", flag_text(flags.get(row.get("run"), ()))), *cells[at:]]))
+        out.append(dict([*cells[:at], ("flag", flag_text(mine)), *cells[at:], ("flag words", flag_words(mine))]))
     return out

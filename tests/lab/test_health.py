@@ -1,0 +1,73 @@
+"""tinygpt/lab/health.py: the shape-contracts row tests the run's own model, and the loss-trend row knows the
+schedule (a review read "shape contracts: pass" on the shape-bug run, and "loss still decreasing: FAIL" on a run
+that had simply finished its cosine)."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import torch
+
+from tinygpt.config import Interventions, TransformerConfig
+from tinygpt.interventions import attach, attached, contracts_on
+from tinygpt.lab.health import FAIL, PASS, check_shape_contracts, check_training_metrics
+from tinygpt.model import TinyGPT
+from tinygpt.schedule import lr_at
+
+SIZES = dict(vocab_size=20, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=16)
+
+
+def built(**switches) -> TinyGPT:
+    torch.manual_seed(0)
+    model = TinyGPT(TransformerConfig(**SIZES))
+    attach(model, Interventions(**switches))
+    return model
+
+
+def test_the_contracts_row_fails_on_a_run_with_the_silent_shape_bug_and_names_the_tensor():
+    check = check_shape_contracts(built(shape_bug="softmax_dim"))
+    assert check.outcome == FAIL and "softmax row sums" in check.detail and "own model" in check.detail
+    plain = check_shape_contracts(built())
+    assert plain.outcome == PASS and "passes every attention contract" in plain.detail
+    assert "(2, 17) refused" in plain.threshold
+
+
+def test_running_under_the_contracts_leaves_the_model_as_it_was():
+    model = built(shape_bug="softmax_dim")
+    idx = torch.zeros(1, 4, dtype=torch.long)
+    before = model(idx)
+    check_shape_contracts(model)
+    assert attached(model) == Interventions(shape_bug="softmax_dim")
+    assert torch.equal(model(idx), before)  # no contract left on: T=4 still runs the bug silently
+    plain = TinyGPT(TransformerConfig(**SIZES))
+    with contracts_on(plain):
+        assert attached(plain).shape_contracts
+    assert attached(plain) == Interventions()
+    attach(plain, Interventions(detach_residual=True))  # nothing left behind that refuses a run's own switches
+
+
+def _finished_run(flat_from: int, steps: int = 200, warmup: int = 30) -> list[dict]:
+    """Step records of a run on a cosine to min_lr: its loss falls, then sits flat from `flat_from`."""
+    rng = random.Random(0)
+    records = []
+    for step in range(1, steps + 1):
+        loss = 4.0 - 1.5 * min(step, flat_from) / flat_from + rng.gauss(0, 0.02)
+        lr = lr_at(step, 2e-3, 2e-4, warmup, steps)
+        records.append({"step": step, "loss": loss, "lr": lr, "grad_norm": 0.5})
+    return records
+
+
+def test_a_finished_runs_flat_end_is_its_schedule_not_a_stall():
+    trend = {c.name: c for c in check_training_metrics(_finished_run(flat_from=140), 1.0)}["loss still decreasing"]
+    assert trend.outcome == PASS, trend
+    assert trend.detail.startswith("flat at the end of its schedule: expected") and "Before the decay" in trend.detail
+
+
+def test_a_flat_loss_at_a_high_learning_rate_still_fails():
+    records = _finished_run(flat_from=40)  # flat long before the decay: a stall, said as one
+    trend = {c.name: c for c in check_training_metrics(records, 1.0)}["loss still decreasing"]
+    assert trend.outcome == FAIL and "Before the decay" in trend.detail
+    constant = [{"step": s, "loss": 2.0 + 0.01 * math.sin(s), "lr": 1e-3, "grad_norm": 0.5} for s in range(1, 80)]
+    trend = {c.name: c for c in check_training_metrics(constant, 1.0)}["loss still decreasing"]
+    assert trend.outcome == FAIL and "schedule" not in trend.detail
