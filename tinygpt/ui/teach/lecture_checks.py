@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tinygpt.runs.knobs import knob_changes
-from tinygpt.ui.teach.lesson_checks import LECTURE, Check, Evidence, RunData, _mean, _no_run, _shown
+from tinygpt.ui.teach.lesson_checks import LECTURE, Check, Evidence, RunData, as_shown, mean_of, no_run
 from tinygpt.ui.words.knob_words import knob_value
 from tinygpt.ui.words.setting_words import setting_word
 
@@ -48,7 +48,7 @@ def _loss(records: Sequence[dict]) -> list[tuple[int, float]]:
 def _window(run: RunData, end: int, size: int = WINDOW) -> tuple[float | None, list[tuple[int, float]]]:
     """The mean training loss over the `size` steps ending at `end` (as shown: 2 decimals), and its records."""
     got = _loss(run.between(end - size + 1, end))
-    return _shown(_mean([v for _, v in got])), got
+    return as_shown(mean_of([v for _, v in got])), got
 
 
 def _span(got: Sequence[tuple[int, float]]) -> str:
@@ -92,12 +92,12 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0,
     below: judged on the run before its first knob change (the steps after it belong to the steps that made it)."""
     run = ev.runs.get(LECTURE)
     if run is None:
-        return _no_run(LECTURE)
+        return no_run(LECTURE)
     losses = _loss(run.metrics[:1])
     latest = _latest(run)
     if not losses or latest is None:
         return Check(None, f"Not enough data yet: 0 of {min_steps} steps trained.")
-    start_step, first = losses[0][0], _shown(losses[0][1])
+    start_step, first = losses[0][0], as_shown(losses[0][1])
     every = knob_changes(run.events)
     closed = [e for e in every if _step(e) >= start_step]
     end = min(latest, _step(closed[0])) if closed else latest
@@ -113,7 +113,7 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0,
     now, got = _window(run, end)
     if now is None:
         return Check(None, f"Not enough data yet: no training loss recorded in steps {end - WINDOW + 1}–{end}.")
-    uniform = _shown(math.log(run.vocab_size)) if run.vocab_size else None
+    uniform = as_shown(math.log(run.vocab_size)) if run.vocab_size else None
     start = f"the first training loss was {first:.2f}" + (f" (ln {run.vocab_size} = {uniform:.2f}: uniform "
                                                            "guessing)" if uniform else "")  # fmt: skip
     val = _val_words(_val(run, start_step, end))
@@ -148,7 +148,7 @@ def knob_effect(
     def check(ev: Evidence) -> Check:
         run = ev.runs.get(LECTURE)
         if run is None:
-            return _no_run(LECTURE)
+            return no_run(LECTURE)
         changes = [e for e in knob_changes(run.events) if e.get("knob") == knob and _same(e.get("new"), value)]
         if not changes:
             return Check(None, f"Not enough data yet: {setting_word(knob)} has not been set to {knob_value(value)} "
@@ -174,7 +174,7 @@ def knob_effect(
         decided = None
         for end in range(at + WINDOW, reached + 1):  # each window of WINDOW steps after the change, in turn
             got = [(s, v) for s, v in after if end - WINDOW < s <= end]
-            mean = _shown(_mean([v for _, v in got]))
+            mean = as_shown(mean_of([v for _, v in got]))
             if mean is None or len(got) < WINDOW // 2:
                 continue
             change = round(mean - old, 2)  # 2.40 - 2.10 is 0.2999...: below a 0.3 bar it shows as meeting

@@ -81,17 +81,17 @@ class Check:
         return self.headline or self.text
 
 
-def _mean(values: Sequence[float]) -> float | None:
+def mean_of(values: Sequence[float]) -> float | None:
     finite = [v for v in values if v is not None and math.isfinite(v)]
     return sum(finite) / len(finite) if finite else None
 
 
-def _shown(value: float | None) -> float | None:
+def as_shown(value: float | None) -> float | None:
     """`value` as the checks show it (2 decimals), for the differences they say between shown values."""
     return None if value is None else round(value, 2)
 
 
-def _no_run(role: str) -> Check:
+def no_run(role: str) -> Check:
     return Check(None, f'Not enough data yet: the {role} run has not started (press "Set up this step").')
 
 
@@ -103,7 +103,7 @@ def heads_differ(ev: Evidence, min_spread: float = 0.2) -> Check:
     heads by `min_spread` or more (one head attends to the first character, another does not)."""
     run = ev.runs.get(HEADS)
     if run is None:
-        return _no_run("heads")
+        return no_run("heads")
     if not run.scores:
         return Check(None, "Not enough data yet: no attention snapshot has been scored.")
     record = run.scores[-1]
@@ -353,7 +353,7 @@ def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
     if unmeasured:  # a NaN compares false both ways: it would pass every test below
         return Check(None, f"Not enough data: ablating {', '.join(unmeasured)} gave no finite loss.", settled=True)
     others = {name: v for name, v in named.items() if name != head}
-    value, mean = named[head], _mean(list(others.values()))
+    value, mean = named[head], mean_of(list(others.values()))
     top_other = max(others, key=others.get)
     text = (f"Zero-ablating {head}, the induction verdict's head, adds {value:+.3f} nats on {result['where']} at step "
             f"{result['step']}; the other {len(others)} heads add {mean:+.3f} on average, the most {top_other} "
