@@ -94,7 +94,7 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
     checked["done"] = True
     room.run()
     assert prediction_view.book().step(STEP.key)[1] is None
-    assert any("ready, shown once" in str(m.value) for m in room.sidebar.markdown)
+    assert any("shown once this step is set up" in str(m.value) for m in room.sidebar.markdown)
     learners["cleo"].run()
     assert radio(learners["cleo"]) is not None
     assert any("appears once the instructor" in str(i.value) for i in learners["cleo"].sidebar.info)

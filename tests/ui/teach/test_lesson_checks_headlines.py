@@ -7,6 +7,7 @@ import pytest
 from tinygpt.lab import induction
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.results import RunResult
+from tinygpt.lab.verdict import CPU_COUNTS_ONLY
 from tinygpt.ui.teach import lesson, lesson_checks, presenter
 from tinygpt.ui.teach.lesson import Evidence, RunData
 from tinygpt.ui.teach.lesson_evidence import _verdict
@@ -26,8 +27,8 @@ def result(state="finished", steps=300, **fields) -> RunResult:
     return RunResult(state, steps, **{**base, **fields}, max_steps=steps)
 
 
-def lecture(losses, events=()):
-    return Evidence(runs={"lecture": RunData("r", vocab_size=65, metrics=metrics(losses), events=list(events))})
+def lecture(losses, events=(), state="running"):
+    return Evidence(runs={"lecture": RunData("r", state, vocab_size=65, metrics=metrics(losses), events=list(events))})
 
 
 def health(bug_fails: bool) -> dict:
@@ -97,7 +98,7 @@ KNOB_STEPS = {"mask": ([2.2] * 60 + [0.4] * 40, [knob("mask", "causal", "none", 
 # (step name, evidence, what the check should say, a number its headline must carry)
 CASES = [
     ("tensors", lecture([4.17] + [2.5] * 99), True, "2.50"),
-    ("tensors", lecture([4.17] + [3.9] * 99), False, "3.90"),
+    ("tensors", lecture([4.17] + [3.9] * 99, state="stopped"), False, "3.90"),  # "not seen" once it can't come
     ("shapes", Evidence(verdicts={"shape_drift": shape_verdict()}), True, "0.93"),
     ("scaling", Evidence(verdicts={"scaling": scaling_verdict(True)}), True, "0.92"),
     ("scaling", Evidence(verdicts={"scaling": scaling_verdict(False)}), False, "2.169"),
@@ -112,9 +113,9 @@ CASES = [
     ("residual", Evidence(verdicts={"residual": residual_verdict(True)}), True, "2.900"),
     ("residual", Evidence(verdicts={"residual": residual_verdict(False)}), False, "2.350"),
     ("pitfalls", Evidence(verdicts={k: {"reproduced": True, "sentence": "x"} for k in PITFALL_KEYS}), True,
-     f"{len(PITFALL_KEYS)} of {len(PITFALL_KEYS)}"),
+     f"{len(PITFALL_KEYS)} of the {len(PITFALL_KEYS)}"),
     ("pitfalls", Evidence(verdicts={k: {"reproduced": k != PITFALL_KEYS[0], "sentence": "x"} for k in PITFALL_KEYS}),
-     False, PITFALL_KEYS[0]),
+     False, EXPERIMENTS[PITFALL_KEYS[0]].title),  # by its title, never its key
     ("pitfalls", Evidence(verdicts={k: {"reproduced": None, "sentence": "x"} for k in PITFALL_KEYS[:3]}), None,
      f"{len(PITFALL_KEYS) - 3} not started"),
     ("health", Evidence(health=health(True)), True, "0.31"),
@@ -218,3 +219,23 @@ def test_a_knob_steps_lines_name_the_knob_by_its_word_not_its_config_field():
         check = STEP["optim"].check(lecture(losses, [knob("learning_rate", 0.003, 0.1, 60)]))
         for said in (check.text, check.short):
             assert "LR 0.003 → 0.1" in said and "learning_rate" not in said, said
+
+
+def test_the_pitfalls_are_named_by_their_titles_and_the_count_says_what_it_leaves_out():
+    """Review, step 8: "scaling, mask, ..., shape_drift" (internal keys) and "7 of 7" under "The eight pitfalls"."""
+    verdicts = {k: {"reproduced": True, "sentence": "x"} for k in PITFALL_KEYS}
+    verdicts["memory"] = {"reproduced": None, "sentence": "x", "undecided": CPU_COUNTS_ONLY}
+    verdicts["shape_drift"]["halted"] = {"bug + shape contracts": {"state": "failed", "step": 0}}
+    check = lesson.all_pitfalls(Evidence(verdicts=verdicts))
+    trained = [k for k in PITFALL_KEYS if EXPERIMENTS[k].measure is None]
+    assert f"{len(trained)} of the {len(trained)} trained pitfalls reproduced" in check.text
+    assert f"{EXPERIMENTS['memory'].title}, is measured, not trained" in check.text, check.text
+    assert "shape_drift" not in check.text and EXPERIMENTS["shape_drift"].title in check.text
+
+
+def test_a_verdicts_headline_leads_with_the_held_out_loss():
+    """Review, steps 3 and 6: "final loss 2.527 vs 2.215", the training losses, where held-out ones existed."""
+    line = lesson.STEPS[2].check(Evidence(verdicts={"scaling": scaling_verdict(True)})).headline
+    assert "final held-out loss 2.800 vs 2.300 (training 2.769 vs 2.281)" in line, line
+    line = lesson.STEPS[5].check(Evidence(verdicts={"residual": residual_verdict(True)})).headline
+    assert "final held-out loss 2.950 vs 2.350 (training 2.900 vs 2.300)" in line, line

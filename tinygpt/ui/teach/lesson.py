@@ -9,8 +9,8 @@ or None (not enough data yet, saying what is missing). Nothing here is a fixed s
 
 The room's position (which step the instructor has moved everyone to, and the runs each step uses) is one small
 JSON file in the runs folder (`read_room` / `write_room`), so every learner's page reads the same lesson on its
-next refresh. Pure: no Streamlit; the checks are in tinygpt/ui/teach/lesson_checks.py, the drawing and the evidence
-gathering in tinygpt/ui/teach/lesson_view.py.
+next refresh. Pure: no Streamlit; the checks are in tinygpt/ui/teach/lesson_checks.py (the lecture run's in
+lecture_checks.py), the drawing and the evidence gathering in tinygpt/ui/teach/lesson_view.py.
 """
 
 from __future__ import annotations
@@ -24,16 +24,20 @@ from typing import Any
 from tinygpt.errors import RunStoreError
 from tinygpt.presets import PRESETS
 from tinygpt.runs.files import read_json, write_json_atomic
-from tinygpt.ui.teach.lesson_checks import (  # noqa: F401 - the checks, re-exported: lesson.Check, lesson.PITFALLS, ...
+from tinygpt.ui.teach.lecture_checks import (  # noqa: F401 - the lecture run's checks, re-exported too
     GROUP_STEPS,
+    MIN_KNOB_CHANGE,
+    PATIENCE,
+    WINDOW,
+    knob_effect,
+    loss_from_uniform,
+)
+from tinygpt.ui.teach.lesson_checks import (  # noqa: F401 - the checks, re-exported: lesson.Check, lesson.PITFALLS, ...
     HEADS,
     INDUCTION,
     LECTURE,
-    MIN_KNOB_CHANGE,
-    PATIENCE,
     PITFALLS,
     PREPARE_ORDER,
-    WINDOW,
     Check,
     Evidence,
     RunData,
@@ -42,9 +46,7 @@ from tinygpt.ui.teach.lesson_checks import (  # noqa: F401 - the checks, re-expo
     heads_differ,
     health_catches,
     induction_formed,
-    knob_effect,
     lens_sharpens,
-    loss_from_uniform,
     number_word,
 )
 from tinygpt.ui.teach.pitfall_checks import all_pitfalls

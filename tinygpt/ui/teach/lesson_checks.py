@@ -9,20 +9,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # the lesson's roles (lesson.py re-exports)
 from tinygpt.lab.registry import ORDER
 from tinygpt.lab.verdict import fmt
-from tinygpt.runs.knobs import knob_changes
-from tinygpt.ui.words.knob_words import knob_value
-from tinygpt.ui.words.setting_words import setting_word
 
-LECTURE = "lecture"  # the role of the run the live-knob steps steer
-WINDOW = 20  # steps averaged on each side of a knob change (the Train chart's default smoothing is similar)
-GROUP_STEPS = 3  # knob changes this close together came from one click
-PATIENCE = 300  # steps a live knob's effect may take to show before the check says it did not
-MIN_KNOB_CHANGE = 0.3  # nats: a live knob's effect smaller than this is not something the room can see
+LECTURE = "lecture"  # the role of the run the live-knob steps steer (its checks: lecture_checks.py)
 
 
 # ---------------------------------------------------------------- what a check reads and says
@@ -38,6 +30,22 @@ class RunData:
     events: list[dict] = field(default_factory=list)
     scores: list[dict] = field(default_factory=list)
     vocab_size: int | None = None
+    evals: list[dict] = field(default_factory=list)  # held-out losses: {"step", "val_loss"}, one per eval_interval
+    # The run's exact records between two steps (tinygpt.runs.window.metrics_between): `metrics` is the reader's
+    # series, whose older part is thinned (every k-th record kept), so a window of steps there is read exactly.
+    exact: Callable[[int, int], list[dict]] | None = None
+
+    def between(self, lo: int, hi: int) -> list[dict]:
+        """The metrics records with lo <= step <= hi, every one of them: from `metrics` where it holds that stretch
+        at full resolution (one record a step), else from `exact`."""
+        kept = [m for m in self.metrics if isinstance(m.get("step"), (int, float)) and lo <= m["step"] <= hi]
+        if self.exact is None:
+            return kept
+        steps = [int(m["step"]) for m in kept]
+        ends = [int(m["step"]) for m in self.metrics if isinstance(m.get("step"), (int, float))]
+        whole = bool(steps) and all(b == a + 1 for a, b in zip(steps, steps[1:], strict=False))
+        whole = whole and steps[0] in (lo, ends[0]) and steps[-1] in (hi, ends[-1])  # no step missing from the window
+        return kept if whole else self.exact(lo, hi)
 
 
 @dataclass
@@ -73,112 +81,21 @@ class Check:
         return self.headline or self.text
 
 
-def _mean(values: Sequence[float]) -> float | None:
+def mean_of(values: Sequence[float]) -> float | None:
     finite = [v for v in values if v is not None and math.isfinite(v)]
     return sum(finite) / len(finite) if finite else None
 
 
-def _shown(value: float | None) -> float | None:
+def as_shown(value: float | None) -> float | None:
     """`value` as the checks show it (2 decimals), for the differences they say between shown values."""
     return None if value is None else round(value, 2)
 
 
-def _losses(metrics: Sequence[dict]) -> list[tuple[int, float]]:
-    return [(int(m["step"]), float(m["loss"])) for m in metrics if m.get("loss") is not None and "step" in m]
-
-
-def _no_run(role: str) -> Check:
+def no_run(role: str) -> Check:
     return Check(None, f'Not enough data yet: the {role} run has not started (press "Set up this step").')
 
 
 # ---------------------------------------------------------------- the checks
-
-
-def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0) -> Check:
-    """The first loss sits at ln(V), uniform guessing over the vocabulary, and training takes it well below."""
-    run = ev.runs.get(LECTURE)
-    if run is None:
-        return _no_run(LECTURE)
-    losses = _losses(run.metrics)
-    if len(losses) < min_steps:
-        return Check(None, f"Not enough data yet: {len(losses)} of {min_steps} steps trained.")
-    # Judged and said on the numbers as shown (2 decimals): "4.20 ... 2.25: it fell by 1.96" read as arithmetic
-    # that does not add up (4.196 - 2.245 = 1.951 shows as 1.95 between them).
-    first, now = _shown(losses[0][1]), _shown(_mean([v for _, v in losses[-WINDOW:]]))
-    uniform = _shown(math.log(run.vocab_size)) if run.vocab_size else None
-    start = f"the first loss was {first:.2f}" + (f" (ln {run.vocab_size} = {uniform:.2f}: uniform guessing)"
-                                                  if uniform else "")  # fmt: skip
-    text = f"{start.capitalize()}; by step {losses[-1][0]} it is {now:.2f}"
-    fall = None if now is None else round(first - now, 2)  # 4.20 - 3.20 in floats is not quite 1.00
-    near = uniform is None or round(abs(first - uniform), 2) < 0.5
-    fell = fall is not None and fall >= min_fall
-    went = f"The loss went from {first:.2f}" + (f" (ln V = {uniform:.2f})" if uniform else "") + f" to {now:.2f}"
-    if near and fell:
-        return Check(True, f"{text}: it fell by {fall:.2f}.", headline=f"{went}: down {fall:.2f}")
-    why = [] if near else [f"the start is {abs(first - uniform):.2f} away from ln V"]
-    why += [] if fell else [f"it fell by {fall:.2f}, less than {min_fall}"]
-    return Check(False, f"{text}; but {' and '.join(why)}.", headline=f"{went}; {' and '.join(why)}")
-
-
-def knob_effect(
-    knob: str, value: Any, rise: bool, min_change: float = MIN_KNOB_CHANGE, patience: int = PATIENCE
-) -> Callable[[Evidence], Check]:
-    """The loss on each side of the lecture run's latest change of `knob` to `value`: it must fall (rise=False)
-    or rise (rise=True) by at least `min_change` nats over WINDOW steps, within `patience` steps of the change
-    (a mask switched off first disturbs the model: its loss rises for a few steps before it plunges)."""
-
-    def check(ev: Evidence) -> Check:
-        run = ev.runs.get(LECTURE)
-        if run is None:
-            return _no_run(LECTURE)
-        changes = [e for e in knob_changes(run.events) if e.get("knob") == knob and _same(e.get("new"), value)]
-        if not changes:
-            return Check(None, f"Not enough data yet: {setting_word(knob)} has not been set to {knob_value(value)} "
-                               "on the lecture run.")  # fmt: skip
-        event = changes[-1]
-        at = int(event.get("step") or 0)
-        # Knobs the same click moved land within a few steps of each other: one change, named together; the loss
-        # before it is read before the first of them, after it until the next change of any knob.
-        every = knob_changes(run.events)
-        together = [e for e in every if abs(int(e.get("step") or 0) - at) <= GROUP_STEPS]
-        first = min(int(e.get("step") or 0) for e in together)
-        later = [int(e.get("step") or 0) for e in every if int(e.get("step") or 0) > at + GROUP_STEPS]
-        until = min(later) if later else None
-        losses = _losses(run.metrics)
-        before = [v for s, v in losses if s <= first][-WINDOW:]
-        after = [v for s, v in losses if s > at and (until is None or s <= until)]
-        named = ", ".join(f"{setting_word(e.get('knob'))} {knob_value(e.get('old'))} → {knob_value(e.get('new'))}"
-                          for e in together
-                          if not e.get("coupled_to"))  # fmt: skip
-        if len(before) < 5 or len(after) < WINDOW:
-            return Check(None, f"Not enough data yet: {len(after)} of {WINDOW} steps since {named} "
-                               f"at step {at}.")  # fmt: skip
-        old, new = _shown(_mean(before)), _shown(_mean(after[-WINDOW:]))  # "rose from 2.10 to 2.10" read false
-        change = round(new - old, 2)  # 2.40 - 2.10 is 0.2999...: below a 0.3 bar it shows as meeting
-        verb = "rose" if change > 0 else "fell"
-        text = (f"The loss {verb} from {old:.2f} to {new:.2f} after {named} at step {at} (mean of {WINDOW} steps "
-                f"each side, {len(after)} steps since)")  # fmt: skip
-        moved = change >= min_change if rise else -change >= min_change
-        point = f"The loss {verb} from {old:.2f} to {new:.2f} after {named}"  # the step and the means: Numbers
-        if moved:
-            return Check(True, text + ".", headline=point)
-        wanted = "rise" if rise else "fall"
-        if len(after) < patience:  # the model needs some steps to exploit (or be hurt by) the change
-            return Check(None, f"Not enough data yet: {text}; waiting up to {patience} steps for it to "
-                               f"{wanted} by {min_change}.",
-                         headline=f"Waiting: {point[0].lower()}{point[1:]} so far; needs a {min_change}-nat "
-                                  f"{wanted}")  # fmt: skip
-        return Check(False, f"{text}: it did not {wanted} by {min_change} nats, the least the room could see, "
-                            f"in {len(after)} steps.",
-                     headline=f"{point}: not the {min_change}-nat {wanted} the room could see")  # fmt: skip
-
-    return check
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return math.isclose(float(a), float(b), rel_tol=1e-6)
-    return a == b
 
 
 def heads_differ(ev: Evidence, min_spread: float = 0.2) -> Check:
@@ -186,7 +103,7 @@ def heads_differ(ev: Evidence, min_spread: float = 0.2) -> Check:
     heads by `min_spread` or more (one head attends to the first character, another does not)."""
     run = ev.runs.get(HEADS)
     if run is None:
-        return _no_run("heads")
+        return no_run("heads")
     if not run.scores:
         return Check(None, "Not enough data yet: no attention snapshot has been scored.")
     record = run.scores[-1]
@@ -259,11 +176,12 @@ def _points(key: str, observed: dict) -> str:
         on = "the probe text" if "probe text" in str(observed.get("silent bug: rows measured on")) else ""
         return f"{rows_off(n['silent bug: max |attention row sum - 1|'], on)}; {loss_fell(observed)}"
     if key == "scaling" and n.get("max weight, unscaled") and n.get("train loss, unscaled"):
-        return (f"max attention weight {n['max weight, unscaled']} unscaled vs {n['max weight, scaled']}, final loss "
-                f"{n['train loss, unscaled']} vs {n['train loss, scaled']}")  # fmt: skip
+        return (f"max attention weight {n['max weight, unscaled']} unscaled vs {n['max weight, scaled']}, "
+                + _losses_said(observed, "unscaled / scaled", n["train loss, unscaled"], n["train loss, scaled"]))
     if key == "residual" and isinstance(observed.get("ratio"), (int, float)) and n.get("train loss, detached"):
-        return (f"the first layer's gradient is {observed['ratio']:.1e}x the residual run's, final loss "
-                f"{n['train loss, detached']} vs {n['train loss, residual']}")  # fmt: skip
+        return (f"the first layer's gradient is {observed['ratio']:.1e}x the residual run's, "
+                + _losses_said(observed, "detached / residual", n["train loss, detached"],
+                               n["train loss, residual"]))  # fmt: skip
     if key == INDUCTION and n.get("best score after"):
         # The phase change's step is the snapshots' best score's, whose head can change between snapshots; a step
         # is put next to the best head's name only where it is that head's own jump (the verdict's sentence too).
@@ -275,6 +193,17 @@ def _points(key: str, observed: dict) -> str:
                 + (f", second-copy loss {n['second-copy loss before']} → {n['second-copy loss after']}"
                    if n.get("second-copy loss after") else ""))  # fmt: skip
     return ""
+
+
+def _losses_said(observed: dict, pair: str, train_bad: str, train_good: str) -> str:
+    """ "final held-out loss 2.522 vs 2.212 (training 2.527 vs 2.215)": a verdict's losses led by the held-out one,
+    which says whether the model learned, where the runs evaluated one (the verdict's own words for it, so the line
+    and Numbers show the same figures); the training loss alone, named so, where they did not."""
+    held = str(observed.get(f"held-out loss, {pair}") or "")
+    if held.startswith("held-out loss ") and " vs " in held:
+        figures = held.removeprefix("held-out loss ").split(" (")[0]
+        return f"final held-out loss {figures} (training {train_bad} vs {train_good})"
+    return f"final training loss {train_bad} vs {train_good} (no held-out loss recorded)"
 
 
 def rows_off(error: str, on: str = "") -> str:
@@ -424,7 +353,7 @@ def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
     if unmeasured:  # a NaN compares false both ways: it would pass every test below
         return Check(None, f"Not enough data: ablating {', '.join(unmeasured)} gave no finite loss.", settled=True)
     others = {name: v for name, v in named.items() if name != head}
-    value, mean = named[head], _mean(list(others.values()))
+    value, mean = named[head], mean_of(list(others.values()))
     top_other = max(others, key=others.get)
     text = (f"Zero-ablating {head}, the induction verdict's head, adds {value:+.3f} nats on {result['where']} at step "
             f"{result['step']}; the other {len(others)} heads add {mean:+.3f} on average, the most {top_other} "

@@ -13,6 +13,7 @@ from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.results import read_result
 from tinygpt.lab.verdict import ENDED
 from tinygpt.runs.owners import Actor
+from tinygpt.runs.window import metrics_between
 from tinygpt.ui.circuits import circuits_view
 from tinygpt.ui.experiments import lab
 from tinygpt.ui.host import resources
@@ -34,8 +35,9 @@ def _run_data(run_id: str) -> RunData | None:
     if rd is None:
         return None
     vocab = ((rd.config().get("model") or {}).get("vocab_size")) or None
+    run_dir = rd.run_dir  # the exact records of a window of steps, where the reader's series is thinned
     return RunData(run_id, rd.status().get("state", ""), rd.metrics, rd.events, circuits_view.scores(rd.run_dir),
-                   vocab)  # fmt: skip
+                   vocab, rd.evals, lambda lo, hi: metrics_between(run_dir, lo, hi))  # fmt: skip
 
 
 def _verdict(verdict, about: str = "") -> dict:

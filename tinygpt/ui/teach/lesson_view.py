@@ -282,7 +282,9 @@ def _computed_check(step: Step, actor: Actor, data: dict) -> tuple[lesson.Check,
             check = prediction_view.shown_check(
                 step, actor, step.check(evidence(step, runs, data["measured"], actor, data["runs"]))
             )
-            return check, _progress(runs, step, actor)
+            # The check beside the viewer's grade is the one it was graded on (a grade kept, a check recomputed on
+            # runs changed since, had read "right" above "not seen")
+            return prediction_view.graded_check(step, actor, check), _progress(runs, step, actor)
     except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
         return lesson.Check(None, f"Not enough data yet: could not read the runs ({exc})."), []
 

@@ -1,5 +1,7 @@
 """The pitfalls step's check (tinygpt/ui/teach/lesson.py, "The eight pitfalls"): every pitfall's verdict counted,
-and the runs that ended early counted against the step's "which ones crash?". Pure: no Streamlit."""
+and the runs that ended early counted against the step's "which ones crash?". Each pitfall is named by its title on
+the Experiments page (never its internal key), and a count of fewer than the step's title says which it leaves out
+and why. Pure: no Streamlit."""
 
 from __future__ import annotations
 
@@ -20,9 +22,8 @@ def all_pitfalls(ev: Evidence) -> Check:
     missing = [k for k in PITFALLS if k not in ev.verdicts]
     waiting = [k for k in PITFALLS if k in ev.verdicts and k not in done and k not in undecided]
     judged = [k for k in PITFALLS if k not in counts_only]
-    text = f"{len(shown)} of {len(judged)} pitfalls reproduced"
-    if counts_only:
-        text += f" ({', '.join(counts_only)}: {CPU_COUNTS_ONLY} on CPU, not judged)"
+    count = _count(len(shown), judged, counts_only)
+    text = count
     unmeasured = [k for k in undecided if k not in counts_only]
     if missing or waiting or unmeasured:
         parts = ([f"not started: {', '.join(missing)}"] if missing else []) + (
@@ -34,20 +35,51 @@ def all_pitfalls(ev: Evidence) -> Check:
             None,
             f"Not enough data yet: {text} so far; {'; '.join(parts)}.",
             settled=not missing and not waiting,
-            headline=f"Not enough data yet: {len(shown)} of {len(judged)} pitfalls reproduced so far ({counts})",
+            headline=f"Not enough data yet: {_count(len(shown), judged, counts_only, True)} so far ({counts})",
         )  # only unmeasured clauses left: nothing more will come
     failed = [k for k in judged if k not in shown]
     crashed, crash_text = _crashes(ev, judged)
+    short = _count(len(shown), judged, counts_only, True)
     if failed:
-        not_shown = f"{len(shown)} of {len(judged)} pitfalls reproduced; not: {', '.join(failed)}"
-        return Check(False, f"{text}; did not reproduce: {', '.join(failed)}. {crash_text}", headline=not_shown)
-    unjudged = f" ({', '.join(counts_only)} not judged on CPU)" if counts_only else ""
+        not_shown = f"{short}; not: {_titles(failed)}"
+        return Check(False, f"{text}; did not reproduce: {_titles(failed)}. {crash_text}", headline=not_shown)
+    unjudged = f" ({_titles(counts_only)} measured, not judged on CPU)" if counts_only else ""
     crash_line = f"; {len(crashed)} of {len(judged)} crashed"
     if len(crashed) > ALMOST_NONE:  # the step's "almost none crash" is graded on these runs, not assumed
-        return Check(False, f"{text}: {', '.join(judged)}. {crash_text}",
-                     headline=f"{len(shown)} of {len(judged)} pitfalls reproduced{crash_line}")  # fmt: skip
-    return Check(True, f"{text}: {', '.join(judged)}. {crash_text}",
-                 headline=f"{len(shown)} of {len(judged)} pitfalls reproduced{crash_line}{unjudged}")  # fmt: skip
+        return Check(False, f"{text}: {_titles(judged)}. {crash_text}",
+                     headline=f"{short}{crash_line}")  # fmt: skip
+    return Check(True, f"{text}: {_titles(judged)}. {crash_text}",
+                 headline=f"{short}{crash_line}{unjudged}")  # fmt: skip
+
+
+def _title(key: str) -> str:
+    """A pitfall as the Experiments page names it (its registry title), never its internal key ("shape_drift")."""
+    return EXPERIMENTS[key].title if key in EXPERIMENTS else key
+
+
+def _titles(keys: list[str]) -> str:
+    return ", ".join(_title(k) for k in keys)
+
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+            "eleventh", "twelfth")  # fmt: skip
+
+
+def _count(shown: int, judged: list[str], unjudged: list[str] | tuple = (), short: bool = False) -> str:
+    """ "7 of the 7 trained pitfalls reproduced; the eighth, Memory fragmentation, is measured, not trained:
+    allocation counts on CPU, not judged": the step is titled with all the registry's pitfalls, so a count of fewer
+    says which ones it leaves out and why (from the registry: an experiment with `measure` trains nothing)."""
+    kind = " trained" if unjudged and all(EXPERIMENTS[k].measure is None for k in judged if k in EXPERIMENTS) else ""
+    line = f"{shown} of the {len(judged)}{kind} pitfalls reproduced"
+    if not unjudged or short:  # short: the banner's line, which names the left-out ones after it
+        return line
+    how = ["measured, not trained" if k in EXPERIMENTS and EXPERIMENTS[k].measure is not None else "not judged"
+           for k in unjudged]  # fmt: skip
+    if len(unjudged) == 1 and len(PITFALLS) <= len(ORDINALS):
+        which = f"the {ORDINALS[len(PITFALLS) - 1]}, {_title(unjudged[0])}, is {how[0]}"
+    else:
+        which = "; ".join(f"{_title(k)} is {h}" for k, h in zip(unjudged, how, strict=True))
+    return f"{line}; {which}: {CPU_COUNTS_ONLY} on CPU, not judged"
 
 
 ALMOST_NONE = 1  # "almost none crash": at most one pitfall of the eight ends its training early on its own
@@ -62,7 +94,7 @@ def _crashes(ev: Evidence, judged: list[str]) -> tuple[list[str], str]:
     for key in judged:
         for label, end in (ev.verdicts.get(key, {}).get("halted") or {}).items():
             guard = EXPERIMENTS[key].guards.get(label) if key in EXPERIMENTS else None
-            said.append(f"{key} '{label}' {end['state']} at step {end.get('step')}"
+            said.append(f"{_title(key)}: '{label}' {end['state']} at step {end.get('step')}"
                         + (f" (its guard, {guard}, stopped it: not counted)" if guard else ""))  # fmt: skip
             if not guard and key not in crashed:
                 crashed.append(key)

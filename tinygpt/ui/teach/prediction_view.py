@@ -47,7 +47,7 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
     if step.answers is None:
         return
     pages = book()
-    pages.settle(step.key, predictions.outcome_of(check), actor.id)  # the check appeared to this learner
+    pages.settle(step.key, predictions.outcome_of(check), actor.id, check)  # the check appeared to this learner
     records, room_outcome = pages.step(step.key)
     # Not `record`: that name is the module whose words the caption below uses (a learner without a prediction
     # got an AttributeError and a blank page where the check appeared).
@@ -97,32 +97,64 @@ def instructor_part(step: lesson.Step, check: lesson.Check) -> None:
     if step.answers is None:
         return
     pages = book()
-    pages.settle(step.key, predictions.outcome_of(check))
+    pages.settle(step.key, predictions.outcome_of(check), None, check)
     records, outcome = pages.step(step.key)
     line = predictions.spread_line(predictions.tally(step.answers, records, outcome))
     st.caption(f"**The room's predictions:** {safe.md(line)}")
 
 
 class HeldCheck(lesson.Check):
-    """A decided check not shown yet: its status says so (a plain Check(None) would say "not enough data")."""
+    """A check not shown yet: its status says why (a plain Check(None) would say "not enough data")."""
 
     @property
     def status(self) -> str:
-        return "ready, shown once this step is set up"
+        return "shown once this step is set up"
 
 
 def shown_check(step: lesson.Step, actor: Actor, check: lesson.Check) -> lesson.Check:
-    """The check as this viewer's pane shows it: a decided one waits until the step has been set up (by the
-    instructor for the room, or by this learner for themselves). The long steps' runs are prepared before class:
-    their checks are decided when the class arrives, and would close every answer before anyone predicted."""
-    if step.answers is None or predictions.outcome_of(check) is None:
-        return check
-    if book().revealed(step.key, None if actor.instructor else actor.id):
+    """The check as this viewer's pane shows it: nothing of it, decided or not, numbers included, until the step
+    has been set up (by the instructor for the room, or by this learner for themselves). The long steps' runs are
+    prepared before class: their checks are decided when the class arrives, and would close every answer before
+    anyone predicted; an undecided one showed its partial count ("7 of 8 pitfalls reproduced so far") before
+    anyone had predicted "which ones crash?"."""
+    if step.answers is None or book().revealed(step.key, None if actor.instructor else actor.id):
         return check
     who = "you press" if actor.instructor else "the instructor (or you) presses"
+    ready = "has its result" if predictions.outcome_of(check) is not None else "is computed from its runs"
     # Plain text: the banner draws a check's line as it is (safe.md), so "**" showed on the projector.
-    return HeldCheck(None, f"This step's check has its result: it appears once {who} Set up this step. "
+    return HeldCheck(None, f"This step's check {ready}: it appears once {who} Set up this step. "
                            "Predict first.")  # fmt: skip
+
+
+class GradedCheck(lesson.Check):
+    """The check the viewer's answer was graded on, kept when it closed: shown where the runs now read otherwise."""
+
+    @property
+    def status(self) -> str:
+        return f"{super().status}, as graded"
+
+
+def graded_check(step: lesson.Step, actor: Actor, check: lesson.Check) -> lesson.Check:
+    """The check this viewer's pane shows beside their grade: the one the grade was given on. The answers close on
+    the check as it first appears, with its outcome and words kept (PredictionBook.settle); where the check computed
+    now has another outcome (its runs changed since), the kept one is shown, saying so, with what the runs read now.
+    The pane had shown "the check saw it · right" above "Check: not seen": the grade kept, the check recomputed."""
+    if step.answers is None or isinstance(check, HeldCheck):
+        return check
+    pages = book()
+    learner = None if actor.instructor else actor.id
+    pages.settle(step.key, predictions.outcome_of(check), learner, check)  # closes here, on this very check
+    outcome, kept = pages.graded(step.key, learner)
+    if outcome is None or outcome == predictions.outcome_of(check):
+        return check
+    now = f" Computed now, the check reads {check.status}: {check.short}"
+    passed = {predictions.SEEN: True, predictions.NOT_SEEN: False}.get(outcome)
+    if not kept:  # closed before checks were kept with their outcome: the outcome alone is known
+        return GradedCheck(passed, f"The answers were graded on a check whose outcome was {outcome}; its words "
+                           f"were not kept.{now}", settled=outcome == predictions.UNDECIDED)  # fmt: skip
+    line = str(kept.get("headline") or kept.get("text") or "")
+    return GradedCheck(passed, f"{kept.get('text', '')} (The answers were graded on this.{now})",
+                       settled=bool(kept.get("settled")), headline=f"{line} (as graded)")  # fmt: skip
 
 
 def set_up(step: lesson.Step, actor: Actor) -> None:

@@ -30,13 +30,14 @@ from typing import Any
 from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.runs.files import read_json, write_json_atomic
 
-FILE = "predictions.json"  # in the runs folder: {"answers": {step: {learner: record}}, "outcomes", "revealed"}
+FILE = "predictions.json"  # runs folder: {"answers": {step: {learner: record}}, "outcomes", "revealed", "checks"}
 ROOM = "room"  # who set a step up, in "revealed": the instructor (for everyone), or a learner's id (for them)
 NOT_SURE = "not sure"
 SEEN, NOT_SEEN, UNDECIDED = "seen", "not seen", "undecided"  # a check's outcome, once it has one
 RIGHT, WRONG, NOT_DECIDED = "right", "wrong", "not decided"  # an answer's grade ("not sure" is its own)
 MAX_LEARNERS = 500  # per step: the file stays small whatever a misbehaving client sends
 MAX_NAME = 32
+MAX_CHECK = 2000  # characters of a check's words kept with the outcome it graded (a long verdict is ~600)
 
 
 class AnswerClosed(TinyGPTError):
@@ -87,6 +88,15 @@ def outcome_of(check: Any) -> str | None:
     return UNDECIDED if getattr(check, "settled", False) else None
 
 
+def check_record(check: Any) -> dict | None:
+    """A lesson Check as the book keeps it beside the outcome it closed answers with (its words cut to a size that
+    keeps the file small), or None."""
+    if check is None:
+        return None
+    return {"passed": check.passed, "text": str(check.text)[:MAX_CHECK], "settled": bool(getattr(check, "settled",
+            False)), "headline": str(getattr(check, "headline", "") or "")[:MAX_CHECK]}  # fmt: skip
+
+
 def grade(answers: Answers, answer: str | None, outcome: str | None) -> str | None:
     """right / wrong / not decided / not sure, or None (no answer, or no outcome yet)."""
     if answer is None or outcome is None:
@@ -131,9 +141,11 @@ class PredictionBook:
         answers = data.get("answers") if isinstance(data.get("answers"), dict) else {}
         outcomes = data.get("outcomes") if isinstance(data.get("outcomes"), dict) else {}
         revealed = data.get("revealed") if isinstance(data.get("revealed"), dict) else {}
+        checks = data.get("checks") if isinstance(data.get("checks"), dict) else {}
         return {"answers": {k: dict(v) for k, v in answers.items() if isinstance(v, dict)},
                 "outcomes": {k: v for k, v in outcomes.items() if v in (SEEN, NOT_SEEN, UNDECIDED)},
-                "revealed": {k: dict(v) for k, v in revealed.items() if isinstance(v, dict)}}  # fmt: skip
+                "revealed": {k: dict(v) for k, v in revealed.items() if isinstance(v, dict)},
+                "checks": {k: dict(v) for k, v in checks.items() if isinstance(v, dict)}}  # fmt: skip
 
     def _write(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -158,18 +170,23 @@ class PredictionBook:
             book[learner] = {"name": str(name)[:MAX_NAME], "answer": choice, "at": time.time()}
             self._write(data)
 
-    def settle(self, step: str, outcome: str | None, learner: str | None = None) -> bool:
+    def settle(self, step: str, outcome: str | None, learner: str | None = None, check: Any = None) -> bool:
         """The check appeared with `outcome`: to one learner (their answer closes, graded by it), or to the room
         (learner None: every answer to the step closes). The first outcome stays (an answer is graded by what the
-        check said when it closed); written only on a change: every pane calls this on every refresh."""
+        check said when it closed), and with it the check itself (`check_record`), which the pane shows beside the
+        grade wherever the runs now read otherwise (`graded`); written only on a change: every pane calls this on
+        every refresh."""
         if outcome is None:
             return False
+        kept = check_record(check)
         with self._lock:
             data = self._read()
             if learner is None:
                 if step in data["outcomes"]:
                     return False
                 data["outcomes"][step] = outcome
+                if kept:
+                    data["checks"][step] = kept
             else:
                 book = data["answers"].setdefault(step, {})
                 record = book.get(learner)
@@ -178,8 +195,19 @@ class PredictionBook:
                 if record is None and len(book) >= MAX_LEARNERS:
                     return False
                 book[learner] = {**(record or {"name": "", "answer": None, "at": time.time()}), "outcome": outcome}
+                if kept:
+                    book[learner]["check"] = kept
             self._write(data)
             return True
+
+    def graded(self, step: str, learner: str | None = None) -> tuple[str | None, dict | None]:
+        """(the outcome that grades this viewer's answer, the check it was graded on, or None where it was not
+        kept): a learner's own, else the room's (`learner_outcome`)."""
+        data = self._read()
+        record = (data["answers"].get(step, {}).get(learner) or {}) if learner is not None else {}
+        if record.get("outcome"):
+            return record["outcome"], record.get("check")
+        return data["outcomes"].get(step), data["checks"].get(step)
 
     def reveal(self, step: str, learner: str | None = None) -> None:
         """The step was set up: by the instructor (learner None: its check may appear to everyone) or by a learner
@@ -208,7 +236,7 @@ class PredictionBook:
     def clear(self) -> None:
         """A new class: every answer and outcome forgotten."""
         with self._lock:
-            self._write({"answers": {}, "outcomes": {}, "revealed": {}})
+            self._write({"answers": {}, "outcomes": {}, "revealed": {}, "checks": {}})
 
 
 # ---------------------------------------------------------------- the spread

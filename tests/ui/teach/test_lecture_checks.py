@@ -1,0 +1,74 @@
+"""The lecture run's checks (tinygpt/ui/teach/lecture_checks.py): each step judged on its own stretch of the run,
+in windows of steps read exactly, with numbers that do not drift."""
+
+from tinygpt.ui.teach import lesson
+from tinygpt.ui.teach.lesson import Evidence, RunData
+
+
+def metrics(losses, start=1):
+    return [{"step": start + i, "loss": v} for i, v in enumerate(losses)]
+
+
+def knob(name, old, new, step):
+    return {"kind": "knob", "ok": True, "knob": name, "old": old, "new": new, "step": step}
+
+
+def test_step_one_is_judged_before_the_first_knob_change_not_on_the_damage_later_steps_did():
+    """Review: after step 12, Back to step 1 read "the check saw it · right" above "Not seen: ... by step 13015 it
+    is 3.22; it fell by 0.98": step 1 judged on the run's tail, after steps 4 and 7 had broken it."""
+    losses = [4.2] + [2.0] * 999 + [0.2] * 500 + [3.3] * 500  # learns; mask off at 1000; lr 0.1 at 1500
+    events = [knob("mask", "causal", "none", 1000), knob("mask", "none", "causal", 1200),
+              knob("learning_rate", 0.003, 0.1, 1500)]  # fmt: skip
+    run = RunData("r", "running", metrics(losses), events, vocab_size=65)
+    check = lesson.loss_from_uniform(Evidence(runs={"lecture": run}))
+    assert check.passed is True, check.text
+    assert "by step 1000, before mask changed at step 1000" in check.text and "2.00" in check.text, check.text
+    assert "3.3" not in check.text
+
+
+def test_a_knob_check_reads_steps_not_thinned_records_and_its_numbers_do_not_drift():
+    """Review, step 4: "mean of 20 steps each side, 69 steps since" where the reader's series was thinned (every
+    8th record kept): 20 records spanned 160 steps, and the event's numbers drifted (1.70 → 0.29, later 0.16)."""
+    full = metrics([2.0] * 1000 + [1.5] * 10 + [0.3] * 290 + [0.1] * 700)  # mask off at step 1000
+    thinned = [m for m in full if m["step"] % 8 == 1 or m["step"] > 1900]  # the reader's old part: every 8th
+    exact_calls = []
+
+    def exact(lo, hi):
+        exact_calls.append((lo, hi))
+        return [m for m in full if lo <= m["step"] <= hi]
+
+    events = [knob("mask", "causal", "none", 1000)]
+    run = RunData("r", "running", thinned, events, exact=exact)
+    check = lesson.knob_effect("mask", "none", rise=False, min_change=1.0)(Evidence(runs={"lecture": run}))
+    assert check.passed is True, check.text
+    assert "mean of steps 981–1000" in check.text and "fell from 2.00 to 0.90" in check.text, check.text
+    assert exact_calls  # the thinned stretch was read exactly
+    later = RunData("r", "running", thinned + metrics([0.05] * 500, start=2001), events, exact=exact)
+    assert lesson.knob_effect("mask", "none", rise=False, min_change=1.0)(Evidence(runs={"lecture": later})).text \
+        == check.text  # fmt: skip
+
+
+def test_the_patience_is_counted_in_steps_and_a_next_change_settles_an_unjudged_knob():
+    check = lesson.knob_effect("learning_rate", 0.1, rise=True)
+    flat = metrics([2.0] * 100 + [2.05] * 80)  # 80 steps after the change, no rise yet
+    run = RunData("r", "running", flat[::4] + flat[-5:], [knob("learning_rate", 0.003, 0.1, 100)],
+                  exact=lambda lo, hi: [m for m in flat if lo <= m["step"] <= hi])  # fmt: skip
+    waiting = check(Evidence(runs={"lecture": run}))
+    assert waiting.passed is None and not waiting.settled and "80 steps since" in waiting.text, waiting.text
+    run.events = [*run.events, knob("learning_rate", 0.1, 0.003, 180)]  # the next step put it back
+    closed = check(Evidence(runs={"lecture": run}))
+    assert closed.passed is None and closed.settled and "step 180" in closed.text, closed.text
+
+
+def test_the_lecture_checks_say_training_loss_and_name_the_held_out_loss_beside_it():
+    run = RunData("r", "running", metrics([4.2] + [2.0] * 199), vocab_size=65,
+                  evals=[{"step": 100, "val_loss": 2.31}, {"step": 200, "val_loss": 2.11}])  # fmt: skip
+    check = lesson.loss_from_uniform(Evidence(runs={"lecture": run}))
+    assert "training loss" in check.text and "training loss" in check.headline
+    assert "held-out loss 2.11 at step 200" in check.text, check.text
+    run.events = [knob("mask", "causal", "none", 150)]
+    run.metrics = metrics([2.0] * 150 + [0.2] * 50)
+    run.evals = [{"step": 100, "val_loss": 2.31}, {"step": 160, "val_loss": 0.5}]
+    mask = lesson.knob_effect("mask", "none", rise=False, min_change=1.0)(Evidence(runs={"lecture": run}))
+    assert mask.text.startswith("The training loss fell") and "training loss" in mask.headline
+    assert "held-out loss 2.31 at step 100, held-out loss 0.50 at step 160" in mask.text  # 160: inside its window

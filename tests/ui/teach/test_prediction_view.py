@@ -1,0 +1,47 @@
+"""What a viewer's lesson pane shows of a step's check (tinygpt/ui/teach/prediction_view.py): nothing before the
+step is set up, and beside a grade, the check it was graded on."""
+
+import pytest
+
+from tinygpt.runs.owners import Actor
+from tinygpt.ui.teach import lesson, prediction_view
+from tinygpt.ui.teach.lesson import Check
+from tinygpt.ui.teach.predictions import PredictionBook
+
+STEP = {s.key: s for s in lesson.STEPS}
+
+
+@pytest.fixture
+def pages(tmp_path, monkeypatch):
+    book = PredictionBook(tmp_path)
+    monkeypatch.setattr(prediction_view, "book", lambda: book)
+    return book
+
+
+LEARNER = Actor("a1", "Ada", instructor=False)
+
+
+def test_nothing_of_a_check_shows_before_the_step_is_set_up_decided_or_not(pages):
+    """Review, step 8: "Not enough data yet: 7 of 8 pitfalls reproduced so far (1 not started)" showed before
+    anyone predicted "which ones crash?": only decided checks were held."""
+    partial = Check(None, "Not enough data yet: 7 of 8 pitfalls reproduced so far", headline="7 of 8 so far")
+    for check in (partial, Check(True, "8 of 8 reproduced")):
+        held = prediction_view.shown_check(STEP["pitfalls"], LEARNER, check)
+        assert isinstance(held, prediction_view.HeldCheck) and "of 8" not in held.text + held.short
+        assert "Set up this step" in held.text and "Predict first" in held.text
+    prediction_view.set_up(STEP["pitfalls"], LEARNER)
+    assert prediction_view.shown_check(STEP["pitfalls"], LEARNER, partial) is partial
+
+
+def test_the_check_beside_a_grade_is_the_one_it_was_graded_on(pages):
+    """Review: "Your prediction: between 3 and 5 · the check saw it · right" above "Check: not seen": the grade kept
+    from when the check first appeared, the check recomputed on the run as later steps had changed it."""
+    step = STEP["tensors"]
+    pages.answer(step.key, LEARNER.id, LEARNER.name, "between 3 and 5", step.answers)
+    seen = Check(True, "The first training loss was 4.20; by step 836 it is 2.04: it fell by 2.16.", headline="down")
+    assert prediction_view.graded_check(step, LEARNER, seen) is seen  # closes the answer on this check
+    now = Check(False, "by step 13015 it is 3.22; but it fell by 0.98, less than 1.0.", headline="fell by 0.98")
+    shown = prediction_view.graded_check(step, LEARNER, now)
+    assert shown.passed is True and "by step 836" in shown.text and "graded on this" in shown.text
+    assert "not seen: fell by 0.98" in shown.text  # what the runs read now is said, as such
+    assert pages.graded(step.key, LEARNER.id)[0] == "seen"
