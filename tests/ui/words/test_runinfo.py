@@ -318,3 +318,12 @@ def test_the_room_chart_draws_the_learners_runs_first_then_the_instructors():
     drawn, note = picking.room_chart_runs(crowd + theirs)
     assert [run for run, _ in drawn[:3]] == ["l1", "l0", "l2"] and len(drawn) == picking.ROOM_CHART_MAX
     assert "3 run(s) past the chart's" in note  # the instructor's, not the learners'
+
+
+def test_the_status_line_says_the_newest_step_of_the_status_and_the_records_beside_it():
+    """A lesson pane read "by step 836 it is 2.04" (from the records) above "run: step 819" (from status.json,
+    rewritten every few tenths of a second): the line now says the newer of the two."""
+    metrics = [{"step": s, "loss": 2.0, "time": s * 0.05, "tokens_per_s": 1000.0} for s in range(800, 837)]
+    line = runinfo.status_line({"state": "running", "step": 819, "max_steps": 2000}, metrics)
+    assert line.startswith("step 836 / 2,000"), line
+    assert runinfo.status_line({"state": "paused", "step": 900}, metrics).startswith("step 900")

@@ -123,7 +123,10 @@ def status_line(status: dict, metrics: list[dict]) -> str:
     """`step N / M · X tokens/s · ETA · state: reason`; `step N · X tokens/s · until stopped · state` for a run
     with no planned end (the Lecture preset): it has no ETA to give. Only a running run's speed is current: any
     other state says "last measured X tokens/s" (no GFLOP/s), the speed of its last steps."""
-    step = int(status.get("step") or 0)
+    # The newer of status.json's step (rewritten every few tenths of a second) and the last record drawn beside it:
+    # a lesson pane read "by step 836 it is 2.04" from the records above "lecture · run: step 819" from the status.
+    last = metrics[-1].get("step") if metrics else None
+    step = max(int(status.get("step") or 0), int(last) if isinstance(last, (int, float)) and last == last else 0)
     max_steps = status.get("max_steps")
     endless = trains_until_stopped(max_steps)
     parts = [f"step {step:,} / {max_steps:,}" if max_steps and not endless else f"step {step:,}"]
