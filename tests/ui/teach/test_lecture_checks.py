@@ -72,3 +72,16 @@ def test_the_lecture_checks_say_training_loss_and_name_the_held_out_loss_beside_
     mask = lesson.knob_effect("mask", "none", rise=False, min_change=1.0)(Evidence(runs={"lecture": run}))
     assert mask.text.startswith("The training loss fell") and "training loss" in mask.headline
     assert "held-out loss 2.31 at step 100, held-out loss 0.50 at step 160" in mask.text  # 160: inside its window
+
+
+def test_the_held_out_loss_after_a_change_is_read_from_the_window_that_decided_not_just_after_the_change():
+    """A review: 3 steps after mask → none the eval read 2.37 (the model had not yet learned to copy) against 2.02
+    before, and the pane put "held-out loss rose" beside a 1-nat fall; the next eval read 0.52."""
+    run = RunData("r", "running", metrics([2.0] * 297 + [1.9] * 80 + [0.8] * 40), vocab_size=65,
+                  events=[knob("mask", "causal", "none", 297)],
+                  evals=[{"step": 200, "val_loss": 2.02}, {"step": 300, "val_loss": 2.37},
+                         {"step": 400, "val_loss": 0.52}])  # fmt: skip
+    mask = lesson.knob_effect("mask", "none", rise=False, min_change=1.0)(Evidence(runs={"lecture": run}))
+    assert mask.passed is True, mask.text
+    assert "held-out loss 2.02 at step 200, held-out loss 0.52 at step 400" in mask.text, mask.text
+    assert "2.37" not in mask.text

@@ -16,6 +16,7 @@ from typing import Any
 # 2 cores a run beside one other busy process took 2-9x as long a step (BENCHMARKS.md, threads).
 LOAD_GAP = 1.0
 LOAD_RATIO = 1.5
+FEW = 4  # runs named one by one; more are summed up (27 runs' loads made a 2,200-character caption)
 
 
 def _numbers(records: Any, field: str) -> list[float]:
@@ -25,6 +26,12 @@ def _numbers(records: Any, field: str) -> list[float]:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and value >= 0:
             out.append(float(value))
     return out
+
+
+def _names(names: list[str]) -> str:
+    """Up to FEW names, then how many more: a caption on a projector, not a list."""
+    shown = ", ".join(names[:FEW])
+    return shown if len(names) <= FEW else f"{shown} and {len(names) - FEW} more"
 
 
 def _span(values: list[float]) -> str:
@@ -39,31 +46,44 @@ def seconds_notes(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     if not runs:
         return []
     notes = []
-    unclocked = [name for name, run in runs.items()
-                 if not any(isinstance(r, Mapping) and "clock" in r for r in run.get("metrics") or [])]  # fmt: skip
-    if not unclocked:
+    stepped = {name: [r for r in run.get("metrics") or [] if isinstance(r, Mapping)] for name, run in runs.items()}
+    empty = [name for name, records in stepped.items() if not records]
+    unclocked = [name for name, records in stepped.items() if records and not any("clock" in r for r in records)]
+    if any(records and any("clock" in r for r in records) for records in stepped.values()):
         notes.append("Seconds are each run's training time: pauses and waits in the queue are left out.")
-    else:
-        notes.append(f"{', '.join(unclocked)} recorded wall-clock time only (written by an older version): "
+    if unclocked:
+        notes.append(f"{_names(unclocked)} recorded wall-clock time only (written by an older version): "
                      "its seconds include any pause or wait in the queue.")  # fmt: skip
-    loads = {name: _numbers(run.get("evals"), "load_avg") for name, run in runs.items()}
+    if empty:
+        notes.append(f"{_names(empty)} took no step: nothing of it is on the seconds axis.")
+    loads = {name: _numbers(run.get("evals"), "load_avg") for name, run in runs.items() if name not in empty}
     known = {name: values for name, values in loads.items() if values}
     if known:
-        spans = " · ".join(f"{name} {_span(values)}" for name, values in known.items())
-        notes.append(f"Machine load while each trained (1-minute average at its evals): {spans}.")
-        medians = [statistics.median(values) for values in known.values()]
-        low, high = min(medians), max(medians)
+        medians = {name: statistics.median(values) for name, values in known.items()}
+        if len(known) <= FEW:
+            spans = " · ".join(f"{name} {_span(values)}" for name, values in known.items())
+            notes.append(f"Machine load while each trained (1-minute average at its evals): {spans}.")
+        else:  # a projector's caption, not a table: the range, and the runs at either end
+            quiet, busy = min(medians, key=medians.get), max(medians, key=medians.get)
+            every = [v for values in known.values() for v in values]
+            notes.append(f"Machine load while they trained (1-minute average at their evals): {_span(every)} "
+                         f"across {len(known)} runs; the quietest {quiet} (median {medians[quiet]:.1f}), the "
+                         f"busiest {busy} ({medians[busy]:.1f}).")  # fmt: skip
+        low, high = min(medians.values()), max(medians.values())
         if high - low > LOAD_GAP and high > LOAD_RATIO * max(low, 0.1):
             notes.append("The loads differ: a run on a busier machine is slower for that alone, so part of a gap "
                          "in seconds is the machine, not the settings. Compare steps, or rerun them side by side.")
-    missing = [name for name in runs if name not in known]
+    missing = [name for name in loads if name not in known]
     if missing:
-        notes.append(f"No machine load recorded for {', '.join(missing)}: a gap in seconds may be the load, "
+        notes.append(f"No machine load recorded for {_names(missing)}: a gap in seconds may be the load, "
                      "not the settings.")  # fmt: skip
     for field, word in (("device", "devices"), ("threads", "thread counts")):
         said = {name: (run.get("status") or {}).get(field) for name, run in runs.items()}
-        said = {name: value for name, value in said.items() if value not in (None, "")}
-        if len(set(map(str, said.values()))) > 1:
-            notes.append(f"They trained on different {word}: "
-                         f"{' · '.join(f'{name} {value}' for name, value in said.items())}.")  # fmt: skip
+        by_value: dict[str, list[str]] = {}
+        for name, value in said.items():
+            if value not in (None, ""):
+                by_value.setdefault(str(value), []).append(name)
+        if len(by_value) > 1:
+            each = " · ".join(f"{value} ({_names(names)})" for value, names in by_value.items())
+            notes.append(f"They trained on different {word}: {each}.")
     return notes
