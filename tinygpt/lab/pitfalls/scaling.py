@@ -73,7 +73,8 @@ def judge(results: dict[str, RunResult]) -> Verdict:
              "its softmax gain was not measured") + f" ({gain})",
         say(smaller_grads, "attention gradients are smaller", "attention gradients are not smaller",
              "attention gradients were not measured") + f" ({grads})",
-        say(worse, "the loss ends higher", "the loss ends not higher by enough", "the loss gap is not decided")
+        say(worse, "the training loss ends higher", "the training loss ends not higher by enough",
+            "the training loss gap is not decided")
         + f" ({losses}), a gap of {difference.interval()}: {spread}",
     ]  # fmt: skip
     clauses = {

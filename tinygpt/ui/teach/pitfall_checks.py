@@ -26,9 +26,9 @@ def all_pitfalls(ev: Evidence) -> Check:
     text = count
     unmeasured = [k for k in undecided if k not in counts_only]
     if missing or waiting or unmeasured:
-        parts = ([f"not started: {', '.join(missing)}"] if missing else []) + (
-            [f"still training: {', '.join(waiting)}"] if waiting else []) + (
-            [f"not enough data: {', '.join(unmeasured)}"] if unmeasured else [])  # fmt: skip
+        parts = ([f"not started: {_titles(missing)}"] if missing else []) + (
+            [f"still training: {_titles(waiting)}"] if waiting else []) + (
+            [f"not enough data: {_titles(unmeasured)}"] if unmeasured else [])  # fmt: skip
         counts = ", ".join(f"{len(ks)} {what}" for ks, what in ((missing, "not started"), (waiting, "training"),
                                                                    (unmeasured, "not measured")) if ks)  # fmt: skip
         return Check(
@@ -40,15 +40,16 @@ def all_pitfalls(ev: Evidence) -> Check:
     failed = [k for k in judged if k not in shown]
     crashed, crash_text = _crashes(ev, judged)
     short = _count(len(shown), judged, counts_only, True)
+    tail = count[len(short):]  # "; the eighth, ..., not judged": after the titles, which belong to the count
     if failed:
         not_shown = f"{short}; not: {_titles(failed)}"
-        return Check(False, f"{text}; did not reproduce: {_titles(failed)}. {crash_text}", headline=not_shown)
+        return Check(False, f"{short}; did not reproduce: {_titles(failed)}{tail}. {crash_text}", headline=not_shown)
     unjudged = f" ({_titles(counts_only)} measured, not judged on CPU)" if counts_only else ""
     crash_line = f"; {len(crashed)} of {len(judged)} crashed"
     if len(crashed) > ALMOST_NONE:  # the step's "almost none crash" is graded on these runs, not assumed
-        return Check(False, f"{text}: {_titles(judged)}. {crash_text}",
+        return Check(False, f"{short}: {_titles(judged)}{tail}. {crash_text}",
                      headline=f"{short}{crash_line}")  # fmt: skip
-    return Check(True, f"{text}: {_titles(judged)}. {crash_text}",
+    return Check(True, f"{short}: {_titles(judged)}{tail}. {crash_text}",
                  headline=f"{short}{crash_line}{unjudged}")  # fmt: skip
 
 
