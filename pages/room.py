@@ -54,7 +54,7 @@ if held:
 
 @backlog.live_fragment(REFRESH_S)
 def dashboard() -> None:
-    rows = runlist.room_rows(store)
+    rows = runlist.room_rows(store, room.current())
     if not rows:
         st.info("No runs yet: learners start theirs on **Train**.")
         return
@@ -84,7 +84,7 @@ def dashboard() -> None:
     if note:
         st.caption(note)
     st.table(room_table.table(rows), hide_index=True)  # cells wrap: names and states read whole at 1280 Large
-    for line in room_table.flag_notes(rows):  # each flag's reasons, which its cell leaves out
+    for line in room_table.flag_notes(rows) + room_table.paused_notes(rows):  # what the cells leave out
         st.caption(line)
     if waits := room_table.queue_note(rows):
         st.caption(waits)

@@ -42,3 +42,18 @@ def test_the_room_page_draws_a_table_whose_cells_wrap(runs_dir):
     assert not teacher.dataframe  # a data frame's cells cut long text at the projector's width; a table wraps
     [table] = teacher.table
     assert list(table.value["learner"]) == ["tidy-wombat"] and "LR" in table.value["name"].iloc[0]
+
+
+def test_a_paused_run_says_under_the_table_who_paused_it_and_why_it_has_no_worker():
+    """A review: the lecture run, paused by step 8 and then its worker freed for a queued run, read only "paused"
+    on the Room page; the Train page said who paused it."""
+    rows = [
+        {"learner": "tidy-wombat", "name": "2L×1H×128", "state": "paused",
+         "paused": "paused by you at step 9228; its worker was freed for a queued run; resume it to continue"},
+        {"learner": "anna", "name": "2L×4H×64", "state": "running", "paused": ""},
+    ]  # fmt: skip
+    notes = [n.replace("\\", "") for n in room_table.paused_notes(rows)]  # markdown-escaped: names are typed
+    assert notes == [
+        "**tidy-wombat · 2L×1H×128**: paused by you at step 9228; its worker was freed for a queued run; resume it "
+        "to continue"
+    ]

@@ -19,6 +19,7 @@ from tinygpt.runs.names import store_names
 from tinygpt.runs.owners import Actor, read_hold, run_learner
 from tinygpt.runs.status import read_status
 from tinygpt.runs.store import RunStore
+from tinygpt.ui.words.run_words import reason_for
 from tinygpt.ui.words.runinfo import best_eval, knob_history
 
 
@@ -71,10 +72,11 @@ def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
     return rows
 
 
-def room_rows(store: RunStore) -> list[dict]:
+def room_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
     """The instructor's table: one row per run, its learner first, then what the run is doing and did. "whose"
     says who started it (WHOSE: a learner, the instructor: the lecture run and the prepared runs, or no learner:
-    the CLI or an older run), what the counter above the table counts by; "steps" is "step / max steps"."""
+    the CLI or an older run), what the counter above the table counts by; "steps" is "step / max steps"; "paused"
+    a paused run's reason in `me`'s words (run_words.reason_for)."""
     rows, names = [], run_names(store)
     for s in store.list_runs():
         config = s.config or {}
@@ -92,6 +94,8 @@ def room_rows(store: RunStore) -> list[dict]:
                 "max steps": s.max_steps,
                 "steps": f"{s.step:,}" + ("" if until else f" / {s.max_steps:,}"),
                 "queue": position,
+                # A paused run's reason in the viewer's words (pages/room.py: who paused it, and a freed worker)
+                "paused": reason_for(s.reason or "", config, me) if s.state == "paused" else "",
                 "live changes": ", ".join(knob_history(events)),
                 "whose": whose,
                 "run": s.run_id,

@@ -46,6 +46,13 @@ def flag_notes(rows: Sequence[dict]) -> list[str]:
             for r in rows if r.get("flag")]  # fmt: skip
 
 
+def paused_notes(rows: Sequence[dict]) -> list[str]:
+    """Under the table, one line per paused run with who paused it and why it has no worker: the cell said only
+    "paused" for the lecture run step 8 paused, and a review could not tell the instructor's pause from a learner's."""
+    return [f"**{safe.md(r.get('learner'))} · {safe.md(r.get('name'))}**: {safe.md(r['paused'])}"
+            for r in rows if r.get("state") == "paused" and r.get("paused")]  # fmt: skip
+
+
 def queue_note(rows: Sequence[dict]) -> str:
     """What the queued runs wait for, said once under the table (their "queue" cell, the same on every queued row,
     was a column of its own that pushed the table past the projector's width); "" when none waits."""
