@@ -5,7 +5,11 @@ Fast tests use tiny models and fake RunResults; the `slow` ones run every experi
 """
 
 import math
+import multiprocessing
+import os
 import random
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import pytest
 import torch
@@ -532,19 +536,30 @@ TEST_OVERRIDES = {
 TEST_SEEDS = (1337, 7, 1)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("key", list(EXPERIMENTS))
-def test_every_pitfall_reproduces_on_three_seeds(key, shakespeare_path, monkeypatch, tmp_path):
+def judge_seed(job: tuple[str, int, str, str]) -> tuple[int, bool | None, str, str, str]:
+    """One seed of one pitfall, in a worker process: (seed, reproduced, expected, observed, sentence)."""
     from tinygpt.lab.results import run_experiment
 
-    monkeypatch.setenv("TINYGPT_SHAKESPEARE", str(shakespeare_path))
+    key, seed, folder, shakespeare = job
+    os.environ["TINYGPT_SHAKESPEARE"] = shakespeare
+    _, verdict = run_experiment(EXPERIMENTS[key], seed, Path(folder), overrides=TEST_OVERRIDES.get(key, {}))
+    return seed, verdict.reproduced, verdict.expected, verdict.observed, verdict.sentence
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", list(EXPERIMENTS))
+def test_every_pitfall_reproduces_on_three_seeds(key, shakespeare_path, tmp_path):
     if key == "memory" and not torch.cuda.is_available():
         pytest.skip("on CPU the memory demo is allocation counts, never judged (test_the_cpu_memory_demo_...)")
-    experiment = EXPERIMENTS[key]
-    for seed in TEST_SEEDS:
-        _, verdict = run_experiment(experiment, seed, tmp_path / str(seed), overrides=TEST_OVERRIDES.get(key, {}))
-        assert verdict.reproduced is True, (key, seed, verdict.sentence, verdict.observed)
-        assert verdict.expected and verdict.observed and verdict.sentence
+    # Two seeds at a time, one thread each (run_experiment's), in fresh processes: the test tier's longest test
+    # took ~4 minutes one seed after another on 2 cores. Spawned, not forked: a fork of a process whose OpenMP
+    # threads ran can hang.
+    jobs = [(key, seed, str(tmp_path / str(seed)), str(shakespeare_path)) for seed in TEST_SEEDS]
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        outcomes = list(pool.map(judge_seed, jobs))
+    for seed, reproduced, expected, observed, sentence in outcomes:
+        assert reproduced is True, (key, seed, sentence, observed)
+        assert expected and observed and sentence
 
 
 def test_a_lab_experiment_runs_and_is_probed_on_the_users_own_text(tmp_path):
