@@ -79,7 +79,7 @@ if state.pop(attention_keys.ATTN_PLAY_DONE):  # the play loop reached the newest
 playing = c1.toggle("Play", key=attention_keys.ATTN_PLAYING, disabled=len(snapshots) < 2)
 if not playing:
     state.put(attention_keys.ATTN_PLAY_STARTED, False)
-if snapshots:
+if snapshots and not following_live:  # a live run's count is the live caption's below: one number, not two
     c2.caption(f"{len(snapshots)} snapshots from step {snapshots[0]} to {snapshots[-1]}.")
 
 
@@ -166,7 +166,8 @@ def follow_live() -> None:
     steps = [int(s["step"]) for s in rd.attention_index().get("snapshots", [])]
     drawn = (state.get(attention_keys.ATTN_GRID) or {}).get("drawn", 0)
     shown = state.get(attention_keys.W_ATTN_STEP)
-    st.caption(f"Live: newest snapshot at step {steps[-1] if steps else 0}.")
+    st.caption(f"Live: {len(steps)} snapshots from step {steps[0]} to {steps[-1]}." if steps else
+               "Live: no snapshot yet.")  # fmt: skip
     if (
         steps
         and state.get(attention_keys.ATTN_FOLLOW, True)

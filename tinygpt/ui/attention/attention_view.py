@@ -92,7 +92,8 @@ def head_stats(rd: RunReader, mode: str, window: int, large: bool):
     uniform = None
     if seq_len > 1:
         value = inside.uniform_entropy(build_mask(mode, seq_len, window).numpy())
-        uniform = (value, f"uniform under the {mode} mask (T={seq_len}): mean ln(visible keys) = {value:.2f}")
+        uniform = (value, f"uniform under the {mode} mask in force now (T={seq_len}): mean ln(visible keys) = "
+                          f"{value:.2f}")  # a run whose mask changed had other baselines before
     steps = tuple(int(s["step"]) for s in index.get("snapshots", []))
     key = (rd.run_id, steps, uniform, large)  # rebuilt only when the snapshots or the mask changed
 
