@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from tinygpt.config import LEAKING_MASKS
 from tinygpt.lab.pitfalls.mask import MASK_CHEAT
 from tinygpt.runs.knobs import knob_changes, knobs_now
 from tinygpt.runs.owners import run_learner
@@ -34,7 +35,6 @@ from tinygpt.ui.words.knob_words import knob_value, knob_word
 from tinygpt.ui.words.setting_words import setting_word
 
 DIVERGED, LEAKING, STALLED, OWN = "diverged", "leaking", "stalled", "own settings"
-LEAKY_MASKS = ("none", "off_by_one")  # the masks that let a position see the future (sliding_window is causal)
 LEAK_WINDOW = 20  # losses averaged on each side of the comparison: one step's loss is noisy by ~0.05-0.1 nats
 PEER_MIN = 5  # a causal run of the room must have this many losses over the same steps to be held against
 STALL_S = 60.0  # s without a new step while "running": the Demo preset's 300 steps take 2.4-2.6 s on the 2-core
@@ -92,7 +92,7 @@ def leaking(config: dict, events: Sequence[dict], metrics: Sequence[dict], peers
     conservative side: the best causal loss makes the gap smallest). `peers`: the room's other runs as
     {"config", "events", "metrics"}; only causal ones on the same text count."""
     mask, since, before = _mask_segments(config, events)
-    if mask not in LEAKY_MASKS:
+    if mask not in LEAKING_MASKS:  # the masks that let a position see the future (a sliding window is causal)
         return None
     losses = _losses(metrics)
     leaky = [(s, v) for s, v in losses if s >= since][-LEAK_WINDOW:]
