@@ -19,7 +19,7 @@ from tinygpt.ui.run.in_view import Rules, open_run
 from tinygpt.ui.screen import backlog, explain, fonts
 from tinygpt.ui.teach import teach_keys
 from tinygpt.ui.train import form, guard, knob_widgets, train_keys, train_view
-from tinygpt.ui.words import runinfo, safe
+from tinygpt.ui.words import run_words, runinfo, safe
 
 store = resources.get_store()
 run_id = in_view.run_id()
@@ -69,8 +69,8 @@ with right:
     # Messages go into one container, so the live view below keeps its place whether or not there are any.
     messages = st.container()
     if rd is not None and not mine:
-        owner = room.owner_name(rd.config()) or "another learner"
-        messages.info(f"Watching {safe.md(owner)}'s run (read-only). **Train** starts your own run.")
+        messages.info(f"Watching {safe.md(run_words.watching(rd.config()))} (read-only). **Train** starts your own "
+                      "run.")  # fmt: skip
     if hold is not None:
         getattr(messages, hold[0])(hold[1])
     limit = resources.get_manager().time_limit(run_id) if run_id and resources.is_active(run_id) else None

@@ -92,3 +92,12 @@ def test_the_val_note_says_what_a_run_with_a_weights_average_scores():
     assert note and "running average of the weights" in note and "5% of the way" in note
     assert "10%" in val_note({"train": {"weight_average": 0.9}})
     assert val_note(preset("demo").to_dict()) is None and val_note({}) is None
+
+
+def test_a_watcher_is_told_whose_run_it_is_and_a_cli_run_is_nobodys_learner():
+    """A CLI run (no learner) opened by ?run= read "Watching another learner's run": no learner started it."""
+    from tinygpt.ui.words.run_words import watching
+
+    assert watching({"learner": {"id": "a" * 16, "name": "anna"}}) == "anna's run"
+    assert watching({"learner": {"id": "c" * 16, "name": "tidy-wombat", "instructor": True}}) == "the instructor's run"
+    assert watching({}) == "a run no learner started (the command line's, or an older one)"

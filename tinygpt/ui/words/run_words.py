@@ -27,6 +27,14 @@ def owner_word(config: dict) -> str:
     return str(owner.get("name") or "its owner")
 
 
+def watching(config: dict) -> str:
+    """Whose run a viewer who may not control it is watching: "anna's run", "the instructor's run", or a run no
+    learner started (the CLI's, or one written before runs had owners): it was called "another learner's run"."""
+    if not run_learner(config):
+        return "a run no learner started (the command line's, or an older one)"
+    return f"{owner_word(config)}'s run"
+
+
 def reason_for(reason: str, config: dict, viewer: Actor | None) -> str:
     """A status reason in `viewer`'s words: "by you" (the owner's own command) stays for the owner and names the
     owner for everyone else, and so does "resume it" (a learner watching the instructor's run read "resume it to
