@@ -33,7 +33,7 @@ def test_mask_spans_are_the_configs_mask_then_each_change_and_only_leaking_ones_
 
 def test_the_loss_chart_says_in_which_steps_the_mask_leaked_and_that_both_curves_fell_for_it():
     during = leaks.loss_leak_note(CONFIG, EVENTS, 10880)
-    assert during and "mask none from step 10,647" in during and "still in force" in during, during
+    assert during and "mask none from step 10,647" in during and "in force to the last step" in during, during
     assert "held-out val included" in during and "not learning" in during
     after = leaks.loss_leak_note(CONFIG, EVENTS, 14035)
     assert after and "mask none in steps 10,647-11,199" in after and "Mask causal since step 11,199" in after

@@ -59,7 +59,7 @@ def loss_leak_note(config: dict, events: list[dict], step: int) -> str | None:
         "no model that writes text one character at a time can score it."
     )
     if ongoing:
-        return text + " It is still in force: no loss on this chart since then measures prediction."
+        return text + " It is in force to the last step on this chart: no loss since then measures prediction."
     back = mask_at(config, events, step)
     return text + (
         f" Mask {back} since step {spans[-1][2]:,}: the losses after it measure prediction again (their jump up "
