@@ -11,12 +11,11 @@ The speed is the tokens per second since the last estimate, on the same clock: a
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
-from .files import record_step
+from .status import last_metric
 
 
 class TrainClock:
@@ -57,37 +56,10 @@ class TrainClock:
 
 
 def trained_until(run_dir: str | Path, step: int) -> float:
-    """The clock of the run's last metrics record at or before `step`, the step a resume continues from (records
-    after it in the file were abandoned by an earlier rewind, or came after the checkpoint); 0.0 for a run whose
-    records carry no clock (written before it existed) or none at all."""
-    path = Path(run_dir) / "metrics.jsonl"
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - 65536))  # the tail holds hundreds of step records: a long run's file stays unread
-            tail = f.read()
-            found = _last_clock(tail.split(b"\n"), step)
-            if found is None and size > 65536:  # the resume point lies further back (a rewind): read it all
-                f.seek(0)
-                found = _last_clock(f.read().split(b"\n"), step)
-    except OSError:
-        return 0.0
-    return found or 0.0
-
-
-def _last_clock(lines: list[bytes], step: int) -> float | None:
-    for line in reversed(lines):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        at = record_step(record) if isinstance(record, dict) else None
-        clock = record.get("clock") if at is not None else None
-        if at is not None and at <= step:
-            ok = isinstance(clock, (int, float)) and not isinstance(clock, bool) and clock >= 0
-            return float(clock) if ok else 0.0
-    return None
+    """The clock of the run's last metrics record at or before `step`, the step a resume continues from
+    (status.last_metric); 0.0 for a run whose records carry no clock (written before it existed) or none at all."""
+    clock = (last_metric(run_dir, step) or {}).get("clock")
+    return float(clock) if isinstance(clock, (int, float)) and not isinstance(clock, bool) and clock >= 0 else 0.0
 
 
 def load_average() -> float | None:

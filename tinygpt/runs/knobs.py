@@ -42,6 +42,16 @@ def knobs_now(config: dict, events: Iterable[dict]) -> dict[str, Any]:
     return knobs
 
 
+def events_upto(events: Iterable[dict], step: int) -> list[dict]:
+    """The events recorded at or before `step` (a change recorded at step s applied after step s)."""
+    return [e for e in events if isinstance(e.get("step"), int) and e["step"] <= step]
+
+
+def knobs_at(config: dict, events: Iterable[dict], step: int) -> dict[str, Any]:
+    """The live knobs in force at `step`: the config's, then every change made at or before that step."""
+    return knobs_now(config, events_upto(events, step))
+
+
 def mask_spans(config: dict, events: Iterable[dict], upto: int) -> list[tuple[str, int, int]]:
     """(mask, first step, last step) of every stretch of a run's mask up to step `upto`: the config's mask, then
     each applied change. A change recorded at step s took effect after step s, so one stretch ends and the next

@@ -131,23 +131,38 @@ def recovered_status(run_dir: str | Path, problem: str) -> dict:
 
 
 def last_metric_step(run_dir: str | Path) -> int | None:
-    """The step of the last complete record in metrics.jsonl, read from the file's end (a long run's file stays
-    unread); None without one."""
+    """The step of the last complete record in metrics.jsonl; None without one."""
+    record = last_metric(run_dir)
+    return None if record is None else int(record_step(record))
+
+
+def last_metric(run_dir: str | Path, upto: float | None = None) -> dict | None:
+    """The last complete record in metrics.jsonl (with `upto`: the last whose step is at most that, e.g. the step a
+    resume continues from; records after it in the file were abandoned by a rewind), read from the file's end: a
+    long run's file stays unread unless the record lies further back. None without one."""
     try:
         with open(Path(run_dir) / "metrics.jsonl", "rb") as f:
             f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 65536))  # 64 KiB holds hundreds of step records
-            tail = f.read()
+            size = f.tell()
+            f.seek(max(0, size - 65536))  # 64 KiB holds hundreds of step records
+            found = _last_record(f.read().split(b"\n"), upto)
+            if found is None and upto is not None and size > 65536:
+                f.seek(0)
+                found = _last_record(f.read().split(b"\n"), upto)
     except OSError:
         return None
-    for line in reversed(tail.split(b"\n")):
+    return found
+
+
+def _last_record(lines: list[bytes], upto: float | None) -> dict | None:
+    for line in reversed(lines):
         try:
             record = json.loads(line)
         except ValueError:
             continue
         step = record_step(record) if isinstance(record, dict) else None
-        if step is not None:
-            return int(step)
+        if step is not None and (upto is None or step <= upto):
+            return record
     return None
 
 

@@ -7,16 +7,14 @@ case, and the Attention page showed a snapshot taken under mask none with captio
 from __future__ import annotations
 
 from tinygpt.config import LEAKING_MASKS
-from tinygpt.runs.knobs import knobs_now, leak_spans, mask_spans
+from tinygpt.runs.knobs import knobs_at, leak_spans, mask_spans
 
 SEES = {"none": "every position sees the characters after it", "off_by_one": "every position sees the next character"}
 
 
 def mask_at(config: dict, events: list[dict], step: int) -> str:
-    """The mask in force at `step`: the config's, then every change made at or before that step (as
-    runinfo.knobs_at reads every knob)."""
-    then = [e for e in events if isinstance(e.get("step"), int) and e["step"] <= step]
-    return str(knobs_now(config, then).get("mask") or "causal")
+    """The mask in force at `step` (runs.knobs.knobs_at)."""
+    return str(knobs_at(config, events, step).get("mask") or "causal")
 
 
 def stretch_at(config: dict, events: list[dict], step: int) -> tuple[str, int, int | None]:

@@ -8,7 +8,7 @@ from collections import Counter
 
 from tinygpt.config import LEAKING_MASKS
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.runs.knobs import knob_changes, knobs_now, leak_spans
+from tinygpt.runs.knobs import events_upto, knob_changes, knobs_at, knobs_now, leak_spans
 from tinygpt.runs.owners import run_learner
 from tinygpt.ui.words import leaks
 from tinygpt.ui.words.clipping import far_above_best
@@ -37,12 +37,12 @@ def at_checkpoint(config: dict, events: list[dict], step: int, ckpt_config: dict
     on a run trained at 0.1 since). The values are the checkpoint's own config where given (`ckpt_config`, the
     knobs its weights trained under), else the knob events up to its step; "" when none differs."""
     base = knobs_now(config, [])
-    then = knobs_now(ckpt_config, []) if ckpt_config else knobs_now(config, _upto(events, step))
+    then = knobs_now(ckpt_config, []) if ckpt_config else knobs_at(config, events, step)
     said = []
     for knob, value in then.items():
         if knob == "min_lr" or value == base.get(knob):  # min_lr moves with the learning rate: one change
             continue
-        changed = [e["step"] for e in knob_changes(_upto(events, step)) if e.get("knob") == knob]
+        changed = [e["step"] for e in knob_changes(events_upto(events, step)) if e.get("knob") == knob]
         when = f" (changed at step {changed[-1]:,})" if changed else " (changed live)"
         said.append(f"{knob_word(knob)} {knob_value(value)}{when}")
     return "at this checkpoint: " + ", ".join(said) if said else ""
@@ -54,10 +54,6 @@ def generated_header(name: str, step: int, at: str) -> str:
     text a learning rate of 0.1 wrote."""
     at = f"; {at}" if at else ""
     return f"**Generated** ({name}, step {step}{at}; the prompt, then the model's continuation)"
-
-
-def _upto(events: list[dict], step: int) -> list[dict]:
-    return [e for e in events if isinstance(e.get("step"), int) and e["step"] <= step]
 
 
 def checkpoint_notes(
@@ -93,7 +89,7 @@ def checkpoint_notes(
         best, now = found
         vocab = len(config.get("vocab") or []) or (config.get("model") or {}).get("vocab_size")
         guess = f"; guessing uniformly scores {math.log(vocab):.2f}" if vocab else ""
-        since = [change_label(e) for e in shown_changes(_upto(events, step)) if e["step"] >= best["step"]]
+        since = [change_label(e) for e in shown_changes(events_upto(events, step)) if e["step"] >= best["step"]]
         why = f" Changed since that best: {', '.join(since)}." if since else ""
         good = [c for c in checkpoints if c <= best["step"]]
         pick = f" The newest checkpoint from before that best is at step {good[-1]:,}." if good else ""

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from tinygpt.config import LEAKING_MASKS, trains_until_stopped
-from tinygpt.runs.knobs import knob_answer, knobs_now
+from tinygpt.runs.knobs import knob_answer, knobs_at, knobs_now
 from tinygpt.runs.owners import Actor, run_learner
 from tinygpt.schedule import lr_at
 from tinygpt.ui.words.clipping import clip_caption  # noqa: F401 - the pages' one place for run texts
@@ -266,11 +266,6 @@ def knob_history(events: list[dict]) -> list[str]:
     """What the run really did besides its config: every applied live change as its chart marker reads, e.g.
     ["mask causal→none @1810"] (a coupled min_lr move is part of its learning-rate change)."""
     return [mark["label"] for mark in knob_marks(events)]
-
-
-def knobs_at(config: dict, events: list[dict], step: int) -> dict[str, Any]:
-    """The live knobs in force at `step`: the config's, then every change made at or before that step."""
-    return knobs_now(config, [e for e in events if isinstance(e.get("step"), int) and e["step"] <= step])
 
 
 def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int, float, list[str]] | None:
