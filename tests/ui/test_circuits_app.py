@@ -168,7 +168,6 @@ def test_the_page_names_one_best_head_and_says_when_the_snapshots_rank_another(r
     is from, and the snapshots' pick appears only as their own ranking, with both numbers."""
     from tinygpt.inside import heads
     from tinygpt.runs.files import read_scores
-    from tinygpt.ui.circuits import circuits_view
 
     store = RunStore(runs_dir)
     ids = []
@@ -180,17 +179,7 @@ def test_the_page_names_one_best_head_and_says_when_the_snapshots_rank_another(r
     snapshots = heads.best_series(read_scores(store.path(ids[0])))[-1]  # {"step", "score", "name"}
     fresh = "L0H0" if snapshots["name"] != "L0H0" else "L1H1"  # the verdict's measurement disagrees
 
-    def measured(run_dir: str, step: int) -> dict:
-        return {"head": fresh, "mean": 0.45, "std": 0.2, "low": 0.43, "high": 0.47, "rows": 256, "baseline": 0.05,
-                "step": step, "length": 8}  # fmt: skip
-
-    monkeypatch.setattr(circuits_view, "_final_at", measured)
-    at = app()
-    at.query_params[in_view.URL_RUN] = ids[0]
-    at.query_params[circuits_keys.URL_CIRC] = ",".join(ids)
-    at.run()
-    at.switch_page("pages/circuits.py").run()
-    assert not at.exception, at.exception
+    at = circuits_page_measuring(fresh, ids, monkeypatch)  # the verdict's measurement disagrees
     captions = [str(c.value) for c in at.caption]
     [red] = [c for c in captions if "Red rules" in c]  # the phase-change chart's caption
     assert f"2 layers: no phase change (best head {fresh}, 0.45 on 256 fresh probe rows at step 10)" in red
@@ -243,7 +232,6 @@ def test_the_head_picker_opens_on_the_induction_head_the_checks_are_about(runs_d
     """The review's step 11: the Head picker opened on L0H0 (+0.023 when ablated), "Next-character probability
     with L0H0 ablated", beside a check about L1H1 (+0.671). It opens on the verdict's head, and a head chosen
     after that stays."""
-    from tinygpt.ui.circuits import circuits_view
 
     store = RunStore(runs_dir)
     ids = []
@@ -253,8 +241,20 @@ def test_the_head_picker_opens_on_the_induction_head_the_checks_are_about(runs_d
             ids.append(writer.run_dir.name)
         assert run_training(writer.run_dir, config) == "finished"
 
-    def measured(run_dir: str, step: int) -> dict:  # the verdict's head, from its data: not the first one
-        return {"head": "L1H1", "mean": 0.45, "std": 0.2, "low": 0.43, "high": 0.47, "rows": 256, "baseline": 0.05,
+    at = circuits_page_measuring("L1H1", ids, monkeypatch)  # the verdict's head, from its data: not the first one
+    assert at.selectbox(key=circuits_keys.W_CIRC_HEAD).value == "L1H1"
+    at.selectbox(key=circuits_keys.W_CIRC_HEAD).set_value("L0H1").run()  # the learner's own choice stays
+    at.run()
+    assert at.selectbox(key=circuits_keys.W_CIRC_HEAD).value == "L0H1"
+
+
+def circuits_page_measuring(head: str, ids: list[str], monkeypatch):
+    """The Circuits page on the induction runs `ids`, its final measurement stubbed to find `head` (0.45 on 256
+    fresh probe rows at the run's step)."""
+    from tinygpt.ui.circuits import circuits_view
+
+    def measured(run_dir: str, step: int) -> dict:
+        return {"head": head, "mean": 0.45, "std": 0.2, "low": 0.43, "high": 0.47, "rows": 256, "baseline": 0.05,
                 "step": step, "length": 8}  # fmt: skip
 
     monkeypatch.setattr(circuits_view, "_final_at", measured)
@@ -264,7 +264,4 @@ def test_the_head_picker_opens_on_the_induction_head_the_checks_are_about(runs_d
     at.run()
     at.switch_page("pages/circuits.py").run()
     assert not at.exception, at.exception
-    assert at.selectbox(key=circuits_keys.W_CIRC_HEAD).value == "L1H1"
-    at.selectbox(key=circuits_keys.W_CIRC_HEAD).set_value("L0H1").run()  # the learner's own choice stays
-    at.run()
-    assert at.selectbox(key=circuits_keys.W_CIRC_HEAD).value == "L0H1"
+    return at
