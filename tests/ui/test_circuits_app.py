@@ -170,12 +170,7 @@ def test_the_page_names_one_best_head_and_says_when_the_snapshots_rank_another(r
     from tinygpt.runs.files import read_scores
 
     store = RunStore(runs_dir)
-    ids = []
-    for layers in (2, 1):  # stand-ins for the experiment's two runs, trained to the end
-        config = tiny_config(tiny_text, max_steps=10, num_layers=layers)
-        with store.create(config.to_dict(), owner="cli") as writer:
-            ids.append(writer.run_dir.name)
-        assert run_training(writer.run_dir, config) == "finished"
+    ids = induction_pair(store, tiny_text)
     snapshots = heads.best_series(read_scores(store.path(ids[0])))[-1]  # {"step", "score", "name"}
     fresh = "L0H0" if snapshots["name"] != "L0H0" else "L1H1"  # the verdict's measurement disagrees
 
@@ -234,12 +229,7 @@ def test_the_head_picker_opens_on_the_induction_head_the_checks_are_about(runs_d
     after that stays."""
 
     store = RunStore(runs_dir)
-    ids = []
-    for layers in (2, 1):  # stand-ins for the experiment's two runs, trained to the end
-        config = tiny_config(tiny_text, max_steps=10, num_layers=layers)
-        with store.create(config.to_dict(), owner="cli") as writer:
-            ids.append(writer.run_dir.name)
-        assert run_training(writer.run_dir, config) == "finished"
+    ids = induction_pair(store, tiny_text)
 
     at = circuits_page_measuring("L1H1", ids, monkeypatch)  # the verdict's head, from its data: not the first one
     assert at.selectbox(key=circuits_keys.W_CIRC_HEAD).value == "L1H1"
@@ -265,3 +255,14 @@ def circuits_page_measuring(head: str, ids: list[str], monkeypatch):
     at.switch_page("pages/circuits.py").run()
     assert not at.exception, at.exception
     return at
+
+
+def induction_pair(store, text: str) -> list[str]:
+    """Stand-ins for the induction experiment's two runs (2 layers, 1 layer), trained to the end: their ids."""
+    ids = []
+    for layers in (2, 1):
+        config = tiny_config(text, max_steps=10, num_layers=layers)
+        with store.create(config.to_dict(), owner="cli") as writer:
+            ids.append(writer.run_dir.name)
+        assert run_training(writer.run_dir, config) == "finished"
+    return ids
