@@ -124,23 +124,41 @@ def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     assert rows["loss still decreasing"]["result"] in ("pass", "FAIL")  # 20 steps: enough to judge
     assert all(r["threshold"] for r in rows.values())
     assert rows["no future leak"]["result"] == "pass" and rows["no future leak"]["measured"] == "0"
-    # Review defect 3: each row says what it read (the shape step's verdict reads the probe text, another number)
-    batch = (
-        f"4 held-out windows of {config.model.max_seq_len} characters (checkpoint of step {reader.checkpoints()[-1]})"
-    )
-    assert rows["attention rows sum to 1"]["measured on"] == batch and rows["no future leak"]["measured on"] == batch
+    # Each row says what it read: the shape step's verdict probes the same windows (results.probe_batch)
+    step = reader.checkpoints()[-1]
+    windows = f"held-out windows of {config.model.max_seq_len} characters (checkpoint of step {step})"
+    assert rows["attention rows sum to 1"]["measured on"] == f"4 {windows}"
+    assert rows["no future leak"]["measured on"] == f"2 {windows}"
     assert rows["loss still decreasing"]["measured on"] == "the run's recent steps"
-    result = read_result(reader, lab.checkpoint_probe)  # the shape step's numbers, and what they were measured on
-    assert (
-        result.leak_input == f"2 held-out windows of {config.model.max_seq_len} characters (checkpoint of step "
-        f"{reader.checkpoints()[-1]})"
-    )
+    unprobed = read_result(reader)  # no checkpoint probe (a run still training): the rows are the snapshot's
     probe = reader.attention_index()["probe_text"]
-    assert (
-        result.snapshot_chars == len(probe)
-        and result.snapshot_step == reader.attention_index()["snapshots"][-1]["step"]
-    )
-    assert result.snapshot_input.startswith(f"the probe text ({len(probe)} characters, attention snapshot at step ")
+    assert unprobed.snapshot_input.startswith(f"the probe text ({len(probe)} characters, attention snapshot at step ")
+
+
+def test_the_shape_step_and_the_health_step_give_one_checkpoint_the_same_numbers(tmp_runs):
+    """A review read step 2's row sums and leak of the silent bug and step 9's of the same checkpoint as two
+    different numbers (the probe text's snapshot and 2 windows against 4 windows): both now read probe_batch."""
+    from helpers import tiny_config
+
+    from tinygpt.runs.loop import run_training
+    from tinygpt.runs.reader import RunReader
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui.experiments import lab
+
+    config = tiny_config("", source="synthetic:copy", shape_bug="softmax_dim")  # the silent bug
+    with RunStore(tmp_runs).create(config.to_dict(), owner="app") as writer:
+        run_dir = writer.run_dir
+    assert run_training(run_dir, config) == "finished"
+    reader = RunReader(run_dir)
+    reader.poll()
+    step = reader.checkpoints()[-1]
+    rows = {r["check"]: r for r in lab.health_checks(str(run_dir), step, reader.metrics)}
+    result = read_result(reader, lab.checkpoint_probe)  # the shape step's numbers
+    assert rows["attention rows sum to 1"]["result"] == "FAIL" and rows["no future leak"]["result"] == "FAIL"
+    assert rows["attention rows sum to 1"]["measured"] == f"{result.row_sum_error:.4g}"
+    assert rows["no future leak"]["measured"] == f"{result.leak:.4g}"
+    assert result.snapshot_input == rows["attention rows sum to 1"]["measured on"]
+    assert result.leak_input == rows["no future leak"]["measured on"]
 
 
 def test_workshop_link_round_trips_and_reports_bad_values():

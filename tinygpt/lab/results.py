@@ -69,19 +69,36 @@ def snapshot_numbers(weights) -> dict[str, float | None]:
     }
 
 
-def checkpoint_probe(run_dir: str, step: int) -> dict[str, Any]:
-    """Leak score and no-peek loss of a run's checkpoint, on a fixed val batch of its own corpus, with the (windows,
-    characters) the leak was measured on."""
+PROBE_WINDOWS, LEAK_WINDOWS = 4, 2  # held-out windows of a checkpoint's probe; the leak costs a forward per position
+
+
+def probe_batch(loaded, run_dir: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x, y), each (PROBE_WINDOWS, T): the fixed held-out windows a checkpoint is probed on, by the shape step's
+    verdict (checkpoint_probe) and the health checklist alike, so the same checkpoint gives the same numbers on
+    both screens (a review read the two steps' different row sums of one model as contradicting)."""
     from ..data import load_corpus
-    from ..runs.models import load_model, run_data
+    from ..runs.models import run_data
+
+    corpus = load_corpus(run_data(run_dir, loaded.config), loaded.config.model.max_seq_len)  # text: corpus.txt
+    return corpus.get_batch("val", PROBE_WINDOWS, torch.Generator().manual_seed(0))
+
+
+def checkpoint_probe(run_dir: str, step: int) -> dict[str, Any]:
+    """Leak score, no-peek loss and attention row-sum error of a run's checkpoint, on probe_batch's held-out
+    windows of its own corpus, with the (windows, characters) each was measured on."""
+    from ..probes import attention_forward
+    from ..runs.models import load_model
     from .health import leak_score, no_peek_loss
 
     loaded = load_model(run_dir, int(step))
-    corpus = load_corpus(run_data(run_dir, loaded.config), loaded.config.model.max_seq_len)  # text: corpus.txt
-    x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))  # (4, T) each
-    leak_batch = x[:2]  # (2, T): the leak costs a forward per changed position
+    x, y = probe_batch(loaded, run_dir)
+    leak_batch = x[:LEAK_WINDOWS]  # (2, T)
+    with torch.no_grad():
+        _, maps = attention_forward(loaded.model, x)  # L tensors (B, H, T, T)
+    rows = max(float((m.sum(-1) - 1).abs().max()) for m in maps)
     return {"leak": leak_score(loaded.model, leak_batch), "no_peek_loss": no_peek_loss(loaded.model, x, y),
-            "leak_windows": tuple(int(n) for n in leak_batch.shape)}  # fmt: skip
+            "leak_windows": tuple(int(n) for n in leak_batch.shape), "probe_row_sum_error": rows,
+            "rows_windows": tuple(int(n) for n in x.shape)}  # fmt: skip
 
 
 def _chars_read(config: dict, max_steps: int) -> int | None:
@@ -155,6 +172,9 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         probed = probe(str(reader.run_dir), checkpoints[-1]) or {}
     windows = probed.get("leak_windows")
     leak_on = {"probe_step": int(checkpoints[-1]), "leak_windows": tuple(windows)} if windows else {}
+    if windows and probed.get("rows_windows"):  # an ended run's rows: the checkpoint's, on the leak's windows
+        attention["row_sum_error"] = probed.get("probe_row_sum_error")
+        leak_on["rows_windows"] = tuple(probed["rows_windows"])
     samples = reader.samples
     losses = [m.get("loss") for m in metrics]
     return RunResult(

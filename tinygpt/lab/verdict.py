@@ -56,7 +56,7 @@ class RunResult:
     max_grad_norm_early: float | None = None  # largest pre-clip gradient norm in the first 10% of steps
     saturated_rows: float | None = None  # fraction of attention rows with max weight > SATURATED, latest snapshot
     softmax_gain: float | None = None  # mean spectral norm of the softmax Jacobian per row (see softmax_gain)
-    row_sum_error: float | None = None  # max |row sum - 1| of the latest snapshot's attention weights
+    row_sum_error: float | None = None  # max |row sum - 1| of attention: the checkpoint probe's, else a snapshot's
     no_peek_loss: float | None = None  # loss when each position sees only its past (health.no_peek_loss)
     nonfinite_tensor: str = ""  # the first tensor that went NaN/inf, for a diverged run
     final_loss_std: float | None = None  # standard deviation of the last 20 step losses: the run's own noise
@@ -82,10 +82,14 @@ class RunResult:
     snapshot_chars: int | None = None
     probe_step: int | None = None
     leak_windows: tuple[int, int] | None = None
+    rows_windows: tuple[int, int] | None = None  # set when row_sum_error is the checkpoint probe's (an ended run)
 
     @property
     def snapshot_input(self) -> str:
-        """ "the probe text (64 characters, attention snapshot at step 200)": what row_sum_error was measured on."""
+        """ "4 held-out windows of 64 characters (checkpoint of step 200)" or "the probe text (64 characters,
+        attention snapshot at step 200)": what row_sum_error was measured on."""
+        if self.rows_windows is not None:
+            return held_out_windows(*self.rows_windows, self.probe_step)
         if self.snapshot_chars is None:
             return "the latest attention snapshot"
         return f"the probe text ({self.snapshot_chars} characters, attention snapshot at step {self.snapshot_step})"

@@ -366,6 +366,19 @@ def test_a_learners_run_that_differs_from_the_lecture_run_uses_own_settings():
     assert run_flags(mine) == []  # no lecture run in the room: nothing to say a run differs from
 
 
+def test_a_learner_who_did_not_follow_the_lectures_deliberate_break_keeps_the_rooms_settings():
+    """Stop 42's leftover: after step 4 switched the lecture run's mask to none, every learner's causal run read
+    "own settings: mask causal (lecture run: none)". The lecture's start values are the room's too."""
+    from tinygpt.ui.people.room_flags import OWN, run_flags
+
+    broken = {"kind": "knob", "knob": "mask", "old": "causal", "new": "none", "step": 40, "ok": True}
+    lecture = _run(_falling(30), learner=TEACHER, run="lecture", events=[broken])
+    assert run_flags(_run(_falling(30), run="causal"), lecture=lecture) == []
+    assert run_flags(_run(_falling(30), run="followed", mask="none"), lecture=lecture) == []
+    flags = run_flags(_run(_falling(30), run="own", mask="off_by_one"), lecture=lecture)
+    assert _words(flags) == [OWN] and "mask off_by_one (lecture run: none)" in flags[0].reason
+
+
 def test_too_little_data_raises_no_flag():
     from tinygpt.ui.people.room_flags import room_flags
 

@@ -17,15 +17,15 @@ import torch
 
 from tinygpt import model as model_lib
 from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
-from tinygpt.data import SYNTHETIC_TASKS, load_corpus
+from tinygpt.data import SYNTHETIC_TASKS
 from tinygpt.errors import TinyGPTError
 from tinygpt.lab.experiment import Experiment
 from tinygpt.lab.health import check_training_metrics, run_health_checks
 from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.pitfalls import shape_drift
-from tinygpt.lab.results import checkpoint_probe, finite_mean, read_result
+from tinygpt.lab.results import LEAK_WINDOWS, checkpoint_probe, finite_mean, probe_batch, read_result
 from tinygpt.lab.verdict import RunResult, Verdict, held_out_windows
-from tinygpt.runs.models import load_model, run_data
+from tinygpt.runs.models import load_model
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
 from tinygpt.ui.experiments import experiments_keys
@@ -220,14 +220,14 @@ def _cell(value) -> str:
 def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
     """The model health checklist for one checkpoint of a run, as table rows (pass / FAIL / not enough data)."""
     loaded = load_model(run_dir, int(step))
-    corpus = load_corpus(run_data(run_dir, loaded.config), loaded.config.model.max_seq_len)  # text: corpus.txt
-    x, y = corpus.get_batch("val", 4, torch.Generator().manual_seed(0))
-    # What each check read, said in its row: the shape step's verdict measures the same bug on the probe text's
-    # snapshot and 2 windows, and its numbers differ from these (a review read the two as contradicting)
+    # The windows the shape step's verdict probed (results.probe_batch): the same checkpoint gives the same row sums
+    # and leak here as there, and each row says what it read
+    x, y = probe_batch(loaded, run_dir)  # (4, T) each
+    leak_x = x[:LEAK_WINDOWS]  # (2, T)
+    on = {"no future leak": held_out_windows(int(leak_x.shape[0]), int(x.shape[1]), int(step)),
+          "shape contracts": f"random tokens, 2 x {loaded.config.model.max_seq_len} and one too long"}  # fmt: skip
     batch = held_out_windows(int(x.shape[0]), int(x.shape[1]), int(step))
-    shapes = f"random tokens, 2 x {loaded.config.model.max_seq_len} and one too long"
-    checks = [(c, shapes if c.name == "shape contracts" else batch)
-              for c in run_health_checks(loaded.model, x, y)]  # fmt: skip
+    checks = [(c, on.get(c.name, batch)) for c in run_health_checks(loaded.model, x, y, leak_idx=leak_x)]
     checks += [
         (c, "the run's recent steps") for c in check_training_metrics(metrics, loaded.config.train.max_grad_norm)
     ]

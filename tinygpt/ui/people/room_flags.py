@@ -145,7 +145,10 @@ def _settings(config: dict, events: Sequence[dict]) -> dict[str, Any]:
 
 
 def own_settings(run: Mapping, lecture: Mapping | None) -> Flag | None:
-    """A learner's run whose settings (knobs now included) differ from the lecture run's; None without one."""
+    """A learner's run whose settings (knobs now included) differ from the lecture run's; None without one. A value
+    the lecture run started with or has now is the lecture's own: the instructor turns its knobs on purpose (mask
+    none at step 4, a 0.1 learning rate at step 7), and a learner who did not follow a deliberate break is not
+    using settings of their own."""
     config = run.get("config") or {}
     learner = run_learner(config)
     if not lecture or not learner or run.get("run") == lecture.get("run"):
@@ -154,8 +157,9 @@ def own_settings(run: Mapping, lecture: Mapping | None) -> Flag | None:
         return None
     mine = _settings(config, run.get("events") or [])
     theirs = _settings(lecture.get("config") or {}, lecture.get("events") or [])
+    started = _settings(lecture.get("config") or {}, [])
     diff = [f"{k} {knob_value(v)} (lecture run: {knob_value(theirs.get(k))})" for k, v in mine.items()
-            if v != theirs.get(k)]  # fmt: skip
+            if v != theirs.get(k) and v != started.get(k)]  # fmt: skip
     if not diff:
         return None
     more = f", and {len(diff) - 3} more" if len(diff) > 3 else ""

@@ -5,7 +5,6 @@ The checks themselves are pure (lesson_checks.py); the pane that shows them is l
 from __future__ import annotations
 
 import numpy as np
-import streamlit as st
 
 from tinygpt.inside import heads
 from tinygpt.lab import induction
@@ -67,11 +66,6 @@ def _about(readers: dict, role: str, ids: dict[str, str], viewer: Actor | None, 
     return run_words.runs_about(configs, viewer, room=room)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _health(run_dir: str, step: int, metrics_len: int, _metrics: list[dict]) -> list[dict]:
-    return lab.health_checks(run_dir, step, _metrics)
-
-
 def lens_hits(run_dir: str, step: int, text: str) -> dict:
     """How many positions of `text` the top guess gets right, read after each layer (the Circuits page's lens)."""
     from tinygpt.inside import lens as lens_lib
@@ -113,7 +107,7 @@ def evidence(
                     rd = readers.get(label)
                     if rd is not None and rd.status().get("state") in ENDED and rd.checkpoints():
                         last = rd.checkpoints()[-1]
-                        ev.health[label] = _health(str(rd.run_dir), last, len(rd.metrics), rd.metrics)
+                        ev.health[label] = lab.health_rows(str(rd.run_dir), last, rd.metrics)  # Experiments' cache
         elif role == INDUCTION:
             readers, records, ended = circuits_view.experiment_state(resources.get_store(), ids)
             final = circuits_view.final_scores(readers, ended)
