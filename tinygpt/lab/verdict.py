@@ -86,8 +86,7 @@ class RunResult:
 
     @property
     def snapshot_input(self) -> str:
-        """ "4 held-out windows of 64 characters (checkpoint of step 200)" or "the probe text (64 characters,
-        attention snapshot at step 200)": what row_sum_error was measured on."""
+        """What row_sum_error was measured on: the checkpoint probe's windows, else the snapshot's probe text."""
         if self.rows_windows is not None:
             return held_out_windows(*self.rows_windows, self.probe_step)
         if self.snapshot_chars is None:
