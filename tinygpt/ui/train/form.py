@@ -31,7 +31,7 @@ from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, people_keys, room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import flashes, fonts
-from tinygpt.ui.train import guard, knob_widgets, run_form, settings, train_keys
+from tinygpt.ui.train import drafts, guard, knob_widgets, run_form, settings, train_keys
 from tinygpt.ui.train.settings import Field
 from tinygpt.ui.words import safe
 from tinygpt.ui.words.setting_words import in_words, setting_word
@@ -60,6 +60,8 @@ def seed_form(rd) -> None:
                 text = ""
                 st.warning(safe.md(f"The form starts without this run's text: {e}"))
             state.put_widget(train_keys.W_PASTE, text)
+    if not state.has(train_keys.W_PASTE):  # a new session: the text this learner pasted before (drafts)
+        state.init(train_keys.W_PASTE, drafts.load(resources.get_store().root, room.current()))
     state.init(train_keys.W_PRESET, first)
     for name, value in settings.preset_values(first).items():
         state.init(settings.FIELD_BY_NAME[name].key, value)
@@ -140,6 +142,16 @@ def _field_moved(key: str) -> None:
         return
     # An edit: from now on this widget's value is the learner's, whatever it is set to next.
     state.put(train_keys.FORM_REPLACED, (record[0], {k: v for k, v in replaced.items() if k != key}))
+
+
+def _paste_moved() -> None:
+    """The text box's on_change: a form field like the others, and the learner's draft kept on the server, so a
+    reload does not lose what they pasted (drafts)."""
+    _field_moved(train_keys.W_PASTE)
+    try:
+        drafts.save(resources.get_store().root, room.current(), state.get(train_keys.W_PASTE) or "")
+    except OSError as e:  # a full or read-only disk: the text is still in this session's form
+        flashes.flash("warning", f"Your text could not be kept for a reload ({e.strerror or e}); it is in this tab.")
 
 
 def _knob_moved(name: str, key: str) -> None:
@@ -336,8 +348,7 @@ def draw_form(
                     persist_state="session",
                     disabled=locked,
                     max_chars=MAX_TEXT_FIELDS["text"],  # the config's limit, said by the box as one types
-                    on_change=_field_moved,
-                    args=(train_keys.W_PASTE,),
+                    on_change=_paste_moved,
                 )
             elif source == settings.SOURCE_SHAKESPEARE:
                 st.caption(settings.SHAKESPEARE_CAPTION)
