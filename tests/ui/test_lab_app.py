@@ -412,3 +412,23 @@ def test_model_health_opens_on_the_broken_run_by_name_with_its_checks_shown(runs
     rows = dict(zip(table["check"], table["result"], strict=True))
     assert rows["attention rows sum to 1"] == "FAIL" and rows["shape contracts"] == "FAIL"
     assert any("Checked the checkpoint at step 20" in str(c.value) for c in at.caption)
+
+
+def test_the_leak_row_blames_the_mask_only_when_the_mask_leaks():
+    """Review: the silent bug's row read "the mask 'causal' lets positions see the future"; its leak is the softmax."""
+    import torch
+
+    from tinygpt.config import Interventions
+    from tinygpt.interventions import attach
+    from tinygpt.lab.health import check_no_future_leak
+    from tinygpt.model import TinyGPT, TransformerConfig
+
+    idx = torch.randint(0, 11, (2, 8), generator=torch.Generator().manual_seed(0))
+    for mask, bug, said in (("causal", "softmax_dim", "the mask 'causal' hides the future, so something after it"),
+                            ("none", "none", "the mask 'none' lets positions see the future")):  # fmt: skip
+        torch.manual_seed(0)
+        model = TinyGPT(TransformerConfig(vocab_size=11, max_seq_len=8, hidden_dim=16, num_heads=2, num_layers=1,
+                                          mask=mask))  # fmt: skip
+        attach(model, Interventions(shape_bug=bug))
+        check = check_no_future_leak(model, idx)
+        assert check.outcome == "FAIL" and said in check.detail, check.detail

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..config import LEAKING_MASKS
 from ..errors import ShapeError
 from ..interventions import attach, attached, contracts_on
 from ..model import TinyGPT
@@ -125,11 +126,16 @@ def check_attention_rows(model: TinyGPT, idx: torch.Tensor) -> Check:
 def check_no_future_leak(model: TinyGPT, idx: torch.Tensor) -> Check:
     score = leak_score(model, idx)
     passed = score == 0.0
+    mask = model.config.mask
+    # Who lets the future in is said from the mask: under a mask that hides it, the leak is elsewhere (the silent
+    # shape bug's softmax over the queries); a review read "the mask 'causal' lets positions see the future"
+    cause = (f"the mask '{mask}' lets positions see the future" if mask in LEAKING_MASKS else
+             f"the mask '{mask}' hides the future, so something after it mixes positions (a softmax or a sum over "
+             "the wrong dimension, a reshape across time)")  # fmt: skip
     detail = (
-        f"changing future tokens moved earlier logits by up to {score:.3g}: the mask "
-        f"'{model.config.mask}' lets positions see the future"
+        f"changing future tokens moved earlier logits by up to {score:.3g}: {cause}"
         if not passed
-        else f"earlier logits unchanged (exactly 0) under mask '{model.config.mask}'"
+        else f"earlier logits unchanged (exactly 0) under mask '{mask}'"
     )
     return Check("no future leak", _outcome(passed), score, "== 0 exactly (max |change| of earlier logits)", detail)
 

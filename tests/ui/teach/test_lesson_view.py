@@ -134,16 +134,20 @@ def test_a_refresh_of_the_same_step_computes_before_it_draws_the_check(monkeypat
     monkeypatch.setattr(
         lesson_view, "_computed_check", lambda step, actor, data: events.append("compute") or (checked, [])
     )
-    monkeypatch.setattr(prediction_view, "pane_part", lambda step, actor, check: None)
+    monkeypatch.setattr(
+        prediction_view, "pane_part", lambda step, actor, check: events.append(f"choices:{check and check.text}")
+    )
 
     def draw(check, lines):
         events.append(f"draw:{check.text}")
 
     lesson_view.check_view(6, TEACHER, 6, draw=draw)
-    assert events == ["slots", "checking-note", "compute", "draw:seen"]
+    # The choices before the computation: step 8's took 13 s, and a review's learners saw no choices until the
+    # check had closed the question
+    assert events == ["slots", "checking-note", "choices:None", "compute", "draw:seen"]
     events.clear()
     lesson_view.check_view(6, TEACHER, 6, draw=draw)  # the fragment's refresh: the check on screen stays meanwhile
-    assert events == ["compute", "slots", "draw:seen"]
+    assert events == ["compute", "slots", "draw:seen", "choices:seen"]
     events.clear()
     lesson_view.check_view(7, TEACHER, 6, draw=draw)  # another step: says at once which step it checks
     assert events[:2] == ["slots", "checking-note"]

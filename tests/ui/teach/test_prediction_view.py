@@ -45,3 +45,32 @@ def test_the_check_beside_a_grade_is_the_one_it_was_graded_on(pages):
     assert shown.passed is True and "by step 836" in shown.text and "graded on this" in shown.text
     assert "not seen: fell by 0.98" in shown.text  # what the runs read now is said, as such
     assert pages.graded(step.key, LEARNER.id)[0] == "seen"
+
+
+class _Screen:
+    """prediction_view's st, recording what a learner's pane would show."""
+
+    def __init__(self):
+        self.shown: list[str] = []
+
+    def radio(self, label, options, **_):
+        self.shown.append(f"radio:{label}")
+
+    def __getattr__(self, kind):  # markdown, caption, success, error, info
+        return lambda text, **_: self.shown.append(str(text))
+
+
+def test_watch_for_comes_with_the_grade_not_above_the_choices(pages, monkeypatch):
+    """Review: step 2 asked "Will its loss look wrong?" under "Watch for: The buggy run's loss looks fine, even
+    better", the graded answer; the same at steps 4, 6 and 8. A learner reads it once their answer has closed."""
+    screen = _Screen()
+    monkeypatch.setattr(prediction_view, "st", screen)
+    monkeypatch.setattr(prediction_view.state, "get", lambda key, default=None: default)
+    step = STEP["shapes"]
+    prediction_view.learner_part(step, LEARNER, None)  # open: the choices, and no answer given away
+    assert any(s.startswith("radio:") for s in screen.shown)
+    assert not any(step.watch in s for s in screen.shown) and any("comes with the check" in s for s in screen.shown)
+    screen.shown.clear()
+    pages.answer(step.key, LEARNER.id, LEARNER.name, step.answers.options[0], step.answers)
+    prediction_view.learner_part(step, LEARNER, Check(True, "reproduced"))  # the check appeared: graded
+    assert any(step.watch in s for s in screen.shown) and not any(s.startswith("radio:") for s in screen.shown)

@@ -205,7 +205,7 @@ STEPS: tuple[Step, ...] = (
         "pages/experiments.py",
         Setup(experiment="shape_drift", tab="Model health"),
         "The silent shape bug trained to a fine-looking loss. Can a checklist catch it?",
-        "Model health: the correct run passes; the buggy one fails the attention-rows and future-leak checks.",
+        "Model health: the buggy run fails the attention-rows and future-leak checks; the correct one passes them.",
         health_catches,
         answers=Answers(("yes, it fails a check", "no, it passes"), "yes, it fails a check"),
     ),

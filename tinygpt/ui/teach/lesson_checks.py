@@ -304,10 +304,15 @@ def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent
         named = f"{line}, on {on[broken]}" if on[broken] and on[broken] == on[healthy] else line
         return named if len(named) <= HEADLINE_LIMIT else line
 
+    # The correct run's other FAILs (gradient clipped on recent steps, a loss still falling) are said with it: a
+    # review read "'correct' passes both" above a table where it FAILed "gradient norm under the clip"
+    others = [r["check"] for r in rows[healthy] if r.get("check") not in HEALTH_NAMED and r.get("result") == "FAIL"]
+    also = f" (it FAILs {' and '.join(others)}: about its training, not the bug)" if others else ""
     if bug_fails == list(HEALTH_NAMED) and not correct_fails:
-        return Check(True, f"{text}: the checklist catches the bug the loss curve hid.",
+        return Check(True, f"{text}{also}: the checklist catches the bug the loss curve hid.",
                      headline=fits(f"The checklist catches the bug: '{broken}' fails both ("
-                                   f"{', '.join(fact(broken, n) for n in bug_fails)}); '{healthy}' passes both"))  # fmt: skip
+                                   f"{', '.join(fact(broken, n) for n in bug_fails)}); '{healthy}' passes both"
+                                   + (f" ({number_word(len(others))} other FAIL)" if others else "")))  # fmt: skip
     bug_passes = [n for n in HEALTH_NAMED if n not in bug_fails]
     why = [f"'{broken}' passes {' and '.join(bug_passes)}"] if bug_passes else []
     why += [f"'{healthy}' fails {' and '.join(correct_fails)}"] if correct_fails else []

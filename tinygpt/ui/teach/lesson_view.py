@@ -304,6 +304,11 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
         predicted, slot = _check_slots()
         slot.info(f"Checking step {index + 1} ({safe.md(step.section)}): reading its runs ...",
                   icon=":material/hourglass_top:")  # fmt: skip
+        # The choices come before the computation (step 8 reads 21 runs: 13 s and more): drawn after it, a review's
+        # learners saw no choices until the check had closed the question. Computing it closes an open answer
+        # (graded_check), so a choice made after the check appears is refused, and the next refresh grades it.
+        with predicted.container():
+            prediction_view.pane_part(step, actor, None)
     check, lines = _computed_check(step, actor, data)
     if not first_look:
         # On a refresh of the same step the slots come only now: a slot drawn before the computation blanked the
@@ -313,8 +318,9 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     state.put(teach_keys.LESSON_CHECKED, index)
     with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)
         draw(check, lines)
-    with predicted.container():
-        prediction_view.pane_part(step, actor, check)
+    if not first_look:  # on a first look the choices are drawn already (one radio a script run)
+        with predicted.container():
+            prediction_view.pane_part(step, actor, check)
 
 
 def position(shop, actor: Actor) -> tuple[int, int | None, dict] | None:
@@ -412,7 +418,8 @@ def pane(shop, actor: Actor) -> None:
         st.markdown(f"**Lesson {index + 1}/{len(STEPS)} · {step.section}**")
         st.caption(where_line(index, data))
         st.markdown(f"**Predict:** {step.predict}")
-        st.markdown(f"**Watch for:** {step.watch}")
+        if actor.instructor or step.answers is None:  # a learner's comes with their grade: it says the answer
+            st.markdown(f"**Watch for:** {step.watch}")
         if actor.instructor:
             setup_button(step, actor)
         st.fragment(run_every=REFRESH_S)(check_view)(index, actor, seen)

@@ -64,11 +64,15 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
         # Streamlit warns that the widget has a default and a session-state value).
         st.radio("**Your prediction**", step.answers.options, index=0 if state.has(_key(step)) else None,
                  key=_key(step), on_change=_chosen, args=(step, actor))  # fmt: skip
-        st.caption("You may change it until the check appears." if mine else
-                   "Choose before the check appears: after it, answers are final.")  # fmt: skip
+        st.caption(("You may change it until the check appears." if mine else
+                    "Choose before the check appears: after it, answers are final.")
+                   + " What to watch for comes with the check.")  # fmt: skip
         return
+    # "Watch for" says what happens, the answer: a review's learners read it above the choices at every step
+    watch = f"**Watch for:** {step.watch}"
     if mine is None:
         st.caption(record.no_prediction(outcome))
+        st.markdown(watch)
         return
     got = predictions.grade(step.answers, mine, outcome)
     text = f"Your prediction: **{safe.md(mine)}** · {OUTCOME_WORDS[outcome]} · **{GRADE_WORDS[got]}**"
@@ -78,6 +82,7 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
         st.error(text, icon=":material/thumb_down:")
     else:
         st.info(text, icon=":material/help:")
+    st.markdown(watch)
 
 
 def record_button(actor: Actor) -> None:
