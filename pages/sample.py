@@ -59,7 +59,10 @@ def _label(run: str) -> str:  # the name the Runs table shows, not the bare id
 
 
 c1, c2 = st.columns([2, 1])
-run = c1.selectbox("Run", options, format_func=_label, key=sample_keys.W_SAMPLE_RUN)
+# Picking a run here opens it, as Runs' Open does: the sidebar, the URL and the other pages then name the run this
+# page samples (a review's sidebar said the learner's branch while the page sampled the lecture run)
+run = c1.selectbox("Run", options, format_func=_label, key=sample_keys.W_SAMPLE_RUN,
+                   on_change=lambda: in_view.set_run_id(state.get(sample_keys.W_SAMPLE_RUN)))  # fmt: skip
 handle = open_run(store, run, me)  # the run this page shows: the picked one (the current run until another is picked)
 if handle is None:  # deleted meanwhile, or its config.json is damaged (the Runs table says why)
     st.warning(f"Run {run} cannot be read now: pick another run, or see why on **Runs**.")
@@ -75,7 +78,9 @@ c2.selectbox(
     on_change=lambda: state.put(sample_keys.SAMPLE_CKPT_LATEST, state.get(sample_keys.W_SAMPLE_CKPT) == ckpts[-1]),
 )
 step = state.get(sample_keys.W_SAMPLE_CKPT)
-st.caption(picking.sample_source(run, names.get(run, ""), step))
+st.caption(
+    picking.sample_source(run, names.get(run, ""), step, None if run == current else names.get(current, current))
+)
 events, run_config = read_events(store.path(run)), with_ckpt[run].config or {}
 # The checkpoint's own config: the knobs its weights trained under, live changes included (the name's are the first).
 ckpt_config = (read_json(checkpoint_stem(rd.run_dir, step).with_suffix(".json"), {}) or {}).get("config")

@@ -26,9 +26,11 @@ def pick_label(
     return " · ".join(p for p in parts if p)
 
 
-def sample_source(run_id: str, name: str, step: int) -> str:
-    """Which run and checkpoint a sample comes from, in words (the id too: it is what a file or a link needs)."""
-    return f"Sampling from **{name or run_id}** (run `{run_id}`), its checkpoint at step {step:,}."
+def sample_source(run_id: str, name: str, step: int, in_view: str | None = None) -> str:
+    """Which run and checkpoint a sample comes from, in words (the id too: it is what a file or a link needs);
+    `in_view`: the name of the run in view where it is another (it has no checkpoint yet), said so."""
+    other = f" The run in view, **{in_view}**, has no checkpoint yet." if in_view else ""
+    return f"Sampling from **{name or run_id}** (run `{run_id}`), its checkpoint at step {step:,}.{other}"
 
 
 def at_checkpoint(config: dict, events: list[dict], step: int, ckpt_config: dict | None = None) -> str:
