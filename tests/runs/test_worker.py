@@ -141,12 +141,15 @@ def test_a_paused_worker_gives_its_slot_to_a_queued_run(store, tiny_text):
     try:
         first = manager.start(tiny(tiny_text))
         stepped(store, first)
-        manager.pause(first)
+        # Paused by an action, not a Pause click: the status names it (the instructor read "paused by you" of
+        # lesson step 8's Set up, which pauses the lecture run)
+        manager.pause(first, through="lesson step 8's Set up")
         second = manager.start(tiny(tiny_text))
         stepped(store, second)
         assert not manager.is_live(first) and status(store, first)["state"] == "paused"
         reason = status(store, first)["reason"]  # who paused it, then the slot fact (tinygpt.runs.divergence)
-        assert reason.startswith("paused by you at step") and "freed for a queued run" in reason
+        assert reason.startswith("paused by you through lesson step 8's Set up at step")
+        assert "freed for a queued run" in reason
         manager.stop(second)
         before = status(store, first)["step"]
         manager.resume(first)  # a new worker, from the checkpoint taken when it was released

@@ -197,22 +197,24 @@ class RunManager:
         work = sum(steps * paces.get(run_id, mean) for run_id, steps in left.items())  # slot-seconds
         return {"runs": len(left), "seconds": work / max(1, self.max_active - live)}
 
-    def pause(self, run_id: str, actor: Actor | None = None) -> None:
+    def pause(self, run_id: str, actor: Actor | None = None, through: str = "") -> None:
         """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent.
         The instructor's pause of a learner's run is a hold (tinygpt.runs.files.HOLD_FILE): the learner cannot
-        resume or step it until the instructor resumes it."""
+        resume or step it until the instructor resumes it. `through`: the action that paused it where no Pause was
+        pressed ("lesson step 8's Set up"): the instructor read "paused by you" of a pause they never clicked."""
         self._require_control(run_id, actor)
         config = read_config_json(self.store.path(run_id))
-        by = "the instructor" if holds(config, actor) else "you"
+        who = "the instructor" if holds(config, actor) else "you"
+        by = who + (f" through {through}" if through else "")
         slots = self.slots
         with slots.lock:
-            if by == "the instructor":
-                write_hold(self.store.path(run_id), by, read_status(self.store.path(run_id)).get("step"))
+            if who == "the instructor":
+                write_hold(self.store.path(run_id), who, read_status(self.store.path(run_id)).get("step"))
             if (job := slots.live_job(run_id)) is not None:
                 slots.send(job, {"cmd": "pause", "reason": f"paused by {by}"})
             elif (job := slots.queued_job(run_id)) is not None:
                 slots.dequeue(job, state="paused", reason=f"paused by {by} before it started")
-            elif by == "the instructor" and read_status(self.store.path(run_id)).get("state") == "paused":
+            elif who == "the instructor" and read_status(self.store.path(run_id)).get("state") == "paused":
                 slots.set_status(run_id, state="paused", reason="paused by the instructor")  # no worker: say why
 
     def resume(

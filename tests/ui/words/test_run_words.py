@@ -47,6 +47,14 @@ def test_resume_it_is_said_only_to_who_may_resume_it():
     assert run_words.reason_for(bumped, ANNAS, TEACHER) == bumped  # the instructor may resume any run
 
 
+def test_a_pause_through_a_lesson_step_names_the_step_and_the_instructor_for_others():
+    reason = "paused by you through lesson step 8's Set up at step 4417"
+    assert run_words.reason_for(reason, TEACHERS, TEACHER) == reason
+    assert run_words.reason_for(reason, TEACHERS, ANNA) == (
+        "paused by the instructor through lesson step 8's Set up at step 4417"
+    )
+
+
 def test_a_learner_watching_the_instructors_paused_run_is_not_told_they_paused_it(runs_dir):
     pytest.importorskip("streamlit")
     from helpers import app_as

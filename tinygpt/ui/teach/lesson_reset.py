@@ -90,7 +90,7 @@ def reset(actor: Actor, store: RunStore, found: Offer) -> str:
     new_id = branching.start_branch(actor, store, found.run_id, step, changes, check_slot=False)
     lesson.write_room(store.root, runs={LECTURE: {"run": new_id}})
     if resources.is_active(found.run_id):
-        resources.get_manager().pause(found.run_id, actor=actor)
+        resources.get_manager().pause(found.run_id, actor=actor, through="Reset the lecture run")
     return new_id
 
 

@@ -181,7 +181,8 @@ def set_up(step: Step, actor: Actor) -> None:
             _widget(settings.FIELD_BY_NAME[name].key, value)
             knob_widgets.add_knob_note(name, value, request, rid)
     if setup.rest and (rid := (runs.get(LECTURE) or {}).get("run")) and resources.is_active(rid):
-        manager.pause(rid, actor=actor)  # its training slot goes to the long runs
+        # its training slot goes to the long runs; the status says what paused it (nobody pressed Pause)
+        manager.pause(rid, actor=actor, through=f"lesson step {STEPS.index(step) + 1}'s Set up")
     if setup.heads:
         rid = _heads(actor, runs)
         in_view.set_run_id(rid)
