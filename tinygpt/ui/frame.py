@@ -17,7 +17,7 @@ from tinygpt.ui.people import room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import flashes, fonts
 from tinygpt.ui.teach import teach_keys
-from tinygpt.ui.words import safe
+from tinygpt.ui.words import picking, safe
 
 _IMPORTS = threading.Lock()
 
@@ -124,7 +124,10 @@ def run() -> None:
             from tinygpt.runs.names import store_names
 
             name = store_names(store.root).get(run_id) or run_id
-            st.caption(f"Run: **{safe.md(name)}**", help=f"Run id `{run_id}` (links and the run's folder use it)")
+            rd = in_view.checked_run_reader(run_id)  # the folder sync_run_id found: no second look-up
+            now = picking.now_unlike_the_name(rd.config(), rd.events) if rd is not None else ""
+            now = f" · {safe.md(now)}" if now else ""  # a name keeps its start settings; the knobs move
+            st.caption(f"Run: **{safe.md(name)}**{now}", help=f"Run id `{run_id}` (links and the run's folder use it)")
         else:
             st.caption("No run yet: start one on **Train** or open one on **Runs**.")
         room.large_fonts_before_toggle()  # this browser's choice (a cookie), or what a page asked for

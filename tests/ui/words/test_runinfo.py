@@ -327,3 +327,15 @@ def test_the_status_line_says_the_newest_step_of_the_status_and_the_records_besi
     line = runinfo.status_line({"state": "running", "step": 819, "max_steps": 2000}, metrics)
     assert line.startswith("step 836 / 2,000"), line
     assert runinfo.status_line({"state": "paused", "step": 900}, metrics).startswith("step 900")
+
+
+def test_the_sidebars_run_line_says_the_knobs_that_moved_since_the_name():
+    """Review: the lecture run's name read "LR 0.003" in the sidebar beside a slider at 0.1."""
+    from tinygpt.ui.words import picking
+
+    config = {"model": {"mask": "causal"}, "train": {"learning_rate": 0.003}}
+    lr = {"kind": "knob", "knob": "learning_rate", "old": 0.003, "new": 0.1, "step": 4208, "ok": True}
+    assert picking.now_unlike_the_name(config, []) == ""
+    assert picking.now_unlike_the_name(config, [lr]) == "now LR 0.1 (changed at step 4,208)"
+    back = {**lr, "old": 0.1, "new": 0.003, "step": 5000}
+    assert picking.now_unlike_the_name(config, [lr, back]) == ""  # back where the name says

@@ -291,6 +291,18 @@ class RunHandle:
         return reader(store, self.id)
 
 
+def checked_run_reader(run_id: str | None) -> RunReader | None:
+    """The shared reader of the run in view that sync_run_id found on this script run (CHECKED, left for the
+    page's open_run), or None: for the frame's sidebar, which must not look the folder up a second time."""
+    checked = st.session_state.get(CHECKED)
+    if not run_id or not checked or checked[0] != run_id:
+        return None
+    try:
+        return reader_pool().get(checked[1])
+    except RunStoreError:
+        return None
+
+
 def open_run(store: RunStore, run_id: str | None, viewer: Actor) -> RunHandle | None:
     """The handle of `run_id` for `viewer` (None: no run, or it cannot be read). On a page's full script run the
     run in view's folder is the one sync_run_id found (CHECKED, taken once): no second look-up. Any other run, a

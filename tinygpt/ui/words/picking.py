@@ -38,16 +38,28 @@ def at_checkpoint(config: dict, events: list[dict], step: int, ckpt_config: dict
     differs from the run's config, the settings its name was made from (names never change, so "LR 0.003" stays
     on a run trained at 0.1 since). The values are the checkpoint's own config where given (`ckpt_config`, the
     knobs its weights trained under), else the knob events up to its step; "" when none differs."""
-    base = knobs_now(config, [])
     then = knobs_now(ckpt_config, []) if ckpt_config else knobs_at(config, events, step)
+    said = _unlike_the_name(config, events_upto(events, step), then)
+    return "at this checkpoint: " + ", ".join(said) if said else ""
+
+
+def now_unlike_the_name(config: dict, events: list[dict]) -> str:
+    """ "now LR 0.1 (changed at step 4,208)": the run's live knobs now where they differ from its name's, for the
+    sidebar's "Run:" line (a review: the lecture run's name read "LR 0.003" beside a slider at 0.1); "" for none."""
+    said = _unlike_the_name(config, events, knobs_now(config, events))
+    return "now " + ", ".join(said) if said else ""
+
+
+def _unlike_the_name(config: dict, events: list[dict], then: dict) -> list[str]:
+    base = knobs_now(config, [])
     said = []
     for knob, value in then.items():
         if knob == "min_lr" or value == base.get(knob):  # min_lr moves with the learning rate: one change
             continue
-        changed = [e["step"] for e in knob_changes(events_upto(events, step)) if e.get("knob") == knob]
+        changed = [e["step"] for e in knob_changes(events) if e.get("knob") == knob]
         when = f" (changed at step {changed[-1]:,})" if changed else " (changed live)"
         said.append(f"{knob_word(knob)} {knob_value(value)}{when}")
-    return "at this checkpoint: " + ", ".join(said) if said else ""
+    return said
 
 
 def generated_header(name: str, step: int, at: str) -> str:
