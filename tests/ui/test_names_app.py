@@ -39,7 +39,10 @@ def test_every_page_names_runs_and_twins_apart(runs_dir):
 
     at = app_on(twin)
     sidebar = [c for c in at.sidebar.caption if c.value.startswith("Run:")]
-    assert [c.value.replace("\\", "") for c in sidebar] == [f"Run: **{names[twin]}**"]  # not `Run: <id>`
+    # not `Run: <id>`; the knobs that moved since the name was made are said after it (write_run: mask none at 5)
+    assert [c.value.replace("\\", "") for c in sidebar] == [
+        f"Run: **{names[twin]}** · now mask none (changed at step 5)"
+    ]
 
     at.switch_page("pages/runs.py").run()
     assert not at.exception, at.exception
