@@ -3,11 +3,12 @@ forbidden move refused. No worker process: a stand-in answers is_alive(), which 
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
 
-from tinygpt.runs.jobs import LIVE, PREPARED, TRANSITIONS, Job, Phase, PhaseError, check_transition
+from tinygpt.runs.jobs import LIVE, PREPARED, TRANSITIONS, Job, Phase, PhaseError, check_transition, start_order
 
 
 class Process:
@@ -110,3 +111,57 @@ def test_the_queue_ranks_live_before_prepared_the_instructor_first_then_fifo():
     teacher = job(priority=LIVE, seq=2, learner={"instructor": True})
     prepared = job(priority=PREPARED, seq=0, learner={"instructor": True})
     assert sorted([prepared, learner, teacher], key=lambda j: j.rank) == [teacher, learner, prepared]
+
+
+# ---------------------------------------------------------------- the order of starting (start_order)
+
+LECTURE = {"id": "t" * 16, "name": "teacher", "instructor": True}
+
+
+def queued(run_id: str, priority: str = LIVE, learner: dict | None = None, seq: int = 0, **fields) -> Job:
+    return Job(run_id, None, time.monotonic(), learner=learner or {}, priority=priority, seq=seq, **fields)
+
+
+def learner(name: str) -> dict:
+    return {"id": name * 16, "name": name}
+
+
+def lesson(prepared: int = 15):
+    """The review's room, 2 slots: the instructor's lecture run (until stopped) in one, a prepared run in the
+    other; learners A and B pressed Train after the lesson's Prepare queued the rest."""
+    lecture = queued("lecture", learner=LECTURE, endless=True, process=Process())
+    running = queued("p00", PREPARED, LECTURE, process=Process())
+    waiting = [queued("A", learner=learner("a"), seq=30), queued("B", learner=learner("b"), seq=31)]
+    waiting += [queued(f"p{i:02d}", PREPARED, LECTURE, seq=i) for i in range(1, prepared + 1)]
+    return lecture, running, sorted(waiting, key=lambda j: j.rank)
+
+
+def test_the_learners_runs_start_after_every_prepared_run_under_the_slot_rule():
+    lecture, running, queue = lesson()
+    assert [j.run_id for j in queue[:2]] == ["A", "B"]  # the queue's own order puts the learners first...
+    unit = lambda j: math.inf if j.endless else 1.0  # noqa: E731
+    order = start_order(queue, [(lecture, math.inf), (running, 1.0)], 2, unit)
+    # ...but the last free slot is the prepared runs' while they wait (next_index): they all start first
+    assert [j.run_id for j, _ in order] == [f"p{i:02d}" for i in range(1, 16)] + ["A", "B"]
+    starts = dict((j.run_id, t) for j, t in order)
+    assert starts["p01"] == 1.0 and starts["A"] == 16.0 and starts["B"] == 17.0
+
+
+def test_the_order_follows_which_slot_frees_first():
+    """A learner's run holding the other slot: if it ends first, the prepared run still training keeps the
+    prepared runs' slot and the learner queued first takes the freed one."""
+    mine = queued("X", learner=learner("x"), process=Process())
+    held = queued("p00", PREPARED, LECTURE, process=Process())
+    queue = [queued("A", learner=learner("a"), seq=5), queued("p01", PREPARED, LECTURE, seq=1)]
+    first = start_order(queue, [(mine, 5.0), (held, 50.0)], 2, lambda j: 10.0)
+    assert [(j.run_id, t) for j, t in first] == [("A", 5.0), ("p01", 15.0)]
+    second = start_order(queue, [(mine, 50.0), (held, 5.0)], 2, lambda j: 10.0)
+    assert [(j.run_id, t) for j, t in second] == [("p01", 5.0), ("A", 15.0)]
+
+
+def test_slots_held_until_stopped_start_nobody():
+    lecture, _, queue = lesson(prepared=1)
+    other = queued("other", learner=learner("o"), endless=True, process=Process())
+    order = start_order(queue, [(lecture, math.inf), (other, math.inf)], 2, lambda j: 1.0)
+    assert [t for _, t in order] == [math.inf] * 3
+    assert start_order([], [(lecture, math.inf)], 2, lambda j: 1.0) == []

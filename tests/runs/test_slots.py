@@ -50,3 +50,31 @@ def test_a_hold_says_the_instructor_resumes_it_and_other_pauses_say_the_slot(tmp
     plain = "paused: its training slot went to a queued run; resume it to continue"
     assert _evicted(tmp_path, "paused at step 41") == plain
     assert freed_reason({"state": "diverged", "reason": "diverged: loss NaN at step 9"}) == plain  # released_as
+
+
+def test_the_published_queue_position_counts_the_prepared_runs_that_start_first(tmp_path):
+    """The review, 2 slots: learner A pressed Train after the lesson's Prepare and read "position 1 in the queue"
+    while 15 prepared runs started ahead of it (the last free slot is theirs while they wait: jobs.next_index)."""
+    import time
+
+    from tinygpt.runs.jobs import LIVE, PREPARED, Job
+
+    teacher = TEACHERS["learner"]
+    alive = SimpleNamespace(is_alive=lambda: True)
+    lecture = Job("lecture", None, time.monotonic(), learner=teacher, endless=True, process=alive)
+    training = Job("p00", None, time.monotonic(), learner=teacher, priority=PREPARED, process=alive)
+    a = Job("A", None, time.monotonic(), learner={"id": ANNA.id, "name": "anna"}, priority=LIVE, seq=30)
+    prepared = [
+        Job(f"p{i:02d}", None, time.monotonic(), learner=teacher, priority=PREPARED, seq=i) for i in range(1, 16)
+    ]
+    said: dict[str, dict] = {}
+    queue = sorted([a, *prepared], key=lambda j: j.rank)
+    fake = SimpleNamespace(_queue=queue, _jobs={"lecture": lecture, "p00": training}, max_active=2,
+                           _preempt=lambda: None, _wake=lambda: None,
+                           set_status=lambda run_id, **fields: said.__setitem__(run_id, fields))  # fmt: skip
+    Slots._schedule(fake)
+    assert said["A"]["queue_position"] == 16 and said["p01"]["queue_position"] == 1
+    assert "the 15 prepared run(s) ahead of it start first" in said["A"]["reason"]
+    said.clear()
+    Slots._schedule(fake)
+    assert said == {}  # nothing changed: nothing rewritten

@@ -20,7 +20,10 @@ A command that arrives while a job is leaving is kept as its `followup`: what to
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
@@ -98,6 +101,7 @@ class Job:
     reaped: bool = False  # gone from the scheduler's hands (its process reaped, or it never got one)
     launched: float | None = None  # time.monotonic() when its worker process started (its slot's clock)
     position: int | None = None  # queue position last written to status.json
+    said: str = ""  # and the reason written with it (why it waits: what is ahead of it)
     stop_requested: bool = False  # stop() was called: the run must end "stopped"
     released: bool = False  # asked to checkpoint and exit (lease, eviction, shutdown, a resume from a step)
     deadline: float | None = None  # kill the process if it is still alive then
@@ -109,6 +113,7 @@ class Job:
     learner: dict = field(default_factory=dict)
     priority: str = LIVE  # LIVE or PREPARED: the queue serves LIVE jobs first
     seq: int = 0  # its place in the FIFO of its class (the manager numbers jobs as they are queued)
+    endless: bool = False  # it trains until stopped: once it holds a slot, no time frees that slot
 
     @property
     def rank(self) -> tuple[int, int, int]:
@@ -183,3 +188,32 @@ def next_index(queue: list[Job], holding: list[Job], slots: int) -> int:
 
 def _prepared_wait(queue: list[Job], holding: list[Job]) -> bool:
     return any(j.priority == PREPARED for j in queue) and not any(j.priority == PREPARED for j in holding)
+
+
+def start_order(
+    queue: list[Job], holding: list[tuple[Job, float]], slots: int, length: Callable[[Job], float]
+) -> list[tuple[Job, float]]:
+    """The queued jobs (in rank order) in the order they will start, each with when (seconds from now; math.inf:
+    never, behind slots that only a person frees), by replaying `next_index` as the slots free up: the scheduler's
+    own choice decides the order, not a second copy of it. `holding`: (job, seconds until its slot frees) of every
+    job holding a slot; `length(job)`: the seconds a queued job holds its slot once started (math.inf for one that
+    trains until stopped). A review saw a learner told "position 1, starts in about 14 s" while 15 prepared runs
+    started ahead of it (the last free slot is theirs): the queue's order alone is not the order of starting."""
+    queue, tie = list(queue), itertools.count()
+    running: list[tuple[float, int, Job]] = []  # (when its slot frees, tie-break, job): a heap
+    for job, ends in holding:
+        heapq.heappush(running, (ends, next(tie), job))
+    now, order = 0.0, []
+    while queue:
+        while queue and len(running) < slots:  # fill the free slots one at a time, as Slots._schedule does
+            job = queue.pop(next_index(queue, [j for _, _, j in running], slots))
+            order.append((job, now))
+            heapq.heappush(running, (now + length(job), next(tie), job))
+        if not queue:
+            break
+        now = running[0][0]
+        if math.isinf(now):  # every slot trains until stopped: the rest start when a person frees one
+            return order + [(job, math.inf) for job in queue]
+        while running and running[0][0] <= now:  # slots freeing at once are filled together
+            heapq.heappop(running)
+    return order

@@ -28,6 +28,7 @@ from .files import (
     list_checkpoints,
     read_config_json,
 )
+from .forecast import queue_forecast
 from .jobs import LIVE, PREPARED, PRIORITIES, Job, NoWorkerError
 from .owners import Actor, clear_hold, holds, require_app_owned, require_control, require_not_held, write_hold
 from .preflight import preflight
@@ -196,6 +197,11 @@ class RunManager:
         mean = sum(paces.values()) / len(paces)
         work = sum(steps * paces.get(run_id, mean) for run_id, steps in left.items())  # slot-seconds
         return {"runs": len(left), "seconds": work / max(1, self.max_active - live)}
+
+    def queue_forecast(self) -> dict[str, dict]:
+        """Each queued run's place in the order of starting, what starts before it and when it starts, at the
+        runs' measured pace (tinygpt.runs.forecast.queue_forecast): what the Train page tells a queued learner."""
+        return queue_forecast(self.store, *self.slots.holding_and_queued(), self.max_active)
 
     def pause(self, run_id: str, actor: Actor | None = None, through: str = "") -> None:
         """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent.

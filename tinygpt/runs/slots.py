@@ -34,13 +34,11 @@ import threading
 import time
 from typing import Any
 
+from ..config import trains_until_stopped
 from ..errors import TinyGPTError
 from .divergence import freed_reason, killed_on_release
-from .files import (
-    ACTIVE_STATES,
-    PAUSED_STATES,
-    read_config_json,
-)
+from .files import ACTIVE_STATES, PAUSED_STATES, read_config_json
+from .forecast import changed_places, start_times
 from .jobs import LIVE, PREPARED, Followup, Job, next_index, prepared_starved
 from .lock import RunLockedError, pid_alive
 from .owners import require_app_owned, run_learner
@@ -192,6 +190,11 @@ class Slots:
         with self._lock:
             return [job.run_id for job in self._queue]
 
+    def holding_and_queued(self) -> tuple[list[Job], list[Job]]:
+        """(the jobs holding slots, the queue): a copy, for tinygpt.runs.forecast."""
+        with self._lock:
+            return list(self._jobs.values()), list(self._queue)
+
     def worker_pid(self, run_id: str) -> int | None:
         with self._lock:
             job = self._jobs.get(run_id)
@@ -245,6 +248,8 @@ class Slots:
                 raise TinyGPTError("the run manager has shut down; restart the server.")
             job.priority = self._priority.get(job.run_id, job.priority)
             job.seq = self._kept_seq.pop(job.run_id, None) or next(self._seqs)
+            steps = job.max_steps or read_status(self.store.path(job.run_id)).get("max_steps")
+            job.endless = trains_until_stopped(steps)  # the lecture run: a slot it takes frees by no time
             self._queue.append(job)
             self._queue.sort(key=lambda j: j.rank)  # stable; a few dozen jobs at most
             self._schedule()
@@ -266,20 +271,16 @@ class Slots:
         self.enqueue(job)
 
     def _schedule(self) -> None:
-        """Move queued runs into free slots (the monitor launches them) and publish the others' queue positions."""
+        """Fill free slots (the monitor launches them); publish the others' positions in the order of starting."""
         launch = False
         while self._queue and len(self._jobs) < self.max_active:
             job = self._queue.pop(next_index(self._queue, list(self._jobs.values()), self.max_active))
             self._jobs[job.run_id] = job
             launch = True
         self._preempt()
-        for position, job in enumerate(self._queue, start=1):
-            if job.position != position:
-                job.position = position
-                reason = f"waiting for a free training slot ({self.max_active} run(s) train at once)"
-                if job.priority == PREPARED:
-                    reason += "; live runs go first"
-                self.set_status(job.run_id, state="queued", reason=reason, queue_position=position)
+        order = start_times(list(self._jobs.values()), self._queue, self.max_active)  # the order, no pace
+        for job, position, reason in changed_places(order, self._queue, self.max_active):
+            self.set_status(job.run_id, state="queued", reason=reason, queue_position=position)
         if launch:
             self._wake()
 

@@ -90,40 +90,35 @@ def test_settings_that_differ_count_live_changes_and_compare_charts_mark_them():
     assert labels == ["A: scaling head_dim→none @1130", "A: mask causal→none @1810"]
 
 
-def test_queue_wait_follows_the_running_runs_pace(tmp_path):
-    """A queued learner sees when their run will start: slots free as running runs finish at their own pace,
-    and each run queued ahead takes a slot for its whole length."""
-    from tinygpt.runs.status import update_status
-    from tinygpt.runs.store import RunStore
-
-    store = RunStore(tmp_path)
-    config = {"model": {"max_seq_len": 32}, "train": {"batch_size": 16, "max_steps": 300}}
-    ids = []
-    for state_, step, position in (("running", 100, None), ("running", 250, None), ("queued", 0, 1), ("queued", 0, 2)):
-        with store.create(config, owner="app") as w:
-            ids.append(w.run_id)
-        update_status(store.path(ids[-1]), state=state_, step=step, max_steps=300, queue_position=position,
-                      tokens_per_s=512.0 * 10)  # 10 steps/s  # fmt: skip
-    assert runlist.queue_wait(store, ids[2]) == pytest.approx(5.0)  # the second run has 50 steps left
-    assert runlist.queue_wait(store, ids[3]) == pytest.approx(20.0)  # then the first run's 200 steps
-    assert runlist.queue_wait(store, ids[0]) is None  # not queued
+def test_a_learner_queued_behind_prepared_runs_is_told_so_and_no_impossible_number():
+    """The review (2 slots, the lecture run in one, 15 prepared runs ahead under the slot rule): a learner read
+    "Starts in about 14 s, when a training slot frees up"; their run started 248 s later."""
+    behind = {"position": 16, "prepared": False, "prepared_ahead": 15, "live_ahead": 0, "seconds": 248.0}
+    said = runinfo.queue_words(behind)
+    assert said == ("Queued: prepared runs (the lesson's long runs, a lab batch) train first in the free training "
+                    "slot (15 ahead of it, about 4 min 08 s)")  # fmt: skip
+    assert "Starts in" not in said and "14 s" not in said
+    unmeasured = runinfo.queue_words({**behind, "prepared_ahead": 15, "live_ahead": 1, "seconds": None})
+    assert unmeasured.endswith("it starts not before the 15 ahead of it and 1 live run(s) have trained (no pace "
+                               "measured yet)")  # fmt: skip
+    assert not any(ch.isdigit() for ch in unmeasured.replace("15", "").replace("1 live", ""))  # no seconds at all
 
 
-def test_queue_wait_ignores_runs_queued_without_a_position_yet(tmp_path):
-    """Seen in the 20-learner load test: a run just created is 'queued' with queue_position None, and sorting
-    positions raised TypeError in the page of every other queued learner."""
-    from tinygpt.runs.status import update_status
-    from tinygpt.runs.store import RunStore
-
-    store = RunStore(tmp_path)
-    config = {"model": {"max_seq_len": 32}, "train": {"batch_size": 16, "max_steps": 300}}
-    ids = []
-    for state_, position in (("running", None), ("queued", None), ("queued", 1)):
-        with store.create(config, owner="app") as w:
-            ids.append(w.run_id)
-        update_status(store.path(ids[-1]), state=state_, step=0, max_steps=300, queue_position=position,
-                      tokens_per_s=5120.0)  # fmt: skip
-    assert runlist.queue_wait(store, ids[2]) == pytest.approx(30.0)
+def test_queue_words_for_a_plain_wait_a_prepared_run_and_slots_held_until_stopped():
+    plain = {"position": 2, "prepared": False, "prepared_ahead": 0, "live_ahead": 1, "seconds": 14.0}
+    assert runinfo.queue_words(plain) == "Starts in about 14 s, when a training slot frees up (1 run(s) ahead of it)"
+    assert runinfo.queue_words({**plain, "live_ahead": 0, "seconds": 0.0}).startswith("Starts within seconds, when")
+    # A prepared run behind other prepared runs waits for them plainly: "prepared runs train first" is not news
+    mine = {"position": 3, "prepared": True, "prepared_ahead": 2, "live_ahead": 0, "seconds": 60.0}
+    assert (
+        runinfo.queue_words(mine) == "Starts in about 1 min 00 s, when a training slot frees up (2 run(s) ahead of it)"
+    )
+    assert runinfo.queue_words({**plain, "seconds": None}) == (
+        "Waiting for a training slot (1 run(s) ahead of it): no run has a measured pace yet to say when"
+    )
+    forever = runinfo.queue_words({**plain, "seconds": float("inf")})
+    assert forever.startswith("Starts only when someone stops a run") and "about" not in forever
+    assert runinfo.queue_words(None) == "Waiting for a training slot"
 
 
 def test_a_finished_runs_tokens_per_s_is_its_recent_steps_not_the_last_status_write():

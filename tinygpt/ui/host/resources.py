@@ -70,18 +70,17 @@ def _queue_memo() -> dict:
     return {"lock": threading.Lock(), "at": 0.0, "waits": {}}
 
 
-def queue_wait(run_id: str | None) -> float | None:
-    """runlist.queue_wait, from one reading of the run store a second for the whole server: every queued page
-    asks at each refresh, and reading every run folder each time grew with the room (and the store) squared. A
-    page never waits for another page's reading: while one reads, the others take the last answer."""
-    from tinygpt.ui.host import runlist
-
+def queue_forecast(run_id: str | None) -> dict | None:
+    """The manager's forecast for a queued run (tinygpt.runs.forecast.queue_forecast: its place in the order of
+    starting, what starts before it, in how many seconds), worked out once a second for the whole server: every
+    queued page asks at each refresh, and each working-out reads every queued run's folder. A page never waits for
+    another page's: while one works it out, the others take the last answer. None for a run not queued."""
     if not run_id:
         return None
     memo = _queue_memo()
     if time.monotonic() - memo["at"] > 1.0 and memo["lock"].acquire(blocking=False):
         try:
-            memo["waits"] = runlist.queue_waits(get_store())
+            memo["waits"] = get_manager().queue_forecast()
             memo["at"] = time.monotonic()
         finally:
             memo["lock"].release()

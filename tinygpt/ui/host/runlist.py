@@ -1,5 +1,5 @@
 """What the pages say about runs that must read the run store: the readable run names, the Runs and Room tables'
-rows, the queue's waits, the runs the instructor holds, the learners' runs in play, and who else writes a run (the
+rows, the runs the instructor holds, the learners' runs in play, and who else writes a run (the
 CLI, torchrun). Each reads run folders through the engine's readers (tinygpt.runs); the words they use are the pure
 ones of tinygpt/ui/words/runinfo.py. No Streamlit.
 """
@@ -17,7 +17,6 @@ from tinygpt.runs.knobs import knobs_now
 from tinygpt.runs.lock import writer_lock_holder
 from tinygpt.runs.names import store_names
 from tinygpt.runs.owners import Actor, read_hold, run_learner
-from tinygpt.runs.status import read_status
 from tinygpt.runs.store import RunStore
 from tinygpt.ui.words.run_words import reason_for
 from tinygpt.ui.words.runinfo import best_eval, knob_history
@@ -30,7 +29,7 @@ def run_names(store: RunStore) -> dict[str, str]:
 
 
 def best_val_text(step: int, loss: float, changed: list[str]) -> str:
-    """"2.0134 @2000", with the live changes in force then; a loss reached under a leaking mask leads with it
+    """ "2.0134 @2000", with the live changes in force then; a loss reached under a leaking mask leads with it
     ("mask none: 0.1558 @3300"): at 1280 px with Large fonts the column is cut, and a reviewer read a cheating
     model's 0.16 as the room's best run, its "(mask none)" cut off."""
     leak = [c for c in changed if c in {f"mask {m}" for m in LEAKING_MASKS}]  # a sliding window is causal: no leak
@@ -127,54 +126,6 @@ def room_counts(rows: list[dict]) -> list[str]:
         parts += [f"{n} {state}" for state, n in states.items()]  # a state the list above does not name
         lines.append(f"{title}: {' · '.join(parts)} ({len(mine)} in all)")
     return lines
-
-
-def queue_wait(store: RunStore, run_id: str) -> float | None:
-    """Seconds until a queued run should start, at the running runs' own pace: the slots free up as the running
-    runs finish (their steps left / their steps per second), and each run queued ahead then takes one slot for
-    its whole length. None when nothing is known (no run reports a speed yet)."""
-    return queue_waits(store).get(run_id)
-
-
-def queue_waits(store: RunStore) -> dict[str, float | None]:
-    """`queue_wait` of every queued run, from one reading of the run store (a page can share it for a second)."""
-    runs = store.list_runs()
-    status = {r.run_id: read_status(store.path(r.run_id)) for r in runs if r.state in ("running", "starting", "queued")}
-    return {rid: _queue_wait(runs, status, rid) for rid, s in status.items() if s.get("state") == "queued"}
-
-
-def _queue_wait(runs: list, status: dict[str, dict], run_id: str) -> float | None:
-    import heapq
-
-    me = status.get(run_id, {})
-    if me.get("state") != "queued" or not me.get("queue_position"):
-        return None
-    rates, free_at = [], []
-    for r in runs:
-        st_ = status.get(r.run_id, {})
-        config = r.config or {}
-        tokens = (config.get("train") or {}).get("batch_size", 0) * (config.get("model") or {}).get("max_seq_len", 0)
-        if st_.get("state") == "running" and st_.get("tokens_per_s") and tokens:
-            rate = st_["tokens_per_s"] / tokens  # steps per second
-            rates.append(rate)
-            if trains_until_stopped(st_.get("max_steps")):
-                continue  # its slot frees only when someone stops it: no time to promise
-            free_at.append(max(0.0, (int(st_.get("max_steps") or 0) - int(st_.get("step") or 0)) / rate))
-    if not rates:
-        return None
-    rate = sum(rates) / len(rates)
-    ahead = sorted(  # a run just created or just given a slot is "queued" without a position yet: not ahead
-        (s["queue_position"], rid)
-        for rid, s in status.items()
-        if s.get("state") == "queued" and rid != run_id and isinstance(s.get("queue_position"), int)
-    )
-    heapq.heapify(free_at)
-    for position, rid in ahead:
-        if position is None or position >= me["queue_position"] or not free_at:
-            continue
-        steps = int(status[rid].get("max_steps") or 0)
-        heapq.heappush(free_at, heapq.heappop(free_at) + steps / rate)
-    return float(heapq.heappop(free_at)) if free_at else None
 
 
 def held_runs(store: RunStore) -> list[str]:

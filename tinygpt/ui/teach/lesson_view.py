@@ -241,9 +241,8 @@ def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None 
                 continue
             said = {**status, "reason": run_words.reason_for(status.get("reason") or "", rd.config(), viewer)}
             line = runinfo.status_line(said, rd.metrics)
-            wait = resources.queue_wait(rid) if status.get("state") == "queued" else None
-            if wait is not None:
-                line += f" · starts in about {runinfo.format_duration(wait)}"
+            if status.get("state") == "queued" and (forecast := resources.queue_forecast(rid)) is not None:
+                line += f" · {runinfo.queue_words(forecast)}"  # what starts first, from the slot rule itself
             lines.append(f"{role.removeprefix('exp:')} · {label}: {line}")
     return lines
 

@@ -133,10 +133,7 @@ def branch_expander(store, rd, learner) -> None:
 
 def queue_note(run_id: str) -> None:
     """While the run waits in the queue: when it will start, and what to watch meanwhile."""
-    wait = resources.queue_wait(run_id)
     st.info(
-        f"Starts in about {runinfo.format_duration(wait)}, when a training slot frees up. Meanwhile, open the "
-        "instructor's or a neighbour's run on **Runs** (read-only) and watch it learn."
-        if wait is not None
-        else "Waiting for a training slot. Meanwhile, open a neighbour's run on **Runs** and watch it learn."
+        f"{runinfo.queue_words(resources.queue_forecast(run_id))}. Meanwhile, open the instructor's or a "
+        "neighbour's run on **Runs** (read-only) and watch it learn."
     )

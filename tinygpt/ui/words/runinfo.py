@@ -105,6 +105,36 @@ def format_duration(seconds: float | None) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
+def queue_words(forecast: dict | None) -> str:
+    """When a queued run starts and why it waits, from its entry in tinygpt.runs.forecast.queue_forecast (None:
+    the manager has no place for it yet). A review saw a learner told "Starts in about 14 s, when a training slot
+    frees up" while 15 prepared runs, which the slot rule starts first, took 248 s: the words name what is ahead,
+    and give no number that the runs ahead make impossible (none at all before any run has a measured pace)."""
+    if not forecast:
+        return "Waiting for a training slot"
+    prepared, live, seconds = (
+        forecast.get("prepared_ahead") or 0,
+        forecast.get("live_ahead") or 0,
+        forecast.get("seconds"),
+    )
+    if seconds is not None and not math.isfinite(seconds):
+        return ("Starts only when someone stops a run: every training slot it could get holds a run that trains "
+                "until stopped")  # fmt: skip
+    when = None if seconds is None else "within seconds" if seconds < 1 else f"about {format_duration(seconds)}"
+    if forecast.get("prepared"):  # a prepared run waits for the runs ahead of it in its own class, plainly
+        prepared, live = 0, prepared + live
+    if prepared:
+        first = "Queued: prepared runs (the lesson's long runs, a lab batch) train first in the free training slot"
+        more = f" and {live} live run(s)" if live else ""
+        if when is None:  # no pace measured yet: the count is true, a number of seconds would not be
+            return f"{first}; it starts not before the {prepared} ahead of it{more} have trained (no pace measured yet)"
+        return f"{first} ({prepared} ahead of it{more}, {when})"
+    ahead = f" ({live} run(s) ahead of it)" if live else ""
+    if when is None:
+        return f"Waiting for a training slot{ahead}: no run has a measured pace yet to say when"
+    return f"Starts {when if when.startswith('within') else 'in ' + when}, when a training slot frees up{ahead}"
+
+
 def compute_rate(status: dict, tokens_per_s: float) -> str | None:
     """ "57 GFLOP/s, 31% of this machine's matmul peak": the step's matmul arithmetic (the worker's count from the
     model's shapes, tinygpt.flops) at the run's recent tokens/s, against the dense-matmul peak the worker measured

@@ -1,0 +1,97 @@
+"""tinygpt/runs/forecast.py: a queued run's place in the order of starting and when it starts, from the slot rule
+itself (jobs.next_index) and the runs' measured pace. Run folders on disk, stand-in jobs: no worker process."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from tinygpt.config import UNTIL_STOPPED
+from tinygpt.runs.forecast import queue_forecast, queued_reason, start_times
+from tinygpt.runs.jobs import LIVE, PREPARED, Job
+from tinygpt.runs.status import update_status
+from tinygpt.runs.store import RunStore
+
+TEACHER = {"id": "t" * 16, "name": "teacher", "instructor": True}
+CONFIG = {"model": {"max_seq_len": 32}, "train": {"batch_size": 16, "max_steps": 300}}  # 512 tokens a step
+
+
+class Process:
+    def is_alive(self) -> bool:
+        return True
+
+
+def run(store, run_id_of: list, state: str, step: int, max_steps: int, tokens_per_s: float | None = None) -> str:
+    with store.create(CONFIG, owner="app") as writer:
+        run_id = writer.run_id
+    update_status(store.path(run_id), state=state, step=step, max_steps=max_steps, tokens_per_s=tokens_per_s)
+    run_id_of.append(run_id)
+    return run_id
+
+
+def job(run_id, priority=LIVE, learner=None, seq=0, **fields) -> Job:
+    return Job(run_id, None, time.monotonic(), learner=learner or {}, priority=priority, seq=seq, **fields)
+
+
+def room(tmp_path, pace: float | None = 5120.0):
+    """The review's room, 2 slots: the lecture run (until stopped) and a prepared run with 100 steps left train
+    (10 steps/s: 5,120 tokens/s of 512-token steps); 15 prepared runs of 300 steps and learners A, B wait."""
+    store, ids = RunStore(tmp_path), []
+    lecture = job(run(store, ids, "running", 400, UNTIL_STOPPED, pace), LIVE, TEACHER, endless=True, process=Process())
+    training = job(run(store, ids, "running", 200, 300, pace), PREPARED, TEACHER, process=Process())
+    a = job(run(store, ids, "queued", 0, 300), LIVE, {"id": "a" * 16, "name": "A"}, seq=30)
+    b = job(run(store, ids, "queued", 0, 300), LIVE, {"id": "b" * 16, "name": "B"}, seq=31)
+    prepared = [job(run(store, ids, "queued", 0, 300), PREPARED, TEACHER, seq=i) for i in range(1, 16)]
+    queue = sorted([a, b, *prepared], key=lambda j: j.rank)
+    return store, [lecture, training], queue, a, b
+
+
+def test_a_learner_behind_the_prepared_runs_gets_their_count_and_a_true_time(tmp_path):
+    """The review: A read "position 1 in the queue", "starts in about 14 s"; its first step came 248 s later,
+    after 15 prepared runs. The prepared slot frees in 10 s, then 15 runs of 300 steps at 10 steps/s."""
+    store, holding, queue, a, b = room(tmp_path)
+    forecast = queue_forecast(store, holding, queue, 2)
+    assert forecast[a.run_id] == {"position": 16, "prepared": False, "prepared_ahead": 15, "live_ahead": 0,
+                                  "seconds": pytest.approx(10 + 15 * 30)}  # fmt: skip
+    assert forecast[b.run_id]["position"] == 17 and forecast[b.run_id]["live_ahead"] == 1
+    assert forecast[b.run_id]["seconds"] == pytest.approx(10 + 15 * 30 + 30)  # A's 300 steps in the free slot
+    first = forecast[queue[2].run_id]  # the first prepared run takes the slot that frees
+    assert first["position"] == 1 and first["seconds"] == pytest.approx(10.0)
+
+
+def test_no_pace_yet_gives_the_order_but_no_seconds(tmp_path):
+    store, holding, queue, a, _ = room(tmp_path, pace=None)
+    forecast = queue_forecast(store, holding, queue, 2)
+    assert forecast[a.run_id]["position"] == 16 and forecast[a.run_id]["prepared_ahead"] == 15
+    assert all(f["seconds"] is None for f in forecast.values())
+
+
+def test_every_slot_until_stopped_is_never_a_number(tmp_path):
+    store, ids = RunStore(tmp_path), []
+    holding = [job(run(store, ids, "running", 9, UNTIL_STOPPED, 5120.0), endless=True, process=Process())]
+    waiting = job(run(store, ids, "queued", 0, 300))
+    assert queue_forecast(store, holding, [waiting], 1)[waiting.run_id]["seconds"] == math.inf
+
+
+def test_the_published_reason_says_why_a_learner_waits(tmp_path):
+    _, holding, queue, a, _ = room(tmp_path)
+    order = start_times(holding, queue, 2)  # no pace: what Slots publishes
+    assert [j.run_id for j, _ in order].index(a.run_id) == 15
+    ahead = [j for j, _ in order[:15]]
+    said = queued_reason(a, ahead, 16.0, 2)
+    assert said == ("waiting for a free training slot (2 run(s) train at once); the 15 prepared run(s) ahead of it "
+                    "start first: while prepared runs wait, the last free slot is theirs")  # fmt: skip
+    assert queued_reason(queue[2], [], 1.0, 2).endswith("; live runs go first")
+
+
+def test_a_preempted_run_on_its_way_back_counts_ahead_of_later_runs(tmp_path):
+    """A released prepared run with a followup queues again in its old place: a later prepared run waits for it."""
+    store, ids = RunStore(tmp_path), []
+    leaving = job(run(store, ids, "running", 50, 300, 5120.0), PREPARED, TEACHER, seq=1, process=Process())
+    leaving.released, leaving.followup = True, object()
+    later = job(run(store, ids, "queued", 0, 300), PREPARED, TEACHER, seq=2)
+    forecast = queue_forecast(store, [leaving], [later], 1)
+    assert forecast[later.run_id]["position"] == 2 and forecast[later.run_id]["seconds"] == pytest.approx(25.0)
+    assert list(forecast) == [later.run_id]  # the run on its way back has no entry: it is not queued yet

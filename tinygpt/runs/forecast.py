@@ -1,0 +1,123 @@
+"""When each queued run will start, and why it waits: the order comes from replaying the scheduler's own choice
+(tinygpt.runs.jobs.start_order over next_index), the times from the runs' measured pace. A review saw learners
+told "position 1 in the queue, starts in about 14 s" while 15 of the lesson's prepared runs started ahead of them
+(with two slots, the last free one is the prepared runs' while they wait): their first step came 248 s later.
+
+`start_times` orders the queue (Slots publishes the positions, its times only a ranking when nothing is
+measured); `queue_forecast` adds seconds from each run's steps left at its own pace (status.json's tokens/s),
+a run that has no pace yet at the mean of those that do, and says how many of each class start first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ..config import trains_until_stopped
+from ..errors import RunStoreError
+from .files import read_config_json
+from .jobs import PREPARED, Job, start_order
+from .status import read_status
+
+
+def unit(job: Job) -> float:
+    """A run's time in a slot when nothing is measured: one unit, or for good if it trains until stopped."""
+    return math.inf if job.endless else 1.0
+
+
+def start_times(
+    jobs: list[Job],
+    queue: list[Job],
+    slots: int,
+    left: Callable[[Job], float] | None = None,
+    length: Callable[[Job], float] | None = None,
+) -> list[tuple[Job, float]]:
+    """The queued jobs in the order they will start, each with when (seconds from now; math.inf: not unless a
+    person stops a run). `jobs`: those holding slots; `left(job)`: seconds until a training job's slot frees;
+    `length(job)`: seconds a queued job will hold one (both `unit` when not given). A job on its way out frees its
+    slot now; one that comes back (a preempted run, its followup) queues again in its old place, and is in the
+    order too: it starts before the runs behind it."""
+    left, length = left or unit, length or unit
+    holding, back = [], []
+    for job in jobs:
+        leaving = job.on_its_way_out or job.stop_requested
+        holding.append((job, 0.0 if leaving else left(job)))
+        if leaving and job.followup is not None and not job.stop_requested:
+            back.append(job)
+    return start_order(sorted([*queue, *back], key=lambda j: j.rank), holding, slots, length)
+
+
+def changed_places(order: list[tuple[Job, float]], queue: list[Job], slots: int) -> list[tuple[Job, int, str]]:
+    """(job, position, reason) of each queued job whose place in `order` (start_times) or reason changed since
+    its status.json last said them (Slots writes these); each job remembers what it was told."""
+    changed, queued = [], {j.run_id for j in queue}
+    for position, (job, starts) in enumerate(order, start=1):
+        if job.run_id not in queued:
+            continue  # preempted, on its way back to the queue: it counts ahead of the runs after it
+        reason = queued_reason(job, [j for j, _ in order[: position - 1]], starts, slots)
+        if (job.position, job.said) != (position, reason):
+            job.position, job.said = position, reason
+            changed.append((job, position, reason))
+    return changed
+
+
+def queued_reason(job: Job, ahead: list[Job], starts: float, slots: int) -> str:
+    """Why a queued run waits (status.json's reason), from the runs that start before it."""
+    reason = f"waiting for a free training slot ({slots} run(s) train at once)"
+    if job.priority == PREPARED:
+        reason += "; live runs go first"
+    elif prepared := sum(j.priority == PREPARED for j in ahead):
+        reason += (
+            f"; the {prepared} prepared run(s) ahead of it start first: while prepared runs wait, the last free "
+            "slot is theirs"
+        )
+    if math.isinf(starts):
+        reason += "; every slot holds a run that trains until stopped: it starts when one of them is stopped"
+    return reason
+
+
+def queue_forecast(store: Any, jobs: list[Job], queue: list[Job], slots: int) -> dict[str, dict]:
+    """{run id: {"position", "prepared", "prepared_ahead", "live_ahead", "seconds"}} for every queued job (`jobs`
+    hold the `slots`): its place in the order of starting, whether it is prepared itself, how many prepared and
+    live runs start before it, and in how many seconds it starts (math.inf: not until a person stops a run; None:
+    no run has a pace yet, so no number would be true)."""
+    steps = {job.run_id: _steps_left(store, job) for job in [*jobs, *queue]}
+    paces = [pace for _, pace in steps.values() if pace]
+    mean = sum(paces) / len(paces) if paces else None
+
+    def seconds(job: Job) -> float:
+        left, pace = steps[job.run_id]
+        if job.endless or left is None:
+            return math.inf
+        return left / (pace or mean)
+
+    order = start_times(jobs, queue, slots, *(2 * [seconds] if mean else [None, None]))
+    forecast = {}
+    queued = {j.run_id for j in queue}
+    for position, (job, starts) in enumerate(order, start=1):
+        if job.run_id not in queued:
+            continue  # a preempted run on its way back: ahead of those after it, its own page says "paused"
+        ahead = [j for j, _ in order[: position - 1]]
+        prepared = sum(j.priority == PREPARED for j in ahead)
+        known = mean is not None or math.isinf(starts)
+        forecast[job.run_id] = {"position": position, "prepared": job.priority == PREPARED, "prepared_ahead": prepared,
+                                "live_ahead": len(ahead) - prepared, "seconds": starts if known else None}  # fmt: skip
+    return forecast
+
+
+def _steps_left(store: Any, job: Job) -> tuple[int | None, float | None]:
+    """(steps left, steps per second) of a job's run from its status.json: None steps for one that trains until
+    stopped, None pace until it has trained (tokens/s over the tokens of a step, as the Train page measures)."""
+    status = read_status(store.path(job.run_id))
+    max_steps = job.max_steps or status.get("max_steps")
+    if trains_until_stopped(max_steps):
+        return None, None
+    left = max(0, int(max_steps or 0) - int(status.get("step") or 0))
+    try:
+        config = read_config_json(store.path(job.run_id))
+    except RunStoreError:  # a folder deleted meanwhile: no pace, its steps still count at the mean
+        return left, None
+    tokens = (config.get("train") or {}).get("batch_size", 0) * (config.get("model") or {}).get("max_seq_len", 0)
+    tps = status.get("tokens_per_s")
+    return left, (tps / tokens if tps and tokens and status.get("state") == "running" else None)
