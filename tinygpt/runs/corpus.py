@@ -9,7 +9,6 @@ import hashlib
 from pathlib import Path
 
 from ..config import DataConfig, RunConfig
-from ..data import text_from_user
 from ..errors import DataError, RunStoreError, TokenizerError
 from ..tokenizer import CharTokenizer
 from .files import CORPUS_FILE, read_config_json, write_atomic
@@ -96,6 +95,8 @@ def known_vocab_size(run_dir: str | Path, config: dict) -> int | None:
     key = (str(run_dir), str(data.get("text_sha256") or ""))
     if not data.get("text") and key in _TEXT_VOCAB:
         return _TEXT_VOCAB[key]
+    from ..data import text_from_user  # here: tinygpt.data imports torch, which the store's readers never need
+
     try:
         text = data.get("text") or read_corpus(run_dir, data.get("text_sha256") or None)
         size = CharTokenizer.from_text(text_from_user(text)).vocab_size
