@@ -9,9 +9,12 @@ and every page already reads one folder per run; the cost is a few checkpoint-si
 
 The checkpoint holds the batch generator's state and torch's (dropout), so from the branch step on a branch draws
 exactly its parent's batches: with no change its losses equal the parent's to the bit (on CPU, as a resume does),
-and with a change the two curves differ by that change alone. Hence what may change (`branch_refusal`): anything
-the checkpoint's weights and optimizer state still load into, and not what would change the batches (the seed,
-the corpus) or the weights' shapes. config.json records the parent ("parent") and {"step", "changes"} ("branch").
+and with a change the two curves differ by that change alone, for as long as neither run takes a live change: each
+run's knobs are its own from the branch step on, so a change made to the parent later never reaches the branch (the
+Train page names those: tinygpt.ui.train.branching.parent_changes_after). Hence what may change
+(`branch_refusal`): anything the checkpoint's weights and optimizer state still load into, and not what would
+change the batches (the seed, the corpus) or the weights' shapes. config.json records the parent ("parent") and
+{"step", "changes"} ("branch").
 
 Changes apply as a live knob change would at that step: learning_rate carries min_lr along
 (tinygpt.trainer.moved_floor) unless min_lr is given too, and weight_decay and the betas, which the optimizer keeps

@@ -9,7 +9,8 @@ import hashlib
 from pathlib import Path
 
 from ..config import DataConfig, RunConfig
-from ..errors import RunStoreError
+from ..errors import DataError, RunStoreError, TokenizerError
+from ..tokenizer import CharTokenizer
 from .files import CORPUS_FILE, read_config_json, write_atomic
 
 
@@ -73,3 +74,34 @@ def corpus_config(run_dir: Path, config: RunConfig) -> DataConfig:
         config.data = DataConfig.from_dict(store_corpus(run_dir, {"data": data.to_dict()})["data"])
         return data
     return dataclasses.replace(data, text=read_corpus(run_dir, data.text_sha256 or None))
+
+
+_TEXT_VOCAB: dict[tuple[str, str], int] = {}  # (run folder, corpus sha256) -> its vocabulary size: read once
+
+
+def known_vocab_size(run_dir: str | Path, config: dict) -> int | None:
+    """How many tokens a run's vocabulary holds, from what is known for sure, else None: the `vocab` the worker
+    writes into config.json once it has loaded the corpus (tinygpt.runs.loop; until then the config's
+    model.vocab_size is the default 65, not the corpus's), else for a run on its own text the distinct characters
+    of that text by the tokenizer's own rule (data.text_from_user, then CharTokenizer.from_text). A named corpus
+    (shakespeare, synthetic) is not loaded here: its vocabulary is known once the worker has written it. Review: a
+    queued run on 90 distinct characters drew "uniform guess ln(V)=4.17" (ln 65) until its worker started."""
+    vocab = config.get("vocab")
+    if isinstance(vocab, list) and vocab:
+        return len(vocab)
+    data = config.get("data") or {}
+    if data.get("source") != "text":
+        return None
+    key = (str(run_dir), str(data.get("text_sha256") or ""))
+    if not data.get("text") and key in _TEXT_VOCAB:
+        return _TEXT_VOCAB[key]
+    from ..data import text_from_user  # here: tinygpt.data imports torch, which the store's readers never need
+
+    try:
+        text = data.get("text") or read_corpus(run_dir, data.get("text_sha256") or None)
+        size = CharTokenizer.from_text(text_from_user(text)).vocab_size
+    except (DataError, RunStoreError, TokenizerError):  # no text to read (yet), or none the worker would train on
+        return None
+    if not data.get("text") and key[1]:  # a stored corpus named by its hash never changes: remembered
+        _TEXT_VOCAB[key] = size
+    return size

@@ -236,8 +236,22 @@ def test_loss_chart_smoothing_adds_an_ema_line_that_starts_at_the_first_value():
 )
 def test_loss_chart_waits_on_empty_or_broken_input(metrics):
     spec = curves.loss_chart(metrics, None, None, vocab_size=65).to_dict()
-    assert title_text(spec) == "Training loss: waiting for the first step"
+    # The wait in the subtitle, which wraps; the title as short as the grad chart's (review: "Training loss:
+    # waiting for the first s…", cut in the Train page's column at 1280x720, Large fonts).
+    assert title_text(spec) == "Training loss" and spec["title"]["subtitle"] == ["waiting for the first step"]
     json.dumps(spec, allow_nan=False)  # what goes to the browser is strict JSON
+
+
+def test_waiting_charts_keep_the_title_short_and_say_the_wait_below_it():
+    large = curves.loss_chart([], None, None, vocab_size=None, ghost=METRICS, ghost_label="parent", large=True)
+    spec = large.to_dict()
+    assert title_text(spec) == "Training loss"
+    assert spec["title"]["subtitle"] == ["waiting for the first step", "grey dashed: parent"]
+    for chart in (curves.loss_chart([], None, None, None, large=True), curves.lr_chart([], None, None, large=True),
+                  curves.grad_norm_chart([], 1.0, [], large=True)):  # fmt: skip
+        title = title_text(chart.to_dict())
+        assert "waiting" not in title and len(title) <= len("Gradient norm, unclipped"), title
+    assert curves.loss_chart(METRICS, EVALS, EVENTS, 65).to_dict()["title"] == "Training loss"  # no subtitle
 
 
 def test_loss_chart_without_vocab_has_no_baseline():
@@ -277,7 +291,9 @@ def test_lr_chart_marks_the_current_step_and_the_plan():
     line = next(v for v in views(spec) if mark_type(v) == "line")
     series = [row["series"] for row in values(spec, line)]
     assert series.count("planned") == len(schedule) and series.count("used") == len(METRICS)
-    assert title_text(curves.lr_chart([], None, None).to_dict()).endswith("waiting for the first step")
+    waiting = curves.lr_chart([], None, None).to_dict()
+    assert title_text(waiting) == "Learning rate schedule"
+    assert waiting["title"]["subtitle"] == "waiting for the first step"
     # A label near the right edge goes left of its rule: the zoomable chart clips marks to the plot area.
     assert spec["datasets"]["now"][0]["side"] == "left"
     end = curves.lr_chart(METRICS, current_step=1000, schedule=schedule).to_dict()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers import tiny_config
 
-from tinygpt.ui.train.branching import branch_points, changes_from, describe, parent_label
+from tinygpt.ui.train.branching import branch_points, changes_from, describe, parent_changes_after, parent_label
 
 PARENT, BRANCH = "2L×4H×64 · shakespeare · LR 0.002", "2L×4H×64 · shakespeare · LR 0.01"
 
@@ -43,3 +43,41 @@ def test_the_control_changes_only_what_differs_from_the_checkpoint_and_says_so()
         describe(changes, base) == f"LR {base.train.learning_rate:g}→{base.train.learning_rate * 5:g}, mask causal→none"
     )
     assert describe({}, base).startswith("no change")
+
+
+def knob(step: int, name: str, old, new, **more) -> dict:
+    return {"kind": "knob", "knob": name, "step": step, "ok": True, "old": old, "new": new, **more}
+
+
+def test_a_no_change_branch_promises_its_start_not_its_parents_later_changes():
+    """Review: "no change: it follows its parent exactly" on a branch of the lecture run at 4000, whose learning
+    rate went to 0.1 live at 4208; the branch kept 0.003 and the two curves parted there."""
+    said = describe({}, tiny_config("abc"))
+    assert "follows" not in said and "exactly" not in said
+    assert said == (
+        "no change: it starts from the parent's weights, optimizer state and batches at this step; live changes "
+        "made to the parent later do not reach it"
+    )
+
+
+def test_the_parent_curve_names_the_parents_later_live_changes_the_branch_did_not_take():
+    parent = tiny_config("abc").to_dict()
+    parent["train"] = {**parent["train"], "learning_rate": 0.003, "min_lr": 0.003}
+    branch = {**parent, "parent": "parentid1", "branch": {"step": 4000, "changes": {}}}
+    before = [knob(3000, "warmup_steps", 100, 200)]  # before the branch step: the branch has it too
+    later = [knob(4208, "learning_rate", 0.003, 0.1), knob(4208, "min_lr", 0.003, 0.1, coupled_to="learning_rate")]
+    label = parent_label(parent, branch, before + later, [])
+    assert label == (
+        "parent, branched at step 4000 (no change); the parent's LR changed to 0.1 at step 4208; the branch kept 0.003"
+    )
+    assert parent_label(parent, branch, before, []) == "parent, branched at step 4000 (no change)"
+    # the branch took the same change itself by then: nothing parts the curves there
+    assert parent_changes_after(later, branch, [knob(4100, "learning_rate", 0.003, 0.1)]) == []
+    # the branch moved it elsewhere first: "had", not "kept"
+    [moved] = parent_changes_after(later, branch, [knob(4100, "learning_rate", 0.003, 0.01)])
+    assert moved == "the parent's LR changed to 0.1 at step 4208; the branch had 0.01"
+    many = [knob(4300 + i, "learning_rate", 0.1 * i, 0.1 * (i + 1)) for i in range(4)]
+    assert parent_changes_after(later + many, branch)[-1] == "3 more live changes to the parent after that"
+    back = [knob(4300, "learning_rate", 0.1, 0.003)]  # the parent back at the branch's value: nothing new to say
+    assert len(parent_changes_after(later + back, branch)) == 1
+    assert parent_changes_after(later, parent) == []  # not a branch

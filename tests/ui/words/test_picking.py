@@ -53,8 +53,24 @@ def test_a_checkpoint_far_above_the_runs_best_says_so_with_the_changes_since():
 
 def test_a_checkpoint_under_the_leak_still_says_its_text_falls_apart():
     [(kind, text)] = picking.checkpoint_notes(CONFIG, EVENTS, EVALS, 11000, CHECKPOINTS)
-    assert kind == "warning" and "falls apart" in text and "in steps 10,647-11,199" in text
+    assert kind == "warning" and "falls apart" in text and "in steps 10,647-11,000" in text
     assert "Pick the checkpoint at step 10,500" in text
+
+
+def test_the_leak_note_covers_only_the_steps_the_checkpoint_trained():
+    """Review: checkpoint 3,500 of a run whose mask was none in steps 3,215-3,892 read "trained under mask none in
+    steps 3,215-3,892": a checkpoint holds no step after its own."""
+    events = [
+        {"kind": "knob", "knob": "mask", "step": 3215, "ok": True, "old": "causal", "new": "none"},
+        {"kind": "knob", "knob": "mask", "step": 3892, "ok": True, "old": "none", "new": "causal"},
+    ]
+    [(kind, text)] = picking.checkpoint_notes(CONFIG, events, [], 3500, [3000, 3500, 4000])
+    assert kind == "warning" and "This checkpoint (step 3,500) trained under mask none in steps 3,215-3,500" in text
+    assert "3,892" not in text
+    ongoing = picking.checkpoint_notes(CONFIG, events[:1], [], 3500, [3000, 3500])  # still none: up to it too
+    assert "in steps 3,215-3,500" in ongoing[0][1]
+    # the checkpoint at the change's own step trained none of its steps under it: the change applied after it
+    assert picking.checkpoint_notes(CONFIG, events, [], 3215, [3000, 3215]) == []
 
 
 def test_the_header_names_the_knobs_in_force_at_the_checkpoint_beside_the_runs_name():

@@ -172,7 +172,7 @@ def test_sample_says_which_run_and_step_and_why_a_cheating_run_babbles():
     source = picking.sample_source("C8grKhNsuilD6cG9", "2L×4H×64 · shakespeare · LR 0.002", 300)
     assert "**2L×4H×64 · shakespeare · LR 0.002** (run `C8grKhNsuilD6cG9`)" in source and "step 300" in source
     [(kind, note)] = picking.checkpoint_notes(_CFG, _MASK_NONE_AT_100, [], 300)
-    assert kind == "warning" and "mask none" in note and "step 100" in note and "next character" in note
+    assert kind == "warning" and "mask none in steps 100-300" in note and "next character" in note
     assert picking.checkpoint_notes(_CFG, _MASK_NONE_AT_100, [], 50) == []  # that checkpoint predates the switch
     assert picking.checkpoint_notes(_CFG, [], [], 300) == []  # an honest run: nothing to explain
     back = [*_MASK_NONE_AT_100, {"kind": "knob", "knob": "mask", "ok": True, "old": "none", "new": "causal",

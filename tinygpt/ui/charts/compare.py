@@ -90,8 +90,9 @@ def compare_chart(
     first step: "twice as fast to the same loss" is then visible. `branches` (run name -> (branch step, parent's
     name), tinygpt.ui.train.branching.branch_points) draws a solid rule in the branch's colour at the step it left its
     parent, labelled "from <parent>": up to there the two curves are one (the branch's history is the parent's,
-    copied), after it they differ only by the branch's change. A live chart: a cached template plus named
-    datasets."""
+    copied), after it they differ by the branch's change and by the live changes either run took since (each a
+    numbered rule: a change made to the parent later never reaches the branch). A live chart: a cached template
+    plus named datasets."""
     series = series or {}
     per_run = max(20, 4000 // max(1, len(series) + len(evals or {})))  # one budget shared by all curves
     rows = [

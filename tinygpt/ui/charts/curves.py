@@ -56,6 +56,9 @@ from tinygpt.ui.charts.style import (
 from tinygpt.ui.charts.theme import theme
 from tinygpt.ui.words.knob_words import knob_marks
 
+# A chart with no step yet says so in its subtitle, which wraps, and keeps its short title, which a column cuts.
+WAITING = "waiting for the first step"
+
 # ---------------------------------------------------------------- reading records
 
 
@@ -169,7 +172,9 @@ def loss_chart(
     end = max((r["step"] for r in datasets["loss"]), default=None)
     shade = thin_for_display([r for r in datasets["ghost"] if end is not None and r["step"] <= end], max_points // 2)
     datasets["ghost"] = shade
-    title = "Training loss" if rows else "Training loss: waiting for the first step"
+    # The wait goes in the subtitle, never the title: "Training loss: waiting for the first step" was cut to
+    # "Training loss: waiting for the first s…" in the Train page's column at 1280x720, Large fonts.
+    title = "Training loss"
     below = legend_lines(len(datasets["knobs"]))
     key = (raw_name, smooth_name, title, (ghost_label or "") if ghost else None, x_title, large, below, not rows)
     return live_spec(_loss_template, key, datasets)
@@ -201,14 +206,14 @@ def _loss_template(
         *reference_layers("target", yspec, t, colour=GREEN, dash=(2, 3)),
         *_event_template_layers(t, x_title),
     ]
-    subtitle = None
+    subtitle = [WAITING] if waiting else []
     if ghost_label is not None:  # the run this one replaced, faint, named in the subtitle
         ghost = alt.Chart(alt.NamedData("ghost")).encode(x=step_x(x_title), y=value_y("loss:Q", **yspec))
         layers.insert(0, ghost.mark_line(color=GREY, opacity=0.55, strokeDash=[5, 3], strokeWidth=t["line"]))
         # Wrapped, not drawn at the line's end: "previous run: hidden_dim 32 → 64, num_heads 2 → 16" is wider
         # than a projector's plot, and a label at the plot's edge lost its start ("ous run: ...").
-        subtitle = textwrap.wrap(f"grey dashed: {ghost_label or 'previous run'}", 44 if large else 70)
-    return finish(layers, title, t, subtitle, large=large, below=below)
+        subtitle += textwrap.wrap(f"grey dashed: {ghost_label or 'previous run'}", 44 if large else 70)
+    return finish(layers, title, t, subtitle or None, large=large, below=below)
 
 
 def lr_chart(
@@ -228,11 +233,12 @@ def lr_chart(
     if current_step is not None and finite(current_step) is not None:
         now_row = {"step": int(current_step), "label": f"now: step {int(current_step)}"}
         now = marker_rows([now_row], t, _x_max(rows, [now_row]), stagger=False)
-    title = "Learning rate schedule" if rows else "Learning rate: waiting for the first step"
-    return live_spec(_lr_template, (title, large), {"lr": rows, "lr_hover": hover_rows(rows, "series"), "now": now})
+    title = "Learning rate schedule"  # the wait in the subtitle, as the loss chart's: a narrow column cuts a title
+    datasets = {"lr": rows, "lr_hover": hover_rows(rows, "series"), "now": now}
+    return live_spec(_lr_template, (title, large, not rows), datasets)
 
 
-def _lr_template(title: str, large: bool):
+def _lr_template(title: str, large: bool, waiting: bool = False):
     t = theme(large)
     base = alt.Chart(alt.NamedData("lr")).encode(
         x=step_x(),
@@ -252,7 +258,7 @@ def _lr_template(title: str, large: bool):
         hover_layer(base.encode(tooltip=tooltip), "lr", data="lr_hover"),
         *marker_layers("now", t, GREY, "position", step_x()),
     ]
-    return finish(layers, title, t, large=large)
+    return finish(layers, title, t, WAITING if waiting else None, large=large)
 
 
 def grad_norm_chart(
@@ -287,7 +293,7 @@ def grad_norm_chart(
     # change the spec, and rebuild the view, at every refresh). The wait goes there too, not in the title, which a
     # half-width column cuts.
     subtitle = "orange points: steps clipped to the threshold" if clipping else "clipping is off"
-    subtitle = subtitle if rows else f"waiting for the first step ({subtitle})"
+    subtitle = subtitle if rows else f"{WAITING} ({subtitle})"
     return live_spec(_grad_norm_template, (title, subtitle, large, legend_lines(len(datasets["knobs"]))), datasets)
 
 

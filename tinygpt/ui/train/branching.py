@@ -9,7 +9,7 @@ max_steps, dropout); the CLI's `train --branch` takes any setting a branch may c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import streamlit as st
@@ -18,6 +18,7 @@ from tinygpt.config import ATTN_SCALES, LIMITS, MASKS, RunConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.branch import branch_of, checkpoint_settings, plan_branch, section_of
 from tinygpt.runs.files import list_checkpoints, read_config_json
+from tinygpt.runs.knobs import knobs_at
 from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
 from tinygpt.ui.host import resources
@@ -26,7 +27,7 @@ from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import flashes
 from tinygpt.ui.train import settings, train_keys
 from tinygpt.ui.words import safe
-from tinygpt.ui.words.knob_words import knob_value, knob_word
+from tinygpt.ui.words.knob_words import knob_value, knob_word, shown_changes
 
 # (setting, label, choices or None): what the control lets a learner change, in the order a lesson changes them.
 SETTINGS = (
@@ -38,6 +39,7 @@ SETTINGS = (
     ("dropout", "Dropout", None),
     ("weight_decay", "Weight decay", None),
 )
+SHOWN_AFTER = 2  # the parent's later live changes a label names; the rest are counted (the subtitle stays short)
 
 
 def branch_points(configs: Mapping[str, Mapping | None], names: Mapping[str, str]) -> dict[str, tuple[int, str]]:
@@ -51,9 +53,12 @@ def branch_points(configs: Mapping[str, Mapping | None], names: Mapping[str, str
     return points
 
 
-def parent_label(parent_config: dict, config: dict) -> str:
+def parent_label(
+    parent_config: dict, config: dict, parent_events: Iterable[dict] = (), events: Iterable[dict] = ()
+) -> str:
     """The label of the faint parent curve on Train: "parent, branched at step 120 (LR→0.01)" for a branch (a
-    learning rate's min_lr, moved along, left unsaid), settings.ghost_label's "previous run: ..." for a run that
+    learning rate's min_lr, moved along, left unsaid), then the parent's live changes after the branch step that
+    the branch did not take (parent_changes_after), settings.ghost_label's "previous run: ..." for a run that
     replaced another."""
     if (branch := branch_of(config)) is None:
         return settings.ghost_label(parent_config, config)
@@ -61,7 +66,35 @@ def parent_label(parent_config: dict, config: dict) -> str:
     said = [
         f"{knob_word(n)}→{knob_value(v)}" for n, v in changes.items() if n != "min_lr" or "learning_rate" not in changes
     ]
-    return f"parent, branched at step {branch['step']}" + (f" ({', '.join(said)})" if said else " (no change)")
+    label = f"parent, branched at step {branch['step']}" + (f" ({', '.join(said)})" if said else " (no change)")
+    return "; ".join([label, *parent_changes_after(parent_events, config, events)])
+
+
+def parent_changes_after(parent_events: Iterable[dict], config: dict, events: Iterable[dict] = ()) -> list[str]:
+    """The parent's live knob changes after the branch step, each with the value the branch had then ("the
+    parent's LR changed to 0.1 at step 4208; the branch kept 0.003"), from the two runs' knob events: a branch
+    starts from its parent's weights, optimizer state and batches, and a change made to the parent later never
+    reaches it, so the curves part there even with no change of the branch's own (review: a "no change" branch,
+    said to follow its parent exactly, parted at the parent's LR 0.1). A change the branch also has then is left
+    out; after SHOWN_AFTER changes the rest are counted."""
+    branch = branch_of(config)
+    if branch is None:
+        return []
+    events, start = list(events), knobs_at(config, list(events), branch["step"])
+    said = []
+    for event in shown_changes(
+        e for e in parent_events if isinstance(e.get("step"), int) and e["step"] > branch["step"]
+    ):
+        knob, new = event["knob"], event.get("new")
+        mine = knobs_at(config, events, event["step"]).get(knob)
+        if mine != new:
+            kept = "kept" if mine == start.get(knob) else "had"
+            said.append(f"the parent's {knob_word(knob)} changed to {knob_value(new)} at step {event['step']}; "
+                        f"the branch {kept} {knob_value(mine)}")  # fmt: skip
+    more = len(said) - SHOWN_AFTER
+    return said[:SHOWN_AFTER] + (
+        [f"{more} more live change{'s' if more > 1 else ''} to the parent after that"] if more > 0 else []
+    )
 
 
 def setting_of(config: RunConfig, name: str) -> Any:
@@ -75,9 +108,13 @@ def changes_from(values: Mapping[str, Any], base: RunConfig) -> dict[str, Any]:
 
 
 def describe(changes: Mapping[str, Any], base: RunConfig) -> str:
-    """ "LR 0.002→0.01, mask causal→none", or "no change: the same run again, on the same batches"."""
+    """ "LR 0.002→0.01, mask causal→none", or, with none, what a branch shares with its parent and what not: its
+    start (weights, optimizer state, batches), never the live changes made to the parent later."""
     if not changes:
-        return "no change: it follows its parent exactly, on the same batches"
+        return (
+            "no change: it starts from the parent's weights, optimizer state and batches at this step; live changes "
+            "made to the parent later do not reach it"
+        )
     return ", ".join(f"{knob_word(n)} {knob_value(setting_of(base, n))}→{knob_value(v)}" for n, v in changes.items())
 
 

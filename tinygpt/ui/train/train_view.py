@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from tinygpt.runs.corpus import known_vocab_size
 from tinygpt.runs.knobs import knobs_now, leak_spans
 from tinygpt.ui import state
 from tinygpt.ui.charts import curves
@@ -40,6 +41,8 @@ def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) 
     said = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, viewer)}
     # First what the curves are (a leak makes both fall: tinygpt.ui.words.leaks), then what the val curve scores.
     notes = [leaks.loss_leak_note(config, rd.events, int(status.get("step") or 0)), run_words.val_note(config)]
+    if known_vocab_size(rd.run_dir, config) is None:  # a named corpus before its worker loaded it
+        notes.append("The uniform-guess line ln(V) comes once the run's worker has loaded the corpus and knows V.")
     if options[3] == "seconds":  # what the seconds count; with the previous run's curve, the loads it trained under
         runs = {"this run": rd} | ({"the previous run": parent} if parent else {})
         notes += timing.seconds_notes({name: {"metrics": r.metrics, "evals": r.evals, "status": r.status()}
@@ -58,9 +61,11 @@ def _records(rd) -> tuple:
 
 def _figures(rd, parent, config: dict, status: dict, options: tuple) -> dict:
     large, target, smoothing, x_axis = options
-    vocab_size = len(config.get("vocab") or []) or config.get("model", {}).get("vocab_size", 65)
+    vocab_size = known_vocab_size(rd.run_dir, config)  # None: not known yet, and then no ln(V) line is drawn
     knobs = knobs_now(config, rd.events)
-    ghost = dict(ghost=parent.metrics, ghost_label=branching.parent_label(parent.config(), config)) if parent else {}
+    # A branch's parent: where it left it, and the parent's later live changes the branch never took.
+    label = branching.parent_label(parent.config(), config, parent.events, rd.events) if parent else ""
+    ghost = dict(ghost=parent.metrics, ghost_label=label) if parent else {}
     loss = curves.loss_chart(
         rd.metrics, rd.evals, rd.events, vocab_size, target=target, smoothing=smoothing, max_points=LIVE_POINTS,
         large=large, seconds=x_axis == "seconds", **ghost,

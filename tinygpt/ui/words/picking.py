@@ -8,7 +8,7 @@ from collections import Counter
 
 from tinygpt.config import LEAKING_MASKS
 from tinygpt.runs.files import ACTIVE_STATES
-from tinygpt.runs.knobs import events_upto, knob_changes, knobs_at, knobs_now, leak_spans
+from tinygpt.runs.knobs import events_upto, knob_changes, knobs_at, knobs_now, leak_spans, mask_spans
 from tinygpt.runs.owners import run_learner
 from tinygpt.ui.words import leaks
 from tinygpt.ui.words.clipping import far_above_best
@@ -80,16 +80,19 @@ def checkpoint_notes(
     the leak, its text wrecked by a learning rate of 0.1, was blamed on the mask). Then its held-out loss when far
     above the run's best (clipping.far_above_best), with the live changes made since that best."""
     notes = []
-    mask, first, last = leaks.stretch_at(config, events, step)
-    if mask in LEAKING_MASKS:
+    # The stretches up to the checkpoint's own step, never the run's last: a checkpoint holds no step after its
+    # own (review: checkpoint 3,500 "trained under mask none in steps 3,215-3,892"). The last one is the mask its
+    # latest steps trained under (a change recorded at its step applied after it: no step of it trained so).
+    spans = mask_spans(config, events, step)
+    mask, first, _ = spans[-1] if spans else (leaks.mask_at(config, events, step), step, step)
+    if spans and mask in LEAKING_MASKS:
         before = [c for c in checkpoints if c <= first]
         back = f"the checkpoint at step {before[-1]:,}" if before else f"a checkpoint from before step {first:,}"
-        where = f"from step {first:,}" if last is None else f"in steps {first:,}-{last:,}"
         notes.append(("warning", (
-            f"This checkpoint (step {step:,}) trained under mask {mask} {where} ({leaks.SEES[mask]}). The model "
-            "learned to copy the next character instead of predicting it; when it generates, that character is not "
-            f"there yet, so the text falls apart (repeats like `:::::`, or gibberish). Pick {back}, or a run with "
-            "the causal mask."
+            f"This checkpoint (step {step:,}) trained under mask {mask} in steps {first:,}-{step:,} "
+            f"({leaks.SEES[mask]}). The model learned to copy the next character instead of predicting it; when it "
+            "generates, that character is not there yet, so the text falls apart (repeats like `:::::`, or "
+            f"gibberish). Pick {back}, or a run with the causal mask."
         )))  # fmt: skip
     elif spans := leak_spans(config, events, step):
         said = ", ".join(f"mask {m} in steps {a:,}-{b:,}" for m, a, b in spans)
