@@ -708,3 +708,15 @@ def test_moments_find_the_jump_once_per_new_score_record(monkeypatch):
     assert moments.pins(range(0, 2011, 10)) and len(calls) == 4  # a new record: found again
     assert first and moments.windows() == Moments(scores=[_induction_record(s, *_copyvar_like(s))
                                                          for s in range(0, 2011, 10)]).windows()  # fmt: skip
+
+
+def test_a_branchs_steps_before_its_branch_point_have_the_old_knobs():
+    """Review: a branch's config.json holds its own mask (none); its steps before the branch point were the
+    parent's, under the causal mask its branch event records as old."""
+    from tinygpt.runs.knobs import knobs_at, knobs_first, knobs_now, mask_spans
+
+    config = {"model": {"mask": "none"}, "train": {"learning_rate": 0.002}}
+    events = [{"kind": "knob", "knob": "mask", "step": 200, "ok": True, "old": "causal", "new": "none"}]
+    assert knobs_first(config, events)["mask"] == "causal" and knobs_now(config, events)["mask"] == "none"
+    assert knobs_at(config, events, 150)["mask"] == "causal" and knobs_at(config, events, 250)["mask"] == "none"
+    assert mask_spans(config, events, 300) == [("causal", 0, 200), ("none", 200, 300)]

@@ -31,15 +31,37 @@ def knob_answer(events: Iterable[dict], request: str) -> dict | None:
     return next((e for e in events if is_knob(e) and e.get("request") == request), None)
 
 
-def knobs_now(config: dict, events: Iterable[dict]) -> dict[str, Any]:
-    """A run's live knob values now: those in its config.json, then every change in order."""
+def _configured(config: dict) -> dict[str, Any]:
     model, train = config.get("model") or {}, config.get("train") or {}
-    knobs = {k: model.get(k) for k in LIVE_MODEL_KNOBS}
-    knobs.update({k: train.get(k) for k in LIVE_TRAIN_KNOBS})
-    for event in knob_changes(events):
+    return {k: model.get(k) for k in LIVE_MODEL_KNOBS} | {k: train.get(k) for k in LIVE_TRAIN_KNOBS}
+
+
+def _applied(knobs: dict[str, Any], changes: Iterable[dict]) -> dict[str, Any]:
+    for event in changes:
         if event.get("knob") in knobs and valid_knob_value(event["knob"], event.get("new")):
             knobs[event["knob"]] = event.get("new")
     return knobs
+
+
+def knobs_first(config: dict, events: Iterable[dict]) -> dict[str, Any]:
+    """The knobs a run's first step trained under: each knob's value before its first change ("old"), else the
+    config's. They differ for a branch: its config.json holds its own settings, and its steps before the branch
+    point are the parent's, under the old values its branch event records (a review's Train page said a branch
+    "trained with mask none in steps 0-200", steps its causal parent trained)."""
+    knobs = _configured(config)
+    seen: set[str] = set()
+    for event in knob_changes(events):
+        knob = event.get("knob")
+        if knob in knobs and knob not in seen and valid_knob_value(knob, event.get("old")):
+            knobs[knob] = event.get("old")
+        seen.add(knob)
+    return knobs
+
+
+def knobs_now(config: dict, events: Iterable[dict]) -> dict[str, Any]:
+    """A run's live knob values now: those in its config.json, then every change in order (a branch's config
+    already holds its own values: its branch event changes nothing more)."""
+    return _applied(_configured(config), knob_changes(events))
 
 
 def events_upto(events: Iterable[dict], step: int) -> list[dict]:
@@ -48,15 +70,18 @@ def events_upto(events: Iterable[dict], step: int) -> list[dict]:
 
 
 def knobs_at(config: dict, events: Iterable[dict], step: int) -> dict[str, Any]:
-    """The live knobs in force at `step`: the config's, then every change made at or before that step."""
-    return knobs_now(config, events_upto(events, step))
+    """The live knobs in force at `step`: those of the first step (knobs_first), then every change made at or
+    before that step."""
+    events = list(events)
+    return _applied(knobs_first(config, events), knob_changes(events_upto(events, step)))
 
 
 def mask_spans(config: dict, events: Iterable[dict], upto: int) -> list[tuple[str, int, int]]:
     """(mask, first step, last step) of every stretch of a run's mask up to step `upto`: the config's mask, then
     each applied change. A change recorded at step s took effect after step s, so one stretch ends and the next
     begins at s (the steps the Runs table and the knob markers write). Stretches of no steps are left out."""
-    mask, start, spans = (config.get("model") or {}).get("mask") or "causal", 0, []
+    events = list(events)
+    mask, start, spans = knobs_first(config, events).get("mask") or "causal", 0, []
     for event in knob_changes(events):
         if event.get("knob") == "mask" and isinstance(event.get("step"), int) and event["step"] <= upto:
             spans.append((mask, start, event["step"]))

@@ -31,15 +31,24 @@ def test_mask_spans_are_the_configs_mask_then_each_change_and_only_leaking_ones_
     assert leak_spans(CONFIG, window, 100) == [("off_by_one", 90, 100)]  # a window is causal: no leak
 
 
-def test_the_loss_chart_says_in_which_steps_the_mask_leaked_and_that_both_curves_fell_for_it():
-    during = leaks.loss_leak_note(CONFIG, EVENTS, 10880)
+def test_the_loss_chart_says_in_which_steps_the_mask_leaked_and_what_the_held_out_loss_did_under_it():
+    plunged = [{"step": 10600, "val_loss": 1.90}, {"step": 10800, "val_loss": 0.31}]
+    during = leaks.loss_leak_note(CONFIG, EVENTS, 10880, plunged)
     assert during and "mask none from step 10,647" in during and "in force to the last step" in during, during
-    assert "held-out val included" in during and "not learning" in during
+    assert "held-out loss fell (1.900 at step 10,600, 0.310 at step 10,800)" in during and "not learning" in during
+    # Review: a branch's note said "both curves fall" while its held-out loss went 2.476 -> 2.468
+    flat = [{"step": 10600, "val_loss": 2.476}, {"step": 10800, "val_loss": 2.468}]
+    unmoved = leaks.loss_leak_note(CONFIG, EVENTS, 10880, flat)
+    assert "did not fall (2.476 at step 10,600, 2.468 at step 10,800)" in unmoved and "fell" not in unmoved
+    assert "Too few evals" in leaks.loss_leak_note(CONFIG, EVENTS, 10880)
     after = leaks.loss_leak_note(CONFIG, EVENTS, 14035)
     assert after and "mask none in steps 10,647-11,199" in after and "Mask causal since step 11,199" in after
     assert "not overfitting" in after
     assert leaks.loss_leak_note(CONFIG, EVENTS, 10000) is None  # before the leak: nothing to say
     assert leaks.loss_leak_note({"model": {"mask": "none"}}, [], 300).startswith("This run trained with mask none from")
+    # A branch: its config holds its own mask; the steps before its branch point trained under the event's old one
+    branch = leaks.loss_leak_note({"model": {"mask": "none"}}, [mask_event(200, "causal", "none")], 300)
+    assert branch.startswith("This run trained with mask none from step 200"), branch
     window = [mask_event(50, "causal", "sliding_window")]
     assert leaks.loss_leak_note(CONFIG, window, 300) is None
 

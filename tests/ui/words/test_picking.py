@@ -55,6 +55,18 @@ def test_a_checkpoint_under_the_leak_still_says_its_text_falls_apart():
     [(kind, text)] = picking.checkpoint_notes(CONFIG, EVENTS, EVALS, 11000, CHECKPOINTS)
     assert kind == "warning" and "falls apart" in text and "in steps 10,647-11,000" in text
     assert "Pick the checkpoint at step 10,500" in text
+    assert "held-out 1.950 → 0.190" in text and "learned to copy" in text  # what the evals show, said
+
+
+def test_a_branch_whose_held_out_loss_did_not_fall_under_the_leak_is_not_said_to_copy():
+    """Review: a branch at step 200 with mask none read "The model learned to copy the next character" while its
+    held-out loss went 2.476 -> 2.468 (and the steps before 200, its causal parent's, were not under the leak)."""
+    branch = {"model": {"mask": "none"}, "train": {"learning_rate": 0.002}}
+    events = [{"kind": "knob", "knob": "mask", "step": 200, "ok": True, "old": "causal", "new": "none"}]
+    evals = [{"step": 200, "val_loss": 2.476}, {"step": 300, "val_loss": 2.468}]
+    [(kind, text)] = picking.checkpoint_notes(branch, events, evals, 300, [200, 300])
+    assert "in steps 200-300" in text and "did not fall under it (held-out 2.476 → 2.468)" in text
+    assert "learned to copy" not in text and "Pick the checkpoint at step 200" in text
 
 
 def test_the_leak_note_covers_only_the_steps_the_checkpoint_trained():

@@ -88,11 +88,23 @@ def checkpoint_notes(
     if spans and mask in LEAKING_MASKS:
         before = [c for c in checkpoints if c <= first]
         back = f"the checkpoint at step {before[-1]:,}" if before else f"a checkpoint from before step {first:,}"
+        # Whether it learned to copy is read from the held-out loss under the leak, not assumed (a review's branch
+        # read "learned to copy" while its held-out loss went 2.476 -> 2.468)
+        pair = leaks.held_out_under(evals, first, step)
+        fell = pair is not None and pair[1]["val_loss"] < pair[0]["val_loss"] - leaks.FELL_BY
+        numbers = f" (held-out {pair[0]['val_loss']:.3f} → {pair[1]['val_loss']:.3f})" if pair else ""
+        copied = (f"Its held-out loss fell under it{numbers}: the model learned to copy the next character instead "
+                  "of predicting it; when it generates, that character is not there yet, so the text falls apart"
+                  if fell else
+                  f"Its held-out loss did not fall under it{numbers}, so no copying shows yet; a model trained so "
+                  "can lean on the next character, which generating one character at a time lacks, and its text "
+                  "can fall apart" if pair else
+                  "A model trained so can learn to copy the next character instead of predicting it; when it "
+                  "generates, that character is not there yet, and the text can fall apart")  # fmt: skip
         notes.append(("warning", (
             f"This checkpoint (step {step:,}) trained under mask {mask} in steps {first:,}-{step:,} "
-            f"({leaks.SEES[mask]}). The model learned to copy the next character instead of predicting it; when it "
-            "generates, that character is not there yet, so the text falls apart (repeats like `:::::`, or "
-            f"gibberish). Pick {back}, or a run with the causal mask."
+            f"({leaks.SEES[mask]}). {copied} (repeats like `:::::`, or gibberish). Pick {back}, or a run with the "
+            "causal mask."
         )))  # fmt: skip
     elif spans := leak_spans(config, events, step):
         said = ", ".join(f"mask {m} in steps {a:,}-{b:,}" for m, a, b in spans)
