@@ -204,10 +204,19 @@ def test_the_shape_bugs_numbers_at_step_2_and_step_9_say_what_input_each_measure
         for row in rows[label]:
             row["measured on"] = "4 held-out windows of 64 characters (checkpoint of step 200)"
     check = STEP["health"].check(Evidence(health=rows))
-    assert check.text.startswith("Each run measured on 4 held-out windows of 64 characters (checkpoint of step 200): "
-                                 "'silent bug': attention rows sum to 1 FAIL (0.31"), check.text  # fmt: skip
+    assert check.text.startswith("Measured attention rows sum to 1 on 4 held-out windows of 64 characters (checkpoint "
+                                 "of step 200); no future leak on 4 held-out windows"), check.text  # fmt: skip
+    assert "'silent bug': attention rows sum to 1 FAIL (0.31" in check.text
     assert check.short.endswith(", on 4 held-out windows of 64 characters (checkpoint of step 200)"), check.short
     assert len(check.short) <= lesson_checks.HEADLINE_LIMIT
+    # The leak reads 2 windows (Model health's row says so): a second review saw "4 held-out windows" said of both
+    for label in rows:
+        for row in rows[label]:
+            if row["check"] == "no future leak":
+                row["measured on"] = "2 held-out windows of 64 characters (checkpoint of step 200)"
+    check = STEP["health"].check(Evidence(health=rows))
+    assert "no future leak on 2 held-out windows of 64 characters (checkpoint of step 200)" in check.text
+    assert "held-out windows" not in check.short  # two inputs: the headline names neither
 
 
 def test_a_knob_steps_lines_name_the_knob_by_its_word_not_its_config_field():

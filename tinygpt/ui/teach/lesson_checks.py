@@ -283,12 +283,18 @@ def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent
 
     # The input each number was read from: the shape step's verdict measures the same bug on the probe text, and
     # its numbers differ (5.77 there, 14.65 here: a review read them as contradicting)
-    on = {label: found[label, HEALTH_NAMED[0]].get("measured on") or "" for label in rows}
-    if on[broken] and on[broken] == on[healthy]:
-        where = f"Each run measured on {on[broken]}: "
-    else:
-        where = "".join(f"'{label}' on {on[label]}; " for label in (broken, healthy) if on[label])
-        where = where[:1].upper() + where[1:-2] + ". " if where else ""
+    # Each check says its own input: the rows read 4 windows, the leak 2 (a forward per position), and a review
+    # read "4 held-out windows" said of both beside Model health's "2 held-out windows" for the leak
+    inputs = []
+    for name in HEALTH_NAMED:
+        per_run = {label: found[label, name].get("measured on") or "" for label in rows}
+        if per_run[broken] and per_run[broken] == per_run[healthy]:
+            inputs.append(f"{name} on {per_run[broken]}")
+        else:
+            inputs += [f"'{label}' {name} on {per_run[label]}" for label in (broken, healthy) if per_run[label]]
+    where = f"Measured {'; '.join(inputs)}. " if inputs else ""
+    shared = {found[label, name].get("measured on") or "" for label in rows for name in HEALTH_NAMED}
+    on = shared.pop() if len(shared) == 1 else ""  # the headline names the input only where it is one for all
     text = f"{where}'{broken}': {said(broken)}. '{healthy}': {said(healthy)}"
     bug_fails = [n for n in HEALTH_NAMED if found[broken, n]["result"] == "FAIL"]
     correct_fails = [n for n in HEALTH_NAMED if found[healthy, n]["result"] == "FAIL"]
@@ -301,7 +307,7 @@ def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent
         return " and ".join(f"{n} ({fact(label, n)})" for n in names)
 
     def fits(line: str) -> str:  # the input too, where the banner's one line has room for it
-        named = f"{line}, on {on[broken]}" if on[broken] and on[broken] == on[healthy] else line
+        named = f"{line}, on {on}" if on else line
         return named if len(named) <= HEADLINE_LIMIT else line
 
     # The correct run's other FAILs (gradient clipped on recent steps, a loss still falling) are said with it: a
