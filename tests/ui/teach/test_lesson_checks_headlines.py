@@ -52,7 +52,7 @@ def scaling_verdict(worse: bool) -> dict:
 
 def residual_verdict(stalls: bool) -> dict:
     good = result(final_train_loss=2.3, final_loss_std=0.03, final_val_loss=2.35, layer_grad_norms={"L0.attn": 0.5})
-    bad = result(final_train_loss=2.9 if stalls else 2.35, final_loss_std=0.03, final_val_loss=2.95,
+    bad = result(final_train_loss=2.9 if stalls else 2.35, final_loss_std=0.03, final_val_loss=2.95 if stalls else 2.40,
                  layer_grad_norms={"L0.attn": 1e-5})  # fmt: skip
     return _verdict(EXPERIMENTS["residual"].verdict({"residual": good, "detached residual": bad}))
 
