@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tinygpt.config import UNTIL_STOPPED
-from tinygpt.runs.forecast import queue_forecast, queued_reason, start_times
+from tinygpt.runs.forecast import changed_places, queue_forecast, queued_reason, start_times
 from tinygpt.runs.jobs import LIVE, PREPARED, Job
 from tinygpt.runs.status import update_status
 from tinygpt.runs.store import RunStore
@@ -95,3 +95,31 @@ def test_a_preempted_run_on_its_way_back_counts_ahead_of_later_runs(tmp_path):
     forecast = queue_forecast(store, [leaving], [later], 1)
     assert forecast[later.run_id]["position"] == 2 and forecast[later.run_id]["seconds"] == pytest.approx(25.0)
     assert list(forecast) == [later.run_id]  # the run on its way back has no entry: it is not queued yet
+
+
+def test_the_published_positions_of_the_queued_runs_are_never_equal(tmp_path):
+    """A review's learner read queue positions "4, 5, 5, 6" in step 8's pane (a run listed twice: lesson.roles_needed).
+    What Slots publishes (changed_places, each job remembering what its status.json says) stays one position a run
+    as runs start, a released run comes back to its old place and a live run is promoted ahead of the rest."""
+    _, holding, queue, a, b = room(tmp_path)
+    published: dict[str, int] = {}
+
+    def publish(jobs, queue):
+        for job, position, _ in changed_places(start_times(jobs, queue, 2), queue, 2):
+            published[job.run_id] = position
+        shown = [published[j.run_id] for j in queue]
+        assert sorted(shown) == sorted(set(shown)), shown
+        return shown
+
+    publish(holding, queue)
+    started = queue.pop(0)  # a prepared run takes the freed slot
+    holding = [holding[0], started]
+    publish(holding, queue)
+    started.released, started.followup = True, object()  # released for a live run: on its way back
+    publish(holding, queue)
+    queue = sorted([started, *queue], key=lambda j: j.rank)  # back in its old place
+    publish([holding[0]], queue)
+    b.priority, b.seq = PREPARED, 99  # and a learner's run moved behind the prepared ones
+    queue.remove(b)
+    queue = sorted([*queue, b], key=lambda j: j.rank)
+    assert sorted(publish([holding[0]], queue)) == list(range(1, len(queue) + 1))

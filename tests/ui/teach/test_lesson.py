@@ -132,7 +132,9 @@ def test_which_pitfalls_crash_is_graded_on_the_runs_that_ended_early():
     check = lesson.all_pitfalls(Evidence(verdicts=verdicts))
     assert check.passed is True, check.text
     assert f"1 of {len(lesson.PITFALLS)} crashed" in check.text and "diverged at step 50" in check.text
-    assert "shape contract, stopped it: not counted" in check.text and "1 of" in check.short
+    assert "Not counted as crashes: 'bug + shape contracts'" in check.text
+    assert "shape contract, stopped it)" in check.text
+    assert "1 of" in check.short
     verdicts["warmup"]["halted"] = {"no warmup, lr 1e-2": {"state": "diverged", "step": 12}}
     two = lesson.all_pitfalls(Evidence(verdicts=verdicts))
     assert two.passed is False and f"2 of {len(lesson.PITFALLS)} crashed" in two.short, two.short

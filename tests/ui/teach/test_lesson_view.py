@@ -167,3 +167,60 @@ def test_prepare_is_offered_only_while_a_long_steps_runs_are_not_started(monkeyp
     monkeypatch.setattr(lesson_view, "room", lambda: {"runs": missing_one})
     lesson_view.prepare_button(TEACHER)
     assert pressed == ["Prepare the long runs"]
+
+
+def test_the_pitfalls_steps_lines_list_each_run_once_with_its_own_status(tmp_path, monkeypatch):
+    """A review's learner read "softmax · stable softmax: step 155 / 200 … running" twice: step 8 opens the softmax
+    experiment and checks every pitfall, so its role came twice. Each run once; an ended run (the naive softmax,
+    diverged at step 50) has no line."""
+    from tinygpt.config import RunConfig
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui.host import resources
+    from tinygpt.ui.teach import lesson
+
+    store = RunStore(tmp_path)
+    step = next(s for s in lesson.STEPS if s.key == "pitfalls")
+    for one in lesson.STEPS:
+        assert len(lesson.roles_needed(one)) == len(set(lesson.roles_needed(one))), one.key
+    runs, steps = {}, {"stable softmax": (155, "running"), "naive softmax": (50, "diverged")}
+    for role in lesson.roles_checked(step):
+        runs[role] = {}
+        for label in ("stable softmax", "naive softmax") if role == "exp:softmax" else ("correct", "broken"):
+            at, run_state = steps.get(label, (200, "finished"))
+            with store.create(RunConfig().to_dict(), owner="app") as w:
+                w.append_metric({"step": at, "loss": 2.0})
+                w.write_status(state=run_state, step=at, max_steps=200)
+                runs[role][label] = w.run_dir.name
+    monkeypatch.setattr(lesson_view, "reader_of", lambda run_id: store.reader(run_id))
+    monkeypatch.setattr(resources, "touch", lambda run_id: None)
+    lines = lesson_view._progress(runs, step)
+    assert len(lines) == 1 and lines[0].startswith("softmax · stable softmax: step 155 / 200"), lines
+    with store.writer(runs["exp:softmax"]["stable softmax"]) as w:
+        w.write_status(state="finished", step=200, max_steps=200)
+    assert lesson_view._progress(runs, step) == []  # its status says 200: its line goes at once
+    shared = {"exp:softmax": {"stable softmax": runs["exp:softmax"]["naive softmax"]},
+              "exp:mask": {"correct": runs["exp:softmax"]["naive softmax"]}}  # fmt: skip
+    with store.writer(shared["exp:mask"]["correct"]) as w:
+        w.write_status(state="queued", step=0, max_steps=200, queue_position=4)
+    monkeypatch.setattr(resources, "queue_forecast", lambda run_id: None)
+    assert len(lesson_view._progress(shared, step)) == 1  # one run under two roles: one line
+
+
+def test_the_run_lines_are_read_after_the_check_outside_its_lock(monkeypatch):
+    """Step 8's check takes 13 s and more, one session at a time (lesson_view._LOCK): lines read under the lock
+    were as old as the wait; a review's pane held "step 155 / 200 · running" ~20 s after that run had finished."""
+    from tinygpt.ui.teach import lesson, prediction_view
+
+    step = next(s for s in lesson.STEPS if s.key == "pitfalls")
+    order = []
+    monkeypatch.setattr(lesson_view, "evidence", lambda *a, **k: order.append("evidence") or lesson.Evidence())
+    monkeypatch.setattr(prediction_view, "shown_check", lambda step, actor, check: check)
+    monkeypatch.setattr(prediction_view, "graded_check", lambda step, actor, check: check)
+
+    def lines(runs, step, viewer):
+        order.append(f"lines, locked={lesson_view._LOCK.locked()}")
+        return []
+
+    monkeypatch.setattr(lesson_view, "_progress", lines)
+    lesson_view._computed_check(step, TEACHER, {"runs": {}, "measured": {}})
+    assert order == ["evidence", "lines, locked=False"]

@@ -49,7 +49,7 @@ from tinygpt.ui.teach.lesson_checks import (  # noqa: F401 - the checks, re-expo
     lens_sharpens,
     number_word,
 )
-from tinygpt.ui.teach.pitfall_checks import all_pitfalls
+from tinygpt.ui.teach.pitfall_checks import ALMOST, CRASH, all_pitfalls, answer_choices
 from tinygpt.ui.teach.predictions import Answers
 
 ROOM_FILE = "lesson.json"  # in the runs folder: {"step", "runs": {role: {label: run_id}}, "measured", "moved_at"}
@@ -189,14 +189,10 @@ STEPS: tuple[Step, ...] = (
         "pages/experiments.py",
         Setup(experiment="softmax", pitfalls=True, measure=("memory",), rest=True),
         f"{number_word(len(PITFALLS)).capitalize()} classic bugs, each as a correct and a broken run one setting "
-        "apart: which ones crash?",
-        "Almost none crash: each verdict names the numbers that give the bug away.",
+        f"apart: which ones crash (a run {CRASH})?",
+        f"Almost none crash ({ALMOST} at most): each verdict names the numbers that give the bug away.",
         all_pitfalls,
-        answers=Answers(
-            ("most of them", "a few", "almost none: only their numbers give them away"),
-            "almost none: only their numbers give them away",
-            (),
-        ),
+        answers=Answers(answer_choices(), answer_choices()[-1], ()),
         long=True,
     ),
     Step(
@@ -309,7 +305,9 @@ def follow(local: int | None, seen_room: int | None, room_step: int | None) -> t
 
 
 def roles_needed(step: Step) -> list[str]:
-    """The room's run roles a step's check reads."""
+    """The room's run roles a step's check reads, each once: the pitfalls step opens the softmax experiment and
+    checks every pitfall, softmax among them (its pane listed "softmax · stable softmax" twice, its check read
+    both runs twice)."""
     roles = []
     if step.setup.train:
         roles.append(LECTURE)
@@ -321,7 +319,7 @@ def roles_needed(step: Step) -> list[str]:
         roles += [f"exp:{k}" for k in PITFALLS if k != "memory"]
     if step.setup.induction:
         roles.append(INDUCTION)
-    return roles
+    return list(dict.fromkeys(roles))
 
 
 def roles_checked(step: Step) -> list[str]:

@@ -229,12 +229,13 @@ _LOCK = threading.Lock()
 def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None = None) -> list[str]:
     """For a long step: where each of its runs stands, with an estimate of when it ends, in `viewer`'s words
     ("paused by you" only for whoever paused it: a learner read it of the instructor's pause)."""
-    lines = []
+    lines, listed = [], set()
     for role in lesson.roles_checked(step):
         for label, rid in (runs.get(role) or {}).items():
-            rd = reader_of(rid)
-            if rd is None:
+            rd = None if rid in listed else reader_of(rid)
+            if rd is None:  # each run once, under its own label and with its own status
                 continue
+            listed.add(rid)
             resources.touch(rid)  # a run the lesson waits for keeps its lease
             status = rd.status()
             if status.get("state") in ENDED:
@@ -284,7 +285,10 @@ def _computed_check(step: Step, actor: Actor, data: dict) -> tuple[lesson.Check,
             )
             # The check beside the viewer's grade is the one it was graded on (a grade kept, a check recomputed on
             # runs changed since, had read "right" above "not seen")
-            return prediction_view.graded_check(step, actor, check), _progress(runs, step, actor)
+            check = prediction_view.graded_check(step, actor, check)
+        # Where each run stands, read now that the check is done and outside the lock the other sessions' checks
+        # wait on: a review's pane held "step 155 / 200 · running" for ~20 s after that run had finished.
+        return check, _progress(runs, step, actor)
     except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
         return lesson.Check(None, f"Not enough data yet: could not read the runs ({exc})."), []
 

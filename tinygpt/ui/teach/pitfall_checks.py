@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.verdict import CPU_COUNTS_ONLY
-from tinygpt.ui.teach.lesson_checks import PITFALLS, Check, Evidence
+from tinygpt.ui.teach.lesson_checks import PITFALLS, Check, Evidence, number_word
 
 
 def all_pitfalls(ev: Evidence) -> Check:
@@ -45,7 +45,8 @@ def all_pitfalls(ev: Evidence) -> Check:
         not_shown = f"{short}; not: {_titles(failed)}"
         return Check(False, f"{short}; did not reproduce: {_titles(failed)}{tail}. {crash_text}", headline=not_shown)
     unjudged = f" ({_titles(counts_only)} measured, not judged on CPU)" if counts_only else ""
-    crash_line = f"; {len(crashed)} of {len(judged)} crashed"
+    at_most = number_word(ALMOST_NONE)
+    crash_line = f"; {len(crashed)} of {len(judged)} crashed: {_verdict_words(len(crashed))} (at most {at_most})"
     if len(crashed) > ALMOST_NONE:  # the step's "almost none crash" is graded on these runs, not assumed
         return Check(False, f"{short}: {_titles(judged)}{tail}. {crash_text}",
                      headline=f"{short}{crash_line}")  # fmt: skip
@@ -83,21 +84,47 @@ def _count(shown: int, judged: list[str], unjudged: list[str] | tuple = (), shor
     return f"{line}; {which}: {CPU_COUNTS_ONLY} on CPU, not judged"
 
 
-ALMOST_NONE = 1  # "almost none crash": at most one pitfall of the eight ends its training early on its own
+# "Which ones crash?" in the step's own words (lesson.py): a crash is a run that stops before its last step by
+# itself, because the bug made training fail: diverged (the trainer stopped it, the loss or a tensor non-finite or
+# blown up) or failed with an error. That is what the answer "almost none: only their numbers give them away" is
+# about: the other bugs train to their last step, and only their verdict's numbers tell. So a divergence counts.
+CRASH = "stopped before its last step by itself, diverged or failed"
+ALMOST_NONE = 1  # "almost none crash": at most one pitfall ends its training early on its own
+ALMOST = number_word(ALMOST_NONE)  # "one": the threshold as the choices and the check say it
+
+
+def _verdict_words(crashed: int) -> str:
+    return "almost none" if crashed <= ALMOST_NONE else "more than almost none"
+
+
+def answer_choices() -> tuple[str, str, str]:
+    """Step 8's choices, with the rule that grades them ("almost none" is at most ALMOST_NONE): a review's learner
+    answered "a few" to "1 of 7 crashed", never told that one counts as almost none."""
+    return ("most of them (more than half)", f"a few ({number_word(ALMOST_NONE + 1)} or more, up to half)",
+            f"almost none ({number_word(ALMOST_NONE)} at most): only their numbers give them away")  # fmt: skip
 
 
 def _crashes(ev: Evidence, judged: list[str]) -> tuple[list[str], str]:
-    """The pitfalls whose runs ended before their last step by themselves (diverged, or failed with an error), and
-    a sentence naming every early end. A run stopped by a guard the experiment adds on purpose (Experiment.guards:
-    shape drift's "bug + shape contracts", the contract refusing the bug's tensor at step 0) is named but not
-    counted: the guard stopped it, the bug did not crash."""
-    crashed, said = [], []
+    """The pitfalls whose runs crashed (CRASH: ended before their last step by themselves, diverged or failed with
+    an error), and sentences naming each early end and how the count answers "which ones crash?". A run stopped by
+    a guard the experiment adds on purpose (Experiment.guards: shape drift's "bug + shape contracts", the contract
+    refusing the bug's tensor at step 0) is named but not counted: the guard stopped it, the bug did not crash."""
+    crashed, counted, guarded = [], [], []
     for key in judged:
         for label, end in (ev.verdicts.get(key, {}).get("halted") or {}).items():
             guard = EXPERIMENTS[key].guards.get(label) if key in EXPERIMENTS else None
-            said.append(f"{_title(key)}: '{label}' {end['state']} at step {end.get('step')}"
-                        + (f" (its guard, {guard}, stopped it: not counted)" if guard else ""))  # fmt: skip
-            if not guard and key not in crashed:
+            said = f"'{label}' ({_title(key)}) {end['state']} at step {end.get('step')}"
+            if guard:
+                guarded.append(f"{said} (its guard, {guard}, stopped it)")
+                continue
+            counted.append(said)
+            if key not in crashed:
                 crashed.append(key)
-    ended = f"Ended early: {'; '.join(said)}." if said else "No run ended early."
-    return crashed, f"{len(crashed)} of {len(judged)} crashed. {ended}"
+    which = f": {'; '.join(counted)}" if counted else ""
+    verdict = _verdict_words(len(crashed))
+    text = (f"{len(crashed)} of {len(judged)} crashed (a crash: a run {CRASH}){which}. "
+            f"{verdict[0].upper()}{verdict[1:]}, since at most {number_word(ALMOST_NONE)} counts as "
+            "almost none.")  # fmt: skip
+    if guarded:
+        text += f" Not counted as crashes: {'; '.join(guarded)}."
+    return crashed, text
