@@ -113,6 +113,7 @@ if runs:
         in_view.set_run_id(pick)
         form.forget_settings()  # Train shows the run's own settings and knobs, not this browser's last form
         fonts.request_large_fonts()  # applied before the sidebar's toggle is drawn on the next run
-        flashes.flash("success", f"Run {pick} is on your screen, in large fonts.")
+        shown = runlist.run_names(store).get(pick) or pick  # the name the table shows; the id is for links
+        flashes.flash("success", f"Run «{shown}» is on your screen, in large fonts.")
         st.switch_page("pages/train.py")
 room.key_reveal()

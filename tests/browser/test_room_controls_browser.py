@@ -76,7 +76,8 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, app_runs, bro
     idle(teacher)
     teacher.get_by_role("button", name="Bring to the projector").click()
     expect(teacher.get_by_role("heading", name="tinygpt · Train")).to_be_visible()
-    expect(teacher.get_by_text(f"Run {run_id} is on your screen, in large fonts.")).to_be_visible()
+    name = runlist.run_names(RunStore(app_runs))[run_id]  # the Runs table's name, not the id
+    expect(teacher.get_by_text(f"Run «{name}» is on your screen, in large fonts.")).to_be_visible()
     no_exception(teacher)
     expect(teacher.get_by_role("switch", name="Large fonts (projector)")).to_be_checked()
     assert teacher.evaluate(FONT_SIZE_JS) == "20px" and f"run={run_id}" in teacher.url
@@ -88,7 +89,8 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, app_runs, bro
     expect(button(teacher, "Pause")).to_be_enabled(timeout=30_000)
     button(teacher, "Pause").click()
     expect(anna.get_by_text(re.compile(r"· paused: paused by the instructor at step"))).to_be_visible(timeout=10_000)
-    expect(anna.get_by_text(re.compile("Paused by the instructor: Resume and Step stay off"))).to_be_visible()
+    said = re.compile("Paused by the instructor, who holds it: Resume and Step stay off")
+    expect(anna.get_by_text(said)).to_be_visible()
     expect(button(anna, "Resume")).to_be_disabled()
     expect(button(anna, "Step")).to_be_disabled()
     assert anna.get_by_text("paused by you").count() == 0

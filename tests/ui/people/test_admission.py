@@ -12,14 +12,16 @@ pytest.importorskip("streamlit")
 from helpers import tiny_config  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tinygpt.runs.owners import Actor  # noqa: E402
-from tinygpt.ui.host import resources  # noqa: E402
-from tinygpt.ui.people import people_keys
+from tinygpt.config import RunConfig  # noqa: E402
+from tinygpt.runs.owners import Actor, write_hold  # noqa: E402
+from tinygpt.ui.host import resources, runlist  # noqa: E402
+from tinygpt.ui.people import admission, people_keys
 from tinygpt.ui.runs import runs_keys
 from tinygpt.ui.train import train_keys
 
 REPO = Path(__file__).resolve().parents[3]
 ANNA = Actor("a" * 16, "anna")
+BEN = Actor("b" * 16, "ben")
 TEACHER = Actor("c" * 16, "teacher", instructor=True)
 
 
@@ -59,7 +61,9 @@ def test_resume_on_runs_asks_before_taking_a_second_slot(runs_dir, tiny_text):
         at = app_as(ANNA, "pages/runs.py")
         at.selectbox(key=runs_keys.W_RUNS_PICK).set_value(first).run()
         click(at, "Resume")
-        assert "already have a run training or queued" in warnings(at) and second in warnings(at)
+        said = warnings(at)
+        assert "already have a run training or queued" in said
+        assert f"«{runlist.run_names(resources.get_store())[second]}»" in said and second not in said  # its name
         assert anna_runs() == [second]  # nothing resumed behind the question
         click(at, "Stop it and resume this one")
         assert anna_runs() == [first]
@@ -147,9 +151,59 @@ def test_a_learner_whose_run_the_instructor_holds_is_told_so_on_train(runs_dir, 
         at.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
         click(at, "Train")
         errors = "\n".join(str(e.value).replace("\\", "") for e in at.error)
-        assert f"The instructor has paused your run ({held}) and holds it" in errors
+        name = runlist.run_names(resources.get_store())[held]
+        assert f"The instructor is holding your run «{name}» (paused at step " in errors, errors
+        assert held not in errors  # the name the Runs table shows, not the id
         assert not any(b.label.startswith("Stop it and") for b in at.button)
         assert "training or queued" not in warnings(at)
         assert anna_runs() == [held]  # nothing started, the held run untouched
     finally:
         manager.stop(held)
+
+
+def a_run_of_annas(state: str, reason: str = "", held: bool = False) -> str:
+    """A run folder of ANNA's in `state` at step 0, without a worker (written as the run manager writes it), held
+    by the instructor if `held` (hold.json, as RunManager.pause writes it for the instructor's pause)."""
+    store = resources.get_store()
+    config = RunConfig().to_dict() | {"learner": {"id": ANNA.id, "name": "anna"}}
+    with store.create(config, owner="app") as writer:
+        writer.write_status(state=state, step=0, reason=reason)
+        run_id = writer.run_id
+    if held:
+        write_hold(store.path(run_id), "the instructor", 0)
+    return run_id
+
+
+def test_a_hold_on_a_run_paused_in_the_queue_holds_train_branch_and_resume(runs_dir):
+    """Reproduces the review (issue 32: "a hold holds"): the instructor pressed "Pause every learner's run" while
+    D's run was queued; D pressed Train with the same settings, got no refusal, and a copy of the held run trained
+    to the end while the Room said "You hold 1 run(s)". A run paused before it started is neither training nor
+    queued, so the slot rule never saw it."""
+    from tinygpt.ui.train import branching
+
+    resources.get_manager()  # the server's manager first, as in the app: it finds the folders below as they are
+    held = a_run_of_annas("paused", "paused by the instructor before it started", held=True)
+    older = a_run_of_annas("stopped", "stopped by you at step 0")
+    store = resources.get_store()
+    name = runlist.run_names(store)[held]
+    at = app_as(ANNA, "pages/train.py")
+    at.selectbox(key=train_keys.W_SOURCE).set_value("Synthetic: copy").run()
+    click(at, "Train")
+    errors = "\n".join(str(e.value).replace("\\", "") for e in at.error)
+    assert (
+        f"The instructor is holding your run «{name}» (paused at step 0): you can start or resume runs again when "
+        "they let go. Meanwhile you can watch, sample, or open runs on Runs."
+    ) in errors, errors
+    assert not any(b.label.startswith("Stop it and") for b in at.button)
+    assert sorted(s.run_id for s in store.list_runs()) == sorted([held, older])  # nothing new started
+    with pytest.raises(admission.HeldRun):  # Resume of another run of theirs (Runs, Train)
+        admission.resume(ANNA, older)
+    with pytest.raises(admission.HeldRun):  # and with the slot question answered "stop it": still held
+        admission.resume(ANNA, older, check_slot=False)
+    with pytest.raises(admission.HeldRun):  # Branch
+        branching.start_branch(ANNA, store, older, 0, {})
+    assert anna_runs() == []
+    admission.check_hold(BEN)  # another learner is not held, nor the instructor
+    admission.check_hold(TEACHER)
+    store.path(held).joinpath("hold.json").unlink()  # the instructor lets go: the learner starts runs again
+    admission.check_hold(ANNA)

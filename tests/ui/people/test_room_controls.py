@@ -17,7 +17,7 @@ from tinygpt.runs.files import read_json  # noqa: E402
 from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import state  # noqa: E402
-from tinygpt.ui.host import resources  # noqa: E402
+from tinygpt.ui.host import resources, runlist  # noqa: E402
 from tinygpt.ui.people import people_keys, room  # noqa: E402
 from tinygpt.ui.runs import runs_keys
 from tinygpt.ui.screen import fonts
@@ -94,7 +94,9 @@ def test_bring_to_the_projector_shows_the_run_in_large_fonts(runs_dir, large_bef
     assert teacher.session_state[state.RUN_ID] == run_id
     assert teacher.sidebar.toggle(key=fonts.W_LARGE).value is True
     assert any(t.value == "tinygpt · Train" for t in teacher.title)
-    assert f"Run {run_id} is on your screen" in texts(teacher)
+    name = runlist.run_names(resources.get_store())[run_id]  # the name the Runs table shows, not the id
+    assert f"Run «{name}» is on your screen, in large fonts." in texts(teacher)
+    assert run_id not in texts(teacher)
     # the run's own settings on the projector, not the instructor's last form
     assert teacher.selectbox(key=train_keys.W_SOURCE).value == "Synthetic: copy"
     assert teacher.number_input(key=train_keys.W_MAX_STEPS).value == 5000
@@ -125,13 +127,22 @@ def test_an_instructors_pause_is_a_hold_the_learner_cannot_undo(runs_dir):
     assert not anna.exception, anna.exception
     said = texts(anna)
     assert "paused by the instructor" in said and "paused by you" not in said, said
-    assert "Resume** and **Step** stay off until the instructor resumes it" in said.replace("\\", ""), said
+    assert (
+        "Resume** and **Step** stay off, and you cannot start, branch or resume a run, until the instructor lets "
+        "go of it" in said
+    ), said
+    assert "start a run of your own" not in said  # a hold holds: Train refuses (tests/ui/people/test_admission.py)
     assert button(anna, "Resume").disabled and button(anna, "Step").disabled
     anna.switch_page("pages/runs.py").run()
     assert button(anna, "Resume").disabled  # not from the Runs page either
 
     teacher = app_as(TEACHER, {"run": run_id})
-    assert "hold it" in texts(teacher)
+    said = texts(teacher)
+    assert "You paused this run and hold it" in said  # and the status line agrees: paused by them, in their words
+    assert "paused by you" in said and "paused by the instructor" not in said, said
+    ben = app_as(BEN, {"run": run_id, "view": "1"})  # a watcher: the note is about the hold, not their buttons
+    said = texts(ben)
+    assert "Paused and held by the instructor." in said and "stay off" not in said, said
     assert not button(teacher, "Resume").disabled
     button(teacher, "Resume").click().run()  # the instructor lets go: training goes on, the learner has it back
     wait_state(runs_dir, run_id, "running")

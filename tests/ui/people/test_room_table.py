@@ -29,6 +29,16 @@ def test_the_cells_are_whole_and_a_flag_is_its_words_with_its_reasons_under_the_
     assert note.startswith(r"**tidy\-wombat · 2L×4H×64") and r"diverged\: diverged at step 50\: loss nan" in note
 
 
+def test_the_queue_note_says_each_fact_once():
+    """A review read "waiting for a free training slot (2 run(s) train at once); waiting for a free training slot
+    (2 run(s) train at once)" under the Room table: the queued runs' reasons, each whole, share their first fact."""
+    slot = "waiting for a free training slot (2 run(s) train at once)"
+    rows = [{"state": "queued", "queue": slot}, {"state": "queued", "queue": f"{slot}; live runs go first"},
+            {"state": "queued", "queue": slot}, {"state": "running", "queue": ""}]  # fmt: skip
+    assert room_table.queue_note(rows) == f"3 queued run(s): {slot}; live runs go first."
+    assert room_table.queue_note(rows[:1]) == f"1 queued run(s): {slot}."
+
+
 def test_the_room_page_draws_a_table_whose_cells_wrap(runs_dir):
     from tinygpt.config import RunConfig
 

@@ -32,6 +32,20 @@ def test_paused_by_you_is_the_owners_word_and_names_the_owner_for_everyone_else(
     assert run_words.reason_for(reason, ANNAS, None) == reason  # no room: the session's own
 
 
+def test_the_instructor_reads_their_own_hold_as_paused_by_you():
+    """A review: the instructor viewing a held run read "You paused this run and hold it" above "paused: paused by
+    the instructor before it started", two sentences about the same pause in two voices."""
+    assert run_words.reason_for("paused by the instructor before it started", ANNAS, TEACHER) == (
+        "paused by you before it started"
+    )
+    freed = "paused by the instructor at step 41; its worker was freed for a queued run; the instructor can resume it"
+    assert run_words.reason_for(freed, ANNAS, TEACHER) == (
+        "paused by you at step 41; its worker was freed for a queued run; you can resume it"
+    )
+    assert run_words.reason_for(freed, ANNAS, ANNA) == freed  # its owner and other learners: the instructor did
+    assert run_words.reason_for(freed, ANNAS, BEN) == freed
+
+
 def test_resume_it_is_said_only_to_who_may_resume_it():
     """A review: learners watching the lecture run read "resume it to continue" over a Resume button they may not
     press (its slot had gone to a queued run)."""

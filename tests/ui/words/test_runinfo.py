@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tinygpt.runs.owners import Actor
 from tinygpt.ui.attention import playback
 from tinygpt.ui.host import runlist
 from tinygpt.ui.words import picking, runinfo
@@ -334,3 +335,21 @@ def test_the_sidebars_run_line_says_the_knobs_that_moved_since_the_name():
     assert picking.now_unlike_the_name(config, [lr]) == "now LR 0.1 (changed at step 4,208)"
     back = {**lr, "old": 0.1, "new": 0.003, "step": 5000}
     assert picking.now_unlike_the_name(config, [lr, back]) == ""  # back where the name says
+
+
+def test_the_hold_note_is_true_for_its_owner_a_watcher_and_the_instructor():
+    """A review: a learner watching another learner's held run read "Resume and Step stay off until the instructor
+    resumes it" (off for them anyway: not their run), and its owner "You can still ... start a run of your own",
+    which the hold now refuses (tinygpt.ui.people.admission.check_hold)."""
+    anna, ben = Actor("a" * 16, "anna"), Actor("b" * 16, "ben")
+    teacher = Actor("c" * 16, "teacher", instructor=True)
+    config = {"learner": {"id": anna.id, "name": "anna"}}
+    hold = {"by": "the instructor", "step": 0, "at": 0.0}
+    assert runinfo.hold_note({}, config, anna) is None
+    kind, owner = runinfo.hold_note(hold, config, anna)
+    assert kind == "warning" and "**Resume** and **Step** stay off" in owner
+    assert "you cannot start, branch or resume a run, until the instructor lets go of it" in owner
+    assert "of your own" not in owner
+    assert runinfo.hold_note(hold, config, ben) == ("info", "Paused and held by the instructor.")
+    kind, mine = runinfo.hold_note(hold, config, teacher)
+    assert mine.startswith("You paused this run and hold it: anna cannot resume it, nor start, branch or resume any")

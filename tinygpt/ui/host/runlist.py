@@ -17,7 +17,7 @@ from tinygpt.runs.knobs import knobs_now
 from tinygpt.runs.lock import writer_lock_holder
 from tinygpt.runs.names import store_names
 from tinygpt.runs.owners import Actor, read_hold, run_learner
-from tinygpt.runs.store import RunStore
+from tinygpt.runs.store import RunStore, RunSummary
 from tinygpt.ui.words.run_words import reason_for
 from tinygpt.ui.words.runinfo import best_eval, knob_history
 
@@ -131,6 +131,19 @@ def room_counts(rows: list[dict]) -> list[str]:
 def held_runs(store: RunStore) -> list[str]:
     """The runs the instructor holds (paused a learner's run: tinygpt.runs.files.HOLD_FILE), oldest first."""
     return [s.run_id for s in reversed(store.list_runs()) if read_hold(store.path(s.run_id))]
+
+
+def held_of(store: RunStore, actor: Actor) -> list[RunSummary]:
+    """The runs of `actor`'s that the instructor holds (hold.json: tinygpt.runs.owners.read_hold), oldest first,
+    whatever their state (one paused before it started is neither training nor queued, and still held); [] for the
+    instructor, whose runs are never held."""
+    if actor.instructor:
+        return []
+    return [
+        s
+        for s in reversed(store.list_runs())
+        if run_learner(s.config or {}).get("id") == actor.id and read_hold(store.path(s.run_id))
+    ]
 
 
 def learners_in_play(store: RunStore, actor: Actor) -> list[str]:

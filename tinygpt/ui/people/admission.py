@@ -9,12 +9,16 @@ past the room's time budget). In order:
    CLI or torchrun wrote is read-only in the app for everyone (the manager refuses to write into it);
 2. the room's budget (the instructor's Room page), for learners: each run's size and steps are checked before it
    exists, and its minutes go with it to the run manager, which stops it when they are spent;
-3. one training slot per learner: a learner's runs that train or wait in the queue hold their slot; the runs an
+3. a hold holds: while the instructor holds any run of a learner's (paused it: tinygpt.runs.files.HOLD_FILE), in
+   whatever state it is now (paused before it started, or stopped since), that learner starts, branches and
+   resumes nothing (`HeldRun`, not a question: "stop it and start the new run" would undo the hold). A held
+   learner once pressed Train on a run paused in the queue and trained a copy of it to the end;
+4. one training slot per learner: a learner's runs that train or wait in the queue hold their slot; the runs an
    experiment starts together (its variants, side by side) count as one. A second start raises `SlotTaken`,
    and the page asks (`slot_question`): stop the other run(s) and go on, or cancel;
-4. memory, device and data: the run manager's preflight (tinygpt.runs.preflight), before a run folder exists.
+5. memory, device and data: the run manager's preflight (tinygpt.runs.preflight), before a run folder exists.
 
-The instructor has no budget and no slot limit: they prepare the room's runs ahead of the lesson.
+The instructor has no budget, no hold and no slot limit: they prepare the room's runs ahead of the lesson.
 """
 
 from __future__ import annotations
@@ -27,35 +31,56 @@ import streamlit as st
 from tinygpt.config import ConfigError, RunConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import read_config
-from tinygpt.runs.owners import Actor, read_hold
+from tinygpt.runs.owners import Actor
 from tinygpt.ui import state
-from tinygpt.ui.host import resources
+from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.people import people_keys
 from tinygpt.ui.words import safe
 
 
+def readable(runs: list[str]) -> str:
+    """ "«2L×4H×64 · reverse · LR 0.002»": the runs as the Runs table names them (tinygpt.runs.names), each its id
+    where it has no readable name; "" for none. A message names a run so; its id is for links and files."""
+    names = runlist.run_names(resources.get_store()) if runs else {}
+    return ", ".join(f"«{names.get(run) or run}»" for run in runs)
+
+
 class SlotTaken(TinyGPTError):
-    """The learner already has runs training or queued; `runs` names them. Each learner holds one slot."""
+    """The learner already has runs training or queued; `runs` names them (ids). Each learner holds one slot."""
 
     def __init__(self, runs: list[str]):
         self.runs = runs
         super().__init__(
-            f"You already have a run training or queued ({', '.join(runs)}). Each learner trains one run (or one "
-            "experiment's runs side by side) at a time, so the room's few training slots go round."
+            f"You already have a run training or queued ({readable(runs) or 'it has just ended'}). Each learner "
+            "trains one run (or one experiment's runs side by side) at a time, so the room's few training slots go "
+            "round."
         )
 
 
 class HeldRun(TinyGPTError):
-    """The learner's slot is taken by a run the instructor holds (paused it: tinygpt.runs.files.HOLD_FILE). Not a
-    question: "stop it and start the new run" would undo the hold (the rehearsal's held learner was offered that,
-    told the run was "training or queued")."""
+    """The instructor holds runs of the learner's (`held`: their summaries, oldest first): no start, branch or
+    resume until the instructor lets go (rule 3 above). Not a question: "stop it and start the new run" would
+    undo the hold (the rehearsal's held learner was offered that, told the run was "training or queued")."""
 
-    def __init__(self, runs: list[str]):
-        self.runs = runs
-        super().__init__(
-            f"The instructor has paused your run ({', '.join(runs)}) and holds it: it keeps your training slot "
-            "until the instructor resumes it or lets it go. Watch the projector meanwhile; a new run can start then."
+    def __init__(self, held: list):
+        self.runs = [s.run_id for s in held]
+        names = runlist.run_names(resources.get_store())
+        said = " and ".join(
+            f"«{names.get(s.run_id) or s.run_id}» ({runlist.STATE_WORDS.get(s.state, s.state)} at step {s.step:,})"
+            for s in held
         )
+        whose = "your run" if len(held) == 1 else "your runs"
+        super().__init__(
+            f"The instructor is holding {whose} {said}: you can start or resume runs again when they let go. "
+            "Meanwhile you can watch, sample, or open runs on Runs."
+        )
+
+
+def check_hold(learner: Actor) -> None:
+    """HeldRun while the instructor holds any run of `learner`'s (never for the instructor): every path that
+    starts, branches or resumes training asks it first, whatever the learner chose about their slot."""
+    if not learner.instructor and (held := runlist.held_of(resources.get_store(), learner)):
+        raise HeldRun(held)
 
 
 def check_room_budget(config: RunConfig, budget: Mapping[str, int]) -> None:
@@ -80,12 +105,8 @@ def check_room_budget(config: RunConfig, budget: Mapping[str, int]) -> None:
 
 
 def _check_slot(learner: Actor, besides: str | None = None) -> None:
-    """HeldRun if a run the instructor holds takes the learner's slot, SlotTaken if another run does."""
-    busy = busy_runs(learner, besides)
-    held = [run for run in busy if read_hold(resources.get_store().path(run))]
-    if held:
-        raise HeldRun(held)
-    if busy:
+    """SlotTaken if another run of the learner's trains or waits in the queue."""
+    if busy := busy_runs(learner, besides):
         raise SlotTaken(busy)
 
 
@@ -110,10 +131,12 @@ def start(
     check_slot: bool = True,
     priority: str = "live",
 ) -> dict[str, str]:
-    """Queue runs owned by `learner` that count as one slot (one config, or an experiment's variants): the budget
-    first, then the slot (SlotTaken; `check_slot` False once the learner chose to stop their other runs), then the
-    run manager's own checks. `priority` "prepared" for runs started ahead of need (the lesson's Prepare, a lab
-    batch): a run a person waits for ("live") goes ahead of them (tinygpt.runs.slots). Returns {label: run_id}."""
+    """Queue runs owned by `learner` that count as one slot (one config, or an experiment's variants): a hold first
+    (HeldRun: a learner the instructor holds starts nothing), the budget, then the slot (SlotTaken; `check_slot`
+    False once the learner chose to stop their other runs), then the run manager's own checks. `priority`
+    "prepared" for runs started ahead of need (the lesson's Prepare, a lab batch): a run a person waits for
+    ("live") goes ahead of them (tinygpt.runs.slots). Returns {label: run_id}."""
+    check_hold(learner)
     check_budget(learner, configs)
     if check_slot:
         _check_slot(learner)
@@ -128,7 +151,9 @@ def resume(learner: Actor, run_id: str, check_slot: bool = True) -> None:
     """Resume one run of `learner`'s (a paused one continues; an ended one restarts from its checkpoint): the
     room's budget as for a new run (a run made before the instructor set it is no way round it: the reliability
     probe's admission family resumed a 0.2M-parameter run under a 1,000-parameter budget, with no time limit);
-    its own slot is its own, any other run of theirs that trains or waits takes it (SlotTaken)."""
+    its own slot is its own, any other run of theirs that trains or waits takes it (SlotTaken). Nothing resumes
+    while the instructor holds a run of theirs (HeldRun), this one or another."""
+    check_hold(learner)
     if not learner.instructor:
         try:
             config = read_config(resources.get_store().path(run_id))

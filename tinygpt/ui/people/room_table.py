@@ -55,7 +55,11 @@ def paused_notes(rows: Sequence[dict]) -> list[str]:
 
 def queue_note(rows: Sequence[dict]) -> str:
     """What the queued runs wait for, said once under the table (their "queue" cell, the same on every queued row,
-    was a column of its own that pushed the table past the projector's width); "" when none waits."""
-    reasons = list(dict.fromkeys(r["queue"] for r in rows if r.get("state") == "queued" and r.get("queue")))
+    was a column of its own that pushed the table past the projector's width); "" when none waits. Each fact once:
+    a reason is facts joined by "; " (tinygpt.runs.forecast.queued_reason), and the rows' reasons share their
+    first, so joining whole reasons read "waiting for a free training slot (2 run(s) train at once); waiting for a
+    free training slot (2 run(s) train at once); live runs go first"."""
+    reasons = [r["queue"] for r in rows if r.get("state") == "queued" and r.get("queue")]
+    facts = dict.fromkeys(f.strip() for reason in reasons for f in str(reason).split("; ") if f.strip())
     queued = sum(r.get("state") == "queued" for r in rows)
-    return f"{queued} queued run(s): {'; '.join(reasons)}." if reasons else ""
+    return f"{queued} queued run(s): {'; '.join(facts)}." if facts else ""

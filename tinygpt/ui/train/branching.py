@@ -169,7 +169,8 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
 def start_branch(
     learner: Actor, store: RunStore, run_id: str, step: int, changes: Mapping[str, Any], check_slot: bool = True
 ) -> str:
-    """Admission as for any new run (the room's budget, the learner's one slot), then RunManager.branch."""
+    """Admission as for any new run (a hold, the room's budget, the learner's one slot), then RunManager.branch."""
+    admission.check_hold(learner)  # a hold holds: no branch of any run while the instructor holds one of theirs
     plan = plan_branch(store, run_id, step, dict(changes))  # what a branch cannot change: refused here, first
     admission.check_budget(learner, {"branch": plan.config})
     if check_slot and (busy := admission.busy_runs(learner)):

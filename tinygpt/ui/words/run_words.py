@@ -38,13 +38,16 @@ def watching(config: dict) -> str:
 def reason_for(reason: str, config: dict, viewer: Actor | None) -> str:
     """A status reason in `viewer`'s words: "by you" (the owner's own command) stays for the owner and names the
     owner for everyone else, and so does "resume it" (a learner watching the instructor's run read "resume it to
-    continue" over a Resume button they may not press: the owner may)."""
+    continue" over a Resume button they may not press: the owner may). The instructor reads their own hold of a
+    learner's run as "paused by you"."""
     if not reason or is_owner(config, viewer):
         return reason
     owner = owner_word(config)
     reason = reason.replace("by you", f"by {owner}")
-    if viewer is not None and viewer.instructor:  # the instructor may resume any run
-        return reason
+    if viewer is not None and viewer.instructor:  # the instructor may resume any run, and a hold is theirs:
+        # "paused by you" under their own "You paused this run and hold it" (runinfo.hold_note), not "by the
+        # instructor" as if someone else had
+        return reason.replace(f"by {INSTRUCTOR}", "by you").replace(f"{INSTRUCTOR} can resume it", "you can resume it")
     return reason.replace("; resume it to", f"; {owner} can resume it to")
 
 

@@ -17,6 +17,7 @@ from tinygpt.runs.owners import Actor, run_learner
 from tinygpt.schedule import lr_at
 from tinygpt.ui.words.clipping import clip_caption  # noqa: F401 - the pages' one place for run texts
 from tinygpt.ui.words.knob_words import change_label, knob_marks, knob_value, knob_word, shown_changes
+from tinygpt.ui.words.run_words import is_owner
 from tinygpt.ui.words.setting_words import in_words
 
 # The ETA's pace: the wall clock over the last ETA_WINDOW steps, so evaluations, samples and checkpoints (every 250
@@ -330,9 +331,12 @@ def share_link(page_url: str, run_id: str) -> str:
 
 
 def hold_note(hold, config: dict, actor: Actor) -> tuple[str, str] | None:
-    """(kind, text) the Train page says about an instructor's hold on the run it shows (None: no hold): the
-    learner is told why Resume and Step are off, the instructor that they hold it and how to let go. `hold`: the
-    run handle's (RunHandle.hold, read once a script run)."""
+    """(kind, text) the Train page says about an instructor's hold on the run it shows (None: no hold), true for
+    the one who reads it: its owner is told why Resume and Step are off and that the hold keeps them from starting
+    runs (tinygpt.ui.people.admission: a hold holds); any other learner only that the instructor holds it (Resume
+    and Step are off for them anyway: it is not their run); the instructor that they paused it and hold it, as
+    the status line's "paused by you" says (run_words.reason_for), and how to let go. `hold`: the run handle's
+    (RunHandle.hold, read once a script run)."""
     if not hold:
         return None
     # No step here: the status line says where the worker stopped (the hold is written a step or so before that).
@@ -340,8 +344,14 @@ def hold_note(hold, config: dict, actor: Actor) -> tuple[str, str] | None:
         from tinygpt.ui.words.safe import md  # a learner's name: shown as text, never as markdown
 
         owner = md(run_learner(config).get("name") or "its learner")
-        return "info", f"You paused this run and hold it: {owner} cannot resume it. **Resume** lets go of it."
+        return "info", (
+            f"You paused this run and hold it: {owner} cannot resume it, nor start, branch or resume any run, until "
+            "you let go. **Resume** lets go of it."
+        )
+    if not is_owner(config, actor):
+        return "info", "Paused and held by the instructor."
     return "warning", (
-        "Paused by the instructor: **Resume** and **Step** stay off until the instructor resumes it "
-        "(look at the projector). You can still watch, sample, or start a run of your own."
+        "Paused by the instructor, who holds it: **Resume** and **Step** stay off, and you cannot start, branch or "
+        "resume a run, until the instructor lets go of it (look at the projector). You can still watch, sample, or "
+        "open runs on Runs."
     )
