@@ -396,7 +396,8 @@ def test_the_scaling_and_residual_verdicts_rest_on_the_held_out_gap_and_its_pair
         good = result(final_train_loss=2.20, final_val_loss=2.25, val_batch_losses=tuple(2.25 + b for b in batches),
                       val_tokens=tokens, eval_batch_shape=shape, final_loss_std=0.02, **common)  # fmt: skip
         bad = result(final_train_loss=2.62, final_val_loss=worse_val, final_loss_std=0.02, val_tokens=tokens,
-                     val_batch_losses=tuple(worse_val + b * 1.5 for b in batches), eval_batch_shape=shape, **common)  # fmt: skip
+                     val_batch_losses=tuple(worse_val + b * 1.5 for b in batches), eval_batch_shape=shape,
+                     **common)  # fmt: skip
         return good, bad
 
     attention = dict(mean_entropy=1.9, mean_max_weight=0.98, softmax_gain=0.03)

@@ -40,7 +40,8 @@ def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) 
     last = rd.samples[-1] if rd.samples else None
     said = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, viewer)}
     # First what the curves are (a leak makes both fall: tinygpt.ui.words.leaks), then what the val curve scores.
-    notes = [leaks.loss_leak_note(config, rd.events, int(status.get("step") or 0), rd.evals), run_words.val_note(config)]
+    step = int(status.get("step") or 0)
+    notes = [leaks.loss_leak_note(config, rd.events, step, rd.evals), run_words.val_note(config)]
     if known_vocab_size(rd.run_dir, config) is None:  # a named corpus before its worker loaded it
         notes.append("The uniform-guess line ln(V) comes once the run's worker has loaded the corpus and knows V.")
     if options[3] == "seconds":  # what the seconds count; with the previous run's curve, the loads it trained under
