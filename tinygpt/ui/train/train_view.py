@@ -39,7 +39,7 @@ def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) 
     figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
     last = rd.samples[-1] if rd.samples else None
     said = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, viewer)}
-    # First what the curves are (a leak makes both fall: tinygpt.ui.words.leaks), then what the val curve scores.
+    # First what the curves did under a leak (tinygpt.ui.words.leaks, from the evals), then what the val curve scores.
     step = int(status.get("step") or 0)
     notes = [leaks.loss_leak_note(config, rd.events, step, rd.evals), run_words.val_note(config)]
     if known_vocab_size(rd.run_dir, config) is None:  # a named corpus before its worker loaded it
