@@ -123,3 +123,31 @@ def test_the_published_positions_of_the_queued_runs_are_never_equal(tmp_path):
     queue.remove(b)
     queue = sorted([*queue, b], key=lambda j: j.rank)
     assert sorted(publish([holding[0]], queue)) == list(range(1, len(queue) + 1))
+
+
+def test_a_pace_measured_over_seconds_wins_over_one_steps_tokens_per_s(tmp_path):
+    """A second review: status.json's tokens/s is one step's (9-215 steps/s between steps), and the estimate jumped
+    49 s -> 14 s -> 33 s, 3.5x short. A pace the manager timed over seconds of training decides, and it stays
+    known between runs (no "no pace measured yet" while the next run is starting)."""
+    store, holding, queue, a, _ = room(tmp_path, pace=51_200.0)  # one step's burst: 100 steps/s
+    timed = {holding[1].run_id: 10.0}  # what the run really did: 10 steps/s
+    assert queue_forecast(store, holding, queue, 2, timed)[a.run_id]["seconds"] == pytest.approx(10 + 15 * 30)
+    store, holding, queue, a, _ = room(tmp_path / "between", pace=None)  # nothing running has a status pace
+    assert queue_forecast(store, holding, queue, 2)[a.run_id]["seconds"] is None
+    assert queue_forecast(store, holding, queue, 2, {"an-ended-run": 10.0})[a.run_id]["seconds"] == pytest.approx(
+        10 + 15 * 30
+    )
+
+
+def test_the_manager_times_a_run_over_seconds_and_keeps_its_pace(tmp_path):
+    from tinygpt.runs.scheduler import RunManager
+
+    manager = RunManager(RunStore(tmp_path), max_active=2, threads_per_run=1)
+    try:
+        running = {"state": "running", "step": 100}
+        assert manager._timed({"r": running}, 0.0) == {}  # first seen: no pace yet
+        assert manager._timed({"r": {"state": "running", "step": 105}}, 1.0) == {}  # 5 steps, 1 s: too little
+        assert manager._timed({"r": {"state": "running", "step": 140}}, 4.0) == {"r": pytest.approx(10.0)}
+        assert manager._timed({"r": {"state": "finished", "step": 300}}, 30.0) == {"r": pytest.approx(10.0)}
+    finally:
+        manager.shutdown()

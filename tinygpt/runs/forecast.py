@@ -77,13 +77,19 @@ def queued_reason(job: Job, ahead: list[Job], starts: float, slots: int) -> str:
     return reason
 
 
-def queue_forecast(store: Any, jobs: list[Job], queue: list[Job], slots: int) -> dict[str, dict]:
+def queue_forecast(
+    store: Any, jobs: list[Job], queue: list[Job], slots: int, measured: dict[str, float] | None = None
+) -> dict[str, dict]:
     """{run id: {"position", "prepared", "prepared_ahead", "live_ahead", "seconds"}} for every queued job (`jobs`
     hold the `slots`): its place in the order of starting, whether it is prepared itself, how many prepared and
     live runs start before it, and in how many seconds it starts (math.inf: not until a person stops a run; None:
-    no run has a pace yet, so no number would be true)."""
+    no run has a pace yet, so no number would be true). `measured`: steps a second of runs timed over seconds of
+    training (RunManager's marks, kept after a run ends), taken before status.json's tokens/s, which is one step's
+    and swung 9-215 steps/s between steps (a review's estimate jumped 49 s -> 14 s -> 33 s, and was 3.5x short)."""
+    measured = measured or {}
     steps = {job.run_id: _steps_left(store, job) for job in [*jobs, *queue]}
-    paces = [pace for _, pace in steps.values() if pace]
+    steps = {rid: (left, measured.get(rid) or pace) for rid, (left, pace) in steps.items()}
+    paces = list(measured.values()) or [pace for _, pace in steps.values() if pace]
     mean = sum(paces) / len(paces) if paces else None
 
     def seconds(job: Job) -> float:

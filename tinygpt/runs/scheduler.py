@@ -15,6 +15,7 @@ GPU memory accounting in the cap, and remote workers."""
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from typing import Any
 
@@ -57,6 +58,9 @@ class RunManager:
         self.slots = Slots(store, max_active, threads_per_run, lease_seconds)
         self.store = store
         self._pace_marks: dict[str, tuple[float, int]] = {}  # prepared run -> (monotonic s, step) first seen training
+        self._run_marks: dict[str, tuple[float, int]] = {}  # the same for any run in a slot (queue_forecast)
+        self._paces: dict[str, float] = {}  # run -> steps a second, measured over its marks (queue_forecast)
+        self._paces_lock = threading.Lock()  # sessions' script threads ask for the forecast at once
 
     # What the slots say, as the manager's own (pages and tests ask the manager).
     @property
@@ -201,7 +205,32 @@ class RunManager:
     def queue_forecast(self) -> dict[str, dict]:
         """Each queued run's place in the order of starting, what starts before it and when it starts, at the
         runs' measured pace (tinygpt.runs.forecast.queue_forecast): what the Train page tells a queued learner."""
-        return queue_forecast(self.store, *self.slots.holding_and_queued(), self.max_active)
+        holding, queue = self.slots.holding_and_queued()
+        return queue_forecast(self.store, holding, queue, self.max_active, self._measured_paces(holding))
+
+    def _measured_paces(self, holding: list) -> dict[str, float]:
+        """Steps a second of each run timed while it held a slot: its steps since this server first saw it train
+        over the time since (10 steps and 2 s at least), kept once it ends (the newest 50), so a queue between two
+        runs still has a pace to go by."""
+        statuses = {job.run_id: read_status(self.store.path(job.run_id)) for job in holding if not job.endless}
+        with self._paces_lock:
+            return self._timed(statuses, time.monotonic())
+
+    def _timed(self, statuses: dict[str, dict], now: float) -> dict[str, float]:
+        for run_id, status in statuses.items():
+            step = int(status.get("step") or 0)
+            if status.get("state") != "running":
+                self._run_marks.pop(run_id, None)
+                continue
+            since, first = self._run_marks.setdefault(run_id, (now, step))
+            if step < first:  # rewound: time it afresh
+                self._run_marks[run_id] = (now, step)
+            elif step - first >= 10 and now - since >= 2:
+                self._paces.pop(run_id, None)  # newest last: the oldest go first
+                self._paces[run_id] = (step - first) / (now - since)
+        while len(self._paces) > 50:
+            self._paces.pop(next(iter(self._paces)))
+        return dict(self._paces)
 
     def pause(self, run_id: str, actor: Actor | None = None, through: str = "") -> None:
         """Pause a live run (it checkpoints and waits); a queued run leaves the queue, paused. Idempotent.

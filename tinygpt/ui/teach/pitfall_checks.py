@@ -86,7 +86,7 @@ def _count(shown: int, judged: list[str], unjudged: list[str] | tuple = (), shor
 
 # "Which ones crash?" in the step's own words (lesson.py): a crash is a run that stops before its last step by
 # itself, because the bug made training fail: diverged (the trainer stopped it, the loss or a tensor non-finite or
-# blown up) or failed with an error. That is what the answer "almost none: only their numbers give them away" is
+# blown up) or failed with an error. That is what the answer "almost none (one at most)" is
 # about: the other bugs train to their last step, and only their verdict's numbers tell. So a divergence counts.
 CRASH = "stopped before its last step by itself, diverged or failed"
 ALMOST_NONE = 1  # "almost none crash": at most one pitfall ends its training early on its own
@@ -99,9 +99,10 @@ def _verdict_words(crashed: int) -> str:
 
 def answer_choices() -> tuple[str, str, str]:
     """Step 8's choices, with the rule that grades them ("almost none" is at most ALMOST_NONE): a review's learner
-    answered "a few" to "1 of 7 crashed", never told that one counts as almost none."""
+    answered "a few" to "1 of 7 crashed", never told that one counts as almost none. Short: a label wrapped to
+    three lines put its radio a line off, under the choice above it (a review's 1280x720 sidebar)."""
     return ("most of them (more than half)", f"a few ({number_word(ALMOST_NONE + 1)} or more, up to half)",
-            f"almost none ({number_word(ALMOST_NONE)} at most): only their numbers give them away")  # fmt: skip
+            f"almost none ({number_word(ALMOST_NONE)} at most)")  # fmt: skip
 
 
 def _crashes(ev: Evidence, judged: list[str]) -> tuple[list[str], str]:
