@@ -124,19 +124,12 @@ def run() -> None:
             from tinygpt.runs.names import store_names
 
             name = store_names(store.root).get(run_id) or run_id
-            first = in_view.checked_run_reader(run_id)  # the folder sync_run_id found: no second look-up
-            training = first is not None and first.status().get("state") in ("running", "starting", "queued")
-
-            # A fragment while the run trains: a knob turned by the lesson's Set up applies a step after the page's
-            # rerun, and the line kept the old value until a reload (a review, steps 4 and 7 on the projector)
-            @st.fragment(run_every=live.period(live.session_token()) if training else None)
-            def run_line() -> None:
-                rd = in_view.checked_run_reader(run_id) or in_view.reader(store, run_id)  # its own rerun: looked up
-                now = picking.now_unlike_the_name(rd.config(), rd.events) if rd is not None else ""
-                now = f" · {safe.md(now)}" if now else ""  # a name keeps its start settings; the knobs move
-                st.caption(f"Run: **{safe.md(name)}**{now}", help=f"Run id `{run_id}` (links and folders use it)")
-
-            run_line()
+            rd = in_view.checked_run_reader(run_id)  # the folder sync_run_id found: no second look-up
+            now = picking.now_unlike_the_name(rd.config(), rd.events) if rd is not None else ""
+            now = f" · {safe.md(now)}" if now else ""  # a name keeps its start settings; the knobs move
+            # Drawn on the page's runs, not as a timed fragment: a sidebar fragment refreshing every second detached
+            # the main area's buttons mid-click (Sample's Generate, in the browser tests)
+            st.caption(f"Run: **{safe.md(name)}**{now}", help=f"Run id `{run_id}` (links and the run's folder use it)")
         else:
             st.caption("No run yet: start one on **Train** or open one on **Runs**.")
         room.large_fonts_before_toggle()  # this browser's choice (a cookie), or what a page asked for
