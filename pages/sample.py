@@ -59,10 +59,10 @@ def _label(run: str) -> str:  # the name the Runs table shows, not the bare id
 
 
 c1, c2 = st.columns([2, 1])
-# Picking a run here opens it, as Runs' Open does: the sidebar, the URL and the other pages then name the run this
-# page samples (a review's sidebar said the learner's branch while the page sampled the lecture run)
-run = c1.selectbox("Run", options, format_func=_label, key=sample_keys.W_SAMPLE_RUN,
-                   on_change=lambda: in_view.set_run_id(state.get(sample_keys.W_SAMPLE_RUN)))  # fmt: skip
+# The picked run is this page's; where it is not the run in view, the caption says so (a review's sidebar named the
+# learner's branch while the page sampled the lecture run). Opening it from here (an on_change writing the URL)
+# redrew the page's buttons under a click in the browser tests.
+run = c1.selectbox("Run", options, format_func=_label, key=sample_keys.W_SAMPLE_RUN)
 handle = open_run(store, run, me)  # the run this page shows: the picked one (the current run until another is picked)
 if handle is None:  # deleted meanwhile, or its config.json is damaged (the Runs table says why)
     st.warning(f"Run {run} cannot be read now: pick another run, or see why on **Runs**.")

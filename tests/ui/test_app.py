@@ -273,19 +273,19 @@ def test_sample_names_its_run_and_step_and_explains_a_cheating_run(runs_dir):
     assert any("mask none" in plain(w.value) and "next character" in plain(w.value) for w in at.warning)
 
 
-def test_a_run_picked_on_sample_is_the_run_in_view_everywhere(runs_dir):
+def test_a_run_picked_on_sample_that_is_not_the_run_in_view_says_so(runs_dir):
     """Review: the sidebar named the learner's branch while Sample sampled the lecture run, picked there."""
-    from tinygpt.ui.run import in_view
-
     first, second = write_run(runs_dir), write_run(runs_dir)
     at = new_app()
     at.switch_page("pages/sample.py").run()
     picker = at.selectbox(key=sample_keys.W_SAMPLE_RUN)
-    other = second if picker.value == first else first
-    picker.set_value(other).run()
+    picker.set_value(second if picker.value == first else first).run()
     assert not at.exception, at.exception
-    assert at.session_state[in_view.RUN_ID] == other and at.query_params[in_view.URL_RUN] in (other, [other])
-    assert at.selectbox(key=sample_keys.W_SAMPLE_RUN).value == other
+    assert not any("Not the run in view" in plain(c.value) for c in at.caption)  # no run in view: nothing to say
+    at.query_params["run"] = first
+    at.run()
+    at.selectbox(key=sample_keys.W_SAMPLE_RUN).set_value(second).run()
+    assert any("Not the run in view" in plain(c.value) for c in at.caption), [c.value for c in at.caption]
 
 
 def test_uploaded_text_is_decoded_or_the_problem_named():

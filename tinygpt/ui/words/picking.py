@@ -28,8 +28,9 @@ def pick_label(
 
 def sample_source(run_id: str, name: str, step: int, in_view: str | None = None) -> str:
     """Which run and checkpoint a sample comes from, in words (the id too: it is what a file or a link needs);
-    `in_view`: the name of the run in view where it is another (it has no checkpoint yet), said so."""
-    other = f" The run in view, **{in_view}**, has no checkpoint yet." if in_view else ""
+    `in_view`: the name of the run in view where it is another (picked here, or it has no checkpoint yet), said
+    so: the sidebar names the run in view."""
+    other = f" Not the run in view (**{in_view}**, named in the sidebar)." if in_view else ""
     return f"Sampling from **{name or run_id}** (run `{run_id}`), its checkpoint at step {step:,}.{other}"
 
 
