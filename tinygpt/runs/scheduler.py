@@ -57,8 +57,7 @@ class RunManager:
     ):
         self.slots = Slots(store, max_active, threads_per_run, lease_seconds)
         self.store = store
-        self._pace_marks: dict[str, tuple[float, int]] = {}  # prepared run -> (monotonic s, step) first seen training
-        self._run_marks: dict[str, tuple[float, int]] = {}  # the same for any run in a slot (queue_forecast)
+        self._run_marks: dict[str, tuple[float, int]] = {}  # run in a slot -> (monotonic s, step) first seen training
         self._paces: dict[str, float] = {}  # run -> steps a second, measured over its marks (queue_forecast)
         self._paces_lock = threading.Lock()  # sessions' script threads ask for the forecast at once
 
@@ -176,24 +175,18 @@ class RunManager:
         "seconds": s} (None until one has trained for a few seconds). A training run's pace is its steps since this
         server first saw it train over the time since; a queued one, or one not timed yet, counts at the mean pace
         of those timed; all of it shared by the slots live runs leave (the lesson pane: "ready in about N min")."""
-        now = time.monotonic()
         live, wanted = self.slots.jobs_of_class(PREPARED)
-        left, paces = {}, {}
+        left, statuses = {}, {}
         for run_id, training in wanted:
             status = read_status(self.store.path(run_id))
-            step = int(status.get("step") or 0)
             max_steps = status.get("max_steps") or (read_config_json(self.store.path(run_id)).get("train") or {}).get(
                 "max_steps"
             )
-            left[run_id] = max(0, int(max_steps or 0) - step)
-            if training and status.get("state") == "running":
-                since, first = self._pace_marks.setdefault(run_id, (now, step))
-                if step < first:  # rewound: time it afresh
-                    self._pace_marks[run_id] = (now, step)
-                elif step - first >= 10 and now - since >= 2:
-                    paces[run_id] = (now - since) / (step - first)  # s a step
-            else:  # queued, starting or paused: its clock starts again when it trains
-                self._pace_marks.pop(run_id, None)
+            left[run_id] = max(0, int(max_steps or 0) - int(status.get("step") or 0))
+            statuses[run_id] = status if training else {}  # queued, starting or paused: timed afresh when it trains
+        with self._paces_lock:  # the same marks as the queue's forecast (_timed): one way to time a run
+            timed = self._timed(statuses, time.monotonic())
+        paces = {run_id: 1 / timed[run_id] for run_id in left if timed.get(run_id)}  # s a step
         if not left:
             return {"runs": 0, "seconds": 0.0}
         if not paces:

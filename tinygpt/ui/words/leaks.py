@@ -61,6 +61,11 @@ def held_out_under(evals: list[dict], first: int, last: int) -> tuple[dict, dict
     return (before[-1], during[-1]) if before and during else None
 
 
+def fell_under(pair: tuple[dict, dict] | None) -> bool:
+    """Whether the held-out loss of `held_out_under`'s pair fell by FELL_BY or more under the leak."""
+    return pair is not None and pair[1]["val_loss"] < pair[0]["val_loss"] - FELL_BY
+
+
 def loss_leak_note(config: dict, events: list[dict], step: int, evals: list[dict] = ()) -> str | None:
     """The Train loss chart's note on the stretches the run trained under a leaking mask, up to `step` (None when
     it never did). What the losses did under the first stretch is read from the run's evals, not assumed: a
@@ -75,7 +80,7 @@ def loss_leak_note(config: dict, events: list[dict], step: int, evals: list[dict
     if pair is None:
         seen = "Too few evals under it to say what the held-out loss did."
     else:
-        (then, now), fell = pair, pair[1]["val_loss"] < pair[0]["val_loss"] - FELL_BY
+        (then, now), fell = pair, fell_under(pair)
         numbers = f"{then['val_loss']:.3f} at step {then['step']:,}, {now['val_loss']:.3f} at step {now['step']:,}"
         seen = (f"Under it the held-out loss fell ({numbers}): the model copies the character it must predict, a "
                 "leak, not learning." if fell else

@@ -92,7 +92,7 @@ def checkpoint_notes(
         # Whether it learned to copy is read from the held-out loss under the leak, not assumed (a review's branch
         # read "learned to copy" while its held-out loss went 2.476 -> 2.468)
         pair = leaks.held_out_under(evals, first, step)
-        fell = pair is not None and pair[1]["val_loss"] < pair[0]["val_loss"] - leaks.FELL_BY
+        fell = leaks.fell_under(pair)
         numbers = f" (held-out {pair[0]['val_loss']:.3f} → {pair[1]['val_loss']:.3f})" if pair else ""
         copied = (f"Its held-out loss fell under it{numbers}: the model learned to copy the next character instead "
                   "of predicting it; when it generates, that character is not there yet, so the text falls apart"
