@@ -610,7 +610,7 @@ def test_a_lab_experiment_runs_and_is_probed_on_the_users_own_text(tmp_path):
 def test_a_no_warmup_run_that_diverges_is_the_pitfall_not_a_run_that_does_not_stall():
     """Issue 23 finding 7: no warmup at lr 1e-2 diverging at step 50 got "no warmup does not stall ... Diverged:
     no warmup, lr 1e-2". Diverging is the strongest form of the pitfall; its final loss is not measured."""
-    runs = {label: result(mid_loss=2.7, final_train_loss=2.4, final_loss_std=0.02)
+    runs = {label: result(mid_loss=2.7, final_train_loss=2.4, final_loss_std=0.02, final_val_loss=2.45)
             for label in EXPERIMENTS["warmup"].variants}  # fmt: skip
     runs["no warmup, lr 1e-2"] = result("diverged", 50, final_train_loss=3.9, diverged_step=50)
     verdict = EXPERIMENTS["warmup"].verdict(runs)
@@ -621,7 +621,7 @@ def test_a_no_warmup_run_that_diverges_is_the_pitfall_not_a_run_that_does_not_st
     runs["no warmup, lr 2e-3"] = result("diverged", 80, final_train_loss=2.9, diverged_step=80)
     verdict = EXPERIMENTS["warmup"].verdict(runs)
     assert verdict.reproduced is False
-    assert "Failed: at lr 2e-3, the two final losses within 0.05 nats" in verdict.sentence
+    assert "Failed: at lr 2e-3, the two final held-out losses within 0.05 nats" in verdict.sentence
     assert "no warmup diverged at step 80" in verdict.sentence and "makes no difference" not in verdict.sentence
 
 
@@ -747,24 +747,55 @@ def test_bench_pitfalls_takes_a_text_file_and_refuses_a_bad_one_in_one_line(tmp_
 # ---------------------------------------------------------------- no positional embedding (the worked example)
 
 
-def test_no_positions_is_reproduced_only_when_the_reference_learned_and_the_gap_clears_the_noise():
-    judge = EXPERIMENTS["position"].judge
-    good = result(initial_loss=3.4, final_train_loss=1.25, final_loss_std=0.01, final_val_loss=1.3)
-    bad = result(final_train_loss=2.45, final_loss_std=0.03, final_val_loss=2.5)
-    verdict = judge({"learned positions": good, "no positions": bad})
+def test_no_positions_is_reproduced_only_when_the_reference_learned_and_the_held_out_gap_clears_the_noise():
+    """Judged on the held-out gap paired over the eval's shared windows (as steps 3 and 6), training loss beside."""
+    judge, shape, tokens = EXPERIMENTS["position"].judge, (32, 32), 3_600
+    batches = (-0.02, 0.0, 0.02, -0.01, 0.01)
+
+    def run(train: float, val: float, spread: float = 1.0, **fields) -> RunResult:
+        return result(final_train_loss=train, final_loss_std=0.02, final_val_loss=val, val_tokens=tokens,
+                      val_batch_losses=tuple(val + b * spread for b in batches), eval_batch_shape=shape, **fields)  # fmt: skip
+
+    good = run(1.25, 1.30, initial_loss=3.4)
+    verdict = judge({"learned positions": good, "no positions": run(2.45, 2.50, spread=1.5)})
     assert verdict.reproduced is True, verdict.sentence
-    assert "1.20 higher" in verdict.sentence and "needs 0.30" in verdict.sentence
+    assert "held-out loss ended at 2.500 vs 1.300, needs 0.30 more" in verdict.sentence
+    assert "paired over 5 held-out batches" in verdict.sentence and "Training loss 2.450 vs 1.250" in verdict.sentence
 
-    close = judge({"learned positions": good, "no positions": result(final_train_loss=1.40, final_loss_std=0.03)})
-    assert close.reproduced is False and "Failed: without positions, a final loss at least 0.30" in close.sentence
+    # The sceptic's case: training 1.2 nats apart, held-out only 0.10: the training gap no longer decides
+    close = judge({"learned positions": good, "no positions": run(2.45, 1.40, spread=1.5)})
+    assert close.reproduced is False, close.sentence
+    assert "Failed: without positions, a final held-out loss at least 0.30" in close.sentence
 
-    noisy = judge({"learned positions": good, "no positions": result(final_train_loss=1.80, final_loss_std=0.9)})
-    # 3 standard errors of the difference, 3 x sqrt((0.01^2 + 0.9^2) / 20) = 0.60: the gap 0.55 ± 0.60 straddles 0.3
-    assert noisy.reproduced is None and "the interval -0.05–1.15 straddles the bar 0.30" in noisy.sentence
+    noisy = judge({"learned positions": good, "no positions": run(2.45, 1.70, spread=40.0)})
+    assert noisy.reproduced is None and "straddles the bar 0.30" in noisy.sentence
 
-    untrained = result(initial_loss=3.4, final_train_loss=3.0, final_loss_std=0.01)
-    verdict = judge({"learned positions": untrained, "no positions": result(final_train_loss=3.5, final_loss_std=0.01)})
+    unrecorded = judge({"learned positions": result(initial_loss=3.4, final_train_loss=1.25, final_loss_std=0.01),
+                        "no positions": result(final_train_loss=2.45, final_loss_std=0.01)})  # fmt: skip
+    assert unrecorded.reproduced is None and "held-out loss not recorded" in unrecorded.sentence
+
+    untrained = run(3.0, 3.0, initial_loss=3.4)
+    verdict = judge({"learned positions": untrained, "no positions": run(3.5, 3.6)})
     assert verdict.reproduced is False and "the task is not learned" in verdict.sentence
+
+
+def test_a_held_out_clause_is_decided_by_its_paired_noise_not_by_its_sign():
+    """Review: the warmup and position verdicts' held-out clause was "gap > 0": a held-out gap of +0.01 on a short
+    text counted as the held-out loss showing the pitfall. Now its interval must lie above 0."""
+    from tinygpt.lab.verdict import held_out
+
+    shape, tokens, batches = (8, 32), 2_500, (-0.3, 0.0, 0.3, -0.2, 0.2)
+
+    def run(val: float, spread: float) -> RunResult:
+        return result(final_val_loss=val, val_tokens=tokens, eval_batch_shape=shape,
+                      val_batch_losses=tuple(val + b * spread for b in batches))  # fmt: skip
+
+    shown, words = held_out(run(2.26, 1.5), run(2.25, 1.0))
+    assert shown is None and "straddles the bar 0.00" in words and words.startswith("held-out loss 2.260 vs 2.250")
+    shown, words = held_out(run(2.90, 1.5), run(2.25, 1.0))
+    assert shown is True and "clears the bar 0.00" in words
+    assert held_out(run(2.0, 1.5), run(2.25, 1.0))[0] is False
+    assert held_out(result(), run(2.25, 1.0)) == (None, "held-out loss not recorded")
 
 
 def test_the_no_positions_experiment_runs_on_a_task_that_needs_order_whatever_corpus_is_asked():

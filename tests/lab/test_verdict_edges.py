@@ -227,7 +227,8 @@ def test_identical_runs_do_not_reproduce_and_say_the_gap_is_zero(key, broken, re
     twin = results[reference]
     results[broken] = run(**{f: getattr(twin, f) for f in ("final_train_loss", "final_losses", "final_loss_std",
                           "mid_loss", "initial_loss", "leak", "no_peek_loss", "mean_entropy", "mean_max_weight",
-                          "softmax_gain", "layer_grad_norms")})  # fmt: skip
+                          "softmax_gain", "layer_grad_norms", "final_val_loss", "val_batch_losses", "val_tokens",
+                          "eval_batch_shape")})  # fmt: skip
     verdict = EXPERIMENTS[key].verdict(results)
     assert verdict.reproduced is False, verdict.sentence
     assert "0.00" in verdict.sentence and "± 0.00 (3 s.e., paired over 20 shared steps)" in verdict.sentence

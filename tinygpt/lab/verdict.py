@@ -163,11 +163,6 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
-def gt(a: float | None, b: float | None, margin: float | None = 0.0) -> bool:
-    """a > b + margin, False when any is unknown (an unknown number never proves a pitfall)."""
-    return finite(a) and finite(b) and finite(margin) and a > b + margin
-
-
 TRAINED_SHARE = 0.1  # a run "trained" when its loss fell by at least this share of its first loss (ln V at init)
 
 
@@ -484,13 +479,17 @@ def memorised(results: dict[str, RunResult]) -> str:
 
 
 def held_out(worse: RunResult, better: RunResult) -> tuple[bool | None, str]:
-    """(whether the held-out loss shows the same ordering as the training loss, words for the sentence). None
-    and "held-out loss not recorded" when either run has none: that clause is not measured, so the verdict can
-    never be green on training loss alone (`held_out_clause`)."""
+    """(whether the held-out loss orders the runs as the training loss does, beyond its noise: `clears` bar 0 on the
+    paired held-out gap, so a gap of +0.01 is "not enough data", not the pitfall shown; words). None and "held-out
+    loss not recorded" when either run has none: a verdict can never be green on training loss alone."""
     if worse.final_val_loss is None or better.final_val_loss is None:
         return None, "held-out loss not recorded"
-    gap = worse.final_val_loss - better.final_val_loss
-    return gap > 0, f"held-out loss {worse.final_val_loss:.3f} vs {better.final_val_loss:.3f} ({gap:+.2f})"
+    difference = held_out_difference(worse, better)
+    shown, spread = clears(difference, 0.0)
+    return shown, (
+        f"held-out loss {worse.final_val_loss:.3f} vs {better.final_val_loss:.3f} (gap {difference.interval(3)}: "
+        f"{spread})"
+    )
 
 
 def held_out_clause(name: str, worse: RunResult, better: RunResult) -> tuple[str, bool | None, str]:
