@@ -232,3 +232,23 @@ def test_a_run_folder_written_before_issue_32_loads_resumes_and_branches_with_it
     branch = branch_and_train(store, parent, 20, {"learning_rate": 1e-3})
     written = json.loads((store.path(branch) / "config.json").read_text())
     assert written["interventions"] == switches.to_dict() and "detach_residual" not in written["model"]
+
+
+def test_a_branchs_first_steps_read_the_knobs_its_parent_trained_them_under(tmp_path, tiny_text):
+    """Stop 43's list: a parent that changed a knob before the branch point (mask none -> causal at step 6) and a
+    branch at step 20 that changes another (the learning rate). The branch's steps 0-6 were trained under mask
+    none: its history must say so (the leak notes read mask_spans), not the branch's causal config."""
+    from tinygpt.runs.knobs import knobs_first, leak_spans
+
+    config = tiny_config(tiny_text, max_steps=24, mask="none")
+    store = RunStore(tmp_path / "runs")
+    parent = store.create(config.to_dict(), owner="cli")
+    parent.close()
+    control = QueueControl()
+    run_training(parent.run_dir, config, control,
+                 on_record=lambda r: r["step"] == 6 and control.send(KnobChange("mask", "causal")))  # fmt: skip
+    branch = branch_and_train(store, parent.run_id, 20, {"learning_rate": 0.01})
+    reader = store.reader(branch)
+    assert knobs_first(reader.config(), reader.events)["mask"] == "none"
+    assert knobs_first(reader.config(), reader.events)["learning_rate"] == config.train.learning_rate
+    assert leak_spans(reader.config(), reader.events, 24) == [("none", 0, 6)]
