@@ -19,7 +19,7 @@ from tinygpt.ui.run.in_view import Rules, open_run
 from tinygpt.ui.runs import bundle, runs_keys
 from tinygpt.ui.screen import explain, flashes, fonts
 from tinygpt.ui.train import branching, train_keys
-from tinygpt.ui.words import runinfo, safe, timing
+from tinygpt.ui.words import picking, runinfo, safe, timing
 
 store = resources.get_store()
 current = in_view.run_id()
@@ -48,16 +48,15 @@ ids = [r["run"] for r in rows]
 by_id = {r["run"]: r for r in rows}
 
 
-def _label(run: str) -> str:
-    r = by_id[run]
-    tag = " (current)" if run == current else ""
-    return f"{r['name']}{tag} · {r['state']} · step {r['step']}"
+def _label(run: str) -> str:  # nothing live: the browser sends back the label it showed (picking.pick_label)
+    return f"{by_id[run]['name']}{' (current)' if run == current else ''}"
 
 
 st.subheader("One run")
 if state.get(runs_keys.W_RUNS_PICK) not in ids:
     state.put(runs_keys.W_RUNS_PICK, current if current in ids else ids[0])
 pick = st.selectbox("Run", ids, format_func=_label, key=runs_keys.W_RUNS_PICK)
+st.caption(picking.pick_status(by_id[pick]["state"], by_id[pick]["step"]))
 # The picked run, through the handle every page uses (its rules: owner, state, the instructor's hold, the CLI's).
 readable = by_id[pick]["state"] != "unreadable"
 run = open_run(store, pick, learner) if readable else None

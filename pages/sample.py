@@ -54,8 +54,7 @@ names = runlist.run_names(store)
 
 def _label(run: str) -> str:  # the name the Runs table shows, not the bare id
     r = with_ckpt[run]
-    return picking.pick_label(run, names.get(run, ""), r.config or {}, r.state, r.step, me_id=me.id,
-                              current=run == current)  # fmt: skip
+    return picking.pick_label(run, names.get(run, ""), r.config or {}, me_id=me.id, current=run == current)
 
 
 c1, c2 = st.columns([2, 1])
@@ -63,6 +62,7 @@ c1, c2 = st.columns([2, 1])
 # learner's branch while the page sampled the lecture run). Opening it from here (an on_change writing the URL)
 # redrew the page's buttons under a click in the browser tests.
 run = c1.selectbox("Run", options, format_func=_label, key=sample_keys.W_SAMPLE_RUN)
+c1.caption(picking.pick_status(with_ckpt[run].state, with_ckpt[run].step))  # live: not in the label (pick_label)
 handle = open_run(store, run, me)  # the run this page shows: the picked one (the current run until another is picked)
 if handle is None:  # deleted meanwhile, or its config.json is damaged (the Runs table says why)
     st.warning(f"Run {run} cannot be read now: pick another run, or see why on **Runs**.")

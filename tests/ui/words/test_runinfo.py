@@ -162,11 +162,21 @@ _MASK_NONE_AT_100 = [{"kind": "knob", "knob": "mask", "ok": True, "old": "causal
 
 def test_the_sample_picker_names_runs_as_runs_does():
     name = "2L×4H×64 · shakespeare · LR 0.002 #2"
-    label = picking.pick_label("C8grKhNsuilD6cG9", name, _CFG, "finished", 300, me_id="me")
-    assert label == f"{name} · yours · finished · step 300"  # the name tells twins apart: no id to read
-    theirs = picking.pick_label("X" * 16, name, _CFG, "running", 20, me_id="other", current=True)
+    label = picking.pick_label("C8grKhNsuilD6cG9", name, _CFG, me_id="me")
+    assert label == f"{name} · yours"  # the name tells twins apart: no id to read
+    theirs = picking.pick_label("X" * 16, name, _CFG, me_id="other", current=True)
     assert "anna's" in theirs and "(current)" in theirs
-    assert picking.pick_label("X" * 16, "", _CFG, "failed", 0, me_id=None).startswith("X" * 16)  # unreadable: id
+    assert picking.pick_label("X" * 16, "", _CFG, me_id=None).startswith("X" * 16)  # unreadable: id
+    assert picking.pick_status("running", 2113) == "running · step 2,113"
+
+
+def test_a_picker_label_does_not_change_while_its_run_trains():
+    """Review: labels carried the live step ("… · running · step 2113"); the browser sends back the label it
+    showed, which a moment later matched no option, so the pick fell back to the current run and Open opened,
+    and Branch branched, another run. A label is the same at every step and state."""
+    name = "2L×1H×128 · text · LR 0.1"
+    labels = {picking.pick_label("R" * 16, name, _CFG, me_id="me") for _ in ("running", "finished")}
+    assert len(labels) == 1 and "step" not in labels.pop()
 
 
 def test_sample_says_which_run_and_step_and_why_a_cheating_run_babbles():

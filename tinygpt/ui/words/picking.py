@@ -15,15 +15,21 @@ from tinygpt.ui.words.clipping import far_above_best
 from tinygpt.ui.words.knob_words import change_label, knob_value, knob_word, shown_changes
 
 
-def pick_label(
-    run_id: str, name: str, config: dict, state: str, step: int, *, me_id: str | None, current: bool = False
-) -> str:
-    """How a run reads in a picker: its readable name first (the Runs table's, unique), then whose, state and
-    step. No id: the name already tells two runs of the same settings apart ("… #2")."""
+def pick_label(run_id: str, name: str, config: dict, *, me_id: str | None, current: bool = False) -> str:
+    """How a run reads in a picker: its readable name first (the Runs table's, unique), then whose. No id: the name
+    already tells two runs of the same settings apart ("… #2"). Nothing that changes while the run trains: the
+    browser sends back the label it showed, so a label with the live step ("running · step 2113") no longer
+    matched the run a moment later, and a review's pick fell back to the current run (Open and Branch opened
+    another run). Its state and step go under the picker (`pick_status`)."""
     owner = run_learner(config)
     whose = "yours" if me_id and owner.get("id") == me_id else f"{owner['name']}'s" if owner.get("name") else ""
-    parts = [(name or run_id) + (" (current)" if current else ""), whose, state, f"step {step:,}"]
+    parts = [(name or run_id) + (" (current)" if current else ""), whose]
     return " · ".join(p for p in parts if p)
+
+
+def pick_status(state: str, step: int | None) -> str:
+    """ "running · step 2,113": where a picked run stands now, said under its picker (refreshed with the page)."""
+    return f"{state} · step {step:,}" if isinstance(step, int) else state
 
 
 def sample_source(run_id: str, name: str, step: int, in_view: str | None = None) -> str:
