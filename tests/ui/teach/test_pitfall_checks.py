@@ -23,7 +23,8 @@ def test_the_check_says_how_one_early_end_answers_which_ones_crash():
     check = lesson.all_pitfalls(Evidence(verdicts=verdicts(softmax=ends)))
     n = len(lesson.PITFALLS)
     assert check.passed is True
-    assert (f"1 of {n} crashed (a crash: a run stopped before its last step by itself, diverged or failed): "
+    assert (f"1 of {n} crashed (a crash: a run stopped before its last step by itself, diverged or failed; a guard "
+            "stopping a bug on purpose is no crash): "
             "'naive softmax' (Unstable softmax) diverged at step 50. Almost none, since at most one counts as almost "
             "none.") in check.text, check.text  # fmt: skip
     assert check.short.endswith(f"; 1 of {n} crashed: almost none (at most one)"), check.short
@@ -35,9 +36,10 @@ def test_the_check_says_how_one_early_end_answers_which_ones_crash():
 
 
 def test_the_steps_words_and_choices_carry_the_rule_the_check_grades_by():
-    """The question defines a crash as the check counts it (a divergence is one: the run stopped itself), and the
-    choices say where "almost none" ends and "a few" begins, from ALMOST_NONE."""
-    assert pitfall_checks.CRASH in STEP.predict and "diverged" in STEP.predict
+    """The question defines a crash as the check counts it (a divergence is one: the run stopped itself; a guard
+    stopping a bug on purpose is not: a review's learner counted shape contracts' refusal at step 0 by the words
+    shown and was graded wrong), and the choices say where "almost none" ends and "a few" begins, from ALMOST_NONE."""
+    assert pitfall_checks.CRASH in STEP.predict and "diverged" in STEP.predict and "guard" in STEP.predict
     assert f"({pitfall_checks.ALMOST} at most)" in STEP.watch
     most, few, almost = STEP.answers.choices
     assert STEP.answers.seen == almost and almost.startswith("almost none (one at most)")

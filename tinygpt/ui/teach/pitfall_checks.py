@@ -88,7 +88,10 @@ def _count(shown: int, judged: list[str], unjudged: list[str] | tuple = (), shor
 # itself, because the bug made training fail: diverged (the trainer stopped it, the loss or a tensor non-finite or
 # blown up) or failed with an error. That is what the answer "almost none (one at most)" is
 # about: the other bugs train to their last step, and only their verdict's numbers tell. So a divergence counts.
-CRASH = "stopped before its last step by itself, diverged or failed"
+# The guard's exclusion is part of the rule, said wherever the rule is: a review's learner counted shape drift's
+# "bug + shape contracts" (failed at step 0, the contract refusing the bug) as a second crash, by the words then
+# shown, and was graded wrong (Experiment.guards, `_crashes`).
+CRASH = "stopped before its last step by itself, diverged or failed; a guard stopping a bug on purpose is no crash"
 ALMOST_NONE = 1  # "almost none crash": at most one pitfall ends its training early on its own
 ALMOST = number_word(ALMOST_NONE)  # "one": the threshold as the choices and the check say it
 
