@@ -46,6 +46,22 @@ def test_the_instructor_reads_their_own_hold_as_paused_by_you():
     assert run_words.reason_for(freed, ANNAS, BEN) == freed
 
 
+def test_a_second_instructor_reads_the_first_ones_pause_as_theirs_not_as_their_own():
+    """Review: a second browser entered the instructor's key and read the lecture run's own pause (its owner's
+    "by you") as "paused by you through Reset the lecture run": named "by the instructor", then taken for a hold."""
+    second = Actor("d" * 16, "keen-badger", instructor=True)
+    reason = "paused by you through Reset the lecture run at step 7771"
+    assert run_words.reason_for(reason, TEACHERS, second) == (
+        "paused by another instructor (teacher) through Reset the lecture run at step 7771"
+    )
+    assert run_words.reason_for(reason, TEACHERS, TEACHER) == reason  # the one who paused it
+    assert run_words.reason_for(reason, TEACHERS, ANNA) == (
+        "paused by the instructor through Reset the lecture run at step 7771"
+    )
+    held = "paused by the instructor at step 5; the instructor can resume it"
+    assert run_words.reason_for(held, ANNAS, second) == "paused by you at step 5; you can resume it"  # a hold: the role
+
+
 def test_resume_it_is_said_only_to_who_may_resume_it():
     """A review: learners watching the lecture run read "resume it to continue" over a Resume button they may not
     press (its slot had gone to a queued run)."""

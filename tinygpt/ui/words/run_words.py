@@ -6,6 +6,8 @@ instead: the rehearsal's learners watching the instructor's run all read "paused
 
 from __future__ import annotations
 
+import re
+
 from tinygpt.runs.owners import INSTRUCTOR, Actor, run_learner
 
 
@@ -38,17 +40,26 @@ def watching(config: dict) -> str:
 def reason_for(reason: str, config: dict, viewer: Actor | None) -> str:
     """A status reason in `viewer`'s words: "by you" (the owner's own command) stays for the owner and names the
     owner for everyone else, and so does "resume it" (a learner watching the instructor's run read "resume it to
-    continue" over a Resume button they may not press: the owner may). The instructor reads their own hold of a
-    learner's run as "paused by you"."""
+    continue" over a Resume button they may not press: the owner may). "By the instructor" is a hold, the
+    instructor's role: an instructor reads it as "paused by you". Each "by ..." is read once, as written: a second
+    instructor's browser read the lecture run's own pause ("by you", its owner's) as "by you" too, once named "by
+    the instructor" and then taken for a hold; it names the owner's browser ("another instructor (clever-koala)")."""
     if not reason or is_owner(config, viewer):
         return reason
-    owner = owner_word(config)
-    reason = reason.replace("by you", f"by {owner}")
-    if viewer is not None and viewer.instructor:  # the instructor may resume any run, and a hold is theirs:
-        # "paused by you" under their own "You paused this run and hold it" (runinfo.hold_note), not "by the
-        # instructor" as if someone else had
-        return reason.replace(f"by {INSTRUCTOR}", "by you").replace(f"{INSTRUCTOR} can resume it", "you can resume it")
-    return reason.replace("; resume it to", f"; {owner} can resume it to")
+    owner, instructor = owner_word(config), viewer is not None and viewer.instructor
+    if instructor and owner == INSTRUCTOR:  # a run of another instructor's browser (a co-instructor reading it)
+        name = run_learner(config).get("name")
+        owner = f"another instructor ({name})" if name else "another instructor"
+
+    def who(match: re.Match) -> str:
+        if match.group(1) == "you":  # the owner's own command
+            return f"by {owner}"
+        return "by you" if instructor else match.group(0)  # a hold: the instructor's, this viewer's role
+
+    said = re.sub(r"by (you|the instructor)", who, reason)
+    if instructor:
+        return said.replace(f"{INSTRUCTOR} can resume it", "you can resume it")
+    return said.replace("; resume it to", f"; {owner} can resume it to")
 
 
 def corpus_word(config: dict, viewer: Actor | None) -> str:
