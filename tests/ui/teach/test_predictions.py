@@ -154,6 +154,23 @@ def test_the_spread_counts_grades_and_names_no_one_on_its_line(tmp_path):
     assert predictions.spread_line(predictions.tally(UPDOWN, {}, None)) == "No answers yet."
 
 
+def test_the_projector_shows_no_grade_before_the_rooms_check_is_shown(tmp_path):
+    """Review: a learner set step 6 up in their own pane and was graded there; the projector then read "1 right
+    (100% of those graded)" under "This step's check has its result: it appears once you press Set up"."""
+    from tinygpt.ui.teach import prediction_view
+
+    book, step = PredictionBook(tmp_path), lesson.STEPS[5]
+    book.answer(step.key, "e", "erin", step.answers.options[1], step.answers)
+    book.answer(step.key, "f", "finn", step.answers.seen, step.answers)
+    book.reveal(step.key, "f")  # finn's own Set up: their pane shows the check and grades them
+    book.settle(step.key, SEEN, "f")
+    line = prediction_view.room_line(book, step)
+    assert line.startswith("2 answered") and "right" not in line, line
+    book.reveal(step.key, None)  # the instructor's Set up: the room's check is shown
+    book.settle(step.key, SEEN)
+    assert "1 right (50% of those graded)" in prediction_view.room_line(book, step)
+
+
 def test_the_csv_has_every_step_and_answer_and_no_names(tmp_path):
     book = PredictionBook(tmp_path)
     first = lesson.STEPS[0]

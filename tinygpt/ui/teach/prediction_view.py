@@ -103,9 +103,16 @@ def instructor_part(step: lesson.Step, check: lesson.Check) -> None:
         return
     pages = book()
     pages.settle(step.key, predictions.outcome_of(check), None, check)
+    st.caption(f"**The room's predictions:** {safe.md(room_line(pages, step))}")
+
+
+def room_line(pages: predictions.PredictionBook, step: lesson.Step) -> str:
+    """The spread as the projector says it. Grades only once the room's check is shown: a learner who set the step
+    up in their own pane is graded there, and the projector read "1 right (100% of those graded)" under "This
+    step's check has its result: it appears once you press Set up this step"."""
     records, outcome = pages.step(step.key)
-    line = predictions.spread_line(predictions.tally(step.answers, records, outcome))
-    st.caption(f"**The room's predictions:** {safe.md(line)}")
+    spread = predictions.tally(step.answers, records, outcome)
+    return predictions.spread_line(spread, graded=pages.revealed(step.key, None))
 
 
 class HeldCheck(lesson.Check):

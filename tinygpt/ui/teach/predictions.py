@@ -270,14 +270,15 @@ def tally(answers: Answers, records: Mapping[str, Mapping], room_outcome: str | 
             "not_decided": grades.get(NOT_DECIDED, 0), "share_right": share, "rows": rows}  # fmt: skip
 
 
-def spread_line(spread: dict) -> str:
-    """The spread in one line, naming no learner: what the projector shows."""
+def spread_line(spread: dict, graded: bool = True) -> str:
+    """The spread in one line, naming no learner: what the projector shows; `graded` False (the room's check not
+    shown yet) leaves out how many were right."""
     if not spread["answered"]:
         return "No answers yet."
     # "between 3 and 5: 3", not "between 3 and 5 3": an answer may hold numbers of its own
     parts = " · ".join(f"{answer}: {n}" for answer, n in spread["counts"].items())
     line = f"{spread['answered']} answered: {parts}"
-    if spread["share_right"] is not None:
+    if spread["share_right"] is not None and graded:
         line += f" · {spread['right']} right ({spread['share_right']:.0%} of those graded)"
     return line
 
