@@ -352,3 +352,23 @@ def test_a_steps_click_opens_the_tab_its_check_reads(runs_dir, monkeypatch, key,
     assert teacher.session_state[circuits_keys.W_CIRC_TAB if page == "circuits" else experiments_keys.W_EXP_TAB] == tab
     if page == "circuits":  # the newest step, whose checkpoint the check reads (the slider's 1400 is forgotten)
         assert teacher.session_state[circuits_keys.W_CIRC_STEP] is None
+
+
+def test_the_check_names_the_run_it_reads_where_that_is_not_the_run_in_view():
+    """Review: with a learner's run brought to the projector, the banner said "went from 4.20 (ln V = 4.17) to 1.83"
+    of the lecture run over a chart of the learner's run (ln V = 4.44), naming neither."""
+    from tinygpt.ui.teach import lesson_view
+    from tinygpt.ui.teach.lesson_checks import Check
+
+    step = lesson.STEPS[0]
+    runs = {lesson.LECTURE: {"run": "L" * 16}}
+    check = Check(True, "The first loss was 4.20 (ln 65 = 4.17) ...", headline="went from 4.20 to 1.83")
+    assert lesson_view.named_run(check, step, runs, "L" * 16) is check  # the run in view: nothing to add
+    named = lesson_view.named_run(check, step, runs, "E" * 16)
+    assert named.short == "The lecture run (not the run in view): went from 4.20 to 1.83"
+    assert named.text.startswith("The lecture run (not the run in view): The first loss") and named.passed is True
+    heads = next(s for s in lesson.STEPS if s.key == "heads")
+    assert lesson_view.named_run(check, heads, {**runs, "heads": {"run": "H" * 16}}, "L" * 16).short.startswith(
+        "The heads run (not the run in view)")
+    pitfalls = next(s for s in lesson.STEPS if s.key == "pitfalls")  # its verdicts name their runs already
+    assert lesson_view.named_run(check, pitfalls, {"exp:scaling": {"scaled": "S" * 16}}, "L" * 16) is check

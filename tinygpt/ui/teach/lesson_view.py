@@ -10,6 +10,7 @@ the same runs); a learner's setup opens the room's runs read-only, or starts the
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any
 
@@ -293,6 +294,23 @@ def _computed_check(step: Step, actor: Actor, data: dict) -> tuple[lesson.Check,
         return lesson.Check(None, f"Not enough data yet: could not read the runs ({exc})."), []
 
 
+def named_run(check: lesson.Check, step: Step, runs: dict[str, dict[str, str]], in_view_id: str | None) -> lesson.Check:
+    """The check, naming the run it reads where that is not the run in view (the one the sidebar names and the run
+    pages draw): with a learner's run brought to the projector, the banner's "went from 4.20 (ln V = 4.17) to 1.83"
+    was the lecture run's, over a chart of the learner's run (ln V = 4.44). The experiment steps' verdicts name
+    their runs already ("on the room's runs"); a check not shown yet has no numbers to name."""
+    if isinstance(check, prediction_view.HeldCheck) or in_view_id is None:
+        return check
+    checked = {rid: role for role in lesson.roles_checked(step) if not role.startswith("exp:")
+               for rid in (runs.get(role) or {}).values()}  # fmt: skip
+    if not checked or in_view_id in checked:
+        return check
+    roles = list(checked.values())
+    whose = " and ".join(f"the {r} run{'s' if roles.count(r) > 1 else ''}" for r in dict.fromkeys(roles))
+    said = f"{whose[0].upper()}{whose[1:]} (not the run in view):"
+    return dataclasses.replace(check, text=f"{said} {check.text}", headline=f"{said} {check.short}")
+
+
 def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines) -> None:
     """The step's check (a fragment, refreshed every REFRESH_S), the viewer's prediction part above it; `draw`
     draws the check (check_lines in the sidebar, the banner's one sentence on the projector)."""
@@ -314,6 +332,7 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
         with predicted.container():
             prediction_view.pane_part(step, actor, None)
     check, lines = _computed_check(step, actor, data)
+    check = named_run(check, step, runs_for(actor, data), in_view.run_id())
     if not first_look:
         # On a refresh of the same step the slots come only now: a slot drawn before the computation blanked the
         # check on screen for the seconds it takes (a reviewer saw step 7's check vanish 2 s after it appeared).
