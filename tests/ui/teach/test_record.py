@@ -45,7 +45,7 @@ def test_the_record_holds_the_answers_the_outcomes_and_the_runs_with_their_final
         assert record._e(step.section) in page and record._e(step.predict) in page
     assert f"<b>{record._e(first.answers.seen)}</b>" in page and "The check saw it: right." in page
     assert "<b>it crashes</b>" in page and "The check saw it: wrong." in page
-    assert "1 of 2 right, among those the checks graded" in page
+    assert "2 prediction(s) made; of the 2 whose check decided, 1 right." in page
     names = record.run_names(store)
     assert record._e(names[mine]) in page and "2.5000" in page and "2.6100" in page
     assert page.count("<tr>") == 2  # the header and anna's one run
@@ -66,6 +66,8 @@ def test_steps_without_an_answer_or_a_check_say_so_and_undecided_is_not_graded(t
     assert "so this step is not graded. The check ended without enough data to tell." in page
     assert "No answer yet; the check had not appeared." in page
     assert "No runs of your own." in page
+    # Review: "1 of 12 right, among those the checks graded" where one of the 12 was "not sure": said apart
+    assert "1 prediction(s) made; of the 1 whose check decided, 0 right, 1 answered “not sure”." in page
 
 
 def test_the_sparkline_is_drawn_from_the_curve_alone():

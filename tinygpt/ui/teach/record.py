@@ -144,14 +144,18 @@ def record_html(learner: str, steps: Sequence[Mapping], runs: Sequence[Mapping],
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(made if made is not None else time.time()))
     asked = [s for s in steps if s["asked"] and s["answer"] is not None]
     right = sum(s["grade"] == RIGHT for s in asked)
+    unsure = sum(s["grade"] == NOT_SURE for s in asked)
     graded = sum(s["grade"] in (RIGHT, WRONG, NOT_SURE) for s in asked)
+    # "Not sure" is counted among the decided (the room's share counts it too: it is no right answer) and said
+    # so: a review's "1 of 12 right, among those the checks graded" read as 12 graded where one was "not sure".
+    unsure_said = f", {unsure} answered “not sure”" if unsure else ""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>tinygpt lesson · {_e(learner)}</title><style>{CSS}</style></head><body>",
         f"<h1>My tinygpt lesson: {_e(learner)}</h1>",
-        f'<p class="meta">Downloaded {when}. {len(asked)} prediction(s) made; '
-        f"{right} of {graded} right, among those the checks graded.</p>",
+        f'<p class="meta">Downloaded {when}. {len(asked)} prediction(s) made; of the {graded} whose check decided, '
+        f"{right} right{_e(unsure_said)}.</p>",
         "<h2>The steps</h2>",
     ]
     for s in steps:
