@@ -379,8 +379,7 @@ def held_out_difference(a: RunResult, b: RunResult) -> Difference:
     folder from before the eval recorded its batches: the pair's training noise (`loss_difference`) stands in, and
     its words say so (on a 200-character held-out split it was 7-10 times too narrow). Mean None when either held-out
     loss was not recorded."""
-    known = a.final_val_loss is not None and b.final_val_loss is not None
-    mean = a.final_val_loss - b.final_val_loss if known else None
+    mean = None if a.final_val_loss is None or b.final_val_loss is None else a.final_val_loss - b.final_val_loss
     sides = [_held_out_sides(r) for r in (a, b)]
     if sides[0] is None or sides[1] is None:
         train = loss_difference(a, b)
@@ -391,11 +390,13 @@ def held_out_difference(a: RunResult, b: RunResult) -> Difference:
         )
         return Difference(mean, train.standard_error, train.steps, train.paired, basis=basis)
     (shape, tokens), n = sides[0], len(a.val_batch_losses)
-    where = f"{tokens:,} held-out characters, about {(tokens - 1) // shape[1]:,} windows of {shape[1]} without overlap"
+    # What was scored apart from the split it was drawn from (a review read the split's 111,540 characters as scored)
+    scored = f"{n} held-out batches of {shape[0]} windows of {shape[1]} ({n * shape[0] * shape[1]:,} characters)"
+    where = f"drawn from a held-out split of {tokens:,} characters (about {(tokens - 1) // shape[1]:,} windows)"
     if sides[0] == sides[1] and len(b.val_batch_losses) == n:
         diffs = [x - y for x, y in zip(a.val_batch_losses, b.val_batch_losses, strict=True)]
         variance = held_out_variance(diffs, shape, tokens)
-        basis = f"paired over {n} held-out batches, the same windows; {where}"
+        basis = f"paired over {scored}, the same windows, {where}"
         return Difference(mean, None if variance is None else variance**0.5, n, True, basis=basis)
     variances = [held_out_variance(list(r.val_batch_losses), *side) for r, side in zip((a, b), sides, strict=True)]
     error = None if None in variances else sum(variances) ** 0.5
