@@ -753,7 +753,8 @@ def test_no_positions_is_reproduced_only_when_the_reference_learned_and_the_held
     batches = (-0.02, 0.0, 0.02, -0.01, 0.01)
 
     def run(train: float, val: float, spread: float = 1.0, **fields) -> RunResult:
-        held = dict(val_tokens=tokens, val_batch_losses=tuple(val + b * spread for b in batches), eval_batch_shape=shape)
+        windows = tuple(val + b * spread for b in batches)
+        held = dict(val_tokens=tokens, val_batch_losses=windows, eval_batch_shape=shape)
         return result(final_train_loss=train, final_loss_std=0.02, final_val_loss=val, **held, **fields)
 
     good = run(1.25, 1.30, initial_loss=3.4)
