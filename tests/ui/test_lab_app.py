@@ -159,6 +159,9 @@ def test_the_shape_step_and_the_health_step_give_one_checkpoint_the_same_numbers
     assert rows["no future leak"]["measured"] == f"{result.leak:.4g}"
     assert result.snapshot_input == rows["attention rows sum to 1"]["measured on"]
     assert result.leak_input == rows["no future leak"]["measured on"]
+    # Review: "(checkpoint of step 200): a freshly initialised model ... scores 4.151" read as the checkpoint's
+    fresh = rows["initial loss close to ln(vocab)"]["measured on"]
+    assert "checkpoint of step" not in fresh and fresh.endswith("read by a new model, not the checkpoint")
 
 
 def test_workshop_link_round_trips_and_reports_bad_values():

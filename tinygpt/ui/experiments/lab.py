@@ -224,7 +224,11 @@ def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
     # and leak here as there, and each row says what it read
     x, y = probe_batch(loaded, run_dir)  # (4, T) each
     leak_x = x[:LEAK_WINDOWS]  # (2, T)
+    # The initial-loss check scores a new model on those windows, not the checkpoint: "(checkpoint of step 200): a
+    # freshly initialised model ..." read as the checkpoint's score (a review)
     on = {"no future leak": held_out_windows(int(leak_x.shape[0]), int(x.shape[1]), int(step)),
+          "initial loss close to ln(vocab)": f"{held_out_windows(*map(int, x.shape))}, read by a new model, not the "
+                                             "checkpoint",
           "shape contracts": f"random tokens, 2 x {loaded.config.model.max_seq_len} and one too long"}  # fmt: skip
     batch = held_out_windows(int(x.shape[0]), int(x.shape[1]), int(step))
     checks = [(c, on.get(c.name, batch)) for c in run_health_checks(loaded.model, x, y, leak_idx=leak_x)]
