@@ -130,22 +130,22 @@ if ck is None:
     st.info("No checkpoint yet.")
     st.stop()
 run_dir = str(rd.run_dir)
-if state.get(circuits_keys.CIRC_PROBE_RUN) != run_id:
-    state.put(circuits_keys.W_CIRC_PROBE, rd.attention_index().get("probe_text", ""))
-    state.put(circuits_keys.CIRC_PROBE_RUN, run_id)
-probe = st.text_input(
-    "Probe text", key=circuits_keys.W_CIRC_PROBE, help="The run's probe; type any text the vocabulary has."
-)
+if state.get(circuits_keys.CIRC_PROBE_RUN) != run_id:  # a new run: its own probe. The box and the Head picker keep
+    state.put(circuits_keys.W_CIRC_PROBE, rd.attention_index().get("probe_text", ""))  # their values over a visit
+    state.put(circuits_keys.CIRC_PROBE_RUN, run_id)  # to another page (persist_state): this marker never finds it empty
+probe = st.text_input("Probe text", key=circuits_keys.W_CIRC_PROBE, persist_state="session",
+                      help="The run's probe; type any text the vocabulary has.")  # fmt: skip
 st.caption(f"From the checkpoint at step {ck} (nearest to step {step}).")
-try:
-    tab_ablate, tab_lens = st.tabs(["Head ablation", "Logit lens"], key=circuits_keys.W_CIRC_TAB, on_change="rerun")
-    with tab_ablate:
+tab_ablate, tab_lens = st.tabs(["Head ablation", "Logit lens"], key=circuits_keys.W_CIRC_TAB, on_change="rerun")
+with tab_ablate:  # an unreadable probe (empty, unknown characters) is said under the heatmap, which needs none
+    try:
         a1, a2 = st.columns(2)
         mode = (
             a1.segmented_control("Ablation", ["zero", "mean"], key=circuits_keys.W_CIRC_MODE, default="zero") or "zero"
         )
         circuits_keys.open_on_head(run_id, best_head.checked_head(records, measured and measured[1]), names)
-        head = a2.selectbox("Head", names, key=circuits_keys.W_CIRC_HEAD, help="Or click a cell of the heatmap.")
+        head = a2.selectbox("Head", names, key=circuits_keys.W_CIRC_HEAD, persist_state="session",
+                            help="Or click a cell of the heatmap.")  # fmt: skip
         result = view.ablation(run_dir, ck, probe, mode)
         layer, h = divmod(names.index(head), num_heads)
         caption = f"{result['tokens']:,} validation tokens, every head ablated in turn, in {result['seconds']:.2f} s."
@@ -157,11 +157,14 @@ try:
         view.ablation_chart(fig, names, num_layers, num_heads, caption)
         probs = view.ablated_figure(run_dir, ck, probe, layer, h, mode, result, large)
         view.chart(probs, "ablated_probs_chart", "circ_ablated")
-    with tab_lens:
+    except TinyGPTError as e:
+        st.warning(safe.md(e))
+with tab_lens:
+    try:
         lens_fig = view.logit_lens_figure(run_dir, ck, probe, large)
         view.chart(lens_fig, "logit_lens_chart", "circ_lens", view.lens_answers(run_dir, ck, probe))
-except TinyGPTError as e:
-    st.warning(safe.md(e))
+    except TinyGPTError as e:
+        st.warning(safe.md(e))
 
 st.subheader("Switch a head off while it trains")
 off_now = view.heads_off(run.knobs)

@@ -34,6 +34,15 @@ def test_attention_maps_are_the_models_own_weights(model_and_tokenizer):
     np.testing.assert_array_equal(inside.attention_maps(model, idx), expected)
 
 
+def test_an_empty_probe_is_refused_in_plain_words_before_the_model(model_and_tokenizer):
+    """An empty probe was (1, 0) ids, and the model's "idx: expected shape (B, T)" reached the Circuits page."""
+    from tinygpt.errors import TinyGPTError
+
+    model, tokenizer = model_and_tokenizer
+    with pytest.raises(TinyGPTError, match="Type a probe text: it is empty"):
+        inside.encode_probe(model, tokenizer, "")
+
+
 @pytest.mark.parametrize("mask", ["causal", "sliding_window", "off_by_one"])
 def test_attention_steps_chain_from_qk_to_the_weights(model_and_tokenizer, mask):
     model, tokenizer = model_and_tokenizer

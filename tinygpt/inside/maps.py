@@ -34,8 +34,13 @@ HOOK_LOCK = threading.Lock()  # public: tinygpt.inside.lens holds it too, for it
 
 def encode_probe(model: TinyGPT, tokenizer: CharTokenizer, text: str) -> tuple[torch.Tensor, list[str]]:
     """(1, T) token ids of `text`, cropped to the model's context (its last max_seq_len characters), and the
-    characters they stand for. Unknown characters raise TinyGPTError naming them."""
+    characters they stand for. Unknown characters raise TinyGPTError naming them; so does an empty text, which
+    the model cannot read ((1, 0) ids: a raw shape error deep in the forward pass)."""
+    from ..errors import TinyGPTError
+
     ids = tokenizer.encode(text, what="probe text")[-model.config.max_seq_len :]
+    if not ids:
+        raise TinyGPTError("Type a probe text: it is empty, and the model needs at least one character to read.")
     return torch.tensor([ids], dtype=torch.long), [tokenizer.vocab[i] for i in ids]
 
 

@@ -20,7 +20,7 @@ import torch
 
 from tinygpt.config import format_heads, parse_heads
 from tinygpt.data import load_corpus
-from tinygpt.errors import RunStoreError
+from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.inside import heads, lens
 from tinygpt.inside.maps import encode_probe
 from tinygpt.lab import induction
@@ -201,9 +201,12 @@ def ablation(run_dir: str, step: int, probe_text: str, mode: str) -> dict:
     batches = [corpus.get_batch("val", config.train.batch_size, generator) for _ in range(ABLATION_BATCHES)]
     x = torch.cat([b[0] for b in batches])  # 20 x (B, T) -> (20 B, T)
     y = torch.cat([b[1] for b in batches])
-    idx, _ = _probe(loaded, probe_text)
+    try:  # the probe's panel needs a probe the model can read; the page says what is wrong with one it cannot
+        idx = _probe(loaded, probe_text)[0]
+    except TinyGPTError:
+        idx = None
     started = time.perf_counter()
-    out = lens.head_ablation(loaded.model, x, y, idx if idx.shape[1] > 1 else None, modes=(mode,))
+    out = lens.head_ablation(loaded.model, x, y, idx if idx is not None and idx.shape[1] > 1 else None, modes=(mode,))
     out["seconds"] = time.perf_counter() - started
     out["tokens"] = int(x.numel())
     return out
