@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tinygpt.config import RunConfig
 from tinygpt.lab import induction
-from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER, SEED, prepared_runs, role_configs
+from tinygpt.lab.prepare import HEADS, HEADS_STEPS, INDUCTION, PREPARE_ORDER, SEED, prepared_runs, role_configs
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.presets import preset
 from tinygpt.runs.jobs import PREPARED
@@ -33,7 +33,7 @@ def test_every_config_is_valid_seeded_and_what_the_steps_start():
         assert again.to_dict() == run.config.to_dict()
         assert run.config.train.seed == 7 and run.config.train.max_steps > 0
     same = {  # what the lesson's own steps start when the class reaches them without Prepare
-        HEADS: {"run": preset("demo", source="shakespeare")},
+        HEADS: {"run": preset("demo", source="shakespeare", max_steps=HEADS_STEPS)},
         INDUCTION: induction.induction_configs("synthetic:copyvar", SEED),
         **{f"exp:{k}": e.configs(seed=SEED, source="shakespeare") for k, e in EXPERIMENTS.items() if k != "memory"},
     }

@@ -13,10 +13,14 @@ from ..presets import preset
 from . import induction
 from .registry import EXPERIMENTS
 
-HEADS = "heads"  # the role of the Demo run (4 heads per layer) the multiple-heads step looks at
+HEADS = "heads"  # the role of the run (the Demo preset's model, 4 heads per layer) the multiple-heads step looks at
 INDUCTION = "induction"  # the role of the induction experiment's two runs
 SEED = 1337  # the lesson's seed: every prepared run starts from it
 SOURCE = "shakespeare"  # the pitfalls' and the heads run's corpus in the lesson
+# The heads run's length: the Demo preset's 300 steps showed one specialised head (or none) on each of 5 seeds, never
+# two on different jobs; 1,000 steps showed two on 10 of 10 seeds, longer runs fewer (BENCHMARKS.md, "The
+# multiple-heads step: when do heads specialise?").
+HEADS_STEPS = 1000
 INDUCTION_SOURCE = "synthetic:copyvar"  # the induction pair's corpus (the copy task, words of every length)
 PRIORITY = "prepared"  # tinygpt.runs.jobs.PREPARED: a live run (the lecture run) goes ahead of these
 
@@ -38,7 +42,7 @@ class PreparedRun:
 def role_configs(role: str, seed: int = SEED) -> dict[str, RunConfig]:
     """{label: RunConfig} of one role's runs, as the lesson starts them."""
     if role == HEADS:
-        return {"run": preset("demo", source=SOURCE, seed=seed)}
+        return {"run": preset("demo", source=SOURCE, seed=seed, max_steps=HEADS_STEPS)}
     if role == INDUCTION:
         return induction.induction_configs(INDUCTION_SOURCE, seed)
     return EXPERIMENTS[role.removeprefix("exp:")].configs(seed=seed, source=SOURCE)

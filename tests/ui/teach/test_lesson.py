@@ -83,14 +83,18 @@ def test_knob_effect_measures_each_side_of_the_change():
 
 
 def test_heads_differ_reads_the_latest_snapshot_and_waits_for_the_run_to_end():
-    flat = {"step": 50, "roles": {"previous": [[0.3, 0.31], [0.3, 0.32]]}}
+    """Each score is judged against its role's uniform baseline from the same record (more in test_heads_check.py)."""
+    base = {"previous": 0.1, "self": 0.1}
+    flat = {"step": 50, "roles": {"previous": [[0.3, 0.31], [0.3, 0.32]]}, "baselines": base}  # 3x each, one role
     run = RunData("r", state="running", scores=[flat])
     assert lesson.heads_differ(Evidence(runs={"heads": run})).passed is None  # roles still forming
     run.state = "finished"
-    assert lesson.heads_differ(Evidence(runs={"heads": run})).passed is False
-    run.scores = [flat, {"step": 60, "roles": {"previous": [[0.8, 0.1], [0.3, 0.3]], "self": None}}]
+    assert lesson.heads_differ(Evidence(runs={"heads": run})).passed is False  # every head on the same job
+    jobs = {"previous": [[0.8, 0.1], [0.1, 0.1]], "self": [[0.1, 0.1], [0.1, 0.25]]}
+    run.scores = [flat, {"step": 60, "roles": jobs, "baselines": base}]
     check = lesson.heads_differ(Evidence(runs={"heads": run}))
     assert check.passed is True and "L0H0" in check.text and "0.80" in check.text and "step 60" in check.text
+    assert "L1H1 attends to itself (0.25 vs 0.10 uniform" in check.text
     assert lesson.heads_differ(Evidence()).passed is None
 
 

@@ -107,9 +107,11 @@ CASES = [
     ("optim", lecture(*KNOB_STEPS["optim"][:2]), True, KNOB_STEPS["optim"][2]),
     ("optim", lecture([2.2] * 60 + [2.3] * 400, [knob("learning_rate", 0.003, 0.1, 60)]), False, "2.30"),
     ("heads", Evidence(runs={"heads": RunData("h", state="finished", scores=[
-        {"step": 300, "roles": {"first": [[0.9, 0.1], [0.2, 0.3]]}}])}), True, "0.90"),  # fmt: skip
+        {"step": 300, "roles": {"first": [[0.9, 0.1], [0.2, 0.1]], "self": [[0.1, 0.1], [0.1, 0.3]]},
+         "baselines": {"first": 0.1, "self": 0.1}}])}), True, "0.90"),  # fmt: skip
     ("heads", Evidence(runs={"heads": RunData("h", state="finished", scores=[
-        {"step": 300, "roles": {"first": [[0.3, 0.25], [0.2, 0.3]]}}])}), False, "0.10"),  # fmt: skip
+        {"step": 300, "roles": {"first": [[0.3, 0.15], [0.12, 0.1]]}, "baselines": {"first": 0.1}}])}), False,
+     "1.50x"),  # one specialist: the closest other head's ratio is said  # fmt: skip
     ("residual", Evidence(verdicts={"residual": residual_verdict(True)}), True, "2.900"),
     ("residual", Evidence(verdicts={"residual": residual_verdict(False)}), False, "2.350"),
     ("pitfalls", Evidence(verdicts={k: {"reproduced": True, "sentence": "x"} for k in PITFALL_KEYS}), True,

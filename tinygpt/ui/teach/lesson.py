@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from tinygpt.errors import RunStoreError
+from tinygpt.lab.prepare import HEADS_STEPS
 from tinygpt.presets import PRESETS
 from tinygpt.runs.files import read_json, write_json_atomic
+from tinygpt.ui.teach.heads_check import SPECIALIST_RATIO, heads_differ
 from tinygpt.ui.teach.lecture_checks import (  # noqa: F401 - the lecture run's checks, re-exported too
     GROUP_STEPS,
     MIN_KNOB_CHANGE,
@@ -43,7 +45,6 @@ from tinygpt.ui.teach.lesson_checks import (  # noqa: F401 - the checks, re-expo
     RunData,
     ablation_hurts,
     experiment_verdict,
-    heads_differ,
     health_catches,
     induction_formed,
     lens_sharpens,
@@ -71,7 +72,7 @@ class Setup:
     """What the step's one click does."""
 
     train: bool = False  # make sure the lecture run trains (start it if there is none, or it ended)
-    heads: bool = False  # a Demo run (4 heads per layer, 300 steps) for the multiple-heads step
+    heads: bool = False  # the Demo preset's model (4 heads per layer), HEADS_STEPS steps, for the multiple-heads step
     knobs: Mapping[str, Any] = field(default_factory=dict)  # live knobs to set on the lecture run, in order
     experiment: str | None = None  # an Experiments-page pitfall to open (and start if the room has none)
     induction: bool = False  # the induction experiment's runs (started if the room has none)
@@ -153,12 +154,15 @@ STEPS: tuple[Step, ...] = (
         "Multiple heads",
         "pages/attention.py",
         Setup(train=True, knobs={"mask": "causal"}, heads=True),
-        "The lecture run's mask is back on (its loss jumps back up). A Demo run with 4 heads per layer trains "
-        "beside it: will its heads all learn the same pattern?",
-        "Different heads, different jobs on the Attention page: one attends to the first character, another one "
-        "back, another to itself.",
+        "The lecture run's mask is back on (its loss jumps back up). A run of the Demo preset's model, 4 heads per "
+        f"layer, trains {HEADS_STEPS:,} steps beside it: will its heads all learn the same pattern?",
+        f"Different heads, different jobs on the Attention page: by the run's end at least two heads each put "
+        f"{SPECIALIST_RATIO:g}x or more of the uniform share on their own key, e.g. one character back, itself, or "
+        "the first character.",
         heads_differ,
-        answers=Answers(("different patterns", "all the same pattern"), "different patterns"),
+        # "not seen" (no two heads specialised on different jobs) refutes "different patterns" only: a run whose
+        # heads stayed near uniform did not show "all the same pattern" either
+        answers=Answers(("different patterns", "all the same pattern"), "different patterns", ()),
     ),
     Step(
         "residual",

@@ -1,7 +1,7 @@
 """The lesson's checks: each a function from `Evidence` (numbers read from a step's run folders) to a `Check`,
 passed True (the effect appeared, with its numbers), False (the run did not show it, with its numbers) or None
 (not enough data yet, saying what is missing). Never a fixed sentence about the usual case. The steps that use
-them are in tinygpt/ui/teach/lesson.py. Pure: no Streamlit.
+them are in tinygpt/ui/teach/lesson.py; the multiple-heads step's check is in heads_check.py. Pure: no Streamlit.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # the lesson's roles (lesson.py re-exports)
+from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # noqa: F401 - the lesson's roles (lesson.py re-exports)
 from tinygpt.lab.registry import ORDER
 from tinygpt.lab.verdict import fmt
 
@@ -96,40 +96,6 @@ def no_run(role: str) -> Check:
 
 
 # ---------------------------------------------------------------- the checks
-
-
-def heads_differ(ev: Evidence, min_spread: float = 0.2) -> Check:
-    """Several heads learn different jobs: in the heads run's latest snapshot, some role's score differs across
-    heads by `min_spread` or more (one head attends to the first character, another does not)."""
-    run = ev.runs.get(HEADS)
-    if run is None:
-        return no_run("heads")
-    if not run.scores:
-        return Check(None, "Not enough data yet: no attention snapshot has been scored.")
-    record = run.scores[-1]
-    best = None
-    for role, layers in (record.get("roles") or {}).items():
-        if not layers:
-            continue
-        named = [(f"L{i}H{j}", float(v)) for i, row in enumerate(layers) for j, v in enumerate(row)]
-        if len(named) < 2:
-            continue
-        hi, lo = max(named, key=lambda p: p[1]), min(named, key=lambda p: p[1])
-        if best is None or hi[1] - lo[1] > best[0]:
-            best = (hi[1] - lo[1], role, hi, lo, len(named))
-    if best is None:
-        return Check(None, "Not enough data yet: the snapshot has fewer than two heads to compare.")
-    spread, role, hi, lo, count = best
-    text = (f"At step {record.get('step')}, the {count} heads' {role}-token scores range from {lo[1]:.2f} "
-            f"({lo[0]}) to {hi[1]:.2f} ({hi[0]})")  # fmt: skip
-    scores = f"{role}-token scores from {lo[1]:.2f} ({lo[0]}) to {hi[1]:.2f} ({hi[0]})"
-    if spread >= min_spread:
-        return Check(True, f"{text}: the heads do different jobs.", headline=f"The heads do different jobs: {scores}")
-    if run.state not in ("finished", "stopped", "diverged", "failed"):  # the roles form as it trains
-        return Check(None, f"Not enough data yet: {text}; still training, judged when the run ends.",
-                     headline=f"Still training: {scores} so far")  # fmt: skip
-    alike = f"The heads look alike: {role}-token scores {spread:.2f} apart, under {min_spread}"
-    return Check(False, f"{text}: a spread of {spread:.2f}, under {min_spread}; the heads look alike.", headline=alike)
 
 
 def experiment_verdict(key: str, title: str) -> Callable[[Evidence], Check]:

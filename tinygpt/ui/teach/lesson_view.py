@@ -121,11 +121,11 @@ def _promote(actor: Actor, started: dict[str, str], priority: str) -> dict[str, 
 
 
 def _heads(actor: Actor, runs: dict, priority: str = "live") -> str:
-    """The multiple-heads step's run: the Demo preset (4 heads per layer, 300 steps), the room's if it has one."""
+    """The multiple-heads step's run (the Demo preset's model, 4 heads per layer, trained prepare_lab.HEADS_STEPS
+    steps: what Prepare starts), the room's if it has one."""
     if (rid := (runs.get(HEADS) or {}).get("run")) and resources.get_store().exists(rid):
         return _promote(actor, {"run": rid}, priority)["run"]
-    config = preset("demo", source="shakespeare")
-    rid = admission.start(actor, {"run": config}, priority=priority)["run"]
+    rid = admission.start(actor, prepare_lab.role_configs(HEADS), priority=priority)["run"]
     _remember(actor, HEADS, {"run": rid})
     return rid
 
