@@ -67,6 +67,7 @@ def toy_mode_changed() -> None:  # toy mode: a short probe whose every cell show
 # heatmaps showed them (⏎).
 probe = st.text_area(
     "Probe text", key=attention_keys.W_PROBE, height=80, max_chars=MAX_TEXT_FIELDS["probe_text"],
+    persist_state="session",  # kept over a visit to another page: the marker above never finds the box empty
     help="The run's own probe (its attention is saved as it trains). Other text is run through the checkpoint "
     "nearest the chosen step.",
 )  # fmt: skip

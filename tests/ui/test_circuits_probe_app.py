@@ -105,3 +105,18 @@ def test_another_run_still_brings_its_own_probe(runs_dir, tiny_text):
     other_probe = store.reader(other).attention_index().get("probe_text", "")
     assert other_probe and at.text_input(key=circuits_keys.W_CIRC_PROBE).value == other_probe
     assert "expected shape" not in shown(at) and "never seen" not in shown(at)
+
+
+def test_the_attention_pages_probe_survives_a_visit_to_another_page(runs_dir, tiny_text):
+    """The same defect on Attention (its probe box is filled once a run, by the same kind of marker): after Train
+    and back it came back empty."""
+    from tinygpt.ui.attention import attention_keys
+
+    at, probe = circuits_on_a_run(runs_dir, tiny_text)
+    at.switch_page("pages/attention.py").run()
+    assert not at.exception, at.exception
+    assert at.text_area(key=attention_keys.W_PROBE).value == probe
+    at.switch_page("pages/train.py").run()
+    at.switch_page("pages/attention.py").run()
+    assert not at.exception, at.exception
+    assert at.text_area(key=attention_keys.W_PROBE).value == probe
