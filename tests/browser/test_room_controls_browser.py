@@ -123,6 +123,9 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, app_runs, bro
     idle(ben)
     expect(ben.get_by_text(re.compile(r"Watching .*'s run \(read-only\)")).first).to_be_visible()
     expect(ben.get_by_text(re.compile("not a setting"))).to_have_count(0)
+    # Under load the link's page was seen mid-redraw with the controls twice (the old script run's copies not yet
+    # removed: "resolved to 2 elements", both disabled): wait for the page to settle on one set
+    expect(button(ben, "Pause")).to_have_count(1, timeout=60_000)
     for label in ("Pause", "Resume", "Step", "Stop"):  # a loaded server redraws the page slowly: a longer wait
         expect(button(ben, label)).to_be_disabled(timeout=60_000)
     wait_step_above(ben, 0, timeout_s=30)  # the live view, counting
