@@ -89,3 +89,32 @@ def test_a_watcher_branches_the_run_in_view_from_the_train_page(runs_dir, tiny_t
         "parent": parent, "step": 10, "changes": {"mask": "none"}
     }  # fmt: skip
     assert read_config_json(store.path(branch))["learner"]["id"]  # the watcher's own run
+
+
+def test_a_typed_change_stays_while_the_parent_saves_newer_checkpoints(runs_dir, tiny_text):
+    """Review: branching a training parent, a learning rate typed into the panel went back to the checkpoint's
+    within 2 s and "Start the branch" made a plain copy: the step's default followed the newest checkpoint
+    (5000 -> 8500 -> 11000), and each move drew new setting boxes."""
+    import shutil
+
+    from tinygpt.runs.files import checkpoint_stem
+
+    store = RunStore(runs_dir)
+    config = tiny_config(tiny_text, max_steps=24)
+    with store.create(config.to_dict(), owner="cli") as writer:
+        parent = writer.run_id
+    run_training(store.path(parent), config)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    step_box = f"{train_keys.W_BRANCH}:{parent}:step"
+    assert at.selectbox(key=step_box).value == 20
+    at.number_input(key=f"{train_keys.W_BRANCH}:{parent}:20:learning_rate").set_value(0.01).run()
+    run_dir = store.path(parent)  # the parent saves a newer checkpoint with steps left after it (as while training)
+    for suffix in (".safetensors", ".json"):
+        shutil.copy(checkpoint_stem(run_dir, 20).with_suffix(suffix), checkpoint_stem(run_dir, 22).with_suffix(suffix))
+    at.run()
+    assert not at.exception, at.exception
+    assert "22" in at.selectbox(key=step_box).options and at.selectbox(key=step_box).value == 20
+    assert at.number_input(key=f"{train_keys.W_BRANCH}:{parent}:20:learning_rate").value == 0.01
+    assert any("LR 0.002→0.01" in c.value.replace("\\", "") for c in at.caption)

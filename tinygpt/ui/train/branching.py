@@ -21,6 +21,7 @@ from tinygpt.runs.files import list_checkpoints, read_config_json
 from tinygpt.runs.knobs import knobs_at
 from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
+from tinygpt.ui import state
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission
 from tinygpt.ui.run import in_view
@@ -140,7 +141,13 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
     planned = (read_config_json(store.path(run_id)).get("train") or {}).get("max_steps")
     inside = [i for i, s in enumerate(steps) if not isinstance(planned, int) or s < planned]
     first = inside[-1] if inside else len(steps) - 1
-    step = st.selectbox("Checkpoint step", steps, index=first, key=f"{train_keys.W_BRANCH}:{run_id}:step")
+    # The step is put once (the newest then) and stays: a default that followed the newest checkpoint moved as a
+    # training parent saved more (5000 -> 8500 -> 11000), and each move drew new setting boxes, so a learning rate
+    # typed a moment before was lost and "Start the branch" made a plain copy (a review)
+    step_key = f"{train_keys.W_BRANCH}:{run_id}:step"
+    if state.get(step_key) not in steps:
+        state.put(step_key, steps[first])
+    step = st.selectbox("Checkpoint step", steps, key=step_key)
     try:
         base = checkpoint_settings(store.path(run_id), step)
     except TinyGPTError as e:
