@@ -403,3 +403,15 @@ def test_killing_the_server_leaves_no_worker(tmp_path, tiny_text):
         for server in servers.values():
             server.kill()
             server.wait()
+
+
+def test_a_queued_run_that_had_trained_is_not_said_to_have_never_started(tmp_path):
+    """Review: a learner's run preempted back to the queue at step 1,207 and then stopped read "stopped before it
+    started" above a loss chart to step 1,200."""
+    from tinygpt.runs.files import write_json_atomic
+    from tinygpt.runs.scheduler import queued_words
+
+    write_json_atomic(tmp_path / "status.json", {"state": "queued", "step": 1207})
+    assert queued_words(tmp_path) == "at step 1,207 while it waited for a training slot"
+    write_json_atomic(tmp_path / "status.json", {"state": "queued", "step": 0})
+    assert queued_words(tmp_path) == "before it started"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from ..config import RunConfig, check_live_knob
@@ -41,6 +42,16 @@ from .store import RunStore
 def check_priority(priority: str) -> None:
     if priority not in PRIORITIES:
         raise TinyGPTError(f"unknown run priority {priority!r}; one of {', '.join(PRIORITIES)}.")
+
+
+def queued_words(run_dir: Path) -> str:
+    """When a queued run was paused or stopped: "before it started", or, for one that had trained and went back to
+    the queue (a preempted prepared run, a learner's run that gave its slot), "at step 1,207 while it waited for a
+    training slot": a run that trained 1,207 steps read "stopped before it started" (a review)."""
+    step = read_status(run_dir).get("step")
+    if isinstance(step, int) and step > 0:
+        return f"at step {step:,} while it waited for a training slot"
+    return "before it started"
 
 
 class RunManager:
@@ -241,7 +252,7 @@ class RunManager:
             if (job := slots.live_job(run_id)) is not None:
                 slots.send(job, {"cmd": "pause", "reason": f"paused by {by}"})
             elif (job := slots.queued_job(run_id)) is not None:
-                slots.dequeue(job, state="paused", reason=f"paused by {by} before it started")
+                slots.dequeue(job, state="paused", reason=f"paused by {by} {queued_words(self.store.path(run_id))}")
             elif who == "the instructor" and read_status(self.store.path(run_id)).get("state") == "paused":
                 slots.set_status(run_id, state="paused", reason="paused by the instructor")  # no worker: say why
 
@@ -326,7 +337,7 @@ class RunManager:
         slots = self.slots
         with slots.lock:
             if (job := slots.queued_job(run_id)) is not None:
-                slots.dequeue(job, state="stopped", reason="stopped before it started")
+                slots.dequeue(job, state="stopped", reason=f"stopped {queued_words(self.store.path(run_id))}")
                 return
             job = slots.live_job(run_id)
             if job is None:
