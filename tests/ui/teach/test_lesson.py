@@ -48,6 +48,10 @@ def test_the_fall_said_is_the_difference_of_the_values_shown():
     check = lesson.loss_from_uniform(Evidence(runs={"lecture": run}))
     assert "4.20" in check.text and "2.25" in check.text, check.text
     assert "fell by 1.95" in check.text and "down 1.95" in check.headline, check.text
+    # Review: "...; held-out loss 1.97 at step 3300: it fell by 2.37" read as the held-out loss's fall: said first
+    held = RunData("r", vocab_size=65, metrics=metrics([4.196] + [2.245] * 80), evals=[{"step": 70, "val_loss": 2.3}])
+    text = lesson.loss_from_uniform(Evidence(runs={"lecture": held})).text
+    assert ": it fell by 1.95; held-out loss 2.30 at step 70." in text, text
     edge = RunData("r", vocab_size=65, metrics=metrics([4.2] + [3.2] * 80))  # 4.20 - 3.20 is 0.9999... in floats
     assert lesson.loss_from_uniform(Evidence(runs={"lecture": edge}), min_fall=1.0).passed is True
 

@@ -117,23 +117,24 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0,
     start = f"the first training loss was {first:.2f}" + (f" (ln {run.vocab_size} = {uniform:.2f}: uniform "
                                                            "guessing)" if uniform else "")  # fmt: skip
     val = _val_words(_val(run, start_step, end))
-    text = f"{start.capitalize()}; by step {end}{before}, it is {now:.2f} (the {_span(got)})" + (
-        f"; {val}" if val else ""
-    )
+    # The held-out words come after the fall: placed after them, "it fell by 2.37" (the training loss's fall) read
+    # as the held-out loss's (a review)
+    text = f"{start.capitalize()}; by step {end}{before}, it is {now:.2f} (the {_span(got)})"
+    held = f"; {val}" if val else ""
     fall = round(first - now, 2)  # 4.20 - 3.20 in floats is not quite 1.00
     near = uniform is None or round(abs(first - uniform), 2) < 0.5
     fell = fall >= min_fall
     went = (f"The training loss went from {first:.2f}" + (f" (ln V = {uniform:.2f})" if uniform else "")
             + f" to {now:.2f} by step {end}" + (", before the first knob change" if closed else ""))  # fmt: skip
     if near and fell:
-        return Check(True, f"{text}: it fell by {fall:.2f}.", headline=f"{went}: down {fall:.2f}")
+        return Check(True, f"{text}: it fell by {fall:.2f}{held}.", headline=f"{went}: down {fall:.2f}")
     why = [] if near else [f"the start is {abs(first - uniform):.2f} away from ln V"]
     why += [] if fell else [f"it fell by {fall:.2f}, less than {min_fall}"]
     if near and not closed and run.state not in ENDED and trained < patience:  # the fall may still come
         return Check(None, f"Not enough data yet: {text}; it fell by {fall:.2f} so far, and may take up to "
-                           f"{patience} steps to fall by {min_fall}.",
+                           f"{patience} steps to fall by {min_fall}{held}.",
                      headline=f"Waiting: {went[0].lower()}{went[1:]}, down {fall:.2f} so far")  # fmt: skip
-    return Check(False, f"{text}; but {' and '.join(why)}.", headline=f"{went}; {' and '.join(why)}")
+    return Check(False, f"{text}; but {' and '.join(why)}{held}.", headline=f"{went}; {' and '.join(why)}")
 
 
 def knob_effect(
