@@ -21,8 +21,8 @@ REVIEWED = {"step": 300, "baselines": BASE, "roles": {
     "first": [[0.2871, 0.1043, 0.0936, 0.0854], [0.0560, 0.0601, 0.1093, 0.0293]],
     "self": [[0.0746, 0.0928, 0.1225, 0.1159], [0.1352, 0.1013, 0.0669, 0.1307]]}}  # fmt: skip
 
-# The same model trained 2,000 steps (seed 1340; BENCHMARKS.md's table), at its last snapshot: L0H1, L0H2, L0H3 previous-token (3.5x,
-# 3.4x, 2.7x), L0H0 self 2.24x, L1H1 self 2.05x; the other three under 2x.
+# The same model trained 2,000 steps (seed 1340; BENCHMARKS.md's table), at its last snapshot: L0H1, L0H2, L0H3
+# previous-token (3.5x, 3.4x, 2.7x), L0H0 self 2.24x, L1H1 self 2.05x; the other three under 2x.
 TRAINED = {"step": 2000, "baselines": BASE, "roles": {
     "previous": [[0.1739, 0.3475, 0.3351, 0.2712], [0.1425, 0.1151, 0.1611, 0.1114]],
     "induction": [[0.0060, 0.0149, 0.0002, 0.0172], [0.0392, 0.0422, 0.0526, 0.0473]],
