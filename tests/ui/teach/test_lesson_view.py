@@ -62,6 +62,13 @@ def test_the_panes_run_lines_are_in_the_viewers_words(tmp_path, monkeypatch):
     learner = Actor("a" * 16, "anna")
     assert "paused by the instructor at step 5" in " ".join(lesson_view._progress(runs, step, learner))
     assert "paused by you at step 5" in " ".join(lesson_view._progress(runs, step, TEACHER))
+    assert "your own run" not in " ".join(lesson_view._progress(runs, step, learner))
+    # Review: a learner's own copy of the lecture role (their own Set up) read "lecture · run: ..." as if the room's
+    with store.create(RunConfig().to_dict() | {"learner": {"id": learner.id, "name": "anna"}}, owner="app") as w:
+        w.write_status(state="running", step=200, reason="")
+        own = w.run_dir.name
+    lines = lesson_view._progress({lesson.LECTURE: {"run": own}}, step, learner)
+    assert lines and lines[0].startswith("lecture (your own run) · run: "), lines
 
 
 def test_the_prepare_buttons_help_says_step_1_as_the_lesson_does():

@@ -245,7 +245,10 @@ def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None 
             line = runinfo.status_line(said, rd.metrics)
             if status.get("state") == "queued" and (forecast := resources.queue_forecast(rid)) is not None:
                 line += f" · {runinfo.queue_words(forecast)}"  # what starts first, from the slot rule itself
-            lines.append(f"{role.removeprefix('exp:')} · {label}: {line}")
+            # A learner's own copy of a role (their own Set up) is said as theirs: "lecture · run" over a learner's
+            # private run read as the instructor's lecture run (a review)
+            own = viewer is not None and not viewer.instructor and run_words.is_owner(rd.config(), viewer)
+            lines.append(f"{role.removeprefix('exp:')}{' (your own run)' if own else ''} · {label}: {line}")
     return lines
 
 
