@@ -66,8 +66,8 @@ def test_a_small_held_out_split_gives_a_wide_interval_a_long_one_a_narrow_one():
         assert gap.paired and gap.steps == BATCHES and "paired over 20 held-out batches" in gap.noise()
     # The old code gave both the pair's training noise (here 0.0002): the same interval whatever the held-out size.
     assert long.standard_error > 0.001 and short.standard_error > 3 * long.standard_error
-    assert "a held-out split of 200 characters (about 12 windows)" in short.noise()
-    assert "a held-out split of 10,000 characters" in long.noise()
+    assert "drawn at random, overlapping, from 200 held-out characters (about 12 windows)" in short.noise()
+    assert "from 10,000 held-out characters" in long.noise()
     # What was scored, apart from the split (a review read the split's 111,540 characters as what was measured)
     assert "paired over 20 held-out batches of " in short.noise() and " characters), the same windows" in short.noise()
 

@@ -390,9 +390,9 @@ def held_out_difference(a: RunResult, b: RunResult) -> Difference:
         )
         return Difference(mean, train.standard_error, train.steps, train.paired, basis=basis)
     (shape, tokens), n = sides[0], len(a.val_batch_losses)
-    # What was scored apart from the split it was drawn from (a review read the split's 111,540 characters as scored)
+    # What was scored, apart from the split it was drawn from at random (windows overlap, so 2,560 may come from 2,500)
     scored = f"{n} held-out batches of {shape[0]} windows of {shape[1]} ({n * shape[0] * shape[1]:,} characters)"
-    where = f"drawn from a held-out split of {tokens:,} characters (about {(tokens - 1) // shape[1]:,} windows)"
+    where = f"drawn at random, overlapping, from {tokens:,} held-out characters (about {tokens // shape[1]:,} windows)"
     if sides[0] == sides[1] and len(b.val_batch_losses) == n:
         diffs = [x - y for x, y in zip(a.val_batch_losses, b.val_batch_losses, strict=True)]
         variance = held_out_variance(diffs, shape, tokens)
