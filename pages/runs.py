@@ -7,6 +7,8 @@ from tinygpt.ui import frame, state
 frame.require()
 
 
+import time
+
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
@@ -56,7 +58,7 @@ st.subheader("One run")
 if state.get(runs_keys.W_RUNS_PICK) not in ids:
     state.put(runs_keys.W_RUNS_PICK, current if current in ids else ids[0])
 pick = st.selectbox("Run", ids, format_func=_label, key=runs_keys.W_RUNS_PICK)
-st.caption(picking.pick_status(by_id[pick]["state"], by_id[pick]["step"]))
+st.caption(picking.pick_status(by_id[pick]["state"], by_id[pick]["step"], time.strftime("%H:%M:%S")))
 # The picked run, through the handle every page uses (its rules: owner, state, the instructor's hold, the CLI's).
 readable = by_id[pick]["state"] != "unreadable"
 run = open_run(store, pick, learner) if readable else None

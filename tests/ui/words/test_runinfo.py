@@ -168,6 +168,9 @@ def test_the_sample_picker_names_runs_as_runs_does():
     assert "anna's" in theirs and "(current)" in theirs
     assert picking.pick_label("X" * 16, "", _CFG, me_id=None).startswith("X" * 16)  # unreadable: id
     assert picking.pick_status("running", 2113) == "running · step 2,113"
+    assert picking.pick_status("running", 775, "07:31:05") == (
+        "running · step 775 at 07:31:05, when this page read it (Train follows it live)"
+    )
 
 
 def test_a_picker_label_does_not_change_while_its_run_trains():

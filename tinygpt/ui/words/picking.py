@@ -27,9 +27,12 @@ def pick_label(run_id: str, name: str, config: dict, *, me_id: str | None, curre
     return " · ".join(p for p in parts if p)
 
 
-def pick_status(state: str, step: int | None) -> str:
-    """ "running · step 2,113": where a picked run stands now, said under its picker (refreshed with the page)."""
-    return f"{state} · step {step:,}" if isinstance(step, int) else state
+def pick_status(state: str, step: int | None, read_at: str = "") -> str:
+    """ "running · step 2,113": where a picked run stood when the page read it, said under its picker; `read_at`
+    ("07:31:05") says when, for a page that does not follow the run (a review read "running · step 775" on Runs
+    while the run was at step 1,625)."""
+    said = f"{state} · step {step:,}" if isinstance(step, int) else state
+    return f"{said} at {read_at}, when this page read it (Train follows it live)" if read_at else said
 
 
 def sample_source(run_id: str, name: str, step: int, in_view: str | None = None) -> str:
