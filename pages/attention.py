@@ -185,6 +185,8 @@ follow_live()
 st.subheader(f"The mask in force now: {mode}")
 tokens = list(probe or run_probe)[-int(config.get("model", {}).get("max_seq_len", 64)) :] or ["·"]
 mask_fig, mask_caption = view.mask_matrix(mode, window, tokens, large)
+if not probe:  # the box emptied: say whose characters label the matrix (a review read them as a stale probe's)
+    mask_caption = f"{mask_caption} The probe box is empty: drawn over the run's own probe text."
 explain.show_chart(mask_fig, "mask_matrix", caption=mask_caption)
 st.subheader("Heads over training time")
 explain.show_chart(view.head_stats(rd, mode, window, large), "head_stats_chart")

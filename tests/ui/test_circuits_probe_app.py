@@ -120,3 +120,14 @@ def test_the_attention_pages_probe_survives_a_visit_to_another_page(runs_dir, ti
     at.switch_page("pages/attention.py").run()
     assert not at.exception, at.exception
     assert at.text_area(key=attention_keys.W_PROBE).value == probe
+
+
+def test_an_emptied_attention_probe_says_whose_characters_label_the_mask(runs_dir, tiny_text):
+    """Review: with the probe box emptied, the mask matrix stayed labelled with the old probe's characters."""
+    from tinygpt.ui.attention import attention_keys
+
+    at, _ = circuits_on_a_run(runs_dir, tiny_text)
+    at.switch_page("pages/attention.py").run()
+    at.text_area(key=attention_keys.W_PROBE).set_value("").run()
+    assert not at.exception, at.exception
+    assert "The probe box is empty: drawn over the run's own probe text." in shown(at)
