@@ -62,7 +62,7 @@ c1, c2 = st.columns([2, 1])
 # learner's branch while the page sampled the lecture run). Opening it from here (an on_change writing the URL)
 # redrew the page's buttons under a click in the browser tests.
 run = c1.selectbox("Run", options, format_func=_label, key=sample_keys.W_SAMPLE_RUN)
-c1.caption(picking.pick_status(with_ckpt[run].state, with_ckpt[run].step))  # live: not in the label (pick_label)
+c1.caption(picking.pick_status(with_ckpt[run].state, with_ckpt[run].step, time.strftime("%H:%M:%S")))  # pick_label
 handle = open_run(store, run, me)  # the run this page shows: the picked one (the current run until another is picked)
 if handle is None:  # deleted meanwhile, or its config.json is damaged (the Runs table says why)
     st.warning(f"Run {run} cannot be read now: pick another run, or see why on **Runs**.")
