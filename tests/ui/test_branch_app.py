@@ -11,7 +11,7 @@ from helpers import tiny_config, wait_for  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.runs.branch import read_branch  # noqa: E402
-from tinygpt.runs.files import list_checkpoints, read_config, read_config_json  # noqa: E402
+from tinygpt.runs.files import checkpoint_stem, list_checkpoints, read_config, read_config_json  # noqa: E402
 from tinygpt.runs.loop import run_training  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
@@ -91,14 +91,10 @@ def test_a_watcher_branches_the_run_in_view_from_the_train_page(runs_dir, tiny_t
     assert read_config_json(store.path(branch))["learner"]["id"]  # the watcher's own run
 
 
-def test_a_typed_change_stays_while_the_parent_saves_newer_checkpoints(runs_dir, tiny_text):
+def test_a_typed_change_stays_while_the_parents_retention_deletes_its_checkpoint(runs_dir, tiny_text):
     """Review: branching a training parent, a learning rate typed into the panel went back to the checkpoint's
-    within 2 s and "Start the branch" made a plain copy: the step's default followed the newest checkpoint
-    (5000 -> 8500 -> 11000), and each move drew new setting boxes."""
-    import shutil
-
-    from tinygpt.runs.files import checkpoint_stem
-
+    within seconds and "Start the branch" made a plain copy. The parent's checkpoint retention deleted the step the
+    panel was on (5000 -> 8500 -> 11000), the panel moved to the newest and drew new boxes with their defaults."""
     store = RunStore(runs_dir)
     config = tiny_config(tiny_text, max_steps=24)
     with store.create(config.to_dict(), owner="cli") as writer:
@@ -110,11 +106,11 @@ def test_a_typed_change_stays_while_the_parent_saves_newer_checkpoints(runs_dir,
     step_box = f"{train_keys.W_BRANCH}:{parent}:step"
     assert at.selectbox(key=step_box).value == 20
     at.number_input(key=f"{train_keys.W_BRANCH}:{parent}:20:learning_rate").set_value(0.01).run()
-    run_dir = store.path(parent)  # the parent saves a newer checkpoint with steps left after it (as while training)
-    for suffix in (".safetensors", ".json"):
-        shutil.copy(checkpoint_stem(run_dir, 20).with_suffix(suffix), checkpoint_stem(run_dir, 22).with_suffix(suffix))
+    for suffix in (".json", ".safetensors"):  # the retention deletes step 20, as a training parent's does
+        checkpoint_stem(store.path(parent), 20).with_suffix(suffix).unlink()
     at.run()
     assert not at.exception, at.exception
-    assert "22" in at.selectbox(key=step_box).options and at.selectbox(key=step_box).value == 20
-    assert at.number_input(key=f"{train_keys.W_BRANCH}:{parent}:20:learning_rate").value == 0.01
-    assert any("LR 0.002→0.01" in c.value.replace("\\", "") for c in at.caption)
+    assert at.selectbox(key=step_box).value == 10
+    assert at.number_input(key=f"{train_keys.W_BRANCH}:{parent}:10:learning_rate").value == 0.01
+    text = " ".join(c.value.replace("\\", "") for c in at.caption)
+    assert "From step 10: LR 0.002→0.01" in text and "The checkpoint at step 20 is gone" in text, text

@@ -144,21 +144,28 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
     # The step is put once (the newest then) and stays: a default that followed the newest checkpoint moved as a
     # training parent saved more (5000 -> 8500 -> 11000), and each move drew new setting boxes, so a learning rate
     # typed a moment before was lost and "Start the branch" made a plain copy (a review)
-    step_key = f"{train_keys.W_BRANCH}:{run_id}:step"
+    step_key, edits_key = f"{train_keys.W_BRANCH}:{run_id}:step", f"{train_keys.W_BRANCH}:{run_id}:edits"
+    pruned = state.get(step_key) if state.get(step_key) is not None and state.get(step_key) not in steps else None
     if state.get(step_key) not in steps:
         state.put(step_key, steps[first])
     step = st.selectbox("Checkpoint step", steps, key=step_key)
+    if pruned is not None:  # the run's checkpoint retention deleted the step this panel was on (a training parent)
+        st.caption(f"The checkpoint at step {pruned:,} is gone (the run keeps only some of its checkpoints): the "
+                   f"panel is on step {step:,} now, with your changes kept.")  # fmt: skip
     try:
         base = checkpoint_settings(store.path(run_id), step)
     except TinyGPTError as e:
         st.error(safe.md(e))
         return
     columns = st.columns(2)
-    values = {}
+    values, edits = {}, state.get(edits_key) or {}
     for i, (name, label, choices) in enumerate(SETTINGS):
-        key = f"{train_keys.W_BRANCH}:{run_id}:{step}:{name}"  # per checkpoint: its own values are the defaults
-        values[name] = _widget(columns[i % 2], name, label, choices, setting_of(base, name), key)
+        key = f"{train_keys.W_BRANCH}:{run_id}:{step}:{name}"  # per checkpoint: its own values are the defaults,
+        # except what this viewer changed: a training parent's retention deletes checkpoints (5000, 8500, 11000 ...)
+        # and a learning rate typed on one was lost when the panel moved on (a review's branch was a plain copy)
+        values[name] = _widget(columns[i % 2], name, label, choices, edits.get(name, setting_of(base, name)), key)
     changes = changes_from(values, base)
+    state.put(edits_key, dict(changes))
     st.caption(
         f"From step {step}: {safe.md(describe(changes, base))}. A new run of yours; {safe.md(run_name)} stays as it is."
     )
