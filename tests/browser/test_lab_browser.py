@@ -69,6 +69,9 @@ def test_each_experiment_runs_to_a_verdict_whose_colour_matches_reproduced(
     expect(page.get_by_role("combobox", name="Experiment")).to_have_value(EXPERIMENTS[key].title)
     if tutorial:
         expect(page.get_by_text("Lesson 6/12 · Residual connections and pre-LayerNorm")).to_be_visible()
+    # The page's first script run must have ended: a click while it still drew the page was lost under load (the
+    # memory experiment then waited 300 s on "Press Run side by side", in a full run in random order)
+    expect(page.get_by_test_id("stStatusWidgetRunningIcon")).to_have_count(0, timeout=60_000)
     page.get_by_role("button", name="Run side by side").click()
     verdict = page.locator('[data-testid^="stAlertContent"]').filter(has_text=VERDICT)
     try:
