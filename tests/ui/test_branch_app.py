@@ -21,6 +21,16 @@ from tinygpt.ui.train import train_keys
 REPO = Path(__file__).resolve().parents[2]
 
 
+def trained_parent(runs_dir, text: str) -> tuple[RunStore, str]:
+    """A finished 24-step run the command line trained (read-only in the app): checkpoints at 0, 10, 20 and 24."""
+    store = RunStore(runs_dir)
+    config = tiny_config(text, max_steps=24)
+    with store.create(config.to_dict(), owner="cli") as writer:
+        parent = writer.run_id
+    run_training(store.path(parent), config)
+    return store, parent
+
+
 def start_branch(at: AppTest) -> str:
     """Press "Start the branch" (no exception, no error): the branch, now the run in view."""
     [go] = [b for b in at.button if b.label == "Start the branch"]
@@ -68,11 +78,7 @@ def test_a_learner_branches_a_run_they_do_not_own_and_compares_the_two(runs_dir,
 def test_a_watcher_branches_the_run_in_view_from_the_train_page(runs_dir, tiny_text):
     """Train's "Branch from a checkpoint" is the Runs page's control: a learner watching a run they do not own
     (read-only) branches it into a run of their own, which becomes the run in view."""
-    store = RunStore(runs_dir)
-    config = tiny_config(tiny_text, max_steps=24)
-    with store.create(config.to_dict(), owner="cli") as writer:
-        parent = writer.run_id
-    run_training(store.path(parent), config)
+    store, parent = trained_parent(runs_dir, tiny_text)
 
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.query_params["run"] = parent
@@ -95,11 +101,7 @@ def test_a_typed_change_stays_while_the_parents_retention_deletes_its_checkpoint
     """Review: branching a training parent, a learning rate typed into the panel went back to the checkpoint's
     within seconds and "Start the branch" made a plain copy. The parent's checkpoint retention deleted the step the
     panel was on (5000 -> 8500 -> 11000), the panel moved to the newest and drew new boxes with their defaults."""
-    store = RunStore(runs_dir)
-    config = tiny_config(tiny_text, max_steps=24)
-    with store.create(config.to_dict(), owner="cli") as writer:
-        parent = writer.run_id
-    run_training(store.path(parent), config)
+    store, parent = trained_parent(runs_dir, tiny_text)
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     at.run()
     at.switch_page("pages/runs.py").run()

@@ -38,6 +38,14 @@ def circuits_on_a_run(runs_dir, text: str) -> tuple[AppTest, str]:
     return at, probe
 
 
+def away_and_back(at: AppTest, page: str, away: str = "pages/train.py") -> None:
+    """Go to another page and come back to `page`, as a learner does (Streamlit drops unpersisted widget values)."""
+    at.switch_page(away).run()
+    assert not at.exception, at.exception
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+
+
 def shown(at: AppTest) -> str:
     parts = [*at.markdown, *at.caption, *at.info, *at.warning, *at.error, *at.exception]
     return "\n".join(str(p.value) for p in parts).replace("\\", "")  # safe.md's escapes
@@ -50,10 +58,7 @@ def test_the_probe_and_the_head_survive_a_visit_to_another_page(runs_dir, tiny_t
     assert at.text_input(key=circuits_keys.W_CIRC_PROBE).value == probe
     at.selectbox(key=circuits_keys.W_CIRC_HEAD).set_value("L1H1").run()
     for page in ("pages/train.py", "pages/runs.py"):  # Room is the instructor's: the same page change
-        at.switch_page(page).run()
-        assert not at.exception, at.exception
-        at.switch_page("pages/circuits.py").run()
-        assert not at.exception, at.exception
+        away_and_back(at, "pages/circuits.py", away=page)
         assert at.text_input(key=circuits_keys.W_CIRC_PROBE).value == probe
         assert at.selectbox(key=circuits_keys.W_CIRC_HEAD).value == "L1H1"
         text = shown(at)
@@ -65,9 +70,7 @@ def test_a_typed_probe_survives_too(runs_dir, tiny_text):
     at, probe = circuits_on_a_run(runs_dir, tiny_text)
     typed = probe[:5]
     at.text_input(key=circuits_keys.W_CIRC_PROBE).set_value(typed).run()
-    at.switch_page("pages/train.py").run()
-    at.switch_page("pages/circuits.py").run()
-    assert not at.exception, at.exception
+    away_and_back(at, "pages/circuits.py")
     assert at.text_input(key=circuits_keys.W_CIRC_PROBE).value == typed
 
 
@@ -116,9 +119,7 @@ def test_the_attention_pages_probe_survives_a_visit_to_another_page(runs_dir, ti
     at.switch_page("pages/attention.py").run()
     assert not at.exception, at.exception
     assert at.text_area(key=attention_keys.W_PROBE).value == probe
-    at.switch_page("pages/train.py").run()
-    at.switch_page("pages/attention.py").run()
-    assert not at.exception, at.exception
+    away_and_back(at, "pages/attention.py")
     assert at.text_area(key=attention_keys.W_PROBE).value == probe
 
 
