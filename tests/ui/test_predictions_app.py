@@ -87,7 +87,10 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
                                                                        if c not in (RIGHT_ANSWER, OTHER)}  # fmt: skip
     assert not any(name in texts(room) for name in learners)
     assert any("appears with the check" in str(c.value) for c in room.caption)
+    assert not room.get("download_button")  # the CSV is made on request (tinygpt/ui/screen/downloads.py)
+    room.button(key="room_spread_csv_make").click().run()
     assert len(room.get("download_button")) == 1  # the CSV (its content: tests/ui/teach/test_predictions.py)
+    assert "Make the room's spread, every step (CSV) again" in [b.label for b in room.button]
 
     # The check has its result, but the step is not set up yet (its runs were prepared before class): it waits,
     # and the answers stay open.

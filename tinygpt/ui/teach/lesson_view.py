@@ -41,6 +41,22 @@ from tinygpt.ui.words import run_words, runinfo, safe
 REFRESH_S = 3.0  # how often a pane re-reads the room's position and its step's check
 TWO, ONE = list(induction.INDUCTION_VARIANTS)  # the induction experiment's 2-layer run and its control
 
+# A step's check is shown only under that step's title. The browser draws each element as it arrives: after Next,
+# the new title came before the script reached the check's slot, and a CI run's learner saw step 9's check under
+# step 10's title (the gap is milliseconds on a quiet machine, longer under load). The title sits in a container
+# keyed by its step, and this rule hides any check whose step's title is not in the pane, whatever the order the
+# elements arrive in. (Drawn by workshop.tutorial_pane on every script run, pane or banner.)
+ONLY_THIS_STEPS_CHECK_CSS = " ".join(
+    f".st-key-lesson_pane:not(:has(.st-key-lesson_title_{i})) .st-key-lesson_check_{i} {{ display: none; }}"
+    for i in range(len(STEPS))
+)
+
+
+def title(index: int, text: str) -> None:
+    """The pane's title line, in a container keyed by its step (ONLY_THIS_STEPS_CHECK_CSS reads the key)."""
+    with st.container(key=f"lesson_title_{index}"):
+        st.markdown(text)
+
 
 def _root() -> str:
     return str(resources.get_store().root)
@@ -441,7 +457,7 @@ def pane(shop, actor: Actor) -> None:
     index, seen, data = at
     step = STEPS[index]
     with st.sidebar.container(border=True, key="lesson_pane"):
-        st.markdown(f"**Lesson {index + 1}/{len(STEPS)} · {step.section}**")
+        title(index, f"**Lesson {index + 1}/{len(STEPS)} · {step.section}**")
         st.caption(where_line(index, data))
         st.markdown(f"**Predict:** {step.predict}")
         if actor.instructor or step.answers is None:  # a learner's comes with their grade: it says the answer

@@ -13,7 +13,7 @@ from tinygpt.runs.owners import Actor
 from tinygpt.ui import state
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import people_keys
-from tinygpt.ui.screen import flashes
+from tinygpt.ui.screen import downloads, flashes
 from tinygpt.ui.teach import lesson, predictions, record, teach_keys
 from tinygpt.ui.teach.predictions import RIGHT, WRONG, PredictionBook
 from tinygpt.ui.teach.record import GRADE_WORDS, OUTCOME_WORDS  # one wording for the pane and the downloaded record
@@ -87,13 +87,13 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
 
 def record_button(actor: Actor) -> None:
     """A learner's "Download my lesson": one HTML file of every step, their prediction, what happened, their runs
-    (tinygpt/ui/teach/record.py), made at the click (on a thread without the script's context: plain values only)."""
+    (tinygpt/ui/teach/record.py), made when they ask (tinygpt/ui/screen/downloads.py)."""
     if actor.instructor:
         return
     store = resources.get_store()
-    st.download_button("Download my lesson (HTML)", lambda: record.learner_record(store, lesson.STEPS, actor.id,
-                       actor.name), file_name="tinygpt-my-lesson.html", mime="text/html", on_click="ignore",
-                       icon=":material/download:", key="lesson_record", width="stretch")  # fmt: skip
+    downloads.made_download("lesson_record", "my lesson (HTML)", lambda: record.learner_record(
+        store, lesson.STEPS, actor.id, actor.name), file_name="tinygpt-my-lesson.html", mime="text/html",
+        help="One HTML file that opens offline: every step, your prediction, what happened, your runs.")  # fmt: skip
 
 
 def instructor_part(step: lesson.Step, check: lesson.Check) -> None:
@@ -220,10 +220,9 @@ def room_spread() -> None:
     st.toggle("Name the learners beside their answers", value=False, key=people_keys.W_SPREAD_NAMES,
               help="Off on every visit: the Room page is the one on the projector.")  # fmt: skip
     st.fragment(run_every=REFRESH_S)(_spread)()
-    root = resources.get_store().root  # the CSV is made at the click, on a thread without the script's context
-    st.download_button("Download the room's spread, every step (CSV)", lambda: predictions.spread_csv(
-        lesson.STEPS, PredictionBook(root)), file_name="tinygpt-predictions.csv", mime="text/csv",
-        on_click="ignore", icon=":material/download:")  # fmt: skip
+    root = resources.get_store().root
+    downloads.made_download("room_spread_csv", "the room's spread, every step (CSV)", lambda: predictions.spread_csv(
+        lesson.STEPS, PredictionBook(root)), file_name="tinygpt-predictions.csv", mime="text/csv")  # fmt: skip
     with st.popover("Clear the answers", icon=":material/delete:"):
         st.caption("For a new class on this server: every step's answers, outcomes and setups are forgotten "
                    "(download the CSV first).")  # fmt: skip

@@ -61,8 +61,8 @@ def banner(shop, actor: Actor) -> None:
     with st.container(border=True, key="lesson_pane"):  # the pane's key: the lesson's browser test reads it
         # One paragraph: the step, where it plays and its question. "Watch for" is under More: as this paragraph's
         # help its icon wrapped onto a line of its own at 1280x720 (a review: the page below the projector's edge).
-        st.markdown(f"**Lesson {index + 1}/{len(STEPS)} · {step.section}** · {lesson_view.where_line(index, data)} · "
-                    f"**Predict:** {step.predict}")  # fmt: skip
+        lesson_view.title(index, f"**Lesson {index + 1}/{len(STEPS)} · {step.section}** · "
+                          f"{lesson_view.where_line(index, data)} · **Predict:** {step.predict}")  # fmt: skip
         st.fragment(run_every=lesson_view.REFRESH_S)(lesson_view.check_view)(index, actor, seen, draw=_check)
         # No icons in this row: five labels whole at Large fonts in the main column of a 1280-pixel screen.
         setup, back, forward, prepare, more = st.columns([3.4, 1.6, 1.6, 4.2, 2], vertical_alignment="center")

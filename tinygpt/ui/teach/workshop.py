@@ -292,6 +292,7 @@ def tutorial_pane(shop: Workshop) -> None:
     from tinygpt.ui.people import room
     from tinygpt.ui.teach import lesson_view, presenter  # imports torch: after the frame's first paint
 
+    st.html(f"<style>{lesson_view.ONLY_THIS_STEPS_CHECK_CSS}</style>")  # on every run: one place in the page
     actor = room.current()
     if presenter.shown(actor):
         presenter.banner(shop, actor)
