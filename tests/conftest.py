@@ -87,7 +87,7 @@ def runs_dir(tmp_path, monkeypatch):
         pass
 
 
-# The quick tier, `bash tests/run.sh -m "not slow and not browser"` (README, Tests): every module's unit tests in a
+# The quick tier, `bash tests/run.sh -m "not slow and not browser" -n 2` (README, Tests): every module's unit tests in a
 # few minutes on 2 cores. These train real runs, start worker processes or walk every page, for 2 s to a minute
 # each (measured with `pytest --durations=0` on 2 cores); the full command runs them. Listed by name here, in one
 # place, so the tier is one list to keep true rather than a decorator scattered over twenty files.

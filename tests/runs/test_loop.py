@@ -45,8 +45,9 @@ def losses(reader):
 
 
 def eval_losses(reader):
-    """The evals without their wall-clock time (which two runs never share)."""
-    return [{k: v for k, v in e.items() if k != "time"} for e in reader.evals]
+    """The evals without their wall-clock time and the machine's load beside it (which two runs never share: a
+    full run's load_avg read 1.69 in one and 1.57 in the other)."""
+    return [{k: v for k, v in e.items() if k not in ("time", "load_avg")} for e in reader.evals]
 
 
 def state_of(reader):
