@@ -141,6 +141,30 @@ def test_a_watcher_sees_the_runs_knobs_read_only_and_follows_the_instructors_cha
     resources.get_manager().stop(run_id)
 
 
+def test_the_window_slider_shows_the_runs_window_when_the_run_has_another_context(runs_dir):
+    """A review's learner pressed Set up at step 1 from a Demo form (context 32) and watched the Lecture run (context
+    16, window 8): the Window slider read 1. Streamlit makes a slider with new bounds a new widget, at its minimum;
+    the knob is now drawn under a new key holding the run's value."""
+    teacher = app_as(TEACHER)
+    teacher.session_state[train_keys.W_CONTEXT] = 16  # the run's context: not the 32 of a new learner's form
+    teacher.run()
+    run_id = start_run(teacher)
+    model = json.loads((runs_dir / run_id / "config.json").read_text())["model"]
+    context, window = model["max_seq_len"], model["window"]
+    anna = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    anna.session_state[people_keys.LEARNER] = ANNA
+    anna.run()  # her own form first: its Window slider bounded by her context
+    assert not anna.exception, anna.exception
+    mine = anna.slider(key=knob_key(anna, train_keys.W_WINDOW))
+    assert mine.max != max(context, 2), "the test needs her form's context to differ from the run's"
+    anna.query_params["run"] = run_id
+    anna.run()
+    assert not anna.exception, anna.exception
+    shown = anna.slider(key=knob_key(anna, train_keys.W_WINDOW))
+    assert (shown.value, shown.max) == (window, max(context, 2))
+    resources.get_manager().stop(run_id)
+
+
 def test_the_widgets_show_the_run_and_a_refused_change_snaps_back():
     config = {"model": {"mask": "causal"}, "train": {"learning_rate": 0.002, "warmup_steps": 100}}
     applied = {"kind": "knob", "knob": "mask", "request": "r1", "ok": True, "old": "causal", "new": "none"}

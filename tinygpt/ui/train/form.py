@@ -210,10 +210,12 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
     common: dict[str, Any] = {"key": field.key, "persist_state": "session", "help": field.help, "disabled": disabled,
                               "on_change": _field_moved, "args": (field.key,)}  # fmt: skip
     if field.live:  # drawn under its own key, sending its own knob (tinygpt/ui/train/knob_widgets.py)
+        bounds = None
         if field.widget == "slider":  # window <= context: clamped in the form's value, before the widget is drawn
             top = _window_top() if field.name == "window" else int(field.maximum)
             state.put(field.key, min(max(int(state.get(field.key) or 0), int(field.minimum)), top))
-        key = knob_widgets.mount(field.key)
+            bounds = _slider_bounds(field)
+        key = knob_widgets.mount(field.key, bounds=bounds)
         guard.checked_field(field, key)
         common = {"key": key, "help": field.help, "disabled": disabled, "on_change": _knob_moved,
                   "args": (field.name, key)}  # fmt: skip
@@ -238,12 +240,17 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
         container.radio(field.label, list(field.options), format_func=lambda o: str(labels.get(o, o)), horizontal=True,
                         **common)  # fmt: skip
     elif field.widget == "slider":
-        top = _window_top() if field.name == "window" else int(field.maximum)  # window <= context
-        container.slider(field.label, int(field.minimum), max(top, int(field.minimum) + 1), **common)
+        container.slider(field.label, *_slider_bounds(field), **common)
     elif field.widget == "log_slider":
         _draw_log_slider(container, field, common)
     else:
         raise ValueError(f"unknown widget {field.widget!r} for {field.name}")
+
+
+def _slider_bounds(field: Field) -> tuple[int, int]:
+    """A slider's (min, max): the window's top is the context (of the run the knobs show, else the form's)."""
+    top = _window_top() if field.name == "window" else int(field.maximum)  # window <= context
+    return int(field.minimum), max(top, int(field.minimum) + 1)
 
 
 def _window_top() -> int:

@@ -57,13 +57,20 @@ def widget_key(value_key: str, generations: dict[str, int], role: str = "") -> s
     return f"{value_key}{role}@{generations.get(value_key + role, 0)}"
 
 
-def mount(value_key: str, role: str = "") -> str:
+def mount(value_key: str, role: str = "", bounds: tuple | None = None) -> str:
     """The key to draw the widget of `value_key` under: the same as before while the widget holds the form's
-    value, a new one (holding the form's value) when the value changed from the server's side."""
+    value, a new one (holding the form's value) when the value changed from the server's side, or when the
+    slider's `bounds` (min, max) did: Streamlit makes a slider with new bounds a new widget, at its minimum. A
+    learner's Set up opened the Lecture run (context 16) from a Demo form (context 32) and the Window slider read 1,
+    the run's window 8."""
     generations = dict(state.get(train_keys.KNOB_WIDGETS) or {})
     key = widget_key(value_key, generations, role)
     value = state.get(value_key)
-    if state.has(key) and state.get(key) != value:
+    drawn_bounds = dict(state.get(train_keys.KNOB_BOUNDS) or {})
+    new_bounds = bounds is not None and drawn_bounds.get(value_key + role, bounds) != bounds
+    if bounds is not None:
+        state.put(train_keys.KNOB_BOUNDS, {**drawn_bounds, value_key + role: bounds})
+    if state.has(key) and (state.get(key) != value or new_bounds):
         generations[value_key + role] = generations.get(value_key + role, 0) + 1
         state.put(train_keys.KNOB_WIDGETS, generations)
         key = widget_key(value_key, generations, role)

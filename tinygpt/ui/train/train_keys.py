@@ -47,6 +47,7 @@ W_BRANCH = "w_branch"  # Runs: the branch control; its widgets are w_branch:<run
 
 KNOB_NOTES = "knob_notes"  # {knob: {"value", "request", "run"}}: live knob changes the page follows until answered
 KNOB_WIDGETS = "knob_widgets"  # {value key: generation}: the key suffix of each live knob's widget (knob_widgets.py)
+KNOB_BOUNDS = "knob_bounds"  # {value key: (min, max)}: a live slider's bounds when last drawn (knob_widgets.mount)
 KNOBS_DRAWN = "knobs_drawn"  # (run id, {knob: value}, its context): the run's knob values the widgets last drew
 FORM_RUN = "form_run"  # (run id, its preset label or None): the run the form last took its settings from (form.py)
 FORM_REPLACED = "form_replaced"  # (monotonic time, {widget key: (value replaced, value put)}): form.replace_fields
