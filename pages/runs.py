@@ -50,15 +50,15 @@ ids = [r["run"] for r in rows]
 by_id = {r["run"]: r for r in rows}
 
 
-def _label(run: str) -> str:  # nothing live: the browser sends back the label it showed (picking.pick_label)
-    return f"{by_id[run]['name']}{' (current)' if run == current else ''}"
-
-
 st.subheader("One run")
-if state.get(runs_keys.W_RUNS_PICK) not in ids:
-    state.put(runs_keys.W_RUNS_PICK, current if current in ids else ids[0])
-pick = st.selectbox("Run", ids, format_func=_label, key=runs_keys.W_RUNS_PICK)
-st.caption(picking.pick_status(by_id[pick]["state"], by_id[pick]["step"], time.strftime("%H:%M:%S")))
+# A new run in view (a branch started here, Open) is picked. Labels say nothing that changes: the browser sends back
+# the label it showed, and a "(current)" left on the parent after a branch (picking.pick_label).
+if state.get(runs_keys.W_RUNS_PICK) not in ids or state.get(runs_keys.PICK_FOLLOWS, current) != current:
+    state.put_widget(runs_keys.W_RUNS_PICK, current if current in ids else ids[0])
+state.put(runs_keys.PICK_FOLLOWS, current)
+pick = st.selectbox("Run", ids, format_func=lambda run: by_id[run]["name"], key=runs_keys.W_RUNS_PICK)
+in_view_words = " · the run in view (named in the sidebar)" if pick == current else ""
+st.caption(picking.pick_status(by_id[pick]["state"], by_id[pick]["step"], time.strftime("%H:%M:%S")) + in_view_words)
 # The picked run, through the handle every page uses (its rules: owner, state, the instructor's hold, the CLI's).
 readable = by_id[pick]["state"] != "unreadable"
 run = open_run(store, pick, learner) if readable else None

@@ -59,6 +59,11 @@ def test_a_learner_branches_a_run_they_do_not_own_and_compares_the_two(runs_dir,
     # What the branch will change, said before it starts (the markdown escapes taken out).
     assert any("LR 0.002→0.01" in c.value.replace("\\", "") for c in at.caption)
     branch = start_branch(at)
+    # The picker follows the branch, the run in view now; no label says "(current)" (a review's picker kept it on
+    # the parent: the browser sends back the label it showed)
+    picker = at.selectbox(key=runs_keys.W_RUNS_PICK)
+    assert picker.value == branch and not any("(current)" in str(o) for o in picker.options)
+    assert any("the run in view" in c.value for c in at.caption)
     assert branch != parent and read_branch(store.path(branch)) == {
         "parent": parent, "step": step, "changes": {"learning_rate": 0.01, "min_lr": 0.001}
     }  # fmt: skip
