@@ -146,7 +146,7 @@ def test_the_spread_counts_grades_and_names_no_one_on_its_line(tmp_path):
     spread = predictions.tally(UPDOWN, *book.step("optim"))
     # Right: a and b; wrong: c and e; not sure: d, counted in the share (it is no right answer).
     assert spread["right"] == 2 and spread["share_right"] == pytest.approx(2 / 5)
-    assert "2 right (40%" in predictions.spread_line(spread)
+    assert "2 right of 5 (40%, 1 not sure)" in predictions.spread_line(spread)
     assert [r["learner"] for r in spread["rows"]][:2] == ["name-a", "name-b"]
     assert {r["grade"] for r in spread["rows"]} == {RIGHT, WRONG, NOT_SURE}
     undecided = predictions.tally(UPDOWN, book.step("optim")[0], UNDECIDED)
@@ -168,7 +168,7 @@ def test_the_projector_shows_no_grade_before_the_rooms_check_is_shown(tmp_path):
     assert line.startswith("2 answered") and "right" not in line, line
     book.reveal(step.key, None)  # the instructor's Set up: the room's check is shown
     book.settle(step.key, SEEN)
-    assert "1 right (50% of those graded)" in prediction_view.room_line(book, step)
+    assert "1 right of 2 (50%)" in prediction_view.room_line(book, step)
 
 
 def test_the_csv_has_every_step_and_answer_and_no_names(tmp_path):

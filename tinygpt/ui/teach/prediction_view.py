@@ -204,8 +204,8 @@ def _spread() -> None:
         "learners": st.column_config.ProgressColumn("learners", min_value=0, max_value=top, format="%d")})  # fmt: skip
     right.metric("Answered", spread["answered"])
     if spread["share_right"] is not None:
-        right.metric("Right", f"{spread['share_right']:.0%}", help=f"{spread['right']} right, of the answers the "
-                     "check graded (right, wrong or not sure).")  # fmt: skip
+        right.metric("Right", f"{spread['share_right']:.0%}", help=f"{spread['right']} right of {spread['of']}: every "
+                     f"answer the check decided, {spread['not_sure']} of them not sure.")  # fmt: skip
     elif outcome or spread["not_decided"]:
         right.caption("The check decided nothing: no share right.")
     else:

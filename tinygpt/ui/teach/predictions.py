@@ -249,8 +249,8 @@ def learner_outcome(record: Mapping, room_outcome: str | None) -> str | None:
 
 def tally(answers: Answers, records: Mapping[str, Mapping], room_outcome: str | None) -> dict:
     """{"answered", "counts": {option: n}, "decided", "right", "not_decided", "share_right", "rows"}: the spread
-    of one step. share_right is right / the answers graded right, wrong or not sure (None before the check, or
-    when it decided nothing); rows are (name, answer, grade), for the instructor's eyes only."""
+    of one step. share_right is right / `of`, the answers the check decided: right, wrong or not sure (None
+    before the check, or when it decided nothing); rows are (name, answer, grade), for the instructor's eyes only."""
     counts = dict.fromkeys(answers.options, 0)
     grades: dict[str | None, int] = {}
     rows = []
@@ -267,6 +267,7 @@ def tally(answers: Answers, records: Mapping[str, Mapping], room_outcome: str | 
     share = right / (right + wrong + grades.get(NOT_SURE, 0)) if decided else None
     rows.sort(key=lambda r: (answers.options.index(r["answer"]), r["learner"].lower()))
     return {"answered": sum(counts.values()), "counts": counts, "decided": decided, "right": right,
+            "not_sure": grades.get(NOT_SURE, 0), "of": right + wrong + grades.get(NOT_SURE, 0),
             "not_decided": grades.get(NOT_DECIDED, 0), "share_right": share, "rows": rows}  # fmt: skip
 
 
@@ -279,7 +280,10 @@ def spread_line(spread: dict, graded: bool = True) -> str:
     parts = " · ".join(f"{answer}: {n}" for answer, n in spread["counts"].items())
     line = f"{spread['answered']} answered: {parts}"
     if spread["share_right"] is not None and graded:
-        line += f" · {spread['right']} right ({spread['share_right']:.0%} of those graded)"
+        # "Not sure" is counted, never graded (docs/TEACHING.md): the share is of every answer the check decided,
+        # and says how many of those were "not sure" (a review read "1 right (50% of those graded)": 1 of 1 graded)
+        unsure = f", {spread['not_sure']} not sure" if spread.get("not_sure") else ""
+        line += f" · {spread['right']} right of {spread['of']} ({spread['share_right']:.0%}{unsure})"
     return line
 
 
