@@ -423,8 +423,13 @@ def test_the_knobs_of_a_paused_run_without_a_worker_say_paused_not_ended(runs_di
     at.query_params["run"] = run_id
     at.run()
     assert not at.exception, at.exception
-    said = texts(at)
-    assert "this run is paused and takes no change until it resumes" in said and "has ended" not in said, said
+    said = texts(at)  # a learner watching the instructor's run: it never takes her change (a review's learner read
+    assert "this run is paused and is not yours to change" in said and "has ended" not in said, said  # otherwise)
+    teacher = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    teacher.session_state["learner"] = Actor("t" * 16, "teacher", True)
+    teacher.query_params["run"] = run_id
+    teacher.run()
+    assert "this run is paused and takes no change until it resumes" in texts(teacher), texts(teacher)
     with RunStore(runs_dir).writer(run_id) as w:
         w.write_status(state="finished", reason="reached max_steps", step=20)
     at.run()

@@ -319,10 +319,12 @@ def draw_form(
     with st.container(border=True):
         if live_run is None and run_shown:  # a run without a worker takes no change: the knobs are for the next run
             # A run paused when its slot went to a queued run is not "ended": the review read that beside Resume.
-            st.markdown(
-                "**Live knobs** · this run is paused and takes no change until it resumes: they set your next run"
-                if run_state == "paused" else "**Live knobs** · this run has ended: they set your next run"
-            )  # fmt: skip
+            # A watcher's words are not the owner's: a review's learner read "takes no change until it resumes"
+            # under the instructor's paused run, which never takes a watcher's change.
+            paused = ("this run is paused and is not yours to change" if read_only else
+                      "this run is paused and takes no change until it resumes")  # fmt: skip
+            st.markdown(f"**Live knobs** · {paused if run_state == 'paused' else 'this run has ended'}: "
+                        "they set your next run")  # fmt: skip
         else:
             st.markdown("**Live knobs** · change the running model at its next step")
         if live_run is not None:
