@@ -148,7 +148,7 @@ with tab_ablate:  # an unreadable probe (empty, unknown characters) is said unde
                             help="Or click a cell of the heatmap.")  # fmt: skip
         result = view.ablation(run_dir, ck, probe, mode)
         layer, h = divmod(names.index(head), num_heads)
-        caption = f"{result['tokens']:,} validation tokens, every head ablated in turn, in {result['seconds']:.2f} s."
+        caption = view.ablation_words(result)
         copy = view.second_copy(run_dir, ck) if mode == "zero" else None
         if copy is not None:
             caption += (f" Panel '{view.SECOND_COPY}': the loss on the second copy of {induction.ABLATION_ROWS} "

@@ -79,7 +79,7 @@ def test_the_induction_experiment_marks_its_phase_change_and_the_page_shows_the_
     roles.screenshot(path=str(shots / "circuits_head_roles.png"))
     ablation = element(page, "circ_ablation")
     expect(ablation).to_be_visible(timeout=60_000)
-    expect(page.get_by_text("validation tokens, every head ablated in turn")).to_be_visible()
+    expect(page.get_by_text("held-out characters; every head ablated in turn")).to_be_visible()
     ablation.scroll_into_view_if_needed()
     ablation.screenshot(path=str(shots / "circuits_ablation.png"))
     page.get_by_role("tab", name="Logit lens").click()

@@ -58,7 +58,7 @@ def test_the_page_shows_heads_ablation_and_lens_of_a_run(runs_dir, tiny_text):
     assert not at.exception, at.exception
     shown = texts(at)
     assert "Heads at step 30" in shown
-    assert "validation tokens, every head ablated in turn" in shown
+    assert "held-out characters; every head ablated in turn" in shown
     assert "Top guess right, by where the stream is read" in shown
     assert "The switch needs a run that is training now." in shown
     [table] = [d for d in at.dataframe if "role" in d.value.columns]

@@ -63,7 +63,7 @@ def test_the_probe_and_the_head_survive_a_visit_to_another_page(runs_dir, tiny_t
         assert at.selectbox(key=circuits_keys.W_CIRC_HEAD).value == "L1H1"
         text = shown(at)
         assert "expected shape" not in text and "ShapeError" not in text
-        assert "validation tokens, every head ablated in turn" in text
+        assert "held-out characters; every head ablated in turn" in text
 
 
 def test_a_typed_probe_survives_too(runs_dir, tiny_text):
