@@ -263,6 +263,9 @@ def test_a_verdict_is_pending_until_every_run_has_ended():
         verdict = experiment.verdict(running)
         assert verdict.reproduced is None and verdict.status == "still training"
         assert "Still training" in verdict.sentence
+        # Runs that wait for a slot are not said to train (a review read "Still training … step 0 of 200 (queued)")
+        queued = experiment.verdict({label: result("queued", 0) for label in labels})
+        assert queued.reproduced is None and queued.sentence.startswith("Waiting for a training slot: "), queued
         assert experiment.verdict({labels[0]: result()}).reproduced is None  # a run missing
         stopped = {**running, labels[0]: result("stopped", 40)}
         stopped |= {label: result() for label in labels[1:]}

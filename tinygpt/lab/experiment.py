@@ -154,11 +154,11 @@ def _waiting(experiment: Experiment, results: dict[str, RunResult]) -> str:
     going = [f"{label} at step {r.steps} of {r.max_steps or '?'} ({r.state})" for label, r in results.items()]
     if all(r.state in ENDED or r.state == "stopped" for r in results.values()):
         return ""
-    return (
-        "Still training: "
-        + "; ".join(g for g, r in zip(going, results.values(), strict=True) if r.state not in (*ENDED, "stopped"))
-        + "."
-    )
+    busy = [r for r in results.values() if r.state not in (*ENDED, "stopped")]
+    # Queued runs wait for a training slot: "Still training: … at step 0 of 200 (queued)" was said of runs that
+    # had not started (a review's learner, her experiment queued behind the lesson's prepared runs).
+    said = "Waiting for a training slot" if all(r.state == "queued" for r in busy) else "Still training"
+    return f"{said}: " + "; ".join(g for g, r in zip(going, results.values(), strict=True) if r in busy) + "."
 
 
 def ended_early(results: dict[str, RunResult], as_pitfall: tuple[str, ...] = ()) -> list[str]:

@@ -195,7 +195,7 @@ def show_verdict(verdict: Verdict, experiment: Experiment | None = None, about: 
     was judged on. `about`: whose runs, which corpus and seed (`runs_about`), said first."""
     on = f"On {about}: " if about else ""
     if verdict.reproduced is None and not verdict.undecided:
-        st.info(f"**Still training — no verdict yet.** {on}{verdict.sentence}", icon=":material/hourglass_top:")
+        st.info(f"**No verdict yet.** {on}{verdict.sentence}", icon=":material/hourglass_top:")
         return
     sentence, notes = consequence_notes(verdict, experiment)
     text = f"{on}{sentence}\n\nExpected: {verdict.expected}."

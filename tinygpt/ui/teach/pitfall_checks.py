@@ -13,7 +13,8 @@ from tinygpt.ui.teach.lesson_checks import PITFALLS, Check, Evidence, number_wor
 def all_pitfalls(ev: Evidence) -> Check:
     """Every pitfall together (the lab's registry): each one's verdict, counted. A verdict that ended undecided is
     never counted as reproduced: the memory demo on CPU (allocation counts, not fragmentation) is named as not
-    judged; a pitfall with a clause not measured makes the whole check "not enough data"."""
+    judged; a pitfall with a clause not measured makes the whole check "not enough data". A pitfall with no verdict
+    yet is "training or queued": a review read "(3 training)" of three runs waiting for a slot."""
     done = {k: v for k, v in ev.verdicts.items() if k in PITFALLS and v.get("reproduced") is not None}
     shown = [k for k, v in done.items() if v["reproduced"]]
     undecided = {k: v["undecided"] for k, v in ev.verdicts.items() if k in PITFALLS and k not in done
@@ -27,9 +28,9 @@ def all_pitfalls(ev: Evidence) -> Check:
     unmeasured = [k for k in undecided if k not in counts_only]
     if missing or waiting or unmeasured:
         parts = ([f"not started: {_titles(missing)}"] if missing else []) + (
-            [f"still training: {_titles(waiting)}"] if waiting else []) + (
+            [f"training or queued: {_titles(waiting)}"] if waiting else []) + (
             [f"not enough data: {_titles(unmeasured)}"] if unmeasured else [])  # fmt: skip
-        counts = ", ".join(f"{len(ks)} {what}" for ks, what in ((missing, "not started"), (waiting, "training"),
+        counts = ", ".join(f"{len(ks)} {what}" for ks, what in ((missing, "not started"), (waiting, "training or queued"),
                                                                    (unmeasured, "not measured")) if ks)  # fmt: skip
         return Check(
             None,
