@@ -30,8 +30,8 @@ def all_pitfalls(ev: Evidence) -> Check:
         parts = ([f"not started: {_titles(missing)}"] if missing else []) + (
             [f"training or queued: {_titles(waiting)}"] if waiting else []) + (
             [f"not enough data: {_titles(unmeasured)}"] if unmeasured else [])  # fmt: skip
-        counts = ", ".join(f"{len(ks)} {what}" for ks, what in ((missing, "not started"), (waiting, "training or queued"),
-                                                                   (unmeasured, "not measured")) if ks)  # fmt: skip
+        kinds = ((missing, "not started"), (waiting, "training or queued"), (unmeasured, "not measured"))
+        counts = ", ".join(f"{len(ks)} {what}" for ks, what in kinds if ks)
         return Check(
             None,
             f"Not enough data yet: {text} so far; {'; '.join(parts)}.",
