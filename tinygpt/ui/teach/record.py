@@ -141,7 +141,9 @@ def _loss(value: float | None) -> str:
 
 def record_html(learner: str, steps: Sequence[Mapping], runs: Sequence[Mapping], made: float | None = None) -> str:
     """The whole record as one HTML document: `steps` from `step_entries`, `runs` from `learner_runs`."""
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(made if made is not None else time.time()))
+    # Made, not downloaded: it is as of then (a review's file, made seconds before her pane graded step 8, said the
+    # check had not appeared yet, under "Downloaded" and a time to the minute)
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(made if made is not None else time.time()))
     asked = [s for s in steps if s["asked"] and s["answer"] is not None]
     right = sum(s["grade"] == RIGHT for s in asked)
     unsure = sum(s["grade"] == NOT_SURE for s in asked)
@@ -154,7 +156,7 @@ def record_html(learner: str, steps: Sequence[Mapping], runs: Sequence[Mapping],
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>tinygpt lesson · {_e(learner)}</title><style>{CSS}</style></head><body>",
         f"<h1>My tinygpt lesson: {_e(learner)}</h1>",
-        f'<p class="meta">Downloaded {when}. {len(asked)} prediction(s) made; of the {graded} whose check decided, '
+        f'<p class="meta">Made {when}: as of then. {len(asked)} prediction(s) made; of the {graded} whose check decided, '
         f"{right} right{_e(unsure_said)}.</p>",
         "<h2>The steps</h2>",
     ]
