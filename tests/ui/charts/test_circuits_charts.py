@@ -94,6 +94,8 @@ def test_ablation_heatmap_numbers_every_cell_and_outlines_the_selected_head():
         "text"
     ]
     assert fig["layout"]["coloraxis"]["cmin"] == -1.2 and fig["layout"]["coloraxis"]["cmax"] == 1.2
+    bar = fig["layout"]["coloraxis"]["colorbar"]  # its ends labelled with the largest change (+1.2), not +0.8
+    assert bar["ticktext"][0] == "-1.2" and bar["ticktext"][-1] == "+1.2" and bar["tickvals"][-1] == 1.2
     outline = fig["layout"]["shapes"][0]
     assert (outline["x0"], outline["y0"]) == (-0.5, 0.5)
     assert "no checkpoint" in json.dumps(charts.ablation_heatmap(None).to_dict())

@@ -373,7 +373,11 @@ def ablation_heatmap(
             layer, head = selected
             shapes.append({"type": "rect", "xref": f"x{ref}", "yref": f"y{ref}", "x0": head - 0.5, "x1": head + 0.5,
                            "y0": layer - 0.5, "y1": layer + 0.5, "line": {"color": "black", "width": 3}})  # fmt: skip
-    bar = {"title": {"text": "Δ loss (nats)"}, "tickfont": {"size": t["label"]}}
+    # The bar's ends are labelled with the largest change: plotly's own ticks stopped at ±0.8 under a cell reading
+    # +1.000, and a review read the scale as stopping short of the value it showed.
+    ticks = [-limit, -limit / 2, 0.0, limit / 2, limit]
+    bar = {"title": {"text": "Δ loss (nats)"}, "tickfont": {"size": t["label"]}, "tickvals": ticks,
+           "ticktext": [f"{v:+.3g}" if v else "0" for v in ticks]}  # fmt: skip
     fig_layout = _cell_figure(title, height, large, shapes=shapes, annotations=annotations, **layout)
     fig_layout["coloraxis"] = {"colorscale": "RdBu_r", "cmin": -limit, "cmax": limit, "colorbar": bar}
     return go.Figure(data=traces, layout=fig_layout)
