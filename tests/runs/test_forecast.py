@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tinygpt.config import UNTIL_STOPPED
-from tinygpt.runs.forecast import changed_places, queue_forecast, queued_reason, start_times
+from tinygpt.runs.forecast import changed_places, queue_forecast, queued_reason, seconds_a_step, start_times
 from tinygpt.runs.jobs import LIVE, PREPARED, Job
 from tinygpt.runs.status import update_status
 from tinygpt.runs.store import RunStore
@@ -151,3 +151,16 @@ def test_the_manager_times_a_run_over_seconds_and_keeps_its_pace(tmp_path):
         assert manager._timed({"r": {"state": "finished", "step": 300}}, 30.0) == {"r": pytest.approx(10.0)}
     finally:
         manager.shutdown()
+
+
+def test_a_run_not_timed_yet_counts_at_its_own_steps_work():
+    """A review's instructor read "ready in about 66 min" for prepared runs done 12 minutes later: the first run
+    timed was the scaling pair's (8x a pitfall run's work a step), and every other run counted at its pace. A run
+    not timed counts at the timed runs' seconds per GFLOP times its own GFLOP a step."""
+    paces = {"wide": 4.0}  # steps a second: 0.25 s a step of 2.5 GFLOP, 0.1 s a GFLOP
+    costs = {"wide": 2.5, "narrow": 0.34, "unknown": None}
+    a_step = seconds_a_step(paces, costs)
+    assert a_step("wide") == pytest.approx(0.25)
+    assert a_step("narrow") == pytest.approx(0.034)  # not the wide run's 0.25
+    assert a_step("unknown") == pytest.approx(0.25)  # no config to weigh: the timed runs' mean step
+    assert seconds_a_step({}, costs)("narrow") is None

@@ -5,7 +5,8 @@ told "position 1 in the queue, starts in about 14 s" while 15 of the lesson's pr
 
 `start_times` orders the queue (Slots publishes the positions, its times only a ranking when nothing is
 measured); `queue_forecast` adds seconds from each run's steps left at its own pace (status.json's tokens/s),
-a run that has no pace yet at the mean of those that do, and says how many of each class start first.
+a run that has no pace yet at the measured runs' mean seconds per GFLOP times its own step's GFLOP
+(`seconds_a_step`), and says how many of each class start first.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 from ..config import trains_until_stopped
 from ..errors import RunStoreError
-from .files import read_config_json
+from ..flops import train_flops_per_step
+from .files import read_config, read_config_json
 from .jobs import PREPARED, Job, start_order
 from .status import read_status
 
@@ -77,6 +79,41 @@ def queued_reason(job: Job, ahead: list[Job], starts: float, slots: int) -> str:
     return reason
 
 
+_COSTS: dict[str, float | None] = {}  # run id -> GFLOP a training step: its model and batch never change
+
+
+def step_cost(store: Any, run_id: str) -> float | None:
+    """GFLOP of one training step of the run (flops.train_flops_per_step of its model and batch), None for a
+    config that cannot be read."""
+    if run_id not in _COSTS:
+        try:
+            config = read_config(store.path(run_id))
+            _COSTS[run_id] = train_flops_per_step(config.model, config.train.batch_size) / 1e9
+        except (RunStoreError, OSError, ValueError, TypeError):
+            return None
+    return _COSTS[run_id]
+
+
+def seconds_a_step(paces: dict[str, float], costs: dict[str, float | None]) -> Callable[[str], float | None]:
+    """Seconds a step of each run: its own measured pace (`paces`, steps a second), else the measured runs' mean
+    seconds per GFLOP times its own GFLOP a step (`costs`). The lesson's prepared runs differ 8x in a step's work
+    (the scaling pair's 256-wide layer against the pitfalls' 2x64): at the mean of the measured steps, a review's
+    instructor read "ready in about 66 min" for runs that were done 12 minutes later, the first one timed being
+    the widest. None where nothing is measured."""
+    per_gflop = [1 / (pace * costs[rid]) for rid, pace in paces.items() if pace and costs.get(rid)]
+    mean_step = [1 / pace for pace in paces.values() if pace]
+    unit = sum(per_gflop) / len(per_gflop) if per_gflop else None
+    fallback = sum(mean_step) / len(mean_step) if mean_step else None
+
+    def seconds(run_id: str) -> float | None:
+        if paces.get(run_id):
+            return 1 / paces[run_id]
+        cost = costs.get(run_id)
+        return unit * cost if unit is not None and cost else fallback
+
+    return seconds
+
+
 def queue_forecast(
     store: Any, jobs: list[Job], queue: list[Job], slots: int, measured: dict[str, float] | None = None
 ) -> dict[str, dict]:
@@ -89,14 +126,16 @@ def queue_forecast(
     measured = measured or {}
     steps = {job.run_id: _steps_left(store, job) for job in [*jobs, *queue]}
     steps = {rid: (left, measured.get(rid) or pace) for rid, (left, pace) in steps.items()}
-    paces = list(measured.values()) or [pace for _, pace in steps.values() if pace]
-    mean = sum(paces) / len(paces) if paces else None
+    paces = {**{rid: pace for rid, (_, pace) in steps.items() if pace}, **measured}
+    costs = {rid: step_cost(store, rid) for rid in {*paces, *steps}}
+    a_step = seconds_a_step(paces, costs)
+    mean = a_step(next(iter(paces))) if paces else None  # some pace is known: the times are numbers
 
     def seconds(job: Job) -> float:
-        left, pace = steps[job.run_id]
+        left = steps[job.run_id][0]
         if job.endless or left is None:
             return math.inf
-        return left / (pace or mean)
+        return left * (a_step(job.run_id) or 0.0)
 
     order = start_times(jobs, queue, slots, *(2 * [seconds] if mean else [None, None]))
     forecast = {}

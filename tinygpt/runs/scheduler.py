@@ -30,7 +30,7 @@ from .files import (
     list_checkpoints,
     read_config_json,
 )
-from .forecast import queue_forecast
+from .forecast import queue_forecast, seconds_a_step, step_cost
 from .jobs import LIVE, PREPARED, PRIORITIES, Job, NoWorkerError
 from .owners import Actor, clear_hold, holds, require_app_owned, require_control, require_not_held, write_hold
 from .preflight import preflight
@@ -184,8 +184,9 @@ class RunManager:
     def prepared_eta(self) -> dict:
         """The prepared runs not finished yet and when they will be, at their own measured pace: {"runs": n,
         "seconds": s} (None until one has trained for a few seconds). A training run's pace is its steps since this
-        server first saw it train over the time since; a queued one, or one not timed yet, counts at the mean pace
-        of those timed; all of it shared by the slots live runs leave (the lesson pane: "ready in about N min")."""
+        server first saw it train over the time since; a queued one, or one not timed yet, counts at the timed ones'
+        seconds per GFLOP times its own step's GFLOP; all of it shared by the slots live runs leave (the lesson
+        pane: "ready in about N min")."""
         live, wanted = self.slots.jobs_of_class(PREPARED)
         left, statuses = {}, {}
         for run_id, training in wanted:
@@ -197,13 +198,14 @@ class RunManager:
             statuses[run_id] = status if training else {}  # queued, starting or paused: timed afresh when it trains
         with self._paces_lock:  # the same marks as the queue's forecast (_timed): one way to time a run
             timed = self._timed(statuses, time.monotonic())
-        paces = {run_id: 1 / timed[run_id] for run_id in left if timed.get(run_id)}  # s a step
         if not left:
             return {"runs": 0, "seconds": 0.0}
+        paces = {run_id: timed[run_id] for run_id in left if timed.get(run_id)}  # steps a second
         if not paces:
             return {"runs": len(left), "seconds": None}
-        mean = sum(paces.values()) / len(paces)
-        work = sum(steps * paces.get(run_id, mean) for run_id, steps in left.items())  # slot-seconds
+        # a run not timed yet: at the timed ones' seconds per GFLOP, times its own step's (forecast.seconds_a_step)
+        a_step = seconds_a_step(paces, {run_id: step_cost(self.store, run_id) for run_id in left})
+        work = sum(steps * (a_step(run_id) or 0.0) for run_id, steps in left.items())  # slot-seconds
         return {"runs": len(left), "seconds": work / max(1, self.max_active - live)}
 
     def queue_forecast(self) -> dict[str, dict]:

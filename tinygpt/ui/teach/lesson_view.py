@@ -437,7 +437,7 @@ def long_runs_line() -> str | None:
         return None
     when = "once their pace is measured" if ready["seconds"] is None else (
         f"in about {max(1, round(ready['seconds'] / 60))} min")  # fmt: skip
-    return f"Long runs: {ready['runs']} training or waiting behind the live run, ready {when}."
+    return f"Long runs: {ready['runs']} training or waiting for a slot, ready {when}."
 
 
 def move_to(moved: int, actor: Actor) -> None:
