@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 from tinygpt.ui.charts.colours import GREY, PURPLE, RED, colour_encoding, dash_encoding, dash_note, palette_for
 from tinygpt.ui.charts.markers import marker_layers, marker_rows, numbered_marker_layers, numbered_markers
 from tinygpt.ui.charts.style import Records, VegaLite, data_frame, step_x, thin_for_display, value_y, visible_char
-from tinygpt.ui.charts.theme import cell_number, cell_text_style, plotly_layout_style, style_altair, theme
+from tinygpt.ui.charts.theme import cell_number, cell_text_style, end_ticks, plotly_layout_style, style_altair, theme
 from tinygpt.ui.charts.tokens import placeholder
 from tinygpt.ui.words.knob_words import knob_marks
 
@@ -373,11 +373,7 @@ def ablation_heatmap(
             layer, head = selected
             shapes.append({"type": "rect", "xref": f"x{ref}", "yref": f"y{ref}", "x0": head - 0.5, "x1": head + 0.5,
                            "y0": layer - 0.5, "y1": layer + 0.5, "line": {"color": "black", "width": 3}})  # fmt: skip
-    # The bar's ends are labelled with the largest change: plotly's own ticks stopped at ±0.8 under a cell reading
-    # +1.000, and a review read the scale as stopping short of the value it showed.
-    ticks = [-limit, -limit / 2, 0.0, limit / 2, limit]
-    bar = {"title": {"text": "Δ loss (nats)"}, "tickfont": {"size": t["label"]}, "tickvals": ticks,
-           "ticktext": [f"{v:+.3g}" if v else "0" for v in ticks]}  # fmt: skip
+    bar = {"title": {"text": "Δ loss (nats)"}, "tickfont": {"size": t["label"]}, **end_ticks(limit)}
     fig_layout = _cell_figure(title, height, large, shapes=shapes, annotations=annotations, **layout)
     fig_layout["coloraxis"] = {"colorscale": "RdBu_r", "cmin": -limit, "cmax": limit, "colorbar": bar}
     return go.Figure(data=traces, layout=fig_layout)

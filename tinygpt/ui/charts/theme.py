@@ -79,6 +79,13 @@ def cell_number(value: float, compact: bool) -> str:
     return text.replace("0.", ".", 1) if compact and abs(value) < 1 else text
 
 
+def end_ticks(limit: float) -> dict:
+    """A symmetric colour bar's ticks, its ends labelled with the largest value: plotly's own stopped at ±0.8 under
+    a cell reading +1.000, and a review read the scale as stopping short of the value it showed."""
+    ticks = [-limit, -limit / 2, 0.0, limit / 2, limit]
+    return {"tickvals": ticks, "ticktext": [f"{v:+.3g}" if v else "0" for v in ticks]}
+
+
 def cell_text_style(cell_px: float, t: dict, values: Sequence[float]) -> tuple[bool, int] | None:
     """(compact, font size) for the numbers `values` in cells `cell_px` wide: the first that fits the longest of
     them, the full number at the cell font (text + 2) and the label font, then compact at those sizes, then
