@@ -146,7 +146,10 @@ def compute_rate(status: dict, tokens_per_s: float) -> str | None:
     gflops = tokens_per_s * per_token / 1e9
     text = f"{gflops:,.1f} GFLOP/s" if gflops < 100 else f"{gflops:,.0f} GFLOP/s"
     if isinstance(peak, (int, float)) and peak > 0:
-        text += f", {100 * gflops / peak:.0f}% of this machine's matmul peak ({peak:,.0f} GFLOP/s)"
+        # The peak is measured for this model's own matmul sizes (tinygpt/runs/peak.py): two runs of other shapes
+        # read 168 and 174 GFLOP/s on one machine (a review), so the words say whose peak it is.
+        share = f"{100 * gflops / peak:.0f}%"
+        text += f", {share} of this machine's matmul peak at this model's sizes ({peak:,.0f} GFLOP/s)"
     return text
 
 
