@@ -116,6 +116,10 @@ def test_prepared_eta_counts_the_prepared_runs_left_at_their_measured_pace(two, 
     first = two.prepared_eta()
     eta = wait_for(lambda: two.prepared_eta()["seconds"], timeout=60, poll=0.5, what="a measured pace")
     assert first["runs"] == 2 and eta > 0  # a million steps each: far off, but a number
+    # A learner's experiment pair queues as prepared too: not the lesson's long runs (a review's instructor read
+    # "Long runs: 1 … ready in about 1 min" of another learner's experiment, the lesson's all done)
+    two.start(tiny(tiny_text), priority=PREPARED, actor=Actor("l" * 16, "a learner"))
+    assert two.prepared_eta()["runs"] == 2
 
 
 def test_a_prepared_run_someone_paused_gives_its_slot_up_and_stays_paused(store, tiny_text):
@@ -153,7 +157,8 @@ def test_a_learners_live_run_yields_the_one_slot_that_stays_with_the_prepared_ru
     prepared = [two.start(tiny(tiny_text), priority=PREPARED, actor=teacher) for _ in range(2)]
     wait_for(lambda: prepared[0] in two.live_runs(), what="a prepared run takes the learner's slot")
     assert lecture in two.live_runs() and two.queued_runs()[0] == own  # first in the queue, from its checkpoint
-    assert any("the lesson's prepared runs" in str(event) for event in store.reader(own).events)
+    said = "prepared runs (the lesson's long runs, experiments)"
+    assert any(said in str(event) for event in store.reader(own).events)
     late = two.start(tiny(tiny_text), actor=Actor("l2", "Ben"))  # waits: no slot is free
     two.stop(prepared[0])
     wait_for(lambda: prepared[1] in two.live_runs(), what="the freed slot stays with the prepared runs")

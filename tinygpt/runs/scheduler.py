@@ -187,7 +187,7 @@ class RunManager:
         server first saw it train over the time since; a queued one, or one not timed yet, counts at the timed ones'
         seconds per GFLOP times its own step's GFLOP; all of it shared by the slots live runs leave (the lesson
         pane: "ready in about N min")."""
-        live, wanted = self.slots.jobs_of_class(PREPARED)
+        live, wanted = self.slots.jobs_of_class(PREPARED, instructors_only=True)  # the lesson's
         left, statuses = {}, {}
         for run_id, training in wanted:
             status = read_status(self.store.path(run_id))
