@@ -208,7 +208,8 @@ def show_verdict(verdict: Verdict, experiment: Experiment | None = None, about: 
     for note in notes:
         st.caption(f":material/straighten: **A consequence, not the pitfall.** {note}")
     rows = [{"measured": name, "value": _cell(value)} for name, value in verdict.observed.items()]
-    st.dataframe(rows, hide_index=True, width="stretch")
+    if rows:  # a verdict of "not enough data" may measure nothing beyond its sentence: no empty table under it
+        st.dataframe(rows, hide_index=True, width="stretch")
 
 
 def _cell(value) -> str:

@@ -173,7 +173,9 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
     def start(check_slot: bool) -> None:
         new_id = start_branch(learner, store, run_id, step, changes, check_slot)
         in_view.set_run_id(new_id)
-        flashes.flash("success", f"Branched {run_name} at step {step} ({describe(changes, base)}): training.")
+        # Not "training": it may wait for a slot (a review's branch was queued under "…: training.")
+        flashes.flash("success", f"Branched {run_name} at step {step} ({describe(changes, base)}): the run in view "
+                      "now; Train shows whether it trains or waits for a slot.")  # fmt: skip
         st.rerun()
 
     if st.button("Start the branch", type="primary", key=f"{train_keys.W_BRANCH}:{run_id}:go"):
