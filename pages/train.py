@@ -54,7 +54,7 @@ with right:
     b = [c for row in rows for c in row]
     b[0].button(  # its click kept by on_click until the page acts on it below, as the run's buttons' are
         "Train", type="primary", icon=":material/play_arrow:", width="stretch", key=train_keys.W_TRAIN,
-        on_click=train_keys.click_train,
+        on_click=train_keys.click_train, disabled=rules.held,  # held: the note below says why (admission refuses)
     )  # fmt: skip
     # The run's buttons: fixed keys, outside the live view's fragment, their click kept by on_click until the page
     # acts on it below (train_keys.click_control). A queued run can be paused or stopped too (no redraw as it starts).

@@ -133,6 +133,7 @@ def test_an_instructors_pause_is_a_hold_the_learner_cannot_undo(runs_dir):
     ), said
     assert "start a run of your own" not in said  # a hold holds: Train refuses (tests/ui/people/test_admission.py)
     assert button(anna, "Resume").disabled and button(anna, "Step").disabled
+    assert button(anna, "Train").disabled  # the note says she cannot start a run: Train looks it (a review's was red)
     anna.switch_page("pages/runs.py").run()
     assert button(anna, "Resume").disabled  # not from the Runs page either
 
