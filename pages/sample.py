@@ -85,7 +85,7 @@ events, run_config = read_events(store.path(run)), with_ckpt[run].config or {}
 # The checkpoint's own config: the knobs its weights trained under, live changes included (the name's are the first).
 ckpt_config = (read_json(checkpoint_stem(rd.run_dir, step).with_suffix(".json"), {}) or {}).get("config")
 at_ckpt = picking.at_checkpoint(run_config, events, step, ckpt_config)
-for kind, note in picking.checkpoint_notes(run_config, events, rd.evals, step, ckpts):  # what is true at this step
+for kind, note in picking.checkpoint_notes(run_config, events, rd.evals, step, ckpts, rd.metrics):  # true at this step
     (st.warning if kind == "warning" else st.info)(note, icon=":material/visibility:")
 
 persist = {"persist_state": "session"}

@@ -95,3 +95,19 @@ def test_the_header_names_the_knobs_in_force_at_the_checkpoint_beside_the_runs_n
     # the checkpoint's own config wins: the knobs its weights trained under
     saved = {"model": {"mask": "causal"}, "train": {"learning_rate": 0.1, "min_lr": 0.1}}
     assert picking.at_checkpoint(CONFIG, [], 13015, saved) == "at this checkpoint: LR 0.1 (changed live)"
+
+
+def test_a_held_out_rise_with_a_falling_training_loss_is_over_fitting_and_not_blamed_on_later_changes():
+    """A review's learner trained on 12 kB of source code: held-out loss 1.749 at step 650, rising from there (1.860
+    at 1,000, 2.216 at 5,000) while the training loss fell to 0.39; the note read "the model has lost much of what it
+    had learned, and its text shows it. Changed since that best: LR 0.002→0.005 @5474 ...", changes made long after
+    the rise began."""
+    evals = [{"step": s, "val_loss": v, "val_batch_losses": [v + b for b in BATCH]}
+             for s, v in ((650, 1.749), (1000, 1.860), (3000, 2.112), (5000, 2.216), (6000, 2.263))]  # fmt: skip
+    events = [{"kind": "knob", "knob": "learning_rate", "step": 5474, "ok": True, "old": 0.002, "new": 0.005,
+               "request": "r1"}]  # fmt: skip
+    metrics = [{"step": s, "loss": 2.0 - 1.6 * s / 6000} for s in range(1, 6001)]  # 2.0 falling to 0.4
+    [(kind, text)] = picking.checkpoint_notes(CONFIG, events, evals, 6000, [500, 6000], metrics)
+    assert kind == "warning" and "1.3× this run's best (1.749 at step 650" in text
+    assert "training loss fell from" in text and "(over-fitting)" in text and "lost much" not in text
+    assert "LR 0.002→0.005 @5474; the held-out loss had risen already, to 1.860 at step 1,000, before" in text

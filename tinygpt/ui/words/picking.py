@@ -81,7 +81,8 @@ def generated_header(name: str, step: int, at: str) -> str:
 
 
 def checkpoint_notes(
-    config: dict, events: list[dict], evals: list[dict], step: int, checkpoints: list[int] = ()
+    config: dict, events: list[dict], evals: list[dict], step: int, checkpoints: list[int] = (),
+    metrics: list[dict] = (),
 ) -> list[tuple[str, str]]:
     """(kind, text) notes on what is true of the checkpoint at `step` ("warning" or "info"), each from the run's
     records. The mask in force at the checkpoint: a leaking one (leaks.SEES) taught the model to copy the next
@@ -128,17 +129,36 @@ def checkpoint_notes(
         best, now = found
         vocab = len(config.get("vocab") or []) or (config.get("model") or {}).get("vocab_size")
         guess = f"; guessing uniformly scores {math.log(vocab):.2f}" if vocab else ""
-        since = [change_label(e) for e in shown_changes(events_upto(events, step)) if e["step"] >= best["step"]]
-        why = f" Changed since that best: {', '.join(since)}." if since else ""
+        changes = [e for e in shown_changes(events_upto(events, step)) if e["step"] >= best["step"]]
+        # Which came first, the rise or the changes: a review's run over-fitted its 12 kB text from step 650 on,
+        # and the note blamed four knob changes made from step 5,474 on
+        rise = next((e for e in evals if isinstance(e.get("step"), int) and best["step"] < e["step"] <= step
+                     and (e.get("val_loss") or 0) >= 1.05 * best["val_loss"]), None)  # fmt: skip
+        risen = f"; the held-out loss had risen already, to {rise['val_loss']:.3f} at step {rise['step']:,}, " \
+            "before the first of them" if rise and changes and rise["step"] < changes[0]["step"] else ""
+        why = f" Live changes since that best: {', '.join(change_label(e) for e in changes)}{risen}." if changes else ""
         good = [c for c in checkpoints if c <= best["step"]]
         pick = f" The newest checkpoint from before that best is at step {good[-1]:,}." if good else ""
+        trained = train_losses(metrics, best["step"], step)
+        what = (f"while its training loss fell from {trained[0]:.3f} to {trained[1]:.3f}: the model memorises its "
+                "training text rather than what carries over to new text (over-fitting)" if trained and
+                trained[1] < trained[0] - 0.05 else "the model has lost much of what it had learned")  # fmt: skip
         notes.append(("warning", (
             f"Held-out loss at step {now['step']:,}: {now['val_loss']:.3f}, "
             f"{now['val_loss'] / best['val_loss']:.1f}× this run's best ({best['val_loss']:.3f} at step "
-            f"{best['step']:,}{guess}): the model has lost much of what it had learned, and its text shows it.{why}"
-            f"{pick}"
+            f"{best['step']:,}{guess}), {what}.{why}{pick}"
         )))  # fmt: skip
     return notes
+
+
+def train_losses(metrics: list[dict], best: int, now: int, window: int = 20) -> tuple[float, float] | None:
+    """(mean training loss of the `window` steps up to step `best`, the same up to `now`), None without both."""
+    means = []
+    for upto in (best, now):
+        losses = [m["loss"] for m in metrics if isinstance(m.get("step"), int) and m["step"] <= upto
+                  and isinstance(m.get("loss"), (int, float)) and math.isfinite(m["loss"])][-window:]  # fmt: skip
+        means.append(sum(losses) / len(losses) if losses else None)
+    return None if None in means else (means[0], means[1])
 
 
 ROOM_CHART_MAX = 36  # panels at most (under ReaderPool's 48 shared readers): learners' first, live first, then newest
