@@ -156,8 +156,8 @@ def record_html(learner: str, steps: Sequence[Mapping], runs: Sequence[Mapping],
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>tinygpt lesson · {_e(learner)}</title><style>{CSS}</style></head><body>",
         f"<h1>My tinygpt lesson: {_e(learner)}</h1>",
-        f'<p class="meta">Made {when}: as of then. {len(asked)} prediction(s) made; of the {graded} whose check decided, '
-        f"{right} right{_e(unsure_said)}.</p>",
+        f'<p class="meta">Made {when}: as of then. {len(asked)} prediction(s) made; of the {graded} whose check '
+        f"decided, {right} right{_e(unsure_said)}.</p>",
         "<h2>The steps</h2>",
     ]
     for s in steps:
