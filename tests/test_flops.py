@@ -92,7 +92,8 @@ def test_the_status_line_gives_gflops_and_the_share_of_the_peak_from_the_runs_ow
               "matmul_peak_gflops": 160.0}  # fmt: skip
     metrics = [{"step": i, "tokens_per_s": 10_000.0, "time": float(i)} for i in range(1, 11)]
     line = status_line(status, metrics)
-    assert "10,000 tokens/s · 50.0 GFLOP/s, 31% of this machine's matmul peak at this model's sizes (160 GFLOP/s)" in line
+    said = "10,000 tokens/s · 50.0 GFLOP/s, 31% of this machine's matmul peak at this model's sizes (160 GFLOP/s)"
+    assert said in line
     assert compute_rate({"train_flops_per_token": 5.0e6}, 10_000.0) == "50.0 GFLOP/s"  # no peak: no share
     assert compute_rate({}, 10_000.0) is None  # an older run: tokens/s only
     assert "GFLOP" not in status_line({"state": "running", "step": 10}, metrics)
