@@ -81,8 +81,10 @@ def wait_seen(page, timeout_s: float) -> str:
 def checks_shown(page) -> set[int]:
     """The steps whose checks the pane shows now (each check is drawn in a container keyed by its step; a check the
     page hides, under another step's title, is not shown: lesson_view.ONLY_THIS_STEPS_CHECK_CSS)."""
-    classes = pane(page).locator('[class*="st-key-lesson_check_"]').evaluate_all(
-        "els => els.filter(e => e.checkVisibility()).map(e => e.className)"
+    classes = (
+        pane(page)
+        .locator('[class*="st-key-lesson_check_"]')
+        .evaluate_all("els => els.filter(e => e.checkVisibility()).map(e => e.className)")
     )
     return {int(m) for c in classes for m in re.findall(r"st-key-lesson_check_(\d+)", c)}
 

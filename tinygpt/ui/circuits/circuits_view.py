@@ -218,8 +218,10 @@ def ablation_words(result: dict) -> str:
     """What the ablation scored, said as it is: windows drawn at random, overlapping, from the held-out split (a
     review read "10,240 validation tokens" on a text whose held-out split was 1,972 characters)."""
     (rows, width), split = result["windows"], result["held_out"]
-    return (f"{rows} held-out windows of {width} ({result['tokens']:,} characters), drawn at random, overlapping, "
-            f"from {split:,} held-out characters; every head ablated in turn, in {result['seconds']:.2f} s.")
+    return (
+        f"{rows} held-out windows of {width} ({result['tokens']:,} characters), drawn at random, overlapping, "
+        f"from {split:,} held-out characters; every head ablated in turn, in {result['seconds']:.2f} s."
+    )
 
 
 SECOND_COPY = "second copy"  # the heatmap panel of the lesson's ablation check's own numbers

@@ -41,7 +41,7 @@ def all_pitfalls(ev: Evidence) -> Check:
     failed = [k for k in judged if k not in shown]
     crashed, crash_text = _crashes(ev, judged)
     short = _count(len(shown), judged, counts_only, True)
-    tail = count[len(short):]  # "; the eighth, ..., not judged": after the titles, which belong to the count
+    tail = count[len(short) :]  # "; the eighth, ..., not judged": after the titles, which belong to the count
     if failed:
         not_shown = f"{short}; not: {_titles(failed)}"
         return Check(False, f"{short}; did not reproduce: {_titles(failed)}{tail}. {crash_text}", headline=not_shown)

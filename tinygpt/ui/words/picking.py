@@ -81,7 +81,11 @@ def generated_header(name: str, step: int, at: str) -> str:
 
 
 def checkpoint_notes(
-    config: dict, events: list[dict], evals: list[dict], step: int, checkpoints: list[int] = (),
+    config: dict,
+    events: list[dict],
+    evals: list[dict],
+    step: int,
+    checkpoints: list[int] = (),
     metrics: list[dict] = (),
 ) -> list[tuple[str, str]]:
     """(kind, text) notes on what is true of the checkpoint at `step` ("warning" or "info"), each from the run's
@@ -134,8 +138,12 @@ def checkpoint_notes(
         # and the note blamed four knob changes made from step 5,474 on
         rise = next((e for e in evals if isinstance(e.get("step"), int) and best["step"] < e["step"] <= step
                      and (e.get("val_loss") or 0) >= 1.05 * best["val_loss"]), None)  # fmt: skip
-        risen = f"; the held-out loss had risen already, to {rise['val_loss']:.3f} at step {rise['step']:,}, " \
-            "before the first of them" if rise and changes and rise["step"] < changes[0]["step"] else ""
+        risen = (
+            f"; the held-out loss had risen already, to {rise['val_loss']:.3f} at step {rise['step']:,}, "
+            "before the first of them"
+            if rise and changes and rise["step"] < changes[0]["step"]
+            else ""
+        )
         why = f" Live changes since that best: {', '.join(change_label(e) for e in changes)}{risen}." if changes else ""
         good = [c for c in checkpoints if c <= best["step"]]
         pick = f" The newest checkpoint from before that best is at step {good[-1]:,}." if good else ""
