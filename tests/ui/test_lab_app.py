@@ -41,6 +41,24 @@ def test_each_experiment_renders_from_a_url(runs_dir, key):
     assert len(EXPERIMENTS[key].configs(source="synthetic:copy")) >= 2
 
 
+def test_the_learners_text_and_seed_stay_over_a_visit_to_another_page(runs_dir):
+    """A review's learner pasted her text, set seed 99, looked at Runs and Train, came back: Tiny Shakespeare and
+    seed 1337 again, and "Run side by side" trained on Shakespeare."""
+    from tinygpt.ui.train import settings
+
+    at = open_experiments({"experiment": "scaling"})
+    at.selectbox(key=experiments_keys.W_LAB_SOURCE).set_value(settings.SOURCE_PASTE).run()
+    at.text_area(key=experiments_keys.W_LAB_PASTE).set_value("her own text, " * 50).run()
+    at.number_input(key=experiments_keys.W_LAB_SEED).set_value(99).run()
+    at.switch_page("pages/runs.py").run()
+    at.switch_page("pages/train.py").run()
+    at.switch_page("pages/experiments.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key=experiments_keys.W_LAB_SOURCE).value == settings.SOURCE_PASTE
+    assert at.text_area(key=experiments_keys.W_LAB_PASTE).value.startswith("her own text")
+    assert at.number_input(key=experiments_keys.W_LAB_SEED).value == 99
+
+
 def test_shape_drift_and_memory_tabs_render(runs_dir):
     at = open_experiments()
     frames = at.dataframe

@@ -65,14 +65,19 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
     state.init(
         experiments_keys.W_LAB_SOURCE, next((k for k, v in LAB_SOURCES.items() if v == link_source), "Tiny Shakespeare")
     )
-    label = column.selectbox("Corpus (both runs)", list(LAB_SOURCES), key=experiments_keys.W_LAB_SOURCE)
+    # Kept over page visits (persist_state): a review's learner came back from Runs to Tiny Shakespeare and seed
+    # 1337, her pasted text gone, and ran the pair on Shakespeare
+    label = column.selectbox(
+        "Corpus (both runs)", list(LAB_SOURCES), key=experiments_keys.W_LAB_SOURCE, persist_state="session"
+    )
     choice = CorpusChoice(label, LAB_SOURCES[label])
     if label == settings.SOURCE_UPLOAD:
         file = column.file_uploader("A UTF-8 .txt file", type=["txt"], key=experiments_keys.W_LAB_UPLOAD)
         choice.uploaded = file.getvalue() if file is not None else None
     elif label == settings.SOURCE_PASTE:
         choice.pasted = column.text_area(
-            "Text to train on", key=experiments_keys.W_LAB_PASTE, height=120, max_chars=MAX_TEXT_FIELDS["text"]
+            "Text to train on", key=experiments_keys.W_LAB_PASTE, height=120, max_chars=MAX_TEXT_FIELDS["text"],
+            persist_state="session",
         )
     if why := experiment.does_not_show_on.get(choice.source):
         column.warning(f"Measured: this pitfall does not show on this corpus: {why}.", icon=":material/info:")
