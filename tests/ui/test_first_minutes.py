@@ -225,3 +225,12 @@ def test_the_eta_is_the_runs_own_pace_evaluations_included():
     line = runinfo.status_line({"state": "running", "step": 460, "max_steps": 1000}, _timed_run(460))
     assert "291 tokens/s" in line  # the harmonic mean of 5,000 and 150: tokens over step time, not one step's
     assert f"ETA {runinfo.format_duration(between)}" in line
+
+
+def test_a_branchs_eta_is_its_own_pace_not_its_parents_copied_history():
+    """A review's branch read "ETA 15 min 01 s" and ten seconds later 5 min 27 s: its first records are its
+    parent's, timed when the parent trained, and the window spanned both."""
+    parent = _timed_run(3200, step_s=0.1, eval_s=0.0)
+    branch = [{"step": 3200 + s, "time": 10_000.0 + 0.2 * s, "tokens_per_s": 2500.0} for s in range(1, 51)]
+    eta = runinfo.eta_seconds(parent + branch, 3250, 4000)
+    assert eta == pytest.approx(750 * 0.2)  # the branch's own 0.2 s a step

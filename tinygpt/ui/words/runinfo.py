@@ -31,7 +31,7 @@ def eta_seconds(metrics: list[dict], step: int, max_steps: int | None) -> float 
     that trains until stopped, or that has not timed ETA_MIN_STEPS steps yet."""
     if not max_steps or trains_until_stopped(max_steps) or len(metrics) < 2 or step >= max_steps:
         return None
-    recent = [m for m in metrics[-ETA_WINDOW:] if isinstance(m.get("time"), (int, float))]
+    recent = current_stretch([m for m in metrics[-ETA_WINDOW:] if isinstance(m.get("time"), (int, float))])
     if len(recent) < 2:
         return None
     steps = recent[-1]["step"] - recent[0]["step"]
@@ -39,6 +39,19 @@ def eta_seconds(metrics: list[dict], step: int, max_steps: int | None) -> float 
     if steps < ETA_MIN_STEPS or seconds <= 0:
         return None
     return (max_steps - step) * seconds / steps
+
+
+STRETCH_GAP_S = 30.0  # a gap this long between two step records is no training: a pause, or a branch's copied history
+
+
+def current_stretch(timed: list[dict]) -> list[dict]:
+    """The records of the run's current stretch of training: back from the newest to the first gap of
+    STRETCH_GAP_S. A branch's records before its branch point are its parent's, timed when the parent trained: a
+    review's branch read "ETA 15 min 01 s", then 5 min 27 s ten seconds later, the window spanning both."""
+    start = len(timed) - 1
+    while start > 0 and timed[start]["time"] - timed[start - 1]["time"] < STRETCH_GAP_S:
+        start -= 1
+    return timed[start:]
 
 
 def recent_tokens_per_s(metrics: list[dict], window: int = 50) -> float | None:
