@@ -120,20 +120,12 @@ class Slots:
         with self._lock:
             return self._jobs.get(run_id)
 
-    def jobs_of_class(self, priority: str, instructors_only: bool = False) -> tuple[int, list[tuple[str, bool]]]:
-        """(how many LIVE jobs hold slots, [(run id, holds a slot)] of the jobs of class `priority`, slots first);
-        `instructors_only`: the instructor's jobs and those no learner owns alone (a learner's experiment pair
-        queues as prepared too: a review's "Long runs: 1 … ready in about 1 min" counted one after the lesson's
-        had ended)."""
-
-        def wanted(job: Job) -> bool:  # a run no learner owns is the instructor's (owners.may_control)
-            learner = job.learner or {}
-            return job.priority == priority and (not instructors_only or not learner or bool(learner.get("instructor")))
-
+    def jobs_of_class(self, priority: str) -> tuple[int, list[tuple[str, bool]]]:
+        """(how many LIVE jobs hold slots, [(run id, holds a slot)] of the jobs of class `priority`, slots first)."""
         with self._lock:
             live = sum(job.priority == LIVE for job in self._jobs.values())
-            holding = [(j.run_id, True) for j in self._jobs.values() if wanted(j)]
-            return live, holding + [(j.run_id, False) for j in self._queue if wanted(j)]
+            wanted = [(j.run_id, True) for j in self._jobs.values() if j.priority == priority]
+            return live, wanted + [(j.run_id, False) for j in self._queue if j.priority == priority]
 
     def set_time_limit(self, run_id: str, seconds: float) -> None:
         """Each worker of the run may hold a training slot this long (the room's time budget)."""
@@ -312,8 +304,7 @@ class Slots:
                 continue
             self._kept_seq[job.run_id] = job.seq
             job.followup = Followup([])
-            # Prepared work is the lesson's long runs and any experiment's pair (a learner's too): a review's learner
-            # read "went to the lesson's prepared runs" when another learner's experiment took it
+            # the lesson's, or any experiment's pair: "the lesson's prepared runs" was said of a learner's experiment
             to = "a live run" if job.priority == PREPARED else "prepared runs (the lesson's long runs, experiments)"
             self.release(job, f"paused: its training slot went to {to}; it continues when a slot is free")
 
