@@ -259,12 +259,14 @@ def test_train_watch_attention_sample_reattach_stop(app_server, app_runs, page, 
     second_id = re.search(r"[?&]run=([A-Za-z0-9_-]+)", page.url).group(1)
 
     go(page, "Runs", "tinygpt · Runs")
-    expect(page.get_by_role("combobox", name="Run", exact=True)).to_have_value(re.compile(r"\(current\)"))  # by name
-    compare = page.get_by_role("combobox", name="Runs to compare (two or more)")
     from tinygpt.runs.store import RunStore
     from tinygpt.ui.host import runlist
 
     names = runlist.run_names(RunStore(app_runs))  # the picker lists runs by their readable names
+    # the picker opens on the run in view, by name; its caption says so (no live "(current)" in a label)
+    expect(page.get_by_role("combobox", name="Run", exact=True)).to_have_value(names[second_id])
+    expect(page.get_by_text(re.compile(r"the run in view \(named in the sidebar\)"))).to_be_visible()
+    compare = page.get_by_role("combobox", name="Runs to compare (two or more)")
     for rid in (run_id, second_id):
         compare.click()
         page.get_by_role("option").filter(has_text=names[rid]).first.click()
