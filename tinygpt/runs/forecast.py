@@ -129,7 +129,6 @@ def queue_forecast(
     paces = {**{rid: pace for rid, (_, pace) in steps.items() if pace}, **measured}
     costs = {rid: step_cost(store, rid) for rid in {*paces, *steps}}
     a_step = seconds_a_step(paces, costs)
-    mean = a_step(next(iter(paces))) if paces else None  # some pace is known: the times are numbers
 
     def seconds(job: Job) -> float:
         left = steps[job.run_id][0]
@@ -137,7 +136,7 @@ def queue_forecast(
             return math.inf
         return left * (a_step(job.run_id) or 0.0)
 
-    order = start_times(jobs, queue, slots, *(2 * [seconds] if mean else [None, None]))
+    order = start_times(jobs, queue, slots, *(2 * [seconds] if paces else [None, None]))
     forecast = {}
     queued = {j.run_id for j in queue}
     for position, (job, starts) in enumerate(order, start=1):
@@ -145,7 +144,7 @@ def queue_forecast(
             continue  # a preempted run on its way back: ahead of those after it, its own page says "paused"
         ahead = [j for j, _ in order[: position - 1]]
         prepared = sum(j.priority == PREPARED for j in ahead)
-        known = mean is not None or math.isinf(starts)
+        known = bool(paces) or math.isinf(starts)
         forecast[job.run_id] = {"position": position, "prepared": job.priority == PREPARED, "prepared_ahead": prepared,
                                 "live_ahead": len(ahead) - prepared, "seconds": starts if known else None}  # fmt: skip
     return forecast

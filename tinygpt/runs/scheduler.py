@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RunConfig, check_live_knob
-from ..errors import RunStoreError, TinyGPTError
+from ..errors import TinyGPTError
 from .branch import create_branch, plan_branch
 from .control import KnobChange
 from .files import (
@@ -187,10 +187,11 @@ class RunManager:
         server first saw it train over the time since; a queued one, or one not timed yet, counts at the timed ones'
         seconds per GFLOP times its own step's GFLOP; all of it shared by the slots live runs leave (the lesson
         pane: "ready in about N min")."""
-        live, wanted = self.slots.jobs_of_class(PREPARED)
-        # The lesson's: the instructor's and those no learner owns. A learner's experiment pair queues as prepared too,
-        # and a review's "Long runs: 1 … ready in about 1 min" counted one after the lesson's had all ended.
-        wanted = [(rid, training) for rid, training in wanted if _lessons(self.store, rid)]
+        live, jobs = self.slots.jobs_of_class(PREPARED)
+        # The lesson's: the instructor's and those no learner owns (owners.may_control). A learner's experiment pair
+        # queues as prepared too: a review's "Long runs: 1 … ready in about 1 min" counted one, the lesson's all ended.
+        wanted = [(job.run_id, training) for job, training in jobs
+                  if not job.learner or job.learner.get("instructor")]  # fmt: skip
         left, statuses = {}, {}
         for run_id, training in wanted:
             status = read_status(self.store.path(run_id))
@@ -390,12 +391,3 @@ class RunManager:
         # a second, and each used to read config.json from disk for this. A run without a job is read from disk.
         config = {"learner": job.learner} if job is not None else read_config_json(self.store.path(run_id))
         require_control(config, actor, run_id)
-
-
-def _lessons(store: RunStore, run_id: str) -> bool:
-    """Whether a prepared run is the lesson's: the instructor's, or no learner's (owners.may_control)."""
-    try:
-        learner = read_config_json(store.path(run_id)).get("learner") or {}
-    except RunStoreError:
-        return False
-    return not learner or bool(learner.get("instructor"))

@@ -120,12 +120,12 @@ class Slots:
         with self._lock:
             return self._jobs.get(run_id)
 
-    def jobs_of_class(self, priority: str) -> tuple[int, list[tuple[str, bool]]]:
-        """(how many LIVE jobs hold slots, [(run id, holds a slot)] of the jobs of class `priority`, slots first)."""
+    def jobs_of_class(self, priority: str) -> tuple[int, list[tuple[Job, bool]]]:
+        """(how many LIVE jobs hold slots, [(job, holds a slot)] of the jobs of class `priority`, slots first)."""
         with self._lock:
             live = sum(job.priority == LIVE for job in self._jobs.values())
-            wanted = [(j.run_id, True) for j in self._jobs.values() if j.priority == priority]
-            return live, wanted + [(j.run_id, False) for j in self._queue if j.priority == priority]
+            wanted = [(j, True) for j in self._jobs.values() if j.priority == priority]
+            return live, wanted + [(j, False) for j in self._queue if j.priority == priority]
 
     def set_time_limit(self, run_id: str, seconds: float) -> None:
         """Each worker of the run may hold a training slot this long (the room's time budget)."""

@@ -145,8 +145,9 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
     # training parent saved more (5000 -> 8500 -> 11000), and each move drew new setting boxes, so a learning rate
     # typed a moment before was lost and "Start the branch" made a plain copy (a review)
     step_key, edits_key = f"{train_keys.W_BRANCH}:{run_id}:step", f"{train_keys.W_BRANCH}:{run_id}:edits"
-    pruned = state.get(step_key) if state.get(step_key) is not None and state.get(step_key) not in steps else None
-    if state.get(step_key) not in steps:
+    before = state.get(step_key)
+    pruned = before if before is not None and before not in steps else None
+    if before not in steps:
         state.put(step_key, steps[first])
     step = st.selectbox("Checkpoint step", steps, key=step_key)
     if pruned is not None:  # the run's checkpoint retention deleted the step this panel was on (a training parent)

@@ -80,6 +80,9 @@ def generated_header(name: str, step: int, at: str) -> str:
     return f"**Generated** ({name}, step {step}{at}; the prompt, then the model's continuation)"
 
 
+RISEN = 1.05  # an eval this far above the best: the held-out loss has begun to rise
+
+
 def checkpoint_notes(
     config: dict,
     events: list[dict],
@@ -137,7 +140,7 @@ def checkpoint_notes(
         # Which came first, the rise or the changes: a review's run over-fitted its 12 kB text from step 650 on,
         # and the note blamed four knob changes made from step 5,474 on
         rise = next((e for e in evals if isinstance(e.get("step"), int) and best["step"] < e["step"] <= step
-                     and (e.get("val_loss") or 0) >= 1.05 * best["val_loss"]), None)  # fmt: skip
+                     and (e.get("val_loss") or 0) >= RISEN * best["val_loss"]), None)  # fmt: skip
         risen = (
             f"; the held-out loss had risen already, to {rise['val_loss']:.3f} at step {rise['step']:,}, "
             "before the first of them"
