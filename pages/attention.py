@@ -86,6 +86,7 @@ if snapshots and not following_live:  # a live run's count is the live caption's
 
 @backlog.live_fragment(PLAY_EVERY_S if playing else None)
 def grid_and_detail() -> None:
+    in_view.redraw_if_moved(run_id)  # a timed refresh never draws a run no longer in view
     steps = [int(s["step"]) for s in rd.attention_index().get("snapshots", [])] or [0]
     started, follow = (
         bool(state.get(attention_keys.ATTN_PLAY_STARTED)),
@@ -162,6 +163,7 @@ def follow_live() -> None:
     the page (at most every FOLLOW_EVERY_S); the grid is not re-sent while nothing changed."""
     if not following_live:
         return
+    in_view.redraw_if_moved(run_id)
     rd.poll()
     resources.touch(run_id)
     steps = [int(s["step"]) for s in rd.attention_index().get("snapshots", [])]

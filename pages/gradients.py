@@ -49,6 +49,7 @@ view = (
 
 @backlog.live_fragment(REFRESH_S if active else None)
 def live_gradients() -> None:
+    in_view.redraw_if_moved(run_id)  # a timed refresh never draws a run no longer in view
     rd.poll()
     resources.touch(run_id)
     status = rd.status()

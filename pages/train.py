@@ -108,7 +108,10 @@ period = live_period.period(live_period.session_token()) if active else None
 def live_view() -> None:
     if train_keys.click_pending():  # a click whose full run was cut short: only the full run acts on it
         st.rerun()
+    in_view.redraw_if_moved(run_id)  # a timed refresh never draws a run no longer in view, nor "No run yet" over it
     rd = run.reader_now(store) if run else None  # the page's handle: on a timed refresh, polled again
+    if rd is None and run is not None:  # deleted or unreadable since the page drew it: the full page says so
+        st.rerun()
     if rd is None:
         in_lesson = state.get(teach_keys.LESSON_SHOWN) and not learner.instructor  # a learner following the room
         st.info(

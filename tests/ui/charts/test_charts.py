@@ -203,7 +203,10 @@ def test_loss_chart_baseline_target_events_and_nonfinite():
     assert any(abs(y - math.log(65)) < 1e-9 for y in rules_at(spec, "y"))
     assert 1.88 in rules_at(spec, "y")
     labels = texts(spec)
-    assert "uniform guess ln(V)=4.17" in labels and "target 1.88" in labels
+    assert "target 1.88" in labels
+    # The uniform guess in the subtitle, not on the plot: its label lay under the curve's start and the knob badges
+    assert not any("uniform" in label for label in labels)
+    assert "dashed line at 4.17: a uniform guess, ln(V)" in spec["title"]["subtitle"]
     # Knob changes: numbered badges on the chart, their list ("① mask causal→none @150") in a legend under it
     entries = [row["entry"] for row in spec["datasets"]["knobs"]]
     assert entries == ["① mask causal→none @150", "② LR 0.001→0.003 @200"]
@@ -238,7 +241,8 @@ def test_loss_chart_waits_on_empty_or_broken_input(metrics):
     spec = curves.loss_chart(metrics, None, None, vocab_size=65).to_dict()
     # The wait in the subtitle, which wraps; the title as short as the grad chart's (review: "Training loss:
     # waiting for the first s…", cut in the Train page's column at 1280x720, Large fonts).
-    assert title_text(spec) == "Training loss" and spec["title"]["subtitle"] == ["waiting for the first step"]
+    assert title_text(spec) == "Training loss"
+    assert spec["title"]["subtitle"] == ["waiting for the first step", "dashed line at 4.17: a uniform guess, ln(V)"]
     json.dumps(spec, allow_nan=False)  # what goes to the browser is strict JSON
 
 
@@ -251,12 +255,12 @@ def test_waiting_charts_keep_the_title_short_and_say_the_wait_below_it():
                   curves.grad_norm_chart([], 1.0, [], large=True)):  # fmt: skip
         title = title_text(chart.to_dict())
         assert "waiting" not in title and len(title) <= len("Gradient norm, unclipped"), title
-    assert curves.loss_chart(METRICS, EVALS, EVENTS, 65).to_dict()["title"] == "Training loss"  # no subtitle
+    assert curves.loss_chart(METRICS, EVALS, EVENTS, None).to_dict()["title"] == "Training loss"  # no subtitle
 
 
 def test_loss_chart_without_vocab_has_no_baseline():
     spec = curves.loss_chart(METRICS, EVALS, EVENTS, vocab_size=None).to_dict()
-    assert not [t for t in texts(spec) if t.startswith("uniform")]
+    assert not [t for t in texts(spec) if t.startswith("uniform")] and spec["title"] == "Training loss"
 
 
 def test_a_100k_step_run_sends_a_bounded_payload():

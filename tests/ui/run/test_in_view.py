@@ -155,3 +155,22 @@ def test_commands_go_through_the_handle_as_its_viewer(monkeypatch):
         ("stop", "r1", anna),
         ("r1", anna, False),
     ]
+
+
+def test_a_timed_refresh_redraws_the_whole_page_once_the_run_in_view_moved(monkeypatch):
+    """A fragment keeps the handle of the run its page's full script run drew: once the run in view changed (Set up
+    in the lesson pane, a branch), its timed refresh reruns the page instead of drawing that run under the new
+    run's title ("Watching … (read-only)" above "No run yet", a review's screen). A full script run never reruns."""
+    reruns = []
+    monkeypatch.setattr(in_view.st, "rerun", lambda: reruns.append(in_view.run_id()))
+    monkeypatch.setattr(in_view, "fragment_rerun", lambda: True)
+    state.put(state.RUN_ID, "run-a")
+    in_view.redraw_if_moved("run-a")  # the same run: the fragment draws it
+    assert reruns == []
+    in_view.redraw_if_moved(None)  # the page drew no run; one is in view now
+    state.put(state.RUN_ID, "run-b")
+    in_view.redraw_if_moved("run-a")  # the page drew run-a; run-b is in view now
+    assert reruns == ["run-a", "run-b"]
+    monkeypatch.setattr(in_view, "fragment_rerun", lambda: False)
+    in_view.redraw_if_moved("run-a")  # the page's own full run draws what is in view: nothing to redraw
+    assert reruns == ["run-a", "run-b"]

@@ -176,13 +176,17 @@ def loss_chart(
     # "Training loss: waiting for the first s…" in the Train page's column at 1280x720, Large fonts.
     title = "Training loss"
     below = legend_lines(len(datasets["knobs"]))
-    key = (raw_name, smooth_name, title, (ghost_label or "") if ghost else None, x_title, large, below, not rows)
+    # The uniform guess is named in the subtitle, not on the plot: its line sits at the top of the y range, where
+    # the curve starts and the knob badges stand, and its label there lay under both (1280x720, Large fonts).
+    uniform_words = f"dashed line at {uniform:.2f}: a uniform guess, ln(V)" if uniform else None
+    key = (raw_name, smooth_name, title, (ghost_label or "") if ghost else None, x_title, large, below, not rows,
+           uniform_words)  # fmt: skip
     return live_spec(_loss_template, key, datasets)
 
 
 def _loss_template(
     raw_name: str, smooth_name: str | None, title: str, ghost_label: str | None, x_title: str, large: bool,
-    below: int = 0, waiting: bool = False,
+    below: int = 0, waiting: bool = False, uniform_words: str | None = None,
 ):  # fmt: skip
     t = theme(large)
     # A title no taller than the plot (style.y_title_lines): "cross-entropy loss (nats per character)" ran off its
@@ -202,11 +206,11 @@ def _loss_template(
         base.mark_line(strokeWidth=t["line"]),
         base.mark_point(filled=True, size=6 * t["text"]).transform_filter(alt.datum.series == "val"),
         hover_layer(base.encode(tooltip=tooltip), "loss", data="loss_hover"),
-        *reference_layers("uniform", yspec, t),
+        *reference_layers("uniform", yspec, t, labelled=False),
         *reference_layers("target", yspec, t, colour=GREEN, dash=(2, 3)),
         *_event_template_layers(t, x_title),
     ]
-    subtitle = [WAITING] if waiting else []
+    subtitle = ([WAITING] if waiting else []) + ([uniform_words] if uniform_words else [])
     if ghost_label is not None:  # the run this one replaced, faint, named in the subtitle
         ghost = alt.Chart(alt.NamedData("ghost")).encode(x=step_x(x_title), y=value_y("loss:Q", **yspec))
         layers.insert(0, ghost.mark_line(color=GREY, opacity=0.55, strokeDash=[5, 3], strokeWidth=t["line"]))

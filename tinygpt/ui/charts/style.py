@@ -180,12 +180,12 @@ def hover_rows(rows: list[dict], *by: str, limit: int = HOVER_POINTS) -> list[di
 
 def reference_layers(
     source: str | list[dict], yspec: dict, t: dict, colour: str = GREY, dash: Sequence[int] = (6, 4),
-    above: bool = False,
+    above: bool = False, labelled: bool = True,
 ) -> list:  # fmt: skip
     """Labelled horizontal reference lines from rows {"ref", "label"} (see `reference_rows`; none: nothing drawn),
     on the same y title and scale (`yspec`, see `value_y`) as the chart. `source` names a live chart's dataset, or
     is the rows. `above`: the label sits on top of its line, for a reference that the lines stay under (a chart
-    that keeps room above it)."""
+    that keeps room above it). `labelled` False: the line alone, its words said elsewhere (the chart's subtitle)."""
     base = alt.Chart(alt.NamedData(source) if isinstance(source, str) else data_frame(source))
     y = value_y("ref:Q", **yspec)
     rule = base.mark_rule(strokeDash=list(dash), color=colour, strokeWidth=t["line"]).encode(
@@ -197,7 +197,7 @@ def reference_layers(
     text = base.mark_text(align="left", dx=6, color=colour, fontSize=t["text"], **place).encode(
         y=y, x=alt.value(0), text="label:N"
     )
-    return [rule, text]
+    return [rule, text] if labelled else [rule]
 
 
 def reference_rows(value: Any, label: str) -> list[dict]:

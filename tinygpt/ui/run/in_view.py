@@ -46,6 +46,15 @@ def run_id() -> str | None:
     return st.session_state.get(RUN_ID)
 
 
+def redraw_if_moved(shown_id: str | None) -> None:
+    """First thing in a page's live fragment: on the fragment's own timed rerun, when the run in view is no longer
+    the one the page's full script run drew (Set up in the lesson pane, a branch, a run opened elsewhere), redraw
+    the whole page. The fragment holds the old run's handle, and would draw it under the new run's title and
+    messages (a review saw "Watching … (read-only)" above "No run yet" for one refresh)."""
+    if fragment_rerun() and run_id() != shown_id:
+        st.rerun()
+
+
 def set_run_id(new_id: str | None) -> None:
     """Make a run current (None: no run) and write it into the URL."""
     if new_id is None:
