@@ -160,6 +160,46 @@ def test_a_refresh_of_the_same_step_computes_before_it_draws_the_check(monkeypat
     assert events[:2] == ["slots", "checking-note"]
 
 
+def test_a_learners_open_choice_and_a_decided_check_come_together_with_the_grade(monkeypatch):
+    """A review's learner saw the step's decided check under choices that still said "You may change it until the
+    check appears" for one refresh (the grade came 3 s later): on a first look that drew an open choice, a decided
+    check waits for the next refresh, which draws it with the grade; an undecided one is drawn at once."""
+    from contextlib import nullcontext
+
+    from tinygpt.runs.owners import Actor
+    from tinygpt.ui.teach import lesson, prediction_view
+
+    events: list[str] = []
+
+    class Slot:
+        def info(self, text, **_k):
+            events.append(f"note:{text.rsplit('): ', 1)[1]}")
+
+        def container(self, **_k):
+            return nullcontext()
+
+    session: dict = {}
+    monkeypatch.setattr(lesson_view.state, "get", lambda key, default=None: session.get(key, default))
+    monkeypatch.setattr(lesson_view.state, "put", lambda key, value: session.__setitem__(key, value))
+    monkeypatch.setattr(lesson_view, "room", lambda: {"step": 6, "runs": {}, "measured": {}})
+    monkeypatch.setattr(lesson_view, "_check_slots", lambda: (Slot(), Slot()))
+    checks = {6: lesson.Check(True, "seen"), 7: lesson.Check(None, "Not enough data yet")}
+    monkeypatch.setattr(lesson_view, "_computed_check", lambda step, actor, data: (checks[lesson.STEPS.index(step)], []))
+    monkeypatch.setattr(lesson_view, "named_run", lambda check, *_: check)
+    monkeypatch.setattr(
+        prediction_view, "pane_part", lambda step, actor, check: events.append(f"choices:{check and check.text}") or True
+    )
+    learner = Actor("a" * 16, "Ada")
+    lesson_view.check_view(6, learner, 6, draw=lambda check, lines: events.append(f"draw:{check.text}"))
+    assert events == ["note:reading its runs ...", "choices:None", "note:grading your prediction ..."]
+    events.clear()
+    lesson_view.check_view(6, learner, 6, draw=lambda check, lines: events.append(f"draw:{check.text}"))
+    assert events == ["draw:seen", "choices:seen"]  # the refresh: the check and its grade together
+    events.clear()
+    lesson_view.check_view(7, learner, 7, draw=lambda check, lines: events.append(f"draw:{check.text}"))
+    assert events == ["note:reading its runs ...", "choices:None", "draw:Not enough data yet"]  # nothing to grade
+
+
 def test_prepare_is_offered_only_while_a_long_steps_runs_are_not_started(monkeypatch):
     """A reviewer saw "Prepare the long runs" still offered at step 12, every long run finished."""
     from tinygpt.ui.teach import lesson

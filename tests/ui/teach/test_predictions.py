@@ -166,7 +166,9 @@ def test_the_projector_shows_no_grade_before_the_rooms_check_is_shown(tmp_path):
     book.settle(step.key, SEEN, "f")
     line = prediction_view.room_line(book, step)
     assert line.startswith("2 answered") and "right" not in line, line
-    book.reveal(step.key, None)  # the instructor's Set up: the room's check is shown
+    book.reveal(step.key, None)  # the instructor's Set up: the room's check is shown ...
+    line = prediction_view.room_line(book, step)  # ... but not settled yet: it read "1 right of 1 (100%)", then 50%
+    assert line.startswith("2 answered") and "right" not in line, line
     book.settle(step.key, SEEN)
     assert "1 right of 2 (50%)" in prediction_view.room_line(book, step)
 

@@ -32,7 +32,7 @@ from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, people_keys
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import flashes
-from tinygpt.ui.teach import lesson, lesson_reset, prediction_view, teach_keys
+from tinygpt.ui.teach import lesson, lesson_reset, prediction_view, predictions, teach_keys
 from tinygpt.ui.teach.lesson import HEADS, INDUCTION, LECTURE, STEPS, Step
 from tinygpt.ui.teach.lesson_evidence import evidence, reader_of
 from tinygpt.ui.train import knob_widgets, settings, train_keys
@@ -338,20 +338,29 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
         st.rerun(scope="app")  # the instructor moved the room: the pane follows
     step = STEPS[index]
     first_look = state.get(teach_keys.LESSON_CHECKED) != index
+    choosing = False  # a learner's open choice drawn on this first look
     if first_look:
         # Before the check is computed (the circuit steps' read checkpoints and ablate heads: 15 s and more), the
         # slot says which step it checks: until overwritten, the browser kept showing the previous step's check,
         # "seen", under this step's title.
         predicted, slot = _check_slots()
-        slot.info(f"Checking step {index + 1} ({safe.md(step.section)}): reading its runs ...",
-                  icon=":material/hourglass_top:")  # fmt: skip
+        checking = f"Checking step {index + 1} ({safe.md(step.section)})"
+        slot.info(f"{checking}: reading its runs ...", icon=":material/hourglass_top:")
         # The choices come before the computation (step 8 reads 21 runs: 13 s and more): drawn after it, a review's
         # learners saw no choices until the check had closed the question. Computing it closes an open answer
         # (graded_check), so a choice made after the check appears is refused, and the next refresh grades it.
         with predicted.container():
-            prediction_view.pane_part(step, actor, None)
+            choosing = prediction_view.pane_part(step, actor, None)
     check, lines = _computed_check(step, actor, data)
     check = named_run(check, step, runs_for(actor, data), in_view.run_id())
+    if first_look and choosing and predictions.outcome_of(check) is not None:
+        # The check comes with the grade it gives, at the next refresh (REFRESH_S): drawn now, a decided check stood
+        # under choices that still said "You may change it until the check appears" (a review's learner saw it
+        # for a refresh), and a change made then would be refused. One script run draws one radio, so the grade
+        # cannot be drawn here.
+        state.put(teach_keys.LESSON_CHECKED, index)
+        slot.info(f"{checking}: grading your prediction ...", icon=":material/hourglass_top:")
+        return
     if not first_look:
         # On a refresh of the same step the slots come only now: a slot drawn before the computation blanked the
         # check on screen for the seconds it takes (a reviewer saw step 7's check vanish 2 s after it appeared).

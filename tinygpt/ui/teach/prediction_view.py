@@ -42,10 +42,11 @@ def _chosen(step: lesson.Step, actor: Actor) -> None:
         state.pop(_key(step))  # the kept answer, not the refused one, is what this learner sees
 
 
-def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
-    """Called by the lesson pane with the check it just computed: the choice while open, the grade after."""
+def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> bool:
+    """Called by the lesson pane with the check it just computed: the choice while open, the grade after.
+    Returns whether it drew the open choice."""
     if step.answers is None:
-        return
+        return False
     pages = book()
     pages.settle(step.key, predictions.outcome_of(check), actor.id, check)  # the check appeared to this learner
     records, room_outcome = pages.step(step.key)
@@ -67,13 +68,13 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
         st.caption(("You may change it until the check appears." if mine else
                     "Choose before the check appears: after it, answers are final.")
                    + " What to watch for comes with the check.")  # fmt: skip
-        return
+        return True
     # "Watch for" says what happens, the answer: a review's learners read it above the choices at every step
     watch = f"**Watch for:** {step.watch}"
     if mine is None:
         st.caption(record.no_prediction(outcome))
         st.markdown(watch)
-        return
+        return False
     got = predictions.grade(step.answers, mine, outcome)
     text = f"Your prediction: **{safe.md(mine)}** · {OUTCOME_WORDS[outcome]} · **{GRADE_WORDS[got]}**"
     if got == RIGHT:
@@ -83,6 +84,7 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
     else:
         st.info(text, icon=":material/help:")
     st.markdown(watch)
+    return False
 
 
 def record_button(actor: Actor) -> None:
@@ -109,10 +111,12 @@ def instructor_part(step: lesson.Step, check: lesson.Check) -> None:
 def room_line(pages: predictions.PredictionBook, step: lesson.Step) -> str:
     """The spread as the projector says it. Grades only once the room's check is shown: a learner who set the step
     up in their own pane is graded there, and the projector read "1 right (100% of those graded)" under "This
-    step's check has its result: it appears once you press Set up this step"."""
+    step's check has its result: it appears once you press Set up this step". And only once the room's check has
+    settled (its outcome), which grades every answer: right after Set up the projector read "1 right of 1 (100%)",
+    the learner graded in their own pane, and "1 right of 2 (50%)" a refresh later."""
     records, outcome = pages.step(step.key)
     spread = predictions.tally(step.answers, records, outcome)
-    return predictions.spread_line(spread, graded=pages.revealed(step.key, None))
+    return predictions.spread_line(spread, graded=pages.revealed(step.key, None) and outcome is not None)
 
 
 class HeldCheck(lesson.Check):
@@ -174,11 +178,12 @@ def set_up(step: lesson.Step, actor: Actor) -> None:
     book().reveal(step.key, None if actor.instructor else actor.id)
 
 
-def pane_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> None:
+def pane_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> bool:
+    """The viewer's part of the step's prediction; returns whether it drew a learner's open choice."""
     if actor.instructor:
         instructor_part(step, check)
-    else:
-        learner_part(step, actor, check)
+        return False
+    return learner_part(step, actor, check)
 
 
 # ---------------------------------------------------------------- the Room page
@@ -195,7 +200,8 @@ def _spread() -> None:
     records, outcome = book().step(step.key)
     spread = predictions.tally(step.answers, records, outcome)
     st.markdown(f"**Step {room['step'] + 1}: {safe.md(step.section)}** · {safe.md(step.predict)}")
-    st.markdown(safe.md(predictions.spread_line(spread)))  # in one line, as text: what a browser test reads too
+    # In one line, as text (what a browser test reads too); the share once the room's check grades every answer
+    st.markdown(safe.md(predictions.spread_line(spread, graded=outcome is not None)))
     counts = [{"answer": a, "learners": n} | ({"grade": predictions.grade(step.answers, a, outcome) or ""}
               if outcome else {}) for a, n in spread["counts"].items()]  # fmt: skip
     top = max([1, *spread["counts"].values()])
@@ -203,10 +209,10 @@ def _spread() -> None:
     left.dataframe(counts, hide_index=True, width="stretch", column_config={
         "learners": st.column_config.ProgressColumn("learners", min_value=0, max_value=top, format="%d")})  # fmt: skip
     right.metric("Answered", spread["answered"])
-    if spread["share_right"] is not None:
+    if spread["share_right"] is not None and outcome:  # not before the room's check: room_line
         right.metric("Right", f"{spread['share_right']:.0%}", help=f"{spread['right']} right of {spread['of']}: every "
                      f"answer the check decided, {spread['not_sure']} of them not sure.")  # fmt: skip
-    elif outcome or spread["not_decided"]:
+    elif outcome:
         right.caption("The check decided nothing: no share right.")
     else:
         right.caption("The share right appears with the check.")
