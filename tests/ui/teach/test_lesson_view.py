@@ -184,11 +184,11 @@ def test_a_learners_open_choice_and_a_decided_check_come_together_with_the_grade
     monkeypatch.setattr(lesson_view, "room", lambda: {"step": 6, "runs": {}, "measured": {}})
     monkeypatch.setattr(lesson_view, "_check_slots", lambda: (Slot(), Slot()))
     checks = {6: lesson.Check(True, "seen"), 7: lesson.Check(None, "Not enough data yet")}
-    monkeypatch.setattr(lesson_view, "_computed_check", lambda step, actor, data: (checks[lesson.STEPS.index(step)], []))
+    computed = lambda step, actor, data: (checks[lesson.STEPS.index(step)], [])  # noqa: E731
+    monkeypatch.setattr(lesson_view, "_computed_check", computed)
     monkeypatch.setattr(lesson_view, "named_run", lambda check, *_: check)
-    monkeypatch.setattr(
-        prediction_view, "pane_part", lambda step, actor, check: events.append(f"choices:{check and check.text}") or True
-    )
+    choices = lambda step, actor, check: events.append(f"choices:{check and check.text}") or True  # noqa: E731
+    monkeypatch.setattr(prediction_view, "pane_part", choices)
     learner = Actor("a" * 16, "Ada")
     lesson_view.check_view(6, learner, 6, draw=lambda check, lines: events.append(f"draw:{check.text}"))
     assert events == ["note:reading its runs ...", "choices:None", "note:grading your prediction ..."]

@@ -173,6 +173,21 @@ def test_the_projector_shows_no_grade_before_the_rooms_check_is_shown(tmp_path):
     assert "1 right of 2 (50%)" in prediction_view.room_line(book, step)
 
 
+def test_the_room_says_why_it_shows_no_share_right():
+    """A review's Room read "The check decided nothing: no share right." beside a decided check's grades, where the
+    one answer was "not sure"."""
+    only_unsure = {"a": {"answer": UPDOWN.options[-1], "name": "ann"}}
+    assert UPDOWN.options[-1] == "not sure"
+    spread = predictions.tally(UPDOWN, only_unsure, SEEN)
+    assert spread["share_right"] is None
+    words = predictions.no_share_words(spread, SEEN)
+    assert words == 'No share right: all 1 answer(s) were "not sure", which is never graded.'
+    assert predictions.no_share_words(spread, UNDECIDED) == "The check decided nothing: no share right."
+    assert predictions.no_share_words(spread, None) == "The share right appears with the check."
+    none = predictions.tally(UPDOWN, {}, SEEN)
+    assert predictions.no_share_words(none, SEEN) == "No answers to grade: no share right."
+
+
 def test_the_csv_has_every_step_and_answer_and_no_names(tmp_path):
     book = PredictionBook(tmp_path)
     first = lesson.STEPS[0]

@@ -212,10 +212,8 @@ def _spread() -> None:
     if spread["share_right"] is not None and outcome:  # not before the room's check: room_line
         right.metric("Right", f"{spread['share_right']:.0%}", help=f"{spread['right']} right of {spread['of']}: every "
                      f"answer the check decided, {spread['not_sure']} of them not sure.")  # fmt: skip
-    elif outcome:
-        right.caption("The check decided nothing: no share right.")
     else:
-        right.caption("The share right appears with the check.")
+        right.caption(predictions.no_share_words(spread, outcome))
     if state.get(people_keys.W_SPREAD_NAMES) and spread["rows"]:
         st.table(spread["rows"])  # a page-wide table, readable from the back (a class is tens of learners)
 

@@ -271,6 +271,18 @@ def tally(answers: Answers, records: Mapping[str, Mapping], room_outcome: str | 
             "not_decided": grades.get(NOT_DECIDED, 0), "share_right": share, "rows": rows}  # fmt: skip
 
 
+def no_share_words(spread: dict, outcome: str | None) -> str:
+    """Why the Room shows no share right: no check yet, a check that decided nothing, or a decided check whose
+    answers were all "not sure" (a review's Room read "The check decided nothing" beside grades right and wrong)."""
+    if outcome is None:
+        return "The share right appears with the check."
+    if outcome == UNDECIDED:
+        return "The check decided nothing: no share right."
+    if spread["not_sure"]:
+        return f'No share right: all {spread["not_sure"]} answer(s) were "not sure", which is never graded.'
+    return "No answers to grade: no share right."
+
+
 def spread_line(spread: dict, graded: bool = True) -> str:
     """The spread in one line, naming no learner: what the projector shows; `graded` False (the room's check not
     shown yet) leaves out how many were right."""
