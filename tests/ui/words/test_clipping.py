@@ -89,3 +89,25 @@ def test_a_loss_that_stays_far_above_the_runs_best_is_no_healthy_clipping_either
     healthy = [{**m, "loss": 1.5 - 0.1 * (m["step"] - 12701) / 299} for m in records]
     text = clip_caption(healthy, {"max_grad_norm": 1.0}, "adamw", evals[:3])
     assert "what clipping is for" in text and "The loss is falling" in text, text
+
+
+def test_held_out_noise_counts_the_held_out_texts_own_size_and_says_it():
+    """A review's 200-character run read "Held-out loss 3.446 → 3.668 (steps 100 → 300, +0.222 ± 0.069): rising"
+    on a held-out split of 20 characters, about one window of 16: the ± was the eval batches' spread alone. The
+    noise is now the lab's held-out noise (the same windows paired, the split's own size counted), and the size is
+    said; on a long split the same change is judged as before, paired."""
+    records = [{"step": s, "loss": 2.0, "grad_norm": 0.5, "clipped": False, "lr": 1e-3} for s in range(101, 301)]
+
+    def evals(tokens: int) -> list[dict]:
+        shape = [16, 16]
+        noise = [0.04, -0.03, 0.05, -0.06, 0.0]
+        return [{"step": 100, "val_loss": 3.446, "val_batch_losses": [3.446 + b for b in noise],
+                 "val_tokens": tokens, "batch_shape": shape},
+                {"step": 300, "val_loss": 3.668, "val_batch_losses": [3.668 + b * 1.5 for b in noise],
+                 "val_tokens": tokens, "batch_shape": shape}]  # fmt: skip
+
+    tiny = clip_caption(records, KNOBS, "adamw", evals(20))
+    assert "on 20 held-out characters (about 1 window of 16)" in tiny, tiny
+    assert "too little held-out text to tell" in tiny and "rising" not in tiny, tiny
+    long = clip_caption(records, KNOBS, "adamw", evals(111_540))
+    assert "on 111,540 held-out characters (about 6,971 windows of 16)" in long and ": rising." in long, long

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from tinygpt.lab.verdict import NOISE_SIGMAS, Difference, clears
+from tinygpt.lab.verdict import NOISE_SIGMAS, Difference, clears, held_out_variance
 
 CLIP_WINDOW = 300  # steps the clipping caption describes: the recent past, not the warmup's first spikes
 MIN_TREND_STEPS = 30  # losses needed to judge their trend: 10 a third, enough for each third's spread
@@ -79,18 +79,69 @@ def _held_out_said(evals, first: object, last: object) -> tuple[bool | None, str
     then = before[-1] if before else inside[0]
     if then is now:
         return None, f" Held-out loss {now['val_loss']:.3f} at step {now['step']:,}."
-    spread = [_batch_variance(e) for e in (then, now)]
-    if None in spread:  # no batch losses (an older run): the change is said, not judged
+    difference = eval_gap(then, now)
+    if difference is None:  # no batch losses (an older run): the change is said, not judged
         change = now["val_loss"] - then["val_loss"]
         steps = f"steps {then['step']:,} → {now['step']:,}"
         return None, f" Held-out loss {then['val_loss']:.3f} → {now['val_loss']:.3f} ({steps}, {change:+.3f})."
-    difference = Difference(round(now["val_loss"] - then["val_loss"], 3), math.sqrt(sum(spread)), 1, paired=False)
     rising, _ = clears(difference, 0.0)
+    split = held_out_words(now)
     said = (f" Held-out loss {then['val_loss']:.3f} → {now['val_loss']:.3f} (steps {then['step']:,} → "
-            f"{now['step']:,}, {difference.mean:+.3f} ± {NOISE_SIGMAS * difference.standard_error:.3f})")  # fmt: skip
+            f"{now['step']:,}, {difference.mean:+.3f} ± {NOISE_SIGMAS * difference.standard_error:.3f}"
+            f"{', ' + split if split else ''})")  # fmt: skip
     if rising:
         return True, said + ": rising."
-    return rising, said + (": falling." if rising is False else ": flat within noise.")
+    if rising is False:
+        return False, said + ": falling."
+    return None, said + (": too little held-out text to tell." if scant_held_out(now) else ": flat within noise.")
+
+
+SCANT_WINDOWS = 20  # held-out windows of the context's length that do not overlap: fewer, and a flat change is no news
+
+
+def _split(record: dict) -> tuple[int, int] | None:
+    """(held-out characters, context) an eval recorded, or None (an older run's eval)."""
+    tokens, shape = record.get("val_tokens"), record.get("batch_shape")
+    if not isinstance(tokens, int) or not isinstance(shape, (list, tuple)) or len(shape) != 2:
+        return None
+    if not all(isinstance(v, int) and v > 0 for v in shape) or tokens < 2:
+        return None
+    return tokens, shape[1]
+
+
+def held_out_words(record: dict) -> str:
+    """ "on 610 held-out characters (about 38 windows of 16)": what an eval's held-out loss was measured on."""
+    split = _split(record)
+    if split is None:
+        return ""
+    tokens, context = split
+    windows = tokens // context
+    return f"on {tokens:,} held-out characters (about {windows:,} window{'s' if windows != 1 else ''} of {context})"
+
+
+def scant_held_out(record: dict) -> bool:
+    split = _split(record)
+    return split is not None and split[0] // split[1] < SCANT_WINDOWS
+
+
+def eval_gap(then: dict, now: dict) -> Difference | None:
+    """now's held-out loss minus then's (two evals of one run), with the lab's held-out noise
+    (tinygpt.lab.verdict.held_out_variance): paired batch by batch when both scored the same windows (every eval of a
+    run draws them with one seed, so a hard passage is hard for both), and counting the held-out text's own size, so
+    20 held-out characters are not read as 20 pieces of evidence (a review's caption said "+0.222 ± 0.069: rising"
+    on them, from the batches' spread alone). None without two batch losses on each side."""
+    sides = [_batches(e) for e in (then, now)]
+    if len(sides[0]) < 2 or len(sides[1]) < 2:
+        return None
+    mean = round(now["val_loss"] - then["val_loss"], 3)
+    split = _split(now)
+    if split is not None and _split(then) == split and then.get("batch_shape") == now.get("batch_shape") \
+            and len(sides[0]) == len(sides[1]):
+        diffs = [b - a for a, b in zip(*sides, strict=True)]
+        variance = held_out_variance(diffs, tuple(now["batch_shape"]), split[0])
+        return Difference(mean, math.sqrt(variance), len(diffs), paired=True)
+    variances = [_batch_variance(e) for e in (then, now)]
+    return Difference(mean, math.sqrt(sum(variances)), 1, paired=False)
 
 
 FAR_ABOVE_BEST = 1.25  # held-out loss this many times the run's best (and clear of the noise): it lost what it learned
@@ -113,11 +164,9 @@ def far_above_best(evals, last: object, leaks) -> tuple[dict, dict] | None:
     best = min(scored[:-1], key=lambda e: e["val_loss"])
     if now["val_loss"] < FAR_ABOVE_BEST * best["val_loss"]:
         return None
-    spread = [_batch_variance(e) for e in (best, now)]
-    if None not in spread:  # batch losses recorded: the gap must clear their noise (an older run's: said as it is)
-        gap = Difference(round(now["val_loss"] - best["val_loss"], 3), math.sqrt(sum(spread)), 1, paired=False)
-        if clears(gap, 0.0)[0] is not True:
-            return None
+    gap = eval_gap(best, now)
+    if gap is not None and clears(gap, 0.0)[0] is not True:  # batch losses recorded: the gap must clear their noise
+        return None  # (an older run's: said as it is)
     return best, now
 
 
@@ -134,10 +183,17 @@ def _far_above_best(evals, last: object, leaks) -> tuple[bool, str]:
     )
 
 
-def _batch_variance(record: dict) -> float | None:
-    """The squared standard error of an eval's loss, from its per-batch losses; None without two of them."""
-    batches = [b for b in record.get("val_batch_losses") or () if isinstance(b, (int, float)) and math.isfinite(b)]
-    return _mean_variance(batches) if len(batches) > 1 else None
+def _batches(record: dict) -> list[float]:
+    return [b for b in record.get("val_batch_losses") or () if isinstance(b, (int, float)) and math.isfinite(b)]
+
+
+def _batch_variance(record: dict) -> float:
+    """The squared standard error of an eval's loss as the lab counts it (`held_out_variance`: the batches' spread,
+    and the held-out text's own size where the eval recorded it). Called with two batch losses or more."""
+    batches, split = _batches(record), _split(record)
+    if split is None:
+        return _mean_variance(batches)
+    return held_out_variance(batches, tuple(record["batch_shape"]), split[0])
 
 
 def _rates_said(rates: list[float], set_rate: object) -> str:
