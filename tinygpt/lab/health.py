@@ -97,6 +97,7 @@ ROW_SUM_TOLERANCE = 1e-4  # float32 softmax rows sum to 1 within ~1e-7; 1e-4 lea
 INITIAL_LOSS_TOLERANCE = 0.3  # nats: a fresh GPT-2-style init (std 0.02) starts within ~0.1 of ln(vocab)
 DEAD_GRAD = 1e-12  # a parameter whose largest gradient entry is below this received no gradient
 GRAD_WINDOW = 20  # recent steps whose pre-clip gradient norms are held to the clip
+CLIP_OCCASIONAL = 0.2  # clipped on fewer than this share of them: spikes (tinygpt.ui.words.clipping says the same)
 FINITE_WINDOW = 50  # recent steps whose gradient norms must all be finite
 TREND_MIN_STEPS = 20  # fewer recent losses than this: "not enough data" to call a trend
 TREND_WINDOW = 50  # recent step losses the trend compares, older half to newer half
@@ -208,7 +209,7 @@ def check_shape_contracts(model: TinyGPT) -> Check:
 
 
 def check_training_metrics(metrics: list[dict], max_grad_norm: float) -> list[Check]:
-    """Checks on a run's step records: gradient norms finite; pre-clip norms under the clip; loss still falling.
+    """Checks on a run's step records: gradient norms finite; clipping only now and then; loss still falling.
 
     With no clipping (max_grad_norm 0) there is no clip to be under, so that check is left out.
     """
@@ -259,11 +260,15 @@ def schedule_trend_check(metrics: list[dict], window: int = TREND_WINDOW) -> Che
 
 
 def grad_clip_check(norms: list, max_grad_norm: float, window: int = GRAD_WINDOW) -> Check:
-    """The largest pre-clip gradient norm of the last `window` steps against the clip: above it, clipping is still
-    rescaling updates (the learning rate is high for this clip, or the clip tight for this model)."""
+    """How many of the last `window` steps' pre-clip gradient norms were above the clip: on CLIP_OCCASIONAL of
+    them or more, clipping rescales the updates as a rule (the learning rate is high for this clip, or
+    the clip tight for this model); a spike now and then is what clipping is for, as the Train page's clipping
+    caption says. It was "every step under the clip", and FAILed the correct model at step 9 of the lesson for 2
+    clipped steps of 20 while the Train page called the same run's clipping healthy."""
     name, threshold = (
-        "gradient norm under the clip",
-        f"<= max_grad_norm {max_grad_norm:g} on each of the last {window} steps",
+        "gradient clipped only now and then",
+        f"pre-clip norm above max_grad_norm {max_grad_norm:g} on fewer than {CLIP_OCCASIONAL:.0%} of the last {window} "
+        "steps",
     )
     recent = [n for n in norms[-window:] if isinstance(n, (int, float)) and math.isfinite(n)]
     if len(recent) < min(window, 5):
@@ -272,7 +277,7 @@ def grad_clip_check(norms: list, max_grad_norm: float, window: int = GRAD_WINDOW
     detail = (
         f"largest pre-clip norm {worst:.3g}, last {recent[-1]:.3g}; {clipped} of the last {len(recent)} steps clipped"
     )
-    return Check(name, _outcome(worst <= max_grad_norm), worst, threshold, detail)
+    return Check(name, _outcome(clipped < CLIP_OCCASIONAL * len(recent)), float(clipped), threshold, detail)
 
 
 def loss_trend_check(losses: list[float]) -> Check:
