@@ -78,7 +78,8 @@ def test_six_learners_predict_the_room_sees_the_spread_and_the_check_grades_them
     for (_, page), answer in zip(learners, ANSWERS, strict=True):
         expect(pane(page).locator('[data-testid="stRadio"]')).to_have_count(0, timeout=30_000)  # final now
         grade = {STEP.answers.seen: "right", WRONG_ANSWER: "wrong", NOT_SURE: "you were not sure"}[answer]
-        pane_text_matches(page, rf"Your prediction: {re.escape(answer)} · the check saw it · {grade}", 30)
+        found = re.escape(f'the check found "{STEP.answers.seen}"')  # named by the answer the check confirms
+        pane_text_matches(page, rf"Your prediction: {re.escape(answer)} · {found} · {grade}", 30)
         no_exception(page)
     learners[0][1].screenshot(path=shots / "learner-graded.png")
 

@@ -43,8 +43,9 @@ def test_the_record_holds_the_answers_the_outcomes_and_the_runs_with_their_final
     assert "<link" not in page and "src=" not in page and "@import" not in page
     for step in lesson.STEPS:  # every step's title and question
         assert record._e(step.section) in page and record._e(step.predict) in page
-    assert f"<b>{record._e(first.answers.seen)}</b>" in page and "The check saw it: right." in page
-    assert "<b>it crashes</b>" in page and "The check saw it: wrong." in page
+    assert f"<b>{record._e(first.answers.seen)}</b>" in page
+    assert "The check found &quot;between 3 and 5&quot;: right." in page
+    assert "<b>it crashes</b>" in page and "The check found &quot;it looks fine, or even better&quot;: wrong." in page
     assert "2 prediction(s) made; of the 2 whose check decided, 1 right." in page
     names = record.run_names(store)
     assert record._e(names[mine]) in page and "2.5000" in page and "2.6100" in page
@@ -61,7 +62,8 @@ def test_steps_without_an_answer_or_a_check_say_so_and_undecided_is_not_graded(t
     entries = record.step_entries(lesson.STEPS, book, ANNA)
     page = record.record_html("anna", entries, [])
     assert "You were not sure." not in page  # the outcome is said, then the grade
-    assert "The check did not see it: you were not sure." in page
+    # Named by the answer it confirms: "the check saw it · wrong" read as if it saw the learner's answer (a review)
+    assert "The check did not find &quot;between 3 and 5&quot;: you were not sure." in page
     assert record.no_prediction("undecided") in page
     assert "so this step is not graded. The check ended without enough data to tell." in page
     assert "No answer yet; the check had not appeared." in page

@@ -16,7 +16,7 @@ from tinygpt.ui.people import people_keys
 from tinygpt.ui.screen import downloads, flashes
 from tinygpt.ui.teach import lesson, predictions, record, teach_keys
 from tinygpt.ui.teach.predictions import RIGHT, WRONG, PredictionBook
-from tinygpt.ui.teach.record import GRADE_WORDS, OUTCOME_WORDS  # one wording for the pane and the downloaded record
+from tinygpt.ui.teach.record import GRADE_WORDS, outcome_words  # one wording for the pane and the downloaded record
 from tinygpt.ui.words import safe
 
 REFRESH_S = 3.0  # the Room's spread follows the answers as often as the lesson pane refreshes
@@ -76,7 +76,8 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> bool:
         st.markdown(watch)
         return False
     got = predictions.grade(step.answers, mine, outcome)
-    text = f"Your prediction: **{safe.md(mine)}** · {OUTCOME_WORDS[outcome]} · **{GRADE_WORDS[got]}**"
+    found = safe.md(outcome_words(outcome, step.answers))  # 'the check found "between 3 and 5"'
+    text = f"Your prediction: **{safe.md(mine)}** · {found} · **{GRADE_WORDS[got]}**"
     if got == RIGHT:
         st.success(text, icon=":material/thumb_up:")
     elif got == WRONG:

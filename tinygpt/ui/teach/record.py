@@ -29,6 +29,20 @@ GRADE_WORDS = {RIGHT: "right", WRONG: "wrong", NOT_DECIDED: "not decided: the ch
                NOT_SURE: "you were not sure"}  # fmt: skip
 OUTCOME_WORDS = {predictions.SEEN: "the check saw it", predictions.NOT_SEEN: "the check did not see it",
                  predictions.UNDECIDED: "the check ended with not enough data"}  # fmt: skip
+
+
+def outcome_words(outcome: str, answers: predictions.Answers | None) -> str:
+    """What the check found, beside a learner's graded answer, named by the answer it confirms: a review's learner
+    read "Your prediction: over 10 · the check saw it · wrong" (saw what: their answer?). Now "… · the check
+    found "between 3 and 5" · wrong". Without the step's answers (None), the outcome's plain words."""
+    if answers is None or outcome == predictions.UNDECIDED:
+        return OUTCOME_WORDS.get(outcome, outcome)
+    if outcome == predictions.SEEN:
+        return f'the check found "{answers.seen}"'
+    confirmed = [a for a in answers.choices if a in answers.confirmed(outcome)]
+    if len(confirmed) == 1:
+        return f'the check found "{confirmed[0]}"'
+    return f'the check did not find "{answers.seen}"'
 # What the check found, said to a learner who chose no answer before it appeared (the step's question was about
 # an effect: the check found it, did not, or could not tell).
 FOUND_WORDS = {
@@ -65,7 +79,7 @@ def step_entries(steps: Iterable[Any], book: PredictionBook, learner_id: str) ->
         grade = predictions.grade(step.answers, answer, outcome) if step.answers is not None else None
         asked = step.answers is not None
         out.append({"number": number, "title": step.section, "question": step.predict, "asked": asked,
-                    "answer": answer, "outcome": outcome, "grade": grade})  # fmt: skip
+                    "answer": answer, "outcome": outcome, "grade": grade, "answers": step.answers})  # fmt: skip
     return out
 
 
@@ -121,7 +135,7 @@ def _what_happened(entry: Mapping) -> tuple[str, str]:
     outcome, answer, grade = entry["outcome"], entry["answer"], entry["grade"]
     if outcome is None:
         return "open", "The check had not appeared yet." if answer else "No answer yet; the check had not appeared."
-    seen = OUTCOME_WORDS.get(outcome, outcome)
+    seen = outcome_words(outcome, entry.get("answers"))
     if answer is None:
         return "open", no_prediction(outcome)
     css = {RIGHT: "right", WRONG: "wrong"}.get(grade, "open")
