@@ -106,3 +106,16 @@ def test_a_window_longer_than_the_context_is_refused_with_the_same_message_every
         cli_config("demo", values, "synthetic:copy")
     assert str(app.value) == str(via_cli.value)
     assert "sliding window (500) is longer than the context (32)" in str(app.value)
+
+
+def test_what_train_would_start_is_said_from_the_form_until_stopped_included():
+    """A review's learner pressed Train beside the instructor's lecture run and got its Lecture preset at LR 0.1,
+    training until stopped: the watcher's line now says what the form would start."""
+    for field, value in settings.preset_values("Lecture (until stopped)").items():
+        state.put(settings.FIELD_BY_NAME[field].key, value)
+    state.put(train_keys.W_PRESET, "Lecture (until stopped)")
+    state.put(settings.FIELD_BY_NAME["learning_rate"].key, 0.1)  # a live change the form shows, as the run has it
+    words = form.next_run_words("Paste text")
+    assert words == "Lecture (until stopped) · trains until you press Stop · LR 0.1 · Paste text", words
+    state.put(settings.FIELD_BY_NAME["max_steps"].key, 300)
+    assert "· 300 steps ·" in form.next_run_words("Tiny Shakespeare")

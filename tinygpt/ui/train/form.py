@@ -20,7 +20,7 @@ from typing import Any
 
 import streamlit as st
 
-from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, RunConfig
+from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, RunConfig, trains_until_stopped
 from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.presets import preset
 from tinygpt.runs.corpus import read_corpus
@@ -82,6 +82,20 @@ def forget_settings() -> None:
 def form_values() -> dict[str, Any]:
     """The form's current values, by field name."""
     return {f.name: state.get(f.key) for f in settings.FIELDS}
+
+
+def next_run_words(source: str) -> str:
+    """What **Train** would start from the form as it is: its preset, its length, its learning rate and corpus
+    ("Lecture (until stopped) · trains until you press Stop · LR 0.1 · Paste text"). A watcher's form holds the
+    watched run's settings, live changes included: a review's learner pressed Train beside the instructor's run and
+    got its Lecture preset at LR 0.1, training until stopped, and nothing had said so."""
+    values = form_values()
+    steps = values.get("max_steps")
+    length = ("trains until you press Stop" if trains_until_stopped(steps) else
+              f"{steps:,} steps" if isinstance(steps, int) else "")  # fmt: skip
+    lr = values.get("learning_rate")
+    parts = [state.get(train_keys.W_PRESET) or "", length, f"LR {lr:g}" if isinstance(lr, (int, float)) else "", source]
+    return " · ".join(p for p in parts if p)
 
 
 def edits_for_a_new_run(run: str, run_config: dict, source: str) -> list[str]:
