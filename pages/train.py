@@ -127,8 +127,10 @@ def live_view() -> None:
     resources.touch(run_id)  # the lease: a run nobody watches pauses itself
     status = rd.status()
     config = rd.config()
-    if knob_widgets.run_moved(rd.run_id, config, rd.events):  # someone turned a knob, or a change was refused:
-        st.rerun()  # the knobs, drawn outside this fragment, must show the run; a knob change is rare, a redraw cheap
+    # Someone turned a knob, or a change was refused, or one applied since the sidebar named the run's knobs: the
+    # knobs and the sidebar, drawn outside this fragment, must show the run; a knob change is rare, a redraw cheap
+    if knob_widgets.run_moved(rd.run_id, config, rd.events) or in_view.sidebar_behind(rd.run_id, rd.events):
+        st.rerun()
     # The charts are rebuilt only when the run's records changed, and shared with every page watching this run
     # (train_view.shared_figures); otherwise the same figures are sent again, which costs the server little.
     view = train_view.build_view(store, rd, config, status, large, learner)

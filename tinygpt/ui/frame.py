@@ -126,6 +126,8 @@ def run() -> None:
             name = store_names(store.root).get(run_id) or run_id
             rd = in_view.checked_run_reader(run_id)  # the folder sync_run_id found: no second look-up
             now = picking.now_unlike_the_name(rd.config(), rd.events) if rd is not None else ""
+            if rd is not None:
+                in_view.sidebar_drawn(run_id, rd.events)  # a live view redraws the page after a knob change
             now = f" · {safe.md(now)}" if now else ""  # a name keeps its start settings; the knobs move
             # Drawn on the page's runs, not as a timed fragment: a sidebar fragment refreshing every second detached
             # the main area's buttons mid-click (Sample's Generate, in the browser tests)

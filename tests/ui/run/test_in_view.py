@@ -174,3 +174,15 @@ def test_a_timed_refresh_redraws_the_whole_page_once_the_run_in_view_moved(monke
     monkeypatch.setattr(in_view, "fragment_rerun", lambda: False)
     in_view.redraw_if_moved("run-a")  # the page's own full run draws what is in view: nothing to redraw
     assert reruns == ["run-a", "run-b"]
+
+
+def test_a_knob_change_applied_since_the_sidebar_was_drawn_redraws_the_page():
+    """A review's sidebar read "Run: … · LR 0.003" beside the slider at 0.1 and the notice "LR → 0.1: applied at
+    step 9529": the sidebar is drawn by full script runs, and the live view now asks for one after a change."""
+    change = {"kind": "knob", "step": 9529, "knob": "learning_rate", "old": 0.003, "new": 0.1, "ok": True}
+    in_view.sidebar_drawn("run-a", [])
+    assert not in_view.sidebar_behind("run-a", [])
+    assert in_view.sidebar_behind("run-a", [change])  # applied since: redraw
+    assert not in_view.sidebar_behind("run-b", [change])  # another run's events say nothing of this sidebar
+    in_view.sidebar_drawn("run-a", [change])
+    assert not in_view.sidebar_behind("run-a", [change, {**change, "ok": False, "error": "refused"}])  # no change

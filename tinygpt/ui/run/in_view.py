@@ -24,7 +24,7 @@ import streamlit as st
 from tinygpt.errors import RunStoreError
 from tinygpt.runs.check import config_problem
 from tinygpt.runs.files import RESUMABLE_STATES
-from tinygpt.runs.knobs import knobs_now
+from tinygpt.runs.knobs import knob_changes, knobs_now
 from tinygpt.runs.owners import Actor, may_control, may_open_link, read_hold, read_owner
 from tinygpt.runs.reader import RunReader
 from tinygpt.runs.store import RunStore, validate_run_id
@@ -44,6 +44,23 @@ CHECKED = "run_checked"  # (run id, its folder): what sync_run_id found on this 
 
 def run_id() -> str | None:
     return st.session_state.get(RUN_ID)
+
+
+SIDEBAR_CHANGES = "sidebar_knob_changes"  # (run id, applied knob changes) when the sidebar's run line was drawn
+
+
+def sidebar_drawn(run_id: str, events: list[dict]) -> None:
+    """The frame drew the sidebar's run line ("… · now LR 0.1 (changed at step 9,529)") from these events."""
+    st.session_state[SIDEBAR_CHANGES] = (run_id, len(knob_changes(events)))
+
+
+def sidebar_behind(run_id: str, events: list[dict]) -> bool:
+    """Whether a knob change was applied to the run since the sidebar's run line was drawn: a page's live view then
+    redraws the page, sidebar included (a review's sidebar read "LR 0.003" beside the slider at 0.1 and the notice
+    "LR → 0.1: applied at step 9529"). The sidebar is drawn by full script runs only: a timed sidebar fragment
+    detached the main area's buttons mid-click."""
+    drawn = st.session_state.get(SIDEBAR_CHANGES)
+    return bool(drawn) and drawn[0] == run_id and drawn[1] != len(knob_changes(events))
 
 
 def redraw_if_moved(shown_id: str | None) -> None:
