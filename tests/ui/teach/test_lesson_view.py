@@ -271,3 +271,36 @@ def test_the_run_lines_are_read_after_the_check_outside_its_lock(monkeypatch):
     monkeypatch.setattr(lesson_view, "_progress", lines)
     lesson_view._computed_check(step, TEACHER, {"runs": {}, "measured": {}})
     assert order == ["evidence", "lines, locked=False"]
+
+
+def test_set_up_again_sends_no_knob_the_run_has_already(monkeypatch):
+    """A review pressed Set up at step 7 a second time and read a new notice "LR → 0.1: applied at step 11056", the
+    learning rate being 0.1 already: a change that changed nothing. Set up sends only the knobs the run lacks."""
+    from types import SimpleNamespace
+
+    from tinygpt.ui.teach import lesson
+
+    sent, notes = [], []
+    manager = SimpleNamespace(set_knob=lambda rid, name, value, actor: sent.append((name, value)) or "req")
+    store = SimpleNamespace(path=lambda rid: rid)
+    monkeypatch.setattr(lesson_view.resources, "get_manager", lambda: manager)
+    monkeypatch.setattr(lesson_view.resources, "get_store", lambda: store)
+    monkeypatch.setattr(lesson_view, "room", lambda: {"runs": {}})
+    monkeypatch.setattr(lesson_view, "_lecture", lambda *a: "lecture-run")
+    monkeypatch.setattr(lesson_view, "read_owner", lambda path: {})
+    monkeypatch.setattr(lesson_view, "may_control", lambda owner, actor: True)
+    monkeypatch.setattr(lesson_view.in_view, "set_run_id", lambda rid: None)
+    monkeypatch.setattr(lesson_view.knob_widgets, "add_knob_note", lambda *a: notes.append(a[:2]))
+    monkeypatch.setattr(lesson_view.st, "switch_page", lambda *a, **k: None)
+    session: dict = {}
+    monkeypatch.setattr(lesson_view.state, "get", lambda key, default=None: session.get(key, default))
+    monkeypatch.setattr(lesson_view.state, "put", lambda key, value: session.__setitem__(key, value))
+    optim = next(s for s in lesson.STEPS if s.setup.knobs == {"learning_rate": 0.1})
+    config = {"train": {"learning_rate": 0.003}, "model": {}}
+    reader = SimpleNamespace(config=lambda: config, events=[])
+    monkeypatch.setattr(lesson_view.in_view, "reader", lambda store, rid: reader)
+    lesson_view.set_up(optim, TEACHER)
+    assert sent == [("learning_rate", 0.1)] and notes == [("learning_rate", 0.1)]
+    reader.events = [{"kind": "knob", "step": 9529, "knob": "learning_rate", "old": 0.003, "new": 0.1, "ok": True}]
+    lesson_view.set_up(optim, TEACHER)  # pressed again: the run has LR 0.1 already
+    assert sent == [("learning_rate", 0.1)] and notes == [("learning_rate", 0.1)]

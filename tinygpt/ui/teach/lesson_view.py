@@ -24,6 +24,7 @@ from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.verdict import ENDED
 from tinygpt.presets import preset
 from tinygpt.runs.files import ACTIVE_STATES, RESUMABLE_STATES
+from tinygpt.runs.knobs import knobs_now
 from tinygpt.runs.owners import Actor, may_control, read_owner
 from tinygpt.ui import state
 from tinygpt.ui.circuits import circuits_keys
@@ -193,10 +194,12 @@ def set_up(step: Step, actor: Actor) -> None:
         in_view.set_run_id(rid)
         query[in_view.URL_RUN] = rid
         mine = may_control(read_owner(resources.get_store().path(rid)), actor)  # config.json alone, no RunReader
+        rd = in_view.reader(resources.get_store(), rid) if mine and setup.knobs else None
+        now = knobs_now(rd.config(), rd.events) if rd is not None else {}
         for name, value in setup.knobs.items() if mine else ():  # a learner watches the room's run
-            request = manager.set_knob(rid, name, value, actor=actor)
             _widget(settings.FIELD_BY_NAME[name].key, value)
-            knob_widgets.add_knob_note(name, value, request, rid)
+            if now.get(name) != value:  # Set up again read "LR → 0.1: applied at step 11056" with LR 0.1 already
+                knob_widgets.add_knob_note(name, value, manager.set_knob(rid, name, value, actor=actor), rid)
     if setup.rest and (rid := (runs.get(LECTURE) or {}).get("run")) and resources.is_active(rid):
         # its training slot goes to the long runs; the status says what paused it (nobody pressed Pause)
         manager.pause(rid, actor=actor, through=f"lesson step {STEPS.index(step) + 1}'s Set up")
