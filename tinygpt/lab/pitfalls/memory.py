@@ -71,7 +71,7 @@ def judge(results: dict[str, dict[str, Any]]) -> Verdict:
     peak = (
         "peak live memory not measured"
         if None in (live_fresh, live_reuse)
-        else f"holding {_text(live_reuse)} at peak against {_text(live_fresh)}"
+        else f"at most {_text(live_reuse)} live at once, against {_text(live_fresh)} for the fresh tensors"
     )
     sentence = (
         f"Allocation counts on CPU, not fragmentation (no caching allocator, so nothing reserved to fragment; "
