@@ -161,8 +161,8 @@ with tab_ablate:  # an unreadable probe (empty, unknown characters) is said unde
         st.warning(safe.md(e))
 with tab_lens:
     try:
-        lens_fig = view.logit_lens_figure(run_dir, ck, probe, large)
-        view.chart(lens_fig, "logit_lens_chart", "circ_lens", view.lens_answers(run_dir, ck, probe))
+        lens_fig, lens_said = view.logit_lens_view(run_dir, ck, probe, large)
+        view.chart(lens_fig, "logit_lens_chart", "circ_lens", lens_said)
     except TinyGPTError as e:
         st.warning(safe.md(e))
 

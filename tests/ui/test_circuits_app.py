@@ -3,6 +3,7 @@ table, the ablation and the logit lens, and refuses the live head switch for a r
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.circuits import circuits_keys
 from tinygpt.ui.run import in_view
+from tinygpt.ui.screen import fonts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -66,6 +68,8 @@ def test_the_page_shows_heads_ablation_and_lens_of_a_run(runs_dir, tiny_text):
     at.selectbox(key=circuits_keys.W_CIRC_HEAD).set_value("L1H1").run()
     at.segmented_control(key=circuits_keys.W_CIRC_MODE).set_value("mean").run()
     assert not at.exception, at.exception
+    # On a projector the lens draws the probe's last 16 characters (31 made 10 px letters), and says so; the counts
+    # stay the whole probe's
 
 
 def test_the_experiments_page_links_the_induction_runs_to_circuits_and_back(runs_dir, tiny_text):
@@ -266,3 +270,24 @@ def induction_pair(store, text: str) -> list[str]:
             ids.append(writer.run_dir.name)
         assert run_training(writer.run_dir, config) == "finished"
     return ids
+
+
+def test_on_a_projector_the_lens_draws_the_probes_last_16_characters_and_says_so(runs_dir, tiny_text):
+    """A review's projector (1280x720, Large fonts) drew step 12's lens at 31 positions: 10 px letters and check
+    marks that ran together ("w✓m✓w✓v✓"). The counts under it stay the whole probe's."""
+    store = RunStore(runs_dir)
+    config = tiny_config(tiny_text, max_steps=10, max_seq_len=32)
+    with store.create(config.to_dict(), owner="cli") as writer:
+        run_dir = writer.run_dir
+    assert run_training(run_dir, config) == "finished"
+    at = app()
+    at.query_params["run"] = run_dir.name
+    at.run()
+    at.switch_page("pages/circuits.py").run()
+    at.text_input(key=circuits_keys.W_CIRC_PROBE).set_value("the cat sat on a mat. the dog ran to").run()
+    assert "Top guess right" in texts(at) and "counts cover all" not in texts(at)  # every position drawn
+    at.toggle(key=fonts.W_LARGE).set_value(True).run()
+    assert not at.exception, at.exception
+    assert "The chart shows the probe's last 16 characters at Large fonts; counts cover all 31." in texts(at)
+    [lens] = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "Logit lens" in c.proto.spec]
+    assert len(lens["layout"]["xaxis"]["ticktext"]) == 16 and len(lens["data"][0]["x"]) == 16

@@ -297,23 +297,23 @@ def ablated_figure(run_dir: str, step: int, text: str, layer: int, head: int, mo
     return charts.ablated_probs_chart(tokens, clean, ablated, loaded.tokenizer.vocab, head=name, large=large)
 
 
-def logit_lens_figure(run_dir: str, step: int, text: str, large: bool):
-    loaded = resources.cached_model(run_dir, step)
-    idx, tokens = _probe(loaded, text)
-    out = lens.logit_lens(loaded.model, idx)
-    return charts.logit_lens_chart(out["names"], tokens, out["top_ids"], out["top_probs"], loaded.tokenizer.vocab,
-                                   large=large)  # fmt: skip
+LENS_ON_PROJECTOR = 16  # probe positions the lens draws at Large fonts: 31 made 10 px letters on a projector
 
 
-def lens_answers(run_dir: str, step: int, text: str) -> str:
-    """Where the right next character first tops the lens, averaged: a sentence for the caption."""
+def logit_lens_view(run_dir: str, step: int, text: str, large: bool):
+    """(figure, caption: where the right next character tops the lens); Large fonts draw LENS_ON_PROJECTOR cells."""
     loaded = resources.cached_model(run_dir, step)
     idx, tokens = _probe(loaded, text)
     out = lens.logit_lens(loaded.model, idx)
     right = np.array([[loaded.tokenizer.vocab[i] for i in row] for row in out["top_ids"][:, :-1, 0]])
     hits = right == np.array(tokens[1:])[None, :]  # (L+1, T-1) top guess is the next character
     parts = [f"{name}: {int(row.sum())}/{hits.shape[1]}" for name, row in zip(out["names"], hits, strict=True)]
-    return "Top guess right, by where the stream is read: " + ", ".join(parts) + "."
+    keep = slice(-LENS_ON_PROJECTOR if (cut := large and len(tokens) > LENS_ON_PROJECTOR) else None, None)
+    said = (f"Top guess right, by where the stream is read: {', '.join(parts)}." + (f" The chart shows the probe's "
+            f"last {LENS_ON_PROJECTOR} characters at Large fonts; counts cover all {hits.shape[1]}." if cut else ""))
+    fig = charts.logit_lens_chart(out["names"], tokens[keep], out["top_ids"][:, keep], out["top_probs"][:, keep],
+                                  loaded.tokenizer.vocab, large=large)  # fmt: skip
+    return fig, said
 
 
 # ---------------------------------------------------------------- the live head switch
