@@ -206,7 +206,7 @@ def test_loss_chart_baseline_target_events_and_nonfinite():
     assert "target 1.88" in labels
     # The uniform guess in the subtitle, not on the plot: its label lay under the curve's start and the knob badges
     assert not any("uniform" in label for label in labels)
-    assert "dashed line at 4.17: a uniform guess, ln(V)" in spec["title"]["subtitle"]
+    assert "flat dashed line at 4.17: a uniform guess, ln(V)" in spec["title"]["subtitle"]
     # Knob changes: numbered badges on the chart, their list ("① mask causal→none @150") in a legend under it
     entries = [row["entry"] for row in spec["datasets"]["knobs"]]
     assert entries == ["① mask causal→none @150", "② LR 0.001→0.003 @200"]
@@ -242,7 +242,8 @@ def test_loss_chart_waits_on_empty_or_broken_input(metrics):
     # The wait in the subtitle, which wraps; the title as short as the grad chart's (review: "Training loss:
     # waiting for the first s…", cut in the Train page's column at 1280x720, Large fonts).
     assert title_text(spec) == "Training loss"
-    assert spec["title"]["subtitle"] == ["waiting for the first step", "dashed line at 4.17: a uniform guess, ln(V)"]
+    uniform = "flat dashed line at 4.17: a uniform guess, ln(V)"
+    assert spec["title"]["subtitle"] == ["waiting for the first step", uniform]
     json.dumps(spec, allow_nan=False)  # what goes to the browser is strict JSON
 
 
@@ -250,7 +251,7 @@ def test_waiting_charts_keep_the_title_short_and_say_the_wait_below_it():
     large = curves.loss_chart([], None, None, vocab_size=None, ghost=METRICS, ghost_label="parent", large=True)
     spec = large.to_dict()
     assert title_text(spec) == "Training loss"
-    assert spec["title"]["subtitle"] == ["waiting for the first step", "grey dashed: parent"]
+    assert spec["title"]["subtitle"] == ["waiting for the first step", "grey dashed curve: parent"]
     for chart in (curves.loss_chart([], None, None, None, large=True), curves.lr_chart([], None, None, large=True),
                   curves.grad_norm_chart([], 1.0, [], large=True)):  # fmt: skip
         title = title_text(chart.to_dict())

@@ -178,7 +178,7 @@ def loss_chart(
     below = legend_lines(len(datasets["knobs"]))
     # The uniform guess is named in the subtitle, not on the plot: its line sits at the top of the y range, where
     # the curve starts and the knob badges stand, and its label there lay under both (1280x720, Large fonts).
-    uniform_words = f"dashed line at {uniform:.2f}: a uniform guess, ln(V)" if uniform else None
+    uniform_words = f"flat dashed line at {uniform:.2f}: a uniform guess, ln(V)" if uniform else None
     key = (raw_name, smooth_name, title, (ghost_label or "") if ghost else None, x_title, large, below, not rows,
            uniform_words)  # fmt: skip
     return live_spec(_loss_template, key, datasets)
@@ -216,7 +216,7 @@ def _loss_template(
         layers.insert(0, ghost.mark_line(color=GREY, opacity=0.55, strokeDash=[5, 3], strokeWidth=t["line"]))
         # Wrapped, not drawn at the line's end: "previous run: hidden_dim 32 → 64, num_heads 2 → 16" is wider
         # than a projector's plot, and a label at the plot's edge lost its start ("ous run: ...").
-        subtitle += textwrap.wrap(f"grey dashed: {ghost_label or 'previous run'}", 44 if large else 70)
+        subtitle += textwrap.wrap(f"grey dashed curve: {ghost_label or 'previous run'}", 44 if large else 70)
     return finish(layers, title, t, subtitle or None, large=large, below=below)
 
 
