@@ -44,6 +44,10 @@ def test_the_ghost_curve_is_labelled_with_what_the_new_run_changed():
     label = settings.ghost_label(before, after)
     assert label == "previous run: heads 4 → 8"
     assert settings.ghost_label(before, before) == "previous run (same settings)"
+    # Two uploads are both "text": told apart by their hash (a review's grey curve trained on another text)
+    one, two = ({**before, "data": {"source": "text", "text": "", "text_sha256": h * 64}} for h in "ab")
+    assert settings.ghost_label(one, two) == "previous run: another text (sha256 aaaaaaaa… → bbbbbbbb…)"
+    assert settings.ghost_label(one, one) == "previous run (same settings)"
     parent = [{"step": s, "loss": 3.0 - s / 100} for s in range(1, 101)]
     spec = curves.loss_chart(parent[:50], [], [], 29, ghost=parent, ghost_label=label)
     # The previous run only as far as the new one has come (the axis fits the new run), named in the subtitle

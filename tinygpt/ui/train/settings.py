@@ -287,4 +287,9 @@ def ghost_label(parent_config: dict, config: dict) -> str:
     before, before_source = values_from_config(parent_config)
     after, after_source = values_from_config(config)
     changed = changed_since_start(before, before_source, after, after_source or "")
+    # Two texts of the same kind (two uploads, two pastes) differ by their hash: a review's "previous run: max steps
+    # 3000 → 2000" hid that the grey curve trained on another text (a 23 kB licence, this run on 1.5 kB of it)
+    texts = [((c or {}).get("data") or {}).get("text_sha256") for c in (parent_config, config)]
+    if before_source == after_source and texts[0] != texts[1] and all(texts):
+        changed.insert(0, f"another text (sha256 {texts[0][:8]}… → {texts[1][:8]}…)")
     return "previous run: " + ", ".join(changed) if changed else "previous run (same settings)"
