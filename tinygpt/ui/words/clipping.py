@@ -46,6 +46,14 @@ def clip_caption(
     lr = rates[-1] if rates else knobs.get("learning_rate")  # the rate now: the last clipped step's
     at_lr = _rates_said(rates, knobs.get("learning_rate"))
     text = f"Clipped on {share}{at_lr}, each clipped gradient scaled by about {factor:.2g}×."
+    if (held_rising or wrecked) and not rising and over_fitting(losses, evals, recent[-1].get("step"), leaks):
+        # The training loss holds or falls below anything the held-out text ever scored: the model learns its own
+        # text, not a rate that is too high (a review's 1.5 kB run at lr 0.0003 read "lower the learning rate")
+        return text + trend + held + (
+            " The training loss is below the run's best held-out loss and not rising: over-fitting (the model "
+            "memorises its training text), which clipping neither causes nor cures: more text, a smaller model, "
+            "or the checkpoint at the held-out best."
+        )
     if rising or held_rising or wrecked:  # whatever the share: clipping capped the steps, and training still got worse
         advice = (
             " Clipping caps each step's size but cannot stop a learning rate that is too high from undoing what the "
@@ -93,7 +101,8 @@ def _held_out_said(evals, first: object, last: object) -> tuple[bool | None, str
         return True, said + ": rising."
     if rising is False:
         return False, said + ": falling."
-    return None, said + (": too little held-out text to tell." if scant_held_out(now) else ": flat within noise.")
+    return None, said + (": too little held-out text to tell whether it moved over these steps." if scant_held_out(now)
+                         else ": flat within noise.")
 
 
 SCANT_WINDOWS = 20  # held-out windows of the context's length that do not overlap: fewer, and a flat change is no news
@@ -142,6 +151,19 @@ def eval_gap(then: dict, now: dict) -> Difference | None:
         return Difference(mean, math.sqrt(variance), len(diffs), paired=True)
     variances = [_batch_variance(e) for e in (then, now)]
     return Difference(mean, math.sqrt(sum(variances)), 1, paired=False)
+
+
+def over_fitting(losses: list[float], evals, last: object, leaks) -> bool:
+    """Whether the training loss now (the mean of the last third of `losses`, as _trend_said reads it) is below the
+    run's best held-out loss up to step `last` (evals under a leaking mask left out: their low loss is copying)."""
+    if len(losses) < MIN_TREND_STEPS or not isinstance(last, int):
+        return False
+    leaked = [(a, b) for _, a, b in leaks or ()]
+    held = [e["val_loss"] for e in evals or () if isinstance(e.get("val_loss"), (int, float))
+            and isinstance(e.get("step"), int) and e["step"] <= last and math.isfinite(e["val_loss"])
+            and not any(a < e["step"] <= b for a, b in leaked)]  # fmt: skip
+    third = len(losses) // 3
+    return bool(held) and sum(losses[-third:]) / third < min(held)
 
 
 FAR_ABOVE_BEST = 1.25  # held-out loss this many times the run's best (and clear of the noise): it lost what it learned
