@@ -51,6 +51,15 @@ def test_a_checkpoint_far_above_the_runs_best_says_so_with_the_changes_since():
     assert not any("Held-out" in t for _, t in picking.checkpoint_notes(CONFIG, EVENTS, EVALS, 12400, CHECKPOINTS))
 
 
+def test_the_far_above_best_note_says_what_held_out_text_it_rests_on():
+    """A review's Sample note read "Held-out loss at step 2,000: 4.939, 1.9× this run's best" on 150 held-out
+    characters, which only the Gradients page said."""
+    sized = [{**e, "val_tokens": 150, "batch_shape": [12, 32]} for e in EVALS]
+    notes = [t for _, t in picking.checkpoint_notes(CONFIG, EVENTS, sized, 13015, CHECKPOINTS)]
+    [text] = [t for t in notes if t.startswith("Held-out loss")]
+    assert "Held-out loss at step 13,000 (on 150 held-out characters (about 4 windows of 32), a gap beyond its " in text
+
+
 def test_a_checkpoint_under_the_leak_still_says_its_text_falls_apart():
     [(kind, text)] = picking.checkpoint_notes(CONFIG, EVENTS, EVALS, 11000, CHECKPOINTS)
     assert kind == "warning" and "falls apart" in text and "in steps 10,647-11,000" in text

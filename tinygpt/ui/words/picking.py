@@ -11,7 +11,7 @@ from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.runs.knobs import events_upto, knob_changes, knobs_at, knobs_now, leak_spans, mask_spans
 from tinygpt.runs.owners import run_learner
 from tinygpt.ui.words import leaks
-from tinygpt.ui.words.clipping import far_above_best
+from tinygpt.ui.words.clipping import eval_gap, far_above_best, held_out_words
 from tinygpt.ui.words.knob_words import change_label, knob_value, knob_word, shown_changes
 
 
@@ -154,8 +154,12 @@ def checkpoint_notes(
         what = (f"while its training loss fell from {trained[0]:.3f} to {trained[1]:.3f}: the model memorises its "
                 "training text rather than what carries over to new text (over-fitting)" if trained and
                 trained[1] < trained[0] - 0.05 else "the model has lost much of what it had learned")  # fmt: skip
+        # What it rests on (a review: 150 held-out characters, said on Gradients, not here); the gap cleared the
+        # held-out noise of that split (far_above_best)
+        noise = ", a gap beyond its noise" if eval_gap(best, now) is not None else ""  # else an older run's, unjudged
+        basis = f" ({held_out_words(now)}{noise})" if held_out_words(now) else ""
         notes.append(("warning", (
-            f"Held-out loss at step {now['step']:,}: {now['val_loss']:.3f}, "
+            f"Held-out loss at step {now['step']:,}{basis}: {now['val_loss']:.3f}, "
             f"{now['val_loss'] / best['val_loss']:.1f}× this run's best ({best['val_loss']:.3f} at step "
             f"{best['step']:,}{guess}), {what}.{why}{pick}"
         )))  # fmt: skip
