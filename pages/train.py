@@ -70,7 +70,7 @@ with right:
     messages = st.container()
     if rd is not None and not mine:
         messages.info(f"Watching {safe.md(run_words.watching(rd.config()))} (read-only). **Train** starts your own "
-                      f"run with the settings on the left: {safe.md(form.next_run_words(source))}.")  # fmt: skip
+                      f"run with the settings on the left: {safe.md(form.next_run_words(source, uploaded))}.")  # fmt: skip
     if hold is not None:
         getattr(messages, hold[0])(hold[1])
     limit = resources.get_manager().time_limit(run_id) if run_id and resources.is_active(run_id) else None

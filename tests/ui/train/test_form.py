@@ -116,6 +116,11 @@ def test_what_train_would_start_is_said_from_the_form_until_stopped_included():
     state.put(train_keys.W_PRESET, "Lecture (until stopped)")
     state.put(settings.FIELD_BY_NAME["learning_rate"].key, 0.1)  # a live change the form shows, as the run has it
     words = form.next_run_words("Paste text")
-    assert words == "Lecture (until stopped) · trains until you press Stop · LR 0.1 · Paste text", words
+    state.put(settings.FIELD_BY_NAME["seed"].key, 6060)
+    assert words.startswith("trains until you press Stop · LR 0.1 · seed ") and words.endswith(" · Paste text"), words
+    assert "seed 6060" in form.next_run_words("Paste text")
     state.put(settings.FIELD_BY_NAME["max_steps"].key, 300)
-    assert "· 300 steps ·" in form.next_run_words("Tiny Shakespeare")
+    assert form.next_run_words("Tiny Shakespeare").startswith("300 steps ·")
+    upload = settings.SOURCE_UPLOAD
+    assert form.next_run_words(upload).endswith("· a .txt file (none chosen yet)")  # not the menu's words
+    assert form.next_run_words(upload, type("Upload", (), {"name": "enum.txt"})()).endswith("· the file enum.txt")

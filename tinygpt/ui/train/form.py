@@ -84,17 +84,19 @@ def form_values() -> dict[str, Any]:
     return {f.name: state.get(f.key) for f in settings.FIELDS}
 
 
-def next_run_words(source: str) -> str:
-    """What **Train** would start from the form as it is: its preset, its length, its learning rate and corpus
-    ("Lecture (until stopped) · trains until you press Stop · LR 0.1 · Paste text"). A watcher's form holds the
-    watched run's settings, live changes included: a review's learner pressed Train beside the instructor's run and
-    got its Lecture preset at LR 0.1, training until stopped, and nothing had said so."""
+def next_run_words(source: str, uploaded: Any = None) -> str:
+    """What **Train** would start from the form as it is: its length, learning rate, seed and corpus ("trains until
+    you press Stop · LR 0.1 · seed 1337 · Paste text"). A watcher's form holds the watched run's settings, live
+    changes included: a review's learner pressed Train beside the instructor's run and got its Lecture preset at LR
+    0.1, training until stopped, and nothing had said so. No preset name: the form's values need not match one."""
     values = form_values()
-    steps = values.get("max_steps")
+    steps, lr, seed = values.get("max_steps"), values.get("learning_rate"), values.get("seed")
     length = ("trains until you press Stop" if trains_until_stopped(steps) else
               f"{steps:,} steps" if isinstance(steps, int) else "")  # fmt: skip
-    lr = values.get("learning_rate")
-    parts = [state.get(train_keys.W_PRESET) or "", length, f"LR {lr:g}" if isinstance(lr, (int, float)) else "", source]
+    if source == settings.SOURCE_UPLOAD:  # the file, not the menu's words ("Upload a .txt file")
+        source = f"the file {uploaded.name}" if getattr(uploaded, "name", None) else "a .txt file (none chosen yet)"
+    parts = [length, f"LR {lr:g}" if isinstance(lr, (int, float)) else "",
+             f"seed {seed}" if isinstance(seed, int) else "", source]  # fmt: skip
     return " · ".join(p for p in parts if p)
 
 
