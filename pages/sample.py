@@ -78,13 +78,12 @@ c2.selectbox(
     on_change=lambda: state.put(sample_keys.SAMPLE_CKPT_LATEST, state.get(sample_keys.W_SAMPLE_CKPT) == ckpts[-1]),
 )
 step = state.get(sample_keys.W_SAMPLE_CKPT)
-st.caption(
-    picking.sample_source(run, names.get(run, ""), step, None if run == current else names.get(current, current))
-)
 events, run_config = read_events(store.path(run)), with_ckpt[run].config or {}
 # The checkpoint's own config: the knobs its weights trained under, live changes included (the name's are the first).
 ckpt_config = (read_json(checkpoint_stem(rd.run_dir, step).with_suffix(".json"), {}) or {}).get("config")
 at_ckpt = picking.at_checkpoint(run_config, events, step, ckpt_config)
+st.caption(picking.sample_source(run, names.get(run, ""), step, None if run == current else names.get(current, current),
+                                 at_ckpt))  # fmt: skip
 for kind, note in picking.checkpoint_notes(run_config, events, rd.evals, step, ckpts, rd.metrics):  # true at this step
     (st.warning if kind == "warning" else st.info)(note, icon=":material/visibility:")
 

@@ -126,3 +126,9 @@ def test_over_fitting_is_not_blamed_on_the_learning_rate():
     text = clip_caption(records, {"max_grad_norm": 1.0, "learning_rate": 0.0003}, "adamw", evals)
     assert "1.9× this run's best" in text and "over-fitting" in text, text
     assert "lower the learning rate" not in text
+
+
+def test_a_share_that_is_not_all_never_reads_100_percent():
+    """A review read "Clipped on 299 of the last 300 steps (100%)"."""
+    records = [{"step": s, "loss": 2.0, "grad_norm": 2.0, "clipped": s != 1, "lr": 1e-3} for s in range(1, 301)]
+    assert "299 of the last 300 steps (99%)" in clip_caption(records, KNOBS, "adamw")

@@ -185,6 +185,10 @@ def test_a_picker_label_does_not_change_while_its_run_trains():
 def test_sample_says_which_run_and_step_and_why_a_cheating_run_babbles():
     source = picking.sample_source("C8grKhNsuilD6cG9", "2L×4H×64 · shakespeare · LR 0.002", 300)
     assert "**2L×4H×64 · shakespeare · LR 0.002** (run `C8grKhNsuilD6cG9`)" in source and "step 300" in source
+    # the live changes the name leaves out, as the checkpoint has them (a review: "LR 0.002" at 0.02 since 831)
+    changed = picking.sample_source("C8grKhNsuilD6cG9", "2L×4H×64", 300, at="at this checkpoint: LR 0.02 (changed "
+                                    "at step 831)")  # fmt: skip
+    assert "its checkpoint at step 300 (at this checkpoint: LR 0.02 (changed at step 831))." in changed
     [(kind, note)] = picking.checkpoint_notes(_CFG, _MASK_NONE_AT_100, [], 300)
     assert kind == "warning" and "mask none in steps 100-300" in note and "next character" in note
     assert picking.checkpoint_notes(_CFG, _MASK_NONE_AT_100, [], 50) == []  # that checkpoint predates the switch

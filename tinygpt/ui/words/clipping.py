@@ -31,7 +31,7 @@ def clip_caption(
         return "Clipping is off for this run: every step uses the whole gradient."
     clipped = [m for m in recent if m.get("clipped")]
     n, k = len(recent), len(clipped)
-    share = f"{k} of the last {n} steps ({100 * k / n:.0f}%)"
+    share = f"{k} of the last {n} steps ({_percent(k, n)})"
     losses = [m["loss"] for m in recent if isinstance(m.get("loss"), (int, float)) and math.isfinite(m["loss"])]
     rising, trend = _trend_said(losses)
     held_rising, held = _held_out_said(evals, recent[0].get("step"), recent[-1].get("step"))
@@ -216,6 +216,13 @@ def _batch_variance(record: dict) -> float:
     if split is None:
         return _mean_variance(batches)
     return held_out_variance(batches, tuple(record["batch_shape"]), split[0])
+
+
+def _percent(k: int, n: int) -> str:
+    """ "8%", never "100%" or "0%" for a share that is not all or none ("299 of the last 300 steps (100%)")."""
+    if 0 < k < n:
+        return f"{min(max(100 * k / n, 1), 99):.0f}%" if round(100 * k / n) in (0, 100) else f"{100 * k / n:.0f}%"
+    return f"{100 * k / n:.0f}%"
 
 
 def _rates_said(rates: list[float], set_rate: object) -> str:
