@@ -69,8 +69,9 @@ with right:
     # Messages go into one container, so the live view below keeps its place whether or not there are any.
     messages = st.container()
     if rd is not None and not mine:
+        starts = safe.md(form.next_run_words(source, uploaded))  # what Train would start, from the form
         messages.info(f"Watching {safe.md(run_words.watching(rd.config()))} (read-only). **Train** starts your own "
-                      f"run with the settings on the left: {safe.md(form.next_run_words(source, uploaded))}.")  # fmt: skip
+                      f"run with the settings on the left: {starts}.")  # fmt: skip
     if hold is not None:
         getattr(messages, hold[0])(hold[1])
     limit = resources.get_manager().time_limit(run_id) if run_id and resources.is_active(run_id) else None
