@@ -158,7 +158,11 @@ def own_settings(run: Mapping, lecture: Mapping | None) -> Flag | None:
     mine = _settings(config, run.get("events") or [])
     theirs = _settings(lecture.get("config") or {}, lecture.get("events") or [])
     started = _settings(lecture.get("config") or {}, [])
-    diff = [f"{k} {knob_value(v)} (lecture run: {knob_value(theirs.get(k))})" for k, v in mine.items()
+    def lecture_value(k: str) -> str:  # its start, and its value now where a lesson step turned it (LR 0.1 at step 7)
+        now, first = knob_value(theirs.get(k)), knob_value(started.get(k))
+        return f"lecture run: {first}" if now == first else f"lecture run: {first}, {now} now"
+
+    diff = [f"{k} {knob_value(v)} ({lecture_value(k)})" for k, v in mine.items()
             if v != theirs.get(k) and v != started.get(k)]  # fmt: skip
     if not diff:
         return None
