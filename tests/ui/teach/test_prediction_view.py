@@ -74,3 +74,22 @@ def test_watch_for_comes_with_the_grade_not_above_the_choices(pages, monkeypatch
     pages.answer(step.key, LEARNER.id, LEARNER.name, step.answers.options[0], step.answers)
     prediction_view.learner_part(step, LEARNER, Check(True, "reproduced"))  # the check appeared: graded
     assert any(step.watch in s for s in screen.shown) and not any(s.startswith("radio:") for s in screen.shown)
+
+
+def test_an_answer_that_came_after_the_check_is_said_not_dropped_unsaid(pages, monkeypatch):
+    """A review's learner clicked an answer 1.5 s after the instructor's Set up: the book refused it, and the pane
+    said only "No prediction: you chose no answer before the check appeared"."""
+    screen, session = _Screen(), {}
+    monkeypatch.setattr(prediction_view, "st", screen)
+    monkeypatch.setattr(prediction_view.state, "get", lambda key, default=None: session.get(key, default))
+    monkeypatch.setattr(prediction_view.state, "put", lambda key, value: session.__setitem__(key, value))
+    monkeypatch.setattr(prediction_view.state, "pop", lambda key, default=None: session.pop(key, default))
+    step = STEP["scaling"]
+    pages.settle(step.key, "seen", LEARNER.id, Check(True, "reproduced"))  # the check appeared to this learner
+    session[prediction_view._key(step)] = step.answers.choices[1]  # the radio's value as the browser sent it
+    prediction_view._chosen(step, LEARNER)  # refused: too late
+    prediction_view.learner_part(step, LEARNER, Check(True, "reproduced"))
+    said = " ".join(screen.shown)
+    assert f"Your answer **{step.answers.choices[1]}** reached the server after the check had appeared" in said.replace(
+        "\\", "")
+    assert "No prediction" in said

@@ -40,6 +40,7 @@ def _chosen(step: lesson.Step, actor: Actor) -> None:
         book().answer(step.key, actor.id, actor.name, choice, step.answers)
     except TinyGPTError:
         state.pop(_key(step))  # the kept answer, not the refused one, is what this learner sees
+        state.put(f"{_key(step)}:late", choice)  # ... and the pane says it came too late (a review: dropped unsaid)
 
 
 def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> bool:
@@ -72,6 +73,9 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> bool:
     # "Watch for" says what happens, the answer: a review's learners read it above the choices at every step
     watch = f"**Watch for:** {step.watch}"
     if mine is None:
+        if late := state.get(f"{_key(step)}:late"):
+            st.caption(f"Your answer **{safe.md(late)}** reached the server after the check had appeared, so it "
+                       "was not counted.")  # fmt: skip
         st.caption(record.no_prediction(outcome))
         st.markdown(watch)
         return False
