@@ -97,6 +97,28 @@ if b[2].button("Delete…", disabled=not mine or bool(writing), width="stretch",
 if b[4].button("Share (read-only)", help="A link that opens this run for others to watch", width="stretch"):
     st.code(runinfo.share_link(st.context.url, pick), language=None)
     st.caption("Anyone who opens this link watches the run; only its owner and the instructor can change it.")
+# The question right under its button: below the open Branch panel it was out of sight at 1280x720 (a review)
+pending = state.get(runs_keys.W_DELETE_CONFIRM)
+if pending and pending in ids:
+    st.warning(f"Delete {safe.md(by_id[pending]['name'])} (run `{pending}`) and all its files? This cannot be undone.")
+    d1, d2, _ = st.columns([1, 1, 4])
+    if d1.button("Yes, delete", type="primary"):
+        try:
+            if resources.is_live(pending):
+                resources.get_manager().stop(pending, actor=learner)
+            store.delete(pending, actor=learner, wait_s=10)  # a worker told to stop checkpoints first
+        except TinyGPTError as e:
+            st.error(safe.md(e))
+        else:
+            in_view.forget_reader(store, pending)
+            if pending == current:
+                in_view.set_run_id(None)
+            flashes.flash("success", f"Deleted {by_id[pending]['name']}.")
+        state.pop(runs_keys.W_DELETE_CONFIRM)
+        st.rerun()
+    if d2.button("Cancel"):
+        state.pop(runs_keys.W_DELETE_CONFIRM)
+        st.rerun()
 
 
 def _bundle() -> bytes:
@@ -132,28 +154,6 @@ b[3].download_button(
 if readable:  # anyone may branch any run: the branch is a new run of their own, the parent is only read
     with st.expander("Branch from a checkpoint (a new run from there, settings changed, on the same batches)"):
         branching.branch_panel(store, pick, by_id[pick]["name"], learner)
-
-pending = state.get(runs_keys.W_DELETE_CONFIRM)
-if pending and pending in ids:
-    st.warning(f"Delete {safe.md(by_id[pending]['name'])} (run `{pending}`) and all its files? This cannot be undone.")
-    d1, d2, _ = st.columns([1, 1, 4])
-    if d1.button("Yes, delete", type="primary"):
-        try:
-            if resources.is_live(pending):
-                resources.get_manager().stop(pending, actor=learner)
-            store.delete(pending, actor=learner, wait_s=10)  # a worker told to stop checkpoints first
-        except TinyGPTError as e:
-            st.error(safe.md(e))
-        else:
-            in_view.forget_reader(store, pending)
-            if pending == current:
-                in_view.set_run_id(None)
-            flashes.flash("success", f"Deleted {by_id[pending]['name']}.")
-        state.pop(runs_keys.W_DELETE_CONFIRM)
-        st.rerun()
-    if d2.button("Cancel"):
-        state.pop(runs_keys.W_DELETE_CONFIRM)
-        st.rerun()
 
 st.subheader("Compare runs")
 # The names alone: a chip with the state and step too was cut at Large fonts ("2L×4H×64 · shakespeare · L…").
