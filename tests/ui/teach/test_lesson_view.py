@@ -154,7 +154,7 @@ def test_a_refresh_of_the_same_step_computes_before_it_draws_the_check(monkeypat
     assert events == ["slots", "checking-note", "choices:None", "compute", "draw:seen"]
     events.clear()
     lesson_view.check_view(6, TEACHER, 6, draw=draw)  # the fragment's refresh: the check on screen stays meanwhile
-    assert events == ["compute", "slots", "draw:seen", "choices:seen"]
+    assert events == ["compute", "slots", "choices:seen", "draw:seen"]  # the grade, then the check it grades
     events.clear()
     lesson_view.check_view(7, TEACHER, 6, draw=draw)  # another step: says at once which step it checks
     assert events[:2] == ["slots", "checking-note"]
@@ -194,7 +194,7 @@ def test_a_learners_open_choice_and_a_decided_check_come_together_with_the_grade
     assert events == ["note:reading its runs ...", "choices:None", "note:grading your prediction ..."]
     events.clear()
     lesson_view.check_view(6, learner, 6, draw=lambda check, lines: events.append(f"draw:{check.text}"))
-    assert events == ["draw:seen", "choices:seen"]  # the refresh: the check and its grade together
+    assert events == ["choices:seen", "draw:seen"]  # the refresh: the grade and its check together
     events.clear()
     lesson_view.check_view(7, learner, 7, draw=lambda check, lines: events.append(f"draw:{check.text}"))
     assert events == ["note:reading its runs ...", "choices:None", "draw:Not enough data yet"]  # nothing to grade

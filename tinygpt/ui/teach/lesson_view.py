@@ -370,11 +370,11 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
         # Until its new copy arrives, the browser keeps showing the check as it was.
         predicted, slot = _check_slots()
     state.put(teach_keys.LESSON_CHECKED, index)
+    if not first_look:  # the grade before the check: after it, a loaded server showed the check for seconds with the
+        with predicted.container():  # old choices above it (on a first look they are drawn: one radio a script run)
+            prediction_view.pane_part(step, actor, check)
     with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)
         draw(check, lines)
-    if not first_look:  # on a first look the choices are drawn already (one radio a script run)
-        with predicted.container():
-            prediction_view.pane_part(step, actor, check)
 
 
 def position(shop, actor: Actor) -> tuple[int, int | None, dict] | None:
