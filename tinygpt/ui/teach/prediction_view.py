@@ -38,6 +38,7 @@ def _chosen(step: lesson.Step, actor: Actor) -> None:
         return
     try:
         book().answer(step.key, actor.id, actor.name, choice, step.answers)
+        state.pop(f"{_key(step)}:late")  # counted: no earlier late click to speak of (a cleared room, the step again)
     except TinyGPTError:
         state.pop(_key(step))  # the kept answer, not the refused one, is what this learner sees
         state.put(f"{_key(step)}:late", choice)  # ... and the pane says it came too late (a review: dropped unsaid)
