@@ -8,6 +8,7 @@ import math
 import multiprocessing
 import os
 import random
+import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -698,6 +699,8 @@ def test_the_cpu_memory_demo_is_allocation_counts_never_a_reproduced_pitfall():
     verdict = EXPERIMENTS["memory"].verdict(allocation_churn(1337, device="cpu"))
     assert verdict.reproduced is None and verdict.status == CPU_COUNTS_ONLY
     assert verdict.sentence.startswith("Allocation counts on CPU, not fragmentation")
+    # each side named (a review read "holding 8.4 MB at peak against 7.2 MB")
+    assert re.search(r"at most [\d.]+ MB live at once, against [\d.]+ MB for the fresh tensors", verdict.sentence)
     verdicts = {k: {"reproduced": True, "sentence": ""} for k in lesson.PITFALLS}
     verdicts["memory"] = {"reproduced": None, "sentence": verdict.sentence, "undecided": verdict.undecided}
     check = lesson.all_pitfalls(Evidence(verdicts=verdicts))
