@@ -467,6 +467,23 @@ def test_runs_that_memorised_their_text_leave_not_enough_data_with_the_size_need
     assert EXPERIMENTS["scaling"].verdict(results).reproduced is True
 
 
+def test_a_held_out_loss_still_at_its_best_is_not_memorising_and_a_memorised_verdict_says_its_clauses():
+    """A review's licence run: held-out 2.843 → 2.507, falling at every eval, 0.49 over its training loss, was called
+    "memorised", and the verdict dropped a first-layer gradient at 0.0000 against 0.744 unsaid. A run is memorised
+    only where its held-out loss rose from its best; a memorised experiment still says what its clauses measured."""
+    results = healthy("scaling")
+    for r in results.values():
+        r.final_eval_train_loss, r.final_val_loss, r.chars_read = 1.1, 2.9, 1_638_400
+        r.best_val_loss = 2.88  # the held-out loss is at its best: another kind of text, not by heart
+    results["unscaled"].final_val_loss = results["unscaled"].best_val_loss = 3.4
+    assert EXPERIMENTS["scaling"].verdict(results).reproduced is True
+    for r in results.values():
+        r.best_val_loss = r.final_val_loss - 0.4  # it rose 0.4 from its best: memorised
+    verdict = EXPERIMENTS["scaling"].verdict(results)
+    assert verdict.reproduced is None and "memorised its text" in verdict.sentence
+    assert "Measured all the same: " in verdict.sentence and "max weight" in verdict.sentence, verdict.sentence
+
+
 @pytest.mark.parametrize(
     ("key", "broken", "reference"),
     [("scaling", "unscaled", "scaled 1/sqrt(d_head)"), ("residual", "detached residual", "residual"),

@@ -189,6 +189,7 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         mid_loss=finite_mean([m.get("loss") for m in middle]),
         final_val_loss=(reader.evals[-1].get("val_loss") if reader.evals else None),
         final_eval_train_loss=(reader.evals[-1].get("train_loss") if reader.evals else None),
+        best_val_loss=min((v for e in reader.evals if finite(v := e.get("val_loss"))), default=None),
         **held_out_batches(reader.evals[-1] if reader.evals else {}),
         chars_read=_chars_read(reader.config() or {}, max_steps),
         train_chars=_train_chars(reader.run_dir),

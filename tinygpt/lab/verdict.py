@@ -64,8 +64,9 @@ class RunResult:
     final_losses: tuple[tuple[int, float], ...] = ()
     nonfinite_loss: str = ""  # the loss that was NaN/inf (set by __post_init__): the run diverged there
     # The last eval's mean loss on the fixed training windows: against final_val_loss (the same eval, held-out
-    # windows) it tells learning from memorising (`memorised`)
+    # windows) it tells learning from memorising (`memorised`), with the run's lowest held-out loss (None: unknown)
     final_eval_train_loss: float | None = None
+    best_val_loss: float | None = None
     chars_read: int | None = None  # characters the run's budget reads: max_steps x batch size x context
     train_chars: int | None = None  # characters of its training split, where known (a text corpus of its own)
     # The last eval's own held-out numbers (trainer.evaluate_model): each of its batches' mean val loss, in draw order
@@ -445,10 +446,9 @@ def never_reached(expected: str, runs: dict[str, RunResult], claims: list[str], 
     return decide(expected, {f"{claim} ({why})": None for claim in claims}, observed, sentence)
 
 
-# Held-out evidence. A run whose held-out loss ends this far above its loss on the training windows (the same eval,
-# the same windows for every run) has learned its text by heart: on 2,000 characters "no warmup" and "unscaled
-# logits" trained faster and were worse held-out (issue 33). 0.3 nats: on Tiny Shakespeare at the lab's 200-600
-# steps the two differ by under 0.05.
+# Held-out evidence. A run whose held-out loss ends this far above its loss on the training windows (the same eval)
+# has learned its text by heart: on 2,000 characters "no warmup" and "unscaled logits" trained faster and were worse
+# held-out (issue 33). 0.3 nats: on Tiny Shakespeare at the lab's 200-600 steps the two differ by under 0.05.
 MEMORISED = 0.3
 
 
