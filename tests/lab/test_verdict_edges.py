@@ -482,6 +482,9 @@ def test_a_held_out_loss_still_at_its_best_is_not_memorising_and_a_memorised_ver
     verdict = EXPERIMENTS["scaling"].verdict(results)
     assert verdict.reproduced is None and "memorised its text" in verdict.sentence
     assert "Measured all the same: " in verdict.sentence and "max weight" in verdict.sentence, verdict.sentence
+    for r in results.values():
+        r.val_tokens = 150
+    assert "the held-out split of 150 characters is too small" in EXPERIMENTS["scaling"].verdict(results).sentence
 
 
 @pytest.mark.parametrize(

@@ -455,11 +455,8 @@ MEMORISED = 0.3
 def memorised(results: dict[str, RunResult]) -> str:
     """ "" when no run memorised its text, else why its loss clauses cannot be judged and the size of text that
     could: one the runs read about once (a text read once cannot be memorised before it is learned)."""
-    gaps = {
-        label: r.final_val_loss - r.final_eval_train_loss
-        for label, r in results.items()
-        if r.final_val_loss is not None and r.final_eval_train_loss is not None
-    }
+    gaps = {label: r.final_val_loss - r.final_eval_train_loss for label, r in results.items()
+            if r.final_val_loss is not None and r.final_eval_train_loss is not None}  # fmt: skip
     if not gaps or max(gaps.values()) <= MEMORISED:
         return ""
     # A text read less than once cannot be memorised: a held-out loss above the training loss is then the held-out
@@ -471,11 +468,12 @@ def memorised(results: dict[str, RunResult]) -> str:
     label = max(gaps, key=gaps.get)
     run = results[label]
     need = max((r.chars_read or 0) for r in results.values())
+    split = f" of {run.val_tokens:,} characters" if run.val_tokens else ""  # what it rests on, said (a review)
     size = f"; a text of at least {need:,} characters (what these runs read) would" if need else ""
     return (
         f"the {label} run memorised its text: its held-out loss ended {gaps[label]:.2f} nats above its training "
         f"loss ({run.final_val_loss:.3f} vs {run.final_eval_train_loss:.3f}, over {MEMORISED}), so a lower training "
-        f"loss here is memorising, not the pitfall; the held-out split is too small to tell the two apart{size}"
+        f"loss here is memorising, not the pitfall; the held-out split{split} is too small to tell the two apart{size}"
     )
 
 

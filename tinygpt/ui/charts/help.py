@@ -40,8 +40,9 @@ CHART_HELP: dict[str, str] = {
     "after temperature, top-k and top-p. Lower temperature sharpens the bars; top-k and top-p cut the tail to zero.",
     "attention_row_chart": "Where each head looked when it produced the newest character: one row per layer and "
     "head, one column per context character.",
-    "compare_chart": "The same curve for several runs on one axis: the gap between the lines is the effect of the "
-    "settings that differ (see the table).",
+    "compare_chart": "The same curve for several runs on one axis: the gap between the lines is the effect of what "
+    "differs between them, which the table lists. Runs on different texts (another corpus, or data.text_sha256 "
+    "in the table) differ by their text as well: their losses are not on one scale.",
     "memory_chart": "Where the memory goes. Parameters, gradients and optimizer state grow with the model; "
     "activations grow with batch x context, and the attention maps with context squared.",
     "role_history_chart": "Each head's role scores over training, one panel per role, the dashed line a head with "
