@@ -47,9 +47,10 @@ def test_the_page_renders_without_a_run(runs_dir):
     assert "no induction head formed in 4,000 steps" in texts(at)
 
 
-def test_the_page_shows_heads_ablation_and_lens_of_a_run(runs_dir, tiny_text):
+def circuits_of_a_trained_run(runs_dir, text: str, **settings) -> AppTest:
+    """The Circuits page of a tiny run trained to its end (tiny_config with `settings`), the run in view."""
     store = RunStore(runs_dir)
-    config = tiny_config(tiny_text, max_steps=30)
+    config = tiny_config(text, **settings)
     with store.create(config.to_dict(), owner="cli") as writer:
         run_dir = writer.run_dir
     assert run_training(run_dir, config) == "finished"
@@ -57,6 +58,11 @@ def test_the_page_shows_heads_ablation_and_lens_of_a_run(runs_dir, tiny_text):
     at.query_params["run"] = run_dir.name
     at.run()
     at.switch_page("pages/circuits.py").run()
+    return at
+
+
+def test_the_page_shows_heads_ablation_and_lens_of_a_run(runs_dir, tiny_text):
+    at = circuits_of_a_trained_run(runs_dir, tiny_text, max_steps=30)
     assert not at.exception, at.exception
     shown = texts(at)
     assert "Heads at step 30" in shown
@@ -275,15 +281,7 @@ def induction_pair(store, text: str) -> list[str]:
 def test_on_a_projector_the_lens_draws_the_probes_last_16_characters_and_says_so(runs_dir, tiny_text):
     """A review's projector (1280x720, Large fonts) drew step 12's lens at 31 positions: 10 px letters and check
     marks that ran together ("w✓m✓w✓v✓"). The counts under it stay the whole probe's."""
-    store = RunStore(runs_dir)
-    config = tiny_config(tiny_text, max_steps=10, max_seq_len=32)
-    with store.create(config.to_dict(), owner="cli") as writer:
-        run_dir = writer.run_dir
-    assert run_training(run_dir, config) == "finished"
-    at = app()
-    at.query_params["run"] = run_dir.name
-    at.run()
-    at.switch_page("pages/circuits.py").run()
+    at = circuits_of_a_trained_run(runs_dir, tiny_text, max_steps=10, max_seq_len=32)
     at.text_input(key=circuits_keys.W_CIRC_PROBE).set_value("the cat sat on a mat. the dog ran to").run()
     assert "Top guess right" in texts(at) and "counts cover all" not in texts(at)  # every position drawn
     at.toggle(key=fonts.W_LARGE).set_value(True).run()

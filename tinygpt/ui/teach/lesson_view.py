@@ -367,12 +367,13 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     if not first_look:
         # On a refresh of the same step the slots come only now: a slot drawn before the computation blanked the
         # check on screen for the seconds it takes (a reviewer saw step 7's check vanish 2 s after it appeared).
-        # Until its new copy arrives, the browser keeps showing the check as it was.
+        # Until its new copy arrives, the browser keeps showing the check as it was. The grade comes before the
+        # check: after it, a loaded server showed the check for seconds under the old choices. (On a first look
+        # the choices are drawn already: one radio a script run.)
         predicted, slot = _check_slots()
-    state.put(teach_keys.LESSON_CHECKED, index)
-    if not first_look:  # the grade before the check: after it, a loaded server showed the check for seconds with the
-        with predicted.container():  # old choices above it (on a first look they are drawn: one radio a script run)
+        with predicted.container():
             prediction_view.pane_part(step, actor, check)
+    state.put(teach_keys.LESSON_CHECKED, index)
     with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)
         draw(check, lines)
 

@@ -30,6 +30,11 @@ def _key(step: lesson.Step) -> str:
     return f"{teach_keys.W_PREDICT}:{step.key}"
 
 
+def _late_key(step: lesson.Step) -> str:
+    """The answer this session chose after the step's check had appeared (refused), said in the pane."""
+    return f"{_key(step)}:late"
+
+
 def _chosen(step: lesson.Step, actor: Actor) -> None:
     """The radio's on_change. The book refuses a change once the check has appeared (AnswerClosed): the pane's
     next draw shows the answer it kept, graded, instead of the radio."""
@@ -38,10 +43,10 @@ def _chosen(step: lesson.Step, actor: Actor) -> None:
         return
     try:
         book().answer(step.key, actor.id, actor.name, choice, step.answers)
-        state.pop(f"{_key(step)}:late")  # counted: no earlier late click to speak of (a cleared room, the step again)
+        state.pop(_late_key(step))  # counted: no earlier late click to speak of (a cleared room, the step again)
     except TinyGPTError:
         state.pop(_key(step))  # the kept answer, not the refused one, is what this learner sees
-        state.put(f"{_key(step)}:late", choice)  # ... and the pane says it came too late (a review: dropped unsaid)
+        state.put(_late_key(step), choice)  # ... and the pane says it came too late (a review: dropped unsaid)
 
 
 def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> bool:
@@ -74,7 +79,7 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> bool:
     # "Watch for" says what happens, the answer: a review's learners read it above the choices at every step
     watch = f"**Watch for:** {step.watch}"
     if mine is None:
-        if late := state.get(f"{_key(step)}:late"):
+        if late := state.get(_late_key(step)):
             st.caption(f"Your answer **{safe.md(late)}** reached the server after the check had appeared, so it "
                        "was not counted.")  # fmt: skip
         st.caption(record.no_prediction(outcome))

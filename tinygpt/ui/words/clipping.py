@@ -77,10 +77,9 @@ def _held_out_said(evals, first: object, last: object) -> tuple[bool | None, str
     _trend_said judges the training loss. (None, "") without two such evals."""
     if not isinstance(first, int) or not isinstance(last, int):
         return None, ""
-    scored = [e for e in evals or () if isinstance(e.get("val_loss"), (int, float)) and isinstance(e.get("step"), int)
-              and math.isfinite(e["val_loss"])]  # fmt: skip
+    scored = _scored_evals(evals, last, ())
     before = [e for e in scored if e["step"] < first]
-    inside = [e for e in scored if first <= e["step"] <= last]
+    inside = [e for e in scored if first <= e["step"]]
     if not inside:
         return None, ""
     now = inside[-1]
@@ -158,12 +157,18 @@ def over_fitting(losses: list[float], evals, last: object, leaks) -> bool:
     run's best held-out loss up to step `last` (evals under a leaking mask left out: their low loss is copying)."""
     if len(losses) < MIN_TREND_STEPS or not isinstance(last, int):
         return False
-    leaked = [(a, b) for _, a, b in leaks or ()]
-    held = [e["val_loss"] for e in evals or () if isinstance(e.get("val_loss"), (int, float))
-            and isinstance(e.get("step"), int) and e["step"] <= last and math.isfinite(e["val_loss"])
-            and not any(a < e["step"] <= b for a, b in leaked)]  # fmt: skip
+    held = _scored_evals(evals, last, leaks)
     third = len(losses) // 3
-    return bool(held) and sum(losses[-third:]) / third < min(held)
+    return bool(held) and sum(losses[-third:]) / third < min(e["val_loss"] for e in held)
+
+
+def _scored_evals(evals, last: int, leaks) -> list[dict]:
+    """The evals up to step `last` with a finite held-out loss, those under a leaking mask left out (their low loss
+    is copying, no best)."""
+    leaked = [(a, b) for _, a, b in leaks or ()]
+    return [e for e in evals or () if isinstance(e.get("val_loss"), (int, float)) and isinstance(e.get("step"), int)
+            and math.isfinite(e["val_loss"]) and e["step"] <= last
+            and not any(a < e["step"] <= b for a, b in leaked)]  # fmt: skip
 
 
 FAR_ABOVE_BEST = 1.25  # held-out loss this many times the run's best (and clear of the noise): it lost what it learned
@@ -176,10 +181,7 @@ def far_above_best(evals, last: object, leaks) -> tuple[dict, dict] | None:
     evals' batch noise. Shared with the Sample page's checkpoint notes (tinygpt.ui.words.picking)."""
     if not isinstance(last, int):
         return None
-    leaked = [(a, b) for _, a, b in leaks or ()]
-    scored = [e for e in evals or () if isinstance(e.get("val_loss"), (int, float)) and isinstance(e.get("step"), int)
-              and math.isfinite(e["val_loss"]) and e["step"] <= last
-              and not any(a < e["step"] <= b for a, b in leaked)]  # fmt: skip
+    scored = _scored_evals(evals, last, leaks)
     if len(scored) < 2:
         return None
     now = scored[-1]
