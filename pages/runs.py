@@ -21,7 +21,7 @@ from tinygpt.ui.run.in_view import Rules, open_run
 from tinygpt.ui.runs import bundle, runs_keys
 from tinygpt.ui.screen import explain, flashes, fonts
 from tinygpt.ui.train import branching, train_keys
-from tinygpt.ui.words import picking, runinfo, safe, timing
+from tinygpt.ui.words import picking, run_words, runinfo, safe, timing
 
 store = resources.get_store()
 current = in_view.run_id()
@@ -164,6 +164,8 @@ if len(chosen) >= 2:
     readers = {run: rd for run, rd in readers.items() if rd is not None}
     # The legends name runs as the table above does (one name each); live changes are the numbered markers.
     names = {run: by_id[run]["name"] for run in readers}
+    if apart := run_words.texts_apart({names[run]: rd.config() or {} for run, rd in readers.items()}):
+        st.warning(apart)
     series = {names[run]: rd.metrics for run, rd in readers.items()}
     evals = {names[run]: rd.evals for run, rd in readers.items()}
     events = {names[run]: rd.events for run, rd in readers.items()}  # live knob changes: markers, table

@@ -349,6 +349,7 @@ def test_pages_on_a_saved_run_and_the_bundle(runs_dir):
     at.multiselect(key=runs_keys.W_COMPARE).set_value([run_a, run_b]).run()
     assert not at.exception, at.exception
     assert "Settings that differ" in texts(at)
+    assert not any("different texts" in w.value for w in at.warning)  # both on one text: no warning
     at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)  # a fresh tab opened on run_b
     at.query_params["run"] = run_b
     at.run()

@@ -139,3 +139,20 @@ def test_a_watcher_is_told_whose_run_it_is_and_a_cli_run_is_nobodys_learner():
     assert watching({"learner": {"id": "a" * 16, "name": "anna"}}) == "anna's run"
     assert watching({"learner": {"id": "c" * 16, "name": "tidy-wombat", "instructor": True}}) == "the instructor's run"
     assert watching({}) == "a run no learner started (the command line's, or an older one)"
+
+
+def test_compare_says_when_the_runs_trained_on_different_texts():
+    # Review 3 (stop 46): Compare's "the gap between the lines is the effect of the settings" for runs on two texts.
+    def text(sha: str) -> dict:
+        return {"data": {"source": "text", "text_sha256": sha * 64}}
+
+    same = {"a": text("1"), "b": text("1")}
+    assert run_words.texts_apart(same) is None
+    assert run_words.texts_apart({"a": {"data": {"source": "shakespeare"}}, "b": {}}) is None  # the default corpus
+    apart = run_words.texts_apart({"a": text("1"), "b": text("2"), "c": {"data": {"source": "shakespeare"}}})
+    assert apart.startswith("These runs trained on different texts (a on a text with sha256 11111111…; b on a text "
+                            "with sha256 22222222…; c on Tiny Shakespeare)")  # fmt: skip
+    assert "not on one scale" in apart
+    copy = {"source": "synthetic:copy", "synthetic_examples": 4000, "synthetic_digits": 6}
+    wider = run_words.texts_apart({"a": {"data": copy}, "b": {"data": {**copy, "synthetic_digits": 8}}})
+    assert "the synthetic copy task (4000 problems of 6 digits)" in wider and "of 8 digits" in wider

@@ -103,3 +103,31 @@ def val_note(config: dict) -> str | None:
         "to the new weights), the weights every eval of this run scores. The training loss, the samples and the "
         "attention maps come from the trained weights themselves."
     )
+
+
+def texts_apart(configs: dict[str, dict]) -> str | None:
+    """Runs on one axis that trained on different texts, said where they do (Runs → Compare), from their configs:
+    a loss is nats per character of its own text, so two texts' curves are not on one scale and the gap between them
+    is not the settings' effect alone. None where every run read the same text (same corpus; for an upload or a
+    paste, the same sha256; for a synthetic task, the same task, size and digits)."""
+
+    def text_of(config: dict) -> str:
+        data = config.get("data") or {}
+        source = str(data.get("source") or "shakespeare")  # DataConfig's default
+        if source == "text":
+            return f"a text with sha256 {str(data.get('text_sha256') or '?')[:8]}…"
+        if source.startswith("synthetic:"):
+            size = f"{data.get('synthetic_examples', '?')} problems of {data.get('synthetic_digits', '?')} digits"
+            return f"the synthetic {source.removeprefix('synthetic:')} task ({size})"
+        return "Tiny Shakespeare" if source == "shakespeare" else source
+
+    groups: dict[str, list[str]] = {}
+    for name, config in configs.items():
+        groups.setdefault(text_of(config or {}), []).append(str(name))
+    if len(groups) < 2:
+        return None
+    said = "; ".join(f"{', '.join(names)} on {text}" for text, names in groups.items())
+    return (
+        f"These runs trained on different texts ({said}). A loss is nats per character of its own text, so their "
+        "curves are not on one scale: the gap between them is not the settings' effect alone."
+    )
