@@ -80,9 +80,10 @@ with right:
             f":material/timer: The room's time budget stops this run after {runinfo.format_duration(limit)} in a "
             "training slot (set by the instructor)."
         )
-    edits = form.edits_for_a_new_run(run_id, rd.config(), source) if rd else []  # this viewer's, not the form's
-    if live and edits:  # settings that cannot change live: say that they need a new run
-        messages.info(f"You changed {', '.join(edits)} in the form: only a new run takes that. **Train** starts it.")
+    edits = form.edits_for_a_new_run(run_id, rd.config(), source, uploaded) if rd else []  # this viewer's own
+    if live and edits:  # settings that cannot change live: say that they need a new run, and what it starts with
+        messages.info(f"You changed {', '.join(edits)} in the form: only a new run takes that. **Train** starts it: "
+                      f"{safe.md(form.next_run_words(source, uploaded))}.")  # fmt: skip
 
     if train_keys.take_train_click():  # a click in this script run or in one cut short
         form.train_clicked(source, uploaded, learner, run_id if mine else None, messages)

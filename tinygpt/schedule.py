@@ -23,3 +23,11 @@ def lr_at(step: int, learning_rate: float, min_lr: float, warmup_steps: int, max
     progress = (step - warmup_steps) / max(1, max_steps - warmup_steps)  # 0 -> 1
     cosine = 0.5 * (1.0 + math.cos(math.pi * progress))  # 1 -> 0
     return min_lr + cosine * (learning_rate - min_lr)
+
+
+def moved_floor(min_lr: float, old_lr: float, new_lr: float) -> float:
+    """min_lr at the same ratio to a new learning rate, rounded to 12 significant digits so 1e-4 * 2 reads 0.0002
+    (not 0.00019999999999999998) in the event log, and never above the new learning rate."""
+    if min_lr == old_lr:  # the floor is the peak: it stays the peak, exactly
+        return new_lr
+    return min(float(f"{min_lr / old_lr * new_lr:.12g}"), new_lr)

@@ -43,17 +43,9 @@ from .device import autocast_dtype
 from .errors import ResourceError
 from .model import TinyGPT
 from .optim import AdamW, Muon, OptimizerPair
-from .schedule import lr_at
+from .schedule import lr_at, moved_floor
 
 EVAL_SEED = 1_000_003  # the eval windows' seed: one set of windows for every run (see evaluate_model)
-
-
-def moved_floor(min_lr: float, old_lr: float, new_lr: float) -> float:
-    """min_lr at the same ratio to a new learning rate, rounded to 12 significant digits so 1e-4 * 2 reads 0.0002
-    (not 0.00019999999999999998) in the event log, and never above the new learning rate."""
-    if min_lr == old_lr:  # the floor is the peak: it stays the peak, exactly
-        return new_lr
-    return min(float(f"{min_lr / old_lr * new_lr:.12g}"), new_lr)
 
 
 def param_group_name(name: str) -> str:

@@ -273,6 +273,10 @@ def test_a_queued_run_keeps_its_knob_change_and_its_job_knows_its_owner(store, t
             with pytest.raises(NotYourRunError, match="belongs to anna"):
                 manager.set_knob(second, "mask", "none", actor=ben)
             request = manager.set_knob(second, "mask", "none", actor=anna)
+            manager.set_knob(second, "learning_rate", 0.01, actor=anna)
+        # what the page's plan draws before the worker starts (a review: the plan kept the run's own 0.003)
+        assert manager.queued_knobs(second) == [("mask", "none"), ("learning_rate", 0.01)]
+        assert manager.queued_knobs(first) == []  # training: its commands went to its worker
         stepped(store, first)
         manager.stop(first)
         wait_for(lambda: knob_answer(store.reader(second).events, request), what="the queued knob's answer")

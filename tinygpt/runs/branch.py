@@ -17,7 +17,7 @@ change the batches (the seed, the corpus) or the weights' shapes. config.json re
 {"step", "changes"} ("branch").
 
 Changes apply as a live knob change would at that step: learning_rate carries min_lr along
-(tinygpt.trainer.moved_floor) unless min_lr is given too, and weight_decay and the betas, which the optimizer keeps
+(tinygpt.schedule.moved_floor) unless min_lr is given too, and weight_decay and the betas, which the optimizer keeps
 in its saved parameter groups, are changed there as well, or the restored optimizer would undo them. Each change is
 a "knob" event at the branch step (the charts' markers), after a "state" event naming the parent.
 """
@@ -36,7 +36,7 @@ from typing import Any
 from ..checkpoint import load_checkpoint
 from ..config import RUN_FIELDS, SECTIONS, RunConfig
 from ..errors import TinyGPTError
-from ..trainer import moved_floor
+from ..schedule import moved_floor
 from .corpus import read_corpus
 from .files import (
     checkpoint_stem,

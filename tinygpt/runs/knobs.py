@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..config import LEAKING_MASKS, LIVE_MODEL_KNOBS, LIVE_TRAIN_KNOBS
+from ..schedule import moved_floor
 from .check import valid_knob_value
 
 
@@ -62,6 +63,22 @@ def knobs_now(config: dict, events: Iterable[dict]) -> dict[str, Any]:
     """A run's live knob values now: those in its config.json, then every change in order (a branch's config
     already holds its own values: its branch event changes nothing more)."""
     return _applied(_configured(config), knob_changes(events))
+
+
+def with_queued(knobs: dict[str, Any], queued: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """The knobs a queued run will start with: `knobs` (knobs_now) and the changes waiting for its worker, which it
+    applies before its first step ((name, value) in order, tinygpt.runs.scheduler.RunManager.queued_knobs), the
+    learning rate carrying min_lr along as the trainer does. A review: a queued run's plan drew warmup 50 to a peak
+    of 0.003 beside "LR → 0.01: applies at the next step", and the run started at 0.01 with warmup 60."""
+    knobs = dict(knobs)
+    for name, value in queued:
+        if not valid_knob_value(name, value):
+            continue  # the worker refuses it, and says so
+        old = knobs.get(name)
+        if name == "learning_rate" and isinstance(old, (int, float)) and old > 0 and value != old:
+            knobs["min_lr"] = moved_floor(float(knobs.get("min_lr") or 0.0), float(old), float(value))
+        knobs[name] = value
+    return knobs
 
 
 def events_upto(events: Iterable[dict], step: int) -> list[dict]:

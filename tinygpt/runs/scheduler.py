@@ -381,6 +381,13 @@ class RunManager:
                 raise NoWorkerError(f"run {run_id} has no worker: resume it, then change {name}.")
         return request
 
+    def queued_knobs(self, run_id: str) -> list[tuple[str, Any]]:
+        """The live knob changes a queued run's worker will apply before its first step, (name, value) in order
+        ([] for a run not in the queue): the page's plan draws them (tinygpt.runs.knobs.with_queued)."""
+        with self.slots.lock:
+            job = self.slots.queued_job(run_id)
+            return [(c.name, c.value) for c in job.commands if isinstance(c, KnobChange)] if job else []
+
     def _require_control(self, run_id: str, actor: Actor | None) -> None:
         """A learner may change only their own runs (the instructor any): refused here even if a page sent it."""
         if actor is None:

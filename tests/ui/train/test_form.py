@@ -124,3 +124,31 @@ def test_what_train_would_start_is_said_from_the_form_until_stopped_included():
     upload = settings.SOURCE_UPLOAD
     assert form.next_run_words(upload).endswith("· a .txt file (none chosen yet)")  # not the menu's words
     assert form.next_run_words(upload, type("Upload", (), {"name": "enum.txt"})()).endswith("· the file enum.txt")
+
+
+def test_a_new_run_is_said_with_the_broken_knobs_and_the_other_text_it_would_take():
+    """A review: after an upload run whose mask was switched to off_by_one live, pasted text and a new seed read only
+    "You changed seed 2468 → 9001 in the form", and the new run started with mask off_by_one, said in its name alone."""
+    from tinygpt.runs.corpus import corpus_sha256
+
+    for field, value in settings.preset_values("Lecture (until stopped)").items():
+        state.put(settings.FIELD_BY_NAME[field].key, value)
+    state.put(settings.FIELD_BY_NAME["mask"].key, "off_by_one")  # a live change the form keeps from the run
+    state.put(settings.FIELD_BY_NAME["attn_scale"].key, "none")
+    words = form.next_run_words("Paste text")
+    assert words.endswith("· Paste text · mask off by one (sees the next token) · attention scaling none (scores "
+                          "grow with d_head)"), words  # fmt: skip
+    state.put(settings.FIELD_BY_NAME["mask"].key, "causal")
+    state.put(settings.FIELD_BY_NAME["attn_scale"].key, "head_dim")
+    assert "mask" not in form.next_run_words("Paste text") and "scaling" not in form.next_run_words("Paste text")
+
+    uploaded = "def f():\n    return 1\n" * 40
+    run_config = {"data": {"source": "text", "text_sha256": corpus_sha256(uploaded)}}
+    upload = type("Upload", (), {"name": "calendar.txt", "getvalue": lambda self: uploaded.encode()})()
+    assert form.edits_for_a_new_run("run1", run_config, settings.SOURCE_UPLOAD, upload) == []  # the base
+    state.put(train_keys.W_PASTE, "GNU GENERAL PUBLIC LICENSE\n" * 40)
+    edits = form.edits_for_a_new_run("run1", run_config, settings.SOURCE_PASTE, None)
+    pasted = corpus_sha256("GNU GENERAL PUBLIC LICENSE\n" * 40)
+    assert edits == [f"another text (sha256 {corpus_sha256(uploaded)[:8]}… → {pasted[:8]}…)"], edits
+    state.put(train_keys.W_PASTE, uploaded)  # the same text pasted: no other text
+    assert form.edits_for_a_new_run("run1", run_config, settings.SOURCE_PASTE, None) == []

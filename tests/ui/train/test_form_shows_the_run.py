@@ -85,6 +85,8 @@ def test_the_runs_preset_is_named_only_when_the_run_is_that_preset_as_is():
 
     lecture = preset("lecture", source="synthetic:copy", mask="sliding_window", window=12).to_dict()
     assert run_form.preset_of(settings.values_from_config(lecture)[0]) == LECTURE  # live knobs turned: still Lecture
+    reseeded = preset("lecture", seed=2468).to_dict()
+    assert run_form.preset_of(settings.values_from_config(reseeded)[0]) == LECTURE  # another draw, the same recipe
     deeper = preset("lecture", num_layers=3).to_dict()
     assert run_form.preset_of(settings.values_from_config(deeper)[0]) is None  # a model of its own: no preset's
     form = run_form.form_of(lecture, [])

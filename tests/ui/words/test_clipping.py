@@ -107,10 +107,13 @@ def test_held_out_noise_counts_the_held_out_texts_own_size_and_says_it():
                  "val_tokens": tokens, "batch_shape": shape}]  # fmt: skip
 
     tiny = clip_caption(records, KNOBS, "adamw", evals(20))
-    assert "on 20 held-out characters (about 1 window of 16)" in tiny, tiny
+    # what the eval read, and the split it drew it from (a review: "on 111,540 held-out characters" for 2,560 read)
+    assert ("on 5 batches (1,280 characters) drawn at random, overlapping, from 20 held-out characters (about 1 "
+            "window of 16)") in tiny, tiny
     assert "too little held-out text to tell" in tiny and "rising" not in tiny, tiny
     long = clip_caption(records, KNOBS, "adamw", evals(111_540))
-    assert "on 111,540 held-out characters (about 6,971 windows of 16)" in long and ": rising." in long, long
+    assert "on 5 batches (1,280 characters) drawn at random from 111,540 held-out characters (about 6,971 windows of " \
+        "16)" in long and ": rising." in long, long
 
 
 def test_over_fitting_is_not_blamed_on_the_learning_rate():
@@ -132,3 +135,17 @@ def test_a_share_that_is_not_all_never_reads_100_percent():
     """A review read "Clipped on 299 of the last 300 steps (100%)"."""
     records = [{"step": s, "loss": 2.0, "grad_norm": 2.0, "clipped": s != 1, "lr": 1e-3} for s in range(1, 301)]
     assert "299 of the last 300 steps (99%)" in clip_caption(records, KNOBS, "adamw")
+
+
+def test_under_a_leaking_mask_the_caption_calls_no_loss_falling():
+    """A review: "The loss is falling (0.953 → 0.183 …). Held-out loss 2.727 → 0.223 (steps 300 → 600 …): falling."
+    on a run switched to mask none at step 348: both fell by copying the character to predict."""
+    records = cosine_tail(0.8, 0.05)  # steps 1701-2000, the loss plunging
+    evals = [{"step": 1700, "val_loss": 2.727}, {"step": 2000, "val_loss": 0.223}]
+    text = clip_caption(records, KNOBS, "adamw", evals, [("none", 1800, 2000)])
+    assert "falling" not in text and "Held-out loss" not in text, text
+    assert "mask none from step 1,800 shows each position the character it must predict (a leak)" in text, text
+    assert text.startswith("Clipped on 300 of the last 300 steps (100%)"), text
+    ended = clip_caption(records, KNOBS, "adamw", evals, [("off_by_one", 1500, 1750)])
+    assert "mask off_by_one from step 1,500 to step 1,750" in ended, ended
+    assert "falling" in clip_caption(records, KNOBS, "adamw", evals, [("none", 100, 1500)])  # before these steps

@@ -57,7 +57,8 @@ def test_the_far_above_best_note_says_what_held_out_text_it_rests_on():
     sized = [{**e, "val_tokens": 150, "batch_shape": [12, 32]} for e in EVALS]
     notes = [t for _, t in picking.checkpoint_notes(CONFIG, EVENTS, sized, 13015, CHECKPOINTS)]
     [text] = [t for t in notes if t.startswith("Held-out loss")]
-    assert "Held-out loss at step 13,000 (on 150 held-out characters (about 4 windows of 32), a gap beyond its " in text
+    assert ("Held-out loss at step 13,000 (on 5 batches (1,920 characters) drawn at random, overlapping, from 150 "
+            "held-out characters (about 4 windows of 32), a gap beyond its ") in text
 
 
 def test_a_checkpoint_under_the_leak_still_says_its_text_falls_apart():

@@ -44,7 +44,7 @@ FINITE_WINDOW = 50  # recent step records searched for a non-finite loss
 MODEL_SETTINGS = ("num_layers", "num_heads", "hidden_dim", "max_seq_len", "dropout", "softmax", "token_shift")
 LAB_SETTINGS = ("detach_residual", "shape_bug")  # config.json's "interventions" (read_config_json moves older ones)
 TRAIN_SETTINGS = ("batch_size", "optimizer")
-KNOBS_SKIPPED = ("min_lr",)  # follows the learning rate (tinygpt.trainer.moved_floor): not a change of its own
+KNOBS_SKIPPED = ("min_lr",)  # follows the learning rate (tinygpt.schedule.moved_floor): not a change of its own
 
 
 class Flag(NamedTuple):

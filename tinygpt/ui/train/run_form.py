@@ -18,10 +18,12 @@ def preset_of(values: dict[str, Any]) -> str | None:
     not record the preset a run came from; without this, the Preset select kept whatever this browser chose last,
     beside another preset's run (a learner's Demo over the Lecture run). A run changed from its preset in the form
     is no preset's: the select then keeps the viewer's choice, which is only for their next run (the form says
-    so)."""
+    so). The seed is left out too: another draw of the same recipe is still its preset's run (a review's Lecture run
+    with seed 2468 read "the run matches no preset")."""
     for label in settings.PRESET_LABELS:
         wanted = settings.preset_values(label)
-        if all(values.get(f.name) == wanted[f.name] for f in settings.MODEL_FIELDS if f.name in wanted):
+        if all(values.get(f.name) == wanted[f.name] for f in settings.MODEL_FIELDS
+               if f.name in wanted and f.name != "seed"):  # fmt: skip
             return label
     return None
 

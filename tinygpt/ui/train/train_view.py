@@ -12,7 +12,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from tinygpt.runs.corpus import known_vocab_size
-from tinygpt.runs.knobs import knobs_now, leak_spans
+from tinygpt.runs.knobs import knobs_now, leak_spans, with_queued
 from tinygpt.ui import state
 from tinygpt.ui.charts import curves
 from tinygpt.ui.host import resources, runlist
@@ -35,8 +35,11 @@ def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) 
         state.get(train_keys.W_X_AXIS),
     )
     key = (str(rd.run_dir), str(parent.run_dir) if parent else None, options)
-    records = (_records(rd), _records(parent) if parent else None)
-    figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options))
+    # A queued run's knob changes wait in the server for its worker: the plan and the clip line draw them already
+    waiting = status.get("state") in ("queued", "starting")
+    queued = tuple(resources.get_manager().queued_knobs(rd.run_id)) if waiting else ()
+    records = (_records(rd), _records(parent) if parent else None, queued)
+    figures = shared_figures(key, records, lambda: _figures(rd, parent, config, status, options, queued))
     last = rd.samples[-1] if rd.samples else None
     said = {**status, "reason": run_words.reason_for(status.get("reason") or "", config, viewer)}
     # First what the curves did under a leak (tinygpt.ui.words.leaks, from the evals), then what the val curve scores.
@@ -60,10 +63,10 @@ def _records(rd) -> tuple:
     return (len(rd.metrics), last.get("step"), last.get("time"), len(rd.evals), len(rd.events))
 
 
-def _figures(rd, parent, config: dict, status: dict, options: tuple) -> dict:
+def _figures(rd, parent, config: dict, status: dict, options: tuple, queued: tuple = ()) -> dict:
     large, target, smoothing, x_axis = options
     vocab_size = known_vocab_size(rd.run_dir, config)  # None: not known yet, and then no ln(V) line is drawn
-    knobs = knobs_now(config, rd.events)
+    knobs = with_queued(knobs_now(config, rd.events), queued)
     # A branch's parent: where it left it, and the parent's later live changes the branch never took.
     label = branching.parent_label(parent.config(), config, parent.events, rd.events) if parent else ""
     ghost = dict(ghost=parent.metrics, ghost_label=label) if parent else {}

@@ -33,8 +33,15 @@ def clip_caption(
     n, k = len(recent), len(clipped)
     share = f"{k} of the last {n} steps ({_percent(k, n)})"
     losses = [m["loss"] for m in recent if isinstance(m.get("loss"), (int, float)) and math.isfinite(m["loss"])]
+    if leak := _leak_within(leaks, recent[0].get("step"), recent[-1].get("step")):
+        # A review: "The loss is falling (0.953 → 0.183) … Held-out loss 2.727 → 0.223: falling." across mask none
+        # from step 348: a loss that falls by copying the next character is no trend and no held-out evidence.
+        if not k:
+            return f"No step was clipped in the last {n}: the gradient norm stayed under the threshold {clip:g}." + leak
+        rates = [m["lr"] for m in clipped if isinstance(m.get("lr"), (int, float))]
+        return f"Clipped on {share}{_rates_said(rates, knobs.get('learning_rate'))}." + leak
     rising, trend = _trend_said(losses)
-    held_rising, held = _held_out_said(evals, recent[0].get("step"), recent[-1].get("step"))
+    held_rising, held = _held_out_said(evals, recent[0].get("step"), recent[-1].get("step"), leaks)
     wrecked, worse = _far_above_best(evals, recent[-1].get("step"), leaks)
     held += worse
     if not k:
@@ -71,13 +78,28 @@ def clip_caption(
     return text + trend + held
 
 
-def _held_out_said(evals, first: object, last: object) -> tuple[bool | None, str]:
+def _leak_within(leaks, first: object, last: object) -> str:
+    """Words for a leaking mask in force over some of the steps first..last (leaks: (mask, a, b), steps a+1..b under
+    it), else "": the loss then falls by copying, so neither its trend nor the held-out loss says what was learned."""
+    if not isinstance(first, int) or not isinstance(last, int):
+        return ""
+    spans = [(mask, a, b) for mask, a, b in leaks or () if a < last and b >= first]
+    if not spans:
+        return ""
+    mask, a, b = spans[-1]
+    until = "" if b >= last else f" to step {b:,}"
+    return (f" The loss over these steps is no measure of learning: mask {mask} from step {a:,}{until} shows each "
+            "position the character it must predict (a leak), so both losses fall by copying it.")
+
+
+def _held_out_said(evals, first: object, last: object, leaks=()) -> tuple[bool | None, str]:
     """(rising?, words) of the held-out loss over the steps first..last: the last eval before them (the loss they
     started from) against the newest eval among them, judged against the two evals' batch-to-batch spread as
-    _trend_said judges the training loss. (None, "") without two such evals."""
+    _trend_said judges the training loss (evals under a leaking mask earlier left out: copying is no start). (None, "")
+    without two such evals."""
     if not isinstance(first, int) or not isinstance(last, int):
         return None, ""
-    scored = _scored_evals(evals, last, ())
+    scored = _scored_evals(evals, last, leaks)
     before = [e for e in scored if e["step"] < first]
     inside = [e for e in scored if first <= e["step"]]
     if not inside:
@@ -118,13 +140,21 @@ def _split(record: dict) -> tuple[int, int] | None:
 
 
 def held_out_words(record: dict) -> str:
-    """ "on 610 held-out characters (about 38 windows of 16)": what an eval's held-out loss was measured on."""
+    """ "on 5 batches (2,560 characters) drawn at random from 111,540 held-out characters (about 6,971 windows of
+    16)": what an eval's held-out loss was measured on, and the split it was drawn from (a review: "on 111,540
+    held-out characters" read as if the eval had read them all; it reads its batches, the lab's words say so too)."""
     split = _split(record)
     if split is None:
         return ""
     tokens, context = split
     windows = tokens // context
-    return f"on {tokens:,} held-out characters (about {windows:,} window{'s' if windows != 1 else ''} of {context})"
+    of = f"{tokens:,} held-out characters (about {windows:,} window{'s' if windows != 1 else ''} of {context})"
+    n = len(_batches(record))
+    if n < 1:
+        return f"on {of}"
+    read = n * record["batch_shape"][0] * context
+    overlapping = ", overlapping," if read >= tokens else ""  # the same text read again and again
+    return f"on {n} batch{'es' if n != 1 else ''} ({read:,} characters) drawn at random{overlapping} from {of}"
 
 
 def scant_held_out(record: dict) -> bool:
