@@ -358,11 +358,11 @@ def test_a_no_mask_run_that_ends_a_hair_below_causal_is_not_called_cheating():
     none = result(final_train_loss=2.316, leak=5.63, no_peek_loss=2.844, final_loss_std=0.04)
     verdict = EXPERIMENTS["mask"].verdict({"causal": causal, "off_by_one": off, "none": none})
     assert verdict.reproduced is False, verdict.sentence
-    assert "none: train loss 2.316 (0.09 is not enough below causal; needs 0.50; the interval" in verdict.sentence
+    assert "none: train loss 2.316 (0.09 is not enough below causal; the bar: at least 0.50 below; the interval" in verdict.sentence
     assert verdict.observed["cheat margin (nats), none"] == MASK_CHEAT
     collapsed = result(final_train_loss=0.19, leak=6.0, no_peek_loss=3.1, final_loss_std=0.03)
     verdict = EXPERIMENTS["mask"].verdict({"causal": causal, "off_by_one": off, "none": collapsed})
-    assert verdict.reproduced is True and "none: train loss 0.190 (2.22 below causal; needs 0.50;" in verdict.sentence
+    assert verdict.reproduced is True and "none: train loss 0.190 (2.22 below causal; the bar: at least 0.50 below;" in verdict.sentence
     # Runs noisier than the gap: 3 standard errors of the difference of their means of 20 losses, 3 x sqrt((0.04^2
     # + 1.5^2) / 20) = 1.006, so the gap of 0.81 is an interval -0.20-1.82 across the 0.50 bar: not enough data.
     noisy = result(final_train_loss=1.6, leak=6.0, no_peek_loss=3.1, final_loss_std=1.5)
@@ -780,7 +780,7 @@ def test_no_positions_is_reproduced_only_when_the_reference_learned_and_the_held
     good = run(1.25, 1.30, initial_loss=3.4)
     verdict = judge({"learned positions": good, "no positions": run(2.45, 2.50, spread=1.5)})
     assert verdict.reproduced is True, verdict.sentence
-    assert "held-out loss ended at 2.500 vs 1.300, needs 0.30 more" in verdict.sentence
+    assert "held-out loss ended at 2.500 vs 1.300 (the bar: at least 0.30 higher)" in verdict.sentence
     assert "paired over 5 held-out batches" in verdict.sentence and "Training loss 2.450 vs 1.250" in verdict.sentence
 
     # The sceptic's case: training 1.2 nats apart, held-out only 0.10: the training gap no longer decides

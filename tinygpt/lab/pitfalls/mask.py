@@ -91,14 +91,14 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             observed[f"held-out cheat gap (nats), {label}"] = difference.interval()
             cheat = (
                 f"held-out loss {fmt(leaky.final_val_loss)} ({difference.mean:.2f} {below} causal's "
-                f"{fmt(causal.final_val_loss)}; needs {margin:.2f}; {spread}, the gap's noise "
+                f"{fmt(causal.final_val_loss)}; the bar: at least {margin:.2f} below; {spread}, the gap's noise "
                 f"{difference.noise()}), train loss "
                 f"{fmt(leaky.final_train_loss)} ({train_difference.interval()} below)"
             )
         else:
             cheat = (
-                f"train loss {fmt(leaky.final_train_loss)} ({fmt(difference.mean, 2)} {below} causal; needs "
-                f"{margin:.2f}; {spread}), the gap's noise {difference.noise()}"
+                f"train loss {fmt(leaky.final_train_loss)} ({fmt(difference.mean, 2)} {below} causal; the bar: at "
+                f"least {margin:.2f} below; {spread}), the gap's noise {difference.noise()}"
             )
         parts.append(f"{label}: {cheat}, leak {fmt(leaky.leak, 3)}, loss without the future {fmt(leaky.no_peek_loss)}")
     clauses["causal's leak score exactly 0"] = None if causal.leak is None else causal.leak == 0.0

@@ -55,7 +55,8 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     sentence = (
         f"With learned positions the loss fell from {fmt(good.initial_loss)} to {fmt(good.final_train_loss)} "
         f"({say(learned, 'the task is learned', 'the task is not learned', 'not measured')}); without them the "
-        f"held-out loss ended at {fmt(bad.final_val_loss)} vs {fmt(good.final_val_loss)}, needs {margin:.2f} more "
+        f"held-out loss ended at {fmt(bad.final_val_loss)} vs {fmt(good.final_val_loss)} "
+        f"(the bar: at least {margin:.2f} higher) "
         f"({say(worse, 'it cannot tell the order', 'not enough higher', 'not decided')}: gap "
         f"{difference.interval(3)}; {spread}). Training loss {fmt(bad.final_train_loss)} vs "
         f"{fmt(good.final_train_loss)} ({train.interval()})."

@@ -50,7 +50,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     sentence = (
         f"First-layer attention gradient norm: {fmt(first_bad, 6)} detached vs {fmt(first_good, 4)} with the "
         f"residual ({'not measured' if ratio is None else f'{ratio:.1e}x'}); final held-out loss "
-        f"{fmt(bad.final_val_loss)} vs {fmt(good.final_val_loss)}, needs {margin:.2f} more "
+        f"{fmt(bad.final_val_loss)} vs {fmt(good.final_val_loss)} (the bar: at least {margin:.2f} higher) "
         f"({say(stalls, 'stalls', 'does not stall', 'not decided')}: gap {difference.interval(3)}; {spread}). "
         f"Training loss {fmt(bad.final_train_loss)} vs {fmt(good.final_train_loss)} ({train.interval()})."
     )

@@ -72,7 +72,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     attention = f"max weight {fmt(bad.mean_max_weight, 2)}, entropy {entropies}"
     gain = f"gain {fmt(bad.softmax_gain)} vs {fmt(good.softmax_gain)}"
     grads = f"{fmt(bad.attention_grad_norm)} vs {fmt(good.attention_grad_norm)}"
-    losses = f"{fmt(bad.final_val_loss)} vs {fmt(good.final_val_loss)}; needs {SCALING_WORSE:.2f} more"
+    losses = f"{fmt(bad.final_val_loss)} vs {fmt(good.final_val_loss)}; the bar: at least {SCALING_WORSE:.2f} higher"
     parts = [
         say(saturated, "unscaled attention is near one-hot", "unscaled attention is not near one-hot",
              "unscaled attention's sharpness was not measured") + f" ({attention})",
