@@ -290,3 +290,34 @@ def test_load_model_fixes_a_vocab_size_the_config_never_got(tiny_text, tmp_path)
     save_checkpoint(checkpoint_stem(tmp_path, 1), trainer.model, stale, vocab, 1)
     loaded = load_model(tmp_path)
     assert loaded.config.model.vocab_size == len(vocab) and loaded.model.config.vocab_size == len(vocab)
+
+
+class _GradBomb(torch.autograd.Function):
+    """The identity forward, an infinite gradient backward: a backward-pass overflow with a finite loss."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.full_like(grad, float("inf"))
+
+
+def test_a_backward_overflow_names_where_it_entered_not_the_first_parameter(tiny_text):
+    """A review: the softmax verdict's "first non-finite tensor was tok_emb.weight.grad" is first only in the order
+    the parameters were registered; every backward failure named it. The event now names the module whose output's
+    gradient went non-finite first in the backward pass, the parameter kept beside it."""
+    trainer = make_trainer(tiny_text)
+    scores = trainer.model.blocks[0].attn.hook_scores
+    handle = scores.register_forward_hook(lambda _m, _i, out: _GradBomb.apply(out))  # the explicit path, bombed
+    try:
+        record = trainer.step()
+    finally:
+        handle.remove()
+    assert not record["applied"] and math.isfinite(record["loss"])
+    info = record["nonfinite"]
+    assert info["where"] == "backward" and info["parameter"].endswith(".grad"), info
+    # the scores' gradient is infinite below the bomb: q and k are the first outputs the backward pass reaches
+    assert info["tensor"] in ("the gradient of blocks.0.attn.hook_q", "the gradient of blocks.0.attn.hook_k"), info
+    assert all(p.grad is None for _, p in trainer.named_params)  # the diagnostic's gradients are no update either

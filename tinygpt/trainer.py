@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -220,7 +220,7 @@ class Trainer:
         if not (math.isfinite(loss_value) and math.isfinite(grad_norm)):
             # Never apply a poisoned update: leave the parameters as they are and say where it went wrong.
             record["applied"] = False
-            record["nonfinite"] = self._first_nonfinite(x, loss_value, param_norms)
+            record["nonfinite"] = self._first_nonfinite(x, y, loss_value, param_norms)
             self.optimizer.zero_grad(set_to_none=True)
             self.step_count += 1
             return self._finish(record, started)
@@ -263,14 +263,25 @@ class Trainer:
         record["tokens_per_s"] = tokens / elapsed if elapsed > 0 else 0.0
         return record
 
-    def _first_nonfinite(self, x: torch.Tensor, loss_value: float, param_norms: torch.Tensor) -> dict[str, Any]:
-        """Name the first tensor that went non-finite: a forward activation if the loss did, else a gradient."""
+    def _first_nonfinite(
+        self, x: torch.Tensor, y: torch.Tensor, loss_value: float, param_norms: torch.Tensor
+    ) -> dict[str, Any]:
+        """Name the first tensor that went non-finite: a forward activation if the loss did; else the first module
+        output whose gradient did, in the backward pass's own order (a diagnostic forward + backward of the same
+        batch). The first parameter with a non-finite gradient is kept too, but it is first only in the order the
+        parameters were registered: a review's softmax verdict named tok_emb.weight.grad, which every backward
+        failure names, as "the first non-finite tensor"."""
         if not math.isfinite(loss_value):
             name = first_nonfinite_activation(self.model, x)
             return {"where": "forward", "tensor": name or "loss", "value": str(loss_value)}
         bad = (~torch.isfinite(param_norms)).nonzero()
-        name = self.named_params[int(bad[0])][0] if len(bad) else "unknown"
-        return {"where": "backward", "tensor": f"{name}.grad", "value": "non-finite"}
+        parameter = f"{self.named_params[int(bad[0])][0]}.grad" if len(bad) else "unknown"
+        try:
+            module = first_nonfinite_gradient(self.model, lambda: self.loss_on(x, y, self.model))
+        finally:
+            self.optimizer.zero_grad(set_to_none=True)  # the diagnostic's gradients are no update either
+        tensor = f"the gradient of {module}" if module else parameter
+        return {"where": "backward", "tensor": tensor, "parameter": parameter, "value": "non-finite"}
 
     def evaluate(self, batches: int | None = None, splits: tuple[str, ...] = SPLITS) -> dict[str, Any]:
         """Mean loss of each split in `splits` on the fixed eval windows, and the val batches' own losses
@@ -368,6 +379,37 @@ def evaluate_model(
             out["batch_shape"] = [int(batch_size), int(x.shape[1])]
     model.train(was_training)
     return out
+
+
+def first_nonfinite_gradient(model: TinyGPT, loss_fn: Callable[[], torch.Tensor]) -> str | None:
+    """Run `loss_fn` (a forward of `model`) and its backward with a hook on every submodule's output gradient;
+    return the name of the first module, in the order the backward pass reached them (from the loss toward the
+    input), whose output received a non-finite gradient: where the overflow entered the backward pass (a naive
+    softmax's scores, say), not the first parameter in registration order. None if none did."""
+    found: list[str] = []
+    handles = []
+
+    def make_hook(name: str):
+        def on_grad(grad: torch.Tensor) -> None:
+            if not found and grad.is_floating_point() and not torch.isfinite(grad).all():
+                found.append(name)
+
+        def hook(_module, _inputs, output):
+            value = output[0] if isinstance(output, tuple) else output
+            if torch.is_tensor(value) and value.requires_grad:
+                value.register_hook(on_grad)
+
+        return hook
+
+    for name, module in model.named_modules():
+        if name:
+            handles.append(module.register_forward_hook(make_hook(name)))
+    try:
+        loss_fn().backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return found[0] if found else None
 
 
 @torch.no_grad()

@@ -533,7 +533,8 @@ def test_the_mask_cheat_is_judged_on_held_out_loss_where_a_causal_run_memorised(
         results[label].final_val_loss = 0.15
     verdict = EXPERIMENTS["mask"].verdict(results)
     assert verdict.reproduced is True, verdict.sentence
-    assert "none: held-out loss 0.150 (2.15 below causal's 2.300; the bar: at least 0.50 below; the interval 2.1" in verdict.sentence
+    said = "none: held-out loss 0.150 (2.15 below causal's 2.300; the bar: at least 0.50 below; the interval 2.1"
+    assert said in verdict.sentence
     results["none"].final_val_loss = 2.0  # collapses on its training windows only: not the leak
     verdict = EXPERIMENTS["mask"].verdict(results)
     assert verdict.reproduced is False and "Failed: none's held-out loss at least 0.50 nats below causal" in (

@@ -137,7 +137,7 @@ def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     assert run_training(run_dir, config) == "finished"
     reader = RunReader(run_dir)
     reader.poll()
-    rows = {r["check"]: r for r in lab.health_checks(str(run_dir), reader.checkpoints()[-1], reader.metrics)}
+    rows = {r["check"]: r for r in lab.health_rows(str(run_dir), reader.checkpoints()[-1], reader.metrics)}
     assert {r["result"] for r in rows.values()} <= {"pass", "FAIL", "not enough data"}
     assert rows["loss still decreasing"]["result"] in ("pass", "FAIL")  # 20 steps: enough to judge
     assert all(r["threshold"] for r in rows.values())
@@ -147,7 +147,13 @@ def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     windows = f"held-out windows of {config.model.max_seq_len} characters (checkpoint of step {step})"
     assert rows["attention rows sum to 1"]["measured on"] == f"4 {windows}"
     assert rows["no future leak"]["measured on"] == f"2 {windows}"
-    assert rows["loss still decreasing"]["measured on"] == "the run's recent steps"
+    last = reader.metrics[-1]["step"]  # the step checks read every step recorded, not only those to the checkpoint
+    assert rows["loss still decreasing"]["measured on"] == f"the run's recent steps, to step {last:,}"
+    # A diverged run checkpointed at step 0 and broken later (a review's softmax run: "no steps yet"): the step checks
+    # read the steps after the checkpoint too
+    broken = [*reader.metrics, {"step": last + 1, "loss": None, "grad_norm": None}]
+    finite = {r["check"]: r for r in lab.health_rows(str(run_dir), reader.checkpoints()[0], broken)}
+    assert finite["gradient norm finite"]["result"] == "FAIL", finite["gradient norm finite"]
     unprobed = read_result(reader)  # no checkpoint probe (a run still training): the rows are the snapshot's
     probe = reader.attention_index()["probe_text"]
     assert unprobed.snapshot_input.startswith(f"the probe text ({len(probe)} characters, attention snapshot at step ")
@@ -170,16 +176,24 @@ def test_the_shape_step_and_the_health_step_give_one_checkpoint_the_same_numbers
     reader = RunReader(run_dir)
     reader.poll()
     step = reader.checkpoints()[-1]
-    rows = {r["check"]: r for r in lab.health_checks(str(run_dir), step, reader.metrics)}
+    rows = {r["check"]: r for r in lab.health_rows(str(run_dir), step, reader.metrics)}
     result = read_result(reader, lab.checkpoint_probe)  # the shape step's numbers
     assert rows["attention rows sum to 1"]["result"] == "FAIL" and rows["no future leak"]["result"] == "FAIL"
     assert rows["attention rows sum to 1"]["measured"] == f"{result.row_sum_error:.4g}"
     assert rows["no future leak"]["measured"] == f"{result.leak:.4g}"
     assert result.snapshot_input == rows["attention rows sum to 1"]["measured on"]
     assert result.leak_input == rows["no future leak"]["measured on"]
-    # Review: "(checkpoint of step 200): a freshly initialised model ... scores 4.151" read as the checkpoint's
-    fresh = rows["initial loss close to ln(vocab)"]["measured on"]
-    assert "checkpoint of step" not in fresh and fresh.endswith("read by a new model, not the checkpoint")
+    # Review: "(checkpoint of step 200): a freshly initialised model ... scores 4.151" read as the checkpoint's; a
+    # later review: an unseeded fresh model on 4 windows passed and FAILed one run at random. The run's first step is
+    # its initialised model's loss, read as such
+    initial = rows["initial loss close to ln(vocab)"]
+    assert initial["measured on"] == "the run's first training batch", initial
+    assert initial["measured"] == f"{reader.metrics[0]['loss']:.4g}"
+    assert "this run's first step scored" in initial["detail"]
+    no_first = lab.health_checks(str(run_dir), step)[0]  # a run without its first step: a fresh model, seeded
+    fresh = {r["check"]: r for r in no_first}["initial loss close to ln(vocab)"]
+    assert "checkpoint of step" not in fresh["measured on"] and fresh["measured on"].endswith("not the checkpoint")
+    assert fresh == {r["check"]: r for r in lab.health_checks(str(run_dir), step)[0]}["initial loss close to ln(vocab)"]
 
 
 def test_workshop_link_round_trips_and_reports_bad_values():

@@ -165,11 +165,11 @@ def test_health_passes_only_when_the_bug_fails_both_named_checks_and_the_correct
                  "no future leak pass (0, needs == 0 exactly)", "2.4e-07"):  # fmt: skip
         assert said in caught.text, caught.text
     # A check both runs fail (the demo clips the gradient on most steps) decides nothing either way.
-    clip = {"check": "gradient clipped only now and then", "result": "FAIL"}
+    clip = {"check": "clipping not hiding a rising loss", "result": "FAIL"}
     clipped = lesson.health_catches(Evidence(health={"correct": ok + [clip], "silent bug": bad + [clip]}))
     # ... but is said: a review read "'correct' passes both" above a table where it FAILed the clip check
     assert clipped.passed
-    assert "it FAILs gradient clipped only now and then: about its training, not the bug" in clipped.text
+    assert "it FAILs clipping not hiding a rising loss: about its training, not the bug" in clipped.text
     assert "'correct' passes both (one other FAIL)" in clipped.headline
     # The bug fails one named check only: not what the step promised.
     one = lesson.health_catches(Evidence(health={"correct": ok, "silent bug": health_rows(False, True)}))

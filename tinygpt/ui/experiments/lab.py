@@ -25,6 +25,7 @@ from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.pitfalls import shape_drift
 from tinygpt.lab.results import LEAK_WINDOWS, checkpoint_probe, finite_mean, probe_batch, read_result
 from tinygpt.lab.verdict import RunResult, Verdict, held_out_windows
+from tinygpt.runs.knobs import knobs_now
 from tinygpt.runs.models import load_model
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
@@ -223,35 +224,49 @@ def _cell(value) -> str:
     return "n/a" if value is None else str(value)
 
 
-def health_checks(run_dir: str, step: int, metrics: list[dict]) -> list[dict]:
-    """The model health checklist for one checkpoint of a run, as table rows (pass / FAIL / not enough data)."""
+def health_checks(run_dir: str, step: int, first_step: dict | None = None) -> tuple[list[dict], float]:
+    """The model health checklist's checks of one checkpoint of a run, as table rows (pass / FAIL / not enough
+    data), and the checkpoint's clip (max_grad_norm). `first_step`: the run's step-1 record, whose loss is the
+    initialised model's (the initial-loss check reads it, else a seeded fresh model)."""
     loaded = load_model(run_dir, int(step))
     # The windows the shape step's verdict probed (results.probe_batch): the same checkpoint gives the same row sums
     # and leak here as there, and each row says what it read
     x, y = probe_batch(loaded, run_dir)  # (4, T) each
     leak_x = x[:LEAK_WINDOWS]  # (2, T)
-    # The initial-loss check scores a new model on those windows, not the checkpoint: "(checkpoint of step 200): a
-    # freshly initialised model ..." read as the checkpoint's score (a review)
+    # The initial-loss check reads the run's first step, or a new model on those windows, never the checkpoint:
+    # "(checkpoint of step 200): a freshly initialised model ..." read as the checkpoint's score (a review)
+    fresh = f"{held_out_windows(*map(int, x.shape))}, read by a new model, not the checkpoint"
     on = {"no future leak": held_out_windows(int(leak_x.shape[0]), int(x.shape[1]), int(step)),
-          "initial loss close to ln(vocab)": f"{held_out_windows(*map(int, x.shape))}, read by a new model, not the "
-                                             "checkpoint",
+          "initial loss close to ln(vocab)": "the run's first training batch" if first_step else fresh,
           "shape contracts": f"random tokens, 2 x {loaded.config.model.max_seq_len} and one too long"}  # fmt: skip
     batch = held_out_windows(int(x.shape[0]), int(x.shape[1]), int(step))
-    checks = [(c, on.get(c.name, batch)) for c in run_health_checks(loaded.model, x, y, leak_idx=leak_x)]
-    checks += [
-        (c, "the run's recent steps") for c in check_training_metrics(metrics, loaded.config.train.max_grad_norm)
-    ]
-    return [
-        {
-            "check": c.name,
-            "result": c.outcome,
-            "measured": "" if c.value is None else f"{c.value:.4g}",
-            "threshold": c.threshold,
-            "measured on": on,
-            "detail": c.detail,
-        }
-        for c, on in checks
-    ]
+    checks = run_health_checks(loaded.model, x, y, leak_idx=leak_x, first_step=first_step)
+    return [_row(c, on.get(c.name, batch)) for c in checks], float(loaded.config.train.max_grad_norm)
+
+
+def _row(c, on: str) -> dict:
+    return {"check": c.name, "result": c.outcome, "measured": "" if c.value is None else f"{c.value:.4g}",
+            "threshold": c.threshold, "measured on": on, "detail": c.detail}  # fmt: skip
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _checkpoint_rows(run_dir: str, step: int, first_step: dict | None) -> tuple[list[dict], float]:
+    """health_checks, once per checkpoint: ~0.15 s on a CPU for a lesson run (measured on the shape-drift runs), so
+    the tab shows them at once instead of behind a button, and a live run's refreshes do not measure them again."""
+    return health_checks(run_dir, step, first_step)
+
+
+def health_rows(run_dir: str, step: int, metrics: list[dict], clip: float | None = None) -> list[dict]:
+    """The checklist: the checkpoint at `step`'s checks, then the step checks on every step the run has recorded
+    (`metrics`, to its newest step, not only to the checkpoint: a review's diverged softmax run, checkpointed at
+    step 0 and broken at step 59, read "gradient norm finite: not enough data: no steps yet"). `clip`: the run's
+    max_grad_norm now (a live knob), else the checkpoint's."""
+    first = metrics[0] if metrics and metrics[0].get("step") == 1 else None
+    rows, checkpoint_clip = _checkpoint_rows(run_dir, int(step), first)
+    last = metrics[-1].get("step") if metrics else None
+    on = f"the run's recent steps, to step {last:,}" if isinstance(last, int) else "the run's recent steps"
+    steps = check_training_metrics(metrics, checkpoint_clip if clip is None else float(clip))
+    return rows + [_row(c, on) for c in steps]
 
 
 def health_default(experiment: Experiment, labels: list[str]) -> str | None:
@@ -271,14 +286,6 @@ def health_choices(experiment: Experiment, runs: dict[str, str] | None, current:
     default = health_default(experiment, list(runs or {}))
     first = next((k for k, rid in choices.items() if runs and rid == runs.get(default)), None)
     return choices, first
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def health_rows(run_dir: str, step: int, _metrics: list[dict]) -> list[dict]:
-    """health_checks of the checkpoint at `step`, on the metrics up to it, once per checkpoint: ~0.15 s on a CPU
-    for a lesson run (measured on the shape-drift runs), so the tab shows them at once instead of behind a button,
-    and a live run's page refreshes do not measure them again at every new step."""
-    return health_checks(run_dir, step, [m for m in _metrics if (m.get("step") or 0) <= step])
 
 
 def health_table(rows: list[dict]) -> list[dict]:
@@ -303,8 +310,11 @@ def health_tab(store, experiment: Experiment, runs: dict[str, str] | None, key: 
         st.info("This run has no checkpoint yet.")
         return
     try:
-        st.table(health_table(health_rows(str(rd.run_dir), steps[-1], rd.metrics)), hide_index=True)
-        st.caption(f"Checked the checkpoint at step {steps[-1]}.")
+        clip = knobs_now(rd.config() or {}, rd.events).get("max_grad_norm")
+        st.table(health_table(health_rows(str(rd.run_dir), steps[-1], rd.metrics, clip)), hide_index=True)
+        last = rd.metrics[-1].get("step") if rd.metrics else None
+        reads = f"; the step checks read its steps to step {last:,}" if isinstance(last, int) else ""
+        st.caption(f"Checked the checkpoint at step {steps[-1]:,}{reads}.")
     except TinyGPTError as exc:
         st.error(str(exc))
 

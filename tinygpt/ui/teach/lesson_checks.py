@@ -230,7 +230,7 @@ def _measured(row: dict) -> str:
 def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent bug") -> Check:
     """The checklist catches the silent bug, whose loss curve looked fine: the bug FAILs both checks the step
     names (HEALTH_NAMED) and the correct run passes both, each with its measured number. Any other check (loss
-    still falling, gradient clipped only now and then) decides nothing here: the step does not promise it."""
+    still falling, clipping not hiding a rising loss) decides nothing here: the step does not promise it."""
     rows = {label: ev.health.get(label) for label in (healthy, broken)}
     if any(r is None for r in rows.values()):
         return Check(None, "Not enough data yet: the shape-drift runs have no checkpoint to check yet.")
@@ -278,7 +278,7 @@ def health_catches(ev: Evidence, healthy: str = "correct", broken: str = "silent
 
     # The correct run's other FAILs (gradient clipped on recent steps, a loss still falling) are said with it: a
     # review read "'correct' passes both" above a table where it FAILed "gradient norm under the clip" (that check is
-    # now "gradient clipped only now and then")
+    # now "clipping not hiding a rising loss")
     others = [r["check"] for r in rows[healthy] if r.get("check") not in HEALTH_NAMED and r.get("result") == "FAIL"]
     also = f" (it FAILs {' and '.join(others)}: about its training, not the bug)" if others else ""
     if bug_fails == list(HEALTH_NAMED) and not correct_fails:
