@@ -142,7 +142,9 @@ class Experiment:
             by_heart = memorised(over_fitted(results)) if self.loss_claims else ""
             if by_heart:  # no verdict, but every clause is measured and said: a vanishing gradient or a saturated
                 judged = self.judge(results)  # softmax does not depend on the text's size (a review: dropped unsaid)
-                sentence = f"Not enough data to judge: {by_heart}. Measured all the same: {judged.sentence}"
+                # the judge's "Failed: ..." is no verdict here (a review: "Not enough data" above "Failed: ...")
+                measured = judged.sentence.replace(" Failed: ", " Not met on these runs (not judged, as said): ")
+                sentence = f"Not enough data to judge: {by_heart}. Measured all the same: {measured}"
                 return Verdict(None, self.expected, judged.observed, sentence, undecided=NOT_ENOUGH_DATA)
         elif set(results) != set(self.variants):
             return Verdict(None, self.expected, {}, "Not measured yet.")

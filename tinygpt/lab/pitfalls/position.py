@@ -15,6 +15,7 @@ from ..verdict import (
     held_out_difference,
     loss_difference,
     never_reached,
+    reversed_gap,
     say,
 )
 
@@ -52,12 +53,13 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     worse, spread = clears(difference, margin)
     if difference.mean is None:  # never decided on training loss alone: the clause says what is missing
         spread = "held-out loss not recorded"
+    no_worse = "ends lower, the other way round" if reversed_gap(difference) else "not enough higher"
     sentence = (
         f"With learned positions the loss fell from {fmt(good.initial_loss)} to {fmt(good.final_train_loss)} "
         f"({say(learned, 'the task is learned', 'the task is not learned', 'not measured')}); without them the "
         f"held-out loss ended at {fmt(bad.final_val_loss)} vs {fmt(good.final_val_loss)} "
         f"(the bar: at least {margin:.2f} higher) "
-        f"({say(worse, 'it cannot tell the order', 'not enough higher', 'not decided')}: gap "
+        f"({say(worse, 'it cannot tell the order', no_worse, 'not decided')}: gap "
         f"{difference.interval(3)}; {spread}). Training loss {fmt(bad.final_train_loss)} vs "
         f"{fmt(good.final_train_loss)} ({train.interval()})."
     )

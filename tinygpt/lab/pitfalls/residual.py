@@ -14,6 +14,7 @@ from ..verdict import (
     held_out_difference,
     loss_difference,
     never_reached,
+    reversed_gap,
     say,
 )
 
@@ -47,11 +48,12 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     stalls, spread = clears(difference, margin)
     if difference.mean is None:  # never decided on training loss alone: the clause says what is missing
         spread = "held-out loss not recorded"
+    no_stall = "ends lower, the other way round" if reversed_gap(difference) else "does not stall"
     sentence = (
         f"First-layer attention gradient norm: {fmt(first_bad, 6)} detached vs {fmt(first_good, 4)} with the "
         f"residual ({'not measured' if ratio is None else f'{ratio:.1e}x'}); final held-out loss "
         f"{fmt(bad.final_val_loss)} vs {fmt(good.final_val_loss)} (the bar: at least {margin:.2f} higher) "
-        f"({say(stalls, 'stalls', 'does not stall', 'not decided')}: gap {difference.interval(3)}; {spread}). "
+        f"({say(stalls, 'stalls', no_stall, 'not decided')}: gap {difference.interval(3)}; {spread}). "
         f"Training loss {fmt(bad.final_train_loss)} vs {fmt(good.final_train_loss)} ({train.interval()})."
     )
     clauses = {

@@ -19,6 +19,7 @@ from ..verdict import (
     held_out_difference,
     loss_difference,
     never_reached,
+    reversed_gap,
     say,
 )
 
@@ -80,7 +81,8 @@ def judge(results: dict[str, RunResult]) -> Verdict:
              "its softmax gain was not measured") + f" ({gain})",
         say(smaller_grads, "attention gradients are smaller", "attention gradients are not smaller",
              "attention gradients were not measured") + f" ({grads})",
-        say(worse, "the held-out loss ends higher", "the held-out loss ends not higher by enough",
+        say(worse, "the held-out loss ends higher", "the held-out loss ends lower unscaled, the other way round"
+            if reversed_gap(difference) else "the held-out loss ends not higher by enough",
             "the held-out loss gap is not decided")
         + f" ({losses}), a gap of {difference.interval(3)}: {spread}",
         f"training loss {fmt(bad.final_train_loss)} vs {fmt(good.final_train_loss)} ({train.interval()})",
