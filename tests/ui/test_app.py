@@ -296,7 +296,7 @@ def test_uploaded_text_is_decoded_or_the_problem_named():
     assert data.source == "text" and data.text.startswith("to be") and "\r" not in data.text
     with pytest.raises(DataError, match="UTF-8"):
         settings.data_config(settings.SOURCE_UPLOAD, uploaded=b"caf\xe9 " * 50, block_size=16)
-    with pytest.raises(ConfigError, match="choose a .txt file"):
+    with pytest.raises(ConfigError, match="choose a text file"):
         settings.data_config(settings.SOURCE_UPLOAD, uploaded=None)
 
 

@@ -57,6 +57,9 @@ def test_the_learners_text_and_seed_stay_over_a_visit_to_another_page(runs_dir):
     assert at.selectbox(key=experiments_keys.W_LAB_SOURCE).value == settings.SOURCE_PASTE
     assert at.text_area(key=experiments_keys.W_LAB_PASTE).value.startswith("her own text")
     assert at.number_input(key=experiments_keys.W_LAB_SEED).value == 99
+    assert any("times over" in w.value for w in at.warning)  # 700 characters: small enough to memorise, said
+    at.text_area(key=experiments_keys.W_LAB_PASTE).set_value("   \n  ").run()  # no text a run would take
+    assert not any("times over" in w.value for w in at.warning), [w.value for w in at.warning]
 
 
 def test_shape_drift_and_memory_tabs_render(runs_dir):

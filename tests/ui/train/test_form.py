@@ -122,7 +122,7 @@ def test_what_train_would_start_is_said_from_the_form_until_stopped_included():
     state.put(settings.FIELD_BY_NAME["max_steps"].key, 300)
     assert form.next_run_words("Tiny Shakespeare").startswith("300 steps ·")
     upload = settings.SOURCE_UPLOAD
-    assert form.next_run_words(upload).endswith("· a .txt file (none chosen yet)")  # not the menu's words
+    assert form.next_run_words(upload).endswith("· a text file (none chosen yet)")  # not the menu's words
     assert form.next_run_words(upload, type("Upload", (), {"name": "enum.txt"})()).endswith("· the file enum.txt")
 
 

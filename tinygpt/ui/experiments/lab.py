@@ -17,7 +17,7 @@ import torch
 
 from tinygpt import model as model_lib
 from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
-from tinygpt.data import SYNTHETIC_TASKS
+from tinygpt.data import SYNTHETIC_TASKS, text_from_user
 from tinygpt.errors import TinyGPTError
 from tinygpt.lab.experiment import Experiment
 from tinygpt.lab.health import check_training_metrics, run_health_checks
@@ -73,7 +73,7 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
     )
     choice = CorpusChoice(label, LAB_SOURCES[label])
     if label == settings.SOURCE_UPLOAD:
-        file = column.file_uploader("A UTF-8 .txt file", type=["txt"], key=experiments_keys.W_LAB_UPLOAD)
+        file = column.file_uploader(settings.UPLOAD_LABEL, type=None, key=experiments_keys.W_LAB_UPLOAD)
         choice.uploaded = file.getvalue() if file is not None else None
     elif label == settings.SOURCE_PASTE:
         choice.pasted = column.text_area(
@@ -91,7 +91,12 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
         )
     # Before the runs start: a learner's text shorter than what the runs read may be learned by heart, and then the
     # verdict says "not enough data" (held-out loss tells memorising from learning): said now, not after.
-    own = choice.pasted or (choice.uploaded or b"").decode("utf-8", "replace")
+    # Only for text a run would take: a review read "This text has 6 characters ... about 30720 times over" beside
+    # "the text is empty" (a paste of spaces), and the same beside "the file is not UTF-8 text"
+    try:
+        own = text_from_user(choice.pasted or choice.uploaded or "") if (choice.pasted or choice.uploaded) else ""
+    except TinyGPTError:
+        own = ""  # the runs' start says what is wrong with it
     if warning := experiment.held_out_warning(own):
         column.warning(warning, icon=":material/info:")
     return choice

@@ -94,8 +94,8 @@ def next_run_words(source: str, uploaded: Any = None) -> str:
     steps, lr, seed = values.get("max_steps"), values.get("learning_rate"), values.get("seed")
     length = ("trains until you press Stop" if trains_until_stopped(steps) else
               f"{steps:,} steps" if isinstance(steps, int) else "")  # fmt: skip
-    if source == settings.SOURCE_UPLOAD:  # the file, not the menu's words ("Upload a .txt file")
-        source = f"the file {uploaded.name}" if getattr(uploaded, "name", None) else "a .txt file (none chosen yet)"
+    if source == settings.SOURCE_UPLOAD:  # the file, not the menu's words ("Upload a text file")
+        source = f"the file {uploaded.name}" if getattr(uploaded, "name", None) else "a text file (none chosen yet)"
     parts = [length, f"LR {lr:g}" if isinstance(lr, (int, float)) else "",
              f"seed {seed}" if isinstance(seed, int) else "", source, *broken_knobs(values)]  # fmt: skip
     return " · ".join(p for p in parts if p)
@@ -396,7 +396,7 @@ def draw_form(
         # they are redrawn as new elements, and a value typed during that rerun can be lost).
         with st.container():
             if source == settings.SOURCE_UPLOAD:
-                uploaded = st.file_uploader("A UTF-8 .txt file", type=["txt"], key=train_keys.W_UPLOAD)
+                uploaded = st.file_uploader(settings.UPLOAD_LABEL, type=None, key=train_keys.W_UPLOAD)
             elif source == settings.SOURCE_PASTE:
                 st.text_area(
                     "Text to train on",

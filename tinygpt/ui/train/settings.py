@@ -48,7 +48,10 @@ PRESET_LABELS = {
     "GPU": "gpu",
 }
 SOURCE_SHAKESPEARE = "Tiny Shakespeare"
-SOURCE_UPLOAD = "Upload a .txt file"
+# Any file of text, not only .txt: two reviews' calendar.py and configparser.py were refused by Streamlit's bare
+# "text/x-python files are not allowed"; a file that is not UTF-8 text gets data.text_from_user's message instead
+SOURCE_UPLOAD = "Upload a text file"
+UPLOAD_LABEL = "A UTF-8 text file (.txt, .py, .md, .csv, …)"
 SOURCE_PASTE = "Paste text"
 SOURCES = [SOURCE_SHAKESPEARE, *(f"Synthetic: {t}" for t in SYNTHETIC_TASKS), SOURCE_UPLOAD, SOURCE_PASTE]
 # What the Train form says under Tiny Shakespeare: the copy ships in the package (tinygpt/corpora), so nothing is
@@ -252,7 +255,7 @@ def data_config(source: str, pasted: str = "", uploaded: bytes | None = None, bl
         return DataConfig(source="synthetic:" + source.removeprefix("Synthetic: "))
     if source == SOURCE_UPLOAD:
         if not uploaded:
-            raise ConfigError("choose a .txt file to upload first (or pick another corpus).")
+            raise ConfigError("choose a text file to upload first (or pick another corpus).")
         return DataConfig(source="text", text=text_from_user(uploaded, min_chars=min_corpus_chars(block_size)))
     if source == SOURCE_PASTE:
         return DataConfig(source="text", text=text_from_user(pasted or "", min_chars=min_corpus_chars(block_size)))
