@@ -109,8 +109,8 @@ class Experiment:
         train = int(len(text) * 0.9)  # the runs train on its first 90% (data.Corpus, val_fraction 0.1)
         return (
             f"This text has {len(text):,} characters, {train:,} of them for training, and each run reads {reads:,}: "
-            f"about {reads / max(train, 1):,.0f} times over, enough to learn it by heart. Where the held-out loss shows "
-            f'that, the verdict is "not enough data": held-out loss tells learning from memorising on a text of at '
+            f"about {reads / max(train, 1):,.0f} times over, enough to learn it by heart. Where the held-out loss "
+            f'shows that, the verdict is "not enough data": held-out loss tells learning from memorising on a text of at '
             f"least {reads:,} characters."
         )
 

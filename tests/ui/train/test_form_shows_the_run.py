@@ -70,6 +70,9 @@ def test_a_watcher_sees_the_runs_preset_model_and_window_not_their_own_form(runs
     window = anna.slider(key=knob_key(anna, train_keys.W_WINDOW))
     assert window.value == 12 and window.disabled  # the run's window, not cut to her form's context
     assert "You changed" not in texts(anna)
+    # greyed-out knobs are not said to change the running model (a review)
+    assert "not yours to change" in texts(anna) and "change the running model" not in texts(anna)
+    assert "change the running model" in texts(teacher)  # the owner's own
 
     # Her edit for a new run: named as hers, and the live Window still shows the run (not cut to her new context).
     anna.number_input(key=train_keys.W_CONTEXT).set_value(8).run()

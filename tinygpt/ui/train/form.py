@@ -373,6 +373,9 @@ def draw_form(
                       "this run is paused and takes no change until it resumes")  # fmt: skip
             st.markdown(f"**Live knobs** · {paused if run_state == 'paused' else 'this run has ended'}: "
                         "they set your next run")  # fmt: skip
+        elif read_only and live_run is not None:  # greyed out: a review read "change the running model" above them
+            st.markdown("**Live knobs** · the run's, as it trains: not yours to change (only its owner and the "
+                        "instructor can)")  # fmt: skip
         else:
             st.markdown("**Live knobs** · change the running model at its next step")
         if live_run is not None:
