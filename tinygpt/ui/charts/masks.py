@@ -121,5 +121,11 @@ def mask_comparison(
     heading = (title or "Every mask on the same text and checkpoint") + suffix
     fig = style_plotly(fig, heading, large, height=int(2 * panel_px + 200))
     # Column titles no wider than a panel (style_plotly sets every annotation to the axis-title size)
-    fig.update_annotations(font_size=min(theme(large)["axis_title"], max(11, int(panel_px / 5.5))))
+    column_font = min(theme(large)["axis_title"], max(11, int(panel_px / 5.5)))
+    fig.update_annotations(font_size=column_font)
+    # The column titles ("off by<br>one") stand in the top margin too: the title is held to the top of the figure and
+    # the margin grows by their lines, or a three-line title at Large fonts sat on "causal" and "none" (a review)
+    lines = max(len(w.split("<br>")) for w in wrapped)
+    fig.update_layout(title={"yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 28}},
+                      margin={"t": fig.layout.margin.t + int(1.3 * column_font * lines)})  # fmt: skip
     return fig
