@@ -121,3 +121,19 @@ def test_a_typed_change_stays_while_the_parents_retention_deletes_its_checkpoint
     assert at.number_input(key=f"{train_keys.W_BRANCH}:{parent}:10:learning_rate").value == 0.01
     text = " ".join(c.value.replace("\\", "") for c in at.caption)
     assert "From step 10: LR 0.002→0.01" in text and "The checkpoint at step 20 is gone" in text, text
+
+
+def test_a_default_step_that_retention_deleted_moves_on_unsaid(runs_dir, tiny_text):
+    """A review opened the branch panel and read "The checkpoint at step 3,500 is gone ... with your changes kept":
+    the panel had been drawn (folded) on the newest step then, and nobody had picked it or changed anything."""
+    store, parent = trained_parent(runs_dir, tiny_text)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    assert at.selectbox(key=f"{train_keys.W_BRANCH}:{parent}:step").value == 20
+    for suffix in (".json", ".safetensors"):
+        checkpoint_stem(store.path(parent), 20).with_suffix(suffix).unlink()
+    at.run()
+    assert not at.exception, at.exception
+    text = " ".join(c.value.replace("\\", "") for c in at.caption)
+    assert "is gone" not in text and "From step 10: " in text, text

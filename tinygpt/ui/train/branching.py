@@ -149,10 +149,16 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
     pruned = before if before is not None and before not in steps else None
     if before not in steps:
         state.put(step_key, steps[first])
-    step = st.selectbox("Checkpoint step", steps, key=step_key)
-    if pruned is not None:  # the run's checkpoint retention deleted the step this panel was on (a training parent)
+    picked_key = f"{step_key}:picked"  # the viewer chose that step: the panel's own default is nobody's choice
+    step = st.selectbox("Checkpoint step", steps, key=step_key, on_change=state.put, args=(picked_key, True))
+    edited = bool(state.get(edits_key))
+    if pruned is not None and (edited or state.get(picked_key)):
+        # the run's checkpoint retention deleted the step this viewer had chosen or changed settings on (a training
+        # parent). Said only then: a review opened the panel (drawn before, folded) and read "with your changes
+        # kept" about a step nobody had picked and changes nobody had made
+        kept = ", with your changes kept" if edited else ""
         st.caption(f"The checkpoint at step {pruned:,} is gone (the run keeps only some of its checkpoints): the "
-                   f"panel is on step {step:,} now, with your changes kept.")  # fmt: skip
+                   f"panel is on step {step:,} now{kept}.")  # fmt: skip
     try:
         base = checkpoint_settings(store.path(run_id), step)
     except TinyGPTError as e:
