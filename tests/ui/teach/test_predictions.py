@@ -213,3 +213,14 @@ def test_a_step_is_revealed_to_the_room_by_the_instructor_or_to_a_learner_by_the
     book.reveal("scaling")
     assert book.revealed("scaling", "ben") and book.revealed("scaling")
     assert book.step("scaling")[0]["ben"]["answer"] == "yes"
+
+
+def test_the_projectors_spread_line_says_each_answer_without_its_parenthesis_where_they_stay_apart():
+    """A review: step 8's "most of them (more than half): 1 · a few (two or more, up to half): 0 · ..." ran the
+    banner to a fourth line at 1280x720."""
+    counts = {"most of them (more than half)": 1, "a few (two or more, up to half)": 0, "almost none (one at most)": 1}
+    line = predictions.spread_line({"answered": 2, "counts": counts, "share_right": None})
+    assert line == "2 answered: most of them: 1 · a few: 0 · almost none: 1", line
+    alike = {"over 10 (a lot)": 1, "over 10 (by far)": 2}  # the short forms would read alike: kept whole
+    assert "over 10 (a lot): 1 · over 10 (by far): 2" in predictions.spread_line(
+        {"answered": 3, "counts": alike, "share_right": None})

@@ -288,8 +288,12 @@ def spread_line(spread: dict, graded: bool = True) -> str:
     shown yet) leaves out how many were right."""
     if not spread["answered"]:
         return "No answers yet."
-    # "between 3 and 5: 3", not "between 3 and 5 3": an answer may hold numbers of its own
-    parts = " · ".join(f"{answer}: {n}" for answer, n in spread["counts"].items())
+    # "between 3 and 5: 3", not "between 3 and 5 3": an answer may hold numbers of its own. Each answer without its
+    # parenthesis where the short forms stay apart: "most of them (more than half): 1" ran the projector's banner to
+    # a fourth line at 1280x720 (a review); the learners' panes say each answer whole
+    short = {answer: answer.split(" (")[0] for answer in spread["counts"]}
+    names = short if len(set(short.values())) == len(short) else {answer: answer for answer in short}
+    parts = " · ".join(f"{names[answer]}: {n}" for answer, n in spread["counts"].items())
     line = f"{spread['answered']} answered: {parts}"
     if spread["share_right"] is not None and graded:
         # "Not sure" is counted, never graded (docs/TEACHING.md): the share is of every answer the check decided,
