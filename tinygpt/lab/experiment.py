@@ -110,8 +110,8 @@ class Experiment:
         return (
             f"This text has {len(text):,} characters, {train:,} of them for training, and each run reads {reads:,}: "
             f"about {reads / max(train, 1):,.0f} times over, enough to learn it by heart. Where the held-out loss "
-            f'shows that, the verdict is "not enough data": held-out loss tells learning from memorising on a text of at '
-            f"least {reads:,} characters."
+            'shows that, the verdict is "not enough data": held-out loss tells learning from memorising on a text of '
+            f"at least {reads:,} characters."
         )
 
     def configs(
