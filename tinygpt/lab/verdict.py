@@ -456,37 +456,6 @@ def never_reached(expected: str, runs: dict[str, RunResult], claims: list[str], 
     return decide(expected, {f"{claim} ({why})": None for claim in claims}, observed, sentence)
 
 
-# Held-out evidence. A run whose held-out loss ends this far above its loss on the training windows (the same eval)
-# has learned its text by heart: on 2,000 characters "no warmup" and "unscaled logits" trained faster and were worse
-# held-out (issue 33). 0.3 nats: on Tiny Shakespeare at the lab's 200-600 steps the two differ by under 0.05.
-MEMORISED = 0.3
-
-
-def memorised(results: dict[str, RunResult]) -> str:
-    """ "" when no run memorised its text, else why its loss clauses cannot be judged and the size of text that
-    could: one the runs read about once (a text read once cannot be memorised before it is learned)."""
-    gaps = {label: r.final_val_loss - r.final_eval_train_loss for label, r in results.items()
-            if r.final_val_loss is not None and r.final_eval_train_loss is not None}  # fmt: skip
-    if not gaps or max(gaps.values()) <= MEMORISED:
-        return ""
-    # A text read less than once cannot be memorised: a held-out loss above the training loss is then the held-out
-    # split being another kind of text (the licence texts' last tenth is one licence, unlike the rest), not
-    # memorising. The grid's licence texts were called "memorised" at 0.33-0.49 nats with 150,000 of their
-    # 213,588 training characters read (BENCHMARKS.md, issue 33): a false amber.
-    if all(r.chars_read and r.train_chars and r.chars_read < r.train_chars for r in results.values()):
-        return ""
-    label = max(gaps, key=gaps.get)
-    run = results[label]
-    need = max((r.chars_read or 0) for r in results.values())
-    split = f" of {run.val_tokens:,} characters" if run.val_tokens else ""  # what it rests on, said (a review)
-    size = f"; a text of at least {need:,} characters (what these runs read) would" if need else ""
-    return (
-        f"the {label} run memorised its text: its held-out loss ended {gaps[label]:.2f} nats above its training "
-        f"loss ({run.final_val_loss:.3f} vs {run.final_eval_train_loss:.3f}, over {MEMORISED}), so a lower training "
-        f"loss here is memorising, not the pitfall; the held-out split{split} is too small to tell the two apart{size}"
-    )
-
-
 def held_out(worse: RunResult, better: RunResult) -> tuple[bool | None, str]:
     """(whether the held-out loss orders the runs as the training loss does, beyond its noise: `clears` bar 0 on the
     paired held-out gap, so a gap of +0.01 is "not enough data", not the pitfall shown; words). None and "held-out
