@@ -76,7 +76,8 @@ def live_gradients() -> None:
                 "grad_norm_chart",
                 key="g_clip",
                 code=False,
-                caption=runinfo.clip_caption(metrics, knobs, optimizer, rd.evals, leak_spans(config, rd.events, now)),
+                caption=runinfo.clip_caption(metrics, knobs, optimizer, rd.evals, leak_spans(
+                    config, rd.events, max(now, metrics[-1].get("step") or 0 if metrics else 0))),  # to the newest
             )
             notes = runinfo.event_notes(rd.events)
             if notes:

@@ -137,15 +137,18 @@ def test_a_share_that_is_not_all_never_reads_100_percent():
     assert "299 of the last 300 steps (99%)" in clip_caption(records, KNOBS, "adamw")
 
 
-def test_under_a_leaking_mask_the_caption_calls_no_loss_falling():
+def test_under_a_leaking_mask_the_caption_judges_no_trend_and_claims_nothing_about_it():
     """A review: "The loss is falling (0.953 → 0.183 …). Held-out loss 2.727 → 0.223 (steps 300 → 600 …): falling."
-    on a run switched to mask none at step 348: both fell by copying the character to predict."""
+    on a run switched to mask none at step 348: both fell by copying the character to predict. A later review:
+    "both losses fall by copying it" where both rose after a switch at step 292 of 300. The caption now judges no
+    trend across a leak and says how many of its steps the leak covers, nothing more."""
     records = cosine_tail(0.8, 0.05)  # steps 1701-2000, the loss plunging
     evals = [{"step": 1700, "val_loss": 2.727}, {"step": 2000, "val_loss": 0.223}]
     text = clip_caption(records, KNOBS, "adamw", evals, [("none", 1800, 2000)])
-    assert "falling" not in text and "Held-out loss" not in text, text
-    assert "mask none from step 1,800 shows each position the character it must predict (a leak)" in text, text
+    assert "falling" not in text and "Held-out loss" not in text and "fall" not in text, text
+    assert ("Mask none from step 1,800 (200 of these 300 steps) shows each position the character it must predict "
+            "(a leak)") in text, text
     assert text.startswith("Clipped on 300 of the last 300 steps (100%)"), text
     ended = clip_caption(records, KNOBS, "adamw", evals, [("off_by_one", 1500, 1750)])
-    assert "mask off_by_one from step 1,500 to step 1,750" in ended, ended
+    assert "Mask off_by_one in steps 1,501-1,750 (50 of these 300 steps)" in ended, ended
     assert "falling" in clip_caption(records, KNOBS, "adamw", evals, [("none", 100, 1500)])  # before these steps

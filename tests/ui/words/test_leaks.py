@@ -46,6 +46,11 @@ def test_the_loss_chart_says_in_which_steps_the_mask_leaked_and_what_the_held_ou
     assert "not overfitting" in after
     assert leaks.loss_leak_note(CONFIG, EVENTS, 10000) is None  # before the leak: nothing to say
     assert leaks.loss_leak_note({"model": {"mask": "none"}}, [], 300).startswith("This run trained with mask none from")
+    # A run under the leak from its start (a review: "Too few evals under it" beside 57 evals, 2.477 -> 0.07): its
+    # first eval under the leak stands in for the one before
+    from_start = leaks.loss_leak_note({"model": {"mask": "none"}}, [], 300,
+                                      [{"step": 50, "val_loss": 2.477}, {"step": 300, "val_loss": 0.07}])  # fmt: skip
+    assert "held-out loss fell (2.477 at step 50, 0.070 at step 300)" in from_start, from_start
     # A branch: its config holds its own mask; the steps before its branch point trained under the event's old one
     branch = leaks.loss_leak_note({"model": {"mask": "none"}}, [mask_event(200, "causal", "none")], 300)
     assert branch.startswith("This run trained with mask none from step 200"), branch

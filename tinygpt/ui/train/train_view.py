@@ -82,7 +82,10 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple, queued: tup
                                   large=large)  # fmt: skip
     figures = {name: explain.arrow_datasets(fig) for name, fig in (("loss", loss), ("lr", lr), ("grad", grad))}
     optimizer = (config.get("train") or {}).get("optimizer", "adamw")
-    leaks = leak_spans(config, rd.events, int(status.get("step") or 0))  # evals that are no best: copying
+    # Evals that are no best (copying), to the newest step recorded: status.json can lag the metrics, and a leak in
+    # force then read "mask none from step 0 to step 1,520" on the newer steps (a review)
+    newest = max(int(status.get("step") or 0), int((rd.metrics[-1].get("step") or 0) if rd.metrics else 0))
+    leaks = leak_spans(config, rd.events, newest)
     return {**figures, "clip": runinfo.clip_caption(rd.metrics, knobs, optimizer, rd.evals, leaks)}  # what clipping did
 
 

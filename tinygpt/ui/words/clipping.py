@@ -33,9 +33,9 @@ def clip_caption(
     n, k = len(recent), len(clipped)
     share = f"{k} of the last {n} steps ({_percent(k, n)})"
     losses = [m["loss"] for m in recent if isinstance(m.get("loss"), (int, float)) and math.isfinite(m["loss"])]
-    if leak := _leak_within(leaks, recent[0].get("step"), recent[-1].get("step")):
+    if leak := _leak_within(leaks, recent):
         # A review: "The loss is falling (0.953 → 0.183) … Held-out loss 2.727 → 0.223: falling." across mask none
-        # from step 348: a loss that falls by copying the next character is no trend and no held-out evidence.
+        # from step 348: a loss under a leak measures copying, so neither its trend nor the held-out loss is judged.
         if not k:
             return f"No step was clipped in the last {n}: the gradient norm stayed under the threshold {clip:g}." + leak
         rates = [m["lr"] for m in clipped if isinstance(m.get("lr"), (int, float))]
@@ -78,18 +78,23 @@ def clip_caption(
     return text + trend + held
 
 
-def _leak_within(leaks, first: object, last: object) -> str:
-    """Words for a leaking mask in force over some of the steps first..last (leaks: (mask, a, b), steps a+1..b under
-    it), else "": the loss then falls by copying, so neither its trend nor the held-out loss says what was learned."""
-    if not isinstance(first, int) or not isinstance(last, int):
+def _leak_within(leaks, recent: list[dict]) -> str:
+    """Words for a leaking mask in force over some of the `recent` steps (leaks: (mask, a, b), steps a+1..b under it,
+    ending at the newest step while in force), else "": a loss under it measures copying, not prediction, so the
+    caption judges no trend across those steps and says how many of them it covers. It claims nothing about what the
+    losses did: a review read "both losses fall by copying it" where both rose after a switch at step 292 of 300."""
+    steps = [m["step"] for m in recent if isinstance(m.get("step"), int)]
+    if not steps:
         return ""
+    first, last = steps[0], steps[-1]
     spans = [(mask, a, b) for mask, a, b in leaks or () if a < last and b >= first]
     if not spans:
         return ""
+    under = sum(1 for s in steps if any(a < s <= b for _, a, b in spans))
     mask, a, b = spans[-1]
-    until = "" if b >= last else f" to step {b:,}"
-    return (f" The loss over these steps is no measure of learning: mask {mask} from step {a:,}{until} shows each "
-            "position the character it must predict (a leak), so both losses fall by copying it.")
+    when = f"from step {a:,}" if b >= last else f"in steps {a + 1:,}-{b:,}"
+    return (f" Mask {mask} {when} ({under} of these {len(steps)} steps) shows each position the character it must "
+            "predict (a leak): a loss under it measures copying, not prediction, so no trend is judged across them.")
 
 
 def _held_out_said(evals, first: object, last: object, leaks=()) -> tuple[bool | None, str]:
