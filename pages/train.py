@@ -68,10 +68,15 @@ with right:
         st.number_input("Steps per Step click", 1, 10_000, key=train_keys.W_STEP_N, persist_state="session")
     # Messages go into one container, so the live view below keeps its place whether or not there are any.
     messages = st.container()
+    watching = live and not mine  # its knobs greyed: a new run takes the preset's (form.next_run_values)
     if rd is not None and not mine:
-        starts = safe.md(form.next_run_words(source, uploaded))  # what Train would start, from the form
+        starts = safe.md(form.next_run_words(source, uploaded, watching))  # what Train would start, from the form
+        knobs = " (its live knobs the preset's, not the watched run's)" if watching else ""
         messages.info(f"Watching {safe.md(run_words.watching(rd.config()))} (read-only). **Train** starts your own "
-                      f"run with the settings on the left: {starts}.")  # fmt: skip
+                      f"run with the settings on the left{knobs}: {starts}.")  # fmt: skip
+    elif rd is not None and not live and (broken := form.broken_knobs(form.form_values())):  # its last live change
+        messages.warning(f"**Train** starts a new run with the live knobs on the left, {', '.join(broken)} among "
+                         "them: set them back first for a correct model, or keep them to break it.")  # fmt: skip
     if hold is not None:
         getattr(messages, hold[0])(hold[1])
     limit = resources.get_manager().time_limit(run_id) if run_id and resources.is_active(run_id) else None
@@ -86,7 +91,7 @@ with right:
                       f"{safe.md(form.next_run_words(source, uploaded))}.")  # fmt: skip
 
     if train_keys.take_train_click():  # a click in this script run or in one cut short
-        form.train_clicked(source, uploaded, learner, run_id if mine else None, messages)
+        form.train_clicked(source, uploaded, learner, run_id if mine else None, messages, watching)
     admission.slot_question(learner, messages)  # a second run waits for "stop the first?" (one slot a learner)
 
     form.run_button_clicked(run, learner, messages)  # a click for this run, in this script run or one cut short

@@ -152,3 +152,18 @@ def test_a_new_run_is_said_with_the_broken_knobs_and_the_other_text_it_would_tak
     assert edits == [f"another text (sha256 {corpus_sha256(uploaded)[:8]}… → {pasted[:8]}…)"], edits
     state.put(train_keys.W_PASTE, uploaded)  # the same text pasted: no other text
     assert form.edits_for_a_new_run("run1", run_config, settings.SOURCE_PASTE, None) == []
+
+
+def test_a_watchers_new_run_takes_the_presets_live_knobs_not_the_watched_runs():
+    """A review: a learner watching the lecture run picked Demo, pressed Train, and got the lecture run's LR 0.1 and
+    warmup 50 from the greyed knobs she could not change."""
+    for field, value in settings.preset_values(DEMO).items():
+        state.put(settings.FIELD_BY_NAME[field].key, value)
+    state.put(train_keys.W_PRESET, DEMO)
+    state.put(settings.FIELD_BY_NAME["learning_rate"].key, 0.1)  # the watched run's, drawn in the greyed knobs
+    state.put(settings.FIELD_BY_NAME["warmup_steps"].key, 50)
+    state.put(settings.FIELD_BY_NAME["seed"].key, 7)
+    watched = form.next_run_values(watching=True)
+    assert (watched["learning_rate"], watched["warmup_steps"], watched["seed"]) == (0.002, 30, 7)  # her seed kept
+    assert "LR 0.002" in form.next_run_words("Tiny Shakespeare", watching=True)
+    assert form.next_run_values()["learning_rate"] == 0.1  # her own run's form: the knobs as set

@@ -48,6 +48,9 @@ def test_the_ghost_curve_is_labelled_with_what_the_new_run_changed():
     one, two = ({**before, "data": {"source": "text", "text": "", "text_sha256": h * 64}} for h in "ab")
     assert settings.ghost_label(one, two) == "previous run: another text (sha256 aaaaaaaa… → bbbbbbbb…)"
     assert settings.ghost_label(one, one) == "previous run (same settings)"
+    # the live knobs each run started with (a review: a new run under mask none beside "max steps 300 → 4000")
+    leaky = preset("demo", max_steps=4000, mask="none", source=data.source).to_dict()
+    assert settings.ghost_label(before, leaky) == "previous run: max steps 300 → 4000, mask causal → none"
     parent = [{"step": s, "loss": 3.0 - s / 100} for s in range(1, 101)]
     spec = curves.loss_chart(parent[:50], [], [], 29, ghost=parent, ghost_label=label)
     # The previous run only as far as the new one has come (the axis fits the new run), named in the subtitle

@@ -85,12 +85,24 @@ def form_values() -> dict[str, Any]:
     return {f.name: state.get(f.key) for f in settings.FIELDS}
 
 
-def next_run_words(source: str, uploaded: Any = None) -> str:
+def next_run_values(watching: bool = False) -> dict[str, Any]:
+    """The values **Train** starts a run with: the form's, and for a viewer `watching` a run that is not theirs as
+    it trains, the live knobs of the form's preset, not the watched run's. Those knobs are drawn greyed with the
+    watched run's values, which the viewer cannot change: a review's learner picked Demo beside the lecture run and
+    got its LR 0.1 and warmup 50, not Demo's 0.002 and 30 (copying a run is Branch's job)."""
+    values = form_values()
+    if watching and state.get(train_keys.W_PRESET):
+        preset_knobs = settings.preset_values(state.get(train_keys.W_PRESET))
+        values |= {f.name: preset_knobs[f.name] for f in settings.KNOB_FIELDS if f.name in preset_knobs}
+    return values
+
+
+def next_run_words(source: str, uploaded: Any = None, watching: bool = False) -> str:
     """What **Train** would start from the form as it is: its length, learning rate, seed and corpus ("trains until
     you press Stop · LR 0.1 · seed 1337 · Paste text"). A watcher's form holds the watched run's settings, live
     changes included: a review's learner pressed Train beside the instructor's run and got its Lecture preset at LR
     0.1, training until stopped, and nothing had said so. No preset name: the form's values need not match one."""
-    values = form_values()
+    values = next_run_values(watching)
     steps, lr, seed = values.get("max_steps"), values.get("learning_rate"), values.get("seed")
     length = ("trains until you press Stop" if trains_until_stopped(steps) else
               f"{steps:,} steps" if isinstance(steps, int) else "")  # fmt: skip
@@ -428,10 +440,11 @@ def run_config(label: str, values: Mapping[str, Any], data: DataConfig) -> RunCo
     return preset(settings.preset_name(label), **values, source=data.source, text=data.text)
 
 
-def config_from_form(source: str, uploaded: Any, learner: Actor, messages) -> RunConfig:
-    """The run the form describes (TinyGPTError says what to change); loads Tiny Shakespeare (the embedded copy,
-    or a download when that copy is damaged) with a progress bar in `messages`, gone again whatever happens."""
-    values = form_values()
+def config_from_form(source: str, uploaded: Any, learner: Actor, messages, watching: bool = False) -> RunConfig:
+    """The run the form describes (TinyGPTError says what to change; `watching`: next_run_values); loads Tiny
+    Shakespeare (the embedded copy, or a download when that copy is damaged) with a progress bar in `messages`, gone
+    again whatever happens."""
+    values = next_run_values(watching)
     pasted, data_bytes = state.get(train_keys.W_PASTE, ""), uploaded.getvalue() if uploaded else None
     data = settings.data_config(source, pasted, data_bytes, values["max_seq_len"])
     config = run_config(state.get(train_keys.W_PRESET), values, data)
@@ -449,11 +462,13 @@ def config_from_form(source: str, uploaded: Any, learner: Actor, messages) -> Ru
     return config
 
 
-def train_clicked(source: str, uploaded: Any, learner: Actor, parent: str | None, messages) -> None:
-    """The Train button: start the form's run, or, if this learner already trains one, ask first (admission: the
-    budget, the slot, the run manager's preflight), make it the page's run, and redraw."""
+def train_clicked(
+    source: str, uploaded: Any, learner: Actor, parent: str | None, messages, watching: bool = False
+) -> None:
+    """The Train button: start the form's run (`watching`: next_run_values), or, if this learner already trains one,
+    ask first (admission: the budget, the slot, the run manager's preflight), make it the page's run, and redraw."""
     try:
-        config = config_from_form(source, uploaded, learner, messages)
+        config = config_from_form(source, uploaded, learner, messages, watching)
     except TinyGPTError as e:
         messages.error(safe.md(e))
         return

@@ -295,4 +295,8 @@ def ghost_label(parent_config: dict, config: dict) -> str:
     texts = [((c or {}).get("data") or {}).get("text_sha256") for c in (parent_config, config)]
     if before_source == after_source and texts[0] != texts[1] and all(texts):
         changed.insert(0, f"another text (sha256 {texts[0][:8]}… → {texts[1][:8]}…)")
+    # The live knobs each started with: a review's new run started under mask none (the previous run's last live
+    # change) beside "previous run: max steps 300 → 4000"
+    changed += [f"{setting_word(f.name)} {before[f.name]} → {after[f.name]}" for f in KNOB_FIELDS
+                if f.name in before and f.name in after and before[f.name] != after[f.name]]  # fmt: skip
     return "previous run: " + ", ".join(changed) if changed else "previous run (same settings)"
