@@ -39,7 +39,7 @@ def test_the_steps_words_and_choices_carry_the_rule_the_check_grades_by():
     """The question defines a crash as the check counts it (a divergence is one: the run stopped itself; a guard
     stopping a bug on purpose is not: a review's learner counted shape contracts' refusal at step 0 by the words
     shown and was graded wrong), and the choices say where "almost none" ends and "a few" begins, from ALMOST_NONE."""
-    assert pitfall_checks.CRASH in STEP.predict and "diverged" in STEP.predict and "guard" in STEP.predict
+    assert pitfall_checks.CRASH_SHORT in STEP.predict and "diverge" in STEP.predict and "guard" in STEP.predict
     assert f"({pitfall_checks.ALMOST} at most)" in STEP.watch
     most, few, almost = STEP.answers.choices
     assert STEP.answers.seen == almost and almost.startswith("almost none (one at most)")

@@ -224,3 +224,11 @@ def test_the_projectors_spread_line_says_each_answer_without_its_parenthesis_whe
     alike = {"over 10 (a lot)": 1, "over 10 (by far)": 2}  # the short forms would read alike: kept whole
     assert "over 10 (a lot): 1 · over 10 (by far): 2" in predictions.spread_line(
         {"answered": 3, "counts": alike, "share_right": None})
+
+
+def test_the_banners_spread_line_leaves_out_the_answers_nobody_chose():
+    counts = {"sharper, and a worse loss": 1, "flatter, and a worse loss": 1, "about the same": 0, "not sure": 0}
+    spread = {"answered": 2, "counts": counts, "share_right": None}
+    assert predictions.spread_line(spread, zeros=False) == (
+        "2 answered: sharper, and a worse loss: 1 · flatter, and a worse loss: 1")  # fmt: skip
+    assert "about the same: 0" in predictions.spread_line(spread)  # the Room's and the panes' line: every answer

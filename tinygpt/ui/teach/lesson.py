@@ -50,7 +50,7 @@ from tinygpt.ui.teach.lesson_checks import (  # noqa: F401 - the checks, re-expo
     lens_sharpens,
     number_word,
 )
-from tinygpt.ui.teach.pitfall_checks import ALMOST, CRASH, all_pitfalls, answer_choices
+from tinygpt.ui.teach.pitfall_checks import ALMOST, CRASH_SHORT, all_pitfalls, answer_choices
 from tinygpt.ui.teach.predictions import Answers
 
 ROOM_FILE = "lesson.json"  # in the runs folder: {"step", "runs": {role: {label: run_id}}, "measured", "moved_at"}
@@ -192,8 +192,9 @@ STEPS: tuple[Step, ...] = (
         f"The {number_word(len(PITFALLS))} pitfalls",
         "pages/experiments.py",
         Setup(experiment="softmax", pitfalls=True, measure=("memory",), rest=True),
-        f"{number_word(len(PITFALLS)).capitalize()} classic bugs, each as a correct and a broken run one setting "
-        f"apart: which ones crash (a run {CRASH})?",
+        # Short: the banner's question ran to four lines at 1280x720 (a review); the check says CRASH whole
+        f"{number_word(len(PITFALLS)).capitalize()} classic bugs, each a correct and a broken run one setting apart: "
+        f"how many crash ({CRASH_SHORT})?",
         f"Almost none crash ({ALMOST} at most): each verdict names the numbers that give the bug away.",
         all_pitfalls,
         answers=Answers(answer_choices(), answer_choices()[-1], ()),

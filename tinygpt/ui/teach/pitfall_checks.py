@@ -93,6 +93,8 @@ def _count(shown: int, judged: list[str], unjudged: list[str] | tuple = (), shor
 # "bug + shape contracts" (failed at step 0, the contract refusing the bug) as a second crash, by the words then
 # shown, and was graded wrong (Experiment.guards, `_crashes`).
 CRASH = "stopped before its last step by itself, diverged or failed; a guard stopping a bug on purpose is no crash"
+# The same rule as the projector's question says it: the banner ran to four lines at 1280x720 (a review)
+CRASH_SHORT = "diverge or fail before their last step; a guard's stop is no crash"
 ALMOST_NONE = 1  # "almost none crash": at most one pitfall ends its training early on its own
 ALMOST = number_word(ALMOST_NONE)  # "one": the threshold as the choices and the check say it
 

@@ -127,7 +127,7 @@ def room_line(pages: predictions.PredictionBook, step: lesson.Step) -> str:
     the learner graded in their own pane, and "1 right of 2 (50%)" a refresh later."""
     records, outcome = pages.step(step.key)
     spread = predictions.tally(step.answers, records, outcome)
-    return predictions.spread_line(spread, graded=pages.revealed(step.key, None) and outcome is not None)
+    return predictions.spread_line(spread, graded=pages.revealed(step.key, None) and outcome is not None, zeros=False)
 
 
 class HeldCheck(lesson.Check):

@@ -283,9 +283,10 @@ def no_share_words(spread: dict, outcome: str | None) -> str:
     return "No answers to grade: no share right."
 
 
-def spread_line(spread: dict, graded: bool = True) -> str:
+def spread_line(spread: dict, graded: bool = True, zeros: bool = True) -> str:
     """The spread in one line, naming no learner: what the projector shows; `graded` False (the room's check not
-    shown yet) leaves out how many were right."""
+    shown yet) leaves out how many were right; `zeros` False leaves out the answers nobody chose (the banner's line,
+    where every line counts at 1280x720)."""
     if not spread["answered"]:
         return "No answers yet."
     # "between 3 and 5: 3", not "between 3 and 5 3": an answer may hold numbers of its own. Each answer without its
@@ -293,7 +294,7 @@ def spread_line(spread: dict, graded: bool = True) -> str:
     # a fourth line at 1280x720 (a review); the learners' panes say each answer whole
     short = {answer: answer.split(" (")[0] for answer in spread["counts"]}
     names = short if len(set(short.values())) == len(short) else {answer: answer for answer in short}
-    parts = " · ".join(f"{names[answer]}: {n}" for answer, n in spread["counts"].items())
+    parts = " · ".join(f"{names[answer]}: {n}" for answer, n in spread["counts"].items() if n or zeros)
     line = f"{spread['answered']} answered: {parts}"
     if spread["share_right"] is not None and graded:
         # "Not sure" is counted, never graded (docs/TEACHING.md): the share is of every answer the check decided,
