@@ -39,7 +39,7 @@ class Experiment:
     # leaves nothing to judge the claim on: "not enough data", with the reason.
     ends_early_as_pitfall: tuple[str, ...] = ()
     # Variants with a guard that stops the bug on purpose, and the guard's name: their early end is the guard
-    # working, not the bug crashing (the lesson's "which ones crash?", tinygpt/ui/teach/pitfall_checks.py).
+    # working, not the bug crashing (the lesson's "how many crash?", tinygpt/ui/teach/pitfall_checks.py).
     guards: dict[str, str] = field(default_factory=dict)
     # Its claim is about how well the runs learn (loss clauses): judged only where held-out loss can tell learning
     # from memorising (`memorised`), and each loss clause checked against the held-out loss too.

@@ -131,7 +131,7 @@ def test_verdict_checks_and_the_pitfall_count():
 
 
 def test_which_pitfalls_crash_is_graded_on_the_runs_that_ended_early():
-    """Step 8 asks "which ones crash?" and confirms "almost none": a reviewer saw two runs halt (the naive softmax
+    """Step 8 asks "how many crash?" and confirms "almost none": a reviewer saw two runs halt (the naive softmax
     diverged, the shape contract stopped its run at step 0) while the check, which counted only reproductions,
     graded "a few" wrong. The check now counts the runs that ended early; a guard's stop is named, not counted."""
     verdicts = {k: {"reproduced": True, "sentence": ""} for k in lesson.PITFALLS}

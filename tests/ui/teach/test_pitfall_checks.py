@@ -1,4 +1,4 @@
-"""Step 8's "which ones crash?" (tinygpt/ui/teach/pitfall_checks.py): the check says what a crash is and how the
+"""Step 8's "how many crash?" (tinygpt/ui/teach/pitfall_checks.py): the check says what a crash is and how the
 count answers the question, in the words the step's choices use."""
 
 from __future__ import annotations

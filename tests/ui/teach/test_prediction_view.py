@@ -23,7 +23,7 @@ LEARNER = Actor("a1", "Ada", instructor=False)
 
 def test_nothing_of_a_check_shows_before_the_step_is_set_up_decided_or_not(pages):
     """Review, step 8: "Not enough data yet: 7 of 8 pitfalls reproduced so far (1 not started)" showed before
-    anyone predicted "which ones crash?": only decided checks were held."""
+    anyone predicted "how many crash?": only decided checks were held."""
     partial = Check(None, "Not enough data yet: 7 of 8 pitfalls reproduced so far", headline="7 of 8 so far")
     for check in (partial, Check(True, "8 of 8 reproduced")):
         held = prediction_view.shown_check(STEP["pitfalls"], LEARNER, check)

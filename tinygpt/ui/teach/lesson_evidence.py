@@ -49,7 +49,7 @@ def _verdict(verdict, about: str = "") -> dict:
 
 def _halted(readers: dict) -> dict[str, dict]:
     """{label: {"state", "step"}} of the runs that ended before their last step (diverged or failed): what the
-    pitfalls step's question, "which ones crash?", is graded on."""
+    pitfalls step's question, "how many crash?", is graded on."""
     out = {}
     for label, rd in readers.items():
         status = rd.status() if rd is not None else {}

@@ -1,5 +1,5 @@
 """The pitfalls step's check (tinygpt/ui/teach/lesson.py, "The eight pitfalls"): every pitfall's verdict counted,
-and the runs that ended early counted against the step's "which ones crash?". Each pitfall is named by its title on
+and the runs that ended early counted against the step's "how many crash?". Each pitfall is named by its title on
 the Experiments page (never its internal key), and a count of fewer than the step's title says which it leaves out
 and why. Pure: no Streamlit."""
 
@@ -113,7 +113,7 @@ def answer_choices() -> tuple[str, str, str]:
 
 def _crashes(ev: Evidence, judged: list[str]) -> tuple[list[str], str]:
     """The pitfalls whose runs crashed (CRASH: ended before their last step by themselves, diverged or failed with
-    an error), and sentences naming each early end and how the count answers "which ones crash?". A run stopped by
+    an error), and sentences naming each early end and how the count answers "how many crash?". A run stopped by
     a guard the experiment adds on purpose (Experiment.guards: shape drift's "bug + shape contracts", the contract
     refusing the bug's tensor at step 0) is named but not counted: the guard stopped it, the bug did not crash."""
     crashed, counted, guarded = [], [], []

@@ -143,7 +143,7 @@ def shown_check(step: lesson.Step, actor: Actor, check: lesson.Check) -> lesson.
     has been set up (by the instructor for the room, or by this learner for themselves). The long steps' runs are
     prepared before class: their checks are decided when the class arrives, and would close every answer before
     anyone predicted; an undecided one showed its partial count ("7 of 8 pitfalls reproduced so far") before
-    anyone had predicted "which ones crash?"."""
+    anyone had predicted "how many crash?"."""
     if step.answers is None or book().revealed(step.key, None if actor.instructor else actor.id):
         return check
     who = "you press" if actor.instructor else "the instructor (or you) presses"
