@@ -93,3 +93,23 @@ def test_an_answer_that_came_after_the_check_is_said_not_dropped_unsaid(pages, m
     assert f"Your answer **{step.answers.choices[1]}** reached the server after the check had appeared" in said.replace(
         "\\", "")
     assert "No prediction" in said
+
+
+def test_a_change_that_came_after_the_check_is_said_beside_the_answer_counted(pages, monkeypatch):
+    """A review's learner had answered, then clicked another answer as the check appeared: the pane swapped the radio
+    for the grade of the first answer and said nothing of the refused change."""
+    screen, session = _Screen(), {}
+    monkeypatch.setattr(prediction_view, "st", screen)
+    monkeypatch.setattr(prediction_view.state, "get", lambda key, default=None: session.get(key, default))
+    monkeypatch.setattr(prediction_view.state, "put", lambda key, value: session.__setitem__(key, value))
+    monkeypatch.setattr(prediction_view.state, "pop", lambda key, default=None: session.pop(key, default))
+    step = STEP["scaling"]
+    first, second = step.answers.choices[0], step.answers.choices[1]
+    pages.answer(step.key, LEARNER.id, LEARNER.name, first, step.answers)
+    pages.settle(step.key, "seen", LEARNER.id, Check(True, "reproduced"))
+    session[prediction_view._key(step)] = second
+    prediction_view._chosen(step, LEARNER)  # refused: too late
+    prediction_view.learner_part(step, LEARNER, Check(True, "reproduced"))
+    said = " ".join(screen.shown).replace("\\", "")
+    assert f"Your change to **{second}** reached the server after the check had appeared" in said, said
+    assert f"your earlier answer **{first}** is the one counted" in said

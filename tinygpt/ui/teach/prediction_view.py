@@ -94,6 +94,10 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> bool:
         st.error(text, icon=":material/thumb_down:")
     else:
         st.info(text, icon=":material/help:")
+    late = state.get(_late_key(step))
+    if late and late != mine:  # a change refused as too late: said beside the answer that counts (a review)
+        st.caption(f"Your change to **{safe.md(late)}** reached the server after the check had appeared, so your "
+                   f"earlier answer **{safe.md(mine)}** is the one counted.")  # fmt: skip
     st.markdown(watch)
     return False
 
