@@ -72,7 +72,9 @@ def masks_side_by_side(rd: RunReader, ck: int, layer: int, head: int, text: str,
         idx, tokens = inside.encode_probe(loaded.model, loaded.tokenizer, text)
         results = inside.attention_under_masks(loaded.model, idx, layer, head, MASKS, window)
         title = f"Every mask on the same text: L{layer} H{head}, checkpoint at step {ck}"
-        return masks.mask_comparison(results, tokens, title=title, large=large)
+        # 12 positions at Large fonts: 16 in four panels of ~107 px overprinted their letters (a review); the title
+        # says how many of the text's positions are drawn
+        return masks.mask_comparison(results, tokens, title=title, large=large, max_tokens=12 if large else 16)
 
     return figure_cache.cached_figure("attn_masks", (rd.run_id, ck, layer, head, text, window, large), build, 4)
 
