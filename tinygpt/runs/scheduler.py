@@ -24,6 +24,7 @@ from ..config import RunConfig, check_live_knob
 from ..errors import TinyGPTError
 from .branch import create_branch, plan_branch
 from .control import KnobChange
+from .divergence import freed_reason
 from .files import (
     ACTIVE_STATES,
     PAUSED_STATES,
@@ -380,6 +381,24 @@ class RunManager:
             else:
                 raise NoWorkerError(f"run {run_id} has no worker: resume it, then change {name}.")
         return request
+
+    def release_if_paused(self, run_id: str) -> bool:
+        """Free the slot of a worker that sits paused or diverged (its run stays resumable, state and reason kept):
+        its owner starts another run, which a waiting worker must not block. True if it was released (or is on its
+        way out already), False for a run that trains or waits in the queue. A review's
+        learner could start no experiment for minutes after the naive softmax diverged: "You already have a run
+        training or queued", the diverged run's worker waiting for a knob to be turned back."""
+        with self.slots.lock:
+            job = self.slots.live_job(run_id)
+            if job is not None and job.released:
+                return True
+            if job is None or job.process is None:
+                return False
+            status = read_status(self.store.path(run_id))
+            if status.get("state") not in PAUSED_STATES:
+                return False
+            self.slots.release(job, freed_reason(status))
+            return True
 
     def queued_knobs(self, run_id: str) -> list[tuple[str, Any]]:
         """The live knob changes a queued run's worker will apply before its first step, (name, value) in order

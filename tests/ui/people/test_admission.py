@@ -207,3 +207,32 @@ def test_a_hold_on_a_run_paused_in_the_queue_holds_train_branch_and_resume(runs_
     admission.check_hold(TEACHER)
     store.path(held).joinpath("hold.json").unlink()  # the instructor lets go: the learner starts runs again
     admission.check_hold(ANNA)
+
+
+def test_a_paused_or_diverged_run_gives_its_slot_to_the_learners_next_run(runs_dir, tiny_text):
+    """A review: after the naive softmax diverged, "Run side by side" on the next experiment said "You already have
+    a run training or queued" for minutes: the diverged run's worker waited for a knob to be turned back. A worker
+    that sits paused trains nothing: it gives its slot up (the run stays resumable) and the new run starts."""
+    import time
+
+    from tinygpt.runs.status import read_status
+
+    manager, store = resources.get_manager(), resources.get_store()
+    first = manager.start(tiny_config(tiny_text, max_steps=10**6), actor=ANNA)
+    try:
+        deadline = time.monotonic() + 60
+        while read_status(store.path(first)).get("state") != "running" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        manager.pause(first, actor=ANNA)
+        while read_status(store.path(first)).get("state") != "paused" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert read_status(store.path(first)).get("state") == "paused"
+        (second,) = admission.start(ANNA, {"run": tiny_config(tiny_text, max_steps=10**6)}).values()  # no SlotTaken
+        while first in manager.live_runs() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert first not in manager.live_runs()  # its worker checkpointed and left
+        assert read_status(store.path(first)).get("state") == "paused"  # still resumable, as it was
+        assert admission.busy_runs(ANNA) == [second]
+    finally:
+        for run in manager.live_runs() + manager.queued_runs():
+            manager.stop(run)

@@ -111,10 +111,13 @@ def _check_slot(learner: Actor, besides: str | None = None) -> None:
 
 
 def busy_runs(learner: Actor, besides: str | None = None) -> list[str]:
-    """The learner's runs that hold a training slot now (training or queued), but `besides`; [] for the instructor."""
+    """The learner's runs that hold a training slot now (training or queued), but `besides`; [] for the instructor.
+    A run of theirs whose worker sits paused or diverged gives its slot up instead (it stays resumable): it trains
+    nothing, and the slot question called it "a run training or queued" (RunManager.release_if_paused)."""
     if learner.instructor:
         return []
-    return [run for run in resources.my_active_runs(learner) if run != besides]
+    manager = resources.get_manager()
+    return [run for run in resources.my_active_runs(learner) if run != besides and not manager.release_if_paused(run)]
 
 
 def check_budget(learner: Actor, configs: Mapping[str, RunConfig]) -> None:
