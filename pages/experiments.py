@@ -125,7 +125,7 @@ with tabs[0]:
             cols = st.columns(2)
             with cols[0]:
                 explain.show_chart(
-                    compare.compare_chart(metrics, "loss", evals, large=large), "compare_chart", key="x_loss"
+                    compare.compare_chart(metrics, "loss", evals, large=large), "lab_compare_chart", key="x_loss"
                 )
             with cols[1]:
                 explain.show_chart(compare.compare_chart(metrics, "grad_norm", large=large), None, key="x_grad")

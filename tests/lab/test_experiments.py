@@ -546,6 +546,7 @@ def test_gradient_norm_checks_fail_on_clipping_that_hides_a_rising_loss_and_on_n
     assert rising.outcome == FAIL and "while the loss rises" in rising.detail, rising.detail
     assert grad_clip_check([1.74] * 20, 1.0, losses=falling[:5]).outcome == NOT_ENOUGH  # the loss not yet judged
     assert grad_clip_check([0.5] * 20, 1.0).outcome == PASS
+    assert grad_clip_check([0.5] * 20, 1.0).detail.endswith("the gradient stayed under the clip")  # no spikes said
     assert grad_clip_check([0.5] * 2, 1.0).outcome == NOT_ENOUGH
     finite = {c.name: c for c in check_training_metrics([{"grad_norm": math.nan, "loss": 2.0}] * 30, 1.0)}
     assert finite["gradient norm finite"].outcome == FAIL
@@ -872,12 +873,17 @@ def test_an_experiment_knows_its_own_runs_by_their_variant_settings():
 
 
 def test_warmup_that_falls_behind_early_and_catches_up_is_said_so_not_does_not_stall():
-    """A review: "no warmup does not stall" beside a third-of-the-way gap (0.42-0.51) that cleared its bar."""
+    """Reviews: "no warmup does not stall" beside a third-of-the-way gap (0.42-0.51) that had cleared its bar, then
+    "was not compared" of two runs compared, and "catches up" would have been said of a run that ended better."""
     from tinygpt.lab.pitfalls.warmup import _stall_words
 
-    assert _stall_words(False, True, False) == "falls behind a third of the way in, then catches up by the end"
-    assert _stall_words(False, False, True) == "keeps up a third of the way in, then ends worse"
-    assert _stall_words(False, False, False) == "does not stall" and _stall_words(True, True, True) == "stalls"
+    assert _stall_words(True, False) == "falls behind a third of the way in, then catches up by the end"
+    assert _stall_words(True, None) == "falls behind a third of the way in; the end is not decided"
+    assert _stall_words(True, False, ended_better=True) == (
+        "falls behind a third of the way in, then ends better, the other way round")  # fmt: skip
+    assert _stall_words(False, True) == "keeps up a third of the way in, then ends worse"
+    assert _stall_words(False, False) == "does not stall" and _stall_words(True, True).startswith("stalls")
+    assert _stall_words(None, None) == "is not decided a third of the way in; the end is not decided"
 
 
 def test_a_memorised_pair_says_its_unmet_clauses_without_a_failed_verdict():

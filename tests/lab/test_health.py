@@ -72,3 +72,11 @@ def test_a_flat_loss_at_a_high_learning_rate_still_fails():
     constant = [{"step": s, "loss": 2.0 + 0.01 * math.sin(s), "lr": 1e-3, "grad_norm": 0.5} for s in range(1, 80)]
     trend = {c.name: c for c in check_training_metrics(constant, 1.0)}["loss still decreasing"]
     assert trend.outcome == FAIL and "schedule" not in trend.detail
+
+
+def test_a_loss_that_went_non_finite_fails_the_trend_not_passes_it_without_that_step():
+    """A review: a naive-softmax run whose step 54 had loss null read "loss still decreasing: pass 3.516 → 2.972"."""
+    records = [{"step": s, "loss": 4.0 - s * 0.02, "lr": 2e-3, "grad_norm": 0.5} for s in range(1, 54)]
+    records.append({"step": 54, "loss": None, "lr": 2e-3, "grad_norm": None})
+    trend = {c.name: c for c in check_training_metrics(records, 1.0)}["loss still decreasing"]
+    assert trend.outcome == FAIL and "not finite at step 54" in trend.detail, trend

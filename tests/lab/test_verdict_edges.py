@@ -509,6 +509,9 @@ def test_the_lab_can_say_before_the_runs_start_that_a_text_is_small_enough_to_me
     assert "This text has 2,000 characters, 1,800 of them for training, and each run reads 153,600: about 85 times" \
         " over" in warning
     assert EXPERIMENTS["warmup"].held_out_warning("x" * 153_600) == ""
+    twice = EXPERIMENTS["warmup"].held_out_warning("x" * 60_000)  # read about 3 times: said, with no claim
+    assert "about 3 times over." in twice and "by heart" not in twice.split(".")[0] + twice.split(".")[1], twice
+    assert "enough to learn it by heart" in warning
     assert EXPERIMENTS["softmax"].held_out_warning("x" * 2000) == ""  # its claim is a divergence, not a loss
     assert EXPERIMENTS["position"].held_out_warning("x" * 2000) == ""  # it always runs on the copy task
 

@@ -470,3 +470,17 @@ def test_the_leak_row_blames_the_mask_only_when_the_mask_leaks():
         attach(model, Interventions(shape_bug=bug))
         check = check_no_future_leak(model, idx)
         assert check.outcome == "FAIL" and said in check.detail, check.detail
+
+
+def test_a_too_short_text_for_the_lab_names_no_control_the_page_lacks():
+    """A review: "... at least 321 are needed ... Add more text or lower max_seq_len" on Experiments, which has no
+    max_seq_len control: the lab sets its runs' context itself."""
+    from tinygpt.errors import DataError
+    from tinygpt.lab.registry import EXPERIMENTS
+    from tinygpt.ui.train import settings
+
+    choice = lab.CorpusChoice(settings.SOURCE_PASTE, "text")
+    choice.pasted = "too short"
+    with pytest.raises(DataError) as refused:
+        lab.experiment_data(EXPERIMENTS["scaling"], choice)
+    assert "are needed" in str(refused.value) and "max_seq_len" not in str(refused.value)

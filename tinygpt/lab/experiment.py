@@ -107,11 +107,15 @@ class Experiment:
         if len(text) >= reads:
             return ""
         train = int(len(text) * 0.9)  # the runs train on its first 90% (data.Corpus, val_fraction 0.1)
+        times = reads / max(train, 1)
+        # "enough to learn it by heart" only where it is: a review read it of a 58 kB text read twice, whose runs
+        # did not (held-out loss fell, every loss verdict reproduced); the 1.8 kB texts read 57 times did
+        by_heart = ", enough to learn it by heart" if times >= MEMORISE_READS else ""
         return (
             f"This text has {len(text):,} characters, {train:,} of them for training, and each run reads {reads:,}: "
-            f"about {reads / max(train, 1):,.0f} times over, enough to learn it by heart. Where the held-out loss "
-            'shows that, the verdict is "not enough data": held-out loss tells learning from memorising on a text of '
-            f"at least {reads:,} characters."
+            f"about {times:,.0f} times over{by_heart}. Where the held-out loss shows "
+            f"{'that' if by_heart else 'the runs learned it by heart'}, the verdict is \"not enough data\": held-out "
+            f"loss tells learning from memorising on a text of at least {reads:,} characters."
         )
 
     def configs(
@@ -182,6 +186,7 @@ def memorised(results: dict[str, RunResult]) -> str:
     )
 
 
+MEMORISE_READS = 10  # passes over a text after which the lab's small runs are told they may learn it by heart
 OVER_FIT_RISE = 0.05  # nats a run's last held-out loss sits above its best: the held-out loss rose (over-fitting)
 
 

@@ -16,6 +16,7 @@ from ..verdict import (
     held_out,
     held_out_difference,
     loss_difference,
+    reversed_gap,
     say,
     within,
 )
@@ -83,7 +84,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             hurts_clause += f" (a third in: {mid_spread}; at the end: {spread})"
         high_gap = high_difference.mean
         high = (
-            f"At lr 1e-2, no warmup {_stall_words(hurts, at_third, at_end)}: training loss "
+            f"At lr 1e-2, no warmup {_stall_words(at_third, at_end, reversed_gap(high_difference))}: training loss "
             f"{fmt(hn.mid_loss)} vs {fmt(hw.mid_loss)} a third of the way in, held-out loss {fmt(hn.final_val_loss)} "
             f"vs {fmt(hw.final_val_loss)} at the end (a third in: {mid_spread}; final held-out gap "
             f"{high_difference.interval(3)}: {spread}; training loss {fmt(hn.final_train_loss)} vs "
@@ -150,13 +151,16 @@ EXPERIMENT = Experiment(
 )
 
 
-def _stall_words(hurts: bool | None, at_third: bool | None, at_end: bool | None) -> str:
-    """What no warmup did at lr 1e-2, from the clause's two parts: a review read "does not stall" beside a third-of-
-    the-way gap that had cleared its bar (only the end's gap had not)."""
-    if hurts is not False:
-        return say(hurts, "stalls", "does not stall", "was not compared")
-    if at_third:
-        return "falls behind a third of the way in, then catches up by the end"
-    if at_end:
-        return "keeps up a third of the way in, then ends worse"
-    return "does not stall"
+def _stall_words(at_third: bool | None, at_end: bool | None, ended_better: bool = False) -> str:
+    """What no warmup did at lr 1e-2, from the clause's two parts (a third of the way in, the end's held-out loss;
+    each True, False or None: not decided) and whether the end's gap lies wholly below zero. Reviews read "does not
+    stall" beside a third-of-the-way gap that had cleared its bar, then "was not compared" of two runs compared."""
+    early = {True: "falls behind a third of the way in", False: "keeps up a third of the way in",
+             None: "is not decided a third of the way in"}[at_third]  # fmt: skip
+    if at_third and at_end:
+        return "stalls: it falls behind a third of the way in and ends worse"
+    if at_third is False and at_end is False and not ended_better:
+        return "does not stall"
+    end = ("ends better, the other way round" if ended_better else
+           {True: "ends worse", False: "catches up by the end", None: "the end is not decided"}[at_end])  # fmt: skip
+    return f"{early}, then {end}" if at_end is not None or ended_better else f"{early}; {end}"

@@ -43,6 +43,9 @@ CHART_HELP: dict[str, str] = {
     "compare_chart": "The same curve for several runs on one axis: the gap between the lines is the effect of what "
     "differs between them, which the table lists. Runs on different texts (another corpus, or data.text_sha256 "
     "in the table) differ by their text as well: their losses are not on one scale.",
+    "lab_compare_chart": "The experiment's runs on one axis, solid the training loss, dashed the held-out loss: the "
+    "runs share their text, seed and batches and differ by the one setting the experiment changes, so the gap "
+    "between the lines is that setting's effect.",
     "memory_chart": "Where the memory goes. Parameters, gradients and optimizer state grow with the model; "
     "activations grow with batch x context, and the attention maps with context squared.",
     "role_history_chart": "Each head's role scores over training, one panel per role, the dashed line a head with "

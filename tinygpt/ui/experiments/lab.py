@@ -18,7 +18,7 @@ import torch
 from tinygpt import model as model_lib
 from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS, text_from_user
-from tinygpt.errors import TinyGPTError
+from tinygpt.errors import DataError, TinyGPTError
 from tinygpt.lab.experiment import Experiment
 from tinygpt.lab.health import check_training_metrics, run_health_checks
 from tinygpt.lab.memory import memory_rows
@@ -116,7 +116,10 @@ def experiment_data(experiment: Experiment, choice: CorpusChoice) -> DataConfig:
     if choice.source != "text":
         return DataConfig(source=choice.source)
     block_size = max(c.model.max_seq_len for c in experiment.configs(source="shakespeare").values())
-    return settings.data_config(choice.label, choice.pasted, choice.uploaded, block_size=block_size)
+    try:
+        return settings.data_config(choice.label, choice.pasted, choice.uploaded, block_size=block_size)
+    except DataError as e:  # the lab sets the context itself: "or lower max_seq_len" named no control here (a review)
+        raise DataError(str(e).replace(" or lower max_seq_len", "")) from None
 
 
 def start_experiment(
@@ -312,7 +315,11 @@ def health_tab(store, experiment: Experiment, runs: dict[str, str] | None, key: 
     rd = in_view.reader(store, choices[picked])
     steps = rd.checkpoints() if rd is not None else []
     if not steps:
-        st.info("This run has no checkpoint yet.")
+        status = rd.status() if rd is not None else {}
+        ended = status.get("state") in ("finished", "stopped", "diverged", "failed")
+        # "no checkpoint yet" of a run that ended at step 0, refused by its guard: it never will have one (a review)
+        st.info(f"This run ended ({status.get('state')} at step {status.get('step') or 0}) without a checkpoint: "
+                "there is no model to check." if ended else "This run has no checkpoint yet.")  # fmt: skip
         return
     try:
         clip = knobs_now(rd.config() or {}, rd.events).get("max_grad_norm")
