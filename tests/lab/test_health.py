@@ -80,3 +80,22 @@ def test_a_loss_that_went_non_finite_fails_the_trend_not_passes_it_without_that_
     records.append({"step": 54, "loss": None, "lr": 2e-3, "grad_norm": None})
     trend = {c.name: c for c in check_training_metrics(records, 1.0)}["loss still decreasing"]
     assert trend.outcome == FAIL and "not finite at step 54" in trend.detail, trend
+
+
+def test_the_held_out_check_fails_a_rise_beyond_its_noise_and_admits_a_rise_within_it():
+    """A review: the checklist passed every check on a run the lab's verdict called memorised (held-out 2.611 at its
+    best, 2.696 at the end): the two read different evidence. The checklist now reads the held-out loss too."""
+    from tinygpt.lab.health import NOT_ENOUGH, held_out_check
+
+    def ev(step: int, loss: float, spread: float, tokens: int = 111_540) -> dict:
+        batches = [loss + spread * d for d in (-2, -1, 0, 1, 2)]
+        return {"step": step, "val_loss": loss, "val_batch_losses": batches, "val_tokens": tokens,
+                "batch_shape": [16, 32]}  # fmt: skip
+
+    rose = held_out_check([ev(100, 2.9, 0.01), ev(200, 2.611, 0.01), ev(300, 2.696, 0.012)])
+    assert rose.outcome == FAIL and "2.696 at step 300 against the best, 2.611 at step 200" in rose.detail, rose
+    assert held_out_check([ev(100, 2.9, 0.01), ev(200, 2.611, 0.01), ev(300, 2.62, 0.01)]).outcome == PASS
+    short = held_out_check([ev(100, 2.9, 0.05, 300), ev(200, 2.611, 0.05, 300), ev(300, 2.696, 0.3, 300)])
+    assert short.outcome == NOT_ENOUGH and "within the held-out noise" in short.detail, short  # 300 characters
+    assert held_out_check([ev(100, 2.9, 0.01)]).outcome == NOT_ENOUGH
+    assert held_out_check([{"step": 1, "val_loss": 3.0}, {"step": 2, "val_loss": 3.5}]).outcome == NOT_ENOUGH

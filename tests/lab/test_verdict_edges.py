@@ -510,7 +510,7 @@ def test_the_lab_can_say_before_the_runs_start_that_a_text_is_small_enough_to_me
         " over" in warning
     assert EXPERIMENTS["warmup"].held_out_warning("x" * 153_600) == ""
     twice = EXPERIMENTS["warmup"].held_out_warning("x" * 60_000)  # read about 3 times: said, with no claim
-    assert "about 3 times over." in twice and "by heart" not in twice.split(".")[0] + twice.split(".")[1], twice
+    assert "about 3 times over. Where the held-out loss shows the runs learned it by heart" in twice, twice
     assert "enough to learn it by heart" in warning
     assert EXPERIMENTS["softmax"].held_out_warning("x" * 2000) == ""  # its claim is a divergence, not a loss
     assert EXPERIMENTS["position"].held_out_warning("x" * 2000) == ""  # it always runs on the copy task

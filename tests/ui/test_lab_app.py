@@ -154,6 +154,9 @@ def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     assert rows["loss still decreasing"]["measured on"] == f"the run's recent steps, to step {last:,}"
     # A diverged run checkpointed at step 0 and broken later (a review's softmax run: "no steps yet"): the step checks
     # read the steps after the checkpoint too
+    held = {r["check"]: r for r in lab.health_rows(str(run_dir), step, reader.metrics, evals=reader.evals)}
+    assert held["held-out loss not rising"]["measured on"].startswith("the run's evals")  # the lab's evidence too
+    assert "held-out loss not rising" not in rows  # only where the page passes the evals
     broken = [*reader.metrics, {"step": last + 1, "loss": None, "grad_norm": None}]
     finite = {r["check"]: r for r in lab.health_rows(str(run_dir), reader.checkpoints()[0], broken)}
     assert finite["gradient norm finite"]["result"] == "FAIL", finite["gradient norm finite"]

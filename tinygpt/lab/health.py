@@ -23,6 +23,7 @@ from ..errors import ShapeError
 from ..interventions import attach, attached, contracts_on
 from ..model import TinyGPT
 from ..probes import attention_forward
+from .verdict import NOISE_SIGMAS, held_out_variance
 
 PASS, FAIL, NOT_ENOUGH = "pass", "FAIL", "not enough data"  # the three outcomes of a check
 
@@ -370,3 +371,53 @@ def run_health_checks(
     if metrics is not None:
         checks += check_training_metrics(metrics, max_grad_norm)
     return checks
+
+
+HELD_OUT_RISE = 0.05  # nats above the run's best eval: the lab's over-fitting bar (experiment.OVER_FIT_RISE)
+
+
+def held_out_check(evals: list[dict]) -> Check:
+    """The held-out loss not rising: the newest eval against the run's best before it, the rise judged against the
+    two evals' held-out noise, paired batch by batch where both scored the same windows (verdict.held_out_variance,
+    3 standard errors). The training-loss checks passed a review's run that the lab's verdict had called memorised
+    (held-out 2.611 at its best, 2.696 at the end, the training loss still falling): the two pages disagreed.
+    `evals`: the run's evals, those under a leaking mask left out by the caller (their low loss is copying)."""
+    name = "held-out loss not rising"
+    threshold = f"newest eval at most {HELD_OUT_RISE} nats above the run's best, or within its noise (3 s.e.)"
+    scored = [e for e in evals if isinstance(e.get("val_loss"), (int, float)) and math.isfinite(e["val_loss"])
+              and isinstance(e.get("step"), int)]  # fmt: skip
+    if len(scored) < 2:
+        return Check(name, NOT_ENOUGH, None, threshold, f"{len(scored)} eval(s) so far; need 2")
+    now = scored[-1]
+    best = min(scored[:-1], key=lambda e: e["val_loss"])
+    rise = now["val_loss"] - best["val_loss"]
+    said = (f"{now['val_loss']:.3f} at step {now['step']:,} against the best, {best['val_loss']:.3f} at step "
+            f"{best['step']:,}")  # fmt: skip
+    if rise <= HELD_OUT_RISE:
+        return Check(name, PASS, rise, threshold, f"{said}: not rising")
+    error = _paired_error(best, now)
+    if error is None:
+        return Check(name, NOT_ENOUGH, rise, threshold, f"{said}: {rise:+.3f}, and the evals recorded no batches to "
+                     "judge it against their noise")  # fmt: skip
+    if rise - NOISE_SIGMAS * error <= 0:
+        return Check(name, NOT_ENOUGH, rise, threshold, f"{said}: {rise:+.3f} ± {NOISE_SIGMAS * error:.3f}, within "
+                     "the held-out noise: too little held-out text to tell")  # fmt: skip
+    return Check(name, FAIL, rise, threshold, f"{said}: {rise:+.3f} ± {NOISE_SIGMAS * error:.3f}, beyond its noise: "
+                 "the model learns its training text rather than what carries over (over-fitting), or a learning rate "
+                 "undid what it had learned")  # fmt: skip
+
+
+def _paired_error(then: dict, now: dict) -> float | None:
+    """The standard error of now's held-out loss minus then's: paired over the same windows where both evals scored
+    them (the same batch shape, split and count), else each one's own noise added; None without batch losses."""
+    sides = [[b for b in e.get("val_batch_losses") or () if isinstance(b, (int, float)) and math.isfinite(b)]
+             for e in (then, now)]  # fmt: skip
+    shape, tokens = now.get("batch_shape"), now.get("val_tokens")
+    if min(map(len, sides)) < 2 or not isinstance(tokens, int) or not isinstance(shape, (list, tuple)):
+        return None
+    if then.get("batch_shape") == shape and then.get("val_tokens") == tokens and len(sides[0]) == len(sides[1]):
+        variance = held_out_variance([b - a for a, b in zip(*sides, strict=True)], tuple(shape), tokens)
+    else:
+        parts = [held_out_variance(side, tuple(shape), tokens) for side in sides]
+        variance = None if None in parts else sum(parts)
+    return None if variance is None else math.sqrt(variance)

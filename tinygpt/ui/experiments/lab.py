@@ -20,12 +20,12 @@ from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS, text_from_user
 from tinygpt.errors import DataError, TinyGPTError
 from tinygpt.lab.experiment import Experiment
-from tinygpt.lab.health import check_training_metrics, run_health_checks
+from tinygpt.lab.health import check_training_metrics, held_out_check, run_health_checks
 from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.pitfalls import shape_drift
 from tinygpt.lab.results import LEAK_WINDOWS, checkpoint_probe, finite_mean, probe_batch, read_result
 from tinygpt.lab.verdict import RunResult, Verdict, held_out_windows
-from tinygpt.runs.knobs import knobs_now
+from tinygpt.runs.knobs import knobs_now, leak_spans
 from tinygpt.runs.models import load_model
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
@@ -264,17 +264,25 @@ def _checkpoint_rows(run_dir: str, step: int, first_step: dict | None) -> tuple[
     return health_checks(run_dir, step, first_step)
 
 
-def health_rows(run_dir: str, step: int, metrics: list[dict], clip: float | None = None) -> list[dict]:
+def health_rows(
+    run_dir: str, step: int, metrics: list[dict], clip: float | None = None, evals: list[dict] | None = None
+) -> list[dict]:
     """The checklist: the checkpoint at `step`'s checks, then the step checks on every step the run has recorded
     (`metrics`, to its newest step, not only to the checkpoint: a review's diverged softmax run, checkpointed at
     step 0 and broken at step 59, read "gradient norm finite: not enough data: no steps yet"). `clip`: the run's
-    max_grad_norm now (a live knob), else the checkpoint's."""
+    max_grad_norm now (a live knob), else the checkpoint's. `evals` (those under a leaking mask left out): the
+    held-out check too, so the checklist and a "memorised" verdict read the same evidence."""
     first = metrics[0] if metrics and metrics[0].get("step") == 1 else None
     rows, checkpoint_clip = _checkpoint_rows(run_dir, int(step), first)
     last = metrics[-1].get("step") if metrics else None
     on = f"the run's recent steps, to step {last:,}" if isinstance(last, int) else "the run's recent steps"
     steps = check_training_metrics(metrics, checkpoint_clip if clip is None else float(clip))
-    return rows + [_row(c, on) for c in steps]
+    rows += [_row(c, on) for c in steps]
+    if evals is not None:
+        newest = evals[-1].get("step") if evals else None
+        read = f"the run's evals, to step {newest:,}" if isinstance(newest, int) else "the run's evals"
+        rows.append(_row(held_out_check(evals), read))
+    return rows
 
 
 def health_default(experiment: Experiment, labels: list[str]) -> str | None:
@@ -322,9 +330,12 @@ def health_tab(store, experiment: Experiment, runs: dict[str, str] | None, key: 
                 "there is no model to check." if ended else "This run has no checkpoint yet.")  # fmt: skip
         return
     try:
-        clip = knobs_now(rd.config() or {}, rd.events).get("max_grad_norm")
-        st.table(health_table(health_rows(str(rd.run_dir), steps[-1], rd.metrics, clip)), hide_index=True)
+        config = rd.config() or {}
+        clip = knobs_now(config, rd.events).get("max_grad_norm")
         last = rd.metrics[-1].get("step") if rd.metrics else None
+        leaks = leak_spans(config, rd.events, int(last or 0))  # evals under a leaking mask: copying, no evidence
+        evals = [e for e in rd.evals if not any(a < (e.get("step") or 0) <= b for _, a, b in leaks)]
+        st.table(health_table(health_rows(str(rd.run_dir), steps[-1], rd.metrics, clip, evals)), hide_index=True)
         reads = f"; the step checks read its steps to step {last:,}" if isinstance(last, int) else ""
         st.caption(f"Checked the checkpoint at step {steps[-1]:,}{reads}.")
     except TinyGPTError as exc:
