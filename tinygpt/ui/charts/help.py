@@ -11,7 +11,7 @@ CHART_HELP: dict[str, str] = {
     "overfitting; a gap from the first eval is not (held-out text unlike the training text). Under a mask that "
     "shows the next character both curves plunge: a leak, and a note says so.",
     "lr_chart": "The learning rate the optimizer used at each step: a linear warmup, then a cosine decay to the "
-    "floor (the Lecture preset keeps the peak: it trains until stopped). The faint line is the plan from now on, "
+    "floor; a run that trains until stopped keeps the peak. The faint line is the plan from now on, "
     "with the knobs in force; the vertical rule is where training is now.",
     "grad_norm_chart": "The size of the whole gradient before clipping (log scale). Points above the clip line were "
     "scaled down to it (orange points).",

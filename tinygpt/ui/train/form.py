@@ -386,8 +386,10 @@ def draw_form(
             st.markdown(f"**Live knobs** · {paused if run_state == 'paused' else 'this run has ended'}: "
                         "they set your next run")  # fmt: skip
         elif read_only and live_run is not None:  # greyed out: a review read "change the running model" above them
-            st.markdown("**Live knobs** · the run's, as it trains: not yours to change (only its owner and the "
-                        "instructor can)")  # fmt: skip
+            st.markdown("**Live knobs** · the run's: not yours to change (only its owner and the instructor "
+                        "can)")  # fmt: skip
+        elif live_run is None:  # no run in view: a review read "change the running model" with no run at all
+            st.markdown("**Live knobs** · set your next run, and change it as it trains")
         else:
             st.markdown("**Live knobs** · change the running model at its next step")
         if live_run is not None:
