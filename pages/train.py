@@ -18,7 +18,7 @@ from tinygpt.ui.run import in_view
 from tinygpt.ui.run.in_view import Rules, open_run
 from tinygpt.ui.screen import backlog, explain, fonts
 from tinygpt.ui.teach import teach_keys
-from tinygpt.ui.train import form, guard, knob_widgets, train_keys, train_view
+from tinygpt.ui.train import form, guard, knob_widgets, next_run, train_keys, train_view
 from tinygpt.ui.words import run_words, runinfo, safe
 
 store = resources.get_store()
@@ -68,13 +68,13 @@ with right:
         st.number_input("Steps per Step click", 1, 10_000, key=train_keys.W_STEP_N, persist_state="session")
     # Messages go into one container, so the live view below keeps its place whether or not there are any.
     messages = st.container()
-    watching = live and not mine  # its knobs greyed: a new run takes the preset's (form.next_run_values)
+    watching = live and not mine  # its knobs greyed: a new run takes the preset's (next_run.next_run_values)
     if rd is not None and not mine:
-        starts = safe.md(form.next_run_words(source, uploaded, watching))  # what Train would start, from the form
+        starts = safe.md(next_run.next_run_words(source, uploaded, watching))  # what Train would start, from the form
         knobs = " (its live knobs the preset's, not the watched run's)" if watching else ""
         messages.info(f"Watching {safe.md(run_words.watching(rd.config()))} (read-only). **Train** starts your own "
                       f"run with the settings on the left{knobs}: {starts}.")  # fmt: skip
-    elif rd is not None and not live and (broken := form.broken_knobs(form.form_values())):  # its last live change
+    elif rd is not None and not live and (broken := next_run.broken_knobs(next_run.form_values())):  # kept, unsaid
         messages.warning(f"**Train** starts a new run with the live knobs on the left, {', '.join(broken)} among "
                          "them: set them back first for a correct model, or keep them to break it.")  # fmt: skip
     if hold is not None:
@@ -85,10 +85,10 @@ with right:
             f":material/timer: The room's time budget stops this run after {runinfo.format_duration(limit)} in a "
             "training slot (set by the instructor)."
         )
-    edits = form.edits_for_a_new_run(run_id, rd.config(), source, uploaded) if rd else []  # this viewer's own
+    edits = next_run.edits_for_a_new_run(run_id, rd.config(), source, uploaded) if rd else []  # this viewer's own
     if live and edits:  # settings that cannot change live: say that they need a new run, and what it starts with
         messages.info(f"You changed {', '.join(edits)} in the form: only a new run takes that. **Train** starts it: "
-                      f"{safe.md(form.next_run_words(source, uploaded))}.")  # fmt: skip
+                      f"{safe.md(next_run.next_run_words(source, uploaded))}.")  # fmt: skip
 
     if train_keys.take_train_click():  # a click in this script run or in one cut short
         form.train_clicked(source, uploaded, learner, run_id if mine else None, messages, watching)

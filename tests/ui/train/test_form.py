@@ -16,7 +16,7 @@ from tinygpt.config import ConfigError, DataConfig  # noqa: E402
 from tinygpt.runs.owners import Actor  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
 from tinygpt.ui.host import resources  # noqa: E402
-from tinygpt.ui.train import form, settings, train_keys  # noqa: E402
+from tinygpt.ui.train import form, next_run, settings, train_keys  # noqa: E402
 
 ANNA = Actor("a" * 16, "anna")
 DEMO, LECTURE = "Demo (CPU, seconds)", "Lecture (until stopped)"
@@ -115,15 +115,15 @@ def test_what_train_would_start_is_said_from_the_form_until_stopped_included():
         state.put(settings.FIELD_BY_NAME[field].key, value)
     state.put(train_keys.W_PRESET, "Lecture (until stopped)")
     state.put(settings.FIELD_BY_NAME["learning_rate"].key, 0.1)  # a live change the form shows, as the run has it
-    words = form.next_run_words("Paste text")
+    words = next_run.next_run_words("Paste text")
     state.put(settings.FIELD_BY_NAME["seed"].key, 6060)
     assert words.startswith("trains until you press Stop · LR 0.1 · seed ") and words.endswith(" · Paste text"), words
-    assert "seed 6060" in form.next_run_words("Paste text")
+    assert "seed 6060" in next_run.next_run_words("Paste text")
     state.put(settings.FIELD_BY_NAME["max_steps"].key, 300)
-    assert form.next_run_words("Tiny Shakespeare").startswith("300 steps ·")
+    assert next_run.next_run_words("Tiny Shakespeare").startswith("300 steps ·")
     upload = settings.SOURCE_UPLOAD
-    assert form.next_run_words(upload).endswith("· a text file (none chosen yet)")  # not the menu's words
-    assert form.next_run_words(upload, type("Upload", (), {"name": "enum.txt"})()).endswith("· the file enum.txt")
+    assert next_run.next_run_words(upload).endswith("· a text file (none chosen yet)")  # not the menu's words
+    assert next_run.next_run_words(upload, type("Upload", (), {"name": "enum.txt"})()).endswith("· the file enum.txt")
 
 
 def test_a_new_run_is_said_with_the_broken_knobs_and_the_other_text_it_would_take():
@@ -135,23 +135,24 @@ def test_a_new_run_is_said_with_the_broken_knobs_and_the_other_text_it_would_tak
         state.put(settings.FIELD_BY_NAME[field].key, value)
     state.put(settings.FIELD_BY_NAME["mask"].key, "off_by_one")  # a live change the form keeps from the run
     state.put(settings.FIELD_BY_NAME["attn_scale"].key, "none")
-    words = form.next_run_words("Paste text")
+    words = next_run.next_run_words("Paste text")
     assert words.endswith("· Paste text · mask off by one (sees the next token) · attention scaling none (scores "
                           "grow with d_head)"), words  # fmt: skip
     state.put(settings.FIELD_BY_NAME["mask"].key, "causal")
     state.put(settings.FIELD_BY_NAME["attn_scale"].key, "head_dim")
-    assert "mask" not in form.next_run_words("Paste text") and "scaling" not in form.next_run_words("Paste text")
+    words = next_run.next_run_words("Paste text")
+    assert "mask" not in words and "scaling" not in words
 
     uploaded = "def f():\n    return 1\n" * 40
     run_config = {"data": {"source": "text", "text_sha256": corpus_sha256(uploaded)}}
     upload = type("Upload", (), {"name": "calendar.txt", "getvalue": lambda self: uploaded.encode()})()
-    assert form.edits_for_a_new_run("run1", run_config, settings.SOURCE_UPLOAD, upload) == []  # the base
+    assert next_run.edits_for_a_new_run("run1", run_config, settings.SOURCE_UPLOAD, upload) == []  # the base
     state.put(train_keys.W_PASTE, "GNU GENERAL PUBLIC LICENSE\n" * 40)
-    edits = form.edits_for_a_new_run("run1", run_config, settings.SOURCE_PASTE, None)
+    edits = next_run.edits_for_a_new_run("run1", run_config, settings.SOURCE_PASTE, None)
     pasted = corpus_sha256("GNU GENERAL PUBLIC LICENSE\n" * 40)
     assert edits == [f"another text (sha256 {corpus_sha256(uploaded)[:8]}… → {pasted[:8]}…)"], edits
     state.put(train_keys.W_PASTE, uploaded)  # the same text pasted: no other text
-    assert form.edits_for_a_new_run("run1", run_config, settings.SOURCE_PASTE, None) == []
+    assert next_run.edits_for_a_new_run("run1", run_config, settings.SOURCE_PASTE, None) == []
 
 
 def test_a_watchers_new_run_takes_the_presets_live_knobs_not_the_watched_runs():
@@ -163,7 +164,7 @@ def test_a_watchers_new_run_takes_the_presets_live_knobs_not_the_watched_runs():
     state.put(settings.FIELD_BY_NAME["learning_rate"].key, 0.1)  # the watched run's, drawn in the greyed knobs
     state.put(settings.FIELD_BY_NAME["warmup_steps"].key, 50)
     state.put(settings.FIELD_BY_NAME["seed"].key, 7)
-    watched = form.next_run_values(watching=True)
+    watched = next_run.next_run_values(watching=True)
     assert (watched["learning_rate"], watched["warmup_steps"], watched["seed"]) == (0.002, 30, 7)  # her seed kept
-    assert "LR 0.002" in form.next_run_words("Tiny Shakespeare", watching=True)
-    assert form.next_run_values()["learning_rate"] == 0.1  # her own run's form: the knobs as set
+    assert "LR 0.002" in next_run.next_run_words("Tiny Shakespeare", watching=True)
+    assert next_run.next_run_values()["learning_rate"] == 0.1  # her own run's form: the knobs as set
