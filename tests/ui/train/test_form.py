@@ -164,7 +164,7 @@ def test_a_watchers_new_run_takes_the_presets_live_knobs_not_the_watched_runs():
     state.put(settings.FIELD_BY_NAME["learning_rate"].key, 0.1)  # the watched run's, drawn in the greyed knobs
     state.put(settings.FIELD_BY_NAME["warmup_steps"].key, 50)
     state.put(settings.FIELD_BY_NAME["seed"].key, 7)
-    watched = next_run.next_run_values(watching=True)
+    watched = form.next_run_values(watching=True)
     assert (watched["learning_rate"], watched["warmup_steps"], watched["seed"]) == (0.002, 30, 7)  # her seed kept
     assert "LR 0.002" in next_run.next_run_words("Tiny Shakespeare", watching=True)
-    assert next_run.next_run_values()["learning_rate"] == 0.1  # her own run's form: the knobs as set
+    assert form.next_run_values()["learning_rate"] == 0.1  # her own run's form: the knobs as set

@@ -32,7 +32,6 @@ from tinygpt.ui.people import admission, people_keys, room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import flashes, fonts
 from tinygpt.ui.train import drafts, guard, knob_widgets, run_form, settings, train_keys
-from tinygpt.ui.train.next_run import next_run_values
 from tinygpt.ui.train.settings import Field
 from tinygpt.ui.words import safe
 from tinygpt.ui.words.setting_words import in_words, setting_word
@@ -78,6 +77,23 @@ def forget_settings() -> None:
     keys = [train_keys.FORM_RUN, train_keys.W_PRESET, train_keys.W_SOURCE, train_keys.W_PASTE]  # FORM_RUN: seed anew
     for key in [*keys, *(f.key for f in settings.FIELDS)]:
         state.pop(key)
+
+
+def form_values() -> dict[str, Any]:
+    """The form's current values, by field name."""
+    return {f.name: state.get(f.key) for f in settings.FIELDS}
+
+
+def next_run_values(watching: bool = False) -> dict[str, Any]:
+    """The values **Train** starts a run with: the form's, and for a viewer `watching` a run that is not theirs as
+    it trains, the live knobs of the form's preset, not the watched run's. Those knobs are drawn greyed with the
+    watched run's values, which the viewer cannot change: a review's learner picked Demo beside the lecture run and
+    got its LR 0.1 and warmup 50, not Demo's 0.002 and 30 (copying a run is Branch's job)."""
+    values = form_values()
+    if watching and state.get(train_keys.W_PRESET):
+        preset_knobs = settings.preset_values(state.get(train_keys.W_PRESET))
+        values |= {f.name: preset_knobs[f.name] for f in settings.KNOB_FIELDS if f.name in preset_knobs}
+    return values
 
 
 def _apply_preset() -> None:

@@ -1,8 +1,8 @@
-"""What **Train** would start from the Train form (pure reads of the form's session values, no widgets): the values
-(`next_run_values`: a watcher's new run takes the form's preset's live knobs, not the watched run's), the line that
-says them (`next_run_words`, with the knobs a new run would start broken with, `broken_knobs`), and the settings this
-viewer changed that only a new run takes (`edits_for_a_new_run`, another text included). tinygpt/ui/train/form.py
-draws the form and starts the run from these values; pages/train.py says them."""
+"""What **Train** would start, in words, from the Train form's values (tinygpt/ui/train/form.py: `form_values`, and
+`next_run_values`, by which a watcher's new run takes the form's preset's live knobs, not the watched run's): the line
+that says them (`next_run_words`, with the knobs a new run would start broken with, `broken_knobs`), and the settings
+this viewer changed that only a new run takes (`edits_for_a_new_run`, another text included). Pure reads of the
+session's values, no widgets; pages/train.py says them."""
 
 from __future__ import annotations
 
@@ -15,23 +15,7 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.runs.corpus import corpus_sha256
 from tinygpt.ui import state
 from tinygpt.ui.train import settings, train_keys
-
-
-def form_values() -> dict[str, Any]:
-    """The form's current values, by field name."""
-    return {f.name: state.get(f.key) for f in settings.FIELDS}
-
-
-def next_run_values(watching: bool = False) -> dict[str, Any]:
-    """The values **Train** starts a run with: the form's, and for a viewer `watching` a run that is not theirs as
-    it trains, the live knobs of the form's preset, not the watched run's. Those knobs are drawn greyed with the
-    watched run's values, which the viewer cannot change: a review's learner picked Demo beside the lecture run and
-    got its LR 0.1 and warmup 50, not Demo's 0.002 and 30 (copying a run is Branch's job)."""
-    values = form_values()
-    if watching and state.get(train_keys.W_PRESET):
-        preset_knobs = settings.preset_values(state.get(train_keys.W_PRESET))
-        values |= {f.name: preset_knobs[f.name] for f in settings.KNOB_FIELDS if f.name in preset_knobs}
-    return values
+from tinygpt.ui.train.form import form_values, next_run_values
 
 
 def next_run_words(source: str, uploaded: Any = None, watching: bool = False) -> str:
