@@ -379,6 +379,14 @@ def test_second_copy_ablation_equals_switching_each_head_off_in_the_model():
             finally:
                 model.config.ablated_heads = ""
             assert deltas[layer, head] == pytest.approx(expected, abs=1e-5)
+            model.config.ablated_heads = f"L{layer}H{head}"  # the first copy's change, measured the same way
+            try:
+                off = heads.copy_losses(model(probe), probe)[0]
+            finally:
+                model.config.ablated_heads = ""
+            first = off - heads.copy_losses(model(probe), probe)[0]
+            changed = induction.first_copy_change(model, vocab, layer, head, rows=8)
+            assert changed == pytest.approx(first, abs=1e-5)
     assert deltas.shape == (2, 4) and np.abs(deltas).max() > 1e-3
     assert induction.head_index("L1H3") == (1, 3)
     short = TinyGPT(TransformerConfig(vocab_size=12, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=3))

@@ -379,6 +379,23 @@ def second_copy_ablation(model: TinyGPT, vocab: Sequence[str], rows: int = ABLAT
     return deltas
 
 
+@torch.no_grad()
+def first_copy_change(model: TinyGPT, vocab: Sequence[str], layer: int, head: int, rows: int = ABLATION_ROWS):
+    """The same head zero-ablated on the same probes (second_copy_ablation's): the change of the loss on their first
+    copy, random characters that no context predicts, in nats (None when the context cannot hold a probe). The
+    lesson's ablation step grades "the first copy's" answer beside it: a review read it graded wrong with only the
+    second copy measured."""
+    probe = induction_probe(vocab, model.config.max_seq_len, rows, VERDICT_SEED)  # (B, 2n)
+    if probe is None:
+        return None
+    from ..inside import lens
+
+    probe = probe.to(next(model.parameters()).device)
+    clean = copy_losses(model(probe), probe)[0]
+    with lens.replaced_head(model, layer, head, None):
+        return float(copy_losses(model(probe), probe)[0] - clean)
+
+
 def head_index(name: str) -> tuple[int, int]:
     """(layer, head) of a head name "L1H2" (head_name's inverse)."""
     return int(name[1 : name.index("H")]), int(name[name.index("H") + 1 :])

@@ -213,6 +213,10 @@ def test_ablation_passes_when_the_named_head_stands_out_and_names_the_largest():
     assert "L1H2" in check.text and "+0.460" in check.text and "step 3000" in check.text
     assert "+0.020 on average, the most L0H1 at +0.050" in check.text  # the others' mean and largest, named
     assert "L1H2 has the largest effect" in check.text
+    assert "first copy" not in check.text  # not measured: not said
+    # the first copy's change said beside it (a review: "the first copy's" graded wrong with only the second measured)
+    first = lesson.ablation_hurts(Evidence(ablation={**ablation(), "first": 0.004}))
+    assert "on the probes' first copy, random characters no context predicts, it adds +0.004" in first.text
     # Issue 33 finding 8: the heatmap showed L0H3 largest while the check praised L1H2, whose effect was nothing.
     other = lesson.ablation_hurts(Evidence(ablation=ablation(L0H3=0.442, L1H2=-0.038)))
     assert other.passed is False and "the largest effect is L0H3's" in other.text

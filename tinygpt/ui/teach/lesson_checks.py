@@ -57,7 +57,7 @@ class Evidence:
     runs: dict[str, RunData] = field(default_factory=dict)
     verdicts: dict[str, dict] = field(default_factory=dict)
     health: dict[str, list[dict]] = field(default_factory=dict)  # {run label: lab.health_checks rows}
-    ablation: dict | None = None  # {"head", "deltas": (L, H) nats, "step", "where"}: circuits_view.second_copy
+    ablation: dict | None = None  # {"head", "deltas" (L, H) nats, "step", "where", "first"}: lesson_evidence._ablation
     lens: dict | None = None  # {"names": [...], "hits": [...], "positions": n}
 
 
@@ -333,9 +333,12 @@ def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
     others = {name: v for name, v in named.items() if name != head}
     value, mean = named[head], mean_of(list(others.values()))
     top_other = max(others, key=others.get)
+    first = result.get("first")  # the same probes' first copy: random characters, which no context predicts
+    on_first = (f"; on the probes' first copy, random characters no context predicts, it adds {first:+.3f}"
+                if isinstance(first, (int, float)) and math.isfinite(first) else "")  # fmt: skip
     text = (f"Zero-ablating {head}, the induction verdict's head, adds {value:+.3f} nats on {result['where']} at step "
             f"{result['step']}; the other {len(others)} heads add {mean:+.3f} on average, the most {top_other} "
-            f"at {others[top_other]:+.3f}")  # fmt: skip
+            f"at {others[top_other]:+.3f}{on_first}")  # fmt: skip
     largest = (f"{head} has the largest effect" if value >= others[top_other] else
                f"the largest effect is {top_other}'s: the copying needs that head too")  # fmt: skip
     adds = f"zero-ablating it adds {value:+.3f} nats (the others {mean:+.3f} on average)"

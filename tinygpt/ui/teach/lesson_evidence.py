@@ -138,5 +138,8 @@ def _ablation(run_dir: str, step: int, final: dict | None, records: list[dict]) 
     deltas = circuits_view.second_copy(run_dir, step) if head else None
     if deltas is None:
         return None
-    return {"head": head, "deltas": deltas, "step": step, "where": f"the second copy of {induction.ABLATION_ROWS} "
-            f"repeated random probes (the Circuits heatmap's '{circuits_view.SECOND_COPY}' panel)"}  # fmt: skip
+    loaded = resources.cached_model(run_dir, step)
+    first = induction.first_copy_change(loaded.model, loaded.tokenizer.vocab, *induction.head_index(head))
+    return {"head": head, "deltas": deltas, "step": step, "first": first, "where": f"the second copy of "
+            f"{induction.ABLATION_ROWS} repeated random probes (the Circuits heatmap's '{circuits_view.SECOND_COPY}' "
+            "panel)"}  # fmt: skip
