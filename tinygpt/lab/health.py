@@ -281,6 +281,8 @@ def schedule_trend_check(metrics: list[dict], window: int = TREND_WINDOW) -> Che
     before = [m for m in metrics if m["lr"] >= half][-window:]
     earlier = loss_trend_check(_losses(before))
     steps = f"steps {before[0].get('step')}-{before[-1].get('step')}" if before else "no steps"
+    if before and isinstance(before[0].get("step"), int) and before[-1]["step"] - before[0]["step"] + 1 > len(before):
+        steps += f", {len(before)} of them evenly spaced"  # a thinned history says so: not "those 50 steps"
     # The part the outcome rests on first: a review read FAIL beside "expected" and could not tell which was judged
     said = (f"judged on the steps before the decay ({steps}, at >= half the peak learning rate): "
             f"{earlier.detail.replace(' over the last ', ' over those ')}. The flat end is not judged: the learning "
