@@ -68,10 +68,11 @@ with right:
         st.number_input("Steps per Step click", 1, 10_000, key=train_keys.W_STEP_N, persist_state="session")
     # Messages go into one container, so the live view below keeps its place whether or not there are any.
     messages = st.container()
-    watching = live and not mine  # its knobs greyed: a new run takes the preset's (form.next_run_values)
+    watching = ("live" if live else "ended") if rd is not None and not mine else ""  # (form.next_run_values)
     if rd is not None and not mine:
         starts = safe.md(next_run.next_run_words(source, uploaded, watching))  # what Train would start, from the form
-        knobs = " (its live knobs the preset's, not the watched run's)" if watching else ""
+        knobs = {"live": " (its live knobs the preset's, not the watched run's)",
+                 "ended": " (its live knobs the preset's where you did not change them)"}[watching]  # fmt: skip
         messages.info(f"Watching {safe.md(run_words.watching(rd.config()))} (read-only). **Train** starts your own "
                       f"run with the settings on the left{knobs}: {starts}.")  # fmt: skip
     elif rd is not None and not live and (broken := next_run.broken_knobs(form.form_values())):  # kept, unsaid

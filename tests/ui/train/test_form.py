@@ -164,7 +164,13 @@ def test_a_watchers_new_run_takes_the_presets_live_knobs_not_the_watched_runs():
     state.put(settings.FIELD_BY_NAME["learning_rate"].key, 0.1)  # the watched run's, drawn in the greyed knobs
     state.put(settings.FIELD_BY_NAME["warmup_steps"].key, 50)
     state.put(settings.FIELD_BY_NAME["seed"].key, 7)
-    watched = form.next_run_values(watching=True)
+    watched = form.next_run_values(watching="live")
     assert (watched["learning_rate"], watched["warmup_steps"], watched["seed"]) == (0.002, 30, 7)  # her seed kept
-    assert "LR 0.002" in next_run.next_run_words("Tiny Shakespeare", watching=True)
+    assert "LR 0.002" in next_run.next_run_words("Tiny Shakespeare", watching="live")
     assert form.next_run_values()["learning_rate"] == 0.1  # her own run's form: the knobs as set
+    # Once the watched run has ended its knobs are hers to set: the preset's stand where the form still holds the
+    # run's value (a review: Train took the ended run's LR 0.005 beside Demo), hers where she changed one
+    state.put(train_keys.FORM_BASE, ("run1", {"learning_rate": 0.1, "warmup_steps": 50}))
+    state.put(settings.FIELD_BY_NAME["warmup_steps"].key, 80)  # she set the warmup herself
+    ended = form.next_run_values(watching="ended")
+    assert (ended["learning_rate"], ended["warmup_steps"]) == (0.002, 80)

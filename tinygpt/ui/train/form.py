@@ -84,15 +84,20 @@ def form_values() -> dict[str, Any]:
     return {f.name: state.get(f.key) for f in settings.FIELDS}
 
 
-def next_run_values(watching: bool = False) -> dict[str, Any]:
-    """The values **Train** starts a run with: the form's, and for a viewer `watching` a run that is not theirs as
-    it trains, the live knobs of the form's preset, not the watched run's. Those knobs are drawn greyed with the
-    watched run's values, which the viewer cannot change: a review's learner picked Demo beside the lecture run and
-    got its LR 0.1 and warmup 50, not Demo's 0.002 and 30 (copying a run is Branch's job)."""
+def next_run_values(watching: str = "") -> dict[str, Any]:
+    """The values **Train** starts a run with: the form's, and for a viewer watching a run that is not theirs the
+    live knobs of the form's preset, not the watched run's. `watching` "live": the knobs are drawn greyed with the
+    watched run's values, which the viewer cannot change (a review's learner picked Demo beside the lecture run and
+    got its LR 0.1 and warmup 50, not Demo's 0.002 and 30; copying a run is Branch's job). "ended": the run has no
+    worker, the knobs are the viewer's to set, and the preset's stand only where the form still holds the value the
+    run had when it came into view (a later review: once the watched run ended, Train took its LR 0.005 beside Demo)."""
     values = form_values()
     if watching and state.get(train_keys.W_PRESET):
         preset_knobs = settings.preset_values(state.get(train_keys.W_PRESET))
-        values |= {f.name: preset_knobs[f.name] for f in settings.KNOB_FIELDS if f.name in preset_knobs}
+        base = state.get(train_keys.FORM_BASE)
+        shown = base[1] if watching == "ended" and base else None  # the form as the run came into view
+        values |= {f.name: preset_knobs[f.name] for f in settings.KNOB_FIELDS if f.name in preset_knobs
+                   and (shown is None or values.get(f.name) == shown.get(f.name))}  # fmt: skip
     return values
 
 
@@ -377,7 +382,7 @@ def run_config(label: str, values: Mapping[str, Any], data: DataConfig) -> RunCo
     return preset(settings.preset_name(label), **values, source=data.source, text=data.text)
 
 
-def config_from_form(source: str, uploaded: Any, learner: Actor, messages, watching: bool = False) -> RunConfig:
+def config_from_form(source: str, uploaded: Any, learner: Actor, messages, watching: str = "") -> RunConfig:
     """The run the form describes (TinyGPTError says what to change; `watching`: next_run_values); loads Tiny
     Shakespeare (the embedded copy, or a download when that copy is damaged) with a progress bar in `messages`, gone
     again whatever happens."""
@@ -400,7 +405,7 @@ def config_from_form(source: str, uploaded: Any, learner: Actor, messages, watch
 
 
 def train_clicked(
-    source: str, uploaded: Any, learner: Actor, parent: str | None, messages, watching: bool = False
+    source: str, uploaded: Any, learner: Actor, parent: str | None, messages, watching: str = ""
 ) -> None:
     """The Train button: start the form's run (`watching`: next_run_values), or, if this learner already trains one,
     ask first (admission: the budget, the slot, the run manager's preflight), make it the page's run, and redraw."""

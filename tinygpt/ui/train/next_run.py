@@ -18,7 +18,7 @@ from tinygpt.ui.train import settings, train_keys
 from tinygpt.ui.train.form import form_values, next_run_values
 
 
-def next_run_words(source: str, uploaded: Any = None, watching: bool = False) -> str:
+def next_run_words(source: str, uploaded: Any = None, watching: str = "") -> str:
     """What **Train** would start from the form as it is: its length, learning rate, seed and corpus ("trains until
     you press Stop · LR 0.1 · seed 1337 · Paste text"). A watcher's form holds the watched run's settings, live
     changes included: a review's learner pressed Train beside the instructor's run and got its Lecture preset at LR
