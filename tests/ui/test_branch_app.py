@@ -137,3 +137,30 @@ def test_a_default_step_that_retention_deleted_moves_on_unsaid(runs_dir, tiny_te
     assert not at.exception, at.exception
     text = " ".join(c.value.replace("\\", "") for c in at.caption)
     assert "is gone" not in text and "From step 10: " in text, text
+
+
+def test_a_branch_click_with_a_run_training_asks_at_once_on_runs(runs_dir, tiny_text):
+    """A review: "Start the branch" on Runs seemed to do nothing while the learner's run trained; the slot question
+    came later, on Train. It is drawn at the page's top, before the panel: the click now reruns the page."""
+    from tinygpt.runs.owners import Actor
+    from tinygpt.ui.host import resources
+    from tinygpt.ui.people import people_keys
+
+    anna = Actor("a" * 16, "anna")
+    store, parent = trained_parent(runs_dir, tiny_text)
+    manager = resources.get_manager()
+    busy = manager.start(tiny_config(tiny_text, max_steps=10**6), actor=anna)
+    try:
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+        at.session_state[people_keys.LEARNER] = anna
+        at.run()
+        at.switch_page("pages/runs.py").run()
+        at.selectbox(key=runs_keys.W_RUNS_PICK).set_value(parent).run()
+        [go] = [b for b in at.button if b.label == "Start the branch"]
+        go.click().run()
+        assert not at.exception, at.exception
+        said = " ".join(str(w.value) for w in at.warning).replace("\\", "")
+        assert "already have a run training or queued" in said, said
+        assert any(b.label == "Stop it and start the branch" for b in at.button)
+    finally:
+        manager.stop(busy)

@@ -23,7 +23,7 @@ from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
 from tinygpt.ui import state
 from tinygpt.ui.host import resources
-from tinygpt.ui.people import admission
+from tinygpt.ui.people import admission, people_keys
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import flashes
 from tinygpt.ui.train import settings, train_keys
@@ -186,7 +186,10 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
         st.rerun()
 
     if st.button("Start the branch", type="primary", key=f"{train_keys.W_BRANCH}:{run_id}:go"):
-        admission.attempt(start, "start the branch", st)
+        if not admission.attempt(start, "start the branch", st) and state.get(people_keys.PENDING_START):
+            # the slot question is drawn at the page's top, before this panel: a rerun draws it now (a review's
+            # click on Runs seemed to do nothing, the question showing later on Train)
+            st.rerun()
 
 
 def start_branch(
