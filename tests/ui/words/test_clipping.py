@@ -150,5 +150,5 @@ def test_under_a_leaking_mask_the_caption_judges_no_trend_and_claims_nothing_abo
             "(a leak)") in text, text
     assert text.startswith("Clipped on 300 of the last 300 steps (100%)"), text
     ended = clip_caption(records, KNOBS, "adamw", evals, [("off_by_one", 1500, 1750)])
-    assert "Mask off_by_one in steps 1,501-1,750 (50 of these 300 steps)" in ended, ended
+    assert "Mask off_by_one in steps 1,500-1,750 (50 of these 300 steps)" in ended, ended
     assert "falling" in clip_caption(records, KNOBS, "adamw", evals, [("none", 100, 1500)])  # before these steps

@@ -92,7 +92,7 @@ def _leak_within(leaks, recent: list[dict]) -> str:
         return ""
     under = sum(1 for s in steps if any(a < s <= b for _, a, b in spans))
     mask, a, b = spans[-1]
-    when = f"from step {a:,}" if b >= last else f"in steps {a + 1:,}-{b:,}"
+    when = f"from step {a:,}" if b >= last else f"in steps {a:,}-{b:,}"  # as Train's note and the markers say them
     return (f" Mask {mask} {when} ({under} of these {len(steps)} steps) shows each position the character it must "
             "predict (a leak): a loss under it measures copying, not prediction, so no trend is judged across them.")
 

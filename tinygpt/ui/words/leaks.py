@@ -88,7 +88,8 @@ def loss_leak_note(config: dict, events: list[dict], step: int, evals: list[dict
         numbers = f"{then['val_loss']:.3f} at step {then['step']:,}, {now['val_loss']:.3f} at step {now['step']:,}"
         seen = (f"Under it the held-out loss fell ({numbers}): the model copies the character it must predict, a "
                 "leak, not learning." if fell else
-                f"Under it the held-out loss did not fall ({numbers}): no copying shows yet.")  # fmt: skip
+                f"Under it the held-out loss did not fall ({numbers}): no copying shows"
+                + (" yet." if ongoing and len(spans) == 1 else "."))  # fmt: skip
     text = (
         f"This run trained with {said} ({why}). {seen} A loss under a leaking mask is no model's that writes text "
         "one character at a time (the evals run the same mask)."
