@@ -52,9 +52,11 @@ ANIMALS = ("otter", "falcon", "badger", "heron", "lynx", "panda", "raven", "seal
 
 
 def friendly_name(token: str) -> str:
-    """A readable default name derived from the token, e.g. "curious-otter" (stable for the same browser)."""
+    """A readable default name derived from the token, e.g. "curious-otter-17" (stable for the same browser). The
+    number: 400 adjective-animal pairs gave two of a review's learners the same "quick-orca" (a room of 30 shares
+    one about two times in three); 40,000 names, about once in a hundred rooms of 30."""
     digest = hashlib.sha256(token.encode()).digest()
-    return f"{ADJECTIVES[digest[0] % len(ADJECTIVES)]}-{ANIMALS[digest[1] % len(ANIMALS)]}"
+    return f"{ADJECTIVES[digest[0] % len(ADJECTIVES)]}-{ANIMALS[digest[1] % len(ANIMALS)]}-{digest[2] % 100}"
 
 
 def public_id(token: str) -> str:
