@@ -381,13 +381,23 @@ def evaluate_model(
     return out
 
 
+@contextmanager
+def _every_module_hooked(model: TinyGPT, make_hook: Callable[[str], Callable]) -> Iterator[None]:
+    """A forward hook, make_hook(name), on every submodule of `model` while the block runs; all removed after."""
+    handles = [module.register_forward_hook(make_hook(name)) for name, module in model.named_modules() if name]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def first_nonfinite_gradient(model: TinyGPT, loss_fn: Callable[[], torch.Tensor]) -> str | None:
     """Run `loss_fn` (a forward of `model`) and its backward with a hook on every submodule's output gradient;
     return the name of the first module, in the order the backward pass reached them (from the loss toward the
     input), whose output received a non-finite gradient: where the overflow entered the backward pass (a naive
     softmax's scores, say), not the first parameter in registration order. None if none did."""
     found: list[str] = []
-    handles = []
 
     def make_hook(name: str):
         def on_grad(grad: torch.Tensor) -> None:
@@ -401,14 +411,8 @@ def first_nonfinite_gradient(model: TinyGPT, loss_fn: Callable[[], torch.Tensor]
 
         return hook
 
-    for name, module in model.named_modules():
-        if name:
-            handles.append(module.register_forward_hook(make_hook(name)))
-    try:
+    with _every_module_hooked(model, make_hook):
         loss_fn().backward()
-    finally:
-        for handle in handles:
-            handle.remove()
     return found[0] if found else None
 
 
@@ -416,7 +420,6 @@ def first_nonfinite_gradient(model: TinyGPT, loss_fn: Callable[[], torch.Tensor]
 def first_nonfinite_activation(model: TinyGPT, x: torch.Tensor) -> str | None:
     """Run forward with a hook on every submodule; return the name of the first whose output is non-finite."""
     found: list[str] = []
-    handles = []
 
     def make_hook(name: str):
         def hook(_module, _inputs, output):
@@ -426,12 +429,6 @@ def first_nonfinite_activation(model: TinyGPT, x: torch.Tensor) -> str | None:
 
         return hook
 
-    for name, module in model.named_modules():
-        if name:
-            handles.append(module.register_forward_hook(make_hook(name)))
-    try:
+    with _every_module_hooked(model, make_hook):
         model(x)  # every module is hooked, attention probes included: the explicit path, whose weights are seen
-    finally:
-        for handle in handles:
-            handle.remove()
     return found[0] if found else None

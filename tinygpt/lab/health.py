@@ -23,7 +23,9 @@ from ..errors import ShapeError
 from ..interventions import attach, attached, contracts_on
 from ..model import TinyGPT
 from ..probes import attention_forward
-from .verdict import NOISE_SIGMAS, held_out_variance
+from ..runs.knobs import under_leak
+from .evals import eval_gap
+from .verdict import NOISE_SIGMAS
 
 PASS, FAIL, NOT_ENOUGH = "pass", "FAIL", "not enough data"  # the three outcomes of a check
 
@@ -103,6 +105,7 @@ FINITE_WINDOW = 50  # recent steps whose gradient norms must all be finite
 TREND_MIN_STEPS = 20  # fewer recent losses than this: "not enough data" to call a trend
 TREND_WINDOW = 50  # recent step losses the trend compares, older half to newer half
 TREND_SIGMAS = 2.0  # a decrease must exceed this many standard errors of the step-loss noise to count
+TREND_THRESHOLD = f"newer half's mean below the older half's by > {TREND_SIGMAS:g} standard errors"
 
 
 def check_attention_rows(model: TinyGPT, idx: torch.Tensor) -> Check:
@@ -223,11 +226,18 @@ def check_shape_contracts(model: TinyGPT) -> Check:
     return Check("shape contracts", FAIL, None, rule, f"a sequence of {T + 1} > max_seq_len was not refused")
 
 
-def check_training_metrics(metrics: list[dict], max_grad_norm: float) -> list[Check]:
+def check_training_metrics(metrics: list[dict], max_grad_norm: float, leaks=()) -> list[Check]:
     """Checks on a run's step records: gradient norms finite; clipping not hiding a rising loss; loss still falling.
 
-    With no clipping (max_grad_norm 0) there is no clip to be under, so that check is left out.
+    With no clipping (max_grad_norm 0) there is no clip to be under, so that check is left out. `leaks` ((mask, a, b)
+    spans, runs.knobs.leak_spans): a loss under a leaking mask measures copying, so no trend is judged where the
+    newest step trained under one, and the steps of an earlier leak are left out (Train and Gradients judge none
+    there either; a review's checklist read a plateau FAIL on steps trained under mask none).
     """
+    newest = metrics[-1].get("step") if metrics else None
+    leaked = [span for span in leaks if under_leak(newest, [span])]
+    if not leaked:
+        metrics = [m for m in metrics if not under_leak(m.get("step"), leaks)]
     norms = [m.get("grad_norm") for m in metrics[-FINITE_WINDOW:]]
     if not norms:
         checks = [Check("gradient norm finite", NOT_ENOUGH, None, "finite on every recent step", "no steps yet")]
@@ -245,7 +255,13 @@ def check_training_metrics(metrics: list[dict], max_grad_norm: float) -> list[Ch
     if max_grad_norm > 0:
         losses = _losses(metrics[-TREND_WINDOW:])
         checks.append(grad_clip_check([m.get("grad_norm") for m in metrics], max_grad_norm, losses=losses))
-    checks.append(_broken_trend(metrics) or schedule_trend_check(metrics))
+    if leaked:
+        mask, a, _ = leaked[-1]
+        checks.append(Check("loss still decreasing", NOT_ENOUGH, None, TREND_THRESHOLD, (
+            f"the newest steps trained under mask {mask} (a leak, since step {a:,}): a loss under it measures "
+            "copying, so no trend is judged")))  # fmt: skip
+    else:
+        checks.append(_broken_trend(metrics) or schedule_trend_check(metrics))
     return checks
 
 
@@ -256,9 +272,8 @@ def _broken_trend(metrics: list[dict]) -> Check | None:
     loss = last.get("loss")
     if not metrics or (isinstance(loss, (int, float)) and math.isfinite(loss)):
         return None
-    return Check("loss still decreasing", FAIL, None, f"newer half's mean below the older half's by > "
-                 f"{TREND_SIGMAS:g} standard errors", f"the loss is not finite at step {last.get('step')} (the run "
-                 "diverged there): no trend before it says the training is sound")  # fmt: skip
+    return Check("loss still decreasing", FAIL, None, TREND_THRESHOLD, f"the loss is not finite at step "
+                 f"{last.get('step')} (the run diverged there): no trend before it says the training is sound")
 
 
 def _losses(records: list[dict]) -> list[float]:
@@ -331,7 +346,7 @@ def loss_trend_check(losses: list[float]) -> Check:
     step losses (standard error of the difference of the two means): only a decrease beyond TREND_SIGMAS of it
     passes. A flat or rising loss fails; fewer than TREND_MIN_STEPS losses is "not enough data"."""
     name = "loss still decreasing"
-    threshold = f"newer half's mean below the older half's by > {TREND_SIGMAS:g} standard errors"
+    threshold = TREND_THRESHOLD
     losses = [x for x in losses if math.isfinite(x)]
     if len(losses) < TREND_MIN_STEPS:
         return Check(name, NOT_ENOUGH, None, threshold, f"{len(losses)} step losses; need {TREND_MIN_STEPS}")
@@ -380,8 +395,8 @@ HELD_OUT_RISE = 0.05  # nats above the run's best eval: the lab's over-fitting b
 
 def held_out_check(evals: list[dict]) -> Check:
     """The held-out loss not rising: the newest eval against the run's best before it, the rise judged against the
-    two evals' held-out noise, paired batch by batch where both scored the same windows (verdict.held_out_variance,
-    3 standard errors). The training-loss checks passed a review's run that the lab's verdict had called memorised
+    two evals' held-out noise, paired batch by batch where both scored the same windows (evals.eval_gap, 3 standard
+    errors). The training-loss checks passed a review's run that the lab's verdict had called memorised
     (held-out 2.611 at its best, 2.696 at the end, the training loss still falling): the two pages disagreed.
     `evals`: the run's evals, those under a leaking mask left out by the caller (their low loss is copying)."""
     name = "held-out loss not rising"
@@ -397,7 +412,8 @@ def held_out_check(evals: list[dict]) -> Check:
             f"{best['step']:,}")  # fmt: skip
     if rise <= HELD_OUT_RISE:
         return Check(name, PASS, rise, threshold, f"{said}: not rising")
-    error = _paired_error(best, now)
+    gap = eval_gap(best, now)  # the pages' captions judge two evals by the same noise
+    error = None if gap is None else gap.standard_error
     if error is None:
         return Check(name, NOT_ENOUGH, rise, threshold, f"{said}: {rise:+.3f}, and the evals recorded no batches to "
                      "judge it against their noise")  # fmt: skip
@@ -407,19 +423,3 @@ def held_out_check(evals: list[dict]) -> Check:
     return Check(name, FAIL, rise, threshold, f"{said}: {rise:+.3f} ± {NOISE_SIGMAS * error:.3f}, beyond its noise: "
                  "the model learns its training text rather than what carries over (over-fitting), or a learning rate "
                  "undid what it had learned")  # fmt: skip
-
-
-def _paired_error(then: dict, now: dict) -> float | None:
-    """The standard error of now's held-out loss minus then's: paired over the same windows where both evals scored
-    them (the same batch shape, split and count), else each one's own noise added; None without batch losses."""
-    sides = [[b for b in e.get("val_batch_losses") or () if isinstance(b, (int, float)) and math.isfinite(b)]
-             for e in (then, now)]  # fmt: skip
-    shape, tokens = now.get("batch_shape"), now.get("val_tokens")
-    if min(map(len, sides)) < 2 or not isinstance(tokens, int) or not isinstance(shape, (list, tuple)):
-        return None
-    if then.get("batch_shape") == shape and then.get("val_tokens") == tokens and len(sides[0]) == len(sides[1]):
-        variance = held_out_variance([b - a for a, b in zip(*sides, strict=True)], tuple(shape), tokens)
-    else:
-        parts = [held_out_variance(side, tuple(shape), tokens) for side in sides]
-        variance = None if None in parts else sum(parts)
-    return None if variance is None else math.sqrt(variance)

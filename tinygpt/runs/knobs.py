@@ -107,6 +107,12 @@ def mask_spans(config: dict, events: Iterable[dict], upto: int) -> list[tuple[st
     return [(m, a, b) for m, a, b in spans if b > a]
 
 
+def under_leak(step: object, leaks) -> bool:
+    """Whether a record at `step` was made under a leaking mask: in steps a+1..b of one of `leaks` ((mask, a, b),
+    leak_spans': a change recorded at step a took effect after it)."""
+    return isinstance(step, int) and any(a < step <= b for _, a, b in leaks or ())
+
+
 def leak_spans(config: dict, events: Iterable[dict], upto: int) -> list[tuple[str, int, int]]:
     """The stretches of mask_spans under a mask that shows a position the character it must predict
     (config.LEAKING_MASKS: "none", "off_by_one"; a sliding window is causal and does not leak)."""

@@ -76,14 +76,20 @@ def test_watch_for_comes_with_the_grade_not_above_the_choices(pages, monkeypatch
     assert any(step.watch in s for s in screen.shown) and not any(s.startswith("radio:") for s in screen.shown)
 
 
-def test_an_answer_that_came_after_the_check_is_said_not_dropped_unsaid(pages, monkeypatch):
-    """A review's learner clicked an answer 1.5 s after the instructor's Set up: the book refused it, and the pane
-    said only "No prediction: you chose no answer before the check appeared"."""
+def _pane(monkeypatch) -> tuple:
+    """(screen, session): the pane drawn into a recording screen, its session state a plain dict."""
     screen, session = _Screen(), {}
     monkeypatch.setattr(prediction_view, "st", screen)
     monkeypatch.setattr(prediction_view.state, "get", lambda key, default=None: session.get(key, default))
     monkeypatch.setattr(prediction_view.state, "put", lambda key, value: session.__setitem__(key, value))
     monkeypatch.setattr(prediction_view.state, "pop", lambda key, default=None: session.pop(key, default))
+    return screen, session
+
+
+def test_an_answer_that_came_after_the_check_is_said_not_dropped_unsaid(pages, monkeypatch):
+    """A review's learner clicked an answer 1.5 s after the instructor's Set up: the book refused it, and the pane
+    said only "No prediction: you chose no answer before the check appeared"."""
+    screen, session = _pane(monkeypatch)
     step = STEP["scaling"]
     pages.settle(step.key, "seen", LEARNER.id, Check(True, "reproduced"))  # the check appeared to this learner
     session[prediction_view._key(step)] = step.answers.choices[1]  # the radio's value as the browser sent it
@@ -98,11 +104,7 @@ def test_an_answer_that_came_after_the_check_is_said_not_dropped_unsaid(pages, m
 def test_a_change_that_came_after_the_check_is_said_beside_the_answer_counted(pages, monkeypatch):
     """A review's learner had answered, then clicked another answer as the check appeared: the pane swapped the radio
     for the grade of the first answer and said nothing of the refused change."""
-    screen, session = _Screen(), {}
-    monkeypatch.setattr(prediction_view, "st", screen)
-    monkeypatch.setattr(prediction_view.state, "get", lambda key, default=None: session.get(key, default))
-    monkeypatch.setattr(prediction_view.state, "put", lambda key, value: session.__setitem__(key, value))
-    monkeypatch.setattr(prediction_view.state, "pop", lambda key, default=None: session.pop(key, default))
+    screen, session = _pane(monkeypatch)
     step = STEP["scaling"]
     first, second = step.answers.choices[0], step.answers.choices[1]
     pages.answer(step.key, LEARNER.id, LEARNER.name, first, step.answers)

@@ -10,6 +10,7 @@ Nothing here is canned: every number comes from the runs or from a measurement t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import streamlit as st
@@ -20,12 +21,12 @@ from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS, text_from_user
 from tinygpt.errors import DataError, TinyGPTError
 from tinygpt.lab.experiment import Experiment
-from tinygpt.lab.health import NOT_ENOUGH, Check, check_training_metrics, held_out_check, run_health_checks
+from tinygpt.lab.health import check_training_metrics, held_out_check, run_health_checks
 from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.pitfalls import shape_drift
 from tinygpt.lab.results import LEAK_WINDOWS, checkpoint_probe, finite_mean, probe_batch, read_result
 from tinygpt.lab.verdict import RunResult, Verdict, held_out_windows
-from tinygpt.runs.knobs import knobs_now, leak_spans
+from tinygpt.runs.knobs import knobs_now, leak_spans, under_leak
 from tinygpt.runs.models import load_model
 from tinygpt.runs.reader import RunReader
 from tinygpt.runs.window import metrics_between
@@ -265,7 +266,7 @@ def _checkpoint_rows(run_dir: str, step: int, first_step: dict | None) -> tuple[
     return health_checks(run_dir, step, first_step)
 
 
-FULL_STEPS = 4000  # the newest steps the step checks read one by one (a page's reader thins a long run's older ones)
+FULL_STEPS = 4000  # at least the newest this many steps the step checks read one by one (a reader thins older ones)
 
 
 def health_rows(
@@ -280,29 +281,24 @@ def health_rows(
     (`metrics`, to its newest step, not only to the checkpoint: a review's diverged softmax run, checkpointed at
     step 0 and broken at step 59, read "gradient norm finite: not enough data: no steps yet"). `clip`: the run's
     max_grad_norm now (a live knob), else the checkpoint's. `evals` (those under a leaking mask left out): the
-    held-out check too, so the checklist and a "memorised" verdict read the same evidence. The step checks read the
-    newest FULL_STEPS steps as written (a review: "over those 50 steps" of a page's thinned records, every 16th
-    step, and a plateau FAIL that every step read as falling); `leaks` ((mask, a, b) spans): a loss trend is not
-    judged on steps under a leaking mask (Train and Gradients judge none there either)."""
+    held-out check too, so the checklist and a "memorised" verdict read the same evidence. The step checks read at
+    least the newest FULL_STEPS steps as written (a review: "over those 50 steps" of a page's thinned records, every
+    16th step, and a plateau FAIL that every step read as falling); `leaks` ((mask, a, b) spans): a loss trend is
+    not judged on steps under a leaking mask (Train and Gradients judge none there either)."""
     first = metrics[0] if metrics and metrics[0].get("step") == 1 else None
     rows, checkpoint_clip = _checkpoint_rows(run_dir, int(step), first)
     last = metrics[-1].get("step") if metrics else None
     on = f"the run's recent steps, to step {last:,}" if isinstance(last, int) else "the run's recent steps"
     if isinstance(last, int):  # the thinned records before the window, then every step in it
-        recent = metrics_between(run_dir, max(1, last - FULL_STEPS + 1), last)
+        # From a FULL_STEPS boundary on, to the end: one window a training run's refreshes catch up on (window.py reads
+        # only what is new), not a new one read from the file's start at every step
+        lo = max(1, (last - FULL_STEPS) // FULL_STEPS * FULL_STEPS + 1)
+        recent = [m for m in metrics_between(run_dir, lo, math.inf) if (m.get("step") or 0) <= last]
         if recent:
             metrics = ([m for m in metrics if (m.get("step") or 0) < recent[0]["step"]] + recent
                        + [m for m in metrics if (m.get("step") or 0) > recent[-1]["step"]])  # fmt: skip
-    leaked = [(mask, a, b) for mask, a, b in leaks if isinstance(last, int) and a < last <= b]
-    if not leaked:  # a leak before: its steps left out of the trend (their loss measured copying)
-        metrics = [m for m in metrics if not any(a < (m.get("step") or 0) <= b for _, a, b in leaks)]
-    steps = check_training_metrics(metrics, checkpoint_clip if clip is None else float(clip))
-    if leaked:  # the newest steps trained under a leak: their loss measures copying
-        mask, a, _ = leaked[-1]
-        steps = [c if c.name != "loss still decreasing" else Check(c.name, NOT_ENOUGH, None, c.threshold, (
-            f"the newest steps trained under mask {mask} (a leak, since step {a:,}): a loss under it measures "
-            "copying, so no trend is judged")) for c in steps]  # fmt: skip
-    rows += [_row(c, on) for c in steps]
+    steps = check_training_metrics(metrics, checkpoint_clip if clip is None else float(clip), leaks)
+    rows = rows + [_row(c, on) for c in steps]  # a new list: `rows` is the cache's
     if evals is not None:
         newest = evals[-1].get("step") if evals else None
         read = f"the run's evals, to step {newest:,}" if isinstance(newest, int) else "the run's evals"
@@ -359,7 +355,7 @@ def health_tab(store, experiment: Experiment, runs: dict[str, str] | None, key: 
         clip = knobs_now(config, rd.events).get("max_grad_norm")
         last = rd.metrics[-1].get("step") if rd.metrics else None
         leaks = leak_spans(config, rd.events, int(last or 0))  # evals under a leaking mask: copying, no evidence
-        evals = [e for e in rd.evals if not any(a < (e.get("step") or 0) <= b for _, a, b in leaks)]
+        evals = [e for e in rd.evals if not under_leak(e.get("step"), leaks)]
         rows = health_rows(str(rd.run_dir), steps[-1], rd.metrics, clip, evals, leaks)
         st.table(health_table(rows), hide_index=True)
         reads = f"; the step checks read its steps to step {last:,}" if isinstance(last, int) else ""

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 
-from tinygpt.lab.verdict import NOISE_SIGMAS, Difference, clears, held_out_variance
+from tinygpt.lab.evals import batch_losses, eval_gap, eval_split, mean_variance
+from tinygpt.lab.verdict import NOISE_SIGMAS, Difference, clears
+from tinygpt.runs.knobs import under_leak
 
 CLIP_WINDOW = 300  # steps the clipping caption describes: the recent past, not the warmup's first spikes
 MIN_TREND_STEPS = 30  # losses needed to judge their trend: 10 a third, enough for each third's spread
@@ -90,7 +92,7 @@ def _leak_within(leaks, recent: list[dict]) -> str:
     spans = [(mask, a, b) for mask, a, b in leaks or () if a < last and b >= first]
     if not spans:
         return ""
-    under = sum(1 for s in steps if any(a < s <= b for _, a, b in spans))
+    under = sum(1 for s in steps if under_leak(s, spans))
     mask, a, b = spans[-1]
     when = f"from step {a:,}" if b >= last else f"in steps {a:,}-{b:,}"  # as Train's note and the markers say them
     return (f" Mask {mask} {when} ({under} of these {len(steps)} steps) shows each position the character it must "
@@ -134,27 +136,17 @@ def _held_out_said(evals, first: object, last: object, leaks=()) -> tuple[bool |
 SCANT_WINDOWS = 20  # held-out windows of the context's length that do not overlap: fewer, and a flat change is no news
 
 
-def _split(record: dict) -> tuple[int, int] | None:
-    """(held-out characters, context) an eval recorded, or None (an older run's eval)."""
-    tokens, shape = record.get("val_tokens"), record.get("batch_shape")
-    if not isinstance(tokens, int) or not isinstance(shape, (list, tuple)) or len(shape) != 2:
-        return None
-    if not all(isinstance(v, int) and v > 0 for v in shape) or tokens < 2:
-        return None
-    return tokens, shape[1]
-
-
 def held_out_words(record: dict) -> str:
     """ "on 5 batches (2,560 characters) drawn at random from 111,540 held-out characters (about 6,971 windows of
     16)": what an eval's held-out loss was measured on, and the split it was drawn from (a review: "on 111,540
     held-out characters" read as if the eval had read them all; it reads its batches, the lab's words say so too)."""
-    split = _split(record)
+    split = eval_split(record)
     if split is None:
         return ""
     tokens, context = split
     windows = tokens // context
     of = f"{tokens:,} held-out characters (about {windows:,} window{'s' if windows != 1 else ''} of {context})"
-    n = len(_batches(record))
+    n = len(batch_losses(record))
     if n < 1:
         return f"on {of}"
     read = n * record["batch_shape"][0] * context
@@ -163,28 +155,8 @@ def held_out_words(record: dict) -> str:
 
 
 def scant_held_out(record: dict) -> bool:
-    split = _split(record)
+    split = eval_split(record)
     return split is not None and split[0] // split[1] < SCANT_WINDOWS
-
-
-def eval_gap(then: dict, now: dict) -> Difference | None:
-    """now's held-out loss minus then's (two evals of one run), with the lab's held-out noise
-    (tinygpt.lab.verdict.held_out_variance): paired batch by batch when both scored the same windows (every eval of a
-    run draws them with one seed, so a hard passage is hard for both), and counting the held-out text's own size, so
-    20 held-out characters are not read as 20 pieces of evidence (a review's caption said "+0.222 ± 0.069: rising"
-    on them, from the batches' spread alone). None without two batch losses on each side."""
-    sides = [_batches(e) for e in (then, now)]
-    if len(sides[0]) < 2 or len(sides[1]) < 2:
-        return None
-    mean = round(now["val_loss"] - then["val_loss"], 3)
-    split = _split(now)
-    if split is not None and _split(then) == split and then.get("batch_shape") == now.get("batch_shape") \
-            and len(sides[0]) == len(sides[1]):
-        diffs = [b - a for a, b in zip(*sides, strict=True)]
-        variance = held_out_variance(diffs, tuple(now["batch_shape"]), split[0])
-        return Difference(mean, math.sqrt(variance), len(diffs), paired=True)
-    variances = [_batch_variance(e) for e in (then, now)]
-    return Difference(mean, math.sqrt(sum(variances)), 1, paired=False)
 
 
 def over_fitting(losses: list[float], evals, last: object, leaks) -> bool:
@@ -200,10 +172,8 @@ def over_fitting(losses: list[float], evals, last: object, leaks) -> bool:
 def _scored_evals(evals, last: int, leaks) -> list[dict]:
     """The evals up to step `last` with a finite held-out loss, those under a leaking mask left out (their low loss
     is copying, no best)."""
-    leaked = [(a, b) for _, a, b in leaks or ()]
     return [e for e in evals or () if isinstance(e.get("val_loss"), (int, float)) and isinstance(e.get("step"), int)
-            and math.isfinite(e["val_loss"]) and e["step"] <= last
-            and not any(a < e["step"] <= b for a, b in leaked)]  # fmt: skip
+            and math.isfinite(e["val_loss"]) and e["step"] <= last and not under_leak(e["step"], leaks)]  # fmt: skip
 
 
 FAR_ABOVE_BEST = 1.25  # held-out loss this many times the run's best (and clear of the noise): it lost what it learned
@@ -242,19 +212,6 @@ def _far_above_best(evals, last: object, leaks) -> tuple[bool, str]:
     )
 
 
-def _batches(record: dict) -> list[float]:
-    return [b for b in record.get("val_batch_losses") or () if isinstance(b, (int, float)) and math.isfinite(b)]
-
-
-def _batch_variance(record: dict) -> float:
-    """The squared standard error of an eval's loss as the lab counts it (`held_out_variance`: the batches' spread,
-    and the held-out text's own size where the eval recorded it). Called with two batch losses or more."""
-    batches, split = _batches(record), _split(record)
-    if split is None:
-        return _mean_variance(batches)
-    return held_out_variance(batches, tuple(record["batch_shape"]), split[0])
-
-
 def _percent(k: int, n: int) -> str:
     """ "8%", never "100%" or "0%" for a share that is not all or none ("299 of the last 300 steps (100%)")."""
     if 0 < k < n:
@@ -277,12 +234,6 @@ def _rates_said(rates: list[float], set_rate: object) -> str:
     return f" at learning rates between {low:.2g} and {high:.2g}"
 
 
-def _mean_variance(values: list[float]) -> float:
-    """The squared standard error of the mean of `values`: their sample variance over their count."""
-    mean = sum(values) / len(values)
-    return sum((x - mean) ** 2 for x in values) / (len(values) - 1) / len(values)
-
-
 def _trend_said(losses: list[float]) -> tuple[bool | None, str]:
     """Whether the loss fell over these steps, judged against the steps' own noise: the mean of the last third
     minus the mean of the first third, with the standard errors of the two means (each third's spread over
@@ -295,7 +246,7 @@ def _trend_said(losses: list[float]) -> tuple[bool | None, str]:
     third = len(losses) // 3
     early, late = losses[:third], losses[-third:]
     means = [sum(part) / third for part in (early, late)]
-    variances = [_mean_variance(part) for part in (early, late)]
+    variances = [mean_variance(part) for part in (early, late)]
     shown = [round(mean, 3) for mean in means]  # the change said is the one between the means as shown
     change = Difference(shown[1] - shown[0], math.sqrt(sum(variances)), third, paired=False)
     rising, _ = clears(change, 0.0)

@@ -7,11 +7,12 @@ import math
 from collections import Counter
 
 from tinygpt.config import LEAKING_MASKS
+from tinygpt.lab.evals import eval_gap
 from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.runs.knobs import events_upto, knob_changes, knobs_at, knobs_now, leak_spans, mask_spans
 from tinygpt.runs.owners import run_learner
 from tinygpt.ui.words import leaks
-from tinygpt.ui.words.clipping import eval_gap, far_above_best, held_out_words
+from tinygpt.ui.words.clipping import far_above_best, held_out_words
 from tinygpt.ui.words.knob_words import change_label, knob_value, knob_word, shown_changes
 
 
