@@ -21,7 +21,7 @@ from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS, text_from_user
 from tinygpt.errors import DataError, TinyGPTError
 from tinygpt.lab.experiment import Experiment
-from tinygpt.lab.health import check_training_metrics, held_out_check, run_health_checks
+from tinygpt.lab.health import TREND_WINDOW, check_training_metrics, held_out_check, run_health_checks
 from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.pitfalls import shape_drift
 from tinygpt.lab.results import LEAK_WINDOWS, checkpoint_probe, finite_mean, probe_batch, read_result
@@ -292,11 +292,9 @@ def health_rows(
     if isinstance(last, int):  # the thinned records before the window, then every step in it
         # From a FULL_STEPS boundary on, to the end: one window a training run's refreshes catch up on (window.py reads
         # only what is new), not a new one read from the file's start at every step
-        lo = max(1, (last - FULL_STEPS) // FULL_STEPS * FULL_STEPS + 1)
-        recent = [m for m in metrics_between(run_dir, lo, math.inf) if (m.get("step") or 0) <= last]
-        if recent:
-            metrics = ([m for m in metrics if (m.get("step") or 0) < recent[0]["step"]] + recent
-                       + [m for m in metrics if (m.get("step") or 0) > recent[-1]["step"]])  # fmt: skip
+        metrics = _filled(metrics, metrics_between(run_dir, max(1, (last - FULL_STEPS) // FULL_STEPS * FULL_STEPS + 1),
+                                                   math.inf))  # fmt: skip
+        metrics = _filled(metrics, _before_the_decay(run_dir, metrics))
     steps = check_training_metrics(metrics, checkpoint_clip if clip is None else float(clip), leaks)
     rows = rows + [_row(c, on) for c in steps]  # a new list: `rows` is the cache's
     if evals is not None:
@@ -304,6 +302,29 @@ def health_rows(
         read = f"the run's evals, to step {newest:,}" if isinstance(newest, int) else "the run's evals"
         rows.append(_row(held_out_check(evals), read))
     return rows
+
+
+def _filled(metrics: list[dict], full: list[dict]) -> list[dict]:
+    """`metrics` with the steps `full` spans (every step, as written) in place of its thinned records there."""
+    full = [m for m in full if isinstance(m.get("step"), int) and m["step"] <= (metrics[-1].get("step") or 0)]
+    if not full:
+        return metrics
+    lo, hi = full[0]["step"], full[-1]["step"]
+    return [m for m in metrics if (m.get("step") or 0) < lo] + full + [m for m in metrics if (m.get("step") or 0) > hi]
+
+
+def _before_the_decay(run_dir: str, metrics: list[dict]) -> list[dict]:
+    """Every step around the last one at half the peak learning rate or more, where it lies among thinned records:
+    the loss trend judges the TREND_WINDOW steps before the schedule's decay (health.schedule_trend_check), and a
+    review's plateau FAIL came from every 16th of them, which every step read as falling."""
+    rates = [(i, m["lr"]) for i, m in enumerate(metrics) if isinstance(m.get("lr"), (int, float))]
+    if not rates:
+        return []
+    half = max(lr for _, lr in rates) / 2
+    i = max(i for i, lr in rates if lr >= half)
+    if i + 1 >= len(metrics) or metrics[i + 1].get("step", 0) - metrics[i].get("step", 0) <= 1:
+        return []  # every step is there already
+    return metrics_between(run_dir, max(1, metrics[i]["step"] - TREND_WINDOW), metrics[i + 1]["step"])
 
 
 def health_default(experiment: Experiment, labels: list[str]) -> str | None:
