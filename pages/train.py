@@ -120,16 +120,8 @@ def live_view() -> None:
     rd = run.reader_now(store) if run else None  # the page's handle: on a timed refresh, polled again
     if rd is None and run is not None:  # deleted or unreadable since the page drew it: the full page says so
         st.rerun()
-    if rd is None:
-        in_lesson = state.get(teach_keys.LESSON_SHOWN) and not learner.instructor  # a learner following the room
-        st.info(
-            "No run yet. Choose settings on the left and press **Train**."
-            + (
-                " Following the lesson? **Set up this step** in its pane opens the room's run here."
-                if in_lesson
-                else ""
-            )
-        )
+    if rd is None:  # a learner following the room is pointed at the lesson pane; one with runs, at theirs
+        train_view.no_run_yet(store, learner, bool(state.get(teach_keys.LESSON_SHOWN)) and not learner.instructor)
         return
     form.send_settled_knobs()  # a slider's change once it rests (a burst of key presses is one change)
     resources.touch(run_id)  # the lease: a run nobody watches pauses itself

@@ -26,6 +26,7 @@ from tinygpt.lab.health import (
     NOT_ENOUGH,
     PASS,
     check_attention_rows,
+    check_gradient_carried_down_the_stream,
     check_gradients_reach_every_parameter,
     check_initial_loss,
     check_no_future_leak,
@@ -476,6 +477,7 @@ def test_health_checks_pass_on_a_correct_model_and_say_what_they_measured(traine
         "attention rows sum to 1",
         "no future leak",
         "gradients reach every parameter",
+        "gradient carried down the residual stream",
         "initial loss close to ln(vocab)",
         "shape contracts",
         "gradient norm finite",
@@ -514,6 +516,23 @@ def test_gradient_reach_check_fails_for_a_frozen_parameter(trained):
     finally:
         weight.requires_grad_(True)
     assert check.outcome == FAIL and "blocks.0.attn.qkv.weight" in check.detail
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_detached_residual_fails_the_stream_check_which_every_parameter_still_passes(seed):
+    # A review's detached 4-layer run passed "gradients reach every parameter": its lowest gradient, ~1e-8, is still
+    # one. The stream check compares the gradient at the stream's bottom with its top: ~1 or more when the skip
+    # path carries it, orders of magnitude less when it is cut.
+    torch.manual_seed(seed)
+    sizes = dict(vocab_size=40, hidden_dim=32, num_layers=4, num_heads=2, max_seq_len=16)
+    x, y = torch.randint(0, 40, (4, 16)), torch.randint(0, 40, (4, 16))
+    healthy = check_gradient_carried_down_the_stream(built(sizes), x, y)
+    assert healthy.outcome == PASS and healthy.value >= 1.0, healthy
+    detached = built(sizes, detach_residual=True)
+    assert check_gradients_reach_every_parameter(detached, x, y).outcome == PASS  # what it could not see
+    cut = check_gradient_carried_down_the_stream(detached, x, y)
+    assert cut.outcome == FAIL and cut.value < 1e-2 and "detached residual" in cut.detail, cut
+    assert all(p.grad is None for p in detached.parameters())  # the check leaves no gradient behind
 
 
 def test_initial_loss_check_fails_outside_its_tolerance(trained):

@@ -486,3 +486,27 @@ def test_a_lab_link_to_another_experiments_runs_is_refused_not_judged(runs_dir):
     said = texts(at)
     assert "not this experiment's runs" in said and "attn_scale" in said, said
     assert experiments_keys.URL_LAB not in at.query_params
+
+
+def test_a_new_tab_without_a_run_offers_the_learners_own_newest_run(runs_dir):
+    """A review's learner opened Train in a new tab and read "No run yet" while her run trained: she is offered it
+    by name, and the button opens it. Another learner is offered nothing of hers."""
+    from tinygpt.runs.store import RunStore
+
+    run_id = write_run(runs_dir)
+    with RunStore(runs_dir).writer(run_id) as w:
+        w.write_config({"learner": {"id": "a" * 16, "name": "anna"}})
+    name = runlist.run_names(RunStore(runs_dir))[run_id]
+    other = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    other.session_state["learner"] = Actor("b" * 16, "ben")
+    other.run()
+    assert "No run in view" in texts(other) and "Your newest run" not in texts(other)
+    assert not [b for b in other.button if b.label == "Open your newest run"]
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    at.session_state["learner"] = Actor("a" * 16, "anna")
+    at.run()
+    assert f"Your newest run: **{name}** (finished, step 20)." in texts(at), texts(at)
+    click(at, "Open your newest run")
+    assert not at.exception, at.exception
+    assert at.session_state[state.RUN_ID] == run_id
+    assert "Your newest run" not in texts(at)

@@ -133,7 +133,7 @@ def run() -> None:
             # the main area's buttons mid-click (Sample's Generate, in the browser tests)
             st.caption(f"Run: **{safe.md(name)}**{now}", help=f"Run id `{run_id}` (links and the run's folder use it)")
         else:
-            st.caption("No run yet: start one on **Train** or open one on **Runs**.")
+            st.caption("No run in view: start one on **Train** or open one on **Runs**.")
         room.large_fonts_before_toggle()  # this browser's choice (a cookie), or what a page asked for
         large = st.toggle(
             "Large fonts (projector)", key=fonts.W_LARGE, persist_state="session", on_change=room.large_fonts_changed

@@ -146,6 +146,14 @@ def held_of(store: RunStore, actor: Actor) -> list[RunSummary]:
     ]
 
 
+def newest_own(store: RunStore, actor: Actor) -> RunSummary | None:
+    """`actor`'s newest run (a learner's, by their id), or None for the instructor and for a learner without runs:
+    what Train offers to reopen in a tab that has no run in view (a new tab, a server restart)."""
+    if actor.instructor:
+        return None
+    return next((s for s in store.list_runs() if run_learner(s.config or {}).get("id") == actor.id), None)
+
+
 def learners_in_play(store: RunStore, actor: Actor) -> list[str]:
     """The learners' runs training or queued now (not `actor`'s own, nor runs nobody owns): what "Pause every
     learner's run" holds."""

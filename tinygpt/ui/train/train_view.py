@@ -19,7 +19,7 @@ from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import explain
 from tinygpt.ui.train import branching, train_keys
-from tinygpt.ui.words import leaks, run_words, runinfo, timing
+from tinygpt.ui.words import leaks, run_words, runinfo, safe, timing
 
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
 
@@ -149,3 +149,22 @@ def queue_note(run_id: str) -> None:
         f"{runinfo.queue_words(resources.queue_forecast(run_id))}. Meanwhile, open the instructor's or a "
         "neighbour's run on **Runs** (read-only) and watch it learn."
     )
+
+
+def no_run_yet(store, learner, in_lesson: bool) -> None:
+    """Train with no run in view. A learner whose own run trains in another tab (or from before a server restart)
+    is offered it by name: "No run yet" alone sent a review's learner to start a second run beside their first."""
+    text = "No run in view. Choose settings on the left and press **Train**."
+    if in_lesson:
+        text += " Following the lesson? **Set up this step** in its pane opens the room's run here."
+    st.info(text)
+    own = runlist.newest_own(store, learner)
+    if own is None:
+        return
+    name = runlist.run_names(store).get(own.run_id) or own.run_id
+    # The label stays the same while the run's step moves: a label that changes between a click and its rerun
+    # loses the click; the name and where it stands go in the caption beside it
+    st.caption(f"Your newest run: **{safe.md(name)}** ({own.state}, step {own.step:,}).")
+    if st.button("Open your newest run", key="train_open_own", icon=":material/open_in_new:"):
+        in_view.set_run_id(own.run_id)
+        st.rerun()
