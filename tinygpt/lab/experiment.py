@@ -191,12 +191,21 @@ OVER_FIT_RISE = 0.05  # nats a run's last held-out loss sits above its best: the
 
 
 def over_fitted(results: dict[str, RunResult]) -> dict[str, RunResult]:
-    """The runs whose held-out loss rose from its best by the end, or whose best is not known (an older reading):
-    the ones `memorised` may call memorised. A held-out loss above the training loss from the first eval on, still
-    falling at the last, is held-out text unlike the training text, not memorising (a review's licence run: held-out
-    2.843 → 2.507, falling at every eval, called "memorised" for a 0.49 gap)."""
+    """The runs `memorised` may call memorised: those whose held-out loss rose from its best by the end, or whose
+    best is not known (an older reading), and those that read their text at least MEMORISE_READS times over. A
+    held-out loss above the training loss from the first eval on, still falling at the last, is held-out text
+    unlike the training text, not memorising, on a text read a few times (a review's licence run: held-out
+    2.843 → 2.507, falling at every eval, called "memorised" for a 0.49 gap). Read 10 times or more, it is
+    memorising all the same: a review's 2 kB text, read ~85 times, held out 200 characters that mostly repeat the
+    training text, so the held-out loss fell with it (2.05 → 0.96) while ending 0.50 above the training loss, and
+    the lab called the unscaled pitfall "Reproduced" on it."""
     return {label: r for label, r in results.items() if r.best_val_loss is None or r.final_val_loss is None
-            or r.final_val_loss - r.best_val_loss > OVER_FIT_RISE}  # fmt: skip
+            or r.final_val_loss - r.best_val_loss > OVER_FIT_RISE or _passes(r) >= MEMORISE_READS}  # fmt: skip
+
+
+def _passes(run: RunResult) -> float:
+    """How many times over a run read its training text (0 when not recorded)."""
+    return run.chars_read / run.train_chars if run.chars_read and run.train_chars else 0.0
 
 
 def _waiting(experiment: Experiment, results: dict[str, RunResult]) -> str:

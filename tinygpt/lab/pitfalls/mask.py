@@ -84,7 +84,10 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         if diverged_at(leaky):
             parts.append(f"{label}: {diverged_at(leaky)}, its final loss not measured, leak {fmt(leaky.leak, 3)}")
             continue
-        below = say(cheats, "below", "is not enough below", "not compared with")
+        # Undecided is not unmeasured: the gap is printed beside it ("0.85 not compared with causal's 0.990" read as
+        # if nothing had been compared, a review)
+        measured = not broken and difference.mean is not None
+        below = say(cheats, "below", "is not enough below", "below" if measured else "not compared with")
         observed[f"cheat gap (nats), {label}"] = train_difference.interval()
         if held:
             observed[f"held-out loss, {label}"] = leaky.final_val_loss
