@@ -97,5 +97,25 @@ def test_the_held_out_check_fails_a_rise_beyond_its_noise_and_admits_a_rise_with
     assert held_out_check([ev(100, 2.9, 0.01), ev(200, 2.611, 0.01), ev(300, 2.62, 0.01)]).outcome == PASS
     short = held_out_check([ev(100, 2.9, 0.05, 300), ev(200, 2.611, 0.05, 300), ev(300, 2.696, 0.3, 300)])
     assert short.outcome == NOT_ENOUGH and "within the held-out noise" in short.detail, short  # 300 characters
+    # A review: Train read "too little held-out text to tell whether it moved" of 200 held-out characters, and the
+    # checklist "pass" on the same evals (1.139 → 1.124)
+    tiny = held_out_check([ev(100, 1.5, 0.05, 200), ev(200, 1.124, 0.05, 200), ev(300, 1.139, 0.05, 200)])
+    assert tiny.outcome == NOT_ENOUGH and "about 6 windows of 32: too little held-out text" in tiny.detail, tiny
     assert held_out_check([ev(100, 2.9, 0.01)]).outcome == NOT_ENOUGH
     assert held_out_check([{"step": 1, "val_loss": 3.0}, {"step": 2, "val_loss": 3.5}]).outcome == NOT_ENOUGH
+
+
+def test_a_loss_that_fell_from_before_the_decay_to_the_newest_steps_is_still_decreasing():
+    """A review's detached-residual run (300 steps): "loss still decreasing: FAIL (plateau): 3.077 → 3.113 over
+    those 50 steps" (steps 126-175) beside Gradients' "The loss is falling", and it fell to 2.878 by steps 251-275:
+    each 50-step window is flat within the step noise, the fall between them is not."""
+    from tinygpt.lab.health import loss_trend_check
+
+    rng = random.Random(3)
+    records = [{"step": s, "loss": 3.4 - 0.002 * s + rng.gauss(0, 0.13), "lr": lr_at(s, 2e-3, 2e-4, 30, 300),
+                "grad_norm": 0.5} for s in range(1, 301)]  # fmt: skip
+    assert loss_trend_check([r["loss"] for r in records[-50:]]).outcome == FAIL  # the newest window alone: flat
+    trend = {c.name: c for c in check_training_metrics(records, 1.0)}["loss still decreasing"]
+    assert trend.outcome == PASS and trend.detail.startswith("fell from the steps before the decay (steps "), trend
+    flat = [dict(r, loss=2.5 + rng.gauss(0, 0.13)) for r in records]  # the same schedule, no fall: still a FAIL
+    assert {c.name: c for c in check_training_metrics(flat, 1.0)}["loss still decreasing"].outcome == FAIL

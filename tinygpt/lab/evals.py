@@ -20,6 +20,16 @@ def eval_split(record: dict) -> tuple[int, int] | None:
     return tokens, shape[1]
 
 
+SCANT_WINDOWS = 20  # held-out windows of the context's length that do not overlap: fewer, and a flat change is no news
+
+
+def scant_held_out(record: dict) -> bool:
+    """Whether an eval's held-out split holds fewer than SCANT_WINDOWS windows of its context: too little text for
+    a change within the noise to say the loss did not move (Train's caption and Model health say so alike)."""
+    split = eval_split(record)
+    return split is not None and split[0] // split[1] < SCANT_WINDOWS
+
+
 def batch_losses(record: dict) -> list[float]:
     return [b for b in record.get("val_batch_losses") or () if isinstance(b, (int, float)) and math.isfinite(b)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from tinygpt.lab.evals import batch_losses, eval_gap, eval_split, mean_variance
+from tinygpt.lab.evals import batch_losses, eval_gap, eval_split, mean_variance, scant_held_out
 from tinygpt.lab.verdict import NOISE_SIGMAS, Difference, clears
 from tinygpt.runs.knobs import under_leak
 
@@ -133,9 +133,6 @@ def _held_out_said(evals, first: object, last: object, leaks=()) -> tuple[bool |
                          else ": flat within noise.")
 
 
-SCANT_WINDOWS = 20  # held-out windows of the context's length that do not overlap: fewer, and a flat change is no news
-
-
 def held_out_words(record: dict) -> str:
     """ "on 5 batches (2,560 characters) drawn at random from 111,540 held-out characters (about 6,971 windows of
     16)": what an eval's held-out loss was measured on, and the split it was drawn from (a review: "on 111,540
@@ -152,11 +149,6 @@ def held_out_words(record: dict) -> str:
     read = n * record["batch_shape"][0] * context
     overlapping = ", overlapping," if read >= tokens else ""  # the same text read again and again
     return f"on {n} batch{'es' if n != 1 else ''} ({read:,} characters) drawn at random{overlapping} from {of}"
-
-
-def scant_held_out(record: dict) -> bool:
-    split = eval_split(record)
-    return split is not None and split[0] // split[1] < SCANT_WINDOWS
 
 
 def over_fitting(losses: list[float], evals, last: object, leaks) -> bool:
