@@ -24,5 +24,5 @@ class Check:
         return self.outcome == PASS
 
 
-def _outcome(ok: bool) -> str:
+def outcome_of(ok: bool) -> str:
     return PASS if ok else FAIL

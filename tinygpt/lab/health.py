@@ -22,7 +22,7 @@ from ..errors import ShapeError
 from ..interventions import attach, attached, contracts_on
 from ..model import TinyGPT
 from ..probes import attention_forward
-from .checks import FAIL, NOT_ENOUGH, PASS, Check, _outcome
+from .checks import FAIL, NOT_ENOUGH, PASS, Check, outcome_of
 from .step_checks import (  # noqa: F401 (the step checks, read from here by the app and the tests)
     HELD_OUT_RISE,
     TREND_THRESHOLD,
@@ -98,7 +98,7 @@ def check_attention_rows(model: TinyGPT, idx: torch.Tensor) -> Check:
         detail += "; some weights are NaN/inf (an unstable softmax overflowed)"
     return Check(
         "attention rows sum to 1",
-        _outcome(finite and error < ROW_SUM_TOLERANCE),
+        outcome_of(finite and error < ROW_SUM_TOLERANCE),
         error,
         f"< {ROW_SUM_TOLERANCE:.0e}",
         detail,
@@ -119,7 +119,7 @@ def check_no_future_leak(model: TinyGPT, idx: torch.Tensor) -> Check:
         if not passed
         else f"earlier logits unchanged (exactly 0) under mask '{mask}'"
     )
-    return Check("no future leak", _outcome(passed), score, "== 0 exactly (max |change| of earlier logits)", detail)
+    return Check("no future leak", outcome_of(passed), score, "== 0 exactly (max |change| of earlier logits)", detail)
 
 
 def check_gradients_reach_every_parameter(model: TinyGPT, idx: torch.Tensor, targets: torch.Tensor) -> Check:
@@ -136,7 +136,7 @@ def check_gradients_reach_every_parameter(model: TinyGPT, idx: torch.Tensor, tar
     )
     return Check(
         "gradients reach every parameter",
-        _outcome(not dead),
+        outcome_of(not dead),
         float(len(dead)),
         f"0 tensors with |grad| < {DEAD_GRAD:g}",
         detail,
@@ -189,7 +189,7 @@ def check_gradient_carried_down_the_stream(model: TinyGPT, idx: torch.Tensor, ta
         else f"{where}: it fades on the way down, so the lower layers barely learn. Something cuts the skip path "
         "(a detached residual): the gradient then reaches a layer only through the sublayers above it"
     )
-    return Check(name, _outcome(carried >= STREAM_CARRIES), carried, bar, detail)
+    return Check(name, outcome_of(carried >= STREAM_CARRIES), carried, bar, detail)
 
 
 def check_initial_loss(
@@ -208,7 +208,8 @@ def check_initial_loss(
     bar = f"within {tolerance:g} of ln({model.config.vocab_size}) = {expected:.3f}"
     first = (first_step or {}).get("loss")
     if (first_step or {}).get("step") == 1 and isinstance(first, (int, float)) and math.isfinite(first):
-        return Check("initial loss close to ln(vocab)", _outcome(abs(first - expected) < tolerance), float(first), bar,
+        near = outcome_of(abs(first - expected) < tolerance)
+        return Check("initial loss close to ln(vocab)", near, float(first), bar,
                      f"this run's first step scored {first:.3f}: its initialised model, before any update")  # fmt: skip
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)  # the same fresh model every time the checklist is read
@@ -220,7 +221,7 @@ def check_initial_loss(
         loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1)).item()
     return Check(
         "initial loss close to ln(vocab)",
-        _outcome(abs(loss - expected) < tolerance),
+        outcome_of(abs(loss - expected) < tolerance),
         loss,
         bar,
         f"a freshly initialised model of this config (seed 0) scores {loss:.3f} on the batch",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ..runs.knobs import under_leak
-from .checks import FAIL, NOT_ENOUGH, PASS, Check, _outcome
+from .checks import FAIL, NOT_ENOUGH, PASS, Check, outcome_of
 from .evals import eval_gap, eval_split, scant_held_out
 from .verdict import NOISE_SIGMAS
 
@@ -40,7 +40,7 @@ def check_training_metrics(metrics: list[dict], max_grad_norm: float, leaks=()) 
         checks = [
             Check(
                 "gradient norm finite",
-                _outcome(not bad),
+                outcome_of(not bad),
                 float(len(bad)),
                 f"0 non-finite in the last {FINITE_WINDOW} steps",
                 f"{len(bad)} of the last {len(norms)} steps had a NaN/inf gradient norm",
