@@ -138,12 +138,12 @@ with tabs[0]:
                         explain.show_chart(compare.compare_chart(series, field, large=large), None, key=f"x_{field}")
             st.markdown("#### Verdict")
             lab.show_verdict(experiment.verdict(results), experiment, lab.runs_about(runs, readers, ours))
-            samples = {label: r.sample for label, r in results.items() if r.sample}
+            samples = {label: r for label, r in results.items() if r.sample}
             if samples:
                 st.markdown("#### Latest samples")
-                for col, (label, text) in zip(st.columns(len(samples)), samples.items(), strict=True):
-                    col.caption(label)
-                    col.code(text[:300], language=None)
+                for col, (label, r) in zip(st.columns(len(samples)), samples.items(), strict=True):
+                    col.caption(lab.sample_caption(label, r))  # its step: a diverged run's is the untrained model's
+                    col.code(r.sample[:300], language=None)
 
         side_by_side()
     explain.show_code_of(list(experiment.code))

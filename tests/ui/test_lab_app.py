@@ -495,3 +495,18 @@ def test_a_too_short_text_for_the_lab_names_no_control_the_page_lacks():
     with pytest.raises(DataError) as refused:
         lab.experiment_data(EXPERIMENTS["scaling"], choice)
     assert "are needed" in str(refused.value) and "max_seq_len" not in str(refused.value)
+
+
+def test_a_latest_sample_says_which_step_wrote_it_and_why_no_later_one():
+    """A review read a diverged naive-softmax run's "latest sample", unlabelled, as the broken model's output: it
+    was the untrained model's, written at step 0, byte for byte the stable run's."""
+    from types import SimpleNamespace
+
+    from tinygpt.ui.experiments.lab import sample_caption
+
+    diverged = SimpleNamespace(sample_step=0, diverged_step=44)
+    assert sample_caption("naive softmax", diverged) == (
+        "naive softmax · at step 0, before any training: the run diverged at step 44 and wrote no later sample"
+    )
+    assert sample_caption("stable", SimpleNamespace(sample_step=300, diverged_step=None)) == "stable · at step 300"
+    assert sample_caption("old run", SimpleNamespace(sample_step=None, diverged_step=None)) == "old run"

@@ -49,6 +49,7 @@ class RunResult:
     leak: float | None = None  # leak_score of the final model (0 = no future leak)
     diverged_step: int | None = None
     sample: str = ""
+    sample_step: int | None = None  # the step of the model that wrote `sample` (0: the untrained model)
     max_steps: int = 0
     reason: str = ""  # status.json's reason: for a failed run, the error that stopped it
     initial_loss: float | None = None  # the first step's loss

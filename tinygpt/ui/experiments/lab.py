@@ -228,6 +228,18 @@ def show_verdict(verdict: Verdict, experiment: Experiment | None = None, about: 
         st.dataframe(rows, hide_index=True, width="stretch")
 
 
+def sample_caption(label: str, run) -> str:
+    """ "naive softmax · at step 0, before any training: the run diverged at step 44 and wrote no later sample": a
+    run's latest sample says which model wrote it (a review read a diverged run's step-0 text as its output)."""
+    step = run.sample_step
+    if step is None:
+        return label
+    said = f"{label} · at step {step:,}" + (", before any training" if step == 0 else "")
+    if run.diverged_step is not None and step < run.diverged_step:
+        said += f": the run diverged at step {run.diverged_step:,} and wrote no later sample"
+    return said
+
+
 def _cell(value) -> str:
     if isinstance(value, float):
         return f"{value:.3g}" if value != 0 and abs(value) < 1e-2 else f"{value:.3f}"
