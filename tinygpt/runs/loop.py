@@ -57,7 +57,7 @@ from ..checkpoint import Checkpoint, load_model_state, rng_from_text, rng_to_tex
 from ..config import RunConfig
 from ..data import load_corpus
 from ..device import resolve_device
-from ..errors import CheckpointError, NonFiniteError, ResourceError, TinyGPTError
+from ..errors import CheckpointError, NonFiniteError, ResourceError, ShapeError, TinyGPTError
 from ..flops import train_flops_per_token
 from ..inside.heads import induction_probe, snapshot_scores
 from ..inside.maps import attention_maps
@@ -354,9 +354,13 @@ class _Loop:
     # ---------------------------------------------------------------- what gets published
 
     def snapshot_attention(self) -> None:
-        # The same function the Attention page draws checkpoints with: no dropout on the picture, (L, H, T, T).
-        weights = attention_maps(self.model, self.probe_idx)
         step, horizon = self.trainer.step_count, self.config.train.max_steps
+        try:  # the same function the Attention page draws checkpoints with: no dropout on the picture, (L, H, T, T)
+            weights = attention_maps(self.model, self.probe_idx)
+        except ShapeError as exc:  # its shapes are the probe's (batch 1), not a training batch's: said (a review)
+            rows, columns = self.probe_idx.shape
+            raise ShapeError(f"in the attention snapshot of step {step} (the probe: {rows} window{'s' if rows != 1 else ''} of {columns}): "
+                             f"{exc}") from exc  # fmt: skip
         # Head-role scores, the in-context loss and the residual stream's norms (tinygpt.inside.heads): one more
         # no-grad forward, every snapshot, kept for all of them (a few hundred bytes a line). Taken before the
         # snapshot is written, so a phase change they reveal already keeps this snapshot's neighbours.
