@@ -359,8 +359,8 @@ class _Loop:
             weights = attention_maps(self.model, self.probe_idx)
         except ShapeError as exc:  # its shapes are the probe's (batch 1), not a training batch's: said (a review)
             rows, columns = self.probe_idx.shape
-            raise ShapeError(f"in the attention snapshot of step {step} (the probe: {rows} window{'s' if rows != 1 else ''} of {columns}): "
-                             f"{exc}") from exc  # fmt: skip
+            probe = f"{rows} window{'s' if rows != 1 else ''} of {columns}"
+            raise ShapeError(f"in the attention snapshot of step {step} (the probe: {probe}): {exc}") from exc  # fmt: skip
         # Head-role scores, the in-context loss and the residual stream's norms (tinygpt.inside.heads): one more
         # no-grad forward, every snapshot, kept for all of them (a few hundred bytes a line). Taken before the
         # snapshot is written, so a phase change they reveal already keeps this snapshot's neighbours.
