@@ -360,7 +360,7 @@ class _Loop:
         except ShapeError as exc:  # its shapes are the probe's (batch 1), not a training batch's: said (a review)
             rows, columns = self.probe_idx.shape
             probe = f"{rows} window{'s' if rows != 1 else ''} of {columns}"
-            raise ShapeError(f"in the attention snapshot of step {step} (the probe: {probe}): {exc}") from exc  # fmt: skip
+            raise ShapeError(f"in the attention snapshot of step {step} (the probe: {probe}): {exc}") from exc
         # Head-role scores, the in-context loss and the residual stream's norms (tinygpt.inside.heads): one more
         # no-grad forward, every snapshot, kept for all of them (a few hundred bytes a line). Taken before the
         # snapshot is written, so a phase change they reveal already keeps this snapshot's neighbours.
