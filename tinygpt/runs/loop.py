@@ -35,8 +35,7 @@ tensor went bad, marks the run diverged and waits paused for a command, so a lea
 resume. Resuming from a checkpoint continues the same loss curve exactly on CPU: model, optimizer, batch and eval
 generators and torch's global generator (dropout) are all restored, and the schedule depends only on the step.
 
-Left out: gradient accumulation, multi-rank coordination (the torchrun issue), and a live "extend max_steps"
-(a finished run is extended by resuming it with a larger max_steps).
+Left out: gradient accumulation, and a live "extend max_steps" (resume a finished run with a larger max_steps).
 """
 
 from __future__ import annotations
@@ -130,8 +129,7 @@ class _Loop:
         the newer checkpoints that could not be loaded, for the record)."""
         self.status("starting", "loading the data and building the model", force=True, pid=os.getpid())
         device = resolve_device(self.device_name or self.config.train.device)
-        if ckpt is not None:
-            # The checkpoint's config carries the knobs as they were; max_steps may have been raised since.
+        if ckpt is not None:  # its config carries the knobs as they were; max_steps may have been raised since
             ckpt.config.train.max_steps = self.config.train.max_steps
             self.config = ckpt.config
         config = self.config
@@ -357,13 +355,11 @@ class _Loop:
         step, horizon = self.trainer.step_count, self.config.train.max_steps
         try:  # the same function the Attention page draws checkpoints with: no dropout on the picture, (L, H, T, T)
             weights = attention_maps(self.model, self.probe_idx)
-        except ShapeError as exc:  # its shapes are the probe's (batch 1), not a training batch's: said (a review)
-            rows, columns = self.probe_idx.shape
-            probe = f"{rows} window{'s' if rows != 1 else ''} of {columns}"
-            raise ShapeError(f"in the attention snapshot of step {step} (the probe: {probe}): {exc}") from exc
-        # Head-role scores, the in-context loss and the residual stream's norms (tinygpt.inside.heads): one more
-        # no-grad forward, every snapshot, kept for all of them (a few hundred bytes a line). Taken before the
-        # snapshot is written, so a phase change they reveal already keeps this snapshot's neighbours.
+        except ShapeError as exc:  # its shapes are the probe's (B, T), not a training batch's: said (a review)
+            raise ShapeError(f"in the attention snapshot of step {step} (the probe, {tuple(self.probe_idx.shape)}): "
+                             f"{exc}") from exc  # fmt: skip
+        # Head-role scores, in-context loss, residual norms (tinygpt.inside.heads): one no-grad forward, a few hundred
+        # bytes a line; taken before the snapshot is written, so a phase change they reveal keeps its neighbours.
         record = {"step": step, **snapshot_scores(self.model, weights, self.probe_idx, self.circuit_probe)}
         self.moments.add_scores(record)
         self.writer.write_attention(
