@@ -53,8 +53,8 @@ def live_gradients() -> None:
     rd.poll()
     resources.touch(run_id)
     status = rd.status()
-    st.markdown(f"**{safe.md(runinfo.status_line(status, rd.metrics))}**")  # the reason is a file's text
-    config = rd.config()
+    config = rd.config()  # the reason in this viewer's words: a watcher read "stopped by you" of another's Stop
+    st.markdown(f"**{safe.md(runinfo.status_line(status, rd.metrics, config, run.viewer))}**")
     knobs = run.knobs  # the config and the applied knob changes, as polled just now
     metrics = rd.metrics
     optimizer = (config.get("train") or {}).get("optimizer", "adamw")

@@ -156,3 +156,21 @@ def test_compare_says_when_the_runs_trained_on_different_texts():
     copy = {"source": "synthetic:copy", "synthetic_examples": 4000, "synthetic_digits": 6}
     wider = run_words.texts_apart({"a": {"data": copy}, "b": {"data": {**copy, "synthetic_digits": 8}}})
     assert "the synthetic copy task (4000 problems of 6 digits)" in wider and "of 8 digits" in wider
+
+
+def test_the_status_line_and_the_runs_table_say_who_stopped_a_run_to_everyone_else(tmp_path):
+    """A review: Gradients and the Runs table read "stopped by you at step 10500" to a learner watching another's
+    run, and to the projector, while Train named its owner."""
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui.host import runlist
+    from tinygpt.ui.words import runinfo
+
+    status = {"state": "stopped", "reason": "stopped by you at step 10500", "step": 10500, "max_steps": 30000}
+    assert runinfo.status_line(status, [], ANNAS, ANNA).endswith("stopped: stopped by you at step 10500")
+    assert runinfo.status_line(status, [], ANNAS, BEN).endswith("stopped: stopped by anna at step 10500")
+    assert runinfo.status_line(status, []).endswith("stopped by you at step 10500")  # no config: as written
+    store = RunStore(tmp_path)
+    with store.create({"model": {}, "train": {}, "data": {}, **ANNAS}, owner="app") as w:
+        w.write_status(state="stopped", reason="stopped by you at step 10500", step=10500)
+    assert runlist.run_rows(store, BEN)[0]["reason"] == "stopped by anna at step 10500"
+    assert runlist.run_rows(store, ANNA)[0]["reason"] == "stopped by you at step 10500"

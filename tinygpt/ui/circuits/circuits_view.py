@@ -33,7 +33,7 @@ from tinygpt.ui.charts import circuits as charts
 from tinygpt.ui.charts.help import CHART_HELP
 from tinygpt.ui.circuits import best_head, circuits_keys
 from tinygpt.ui.host import resources
-from tinygpt.ui.people import admission
+from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import backlog, explain
 from tinygpt.ui.words import runinfo, safe
@@ -385,12 +385,11 @@ def experiment_verdict(readers: dict[str, RunReader], records: dict[str, list[di
 def experiment_progress(readers: dict[str, RunReader], ended: bool) -> None:
     """While the experiment's runs train: a bar over all their planned steps and when the verdict should come,
     from the runs' own recent pace (runinfo.verdict_progress); once they ended, each run's status line."""
-    if ended:
-        st.caption(
-            " · ".join(
-                f"{label}: {safe.md(runinfo.status_line(rd.status(), rd.metrics))}" for label, rd in readers.items()
-            )
-        )
+    if ended:  # each run's status line, its reason in this viewer's words ("stopped by you" only for who did)
+        viewer = room.current()
+        said = [f"{label}: {runinfo.status_line(rd.status(), rd.metrics, rd.config(), viewer)}"
+                for label, rd in readers.items()]  # fmt: skip
+        st.caption(safe.md(" · ".join(said)))
         return
     fraction, text = runinfo.verdict_progress({label: (rd.status(), rd.metrics) for label, rd in readers.items()})
     with st.container(key="circ_progress"):

@@ -64,7 +64,7 @@ def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
                 "corpus": data.get("source", ""),
                 "context": model.get("max_seq_len"),
                 "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.created)) if s.created else "",
-                "reason": s.reason,
+                "reason": reason_for(s.reason or "", config, me),  # "stopped by you" only for who stopped it
                 "run": s.run_id,
             }
         )

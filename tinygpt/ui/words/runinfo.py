@@ -17,7 +17,7 @@ from tinygpt.runs.owners import Actor, run_learner
 from tinygpt.schedule import lr_at
 from tinygpt.ui.words.clipping import clip_caption  # noqa: F401 - the pages' one place for run texts
 from tinygpt.ui.words.knob_words import change_label, knob_marks, knob_value, knob_word, shown_changes
-from tinygpt.ui.words.run_words import is_owner
+from tinygpt.ui.words.run_words import is_owner, reason_for
 from tinygpt.ui.words.setting_words import in_words
 
 # The ETA's pace: the wall clock over the last ETA_WINDOW steps, so evaluations, samples and checkpoints (every 250
@@ -166,10 +166,11 @@ def compute_rate(status: dict, tokens_per_s: float) -> str | None:
     return text
 
 
-def status_line(status: dict, metrics: list[dict]) -> str:
+def status_line(status: dict, metrics: list[dict], config: dict | None = None, viewer: Actor | None = None) -> str:
     """`step N / M · X tokens/s · ETA · state: reason`; `step N · X tokens/s · until stopped · state` for a run
     with no planned end (the Lecture preset): it has no ETA to give. Only a running run's speed is current: any
-    other state says "last measured X tokens/s" (no GFLOP/s), the speed of its last steps."""
+    other state says "last measured X tokens/s" (no GFLOP/s), the speed of its last steps. With the run's `config`,
+    the reason is in `viewer`'s words (run_words.reason_for: "stopped by you" only for who stopped it)."""
     # The newer of status.json's step (rewritten every few tenths of a second) and the last record drawn beside it:
     # a lesson pane read "by step 836 it is 2.04" from the records above "lecture · run: step 819" from the status.
     last = metrics[-1].get("step") if metrics else None
@@ -193,6 +194,7 @@ def status_line(status: dict, metrics: list[dict]) -> str:
     if status.get("queue_position"):
         text += f" (position {status['queue_position']} in the queue)"
     reason = str(status.get("reason") or "")
+    reason = reason_for(reason, config, viewer) if config is not None else reason
     if reason:  # reasons often start with their state ("finished: reached max_steps"): say it once
         text += f": {reason.removeprefix(state + ':').strip()}" if reason != state else ""
     parts.append(text)
