@@ -518,3 +518,28 @@ def test_the_room_table_shows_columns_that_fit_the_projector_and_drops_empty_one
     rows[0] |= {"lesson step": "step 2/12", "live changes": "LR 0.02 @50", "state": "running", "queue": ""}
     assert room_table.columns(rows) == ["learner", "name", "lesson step", "state", "steps", "flag", "live changes"]
     assert room_table.queue_note(rows) == ""
+
+
+def test_a_resume_refused_by_the_rooms_budget_stays_said_and_says_what_can_be_done(runs_dir):
+    """A review: Resume on a 30,000-step run under a 500-step budget flashed its error for half a second (the page
+    reran over it) and advised lowering Max steps, which a run that exists has none of."""
+    from helpers import write_run
+
+    run_id = write_run(runs_dir, steps=20)
+    with RunStore(runs_dir).writer(run_id) as w:
+        w.write_config({"learner": {"id": ANNA.id, "name": "anna"}})
+        w.write_status(state="stopped", reason="stopped by you at step 20", step=20)
+    budget = resources.room_budget()
+    budget["max_steps"] = 5
+    try:
+        anna = AppTest.from_file(str(Path(__file__).resolve().parents[3] / "app.py"), default_timeout=60)
+        anna.session_state["learner"] = ANNA
+        anna.query_params["run"] = run_id
+        anna.run()
+        button(anna, "Resume").click().run()
+        assert not anna.exception, anna.exception
+        said = " ".join(str(e.value) for e in anna.error).replace("\\", "")
+        assert "cannot resume under it: start a new run of at most 5 steps" in said, said
+        assert RunStore(runs_dir).reader(run_id).status()["state"] == "stopped"
+    finally:
+        budget["max_steps"] = 0

@@ -83,7 +83,7 @@ def check_hold(learner: Actor) -> None:
         raise HeldRun(held)
 
 
-def check_room_budget(config: RunConfig, budget: Mapping[str, int]) -> None:
+def check_room_budget(config: RunConfig, budget: Mapping[str, int], resuming: bool = False) -> None:
     """ConfigError if a run is bigger than the room's per-run budget (the instructor's Room page): one learner's
     12-layer x 512-wide run would hold a training slot for hours, so it is refused with the numbers."""
     from tinygpt.runs.preflight import parameter_count
@@ -97,6 +97,12 @@ def check_room_budget(config: RunConfig, budget: Mapping[str, int]) -> None:
             "per run (set by the instructor): fewer layers, a smaller width or a shorter context."
         )
     steps = int(budget.get("max_steps") or 0)
+    if steps and config.train.max_steps > steps and resuming:  # no Max steps to lower on a run that exists (a review)
+        raise ConfigError(
+            f"this run's max_steps {config.train.max_steps:,} is above the room's budget of {steps:,} steps per run "
+            f"(set by the instructor), so it cannot resume under it: start a new run of at most {steps:,} steps, or "
+            "ask the instructor to raise the budget."
+        )
     if steps and config.train.max_steps > steps:
         raise ConfigError(
             f"max_steps {config.train.max_steps} is above the room's budget of {steps} steps per run (set by the "
@@ -120,11 +126,11 @@ def busy_runs(learner: Actor, besides: str | None = None) -> list[str]:
     return [run for run in resources.my_active_runs(learner) if run != besides and not manager.release_if_paused(run)]
 
 
-def check_budget(learner: Actor, configs: Mapping[str, RunConfig]) -> None:
+def check_budget(learner: Actor, configs: Mapping[str, RunConfig], resuming: bool = False) -> None:
     """ConfigError with the numbers if any run is above the room's per-run budget (learners only)."""
     if not learner.instructor:
         for config in configs.values():
-            check_room_budget(config, resources.room_budget())
+            check_room_budget(config, resources.room_budget(), resuming)
 
 
 def start(
@@ -163,7 +169,7 @@ def resume(learner: Actor, run_id: str, check_slot: bool = True) -> None:
         except (TinyGPTError, TypeError, ValueError):
             config = None  # a damaged config.json: the run manager's own resume says what is wrong with it
         if config is not None:
-            check_budget(learner, {"run": config})
+            check_budget(learner, {"run": config}, resuming=True)
     if check_slot:
         _check_slot(learner, besides=run_id)
     resources.get_manager().resume(run_id, actor=learner, time_limit_s=resources.time_limit_s(learner))

@@ -435,7 +435,9 @@ def run_button_clicked(run, learner: Actor, messages) -> None:
             run.pause()
         if command == "resume":  # another run of this learner's may hold their slot: admission asks first
             run_id = run.id
-            admission.attempt(lambda check: admission.resume(learner, run_id, check), "resume this run", messages)
+            if not admission.attempt(lambda check: admission.resume(learner, run_id, check), "resume this run",
+                                     messages):  # fmt: skip
+                return  # refused (said in `messages`) or waiting for the slot question: no rerun to wipe it out
         if command == "step":
             run.step(int(state.get(train_keys.W_STEP_N)))
             train_keys.mark_step_requested()
