@@ -33,9 +33,10 @@ with st.expander("How each number is defined", icon=":material/functions:"):
         st.markdown(f"- **{role}**: {heads.ROLE_DEFINITIONS[role]}.")
     st.markdown(
         f"Each score is in [0, 1]; its *uniform baseline* is the score of a head that spreads its weight evenly over "
-        f"the keys the mask lets it see. A head is labelled with a role once that score reaches "
-        f"{heads.ROLE_THRESHOLD} (the role furthest above its baseline wins). In-context loss: the loss on the "
-        "second copy of the repeated probe against the first copy's."
+        f"the keys the mask lets it see. A head is labelled with a role once that score is {heads.ROLE_RATIO:g}x its "
+        f"baseline or more (the lesson's \"specialised\"; the role the most times above its baseline wins). The "
+        f"induction verdict asks more of its best head: a score above {heads.ROLE_THRESHOLD}. In-context loss: the "
+        "loss on the second copy of the repeated probe against the first copy's."
     )
 
 

@@ -140,7 +140,9 @@ def test_head_roles_say_since_when():
     rows = {r.name: r for r in heads.head_roles(records)}
     assert rows["L0H0"].role == "previous" and rows["L0H0"].since == 50
     assert rows["L0H1"].role == "induction" and rows["L0H1"].since == 80
-    assert rows["L0H1"].sentence == "L0H1 is an induction head since step 80 (score 0.80, uniform baseline 0.05)."
+    assert rows["L0H1"].sentence == (
+        "L0H1 is an induction head since step 80 (score 0.80, 16.0x its uniform baseline 0.05)."
+    )
     early = {r.name: r for r in heads.head_roles(records, step=45)}
     assert early["L0H0"].role is None and early["L0H1"].role is None
 

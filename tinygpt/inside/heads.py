@@ -57,7 +57,11 @@ ROLE_NOUNS = {"previous": "a previous-token head", "induction": "an induction he
               "self": "a self head"}  # fmt: skip
 
 
-ROLE_THRESHOLD = 0.4  # a head "is" a role once that score passes 0.4 (above every uniform baseline at T >= 8)
+ROLE_THRESHOLD = 0.4  # the induction verdict's bar for its best head (above every uniform baseline at T >= 8)
+# A head plays a role when that score is at least this many times its uniform baseline: the lesson's "specialised"
+# (tinygpt/ui/teach/heads_check.py; why 2x: BENCHMARKS.md, "The multiple-heads step"). The head table used a score of
+# 0.4 instead, and a review's Circuits page showed no role for a head the lesson called specialised (0.33, 3.35x).
+ROLE_RATIO = 2.0
 INDUCTION_ROWS = 2  # random probes averaged per snapshot: 2 keep the scores' cost near 2% of a demo step
 PROBE_SEED = 0  # the same random probe at every snapshot, so scores change only because the model did
 
@@ -225,18 +229,18 @@ def lift(score: float, baseline: float) -> float:
     return (score - baseline) / (1.0 - baseline) if baseline < 1.0 else 0.0
 
 
-def dominant_role(record: dict, layer: int, head: int, threshold: float = ROLE_THRESHOLD) -> str | None:
-    """The role a head plays in one record: among the roles whose score reaches `threshold`, the one furthest above
-    its baseline (`lift`); None when no score reaches it."""
-    best, best_lift = None, -1.0
+def dominant_role(record: dict, layer: int, head: int, ratio: float = ROLE_RATIO) -> str | None:
+    """The role a head plays in one record: among the roles whose score is at least `ratio` times its uniform
+    baseline, the one the most times above it; None when no score is."""
+    best, best_ratio = None, 0.0
     for role in ROLES:
         grid = (record.get("roles") or {}).get(role)
         base = (record.get("baselines") or {}).get(role)
-        if not grid or base is None:
+        if not grid or base is None or base <= 0 or grid[layer][head] is None:
             continue
-        score = grid[layer][head]
-        if score >= threshold and lift(score, base) > best_lift:
-            best, best_lift = role, lift(score, base)
+        times = grid[layer][head] / base
+        if times >= ratio and times > best_ratio:
+            best, best_ratio = role, times
     return best
 
 
@@ -246,7 +250,7 @@ class HeadRole:
 
     layer: int
     head: int
-    role: str | None  # the dominant role, None: no score reaches ROLE_THRESHOLD
+    role: str | None  # the dominant role, None: no score reaches ROLE_RATIO times its baseline
     since: int | None  # the first step of the unbroken run of snapshots, up to this one, with that role
     scores: dict[str, float | None] = field(default_factory=dict)  # every role's score at this step
     baselines: dict[str, float | None] = field(default_factory=dict)
@@ -258,10 +262,11 @@ class HeadRole:
     @property
     def sentence(self) -> str:
         if self.role is None:
-            return f"{self.name} has no dominant role (no score reaches {ROLE_THRESHOLD})."
+            return f"{self.name} has no dominant role (no score reaches {ROLE_RATIO:g}x its uniform baseline)."
         score, base = self.scores[self.role], self.baselines[self.role]
         kind = ROLE_NOUNS[self.role]
-        return f"{self.name} is {kind} since step {self.since} (score {score:.2f}, uniform baseline {base:.2f})."
+        return (f"{self.name} is {kind} since step {self.since} (score {score:.2f}, {score / base:.1f}x its uniform "
+                f"baseline {base:.2f}).")  # fmt: skip
 
 
 def record_at(records: Sequence[dict], step: int | None) -> int | None:
@@ -274,7 +279,7 @@ def record_at(records: Sequence[dict], step: int | None) -> int | None:
     return before[-1] if before else 0
 
 
-def head_roles(records: Sequence[dict], step: int | None = None, threshold: float = ROLE_THRESHOLD) -> list[HeadRole]:
+def head_roles(records: Sequence[dict], step: int | None = None, ratio: float = ROLE_RATIO) -> list[HeadRole]:
     """Every head's dominant role at `step` (the newest record at or before it), and since when it has held it."""
     at = record_at(records, step)
     if at is None:
@@ -284,11 +289,11 @@ def head_roles(records: Sequence[dict], step: int | None = None, threshold: floa
     out = []
     for layer, heads in enumerate(grid):
         for head in range(len(heads)):
-            role = dominant_role(record, layer, head, threshold)
+            role = dominant_role(record, layer, head, ratio)
             since = None
             if role is not None:
                 i = at
-                while i > 0 and dominant_role(records[i - 1], layer, head, threshold) == role:
+                while i > 0 and dominant_role(records[i - 1], layer, head, ratio) == role:
                     i -= 1
                 since = records[i]["step"]
             scores = {r: (record["roles"].get(r) or [[None] * len(heads)] * len(grid))[layer][head] for r in ROLES}

@@ -15,10 +15,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from tinygpt.inside.heads import ROLE_RATIO
 from tinygpt.lab.prepare import HEADS
 from tinygpt.ui.teach.lesson_checks import HEADLINE_LIMIT, Check, Evidence, no_run, number_word
 
-SPECIALIST_RATIO = 2.0  # a specialised head puts at least twice the uniform share on its role's key
+SPECIALIST_RATIO = ROLE_RATIO  # at least twice the uniform share on its role's key: Circuits' head table's rule too
 ENDED = ("finished", "stopped", "diverged", "failed")
 JOB = {
     "previous": "attends one character back",
