@@ -101,6 +101,10 @@ def test_the_held_out_check_fails_a_rise_beyond_its_noise_and_admits_a_rise_with
     # checklist "pass" on the same evals (1.139 → 1.124)
     tiny = held_out_check([ev(100, 1.5, 0.05, 200), ev(200, 1.124, 0.05, 200), ev(300, 1.139, 0.05, 200)])
     assert tiny.outcome == NOT_ENOUGH and "about 6 windows of 32: too little held-out text" in tiny.detail, tiny
+    newest_best = held_out_check([ev(150, 2.4323, 0.01), ev(200, 2.384, 0.01)])  # a review: "against the best"
+    assert newest_best.outcome == PASS and newest_best.detail == (
+        "2.384 at step 200 (the run's best so far; the best before it, 2.432 at step 150): not rising"
+    ), newest_best
     assert held_out_check([ev(100, 2.9, 0.01)]).outcome == NOT_ENOUGH
     assert held_out_check([{"step": 1, "val_loss": 3.0}, {"step": 2, "val_loss": 3.5}]).outcome == NOT_ENOUGH
 

@@ -156,7 +156,8 @@ def _fell_between(before: list[float], recent: list[float]) -> tuple[bool, str]:
     noise = math.sqrt(sum(sum((x - m) ** 2 for x in part) / (len(part) - 1) / len(part)
                           for part, m in zip((before, recent), means, strict=True)))  # fmt: skip
     change = means[1] - means[0]
-    words = f"{means[0]:.3f} -> {means[1]:.3f} (change {change:+.3f}, noise ±{noise:.3f})"
+    words = f"{means[0]:.3f} -> {means[1]:.3f} (change {change:+.3f} ± {TREND_SIGMAS * noise:.3f}, " \
+            f"{TREND_SIGMAS:g} s.e.)"  # fmt: skip
     return change < -TREND_SIGMAS * noise, words
 
 
@@ -177,7 +178,10 @@ def loss_trend_check(losses: list[float]) -> Check:
     noise = math.sqrt(var_old / len(older) + var_new / len(newer))
     change = mean_new - mean_old
     detail = (
-        f"{mean_old:.3f} -> {mean_new:.3f} over the last {len(losses)} steps (change {change:+.3f}, noise ±{noise:.3f})"
+        # the interval judged, not one standard error: "change -0.037, noise ±0.021" read as a fall beyond the
+        # noise called a plateau (a review)
+        f"{mean_old:.3f} -> {mean_new:.3f} over the last {len(losses)} steps (change {change:+.3f} ± "
+        f"{TREND_SIGMAS * noise:.3f}, {TREND_SIGMAS:g} s.e.)"
     )
     if change < -TREND_SIGMAS * noise and change < 0:
         return Check(name, PASS, change, threshold, detail)
@@ -209,8 +213,10 @@ def held_out_check(evals: list[dict]) -> Check:
     now = scored[-1]
     best = min(scored[:-1], key=lambda e: e["val_loss"])
     rise = now["val_loss"] - best["val_loss"]
-    said = (f"{now['val_loss']:.3f} at step {now['step']:,} against the best, {best['val_loss']:.3f} at step "
-            f"{best['step']:,}")  # fmt: skip
+    # The newest eval can be the best itself: "2.384 at step 200 against the best, 2.432 at step 150" (a review)
+    role = "the run's best so far; the best before it" if rise <= 0 else "against the best"
+    said = (f"{now['val_loss']:.3f} at step {now['step']:,} {'(' if rise <= 0 else ''}{role}, "
+            f"{best['val_loss']:.3f} at step {best['step']:,}{')' if rise <= 0 else ''}")  # fmt: skip
     if rise <= HELD_OUT_RISE and scant_held_out(now):  # Train's caption: "too little held-out text to tell" (a review)
         windows = "{:,} windows of {:,}".format(*divmod_split(now))
         return Check(name, NOT_ENOUGH, rise, threshold, f"{said} ({rise:+.3f}), on a held-out split of about "
