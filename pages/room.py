@@ -64,7 +64,7 @@ def dashboard() -> None:
     if unread := [label for _, label in drawn if label not in series]:
         note = " ".join([note, f"No loss could be read for {len(unread)} run(s): {', '.join(unread)}."]).strip()
     lecture = (lesson.read_room(store.root)["runs"].get(lesson.LECTURE) or {}).get("run")  # "own settings" vs it
-    data = [d for run, label in drawn if (d := room_flags.run_data(run, readers[label]))]
+    data = [d for run, label in drawn if (d := room_flags.run_data(run, readers[label], label))]
     flags = room_flags.room_flags(data, room_flags.run_data(lecture, in_view.reader(store, lecture)))
     rows = room_flags.with_flags(rows, flags)
     # Learners' runs only: the instructor's pages report no lesson position (resources.report_position), so their

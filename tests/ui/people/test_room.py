@@ -293,6 +293,12 @@ def test_a_leaky_mask_far_below_its_causal_loss_is_leaking_with_the_health_check
     leaky = _run(_noisy_flat(40, 0.3), mask="off_by_one", state="paused", run="leaky")
     causal = _run(_noisy_flat(40, 2.1), run="causal", learner=BEN, state="paused")
     assert _words(run_flags(leaky, [leaky, causal])) == [LEAKING]
+    said = run_flags(leaky, [leaky, causal | {"name": "ben-run"}])[0].reason
+    assert "below the causal run ben-run's over steps 20-39, its model and batch the same" in said, said
+    # A review: held to the lecture run (another model) over the same steps. A causal run of another shape is no
+    # reference: no flag rather than a number from an unrelated run.
+    other = causal | {"config": {**causal["config"], "model": {**causal["config"]["model"], "num_heads": 1}}}
+    assert run_flags(leaky, [leaky, other]) == []
     # Not far enough below (a mask that did not leak much): no flag.
     close = _run(_noisy_flat(40, 2.1 - MASK_CHEAT / 2), mask="none", state="paused", run="close")
     assert run_flags(close, [close, causal]) == []

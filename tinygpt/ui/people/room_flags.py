@@ -106,13 +106,15 @@ def leaking(config: dict, events: Sequence[dict], metrics: Sequence[dict], peers
             references.append((_mean(own), f"its own causal loss before step {since}"))
     for peer in peers:
         peer_config = peer.get("config") or {}
-        if peer_config.get("data") != config.get("data") or _mask_segments(peer_config, peer.get("events") or [])[
+        if not _like_for_like(peer_config, config) or _mask_segments(peer_config, peer.get("events") or [])[
             0
         ] not in ("causal", "sliding_window"):
             continue
         same = [v for s, v in _losses(peer.get("metrics") or []) if first <= s <= last]
         if len(same) >= PEER_MIN:
-            references.append((_mean(same), f"a causal run's over steps {first}-{last}"))
+            name = f" {peer['name']}" if peer.get("name") else ""
+            references.append((_mean(same), f"the causal run{name}'s over steps {first}-{last}, its model and batch"
+                                             " the same"))  # fmt: skip
     if not references:
         return None
     floor, which = min(references)
@@ -120,6 +122,18 @@ def leaking(config: dict, events: Sequence[dict], metrics: Sequence[dict], peers
         return None
     return Flag(LEAKING, f"train loss {now:.2f}, {floor - now:.2f} nats below {which} ({floor:.2f}; a leak is "
                          f"{MASK_CHEAT} below): the mask '{mask}' lets positions see the future")  # fmt: skip
+
+
+def _like_for_like(peer: Mapping, config: Mapping) -> bool:
+    """Whether a peer's loss can stand for this run's causal loss: the same text, model and batch. A review's flag
+    held a 2-layer, 4-head run at context 32 to the lecture run's (1 head, context 16) over the same steps."""
+    if peer.get("data") != config.get("data"):
+        return False
+    def same(part: str, keys: tuple[str, ...]) -> bool:
+        mine, theirs = config.get(part) or {}, peer.get(part) or {}
+        return all(mine.get(k) == theirs.get(k) for k in keys)
+
+    return same("model", MODEL_SETTINGS) and same("train", TRAIN_SETTINGS)
 
 
 def stalled(state: str, status: Mapping, now: float) -> Flag | None:
@@ -206,13 +220,13 @@ def flag_words(flags: Sequence[Flag]) -> str:
     return ", ".join(f.word for f in flags)
 
 
-def run_data(run_id: str, reader: Any) -> dict | None:
-    """What `run_flags` reads, from a RunReader (or None: no reader, no data)."""
+def run_data(run_id: str, reader: Any, name: str = "") -> dict | None:
+    """What `run_flags` reads, from a RunReader (or None: no reader, no data); `name`: how a flag names it."""
     if reader is None:
         return None
     status = reader.status()
     return {"run": run_id, "state": status.get("state") or "", "reason": status.get("reason") or "", "status": status,
-            "config": reader.config(), "events": reader.events, "metrics": reader.metrics}  # fmt: skip
+            "config": reader.config(), "events": reader.events, "metrics": reader.metrics, "name": name}  # fmt: skip
 
 
 def with_flags(rows: Sequence[dict], flags: Mapping[str, Sequence[Flag]]) -> list[dict]:
