@@ -418,6 +418,10 @@ def test_head_stats_chart_entropy_and_max_weight_per_layer():
     assert len(spec["vconcat"]) == 2  # one row per layer
     assert {"attention entropy (nats)", "max attention weight (0..1)"} <= axis_titles(spec, "y")
     assert math.log(64) in rules_at(spec, "y")
+    # One line per mask the run trained under, each labelled with its steps (a review read the none mask's 3.47
+    # across the steps a sliding window of 8 had trained, whose uniform is ~2.1)
+    both = parts.head_stats_chart(rows, uniform=((2.08, "sliding_window, steps 0-1,009"), (3.47, "none"))).to_dict()
+    assert {2.08, 3.47} <= set(rules_at(both, "y")) and "sliding_window, steps 0-1,009" in texts(both)
     only = parts.head_stats_chart(rows, layer=1).to_dict()
     assert len(only["vconcat"]) == 1
     assert {row["layer"] for row in all_rows(only) if "layer" in row} == {1}

@@ -81,3 +81,14 @@ def test_the_step_by_step_panels_say_their_checkpoints_mask_and_the_grids_when_t
     assert "checkpoint at step 10,500 (nearest to step 10,880)" in caption and "mask causal." in caption
     assert "The grid above, at step 10,880, was taken under mask none." in caption
     assert "grid above" not in leaks.checkpoint_caption(CONFIG, EVENTS, 10500, 10400)
+
+
+def test_a_snapshot_under_a_leak_names_the_mask_the_run_had_outside_it():
+    """A review: "Scrub to a step outside that stretch to see the heads the causal mask trains" of a run that
+    trained under a sliding window of 8 before its leak, never under causal."""
+    window = {"model": {"mask": "sliding_window", "window": 8}}
+    change = [{"kind": "knob", "knob": "mask", "old": "sliding_window", "new": "none", "step": 1009, "ok": True}]
+    note = leaks.snapshot_note(window, change, 1500)
+    assert note.endswith("the heads the sliding_window mask trains."), note
+    from_start = leaks.snapshot_note({"model": {"mask": "none"}}, [], 100)  # a leak from step 0, still on
+    assert "Scrub" not in from_start, from_start

@@ -142,14 +142,17 @@ def _layer_grad_template(ratios: bool, layers_order: tuple, title: str, panel_wi
 def head_stats_chart(
     rows: Records | None,
     *,
-    uniform: tuple[float, str] | None = None,
+    uniform: tuple | None = None,
     layer: int | None = None,
     large: bool = False,
 ):
     """Per-head attention entropy (nats) and mean max weight (0..1) over training steps, coloured by head: one row
     of two small charts per layer, or only `layer` if given. `uniform` is (entropy, label) of a head that spreads
     its weight evenly over the keys the mask in force lets it see (inside.uniform_entropy: the mean of
-    ln(visible keys), about 2.55 under a causal mask at T = 32, not ln(32) = 3.47), drawn as the reference."""
+    ln(visible keys), about 2.55 under a causal mask at T = 32, not ln(32) = 3.47), drawn as the reference; or a
+    tuple of such pairs, one for each mask the run trained under."""
+    refs = [uniform] if uniform and isinstance(uniform[0], (int, float)) else list(uniform or ())
+    refs = [(v, label) for v, label in refs if finite(v) is not None]
     t = theme(large)
     # Two panels side by side fit the content column of a 1400 px window (300 px each plus axes); with large fonts
     # they stack, so neither is cut at the right edge of a 1280 px projector.
@@ -183,14 +186,13 @@ def head_stats_chart(
         ]
         point = alt.OverlayMarkDef(filled=True, size=5 * t["text"])
         ent_spec: dict = {"title": y_title_lines("attention entropy (nats)", t, plot=height), "zero": True}
-        baseline = finite(uniform[0]) if uniform is not None else None
-        if baseline is not None:  # room above the even-spread entropy, which no head exceeds, for its label
-            ent_spec["domainMax"] = round(max([baseline, *(r["entropy"] for r in part)]) * 1.15, 2)
+        if refs:  # room above the even-spread entropy, which no head exceeds, for its label
+            ent_spec["domainMax"] = round(max([*(v for v, _ in refs), *(r["entropy"] for r in part)]) * 1.15, 2)
         ent_y = value_y("entropy:Q", **ent_spec)
         ent = [base.mark_line(point=point, strokeWidth=t["line"]).encode(y=ent_y, tooltip=tooltip)]
-        if uniform is not None and baseline is not None:
-            # Above its line: the heads start at that entropy, so a label hung below it sat on their lines.
-            ent += reference_layers(reference_rows(uniform[0], uniform[1]), ent_spec, t, above=True)
+        if refs:  # above its line: the heads start at that entropy, so a label hung below it sat on their lines
+            rows = [row for v, label in refs for row in reference_rows(v, label)]
+            ent += reference_layers(rows, ent_spec, t, above=True)
         maxw = base.mark_line(point=point, strokeWidth=t["line"]).encode(
             y=value_y("max_weight:Q", y_title_lines("max attention weight (0..1)", t, plot=height), domain=[0, 1]),
             tooltip=tooltip,

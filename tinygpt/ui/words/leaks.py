@@ -109,10 +109,17 @@ def snapshot_note(config: dict, events: list[dict], step: int, what: str = "snap
     mask, first, last = stretch_at(config, events, step)
     if mask not in LEAKING_MASKS:
         return None
+    # The mask outside the stretch, as the run had it: "the heads the causal mask trains" was said of a run that
+    # trained under a sliding window before its leak and never under causal (a review)
+    outside = mask_at(config, events, first - 1) if first > 0 else None
+    if outside is None and last is not None:
+        outside = mask_at(config, events, last + 1)
+    scrub = (f" Scrub to a step outside that stretch to see the heads the {outside} mask trains."
+             if outside and outside not in LEAKING_MASKS else "")  # fmt: skip
     return (
         f"This {what} (step {step:,}) was taken under {_span(mask, first, last or 0, last is None)}: {SEES[mask]}, "
         "so bright cells right of the diagonal are heads reading the character they must predict, which a causal "
-        "model never sees. Scrub to a step outside that stretch to see the heads the causal mask trains."
+        f"model never sees.{scrub}"
     )
 
 
