@@ -117,7 +117,10 @@ def test_what_train_would_start_is_said_from_the_form_until_stopped_included():
     state.put(settings.FIELD_BY_NAME["learning_rate"].key, 0.1)  # a live change the form shows, as the run has it
     words = next_run.next_run_words("Paste text")
     state.put(settings.FIELD_BY_NAME["seed"].key, 6060)
-    assert words.startswith("trains until you press Stop · LR 0.1 · seed ") and words.endswith(" · Paste text"), words
+    assert words.startswith("trains until you press Stop · LR 0.1 · seed ") and words.endswith(
+        " · the text in the box (0 characters)"), words  # the box's text, not "Paste text" (a review: uploaded)
+    state.put(train_keys.W_PASTE, "x" * 7072)
+    assert next_run.next_run_words("Paste text").endswith(" · the text in the box (7,072 characters)")
     assert "seed 6060" in next_run.next_run_words("Paste text")
     state.put(settings.FIELD_BY_NAME["max_steps"].key, 300)
     assert next_run.next_run_words("Tiny Shakespeare").startswith("300 steps ·")
@@ -136,7 +139,7 @@ def test_a_new_run_is_said_with_the_broken_knobs_and_the_other_text_it_would_tak
     state.put(settings.FIELD_BY_NAME["mask"].key, "off_by_one")  # a live change the form keeps from the run
     state.put(settings.FIELD_BY_NAME["attn_scale"].key, "none")
     words = next_run.next_run_words("Paste text")
-    assert words.endswith("· Paste text · mask off by one (sees the next token) · attention scaling none (scores "
+    assert words.endswith(" characters) · mask off by one (sees the next token) · attention scaling none (scores "
                           "grow with d_head)"), words  # fmt: skip
     state.put(settings.FIELD_BY_NAME["mask"].key, "causal")
     state.put(settings.FIELD_BY_NAME["attn_scale"].key, "head_dim")

@@ -29,6 +29,8 @@ def next_run_words(source: str, uploaded: Any = None, watching: str = "") -> str
               f"{steps:,} steps" if isinstance(steps, int) else "")  # fmt: skip
     if source == settings.SOURCE_UPLOAD:  # the file, not the menu's words ("Upload a text file")
         source = f"the file {uploaded.name}" if getattr(uploaded, "name", None) else "a text file (none chosen yet)"
+    elif source == settings.SOURCE_PASTE:  # the box may hold a run's own uploaded text: "Paste text" read wrong
+        source = f"the text in the box ({len(state.get(train_keys.W_PASTE) or ''):,} characters)"
     parts = [length, f"LR {lr:g}" if isinstance(lr, (int, float)) else "",
              f"seed {seed}" if isinstance(seed, int) else "", source, *broken_knobs(values)]  # fmt: skip
     return " · ".join(p for p in parts if p)

@@ -289,7 +289,11 @@ def ghost_label(parent_config: dict, config: dict) -> str:
     "previous run: heads 4 → 8" (or "previous run (same settings)")."""
     before, before_source = values_from_config(parent_config)
     after, after_source = values_from_config(config)
-    changed = changed_since_start(before, before_source, after, after_source or "")
+    # A run's own text is said as one, not by the menu item the form reloads it into ("Tiny Shakespeare → Paste
+    # text" of an uploaded file, a review)
+    own = {SOURCE_PASTE: "a text of your own"}
+    changed = changed_since_start(before, own.get(before_source, before_source), after,
+                                  own.get(after_source, after_source) or "")  # fmt: skip
     # Two texts of the same kind (two uploads, two pastes) differ by their hash: a review's "previous run: max steps
     # 3000 → 2000" hid that the grey curve trained on another text (a 23 kB licence, this run on 1.5 kB of it)
     texts = [((c or {}).get("data") or {}).get("text_sha256") for c in (parent_config, config)]
