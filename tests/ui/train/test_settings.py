@@ -49,7 +49,8 @@ def test_the_ghost_curve_is_labelled_with_what_the_new_run_changed():
     assert settings.ghost_label(one, two) == "previous run: another text (sha256 aaaaaaaa… → bbbbbbbb…)"
     assert settings.ghost_label(one, one) == "previous run (same settings)"
     shakespeare = {**before, "data": {"source": "shakespeare"}}  # a review: "corpus TinyShakespeare → Paste text"
-    assert settings.ghost_label(shakespeare, one).startswith("previous run: corpus Tiny Shakespeare → a text of your own")
+    said = settings.ghost_label(shakespeare, one)
+    assert said.startswith("previous run: corpus Tiny Shakespeare → a text of your own"), said
     # the live knobs each run started with (a review: a new run under mask none beside "max steps 300 → 4000")
     leaky = preset("demo", max_steps=4000, mask="none", source=data.source).to_dict()
     assert settings.ghost_label(before, leaky) == "previous run: max steps 300 → 4000, mask causal → none"
