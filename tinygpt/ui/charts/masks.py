@@ -74,58 +74,78 @@ def mask_comparison(
     title: str | None = None,
     large: bool = False,
 ) -> go.Figure:
-    """All masks side by side on the same text and checkpoint: for each mode (columns) its (T, T) mask (top row)
-    and the attention weights one head produces under it (bottom row). `results` is {mode: (mask, weights)}.
-    Only the last `max_tokens` positions are drawn, so four panels in a row still label every character."""
+    """All masks on the same text and checkpoint: for each mode its (T, T) mask and the attention weights one head
+    produces under it. `results` is {mode: (mask, weights)}. Only the last `max_tokens` positions are drawn. Side by
+    side (modes in columns, mask row above weights row) at normal fonts; at Large fonts one row per mode (its mask
+    beside its weights), so each panel is a half of the column, not a quarter: four modes in a row left panels of
+    ~107 px on a 1280 px projector, whose 12 labels ran together ("ow,␣neighbou", a review)."""
     modes = list(results)
     if not modes:
         return placeholder(title or "Masks side by side", "no checkpoint yet", large)
     t = theme(large)
-    # Each column titled by its mode alone, wrapped ("sliding<br>window"); the rows say "mask" and "weights" on
-    # their y axes: "weights under sliding_window" beside "weights under off_by_one" overlapped in four columns.
-    wrapped = ["<br>".join(textwrap.wrap(m.replace("_", " "), 9)) for m in modes]
-    fig = make_subplots(
-        rows=2, cols=len(modes), subplot_titles=wrapped + [""] * len(modes),
-        horizontal_spacing=0.04, vertical_spacing=0.12,
-    )  # fmt: skip
+    if large:  # (row, col) of each mode's mask and weights
+        rows, cols = len(modes), 2
+        where = {m: ((r, 1), (r, 2)) for r, m in enumerate(modes, start=1)}
+        titles = [f"{m.replace('_', ' ')}: {kind}" for m in modes for kind in ("mask", "weights")]
+        panel_px = (t["wide"] - 160) / 2 - 40
+    else:
+        rows, cols = 2, len(modes)
+        where = {m: ((1, c), (2, c)) for c, m in enumerate(modes, start=1)}
+        # Each column titled by its mode alone, wrapped ("sliding<br>window"); the rows say "mask" and "weights" on
+        # their y axes: "weights under sliding_window" beside "weights under off_by_one" overlapped in four columns.
+        titles = ["<br>".join(textwrap.wrap(m.replace("_", " "), 9)) for m in modes] + [""] * len(modes)
+        panel_px = (t["wide"] + 180) / len(modes) - 30
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.08 if large else 0.04,
+                        vertical_spacing=0.06 if large else 0.12)  # fmt: skip
     size = np.asarray(results[modes[0]][0]).shape[0]
     start = max(0, size - max_tokens)
     cats, ticks = token_axis(tokens, size, 0)
     cats, ticks = cats[start:], ticks[start:]
-    for c, mode in enumerate(modes, start=1):
+    for mode in modes:
         mask, weights = (np.asarray(a, dtype=np.float64)[start:, start:] for a in results[mode])
+        (mask_row, mask_col), (weight_row, weight_col) = where[mode]
         fig.add_trace(
             go.Heatmap(z=(mask != 0).astype(np.int8), x=cats, y=cats, coloraxis="coloraxis2", name=f"mask {mode}",
                        hovertemplate=f"{mode}: query %{{y}} → key %{{x}}: %{{z}}<extra></extra>"),
-            row=1, col=c,
+            row=mask_row, col=mask_col,
         )  # fmt: skip
         fig.add_trace(
             go.Heatmap(z=weights.astype(np.float32), x=cats, y=cats, coloraxis="coloraxis", name=f"weights {mode}",
                        hovertemplate=f"{mode}: query %{{y}} → key %{{x}}: weight %{{z:.3f}}<extra></extra>"),
-            row=2, col=c,
+            row=weight_row, col=weight_col,
         )  # fmt: skip
-    panel_px = (t["wide"] + (40 if large else 180)) / len(modes) - 30
     font = token_font(len(cats), panel_px, t["label"])
     token_ticks(fig, cats, ticks, 1, "x", tickfont={"size": font})
     token_ticks(fig, cats, ticks, 1, "y", autorange="reversed", tickfont={"size": font})
-    square_cells(fig, 2, len(modes))
-    fig.update_yaxes(title_text="mask: query", row=1, col=1)
-    fig.update_yaxes(title_text="weights: query", row=2, col=1)
+    square_cells(fig, rows, cols)
+    if not large:
+        fig.update_yaxes(title_text="mask: query", row=1, col=1)
+        fig.update_yaxes(title_text="weights: query", row=2, col=1)
+    else:  # rows are queries, columns keys: said once, on the first column and the last row
+        fig.update_yaxes(title_text="query", col=1)
+        fig.update_xaxes(title_text="key", row=rows)
+    # The bars under the panels at Large fonts: beside them they took a third of a panel's width
     weight_bar = {"len": 0.45, "y": 0.0, "yanchor": "bottom", "title": {"text": "weight"}}
     mask_bar = {"len": 0.45, "y": 1.0, "yanchor": "top", "tickvals": [0.25, 0.75], "ticktext": ["masked", "may attend"]}
+    if large:
+        below = {"orientation": "h", "len": 0.45, "thickness": 14, "yanchor": "top", "y": -0.05}
+        weight_bar = {**below, "x": 0.77, "title": {"text": "weight", "side": "top"}}
+        mask_bar = {**below, "x": 0.23, "tickvals": [0.25, 0.75], "ticktext": ["masked", "may attend"]}
     fig.update_layout(
         coloraxis={**WEIGHT_AXIS, "colorbar": weight_bar},
         coloraxis2={"cmin": 0, "cmax": 1, "colorscale": mask_scale(), "colorbar": mask_bar},
     )
     suffix = f" (the last {size - start} of {size} positions)" if start else ""
     heading = (title or "Every mask on the same text and checkpoint") + suffix
-    fig = style_plotly(fig, heading, large, height=int(2 * panel_px + 200))
+    height = rows * (panel_px + 70) + 260 if large else int(2 * panel_px + 200)
+    fig = style_plotly(fig, heading, large, height=int(height))
     # Column titles no wider than a panel (style_plotly sets every annotation to the axis-title size)
     column_font = min(theme(large)["axis_title"], max(11, int(panel_px / 5.5)))
     fig.update_annotations(font_size=column_font)
     # The column titles ("off by<br>one") stand in the top margin too: the title is held to the top of the figure and
     # the margin grows by their lines, or a three-line title at Large fonts sat on "causal" and "none" (a review)
-    lines = max(len(w.split("<br>")) for w in wrapped)
+    lines = max(len(w.split("<br>")) for w in titles)
     fig.update_layout(title={"yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 28}},
-                      margin={"t": fig.layout.margin.t + int(1.3 * column_font * lines)})  # fmt: skip
+                      margin={"t": fig.layout.margin.t + int(1.3 * column_font * lines),
+                              "b": fig.layout.margin.b + (120 if large else 0)})  # fmt: skip
     return fig
