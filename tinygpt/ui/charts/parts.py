@@ -93,7 +93,9 @@ def layer_grad_chart(
     if lr_metrics:
         datasets["lr_panel"] = [{"step": s, "lr": v} for s, v in thin_for_display(step_series(metrics, "lr"), 1500)]
         datasets["lr_panel_hover"] = hover_rows(datasets["lr_panel"])
-    panel_width = (width or t["wide"]) if lr_metrics else None
+    # At Large fonts the y axis and its title take ~110 px left of the plot: 700 px of plot ran 33 px past the content
+    # column of a 1280 px projector (a review)
+    panel_width = (width or (t["wide"] - 60 if large else t["wide"])) if lr_metrics else None
     return live_spec(_layer_grad_template, (ratios, layers_order, title, panel_width, large), datasets)
 
 
