@@ -24,8 +24,8 @@ attention snapshots (tinygpt.runs: attention/scores.jsonl, one line per snapshot
 the best induction score jumps; tinygpt/lab/induction.py judges the experiment built on it.
 
 Shape legend: L layers, H heads, T query positions, S key positions (S == T), B probe rows, n half the probe.
-Left out: the OV "copying" score (Olsson's second criterion; head ablation in tinygpt.inside.lens measures what a head's
-output is worth instead), path patching, and scores on real text for the induction role."""
+Left out: the OV "copying" score (Olsson's second criterion; tinygpt.inside.lens's head ablation measures what a head's
+output is worth instead), path patching, scores on real text for the induction role."""
 
 from __future__ import annotations
 
@@ -58,9 +58,8 @@ ROLE_NOUNS = {"previous": "a previous-token head", "induction": "an induction he
 
 
 ROLE_THRESHOLD = 0.4  # the induction verdict's bar for its best head (above every uniform baseline at T >= 8)
-# A head plays a role when that score is at least this many times its uniform baseline: the lesson's "specialised"
-# (tinygpt/ui/teach/heads_check.py; why 2x: BENCHMARKS.md, "The multiple-heads step"). The head table used a score of
-# 0.4 instead, and a review's Circuits page showed no role for a head the lesson called specialised (0.33, 3.35x).
+# A head plays a role at this many times its uniform baseline: the lesson's "specialised" (BENCHMARKS.md, "The
+# multiple-heads step"); a score of 0.4 left Circuits without a role for a head the lesson called specialised.
 ROLE_RATIO = 2.0
 INDUCTION_ROWS = 2  # random probes averaged per snapshot: 2 keep the scores' cost near 2% of a demo step
 PROBE_SEED = 0  # the same random probe at every snapshot, so scores change only because the model did
@@ -232,16 +231,11 @@ def lift(score: float, baseline: float) -> float:
 def dominant_role(record: dict, layer: int, head: int, ratio: float = ROLE_RATIO) -> str | None:
     """The role a head plays in one record: among the roles whose score is at least `ratio` times its uniform
     baseline, the one the most times above it; None when no score is."""
-    best, best_ratio = None, 0.0
-    for role in ROLES:
-        grid = (record.get("roles") or {}).get(role)
-        base = (record.get("baselines") or {}).get(role)
-        if not grid or base is None or base <= 0 or grid[layer][head] is None:
-            continue
-        times = grid[layer][head] / base
-        if times >= ratio and times > best_ratio:
-            best, best_ratio = role, times
-    return best
+    grids, bases = record.get("roles") or {}, record.get("baselines") or {}
+    times = {role: grids[role][layer][head] / bases[role] for role in ROLES if grids.get(role) and
+             (bases.get(role) or 0) > 0 and grids[role][layer][head] is not None}  # fmt: skip
+    best = max(times, key=times.get, default=None)
+    return best if best is not None and times[best] >= ratio else None
 
 
 @dataclass
@@ -263,10 +257,9 @@ class HeadRole:
     def sentence(self) -> str:
         if self.role is None:
             return f"{self.name} has no dominant role (no score reaches {ROLE_RATIO:g}x its uniform baseline)."
-        score, base = self.scores[self.role], self.baselines[self.role]
-        kind = ROLE_NOUNS[self.role]
-        return (f"{self.name} is {kind} since step {self.since} (score {score:.2f}, {score / base:.1f}x its uniform "
-                f"baseline {base:.2f}).")  # fmt: skip
+        score, base, kind = self.scores[self.role], self.baselines[self.role], ROLE_NOUNS[self.role]
+        return f"{self.name} is {kind} since step {self.since} (score {score:.2f}, {score / base:.1f}x its uniform " \
+               f"baseline {base:.2f})."  # fmt: skip
 
 
 def record_at(records: Sequence[dict], step: int | None) -> int | None:
