@@ -172,7 +172,8 @@ def check_gradient_carried_down_the_stream(model: TinyGPT, idx: torch.Tensor, ta
             handle.remove()
         model.zero_grad(set_to_none=True)
     layers = len(model.blocks)
-    name, bar = "gradient carried down the residual stream", f">= {STREAM_CARRIES:g} (|grad| at its input / output)"
+    name = "gradient carried down the residual stream"
+    bar = f"at least {STREAM_CARRIES:g} (|grad| at its input / output)"  # ">= 0.5" rendered as a quote: "= 0.5"
     if "input" not in grads or "output" not in grads:
         return Check(name, NOT_ENOUGH, None, bar, "the stream's input or output received no gradient to compare")
     top_norm, bottom_norm = float(grads["output"].norm()), float(grads["input"].norm())

@@ -97,15 +97,16 @@ def schedule_trend_check(metrics: list[dict], window: int = TREND_WINDOW) -> Che
     # 126-175) beside Gradients' "The loss is falling", and it fell 3.113 → 2.878 from there to steps 251-275.
     apart = bool(before) and before[-1] is not recent[-1] and before[-1].get("step", 0) < recent[0].get("step", 0)
     if apart and earlier.outcome == FAIL:
-        fell, words = _fell_between(_losses(before), _losses(recent))
-        if fell:
-            return Check(check.name, PASS, check.value, check.threshold, (
-                f"fell from the steps before the decay ({steps}) to the newest {len(recent)}: {words}; each window "
-                f"alone is flat within its noise (before: {earlier.detail.split(': ', 1)[-1]}; the newest, as the "
-                f"learning rate decays to {lrs[-1]:.2g} from a peak of {max(lrs):.2g}: "
+        fell, words, change = _fell_between(_losses(before), _losses(recent))
+        if fell:  # the value and threshold are this test's: a review read "pass · +0.003" beside "> 2 s.e."
+            return Check(check.name, PASS, change, "the newest steps' mean below the higher-rate steps' by > "
+                         f"{TREND_SIGMAS:g} standard errors", (
+                f"fell from the steps at the higher learning rates ({steps}) to the newest {len(recent)}: {words}; "
+                f"each window alone is flat within its noise (the earlier: {earlier.detail.split(': ', 1)[-1]}; the "
+                f"newest, as the learning rate decays to {lrs[-1]:.2g} from a peak of {max(lrs):.2g}: "
                 f"{check.detail.split(': ', 1)[-1]})"))  # fmt: skip
     # The part the outcome rests on first: a review read FAIL beside "expected" and could not tell which was judged
-    said = (f"judged on the steps before the decay ({steps}, at >= half the peak learning rate): "
+    said = (f"judged on the steps at the higher learning rates ({steps}, at half the peak rate or more): "
             f"{earlier.detail.replace(' over the last ', ' over those ')}. The flat end is not judged: the learning "
             f"rate decays to {lrs[-1]:.2g} from a peak of {max(lrs):.2g}, and a flat loss there is expected "
             f"({check.detail.split(': ', 1)[-1]})")  # fmt: skip
@@ -147,18 +148,18 @@ def grad_clip_check(norms: list, max_grad_norm: float, window: int = GRAD_WINDOW
         "scale changes little, as Adam divides each step by the gradient's running size"))  # fmt: skip
 
 
-def _fell_between(before: list[float], recent: list[float]) -> tuple[bool, str]:
+def _fell_between(before: list[float], recent: list[float]) -> tuple[bool, str, float]:
     """Whether the newest steps' mean loss lies below an earlier window's beyond TREND_SIGMAS standard errors of
     the two means (each from its own spread), and the words for it."""
     if len(before) < 2 or len(recent) < 2:
-        return False, ""
+        return False, "", math.nan
     means = [sum(part) / len(part) for part in (before, recent)]
     noise = math.sqrt(sum(sum((x - m) ** 2 for x in part) / (len(part) - 1) / len(part)
                           for part, m in zip((before, recent), means, strict=True)))  # fmt: skip
     change = means[1] - means[0]
     words = f"{means[0]:.3f} -> {means[1]:.3f} (change {change:+.3f} ± {TREND_SIGMAS * noise:.3f}, " \
             f"{TREND_SIGMAS:g} s.e.)"  # fmt: skip
-    return change < -TREND_SIGMAS * noise, words
+    return change < -TREND_SIGMAS * noise, words, change
 
 
 def loss_trend_check(losses: list[float]) -> Check:
@@ -198,18 +199,21 @@ def divmod_split(record: dict) -> tuple[int, int]:
     return tokens // context, context
 
 
-def held_out_check(evals: list[dict]) -> Check:
+def held_out_check(evals: list[dict], leaked: int = 0, mask: str = "") -> Check:
     """The held-out loss not rising: the newest eval against the run's best before it, the rise judged against the
     two evals' held-out noise, paired batch by batch where both scored the same windows (evals.eval_gap, 3 standard
     errors). The training-loss checks passed a review's run that the lab's verdict had called memorised
     (held-out 2.611 at its best, 2.696 at the end, the training loss still falling): the two pages disagreed.
-    `evals`: the run's evals, those under a leaking mask left out by the caller (their low loss is copying)."""
+    `evals`: the run's evals, those under a leaking mask left out by the caller (their low loss is copying):
+    `leaked` of them, under `mask`, said where too few are left (a review read "0 eval(s) so far" of 9)."""
     name = "held-out loss not rising"
     threshold = f"newest eval at most {HELD_OUT_RISE} nats above the run's best, or within its noise (3 s.e.)"
     scored = [e for e in evals if isinstance(e.get("val_loss"), (int, float)) and math.isfinite(e["val_loss"])
               and isinstance(e.get("step"), int)]  # fmt: skip
     if len(scored) < 2:
-        return Check(name, NOT_ENOUGH, None, threshold, f"{len(scored)} eval(s) so far; need 2")
+        left_out = (f"{leaked} eval(s) were taken under mask {mask or 'a leaking one'} (a leak: a held-out loss "
+                    "under it measures copying, not prediction); outside it, ") if leaked else ""  # fmt: skip
+        return Check(name, NOT_ENOUGH, None, threshold, f"{left_out}{len(scored)} eval(s) so far; need 2")
     now = scored[-1]
     best = min(scored[:-1], key=lambda e: e["val_loss"])
     rise = now["val_loss"] - best["val_loss"]
@@ -217,7 +221,7 @@ def held_out_check(evals: list[dict]) -> Check:
     role = "the run's best so far; the best before it" if rise <= 0 else "against the best"
     said = (f"{now['val_loss']:.3f} at step {now['step']:,} {'(' if rise <= 0 else ''}{role}, "
             f"{best['val_loss']:.3f} at step {best['step']:,}{')' if rise <= 0 else ''}")  # fmt: skip
-    if rise <= HELD_OUT_RISE and scant_held_out(now):  # Train's caption: "too little held-out text to tell" (a review)
+    if 0 < rise <= HELD_OUT_RISE and scant_held_out(now):  # as Train's caption: "too little held-out text to tell"
         windows = "{:,} windows of {:,}".format(*divmod_split(now))
         return Check(name, NOT_ENOUGH, rise, threshold, f"{said} ({rise:+.3f}), on a held-out split of about "
                      f"{windows}: too little held-out text to tell whether it moved")  # fmt: skip

@@ -152,3 +152,14 @@ def test_under_a_leaking_mask_the_caption_judges_no_trend_and_claims_nothing_abo
     ended = clip_caption(records, KNOBS, "adamw", evals, [("off_by_one", 1500, 1750)])
     assert "Mask off_by_one in steps 1,500-1,750 (50 of these 300 steps)" in ended, ended
     assert "falling" in clip_caption(records, KNOBS, "adamw", evals, [("none", 100, 1500)])  # before these steps
+
+
+def test_a_training_loss_far_under_the_held_out_loss_is_said_with_both_readings():
+    """A review's 2 kB run: Train read "too little held-out text to tell whether it moved" beside a training loss
+    0.80 nats under the held-out loss, and nothing said so."""
+    metrics = [{"step": s, "loss": 0.32 + 0.01 * (s % 3), "grad_norm": 0.5, "lr": 1e-3} for s in range(700, 801)]
+    evals = [{"step": 700, "val_loss": 1.139}, {"step": 800, "val_loss": 1.124}]
+    text = clip_caption(metrics, {"max_grad_norm": 1.0, "learning_rate": 1e-3}, "adamw", evals)
+    assert "is 0.79 nats under the held-out loss at step 800" in text and "by heart, or the held-out text" in text, text
+    close = [{"step": 700, "val_loss": 0.45}, {"step": 800, "val_loss": 0.44}]  # 0.11 apart: nothing said
+    assert "by heart" not in clip_caption(metrics, {"max_grad_norm": 1.0, "learning_rate": 1e-3}, "adamw", close)

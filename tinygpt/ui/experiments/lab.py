@@ -292,7 +292,7 @@ def health_rows(
     """The checklist: the checkpoint at `step`'s checks, then the step checks on every step the run has recorded
     (`metrics`, to its newest step, not only to the checkpoint: a review's diverged softmax run, checkpointed at
     step 0 and broken at step 59, read "gradient norm finite: not enough data: no steps yet"). `clip`: the run's
-    max_grad_norm now (a live knob), else the checkpoint's. `evals` (those under a leaking mask left out): the
+    max_grad_norm now (a live knob), else the checkpoint's. `evals` (those under a leaking mask are left out): the
     held-out check too, so the checklist and a "memorised" verdict read the same evidence. The step checks read at
     least the newest FULL_STEPS steps as written (a review: "over those 50 steps" of a page's thinned records, every
     16th step, and a plateau FAIL that every step read as falling); `leaks` ((mask, a, b) spans): a loss trend is
@@ -312,7 +312,9 @@ def health_rows(
     if evals is not None:
         newest = evals[-1].get("step") if evals else None
         read = f"the run's evals, to step {newest:,}" if isinstance(newest, int) else "the run's evals"
-        rows.append(_row(held_out_check(evals), read))
+        kept = [e for e in evals if not under_leak(e.get("step"), leaks)]  # under a leak: copying, no evidence
+        masks = sorted({m for m, _, _ in leaks})
+        rows.append(_row(held_out_check(kept, len(evals) - len(kept), " or ".join(masks)), read))
     return rows
 
 
@@ -388,8 +390,7 @@ def health_tab(store, experiment: Experiment, runs: dict[str, str] | None, key: 
         clip = knobs_now(config, rd.events).get("max_grad_norm")
         last = rd.metrics[-1].get("step") if rd.metrics else None
         leaks = leak_spans(config, rd.events, int(last or 0))  # evals under a leaking mask: copying, no evidence
-        evals = [e for e in rd.evals if not under_leak(e.get("step"), leaks)]
-        rows = health_rows(str(rd.run_dir), steps[-1], rd.metrics, clip, evals, leaks)
+        rows = health_rows(str(rd.run_dir), steps[-1], rd.metrics, clip, rd.evals, leaks)
         st.table(health_table(rows), hide_index=True)
         reads = f"; the step checks read its steps to step {last:,}" if isinstance(last, int) else ""
         st.caption(f"Checked the checkpoint at step {steps[-1]:,}{reads}.")

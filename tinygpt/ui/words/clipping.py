@@ -46,9 +46,10 @@ def clip_caption(
     held_rising, held = _held_out_said(evals, recent[0].get("step"), recent[-1].get("step"), leaks)
     wrecked, worse = _far_above_best(evals, recent[-1].get("step"), leaks)
     held += worse
+    gap = _train_gap_said(losses, evals, recent[-1].get("step"), leaks)  # not beside the over-fitting words below
     if not k:
         text = f"No step was clipped in the last {n}: the gradient norm stayed under the threshold {clip:g}."
-        return text + trend + held
+        return text + trend + held + gap
     factors = sorted(clip / m["grad_norm"] for m in clipped if m["grad_norm"] > 0)
     factor = factors[len(factors) // 2] if factors else 1.0  # the median clipped step's scale
     rates = [m["lr"] for m in clipped if isinstance(m.get("lr"), (int, float))]
@@ -68,16 +69,16 @@ def clip_caption(
             " Clipping caps each step's size but cannot stop a learning rate that is too high from undoing what the "
             "model learned: lower the learning rate (or resume from a checkpoint before the loss rose)."
         )
-        return text + trend + held + advice
+        return text + trend + held + gap + advice
     if k < 0.2 * n:
-        return text + " Occasional spikes capped at the threshold: what clipping is for." + trend + held
+        return text + " Occasional spikes capped at the threshold: what clipping is for." + trend + held + gap
     if optimizer == "sgd":
         effective = f" (about {lr * factor:.2g})" if isinstance(lr, (int, float)) else ""
         text += f" Under SGD that shrinks the step itself: the effective learning rate is lower{effective}."
     else:
         text += (" Under AdamW a steady scale changes little: Adam divides each step by the gradient's running size, "
                  "so clipping this often alone does not mean the learning rate is too high.")  # fmt: skip
-    return text + trend + held
+    return text + trend + held + gap
 
 
 def _leak_within(leaks, recent: list[dict]) -> str:
@@ -159,6 +160,25 @@ def over_fitting(losses: list[float], evals, last: object, leaks) -> bool:
     held = _scored_evals(evals, last, leaks)
     third = len(losses) // 3
     return bool(held) and sum(losses[-third:]) / third < min(e["val_loss"] for e in held)
+
+
+def _train_gap_said(losses: list[float], evals, last: object, leaks) -> str:
+    """ " The training loss, 0.32 (the last 100 steps' mean), is 0.80 nats under the newest held-out loss ...":
+    said where the gap is over the lab's memorising bar (experiment.MEMORISED), "" otherwise. A review's 2 kB run
+    read only "too little held-out text to tell whether it moved" beside a training loss 0.80 nats under it."""
+    from tinygpt.lab.experiment import MEMORISED
+
+    held = _scored_evals(evals, last, leaks) if isinstance(last, int) else []
+    if len(losses) < MIN_TREND_STEPS or not held:
+        return ""
+    third = len(losses) // 3
+    train, now = sum(losses[-third:]) / third, held[-1]
+    gap = now["val_loss"] - train
+    if gap <= MEMORISED:
+        return ""
+    return (f" The training loss, {train:.3f} (the last {third} steps' mean), is {gap:.2f} nats under the held-out "
+            f"loss at step {now['step']:,}: the model scores the text it trains on far better than held-out text. It "
+            "has learned that text by heart, or the held-out text is unlike it.")  # fmt: skip
 
 
 def _scored_evals(evals, last: int, leaks) -> list[dict]:
