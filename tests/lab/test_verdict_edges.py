@@ -583,3 +583,12 @@ def test_an_undecided_clause_that_was_measured_is_not_called_not_measured():
     assert verdict.sentence == f"Measured. Not enough data to judge: {straddles}."
     verdict = decide("e", {"a clause with no number": None, "another": False}, {}, "Measured.")
     assert verdict.sentence == "Measured. Failed: another. Undecided: a clause with no number (not measured)."
+
+
+def test_an_interval_end_that_rounds_to_the_bar_is_said_to_three_decimals():
+    """A review: "the interval 0.10–0.30 straddles the bar 0.10" (its low end was 0.096)."""
+    from tinygpt.lab.verdict import Difference, clears
+
+    ok, words = clears(Difference(0.199, 0.0343, 20, paired=True), 0.10)
+    assert ok is None and words == "not enough data: the interval 0.096–0.302 straddles the bar 0.10", words
+    assert clears(Difference(0.31, 0.01, 20, paired=True), 0.10)[1] == "the interval 0.28–0.34 clears the bar 0.10"

@@ -307,15 +307,18 @@ class Difference:
         return "not measured" if self.mean is None else f"{self.mean:.{digits}f} {self.noise(digits)}"
 
 
-def _interval(difference: Difference, sigmas: float) -> tuple[float | None, float | None, str]:
+def _interval(difference: Difference, sigmas: float, *bars: float) -> tuple[float | None, float | None, str]:
     """(low, high, "the interval 0.29-0.33") of mean ± `sigmas` standard errors; (None, None, why) when the mean or
-    its noise was not measured (the words `clears` and `within` then give)."""
+    its noise was not measured (the words `clears` and `within` then give). An end that rounds to one of `bars` is
+    said to 3 decimals: "the interval 0.10-0.30 straddles the bar 0.10" read as wrong (its low end was 0.096)."""
     if difference.mean is None:
         return None, None, "not measured"
     if difference.standard_error is None:
         return None, None, f"not enough data: the gap {difference.mean:.2f} has no measured noise"
     low, high = (difference.mean + s * sigmas * difference.standard_error for s in (-1, 1))
-    return low, high, f"the interval {low:.2f}–{high:.2f}"
+    near = any(f"{end:.2f}" == f"{bar:.2f}" for end in (low, high) for bar in bars)
+    digits = 3 if near else 2
+    return low, high, f"the interval {low:.{digits}f}–{high:.{digits}f}"
 
 
 def clears(difference: Difference, bar: float, sigmas: float = NOISE_SIGMAS) -> tuple[bool | None, str]:
@@ -323,7 +326,7 @@ def clears(difference: Difference, bar: float, sigmas: float = NOISE_SIGMAS) -> 
     standard errors) lies wholly above the bar, False when wholly below, None when it straddles the bar or was not
     measured, with the words for the clause ("the interval 0.29-0.33 clears the bar 0.10", "not enough data: the
     interval 0.07-0.17 straddles the bar 0.10"). A gap of 0.12 ± 0.05 against a 0.10 bar is not a pass."""
-    low, high, interval = _interval(difference, sigmas)
+    low, high, interval = _interval(difference, sigmas, bar)
     if low is None:
         return None, interval
     if low > bar:
@@ -345,7 +348,7 @@ def reversed_gap(difference: Difference, sigmas: float = NOISE_SIGMAS) -> bool:
 def within(difference: Difference, allowed: float, sigmas: float = NOISE_SIGMAS) -> tuple[bool | None, str]:
     """Whether `difference` is within ±`allowed`, decided by its spread as in `clears`: True when its interval lies
     inside, False when wholly outside, None when it straddles either edge or was not measured."""
-    low, high, interval = _interval(difference, sigmas)
+    low, high, interval = _interval(difference, sigmas, allowed, -allowed)
     if low is None:
         return None, interval
     if -allowed <= low and high <= allowed:
