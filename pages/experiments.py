@@ -94,6 +94,7 @@ with tabs[0]:
             lab.show_verdict(experiment.verdict(taken[1]), experiment)
     elif not runs:
         st.info("Press **Run side by side** to train the variants: " + ", ".join(experiment.variants) + ".")
+        lab.offer_own_runs(store, key, experiment)  # a new tab: the learner's own last runs of it, by name
     else:
         if theirs:
             st.caption(lab.ROOM_RUNS_NOTE)

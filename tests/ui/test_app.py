@@ -510,3 +510,30 @@ def test_a_new_tab_without_a_run_offers_the_learners_own_newest_run(runs_dir):
     assert not at.exception, at.exception
     assert at.session_state[state.RUN_ID] == run_id
     assert "Your newest run" not in texts(at)
+
+
+def test_a_new_tab_on_experiments_offers_the_learners_own_last_runs_of_it(runs_dir):
+    """A review: a fresh tab, same learner, read "Press Run side by side" beside her finished pair; its verdict came
+    back only by pasting the old ?lab= address. She is offered her runs by name; another learner is not."""
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui.experiments import experiments_keys
+
+    anna, ben = Actor("a" * 16, "anna"), Actor("b" * 16, "ben")
+    store = RunStore(runs_dir)
+    ids = []
+    for variant in EXPERIMENTS["scaling"].configs(seed=23).values():  # the page's first experiment's own two runs
+        with store.create(variant.to_dict() | {"learner": {"id": anna.id, "name": "anna"}}, owner="app") as w:
+            w.write_status(state="finished", step=0)
+            ids.append(w.run_id)
+    labels = list(EXPERIMENTS["scaling"].variants)
+    assert runlist.newest_own_experiment(store, anna, EXPERIMENTS["scaling"].variants) == dict(zip(labels, ids))
+    assert runlist.newest_own_experiment(store, anna, EXPERIMENTS["residual"].variants) is None  # not its settings
+    for viewer, offered in ((ben, False), (anna, True)):
+        at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+        at.session_state[people_keys.LEARNER] = viewer
+        at.switch_page("pages/experiments.py").run()
+        assert not at.exception, at.exception
+        assert ("Your last runs of this experiment" in texts(at)) is offered, texts(at)
+    click(at, "Open them")
+    assert not at.exception, at.exception
+    assert at.session_state[experiments_keys.LAB_RUNS]["scaling"] == dict(zip(labels, ids))

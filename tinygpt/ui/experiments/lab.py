@@ -38,7 +38,7 @@ from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import explain
 from tinygpt.ui.train import settings
-from tinygpt.ui.words import run_words
+from tinygpt.ui.words import run_words, safe
 
 # The corpora an experiment may run on: the page's label -> the data source (the learner's own text: "text").
 LAB_SOURCES = {
@@ -135,6 +135,20 @@ def start_experiment(
         key, admission.start(room.current(), configs, check_slot=check_slot, priority="prepared")
     )
     st.rerun()
+
+
+def offer_own_runs(store, key: str, experiment: Experiment) -> None:
+    """The learner's newest runs of this experiment (runlist.newest_own_experiment), named, with a button that
+    opens them here: a tab without ?lab= in its address showed none of them."""
+    own = runlist.newest_own_experiment(store, room.current(), experiment.variants)
+    if not own:
+        return
+    names = runlist.run_names(store)
+    st.caption("Your last runs of this experiment: " + ", ".join(f"{label} **{safe.md(names.get(run) or run)}**"
+                                                                  for label, run in own.items()) + ".")  # fmt: skip
+    if st.button("Open them", key="lab_open_own", icon=":material/open_in_new:"):
+        experiments_keys.set_lab_runs(key, own)
+        st.rerun()
 
 
 def not_its_runs(experiment: Experiment, store):

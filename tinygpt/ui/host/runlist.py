@@ -154,6 +154,28 @@ def newest_own(store: RunStore, actor: Actor) -> RunSummary | None:
     return next((s for s in store.list_runs() if run_learner(s.config or {}).get("id") == actor.id), None)
 
 
+def newest_own_experiment(store: RunStore, actor: Actor, variants: dict[str, dict]) -> dict[str, str] | None:
+    """{label: run id} of `actor`'s newest runs of one experiment (its `variants`: {label: settings}), or None: runs
+    started together (consecutive among the actor's runs, in variant order), on one text and seed, each with every
+    setting of its variant. What the Experiments page offers to reopen in a tab that names none (a new tab, a
+    server restart: a review's fresh tab read "Press Run side by side" beside the learner's finished pair)."""
+    labels = list(variants)
+    own = [s for s in store.list_runs() if run_learner(s.config or {}).get("id") == actor.id]  # newest first
+    for i in range(len(own) - len(labels) + 1):
+        group = list(reversed(own[i : i + len(labels)]))  # started in variant order: oldest first
+        configs = [s.config or {} for s in group]
+        shared = {(str(c.get("data")), str((c.get("train") or {}).get("seed"))) for c in configs}
+        if len(shared) == 1 and all(_has(c, variants[label]) for c, label in zip(configs, labels, strict=True)):
+            return {label: s.run_id for label, s in zip(labels, group, strict=True)}
+    return None
+
+
+def _has(config: dict, settings: dict) -> bool:
+    """Whether a config.json dict holds every one of `settings` ({name: value}) in one of its sections."""
+    flat = {k: v for section in config.values() if isinstance(section, dict) for k, v in section.items()}
+    return all(name in flat and flat[name] == wanted for name, wanted in settings.items())
+
+
 def learners_in_play(store: RunStore, actor: Actor) -> list[str]:
     """The learners' runs training or queued now (not `actor`'s own, nor runs nobody owns): what "Pause every
     learner's run" holds."""
