@@ -525,8 +525,8 @@ def test_a_new_tab_on_experiments_offers_the_learners_own_last_runs_of_it(runs_d
         with store.create(variant.to_dict() | {"learner": {"id": anna.id, "name": "anna"}}, owner="app") as w:
             w.write_status(state="finished", step=0)
             ids.append(w.run_id)
-    labels = list(EXPERIMENTS["scaling"].variants)
-    assert runlist.newest_own_experiment(store, anna, EXPERIMENTS["scaling"].variants) == dict(zip(labels, ids))
+    pair = dict(zip(EXPERIMENTS["scaling"].variants, ids, strict=True))
+    assert runlist.newest_own_experiment(store, anna, EXPERIMENTS["scaling"].variants) == pair
     assert runlist.newest_own_experiment(store, anna, EXPERIMENTS["residual"].variants) is None  # not its settings
     for viewer, offered in ((ben, False), (anna, True)):
         at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
@@ -536,4 +536,4 @@ def test_a_new_tab_on_experiments_offers_the_learners_own_last_runs_of_it(runs_d
         assert ("Your last runs of this experiment" in texts(at)) is offered, texts(at)
     click(at, "Open them")
     assert not at.exception, at.exception
-    assert at.session_state[experiments_keys.LAB_RUNS]["scaling"] == dict(zip(labels, ids))
+    assert at.session_state[experiments_keys.LAB_RUNS]["scaling"] == pair
