@@ -592,3 +592,25 @@ def test_an_interval_end_that_rounds_to_the_bar_is_said_to_three_decimals():
     ok, words = clears(Difference(0.199, 0.0343, 20, paired=True), 0.10)
     assert ok is None and words == "not enough data: the interval 0.096–0.302 straddles the bar 0.10", words
     assert clears(Difference(0.31, 0.01, 20, paired=True), 0.10)[1] == "the interval 0.28–0.34 clears the bar 0.10"
+
+
+def test_a_reproduced_verdict_stands_where_only_the_reference_memorised():
+    """A review: "Not enough data … the residual run memorised its text" beside a detached run 0.57 nats worse held
+    out, its gradient at 1.9e-05x. Memorising raises the reference's held-out loss: it can only narrow that gap. A
+    broken run that memorised leaves no verdict: its raised held-out loss would make the gap."""
+    results = healthy("residual")
+    for r in results.values():
+        r.chars_read, r.train_chars = 153_600, 2_250  # read 68 times over
+        r.final_eval_train_loss = r.final_train_loss
+        r.final_val_loss = r.best_val_loss = r.final_train_loss + 0.1
+    good = results["residual"]
+    good.final_eval_train_loss, good.final_val_loss, good.best_val_loss = 1.30, 2.51, 2.51
+    results["detached residual"].final_val_loss = results["detached residual"].best_val_loss = 3.08
+    results["detached residual"].final_eval_train_loss = 2.95  # it learned little: nothing to memorise
+    verdict = EXPERIMENTS["residual"].verdict(results)
+    assert verdict.reproduced is True, verdict.sentence
+    assert "(The residual run memorised its text" in verdict.sentence and "only narrow" in verdict.sentence
+    bad = results["detached residual"]  # now the broken run memorised instead: no verdict
+    good.final_eval_train_loss = good.final_val_loss - 0.05
+    bad.final_eval_train_loss = bad.final_val_loss - 1.0
+    assert EXPERIMENTS["residual"].verdict(results).status == NOT_ENOUGH_DATA

@@ -89,6 +89,7 @@ EXPERIMENT = Experiment(
     variants={"learned positions": dict(zeroed_probes=""), "no positions": dict(zeroed_probes="hook_pos")},
     judge=judge,
     loss_claims=True,
+    memorising_narrows=("learned positions",),  # the claim: the broken run ends higher held out
     source="synthetic:copy",
     code=(TinyGPT.forward,),
 )

@@ -78,5 +78,6 @@ EXPERIMENT = Experiment(
     variants={"residual": dict(detach_residual=False), "detached residual": dict(detach_residual=True)},
     judge=judge,
     loss_claims=True,
+    memorising_narrows=("residual",),  # the claim: the broken run ends higher held out
     code=(Block.forward,),
 )

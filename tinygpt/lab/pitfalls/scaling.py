@@ -118,6 +118,7 @@ EXPERIMENT = Experiment(
     variants={"scaled 1/sqrt(d_head)": dict(attn_scale="head_dim"), "unscaled": dict(attn_scale="none")},
     judge=judge,
     loss_claims=True,
+    memorising_narrows=("scaled 1/sqrt(d_head)",),  # the claim: the broken run ends higher held out
     consequences=CONSEQUENCES,
     does_not_show_on={
         "synthetic:copy": "copying wants one-hot attention: unscaled, the rows do go one-hot, but the attention "
