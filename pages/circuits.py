@@ -136,7 +136,7 @@ if state.get(circuits_keys.CIRC_PROBE_RUN) != run_id:  # a new run: its own prob
     state.put(circuits_keys.CIRC_PROBE_RUN, run_id)  # to another page (persist_state): this marker never finds it empty
 probe = st.text_input("Probe text", key=circuits_keys.W_CIRC_PROBE, persist_state="session",
                       help="The run's probe; type any text the vocabulary has.")  # fmt: skip
-st.caption(f"From the checkpoint at step {ck} (nearest to step {step}).")
+st.caption(f"From the checkpoint at step {ck:,} ({runinfo.checkpoint_where(ck, step)}).")
 tab_ablate, tab_lens = st.tabs(["Head ablation", "Logit lens"], key=circuits_keys.W_CIRC_TAB, on_change="rerun")
 with tab_ablate:  # an unreadable probe (empty, unknown characters) is said under the heatmap, which needs none
     try:

@@ -226,7 +226,7 @@ def test_a_newly_viewed_run_starts_at_its_last_snapshot_not_the_step_chosen_on_a
     assert at.session_state[state.RUN_ID] == later
     shown = texts(at)
     assert "Heads at step 20" in shown and "Heads at step 5" not in shown
-    assert "From the checkpoint at step 20 (nearest to step 20)" in shown
+    assert "From the checkpoint at step 20 (the same step)" in shown
     at.select_slider(key=circuits_keys.W_CIRC_STEP).set_value(10).run()  # a step chosen on this run stays
     assert "Heads at step 10" in texts(at)
     at.run()

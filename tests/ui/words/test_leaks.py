@@ -78,7 +78,7 @@ def test_a_snapshot_taken_under_a_leaking_mask_says_so_with_its_steps():
 
 def test_the_step_by_step_panels_say_their_checkpoints_mask_and_the_grids_when_they_differ():
     caption = leaks.checkpoint_caption(CONFIG, EVENTS, 10500, 10880)
-    assert "checkpoint at step 10,500 (nearest to step 10,880)" in caption and "mask causal." in caption
+    assert "checkpoint at step 10,500 (the latest at or before step 10,880)" in caption and "mask causal." in caption
     assert "The grid above, at step 10,880, was taken under mask none." in caption
     assert "grid above" not in leaks.checkpoint_caption(CONFIG, EVENTS, 10500, 10400)
 

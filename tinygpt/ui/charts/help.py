@@ -31,8 +31,9 @@ CHART_HELP: dict[str, str] = {
     "attention_detail": "One head, step by step: raw scores q·k, multiplied by the run's scale, the mask, the "
     "masked scores (blank = not allowed) and softmax rows that each sum to 1.",
     "mask_matrix": "Which keys each query position may attend to (row = query, column = key).",
-    "mask_comparison": "The same head on the same text and checkpoint under each mask: top, what the mask allows; "
-    "bottom, where the head then looks. Under none and off by one it can look at the character it must predict.",
+    "mask_comparison": "The same head on the same text and checkpoint under each mask: each mask's panel shows what "
+    "it allows, its weights panel where the head then looks. Under none and off by one it can look at the character "
+    "it must predict.",
     "head_stats_chart": "Entropy of each head's attention (nats, averaged over positions): on the dashed line a "
     "head spreads its weight evenly over every key the mask lets it see, near 0 it looks at one character. Max "
     "weight near 1 means softmax has saturated to one-hot.",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tinygpt.config import LEAKING_MASKS
 from tinygpt.runs.knobs import knobs_at, leak_spans, mask_spans
+from tinygpt.ui.words.runinfo import checkpoint_where
 
 SEES = {"none": "every position sees the characters after it", "off_by_one": "every position sees the next character"}
 
@@ -124,10 +125,10 @@ def snapshot_note(config: dict, events: list[dict], step: int, what: str = "snap
 
 
 def checkpoint_caption(config: dict, events: list[dict], ck: int, step: int) -> str:
-    """The step-by-step panels' caption: the checkpoint they use (nearest to `step`) and the mask it had, and the
+    """The step-by-step panels' caption: the checkpoint they use (the latest at or before `step`) and its mask, and the
     snapshot's mask beside it when the two differ (the grid above may show a leak the panels do not)."""
     mask, shown = mask_at(config, events, ck), mask_at(config, events, step)
-    text = f"From the checkpoint at step {ck:,} (nearest to step {step:,}), with the knobs as they were then: "
+    text = f"From the checkpoint at step {ck:,} ({checkpoint_where(ck, step)}), with the knobs as they were then: "
     text += f"mask {mask}."
     if shown != mask:
         text += f" The grid above, at step {step:,}, was taken under mask {shown}."

@@ -306,6 +306,16 @@ def nearest_checkpoint(steps: list[int], step: int | None) -> int | None:
     return before[-1] if before else steps[0]
 
 
+def checkpoint_where(ck: int, step: int) -> str:
+    """How the checkpoint at `ck` (nearest_checkpoint's pick) stands to `step`: "the same step", "the latest at or
+    before step 260", or "the first there is; none at or before step 3". "Nearest to step 260" was said of step 0
+    beside a checkpoint at 500 (a review): a later checkpoint would show a model the step had not trained yet."""
+    if ck == step:
+        return "the same step"
+    return f"the latest at or before step {step:,}" if ck < step else \
+        f"the first there is; none at or before step {step:,}"  # fmt: skip
+
+
 def nearest_snapshot(steps: list[int], step: int) -> int:
     """The snapshot step closest to `step` (ties go to the earlier one)."""
     return min(steps, key=lambda s: (abs(s - step), s))
