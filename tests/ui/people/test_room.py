@@ -549,3 +549,18 @@ def test_a_resume_refused_by_the_rooms_budget_stays_said_and_says_what_can_be_do
         assert RunStore(runs_dir).reader(run_id).status()["state"] == "stopped"
     finally:
         budget["max_steps"] = 0
+
+
+def test_a_branch_past_the_rooms_step_budget_is_refused_with_what_can_work():
+    """A review: branching a run stopped at 609 under a 500-step budget read "lower Max steps to 500", then "max_steps
+    500 leaves nothing to train after the branch step 609": no value fits both."""
+    budget = resources.room_budget()
+    budget["max_steps"] = 500
+    try:
+        with pytest.raises(TinyGPTError, match="start at step 609, past the room's budget of 500 steps per run .*"
+                           "pick a checkpoint before step 500"):  # fmt: skip
+            admission.check_branch_step(ANNA, 609)
+        admission.check_branch_step(ANNA, 400)  # an earlier checkpoint: on to the other checks
+        admission.check_branch_step(TEACHER, 609)  # the instructor's runs have no budget
+    finally:
+        budget["max_steps"] = 0

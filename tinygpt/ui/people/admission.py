@@ -133,6 +133,18 @@ def check_budget(learner: Actor, configs: Mapping[str, RunConfig], resuming: boo
             check_room_budget(config, resources.room_budget(), resuming)
 
 
+def check_branch_step(learner: Actor, step: int) -> None:
+    """ConfigError for a learner's branch from a checkpoint at or past the room's step budget: a branch trains on
+    from there, so no Max steps within the budget leaves it anything to train."""
+    steps = int(resources.room_budget().get("max_steps") or 0)
+    if not learner.instructor and steps and step >= steps:
+        raise ConfigError(
+            f"this branch would start at step {step:,}, past the room's budget of {steps:,} steps per run (set by "
+            f"the instructor): pick a checkpoint before step {steps:,} and Max steps of at most {steps:,}, or ask "
+            "the instructor to raise the budget."
+        )
+
+
 def start(
     learner: Actor,
     configs: Mapping[str, RunConfig],

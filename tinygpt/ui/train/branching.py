@@ -197,6 +197,9 @@ def start_branch(
 ) -> str:
     """Admission as for any new run (a hold, the room's budget, the learner's one slot), then RunManager.branch."""
     admission.check_hold(learner)  # a hold holds: no branch of any run while the instructor holds one of theirs
+    # A checkpoint past the room's step budget first: there no Max steps fits both rules (a review followed the
+    # budget's "lower Max steps to 500" into "max_steps 500 leaves nothing to train after the branch step 609")
+    admission.check_branch_step(learner, step)
     plan = plan_branch(store, run_id, step, dict(changes))  # what a branch cannot change: refused here, first
     admission.check_budget(learner, {"branch": plan.config})
     if check_slot and (busy := admission.busy_runs(learner)):
