@@ -177,3 +177,21 @@ def test_a_watchers_new_run_takes_the_presets_live_knobs_not_the_watched_runs():
     state.put(settings.FIELD_BY_NAME["warmup_steps"].key, 80)  # she set the warmup herself
     ended = form.next_run_values(watching="ended")
     assert (ended["learning_rate"], ended["warmup_steps"]) == (0.002, 80)
+
+
+def test_an_ended_run_draws_no_learning_rate_plan(tmp_path, monkeypatch):
+    """A review: a run stopped at step 609 drew a faint "planned" schedule on to its max_steps, 800."""
+    from helpers import write_run
+
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui.train import train_view
+    from tinygpt.ui.words import runinfo
+
+    rd = RunStore(tmp_path).reader(write_run(tmp_path, steps=20))
+    planned = []
+    real = runinfo.lr_schedule
+    monkeypatch.setattr(runinfo, "lr_schedule", lambda *a, **k: planned.append(1) or real(*a, **k))
+    options = (False, None, 0.0, "steps")
+    for state_now, drawn in (("stopped", 0), ("finished", 0), ("paused", 1), ("running", 2)):
+        train_view._figures(rd, None, rd.config(), {"state": state_now, "step": 20}, options)
+        assert len(planned) == drawn, state_now

@@ -12,7 +12,7 @@ CHART_HELP: dict[str, str] = {
     "shows the next character both curves plunge: a leak, and a note says so.",
     "lr_chart": "The learning rate the optimizer used at each step: a linear warmup, then a cosine decay to the "
     "floor; a run that trains until stopped keeps the peak. The faint line is the plan from now on, "
-    "with the knobs in force; the vertical rule is where training is now.",
+    "with the knobs in force (none for a finished or stopped run); the vertical rule is where training is now.",
     "grad_norm_chart": "The size of the whole gradient before clipping (log scale). Points above the clip line were "
     "scaled down to it (orange points).",
     "layer_grad_chart": "Gradient norm of each layer's parameters, above the learning rate on the same steps. "

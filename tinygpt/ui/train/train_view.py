@@ -12,6 +12,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from tinygpt.runs.corpus import known_vocab_size
+from tinygpt.runs.files import ENDED_STATES
 from tinygpt.runs.knobs import knobs_now, leak_spans, with_queued
 from tinygpt.ui import state
 from tinygpt.ui.charts import curves
@@ -74,7 +75,9 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple, queued: tup
         rd.metrics, rd.evals, rd.events, vocab_size, target=target, smoothing=smoothing, max_points=LIVE_POINTS,
         large=large, seconds=x_axis == "seconds", **ghost,
     )  # fmt: skip
-    schedule = runinfo.lr_schedule(config, knobs, points=200, now=status.get("step"))
+    # An ended run has no plan from now on (a review's stopped run drew one to its max_steps)
+    ended = status.get("state") in ENDED_STATES
+    schedule = None if ended else runinfo.lr_schedule(config, knobs, points=200, now=status.get("step"))
     lr = curves.lr_chart(
         rd.metrics, current_step=status.get("step"), schedule=schedule, max_points=LIVE_POINTS, large=large
     )
