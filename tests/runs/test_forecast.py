@@ -73,6 +73,12 @@ def test_every_slot_until_stopped_is_never_a_number(tmp_path):
     holding = [job(run(store, ids, "running", 9, UNTIL_STOPPED, 5120.0), endless=True, process=Process())]
     waiting = job(run(store, ids, "queued", 0, 300))
     assert queue_forecast(store, holding, [waiting], 1)[waiting.run_id]["seconds"] == math.inf
+    assert queued_reason(waiting, [], math.inf, 1).endswith("every slot holds a run that trains until stopped: it "
+                                                             "starts when one of them is stopped")  # fmt: skip
+    # A review: "every slot holds" while one slot held a 3,000-step run, whose slot an until-stopped run ahead takes
+    endless = job(run(store, ids, "queued", 0, UNTIL_STOPPED), endless=True)
+    said = queued_reason(waiting, [endless], math.inf, 2)
+    assert "every slot is or will be held by a run that trains until stopped (one ahead of it takes" in said, said
 
 
 def test_the_published_reason_says_why_a_learner_waits(tmp_path):

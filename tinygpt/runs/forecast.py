@@ -74,8 +74,11 @@ def queued_reason(job: Job, ahead: list[Job], starts: float, slots: int) -> str:
             f"; the {prepared} prepared run(s) ahead of it start first: while prepared runs wait, the last free "
             "slot is theirs"
         )
-    if math.isinf(starts):
-        reason += "; every slot holds a run that trains until stopped: it starts when one of them is stopped"
+    if math.isinf(starts):  # a run that trains until stopped may take a slot yet: one ahead, when a run ends
+        later = any(j.endless for j in ahead)  # (a review: "every slot holds" beside a 3,000-step prepared run)
+        reason += (f"; every slot {'is or will be held by' if later else 'holds'} a run that trains until stopped"
+                   f"{' (one ahead of it takes the slot the next run to end frees)' if later else ''}: it starts "
+                   "when one of them is stopped")  # fmt: skip
     return reason
 
 

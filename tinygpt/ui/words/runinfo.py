@@ -132,8 +132,8 @@ def queue_words(forecast: dict | None) -> str:
         forecast.get("seconds"),
     )
     if seconds is not None and not math.isfinite(seconds):
-        return ("Starts only when someone stops a run: every training slot it could get holds a run that trains "
-                "until stopped")  # fmt: skip
+        return ("Starts only when someone stops a run: every training slot it could get is held, or will be, by a "
+                "run that trains until stopped")  # fmt: skip
     when = None if seconds is None else "within seconds" if seconds < 1 else f"about {format_duration(seconds)}"
     if forecast.get("prepared"):  # a prepared run waits for the runs ahead of it in its own class, plainly
         prepared, live = 0, prepared + live
