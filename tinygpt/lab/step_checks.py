@@ -78,7 +78,8 @@ def schedule_trend_check(metrics: list[dict], window: int = TREND_WINDOW) -> Che
     """loss_trend_check on the last `window` steps, knowing the schedule: where those steps ran at less than half
     the run's peak learning rate (the cosine decay's tail, min_lr at its end), a flat loss is what the schedule
     does, not a stall. A run that simply finished its 200 steps read "loss still decreasing: FAIL". It is then
-    judged on the last `window` steps before the decay's tail, and says so."""
+    judged on the last `window` steps at the higher learning rates (half the peak or more), and says so; and a loss
+    that fell from those steps to the newest ones beyond their noise passes (each window alone may be flat)."""
     recent = metrics[-window:]
     check = loss_trend_check(_losses(recent))
     lrs = [m.get("lr") for m in metrics]
