@@ -72,6 +72,21 @@ def test_the_shape_bug_breaks_the_rows_and_reads_the_future():
     assert not torch.allclose(first, buggy(changed)[:, :-1])  # earlier positions moved: a future leak
 
 
+def test_the_shape_bug_generates_without_a_cache_as_the_model_itself_computes():
+    """A review: the silent-bug run's samples came from the KV cache, which the bug's sum over the queries makes
+    inexact ("dst)))))))))" where the model writes "dst)"): with the bug attached, a cache is never used."""
+    buggy = built(shape_bug="softmax_dim").eval()
+    prompt = ids(B=1, T=4)
+
+    def greedy(use_cache: bool) -> list[int]:
+        return [int(t) for t, _ in buggy.stream(prompt, 8, temperature=0.0, use_cache=use_cache, details=False)]
+
+    assert greedy(True) == greedy(False)
+    assert not buggy._use_cache(True)
+    detach(buggy)
+    assert buggy._use_cache(True)  # the plain transformer again: its cache is exact
+
+
 def test_shape_contracts_stop_the_buggy_model_at_its_first_forward():
     buggy = built(shape_bug="softmax_dim", shape_contracts=True)
     with pytest.raises(ShapeError, match=r"softmax row sums: .*expected \(B, H, T, 1\)"):

@@ -76,6 +76,7 @@ def attach(model: TinyGPT, interventions: Interventions) -> list[RemovableHandle
                 handles.append(probe.register_forward_hook(_contract(name, model.config)))
         if interventions.shape_bug == "softmax_dim":
             handles.append(block.attn.hook_weights.register_forward_hook(drift))
+    model.mixes_positions = interventions.shape_bug != "none"  # its weights read later queries: no KV cache
     _PERMANENT[model] = (interventions, handles)
     return handles
 
@@ -91,6 +92,8 @@ def detach(model: nn.Module) -> None:
     _, handles = _PERMANENT.pop(model, (NONE, []))
     for handle in handles:
         handle.remove()
+    if hasattr(model, "mixes_positions"):
+        model.mixes_positions = False
 
 
 @contextlib.contextmanager

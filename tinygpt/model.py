@@ -238,6 +238,9 @@ class TinyGPT(nn.Module):
         self.blocks = nn.ModuleList(Block(config, layer) for layer in range(config.num_layers))
         self.ln_f = nn.LayerNorm(config.hidden_dim, bias=config.bias)
         self.lm_head = nn.Linear(config.hidden_dim, config.vocab_size, bias=False)
+        # An attached intervention that makes earlier positions depend on later ones (the shape bug normalises over
+        # the queries) leaves no KV cache exact, whatever the mask: whoever attaches one sets it
+        self.mixes_positions = False
         # Tied head (Press & Wolf 2017): the same matrix reads tokens in and scores them out; fewer parameters.
         self.lm_head.weight = self.tok_emb.weight
         self.apply(self._init_weights)
@@ -319,7 +322,9 @@ class TinyGPT(nn.Module):
     def _use_cache(self, use_cache: bool) -> bool:
         # A cache is exact only if a position's keys never depend on later positions: true for causal and
         # sliding-window masks. Under "none" or "off_by_one" earlier positions change as text grows, so we recompute.
-        return use_cache and self.config.mask in ("causal", "sliding_window")
+        # An intervention that mixes positions (the shape bug) breaks it too: a review's silent-bug samples were
+        # the cache's artefact, "dst)))))))))" where the model itself writes "dst)".
+        return use_cache and self.config.mask in ("causal", "sliding_window") and not self.mixes_positions
 
     @torch.no_grad()
     def stream(
