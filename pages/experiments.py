@@ -17,7 +17,7 @@ from tinygpt.lab import registry
 from tinygpt.lab.memory import memory_rows
 from tinygpt.ui.charts import compare
 from tinygpt.ui.circuits import circuits_view
-from tinygpt.ui.experiments import experiments_keys, lab
+from tinygpt.ui.experiments import experiments_keys, form_words, lab
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, people_keys, room
 from tinygpt.ui.run import in_view
@@ -64,6 +64,11 @@ runs = None if measured else experiments_keys.lab_runs(key, list(experiment.vari
 ours = lesson.read_room(str(store.root))["runs"].get(f"exp:{key}")  # the lesson's runs of it: the room's
 theirs = not runs and not measured and bool(ours)  # none of one's own: everyone may look at the room's
 runs = ours if theirs else runs
+if runs and not measured:  # the pickers set the next runs: runs opened from a link may have trained on others
+    shown = {label: (rd.config() if (rd := in_view.reader(store, run)) else {}) for label, run in runs.items()}
+    text = form_words.picked_text(corpus.source, corpus.pasted, corpus.uploaded)
+    if note := form_words.runs_unlike_form(shown, corpus.source, text, int(seed)):
+        st.caption(note)
 if right.button("Run side by side", type="primary", icon=":material/play_arrow:", width="stretch"):
     try:
         if measured:
