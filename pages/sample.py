@@ -102,6 +102,9 @@ s3.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=sample_keys.W_TOP_P, **pe
 s4.number_input("Characters", 1, 2000, key=sample_keys.W_NUM_CHARS, **persist)
 s5.number_input("Seed", 0, 2**31 - 1, key=sample_keys.W_SAMPLE_SEED, **persist)
 
+# (temperature, top-k, top-p) as the sliders are now: the charts say when they were drawn with others
+sampling = (float(state.get(sample_keys.W_TEMPERATURE)), int(state.get(sample_keys.W_TOP_K)),
+            float(state.get(sample_keys.W_TOP_P)))  # fmt: skip
 if st.button("Generate", type="primary", icon=":material/edit:"):
     try:
         loaded = resources.cached_model(str(rd.run_dir), step)
@@ -138,19 +141,23 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
         box.code(prompt + text, language=None, wrap_lines=True)
         state.put(
             sample_keys.LAST_SAMPLE,
-            {**last, "prompt": prompt, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step, "at": at_ckpt},
+            {**last, "prompt": prompt, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step, "at": at_ckpt,
+             "settings": sampling},
         )
     except TinyGPTError as e:
         st.warning(safe.md(e))
         state.pop(sample_keys.LAST_SAMPLE)  # the charts below would describe an earlier prompt
 elif state.get(sample_keys.LAST_SAMPLE):
     last = state.get(sample_keys.LAST_SAMPLE)
-    st.markdown(picking.generated_header(f"run `{last['run']}`", last["step"], last.get("at", "")))
+    st.markdown(picking.generated_header(safe.md(names.get(last["run"]) or last["run"]), last["step"],
+                                         last.get("at", "")))  # fmt: skip
     st.code(last.get("prompt", "") + last["text"], language=None, wrap_lines=True)
 
 last = state.get(sample_keys.LAST_SAMPLE)
 large = fonts.large_fonts()
 if last and last.get("probs") is not None:
+    if stale := picking.stale_sample_note(last.get("settings"), sampling):
+        st.caption(stale)
     c1, c2 = st.columns(2)
     with c1:
         st.markdown(f"**Next character after the last position** (it picked {last['char']!r})")

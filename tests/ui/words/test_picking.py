@@ -121,3 +121,14 @@ def test_a_held_out_rise_with_a_falling_training_loss_is_over_fitting_and_not_bl
     assert kind == "warning" and "1.3× this run's best (1.749 at step 650" in text
     assert "training loss fell from" in text and "(over-fitting)" in text and "lost much" not in text
     assert "LR 0.002→0.005 @5474; the held-out loss had risen already, to 1.860 at step 1,000, before" in text
+
+
+def test_the_sample_charts_say_when_the_sliders_moved_since_the_last_generate():
+    """A review: temperature 0 and top-k 3 on the sliders beside the last Generate's smooth temperature-0.8 bars."""
+    from tinygpt.ui.words.picking import stale_sample_note
+
+    assert stale_sample_note((0.8, 0, 1.0), (0.8, 0, 1.0)) == ""
+    assert stale_sample_note(None, (0.8, 0, 1.0)) == ""  # an older session's sample: nothing to compare
+    said = stale_sample_note((0.8, 0, 1.0), (0.0, 3, 1.0))
+    assert said == ("These charts are the last **Generate**'s (temperature 0.8, top-k off, top-p off). Press "
+                    "**Generate** to draw them at temperature 0, top-k 3, top-p off."), said  # fmt: skip

@@ -86,6 +86,21 @@ def generated_header(name: str, step: int, at: str) -> str:
 RISEN = 1.05  # an eval this far above the best: the held-out loss has begun to rise
 
 
+def sampling_words(temperature: float, top_k: int, top_p: float) -> str:
+    """ "temperature 0.8, top-k off, top-p off": the settings a sample was drawn with, as the Sample page says them."""
+    return (f"temperature {temperature:g}, top-k {top_k or 'off'}, "
+            f"top-p {'off' if top_p >= 1.0 else f'{top_p:g}'}")  # fmt: skip
+
+
+def stale_sample_note(used: tuple | None, now: tuple) -> str:
+    """Under the Sample page's charts when the sliders moved since the last Generate, "" otherwise: the charts are
+    that Generate's (a review read a smooth temperature-0.8 distribution beside sliders at 0 and top-k 3)."""
+    if used is None or tuple(used) == tuple(now):
+        return ""
+    return (f"These charts are the last **Generate**'s ({sampling_words(*used)}). Press **Generate** to draw them "
+            f"at {sampling_words(*now)}.")
+
+
 def checkpoint_notes(
     config: dict,
     events: list[dict],
