@@ -534,6 +534,7 @@ def test_a_new_tab_on_experiments_offers_the_learners_own_last_runs_of_it(runs_d
         at.switch_page("pages/experiments.py").run()
         assert not at.exception, at.exception
         assert ("Your last runs of this experiment" in texts(at)) is offered, texts(at)
+        assert "Shown on a demo model" in texts(at)  # the Shape contracts tab's model is not the runs' (a review)
     click(at, "Open them")
     assert not at.exception, at.exception
     assert at.session_state[experiments_keys.LAB_RUNS]["scaling"] == pair

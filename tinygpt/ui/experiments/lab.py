@@ -486,9 +486,11 @@ def memory_comparison(width: int, context: int, batch: int) -> list[dict]:
 
 def shape_contracts() -> None:
     """The Experiments page's Shape contracts tab: the model's own shape contract on a tiny model, case by case."""
-    st.caption(
+    st.caption(  # a demo model, said: a review took its context 16 and vocabulary 65 for the experiment's runs'
         "Shape bugs usually surface three matmuls later as a cryptic message. The model's shape contract checks "
-        "its input at the door and names the tensor, the expected and the actual shape."
+        "its input at the door and names the tensor, the expected and the actual shape. Shown on a demo model "
+        "(vocabulary 65, context 16, 1 layer), not the experiment's runs: the checklist's \"shape contracts\" row "
+        "runs the contracts, the softmax's row sums among them, on each run's own model."
     )
     torch.manual_seed(0)
     demo_model = model_lib.TinyGPT(

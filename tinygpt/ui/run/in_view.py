@@ -100,8 +100,8 @@ def sync_run_id(store: RunStore, viewer: Actor) -> str | None:
             # Decided on config.json's owner alone: a refused link used to build and cache a full RunReader first.
             if not may_open_link(read_owner(run_dir), viewer, view=st.query_params.get(URL_VIEW) == "1"):
                 raise RunStoreError(
-                    "that link points at another learner's run, so it opened your own session. To show a run to "
-                    "others, use 'Share (read-only)' on the Runs page."
+                    "that link is to another learner's run, which opens only from its owner's 'Share (read-only)' "
+                    "link on the Runs page."
                 )
             reader_pool().get(run_dir)  # a damaged run is refused here, with why; pages read this reader
             st.session_state[RUN_ID] = attached = from_url
