@@ -214,12 +214,12 @@ def test_train_watch_attention_sample_reattach_stop(app_server, app_runs, page, 
     lr.focus()
     lr.press("ArrowRight")
     expect(lr).to_have_attribute("aria-valuetext", "0.005")
-    expect(page.get_by_text(re.compile(r"LR → 0\.005: applied at step \d+"))).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(re.compile(r"LR → 0\.005: applied after step \d+"))).to_be_visible(timeout=30_000)
     changes = [e for e in events_of(app_runs, run_id) if e.get("kind") == "knob" and e.get("knob") == "learning_rate"]
     assert len(changes) == 1 and changes[0]["new"] == 0.005 and changes[0]["ok"]
     # A live knob: mask -> none while training; the page says at which step it applied, the chart marks it.
     page.get_by_text("none (sees the future)", exact=True).click()
-    expect(page.get_by_text(re.compile(r"mask → none: applied at step \d+"))).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(re.compile(r"mask → none: applied after step \d+"))).to_be_visible(timeout=30_000)
     expect(page.locator('[data-testid="stVegaLiteChart"]').first).to_contain_text("mask", timeout=30_000)
     no_exception(page)
     snap(page, shots / "train.png")

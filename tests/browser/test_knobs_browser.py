@@ -44,7 +44,7 @@ def test_a_burst_of_key_presses_on_warmup_changes_warmup_only(app_server, app_ru
     for value in ("0.005", "0.01", "0.02", "0.05"):  # one stop a press, each answered before the next
         lr.press("ArrowRight")
         expect(lr).to_have_attribute("aria-valuetext", value)
-        expect(page.get_by_text(f"LR → {value}: applied at step", exact=False)).to_be_visible(timeout=30_000)
+        expect(page.get_by_text(f"LR → {value}: applied after step", exact=False)).to_be_visible(timeout=30_000)
     page.wait_for_timeout(6_000)  # longer than any window a stale copy of the exact box was once let through
     warmup = page.get_by_role("slider", name="Warmup steps")
     start = int(warmup.get_attribute("aria-valuetext"))
@@ -53,7 +53,7 @@ def test_a_burst_of_key_presses_on_warmup_changes_warmup_only(app_server, app_ru
         warmup.press("ArrowRight")
         page.wait_for_timeout(60)  # a person's key repeat, faster than the page's script runs
     expect(warmup).to_have_attribute("aria-valuetext", str(start + 20))
-    expect(page.get_by_text(re.compile(rf"warmup → {start + 20}: applied at step"))).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(re.compile(rf"warmup → {start + 20}: applied after step"))).to_be_visible(timeout=30_000)
     idle(page)
     page.wait_for_timeout(2_000)  # a stray command, had one been sent, is answered by now
     rates = [e["new"] for e in knob_changes(app_runs, run_id, "learning_rate")]
@@ -89,7 +89,7 @@ def test_a_learner_watching_the_instructors_run_follows_its_mask_and_is_not_told
 
     idle(teacher)
     teacher.get_by_text("none (sees the future)", exact=True).click()
-    expect(teacher.get_by_text(re.compile(r"mask → none: applied at step \d+"))).to_be_visible(timeout=30_000)
+    expect(teacher.get_by_text(re.compile(r"mask → none: applied after step \d+"))).to_be_visible(timeout=30_000)
     expect(none).to_be_checked(timeout=10_000)  # the learner's Mask control follows the run within seconds
     assert [(e["old"], e["new"]) for e in knob_changes(app_runs, run_id, "mask")] == [("causal", "none")]
 

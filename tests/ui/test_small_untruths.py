@@ -69,7 +69,9 @@ def test_a_warmup_change_after_warmup_says_what_it_did():
     before, after = lr_at(200, 1e-3, 1e-4, 30, 300), lr_at(200, 1e-3, 1e-4, 60, 300)
     assert f"the cosine decay shifts, so the learning rate goes from {before:.3g} to {after:.3g}" in text
     kind, text = runinfo.knob_note(knob_answer(10, 30, 60), "r1", "warmup_steps", 60, config)
-    assert (kind, text) == ("success", "warmup → 60: applied at step 10")  # during warmup: nothing to add
+    assert (kind, text) == ("success", "warmup → 60: applied after step 10, from step 11")  # in warmup: no more
+    kind, text = runinfo.knob_note(knob_answer(784, 30, 1030), "r1", "warmup_steps", 1030, config)
+    assert "applied after step 784, from step 785" in text and "so from step 785 the learning rate drops" in text
 
 
 def residual(step: int, resid: list[float], ln: list[float]) -> dict:

@@ -13,7 +13,7 @@ from tinygpt.ui.words import picking, runinfo
 def test_knob_note_follows_the_workers_structured_answer():
     assert runinfo.knob_note([], "r1", "mask", "none")[0] == "info"
     ok = [{"kind": "knob", "knob": "mask", "request": "r1", "ok": True, "old": "causal", "new": "none", "step": 7}]
-    assert runinfo.knob_note(ok, "r1", "mask", "none") == ("success", "mask → none: applied at step 7")
+    assert runinfo.knob_note(ok, "r1", "mask", "none") == ("success", "mask → none: applied after step 7, from step 8")
     refused = [{"kind": "knob", "knob": "window", "request": "r2", "ok": False, "error": "too long", "message": "no"}]
     assert runinfo.knob_note(refused, "r2", "window", 99) == ("error", "window → 99: not applied: too long")
     assert runinfo.knob_note(ok + refused, "r3", "mask", "none")[0] == "info"  # another request's answer

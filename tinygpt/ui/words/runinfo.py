@@ -235,7 +235,10 @@ def knob_note(events: list[dict], request: str, knob: str, value: Any, config: d
         return "info", f"{change}: applies at the next step"
     if answer.get("ok") is False:
         return "error", f"{change}: not applied: {in_words(answer.get('error') or answer.get('message'))}"
-    text = f"{change}: applied at step {answer.get('step')}"
+    # A change answered at step s applies after it: step s trained at the old value (a review read "applied at step
+    # 784" beside step 784's old learning rate in metrics.jsonl)
+    step = answer.get("step")
+    text = f"{change}: applied after step {step}" + (f", from step {step + 1}" if isinstance(step, int) else "")
     effect = warmup_effect(config, events, answer) if config and knob == "warmup_steps" else None
     if effect:
         return "info", f"{text}. {effect}"
@@ -257,7 +260,8 @@ def warmup_effect(config: dict, events: list[dict], answer: dict) -> str | None:
     before, after = lr_at(step, lr, min_lr, old, max_steps), lr_at(step, lr, min_lr, new, max_steps)
     ended = f"warmup was already over (it ended at step {old})" if old else "the run had no warmup"
     if new > step:
-        return (f"At step {step} {ended}: {new} warmup steps start it again, so the learning rate drops from "
+        return (f"At step {step} {ended}: {new} warmup steps start it again, so from step {step + 1} the learning "
+                f"rate drops from "
                 f"{before:.3g} to {after:.3g} and climbs back until step {new}.")  # fmt: skip
     if abs(after - before) <= 1e-3 * max(abs(before), 1e-12):
         return (f"At step {step} {ended}: the change has no measurable effect on training (the learning rate "
