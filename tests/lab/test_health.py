@@ -133,3 +133,11 @@ def test_a_loss_that_fell_from_before_the_decay_to_the_newest_steps_is_still_dec
     assert trend.value < 0 and "higher-rate steps'" in trend.threshold  # the value and bar of the test it passed
     flat = [dict(r, loss=2.5 + rng.gauss(0, 0.13)) for r in records]  # the same schedule, no fall: still a FAIL
     assert {c.name: c for c in check_training_metrics(flat, 1.0)}["loss still decreasing"].outcome == FAIL
+
+
+def test_the_clipping_rows_bar_counts_steps_as_its_value_does():
+    """A review: measured "20" beside a bar of "20% or more of the last 20 steps" read as a run on the bar."""
+    from tinygpt.lab.health import grad_clip_check
+
+    check = grad_clip_check([2.0] * 20, 1.0, losses=[2.0 - 0.01 * i for i in range(40)])
+    assert check.value == 20.0 and "on 4 or more of the last 20 steps (20%)" in check.threshold, check

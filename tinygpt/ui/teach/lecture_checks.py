@@ -125,7 +125,8 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0,
     near = uniform is None or round(abs(first - uniform), 2) < 0.5
     fell = fall >= min_fall
     went = (f"The training loss went from {first:.2f}" + (f" (ln V = {uniform:.2f})" if uniform else "")
-            + f" to {now:.2f} by step {end}" + (", before the first knob change" if closed else ""))  # fmt: skip
+            + f" to {now:.2f} by step {end} (the {_span(got)})"
+            + (", before the first knob change" if closed else ""))  # fmt: skip
     if near and fell:
         return Check(True, f"{text}: it fell by {fall:.2f}{held}.", headline=f"{went}: down {fall:.2f}")
     why = [] if near else [f"the start is {abs(first - uniform):.2f} away from ln V"]
