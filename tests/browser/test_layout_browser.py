@@ -128,7 +128,7 @@ def walk(
     settle(page)
     check("attention-grid")
     switch_on(page, "Toy mode")
-    expect(page.locator(".js-plotly-plot").nth(2)).to_contain_text("weights: query", timeout=60_000)
+    expect(page.locator(".js-plotly-plot").nth(2)).to_contain_text("causal: weights", timeout=60_000)  # a row a mask
     settle(page)
     check("attention-toy-masks")
 

@@ -69,7 +69,7 @@ def test_lecture_preset_trains_until_stopped_and_the_mask_switch_shows_within_se
         poll=0.25,
     )
     collapse_s = time.monotonic() - clicked
-    expect(page.get_by_text(re.compile(r"mask → none: applied at step \d+"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"mask → none: applied after step \d+"))).to_be_visible()
     snap(page, shots / "lecture_mask_none.png")
 
     # Causal again: the loss jumps back up at once (the copy it learned has nothing to copy now).
