@@ -23,11 +23,17 @@ def eval_split(record: dict) -> tuple[int, int] | None:
 SCANT_WINDOWS = 20  # held-out windows of the context's length that do not overlap: fewer, and a flat change is no news
 
 
+def split_windows(record: dict) -> tuple[int, int] | None:
+    """(whole windows of its context the eval's held-out split holds, the context), or None (an older run's)."""
+    split = eval_split(record)
+    return None if split is None else (split[0] // split[1], split[1])
+
+
 def scant_held_out(record: dict) -> bool:
     """Whether an eval's held-out split holds fewer than SCANT_WINDOWS windows of its context: too little text for
     a change within the noise to say the loss did not move (Train's caption and Model health say so alike)."""
-    split = eval_split(record)
-    return split is not None and split[0] // split[1] < SCANT_WINDOWS
+    windows = split_windows(record)
+    return windows is not None and windows[0] < SCANT_WINDOWS
 
 
 def batch_losses(record: dict) -> list[float]:

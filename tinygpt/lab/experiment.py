@@ -147,10 +147,11 @@ class Experiment:
             if short:
                 sentence = f"Not enough data to judge: {'; '.join(short)}, so the claim was not tested."
                 return Verdict(None, self.expected, {}, sentence, undecided=NOT_ENOUGH_DATA)
-            by_heart = memorised(over_fitted(results)) if self.loss_claims else ""
+            fitted = over_fitted(results) if self.loss_claims else {}
+            by_heart = memorised(fitted)
             if by_heart:  # no verdict, but every clause is measured and said: a vanishing gradient or a saturated
                 judged = self.judge(results)  # softmax does not depend on the text's size (a review: dropped unsaid)
-                who = memorised_labels(over_fitted(results))
+                who = memorised_labels(fitted)
                 if judged.reproduced and who and set(who) <= set(self.memorising_narrows):
                     # A review: "not enough data" on a detached run 0.57 nats worse held out than a residual run
                     # that memorised: memorising raises the reference's held-out loss, so the gap is only narrower

@@ -8,7 +8,7 @@ import math
 
 from ..runs.knobs import under_leak
 from .checks import FAIL, NOT_ENOUGH, PASS, Check, outcome_of
-from .evals import eval_gap, eval_split, scant_held_out
+from .evals import eval_gap, mean_variance, scant_held_out, split_windows
 from .verdict import NOISE_SIGMAS
 
 GRAD_WINDOW = 20  # recent steps whose pre-clip gradient norms are held to the clip
@@ -150,18 +150,27 @@ def grad_clip_check(norms: list, max_grad_norm: float, window: int = GRAD_WINDOW
         "scale changes little, as Adam divides each step by the gradient's running size"))  # fmt: skip
 
 
+def _two_means(older: list[float], newer: list[float]) -> tuple[float, float, float, float]:
+    """(older mean, newer mean, their change, the change's standard error, each mean's from its own spread)."""
+    old_mean, new_mean = sum(older) / len(older), sum(newer) / len(newer)
+    return old_mean, new_mean, new_mean - old_mean, math.sqrt(mean_variance(older) + mean_variance(newer))
+
+
+def _change_words(old_mean: float, new_mean: float, change: float, noise: float) -> tuple[str, str]:
+    """("3.272 -> 3.235", "(change -0.037 ± 0.042, 2 s.e.)"): the interval judged, not one standard error ("change
+    -0.037, noise ±0.021" read as a fall beyond the noise called a plateau, a review)."""
+    interval = f"(change {change:+.3f} ± {TREND_SIGMAS * noise:.3f}, {TREND_SIGMAS:g} s.e.)"
+    return f"{old_mean:.3f} -> {new_mean:.3f}", interval
+
+
 def _fell_between(before: list[float], recent: list[float]) -> tuple[bool, str, float]:
     """Whether the newest steps' mean loss lies below an earlier window's beyond TREND_SIGMAS standard errors of
     the two means (each from its own spread), and the words for it."""
     if len(before) < 2 or len(recent) < 2:
         return False, "", math.nan
-    means = [sum(part) / len(part) for part in (before, recent)]
-    noise = math.sqrt(sum(sum((x - m) ** 2 for x in part) / (len(part) - 1) / len(part)
-                          for part, m in zip((before, recent), means, strict=True)))  # fmt: skip
-    change = means[1] - means[0]
-    words = f"{means[0]:.3f} -> {means[1]:.3f} (change {change:+.3f} ± {TREND_SIGMAS * noise:.3f}, " \
-            f"{TREND_SIGMAS:g} s.e.)"  # fmt: skip
-    return change < -TREND_SIGMAS * noise, words, change
+    old_mean, new_mean, change, noise = _two_means(before, recent)
+    means, interval = _change_words(old_mean, new_mean, change, noise)
+    return change < -TREND_SIGMAS * noise, f"{means} {interval}", change
 
 
 def loss_trend_check(losses: list[float]) -> Check:
@@ -174,18 +183,9 @@ def loss_trend_check(losses: list[float]) -> Check:
     if len(losses) < TREND_MIN_STEPS:
         return Check(name, NOT_ENOUGH, None, threshold, f"{len(losses)} step losses; need {TREND_MIN_STEPS}")
     half = len(losses) // 2
-    older, newer = losses[:half], losses[half:]
-    mean_old, mean_new = sum(older) / len(older), sum(newer) / len(newer)
-    var_old = sum((x - mean_old) ** 2 for x in older) / (len(older) - 1)
-    var_new = sum((x - mean_new) ** 2 for x in newer) / (len(newer) - 1)
-    noise = math.sqrt(var_old / len(older) + var_new / len(newer))
-    change = mean_new - mean_old
-    detail = (
-        # the interval judged, not one standard error: "change -0.037, noise ±0.021" read as a fall beyond the
-        # noise called a plateau (a review)
-        f"{mean_old:.3f} -> {mean_new:.3f} over the last {len(losses)} steps (change {change:+.3f} ± "
-        f"{TREND_SIGMAS * noise:.3f}, {TREND_SIGMAS:g} s.e.)"
-    )
+    mean_old, mean_new, change, noise = _two_means(losses[:half], losses[half:])
+    means, interval = _change_words(mean_old, mean_new, change, noise)
+    detail = f"{means} over the last {len(losses)} steps {interval}"
     if change < -TREND_SIGMAS * noise and change < 0:
         return Check(name, PASS, change, threshold, detail)
     verdict = "rising" if change > TREND_SIGMAS * noise else "not falling beyond the noise (plateau)"
@@ -193,12 +193,6 @@ def loss_trend_check(losses: list[float]) -> Check:
 
 
 HELD_OUT_RISE = 0.05  # nats above the run's best eval: the lab's over-fitting bar (experiment.OVER_FIT_RISE)
-
-
-def divmod_split(record: dict) -> tuple[int, int]:
-    """(whole windows the held-out split holds, the context) of an eval that recorded its split."""
-    tokens, context = eval_split(record) or (0, 1)
-    return tokens // context, context
 
 
 def held_out_check(evals: list[dict], leaked: int = 0, mask: str = "") -> Check:
@@ -224,7 +218,7 @@ def held_out_check(evals: list[dict], leaked: int = 0, mask: str = "") -> Check:
     said = (f"{now['val_loss']:.3f} at step {now['step']:,} {'(' if rise <= 0 else ''}{role}, "
             f"{best['val_loss']:.3f} at step {best['step']:,}{')' if rise <= 0 else ''}")  # fmt: skip
     if 0 < rise <= HELD_OUT_RISE and scant_held_out(now):  # as Train's caption: "too little held-out text to tell"
-        windows = "{:,} windows of {:,}".format(*divmod_split(now))
+        windows = "{:,} windows of {:,}".format(*split_windows(now))
         return Check(name, NOT_ENOUGH, rise, threshold, f"{said} ({rise:+.3f}), on a held-out split of about "
                      f"{windows}: too little held-out text to tell whether it moved")  # fmt: skip
     if rise <= HELD_OUT_RISE:

@@ -133,17 +133,18 @@ def held_runs(store: RunStore) -> list[str]:
     return [s.run_id for s in reversed(store.list_runs()) if read_hold(store.path(s.run_id))]
 
 
+def own_runs(store: RunStore, actor: Actor) -> list[RunSummary]:
+    """`actor`'s runs (a learner's, by their id), newest first."""
+    return [s for s in store.list_runs() if run_learner(s.config or {}).get("id") == actor.id]
+
+
 def held_of(store: RunStore, actor: Actor) -> list[RunSummary]:
     """The runs of `actor`'s that the instructor holds (hold.json: tinygpt.runs.owners.read_hold), oldest first,
     whatever their state (one paused before it started is neither training nor queued, and still held); [] for the
     instructor, whose runs are never held."""
     if actor.instructor:
         return []
-    return [
-        s
-        for s in reversed(store.list_runs())
-        if run_learner(s.config or {}).get("id") == actor.id and read_hold(store.path(s.run_id))
-    ]
+    return [s for s in reversed(own_runs(store, actor)) if read_hold(store.path(s.run_id))]
 
 
 def newest_own(store: RunStore, actor: Actor) -> RunSummary | None:
@@ -151,7 +152,7 @@ def newest_own(store: RunStore, actor: Actor) -> RunSummary | None:
     what Train offers to reopen in a tab that has no run in view (a new tab, a server restart)."""
     if actor.instructor:
         return None
-    return next((s for s in store.list_runs() if run_learner(s.config or {}).get("id") == actor.id), None)
+    return next(iter(own_runs(store, actor)), None)
 
 
 def newest_own_experiment(store: RunStore, actor: Actor, variants: dict[str, dict]) -> dict[str, str] | None:
@@ -160,7 +161,7 @@ def newest_own_experiment(store: RunStore, actor: Actor, variants: dict[str, dic
     setting of its variant. What the Experiments page offers to reopen in a tab that names none (a new tab, a
     server restart: a review's fresh tab read "Press Run side by side" beside the learner's finished pair)."""
     labels = list(variants)
-    own = [s for s in store.list_runs() if run_learner(s.config or {}).get("id") == actor.id]  # newest first
+    own = own_runs(store, actor)  # newest first
     for i in range(len(own) - len(labels) + 1):
         group = list(reversed(own[i : i + len(labels)]))  # started in variant order: oldest first
         configs = [s.config or {} for s in group]

@@ -125,15 +125,10 @@ def leaking(config: dict, events: Sequence[dict], metrics: Sequence[dict], peers
 
 
 def _like_for_like(peer: Mapping, config: Mapping) -> bool:
-    """Whether a peer's loss can stand for this run's causal loss: the same text, model and batch. A review's flag
-    held a 2-layer, 4-head run at context 32 to the lecture run's (1 head, context 16) over the same steps."""
-    if peer.get("data") != config.get("data"):
-        return False
-    def same(part: str, keys: tuple[str, ...]) -> bool:
-        mine, theirs = config.get(part) or {}, peer.get(part) or {}
-        return all(mine.get(k) == theirs.get(k) for k in keys)
-
-    return same("model", MODEL_SETTINGS) and same("train", TRAIN_SETTINGS)
+    """Whether a peer's loss can stand for this run's causal loss: the same text, model, interventions and batch. A
+    review's flag held a 2-layer, 4-head run at context 32 to the lecture run's (1 head, context 16) over the same
+    steps."""
+    return peer.get("data") == config.get("data") and _fixed(peer) == _fixed(config)
 
 
 def stalled(state: str, status: Mapping, now: float) -> Flag | None:
@@ -150,12 +145,17 @@ def stalled(state: str, status: Mapping, now: float) -> Flag | None:
                          f"status every step, and last wrote it then (a stall is {STALL_S:.0f} s)")  # fmt: skip
 
 
+def _fixed(config: Mapping) -> dict[str, Any]:
+    """What a run fixes at its start and no knob changes: its model, interventions and batch ({setting: value})."""
+    model, train, lab = (config.get(part) or {} for part in ("model", "train", "interventions"))
+    return ({k: model.get(k) for k in MODEL_SETTINGS} | {k: lab.get(k) for k in LAB_SETTINGS}
+            | {k: train.get(k) for k in TRAIN_SETTINGS})  # fmt: skip
+
+
 def _settings(config: dict, events: Sequence[dict]) -> dict[str, Any]:
-    model, train, data, lab = (config.get(part) or {} for part in ("model", "train", "data", "interventions"))
     out = {knob_word(k): v for k, v in knobs_now(config, events).items() if k not in KNOBS_SKIPPED}
-    out |= {setting_word(k): model.get(k) for k in MODEL_SETTINGS} | {setting_word(k): lab.get(k) for k in LAB_SETTINGS}
-    out |= {setting_word(k): train.get(k) for k in TRAIN_SETTINGS}
-    return out | {"corpus": data.get("source")}
+    out |= {setting_word(k): v for k, v in _fixed(config).items()}
+    return out | {"corpus": (config.get("data") or {}).get("source")}
 
 
 def own_settings(run: Mapping, lecture: Mapping | None) -> Flag | None:
