@@ -356,6 +356,9 @@ def diverged_in_thread(tmp_path, tiny_text):
 
 def test_diverged_run_waits_paused_for_a_command(tmp_path, tiny_text):
     _, _, reader, control, thread, result = diverged_in_thread(tmp_path, tiny_text)
+    # Its model as it diverged is checkpointed while it waits: Model health read a waiting diverged run's step-0
+    # model, and the diverged one only once its worker had ended (a review)
+    assert reader.checkpoints()[-1] == reader.status()["step"] == 1
     control.send({"cmd": "knob", "name": "attn_scale_mult", "value": 1.0})
     control.send({"cmd": "step", "n": 3})
     wait_for(lambda: state_of(reader) == "paused")

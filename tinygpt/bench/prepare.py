@@ -12,6 +12,7 @@ tinygpt.lab.induction, on 256 fresh probe rows as the Circuits page does); the 1
     .venv/bin/python -m tinygpt.bench.prepare                    # default slots, seed 1337
     ... --with-lecture --keep /tmp/prepared                      # as in class; keep the run folders to study
     ... --max-steps 3                                            # every run cut to 3 steps (a smoke test)
+    ... --with-lecture --with-learner                            # the forecasts a class reads, against the truth
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,12 +36,14 @@ from ..lab.verdict import ENDED
 from ..presets import preset
 from ..runs.files import read_scores
 from ..runs.jobs import LIVE
+from ..runs.owners import Actor
 from ..runs.reader import RunReader
 from ..runs.scheduler import RunManager
 from ..runs.store import RunStore
 from .worker import training_started_at
 
 DONE = (*ENDED, "stopped")  # a run in one of these has nothing left to train (a diverged one waits, paused)
+SAMPLE_S = 10.0  # seconds between two reads of the forecasts (--with-learner)
 
 
 def _cut(config: RunConfig, max_steps: int | None) -> RunConfig:
@@ -55,14 +59,24 @@ def _state(store: RunStore, run_id: str) -> str:
     return store.reader(run_id).status().get("state") or ""
 
 
-def wait_until_done(manager: RunManager, started: dict[str, float], watch: list[str], cap_s: float) -> dict:
+def wait_until_done(
+    manager: RunManager,
+    started: dict[str, float],
+    watch: list[str],
+    cap_s: float,
+    sample: Callable[[], None] | None = None,
+) -> dict:
     """{run_id: time.time() when it ended} for every run in `started` ({run_id: time.time() at start()}), touching
     the leases of those still going and of `watch` (the lecture run) as a page would. A run ends when it is not
     queued and its state is DONE (a diverged run's worker may sit paused: its verdict is in). After `cap_s`, the
-    runs still going are stopped."""
+    runs still going are stopped. `sample`: called every SAMPLE_S while they go (the forecasts' record)."""
     ended: dict[str, float] = {}
     began = time.monotonic()
+    sampled = -SAMPLE_S
     while len(ended) < len(started):
+        if sample is not None and time.monotonic() - sampled >= SAMPLE_S:
+            sampled = time.monotonic()
+            sample()
         queued = set(manager.queued_runs())
         for run_id in started:
             if run_id not in ended and run_id not in queued and _state(manager.store, run_id) in DONE:
@@ -114,6 +128,22 @@ def verdicts(store: RunStore, ids: dict[str, dict[str, str]]) -> dict[str, dict[
     return out
 
 
+def _forecasts(store: RunStore, samples: list[dict], learner: list[str], t0: float, ready_at: float) -> dict:
+    """The forecasts against what happened: the prepared runs all ended at `ready_at` (seconds after the first
+    start); the learner's run began its first step at `learner_at`. Each sample gets the error of each forecast
+    (forecast minus what remained, seconds; positive: it said later than it came)."""
+    reader = store.reader(learner[0])
+    reader.poll()
+    learner_at = training_started_at(reader.metrics) - t0 if reader.metrics else None
+    for row in samples:
+        if row["ready_in_s"] is not None:
+            row["ready_error_s"] = round(row["ready_in_s"] - (ready_at - row["t"]), 1)
+        if row["learner_starts_in_s"] is not None and learner_at is not None:
+            row["learner_error_s"] = round(row["learner_starts_in_s"] - (learner_at - row["t"]), 1)
+    return {"ready_at_s": round(ready_at, 1), "learner_started_at_s": learner_at and round(learner_at, 1),
+            "samples": samples}  # fmt: skip
+
+
 def _final(run_dir: Path) -> dict | None:
     try:
         return induction.final_induction(run_dir)
@@ -129,8 +159,12 @@ def bench_prepare(
     max_active: int | None = None,
     cap_s: float = 3600.0,
     roles: tuple[str, ...] = PREPARE_ORDER,
+    with_learner: bool = False,
 ) -> dict[str, Any]:
-    """Start Prepare's runs on a fresh RunManager, wait for all of them, and return the JSON-ready measurement."""
+    """Start Prepare's runs on a fresh RunManager, wait for all of them, and return the JSON-ready measurement.
+    `with_learner`: a learner's Demo run queued live after them, and every SAMPLE_S what the instructor's pane
+    ("long runs ready in about N min", RunManager.prepared_eta) and that learner's Train page ("starts in about
+    N", RunManager.queue_forecast) would say, beside when it happened."""
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(keep or tmp)
@@ -147,17 +181,32 @@ def bench_prepare(
                 run_id = manager.start(prepared.config, priority=prepared.priority)
                 started[run_id] = time.time()
                 ids.setdefault(prepared.role, {})[prepared.label] = run_id
-            ended = wait_until_done(manager, started, lecture, cap_s)
+            learner, samples = [], []
+            if with_learner:  # a learner's Train click while the batch waits (the review's 28m48s beside "10 min")
+                demo = _cut(preset("demo", source=SOURCE, seed=seed), max_steps)
+                learner.append(manager.start(demo, actor=Actor("bench-learner", "a learner"), priority=LIVE))
+            t0 = min(started.values())
+
+            def sample() -> None:
+                ready = manager.prepared_eta()
+                waits = manager.queue_forecast().get(learner[0]) if learner else None
+                starts = waits["seconds"] if waits else None
+                samples.append({"t": round(time.time() - t0, 1), "runs_left": ready["runs"],
+                                "ready_in_s": ready["seconds"] and round(ready["seconds"], 1),
+                                "learner_starts_in_s": starts and round(starts, 1)})  # fmt: skip
+
+            ended = wait_until_done(manager, started, lecture + learner, cap_s, sample if learner else None)
             wall = max(ended.values()) - min(started.values())
             load_after = os.getloadavg()[0]
             by_id = {ids[p.role][p.label]: p for p in runs}
             rows = [run_row(store, by_id[rid], rid, started[rid], ended[rid]) for rid in started]
             judged = verdicts(store, ids)  # before shutdown: it would mark a diverged run's waiting worker paused
+            forecasts = _forecasts(store, samples, learner, t0, max(ended.values()) - t0) if learner else None
         finally:
             manager.shutdown()
     return {"seed": seed, "cpus": os.cpu_count(), "slots": manager.max_active,
             "threads_per_run": manager.threads_per_run, "with_lecture": with_lecture, "max_steps_override": max_steps,
-            "runs": rows, "total_wall_s": round(wall, 1), "verdicts": judged,
+            "runs": rows, "total_wall_s": round(wall, 1), "verdicts": judged, "forecasts": forecasts,
             "load_1min_before": round(load_before, 2), "load_1min_after": round(load_after, 2)}  # fmt: skip
 
 
@@ -171,8 +220,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep", default=None, help="a runs folder to keep the run folders in (default: a temp one)")
     parser.add_argument("--slots", type=int, default=None, help="runs at once (default: the machine's, as the app)")
     parser.add_argument("--cap-s", type=float, default=3600.0, help="stop the runs still going after this long")
+    parser.add_argument(
+        "--with-learner", action="store_true", help="a learner's Demo run queued after them; record the forecasts"
+    )
     args = parser.parse_args(argv)
-    result = bench_prepare(args.seed, args.with_lecture, args.max_steps, args.keep, args.slots, args.cap_s)
+    result = bench_prepare(args.seed, args.with_lecture, args.max_steps, args.keep, args.slots, args.cap_s,
+                           with_learner=args.with_learner)  # fmt: skip
     print(json.dumps(result, indent=1, default=str), flush=True)
 
 

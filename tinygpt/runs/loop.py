@@ -31,9 +31,9 @@ always gets one (tinygpt.runs.knobs.knob_answer). The Trainer decides what chang
 
 States (status.json): starting -> running <-> paused -> finished | stopped | diverged | failed, each with a human
 reason. A non-finite loss or gradient is never applied (the Trainer skips the update); the loop records which
-tensor went bad, marks the run diverged and waits paused for a command, so a learner can turn the knob back and
-resume. Resuming from a checkpoint continues the same loss curve exactly on CPU: model, optimizer, batch and eval
-generators and torch's global generator (dropout) are all restored, and the schedule depends only on the step.
+tensor went bad, checkpoints, marks the run diverged and waits paused for a command (turn the knob back, resume).
+Resuming from a checkpoint continues the same loss curve exactly on CPU: model, optimizer, batch and eval generators
+and torch's global generator (dropout) are all restored, and the schedule depends only on the step.
 
 Left out: gradient accumulation, and a live "extend max_steps" (resume a finished run with a larger max_steps).
 """
@@ -103,14 +103,13 @@ class _Loop:
         self.device_name = device
         self.writer = RunWriter(run_dir)
         self.moments = Moments()  # what retention keeps snapshots and checkpoints around; a resume reads it back
-        self.paused = False
-        self.budget = 0  # steps still to take after a "step n" while paused
+        self.paused, self.budget = False, 0  # budget: steps still to take after a "step n" while paused
         self.exit: tuple[str, str] | None = None  # (state, reason) once the loop should end
         self.last_status = 0.0
         self.clock, self.tokens_per_s = TrainClock(), None  # seconds trained (pauses left out); the last tokens/s
         self.best_val: float | None = None
-        self.clip_start: int | None = None  # first step of the current stretch of clipping
-        self.clip_last = self.clip_count = 0  # its last clipped step, and how many steps clipped in it
+        self.clip_start: int | None = None  # first step of the current stretch of clipping; its last clipped step,
+        self.clip_last = self.clip_count = 0  # and how many steps clipped in it
         self.checkpointed_step: int | None = None
         self.diverged = ""  # why it diverged, "" if not (kept, state and reason, if the process is released)
         self.blowup: list[float] = []  # losses of the current stretch of steps above the divergence limit
@@ -322,6 +321,7 @@ class _Loop:
 
     def stop_diverged(self, reason: str) -> None:
         self.paused, self.budget, self.diverged, self.blowup = True, 0, reason, []
+        self.save_checkpoint()  # now, not at exit: Model health read a waiting diverged run's step-0 model (a review)
         if not getattr(self.control, "interactive", True):  # nobody can resume it: end here, resumable
             self.exit = ("diverged", reason)
         self.status("diverged", reason, force=True)
