@@ -235,6 +235,35 @@ def test_every_knob_command_is_answered_and_learning_rate_carries_min_lr(tmp_pat
     assert [m["lr"] for m in store.reader(run_id).metrics][-1] >= 1e-3  # the floor moved up with the peak
 
 
+def test_knob_changes_sent_while_queued_are_the_runs_start_settings(tmp_path, tiny_text):
+    """A learner turned knobs while their run waited in the queue: its worker gets them before its first step. Its
+    config.json says them (its name and Compare read config.json: a review's run was named "LR 0.002" and trained at
+    0.01 from step 1), each answered as applied with no change to mark; a refused one and a command stay as ever."""
+    from tinygpt.runs.knobs import knobs_first
+    from tinygpt.runs.names import settings_name
+
+    config = tiny(tiny_text, max_steps=4, learning_rate=2e-3, min_lr=5e-4)
+    store, run_id, run_dir = new_run(tmp_path, config)
+    control = QueueControl()
+    control.send(KnobChange("learning_rate", 1e-2, "lr"))  # in the pipe before the worker's setup, as the slots send
+    control.send(KnobChange("mask", "off_by_one", "mask"))
+    control.send(KnobChange("min_lr", 1.0, "bad"))  # above the learning rate: refused
+    control.send({"cmd": "step", "n": 2})  # not a knob: handled as the loop starts (it is not paused: ignored)
+    assert run_training(run_dir, config, control) == "finished"
+    reader = store.reader(run_id)
+    saved = reader.config()
+    assert (saved["train"]["learning_rate"], saved["train"]["min_lr"], saved["model"]["mask"]) == (
+        1e-2, 2.5e-3, "off_by_one")  # fmt: skip
+    assert "LR 0.01" in settings_name(saved)
+    lr = knob_answer(reader.events, "lr")
+    assert lr["ok"] and lr["step"] == 0 and lr["old"] == lr["new"] == 1e-2 and lr["queued_from"] == 2e-3
+    assert lr["message"] == "learning_rate: 0.002 -> 0.01 before step 1 (set while queued)"
+    assert knob_answer(reader.events, "bad")["ok"] is False
+    assert knob_changes(reader.events) == []  # nothing to mark on a chart: it trained so from step 1
+    assert knobs_first(saved, reader.events)["learning_rate"] == 1e-2
+    assert load_checkpoint(checkpoint_stem(run_dir, 0)).config.model.mask == "off_by_one"
+
+
 @pytest.mark.parametrize("dropout", [0.0, 0.2])
 def test_resume_follows_the_uninterrupted_curve_exactly(tmp_path, tiny_text, dropout):
     config = tiny(tiny_text, max_steps=24, dropout=dropout)

@@ -10,17 +10,12 @@ does. Between two optimisation steps it
        training), a sample text, checkpoints (also at pause, stop and finish), clip and non-finite events;
     4. rewrites status.json at most `STATUS_INTERVAL` apart (a whole-file rewrite, so not every step).
 
-Publishing is cheap by construction: one JSON line per step (0.02 ms), status.json rewritten at most 4 times a
-second (0.25 ms each), an attention snapshot is one no-grad forward of a (1, T) probe (1.6 ms at the demo preset,
-every 10 steps), a checkpoint 3 ms; about 2% of the demo preset's 10 ms steps. Measured end to end on a busy
-2-core CPU, a worker process publishing everything ran within 2-3% of a bare `Trainer.step()` loop doing the same
-steps, evals and samples (medians of 6; see tinygpt.bench.worker: `bare_tokens_per_s`, `measure_worker_throughput`).
-The one costly publication is the sample text: 200 characters cost ~15 demo steps. So samples run on a time
-budget: a due sample waits until the time spent sampling, this one included (its cost is known from the last),
-stays under `SAMPLE_BUDGET` (3%) of the time spent training. A new run samples at step 0, before training (the
-untrained model's babble, and the first cost measurement), and the last step always gets one. At the nanoGPT
-CPU preset (sample every 250 steps) the budget rarely binds; at the demo preset it turns "every 50 steps" into
-"every 500 or so". Evals are training, not publishing: a bare loop does them too.
+Publishing is cheap by construction (a JSON line per step, status.json at most 4 times a second, a (1, T) probe
+forward every 10 steps, a 3 ms checkpoint): a worker publishing everything ran within 2-3% of a bare
+`Trainer.step()` loop doing the same steps, evals and samples (tinygpt.bench.worker). The costly one is the sample
+text (200 characters cost ~15 demo steps), so samples run on a time budget: a due sample waits until the time spent
+sampling, this one included, stays under `SAMPLE_BUDGET` (3%) of the time spent training. A new run samples at step
+0 (the untrained model's babble, and the first cost measurement), and the last step always gets one.
 
 Commands: {"cmd": "pause"}, {"cmd": "resume"}, {"cmd": "step", "n": 5} (while paused: exactly n steps, then
 paused again), {"cmd": "stop"}, KnobChange("mask", "none", request="a1b2c3") (tinygpt.runs.control), and the
@@ -62,6 +57,7 @@ from ..inside.heads import induction_probe, snapshot_scores
 from ..inside.maps import attention_maps
 from ..interventions import model_for_run
 from ..trainer import SPLITS, Trainer
+from .clip_events import ClipTracker
 from .clock import TrainClock, load_average, trained_until
 from .control import COMMANDS, Control, KnobChange, NoControl, as_knob_change
 from .corpus import corpus_config
@@ -91,7 +87,6 @@ SAMPLE_CHARS = 200  # characters per published sample: two or three lines of Sha
 SAMPLE_TEMPERATURE = 0.8  # a little sharper than the model's distribution: fewer typos, still varied
 SAMPLE_SEED = 1234  # the same seed at every step, so samples differ only because the model changed
 SAMPLE_PROMPT_CHARS = 16  # the sample continues the first characters of the probe text
-CLIP_QUIET = 10  # unclipped steps in a row that end a stretch of clipping (one event each way, not per step)
 
 
 class _Loop:
@@ -104,12 +99,12 @@ class _Loop:
         self.writer = RunWriter(run_dir)
         self.moments = Moments()  # what retention keeps snapshots and checkpoints around; a resume reads it back
         self.paused, self.budget = False, 0  # budget: steps still to take after a "step n" while paused
+        self.early: list = []  # commands other than knobs that came with a fresh run's queued knob changes
         self.exit: tuple[str, str] | None = None  # (state, reason) once the loop should end
         self.last_status = 0.0
         self.clock, self.tokens_per_s = TrainClock(), None  # seconds trained (pauses left out); the last tokens/s
         self.best_val: float | None = None
-        self.clip_start: int | None = None  # first step of the current stretch of clipping; its last clipped step,
-        self.clip_last = self.clip_count = 0  # and how many steps clipped in it
+        self.clipping = ClipTracker(self.event)  # clip events: one when a stretch starts, one when it ends
         self.checkpointed_step: int | None = None
         self.diverged = ""  # why it diverged, "" if not (kept, state and reason, if the process is released)
         self.blowup: list[float] = []  # losses of the current stretch of steps above the divergence limit
@@ -156,6 +151,7 @@ class _Loop:
             self.best_val = best_val_until(self.run_dir, ckpt.step)
             self.moments = Moments(read_events(self.run_dir), read_scores(self.run_dir))  # rewound already
         else:
+            self.take_queued_knobs()  # before config.json is written: they are the settings it starts with
             self.writer.write_config({**config.to_dict(), "vocab": vocab, "num_params": model.num_params()})
 
         probe = (config.probe_text or corpus.probe_text(config.model.max_seq_len))[: config.model.max_seq_len]
@@ -193,8 +189,20 @@ class _Loop:
 
     # ---------------------------------------------------------------- the loop
 
+    def take_queued_knobs(self) -> None:
+        """A fresh run's knob changes sent while it waited in the queue (the manager sends them as its worker
+        starts) are its start settings: config.json says them, so its name and Compare do (a review: a run named
+        "LR 0.002" that trained at 0.01 from step 1, Compare's "0.002→0.01 @0"). Each is answered as applied,
+        old == new (no change to mark), the value asked before it in `queued_from`. Other commands wait for run()."""
+        for command in self.control.poll(0):
+            if (knob := as_knob_change(command)) is not None:
+                self.set_knob(knob, queued=True)
+            else:
+                self.early.append(command)
+
     def run(self) -> str:
         trainer, train = self.trainer, self.config.train
+        self.handle(self.early)  # a command that came with the queued knob changes
         while True:
             self.handle(self.control.poll(0))
             if self.exit is None and self.paused and self.budget == 0:
@@ -254,8 +262,9 @@ class _Loop:
             else:
                 self.event("error", f"unknown command {command!r}; expected one of {', '.join(COMMANDS)}")
 
-    def set_knob(self, change: KnobChange) -> None:
-        """Apply a knob change and answer it: one "knob" event per knob changed, or one refusal."""
+    def set_knob(self, change: KnobChange, queued: bool = False) -> None:
+        """Apply a knob change and answer it: one "knob" event per knob changed, or one refusal (`queued`: as a
+        start setting, take_queued_knobs)."""
         step, name, value = self.trainer.step_count, change.name, change.value
         answer = {"knob": name, "request": change.request or None}
         try:
@@ -266,8 +275,9 @@ class _Loop:
             return
         for knob, old, new in changes:
             coupled = {} if knob == name else {"coupled_to": name}
-            message = f"{knob}: {old} -> {new} at step {step}"
-            self.event("knob", message, **{**answer, "knob": knob}, ok=True, old=old, new=new, **coupled)
+            message = f"{knob}: {old} -> {new} " + ("before step 1 (set while queued)" if queued else f"at step {step}")
+            kept = {"old": new, "queued_from": old} if queued else {"old": old}
+            self.event("knob", message, **{**answer, "knob": knob}, ok=True, new=new, **kept, **coupled)
 
     def publish(self, record: dict) -> None:
         nonfinite = record.pop("nonfinite", None)
@@ -278,7 +288,7 @@ class _Loop:
             self.on_record(record)
         record["applied"], record["nonfinite"] = applied, nonfinite
         step, cfg, train = record["step"], self.config, self.config.train
-        self.track_clipping(record)
+        self.clipping.track(record, train.max_grad_norm)
         if not applied:
             return
         last = step >= train.max_steps
@@ -296,23 +306,6 @@ class _Loop:
         if step % cfg.checkpoint_every == 0 or last:
             self.save_checkpoint()
         self.status("running" if not self.paused or self.budget else "paused")
-
-    def track_clipping(self, record: dict) -> None:
-        """One event when clipping starts and one when it has been quiet for CLIP_QUIET steps, not one per step
-        (early in training nearly every step clips; the per-step flag is in metrics.jsonl)."""
-        step = record["step"]
-        if record["clipped"]:
-            if self.clip_start is None:
-                self.clip_start, self.clip_count = step, 0
-                norm, limit = record["grad_norm"], self.config.train.max_grad_norm
-                self.event("clip", f"clipping: grad norm {norm:.3g} > max_grad_norm {limit:g} at step {step}")
-            self.clip_count += 1
-            self.clip_last = step
-        elif self.clip_start is not None and step - self.clip_last >= CLIP_QUIET:
-            span = self.clip_last - self.clip_start + 1
-            message = f"clipping ended at step {self.clip_last}: {self.clip_count} of {span} steps clipped"
-            self.event("clip", message, step=self.clip_last)
-            self.clip_start = None
 
     def diverge(self, record: dict) -> None:
         reason, info = nonfinite_reason(record)
