@@ -110,7 +110,9 @@ def test_prioritize_moves_a_queued_run_and_an_unknown_class_is_refused(two, tiny
 def test_prepared_eta_counts_the_prepared_runs_left_at_their_measured_pace(two, store, tiny_text):
     assert two.prepared_eta() == {"runs": 0, "seconds": 0.0}
     two.start(tiny(tiny_text))  # a live run: not counted, and it holds one of the two slots
-    prepared = [two.start(tiny(tiny_text), priority=PREPARED) for _ in range(2)]  # one trains, one waits
+    planned = tiny(tiny_text)
+    planned.train.max_steps = 999_999  # the lesson's prepared runs end: one that trains until stopped never would
+    prepared = [two.start(planned, priority=PREPARED) for _ in range(2)]  # one trains, one waits
     assert two.prepared_eta() == {"runs": 2, "seconds": None}  # nothing timed yet
     wait_for(lambda: step_of(store, prepared[0]) >= 1, what="the first prepared run trains")
     first = two.prepared_eta()
@@ -120,6 +122,11 @@ def test_prepared_eta_counts_the_prepared_runs_left_at_their_measured_pace(two, 
     # "Long runs: 1 … ready in about 1 min" of another learner's experiment, the lesson's all done)
     two.start(tiny(tiny_text), priority=PREPARED, actor=Actor("l" * 16, "a learner"))
     assert two.prepared_eta()["runs"] == 2
+    # The pace is the queue forecast's: the same runs timed, kept once a run ends (the pane had no number each
+    # time a prepared run ended and the next was not timed yet, while a queued learner's page had one)
+    two.stop(prepared[0])
+    wait_for(lambda: prepared[0] not in two.live_runs(), what="the timed run ends")
+    assert two.prepared_eta()["seconds"] is not None
 
 
 def test_a_prepared_run_someone_paused_gives_its_slot_up_and_stays_paused(store, tiny_text):

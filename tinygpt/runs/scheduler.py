@@ -183,33 +183,32 @@ class RunManager:
         return new_id
 
     def prepared_eta(self) -> dict:
-        """The prepared runs not finished yet and when they will be, at their own measured pace: {"runs": n,
-        "seconds": s} (None until one has trained for a few seconds). A training run's pace is its steps since this
-        server first saw it train over the time since; a queued one, or one not timed yet, counts at the timed ones'
-        seconds per GFLOP times its own step's GFLOP; all of it shared by the slots live runs leave (the lesson
-        pane: "ready in about N min")."""
+        """The prepared runs not finished yet and when they will be, at the runs' measured pace: {"runs": n,
+        "seconds": s} (None until one has trained for a few seconds). The paces are the queue forecast's
+        (_measured_paces: every run timed while it held a slot, kept once it ends), so the instructor's "ready in
+        about N min" and a queued learner's "starts in about N min" come from one set of numbers: with the
+        prepared runs' own alone, the pane had no number each time one ended and the next was not timed yet (21 of
+        81 reads of `python -m tinygpt.bench.prepare --with-learner`), while the learner's page had one. A run not
+        timed counts at the timed ones' seconds per GFLOP times its own step's GFLOP; all of it shared by the slots
+        live runs leave (the lesson pane: "ready in about N min")."""
         live, jobs = self.slots.jobs_of_class(PREPARED)
         # The lesson's: the instructor's and those no learner owns (owners.may_control). A learner's experiment pair
         # queues as prepared too: a review's "Long runs: 1 … ready in about 1 min" counted one, the lesson's all ended.
-        wanted = [(job.run_id, training) for job, training in jobs
-                  if not job.learner or job.learner.get("instructor")]  # fmt: skip
-        left, statuses = {}, {}
-        for run_id, training in wanted:
+        wanted = [job.run_id for job, _ in jobs if not job.learner or job.learner.get("instructor")]
+        left = {}
+        for run_id in wanted:
             status = read_status(self.store.path(run_id))
             max_steps = status.get("max_steps") or (read_config_json(self.store.path(run_id)).get("train") or {}).get(
                 "max_steps"
             )
             left[run_id] = max(0, int(max_steps or 0) - int(status.get("step") or 0))
-            statuses[run_id] = status if training else {}  # queued, starting or paused: timed afresh when it trains
-        with self._paces_lock:  # the same marks as the queue's forecast (_timed): one way to time a run
-            timed = self._timed(statuses, time.monotonic())
         if not left:
             return {"runs": 0, "seconds": 0.0}
-        paces = {run_id: timed[run_id] for run_id in left if timed.get(run_id)}  # steps a second
+        paces = self._measured_paces(self.slots.holding_and_queued()[0])  # steps a second
         if not paces:
             return {"runs": len(left), "seconds": None}
         # a run not timed yet: at the timed ones' seconds per GFLOP, times its own step's (forecast.seconds_a_step)
-        a_step = seconds_a_step(paces, {run_id: step_cost(self.store, run_id) for run_id in left})
+        a_step = seconds_a_step(paces, {run_id: step_cost(self.store, run_id) for run_id in {*left, *paces}})
         work = sum(steps * (a_step(run_id) or 0.0) for run_id, steps in left.items())  # slot-seconds
         return {"runs": len(left), "seconds": work / max(1, self.max_active - live)}
 
