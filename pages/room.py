@@ -10,6 +10,7 @@ frame.require()
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
+from tinygpt.runs.files import read_config_json
 from tinygpt.runs.owners import read_owner, run_learner
 from tinygpt.ui.charts import compare
 from tinygpt.ui.host import positions, resources, runlist
@@ -18,7 +19,7 @@ from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import backlog, explain, flashes, fonts
 from tinygpt.ui.teach import lesson, prediction_view
 from tinygpt.ui.train import form
-from tinygpt.ui.words import picking
+from tinygpt.ui.words import picking, run_words
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
 
@@ -114,6 +115,7 @@ if runs:
         form.forget_settings()  # Train shows the run's own settings and knobs, not this browser's last form
         fonts.request_large_fonts()  # applied before the sidebar's toggle is drawn on the next run
         shown = runlist.run_names(store).get(pick) or pick  # the name the table shows; the id is for links
-        flashes.flash("success", f"Run «{shown}» is on your screen, in large fonts.")
+        whose = run_words.watching(read_config_json(store.path(pick)))  # the projected page named nobody (a review)
+        flashes.flash("success", f"On your screen, in large fonts: {whose}, «{shown}».")
         st.switch_page("pages/train.py")
 room.key_reveal()

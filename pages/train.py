@@ -136,7 +136,7 @@ def live_view() -> None:
     view = train_view.build_view(store, rd, config, status, large, learner)
     st.markdown(f"**{safe.md(view['status_line'])}**")  # the reason is a file's text, in this viewer's words
     if status.get("state") == "queued":  # while waiting: when it will start, and what to watch meanwhile
-        train_view.queue_note(run_id)
+        train_view.queue_note(run_id, config, learner)
     if (fraction := runinfo.progress_fraction(status)) is not None:  # None: trains until stopped, no end to near
         st.progress(fraction)
     # Variable content lives in containers, so the charts below keep their places and update in place.

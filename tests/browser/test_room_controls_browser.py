@@ -21,8 +21,10 @@ from test_app_browser import (
     wait_step_above,
 )
 
+from tinygpt.runs.files import read_config_json
 from tinygpt.runs.store import RunStore
 from tinygpt.ui.host import runlist
+from tinygpt.ui.words import run_words
 
 PROJECTOR = {"width": 1280, "height": 720}
 FONT_SIZE_JS = "() => getComputedStyle(document.documentElement).fontSize"
@@ -77,7 +79,8 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, app_runs, bro
     teacher.get_by_role("button", name="Bring to the projector").click()
     expect(teacher.get_by_role("heading", name="tinygpt · Train")).to_be_visible()
     name = runlist.run_names(RunStore(app_runs))[run_id]  # the Runs table's name, not the id
-    expect(teacher.get_by_text(f"Run «{name}» is on your screen, in large fonts.")).to_be_visible()
+    whose = run_words.watching(read_config_json(RunStore(app_runs).path(run_id)))  # her name, said on the projector
+    expect(teacher.get_by_text(f"On your screen, in large fonts: {whose}, «{name}».")).to_be_visible()
     no_exception(teacher)
     expect(teacher.get_by_role("switch", name="Large fonts (projector)")).to_be_checked()
     assert teacher.evaluate(FONT_SIZE_JS) == "20px" and f"run={run_id}" in teacher.url

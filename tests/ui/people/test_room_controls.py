@@ -95,7 +95,7 @@ def test_bring_to_the_projector_shows_the_run_in_large_fonts(runs_dir, large_bef
     assert teacher.sidebar.toggle(key=fonts.W_LARGE).value is True
     assert any(t.value == "tinygpt · Train" for t in teacher.title)
     name = runlist.run_names(resources.get_store())[run_id]  # the name the Runs table shows, not the id
-    assert f"Run «{name}» is on your screen, in large fonts." in texts(teacher)
+    assert f"On your screen, in large fonts: anna's run, «{name}»." in texts(teacher)  # whose, said (a review)
     assert run_id not in texts(teacher)
     # the run's own settings on the projector, not the instructor's last form
     assert teacher.selectbox(key=train_keys.W_SOURCE).value == "Synthetic: copy"

@@ -162,8 +162,9 @@ def test_a_refresh_of_the_same_step_computes_before_it_draws_the_check(monkeypat
 
 def test_a_learners_open_choice_and_a_decided_check_come_together_with_the_grade(monkeypatch):
     """A review's learner saw the step's decided check under choices that still said "You may change it until the
-    check appears" for one refresh (the grade came 3 s later): on a first look that drew an open choice, a decided
-    check waits for the next refresh, which draws it with the grade; an undecided one is drawn at once."""
+    check appears" for one refresh; a later one, the choices under "grading your prediction" for 8 s and more, a
+    click on them refused unsaid. On a first look that drew an open choice, a decided check replaces the choices
+    by the grade in the same script run (choices=False: the radio once a run), then draws itself."""
     from contextlib import nullcontext
 
     from tinygpt.runs.owners import Actor
@@ -187,11 +188,14 @@ def test_a_learners_open_choice_and_a_decided_check_come_together_with_the_grade
     computed = lambda step, actor, data: (checks[lesson.STEPS.index(step)], [])  # noqa: E731
     monkeypatch.setattr(lesson_view, "_computed_check", computed)
     monkeypatch.setattr(lesson_view, "named_run", lambda check, *_: check)
-    choices = lambda step, actor, check: events.append(f"choices:{check and check.text}") or True  # noqa: E731
+    def choices(step, actor, check, choices=True):
+        events.append(f"choices:{check and check.text}" + ("" if choices else " (grade only)"))
+        return choices
+
     monkeypatch.setattr(prediction_view, "pane_part", choices)
     learner = Actor("a" * 16, "Ada")
     lesson_view.check_view(6, learner, 6, draw=lambda check, lines: events.append(f"draw:{check.text}"))
-    assert events == ["note:reading its runs ...", "choices:None", "note:grading your prediction ..."]
+    assert events == ["note:reading its runs ...", "choices:None", "choices:seen (grade only)", "draw:seen"]
     events.clear()
     lesson_view.check_view(6, learner, 6, draw=lambda check, lines: events.append(f"draw:{check.text}"))
     assert events == ["choices:seen", "draw:seen"]  # the refresh: the grade and its check together

@@ -76,6 +76,19 @@ def test_watch_for_comes_with_the_grade_not_above_the_choices(pages, monkeypatch
     assert any(step.watch in s for s in screen.shown) and not any(s.startswith("radio:") for s in screen.shown)
 
 
+def test_a_grade_only_redraw_never_draws_the_choices(pages, monkeypatch):
+    """The pane's first look drew the radio, then the check came decided: its slot is redrawn with the grade only
+    (choices=False), never a second radio (one a script run); with nothing to grade it draws nothing."""
+    screen = _Screen()
+    monkeypatch.setattr(prediction_view, "st", screen)
+    monkeypatch.setattr(prediction_view.state, "get", lambda key, default=None: default)
+    step = STEP["shapes"]
+    assert prediction_view.learner_part(step, LEARNER, None, choices=False) is False and screen.shown == []
+    pages.answer(step.key, LEARNER.id, LEARNER.name, step.answers.options[1], step.answers)
+    assert prediction_view.learner_part(step, LEARNER, Check(True, "reproduced"), choices=False) is False
+    assert any("right" in s for s in screen.shown) and not any(s.startswith("radio:") for s in screen.shown)
+
+
 def _pane(monkeypatch) -> tuple:
     """(screen, session): the pane drawn into a recording screen, its session state a plain dict."""
     screen, session = _Screen(), {}

@@ -41,3 +41,21 @@ def test_a_queued_run_on_a_named_corpus_draws_no_line_until_its_worker_wrote_the
     config = {**tiny_config("abc").to_dict(), "data": {"source": "shakespeare"}}
     assert drawn_vocab(monkeypatch, tmp_path, config) is None
     assert drawn_vocab(monkeypatch, tmp_path, {**config, "vocab": list("abcd")}) == 4
+
+
+def test_the_queue_notes_advice_is_for_the_runs_owner_alone(monkeypatch):
+    """A review: the instructor projecting a learner's queued run was told to "open the instructor's run", and a
+    learner watching a neighbour's queued run, to open a neighbour's. Others read whose run waits."""
+    from tinygpt.runs.owners import Actor
+
+    shown = []
+    monkeypatch.setattr(train_view.st, "info", shown.append)
+    monkeypatch.setattr(train_view.resources, "queue_forecast", lambda run_id: None)
+    monkeypatch.setattr(train_view.runinfo, "queue_words", lambda forecast: "Queued: 2 ahead of it")
+    ada, bob = Actor("a" * 16, "ada"), Actor("b" * 16, "bob")
+    config = {"learner": {"id": ada.id, "name": ada.name}}
+    train_view.queue_note("r1", config, ada)
+    train_view.queue_note("r1", config, bob)
+    train_view.queue_note("r1", config, Actor("boss", "Teacher", instructor=True))
+    assert "Meanwhile, open the instructor's or a neighbour's run" in shown[0]
+    assert shown[1] == shown[2] == "Queued: 2 ahead of it. This is ada's run: it trains once it leaves the queue."

@@ -38,6 +38,9 @@ def test_a_drop_inside_the_steps_noise_is_flat_within_noise_not_falling():
 
 def test_a_drop_well_above_the_noise_is_falling_and_a_rise_is_rising():
     assert "The loss is falling" in clip_caption(cosine_tail(0.3, 0.05), KNOBS, "adamw")
+    # which 100 steps: "the first and last 100 steps" was read as the run's first 100 (a review)
+    assert "the means of the first and last 100 of these 300 steps" in clip_caption(cosine_tail(0.3, 0.05), KNOBS,
+                                                                                      "adamw")  # fmt: skip
     assert "The loss is rising" in clip_caption(cosine_tail(-0.3, 0.05), KNOBS, "adamw")
 
 

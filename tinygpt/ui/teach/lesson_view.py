@@ -47,10 +47,12 @@ TWO, ONE = list(induction.INDUCTION_VARIANTS)  # the induction experiment's 2-la
 # step 10's title (the gap is milliseconds on a quiet machine, longer under load). The title sits in a container
 # keyed by its step, and this rule hides any check whose step's title is not in the pane, whatever the order the
 # elements arrive in. (Drawn by workshop.tutorial_pane on every script run, pane or banner.)
+# A step's check and prediction part (its grade) hidden under another step's title: after Next, a loaded server showed
+# step 2's grade and "Watch for" under step 3's title for seconds (a review), until the new step's drew.
 ONLY_THIS_STEPS_CHECK_CSS = " ".join(
-    f".st-key-lesson_pane:not(:has(.st-key-lesson_title_{i})) .st-key-lesson_check_{i} {{ display: none; }}"
-    for i in range(len(STEPS))
-)
+    f".st-key-lesson_pane:not(:has(.st-key-lesson_title_{i})) .st-key-lesson_{part}_{i} {{ display: none; }}"
+    for i in range(len(STEPS)) for part in ("check", "prediction", "graded")
+)  # fmt: skip
 
 
 def title(index: int, text: str) -> None:
@@ -350,20 +352,17 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
         checking = f"Checking step {index + 1} ({safe.md(step.section)})"
         slot.info(f"{checking}: reading its runs ...", icon=":material/hourglass_top:")
         # The choices come before the computation (step 8 reads 21 runs: 13 s and more): drawn after it, a review's
-        # learners saw no choices until the check had closed the question. Computing it closes an open answer
-        # (graded_check), so a choice made after the check appears is refused, and the next refresh grades it.
-        with predicted.container():
+        # learners saw no choices until the check had closed the question. Computing it closes an open answer.
+        with predicted.container(key=f"lesson_prediction_{index}"):
             choosing = prediction_view.pane_part(step, actor, None)
     check, lines = _computed_check(step, actor, data)
     check = named_run(check, step, runs_for(actor, data), in_view.run_id())
     if first_look and choosing and predictions.outcome_of(check) is not None:
-        # The check comes with the grade it gives, at the next refresh (REFRESH_S): drawn now, a decided check stood
-        # under choices that still said "You may change it until the check appears" (a review's learner saw it
-        # for a refresh), and a change made then would be refused. One script run draws one radio, so the grade
-        # cannot be drawn here.
-        state.put(teach_keys.LESSON_CHECKED, index)
-        slot.info(f"{checking}: grading your prediction ...", icon=":material/hourglass_top:")
-        return
+        # The check comes with the grade it gives, now: the choices drawn above it are replaced by the grade (the
+        # radio only once a script run: choices=False). Left for the next refresh, a loaded server showed the
+        # choices under "grading your prediction" for 8 s and more, and a click on them was refused unsaid.
+        with predicted.container(key=f"lesson_graded_{index}"):
+            prediction_view.pane_part(step, actor, check, choices=False)
     if not first_look:
         # On a refresh of the same step the slots come only now: a slot drawn before the computation blanked the
         # check on screen for the seconds it takes (a reviewer saw step 7's check vanish 2 s after it appeared).
@@ -371,7 +370,7 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
         # check: after it, a loaded server showed the check for seconds under the old choices. (On a first look
         # the choices are drawn already: one radio a script run.)
         predicted, slot = _check_slots()
-        with predicted.container():
+        with predicted.container(key=f"lesson_prediction_{index}"):
             prediction_view.pane_part(step, actor, check)
     state.put(teach_keys.LESSON_CHECKED, index)
     with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)

@@ -49,9 +49,10 @@ def _chosen(step: lesson.Step, actor: Actor) -> None:
         state.put(_late_key(step), choice)  # ... and the pane says it came too late (a review: dropped unsaid)
 
 
-def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> bool:
+def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check, choices: bool = True) -> bool:
     """Called by the lesson pane with the check it just computed: the choice while open, the grade after.
-    Returns whether it drew the open choice."""
+    Returns whether it drew the open choice (`choices` False: never; a script run that drew the radio once redraws
+    its slot with the grade only)."""
     if step.answers is None:
         return False
     pages = book()
@@ -63,6 +64,8 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> bool:
     mine = entry.get("answer")
     outcome = predictions.learner_outcome(entry, room_outcome)
     if outcome is None:
+        if not choices:
+            return False
         if state.get(_key(step)) != mine:  # the book is the truth: a refresh, another tab, a cleared room
             if mine is None:
                 state.pop(_key(step))
@@ -193,12 +196,12 @@ def set_up(step: lesson.Step, actor: Actor) -> None:
     book().reveal(step.key, None if actor.instructor else actor.id)
 
 
-def pane_part(step: lesson.Step, actor: Actor, check: lesson.Check) -> bool:
+def pane_part(step: lesson.Step, actor: Actor, check: lesson.Check, choices: bool = True) -> bool:
     """The viewer's part of the step's prediction; returns whether it drew a learner's open choice."""
     if actor.instructor:
         instructor_part(step, check)
         return False
-    return learner_part(step, actor, check)
+    return learner_part(step, actor, check, choices)
 
 
 # ---------------------------------------------------------------- the Room page

@@ -146,12 +146,16 @@ def branch_expander(store, rd, learner) -> None:
         branching.branch_panel(store, rd.run_id, name, learner)
 
 
-def queue_note(run_id: str) -> None:
-    """While the run waits in the queue: when it will start, and what to watch meanwhile."""
-    st.info(
-        f"{runinfo.queue_words(resources.queue_forecast(run_id))}. Meanwhile, open the instructor's or a "
-        "neighbour's run on **Runs** (read-only) and watch it learn."
-    )
+def queue_note(run_id: str, config: dict, viewer) -> None:
+    """While the run waits in the queue: when it will start, and, to its owner, what to watch meanwhile (a review:
+    the instructor projecting a learner's queued run was told to "open the instructor's run", and a learner watching
+    a neighbour's, to open a neighbour's)."""
+    words = runinfo.queue_words(resources.queue_forecast(run_id))
+    if run_words.is_owner(config, viewer):
+        st.info(f"{words}. Meanwhile, open the instructor's or a neighbour's run on **Runs** (read-only) and watch it "
+                "learn.")  # fmt: skip
+    else:
+        st.info(f"{words}. This is {run_words.watching(config)}: it trains once it leaves the queue.")
 
 
 def no_run_yet(store, learner, in_lesson: bool) -> None:

@@ -263,7 +263,9 @@ def _trend_said(losses: list[float]) -> tuple[bool | None, str]:
     change = Difference(shown[1] - shown[0], math.sqrt(sum(variances)), third, paired=False)
     rising, _ = clears(change, 0.0)
     said = (
-        f"{shown[0]:.3f} → {shown[1]:.3f}, the means of the first and last {third} steps, a change of "
+        # "of these N steps": "the first and last 100 steps" read as the run's first 100 (a review)
+        f"{shown[0]:.3f} → {shown[1]:.3f}, the means of the first and last {third} of these {len(losses)} steps, "
+        "a change of "
         f"{change.mean:+.3f} ± {NOISE_SIGMAS * change.standard_error:.3f} ({NOISE_SIGMAS} s.e. from each third's "
         "own spread)"
     )
