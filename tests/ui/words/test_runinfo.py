@@ -370,3 +370,16 @@ def test_the_hold_note_is_true_for_its_owner_a_watcher_and_the_instructor():
     assert runinfo.hold_note(hold, config, ben) == ("info", "Paused and held by the instructor.")
     kind, mine = runinfo.hold_note(hold, config, teacher)
     assert mine.startswith("You paused this run and hold it: anna cannot resume it, nor start, branch or resume any")
+
+
+def test_a_branchs_speed_and_eta_are_its_own_steps_not_its_parents():
+    """A review: a queued branch that had never trained read "step 500 / 700 · last measured 23,610 tokens/s", its
+    parent's speed, copied with the history."""
+    parent = [{"step": s, "tokens_per_s": 23610.0, "time": 1000.0 + s / 10} for s in range(451, 501)]
+    config = {"branch": {"step": 500, "changes": {"learning_rate": 0.005}}}
+    queued = runinfo.status_line({"state": "queued", "step": 500, "max_steps": 700}, parent, config)
+    assert "tokens/s" not in queued and queued.startswith("step 500 / 700")
+    own = [{"step": s, "tokens_per_s": 5000.0, "time": 9000.0 + s / 5} for s in range(501, 521)]
+    running = runinfo.status_line({"state": "running", "step": 520, "max_steps": 700}, parent + own, config)
+    assert "5,000 tokens/s" in running and "ETA 36 s" in running  # 180 steps at its own 5 steps a second
+    assert "23,610" in runinfo.status_line({"state": "queued", "step": 500, "max_steps": 700}, parent, {})

@@ -63,6 +63,16 @@ def recent_tokens_per_s(metrics: list[dict], window: int = 50) -> float | None:
     return len(rates) / sum(1.0 / r for r in rates) if rates else None
 
 
+def own_records(metrics: list[dict], config: dict | None) -> list[dict]:
+    """The records a run trained itself: a branch's past its branch step (those before are its parent's, copied
+    with the history). A queued branch read "last measured 23,610 tokens/s", its parent's speed (a review)."""
+    branch = (config or {}).get("branch")
+    start = branch.get("step") if isinstance(branch, dict) else None
+    if not isinstance(start, int):
+        return metrics
+    return [m for m in metrics if isinstance(m.get("step"), int) and m["step"] > start]
+
+
 def step_rate(metrics: list[dict]) -> float | None:
     """Steps per second over the last ~50 step records (the run's own recent pace); None without two timed ones."""
     recent = [m for m in metrics[-50:] if isinstance(m.get("time"), (int, float))]
@@ -178,6 +188,7 @@ def status_line(status: dict, metrics: list[dict], config: dict | None = None, v
     max_steps = status.get("max_steps")
     endless = trains_until_stopped(max_steps)
     parts = [f"step {step:,} / {max_steps:,}" if max_steps and not endless else f"step {step:,}"]
+    metrics = own_records(metrics, config)  # a branch's speed and ETA are its own steps', not its parent's
     tps = recent_tokens_per_s(metrics)
     state = status.get("state", "unknown")
     if tps and state == "running":
