@@ -107,6 +107,30 @@ def mask_spans(config: dict, events: Iterable[dict], upto: int) -> list[tuple[st
     return [(m, a, b) for m, a, b in spans if b > a]
 
 
+def attention_spans(config: dict, events: Iterable[dict], upto: int) -> list[tuple[str, Any, int, int]]:
+    """(mask, window, first step, last step) of every stretch of a run's attention pattern up to step `upto`: as
+    mask_spans, cut at a window change too (the window only under mask sliding_window, None under any other).
+    The entropy chart's even-spread line under "sliding_window, steps 103-600" was window 5's where steps 103-126
+    had window 8 (a review)."""
+    events = list(events)
+    first = knobs_first(config, events)
+    mask, window, start, spans = first.get("mask") or "causal", first.get("window"), 0, []
+    for event in knob_changes(events):
+        step = event.get("step")
+        if event.get("knob") in ("mask", "window") and isinstance(step, int) and step <= upto:
+            spans.append((mask, window, start, step))
+            mask, window = (event.get("new"), window) if event["knob"] == "mask" else (mask, event.get("new"))
+            start = step
+    spans.append((mask, window, start, upto))
+    merged: list[tuple[str, Any, int, int]] = []
+    for m, w, a, b in ((m, w if m == "sliding_window" else None, a, b) for m, w, a, b in spans if b > a):
+        if merged and merged[-1][:2] == (m, w) and merged[-1][3] == a:
+            merged[-1] = (m, w, merged[-1][2], b)  # a window change under another mask: one stretch
+        else:
+            merged.append((m, w, a, b))
+    return merged
+
+
 def under_leak(step: object, leaks) -> bool:
     """Whether a record at `step` was made under a leaking mask: in steps a+1..b of one of `leaks` ((mask, a, b),
     leak_spans': a change recorded at step a took effect after it)."""

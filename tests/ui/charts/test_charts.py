@@ -422,6 +422,17 @@ def test_head_stats_chart_entropy_and_max_weight_per_layer():
     # across the steps a sliding window of 8 had trained, whose uniform is ~2.1)
     both = parts.head_stats_chart(rows, uniform=((2.08, "sliding_window, steps 0-1,009"), (3.47, "none"))).to_dict()
     assert {2.08, 3.47} <= set(rules_at(both, "y")) and "sliding_window, steps 0-1,009" in texts(both)
+    # Each stretch over its own steps, its label inside the plot: a review read window 5's 1.51 across steps
+    # 103-600, where steps 103-126 had window 8, and the late label ran past the right edge at Large fonts
+    stretches = ((2.55, "causal, steps 0-103", 0, 103), (1.89, "window 8, steps 103-126", 103, 126),
+                 (1.51, "window 5, steps 126-500", 126, 500), (3.47, "none, steps 400-500", 400, 500))  # fmt: skip
+    spec = parts.head_stats_chart(rows, uniform=stretches, large=True).to_dict()
+    segments = [(row["ref"], row["from"], row["to"]) for v in views(spec) if mark_type(v) == "rule"
+                for row in values(spec, v) if "from" in row]  # fmt: skip
+    assert set(segments) == {(2.55, 0, 103), (1.89, 103, 126), (1.51, 126, 500), (3.47, 400, 500)}
+    aligned = {row["label"]: v["mark"]["align"] for v in views(spec) if mark_type(v) == "text"
+               for row in values(spec, v) if "from" in row}  # fmt: skip
+    assert aligned["none, steps 400-500"] == "right" and aligned["causal, steps 0-103"] == "left"
     only = parts.head_stats_chart(rows, layer=1).to_dict()
     assert len(only["vconcat"]) == 1
     assert {row["layer"] for row in all_rows(only) if "layer" in row} == {1}

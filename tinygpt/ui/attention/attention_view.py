@@ -10,7 +10,7 @@ from typing import Any
 from tinygpt.attention import build_mask
 from tinygpt.config import MASKS
 from tinygpt.inside import maps as inside
-from tinygpt.runs.knobs import mask_spans
+from tinygpt.runs.knobs import attention_spans
 from tinygpt.runs.reader import RunReader
 from tinygpt.ui.charts import heatmaps, masks, parts
 from tinygpt.ui.charts import help as help_text
@@ -89,22 +89,24 @@ def mask_matrix(mode: str, window: int, tokens: list[str], large: bool) -> tuple
 
 def head_stats(rd: RunReader, mode: str, window: int, large: bool):
     """Entropy and max weight per head over training, with the uniform-attention entropy under the mask in force
-    (the mean of ln(visible keys), not ln(T)) as the reference line: one line per mask the run trained under, each
-    labelled with its steps (a review's run, sliding window to step 1,009 and none after, read only "uniform under
-    the none mask in force now = 3.47" across every step, where the window's uniform was 2.1)."""
+    (the mean of ln(visible keys), not ln(T)) as the reference line: one over the steps of each stretch of mask and
+    window the run trained under (runs.knobs.attention_spans), each labelled with its steps (a review's run,
+    sliding window to step 1,009 and none after, read only "uniform under the none mask in force now = 3.47"
+    across every step, where the window's uniform was 2.1)."""
     index = rd.attention_index()
     seq_len = len(index.get("tokens") or index.get("probe_text") or "")
     uniform = []
     if seq_len > 1:
         newest = max([int(s["step"]) for s in index.get("snapshots", [])] or [0])
-        spans = mask_spans(rd.config(), rd.events, max(newest, 1)) or [(mode, 0, newest)]
-        masks_seen = list(dict.fromkeys(m for m, _, _ in spans))  # each mask once, in the order it came
-        for m in masks_seen:
-            value = inside.uniform_entropy(build_mask(m, seq_len, window).numpy())
-            steps = "; ".join(f"steps {a:,}-{b:,}" for mm, a, b in spans if mm == m)
-            when = f", {steps}" if len(masks_seen) > 1 else " in force now"
-            uniform.append((value, f"uniform under the {m} mask{when} (T={seq_len}): mean ln(visible keys) = "
-                                   f"{value:.2f}"))  # fmt: skip
+        spans = attention_spans(rd.config(), rd.events, max(newest, 1)) or [(mode, window, 0, newest)]
+        for m, w, a, b in spans:  # each stretch of mask and window, its line over its own steps
+            value = inside.uniform_entropy(build_mask(m, seq_len, w or window).numpy())
+            if len(spans) > 1:  # short: several labels share the plot's width (the chart's caption says the rest)
+                label = f"uniform, {m}" + (f" {w}" if w else "") + f", steps {a:,}-{b:,}: {value:.2f}"
+            else:
+                pattern = f"the {m} mask" + (f" (window {w})" if w else "")
+                label = f"uniform under {pattern} in force now (T={seq_len}): mean ln(visible keys) = {value:.2f}"
+            uniform.append((value, label, a, b))
     uniform = tuple(uniform)
     steps = tuple(int(s["step"]) for s in index.get("snapshots", []))
     key = (rd.run_id, steps, uniform, large)  # rebuilt only when the snapshots or the mask changed

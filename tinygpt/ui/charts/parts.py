@@ -152,9 +152,11 @@ def head_stats_chart(
     of two small charts per layer, or only `layer` if given. `uniform` is (entropy, label) of a head that spreads
     its weight evenly over the keys the mask in force lets it see (inside.uniform_entropy: the mean of
     ln(visible keys), about 2.55 under a causal mask at T = 32, not ln(32) = 3.47), drawn as the reference; or a
-    tuple of such pairs, one for each mask the run trained under."""
+    tuple of such pairs, or of (entropy, label, first step, last step): one for each stretch of mask and window
+    the run trained under, drawn over its own steps (drawn across every step, a review read window 5's line over
+    steps that had window 8)."""
     refs = [uniform] if uniform and isinstance(uniform[0], (int, float)) else list(uniform or ())
-    refs = [(v, label) for v, label in refs if finite(v) is not None]
+    refs = [(r[0], r[1], *(r[2:4] if len(r) >= 4 else (None, None))) for r in refs if finite(r[0]) is not None]
     t = theme(large)
     # Two panels side by side fit the content column of a 1400 px window (300 px each plus axes); with large fonts
     # they stack, so neither is cut at the right edge of a 1280 px projector.
@@ -189,12 +191,11 @@ def head_stats_chart(
         point = alt.OverlayMarkDef(filled=True, size=5 * t["text"])
         ent_spec: dict = {"title": y_title_lines("attention entropy (nats)", t, plot=height), "zero": True}
         if refs:  # room above the even-spread entropy, which no head exceeds, for its label
-            ent_spec["domainMax"] = round(max([*(v for v, _ in refs), *(r["entropy"] for r in part)]) * 1.15, 2)
+            ent_spec["domainMax"] = round(max([*(r[0] for r in refs), *(r["entropy"] for r in part)]) * 1.15, 2)
         ent_y = value_y("entropy:Q", **ent_spec)
         ent = [base.mark_line(point=point, strokeWidth=t["line"]).encode(y=ent_y, tooltip=tooltip)]
         if refs:  # above its line: the heads start at that entropy, so a label hung below it sat on their lines
-            rows = [row for v, label in refs for row in reference_rows(v, label)]
-            ent += reference_layers(rows, ent_spec, t, above=True)
+            ent += _even_spread_lines(refs, ent_spec, t)
         maxw = base.mark_line(point=point, strokeWidth=t["line"]).encode(
             y=value_y("max_weight:Q", y_title_lines("max attention weight (0..1)", t, plot=height), domain=[0, 1]),
             tooltip=tooltip,
@@ -206,3 +207,26 @@ def head_stats_chart(
         panels.append(alt.vconcat(*pair) if large else alt.hconcat(*pair))
     title = "Attention entropy and max weight per head" + ("" if clean else ": waiting for the first snapshot")
     return style_altair(alt.vconcat(*panels).properties(title=title), large)
+
+
+def _even_spread_lines(refs: list[tuple], yspec: dict, t: dict) -> list:
+    """The even-spread references of head_stats_chart: (entropy, label, first, last) as a dashed segment over steps
+    first..last, its label on it at its start; one without steps (first None) across the whole chart."""
+    whole = [row for v, label, a, _ in refs if a is None for row in reference_rows(v, label)]
+    layers = reference_layers(whole, yspec, t, above=True) if whole else []
+    spans = [{"ref": float(v), "label": label, "from": a, "to": b} for v, label, a, b in refs if a is not None]
+    if not spans:
+        return layers
+    y = value_y("ref:Q", **yspec)
+    layers.append(alt.Chart(data_frame(spans)).mark_rule(strokeDash=[6, 4], color=GREY, strokeWidth=t["line"]).encode(
+        x="from:Q", x2="to:Q", y=y, tooltip=[alt.Tooltip("label:N", title="reference")]))  # fmt: skip
+    # A label reads from its segment's start, or for a segment in the right half up to its end: one drawn from a late
+    # start ran past the plot's right edge onto the data at Large fonts (a review).
+    end = max(r["to"] for r in spans) or 1
+    for align, at, rows in (("left", "from", [r for r in spans if r["from"] < end / 2]),
+                            ("right", "to", [r for r in spans if r["from"] >= end / 2])):  # fmt: skip
+        if rows:
+            layers.append(alt.Chart(data_frame(rows)).mark_text(
+                align=align, dx=4 if align == "left" else -4, dy=-4, baseline="bottom", color=GREY,
+                fontSize=t["text"]).encode(x=f"{at}:Q", y=y, text="label:N"))  # fmt: skip
+    return layers
