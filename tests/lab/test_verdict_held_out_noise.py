@@ -81,6 +81,18 @@ def test_the_variance_counts_the_windows_a_short_text_holds():
     assert held_out_variance([2.0], (16, 16), 200) is None  # one batch has no spread
 
 
+def test_the_noise_says_what_the_batches_alone_give_beside_the_whole():
+    """A review recomputed "3 s.e." from the 5 paired batches (±0.083) and read ±0.126: the held-out text's own
+    sampling is added (held_out_variance); the words give both."""
+    a, b = result(scored(words(2_000), 1)), result(scored(words(2_000), 2))
+    gap = held_out_difference(a, b)
+    diffs = [x - y for x, y in zip(a.val_batch_losses, b.val_batch_losses, strict=True)]
+    centre = sum(diffs) / len(diffs)
+    alone = NOISE_SIGMAS * (sum((d - centre) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs)) ** 0.5
+    assert f"the batches' spread alone gives ± {alone:.3f}, widened for the held-out text's own sampling" in gap.noise()
+    assert NOISE_SIGMAS * gap.standard_error > alone
+
+
 def test_runs_scored_on_other_windows_add_their_own_noise():
     a, b = scored(words(2_000), 1), scored(words(2_000), 2)
     b["batch_shape"] = [8, CONTEXT]  # another batch size: other windows, nothing to pair

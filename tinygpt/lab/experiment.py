@@ -204,7 +204,10 @@ def memorised(results: dict[str, RunResult]) -> str:
     size = f"; a text of at least {need:,} characters (what these runs read) would" if need else ""
     return (
         f"the {label} run memorised its text: its held-out loss ended {gaps[label]:.2f} nats above its training "
-        f"loss ({run.final_val_loss:.3f} vs {run.final_eval_train_loss:.3f}, over {MEMORISED}), so a lower training "
+        # Both the last eval's (its held-out and training-split scores), not the last steps' mean the loss clauses
+        # quote: a review read 0.668 here and 0.689 there for one run, unexplained
+        f"loss ({run.final_val_loss:.3f} vs {run.final_eval_train_loss:.3f}, its last eval's held-out and "
+        f"training-split scores; over {MEMORISED}), so a lower training "
         f"loss here is memorising, not the pitfall; the held-out split{split} is too small to tell the two apart{size}"
     )
 
