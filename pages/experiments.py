@@ -57,7 +57,7 @@ left, mid, right = st.columns([2, 1, 1])
 corpus = lab.corpus_picker(experiment, shop.overrides.get("source"), left)  # a workshop link's ?source= first
 lab.show_claims(experiment, corpus.source, claims)
 state.init(experiments_keys.W_LAB_SEED, 1337)
-seed = mid.number_input("Seed (both runs)", 0, 2**31 - 1, key=experiments_keys.W_LAB_SEED, persist_state="session")
+seed = mid.number_input("Seed (every run)", 0, 2**31 - 1, key=experiments_keys.W_LAB_SEED, persist_state="session")
 measured = experiment.measure is not None  # measured in this process, not trained (memory)
 mine = lab.not_its_runs(experiment, store)  # ?lab= runs of another experiment are refused, not judged as this one's
 runs = None if measured else experiments_keys.lab_runs(key, list(experiment.variants), mine)

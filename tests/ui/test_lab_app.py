@@ -269,9 +269,9 @@ def test_an_experiment_with_a_corpus_of_its_own_shows_it_fixed(runs_dir):
     """No positional embedding runs on the copy task whatever the corpus select said: the page shows that task in
     a disabled box instead of a choice the runs would ignore."""
     at = open_experiments({"experiment": "position"})
-    shown = [t for t in at.text_input if t.label == "Corpus (both runs)"]
+    shown = [t for t in at.text_input if t.label == "Corpus (every run)"]
     assert len(shown) == 1 and shown[0].value == "Synthetic: copy" and shown[0].disabled
-    assert not [s for s in at.selectbox if s.label == "Corpus (both runs)"]
+    assert not [s for s in at.selectbox if s.label == "Corpus (every run)"]
     assert any("def forward" in code.value for code in at.code)  # its code: the model's forward, hook_pos in it
 
 

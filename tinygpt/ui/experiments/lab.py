@@ -63,7 +63,7 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
     not to show on that corpus. `link_source`: a workshop link's ?source= preselects it."""
     if experiment.source:
         shown = next((k for k, v in LAB_SOURCES.items() if v == experiment.source), experiment.source)
-        column.text_input("Corpus (both runs)", shown, disabled=True)
+        column.text_input("Corpus (every run)", shown, disabled=True)
         return CorpusChoice("", experiment.source)
     state.init(
         experiments_keys.W_LAB_SOURCE, next((k for k, v in LAB_SOURCES.items() if v == link_source), "Tiny Shakespeare")
@@ -71,7 +71,7 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
     # Kept over page visits (persist_state): a review's learner came back from Runs to Tiny Shakespeare and seed
     # 1337, her pasted text gone, and ran the pair on Shakespeare
     label = column.selectbox(
-        "Corpus (both runs)", list(LAB_SOURCES), key=experiments_keys.W_LAB_SOURCE, persist_state="session"
+        "Corpus (every run)", list(LAB_SOURCES), key=experiments_keys.W_LAB_SOURCE, persist_state="session"
     )
     choice = CorpusChoice(label, LAB_SOURCES[label])
     if label == settings.SOURCE_UPLOAD:
