@@ -130,3 +130,18 @@ def test_a_differing_setting_in_a_name_is_one_printable_line():
 
     assert _setting_words("interventions.zeroed_probes", "\n") == "zeroed probes none"
     assert _setting_words("data.text", "a\tb\x00\nc") == "text a b c"
+
+
+def test_runs_on_two_texts_of_ones_own_are_named_apart_by_their_texts():
+    """A review: runs on base64.py and on glob.py were both "2L×4H×64 · text · LR 0.002"; the first named nothing
+    of its text. A text of one's own is named by its sha256's start."""
+    from tinygpt.runs.names import settings_name, unique_names
+
+    def on(sha):
+        return {"model": {"num_layers": 2, "num_heads": 4, "hidden_dim": 64},
+                "train": {"learning_rate": 0.002}, "data": {"source": "text", "text_sha256": sha}}  # fmt: skip
+
+    assert settings_name(on("3f9a1c" + "0" * 58)) == "2L×4H×64 · text 3f9a1c · LR 0.002"
+    names = unique_names([("a", on("3f9a1c" + "0" * 58)), ("b", on("fa579f" + "1" * 58))])
+    assert names == {"a": "2L×4H×64 · text 3f9a1c · LR 0.002", "b": "2L×4H×64 · text fa579f · LR 0.002"}
+    assert settings_name({**on(""), "data": {"source": "text"}}) == "2L×4H×64 · text · LR 0.002"  # no hash: as it was

@@ -34,11 +34,14 @@ def _value(value: Any) -> str:
 
 
 def settings_name(config: Mapping[str, Any]) -> str:
-    """The settings part of a name: "2L×4H×64 · synthetic:copy · LR 0.002", then whatever is not the default
-    recipe (an optimizer other than AdamW, token shift, a mask or scaling other than the usual)."""
+    """The settings part of a name: "2L×4H×64 · synthetic:copy · LR 0.002" ("text 3f9a1c" for a text of the
+    learner's own: its sha256's start), then whatever is not the default recipe (an optimizer other than AdamW,
+    token shift, a mask or scaling other than the usual)."""
     model, train, data = (config.get(part) or {} for part in ("model", "train", "data"))
     parts = [f"{model.get('num_layers', '?')}L×{model.get('num_heads', '?')}H×{model.get('hidden_dim', '?')}"]
-    parts.append(str(data.get("source") or "?"))
+    source, sha = str(data.get("source") or "?"), data.get("text_sha256")
+    # A learner's own text by its hash's start: "text" alone named runs on base64.py and glob.py alike (a review)
+    parts.append(f"text {sha[:6]}" if source == "text" and isinstance(sha, str) and sha else source)
     parts.append(f"{NAME_WORDS['learning_rate']} {_value(train.get('learning_rate', '?'))}")
     if train.get("optimizer", "adamw") != "adamw":
         parts.append(str(train["optimizer"]))
