@@ -146,7 +146,7 @@ def test_the_spread_counts_grades_and_names_no_one_on_its_line(tmp_path):
     spread = predictions.tally(UPDOWN, *book.step("optim"))
     # Right: a and b; wrong: c and e; not sure: d, counted in the share (it is no right answer).
     assert spread["right"] == 2 and spread["share_right"] == pytest.approx(2 / 5)
-    assert "2 right of 5 (40%, 1 not sure)" in predictions.spread_line(spread)
+    assert "2 right of 5 (40%; 1 of the 5 not sure)" in predictions.spread_line(spread)
     assert [r["learner"] for r in spread["rows"]][:2] == ["name-a", "name-b"]
     assert {r["grade"] for r in spread["rows"]} == {RIGHT, WRONG, NOT_SURE}
     undecided = predictions.tally(UPDOWN, book.step("optim")[0], UNDECIDED)

@@ -299,7 +299,8 @@ def spread_line(spread: dict, graded: bool = True, zeros: bool = True) -> str:
     if spread["share_right"] is not None and graded:
         # "Not sure" is counted, never graded (docs/TEACHING.md): the share is of every answer the check decided,
         # and says how many of those were "not sure" (a review read "1 right (50% of those graded)": 1 of 1 graded)
-        unsure = f", {spread['not_sure']} not sure" if spread.get("not_sure") else ""
+        # "(33%, 1 not sure)" read as 1 right of 2 graded, 50% (a review): whose share it is, said
+        unsure = f"; {spread['not_sure']} of the {spread['of']} not sure" if spread.get("not_sure") else ""
         line += f" · {spread['right']} right of {spread['of']} ({spread['share_right']:.0%}{unsure})"
     return line
 
