@@ -156,7 +156,7 @@ def live_view() -> None:
         if last.get("error"):
             st.warning(safe.md(last["error"]))
         else:
-            st.code(text, language=None, height=220)
+            st.code(text, language=None, height=220, wrap_lines=True)  # long lines scrolled sideways (a review)
     # The one full redraw from here: the run ended (the auto-refresh stops, the right buttons enable). A change of
     # the room's refresh period waits for the page's next full run: a redraw from a live fragment under load is
     # what preceded the white and the deaf pages of the load test (BENCHMARKS.md, "A workshop room under load").

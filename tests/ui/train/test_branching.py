@@ -43,6 +43,8 @@ def test_the_control_changes_only_what_differs_from_the_checkpoint_and_says_so()
         describe(changes, base) == f"LR {base.train.learning_rate:g}→{base.train.learning_rate * 5:g}, mask causal→none"
     )
     assert describe({}, base).startswith("no change")
+    # as the form labels it: a review read "max_steps 1000→700" beside "LR 0.002→0.005"
+    assert describe({"max_steps": 700}, base) == f"max steps {base.train.max_steps}→700"
 
 
 def knob(step: int, name: str, old, new, **more) -> dict:

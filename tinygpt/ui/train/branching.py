@@ -29,6 +29,7 @@ from tinygpt.ui.screen import flashes
 from tinygpt.ui.train import settings, train_keys
 from tinygpt.ui.words import safe
 from tinygpt.ui.words.knob_words import knob_value, knob_word, shown_changes
+from tinygpt.ui.words.setting_words import setting_word
 
 # (setting, label, choices or None): what the control lets a learner change, in the order a lesson changes them.
 SETTINGS = (
@@ -64,9 +65,8 @@ def parent_label(
     if (branch := branch_of(config)) is None:
         return settings.ghost_label(parent_config, config)
     changes = branch["changes"]
-    said = [
-        f"{knob_word(n)}→{knob_value(v)}" for n, v in changes.items() if n != "min_lr" or "learning_rate" not in changes
-    ]
+    shown = [n for n in changes if n != "min_lr" or "learning_rate" not in changes]
+    said = [f"{setting_word(n)}→{knob_value(changes[n])}" for n in shown]
     label = f"parent, branched at step {branch['step']}" + (f" ({', '.join(said)})" if said else " (no change)")
     return "; ".join([label, *parent_changes_after(parent_events, config, events)])
 
@@ -116,7 +116,8 @@ def describe(changes: Mapping[str, Any], base: RunConfig) -> str:
             "no change: it starts from the parent's weights, optimizer state and batches at this step; live changes "
             "made to the parent later do not reach it"
         )
-    return ", ".join(f"{knob_word(n)} {knob_value(setting_of(base, n))}→{knob_value(v)}" for n, v in changes.items())
+    # "max steps 1000→700", as the form labels it (a review read "LR 0.002→0.005, max_steps 1000→700")
+    return ", ".join(f"{setting_word(n)} {knob_value(setting_of(base, n))}→{knob_value(v)}" for n, v in changes.items())
 
 
 def _widget(column, name: str, label: str, choices, value: Any, key: str) -> Any:
