@@ -412,7 +412,7 @@ def test_the_room_table_and_chart_show_the_flags_with_their_reasons():
     series = {"anna · n1": [{"step": 1, "loss": 2.0}], "ben · n2": [{"step": 1, "loss": 2.0}]}
     spec = compare.room_chart(series, flags={"anna · n1": [Flag(DIVERGED, "loss NaN at step 3")]}).to_dict()
     values = [v for d in spec["datasets"].values() for v in d]
-    assert {v["run"] for v in values} == {"anna · n1 · off: diverged", "ben · n2"}
+    assert {v["run"] for v in values} == {"anna · n1 · flag: diverged", "ben · n2"}
     assert {v["off"] for v in values} == {"diverged: loss NaN at step 3", ""}
 
 

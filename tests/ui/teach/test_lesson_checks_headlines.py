@@ -57,10 +57,11 @@ def residual_verdict(stalls: bool) -> dict:
     return _verdict(EXPERIMENTS["residual"].verdict({"residual": good, "detached residual": bad}))
 
 
-def shape_verdict() -> dict:
+def shape_verdict(**silent_more) -> dict:
     good = result(initial_loss=4.2, final_train_loss=2.5, row_sum_error=0.0, leak=0.0, no_peek_loss=2.5)
     silent = result(initial_loss=4.2, final_train_loss=2.1, row_sum_error=0.93, leak=0.41, no_peek_loss=3.9,
-                    snapshot_step=200, snapshot_chars=64, probe_step=200, leak_windows=(2, 64))  # fmt: skip
+                    snapshot_step=200, snapshot_chars=64, probe_step=200, leak_windows=(2, 64),
+                    **silent_more)  # fmt: skip
     checked = result("failed", 0, reason="failed: softmax row sums: expected (B, H, T, 1), got (B, H, 1, T).")
     return _verdict(EXPERIMENTS["shape_drift"].verdict({"correct": good, "silent bug": silent,
                                                         "bug + shape contracts": checked}))  # fmt: skip
@@ -185,6 +186,11 @@ def test_the_shape_steps_line_says_what_was_measured_in_plain_words():
     line = STEP["shapes"].check(Evidence(verdicts={"shape_drift": shape_verdict()})).short
     assert "off 1" not in line and "row sum" not in line, line
     assert "attention weights on the probe text adds up to as much as 0.93 away from 1 (a correct row: 1)" in line
+    # measured on the checkpoint's held-out windows (an ended run), said so: a review read "as much as 14.65" with
+    # nothing saying on what, no snapshot of that run above 11.23
+    held = STEP["shapes"].check(Evidence(verdicts={"shape_drift": shape_verdict(rows_windows=(4, 64))})).short
+    assert "attention weights on held-out windows adds up to as much as 0.93 away from 1" in held, held
+    assert len(held) <= lesson_checks.HEADLINE_LIMIT, (len(held), held)
     assert "its training loss still fell 4.200 → 2.100 nats" in line, line
     assert len(line) <= lesson_checks.HEADLINE_LIMIT, (len(line), line)
     text = STEP["shapes"].check(Evidence(verdicts={"shape_drift": shape_verdict()})).text

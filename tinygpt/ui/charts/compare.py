@@ -357,12 +357,12 @@ def room_chart(
     title} (first seen, first drawn) cuts the grid into titled sections, e.g. learners' runs, then the instructor's;
     the subtitle names them in their order, and ROOM_ORDER.
     `flags`: {run: [(word, reason), ...]} (tinygpt.ui.people.room_flags): a flagged run's panel title gets a last line
-    "off: leaking, stalled", its curve turns red, and its hover says the reasons."""
+    "flag: leaking, stalled", its curve turns red, and its hover says the reasons."""
     t, flags, groups = theme(large), flags or {}, groups or {}
 
     def panel(name: str) -> str:
         words = ", ".join(word for word, _ in flags.get(name) or ())
-        return f"{name} · off: {words}" if words else name
+        return f"{name} · flag: {words}" if words else name  # "off:" read as unclear (a review)
 
     names = [str(name) for name in series or {}]
     sections = list(dict.fromkeys(groups.get(name, "") for name in names)) or [""]

@@ -139,7 +139,10 @@ def _points(key: str, observed: dict) -> str:
     and the Numbers popover show the same figures."""
     n = {name: _number(observed, name, 3 if "loss" in name else 2) for name in observed}
     if key == "shape_drift" and n.get("silent bug: max |attention row sum - 1|"):
-        on = "the probe text" if "probe text" in str(observed.get("silent bug: rows measured on")) else ""
+        # whatever it was measured on, said: held-out windows of the checkpoint left it unsaid (a review: "as much
+        # as 14.65 away from 1", no snapshot of that run above 11.23)
+        where = str(observed.get("silent bug: rows measured on") or "")
+        on = "the probe text" if "probe text" in where else "held-out windows" if "held-out" in where else ""
         return f"{rows_off(n['silent bug: max |attention row sum - 1|'], on)}; {loss_fell(observed)}"
     if key == "scaling" and n.get("max weight, unscaled") and n.get("train loss, unscaled"):
         return (f"max attention weight {n['max weight, unscaled']} unscaled vs {n['max weight, scaled']}, "
