@@ -55,7 +55,7 @@ def test_every_page_names_runs_and_twins_apart(runs_dir):
     assert [compare.format_func(run) for run in (first, twin)] == [names[first], names[twin]]  # whole chips
     compare.set_value([first, wider]).run()
     assert not at.exception, at.exception
-    [diff] = [d for d in at.dataframe if "setting" in d.value.columns]
+    [diff] = [d for d in at.table if "setting" in d.value.columns]  # a table: it wraps, every run shown at 1280 px
     assert list(diff.value.columns) == ["setting", names[first], names[wider]]  # headed by names, not ids
     assert not any(str(s).startswith("learner.") for s in diff.value["setting"])
 
