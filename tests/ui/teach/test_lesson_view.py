@@ -109,99 +109,90 @@ def test_the_lines_under_a_check_are_about_the_runs_it_measured(tmp_path, monkey
         assert lesson.roles_checked(next(s for s in lesson.STEPS if s.key == key)) == [lesson.LECTURE]
 
 
-def test_a_refresh_of_the_same_step_computes_before_it_draws_the_check(monkeypatch):
-    """A slot drawn before the check was computed blanked the check on screen for the seconds the computation takes,
-    at every refresh (a reviewer saw step 7's check vanish 2 s after it appeared). On a step's first look the slot
-    says which step it checks at once; on a refresh the check is computed first and its slots come after."""
-    from contextlib import nullcontext
+def _recording_pane(monkeypatch, checks: dict) -> list[str]:
+    """check_view drawn into recording slots: "note:…" (the step being checked), "early:…" (the last check, drawn
+    first), "choices:…" (the prediction part, with the check it was given), "compute", "draw:…" (the check)."""
+    from contextlib import contextmanager
 
-    from tinygpt.ui.teach import lesson, prediction_view
-
-    events: list[str] = []
-
-    class Slot:
-        def info(self, *_a, **_k):
-            events.append("checking-note")
-
-        def container(self, **_k):
-            return nullcontext()
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *_):
-            return False
-
-    session: dict = {}
-    monkeypatch.setattr(lesson_view.state, "get", lambda key, default=None: session.get(key, default))
-    monkeypatch.setattr(lesson_view.state, "put", lambda key, value: session.__setitem__(key, value))
-    monkeypatch.setattr(lesson_view, "room", lambda: {"step": 6, "runs": {}, "measured": {}})
-    monkeypatch.setattr(lesson_view, "_check_slots", lambda: events.append("slots") or (Slot(), Slot()))
-    checked = lesson.Check(True, "seen")
-    monkeypatch.setattr(
-        lesson_view, "_computed_check", lambda step, actor, data: events.append("compute") or (checked, [])
-    )
-    monkeypatch.setattr(
-        prediction_view, "pane_part", lambda step, actor, check: events.append(f"choices:{check and check.text}")
-    )
-
-    def draw(check, lines):
-        events.append(f"draw:{check.text}")
-
-    lesson_view.check_view(6, TEACHER, 6, draw=draw)
-    # The choices before the computation: step 8's took 13 s, and a review's learners saw no choices until the
-    # check had closed the question
-    assert events == ["slots", "checking-note", "choices:None", "compute", "draw:seen"]
-    events.clear()
-    lesson_view.check_view(6, TEACHER, 6, draw=draw)  # the fragment's refresh: the check on screen stays meanwhile
-    assert events == ["compute", "slots", "choices:seen", "draw:seen"]  # the grade, then the check it grades
-    events.clear()
-    lesson_view.check_view(7, TEACHER, 6, draw=draw)  # another step: says at once which step it checks
-    assert events[:2] == ["slots", "checking-note"]
-
-
-def test_a_learners_open_choice_and_a_decided_check_come_together_with_the_grade(monkeypatch):
-    """A review's learner saw the step's decided check under choices that still said "You may change it until the
-    check appears" for one refresh; a later one, the choices under "grading your prediction" for 8 s and more, a
-    click on them refused unsaid. On a first look that drew an open choice, a decided check replaces the choices
-    by the grade in the same script run (choices=False: the radio once a run), then draws itself."""
-    from contextlib import nullcontext
-
-    from tinygpt.runs.owners import Actor
     from tinygpt.ui.teach import lesson, prediction_view
 
     events: list[str] = []
 
     class Slot:
         def info(self, text, **_k):
-            events.append(f"note:{text.rsplit('): ', 1)[1]}")
+            events.append(f"note:{text.rsplit(': ', 1)[1]}")
 
-        def container(self, **_k):
-            return nullcontext()
+        @contextmanager
+        def container(self, key="", **_k):
+            events.append(f"[{key.rsplit('_', 1)[0]}]")
+            yield
 
     session: dict = {}
     monkeypatch.setattr(lesson_view.state, "get", lambda key, default=None: session.get(key, default))
     monkeypatch.setattr(lesson_view.state, "put", lambda key, value: session.__setitem__(key, value))
     monkeypatch.setattr(lesson_view, "room", lambda: {"step": 6, "runs": {}, "measured": {}})
     monkeypatch.setattr(lesson_view, "_check_slots", lambda: (Slot(), Slot()))
-    checks = {6: lesson.Check(True, "seen"), 7: lesson.Check(None, "Not enough data yet")}
-    computed = lambda step, actor, data: (checks[lesson.STEPS.index(step)], [])  # noqa: E731
+
+    def computed(step, actor, data):
+        events.append("compute")
+        return checks[lesson.STEPS.index(step)], []
+
     monkeypatch.setattr(lesson_view, "_computed_check", computed)
     monkeypatch.setattr(lesson_view, "named_run", lambda check, *_: check)
+
     def choices(step, actor, check, choices=True):
         events.append(f"choices:{check and check.text}" + ("" if choices else " (grade only)"))
-        return choices
+        return choices and not actor.instructor and check is None
 
     monkeypatch.setattr(prediction_view, "pane_part", choices)
+    return events
+
+
+def test_every_run_draws_both_parts_before_the_computation_and_redraws_after(monkeypatch):
+    """Drawn only after the computation (step 8 reads 21 runs; 15 s and more on a loaded server), a loaded room's
+    panes lost their choices for a minute and more at step 8 and a learner could not answer (two reviews). Every
+    run draws the prediction part (from the book) and the check (this step's last, or which step it checks) first;
+    a slot drawn empty before the computation had blanked the check for its seconds (an older review)."""
+    from tinygpt.ui.teach import lesson
+
+    events = _recording_pane(monkeypatch, {6: lesson.Check(True, "seen"), 7: lesson.Check(None, "Not enough data")})
+
+    def draw(check, lines):
+        events.append(f"draw:{check.text}")
+
+    lesson_view.check_view(6, TEACHER, 6, draw=draw)
+    assert events == ["note:reading its runs ...", "[lesson_prediction]", "choices:None", "compute",
+                      "[lesson_graded]", "choices:seen (grade only)", "[lesson_check]", "draw:seen"]  # fmt: skip
+    events.clear()
+    lesson_view.check_view(6, TEACHER, 6, draw=draw)  # a refresh: the last check stays on screen meanwhile
+    assert events[:4] == ["[lesson_early]", "draw:seen", "[lesson_prediction]", "choices:None"]
+    assert events[4:] == ["compute", "[lesson_graded]", "choices:seen (grade only)", "[lesson_check]", "draw:seen"]
+    events.clear()
+    lesson_view.check_view(7, TEACHER, 6, draw=draw)  # another step: says at once which step it checks
+    assert events[:3] == ["note:reading its runs ...", "[lesson_prediction]", "choices:None"]
+
+
+def test_a_learners_open_choice_and_a_decided_check_come_together_with_the_grade(monkeypatch):
+    """A review's learner saw the step's decided check under choices that still said "You may change it until the
+    check appears" for one refresh; a later one, the choices under "grading your prediction" for 8 s and more, a
+    click on them refused unsaid. A decided check replaces the open choices by the grade in the same script run
+    (choices=False: one radio a run), then draws itself; an undecided one leaves the choices open."""
+    from tinygpt.runs.owners import Actor
+    from tinygpt.ui.teach import lesson
+
+    events = _recording_pane(monkeypatch, {6: lesson.Check(True, "seen"), 7: lesson.Check(None, "Not enough data")})
     learner = Actor("a" * 16, "Ada")
-    lesson_view.check_view(6, learner, 6, draw=lambda check, lines: events.append(f"draw:{check.text}"))
-    assert events == ["note:reading its runs ...", "choices:None", "choices:seen (grade only)", "draw:seen"]
+
+    def draw(check, lines):
+        events.append(f"draw:{check.text}")
+
+    lesson_view.check_view(6, learner, 6, draw=draw)
+    assert events == ["note:reading its runs ...", "[lesson_prediction]", "choices:None", "compute",
+                      "[lesson_graded]", "choices:seen (grade only)", "[lesson_check]", "draw:seen"]  # fmt: skip
     events.clear()
-    lesson_view.check_view(6, learner, 6, draw=lambda check, lines: events.append(f"draw:{check.text}"))
-    assert events == ["choices:seen", "draw:seen"]  # the refresh: the grade and its check together
-    events.clear()
-    lesson_view.check_view(7, learner, 7, draw=lambda check, lines: events.append(f"draw:{check.text}"))
-    assert events == ["note:reading its runs ...", "choices:None", "draw:Not enough data yet"]  # nothing to grade
+    lesson_view.check_view(7, learner, 7, draw=draw)
+    assert events == ["note:reading its runs ...", "[lesson_prediction]", "choices:None", "compute",
+                      "[lesson_check]", "draw:Not enough data"]  # fmt: skip  # nothing to grade: choices stay
 
 
 def test_prepare_is_offered_only_while_a_long_steps_runs_are_not_started(monkeypatch):

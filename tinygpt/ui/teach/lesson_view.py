@@ -51,7 +51,7 @@ TWO, ONE = list(induction.INDUCTION_VARIANTS)  # the induction experiment's 2-la
 # step 2's grade and "Watch for" under step 3's title for seconds (a review), until the new step's drew.
 ONLY_THIS_STEPS_CHECK_CSS = " ".join(
     f".st-key-lesson_pane:not(:has(.st-key-lesson_title_{i})) .st-key-lesson_{part}_{i} {{ display: none; }}"
-    for i in range(len(STEPS)) for part in ("check", "prediction", "graded")
+    for i in range(len(STEPS)) for part in ("check", "early", "prediction", "graded")
 )  # fmt: skip
 
 
@@ -337,42 +337,35 @@ def named_run(check: lesson.Check, step: Step, runs: dict[str, dict[str, str]], 
 
 def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines) -> None:
     """The step's check (a fragment, refreshed every REFRESH_S), the viewer's prediction part above it; `draw`
-    draws the check (check_lines in the sidebar, the banner's one sentence on the projector)."""
+    draws the check (check_lines in the sidebar, the banner's one sentence on the projector).
+
+    Every run draws both parts first, from what is known without computing: the prediction from the book (the
+    choices while open, the grade once closed), the check as this step's last computation left it (or which step
+    is being checked). Then it computes the check (step 8 reads 21 runs, the circuit steps ablate heads: 15 s and
+    more on a loaded server) and redraws what changed. Drawn only after the computation, a loaded room's panes lost
+    their choices for a minute and more at step 8 (two reviews), and a learner could not answer."""
     data = room()
     if data["step"] != seen_room and data["step"] is not None:
         st.rerun(scope="app")  # the instructor moved the room: the pane follows
     step = STEPS[index]
-    first_look = state.get(teach_keys.LESSON_CHECKED) != index
-    choosing = False  # a learner's open choice drawn on this first look
-    if first_look:
-        # Before the check is computed (the circuit steps' read checkpoints and ablate heads: 15 s and more), the
-        # slot says which step it checks: until overwritten, the browser kept showing the previous step's check,
-        # "seen", under this step's title.
-        predicted, slot = _check_slots()
-        checking = f"Checking step {index + 1} ({safe.md(step.section)})"
-        slot.info(f"{checking}: reading its runs ...", icon=":material/hourglass_top:")
-        # The choices come before the computation (step 8 reads 21 runs: 13 s and more): drawn after it, a review's
-        # learners saw no choices until the check had closed the question. Computing it closes an open answer.
-        with predicted.container(key=f"lesson_prediction_{index}"):
-            choosing = prediction_view.pane_part(step, actor, None)
-    check, lines = _computed_check(step, actor, data)
+    predicted, slot = _check_slots()
+    last = state.get(teach_keys.LESSON_LAST_CHECK)
+    if last is not None and last[0] == index:
+        with slot.container(key=f"lesson_early_{index}"):
+            draw(last[1], last[2])
+    else:  # until overwritten, the browser kept the previous step's check, "seen", under this step's title
+        checking = f"Checking step {index + 1} ({safe.md(step.section)}): reading its runs ..."
+        slot.info(checking, icon=":material/hourglass_top:")
+    with predicted.container(key=f"lesson_prediction_{index}"):
+        choosing = prediction_view.pane_part(step, actor, None)  # one radio a script run: only here
+    check, lines = _computed_check(step, actor, data)  # closes an open answer once it is decided (graded_check)
     check = named_run(check, step, runs_for(actor, data), in_view.run_id())
-    if first_look and choosing and predictions.outcome_of(check) is not None:
-        # The check comes with the grade it gives, now: the choices drawn above it are replaced by the grade (the
-        # radio only once a script run: choices=False). Left for the next refresh, a loaded server showed the
-        # choices under "grading your prediction" for 8 s and more, and a click on them was refused unsaid.
+    if actor.instructor or (choosing and predictions.outcome_of(check) is not None):
+        # The instructor's line settles the room's answers on this check; a learner's open choice it decided gives
+        # way to its grade now (left for the next refresh, the choices lingered beside it, a click on them refused)
         with predicted.container(key=f"lesson_graded_{index}"):
             prediction_view.pane_part(step, actor, check, choices=False)
-    if not first_look:
-        # On a refresh of the same step the slots come only now: a slot drawn before the computation blanked the
-        # check on screen for the seconds it takes (a reviewer saw step 7's check vanish 2 s after it appeared).
-        # Until its new copy arrives, the browser keeps showing the check as it was. The grade comes before the
-        # check: after it, a loaded server showed the check for seconds under the old choices. (On a first look
-        # the choices are drawn already: one radio a script run.)
-        predicted, slot = _check_slots()
-        with predicted.container(key=f"lesson_prediction_{index}"):
-            prediction_view.pane_part(step, actor, check)
-    state.put(teach_keys.LESSON_CHECKED, index)
+    state.put(teach_keys.LESSON_LAST_CHECK, (index, check, lines))
     with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)
         draw(check, lines)
 
