@@ -17,7 +17,7 @@ from tinygpt.lab import registry
 from tinygpt.lab.memory import memory_rows
 from tinygpt.ui.charts import compare
 from tinygpt.ui.circuits import circuits_view
-from tinygpt.ui.experiments import experiments_keys, form_words, lab
+from tinygpt.ui.experiments import experiments_keys, form_words, health_view, lab
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, people_keys, room
 from tinygpt.ui.run import in_view
@@ -32,8 +32,9 @@ shop = workshop.parse_workshop(state.get(people_keys.WORKSHOP_PARAMS) or {})
 
 st.title("tinygpt · Experiments")
 st.caption(
-    "Break a transformer on purpose. Each experiment trains a correct and a broken model side by side, on the same "
-    "data and seed, one setting apart; the verdict below the charts is computed from the runs' own numbers."
+    "Break a transformer on purpose. Each experiment trains a correct model and one or more broken ones side by "
+    "side, on the same data and seed, apart only in the settings it names; the verdict below the charts is "
+    "computed from the runs' own numbers."
 )
 
 
@@ -160,7 +161,7 @@ with tabs[1]:
         "to judge), each with the value it measured and the threshold it was held to. The leak detector changes "
         "every token after position t and measures how much the logits at positions <= t move."
     )
-    lab.health_tab(store, experiment, runs, key)  # the experiment's broken run first, its checks at once
+    health_view.health_tab(store, experiment, runs, key)  # the experiment's broken run first, its checks at once
     explain.show_code_of([health_lib.leak_score])
 
 with tabs[2]:

@@ -96,6 +96,14 @@ def test_the_held_out_check_fails_a_rise_beyond_its_noise_and_admits_a_rise_with
 
     rose = held_out_check([ev(100, 2.9, 0.01), ev(200, 2.611, 0.01), ev(300, 2.696, 0.012)])
     assert rose.outcome == FAIL and "2.696 at step 300 against the best, 2.611 at step 200" in rose.detail, rose
+    assert "over-fitting" in rose.detail
+    # A review: a rise across a live change (mask sliding_window -> causal at step 382) read "over-fitting, or a
+    # learning rate undid what it had learned"; the change is named as the likelier cause
+    changed = held_out_check([ev(100, 2.9, 0.01), ev(200, 2.611, 0.01), ev(300, 2.696, 0.012)],
+                             changes=((50, "LR 0.002→0.003 @50"), (250, "mask sliding_window→causal @250")))  # fmt: skip
+    assert changed.outcome == FAIL and changed.detail.endswith(
+        "beyond its noise: live changes between those evals (mask sliding_window→causal @250) may be why, not "
+        "over-fitting"), changed  # fmt: skip
     assert held_out_check([ev(100, 2.9, 0.01), ev(200, 2.611, 0.01), ev(300, 2.62, 0.01)]).outcome == PASS
     short = held_out_check([ev(100, 2.9, 0.05, 300), ev(200, 2.611, 0.05, 300), ev(300, 2.696, 0.3, 300)])
     assert short.outcome == NOT_ENOUGH and "within the held-out noise" in short.detail, short  # 300 characters

@@ -198,13 +198,15 @@ def loss_trend_check(losses: list[float]) -> Check:
 HELD_OUT_RISE = 0.05  # nats above the run's best eval: the lab's over-fitting bar (experiment.OVER_FIT_RISE)
 
 
-def held_out_check(evals: list[dict], leaked: int = 0, mask: str = "") -> Check:
+def held_out_check(evals: list[dict], leaked: int = 0, mask: str = "", changes: tuple = ()) -> Check:
     """The held-out loss not rising: the newest eval against the run's best before it, the rise judged against the
     two evals' held-out noise, paired batch by batch where both scored the same windows (evals.eval_gap, 3 standard
     errors). The training-loss checks passed a review's run that the lab's verdict had called memorised
     (held-out 2.611 at its best, 2.696 at the end, the training loss still falling): the two pages disagreed.
     `evals`: the run's evals, those under a leaking mask left out by the caller (their low loss is copying):
-    `leaked` of them, under `mask`, said where too few are left (a review read "0 eval(s) so far" of 9)."""
+    `leaked` of them, under `mask`, said where too few are left (a review read "0 eval(s) so far" of 9). `changes`:
+    (step, words) of the run's live changes; a rise across one is said beside it (a review's run rose 0.077 after
+    its mask went sliding_window -> causal, and read "over-fitting, or a learning rate undid what it had learned")."""
     name = "held-out loss not rising"
     threshold = f"newest eval at most {HELD_OUT_RISE} nats above the run's best, or within its noise (3 s.e.)"
     scored = [e for e in evals if isinstance(e.get("val_loss"), (int, float)) and math.isfinite(e["val_loss"])
@@ -234,6 +236,9 @@ def held_out_check(evals: list[dict], leaked: int = 0, mask: str = "") -> Check:
     if rise - NOISE_SIGMAS * error <= 0:
         return Check(name, NOT_ENOUGH, rise, threshold, f"{said}: {rise:+.3f} ± {NOISE_SIGMAS * error:.3f}, within "
                      "the held-out noise: too little held-out text to tell")  # fmt: skip
+    across = [words for step, words in changes if best["step"] <= step < now["step"]]
+    why = (f"live changes between those evals ({'; '.join(across)}) may be why, not over-fitting" if across else
+           "the model learns its training text rather than what carries over (over-fitting), or a learning rate "
+           "undid what it had learned")  # fmt: skip
     return Check(name, FAIL, rise, threshold, f"{said}: {rise:+.3f} ± {NOISE_SIGMAS * error:.3f}, beyond its noise: "
-                 "the model learns its training text rather than what carries over (over-fitting), or a learning rate "
-                 "undid what it had learned")  # fmt: skip
+                 f"{why}")  # fmt: skip

@@ -102,6 +102,10 @@ def test_config_diff_returns_only_the_settings_that_differ():
     assert mixed == [{"setting": "mask", "A": "causal", "B": "null"}, {"setting": "heads", "A": "4", "B": "2"}]
     assert compare.config_diff({"A": a, "A2": dict(a)}) == []
     assert compare.config_diff({}) == []
+    # a hash has no space to wrap at: its start only (the full 64 characters hid 4 of 6 runs at 1280 px, a review)
+    texts = compare.config_diff({"A": {"data": {"text_sha256": "c260ef6e40e4" + "a" * 52}},
+                                 "B": {"data": {"text_sha256": "2b43fbb6a1d9" + "b" * 52}}})  # fmt: skip
+    assert texts == [{"setting": "data.text_sha256", "A": "c260ef6e40e4…", "B": "2b43fbb6a1d9…"}]
 
 
 def test_settings_that_differ_leave_out_whose_run_it_is():

@@ -320,7 +320,10 @@ def config_diff(
     def cell(value: Any) -> str:
         if value is missing:
             return "—"
-        return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
+        # A cell with no space to wrap at, a hash above all, kept short: the text's 64-character sha256 widened its
+        # column until the table showed 1.5 of 6 runs at 1280 px (a review). Its start tells two texts apart.
+        return text[:12] + "…" if len(text) > 24 and " " not in text else text
 
     cells = {name: {key: cell(value) for key, value in f.items()} for name, f in flat.items()}
     for name, records in (events or {}).items():

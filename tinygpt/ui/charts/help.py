@@ -45,8 +45,9 @@ CHART_HELP: dict[str, str] = {
     "differs between them, which the table lists. Runs on different texts (another corpus, or data.text_sha256 "
     "in the table) differ by their text as well: their losses are not on one scale.",
     "lab_compare_chart": "The experiment's runs on one axis, solid the training loss, dashed the held-out loss: the "
-    "runs share their text, seed and batches and differ by the one setting the experiment changes, so the gap "
-    "between the lines is that setting's effect.",
+    "runs share their text, seed and batches and differ only in the settings the experiment names (the mask "
+    "experiment's three runs one each, the warmup experiment's four in warmup and learning rate), so the gap "
+    "between two lines is the effect of what differs between those two.",
     "memory_chart": "Where the memory goes. Parameters, gradients and optimizer state grow with the model; "
     "activations grow with batch x context, and the attention maps with context squared.",
     "role_history_chart": "Each head's role scores over training, one panel per role, the dashed line a head with "

@@ -26,7 +26,7 @@ from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.pitfalls import shape_drift
 from tinygpt.lab.results import LEAK_WINDOWS, checkpoint_probe, finite_mean, probe_batch, read_result
 from tinygpt.lab.verdict import RunResult, Verdict, held_out_windows
-from tinygpt.runs.knobs import knobs_now, leak_spans, under_leak
+from tinygpt.runs.knobs import under_leak
 from tinygpt.runs.models import load_model
 from tinygpt.runs.reader import RunReader
 from tinygpt.runs.window import metrics_between
@@ -302,6 +302,7 @@ def health_rows(
     clip: float | None = None,
     evals: list[dict] | None = None,
     leaks: list[tuple] = (),
+    changes: tuple[tuple[int, str], ...] = (),
 ) -> list[dict]:
     """The checklist: the checkpoint at `step`'s checks, then the step checks on every step the run has recorded
     (`metrics`, to its newest step, not only to the checkpoint: a review's diverged softmax run, checkpointed at
@@ -310,7 +311,8 @@ def health_rows(
     held-out check too, so the checklist and a "memorised" verdict read the same evidence. The step checks read at
     least the newest FULL_STEPS steps as written (a review: "over those 50 steps" of a page's thinned records, every
     16th step, and a plateau FAIL that every step read as falling); `leaks` ((mask, a, b) spans): a loss trend is
-    not judged on steps under a leaking mask (Train and Gradients judge none there either)."""
+    not judged on steps under a leaking mask (Train and Gradients judge none there either); `changes` ((step,
+    words) of each live change): the held-out check names those between the evals it compares."""
     first = metrics[0] if metrics and metrics[0].get("step") == 1 else None
     rows, checkpoint_clip = _checkpoint_rows(run_dir, int(step), first)
     last = metrics[-1].get("step") if metrics else None
@@ -328,7 +330,7 @@ def health_rows(
         read = f"the run's evals, to step {newest:,}" if isinstance(newest, int) else "the run's evals"
         kept = [e for e in evals if not under_leak(e.get("step"), leaks)]  # under a leak: copying, no evidence
         masks = sorted({m for m, _, _ in leaks})
-        rows.append(_row(held_out_check(kept, len(evals) - len(kept), " or ".join(masks)), read))
+        rows.append(_row(held_out_check(kept, len(evals) - len(kept), " or ".join(masks), changes), read))
     return rows
 
 
@@ -353,63 +355,6 @@ def _before_the_decay(run_dir: str, metrics: list[dict]) -> list[dict]:
     if i + 1 >= len(metrics) or metrics[i + 1].get("step", 0) - metrics[i].get("step", 0) <= 1:
         return []  # every step is there already
     return metrics_between(run_dir, max(1, metrics[i]["step"] - TREND_WINDOW), metrics[i + 1]["step"])
-
-
-def health_default(experiment: Experiment, labels: list[str]) -> str | None:
-    """The run the health checklist opens on: the experiment's broken run that trained (its first variant after
-    "correct" that no guard stopped: shape drift's "silent bug", the one the lesson's health step is about), not
-    the lecture run in view, which a review's step 9 found preselected beside nothing shown."""
-    broken = [v for v in list(experiment.variants)[1:] if v not in experiment.guards and v in labels]
-    return broken[0] if broken else None
-
-
-def health_choices(experiment: Experiment, runs: dict[str, str] | None, current: str | None, names: dict[str, str]):
-    """({picker label: run id}, the label it opens on): the experiment's runs first, by variant and readable name
-    ("silent bug · 2L×1H×128 · shakespeare · …", tinygpt.runs.names), then the run in view if it is another."""
-    choices = {f"{label} · {names.get(rid) or rid}": rid for label, rid in (runs or {}).items()}
-    if current and current not in choices.values():
-        choices[f"current run · {names.get(current) or current}"] = current
-    default = health_default(experiment, list(runs or {}))
-    first = next((k for k, rid in choices.items() if runs and rid == runs.get(default)), None)
-    return choices, first
-
-
-def health_table(rows: list[dict]) -> list[dict]:
-    """The checklist as shown: five columns, what each check read said first in its detail (a table, not a data
-    frame, so every cell wraps: the threshold column was cut at 1280x720 with Large fonts)."""
-    return [{"check": r["check"], "result": r["result"], "measured": r["measured"] or "—", "threshold": r["threshold"],
-             "detail": f"On {r['measured on']}: {r['detail']}"} for r in rows]  # fmt: skip
-
-
-def health_tab(store, experiment: Experiment, runs: dict[str, str] | None, key: str) -> None:
-    """The Model health tab: pick a run (the experiment's broken one first) and read its checklist at once."""
-    choices, first = health_choices(experiment, runs, in_view.run_id(), runlist.run_names(store))
-    if not choices:
-        st.info("Start a run (here or on **Train**) to check its health.")
-        return
-    options = list(choices)  # keyed per experiment: another experiment's pick is no run of this one's
-    picked = st.selectbox("Run to check", options, index=options.index(first) if first else 0,
-                          key=f"{experiments_keys.W_HEALTH_RUN}:{key}")  # fmt: skip
-    rd = in_view.reader(store, choices[picked])
-    steps = rd.checkpoints() if rd is not None else []
-    if not steps:
-        status = rd.status() if rd is not None else {}
-        ended = status.get("state") in ("finished", "stopped", "diverged", "failed")
-        # "no checkpoint yet" of a run that ended at step 0, refused by its guard: it never will have one (a review)
-        st.info(f"This run ended ({status.get('state')} at step {status.get('step') or 0}) without a checkpoint: "
-                "there is no model to check." if ended else "This run has no checkpoint yet.")  # fmt: skip
-        return
-    try:
-        config = rd.config() or {}
-        clip = knobs_now(config, rd.events).get("max_grad_norm")
-        last = rd.metrics[-1].get("step") if rd.metrics else None
-        leaks = leak_spans(config, rd.events, int(last or 0))  # evals under a leaking mask: copying, no evidence
-        rows = health_rows(str(rd.run_dir), steps[-1], rd.metrics, clip, rd.evals, leaks)
-        st.table(health_table(rows), hide_index=True)
-        reads = f"; the step checks read its steps to step {last:,}" if isinstance(last, int) else ""
-        st.caption(f"Checked the checkpoint at step {steps[-1]:,}{reads}.")
-    except TinyGPTError as exc:
-        st.error(str(exc))
 
 
 def extra_series(key: str, readers: dict[str, RunReader | None]) -> dict[str, dict[str, list[dict]]]:
