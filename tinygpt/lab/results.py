@@ -197,6 +197,11 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         clip_events_early=sum(1 for m in early if m.get("clipped")),
         max_grad_norm_early=max([m["grad_norm"] for m in early if isinstance(m.get("grad_norm"), float)], default=None),
         layer_grad_norms={g: v for g, v in layer_norms.items() if v is not None},
+        first_attn_grads=tuple(
+            (int(m["step"]), v)
+            for m in recent
+            if "step" in m and finite(v := (m.get("layer_grad_norms") or {}).get("L0.attn"))
+        ),  # fmt: skip
         leak=probed.get("leak"),
         no_peek_loss=probed.get("no_peek_loss"),
         diverged_step=int(broke[0]["step"]) if broke else None,

@@ -46,6 +46,7 @@ class RunResult:
     mean_entropy: float | None  # mean attention entropy (nats) over heads and rows, latest snapshot
     mean_max_weight: float | None  # mean of each attention row's largest weight, latest snapshot
     layer_grad_norms: dict[str, float] = field(default_factory=dict)  # mean of the last 20 steps, per group
+    first_attn_grads: tuple[tuple[int, float], ...] = ()  # (step, L0.attn gradient norm) of those 20 steps
     leak: float | None = None  # leak_score of the final model (0 = no future leak)
     diverged_step: int | None = None
     sample: str = ""
