@@ -87,8 +87,8 @@ def test_a_lab_variant_is_named_by_the_settings_that_differ_from_its_pair():
 
     names = unique_names(_started(EXPERIMENTS["softmax"].configs(seed=1337, source="shakespeare")))
     assert names == {
-        "teacher-stable softmax": "2L×4H×64 · shakespeare · LR 0.002 · scaling none",
-        "teacher-naive softmax": "2L×4H×64 · shakespeare · LR 0.002 · scaling none · softmax naive",
+        "teacher-stable softmax": "2L×4H×64 · shakespeare · LR 0.002 · scaling none · scale ×24",
+        "teacher-naive softmax": "2L×4H×64 · shakespeare · LR 0.002 · scaling none · scale ×24 · softmax naive",
     }
     drift = unique_names(_started(EXPERIMENTS["shape_drift"].configs(seed=1337, source="shakespeare")))
     assert list(drift.values())[1:] == [
@@ -145,3 +145,14 @@ def test_runs_on_two_texts_of_ones_own_are_named_apart_by_their_texts():
     names = unique_names([("a", on("3f9a1c" + "0" * 58)), ("b", on("fa579f" + "1" * 58))])
     assert names == {"a": "2L×4H×64 · text 3f9a1c · LR 0.002", "b": "2L×4H×64 · text fa579f · LR 0.002"}
     assert settings_name({**on(""), "data": {"source": "text"}}) == "2L×4H×64 · text · LR 0.002"  # no hash: as it was
+
+
+def test_a_scale_multiplier_other_than_one_is_in_the_name():
+    """A review: the softmax lab's runs read "… · scaling none" and "… · softmax naive", their ×24 scale, what makes
+    the naive softmax overflow, in neither name."""
+    from tinygpt.runs.names import settings_name
+
+    model = {"num_layers": 2, "num_heads": 4, "hidden_dim": 64, "attn_scale": "none", "attn_scale_mult": 24.0}
+    config = {"model": model, "train": {"learning_rate": 0.002}, "data": {"source": "shakespeare"}}
+    assert settings_name(config) == "2L×4H×64 · shakespeare · LR 0.002 · scaling none · scale ×24"
+    assert "scale ×" not in settings_name({**config, "model": {**model, "attn_scale_mult": 1.0}})

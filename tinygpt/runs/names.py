@@ -50,6 +50,9 @@ def settings_name(config: Mapping[str, Any]) -> str:
     for knob, usual in _USUAL.items():
         if model.get(knob, usual) != usual:
             parts.append(f"{NAME_WORDS[knob]} {_value(model[knob])}")
+    mult = model.get("attn_scale_mult")  # the softmax lab's ×24, which is what overflows (unnamed: a review)
+    if isinstance(mult, (int, float)) and not isinstance(mult, bool) and mult != 1:
+        parts.append(f"scale ×{_value(mult)}")
     return " · ".join(parts)
 
 
