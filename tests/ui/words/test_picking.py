@@ -105,6 +105,12 @@ def test_the_header_names_the_knobs_in_force_at_the_checkpoint_beside_the_runs_n
     # the checkpoint's own config wins: the knobs its weights trained under
     saved = {"model": {"mask": "causal"}, "train": {"learning_rate": 0.1, "min_lr": 0.1}}
     assert picking.at_checkpoint(CONFIG, [], 13015, saved) == "at this checkpoint: LR 0.1 (changed live)"
+    # a window that does nothing under the mask then is not said (a review: "window 4 (changed at step 257)" of a
+    # checkpoint trained causal); under the sliding window it is
+    window = [{"kind": "knob", "knob": "window", "step": 257, "ok": True, "old": 8, "new": 4}]
+    assert "window" not in picking.at_checkpoint({**CONFIG, "model": {"mask": "causal", "window": 8}}, window, 600)
+    sliding = {**CONFIG, "model": {"mask": "sliding_window", "window": 8}}
+    assert picking.at_checkpoint(sliding, window, 600) == "at this checkpoint: window 4 (changed at step 257)"
 
 
 def test_a_held_out_rise_with_a_falling_training_loss_is_over_fitting_and_not_blamed_on_later_changes():

@@ -69,6 +69,8 @@ def _unlike_the_name(config: dict, events: list[dict], then: dict) -> list[str]:
     for knob, value in then.items():
         if knob == "min_lr" or value == base.get(knob):  # min_lr moves with the learning rate: one change
             continue
+        if knob == "window" and then.get("mask") != "sliding_window":  # no effect: "window 4" under causal (a review)
+            continue
         changed = [e["step"] for e in knob_changes(events) if e.get("knob") == knob]
         when = f" (changed at step {changed[-1]:,})" if changed else " (changed live)"
         said.append(f"{knob_word(knob)} {knob_value(value)}{when}")
