@@ -633,7 +633,8 @@ def test_the_vanishing_gradient_is_judged_step_by_step_against_its_own_spread():
         results = healthy("residual")
         good, bad = results["residual"], results["detached residual"]
         good.first_attn_grads = tuple((s, 0.58 * (1 + 0.05 * rng.gauss(0, 1))) for s in range(281, 301))
-        bad.first_attn_grads = tuple((s, g * level * 10 ** (spread * rng.gauss(0, 1))) for s, g in good.first_attn_grads)
+        noisy = ((s, g * level * 10 ** (spread * rng.gauss(0, 1))) for s, g in good.first_attn_grads)
+        bad.first_attn_grads = tuple(noisy)
         good.layer_grad_norms = {"L0.attn": sum(g for _, g in good.first_attn_grads) / 20}
         bad.layer_grad_norms = {"L0.attn": sum(g for _, g in bad.first_attn_grads) / 20}
         return results

@@ -88,7 +88,8 @@ def _vanishes(bad: RunResult, good: RunResult, ratio: float | None) -> tuple[boo
     low, high = centre - half, centre + half
     # The typical step's ratio (a geometric mean): one spiky step lifted a ratio of means to 1.0e-2 where the steps'
     # own lay at 1.1e-5 to 2.2e-3 (fractions.py, seed 15)
-    words = f"over {n} shared steps, step by step, the typical ratio {10**low:.1e}x to {10**high:.1e}x (3 s.e. of its log)"
+    typical = f"{10**low:.1e}x to {10**high:.1e}x"
+    words = f"over {n} shared steps, step by step, the typical ratio {typical} (3 s.e. of its log)"
     bar = math.log10(VANISHED)
     return (True if high < bar else False if low > bar else None), words
 
