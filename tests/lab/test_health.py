@@ -99,8 +99,8 @@ def test_the_held_out_check_fails_a_rise_beyond_its_noise_and_admits_a_rise_with
     assert "over-fitting" in rose.detail
     # A review: a rise across a live change (mask sliding_window -> causal at step 382) read "over-fitting, or a
     # learning rate undid what it had learned"; the change is named as the likelier cause
-    changed = held_out_check([ev(100, 2.9, 0.01), ev(200, 2.611, 0.01), ev(300, 2.696, 0.012)],
-                             changes=((50, "LR 0.002→0.003 @50"), (250, "mask sliding_window→causal @250")))  # fmt: skip
+    changes = ((50, "LR 0.002→0.003 @50"), (250, "mask sliding_window→causal @250"))
+    changed = held_out_check([ev(100, 2.9, 0.01), ev(200, 2.611, 0.01), ev(300, 2.696, 0.012)], changes=changes)
     assert changed.outcome == FAIL and changed.detail.endswith(
         "beyond its noise: live changes between those evals (mask sliding_window→causal @250) may be why, not "
         "over-fitting"), changed  # fmt: skip
