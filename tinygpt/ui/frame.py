@@ -112,12 +112,19 @@ def run() -> None:
         report_position(
             learner, state.get(teach_keys.LESSON_STEP), in_view.run_id()
         )  # a learner reading one page still shows on the Room
-        if workshop.lesson_started_unseen():  # the instructor started the lesson: its pane appears on this page
+        lesson_started()
+
+    def lesson_started() -> None:
+        """A page without the lesson's pane looks for the lesson every LESSON_WATCH_S, not only every 30 s (the
+        keepalive's): two of three learners' panes came 28 and 31 s after "Teach the lesson", and they missed step
+        1's question (a review). Second in the sidebar, always there and drawing nothing: no place moves."""
+        if state.get(teach_keys.LESSON_SHOWN) is not True and workshop.lesson_started_unseen():
             state.put(teach_keys.LESSON_SHOWN, None)  # once: the full run this asks for draws the pane
             st.rerun(scope="app")
 
     with st.sidebar:
         keep_my_runs()
+        st.fragment(run_every=LESSON_WATCH_S)(lesson_started)()
         st.markdown("### tinygpt")
         st.caption("A tiny character-level GPT, trained live while you watch.")
         if run_id:  # its readable name (the Runs table's first column); the id is for links and files
@@ -185,6 +192,7 @@ def require() -> None:
 # ---------------------------------------------------------------- the frame flag: did the frame run before the page?
 
 FRAME_RAN = "frame_ran"
+LESSON_WATCH_S = 4.0  # how often a page without the lesson's pane looks for a lesson the instructor started
 
 
 def mark_frame() -> None:

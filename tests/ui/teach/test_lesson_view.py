@@ -110,9 +110,11 @@ def test_the_lines_under_a_check_are_about_the_runs_it_measured(tmp_path, monkey
 
 
 def _recording_pane(monkeypatch, checks: dict) -> list[str]:
-    """check_view drawn into recording slots: "note:…" (the step being checked), "early:…" (the last check, drawn
-    first), "choices:…" (the prediction part, with the check it was given), "compute", "draw:…" (the check)."""
+    """check_view drawn into recording slots: "slot" (an empty slot made), "note:…" (the step being checked),
+    "[key]" (a keyed container), "choices:…" (the prediction part, with the check it was given), "compute",
+    "draw:…" (the check)."""
     from contextlib import contextmanager
+    from types import SimpleNamespace
 
     from tinygpt.ui.teach import lesson, prediction_view
 
@@ -131,7 +133,7 @@ def _recording_pane(monkeypatch, checks: dict) -> list[str]:
     monkeypatch.setattr(lesson_view.state, "get", lambda key, default=None: session.get(key, default))
     monkeypatch.setattr(lesson_view.state, "put", lambda key, value: session.__setitem__(key, value))
     monkeypatch.setattr(lesson_view, "room", lambda: {"step": 6, "runs": {}, "measured": {}})
-    monkeypatch.setattr(lesson_view, "_check_slots", lambda: (Slot(), Slot()))
+    monkeypatch.setattr(lesson_view, "st", SimpleNamespace(empty=lambda: events.append("slot") or Slot()))
 
     def computed(step, actor, data):
         events.append("compute")
@@ -139,37 +141,41 @@ def _recording_pane(monkeypatch, checks: dict) -> list[str]:
 
     monkeypatch.setattr(lesson_view, "_computed_check", computed)
     monkeypatch.setattr(lesson_view, "named_run", lambda check, *_: check)
+    monkeypatch.setattr(lesson_view.in_view, "run_id", lambda: None)
 
-    def choices(step, actor, check, choices=True):
-        events.append(f"choices:{check and check.text}" + ("" if choices else " (grade only)"))
+    def choices(step, actor, check, choices=True, pending=False):
+        events.append(f"choices:{check and check.text}" + ("" if choices else " (grade only)")
+                      + (" (pending)" if pending else ""))  # fmt: skip
         return choices and not actor.instructor and check is None
 
     monkeypatch.setattr(prediction_view, "pane_part", choices)
     return events
 
 
-def test_every_run_draws_both_parts_before_the_computation_and_redraws_after(monkeypatch):
+def draw_into(events):
+    return lambda check, lines: events.append(f"draw:{check.text}")
+
+
+def test_the_prediction_comes_first_and_a_refresh_keeps_the_check_on_screen_until_its_new_copy(monkeypatch):
     """Drawn only after the computation (step 8 reads 21 runs; 15 s and more on a loaded server), a loaded room's
-    panes lost their choices for a minute and more at step 8 and a learner could not answer (two reviews). Every
-    run draws the prediction part (from the book) and the check (this step's last, or which step it checks) first;
-    a slot drawn empty before the computation had blanked the check for its seconds (an older review)."""
+    panes lost their choices for a minute and more at step 8 and a learner could not answer (two reviews): the
+    prediction part comes first on every run. The check's slot is made after the computation on a refresh: made
+    first, it blanked the check for the computation's seconds (an older review), and redrawn first, the banner's
+    Numbers popover closed every 3 s (a review). A step's first look says at once which step it checks."""
     from tinygpt.ui.teach import lesson
 
     events = _recording_pane(monkeypatch, {6: lesson.Check(True, "seen"), 7: lesson.Check(None, "Not enough data")})
-
-    def draw(check, lines):
-        events.append(f"draw:{check.text}")
-
-    lesson_view.check_view(6, TEACHER, 6, draw=draw)
-    assert events == ["note:reading its runs ...", "[lesson_prediction]", "choices:None", "compute",
-                      "[lesson_graded]", "choices:seen (grade only)", "[lesson_check]", "draw:seen"]  # fmt: skip
+    lesson_view.check_view(6, TEACHER, 6, draw=draw_into(events))
+    first_look = ["slot", "slot", "note:reading its runs ...", "[lesson_prediction]", "choices:None (pending)"]
+    assert events == [*first_look, "compute", "[lesson_graded]", "choices:seen (grade only)", "[lesson_check]",
+                      "draw:seen"]  # fmt: skip
     events.clear()
-    lesson_view.check_view(6, TEACHER, 6, draw=draw)  # a refresh: the last check stays on screen meanwhile
-    assert events[:4] == ["[lesson_early]", "draw:seen", "[lesson_prediction]", "choices:None"]
-    assert events[4:] == ["compute", "[lesson_graded]", "choices:seen (grade only)", "[lesson_check]", "draw:seen"]
+    lesson_view.check_view(6, TEACHER, 6, draw=draw_into(events))  # a refresh: no slot for the check before it
+    assert events == ["slot", "[lesson_prediction]", "choices:None", "compute", "[lesson_graded]",
+                      "choices:seen (grade only)", "slot", "[lesson_check]", "draw:seen"]  # fmt: skip
     events.clear()
-    lesson_view.check_view(7, TEACHER, 6, draw=draw)  # another step: says at once which step it checks
-    assert events[:3] == ["note:reading its runs ...", "[lesson_prediction]", "choices:None"]
+    lesson_view.check_view(7, TEACHER, 6, draw=draw_into(events))  # another step: says at once which step it checks
+    assert events[:3] == ["slot", "slot", "note:reading its runs ..."]
 
 
 def test_a_learners_open_choice_and_a_decided_check_come_together_with_the_grade(monkeypatch):
@@ -182,17 +188,15 @@ def test_a_learners_open_choice_and_a_decided_check_come_together_with_the_grade
 
     events = _recording_pane(monkeypatch, {6: lesson.Check(True, "seen"), 7: lesson.Check(None, "Not enough data")})
     learner = Actor("a" * 16, "Ada")
-
-    def draw(check, lines):
-        events.append(f"draw:{check.text}")
-
-    lesson_view.check_view(6, learner, 6, draw=draw)
-    assert events == ["note:reading its runs ...", "[lesson_prediction]", "choices:None", "compute",
-                      "[lesson_graded]", "choices:seen (grade only)", "[lesson_check]", "draw:seen"]  # fmt: skip
+    lesson_view.check_view(6, learner, 6, draw=draw_into(events))
+    first_look = ["slot", "slot", "note:reading its runs ...", "[lesson_prediction]", "choices:None (pending)"]
+    assert events == [*first_look, "compute", "[lesson_graded]", "choices:seen (grade only)", "[lesson_check]",
+                      "draw:seen"]  # fmt: skip
     events.clear()
-    lesson_view.check_view(7, learner, 7, draw=draw)
-    assert events == ["note:reading its runs ...", "[lesson_prediction]", "choices:None", "compute",
-                      "[lesson_check]", "draw:Not enough data"]  # fmt: skip  # nothing to grade: choices stay
+    lesson_view.check_view(7, learner, 6, draw=draw_into(events))  # its own step, the room at step 7 (index 6)
+    assert events == ["slot", "slot", "note:reading its runs ...", "[lesson_prediction]", "choices:None (pending)",
+                      "compute", "[lesson_check]", "draw:Not enough data"]  # fmt: skip
+    # nothing to grade: the choices stay
 
 
 def test_prepare_is_offered_only_while_a_long_steps_runs_are_not_started(monkeypatch):

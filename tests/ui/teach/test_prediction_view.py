@@ -128,3 +128,20 @@ def test_a_change_that_came_after_the_check_is_said_beside_the_answer_counted(pa
     said = " ".join(screen.shown).replace("\\", "")
     assert f"Your change to **{second}** reached the server after the check had appeared" in said, said
     assert f"your earlier answer **{first}** is the one counted" in said
+
+
+def test_an_answer_waits_for_its_grade_until_a_decided_check_is_on_screen(pages, monkeypatch):
+    """A review: a pane read "… · wrong" above "Check: shown once this step is set up … Predict first." for a second
+    or two after the instructor's Set up: the grade, from the book, came before the check that gives it. With no
+    decided check on screen yet (`pending`), the answer is said without its grade, and the pane redraws it."""
+    screen = _Screen()
+    monkeypatch.setattr(prediction_view, "st", screen)
+    monkeypatch.setattr(prediction_view.state, "get", lambda key, default=None: default)
+    step = STEP["shapes"]
+    pages.answer(step.key, LEARNER.id, LEARNER.name, step.answers.options[0], step.answers)
+    pages.settle(step.key, "seen", None, None)  # the room's check, settled by the instructor's pane
+    assert prediction_view.learner_part(step, LEARNER, None, pending=True) is True
+    assert screen.shown and "its grade comes with the check" in screen.shown[0] and "**wrong**" not in screen.shown[0]
+    screen.shown.clear()
+    assert prediction_view.learner_part(step, LEARNER, None) is False  # a decided check on screen: the grade
+    assert any("**wrong**" in s for s in screen.shown)

@@ -51,7 +51,7 @@ TWO, ONE = list(induction.INDUCTION_VARIANTS)  # the induction experiment's 2-la
 # step 2's grade and "Watch for" under step 3's title for seconds (a review), until the new step's drew.
 ONLY_THIS_STEPS_CHECK_CSS = " ".join(
     f".st-key-lesson_pane:not(:has(.st-key-lesson_title_{i})) .st-key-lesson_{part}_{i} {{ display: none; }}"
-    for i in range(len(STEPS)) for part in ("check", "early", "prediction", "graded")
+    for i in range(len(STEPS)) for part in ("check", "prediction", "graded")
 )  # fmt: skip
 
 
@@ -293,13 +293,6 @@ def check_lines(check: lesson.Check, lines: list[str]) -> None:
         st.caption(safe.md(line))
 
 
-def _check_slots():
-    """The two places of the pane's check part: the viewer's prediction (graded by the check, so above it) and the
-    check itself. Both are empty slots: a container kept the previous step's content until this script run ended,
-    so the projector showed step 7's prediction count under step 8's title while step 8's check was computed."""
-    return st.empty(), st.empty()
-
-
 def _computed_check(step: Step, actor: Actor, data: dict) -> tuple[lesson.Check, list[str]]:
     """The step's check on its runs in the room, as `actor` sees it, and where each of its runs stands."""
     runs = runs_for(actor, data)
@@ -339,33 +332,38 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     """The step's check (a fragment, refreshed every REFRESH_S), the viewer's prediction part above it; `draw`
     draws the check (check_lines in the sidebar, the banner's one sentence on the projector).
 
-    Every run draws both parts first, from what is known without computing: the prediction from the book (the
-    choices while open, the grade once closed), the check as this step's last computation left it (or which step
-    is being checked). Then it computes the check (step 8 reads 21 runs, the circuit steps ablate heads: 15 s and
-    more on a loaded server) and redraws what changed. Drawn only after the computation, a loaded room's panes lost
-    their choices for a minute and more at step 8 (two reviews), and a learner could not answer."""
+    The prediction part is drawn first on every run, from the prediction book (the choices while open), then the
+    check is computed (step 8 reads 21 runs, the circuit steps ablate heads: 15 s and more on a loaded server):
+    drawn only after it, a loaded room's panes lost their choices for a minute at step 8 and a learner could not
+    answer (two reviews). A grade waits for the check that gives it: drawn from the book beside a check not shown
+    yet, a pane read "wrong" above "Predict first" for a second or two (a review). The check's own slot comes after
+    the computation on a refresh, so the browser keeps the check as it was meanwhile, the same element (the
+    banner's Numbers popover stays open: redrawn first, it closed every 3 s); on a step's first look it says at once
+    which step it checks (until overwritten, the browser kept the previous step's check under this step's title)."""
     data = room()
     if data["step"] != seen_room and data["step"] is not None:
         st.rerun(scope="app")  # the instructor moved the room: the pane follows
     step = STEPS[index]
-    predicted, slot = _check_slots()
     last = state.get(teach_keys.LESSON_LAST_CHECK)
-    if last is not None and last[0] == index:
-        with slot.container(key=f"lesson_early_{index}"):
-            draw(last[1], last[2])
-    else:  # until overwritten, the browser kept the previous step's check, "seen", under this step's title
-        checking = f"Checking step {index + 1} ({safe.md(step.section)}): reading its runs ..."
-        slot.info(checking, icon=":material/hourglass_top:")
+    shown = last[1] if last is not None and last[0] == index else None  # this step's check on screen, if any
+    predicted = st.empty()
+    slot = st.empty() if shown is None else None
+    if slot is not None:
+        slot.info(f"Checking step {index + 1} ({safe.md(step.section)}): reading its runs ...",
+                  icon=":material/hourglass_top:")  # fmt: skip
+    pending = shown is None or predictions.outcome_of(shown) is None  # no decided check on screen to grade by
     with predicted.container(key=f"lesson_prediction_{index}"):
-        choosing = prediction_view.pane_part(step, actor, None)  # one radio a script run: only here
+        redraw = prediction_view.pane_part(step, actor, None, pending=pending)  # one radio a script run: here
     check, lines = _computed_check(step, actor, data)  # closes an open answer once it is decided (graded_check)
     check = named_run(check, step, runs_for(actor, data), in_view.run_id())
-    if actor.instructor or (choosing and predictions.outcome_of(check) is not None):
-        # The instructor's line settles the room's answers on this check; a learner's open choice it decided gives
-        # way to its grade now (left for the next refresh, the choices lingered beside it, a click on them refused)
+    if actor.instructor or (redraw and predictions.outcome_of(check) is not None):
+        # The instructor's line settles the room's answers on this check; a learner's open choice (or answer waiting
+        # for its grade) gets its grade now, beside the check that gives it (left for the next refresh, the choices
+        # lingered beside it, a click on them refused)
         with predicted.container(key=f"lesson_graded_{index}"):
             prediction_view.pane_part(step, actor, check, choices=False)
     state.put(teach_keys.LESSON_LAST_CHECK, (index, check, lines))
+    slot = slot or st.empty()
     with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)
         draw(check, lines)
 

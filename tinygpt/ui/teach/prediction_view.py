@@ -49,10 +49,13 @@ def _chosen(step: lesson.Step, actor: Actor) -> None:
         state.put(_late_key(step), choice)  # ... and the pane says it came too late (a review: dropped unsaid)
 
 
-def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check, choices: bool = True) -> bool:
+def learner_part(
+    step: lesson.Step, actor: Actor, check: lesson.Check, choices: bool = True, pending: bool = False
+) -> bool:
     """Called by the lesson pane with the check it just computed: the choice while open, the grade after.
-    Returns whether it drew the open choice (`choices` False: never; a script run that drew the radio once redraws
-    its slot with the grade only)."""
+    Returns whether the pane must draw it again once the check is computed: it drew the open choice (`choices`
+    False: never; a script run that drew the radio once redraws its slot with the grade only), or, `pending` (no
+    decided check on screen yet), the answer without its grade, which comes with the check that gives it."""
     if step.answers is None:
         return False
     pages = book()
@@ -81,6 +84,9 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check, choices: 
         return True
     # "Watch for" says what happens, the answer: a review's learners read it above the choices at every step
     watch = f"**Watch for:** {step.watch}"
+    if mine is None and pending:
+        st.caption("You chose no answer; the check is being read now.")
+        return True
     if mine is None:
         if late := state.get(_late_key(step)):
             st.caption(f"Your answer **{safe.md(late)}** reached the server after the check had appeared, so it "
@@ -88,6 +94,10 @@ def learner_part(step: lesson.Step, actor: Actor, check: lesson.Check, choices: 
         st.caption(record.no_prediction(outcome))
         st.markdown(watch)
         return False
+    if pending:  # the grade beside a check still saying "Predict first" read as a contradiction (a review)
+        st.info(f"Your prediction: **{safe.md(mine)}** · its grade comes with the check, being read now",
+                icon=":material/hourglass_top:")  # fmt: skip
+        return True
     got = predictions.grade(step.answers, mine, outcome)
     found = safe.md(outcome_words(outcome, step.answers))  # 'the check found "between 3 and 5"'
     text = f"Your prediction: **{safe.md(mine)}** · {found} · **{GRADE_WORDS[got]}**"
@@ -196,12 +206,15 @@ def set_up(step: lesson.Step, actor: Actor) -> None:
     book().reveal(step.key, None if actor.instructor else actor.id)
 
 
-def pane_part(step: lesson.Step, actor: Actor, check: lesson.Check, choices: bool = True) -> bool:
-    """The viewer's part of the step's prediction; returns whether it drew a learner's open choice."""
+def pane_part(
+    step: lesson.Step, actor: Actor, check: lesson.Check, choices: bool = True, pending: bool = False
+) -> bool:
+    """The viewer's part of the step's prediction; returns whether the pane draws it again with the check it
+    computes (learner_part)."""
     if actor.instructor:
         instructor_part(step, check)
         return False
-    return learner_part(step, actor, check, choices)
+    return learner_part(step, actor, check, choices, pending)
 
 
 # ---------------------------------------------------------------- the Room page
