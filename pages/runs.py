@@ -193,7 +193,7 @@ if len(chosen) >= 2:
     diff = compare.config_diff({names[run]: rd.config() for run, rd in readers.items()}, events=events)
     st.markdown("**Settings that differ** (live knob changes included: `old → new @step`)")
     if diff:
-        st.table(diff, hide_index=True)  # wraps: a data frame hid the 4th run's column at 1280 px (a review)
+        st.table(compare.shown_diff(diff), hide_index=True)  # wraps; a data frame hid runs at 1280 px (a review)
     else:
         st.caption("The runs have the same settings.")
 elif chosen:

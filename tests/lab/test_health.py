@@ -122,6 +122,12 @@ def test_the_held_out_check_fails_a_rise_beyond_its_noise_and_admits_a_rise_with
     lowest = held_out_check([ev(100, 3.101, 0.05, 250), ev(300, 3.084, 0.05, 250)])
     assert lowest.outcome == PASS and "the run's best so far" in lowest.detail, lowest
     assert held_out_check([ev(100, 2.9, 0.01)]).outcome == NOT_ENOUGH
+    # A diverged run: "0 eval(s) so far" beside an eval whose held-out loss was not finite (a review)
+    nan = {"step": 50, "val_loss": None, "val_batch_losses": [None, 2.97, 2.70, 2.87, None]}
+    said = held_out_check([nan]).detail
+    assert said == ("0 eval(s) so far; need 2; the eval at step 50 has no finite held-out loss (2 of its 5 batches "
+                    "not finite)")
+    assert "(a larger rise within its noise, 3 s.e.: not enough data)" in held_out_check([nan]).threshold
     assert held_out_check([{"step": 1, "val_loss": 3.0}, {"step": 2, "val_loss": 3.5}]).outcome == NOT_ENOUGH
 
 

@@ -156,3 +156,16 @@ def test_a_scale_multiplier_other_than_one_is_in_the_name():
     config = {"model": model, "train": {"learning_rate": 0.002}, "data": {"source": "shakespeare"}}
     assert settings_name(config) == "2L×4H×64 · shakespeare · LR 0.002 · scaling none · scale ×24"
     assert "scale ×" not in settings_name({**config, "model": {**model, "attn_scale_mult": 1.0}})
+
+
+def test_a_window_under_another_mask_is_no_difference_in_a_name():
+    """A review: a branch taken after its parent's mask went back to causal was named "… window 4": it read as a
+    sliding window. A window does nothing under another mask."""
+    model = {"num_layers": 2, "num_heads": 4, "hidden_dim": 64, "mask": "causal", "window": 8}
+    base = {"model": model, "train": {"learning_rate": 0.002}, "data": {"source": "shakespeare"}, "created": 1}
+    branch = {**base, "model": {**base["model"], "window": 4}, "created": 2}
+    names = unique_names([("a", base), ("b", branch)])
+    assert "window" not in names["b"] and names["b"].endswith("#2")
+    sliding = {**base, "model": {**base["model"], "mask": "sliding_window"}, "created": 3}
+    names = unique_names([("c", sliding), ("d", {**sliding, "model": {**sliding["model"], "window": 4}, "created": 4})])
+    assert names["d"].endswith("window 4")

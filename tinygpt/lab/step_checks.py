@@ -195,6 +195,10 @@ def loss_trend_check(losses: list[float]) -> Check:
     return Check(name, FAIL, change, threshold, f"{verdict}: {detail}")
 
 
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
 HELD_OUT_RISE = 0.05  # nats above the run's best eval: the lab's over-fitting bar (experiment.OVER_FIT_RISE)
 
 
@@ -208,13 +212,23 @@ def held_out_check(evals: list[dict], leaked: int = 0, mask: str = "", changes: 
     (step, words) of the run's live changes; a rise across one is said beside it (a review's run rose 0.077 after
     its mask went sliding_window -> causal, and read "over-fitting, or a learning rate undid what it had learned")."""
     name = "held-out loss not rising"
-    threshold = f"newest eval at most {HELD_OUT_RISE} nats above the run's best, or within its noise (3 s.e.)"
+    # The bar a pass needs, and when it is "not enough data" (a review read "or within its noise" as met by a rise
+    # that was within its noise, and judged not enough data)
+    threshold = (f"newest eval at most {HELD_OUT_RISE} nats above the run's best (a larger rise within its noise, "
+                 "3 s.e.: not enough data)")  # fmt: skip
     scored = [e for e in evals if isinstance(e.get("val_loss"), (int, float)) and math.isfinite(e["val_loss"])
               and isinstance(e.get("step"), int)]  # fmt: skip
     if len(scored) < 2:
         left_out = (f"{leaked} eval(s) were taken under mask {mask or 'a leaking one'} (a leak: a held-out loss "
                     "under it measures copying, not prediction); outside it, ") if leaked else ""  # fmt: skip
-        return Check(name, NOT_ENOUGH, None, threshold, f"{left_out}{len(scored)} eval(s) so far; need 2")
+        # An eval whose held-out loss was not finite is said, not dropped: a diverged run read "0 eval(s) so far"
+        # beside an eval at step 50 with 2 of its 5 batches non-finite (a review)
+        broken = [e for e in evals if isinstance(e.get("step"), int) and e not in scored]
+        bad = "".join(f"; the eval at step {e['step']:,} has no finite held-out loss"
+                      + (f" ({sum(1 for b in e['val_batch_losses'] if not _finite(b))} of its "
+                         f"{len(e['val_batch_losses'])} batches not finite)" if e.get("val_batch_losses") else "")
+                      for e in broken)  # fmt: skip
+        return Check(name, NOT_ENOUGH, None, threshold, f"{left_out}{len(scored)} eval(s) so far; need 2{bad}")
     now = scored[-1]
     best = min(scored[:-1], key=lambda e: e["val_loss"])
     rise = now["val_loss"] - best["val_loss"]

@@ -122,7 +122,9 @@ def unique_names(runs: Iterable[tuple[str, Mapping[str, Any] | None]]) -> dict[s
         first: dict[str, Any] | None = None
         for _, run_id, settings in sorted(started, key=lambda r: r[:2]):
             first = settings if first is None else first
-            differ = [key for key, value in settings.items() if first.get(key, _MISSING) not in (value, _MISSING)]
+            differ = [key for key, value in settings.items() if first.get(key, _MISSING) not in (value, _MISSING)
+                      and not (key == "model.window" and settings.get("model.mask") != "sliding_window")]  # fmt: skip
+            # a window does nothing under another mask ("… window 4" of a causal branch read as sliding: a review)
             words = [_setting_words(key, settings[key]) for key in differ[:NAME_DIFFS]]
             words += [f"+{len(differ) - NAME_DIFFS} more"] if len(differ) > NAME_DIFFS else []
             name = " · ".join([base, *words])

@@ -196,3 +196,16 @@ def test_the_seconds_axis_counts_training_time_so_a_pause_is_not_slowness():
     older = [{k: v for k, v in r.items() if k != "clock"} for r in paused]  # a run written before the clock existed
     spec = compare.compare_chart({"older": older}, "loss", seconds=True).to_dict()
     assert max(r["step"] for r in spec["datasets"]["compare"]) == 603.0
+
+
+def test_more_runs_than_the_grid_holds_read_one_line_a_run():
+    """A review: Compare's settings grid for 6 runs was 1,110 px wide in a 778 px column at 1280x720, two runs off
+    the screen. Up to GRID_RUNS runs side by side; more, one row a run with its values."""
+    configs = {f"run {i}": {"model": {"mask": m, "num_heads": 4}} for i, m in enumerate(["causal", "none"] * 2)}
+    rows = compare.config_diff(configs)
+    shown = compare.shown_diff(rows)
+    assert shown == [{"run": f"run {i}", "its settings where the runs differ": f"model.mask {m}"}
+                     for i, m in enumerate(["causal", "none"] * 2)]  # fmt: skip
+    assert compare.shown_diff(rows[:0]) == [] and compare.shown_diff(
+        compare.config_diff(dict(list(configs.items())[:3]))
+    ) == [{"setting": "model.mask", "run 0": "causal", "run 1": "none", "run 2": "causal"}]

@@ -341,6 +341,20 @@ def config_diff(
     return rows
 
 
+GRID_RUNS = 3  # runs the settings table sets side by side; more read one line a run (6 columns ran off 1280 px)
+
+
+def shown_diff(rows: list[dict]) -> list[dict]:
+    """config_diff's rows as the page shows them: a run a column for up to GRID_RUNS runs; for more, one row a run,
+    "setting value; …" (a review: with 6 runs at 1280x720 the grid was 1,110 px wide in a 778 px column, two runs
+    off the screen)."""
+    runs = [k for k in (rows[0] if rows else {}) if k != "setting"]
+    if len(runs) <= GRID_RUNS:
+        return rows
+    return [{"run": run, "its settings where the runs differ": "; ".join(f"{r['setting']} {r[run]}" for r in rows)}
+            for run in runs]  # fmt: skip
+
+
 _THOUSANDS = "datum.value >= 1000 ? format(datum.value / 1000, '~g') + 'k' : format(datum.value, '~g')"
 ROOM_ORDER = "live runs first, then newest first"  # the order room_chart_runs draws each owner's runs in
 
