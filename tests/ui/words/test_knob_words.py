@@ -101,3 +101,11 @@ def test_no_other_ui_module_keeps_a_knob_word_list():
                 if len(keys & set(LIVE_KNOBS)) >= 3:
                     offenders.append(f"{path.name}:{node.lineno} a dict of knob names")
     assert offenders == []
+
+
+def test_a_long_run_name_is_cut_in_a_comparisons_list_of_changes():
+    """The projector's layout probe: "① 2L×2H×32 · text 150c6b · LR 0.002 · ma…" ran past the chart's right edge at
+    Large fonts once names carried their text's hash. The run's colour and the runs' legend say it whole."""
+    name = "2L×2H×32 · text 150c6b · LR 0.002 · mask none"
+    [mark] = knob_words.knob_marks(EVENTS[:1], run=name)
+    assert mark["label"] == f"{name[: knob_words.RUN_PREFIX - 1]}…: LR 0.002→0.004 @40" and mark["run"] == name

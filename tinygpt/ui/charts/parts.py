@@ -225,9 +225,8 @@ def _even_spread_lines(refs: list[tuple], yspec: dict, t: dict) -> list:
     end = max(r["to"] for r in spans) or 1
     for align, at, rows in (("left", "from", [r for r in spans if r["from"] < end / 2]),
                             ("right", "to", [r for r in spans if r["from"] >= end / 2])):  # fmt: skip
-        if rows:  # a white halo first: the heads' lines crossed the label's value (a review at Large fonts)
-            for halo in ({"stroke": "white", "strokeWidth": 4}, {}):
-                layers.append(alt.Chart(data_frame(rows)).mark_text(
-                    align=align, dx=4 if align == "left" else -4, dy=-4, baseline="bottom", color=GREY,
-                    fontSize=t["text"], **halo).encode(x=f"{at}:Q", y=y, text="label:N"))  # fmt: skip
+        if rows:
+            layers.append(alt.Chart(data_frame(rows)).mark_text(
+                align=align, dx=4 if align == "left" else -4, dy=-4, baseline="bottom", color=GREY,
+                fontSize=t["text"]).encode(x=f"{at}:Q", y=y, text="label:N"))  # fmt: skip
     return layers

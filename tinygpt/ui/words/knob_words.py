@@ -64,10 +64,16 @@ def change_label(event: dict, old: bool = True) -> str:
     return f"{knob_word(event.get('knob'))}{before}→{knob_value(event.get('new'))} @{int(event.get('step') or 0)}"
 
 
+RUN_PREFIX = 24  # characters of a run's name before its change in a comparison's list of changes
+
+
 def knob_marks(events: Iterable[dict] | None, run: str | None = None) -> list[dict]:
     """The marker rows of a run's knob changes, {"step", "label"}, for every chart that marks them (the curves,
     the comparison and the head roles; style.numbered_markers lays them out). With `run`, each row also carries
     "run" and its label starts with it ("A: mask causal→none @1810"), for a chart of several runs."""
-    prefix = f"{run}: " if run is not None else ""
+    # The run's name cut to RUN_PREFIX characters: its colour and the runs' legend say it whole, and a name with
+    # its text's hash ("… · text 150c6b · …") ran an entry past the chart's right edge at Large fonts
+    short = run if run is None or len(run) <= RUN_PREFIX else run[: RUN_PREFIX - 1] + "…"
+    prefix = f"{short}: " if run is not None else ""
     rows = [{"step": int(e.get("step") or 0), "label": prefix + change_label(e)} for e in shown_changes(events or [])]
     return [{**row, "run": run} for row in rows] if run is not None else rows
