@@ -130,6 +130,7 @@ def test_bring_to_projector_hold_share_and_large_fonts(app_server, app_runs, bro
     # removed: "resolved to 2 elements", both disabled): wait for the page to settle on one set
     expect(button(ben, "Pause")).to_have_count(1, timeout=60_000)
     for label in ("Pause", "Resume", "Step", "Stop"):  # a loaded server redraws the page slowly: a longer wait
+        expect(button(ben, label)).to_have_count(1, timeout=60_000)  # a redraw can begin again (stop 49: "Resume" x2)
         expect(button(ben, label)).to_be_disabled(timeout=60_000)
     wait_step_above(ben, 0, timeout_s=30)  # the live view, counting
     no_exception(ben)
