@@ -9,7 +9,7 @@ import math
 from ..runs.knobs import under_leak
 from .checks import FAIL, NOT_ENOUGH, PASS, Check, outcome_of
 from .evals import eval_gap, mean_variance, scant_held_out, split_windows
-from .verdict import NOISE_SIGMAS
+from .verdict import NOISE_SIGMAS, finite
 
 GRAD_WINDOW = 20  # recent steps whose pre-clip gradient norms are held to the clip
 CLIP_OCCASIONAL = 0.2  # clipped on fewer than this share of them: spikes (tinygpt.ui.words.clipping says the same)
@@ -195,10 +195,6 @@ def loss_trend_check(losses: list[float]) -> Check:
     return Check(name, FAIL, change, threshold, f"{verdict}: {detail}")
 
 
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
 HELD_OUT_RISE = 0.05  # nats above the run's best eval: the lab's over-fitting bar (experiment.OVER_FIT_RISE)
 
 
@@ -225,7 +221,7 @@ def held_out_check(evals: list[dict], leaked: int = 0, mask: str = "", changes: 
         # beside an eval at step 50 with 2 of its 5 batches non-finite (a review)
         broken = [e for e in evals if isinstance(e.get("step"), int) and e not in scored]
         bad = "".join(f"; the eval at step {e['step']:,} has no finite held-out loss"
-                      + (f" ({sum(1 for b in e['val_batch_losses'] if not _finite(b))} of its "
+                      + (f" ({sum(1 for b in e['val_batch_losses'] if not finite(b))} of its "
                          f"{len(e['val_batch_losses'])} batches not finite)" if e.get("val_batch_losses") else "")
                       for e in broken)  # fmt: skip
         return Check(name, NOT_ENOUGH, None, threshold, f"{left_out}{len(scored)} eval(s) so far; need 2{bad}")
