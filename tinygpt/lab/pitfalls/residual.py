@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ...model import Block
+from ..evals import mean_variance
 from ..experiment import Experiment
 from ..verdict import (
     NOISE_SIGMAS,
@@ -84,7 +85,7 @@ def _vanishes(bad: RunResult, good: RunResult, ratio: float | None) -> tuple[boo
     if len(logs) < 5:
         return (None if ratio is None else ratio < VANISHED), ""
     n, centre = len(logs), sum(logs) / len(logs)
-    half = NOISE_SIGMAS * (sum((x - centre) ** 2 for x in logs) / (n - 1) / n) ** 0.5
+    half = NOISE_SIGMAS * mean_variance(logs) ** 0.5
     low, high = centre - half, centre + half
     # The typical step's ratio (a geometric mean): one spiky step lifted a ratio of means to 1.0e-2 where the steps'
     # own lay at 1.1e-5 to 2.2e-3 (fractions.py, seed 15)
