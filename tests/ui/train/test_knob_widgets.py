@@ -87,9 +87,15 @@ def test_a_burst_on_warmup_changes_warmup_only_though_a_stale_exact_box_rides_al
     assert at.number_input(key=knob_key(at, train_keys.W_LR, "_exact")).value == 0.05  # the box follows the slider
     monkeypatch.setattr(state, "ECHO_S", 0.0)  # however long the browser keeps its old copy
     send_also(monkeypatch, [stale])
-    for warmup in range(101, 111):  # ten key presses, each its own rerun request
+    # Ten key presses, each its own rerun request. A browser's key repeat is ~30 ms a press; a rerun here takes
+    # longer, and on a loaded machine longer than SETTLE_S, so the burst's presses are held inside the settle
+    # window as a browser's are (CI sent 101 once, when one rerun outlasted 0.4 s).
+    rest_s = knob_widgets.SETTLE_S
+    monkeypatch.setattr(knob_widgets, "SETTLE_S", 3600.0)
+    for warmup in range(101, 111):
         at.slider(key=knob_key(at, train_keys.W_WARMUP)).set_value(warmup).run()
         assert not at.exception, at.exception
+    monkeypatch.setattr(knob_widgets, "SETTLE_S", rest_s)  # the burst is over: the knob rests
     rerun_until(at, lambda: any(e.get("new") == 110 for e in knob_events(runs_dir, run_id)))
     time.sleep(1.0)  # a stray command, had one been sent, is answered by now
     events = knob_events(runs_dir, run_id)

@@ -43,8 +43,10 @@ def settles(widget: str, key: str, value_key: str) -> bool:
     return widget in SETTLING_WIDGETS and not key.startswith(value_key + "_exact")
 
 
-def settled(notes: dict[str, dict], now: float, settle_s: float = SETTLE_S) -> list[str]:
-    """The knobs whose pending change (a note with no request yet) has rested for `settle_s` by `now` (pure)."""
+def settled(notes: dict[str, dict], now: float, settle_s: float | None = None) -> list[str]:
+    """The knobs whose pending change (a note with no request yet) has rested for `settle_s` (SETTLE_S, read at
+    call time) by `now` (pure)."""
+    settle_s = SETTLE_S if settle_s is None else settle_s
     return [
         knob
         for knob, note in notes.items()
