@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from helpers import tiny_config
 
-from tinygpt.ui.train.branching import branch_points, changes_from, describe, parent_changes_after, parent_label
+from tinygpt.ui.charts import curves
+from tinygpt.ui.train.branching import (
+    branch_points,
+    changes_from,
+    describe,
+    parent_changes_after,
+    parent_from,
+    parent_label,
+)
 
 PARENT, BRANCH = "2L×4H×64 · shakespeare · LR 0.002", "2L×4H×64 · shakespeare · LR 0.01"
 
@@ -83,3 +91,19 @@ def test_the_parent_curve_names_the_parents_later_live_changes_the_branch_did_no
     back = [knob(4300, "learning_rate", 0.1, 0.003)]  # the parent back at the branch's value: nothing new to say
     assert len(parent_changes_after(later + back, branch)) == 1
     assert parent_changes_after(later, parent) == []  # not a branch
+
+
+def test_the_parent_curve_of_a_branch_starts_where_it_branched():
+    """Review 6.5: the grey dashed parent curve lay hidden under the branch's own up to the branch step (there the
+    branch's history is the parent's, copied); drawn from the branch step on, it shows where the two part, on the
+    parent's own clock on the seconds axis."""
+    parent = [{"step": s, "loss": 3.0 - s / 100, "clock": s / 10} for s in range(0, 200, 10)]
+    branch = {"parent": "p1", "branch": {"step": 120, "changes": {"learning_rate": 0.01}}}
+    assert parent_from(branch) == 120 and parent_from({"parent": "p1"}) is None
+    mine = parent[:13] + [{"step": s, "loss": 2.0, "clock": s / 10} for s in range(130, 200, 10)]
+    for seconds, first in ((False, 120), (True, 12.0)):
+        spec = curves.loss_chart(mine, [], [], 65, ghost=parent, ghost_label="p", ghost_from=120, seconds=seconds)
+        ghost = [r["step"] for r in spec["datasets"]["ghost"]]
+        assert ghost[0] == first and len(ghost) == 8
+    whole = curves.loss_chart(mine, [], [], 65, ghost=parent, ghost_label="previous run")
+    assert [r["step"] for r in whole["datasets"]["ghost"]][0] == 0

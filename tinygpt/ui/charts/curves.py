@@ -129,6 +129,7 @@ def loss_chart(
     target_label: str = "target",
     ghost: Records | None = None,
     ghost_label: str = "",
+    ghost_from: int | None = None,
     seconds: bool = False,
     max_points: int = 1500,
     large: bool = False,
@@ -137,7 +138,8 @@ def loss_chart(
     knob changes and non-finite steps. `ghost` is the train loss of the run this one replaced (started from a
     changed setting), drawn as a faint dashed line named in the subtitle by `ghost_label` (e.g. "previous run:
     num_heads 4"), so
-    "what did more heads do?" is answered on one chart; it is drawn only as far as this run has come, so the axis
+    "what did more heads do?" is answered on one chart; it is drawn from step `ghost_from` (a branch's branch step:
+    before it the two curves are one) and only as far as this run has come, so the axis
     fits this run. With `seconds` the x axis is wall-clock seconds since the
     run's first step (from the records' times; pauses included), so two recipes race on one axis. Never raises
     on empty input: it shows a 'waiting' title."""
@@ -159,7 +161,8 @@ def loss_chart(
         "target": reference_rows(target, f"{target_label} {finite(target) or 0:.2f}"),
         **_event_rows(events, _nonfinite_steps(metrics, "loss", events), t, _x_max(rows)),
     }
-    datasets["ghost"] = [{"step": s, "loss": v} for s, v in step_series(ghost, "loss")]
+    # From `ghost_from` on (a branch's branch step), on the ghost's own clock counted from its first record.
+    datasets["ghost"] = [{"step": s, "loss": v} for s, v in step_series(ghost, "loss") if s >= (ghost_from or 0)]
     x_title = STEP
     if seconds:  # every dataset's "step" becomes seconds since the first step, each run by its own clock
         mine, theirs = step_seconds(metrics), step_seconds(ghost)

@@ -71,6 +71,14 @@ def parent_label(
     return "; ".join([label, *parent_changes_after(parent_events, config, events)])
 
 
+def parent_from(config: dict) -> int | None:
+    """The step from which Train draws the faint parent curve: a branch's branch step (up to there the branch's
+    history is the parent's, copied, the two curves are one, and the parent's lay hidden under the branch's own:
+    review 6.5 looked for it there); None, the whole curve, for a run that replaced another."""
+    branch = branch_of(config)
+    return None if branch is None else branch["step"]
+
+
 def parent_changes_after(parent_events: Iterable[dict], config: dict, events: Iterable[dict] = ()) -> list[str]:
     """The parent's live knob changes after the branch step, each with the value the branch had then ("the
     parent's LR changed to 0.1 at step 4208; the branch kept 0.003"), from the two runs' knob events: a branch

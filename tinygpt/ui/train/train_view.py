@@ -70,7 +70,7 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple, queued: tup
     knobs = with_queued(knobs_now(config, rd.events), queued)
     # A branch's parent: where it left it, and the parent's later live changes the branch never took.
     label = branching.parent_label(parent.config(), config, parent.events, rd.events) if parent else ""
-    ghost = dict(ghost=parent.metrics, ghost_label=label) if parent else {}
+    ghost = dict(ghost=parent.metrics, ghost_label=label, ghost_from=branching.parent_from(config)) if parent else {}
     loss = curves.loss_chart(
         rd.metrics, rd.evals, rd.events, vocab_size, target=target, smoothing=smoothing, max_points=LIVE_POINTS,
         large=large, seconds=x_axis == "seconds", **ghost,
