@@ -9,7 +9,14 @@ import time
 import pytest
 
 from tinygpt.config import UNTIL_STOPPED
-from tinygpt.runs.forecast import changed_places, queue_forecast, queued_reason, seconds_a_step, start_times
+from tinygpt.runs.forecast import (
+    changed_places,
+    queue_forecast,
+    queued_reason,
+    seconds_a_step,
+    start_times,
+    step_line,
+)
 from tinygpt.runs.jobs import LIVE, PREPARED, Job
 from tinygpt.runs.status import update_status
 from tinygpt.runs.store import RunStore
@@ -167,6 +174,20 @@ def test_a_run_not_timed_yet_counts_at_its_own_steps_work():
     costs = {"wide": 2.5, "narrow": 0.34, "unknown": None}
     a_step = seconds_a_step(paces, costs)
     assert a_step("wide") == pytest.approx(0.25)
-    assert a_step("narrow") == pytest.approx(0.034)  # not the wide run's 0.25
+    assert a_step("narrow") == pytest.approx(0.034)  # one size timed: all of it counted as work, not 0.25
     assert a_step("unknown") == pytest.approx(0.25)  # no config to weigh: the timed runs' mean step
     assert seconds_a_step({}, costs)("narrow") is None
+
+
+def test_a_step_is_a_fixed_part_and_its_work_measured_on_the_timed_runs():
+    """A review's instructor read "about 15 min" for prepared runs done in 3: the induction runs (0.34 and 0.67
+    GFLOP a step) counted at the timed runs' seconds per GFLOP, 2-4x their 33-41 ms; at these sizes most of a
+    step is its fixed part (the loop's calls and records). A line through the timed (GFLOP, seconds) a step."""
+    costs = {"pitfall": 0.16, "scaling": 2.5, "induction": 0.67}
+    paces = {"pitfall": 1 / (0.03 + 0.1 * 0.16), "scaling": 1 / (0.03 + 0.1 * 2.5)}  # 30 ms + 0.1 s a GFLOP
+    assert step_line([(c, 1 / paces[r]) for r, c in costs.items() if r in paces]) == pytest.approx((0.03, 0.1))
+    assert seconds_a_step(paces, costs)("induction") == pytest.approx(0.03 + 0.067)  # not 0.15 s a GFLOP x 0.67
+    assert step_line([]) is None
+    assert step_line([(0.5, 0.04), (0.5, 0.06)]) == pytest.approx((0.0, 0.1))  # one size: all of it work
+    assert step_line([(0.2, 0.06), (1.0, 0.04)]) == pytest.approx((0.05, 0.0))  # wider ran faster: the mean step
+    assert step_line([(0.2, 0.01), (1.0, 0.2)]) == pytest.approx((0.0, (0.002 + 0.2) / 1.04))  # no negative part

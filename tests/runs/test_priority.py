@@ -108,12 +108,13 @@ def test_prioritize_moves_a_queued_run_and_an_unknown_class_is_refused(two, tiny
 
 
 def test_prepared_eta_counts_the_prepared_runs_left_at_their_measured_pace(two, store, tiny_text):
-    assert two.prepared_eta() == {"runs": 0, "seconds": 0.0}
+    assert two.prepared_eta() == {"runs": 0, "seconds": 0.0, "slots": 2, "of": 2}
     two.start(tiny(tiny_text))  # a live run: not counted, and it holds one of the two slots
     planned = tiny(tiny_text)
     planned.train.max_steps = 999_999  # the lesson's prepared runs end: one that trains until stopped never would
     prepared = [two.start(planned, priority=PREPARED) for _ in range(2)]  # one trains, one waits
-    assert two.prepared_eta() == {"runs": 2, "seconds": None}  # nothing timed yet
+    # nothing timed yet; the live run holds one slot, and the pane says the forecast counts the other alone
+    assert two.prepared_eta() == {"runs": 2, "seconds": None, "slots": 1, "of": 2}
     wait_for(lambda: step_of(store, prepared[0]) >= 1, what="the first prepared run trains")
     first = two.prepared_eta()
     eta = wait_for(lambda: two.prepared_eta()["seconds"], timeout=60, poll=0.5, what="a measured pace")

@@ -98,23 +98,48 @@ def step_cost(store: Any, run_id: str) -> float | None:
 
 
 def seconds_a_step(paces: dict[str, float], costs: dict[str, float | None]) -> Callable[[str], float | None]:
-    """Seconds a step of each run: its own measured pace (`paces`, steps a second), else the measured runs' mean
-    seconds per GFLOP times its own GFLOP a step (`costs`). The lesson's prepared runs differ 8x in a step's work
-    (the scaling pair's 256-wide layer against the pitfalls' 2x64): at the mean of the measured steps, a review's
-    instructor read "ready in about 66 min" for runs that were done 12 minutes later, the first one timed being
-    the widest. None where nothing is measured."""
-    per_gflop = [1 / (pace * costs[rid]) for rid, pace in paces.items() if pace and costs.get(rid)]
+    """Seconds a step of each run: its own measured pace (`paces`, steps a second), else a line through the
+    measured runs' (GFLOP a step, seconds a step): a fixed part (the loop's calls, its records) plus seconds per
+    GFLOP (`step_line`), at its own GFLOP a step (`costs`). The lesson's prepared runs differ 15x in a step's work
+    (the scaling pair's 256-wide layer against the pitfalls' 2x64 at context 16): at the mean of the measured steps,
+    a review's instructor read "ready in about 66 min" for runs done 12 minutes later, the first one timed being the
+    widest; at the seconds per GFLOP alone, another read "about 15 min" for runs done in 3, the two 3,000-step
+    induction runs (0.34 and 0.67 GFLOP a step) counted at 67 and 133 ms a step, measured 33 and 41: at these sizes
+    a step's fixed part is most of it. None where nothing is measured."""
+    timed = [(costs[rid], 1 / pace) for rid, pace in paces.items() if pace and costs.get(rid)]
     mean_step = [1 / pace for pace in paces.values() if pace]
-    unit = sum(per_gflop) / len(per_gflop) if per_gflop else None
+    line = step_line(timed)
     fallback = sum(mean_step) / len(mean_step) if mean_step else None
 
     def seconds(run_id: str) -> float | None:
         if paces.get(run_id):
             return 1 / paces[run_id]
         cost = costs.get(run_id)
-        return unit * cost if unit is not None and cost else fallback
+        return line[0] + line[1] * cost if line is not None and cost else fallback
 
     return seconds
+
+
+def step_line(timed: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """(fixed seconds, seconds per GFLOP) of a step, fitted by least squares to the timed runs' (GFLOP, seconds)
+    a step, neither negative (pure). Runs of one size alone cannot tell the two parts apart: then all of it is
+    taken as work (seconds per GFLOP, the fixed part 0), which understates a smaller run's step and overstates a
+    wider one's. None with nothing timed."""
+    if not timed:
+        return None
+    n = len(timed)
+    mean_c, mean_s = sum(c for c, _ in timed) / n, sum(s for _, s in timed) / n
+    spread = sum((c - mean_c) ** 2 for c, _ in timed)
+    per_gflop_alone = sum(c * s for c, s in timed) / sum(c * c for c, _ in timed)  # the line through zero
+    if spread <= 1e-12 * max(1.0, mean_c**2):  # one size: nothing to split the step by
+        return 0.0, per_gflop_alone
+    slope = sum((c - mean_c) * (s - mean_s) for c, s in timed) / spread
+    if slope <= 0:  # bigger steps measured no slower (the load moved): a fixed step, the timed runs' mean
+        return mean_s, 0.0
+    fixed = mean_s - slope * mean_c
+    if fixed < 0:  # a line through zero fits best among those with no negative part
+        return 0.0, per_gflop_alone
+    return fixed, slope
 
 
 def queue_forecast(

@@ -189,8 +189,9 @@ class RunManager:
         about N min" and a queued learner's "starts in about N min" come from one set of numbers: with the
         prepared runs' own alone, the pane had no number each time one ended and the next was not timed yet (21 of
         81 reads of `python -m tinygpt.bench.prepare --with-learner`), while the learner's page had one. A run not
-        timed counts at the timed ones' seconds per GFLOP times its own step's GFLOP; all of it shared by the slots
-        live runs leave (the lesson pane: "ready in about N min")."""
+        timed counts on a line through the timed ones' steps (a fixed part and seconds per GFLOP: forecast.step_line)
+        at its own step's GFLOP; all of it shared by the slots live runs leave ("slots" of "of": the lesson pane's
+        "ready in about N min on 1 of the 2 slots", for a live run paused frees one, and the cores it shared)."""
         live, jobs = self.slots.jobs_of_class(PREPARED)
         # The lesson's: the instructor's and those no learner owns (owners.may_control). A learner's experiment pair
         # queues as prepared too: a review's "Long runs: 1 … ready in about 1 min" counted one, the lesson's all ended.
@@ -202,15 +203,17 @@ class RunManager:
                 "max_steps"
             )
             left[run_id] = max(0, int(max_steps or 0) - int(status.get("step") or 0))
+        # The slots the prepared runs have: the paces were measured beside the live runs, which share the cores.
+        slots = {"slots": max(1, self.max_active - live), "of": self.max_active}
         if not left:
-            return {"runs": 0, "seconds": 0.0}
+            return {"runs": 0, "seconds": 0.0, **slots}
         paces = self._measured_paces(self.slots.holding_and_queued()[0])  # steps a second
         if not paces:
-            return {"runs": len(left), "seconds": None}
-        # a run not timed yet: at the timed ones' seconds per GFLOP, times its own step's (forecast.seconds_a_step)
+            return {"runs": len(left), "seconds": None, **slots}
+        # a run not timed yet: on the line through the timed ones' steps, at its own GFLOP (forecast.seconds_a_step)
         a_step = seconds_a_step(paces, {run_id: step_cost(self.store, run_id) for run_id in {*left, *paces}})
         work = sum(steps * (a_step(run_id) or 0.0) for run_id, steps in left.items())  # slot-seconds
-        return {"runs": len(left), "seconds": work / max(1, self.max_active - live)}
+        return {"runs": len(left), "seconds": work / slots["slots"], **slots}
 
     def queue_forecast(self) -> dict[str, dict]:
         """Each queued run's place in the order of starting, what starts before it and when it starts, at the

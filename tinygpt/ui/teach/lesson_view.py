@@ -440,7 +440,11 @@ def long_runs_line() -> str | None:
         return None
     when = "once their pace is measured" if ready["seconds"] is None else (
         f"in about {max(1, round(ready['seconds'] / 60))} min")  # fmt: skip
-    return f"Long runs: {ready['runs']} training or waiting for a slot, ready {when}."
+    # A review read "about 15 min" for runs done in 3: step 8's Set up paused the lecture run, whose slot and cores
+    # the forecast had counted out. Which slots it counts is said.
+    counted = ready["seconds"] is not None and ready.get("slots", 0) < ready.get("of", 0)
+    shared = f" on {ready['slots']} of the {ready['of']} slots" if counted else ""
+    return f"Long runs: {ready['runs']} training or waiting for a slot, ready {when}{shared}."
 
 
 def move_to(moved: int, actor: Actor) -> None:
