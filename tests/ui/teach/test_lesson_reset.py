@@ -93,6 +93,9 @@ def test_the_instructor_resets_the_lecture_run_and_the_room_follows_the_branch(r
 
     learner = session(False)
     assert not [b for b in learner.sidebar.button if b.label == "Reset the lecture run"]
+    learner.query_params["run"], learner.query_params["view"] = parent, "1"  # she watches the lecture run
+    learner.run()
+    assert learner.session_state[state.RUN_ID] == parent
     teacher = session(True)
     assert any("checkpoint at step 12" in c.value.replace("\\", "") for c in teacher.sidebar.caption)
     [reset] = [b for b in teacher.sidebar.button if b.label == "Reset the lecture run"]
@@ -108,3 +111,13 @@ def test_the_instructor_resets_the_lecture_run_and_the_room_follows_the_branch(r
     assert not [b for b in teacher.sidebar.button if b.label == "Reset the lecture run"]
     said = [c.value.replace("\\", "") for c in teacher.sidebar.caption]
     assert "The lecture run's mask has not changed since it was branched at step 12: nothing to reset." in said
+    # The learner who watched the broken run follows the room to the branch, once (a review's stayed on the broken
+    # run, her pane calling the branch's check another run's); she may open the broken run again and stay there.
+    learner.run()
+    assert not learner.exception, learner.exception
+    assert learner.session_state[state.RUN_ID] == branch
+    assert any("you now watch its branch from step 12" in i.value for i in learner.info)
+    learner.query_params["run"] = parent
+    learner.run()
+    learner.run()
+    assert learner.session_state[state.RUN_ID] == parent

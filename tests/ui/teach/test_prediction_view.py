@@ -45,6 +45,10 @@ def test_the_check_beside_a_grade_is_the_one_it_was_graded_on(pages):
     assert shown.passed is True and "by step 836" in shown.text and "graded on this" in shown.text
     assert "not seen: fell by 0.98" in shown.text  # what the runs read now is said, as such
     assert pages.graded(step.key, LEARNER.id)[0] == "seen"
+    # A check whose words begin with its status says it once: "reads not enough data yet: Not enough data yet:"
+    waiting = Check(None, "Not enough data yet: mask has not been set to none on the lecture run.")
+    said = prediction_view.graded_check(step, LEARNER, waiting).text
+    assert "the check reads not enough data yet: mask has not been set" in said and said.lower().count("not enough") == 1
 
 
 class _Screen:

@@ -6,7 +6,7 @@ seconds, on the batches the broken one drew, while the broken one stays (paused,
 Learners follow the room, so only the instructor's pane offers it.
 
 `offer` reads the room and the lecture run's events and says what a reset would do, or plainly why there is none;
-`reset` makes the branch; `pane_part` draws the button.
+`reset` makes the branch; `pane_part` draws the button; `follow_reset` moves a learner who watched the broken run.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tinygpt.ui.host import resources
 from tinygpt.ui.people import people_keys
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import flashes
-from tinygpt.ui.teach import lesson
+from tinygpt.ui.teach import lesson, teach_keys
 from tinygpt.ui.teach.lesson import LECTURE, Step
 from tinygpt.ui.train import branching
 from tinygpt.ui.words import safe
@@ -114,3 +114,21 @@ def pane_part(step: Step, actor: Actor) -> None:
         kept = {k: v for k, v in (state.get(people_keys.WORKSHOP_PARAMS) or {}).items() if k != "experiment"}
         st.switch_page(step.page, query_params={**kept, in_view.URL_RUN: new_id})  # the branch, on the projector
     st.caption(safe.md(found.text))  # its values come from the run's events file
+
+
+def follow_reset(room_data: dict, actor: Actor, store: RunStore) -> bool:
+    """A learner watching the lecture run the instructor has just reset moves to its branch, the room's lecture run
+    now, once (True: the page must be drawn again). A review's learner stayed on the paused broken run, her pane
+    reading the branch's "not enough data" as another run's. One who opens the broken run again stays there."""
+    lecture = (room_data["runs"].get(LECTURE) or {}).get("run")
+    if actor.instructor or not lecture or state.get(teach_keys.LESSON_FOLLOWED) == lecture:
+        return False
+    state.put(teach_keys.LESSON_FOLLOWED, lecture)
+    viewing = in_view.run_id()
+    branch = read_branch(store.path(lecture)) if viewing and viewing != lecture and store.exists(lecture) else None
+    if branch is None or branch["parent"] != viewing:
+        return False
+    in_view.set_run_id(lecture)
+    flashes.flash("info", f"The instructor reset the lecture run: you now watch its branch from step {branch['step']}. "
+                  "The run you watched stays, paused, on the Runs page.", lecture)  # fmt: skip
+    return True

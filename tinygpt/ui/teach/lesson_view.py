@@ -343,6 +343,8 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     data = room()
     if data["step"] != seen_room and data["step"] is not None:
         st.rerun(scope="app")  # the instructor moved the room: the pane follows
+    if lesson_reset.follow_reset(data, actor, resources.get_store()):
+        st.rerun(scope="app")  # and a reset lecture run: to its branch
     step = STEPS[index]
     last = state.get(teach_keys.LESSON_LAST_CHECK)
     shown = last[1] if last is not None and last[0] == index else None  # this step's check on screen, if any

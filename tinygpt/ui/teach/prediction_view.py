@@ -191,7 +191,9 @@ def graded_check(step: lesson.Step, actor: Actor, check: lesson.Check) -> lesson
     outcome, kept = pages.graded(step.key, learner)
     if outcome is None or outcome == predictions.outcome_of(check):
         return check
-    now = f" Computed now, the check reads {check.status}: {check.short}"
+    # "reads not enough data yet: Not enough data yet: …" (a review): a check's words may begin with its status
+    said = check.short if check.short.lower().startswith(check.status.lower()) else f"{check.status}: {check.short}"
+    now = f" Computed now, the check reads {said[0].lower()}{said[1:]}"
     passed = {predictions.SEEN: True, predictions.NOT_SEEN: False}.get(outcome)
     if not kept:  # closed before checks were kept with their outcome: the outcome alone is known
         return GradedCheck(passed, f"The answers were graded on a check whose outcome was {outcome}; its words "
