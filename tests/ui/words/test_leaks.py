@@ -34,7 +34,7 @@ def test_mask_spans_are_the_configs_mask_then_each_change_and_only_leaking_ones_
 def test_the_loss_chart_says_in_which_steps_the_mask_leaked_and_what_the_held_out_loss_did_under_it():
     plunged = [{"step": 10600, "val_loss": 1.90}, {"step": 10800, "val_loss": 0.31}]
     during = leaks.loss_leak_note(CONFIG, EVENTS, 10880, plunged)
-    assert during and "mask none from step 10,647" in during and "in force to the last step" in during, during
+    assert during and "mask none from step 10,648" in during and "in force to the last step" in during, during
     assert "held-out loss fell (1.900 at step 10,600, 0.310 at step 10,800)" in during and "not learning" in during
     # Review: a branch's note said "both curves fall" while its held-out loss went 2.476 -> 2.468
     flat = [{"step": 10600, "val_loss": 2.476}, {"step": 10800, "val_loss": 2.468}]
@@ -42,7 +42,7 @@ def test_the_loss_chart_says_in_which_steps_the_mask_leaked_and_what_the_held_ou
     assert "did not fall (2.476 at step 10,600, 2.468 at step 10,800)" in unmoved and "fell" not in unmoved
     assert "Too few evals" in leaks.loss_leak_note(CONFIG, EVENTS, 10880)
     after = leaks.loss_leak_note(CONFIG, EVENTS, 14035)
-    assert after and "mask none in steps 10,647-11,199" in after and "Mask causal since step 11,199" in after
+    assert after and "mask none in steps 10,648-11,199" in after and "Mask causal from step 11,200" in after
     assert "not overfitting" in after
     assert leaks.loss_leak_note(CONFIG, EVENTS, 10000) is None  # before the leak: nothing to say
     assert leaks.loss_leak_note({"model": {"mask": "none"}}, [], 300).startswith("This run trained with mask none from")
@@ -53,7 +53,7 @@ def test_the_loss_chart_says_in_which_steps_the_mask_leaked_and_what_the_held_ou
     assert "held-out loss fell (2.477 at step 50, 0.070 at step 300)" in from_start, from_start
     # A branch: its config holds its own mask; the steps before its branch point trained under the event's old one
     branch = leaks.loss_leak_note({"model": {"mask": "none"}}, [mask_event(200, "causal", "none")], 300)
-    assert branch.startswith("This run trained with mask none from step 200"), branch
+    assert branch.startswith("This run trained with mask none from step 201"), branch
     window = [mask_event(50, "causal", "sliding_window")]
     assert leaks.loss_leak_note(CONFIG, window, 300) is None
 
@@ -67,11 +67,11 @@ def test_the_static_loss_help_calls_overfitting_only_under_unchanged_settings():
 
 def test_a_snapshot_taken_under_a_leaking_mask_says_so_with_its_steps():
     note = leaks.snapshot_note(CONFIG, EVENTS[:1], 10880)  # watched live: the mask is still none
-    assert note and "snapshot (step 10,880) was taken under mask none from step 10,647" in note, note
+    assert note and "snapshot (step 10,880) was taken under mask none from step 10,648" in note, note
     later = leaks.snapshot_note(CONFIG, EVENTS, 10880)  # the review's view, after the mask went back
-    assert later and "snapshot (step 10,880) was taken under mask none in steps 10,647-11,199" in later, later
+    assert later and "snapshot (step 10,880) was taken under mask none in steps 10,648-11,199" in later, later
     assert "right of the diagonal" in note
-    assert "under mask none in steps 10,647-11,199" in leaks.snapshot_note(CONFIG, EVENTS, 11000)  # its whole stretch
+    assert "under mask none in steps 10,648-11,199" in leaks.snapshot_note(CONFIG, EVENTS, 11000)  # its whole stretch
     assert leaks.snapshot_note(CONFIG, EVENTS, 10500) is None and leaks.snapshot_note(CONFIG, EVENTS, 12000) is None
     assert "checkpoint (step 10,900)" in leaks.snapshot_note(CONFIG, EVENTS, 10900, "checkpoint")
 

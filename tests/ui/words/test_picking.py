@@ -34,7 +34,7 @@ CHECKPOINTS = [9500, 10500, 11000, 11500, 12000, 12500, 13000, 13015]
 def test_a_leak_that_ended_before_the_checkpoint_is_said_not_blamed():
     notes = picking.checkpoint_notes(CONFIG, EVENTS, EVALS, 13015, CHECKPOINTS)
     leak = [text for kind, text in notes if text.startswith("This run trained")]
-    assert len(leak) == 1 and "in steps 10,647-11,199" in leak[0] and "1,816 steps before this checkpoint" in leak[0]
+    assert len(leak) == 1 and "in steps 10,648-11,199" in leak[0] and "1,816 steps before this checkpoint" in leak[0]
     assert "falls apart" not in " ".join(t for _, t in notes) and "under mask causal since" in leak[0]
 
 
@@ -63,7 +63,7 @@ def test_the_far_above_best_note_says_what_held_out_text_it_rests_on():
 
 def test_a_checkpoint_under_the_leak_still_says_its_text_falls_apart():
     [(kind, text)] = picking.checkpoint_notes(CONFIG, EVENTS, EVALS, 11000, CHECKPOINTS)
-    assert kind == "warning" and "falls apart" in text and "in steps 10,647-11,000" in text
+    assert kind == "warning" and "falls apart" in text and "in steps 10,648-11,000" in text
     assert "Pick the checkpoint at step 10,500" in text
     assert "held-out 1.950 → 0.190" in text and "learned to copy" in text  # what the evals show, said
 
@@ -75,7 +75,7 @@ def test_a_branch_whose_held_out_loss_did_not_fall_under_the_leak_is_not_said_to
     events = [{"kind": "knob", "knob": "mask", "step": 200, "ok": True, "old": "causal", "new": "none"}]
     evals = [{"step": 200, "val_loss": 2.476}, {"step": 300, "val_loss": 2.468}]
     [(kind, text)] = picking.checkpoint_notes(branch, events, evals, 300, [200, 300])
-    assert "in steps 200-300" in text and "did not fall under it (held-out 2.476 → 2.468)" in text
+    assert "in steps 201-300" in text and "did not fall under it (held-out 2.476 → 2.468)" in text
     assert "learned to copy" not in text and "Pick the checkpoint at step 200" in text
 
 
@@ -87,10 +87,10 @@ def test_the_leak_note_covers_only_the_steps_the_checkpoint_trained():
         {"kind": "knob", "knob": "mask", "step": 3892, "ok": True, "old": "none", "new": "causal"},
     ]
     [(kind, text)] = picking.checkpoint_notes(CONFIG, events, [], 3500, [3000, 3500, 4000])
-    assert kind == "warning" and "This checkpoint (step 3,500) trained under mask none in steps 3,215-3,500" in text
+    assert kind == "warning" and "This checkpoint (step 3,500) trained under mask none in steps 3,216-3,500" in text
     assert "3,892" not in text
     ongoing = picking.checkpoint_notes(CONFIG, events[:1], [], 3500, [3000, 3500])  # still none: up to it too
-    assert "in steps 3,215-3,500" in ongoing[0][1]
+    assert "in steps 3,216-3,500" in ongoing[0][1]
     # the checkpoint at the change's own step trained none of its steps under it: the change applied after it
     assert picking.checkpoint_notes(CONFIG, events, [], 3215, [3000, 3215]) == []
 

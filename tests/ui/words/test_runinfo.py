@@ -190,13 +190,13 @@ def test_sample_says_which_run_and_step_and_why_a_cheating_run_babbles():
                                     "at step 831)")  # fmt: skip
     assert "its checkpoint at step 300 (at this checkpoint: LR 0.02 (changed at step 831))." in changed
     [(kind, note)] = picking.checkpoint_notes(_CFG, _MASK_NONE_AT_100, [], 300)
-    assert kind == "warning" and "mask none in steps 100-300" in note and "next character" in note
+    assert kind == "warning" and "mask none in steps 101-300" in note and "next character" in note
     assert picking.checkpoint_notes(_CFG, _MASK_NONE_AT_100, [], 50) == []  # that checkpoint predates the switch
     assert picking.checkpoint_notes(_CFG, [], [], 300) == []  # an honest run: nothing to explain
     back = [*_MASK_NONE_AT_100, {"kind": "knob", "knob": "mask", "ok": True, "old": "none", "new": "causal",
                                  "step": 200}]  # fmt: skip
     [(kind, note)] = picking.checkpoint_notes(_CFG, back, [], 300)
-    assert kind == "info" and "steps 100-200" in note  # switched back: said, not blamed (tests/ui/words/test_picking)
+    assert kind == "info" and "steps 101-200" in note  # switched back: said, not blamed (tests/ui/words/test_picking)
     window = {**_CFG, "model": {**_CFG["model"], "mask": "sliding_window"}}
     assert picking.checkpoint_notes(window, [], [], 300) == []  # a sliding window does not see the future
 

@@ -32,8 +32,10 @@ def stretch_at(config: dict, events: list[dict], step: int) -> tuple[str, int, i
 
 
 def _span(mask: str, first: int, last: int, ongoing: bool) -> str:
-    """ "mask none in steps 10,647-11,199", or "mask none from step 10,647" for a stretch still in force."""
-    return f"mask {mask} " + (f"from step {first:,}" if ongoing else f"in steps {first:,}-{last:,}")
+    """ "mask none in steps 10,648-11,199", or "mask none from step 10,648" for a stretch still in force: the steps
+    trained under it. A stretch runs from the change recorded at its `first` step, applied after that step (the
+    Train page's "applied after step 1842, from step 1843"; a review read "from step 1,842" beside it)."""
+    return f"mask {mask} " + (f"from step {first + 1:,}" if ongoing else f"in steps {first + 1:,}-{last:,}")
 
 
 def _spans_said(config: dict, events: list[dict], step: int) -> tuple[list[tuple[str, int, int]], str, bool]:
@@ -99,7 +101,7 @@ def loss_leak_note(config: dict, events: list[dict], step: int, evals: list[dict
         return text + " It is in force to the last step on this chart: no loss since then measures prediction."
     back = mask_at(config, events, step)
     return text + (
-        f" Mask {back} since step {spans[-1][2]:,}: the losses after it measure prediction again (a jump up "
+        f" Mask {back} from step {spans[-1][2] + 1:,}: the losses after it measure prediction again (a jump up "
         "there is the copying undone, not overfitting)."
     )
 

@@ -125,7 +125,7 @@ def checkpoint_notes(
     mask, first, _ = spans[-1] if spans else (leaks.mask_at(config, events, step), step, step)
     if spans and mask in LEAKING_MASKS:
         before = [c for c in checkpoints if c <= first]
-        back = f"the checkpoint at step {before[-1]:,}" if before else f"a checkpoint from before step {first:,}"
+        back = f"the checkpoint at step {before[-1]:,}" if before else f"a checkpoint from before step {first + 1:,}"
         # Whether it learned to copy is read from the held-out loss under the leak, not assumed (a review's branch
         # read "learned to copy" while its held-out loss went 2.476 -> 2.468)
         pair = leaks.held_out_under(evals, first, step)
@@ -140,12 +140,12 @@ def checkpoint_notes(
                   "A model trained so can learn to copy the next character instead of predicting it; when it "
                   "generates, that character is not there yet, and the text can fall apart")  # fmt: skip
         notes.append(("warning", (
-            f"This checkpoint (step {step:,}) trained under mask {mask} in steps {first:,}-{step:,} "
+            f"This checkpoint (step {step:,}) trained under mask {mask} in steps {first + 1:,}-{step:,} "
             f"({leaks.SEES[mask]}). {copied} (repeats like `:::::`, or gibberish). Pick {back}, or a run with the "
             "causal mask."
         )))  # fmt: skip
     elif spans := leak_spans(config, events, step):
-        said = ", ".join(f"mask {m} in steps {a:,}-{b:,}" for m, a, b in spans)
+        said = ", ".join(f"mask {m} in steps {a + 1:,}-{b:,}" for m, a, b in spans)  # the steps trained so
         notes.append(("info", (
             f"This run trained with {said}; the leak ended {step - spans[-1][2]:,} steps before this checkpoint, "
             f"which trained under mask {mask} since. Its text shows what those steps made of the model, not the "
