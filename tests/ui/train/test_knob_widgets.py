@@ -144,7 +144,14 @@ def test_a_watcher_sees_the_runs_knobs_read_only_and_follows_the_instructors_cha
     rerun_until(anna, lambda: anna.radio(key=knob_key(anna, train_keys.W_MASK)).value == "none", timeout=30)
     assert [(e["old"], e["new"]) for e in knob_events(runs_dir, run_id) if e["knob"] == "mask"] == [("causal", "none")]
     assert teacher.radio(key=knob_key(teacher, train_keys.W_MASK)).value == "none"  # the owner's too: the run's value
+    # Ended (or paused with its slot given up), the run takes no change and the knobs set her next run: the
+    # preset's mask, not the run's live none, which she never chose (a review's learner read "… mask none (sees
+    # the future)" for her next run, her form holding the value the run had shown)
     resources.get_manager().stop(run_id)
+    rerun_until(anna, lambda: "this run has ended" in texts(anna), timeout=30)
+    starts = next(i.value for i in anna.info if "starts your own run" in i.value)
+    assert "where you did not change them" in starts and "mask none" not in starts, starts
+    assert anna.radio(key=knob_key(anna, train_keys.W_MASK)).value == "causal"  # the knob says so too
 
 
 def test_the_window_slider_shows_the_runs_window_when_the_run_has_another_context(runs_dir):

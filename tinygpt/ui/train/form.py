@@ -101,6 +101,16 @@ def next_run_values(watching: str = "") -> dict[str, Any]:
     return values
 
 
+def _show_next_run_knobs() -> None:
+    """A watched run that is not the viewer's has ended (or paused, its slot given up): the knobs show what
+    **Train** would start with (next_run_values "ended"), before they are drawn. They had kept the run's last live
+    values, a review's learner reading "mask none (sees the future)" checked beside the preset's causal."""
+    wanted = next_run_values("ended")
+    moved = {f.key: wanted[f.name] for f in settings.KNOB_FIELDS if state.get(f.key) != wanted.get(f.name)}
+    if moved:
+        replace_fields(moved)
+
+
 def _apply_preset() -> None:
     """The preset select's on_change: every field the preset sets takes its value, before the script runs."""
     values = settings.preset_values(state.get(train_keys.W_PRESET))
@@ -325,6 +335,8 @@ def draw_form(
                       "this run is paused and takes no change until it resumes")  # fmt: skip
             st.markdown(f"**Live knobs** · {paused if run_state == 'paused' else 'this run has ended'}: "
                         "they set your next run")  # fmt: skip
+            if read_only:  # they show what Train would start: the preset's where this viewer changed nothing
+                _show_next_run_knobs()
         elif read_only and live_run is not None:  # greyed out: a review read "change the running model" above them
             st.markdown("**Live knobs** · the run's: not yours to change (only its owner and the instructor "
                         "can)")  # fmt: skip
@@ -337,6 +349,11 @@ def draw_form(
             keys = {f.name: f.key for f in settings.KNOB_FIELDS}
             values = knob_widgets.run_values(config, events, list(keys), knob_widgets.knob_notes(run))
             knob_widgets.show_run(run, values, keys, (config.get("model") or {}).get("max_seq_len"))
+            # The form as the run shows it: a live change of the run's (the instructor's mask → none) is no edit of
+            # this viewer's. A review's learner read "Train starts your own run (its live knobs the preset's where
+            # you did not change them) … mask none" once the watched run paused: her form held the run's none.
+            if (base := state.get(train_keys.FORM_BASE)) and base[0] == run:
+                state.put(train_keys.FORM_BASE, (run, {**base[1], **values}))
         else:
             state.pop(train_keys.KNOBS_DRAWN)
         _draw_fields(settings.KNOB_FIELDS, read_only and live_run is not None, per_row)
