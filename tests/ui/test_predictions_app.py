@@ -108,8 +108,8 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
     assert not room.exception, room.exception
     assert prediction_view.book().step(STEP.key)[1] == SEEN
     right = next(m for m in room.metric if m.label == "Right")
-    assert right.value == "33%"  # anna right; ben wrong; cleo not sure (no right answer)
-    share = r"1 right of 3 \(33\%\; 1 of the 3 not sure\)"  # markdown-escaped, as the caption holds it
+    assert right.value == "50%"  # anna right; ben wrong; cleo not sure: counted, never graded
+    share = r"1 right of 2 graded \(50\%\)"  # markdown-escaped, as the caption holds it
     assert any(share in str(c.value) for c in room.sidebar.caption)  # the pane too
     next(t for t in room.toggle if t.label.startswith("Name the learners")).set_value(True).run()
     named = texts(room)

@@ -144,9 +144,10 @@ def test_the_spread_counts_grades_and_names_no_one_on_its_line(tmp_path):
     assert "goes up: 2 · goes down: 1 · unchanged: 1" in line  # each count after its answer's colon
     book.settle("optim", SEEN)
     spread = predictions.tally(UPDOWN, *book.step("optim"))
-    # Right: a and b; wrong: c and e; not sure: d, counted in the share (it is no right answer).
-    assert spread["right"] == 2 and spread["share_right"] == pytest.approx(2 / 5)
-    assert "2 right of 5 (40%; 1 of the 5 not sure)" in predictions.spread_line(spread)
+    # Right: a and b; wrong: c and e; not sure: d, counted, never graded: not in the share (a review read "1 right
+    # of 2 (50%)" where the one graded answer was right, the other "not sure")
+    assert spread["right"] == 2 and spread["share_right"] == pytest.approx(2 / 4)
+    assert "not sure: 1 · 2 right of 4 graded (50%)" in predictions.spread_line(spread)
     assert [r["learner"] for r in spread["rows"]][:2] == ["name-a", "name-b"]
     assert {r["grade"] for r in spread["rows"]} == {RIGHT, WRONG, NOT_SURE}
     undecided = predictions.tally(UPDOWN, book.step("optim")[0], UNDECIDED)
@@ -170,7 +171,7 @@ def test_the_projector_shows_no_grade_before_the_rooms_check_is_shown(tmp_path):
     line = prediction_view.room_line(book, step)  # ... but not settled yet: it read "1 right of 1 (100%)", then 50%
     assert line.startswith("2 answered") and "right" not in line, line
     book.settle(step.key, SEEN)
-    assert "1 right of 2 (50%)" in prediction_view.room_line(book, step)
+    assert "1 right of 2 graded (50%)" in prediction_view.room_line(book, step)
 
 
 def test_the_room_says_why_it_shows_no_share_right():
@@ -200,7 +201,7 @@ def test_the_csv_has_every_step_and_answer_and_no_names(tmp_path):
     mine = [r for r in rows if r["key"] == first.key]
     seen = next(r for r in mine if r["answer"] == first.answers.seen)
     assert seen["learners"] == "1" and seen["grade"] == RIGHT and seen["outcome"] == SEEN
-    assert seen["answered"] == "2" and seen["share_right"] == "0.500" and seen["question"] == first.predict
+    assert seen["answered"] == "2" and seen["share_right"] == "1.000" and seen["question"] == first.predict
     assert "anna" not in text and "ben" not in text
 
 

@@ -243,8 +243,8 @@ def _spread() -> None:
         "learners": st.column_config.ProgressColumn("learners", min_value=0, max_value=top, format="%d")})  # fmt: skip
     right.metric("Answered", spread["answered"])
     if spread["share_right"] is not None and outcome:  # not before the room's check: room_line
-        right.metric("Right", f"{spread['share_right']:.0%}", help=f"{spread['right']} right of {spread['of']}: every "
-                     f"answer the check decided, {spread['not_sure']} of them not sure.")  # fmt: skip
+        right.metric("Right", f"{spread['share_right']:.0%}", help=f"{spread['right']} right of the {spread['of']} "
+                     f"answers graded; {spread['not_sure']} not sure, counted, never graded.")  # fmt: skip
     else:
         right.caption(predictions.no_share_words(spread, outcome))
     if state.get(people_keys.W_SPREAD_NAMES) and spread["rows"]:

@@ -249,8 +249,9 @@ def learner_outcome(record: Mapping, room_outcome: str | None) -> str | None:
 
 def tally(answers: Answers, records: Mapping[str, Mapping], room_outcome: str | None) -> dict:
     """{"answered", "counts": {option: n}, "decided", "right", "not_decided", "share_right", "rows"}: the spread
-    of one step. share_right is right / `of`, the answers the check decided: right, wrong or not sure (None
-    before the check, or when it decided nothing); rows are (name, answer, grade), for the instructor's eyes only."""
+    of one step. share_right is right / `of`, the answers graded: right or wrong; "not sure" is counted, never
+    graded, so it is in neither (None before the check, when it decided nothing, or with no answer but "not sure":
+    a review read "1 right of 2 (50%)" where the one graded answer was right); rows are (name, answer, grade), for the instructor's eyes only."""
     counts = dict.fromkeys(answers.options, 0)
     grades: dict[str | None, int] = {}
     rows = []
@@ -264,10 +265,10 @@ def tally(answers: Answers, records: Mapping[str, Mapping], room_outcome: str | 
         rows.append({"learner": record.get("name") or "?", "answer": answer, "grade": given or "open"})
     right, wrong = grades.get(RIGHT, 0), grades.get(WRONG, 0)
     decided = bool(right + wrong)  # a check that decided nothing (or none yet) gives no share
-    share = right / (right + wrong + grades.get(NOT_SURE, 0)) if decided else None
+    share = right / (right + wrong) if decided else None
     rows.sort(key=lambda r: (answers.options.index(r["answer"]), r["learner"].lower()))
     return {"answered": sum(counts.values()), "counts": counts, "decided": decided, "right": right,
-            "not_sure": grades.get(NOT_SURE, 0), "of": right + wrong + grades.get(NOT_SURE, 0),
+            "not_sure": grades.get(NOT_SURE, 0), "of": right + wrong,
             "not_decided": grades.get(NOT_DECIDED, 0), "share_right": share, "rows": rows}  # fmt: skip
 
 
@@ -297,11 +298,9 @@ def spread_line(spread: dict, graded: bool = True, zeros: bool = True) -> str:
     parts = " · ".join(f"{names[answer]}: {n}" for answer, n in spread["counts"].items() if n or zeros)
     line = f"{spread['answered']} answered: {parts}"
     if spread["share_right"] is not None and graded:
-        # "Not sure" is counted, never graded (docs/TEACHING.md): the share is of every answer the check decided,
-        # and says how many of those were "not sure" (a review read "1 right (50% of those graded)": 1 of 1 graded)
-        # "(33%, 1 not sure)" read as 1 right of 2 graded, 50% (a review): whose share it is, said
-        unsure = f"; {spread['not_sure']} of the {spread['of']} not sure" if spread.get("not_sure") else ""
-        line += f" · {spread['right']} right of {spread['of']} ({spread['share_right']:.0%}{unsure})"
+        # "Not sure" is counted (its count is in the line above), never graded (docs/TEACHING.md): the share is of
+        # the graded answers, and says so ("1 right of 2 (50%; 1 of the 2 not sure)" read as a grade of "not sure")
+        line += f" · {spread['right']} right of {spread['of']} graded ({spread['share_right']:.0%})"
     return line
 
 
