@@ -91,6 +91,10 @@ def test_the_noise_says_what_the_batches_alone_give_beside_the_whole():
     alone = NOISE_SIGMAS * (sum((d - centre) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs)) ** 0.5
     assert f"the batches' spread alone gives ± {alone:.3f}, widened for the held-out text's own sampling" in gap.noise()
     assert NOISE_SIGMAS * gap.standard_error > alone
+    # A long held-out text widens it by less than the last digit: said so, not "widened" beside the same number
+    long = [{**scored(words(2_000), seed), "val_tokens": 10**9} for seed in (1, 2)]
+    said = held_out_difference(result(long[0]), result(long[1])).noise(3)
+    assert f"± {alone:.3f}" in said and "widened" not in said and "adds under 0.001 here" in said, said
 
 
 def test_runs_scored_on_other_windows_add_their_own_noise():

@@ -386,12 +386,16 @@ def held_out_variance(batch_losses: list[float], batch_shape: tuple[int, int], v
     return spread2 * (1 / n + windows_per_batch * context / (val_tokens - 1))
 
 
-def _draw_part(diffs: list[float]) -> str:
+def _draw_part(diffs: list[float], variance: float | None) -> str:
     """What the batches' spread alone gives, said beside the whole (held_out_variance adds the held-out text's own
-    sampling): a review recomputed "3 s.e." from the 5 paired batches, got ±0.083, and read ±0.126 on screen."""
+    sampling): a review recomputed ±0.083 from 5 paired batches and read ±0.126 on screen. On a long held-out text
+    the widening is under the last digit: said so (a review read "± 0.058 … alone gives ± 0.058, widened")."""
     n = len(diffs)
     centre = sum(diffs) / n
     alone = NOISE_SIGMAS * (sum((d - centre) ** 2 for d in diffs) / (n - 1) / n) ** 0.5
+    whole = None if variance is None else NOISE_SIGMAS * variance**0.5
+    if whole is not None and f"{whole:.3f}" == f"{alone:.3f}":
+        return "; the batches' spread alone gives it: the held-out text's own sampling adds under 0.001 here"
     return f"; the batches' spread alone gives ± {alone:.3f}, widened for the held-out text's own sampling"
 
 
@@ -426,7 +430,7 @@ def held_out_difference(a: RunResult, b: RunResult) -> Difference:
     if sides[0] == sides[1] and len(b.val_batch_losses) == n:
         diffs = [x - y for x, y in zip(a.val_batch_losses, b.val_batch_losses, strict=True)]
         variance = held_out_variance(diffs, shape, tokens)
-        basis = f"paired over {scored}, the same windows, {where}" + _draw_part(diffs)
+        basis = f"paired over {scored}, the same windows, {where}" + _draw_part(diffs, variance)
         return Difference(mean, None if variance is None else variance**0.5, n, True, basis=basis)
     variances = [held_out_variance(list(r.val_batch_losses), *side) for r, side in zip((a, b), sides, strict=True)]
     error = None if None in variances else sum(variances) ** 0.5
