@@ -46,6 +46,9 @@ def test_every_page_names_runs_and_twins_apart(runs_dir):
 
     at.switch_page("pages/runs.py").run()
     assert not at.exception, at.exception
+    # Runs draws other runs: the line says where this one is drawn (a review read "Run: …" over other runs)
+    shown = [c.value.replace("\\", "") for c in at.sidebar.caption]
+    assert any(c.startswith(f"Run on Train and the run pages: **{names[twin]}**") for c in shown), shown
     table = next(d for d in at.dataframe if "name" in d.value.columns)  # the table; then all its columns
     assert list(table.proto.column_order)[0] == "name" and list(table.value.columns)[-1] == "run"
     assert sorted(table.value["name"]) == sorted(names.values())

@@ -49,6 +49,9 @@ def _one_thread() -> None:
         torch.set_num_threads(1)
 
 
+OTHER_RUNS_PAGES = ("Runs", "Experiments", "Room")  # pages that draw runs other than the one in view
+
+
 def run() -> None:
     """Draw the frame and run the current page inside it (app.py, on every script run)."""
     server.refuse_unreadable_widget_values()  # idempotent: for servers started without app.py's server half (tests)
@@ -138,7 +141,11 @@ def run() -> None:
             now = f" · {safe.md(now)}" if now else ""  # a name keeps its start settings; the knobs move
             # Drawn on the page's runs, not as a timed fragment: a sidebar fragment refreshing every second detached
             # the main area's buttons mid-click (Sample's Generate, in the browser tests)
-            st.caption(f"Run: **{safe.md(name)}**{now}", help=f"Run id `{run_id}` (links and the run's folder use it)")
+            # Runs, Experiments and Room draw other runs: there the line says where this one is drawn (a review's
+            # instructor read "Run: …lecture run" over the pitfall lab's runs on Experiments)
+            label = "Run on Train and the run pages" if page.title in OTHER_RUNS_PAGES else "Run"
+            st.caption(f"{label}: **{safe.md(name)}**{now}",
+                       help=f"Run id `{run_id}` (links and the run's folder use it)")  # fmt: skip
         else:
             st.caption("No run in view: start one on **Train** or open one on **Runs**.")
         room.large_fonts_before_toggle()  # this browser's choice (a cookie), or what a page asked for
