@@ -157,3 +157,9 @@ def test_the_clipping_rows_bar_counts_steps_as_its_value_does():
     assert check.value == 20.0 and "on fewer than 4 of the last 20 steps (20%)" in check.threshold, check
     # a pass condition, as every row's: "FAIL: … on 4 or more" beside "pass" and a measured 4 read as a contradiction
     assert check.outcome == "pass" and check.threshold.startswith("the loss not rising, or ")
+    # Clipped as a rule, the pass rests on the loss: the measured cell says both (a review read "20" beside "pass"
+    # and a bar of "fewer than 4")
+    assert check.shown == "20 of 20 clipped; the loss not rising", check
+    rising = grad_clip_check([2.0] * 20, 1.0, losses=[2.0 + 0.01 * i for i in range(40)])
+    assert rising.outcome == "FAIL" and rising.shown == "20 of 20 clipped; the loss rising", rising
+    assert grad_clip_check([0.5] * 20, 1.0).shown == ""  # never clipped: the count alone says it

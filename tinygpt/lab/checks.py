@@ -18,6 +18,7 @@ class Check:
     value: float | None  # what was measured; None when there was nothing to measure
     threshold: str  # what `value` must satisfy to pass, in words: "< 1e-04", "== 0 exactly", ...
     detail: str  # what was measured, on what, and what the outcome means
+    shown: str = ""  # the measured cell where `value` alone would not say what the outcome rests on ("" : value)
 
     @property
     def passed(self) -> bool:

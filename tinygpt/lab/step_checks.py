@@ -141,16 +141,21 @@ def grad_clip_check(norms: list, max_grad_norm: float, window: int = GRAD_WINDOW
     if clipped < CLIP_OCCASIONAL * len(recent):
         return Check(name, PASS, float(clipped), threshold, f"{detail}: spikes now and then, what clipping is for")
     trend = loss_trend_check(losses or [])
+    # Clipped as a rule, the outcome rests on the loss: the measured cell says both ("20" alone beside "pass" broke
+    # the threshold's second clause, the loss its first (a review))
+    counted = f"{clipped} of {len(recent)} clipped"
     if trend.outcome == NOT_ENOUGH:
         return Check(name, NOT_ENOUGH, float(clipped), threshold,
-                     f"{detail}, as a rule; whether the loss rises meanwhile: {trend.detail}")  # fmt: skip
+                     f"{detail}, as a rule; whether the loss rises meanwhile: {trend.detail}",
+                     shown=f"{counted}; the loss: not enough data")  # fmt: skip
     if trend.detail.startswith("rising"):
         return Check(name, FAIL, float(clipped), threshold, (
             f"{detail} while the loss rises ({trend.detail.removeprefix('rising: ')}): clipping caps each step but "
-            "cannot hold a learning rate that is too high; lower it"))  # fmt: skip
+            "cannot hold a learning rate that is too high; lower it"), shown=f"{counted}; the loss rising")  # fmt: skip
     return Check(name, PASS, float(clipped), threshold, (
         f"{detail}, as a rule, and the loss is not rising ({trend.detail.split(': ', 1)[-1]}): under AdamW a steady "
-        "scale changes little, as Adam divides each step by the gradient's running size"))  # fmt: skip
+        "scale changes little, as Adam divides each step by the gradient's running size"),
+        shown=f"{counted}; the loss not rising")  # fmt: skip
 
 
 def _two_means(older: list[float], newer: list[float]) -> tuple[float, float, float, float]:

@@ -281,7 +281,8 @@ def health_checks(run_dir: str, step: int, first_step: dict | None = None) -> tu
 
 
 def _row(c, on: str) -> dict:
-    return {"check": c.name, "result": c.outcome, "measured": "" if c.value is None else f"{c.value:.4g}",
+    measured = c.shown or ("" if c.value is None else f"{c.value:.4g}")
+    return {"check": c.name, "result": c.outcome, "measured": measured,
             "threshold": c.threshold, "measured on": on, "detail": c.detail}  # fmt: skip
 
 
