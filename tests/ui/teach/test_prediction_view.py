@@ -48,7 +48,8 @@ def test_the_check_beside_a_grade_is_the_one_it_was_graded_on(pages):
     # A check whose words begin with its status says it once: "reads not enough data yet: Not enough data yet:"
     waiting = Check(None, "Not enough data yet: mask has not been set to none on the lecture run.")
     said = prediction_view.graded_check(step, LEARNER, waiting).text
-    assert "the check reads not enough data yet: mask has not been set" in said and said.lower().count("not enough") == 1
+    assert "the check reads not enough data yet: mask has not been set" in said
+    assert said.lower().count("not enough") == 1
 
 
 class _Screen:

@@ -251,7 +251,8 @@ def tally(answers: Answers, records: Mapping[str, Mapping], room_outcome: str | 
     """{"answered", "counts": {option: n}, "decided", "right", "not_decided", "share_right", "rows"}: the spread
     of one step. share_right is right / `of`, the answers graded: right or wrong; "not sure" is counted, never
     graded, so it is in neither (None before the check, when it decided nothing, or with no answer but "not sure":
-    a review read "1 right of 2 (50%)" where the one graded answer was right); rows are (name, answer, grade), for the instructor's eyes only."""
+    a review read "1 right of 2 (50%)" where the one graded answer was right); rows are (name, answer, grade), for
+    the instructor's eyes only."""
     counts = dict.fromkeys(answers.options, 0)
     grades: dict[str | None, int] = {}
     rows = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 LESSON_STEP = "lesson_step"  # the lesson step this session's pane shows (tinygpt/ui/teach/lesson_view.py)
 LESSON_SEEN = "lesson_seen"  # the room's step when the pane last followed it (a later move takes it along)
 LESSON_LAST_CHECK = "lesson_last_check"  # (step, check, lines): the pane's last computed check, drawn first
-LESSON_FOLLOWED = "lesson_followed"  # the room's lecture run this learner's pane last looked at (a reset moves them once)
+LESSON_FOLLOWED = "lesson_followed"  # the room's lecture run this learner's pane last saw (a reset moves them once)
 LESSON_SHOWN = "lesson_shown"  # the page's last full run drew the lesson pane (False: drawn without it)
 LESSON_PENDING = "lesson_pending"  # {widget key: value} a lesson setup sets at the start of the page it opens
 LESSON_RUNS = "lesson_runs"  # {role: {label: run_id}}: the runs a learner's own setup started for the lesson
