@@ -59,7 +59,9 @@ def detail(rd: RunReader, ck: int, layer: int, head: int, text: str, per_row: in
             d["qk"], d["scaled"], d["mask"], d["masked"], d["weights"], tokens, per_row=per_row, large=large
         )
         model = loaded.config.model
-        caption = help_text.detail_caption(model.attn_scale, d["scale"], model.head_dim, d["mask_mode"], d["window"])
+        caption = help_text.detail_caption(
+            model.attn_scale, d["scale"], model.head_dim, d["mask_mode"], d["window"], model.attn_scale_mult
+        )
         return fig, caption
 
     return figure_cache.cached_figure("attn_detail", (rd.run_id, ck, layer, head, text, per_row, large), build)

@@ -88,13 +88,15 @@ def mask_caption(mode: str, window: int) -> str:
 SCALE_WORDS = {"head_dim": "1/√d_head", "hidden_dim": "1/√d_model (the common bug)", "none": "1 (no scaling)"}
 
 
-def detail_caption(attn_scale: str, scale: float, head_dim: int | None, mask: str, window: int) -> str:
-    """The step-by-step view's caption, from the knobs the checkpoint was saved with."""
-    mult = ""
+def detail_caption(
+    attn_scale: str, scale: float, head_dim: int | None, mask: str, window: int, multiplier: float = 1.0
+) -> str:
+    """The step-by-step view's caption, from the knobs the checkpoint was saved with; `multiplier` the model's
+    attn_scale_mult (the softmax lab's ×24 read "multiplied by 24 (1 (no scaling))": a review)."""
+    words, mult = SCALE_WORDS.get(attn_scale, attn_scale), ""
     if head_dim and attn_scale == "head_dim" and abs(scale * head_dim**0.5 - 1) > 1e-6:
         mult = f" × {scale * head_dim**0.5:g}"
+    elif attn_scale != "head_dim" and abs(multiplier - 1) > 1e-9:
+        words, mult = ("no 1/√d scaling" if attn_scale == "none" else words), f" × {multiplier:g}"
     saturate = " Without the 1/√d_head scale the scores grow with d_head and softmax saturates." if scale >= 1 else ""
-    return (
-        f"Scores q·k are multiplied by {scale:.4g} ({SCALE_WORDS.get(attn_scale, attn_scale)}{mult}).{saturate} "
-        + mask_caption(mask, window)
-    )
+    return f"Scores q·k are multiplied by {scale:.4g} ({words}{mult}).{saturate} " + mask_caption(mask, window)
