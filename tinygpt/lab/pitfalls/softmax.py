@@ -5,7 +5,18 @@ from __future__ import annotations
 from ...attention import scores_to_weights
 from ...trainer import first_nonfinite_activation
 from ..experiment import Experiment
-from ..verdict import RunResult, Verdict, decide, diverged_at, fmt, gt3, say, trained_clause, trained_margin
+from ..verdict import (
+    FINAL_STEPS,
+    RunResult,
+    Verdict,
+    decide,
+    diverged_at,
+    fmt,
+    gt3,
+    say,
+    trained_clause,
+    trained_margin,
+)
 
 EXPECTED = "naive: NaN at a named step and tensor, run diverged; stable: trains to the end"
 # No consequence clauses (verdict.Clause): the overflow is the pitfall and the stable run training on is its
@@ -38,7 +49,8 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         sentence += (
             f"The stable softmax, same settings, "
             f"{say(trains_on, 'trained on', 'did not train on cleanly', 'ran')} to step "
-            f"{good.steps} (loss {fmt(good.initial_loss)} -> {fmt(good.final_train_loss)})."
+            f"{good.steps} (loss {fmt(good.initial_loss)} at step 1 -> {fmt(good.final_train_loss)}, the mean of its "
+            f"last {FINAL_STEPS} steps)."
         )
     clauses = {
         "the naive run diverged at a named step and tensor": overflowed,
