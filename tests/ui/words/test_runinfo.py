@@ -26,6 +26,11 @@ def test_event_notes_list_changes_not_refusals():
         {"kind": "nonfinite", "step": 9, "message": "nan"},
     ]
     assert runinfo.event_notes(events) == "mask causal→none @3 · nan"  # the markers' own words
+    # Past the limit the older ones are counted, not dropped unsaid (a review: 5 of 7 changes listed under ①-⑦)
+    many = [{"kind": "knob", "knob": "warmup_steps", "ok": True, "old": w, "new": w + 1, "step": w} for w in range(7)]
+    assert runinfo.event_notes(many) == "2 earlier (on the chart) · " + " · ".join(
+        f"warmup {w}→{w + 1} @{w}" for w in range(2, 7)
+    )
 
 
 def test_nearest_checkpoint_and_snapshot():

@@ -230,10 +230,13 @@ def progress_fraction(status: dict) -> float | None:
 
 def event_notes(events: list[dict], limit: int = 5) -> str:
     """The newest knob changes (written as the charts' markers write them, knob_words.change_label) and non-finite
-    events (their messages) as one line of text."""
+    events (their messages) as one line of text; the older ones left out are counted ("2 earlier: on the chart"):
+    a review read five of seven changes under a chart numbered ①-⑦, nothing saying two were left out."""
     changes = {id(e) for e in shown_changes(events)}  # min_lr moves with its lr
-    marked = [e for e in events if id(e) in changes or e.get("kind") in ("nonfinite", "diverged")][-limit:]
-    return " · ".join(change_label(e) if id(e) in changes else in_words(e.get("message") or "") for e in marked)
+    every = [e for e in events if id(e) in changes or e.get("kind") in ("nonfinite", "diverged")]
+    marked, earlier = every[-limit:], max(0, len(every) - limit)
+    line = " · ".join(change_label(e) if id(e) in changes else in_words(e.get("message") or "") for e in marked)
+    return f"{earlier} earlier (on the chart) · {line}" if earlier and line else line
 
 
 def knob_note(events: list[dict], request: str, knob: str, value: Any, config: dict | None = None) -> tuple[str, str]:
