@@ -179,7 +179,9 @@ def test_the_share_link_opens_the_runs_live_view_read_only(runs_dir):
 
     copied = app_as(BEN, {"run": run_id})  # Anna's address bar, copied
     warning = " ".join(str(w.value) for w in copied.warning).replace("\\", "")
-    assert "'Share (read-only)' link on the Runs page" in warning and "Share this run" not in warning
+    # what opens it is said truly: a read-only link, which anyone may make (a review: "only from its owner's")
+    assert "'Share (read-only)' on the Runs page, or the address with &view=1 at its end" in warning, warning
+    assert "Share this run" not in warning and "owner" not in warning
 
     anna.switch_page("pages/runs.py").run()
     anna.selectbox(key=runs_keys.W_RUNS_PICK).set_value(run_id).run()

@@ -100,8 +100,8 @@ def sync_run_id(store: RunStore, viewer: Actor) -> str | None:
             # Decided on config.json's owner alone: a refused link used to build and cache a full RunReader first.
             if not may_open_link(read_owner(run_dir), viewer, view=st.query_params.get(URL_VIEW) == "1"):
                 raise RunStoreError(
-                    "that link is to another learner's run, which opens only from its owner's 'Share (read-only)' "
-                    "link on the Runs page."
+                    "that link is to another learner's run, which a copied address does not open: a read-only "
+                    "link does ('Share (read-only)' on the Runs page, or the address with &view=1 at its end)."
                 )
             reader_pool().get(run_dir)  # a damaged run is refused here, with why; pages read this reader
             st.session_state[RUN_ID] = attached = from_url
@@ -379,9 +379,10 @@ def runs_in_url(param: str, labels: list[str], what: str) -> dict[str, str] | No
     for run_id in named.values():
         with contextlib.suppress(RunStoreError):  # a run not there (yet) is the page's to say
             if not may_open_link(read_owner(store.existing(run_id)), viewer, view=view):
+                # Not "their owner can share": anyone can, and &view=1 is all a read-only link adds (a review)
                 st.warning(md(f"Ignored the {what} in the address: they are another learner's runs, which a "
-                              "copied address does not open. Their owner can share each one read-only "
-                              "('Share (read-only)' on the Runs page)."))  # fmt: skip
+                              "copied address does not open. Each opens read-only ('Share (read-only)' on the Runs "
+                              "page, or the address with &view=1 at its end)."))  # fmt: skip
                 return None
     return named
 
