@@ -6,6 +6,7 @@ from __future__ import annotations
 from helpers import tiny_config
 
 from tinygpt.ui.charts import curves
+from tinygpt.ui.train import branching
 from tinygpt.ui.train.branching import (
     branch_points,
     changes_from,
@@ -107,3 +108,18 @@ def test_the_parent_curve_of_a_branch_starts_where_it_branched():
         assert ghost[0] == first and len(ghost) == 8
     whole = curves.loss_chart(mine, [], [], 65, ghost=parent, ghost_label="previous run")
     assert [r["step"] for r in whole["datasets"]["ghost"]][0] == 0
+
+
+def test_a_branch_says_what_its_changes_do_to_its_first_learning_rate():
+    """A review's branch cut max steps 3000→950 at step 800: its rate went 0.002588 → 0.000479 at step 801, the
+    panel saying only "max steps 3000→950"."""
+    from tinygpt.config import RunConfig
+
+    base = RunConfig.from_dict({"train": {"learning_rate": 0.003, "min_lr": 0.0003, "warmup_steps": 45,
+                                          "max_steps": 3000}})  # fmt: skip
+    said = branching.schedule_effect({"max_steps": 950}, base, 800)
+    assert said == " Its learning rate at step 801: 0.00259 → 0.000479 (the schedule over 950 steps).", said
+    assert branching.schedule_effect({"mask": "causal"}, base, 800) == ""  # the schedule untouched
+    assert branching.schedule_effect({"max_steps": 3001}, base, 800) == ""  # moved by under 1%: nothing to say
+    doubled = branching.schedule_effect({"learning_rate": 0.006}, base, 800)  # min_lr moves along, as live
+    assert "0.00259 → 0.00518" in doubled, doubled

@@ -21,6 +21,7 @@ from tinygpt.runs.files import list_checkpoints, read_config_json
 from tinygpt.runs.knobs import knobs_at
 from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
+from tinygpt.schedule import lr_at, moved_floor
 from tinygpt.ui import state
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, people_keys
@@ -128,6 +129,24 @@ def describe(changes: Mapping[str, Any], base: RunConfig) -> str:
     return ", ".join(f"{setting_word(n)} {knob_value(setting_of(base, n))}→{knob_value(v)}" for n, v in changes.items())
 
 
+def schedule_effect(changes: Mapping[str, Any], base: RunConfig, step: int) -> str:
+    """What the branch's changes do to the learning rate of its first step (step + 1), where they move it by more
+    than 1%: " Its learning rate at step 801: 0.00259 → 0.000479 (the schedule over 950 steps)." A review's
+    branch cut max steps 3000→950 and its rate fell 5x at once, the panel saying nothing (the warmup knob says
+    its effect; the branch now too). "" where nothing moves it."""
+    if not {"learning_rate", "warmup_steps", "max_steps"} & changes.keys():
+        return ""
+    t = base.train
+    peak = float(changes.get("learning_rate", t.learning_rate))
+    floor = moved_floor(t.min_lr, t.learning_rate, peak) if "learning_rate" in changes else t.min_lr
+    warmup, total = int(changes.get("warmup_steps", t.warmup_steps)), int(changes.get("max_steps", t.max_steps))
+    before = lr_at(step, t.learning_rate, t.min_lr, t.warmup_steps, t.max_steps)  # step `step + 1` trains at this
+    after = lr_at(step, peak, floor, warmup, total)
+    if abs(after - before) <= 0.01 * abs(before):
+        return ""
+    return f" Its learning rate at step {step + 1}: {before:.3g} → {after:.3g} (the schedule over {total:,} steps)."
+
+
 def _widget(column, name: str, label: str, choices, value: Any, key: str) -> Any:
     if choices is not None:
         return column.selectbox(label, list(choices), index=list(choices).index(value), key=key)
@@ -183,7 +202,8 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
     changes = changes_from(values, base)
     state.put(edits_key, dict(changes))
     st.caption(
-        f"From step {step}: {safe.md(describe(changes, base))}. A new run of yours; {safe.md(run_name)} stays as it is."
+        f"From step {step}: {safe.md(describe(changes, base))}.{safe.md(schedule_effect(changes, base, step))} A new "
+        f"run of yours; {safe.md(run_name)} stays as it is."
     )
 
     def start(check_slot: bool) -> None:
