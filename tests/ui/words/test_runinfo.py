@@ -73,8 +73,11 @@ EVENTS = [  # the cheating run of the issue: scale off at 1130, mask none at 181
 def test_runs_show_the_live_changes_and_the_knobs_of_the_best_val_loss():
     assert runinfo.knob_history(EVENTS) == ["scaling head_dim→none @1130", "mask causal→none @1810"]
     evals = [{"step": 1000, "val_loss": 1.9}, {"step": 2000, "val_loss": 0.126}]
-    step, loss, under = runinfo.best_eval(CONFIG, EVENTS, evals)
-    assert (step, loss) == (2000, 0.126) and under == ["scaling none", "mask none"]  # reached while cheating
+    # 0.126 was reached while cheating (mask none from 1810): no model's that predicts. The best under a causal
+    # mask is the run's best (a review read a leak's 0.0601 for a run whose best after it was 1.093)
+    assert runinfo.best_eval(CONFIG, EVENTS, evals) == (1000, 1.9, [])
+    step, loss, under = runinfo.best_eval(CONFIG, EVENTS, evals[1:])  # every eval under the leak: it, said so
+    assert (step, loss) == (2000, 0.126) and under == ["scaling none", "mask none"]
     assert runinfo.best_eval(CONFIG, [], evals)[2] == []
     assert runinfo.knobs_at(CONFIG, EVENTS, 1500)["mask"] == "causal"
     # A run started with a leaking mask changed nothing live, and its best is still the mask's: it says so.

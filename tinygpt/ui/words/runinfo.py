@@ -347,11 +347,14 @@ def knob_history(events: list[dict]) -> list[str]:
 
 def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int, float, list[str]] | None:
     """(step, val loss, the live changes in force then) of a run's best validation loss, or None without one:
-    a low loss reached under mask "none" is the model reading the answer, and the table must say so."""
-    scored = [(e["val_loss"], e["step"]) for e in evals if isinstance(e.get("val_loss"), float) and "step" in e]
+    a low loss reached under mask "none" is the model reading the answer, no model's that predicts. The best of
+    the evals under a causal mask, then; one under a leak only where every eval was (the table says so): a review
+    read "mask off_by_one: 0.0601 @900" for a run whose best after its leak, 1.093 at step 2950, showed nowhere."""
+    scored = sorted((e["val_loss"], e["step"]) for e in evals if isinstance(e.get("val_loss"), float) and "step" in e)
     if not scored:
         return None
-    loss, step = min(scored)
+    honest = [(v, s) for v, s in scored if knobs_at(config, events, s).get("mask") not in LEAKING_MASKS]
+    loss, step = (honest or scored)[0]
     base = knobs_now(config, [])
     then = knobs_at(config, events, step)
     changed = [f"{knob_word(k)} {knob_value(v)}" for k, v in then.items() if v != base.get(k) and k != "min_lr"]
