@@ -657,3 +657,17 @@ def test_the_verdicts_say_which_losses_and_norms_they_print():
     residual["detached residual"].layer_grad_norms["L0.attn"] = 1.143e-06
     said = EXPERIMENTS["residual"].verdict(residual).sentence
     assert "gradient norm: 1.143e-06 detached vs 0.5 with the residual" in said, said
+
+
+def test_the_warmup_stall_a_third_in_is_judged_on_its_own_steps_noise():
+    """A review: "a third in: the interval 0.75–0.94" was ± the final 20 steps' paired noise (0.099), not the noise
+    around step 100 (0.044), and the screen did not say it was borrowed."""
+    runs = healthy("warmup")
+    rng = random.Random(7)
+    shared = [rng.gauss(0, 0.1) for _ in range(21)]  # the batches both runs of a pair drew around step 100
+    for label, run_ in runs.items():
+        run_.mid_losses = tuple((90 + i, run_.mid_loss + s + rng.gauss(0, 0.002)) for i, s in enumerate(shared))
+    said = EXPERIMENTS["warmup"].verdict(runs).sentence
+    assert "a third in: the interval" in said and "(3 s.e., paired over 21 shared steps); final held-out" in said, said
+    borrowed = EXPERIMENTS["warmup"].verdict(healthy("warmup")).sentence  # a run folder from before: said so
+    assert "(3 s.e., the final steps' paired noise, borrowed); final held-out" in borrowed, borrowed

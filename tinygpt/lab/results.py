@@ -187,6 +187,7 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         final_loss_std=finite_std([m.get("loss") for m in recent]),
         final_losses=tuple((int(m["step"]), m["loss"]) for m in recent if "step" in m and finite(m.get("loss"))),
         mid_loss=finite_mean([m.get("loss") for m in middle]),
+        mid_losses=tuple((int(m["step"]), m["loss"]) for m in middle if "step" in m and finite(m.get("loss"))),
         final_val_loss=(reader.evals[-1].get("val_loss") if reader.evals else None),
         final_eval_train_loss=(reader.evals[-1].get("train_loss") if reader.evals else None),
         best_val_loss=min((v for e in reader.evals if finite(v := e.get("val_loss"))), default=None),

@@ -20,15 +20,8 @@ from typing import Any
 
 ENDED = ("finished", "diverged", "failed")  # a run in one of these has said all it will say
 SATURATED = 0.9  # an attention row whose largest weight is above this is "near one-hot"
-LOSS_FIELDS = (
-    "final_train_loss",
-    "final_val_loss",
-    "initial_loss",
-    "mid_loss",
-    "no_peek_loss",
-    "max_loss_early",
-    "final_eval_train_loss",
-)
+LOSS_FIELDS = ("final_train_loss", "final_val_loss", "initial_loss", "mid_loss", "no_peek_loss", "max_loss_early",
+               "final_eval_train_loss")  # fmt: skip
 NOT_ENOUGH_DATA = "not enough data"  # a verdict some clause of which was not measured (none failed)
 CPU_COUNTS_ONLY = "allocation counts only"  # the memory demo on CPU: churn measured, fragmentation needs CUDA
 
@@ -55,6 +48,7 @@ class RunResult:
     reason: str = ""  # status.json's reason: for a failed run, the error that stopped it
     initial_loss: float | None = None  # the first step's loss
     mid_loss: float | None = None  # mean loss of the steps around a third of max_steps
+    mid_losses: tuple[tuple[int, float], ...] = ()  # (step, loss) of those steps: a pair's noise there (paired_error)
     max_grad_norm_early: float | None = None  # largest pre-clip gradient norm in the first 10% of steps
     saturated_rows: float | None = None  # fraction of attention rows with max weight > SATURATED, latest snapshot
     softmax_gain: float | None = None  # mean spectral norm of the softmax Jacobian per row (see softmax_gain)
@@ -441,16 +435,22 @@ def held_out_difference(a: RunResult, b: RunResult) -> Difference:
 def loss_difference(a: RunResult, b: RunResult) -> Difference:
     """a.final_train_loss - b.final_train_loss and its noise: paired over the steps both logged (see Difference)."""
     mean = None if a.final_train_loss is None or b.final_train_loss is None else a.final_train_loss - b.final_train_loss
-    theirs = dict(b.final_losses)
-    shared = [(loss, theirs[step]) for step, loss in a.final_losses if step in theirs]
-    if len(shared) >= MIN_PAIRED_STEPS:
-        diffs = [x - y for x, y in shared]
-        centre = sum(diffs) / len(diffs)
-        spread = (sum((d - centre) ** 2 for d in diffs) / (len(diffs) - 1)) ** 0.5
-        return Difference(mean, spread / len(diffs) ** 0.5, len(diffs), paired=True)
+    if (paired := paired_error(a.final_losses, b.final_losses)) is not None:
+        return Difference(mean, *paired, paired=True)
     spreads = [r.final_loss_std for r in (a, b) if r.final_loss_std is not None]  # a run without one adds nothing
     error = (sum(s**2 for s in spreads) / FINAL_STEPS) ** 0.5 if spreads else None
     return Difference(mean, error, FINAL_STEPS, paired=False)
+
+
+def paired_error(mine: tuple | list, theirs: tuple | list) -> tuple[float, int] | None:
+    """(the standard error of the mean step-by-step difference, the steps shared) of two runs' (step, loss) pairs
+    that share seed and batches; None under MIN_PAIRED_STEPS shared steps."""
+    other = dict(theirs)
+    diffs = [loss - other[step] for step, loss in mine if step in other]
+    if len(diffs) < MIN_PAIRED_STEPS:
+        return None
+    centre = sum(diffs) / len(diffs)
+    return (sum((d - centre) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs)) ** 0.5, len(diffs)
 
 
 def difference_margin(threshold: float, a: RunResult, b: RunResult) -> float:
