@@ -665,7 +665,7 @@ def test_the_warmup_stall_a_third_in_is_judged_on_its_own_steps_noise():
     runs = healthy("warmup")
     rng = random.Random(7)
     shared = [rng.gauss(0, 0.1) for _ in range(21)]  # the batches both runs of a pair drew around step 100
-    for label, run_ in runs.items():
+    for run_ in runs.values():
         run_.mid_losses = tuple((90 + i, run_.mid_loss + s + rng.gauss(0, 0.002)) for i, s in enumerate(shared))
     said = EXPERIMENTS["warmup"].verdict(runs).sentence
     assert "a third in: the interval" in said and "(3 s.e., paired over 21 shared steps); final held-out" in said, said
