@@ -75,6 +75,10 @@ def test_the_lecture_checks_say_training_loss_and_name_the_held_out_loss_beside_
     mask = lesson.knob_effect("mask", "none", rise=False, min_change=1.0)(Evidence(runs={"lecture": run}))
     assert mask.text.startswith("The training loss fell") and "training loss" in mask.headline
     assert "held-out loss 2.31 at step 100, held-out loss 0.50 at step 160" in mask.text  # 160: inside its window
+    # the projector's line (the headline) names the held-out loss too (a review: only the learners' detail did)
+    assert mask.headline.endswith("; held-out 2.31 → 0.50"), mask.headline
+    run.events, run.metrics, run.evals = [], metrics([4.2] + [2.0] * 199), [{"step": 200, "val_loss": 2.11}]
+    assert lesson.loss_from_uniform(Evidence(runs={"lecture": run})).headline.endswith("; held-out 2.11 at step 200")
 
 
 def test_the_held_out_loss_after_a_change_is_read_from_the_window_that_decided_not_just_after_the_change():

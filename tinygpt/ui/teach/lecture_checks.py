@@ -116,7 +116,8 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0,
     uniform = as_shown(math.log(run.vocab_size)) if run.vocab_size else None
     start = f"the first training loss was {first:.2f}" + (f" (ln {run.vocab_size} = {uniform:.2f}: uniform "
                                                            "guessing)" if uniform else "")  # fmt: skip
-    val = _val_words(_val(run, start_step, end))
+    held_out = _val(run, start_step, end)
+    val = _val_words(held_out)
     # The held-out words come after the fall: placed after them, "it fell by 2.37" (the training loss's fall) read
     # as the held-out loss's (a review)
     text = f"{start.capitalize()}; by step {end}{before}, it is {now:.2f} (the {_span(got)})"
@@ -127,8 +128,10 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0,
     went = (f"The training loss went from {first:.2f}" + (f" (ln V = {uniform:.2f})" if uniform else "")
             + f" to {now:.2f} by step {end} (the {_span(got)})"
             + (", before the first knob change" if closed else ""))  # fmt: skip
+    # The projector's line names the held-out loss too, where there is one (a review: only the learners' detail did)
+    compact = f"; held-out {held_out['val_loss']:.2f} at step {int(held_out['step'])}" if held_out else ""
     if near and fell:
-        return Check(True, f"{text}: it fell by {fall:.2f}{held}.", headline=f"{went}: down {fall:.2f}")
+        return Check(True, f"{text}: it fell by {fall:.2f}{held}.", headline=f"{went}: down {fall:.2f}{compact}")
     why = [] if near else [f"the start is {abs(first - uniform):.2f} away from ln V"]
     why += [] if fell else [f"it fell by {fall:.2f}, less than {min_fall}"]
     if near and not closed and run.state not in ENDED and trained < patience:  # the fall may still come
@@ -192,10 +195,13 @@ def knob_effect(
             return Check(None, f"Not enough data yet: {since} of {WINDOW} steps since {named} at step {at}.")
         end, new, got, change = decided
         verb = "rose" if change > 0 else "fell"
-        val = _vals(run, first, end - WINDOW + 1, until)
+        pair = _val_pair(run, first, end - WINDOW + 1, until)
+        val = f"{_val_words(pair[0])}, {_val_words(pair[1])}" if pair else ""
         text = (f"The training loss {verb} from {old:.2f} to {new:.2f} after {named} at step {at} (the "
                 f"{_span(got_before)}, then the {_span(got)})" + (f"; {val}" if val else ""))  # fmt: skip
         point = f"The training loss {verb} from {old:.2f} to {new:.2f} after {named}"  # the steps and means: Numbers
+        # the projector's line names the held-out loss on each side too, where both exist (a review: it did not)
+        point += f"; held-out {pair[0]['val_loss']:.2f} → {pair[1]['val_loss']:.2f}" if pair else ""
         moved = change >= min_change if rise else -change >= min_change
         if moved:
             return Check(True, text + ".", headline=point)
@@ -216,7 +222,7 @@ def knob_effect(
     return check
 
 
-def _vals(run: RunData, first: int, start: int, until: int | None) -> str:
+def _val_pair(run: RunData, first: int, start: int, until: int | None) -> tuple[dict, dict] | None:
     """The held-out loss beside a knob change's training loss: the last eval before the change and the first from
     the start of the window that decided it on, before the next change (evals come every eval_interval steps). Not
     the first eval after the change: 3 steps after mask → none it read 2.37 against 2.02 before, "held-out rose",
@@ -225,9 +231,7 @@ def _vals(run: RunData, first: int, start: int, until: int | None) -> str:
     found = [e for e in run.evals if isinstance(e.get("val_loss"), (int, float)) and math.isfinite(e["val_loss"])
              and int(e.get("step", -1)) >= start and (until is None or int(e.get("step", -1)) < until)]  # fmt: skip
     after = found[0] if found else None
-    if before is None or after is None:
-        return ""
-    return f"{_val_words(before)}, {_val_words(after)}"
+    return None if before is None or after is None else (before, after)
 
 
 def _same(a: Any, b: Any) -> bool:
