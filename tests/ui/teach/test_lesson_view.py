@@ -3,6 +3,8 @@ tinygpt.lab.prepare.prepared_runs(), the runs `python -m tinygpt.bench.prepare` 
 
 from __future__ import annotations
 
+import dataclasses
+
 from tinygpt.lab.prepare import PREPARE_ORDER, prepared_runs
 from tinygpt.runs.owners import Actor
 from tinygpt.ui.people import admission
@@ -60,14 +62,14 @@ def test_the_panes_run_lines_are_in_the_viewers_words(tmp_path, monkeypatch):
     step = next(s for s in lesson.STEPS if lesson.LECTURE in lesson.roles_needed(s))
     runs = {lesson.LECTURE: {"run": rid}}
     learner = Actor("a" * 16, "anna")
-    assert "paused by the instructor at step 5" in " ".join(lesson_view._progress(runs, step, learner))
-    assert "paused by you at step 5" in " ".join(lesson_view._progress(runs, step, TEACHER))
-    assert "your own run" not in " ".join(lesson_view._progress(runs, step, learner))
+    assert "paused by the instructor at step 5" in " ".join(lesson_view._progress(runs, step, learner)[0])
+    assert "paused by you at step 5" in " ".join(lesson_view._progress(runs, step, TEACHER)[0])
+    assert "your own run" not in " ".join(lesson_view._progress(runs, step, learner)[0])
     # Review: a learner's own copy of the lecture role (their own Set up) read "lecture · run: ..." as if the room's
     with store.create(RunConfig().to_dict() | {"learner": {"id": learner.id, "name": "anna"}}, owner="app") as w:
         w.write_status(state="running", step=200, reason="")
         own = w.run_dir.name
-    lines = lesson_view._progress({lesson.LECTURE: {"run": own}}, step, learner)
+    lines = lesson_view._progress({lesson.LECTURE: {"run": own}}, step, learner)[0]
     assert lines and lines[0].startswith("lecture (your own run) · run: "), lines
 
 
@@ -100,10 +102,10 @@ def test_the_lines_under_a_check_are_about_the_runs_it_measured(tmp_path, monkey
     assert lesson.roles_needed(step) == [lesson.LECTURE, lesson.HEADS]  # the step steers the lecture run too
     assert lesson.roles_checked(step) == [lesson.HEADS]  # its check reads the heads run alone
     runs = {role: {"run": rid} for role, rid in ids.items()}
-    assert lesson_view._progress(runs, step) == []  # the heads run ended: no line, and none of the lecture run
+    assert lesson_view._progress(runs, step)[0] == []  # the heads run ended: no line, and none of the lecture run
     with store.writer(ids[lesson.HEADS]) as w:
         w.write_status(state="running", step=300)
-    lines = lesson_view._progress(runs, step)
+    lines = lesson_view._progress(runs, step)[0]
     assert len(lines) == 1 and lines[0].startswith("heads · run:")
     for key in ("tensors", "mask", "optim"):  # a step about the lecture run still shows its line
         assert lesson.roles_checked(next(s for s in lesson.STEPS if s.key == key)) == [lesson.LECTURE]
@@ -239,17 +241,17 @@ def test_the_pitfalls_steps_lines_list_each_run_once_with_its_own_status(tmp_pat
                 runs[role][label] = w.run_dir.name
     monkeypatch.setattr(lesson_view, "reader_of", lambda run_id: store.reader(run_id))
     monkeypatch.setattr(resources, "touch", lambda run_id: None)
-    lines = lesson_view._progress(runs, step)
+    lines = lesson_view._progress(runs, step)[0]
     assert len(lines) == 1 and lines[0].startswith("softmax · stable softmax: step 155 / 200"), lines
     with store.writer(runs["exp:softmax"]["stable softmax"]) as w:
         w.write_status(state="finished", step=200, max_steps=200)
-    assert lesson_view._progress(runs, step) == []  # its status says 200: its line goes at once
+    assert lesson_view._progress(runs, step)[0] == []  # its status says 200: its line goes at once
     shared = {"exp:softmax": {"stable softmax": runs["exp:softmax"]["naive softmax"]},
               "exp:mask": {"correct": runs["exp:softmax"]["naive softmax"]}}  # fmt: skip
     with store.writer(shared["exp:mask"]["correct"]) as w:
         w.write_status(state="queued", step=0, max_steps=200, queue_position=4)
     monkeypatch.setattr(resources, "queue_forecast", lambda run_id: None)
-    assert len(lesson_view._progress(shared, step)) == 1  # one run under two roles: one line
+    assert len(lesson_view._progress(shared, step)[0]) == 1  # one run under two roles: one line
 
 
 def test_the_run_lines_are_read_after_the_check_outside_its_lock(monkeypatch):
@@ -265,11 +267,31 @@ def test_the_run_lines_are_read_after_the_check_outside_its_lock(monkeypatch):
 
     def lines(runs, step, viewer):
         order.append(f"lines, locked={lesson_view._LOCK.locked()}")
-        return []
+        return [], {}
 
     monkeypatch.setattr(lesson_view, "_progress", lines)
-    lesson_view._computed_check(step, TEACHER, {"runs": {}, "measured": {}})
-    assert order == ["evidence", "lines, locked=False"]
+    check, _ = lesson_view._computed_check(step, TEACHER, {"runs": {}, "measured": {}})
+    assert order == ["evidence", "lines, locked=False"] and "could not read" not in check.text, check.text
+
+
+def test_the_banner_line_of_an_undecided_experiment_says_how_far_its_runs_are(monkeypatch):
+    """A review's projector read only "Still training: the verdict comes when both runs end" at step 10, the
+    runs' progress one click away (the Numbers popover)."""
+    from tinygpt.ui.teach import lesson, prediction_view
+
+    waiting = lesson.Check(None, "Still training: the verdict comes when both runs end.")
+    step = dataclasses.replace(next(s for s in lesson.STEPS if s.key == "pitfalls"), check=lambda ev: waiting)
+    monkeypatch.setattr(lesson_view, "evidence", lambda *a, **k: lesson.Evidence())
+    monkeypatch.setattr(prediction_view, "shown_check", lambda step, actor, check: check)
+    monkeypatch.setattr(prediction_view, "graded_check", lambda step, actor, check: check)
+    pace = [{"step": s, "time": s / 10} for s in range(1, 101)]  # 10 steps a second
+    states = {"2 layers": ({"state": "running", "step": 100, "max_steps": 300}, pace),
+              "1 layer": ({"state": "finished", "step": 300, "max_steps": 300}, pace)}  # fmt: skip
+    monkeypatch.setattr(lesson_view, "_progress", lambda runs, step, viewer: (["a line"], states))
+    check, lines = lesson_view._computed_check(step, TEACHER, {"runs": {}, "measured": {}})
+    assert check.short == ("Still training: the verdict comes when both runs end. (runs 67% trained; the last done "
+                           "in about 20 s)"), check.short  # fmt: skip
+    assert check.text == waiting.text and lines == ["a line"]  # the pane's full text and lines stay
 
 
 def test_set_up_again_sends_no_knob_the_run_has_already(monkeypatch):

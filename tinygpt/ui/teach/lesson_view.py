@@ -248,10 +248,10 @@ _LOCK = threading.Lock()
 # ---------------------------------------------------------------- drawing
 
 
-def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None = None) -> list[str]:
-    """For a long step: where each of its runs stands, with an estimate of when it ends, in `viewer`'s words
-    ("paused by you" only for whoever paused it: a learner read it of the instructor's pause)."""
-    lines, listed = [], set()
+def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None = None) -> tuple[list, dict]:
+    """For a long step: where each run stands, with when it ends, in `viewer`'s words ("paused by you" only for who
+    paused it); and the experiment runs' {label: (status, metrics)} (runinfo.progress_words: the banner's words)."""
+    lines, listed, states = [], set(), {}
     for role in lesson.roles_checked(step):
         for label, rid in (runs.get(role) or {}).items():
             rd = None if rid in listed else reader_of(rid)
@@ -260,6 +260,8 @@ def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None 
             listed.add(rid)
             resources.touch(rid)  # a run the lesson waits for keeps its lease
             status = rd.status()
+            if role.startswith("exp:"):  # an experiment's run: the lecture run has no end to count towards
+                states[label] = (status, rd.metrics)
             if status.get("state") in ENDED:
                 continue
             said = {**status, "reason": run_words.reason_for(status.get("reason") or "", rd.config(), viewer)}
@@ -270,7 +272,7 @@ def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None 
             # private run read as the instructor's lecture run (a review)
             own = viewer is not None and not viewer.instructor and run_words.is_owner(rd.config(), viewer)
             lines.append(f"{role.removeprefix('exp:')}{' (your own run)' if own else ''} · {label}: {line}")
-    return lines
+    return lines, states
 
 
 def show_check(check: lesson.Check, text: str | None = None) -> None:
@@ -306,7 +308,10 @@ def _computed_check(step: Step, actor: Actor, data: dict) -> tuple[lesson.Check,
             check = prediction_view.graded_check(step, actor, check)
         # Where each run stands, read now that the check is done and outside the lock the other sessions' checks
         # wait on: a review's pane held "step 155 / 200 · running" for ~20 s after that run had finished.
-        return check, _progress(runs, step, actor)
+        lines, states = _progress(runs, step, actor)
+        if check.passed is None and not check.settled and not isinstance(check, prediction_view.HeldCheck):
+            check = dataclasses.replace(check, headline=f"{check.short} {runinfo.progress_words(states)}".strip())
+        return check, lines
     except Exception as exc:  # noqa: BLE001 - a run folder mid-write must not put a traceback in the sidebar
         return lesson.Check(None, f"Not enough data yet: could not read the runs ({exc})."), []
 
@@ -412,8 +417,7 @@ def setup_button(step: Step, actor: Actor, icon: bool = True) -> None:
             st.error(safe.md(exc))
 
 
-# The lesson presses it at step 1, with the lecture run training (docs/TEACHING.md, "With Prepare pressed at step
-# 1"); it used to say "Before class", which the lesson no longer asks for.
+# Pressed at step 1, the lecture run training (docs/TEACHING.md, "With Prepare pressed at step 1"), not "Before class"
 PREPARE_HELP = (
     "Press it at step 1, at the latest: it starts the long steps' runs now (the pitfalls', the multiple-heads "
     "step's and the induction experiment's), queued in the lesson's order behind the live lecture run, which keeps "

@@ -86,6 +86,35 @@ def verdict_progress(runs: dict[str, tuple[dict, list[dict]]]) -> tuple[float, s
     """(fraction of all planned steps done, sentence) for an experiment whose verdict waits for every run to end
     ({label: (status, metrics)}): the estimate is the slowest run's remaining steps at its own recent pace, and
     there is none while a run waits for a slot or is paused (its start is not this run's to know)."""
+    fraction, parts, etas, waiting = _tally(runs)
+    if not waiting and not etas:
+        return 1.0, "Every run has ended: " + "; ".join(parts) + "."
+    if waiting:
+        head = (
+            f"No estimate yet: {', '.join(waiting)} {'is' if len(waiting) == 1 else 'are'} not training now; "
+            "the verdict comes when every run has ended."
+        )
+    else:
+        head = (
+            f"Verdict in about {format_duration(max(etas))}, when the slowest run ends (each run's remaining steps "
+            "at its own pace over its last 50 steps)."
+        )
+    return fraction, f"{head} {'; '.join(parts)}."
+
+
+def progress_words(runs: dict[str, tuple[dict, list[dict]]]) -> str:
+    """verdict_progress in a few words, for the projector's one line: "(runs 33% trained; the last done in about
+    2 min 17 s)", "(runs 33% trained; 1 not training now)", or "" once every run has ended. A review's banner said
+    only "Still training: the verdict comes when both runs end", the progress one click away."""
+    fraction, _, etas, waiting = _tally(runs)
+    if waiting:
+        return f"(runs {fraction:.0%} trained; {len(waiting)} not training now)"
+    return f"(runs {fraction:.0%} trained; the last done in about {format_duration(max(etas))})" if etas else ""
+
+
+def _tally(runs: dict[str, tuple[dict, list[dict]]]) -> tuple[float, list[str], list[float], list[str]]:
+    """(fraction of the planned steps done, each run in words, the training runs' seconds left, the runs not
+    training now) of {label: (status, metrics)}."""
     done = total = 0
     parts, etas, waiting = [], [], []
     for label, (status, metrics) in runs.items():
@@ -102,20 +131,7 @@ def verdict_progress(runs: dict[str, tuple[dict, list[dict]]]) -> tuple[float, s
             where = f", position {status['queue_position']} in the queue" if status.get("queue_position") else ""
             waiting.append(label)
             parts.append(f"{label}: {state}{where}, step {step:,} / {max_steps:,}")
-    fraction = done / total if total else 0.0
-    if not waiting and not etas:
-        return 1.0, "Every run has ended: " + "; ".join(parts) + "."
-    if waiting:
-        head = (
-            f"No estimate yet: {', '.join(waiting)} {'is' if len(waiting) == 1 else 'are'} not training now; "
-            "the verdict comes when every run has ended."
-        )
-    else:
-        head = (
-            f"Verdict in about {format_duration(max(etas))}, when the slowest run ends (each run's remaining steps "
-            "at its own pace over its last 50 steps)."
-        )
-    return fraction, f"{head} {'; '.join(parts)}."
+    return (done / total if total else 0.0), parts, etas, waiting
 
 
 def format_duration(seconds: float | None) -> str:
