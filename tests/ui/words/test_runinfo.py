@@ -391,3 +391,9 @@ def test_a_branchs_speed_and_eta_are_its_own_steps_not_its_parents():
     running = runinfo.status_line({"state": "running", "step": 520, "max_steps": 700}, parent + own, config)
     assert "5,000 tokens/s" in running and "ETA 36 s" in running  # 180 steps at its own 5 steps a second
     assert "23,610" in runinfo.status_line({"state": "queued", "step": 500, "max_steps": 700}, parent, {})
+
+
+def test_the_runs_tables_first_columns_give_names_and_losses_room():
+    """A review at 1280x720 with Large fonts: owners cut to "patient-koa", a best val loss to "mask off_by…"."""
+    assert list(runinfo.RUNS_TABLE_WIDTHS) == runinfo.RUNS_TABLE_FIRST
+    assert runinfo.RUNS_TABLE_WIDTHS["owner"] == runinfo.RUNS_TABLE_WIDTHS["best val loss"] == {"width": "medium"}

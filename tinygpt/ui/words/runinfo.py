@@ -382,7 +382,10 @@ def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int,
 RUNS_TABLE_FIRST = ["name", "owner", "state", "step", "best val loss"]  # what the Runs table shows first
 # Fixed widths (Streamlit's column config as plain dicts): a run name reads in full in 400 px and the rest fit
 # beside it at 1280 px with Large fonts; sized by content, the table scrolled sideways by 50 px on a projector.
-RUNS_TABLE_WIDTHS = {"name": {"width": "large"}, **{c: {"width": "small"} for c in RUNS_TABLE_FIRST[1:]}}
+# An owner's name ("patient-koala-12") and a best val loss with its knobs read whole at medium: at small, 1280x720
+# with Large fonts cut them to "patient-koa" and "mask off_by…", the number hidden (a review)
+RUNS_TABLE_WIDTHS = {"name": {"width": "large"}, "owner": {"width": "medium"}, "state": {"width": "small"},
+                     "step": {"width": "small"}, "best val loss": {"width": "medium"}}  # fmt: skip
 
 
 def share_link(page_url: str, run_id: str) -> str:
