@@ -104,8 +104,8 @@ def test_six_learners_predict_the_room_sees_the_spread_and_the_check_grades_them
     offline.close()
     teacher.locator('[data-testid="stSidebarNav"] a').filter(has_text="Room").first.click()
     expect(teacher.get_by_role("heading", name="tinygpt · Room")).to_be_visible()
-    right = teacher.locator('[data-testid="stMetric"]').filter(has_text="Right")
-    expect(right).to_contain_text("50%", timeout=30_000)
+    right = teacher.locator('[data-testid="stMetric"]').filter(has_text="Right")  # 3 of the 5 graded: "not sure" isn't
+    expect(right).to_contain_text("60%", timeout=30_000)
     assert not any(name in main.inner_text() for name in names)
     teacher.get_by_text("Name the learners beside their answers").click()
     for name in names:
