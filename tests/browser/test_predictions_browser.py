@@ -25,7 +25,7 @@ from tinygpt.ui.teach.predictions import NOT_SURE
 
 STEP = lesson.STEPS[0]
 WRONG_ANSWER = next(c for c in STEP.answers.choices if c != STEP.answers.seen)
-ANSWERS = [STEP.answers.seen] * 3 + [WRONG_ANSWER] * 2 + [NOT_SURE]  # six learners: 3 right of 6 graded
+ANSWERS = [STEP.answers.seen] * 3 + [WRONG_ANSWER] * 2 + [NOT_SURE]  # six learners: 3 right of the 5 graded
 
 
 @pytest.fixture(scope="module")
