@@ -152,6 +152,34 @@ def test_a_pace_measured_over_seconds_wins_over_one_steps_tokens_per_s(tmp_path)
     )
 
 
+def test_a_run_not_timed_twice_yet_goes_at_its_own_records_pace(tmp_path):
+    """A review's instructor read "ready once their pace is measured" for 4 minutes while 19 of 21 prepared runs
+    finished, and "about 5 min" for a run 9 s from its end: the server timed a run only between two of its own
+    looks, and a 20 s run was seldom looked at twice. Until then its records' pace (steps over seconds trained)."""
+    import json
+
+    from tinygpt.runs.scheduler import RunManager
+    from tinygpt.runs.status import clock_pace
+
+    store = RunStore(tmp_path)
+    with store.create(CONFIG, owner="app") as writer:
+        run_id = writer.run_id
+    path = store.path(run_id) / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "loss": 2.0, "clock": s / 25}) + "\n" for s in range(1, 6)))
+    assert clock_pace(store.path(run_id)) is None  # 5 steps, 0.2 s: too little to go by
+    path.write_text("".join(json.dumps({"step": s, "loss": 2.0, "clock": s / 25}) + "\n" for s in range(1, 101)))
+    assert clock_pace(store.path(run_id)) == pytest.approx(25.0)
+    manager = RunManager(store, max_active=2, threads_per_run=1)
+    try:
+        running = {run_id: {"state": "running", "step": 100}}
+        assert manager._timed(running, 0.0, {run_id: 25.0}) == {run_id: pytest.approx(25.0)}  # first look: records'
+        assert manager._timed({run_id: {"state": "running", "step": 140}}, 4.0, {run_id: 26.0})[run_id] == 10.0
+        # timed here now: its looks decide, not its records' 26 (41 steps over 4.5 s)
+        assert manager._timed({run_id: {"state": "running", "step": 141}}, 4.5, {run_id: 26.0})[run_id] == 41 / 4.5
+    finally:
+        manager.shutdown()
+
+
 def test_the_manager_times_a_run_over_seconds_and_keeps_its_pace(tmp_path):
     from tinygpt.runs.scheduler import RunManager
 

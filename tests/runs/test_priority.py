@@ -173,3 +173,25 @@ def test_a_learners_live_run_yields_the_one_slot_that_stays_with_the_prepared_ru
     assert two.queued_runs() == [own, late]
     two.stop(prepared[1])
     wait_for(lambda: own in two.live_runs(), what="the learner's run continues once no prepared run waits")
+
+
+def test_prepared_eta_counts_no_run_that_has_ended(store, tiny_text, monkeypatch):
+    """A review read "Long runs: 14 training or waiting" beside 9 not ended: runs that had finished (or diverged)
+    still held their jobs until the manager reaped them."""
+    import time
+
+    from tinygpt.runs.jobs import Job
+    from tinygpt.runs.status import update_status
+
+    manager = manager_of(store, 2)
+    try:
+        ids = []
+        for state in ("finished", "diverged", "running", "queued"):
+            with store.create(tiny(tiny_text).to_dict(), owner="app") as writer:
+                ids.append(writer.run_id)
+            update_status(store.path(ids[-1]), state=state, step=10, max_steps=50)
+        jobs = [(Job(rid, None, time.monotonic(), priority=PREPARED), True) for rid in ids]
+        monkeypatch.setattr(manager.slots, "jobs_of_class", lambda priority: (0, jobs))
+        assert manager.prepared_eta()["runs"] == 2
+    finally:
+        manager.shutdown()

@@ -27,6 +27,7 @@ from .control import KnobChange
 from .divergence import freed_reason
 from .files import (
     ACTIVE_STATES,
+    ENDED_STATES,
     PAUSED_STATES,
     list_checkpoints,
     read_config_json,
@@ -36,7 +37,7 @@ from .jobs import LIVE, PREPARED, PRIORITIES, Job, NoWorkerError
 from .owners import Actor, clear_hold, holds, require_app_owned, require_control, require_not_held, write_hold
 from .preflight import preflight
 from .slots import Slots
-from .status import read_status
+from .status import clock_pace, read_status
 from .store import RunStore
 
 
@@ -71,6 +72,7 @@ class RunManager:
         self.store = store
         self._run_marks: dict[str, tuple[float, int]] = {}  # run in a slot -> (monotonic s, step) first seen training
         self._paces: dict[str, float] = {}  # run -> steps a second, measured over its marks (queue_forecast)
+        self._timed_here: set[str] = set()  # runs whose pace is from this server's looks, not their records
         self._paces_lock = threading.Lock()  # sessions' script threads ask for the forecast at once
 
     # What the slots say, as the manager's own (pages and tests ask the manager).
@@ -199,6 +201,8 @@ class RunManager:
         left = {}
         for run_id in wanted:
             status = read_status(self.store.path(run_id))
+            if status.get("state") in (*ENDED_STATES, "diverged"):  # ended, its job not reaped yet: nothing left
+                continue  # (a review read "14 training or waiting" beside 9 not ended)
             max_steps = status.get("max_steps") or (read_config_json(self.store.path(run_id)).get("train") or {}).get(
                 "max_steps"
             )
@@ -223,24 +227,34 @@ class RunManager:
 
     def _measured_paces(self, holding: list) -> dict[str, float]:
         """Steps a second of each run timed while it held a slot: its steps since this server first saw it train
-        over the time since (10 steps and 2 s at least), kept once it ends (the newest 50), so a queue between two
-        runs still has a pace to go by."""
+        over the time since (10 steps and 2 s at least), else, until then, its own records' (steps over the
+        seconds it trained, `clock_pace`): kept once it ends (the newest 50), so a queue between two runs still has
+        a pace to go by. Timed only by the server's own looks, a prepared run of 20 s was seldom looked at twice:
+        a review's instructor read "ready once their pace is measured" for 4 minutes, and "about 5 min" for a run
+        9 s from its end."""
         statuses = {job.run_id: read_status(self.store.path(job.run_id)) for job in holding if not job.endless}
+        clocked = {rid: clock_pace(self.store.path(rid)) for rid, s in statuses.items() if s.get("state") == "running"}
         with self._paces_lock:
-            return self._timed(statuses, time.monotonic())
+            return self._timed(statuses, time.monotonic(), clocked)
 
-    def _timed(self, statuses: dict[str, dict], now: float) -> dict[str, float]:
+    def _timed(self, statuses: dict[str, dict], now: float, clocked: dict | None = None) -> dict[str, float]:
         for run_id, status in statuses.items():
             step = int(status.get("step") or 0)
             if status.get("state") != "running":
                 self._run_marks.pop(run_id, None)
+                self._timed_here.discard(run_id)
                 continue
             since, first = self._run_marks.setdefault(run_id, (now, step))
             if step < first:  # rewound: time it afresh
                 self._run_marks[run_id] = (now, step)
+                self._timed_here.discard(run_id)
             elif step - first >= 10 and now - since >= 2:
                 self._paces.pop(run_id, None)  # newest last: the oldest go first
                 self._paces[run_id] = (step - first) / (now - since)
+                self._timed_here.add(run_id)  # timed by this server's looks: its records' pace no longer stands in
+            elif run_id not in self._timed_here and (pace := (clocked or {}).get(run_id)):
+                self._paces.pop(run_id, None)  # not timed here yet: its records' pace meanwhile
+                self._paces[run_id] = pace
         while len(self._paces) > 50:
             self._paces.pop(next(iter(self._paces)))
         return dict(self._paces)

@@ -154,6 +154,16 @@ def last_metric(run_dir: str | Path, upto: float | None = None) -> dict | None:
     return found
 
 
+def clock_pace(run_dir: str | Path, min_steps: int = 10, min_seconds: float = 2.0) -> float | None:
+    """Steps a second the run has trained at, from its last record: its step over its "clock" (the seconds it
+    trained, pauses and the queue left out: tinygpt.runs.loop); None before `min_steps` steps and `min_seconds`."""
+    record = last_metric(run_dir)
+    step, clock = (record or {}).get("step"), (record or {}).get("clock")
+    if not isinstance(step, (int, float)) or not isinstance(clock, (int, float)):
+        return None
+    return step / clock if step >= min_steps and clock >= min_seconds else None
+
+
 def _last_record(lines: list[bytes], upto: float | None) -> dict | None:
     for line in reversed(lines):
         try:
