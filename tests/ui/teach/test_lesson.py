@@ -385,3 +385,9 @@ def test_the_check_names_the_run_it_reads_where_that_is_not_the_run_in_view():
         "The heads run (not the run in view)")
     pitfalls = next(s for s in lesson.STEPS if s.key == "pitfalls")  # its verdicts name their runs already
     assert lesson_view.named_run(check, pitfalls, {"exp:scaling": {"scaled": "S" * 16}}, "L" * 16) is check
+    # A check shown as graded speaks of the runs as they were graded: after a Reset, the old lecture run, which a
+    # learner may have in view ("The lecture run (not the run in view): …" of the run she viewed, a review)
+    from tinygpt.ui.teach.prediction_view import GradedCheck
+
+    graded = GradedCheck(True, "fell from 1.70 to 0.70 (The answers were graded on this.)", headline="x (as graded)")
+    assert lesson_view.named_run(graded, step, runs, "E" * 16) is graded

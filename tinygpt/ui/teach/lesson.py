@@ -154,7 +154,9 @@ STEPS: tuple[Step, ...] = (
         "Multiple heads",
         "pages/attention.py",
         Setup(train=True, knobs={"mask": "causal"}, heads=True),
-        "The lecture run's mask is back on (its loss jumps back up). A run of the Demo preset's model, 4 heads per "
+        # Not "its loss jumps back up": after step 4's Reset the lecture run is a branch that never lost its mask
+        # (a review read the jump promised of a run that had none)
+        "The lecture run trains with the causal mask again. A run of the Demo preset's model, 4 heads per "
         f"layer, trains {HEADS_STEPS:,} steps beside it: will its heads all learn the same pattern?",
         f"Different heads, different jobs on the Attention page: by the run's end at least two heads each put "
         f"{SPECIALIST_RATIO:g}x or more of the uniform share on their own key, e.g. one character back, itself, or "

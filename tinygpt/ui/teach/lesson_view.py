@@ -321,8 +321,8 @@ def named_run(check: lesson.Check, step: Step, runs: dict[str, dict[str, str]], 
     pages draw): with a learner's run brought to the projector, the banner's "went from 4.20 (ln V = 4.17) to 1.83"
     was the lecture run's, over a chart of the learner's run (ln V = 4.44). The experiment steps' verdicts name
     their runs already ("on the room's runs"); a check not shown yet has no numbers to name."""
-    if isinstance(check, prediction_view.HeldCheck) or in_view_id is None:
-        return check
+    if isinstance(check, (prediction_view.HeldCheck, prediction_view.GradedCheck)) or in_view_id is None:
+        return check  # a graded check's words are of the runs as graded (a reset's old lecture run, maybe in view)
     checked = {rid: role for role in lesson.roles_checked(step) if not role.startswith("exp:")
                for rid in (runs.get(role) or {}).values()}  # fmt: skip
     if not checked or in_view_id in checked:
