@@ -305,7 +305,10 @@ def spread_line(spread: dict, graded: bool = True, zeros: bool = True) -> str:
     return line
 
 
-CSV_COLUMNS = ("step", "key", "question", "outcome", "answer", "learners", "grade", "answered", "right", "share_right")
+# "graded": right or wrong, the share's denominator ("not sure" is counted in "answered", never graded): a review could
+# not recompute share_right from the file without it
+CSV_COLUMNS = ("step", "key", "question", "outcome", "answer", "learners", "grade", "answered", "graded", "right",
+               "share_right")  # fmt: skip
 
 
 def spread_csv(steps: Iterable[Any], book: PredictionBook) -> str:
@@ -321,5 +324,5 @@ def spread_csv(steps: Iterable[Any], book: PredictionBook) -> str:
         for answer, count in spread["counts"].items():
             given = grade(step.answers, answer, outcome) or ""
             writer.writerow((number, step.key, step.predict, outcome or "", answer, count, given,
-                             spread["answered"], spread["right"], share))  # fmt: skip
+                             spread["answered"], spread["of"], spread["right"], share))  # fmt: skip
     return out.getvalue()
