@@ -78,7 +78,8 @@ if right.button("Run side by side", type="primary", icon=":material/play_arrow:"
         else:
             data = lab.experiment_data(experiment, corpus)
             settings.ensure_corpus(data)
-            start = functools.partial(lab.start_experiment, key, experiment, data.source, int(seed), text=data.text)
+            start = functools.partial(lab.start_experiment, key, experiment, data.source, int(seed), text=data.text,
+                                      text_name=data.text_name)  # fmt: skip
             admission.attempt(start, "run this experiment", st)  # its runs together are one slot of the learner's
     except TinyGPTError as exc:
         st.error(str(exc))

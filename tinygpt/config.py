@@ -72,6 +72,7 @@ class Limit:
 # stopped" instead of a step count, an ETA or a progress bar, and a queue does not wait for it to end by itself.
 # The Train form's Max steps goes up to exactly this, and no run is longer.
 UNTIL_STOPPED = 1_000_000
+MAX_TEXT_NAME = 120  # characters of an uploaded file's name kept as data.text_name
 MAX_TEXT_CHARS = 20_000_000  # the Train page's upload limit (.streamlit/config.toml maxUploadSize = 20 MB)
 LIMITS: dict[str, Limit] = {
     "vocab_size": Limit(1, 1_114_112, "every Unicode code point"),
@@ -354,6 +355,9 @@ class DataConfig:
     # A run folder keeps a "text" corpus once, in its corpus.txt, and its configs name it by this hash instead
     # of carrying the text ("" text): config.json and every checkpoint stay small (tinygpt.runs.corpus.store_corpus).
     text_sha256: str = ""
+    # The uploaded file's name ("json_decoder.py"), a label only: a run's name says it where "text 9f0265" told a
+    # learner nothing of which file (two reviews). The text itself is known by its sha256.
+    text_name: str = ""
     synthetic_examples: int = 4000  # problems generated for a synthetic task
     synthetic_digits: int = 6  # length of each problem's operand(s)
     # Share of training windows (0-1) in which a random passage of 4 to T/2 characters, at a random place, is said
@@ -367,6 +371,9 @@ class DataConfig:
         sha = self.text_sha256
         if not isinstance(sha, str) or (sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha))):
             raise ConfigError(f"text_sha256 must be a sha256 in hex (64 characters) or empty, got {sha!r}.")
+        if not isinstance(self.text_name, str) or len(self.text_name) > MAX_TEXT_NAME or "/" in self.text_name:
+            raise ConfigError(f"text_name must be a file name of at most {MAX_TEXT_NAME} characters with no '/', got "
+                              f"{self.text_name!r}.")  # fmt: skip
         rp = self.repeat_passages
         if isinstance(rp, bool) or not isinstance(rp, int | float) or not 0.0 <= rp <= 1.0:
             raise ConfigError(f"repeat_passages must be a share between 0 and 1, got {rp!r}: try 0 (off) or 1.")

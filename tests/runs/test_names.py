@@ -145,6 +145,12 @@ def test_runs_on_two_texts_of_ones_own_are_named_apart_by_their_texts():
     names = unique_names([("a", on("3f9a1c" + "0" * 58)), ("b", on("fa579f" + "1" * 58))])
     assert names == {"a": "2L×4H×64 · text 3f9a1c · LR 0.002", "b": "2L×4H×64 · text fa579f · LR 0.002"}
     assert settings_name({**on(""), "data": {"source": "text"}}) == "2L×4H×64 · text · LR 0.002"  # no hash: as it was
+    # An upload by its file's name (two reviews: "text 9f0265" said nothing of json_decoder.py); a long one cut
+    named = {**on("9f0265" + "2" * 58)}
+    named["data"] = {**named["data"], "text_name": "json_decoder.py"}
+    assert settings_name(named) == "2L×4H×64 · json_decoder.py · LR 0.002"
+    named["data"]["text_name"] = "a_very_long_file_name_of_notes.txt"
+    assert settings_name(named) == "2L×4H×64 · a_very_long_file_name_o… · LR 0.002"
 
 
 def test_a_scale_multiplier_other_than_one_is_in_the_name():

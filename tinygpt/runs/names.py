@@ -39,9 +39,14 @@ def settings_name(config: Mapping[str, Any]) -> str:
     token shift, a mask or scaling other than the usual)."""
     model, train, data = (config.get(part) or {} for part in ("model", "train", "data"))
     parts = [f"{model.get('num_layers', '?')}L×{model.get('num_heads', '?')}H×{model.get('hidden_dim', '?')}"]
-    source, sha = str(data.get("source") or "?"), data.get("text_sha256")
-    # A learner's own text by its hash's start: "text" alone named runs on base64.py and glob.py alike (a review)
-    parts.append(f"text {sha[:6]}" if source == "text" and isinstance(sha, str) and sha else source)
+    source, sha, file = str(data.get("source") or "?"), data.get("text_sha256"), data.get("text_name")
+    # A learner's own text by its file's name, else its hash's start: "text" alone named runs on base64.py and
+    # glob.py alike, and "text 9f0265" said nothing of which file (reviews). Two texts of one name: "#2" after.
+    if source == "text" and isinstance(file, str) and file:
+        source = file if len(file) <= NAME_FILE else file[: NAME_FILE - 1] + "…"
+    elif source == "text" and isinstance(sha, str) and sha:
+        source = f"text {sha[:6]}"
+    parts.append(source)
     parts.append(f"{NAME_WORDS['learning_rate']} {_value(train.get('learning_rate', '?'))}")
     if train.get("optimizer", "adamw") != "adamw":
         parts.append(str(train["optimizer"]))
@@ -62,6 +67,7 @@ def settings_name(config: Mapping[str, Any]) -> str:
 # name "… · vocab size 65" at its start, "… #2" after) and the text itself (data.text_sha256 stands for it).
 _NOT_SETTINGS = ("run_id", "created", "vocab", "parent", "owner", "num_params", "branch", "learner", "data.text",
                  "model.vocab_size", "checkpoint_every", "attention_every", "sample_every")  # fmt: skip
+NAME_FILE = 24  # characters of an uploaded file's name a run's name keeps
 NAME_DIFFS = 3  # settings a name lists after its settings part at most; "+2 more" says how many it leaves out
 _MISSING = object()
 

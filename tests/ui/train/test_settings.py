@@ -35,6 +35,18 @@ def test_heads_follow_the_width():
     assert settings.closest_heads(48, 8) == 8 and settings.closest_heads(96, 5) == 4
 
 
+def test_an_upload_keeps_its_files_name_for_the_runs_name():
+    from tinygpt.ui.train import form
+
+    text = ("A corpus of one's own, long enough to train on. " * 40).encode()
+    data = settings.data_config(settings.SOURCE_UPLOAD, uploaded=text, uploaded_name="C:\\notes\\decoder.py")
+    assert data.text_name == "decoder.py" and data.source == "text"  # the file's name, no folder
+    label = next(iter(settings.PRESET_LABELS))
+    config = form.run_config(label, settings.preset_values(label), data)
+    assert config.data.text_name == "decoder.py"  # kept through the preset, as the run's config.json will have it
+    assert settings.data_config(settings.SOURCE_PASTE, pasted=text.decode()).text_name == ""  # a paste: no name
+
+
 def test_the_ghost_curve_is_labelled_with_what_the_new_run_changed():
     from tinygpt.ui.charts import curves
 

@@ -10,6 +10,7 @@ Nothing here is canned: every number comes from the runs or from a measurement t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -55,6 +56,7 @@ class CorpusChoice:
     source: str  # the data source its runs train on
     pasted: str = ""
     uploaded: bytes | None = None
+    uploaded_name: str = ""  # the file's name: the runs' names say it (DataConfig.text_name)
 
 
 def corpus_picker(experiment: Experiment, link_source: str | None, column) -> CorpusChoice:
@@ -77,6 +79,7 @@ def corpus_picker(experiment: Experiment, link_source: str | None, column) -> Co
     if label == settings.SOURCE_UPLOAD:
         file = column.file_uploader(settings.UPLOAD_LABEL, type=None, key=experiments_keys.W_LAB_UPLOAD)
         choice.uploaded = file.getvalue() if file is not None else None
+        choice.uploaded_name = file.name if file is not None else ""
     elif label == settings.SOURCE_PASTE:
         choice.pasted = column.text_area(
             "Text to train on", key=experiments_keys.W_LAB_PASTE, height=120, max_chars=MAX_TEXT_FIELDS["text"],
@@ -119,18 +122,20 @@ def experiment_data(experiment: Experiment, choice: CorpusChoice) -> DataConfig:
         return DataConfig(source=choice.source)
     block_size = max(c.model.max_seq_len for c in experiment.configs(source="shakespeare").values())
     try:
-        return settings.data_config(choice.label, choice.pasted, choice.uploaded, block_size=block_size)
+        return settings.data_config(choice.label, choice.pasted, choice.uploaded, block_size, choice.uploaded_name)
     except DataError as e:  # the lab sets the context itself: "or lower max_seq_len" named no control here (a review)
         raise DataError(str(e).replace(" or lower max_seq_len", "")) from None
 
 
 def start_experiment(
-    key: str, experiment: Experiment, source: str, seed: int, check_slot: bool = True, text: str = ""
-) -> None:
+    key: str, experiment: Experiment, source: str, seed: int, check_slot: bool = True, text: str = "",
+    text_name: str = "",
+) -> None:  # fmt: skip
     """Start every variant of an experiment (same data, same seed) as the page's runs of it, owned by this
     learner and as one training slot (tinygpt.ui.people.admission: the room's budget and time limit apply to each
-    run), then redraw. `text`: the corpus when `source` is "text" (the learner's own)."""
-    configs = experiment.configs(seed=seed, source=source, text=text)
+    run), then redraw. `text`: the corpus when `source` is "text" (the learner's own); `text_name` its file's."""
+    configs = {label: dataclasses.replace(c, data=dataclasses.replace(c.data, text_name=text_name))
+               for label, c in experiment.configs(seed=seed, source=source, text=text).items()}  # fmt: skip
     experiments_keys.set_lab_runs(
         key, admission.start(room.current(), configs, check_slot=check_slot, priority="prepared")
     )

@@ -14,6 +14,7 @@ the first); `run_button_clicked` acts on the run's Pause / Resume / Step / Stop.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -396,7 +397,8 @@ def run_config(label: str, values: Mapping[str, Any], data: DataConfig) -> RunCo
     """A validated RunConfig from the form's values (by field name) and corpus: `tinygpt.presets.preset`, the CLI's
     path too, so identical settings give identical configs (min_lr following the learning rate, short runs'
     intervals, cross-field checks). Raises ConfigError saying what to change."""
-    return preset(settings.preset_name(label), **values, source=data.source, text=data.text)
+    config = preset(settings.preset_name(label), **values, source=data.source, text=data.text)
+    return dataclasses.replace(config, data=dataclasses.replace(config.data, text_name=data.text_name))
 
 
 def config_from_form(source: str, uploaded: Any, learner: Actor, messages, watching: str = "") -> RunConfig:
@@ -405,7 +407,7 @@ def config_from_form(source: str, uploaded: Any, learner: Actor, messages, watch
     again whatever happens."""
     values = next_run_values(watching)
     pasted, data_bytes = state.get(train_keys.W_PASTE, ""), uploaded.getvalue() if uploaded else None
-    data = settings.data_config(source, pasted, data_bytes, values["max_seq_len"])
+    data = settings.data_config(source, pasted, data_bytes, values["max_seq_len"], uploaded.name if uploaded else "")
     config = run_config(state.get(train_keys.W_PRESET), values, data)
     # Asked here as well as in admission.start (the authoritative check, which every start path asks, and asks again
     # when the slot question is answered later): ensure_corpus below loads Tiny Shakespeare, a download when the

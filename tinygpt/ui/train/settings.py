@@ -20,6 +20,7 @@ from tinygpt.config import (
     ATTN_SCALES,
     LIVE_KNOBS,
     MASKS,
+    MAX_TEXT_NAME,
     MAX_TOKEN_SHIFT,
     OPTIMIZERS,
     ConfigError,
@@ -247,8 +248,11 @@ def values_from_config(config: dict, events: list[dict] | None = None) -> tuple[
     return values, source_label(str((config.get("data") or {}).get("source", "")))
 
 
-def data_config(source: str, pasted: str = "", uploaded: bytes | None = None, block_size: int = 32) -> DataConfig:
-    """The DataConfig of a corpus choice; user text is decoded and checked here (DataError says what to fix)."""
+def data_config(
+    source: str, pasted: str = "", uploaded: bytes | None = None, block_size: int = 32, uploaded_name: str = ""
+) -> DataConfig:
+    """The DataConfig of a corpus choice; user text is decoded and checked here (DataError says what to fix). An
+    upload keeps its file's name (`uploaded_name`, its last MAX_TEXT_NAME characters) for the run's name."""
     if source == SOURCE_SHAKESPEARE:
         return DataConfig(source="shakespeare")
     if source.startswith("Synthetic: "):
@@ -256,7 +260,9 @@ def data_config(source: str, pasted: str = "", uploaded: bytes | None = None, bl
     if source == SOURCE_UPLOAD:
         if not uploaded:
             raise ConfigError("choose a text file to upload first (or pick another corpus).")
-        return DataConfig(source="text", text=text_from_user(uploaded, min_chars=min_corpus_chars(block_size)))
+        name = str(uploaded_name or "").replace("\\", "/").rsplit("/", 1)[-1][-MAX_TEXT_NAME:]
+        return DataConfig(source="text", text=text_from_user(uploaded, min_chars=min_corpus_chars(block_size)),
+                          text_name=name)  # fmt: skip
     if source == SOURCE_PASTE:
         return DataConfig(source="text", text=text_from_user(pasted or "", min_chars=min_corpus_chars(block_size)))
     raise ConfigError(f"unknown corpus {source!r}; choose one of {', '.join(SOURCES)}.")
