@@ -352,17 +352,12 @@ class DataConfig:
 
     source: str = "shakespeare"  # Tiny Shakespeare, a generated task with exact answers, or your own text
     text: str = ""  # the corpus itself when source == "text" (uploaded or pasted by the user)
-    # A run folder keeps a "text" corpus once, in its corpus.txt, and its configs name it by this hash instead
-    # of carrying the text ("" text): config.json and every checkpoint stay small (tinygpt.runs.corpus.store_corpus).
-    text_sha256: str = ""
-    # The uploaded file's name ("json_decoder.py"), a label only: a run's name says it where "text 9f0265" told a
-    # learner nothing of which file (two reviews). The text itself is known by its sha256.
-    text_name: str = ""
+    text_sha256: str = ""  # a run folder keeps its text once, in corpus.txt; configs name it by this (store_corpus)
+    text_name: str = ""  # an uploaded file's name, a label for the run's name only (the text is its sha256's)
     synthetic_examples: int = 4000  # problems generated for a synthetic task
     synthetic_digits: int = 6  # length of each problem's operand(s)
-    # Share of training windows (0-1) in which a random passage of 4 to T/2 characters, at a random place, is said
-    # twice in a row: a curriculum of repeated passages, under which an induction head forms on real text in
-    # minutes (issue 23 finding 8; tinygpt/lab/induction.py). Validation windows stay as the text is.
+    # Share of training windows (0-1) in which a random passage of 4 to T/2 characters is said twice in a row: an
+    # induction head forms on real text in minutes (issue 23 finding 8; tinygpt/lab/induction.py). Not validation's.
     repeat_passages: float = 0.0
 
     def __post_init__(self) -> None:
@@ -372,13 +367,12 @@ class DataConfig:
         if not isinstance(sha, str) or (sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha))):
             raise ConfigError(f"text_sha256 must be a sha256 in hex (64 characters) or empty, got {sha!r}.")
         if not isinstance(self.text_name, str) or len(self.text_name) > MAX_TEXT_NAME or "/" in self.text_name:
-            raise ConfigError(f"text_name must be a file name of at most {MAX_TEXT_NAME} characters with no '/', got "
+            raise ConfigError(f"text_name must be a file name (no '/'), {MAX_TEXT_NAME} characters at most: "
                               f"{self.text_name!r}.")  # fmt: skip
         rp = self.repeat_passages
         if isinstance(rp, bool) or not isinstance(rp, int | float) or not 0.0 <= rp <= 1.0:
             raise ConfigError(f"repeat_passages must be a share between 0 and 1, got {rp!r}: try 0 (off) or 1.")
-        for name in ("synthetic_examples", "synthetic_digits"):
-            value = getattr(self, name)
+        for name, value in ((n, getattr(self, n)) for n in ("synthetic_examples", "synthetic_digits")):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a whole number of at least 1, got {value!r}.")
         check_limits(self)  # the table's range for every number, after the specific hints above

@@ -74,7 +74,7 @@ def test_no_checkpoint_before_the_change_is_said_plainly(tmp_path, tiny_text):
     assert "no checkpoint before its change (mask causal→none at step 5)" in found.text
 
 
-def test_the_instructor_resets_the_lecture_run_and_the_room_follows_the_branch(runs_dir, tiny_text):
+def test_the_instructor_resets_the_lecture_run_and_the_room_follows_the_branch(runs_dir, tiny_text, monkeypatch):
     """The mask went to none at step 12 and a pause checkpointed step 12 with it: the reset branches from there
     with the causal mask put back, the branch becomes the room's lecture run and the run in view. A learner's pane
     at the same step shows no button."""
@@ -113,10 +113,15 @@ def test_the_instructor_resets_the_lecture_run_and_the_room_follows_the_branch(r
     assert "The lecture run's mask has not changed since it was branched at step 12: nothing to reset." in said
     # The learner who watched the broken run follows the room to the branch, once (a review's stayed on the broken
     # run, her pane calling the branch's check another run's); she may open the broken run again and stay there.
+    from tinygpt.ui.screen import flashes
+
+    said_to_her = []  # the note is flashed once, on the next page run: recorded, as a loaded machine may run twice
+    original_flash = flashes.flash
+    monkeypatch.setattr(flashes, "flash", lambda *a, **k: said_to_her.append(a[1]) or original_flash(*a, **k))
     learner.run()
     assert not learner.exception, learner.exception
     assert learner.session_state[state.RUN_ID] == branch
-    assert any("you now watch its branch from step 12" in i.value for i in learner.info)
+    assert any("you now watch its branch from step 12" in text for text in said_to_her), said_to_her
     learner.query_params["run"] = parent
     learner.run()
     learner.run()
