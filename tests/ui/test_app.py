@@ -462,6 +462,17 @@ def test_a_lab_link_to_another_learners_runs_opens_nothing_of_theirs(runs_dir):
         assert (sorted(v for pair in known.values() for v in pair.values()) == sorted(ids)) is opened, known
         if not opened:  # said at once, in the same page run
             assert "another learner's runs" in texts(at), texts(at)
+    # With view=1 they open read-only, as the refusal says (a review: refused by the words that said it opens them;
+    # the frame drops view=1 from an address that shows no shared run before the page reads it)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    at.session_state[people_keys.LEARNER] = ben
+    at.switch_page("pages/experiments.py").run()
+    at.query_params[experiments_keys.URL_LAB], at.query_params["view"] = ",".join(ids), "1"
+    at.run()
+    assert not at.exception, at.exception
+    known = at.session_state[experiments_keys.LAB_RUNS]
+    assert sorted(v for pair in known.values() for v in pair.values()) == sorted(ids), known
+    assert "another learner's runs" not in texts(at)
 
 
 def test_a_lab_link_to_another_experiments_runs_is_refused_not_judged(runs_dir):

@@ -37,6 +37,7 @@ from tinygpt.ui.words.safe import md
 
 URL_RUN = "run"  # the query parameter that carries the run id
 URL_VIEW = "view"  # ?view=1: a shared link to someone else's run, opened read-only
+VIEW_ASKED = "view_asked"  # this script run's address asked view=1 (sync_run_id), whatever it keeps after
 SHARED_OPEN = "shared_open"  # a ?view=1 link was just followed: the frame shows that run's live view
 SHARED_RUN = "shared_run"  # the run this session opened from a ?view=1 link (the URL keeps view=1 while it shows)
 CHECKED = "run_checked"  # (run id, its folder): what sync_run_id found on this script run, for the page's reader
@@ -92,6 +93,9 @@ def sync_run_id(store: RunStore, viewer: Actor) -> str | None:
     (RunStore.existing; "deleted elsewhere" is for the session's own run), and a refused link builds no reader.
     The folder found is kept for this script run (CHECKED): the page's reader takes it instead of looking again."""
     st.session_state.pop(CHECKED, None)
+    # Kept for runs_in_url: the address's view=1 goes below where no shared run is in view, and a lab link
+    # (?lab=id,id&view=1) was refused by the very words that said view=1 opens it (a review)
+    st.session_state[VIEW_ASKED] = st.query_params.get(URL_VIEW) == "1"
     from_url = st.query_params.get(URL_RUN)
     attached = run_dir = None  # the link's run and its folder, found just now
     if from_url and from_url != st.session_state.get(RUN_ID):
@@ -375,7 +379,8 @@ def runs_in_url(param: str, labels: list[str], what: str) -> dict[str, str] | No
         return None
     # The link rule of ?run= (owners.may_open_link) for these too: a learner's lab runs on their own pasted text
     # opened in full, samples included, for anyone with the address (a review's finding).
-    store, viewer, view = resources.get_store(), room.current(), st.query_params.get(URL_VIEW) == "1"
+    store, viewer = resources.get_store(), room.current()
+    view = st.query_params.get(URL_VIEW) == "1" or bool(st.session_state.get(VIEW_ASKED))
     for run_id in named.values():
         with contextlib.suppress(RunStoreError):  # a run not there (yet) is the page's to say
             if not may_open_link(read_owner(store.existing(run_id)), viewer, view=view):
