@@ -78,6 +78,10 @@ def test_runs_show_the_live_changes_and_the_knobs_of_the_best_val_loss():
     assert runinfo.best_eval(CONFIG, EVENTS, evals) == (1000, 1.9, [])
     step, loss, under = runinfo.best_eval(CONFIG, EVENTS, evals[1:])  # every eval under the leak: it, said so
     assert (step, loss) == (2000, 0.126) and under == ["scaling none", "mask none"]
+    # The eval at the step the mask went back ran before the change (it applies from the next step): a leak's too
+    # (a review read "0.1539 @850" for a run whose mask went none → causal at 850)
+    back = [*EVENTS, {"kind": "knob", "knob": "mask", "ok": True, "old": "none", "new": "causal", "step": 2000}]
+    assert runinfo.best_eval(CONFIG, back, evals) == (1000, 1.9, [])
     assert runinfo.best_eval(CONFIG, [], evals)[2] == []
     assert runinfo.knobs_at(CONFIG, EVENTS, 1500)["mask"] == "causal"
     # A run started with a leaking mask changed nothing live, and its best is still the mask's: it says so.

@@ -369,10 +369,12 @@ def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int,
     scored = sorted((e["val_loss"], e["step"]) for e in evals if isinstance(e.get("val_loss"), float) and "step" in e)
     if not scored:
         return None
-    honest = [(v, s) for v, s in scored if knobs_at(config, events, s).get("mask") not in LEAKING_MASKS]
+    # The eval at step s ran after that step, before any change recorded at s (loop.publish, then the commands):
+    # under knobs_at(s - 1). A review's run switched back from mask none at step 850 read a leak's 0.1539 @850.
+    honest = [(v, s) for v, s in scored if knobs_at(config, events, s - 1).get("mask") not in LEAKING_MASKS]
     loss, step = (honest or scored)[0]
     base = knobs_now(config, [])
-    then = knobs_at(config, events, step)
+    then = knobs_at(config, events, step - 1)
     changed = [f"{knob_word(k)} {knob_value(v)}" for k, v in then.items() if v != base.get(k) and k != "min_lr"]
     if then.get("mask") in LEAKING_MASKS and then.get("mask") == base.get("mask"):  # started leaking: say so too
         changed.insert(0, f"{knob_word('mask')} {knob_value(then['mask'])}")
