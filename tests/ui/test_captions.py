@@ -33,14 +33,14 @@ def test_the_mask_caption_describes_the_mask_in_force(mode):
 
 def test_the_step_by_step_caption_says_the_real_scale():
     unscaled = help_text.detail_caption("none", 1.0, 16, "causal", 16)
-    assert "1/√d_head" not in unscaled.split("(")[1].split(")")[0] and "1 (no scaling)" in unscaled
+    assert "1/√d_head" not in unscaled.split("(")[1].split(")")[0] and "multiplied by 1 (no scaling)." in unscaled
     scaled = help_text.detail_caption("head_dim", 0.25, 16, "causal", 16)
     assert "0.25 (1/√d_head)" in scaled
     doubled = help_text.detail_caption("head_dim", 0.5, 16, "causal", 16)
     assert "× 2" in doubled
     # the softmax lab's ×24 on no scaling: not "multiplied by 24 (1 (no scaling))" (a review)
     overflow = help_text.detail_caption("none", 24.0, 16, "causal", 16, multiplier=24.0)
-    assert "multiplied by 24 (no 1/√d scaling × 24)." in overflow and "1 (no scaling)" not in overflow, overflow
+    assert "multiplied by 24 (no 1/√d scaling × 24)." in overflow and "(no scaling)" not in overflow, overflow
     assert "softmax saturates. " in overflow
 
 

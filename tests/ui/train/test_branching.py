@@ -118,7 +118,7 @@ def test_a_branch_says_what_its_changes_do_to_its_first_learning_rate():
     base = RunConfig.from_dict({"train": {"learning_rate": 0.003, "min_lr": 0.0003, "warmup_steps": 45,
                                           "max_steps": 3000}})  # fmt: skip
     said = branching.schedule_effect({"max_steps": 950}, base, 800)
-    assert said == " Its learning rate at step 801: 0.00259 → 0.000479 (the schedule over 950 steps).", said
+    assert said == "Its learning rate at step 801: 0.00259 → 0.000479 (the schedule over 950 steps).", said
     assert branching.schedule_effect({"mask": "causal"}, base, 800) == ""  # the schedule untouched
     assert branching.schedule_effect({"max_steps": 3001}, base, 800) == ""  # moved by under 1%: nothing to say
     doubled = branching.schedule_effect({"learning_rate": 0.006}, base, 800)  # min_lr moves along, as live

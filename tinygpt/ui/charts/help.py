@@ -85,7 +85,8 @@ def mask_caption(mode: str, window: int) -> str:
     }.get(mode, f"Mask {mode}.")
 
 
-SCALE_WORDS = {"head_dim": "1/√d_head", "hidden_dim": "1/√d_model (the common bug)", "none": "1 (no scaling)"}
+# "multiplied by 1 (no scaling)", not "1 (1 (no scaling))" (a review)
+SCALE_WORDS = {"head_dim": "1/√d_head", "hidden_dim": "1/√d_model (the common bug)", "none": "no scaling"}
 
 
 def detail_caption(

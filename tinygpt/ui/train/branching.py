@@ -131,7 +131,7 @@ def describe(changes: Mapping[str, Any], base: RunConfig) -> str:
 
 def schedule_effect(changes: Mapping[str, Any], base: RunConfig, step: int) -> str:
     """What the branch's changes do to the learning rate of its first step (step + 1), where they move it by more
-    than 1%: " Its learning rate at step 801: 0.00259 → 0.000479 (the schedule over 950 steps)." A review's
+    than 1%: "Its learning rate at step 801: 0.00259 → 0.000479 (the schedule over 950 steps)." A review's
     branch cut max steps 3000→950 and its rate fell 5x at once, the panel saying nothing (the warmup knob says
     its effect; the branch now too). "" where nothing moves it."""
     if not {"learning_rate", "warmup_steps", "max_steps"} & changes.keys():
@@ -144,7 +144,7 @@ def schedule_effect(changes: Mapping[str, Any], base: RunConfig, step: int) -> s
     after = lr_at(step, peak, floor, warmup, total)
     if abs(after - before) <= 0.01 * abs(before):
         return ""
-    return f" Its learning rate at step {step + 1}: {before:.3g} → {after:.3g} (the schedule over {total:,} steps)."
+    return f"Its learning rate at step {step + 1}: {before:.3g} → {after:.3g} (the schedule over {total:,} steps)."
 
 
 def _widget(column, name: str, label: str, choices, value: Any, key: str) -> Any:
@@ -201,10 +201,9 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
         values[name] = _widget(columns[i % 2], name, label, choices, edits.get(name, setting_of(base, name)), key)
     changes = changes_from(values, base)
     state.put(edits_key, dict(changes))
-    st.caption(
-        f"From step {step}: {safe.md(describe(changes, base))}.{safe.md(schedule_effect(changes, base, step))} A new "
-        f"run of yours; {safe.md(run_name)} stays as it is."
-    )
+    effect = schedule_effect(changes, base, step)  # "max steps 2000→1500.Its learning rate …" lost its space
+    st.caption(f"From step {step}: {safe.md(describe(changes, base))}." + (f" {safe.md(effect)}" if effect else "")
+               + f" A new run of yours; {safe.md(run_name)} stays as it is.")  # fmt: skip
 
     def start(check_slot: bool) -> None:
         new_id = start_branch(learner, store, run_id, step, changes, check_slot)

@@ -384,10 +384,10 @@ def best_eval(config: dict, events: list[dict], evals: list[dict]) -> tuple[int,
 RUNS_TABLE_FIRST = ["name", "owner", "state", "step", "best val loss"]  # what the Runs table shows first
 # Fixed widths (Streamlit's column config as plain dicts): a run name reads in full in 400 px and the rest fit
 # beside it at 1280 px with Large fonts; sized by content, the table scrolled sideways by 50 px on a projector.
-# An owner's name ("patient-koala-12") and a best val loss with its knobs read whole at medium: at small, 1280x720
-# with Large fonts cut them to "patient-koa" and "mask off_by…", the number hidden (a review)
-RUNS_TABLE_WIDTHS = {"name": {"width": "large"}, "owner": {"width": "medium"}, "state": {"width": "small"},
-                     "step": {"width": "small"}, "best val loss": {"width": "medium"}}  # fmt: skip
+# In pixels, the five within a 1280x720 window's main area beside the sidebar (~850 px): at "small" an owner
+# ("patient-koala-12") read "patient-koa"; at large + 3 medium the best val loss lay past the edge, "be" (reviews)
+RUNS_TABLE_WIDTHS = {"name": {"width": 300}, "owner": {"width": 140}, "state": {"width": 80},
+                     "step": {"width": 60}, "best val loss": {"width": 190}}  # fmt: skip
 
 
 def share_link(page_url: str, run_id: str) -> str:
