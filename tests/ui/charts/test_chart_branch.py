@@ -42,4 +42,12 @@ def test_the_settings_table_shows_a_branchs_change_once_and_not_its_bookkeeping(
               "train": {"learning_rate": 0.01, "max_steps": 200}}  # fmt: skip
     change = {"step": 120, "kind": "knob", "knob": "learning_rate", "old": 0.002, "new": 0.01, "branch": True}
     rows = compare.config_diff({"P": parent, "B": branch}, events={"P": [], "B": [change]})
-    assert rows == [{"setting": "train.learning_rate", "P": "0.002", "B": "0.01"}]
+    # once, from the value its copied history trained at, as its curve on the chart (not "0.01→0.01 @120")
+    assert rows == [{"setting": "train.learning_rate", "P": "0.002", "B": "0.002→0.01 @120"}]
+    # A review: a branch whose parent had changed the rate before the branch read "0.006→0.003 @975", a history it
+    # never had; it trained at 0.002, 0.003 from step 976 (the parent's, copied) and 0.006 from its branch at 1000
+    copied = {"step": 975, "kind": "knob", "knob": "learning_rate", "old": 0.002, "new": 0.003}
+    at_branch = {**change, "step": 1000, "old": 0.003, "new": 0.006}
+    branch["train"]["learning_rate"] = 0.006
+    rows = compare.config_diff({"P": parent, "B": branch}, events={"P": [copied], "B": [copied, at_branch]})
+    assert rows == [{"setting": "train.learning_rate", "P": "0.002→0.003 @975", "B": "0.002→0.003 @975→0.006 @1000"}]

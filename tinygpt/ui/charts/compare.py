@@ -16,7 +16,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from tinygpt.runs.knobs import knob_changes
+from tinygpt.runs.knobs import knob_changes, knobs_first
 from tinygpt.ui.charts.colours import BLUE, GREY, PALETTE, colour_encoding, dash_encoding, dash_note, palette_for
 from tinygpt.ui.charts.markers import numbered_marker_layers, numbered_markers
 from tinygpt.ui.charts.style import (
@@ -327,11 +327,16 @@ def config_diff(
 
     cells = {name: {key: cell(value) for key, value in f.items()} for name, f in flat.items()}
     for name, records in (events or {}).items():
+        # From the value its first step trained under (knobs_first): a branch's config.json holds its own start, and
+        # its history up to the branch is the parent's, copied, its branch change last ("0.006→0.003 @975" was said
+        # of a branch that trained at 0.002, 0.003 from step 976, 0.006 from its branch at 1000: a review)
+        first, started = knobs_first(configs.get(name) or {}, records or []), set()
         for e in knob_changes(records or []):
-            if e.get("branch"):  # a branch's change: its config already says the new value (tinygpt.runs.branch)
-                continue
             for key in (f"model.{e.get('knob')}", f"train.{e.get('knob')}"):
                 if key in cells.get(str(name), {}):
+                    if key not in started:
+                        started.add(key)
+                        cells[str(name)][key] = cell(first.get(e.get("knob"), e.get("old")))
                     cells[str(name)][key] += f"→{cell(e.get('new'))} @{e.get('step')}"
     rows = []
     for key in dict.fromkeys(k for f in flat.values() for k in f):
