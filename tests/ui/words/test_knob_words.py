@@ -108,4 +108,8 @@ def test_a_long_run_name_is_cut_in_a_comparisons_list_of_changes():
     Large fonts once names carried their text's hash. The run's colour and the runs' legend say it whole."""
     name = "2L×2H×32 · text 150c6b · LR 0.002 · mask none"
     [mark] = knob_words.knob_marks(EVENTS[:1], run=name)
-    assert mark["label"] == f"{name[: knob_words.RUN_PREFIX - 1]}…: LR 0.002→0.004 @40" and mark["run"] == name
+    assert mark["label"] == "2L×2H×32 · … · mask none: LR 0.002→0.004 @40" and mark["run"] == name
+    assert len(mark["label"].split(": ")[0]) == knob_words.RUN_PREFIX
+    # cut in the middle: two runs whose names differ at their ends stay apart (a review read two alike entries)
+    a, b = (knob_words.knob_marks(EVENTS[:1], run=f"2L×4H×64 · sched.py · LR {lr}")[0]["label"] for lr in (2, 6))
+    assert a != b

@@ -72,8 +72,11 @@ def knob_marks(events: Iterable[dict] | None, run: str | None = None) -> list[di
     the comparison and the head roles; style.numbered_markers lays them out). With `run`, each row also carries
     "run" and its label starts with it ("A: mask causal→none @1810"), for a chart of several runs."""
     # The run's name cut to RUN_PREFIX characters: its colour and the runs' legend say it whole, and a name with
-    # its text's hash ("… · text 150c6b · …") ran an entry past the chart's right edge at Large fonts
-    short = run if run is None or len(run) <= RUN_PREFIX else run[: RUN_PREFIX - 1] + "…"
+    # its text's hash ("… · text 150c6b · …") ran an entry past the chart's right edge at Large fonts. Cut in its
+    # middle: names differ most at their ends ("… · LR 0.002", "… #2"); cut at its end, two runs' changes read
+    # alike, "2L×4H×64 · sched.py · L…" (a review)
+    half = (RUN_PREFIX - 1) // 2
+    short = run if run is None or len(run) <= RUN_PREFIX else f"{run[:half]}…{run[-(RUN_PREFIX - 1 - half):]}"
     prefix = f"{short}: " if run is not None else ""
     rows = [{"step": int(e.get("step") or 0), "label": prefix + change_label(e)} for e in shown_changes(events or [])]
     return [{**row, "run": run} for row in rows] if run is not None else rows
