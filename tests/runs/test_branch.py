@@ -252,3 +252,30 @@ def test_a_branchs_first_steps_read_the_knobs_its_parent_trained_them_under(tmp_
     assert knobs_first(reader.config(), reader.events)["mask"] == "none"
     assert knobs_first(reader.config(), reader.events)["learning_rate"] == config.train.learning_rate
     assert leak_spans(reader.config(), reader.events, 24) == [("none", 0, 6)]
+
+
+def test_a_change_recorded_at_the_checkpoint_step_is_not_copied_into_the_branch(tmp_path, tiny_text):
+    """A review's Reset at step 7 branched the lecture run from its checkpoint at step 2000, the step its LR 0.1 was
+    recorded at (applied after that step, after its checkpoint): the branch trained at 0.003 while its copied event
+    made every page say 0.1, the instructor's slider too."""
+    from tinygpt.runs.knobs import knobs_now
+
+    config = tiny_config(tiny_text, max_steps=24)
+    store = RunStore(tmp_path / "runs")
+    broken = store.create(config.to_dict(), owner="cli")
+    broken.close()
+    control = QueueControl()
+
+    def at_step(record):
+        if record["step"] == 20:  # a checkpoint step (every 10)
+            control.send(KnobChange("learning_rate", 0.1))
+
+    run_training(broken.run_dir, config, control, on_record=at_step)
+    assert [e["step"] for e in knob_changes(read_events(broken.run_dir)) if e["knob"] == "learning_rate"] == [20]
+    point = reset_point(broken.run_dir, ["learning_rate"])
+    assert point == (20, {})  # the checkpoint at 20 was written before the change: nothing to put back
+    plan = plan_branch(store, broken.run_id, *point)
+    branch = create_branch(store, plan, owner="cli")
+    events = read_events(store.path(branch))
+    assert not [e for e in knob_changes(events) if e["knob"] == "learning_rate"], events
+    assert knobs_now(read_config_json(store.path(branch)), events)["learning_rate"] == config.train.learning_rate

@@ -49,6 +49,7 @@ from .files import (
     snapshot_name,
     write_json_atomic,
 )
+from .knobs import is_knob, knobs_now
 from .store import RunStore
 
 BRANCH_KEY = "branch"  # config.json: {"step": N, "changes": {name: new}} beside "parent" (an IDENTITY_KEYS entry)
@@ -212,7 +213,7 @@ def _fill(run_dir: Path, plan: BranchPlan) -> None:
     """Copy the parent's history up to the branch step into the (not yet listed) folder `run_dir`."""
     source, step, now = plan.parent_dir, plan.step, time.time()
     copied = {name: [r for r in _timeline(source / f"{name}.jsonl") if r["step"] <= step] for name in _SERIES}
-    copied["events"] = _events_until(source, step)
+    copied["events"] = _events_until(source, step, _checkpoint_knobs(plan))
     # The copied history is moved on in time so that the branch step is now: the branch's own steps then follow it
     # by seconds, not by however long ago the parent got there, so its ETA (its pace over the last steps) and its
     # curve on the seconds axis ("time to quality") have no gap. Spacings, and so the parent's pace, are kept.
@@ -259,9 +260,18 @@ def _timeline(path: Path) -> list[dict]:
     return kept
 
 
-def _events_until(run_dir: Path, step: int) -> list[dict]:
+def _checkpoint_knobs(plan: BranchPlan) -> dict[str, Any]:
+    """The live knobs the branch's checkpoint was saved with: the plan's config, its branch changes undone."""
+    knobs = knobs_now(plan.config.to_dict(), [])
+    return knobs | {name: old for name, old, _ in plan.changed if name in knobs}
+
+
+def _events_until(run_dir: Path, step: int, saved: dict[str, Any] | None = None) -> list[dict]:
     """The parent's events up to `step` on its current timeline. Events of one step come in several, so a rewind
-    shows as the resume's own event ("resumed_from"), which abandons what came after its checkpoint."""
+    shows as the resume's own event ("resumed_from"), which abandons what came after its checkpoint. A knob change
+    recorded at `step` itself applied after that step's checkpoint unless a pause wrote the checkpoint after it:
+    kept only where the checkpoint (`saved`, its knobs) holds its new value. A review's Reset branched the lecture run
+    at step 2000, the step its LR 0.1 was recorded at: the branch trained at 0.003 while every page said 0.1."""
     kept: list[dict] = []
     for event in read_jsonl(run_dir / "events.jsonl"):
         at = event.get("step")
@@ -270,7 +280,8 @@ def _events_until(run_dir: Path, step: int) -> list[dict]:
         if isinstance(back := event.get("resumed_from"), int):
             kept = [e for e in kept if e["step"] <= back]
         kept.append(event)
-    return [e for e in kept if e["step"] <= step]
+    return [e for e in kept if e["step"] < step or (e["step"] == step and not (
+        is_knob(e) and saved is not None and e.get("knob") in saved and e.get("new") != saved[e["knob"]]))]
 
 
 def _write_jsonl(path: Path, records: list[dict]) -> None:

@@ -433,6 +433,14 @@ def test_head_stats_chart_entropy_and_max_weight_per_layer():
     aligned = {row["label"]: v["mark"]["align"] for v in views(spec) if mark_type(v) == "text"
                for row in values(spec, v) if "from" in row}  # fmt: skip
     assert aligned["none, steps 400-500"] == "right" and aligned["causal, steps 0-103"] == "left"
+    # Two stretches of one pattern share one label, said once (a review: two labels at one height on each other)
+    again = ((2.55, "causal, steps 0-103, 127-500", 0, 103), (1.89, "window 8, steps 104-126", 103, 126),
+             (2.55, "causal, steps 0-103, 127-500", 126, 500))  # fmt: skip
+    spec = parts.head_stats_chart(rows, uniform=again, large=True).to_dict()
+    said = [row["label"] for v in views(spec) if mark_type(v) == "text" for row in values(spec, v) if "from" in row]
+    assert said.count("causal, steps 0-103, 127-500") == said.count("window 8, steps 104-126") == 2, said  # a layer
+    ruled = [row for v in views(spec) if mark_type(v) == "rule" for row in values(spec, v) if "from" in row]
+    assert len(ruled) == 6  # each stretch still has its segment, in each layer's panel
     only = parts.head_stats_chart(rows, layer=1).to_dict()
     assert len(only["vconcat"]) == 1
     assert {row["layer"] for row in all_rows(only) if "layer" in row} == {1}

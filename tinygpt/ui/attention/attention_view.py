@@ -101,10 +101,15 @@ def head_stats(rd: RunReader, mode: str, window: int, large: bool):
     if seq_len > 1:
         newest = max([int(s["step"]) for s in index.get("snapshots", [])] or [0])
         spans = attention_spans(rd.config(), rd.events, max(newest, 1)) or [(mode, window, 0, newest)]
+        # The steps under each pattern, as the other pages count them (a change recorded at a applies from a + 1),
+        # all of one pattern's stretches in one label: two labels of one value lay on each other (a review)
+        ranges: dict[tuple, list[str]] = {}
+        for m, w, a, b in spans:
+            ranges.setdefault((m, w), []).append(f"{a + 1 if a else 0:,}-{b:,}")
         for m, w, a, b in spans:  # each stretch of mask and window, its line over its own steps
             value = inside.uniform_entropy(build_mask(m, seq_len, w or window).numpy())
             if len(spans) > 1:  # short: several labels share the plot's width (the chart's caption says the rest)
-                label = f"uniform, {m}" + (f" {w}" if w else "") + f", steps {a:,}-{b:,}: {value:.2f}"
+                label = f"uniform, {m}" + (f" {w}" if w else "") + f", steps {', '.join(ranges[m, w])}: {value:.2f}"
             else:
                 pattern = f"the {m} mask" + (f" (window {w})" if w else "")
                 label = f"uniform under {pattern} in force now (T={seq_len}): mean ln(visible keys) = {value:.2f}"

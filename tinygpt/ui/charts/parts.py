@@ -223,8 +223,11 @@ def _even_spread_lines(refs: list[tuple], yspec: dict, t: dict) -> list:
     # A label reads from its segment's start, or for a segment in the right half up to its end: one drawn from a late
     # start ran past the plot's right edge onto the data at Large fonts (a review).
     end = max(r["to"] for r in spans) or 1
-    for align, at, rows in (("left", "from", [r for r in spans if r["from"] < end / 2]),
-                            ("right", "to", [r for r in spans if r["from"] >= end / 2])):  # fmt: skip
+    # One label a reference: stretches of one pattern share it (said once, at the first; each segment's tooltip
+    # says it): two at one height lay on each other (a review)
+    labelled = list({r["label"]: r for r in reversed(spans)}.values())
+    for align, at, rows in (("left", "from", [r for r in labelled if r["from"] < end / 2]),
+                            ("right", "to", [r for r in labelled if r["from"] >= end / 2])):  # fmt: skip
         if rows:
             layers.append(alt.Chart(data_frame(rows)).mark_text(
                 align=align, dx=4 if align == "left" else -4, dy=-4, baseline="bottom", color=GREY,
