@@ -167,7 +167,9 @@ def test_a_run_not_timed_twice_yet_goes_at_its_own_records_pace(tmp_path):
     path = store.path(run_id) / "metrics.jsonl"
     path.write_text("".join(json.dumps({"step": s, "loss": 2.0, "clock": s / 25}) + "\n" for s in range(1, 6)))
     assert clock_pace(store.path(run_id)) is None  # 5 steps, 0.2 s: too little to go by
-    path.write_text("".join(json.dumps({"step": s, "loss": 2.0, "clock": s / 25}) + "\n" for s in range(1, 101)))
+    # 3 s of setup before step 1, then 25 steps a second: the pace from the first record on, not step / clock (14.4)
+    steady = (json.dumps({"step": s, "loss": 2.0, "clock": 3 + (s - 1) / 25}) + "\n" for s in range(1, 101))
+    path.write_text("".join(steady))
     assert clock_pace(store.path(run_id)) == pytest.approx(25.0)
     manager = RunManager(store, max_active=2, threads_per_run=1)
     try:

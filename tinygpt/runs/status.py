@@ -154,14 +154,31 @@ def last_metric(run_dir: str | Path, upto: float | None = None) -> dict | None:
     return found
 
 
-def clock_pace(run_dir: str | Path, min_steps: int = 10, min_seconds: float = 2.0) -> float | None:
-    """Steps a second the run has trained at, from its last record: its step over its "clock" (the seconds it
-    trained, pauses and the queue left out: tinygpt.runs.loop); None before `min_steps` steps and `min_seconds`."""
-    record = last_metric(run_dir)
-    step, clock = (record or {}).get("step"), (record or {}).get("clock")
-    if not isinstance(step, (int, float)) or not isinstance(clock, (int, float)):
+def clock_pace(run_dir: str | Path, min_steps: int = 10, min_seconds: float = 1.0) -> float | None:
+    """Steps a second the run trains at now, from its newest records (up to 64 KiB of metrics.jsonl, hundreds of
+    steps): their steps over their "clock" (the seconds it trained, pauses and the queue left out: runs.loop),
+    from the first to the last of them, never from step 0 (its start's setup would count as training: a run's first
+    10 steps read 3x slow). None with fewer than `min_steps` steps or `min_seconds` between them."""
+    try:
+        with open(Path(run_dir) / "metrics.jsonl", "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 65536))
+            lines = f.read().split(b"\n")
+    except OSError:
         return None
-    return step / clock if step >= min_steps and clock >= min_seconds else None
+    timed = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        step, clock = (record.get("step"), record.get("clock")) if isinstance(record, dict) else (None, None)
+        if isinstance(step, int) and type(clock) in (int, float):
+            timed.append((step, clock))
+    if len(timed) < 2:
+        return None
+    (first, start), (last, end) = timed[0], timed[-1]
+    return (last - first) / (end - start) if last - first >= min_steps and end - start >= min_seconds else None
 
 
 def _last_record(lines: list[bytes], upto: float | None) -> dict | None:

@@ -342,3 +342,27 @@ def test_the_long_runs_line_says_which_slots_its_minutes_count(monkeypatch):
     assert lesson_view.long_runs_line().endswith("ready once their pace is measured.")
     eta.update(runs=0)
     assert lesson_view.long_runs_line() is None
+
+
+def test_the_induction_steps_runs_count_towards_the_banners_progress(tmp_path, monkeypatch):
+    """A review's projector at step 10 read only "Still training" for 135 s: only "exp:" roles fed its progress, and
+    the induction pair's role is "induction"."""
+    from tinygpt.config import RunConfig
+    from tinygpt.runs.store import RunStore
+    from tinygpt.ui.host import resources
+    from tinygpt.ui.teach import lesson
+    from tinygpt.ui.words import runinfo
+
+    store = RunStore(tmp_path)
+    step = next(s for s in lesson.STEPS if s.key == "induction")
+    runs = {}
+    for label, at in (("2 layers", 900), ("1 layer (control)", 3000)):
+        with store.create(RunConfig().to_dict(), owner="app") as w:
+            w.append_metric({"step": at, "loss": 2.0})
+            w.write_status(state="running" if at < 3000 else "finished", step=at, max_steps=3000)
+            runs.setdefault("induction", {})[label] = w.run_dir.name
+    monkeypatch.setattr(lesson_view, "reader_of", lambda run_id: store.reader(run_id))
+    monkeypatch.setattr(resources, "touch", lambda run_id: None)
+    lines, states = lesson_view._progress(runs, step)
+    assert set(states) == {"2 layers", "1 layer (control)"} and len(lines) == 1, (states, lines)
+    assert runinfo.progress_words(states).startswith("(runs 65% trained")  # 3,900 of 6,000 steps

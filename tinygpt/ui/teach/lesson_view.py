@@ -260,7 +260,7 @@ def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None 
             listed.add(rid)
             resources.touch(rid)  # a run the lesson waits for keeps its lease
             status = rd.status()
-            if role.startswith("exp:"):  # an experiment's run: the lecture run has no end to count towards
+            if role != LECTURE:  # the step's own runs ("exp:…", "induction", "heads"): the lecture has no end
                 states[label] = (status, rd.metrics)
             if status.get("state") in ENDED:
                 continue
