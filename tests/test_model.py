@@ -86,6 +86,26 @@ def test_probes_expose_internals_without_changing_the_output():
     assert not model.blocks[0].attn.explicit()
 
 
+def test_a_capture_records_its_own_threads_forward_only():
+    """The app's sessions share cached models: another session's batched forward, run while one session's hooks
+    were on, overwrote the captured stream (a review's logit lens: "zip() argument 2 is longer than argument 1")."""
+    import threading
+
+    model, x = tiny(), ids()
+    with capture(model, "blocks.0.hook_resid_post") as cache:
+        other = threading.Thread(target=lambda: model(torch.cat([x, x, x])))  # another session's batch of 6
+        other.start()
+        other.join()
+        assert "blocks.0.hook_resid_post" not in cache  # the other thread's forward left nothing here
+        model(x)
+    assert cache["blocks.0.hook_resid_post"].shape[0] == x.shape[0]
+    seen = []
+    other = threading.Thread(target=lambda: seen.append(attention_forward(model, torch.cat([x, x]))[1][0].shape[0]))
+    other.start()
+    other.join()
+    assert seen == [4]  # attention_forward in a thread of its own sees its own forward
+
+
 def test_gpt2_initialisation():
     model = TinyGPT(TransformerConfig(vocab_size=65, hidden_dim=128, num_layers=4, num_heads=4))
     assert model.lm_head.weight is model.tok_emb.weight  # tied

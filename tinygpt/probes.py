@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import threading
 from collections.abc import Iterator
 
 import torch
@@ -59,9 +60,14 @@ def capture(model: nn.Module, patterns: list[str] | str = "*", *, to_cpu: bool =
         patterns = [patterns]
     cache: dict[str, torch.Tensor] = {}
     handles = []
+    # Only this thread's forwards: the app's sessions share cached models, and another session's batched forward
+    # while these hooks were on overwrote a probe's tensor (a review's logit lens: "zip() argument 2 is longer")
+    mine = threading.get_ident()
 
     def make_hook(name: str):
         def hook(_module, _inputs, output):
+            if threading.get_ident() != mine:
+                return
             value = output.detach()
             cache[name] = value.cpu() if to_cpu else value
 
@@ -90,8 +96,11 @@ def attention_forward(model: nn.Module, idx: torch.Tensor, **kwargs) -> tuple[to
     watched: list[torch.Tensor] = []
     # The blocks' probes directly, not capture()'s glob over every module's name: the Sample page asks this for
     # a character, and the walk cost more than the forward (issue 35).
+    mine = threading.get_ident()  # this thread's forward only, as capture()'s hooks
     handles = [
-        block.attn.hook_weights.register_forward_hook(lambda _m, _i, out: watched.append(out.detach()))
+        block.attn.hook_weights.register_forward_hook(
+            lambda _m, _i, out: watched.append(out.detach()) if threading.get_ident() == mine else None
+        )
         for block in model.blocks
     ]
     try:
