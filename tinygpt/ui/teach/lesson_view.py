@@ -250,7 +250,7 @@ _LOCK = threading.Lock()
 
 def _progress(runs: dict[str, dict[str, str]], step: Step, viewer: Actor | None = None) -> tuple[list, dict]:
     """For a long step: where each run stands, with when it ends, in `viewer`'s words ("paused by you" only for who
-    paused it); and the experiment runs' {label: (status, metrics)} (runinfo.progress_words: the banner's words)."""
+    paused it); and its runs' {label: (status, metrics)}, the lecture's left out (runinfo.progress_words)."""
     lines, listed, states = [], set(), {}
     for role in lesson.roles_checked(step):
         for label, rid in (runs.get(role) or {}).items():
