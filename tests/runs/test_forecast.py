@@ -174,10 +174,10 @@ def test_a_run_not_timed_twice_yet_goes_at_its_own_records_pace(tmp_path):
     manager = RunManager(store, max_active=2, threads_per_run=1)
     try:
         running = {run_id: {"state": "running", "step": 100}}
-        assert manager._timed(running, 0.0, {run_id: 25.0}) == {run_id: pytest.approx(25.0)}  # first look: records'
-        assert manager._timed({run_id: {"state": "running", "step": 140}}, 4.0, {run_id: 26.0})[run_id] == 10.0
+        assert manager._timed(running, 0.0, {run_id: 25.0}.get) == {run_id: pytest.approx(25.0)}  # first look: records'
+        assert manager._timed({run_id: {"state": "running", "step": 140}}, 4.0, {run_id: 26.0}.get)[run_id] == 10.0
         # timed here now: its looks decide, not its records' 26 (41 steps over 4.5 s)
-        assert manager._timed({run_id: {"state": "running", "step": 141}}, 4.5, {run_id: 26.0})[run_id] == 41 / 4.5
+        assert manager._timed({run_id: {"state": "running", "step": 141}}, 4.5, {run_id: 26.0}.get)[run_id] == 41 / 4.5
     finally:
         manager.shutdown()
 

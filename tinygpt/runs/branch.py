@@ -280,8 +280,11 @@ def _events_until(run_dir: Path, step: int, saved: dict[str, Any] | None = None)
         if isinstance(back := event.get("resumed_from"), int):
             kept = [e for e in kept if e["step"] <= back]
         kept.append(event)
-    return [e for e in kept if e["step"] < step or (e["step"] == step and not (
-        is_knob(e) and saved is not None and e.get("knob") in saved and e.get("new") != saved[e["knob"]]))]
+
+    def after_the_checkpoint(e: dict) -> bool:  # a change of this step the checkpoint does not hold
+        return is_knob(e) and saved is not None and e.get("knob") in saved and e.get("new") != saved[e["knob"]]
+
+    return [e for e in kept if e["step"] < step or (e["step"] == step and not after_the_checkpoint(e))]
 
 
 def _write_jsonl(path: Path, records: list[dict]) -> None:

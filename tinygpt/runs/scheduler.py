@@ -17,6 +17,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,6 @@ class RunManager:
         self.store = store
         self._run_marks: dict[str, tuple[float, int]] = {}  # run in a slot -> (monotonic s, step) first seen training
         self._paces: dict[str, float] = {}  # run -> steps a second, measured over its marks (queue_forecast)
-        self._timed_here: set[str] = set()  # runs whose pace is from this server's looks, not their records
         self._paces_lock = threading.Lock()  # sessions' script threads ask for the forecast at once
 
     # What the slots say, as the manager's own (pages and tests ask the manager).
@@ -233,27 +233,26 @@ class RunManager:
         a review's instructor read "ready once their pace is measured" for 4 minutes, and "about 5 min" for a run
         9 s from its end."""
         statuses = {job.run_id: read_status(self.store.path(job.run_id)) for job in holding if not job.endless}
-        clocked = {rid: clock_pace(self.store.path(rid)) for rid, s in statuses.items() if s.get("state") == "running"}
         with self._paces_lock:
-            return self._timed(statuses, time.monotonic(), clocked)
+            return self._timed(statuses, time.monotonic(), lambda run_id: clock_pace(self.store.path(run_id)))
 
-    def _timed(self, statuses: dict[str, dict], now: float, clocked: dict | None = None) -> dict[str, float]:
+    def _timed(
+        self, statuses: dict[str, dict], now: float, records_pace: Callable[[str], float | None] | None = None
+    ) -> dict[str, float]:
+        """`records_pace(run_id)`: a run's pace from its own records, read only for a run not timed here yet."""
         for run_id, status in statuses.items():
             step = int(status.get("step") or 0)
             if status.get("state") != "running":
                 self._run_marks.pop(run_id, None)
-                self._timed_here.discard(run_id)
                 continue
             since, first = self._run_marks.setdefault(run_id, (now, step))
             if step < first:  # rewound: time it afresh
                 self._run_marks[run_id] = (now, step)
-                self._timed_here.discard(run_id)
-            elif step - first >= 10 and now - since >= 2:
+            elif step - first >= 10 and now - since >= 2:  # once true, true at every later look (step, now grow)
                 self._paces.pop(run_id, None)  # newest last: the oldest go first
                 self._paces[run_id] = (step - first) / (now - since)
-                self._timed_here.add(run_id)  # timed by this server's looks: its records' pace no longer stands in
-            elif run_id not in self._timed_here and (pace := (clocked or {}).get(run_id)):
-                self._paces.pop(run_id, None)  # not timed here yet: its records' pace meanwhile
+            elif records_pace is not None and (pace := records_pace(run_id)):  # not timed here yet: its records'
+                self._paces.pop(run_id, None)
                 self._paces[run_id] = pace
         while len(self._paces) > 50:
             self._paces.pop(next(iter(self._paces)))

@@ -136,38 +136,43 @@ def last_metric_step(run_dir: str | Path) -> int | None:
     return None if record is None else int(record_step(record))
 
 
+TAIL_BYTES = 65536  # the end of metrics.jsonl read first: 64 KiB hold hundreds of step records
+
+
+def _metric_lines(run_dir: str | Path, whole: bool = False) -> tuple[list[bytes], bool] | None:
+    """(metrics.jsonl's lines, whether the file goes on before them): its last TAIL_BYTES only, the first line maybe
+    cut, unless `whole`. None without the file."""
+    try:
+        with open(Path(run_dir) / "metrics.jsonl", "rb") as f:
+            f.seek(0, os.SEEK_END)
+            start = 0 if whole else max(0, f.tell() - TAIL_BYTES)
+            f.seek(start)
+            return f.read().split(b"\n"), start > 0
+    except OSError:
+        return None
+
+
 def last_metric(run_dir: str | Path, upto: float | None = None) -> dict | None:
     """The last complete record in metrics.jsonl (with `upto`: the last whose step is at most that, e.g. the step a
     resume continues from; records after it in the file were abandoned by a rewind), read from the file's end: a
     long run's file stays unread unless the record lies further back. None without one."""
-    try:
-        with open(Path(run_dir) / "metrics.jsonl", "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - 65536))  # 64 KiB holds hundreds of step records
-            found = _last_record(f.read().split(b"\n"), upto)
-            if found is None and upto is not None and size > 65536:
-                f.seek(0)
-                found = _last_record(f.read().split(b"\n"), upto)
-    except OSError:
+    tail = _metric_lines(run_dir)
+    if tail is None:
         return None
+    found = _last_record(tail[0], upto)
+    if found is None and upto is not None and tail[1] and (everything := _metric_lines(run_dir, whole=True)):
+        found = _last_record(everything[0], upto)
     return found
 
 
 def clock_pace(run_dir: str | Path, min_steps: int = 10, min_seconds: float = 1.0) -> float | None:
-    """Steps a second the run trains at now, from its newest records (up to 64 KiB of metrics.jsonl, hundreds of
+    """Steps a second the run trains at now, from its newest records (metrics.jsonl's last TAIL_BYTES, hundreds of
     steps): their steps over their "clock" (the seconds it trained, pauses and the queue left out: runs.loop),
     from the first to the last of them, never from step 0 (its start's setup would count as training: a run's first
     10 steps read 3x slow). None with fewer than `min_steps` steps or `min_seconds` between them."""
-    try:
-        with open(Path(run_dir) / "metrics.jsonl", "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 65536))
-            lines = f.read().split(b"\n")
-    except OSError:
-        return None
+    tail = _metric_lines(run_dir)
     timed = []
-    for line in lines:
+    for line in tail[0] if tail else []:
         try:
             record = json.loads(line)
         except ValueError:
