@@ -126,3 +126,28 @@ def test_the_instructor_resets_the_lecture_run_and_the_room_follows_the_branch(r
     learner.run()
     learner.run()
     assert learner.session_state[state.RUN_ID] == parent
+
+
+def test_the_banners_reset_closes_its_popover(runs_dir, tiny_text):
+    """On the projector (Large fonts) the reset sits in the banner's "Reset" popover. A review's popover stayed open
+    over the reset run's page; the button's callback closes it before the page is drawn again."""
+    from streamlit.testing.v1 import AppTest
+
+    from tinygpt.ui.screen.fonts import W_LARGE
+    from tinygpt.ui.teach import teach_keys
+
+    store = RunStore(runs_dir)
+    parent = lecture_run(store, tiny_text, "mask", "none", 12, pause=True)
+    lesson.write_room(runs_dir, step=MASK, runs={"lecture": {"run": parent}})
+    teacher = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
+    teacher.session_state["learner"] = Actor("t", "someone", True)
+    teacher.session_state[W_LARGE] = True
+    teacher.run()
+    assert not teacher.exception, teacher.exception
+    assert not [b for b in teacher.sidebar.button if b.label == "Reset the lecture run"]  # the banner's, not the pane's
+    teacher.session_state[teach_keys.W_BANNER_MORE] = True  # the instructor opened it
+    [reset] = [b for b in teacher.main.button if b.label == "Reset the lecture run"]
+    reset.click().run()
+    assert not teacher.exception, teacher.exception
+    assert lesson.read_room(runs_dir)["runs"]["lecture"]["run"] != parent
+    assert teacher.session_state[teach_keys.W_BANNER_MORE] is False

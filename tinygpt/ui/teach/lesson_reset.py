@@ -94,15 +94,16 @@ def reset(actor: Actor, store: RunStore, found: Offer) -> str:
     return new_id
 
 
-def pane_part(step: Step, actor: Actor) -> None:
+def pane_part(step: Step, actor: Actor, on_click=None) -> None:
     """In the instructor's lesson pane, on a step that breaks the lecture run: "Reset the lecture run", or why
-    there is nothing to reset. Nothing for a learner (they follow the room's lecture run)."""
+    there is nothing to reset. Nothing for a learner (they follow the room's lecture run). `on_click`: the button's
+    callback (the banner closes its popover with it)."""
     if not (step.reset and actor.instructor):
         return
     store = resources.get_store()
     found = offer(lesson.read_room(store.root), store, tuple(step.setup.knobs))
     if found.point is not None and st.button("Reset the lecture run", icon=":material/restart_alt:",
-                                              key="lesson_reset", width="stretch"):  # fmt: skip
+                                              key="lesson_reset", width="stretch", on_click=on_click):  # fmt: skip
         try:
             new_id = reset(actor, store, found)
         except TinyGPTError as exc:

@@ -18,7 +18,8 @@ import streamlit as st
 
 from tinygpt.runs.owners import Actor
 from tinygpt.ui.screen import fonts
-from tinygpt.ui.teach import lesson, lesson_reset, lesson_view
+from tinygpt.ui import state
+from tinygpt.ui.teach import lesson, lesson_reset, lesson_view, teach_keys
 from tinygpt.ui.teach.lesson import STEPS
 from tinygpt.ui.words import safe
 
@@ -42,6 +43,11 @@ def _check(check: lesson.Check, lines: list[str]) -> None:
         st.markdown(safe.md(check.text))
         for line in lines:
             st.caption(safe.md(line))
+
+
+def _close_more() -> None:
+    """The Reset button's callback: it runs before the script, while the popover's state may still be set."""
+    state.put(teach_keys.W_BANNER_MORE, False)
 
 
 def banner(shop, actor: Actor) -> None:
@@ -76,9 +82,11 @@ def banner(shop, actor: Actor) -> None:
         with prepare:
             lesson_view.prepare_button(actor, icon=False)
         # What the sidebar pane shows below its buttons, folded: "Watch for", and on a step that broke the lecture
-        # run its reset (named on the button, so the room's instructor finds it).
-        with more.popover("Reset" if step.reset else "More", width="stretch"):
+        # run its reset (named on the button, so the room's instructor finds it). Its open state is kept, so that
+        # the reset closes it: a review's projector showed the popover open over the reset run's page.
+        with more.popover("Reset" if step.reset else "More", width="stretch", key=teach_keys.W_BANNER_MORE,
+                          on_change="rerun"):  # fmt: skip
             st.markdown(f"**Watch for:** {step.watch}")
-            lesson_reset.pane_part(step, actor)
+            lesson_reset.pane_part(step, actor, on_click=_close_more)
     if moved is not None:
         lesson_view.move_to(moved, actor)

@@ -9,4 +9,5 @@ LESSON_FOLLOWED = "lesson_followed"  # the room's lecture run this learner's pan
 LESSON_SHOWN = "lesson_shown"  # the page's last full run drew the lesson pane (False: drawn without it)
 LESSON_PENDING = "lesson_pending"  # {widget key: value} a lesson setup sets at the start of the page it opens
 LESSON_RUNS = "lesson_runs"  # {role: {label: run_id}}: the runs a learner's own setup started for the lesson
+W_BANNER_MORE = "w_banner_more"  # the banner's "Reset"/"More" popover's open state (closed by a reset)
 W_PREDICT = "w_predict"  # Lesson: a learner's answer to a step's question, the radio w_predict:<step key>
