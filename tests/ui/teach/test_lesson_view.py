@@ -327,23 +327,6 @@ def test_set_up_again_sends_no_knob_the_run_has_already(monkeypatch):
     assert sent == [("learning_rate", 0.1)] and notes == [("learning_rate", 0.1)]
 
 
-def test_the_long_runs_line_says_which_slots_its_minutes_count(monkeypatch):
-    """A review read "ready in about 15 min" for runs done in 3: step 8's Set up paused the lecture run, whose slot
-    (and the cores it shared) the forecast had counted out. The line says so."""
-    from types import SimpleNamespace
-
-    eta = {"runs": 11, "seconds": 900.0, "slots": 1, "of": 2}
-    monkeypatch.setattr(lesson_view.resources, "get_manager", lambda: SimpleNamespace(prepared_eta=lambda: eta))
-    said = "Long runs: 11 training or waiting for a slot, ready in about 15 min"
-    assert lesson_view.long_runs_line() == said + " on 1 of the 2 slots."
-    eta.update(slots=2)
-    assert lesson_view.long_runs_line() == said + "."
-    eta.update(seconds=None, slots=1)
-    assert lesson_view.long_runs_line().endswith("ready once their pace is measured.")
-    eta.update(runs=0)
-    assert lesson_view.long_runs_line() is None
-
-
 def test_the_induction_steps_runs_count_towards_the_banners_progress(tmp_path, monkeypatch):
     """A review's projector at step 10 read only "Still training" for 135 s: only "exp:" roles fed its progress, and
     the induction pair's role is "induction"."""

@@ -33,7 +33,7 @@ from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, people_keys
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import flashes
-from tinygpt.ui.teach import lesson, lesson_reset, prediction_view, predictions, teach_keys
+from tinygpt.ui.teach import lesson, lesson_reset, long_runs, prediction_view, predictions, teach_keys
 from tinygpt.ui.teach.lesson import HEADS, INDUCTION, LECTURE, STEPS, Step
 from tinygpt.ui.teach.lesson_evidence import evidence, reader_of
 from tinygpt.ui.train import knob_widgets, settings, train_keys
@@ -440,19 +440,6 @@ def prepare_button(actor: Actor, icon: bool = True) -> None:
         st.rerun()
 
 
-def long_runs_line() -> str | None:
-    ready = resources.get_manager().prepared_eta()  # the prepared runs' own measured pace
-    if not ready["runs"]:
-        return None
-    when = "once their pace is measured" if ready["seconds"] is None else (
-        f"in about {max(1, round(ready['seconds'] / 60))} min")  # fmt: skip
-    # A review read "about 15 min" for runs done in 3: step 8's Set up paused the lecture run, whose slot and cores
-    # the forecast had counted out. Which slots it counts is said.
-    counted = ready["seconds"] is not None and ready.get("slots", 0) < ready.get("of", 0)
-    shared = f" on {ready['slots']} of the {ready['of']} slots" if counted else ""
-    return f"Long runs: {ready['runs']} training or waiting for a slot, ready {when}{shared}."
-
-
 def move_to(moved: int, actor: Actor) -> None:
     """Back or Next: this session's lesson moves (the instructor's moves the room)."""
     state.put(teach_keys.LESSON_STEP, moved)
@@ -490,8 +477,7 @@ def pane(shop, actor: Actor) -> None:
         if actor.instructor:
             st.caption("Back and Next move the whole room: every learner's lesson follows.")
             prepare_button(actor)
-            if line := long_runs_line():
-                st.caption(line)
+            long_runs.draw()
         elif data["step"] is not None and data["step"] != index:
             if st.button("Back to the room's step", key="lesson_follow", width="stretch"):
                 moved = data["step"]

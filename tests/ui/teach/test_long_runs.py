@@ -1,0 +1,39 @@
+"""The instructor's long runs line (tinygpt/ui/teach/long_runs.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("streamlit")
+from tinygpt.ui.teach import long_runs  # noqa: E402
+
+
+def test_the_long_runs_line_says_which_slots_its_minutes_count(monkeypatch):
+    """A review read "ready in about 15 min" for runs done in 3: step 8's Set up paused the lecture run, whose slot
+    (and the cores it shared) the forecast had counted out. The line says so."""
+    from types import SimpleNamespace
+
+    eta = {"runs": 11, "seconds": 900.0, "slots": 1, "of": 2}
+    monkeypatch.setattr(long_runs.resources, "get_manager", lambda: SimpleNamespace(prepared_eta=lambda: eta))
+    said = "Long runs: 11 training or waiting for a slot, ready in about 15 min"
+    assert long_runs.line() == said + " on 1 of the 2 slots."
+    eta.update(slots=2)
+    assert long_runs.line() == said + "."
+    eta.update(seconds=None, slots=1)
+    assert long_runs.line().endswith("ready once their pace is measured.")
+    eta.update(runs=0)
+    assert long_runs.line() is None
+
+
+def test_the_line_is_redrawn_with_the_check_not_with_the_page(monkeypatch):
+    """Drawn with the page, the line kept its count while the check above it moved on every 3 s (a review): it is a
+    fragment of its own, on the check's refresh."""
+    from types import SimpleNamespace
+
+    made, said = [], []
+    monkeypatch.setattr(long_runs.st, "fragment", lambda run_every: made.append(run_every) or (lambda f: f))
+    monkeypatch.setattr(long_runs.st, "caption", said.append)
+    eta = {"runs": 2, "seconds": 120.0, "slots": 2, "of": 2}
+    monkeypatch.setattr(long_runs.resources, "get_manager", lambda: SimpleNamespace(prepared_eta=lambda: eta))
+    long_runs.draw()
+    assert made == [long_runs.REFRESH_S] and said == ["Long runs: 2 training or waiting for a slot, ready in about 2 min."]
