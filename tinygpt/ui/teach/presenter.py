@@ -17,8 +17,8 @@ from __future__ import annotations
 import streamlit as st
 
 from tinygpt.runs.owners import Actor
-from tinygpt.ui.screen import fonts
 from tinygpt.ui import state
+from tinygpt.ui.screen import fonts
 from tinygpt.ui.teach import lesson, lesson_reset, lesson_view, long_runs, teach_keys
 from tinygpt.ui.teach.lesson import STEPS
 from tinygpt.ui.words import safe
