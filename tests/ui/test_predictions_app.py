@@ -56,7 +56,7 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
             return Evidence()
         losses = [4.17] + [2.4] * 80
         return Evidence(runs={"lecture": RunData("r", vocab_size=65, metrics=[
-            {"step": i + 1, "loss": v} for i, v in enumerate(losses)])})  # fmt: skip
+            {"step": i + 1, "loss": v} for i, v in enumerate(losses)], evals=[{"step": 80, "val_loss": 2.5}])})
 
     monkeypatch.setattr(lesson_view, "evidence", fake_evidence)
     teacher = session(Actor("t" * 16, "teacher", instructor=True))

@@ -19,14 +19,16 @@ def test_step_one_is_judged_before_the_first_knob_change_not_on_the_damage_later
     losses = [4.2] + [2.0] * 999 + [0.2] * 500 + [3.3] * 500  # learns; mask off at 1000; lr 0.1 at 1500
     events = [knob("mask", "causal", "none", 1000), knob("mask", "none", "causal", 1200),
               knob("learning_rate", 0.003, 0.1, 1500)]  # fmt: skip
-    run = RunData("r", "running", metrics(losses), events, vocab_size=65)
+    run = RunData("r", "running", metrics(losses), events, vocab_size=65, evals=[{"step": 900, "val_loss": 2.1},
+                  {"step": 1100, "val_loss": 0.5}])  # fmt: skip
     check = lesson.loss_from_uniform(Evidence(runs={"lecture": run}))
     assert check.passed is True, check.text
     assert "by step 1000, before mask changed at step 1000" in check.text and "2.00" in check.text, check.text
     assert "3.3" not in check.text
     # the headline's number is a 20-step mean, said (a review read "2.48 by step 108" as the loss at that step)
     assert check.headline.endswith("by step 1000 (the mean of steps 981–1000), before the first knob change: down "
-                                   "2.20"), check.headline  # fmt: skip
+                                   "2.20; held-out 2.10 at step 900"), check.headline  # fmt: skip
+    assert "0.50" not in check.text  # the eval after the mask changed is not step 1's
 
 
 def test_a_knob_check_reads_steps_not_thinned_records_and_its_numbers_do_not_drift():
@@ -41,12 +43,14 @@ def test_a_knob_check_reads_steps_not_thinned_records_and_its_numbers_do_not_dri
         return [m for m in full if lo <= m["step"] <= hi]
 
     events = [knob("mask", "causal", "none", 1000)]
-    run = RunData("r", "running", thinned, events, exact=exact)
+    run = RunData("r", "running", thinned, events, exact=exact,
+                  evals=[{"step": 1000, "val_loss": 2.1}, {"step": 1100, "val_loss": 0.4}])  # fmt: skip
     check = lesson.knob_effect("mask", "none", rise=False, min_change=1.0)(Evidence(runs={"lecture": run}))
     assert check.passed is True, check.text
     assert "mean of steps 981–1000" in check.text and "fell from 2.00 to 0.90" in check.text, check.text
     assert exact_calls  # the thinned stretch was read exactly
-    later = RunData("r", "running", thinned + metrics([0.05] * 500, start=2001), events, exact=exact)
+    later = RunData("r", "running", thinned + metrics([0.05] * 500, start=2001), events, exact=exact,
+                    evals=[*run.evals, {"step": 1200, "val_loss": 0.1}])  # fmt: skip
     assert lesson.knob_effect("mask", "none", rise=False, min_change=1.0)(Evidence(runs={"lecture": later})).text \
         == check.text  # fmt: skip
 
@@ -92,3 +96,48 @@ def test_the_held_out_loss_after_a_change_is_read_from_the_window_that_decided_n
     assert mask.passed is True, mask.text
     assert "held-out loss 2.02 at step 200, held-out loss 0.52 at step 400" in mask.text, mask.text
     assert "2.37" not in mask.text
+
+
+def test_a_knob_seen_on_the_training_loss_waits_for_the_held_out_loss_and_is_not_seen_where_it_does_not_follow():
+    """The mission: a verdict on training loss alone called a pitfall reproduced on a short text where the held-out
+    loss showed nothing. The room watches the training loss, but "seen" needs the held-out loss (the run's fixed
+    held-out windows) to move as far the same way."""
+    up = lesson.knob_effect("learning_rate", 0.1, rise=True)
+    losses = metrics([0.3] * 100 + [1.2] * 300)  # memorised a short text (0.3), then LR 0.1 at step 100 breaks it
+    events = [knob("learning_rate", 0.003, 0.1, 100)]
+    run = RunData("r", "running", losses[:130], events, evals=[{"step": 100, "val_loss": 3.52}], eval_interval=50)
+    waiting = up(Evidence(runs={"lecture": run}))
+    assert waiting.passed is None and not waiting.settled, waiting.text
+    assert "the held-out loss must rise by 0.3 too, at the next eval (step 150)" in waiting.text, waiting.text
+    run.metrics, run.evals = losses, [{"step": s, "val_loss": 3.52 + 0.01 * (s > 100)} for s in range(100, 401, 50)]
+    flat = up(Evidence(runs={"lecture": run}))  # patience over: 300 steps and the held-out loss never followed
+    assert flat.passed is False, flat.text
+    assert "held-out loss 3.52 at step 100, held-out loss 3.53 at step 400" in flat.text, flat.text
+    assert flat.headline.endswith("but held-out 3.52 → 3.53, not the 0.3-nat rise"), flat.headline
+    run.evals = [{"step": 100, "val_loss": 3.52}, {"step": 150, "val_loss": 3.6}, {"step": 200, "val_loss": 4.1}]
+    seen = up(Evidence(runs={"lecture": run}))  # the first eval that followed decides, and stays
+    assert seen.passed is True and seen.headline.endswith("; held-out 3.52 → 4.10"), seen.headline
+
+
+def test_a_stretch_that_ends_without_a_held_out_eval_is_not_enough_data_never_seen():
+    down = lesson.knob_effect("mask", "none", rise=False, min_change=1.0)
+    events = [knob("mask", "causal", "none", 100), knob("mask", "none", "causal", 140)]  # put back 40 steps later
+    run = RunData("r", "running", metrics([2.0] * 100 + [0.3] * 40 + [2.0] * 100), events,
+                  evals=[{"step": 100, "val_loss": 2.1}, {"step": 150, "val_loss": 2.1}], eval_interval=50)  # fmt: skip
+    check = down(Evidence(runs={"lecture": run}))
+    assert check.passed is None and check.settled, check.text
+    assert "no held-out eval came between step 101 and step 139" in check.text, check.text
+    early = RunData("r", "running", metrics([2.0] * 30 + [0.3] * 40), [knob("mask", "causal", "none", 30)],
+                    evals=[{"step": 50, "val_loss": 0.4}], eval_interval=50)  # fmt: skip
+    first = down(Evidence(runs={"lecture": early}))  # changed before the run's first eval: nothing to compare with
+    assert first.passed is None and first.settled and "no held-out eval before the change" in first.text
+
+
+def test_step_one_needs_the_held_out_loss_below_uniform_guessing_too():
+    memorised = RunData("r", "stopped", metrics([4.2] + [1.5] * 200), vocab_size=65,
+                        evals=[{"step": 100, "val_loss": 3.6}, {"step": 200, "val_loss": 3.9}])  # fmt: skip
+    check = lesson.loss_from_uniform(Evidence(runs={"lecture": memorised}))
+    assert check.passed is False, check.text
+    assert "the held-out loss 3.90 at step 200 is 0.27 below ln V, less than 1.0" in check.text, check.text
+    memorised.state = "running"
+    assert lesson.loss_from_uniform(Evidence(runs={"lecture": memorised})).passed is None  # a later eval may fall

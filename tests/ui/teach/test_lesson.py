@@ -31,6 +31,9 @@ def test_loss_from_uniform_waits_then_reports_the_numbers():
     run = RunData("r", vocab_size=65, metrics=metrics([4.2] * 10))
     assert lesson.loss_from_uniform(Evidence(runs={"lecture": run})).passed is None
     run.metrics = metrics([4.2] + [2.4] * 80)
+    waiting = lesson.loss_from_uniform(Evidence(runs={"lecture": run}))  # the held-out loss must fall too
+    assert waiting.passed is None and "at the next eval" in waiting.text, waiting.text
+    run.evals = [{"step": 80, "val_loss": 2.5}]
     check = lesson.loss_from_uniform(Evidence(runs={"lecture": run}))
     assert check.passed is True and "4.20" in check.text and "2.40" in check.text
     assert f"{math.log(65):.2f}" in check.text
@@ -44,34 +47,39 @@ def test_loss_from_uniform_waits_then_reports_the_numbers():
 def test_the_fall_said_is_the_difference_of_the_values_shown():
     """Review, lesson step 1: "4.20 ... 2.25: it fell by 1.96" while the values shown differ by 1.95 (4.196 - 2.245
     = 1.951 was rounded on its own). The fall said, and judged, is the shown values' difference."""
-    run = RunData("r", vocab_size=65, metrics=metrics([4.196] + [2.245] * 80))
+    run = RunData("r", vocab_size=65, metrics=metrics([4.196] + [2.245] * 80), evals=[{"step": 70, "val_loss": 2.3}])
     check = lesson.loss_from_uniform(Evidence(runs={"lecture": run}))
     assert "4.20" in check.text and "2.25" in check.text, check.text
     assert "fell by 1.95" in check.text and "down 1.95" in check.headline, check.text
     # Review: "...; held-out loss 1.97 at step 3300: it fell by 2.37" read as the held-out loss's fall: said first
     held = RunData("r", vocab_size=65, metrics=metrics([4.196] + [2.245] * 80), evals=[{"step": 70, "val_loss": 2.3}])
     text = lesson.loss_from_uniform(Evidence(runs={"lecture": held})).text
-    assert ": it fell by 1.95; held-out loss 2.30 at step 70." in text, text
-    edge = RunData("r", vocab_size=65, metrics=metrics([4.2] + [3.2] * 80))  # 4.20 - 3.20 is 0.9999... in floats
+    assert ": it fell by 1.95; the held-out loss 2.30 at step 70, 1.87 below ln V" in text, text
+    edge = RunData("r", vocab_size=65, metrics=metrics([4.2] + [3.2] * 80),  # 4.20 - 3.20 is 0.9999... in floats
+                   evals=[{"step": 80, "val_loss": 3.1}])  # fmt: skip
     assert lesson.loss_from_uniform(Evidence(runs={"lecture": edge}), min_fall=1.0).passed is True
 
 
 def test_knob_effect_says_rose_or_fell_from_the_values_shown():
     check = lesson.knob_effect("mask", "none", rise=True, min_change=0.3)
     events = [knob("mask", "causal", "none", 50)]
-    run = RunData("r", metrics=metrics([2.104] * 50 + [2.396] * 60), events=events)  # 2.10 -> 2.40: a 0.30 rise
+    run = RunData("r", metrics=metrics([2.104] * 50 + [2.396] * 60), events=events,  # 2.10 -> 2.40: a 0.30 rise
+                  evals=[{"step": 50, "val_loss": 2.2}, {"step": 100, "val_loss": 2.5}])  # fmt: skip
     result = check(Evidence(runs={"lecture": run}))
     assert "from 2.10 to 2.40" in result.text and result.passed is True, result.text
 
 
 def test_knob_effect_measures_each_side_of_the_change():
     check = lesson.knob_effect("mask", "none", rise=False)
-    run = RunData("r", metrics=metrics([2.2] * 100), events=[])
+    run = RunData("r", metrics=metrics([2.2] * 100), events=[], evals=[{"step": 100, "val_loss": 2.3}])
     assert check(Evidence(runs={"lecture": run})).passed is None  # no switch yet
     run.events = [knob("mask", "causal", "none", 100)]
     run.metrics = metrics([2.2] * 100 + [0.3] * 5)
     assert check(Evidence(runs={"lecture": run})).passed is None  # 5 of 20 steps since
     run.metrics = metrics([2.2] * 100 + [0.3] * 30)
+    result = check(Evidence(runs={"lecture": run}))
+    assert result.passed is None and "at the next eval" in result.text  # seen in training, held-out to come
+    run.evals = [*run.evals, {"step": 125, "val_loss": 0.5}]
     result = check(Evidence(runs={"lecture": run}))
     assert result.passed is True and "fell from 2.20 to 0.30" in result.text and "step 100" in result.text
     run.metrics = metrics([2.2] * 100 + [2.6] * 30)  # disturbed first: not judged yet
@@ -81,6 +89,7 @@ def test_knob_effect_measures_each_side_of_the_change():
     up = lesson.knob_effect("learning_rate", 0.1, rise=True)
     run.events = [knob("learning_rate", 0.002, 0.1, 100)]
     run.metrics = metrics([2.0] * 100 + [3.1] * 30)
+    run.evals = [{"step": 100, "val_loss": 2.1}, {"step": 125, "val_loss": 3.0}]
     assert up(Evidence(runs={"lecture": run})).passed is True
     run.metrics = metrics([2.0] * 100 + [1.9] * 400)
     assert up(Evidence(runs={"lecture": run})).passed is False
@@ -107,12 +116,14 @@ def test_knobs_moved_by_one_click_are_one_change_and_a_later_change_ends_the_win
     events = [knob("attn_scale", "none", "head_dim", 100), knob("mask", "causal", "none", 101)]
     # 2.0 under the old settings; 2.8 for the step between the two knobs (not counted as "before"); then 0.2
     losses = [2.0] * 100 + [2.8] + [0.2] * 40
-    run = RunData("r", metrics=metrics(losses), events=events)
+    run = RunData("r", metrics=metrics(losses), events=events,
+                  evals=[{"step": 100, "val_loss": 2.1}, {"step": 130, "val_loss": 0.4}])  # fmt: skip
     result = check(Evidence(runs={"lecture": run}))
     assert result.passed is True and "from 2.00 to 0.20" in result.text
     assert "scaling none → head_dim, mask causal → none" in result.text  # each knob by its word
     run.events = [*events, knob("mask", "none", "causal", 125)]  # the next step put it back: its loss is not ours
     run.metrics = metrics(losses[:125] + [2.5] * 40)
+    run.evals = [{"step": 100, "val_loss": 2.1}, {"step": 124, "val_loss": 0.4}, {"step": 150, "val_loss": 2.6}]
     assert check(Evidence(runs={"lecture": run})).passed is True
 
 

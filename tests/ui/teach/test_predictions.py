@@ -50,6 +50,8 @@ def test_the_outcome_is_the_checks_own():
     run = RunData("r", vocab_size=65, metrics=[{"step": 1 + i, "loss": v} for i, v in enumerate([4.2] * 10)])
     assert predictions.outcome_of(lesson.STEPS[0].check(Evidence(runs={"lecture": run}))) is None
     run.metrics = [{"step": 1 + i, "loss": v} for i, v in enumerate([4.2] + [2.4] * 80)]
+    assert predictions.outcome_of(lesson.STEPS[0].check(Evidence(runs={"lecture": run}))) is None  # held-out to come
+    run.evals = [{"step": 80, "val_loss": 2.5}]
     assert predictions.outcome_of(lesson.STEPS[0].check(Evidence(runs={"lecture": run}))) == SEEN
 
 

@@ -10,8 +10,11 @@ name the steps used ("by step N, before the mask changed at step M").
 Every window is a stretch of steps, read exactly (RunData.between): the reader thins a long run's older records, and
 "the mean of 20 steps each side" had averaged 20 kept records spanning hundreds of steps. A knob check is decided
 by the first window after the change that shows the effect (or by the window its patience ends on), so the numbers
-for one change never drift as the run goes on. The loss they read is the training loss, and they say so; the
-held-out loss is named beside it where the run has evaluated one in the stretch judged.
+for one change never drift as the run goes on. The room watches the training loss, so it decides when an effect
+shows; the held-out loss, on the run's fixed held-out windows (text the model never trained on), must then show it
+too before the check says "seen": a training loss alone had called a pitfall reproduced on a short text whose
+held-out loss showed nothing. Until the next eval (every eval_interval steps) the check waits and says so; a
+held-out loss that does not follow is "not seen"; a stretch that ends with no eval in it is "not enough data".
 """
 
 from __future__ import annotations
@@ -128,10 +131,9 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0,
     went = (f"The training loss went from {first:.2f}" + (f" (ln V = {uniform:.2f})" if uniform else "")
             + f" to {now:.2f} by step {end} (the {_span(got)})"
             + (", before the first knob change" if closed else ""))  # fmt: skip
-    # The projector's line names the held-out loss too, where there is one (a review: only the learners' detail did)
-    compact = f"; held-out {held_out['val_loss']:.2f} at step {int(held_out['step'])}" if held_out else ""
     if near and fell:
-        return Check(True, f"{text}: it fell by {fall:.2f}{held}.", headline=f"{went}: down {fall:.2f}{compact}")
+        return _uniform_held_out(run, held_out, uniform, min_fall, closed=bool(closed) or run.state in ENDED,
+                                 text=f"{text}: it fell by {fall:.2f}", headline=f"{went}: down {fall:.2f}")
     why = [] if near else [f"the start is {abs(first - uniform):.2f} away from ln V"]
     why += [] if fell else [f"it fell by {fall:.2f}, less than {min_fall}"]
     if near and not closed and run.state not in ENDED and trained < patience:  # the fall may still come
@@ -139,6 +141,79 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0,
                            f"{patience} steps to fall by {min_fall}{held}.",
                      headline=f"Waiting: {went[0].lower()}{went[1:]}, down {fall:.2f} so far")  # fmt: skip
     return Check(False, f"{text}; but {' and '.join(why)}{held}.", headline=f"{went}; {' and '.join(why)}")
+
+
+def _next_eval(run: RunData, after: int) -> str:
+    """ "the next eval (step 1200)": the first multiple of the run's eval_interval after `after`, where known."""
+    every = run.eval_interval
+    return "the next eval" + (f" (step {(after // every + 1) * every})" if every else "")
+
+
+def _uniform_held_out(run: RunData, held_out: dict | None, uniform: float | None, min_fall: float, closed: bool,
+                      text: str, headline: str) -> Check:  # fmt: skip
+    """Step 1 once the training loss has fallen from ln V: the latest held-out loss of the stretch must be `min_fall`
+    below ln V too (as shown, 2 decimals), or the check waits for the next eval, or says why it cannot."""
+    if held_out is not None:
+        val = as_shown(held_out["val_loss"])
+        words = f"held-out loss {val:.2f} at step {int(held_out['step'])}"
+        below = None if uniform is None else round(uniform - val, 2)
+        if below is not None and below >= min_fall:
+            return Check(True, f"{text}; the {words}, {below:.2f} below ln V: on text the model never trained on "
+                               "too.", headline=f"{headline}; held-out {val:.2f} at step {int(held_out['step'])}")
+        if closed:
+            return Check(False, f"{text}; but the {words} is {below:.2f} below ln V, less than {min_fall}: not on "
+                                "text the model never trained on.",
+                         headline=f"{headline}; but held-out {val:.2f}, not {min_fall} below ln V")  # fmt: skip
+    elif closed:
+        return Check(None, f"Not enough data: {text}, but no held-out eval came in these steps; the check needs one "
+                           "to say the fall is not memorised.", settled=True,
+                     headline=f"Not enough data: {headline[0].lower()}{headline[1:]}; no held-out eval in its steps")
+    latest = _latest(run) or 0
+    so_far = "" if held_out is None else f"; held-out {as_shown(held_out['val_loss']):.2f} so far"
+    return Check(None, f"Not enough data yet: {text}{so_far}; the held-out loss must fall by {min_fall} below ln V "
+                       f"too, at {_next_eval(run, latest)}.",
+                 headline=f"Waiting: {headline[0].lower()}{headline[1:]}{so_far}; the held-out loss comes next")
+
+
+def _moved(change: float, rise: bool, min_change: float) -> bool:
+    return change >= min_change if rise else -change >= min_change
+
+
+def _knob_held_out(run: RunData, first: int, start: int, last: int, open_: bool, rise: bool, min_change: float,
+                   text: str, point: str) -> Check:  # fmt: skip
+    """A knob's effect the training loss showed, on the held-out loss: the last eval before the change (`first`)
+    against each eval from `start` (the window that decided) to `last` (the patience's end, or the step before the
+    next change). The first that moved `min_change` the same way says "seen"; none by `last`, "not seen"."""
+    wanted = "rise" if rise else "fall"
+    before = _val(run, 0, first)
+    if before is None:
+        return Check(None, f"Not enough data: {text}; but the run had no held-out eval before the change to "
+                           "compare with.", settled=True,
+                     headline=f"Not enough data: {point[0].lower()}{point[1:]}; no held-out eval before it")
+    b = as_shown(before["val_loss"])
+    evals = [e for e in run.evals if isinstance(e.get("val_loss"), (int, float)) and math.isfinite(e["val_loss"])
+             and start <= int(e.get("step", -1)) <= last]  # fmt: skip
+    went = [e for e in evals if _moved(round(as_shown(e["val_loss"]) - b, 2), rise, min_change)]
+    if went:
+        a = as_shown(went[0]["val_loss"])
+        return Check(True, f"{text}; {_val_words(before)}, {_val_words(went[0])}: the held-out loss, on text the "
+                           f"model never trained on, {'rose' if rise else 'fell'} by {abs(a - b):.2f} too.",
+                     headline=f"{point}; held-out {b:.2f} → {a:.2f}")  # fmt: skip
+    after = evals[-1] if evals else None
+    if open_:
+        so_far = f"; held-out {b:.2f} → {as_shown(after['val_loss']):.2f} so far" if after else ""
+        return Check(None, f"Not enough data yet: {text}; {_val_words(before)}" + (f", {_val_words(after)}" if after
+                           else "") + f"; the held-out loss must {wanted} by {min_change} too, at "
+                           f"{_next_eval(run, max(_latest(run) or 0, start - 1))}.",
+                     headline=f"Waiting: {point[0].lower()}{point[1:]}{so_far}; the held-out loss comes next")
+    if after is None:
+        return Check(None, f"Not enough data: {text}; but no held-out eval came between step {start} and step "
+                           f"{last}, and the check needs one.", settled=True,
+                     headline=f"Not enough data: {point[0].lower()}{point[1:]}; no held-out eval came after it")
+    a = as_shown(after["val_loss"])
+    return Check(False, f"{text}; but {_val_words(before)}, {_val_words(after)}: the held-out loss did not {wanted} "
+                        f"by {min_change}, on text the model never trained on.",
+                 headline=f"{point}; but held-out {b:.2f} → {a:.2f}, not the {min_change}-nat {wanted}")  # fmt: skip
 
 
 def knob_effect(
@@ -203,8 +278,13 @@ def knob_effect(
         # the projector's line names the held-out loss on each side too, where both exist (a review: it did not)
         point += f"; held-out {pair[0]['val_loss']:.2f} → {pair[1]['val_loss']:.2f}" if pair else ""
         moved = change >= min_change if rise else -change >= min_change
-        if moved:
-            return Check(True, text + ".", headline=point)
+        if moved:  # the room saw it on the training loss: the held-out loss must show it too
+            last = horizon if until is None else min(horizon, until - 1)
+            bare = (f"The training loss {verb} from {old:.2f} to {new:.2f} after {named} at step {at} (the "
+                    f"{_span(got_before)}, then the {_span(got)})")  # fmt: skip
+            open_ = latest < last and run.state not in ENDED and not (until is not None and latest >= until)
+            return _knob_held_out(run, first, end - WINDOW + 1, last, open_, rise, min_change, bare,
+                                  f"The training loss {verb} from {old:.2f} to {new:.2f} after {named}")  # fmt: skip
         wanted = "rise" if rise else "fall"
         if reached < horizon:  # the model needs some steps to exploit (or be hurt by) the change
             return Check(None, f"Not enough data yet: {text}; {since} steps since; waiting up to {patience} steps "

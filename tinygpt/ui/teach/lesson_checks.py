@@ -31,6 +31,7 @@ class RunData:
     scores: list[dict] = field(default_factory=list)
     vocab_size: int | None = None
     evals: list[dict] = field(default_factory=list)  # held-out losses: {"step", "val_loss"}, one per eval_interval
+    eval_interval: int | None = None  # the run's steps between evals (config), to say when the next one comes
     # The run's exact records between two steps (tinygpt.runs.window.metrics_between): `metrics` is the reader's
     # series, whose older part is thinned (every k-th record kept), so a window of steps there is read exactly.
     exact: Callable[[int, int], list[dict]] | None = None

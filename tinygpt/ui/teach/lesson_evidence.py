@@ -33,10 +33,12 @@ def _run_data(run_id: str) -> RunData | None:
     rd = reader_of(run_id)
     if rd is None:
         return None
-    vocab = ((rd.config().get("model") or {}).get("vocab_size")) or None
+    config = rd.config()
+    vocab = ((config.get("model") or {}).get("vocab_size")) or None
     run_dir = rd.run_dir  # the exact records of a window of steps, where the reader's series is thinned
     return RunData(run_id, rd.status().get("state", ""), rd.metrics, rd.events, circuits_view.scores(rd.run_dir),
-                   vocab, rd.evals, lambda lo, hi: metrics_between(run_dir, lo, hi))  # fmt: skip
+                   vocab, rd.evals, (config.get("train") or {}).get("eval_interval"),
+                   lambda lo, hi: metrics_between(run_dir, lo, hi))  # fmt: skip
 
 
 def _verdict(verdict, about: str = "") -> dict:
