@@ -13,6 +13,11 @@ mean over the same steps, in the direction the change should move it. Seconds ar
 measured time per step (the page shows a change at its next refresh, ~1 s later). The load average is printed:
 the machine is shared, and seconds move with it; steps do not.
 
+The held-out loss (the run's own eval: eval_batches batches of its fixed held-out windows) is read at the change
+and `--after` steps later, with and without it: the lesson's checks (steps 4 and 7) say "seen" only when it moves as
+far as the training loss (tinygpt/ui/teach/lecture_checks.py), and the Lecture preset evaluates every 100 steps.
+"learning rate → 0.1" is the lesson's step 7 itself.
+
 "mask none, then causal" is two changes: no mask for `--after` steps (it collapses), then causal again, measured
 against the control at the same step: the jump back up and the steps until it is within VISIBLE of the control.
 
@@ -48,6 +53,7 @@ def changes(at: int, lr: float) -> dict[str, tuple[dict[str, Any], int]]:
     return {
         "mask → none": ({"mask": "none"}, -1),
         f"learning rate ×10 ({lr * 10:g})": ({"learning_rate": lr * 10}, +1),
+        "learning rate → 0.1 (the lesson's)": ({"learning_rate": 0.1}, +1),
         f"learning rate ÷10 ({lr / 10:g})": ({"learning_rate": lr / 10}, -1),
         f"warmup → {10 * at} (rate ÷10 now, ramping)": ({"warmup_steps": 10 * at}, -1),
         "sliding window 1": ({"mask": "sliding_window", "window": 1}, +1),
@@ -85,6 +91,11 @@ def _losses(trainer: Trainer, steps: int) -> tuple[list[float], float]:
     return losses, (time.perf_counter() - started) / max(1, steps)
 
 
+def _held_out(trainer: Trainer) -> float:
+    """The run's own eval: its eval_batches batches of the fixed held-out windows, under its knobs as they are."""
+    return trainer.evaluate(splits=("val",))["val_loss"]
+
+
 def _mean(values: list[float]) -> float:
     finite = [v for v in values if v == v and abs(v) != float("inf")]
     return sum(finite) / len(finite) if finite else float("nan")
@@ -105,13 +116,17 @@ def measure_seed(seed: int, at: int, after: int, source: str, text: str) -> dict
     trainer = _build(config)
     before, step_s = _losses(trainer, at)
     snap = _snapshot(trainer)
-    control, control_s = _losses(trainer, 2 * after)
+    held_at = _held_out(trainer)
+    control, control_s = _losses(trainer, after)
+    held_control = _held_out(trainer)
+    more, more_s = _losses(trainer, after)
+    control, control_s = control + more, (control_s + more_s) / 2
     step_s = (step_s * at + control_s * 2 * after) / (at + 2 * after)
     noise = statistics.stdev(b - a for a, b in zip(control, control[1:], strict=False)) / 2**0.5
     threshold = max(VISIBLE, 3 * noise * (2 / WINDOW) ** 0.5)  # the noise of a difference of two 5-step means
     rows = []
 
-    def row(label: str, changed: list[float], base: list[float], direction: int) -> None:
+    def row(label: str, changed: list[float], base: list[float], direction: int, held: float | None = None) -> None:
         steps = visible_at(changed, base, direction, threshold)
         rows.append(
             {
@@ -122,6 +137,9 @@ def measure_seed(seed: int, at: int, after: int, source: str, text: str) -> dict
                 f"after {len(changed)} steps: loss vs control": (
                     f"{_mean(changed[-20:]):.2f} vs {_mean(base[-20:]):.2f}"
                 ),
+                f"held-out: at the change → {len(changed)} steps later (control)": (
+                    None if held is None else f"{held_at:.2f} → {held:.2f} ({held_control:.2f})"
+                ),
             }
         )
 
@@ -130,7 +148,8 @@ def measure_seed(seed: int, at: int, after: int, source: str, text: str) -> dict
         _restore(trainer, snap)
         for name, value in knobs.items():
             trainer.set_knob(name, value)
-        row(label, _losses(trainer, after)[0], control[:after], direction)
+        changed = _losses(trainer, after)[0]
+        row(label, changed, control[:after], direction, _held_out(trainer))
     # No mask for `after` steps, then causal again: the jump back and the way down to the control.
     _restore(trainer, snap)
     trainer.set_knob("mask", "none")
