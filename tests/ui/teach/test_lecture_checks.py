@@ -108,7 +108,7 @@ def test_a_knob_seen_on_the_training_loss_waits_for_the_held_out_loss_and_is_not
     run = RunData("r", "running", losses[:130], events, evals=[{"step": 100, "val_loss": 3.52}], eval_interval=50)
     waiting = up(Evidence(runs={"lecture": run}))
     assert waiting.passed is None and not waiting.settled, waiting.text
-    assert "the held-out loss must rise by 0.3 too, at the next eval (step 150)" in waiting.text, waiting.text
+    assert "the held-out loss must rise by 0.3 too (the next eval: step 150)" in waiting.text, waiting.text
     run.metrics, run.evals = losses, [{"step": s, "val_loss": 3.52 + 0.01 * (s > 100)} for s in range(100, 401, 50)]
     flat = up(Evidence(runs={"lecture": run}))  # patience over: 300 steps and the held-out loss never followed
     assert flat.passed is False, flat.text

@@ -144,9 +144,9 @@ def loss_from_uniform(ev: Evidence, min_steps: int = 60, min_fall: float = 1.0,
 
 
 def _next_eval(run: RunData, after: int) -> str:
-    """ "the next eval (step 1200)": the first multiple of the run's eval_interval after `after`, where known."""
+    """ " (the next eval: step 1200)": the first multiple of the run's eval_interval after `after`, where known."""
     every = run.eval_interval
-    return "the next eval" + (f" (step {(after // every + 1) * every})" if every else "")
+    return f" (the next eval: step {(after // every + 1) * every})" if every else ""
 
 
 def _uniform_held_out(run: RunData, held_out: dict | None, uniform: float | None, min_fall: float, closed: bool,
@@ -170,9 +170,9 @@ def _uniform_held_out(run: RunData, held_out: dict | None, uniform: float | None
                      headline=f"Not enough data: {headline[0].lower()}{headline[1:]}; no held-out eval in its steps")
     latest = _latest(run) or 0
     so_far = "" if held_out is None else f"; held-out {as_shown(held_out['val_loss']):.2f} so far"
-    return Check(None, f"Not enough data yet: {text}{so_far}; the held-out loss must fall by {min_fall} below ln V "
-                       f"too, at {_next_eval(run, latest)}.",
-                 headline=f"Waiting: {headline[0].lower()}{headline[1:]}{so_far}; the held-out loss comes next")
+    return Check(None, f"Not enough data yet: {text}{so_far}; the held-out loss must be {min_fall} below ln V too"
+                       f"{_next_eval(run, latest)}.",
+                 headline=f"Waiting for the held-out loss: {headline[0].lower()}{headline[1:]}{so_far}")
 
 
 def _moved(change: float, rise: bool, min_change: float) -> bool:
@@ -203,9 +203,9 @@ def _knob_held_out(run: RunData, first: int, start: int, last: int, open_: bool,
     if open_:
         so_far = f"; held-out {b:.2f} → {as_shown(after['val_loss']):.2f} so far" if after else ""
         return Check(None, f"Not enough data yet: {text}; {_val_words(before)}" + (f", {_val_words(after)}" if after
-                           else "") + f"; the held-out loss must {wanted} by {min_change} too, at "
+                           else "") + f"; the held-out loss must {wanted} by {min_change} too"
                            f"{_next_eval(run, max(_latest(run) or 0, start - 1))}.",
-                     headline=f"Waiting: {point[0].lower()}{point[1:]}{so_far}; the held-out loss comes next")
+                     headline=f"Waiting for the held-out loss: {point[0].lower()}{point[1:]}{so_far}")
     if after is None:
         return Check(None, f"Not enough data: {text}; but no held-out eval came between step {start} and step "
                            f"{last}, and the check needs one.", settled=True,
