@@ -144,7 +144,10 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
     assert not dora.exception, dora.exception
     assert radio(dora) is None and any("No prediction" in str(c.value) for c in dora.sidebar.caption)
     # A new class: the instructor clears the answers; the question is open again.
+    lesson.write_room(runs_dir, step=5, runs={"lecture": {"run": "L" * 16}})  # the last class got to step 6
     next(b for b in room.button if b.label == "Clear every step's answers").click().run()
     assert prediction_view.book().step(STEP.key) == ({}, None)
+    # and starts again at step 1 with no lecture run (its Set up starts a fresh one): the box is ticked by default
+    assert lesson.read_room(runs_dir)["step"] == 0 and not lesson.read_room(runs_dir)["runs"]["lecture"]
     learners["anna"].run()
     assert radio(learners["anna"]) is not None and radio(learners["anna"]).value is None  # not her old answer

@@ -151,3 +151,22 @@ def test_the_banners_reset_closes_its_popover(runs_dir, tiny_text):
     assert not teacher.exception, teacher.exception
     assert lesson.read_room(runs_dir)["runs"]["lecture"]["run"] != parent
     assert teacher.session_state[teach_keys.W_BANNER_MORE] is False
+
+
+def test_a_new_class_starts_at_step_one_without_the_old_lecture_run_which_is_paused(runs_dir, monkeypatch):
+    """Clear the answers, for a new class: the old lecture run's step-1 check was decided before the class came (and
+    a knob step read the last class's change until the new one applied). The room goes back to step 1 with no lecture
+    run, so Set up starts a fresh one; the old one is paused, never deleted, and the prepared runs stay."""
+    from tinygpt.ui.teach import lesson_reset
+
+    paused = []
+    monkeypatch.setattr(lesson_reset.resources, "is_active", lambda rid: rid == "L" * 16)
+    monkeypatch.setattr(lesson_reset.resources, "get_manager", lambda: type("M", (), {
+        "pause": lambda self, rid, actor=None, through="": paused.append((rid, through))})())  # fmt: skip
+    monkeypatch.setattr(lesson_reset.resources, "get_store", lambda: RunStore(runs_dir))
+    lesson.write_room(runs_dir, step=9, runs={"lecture": {"run": "L" * 16}, "induction": {"a": "I" * 16}})
+    assert lesson_reset.afresh(Actor("t", "teacher", True)) == "L" * 16
+    room = lesson.read_room(runs_dir)
+    assert room["step"] == 0 and not room["runs"]["lecture"] and room["runs"]["induction"] == {"a": "I" * 16}
+    assert paused == [("L" * 16, "a new class")]
+    assert lesson_reset.afresh(Actor("t", "teacher", True)) is None  # again: nothing to pause

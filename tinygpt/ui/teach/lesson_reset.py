@@ -7,6 +7,7 @@ Learners follow the room, so only the instructor's pane offers it.
 
 `offer` reads the room and the lecture run's events and says what a reset would do, or plainly why there is none;
 `reset` makes the branch; `pane_part` draws the button; `follow_reset` moves a learner who watched the broken run.
+`afresh` starts the lesson again for a new class: step 1, and no lecture run, so step 1's Set up starts a new one.
 """
 
 from __future__ import annotations
@@ -133,3 +134,18 @@ def follow_reset(room_data: dict, actor: Actor, store: RunStore) -> bool:
     flashes.flash("info", f"The instructor reset the lecture run: you now watch its branch from step {branch['step']}. "
                   "The run you watched stays, paused, on the Runs page.", lecture)  # fmt: skip
     return True
+
+
+def afresh(actor: Actor) -> str | None:
+    """A new class on this server: the room back at step 1 and without a lecture run, so that step 1's Set up starts
+    a fresh one (the class watches a model learn from ln V, not a run thousands of steps old whose step-1 check was
+    decided before they came; a knob step's check would read the last class's knob change until the new one
+    applied). The old lecture run is paused, if it trains, and stays on the Runs page; the prepared runs stay (their
+    checks wait for each step's Set up again). Returns the old lecture run's id, or None."""
+    store = resources.get_store()
+    old = (lesson.read_room(store.root)["runs"].get(LECTURE) or {}).get("run")
+    if old and resources.is_active(old):
+        resources.get_manager().pause(old, actor=actor, through="a new class")
+    lesson.write_room(store.root, step=0, runs={LECTURE: {}})
+    return old
+

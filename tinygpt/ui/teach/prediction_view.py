@@ -12,9 +12,9 @@ from tinygpt.errors import TinyGPTError
 from tinygpt.runs.owners import Actor
 from tinygpt.ui import state
 from tinygpt.ui.host import resources
-from tinygpt.ui.people import people_keys
+from tinygpt.ui.people import people_keys, room
 from tinygpt.ui.screen import downloads, flashes
-from tinygpt.ui.teach import lesson, predictions, record, teach_keys
+from tinygpt.ui.teach import lesson, lesson_reset, predictions, record, teach_keys
 from tinygpt.ui.teach.predictions import RIGHT, WRONG, PredictionBook
 from tinygpt.ui.teach.record import GRADE_WORDS, outcome_words  # one wording for the pane and the downloaded record
 from tinygpt.ui.words import safe
@@ -263,7 +263,13 @@ def room_spread() -> None:
     with st.popover("Clear the answers", icon=":material/delete:"):
         st.caption("For a new class on this server: every step's answers, outcomes and setups are forgotten "
                    "(download the CSV first).")  # fmt: skip
+        again = st.checkbox("Start the lesson again at step 1, with a fresh lecture run", value=True,
+                            key=teach_keys.W_NEW_CLASS, help="The old lecture run is paused and stays on the Runs "
+                            "page; the prepared runs stay, their checks waiting for each step's Set up.")  # fmt: skip
         if st.button("Clear every step's answers", type="primary"):
             book().clear()
-            flashes.flash("success", "The room's answers are cleared: every step's question is open again.")
+            old = lesson_reset.afresh(room.current()) if again else None
+            flashes.flash("success", "The room's answers are cleared: every step's question is open again." + (
+                " The lesson is back at step 1: its Set up starts a fresh lecture run" + (
+                    f" (the old one, {old}, is paused)." if old else ".") if again else ""))  # fmt: skip
             st.rerun()

@@ -10,4 +10,5 @@ LESSON_SHOWN = "lesson_shown"  # the page's last full run drew the lesson pane (
 LESSON_PENDING = "lesson_pending"  # {widget key: value} a lesson setup sets at the start of the page it opens
 LESSON_RUNS = "lesson_runs"  # {role: {label: run_id}}: the runs a learner's own setup started for the lesson
 W_BANNER_MORE = "w_banner_more"  # the banner's "Reset"/"More" popover's open state (closed by a reset)
+W_NEW_CLASS = "w_new_class"  # Room, Clear the answers: start the lesson again at step 1 with a fresh lecture run
 W_PREDICT = "w_predict"  # Lesson: a learner's answer to a step's question, the radio w_predict:<step key>
