@@ -49,14 +49,14 @@ def counts(room: AppTest) -> dict[str, int]:
 
 
 def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answers(runs_dir, monkeypatch):
-    checked = {"done": False}  # the lecture run's losses: none yet, then a curve from ln 65 down to 2.4
+    checked = {"done": False, "evals": []}  # the lecture run's losses: none yet, then a curve from ln 65 down to 2.4
 
     def fake_evidence(step, runs, measured, *whose):  # whose: the viewer and the room's runs
         if not checked["done"]:
             return Evidence()
         losses = [4.17] + [2.4] * 80
         return Evidence(runs={"lecture": RunData("r", vocab_size=65, metrics=[
-            {"step": i + 1, "loss": v} for i, v in enumerate(losses)], evals=[{"step": 80, "val_loss": 2.5}])})
+            {"step": i + 1, "loss": v} for i, v in enumerate(losses)], evals=checked["evals"])})
 
     monkeypatch.setattr(lesson_view, "evidence", fake_evidence)
     teacher = session(Actor("t" * 16, "teacher", instructor=True))
@@ -106,6 +106,16 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
     monkeypatch.setattr(lesson_view, "set_up", lambda step, actor: None)
     next(b for b in room.sidebar.button if b.label == "Set up this step").click().run()
     assert not room.exception, room.exception
+    # The training loss has fallen, the held-out eval is to come: the room has seen the curve, so the answers close
+    # now (a change is refused) and are graded when the eval comes.
+    assert prediction_view.book().step(STEP.key)[1] is None
+    with pytest.raises(AnswerClosed):
+        prediction_view.book().answer(STEP.key, "b" * 16, "ben", RIGHT_ANSWER, STEP.answers)
+    learners["anna"].run()
+    assert any("answers closed when the training loss moved" in str(i.value) for i in learners["anna"].sidebar.info)
+    assert radio(learners["anna"]) is None
+    checked["evals"] = [{"step": 80, "val_loss": 2.5}]
+    room.run()
     assert prediction_view.book().step(STEP.key)[1] == SEEN
     right = next(m for m in room.metric if m.label == "Right")
     assert right.value == "50%"  # anna right; ben wrong; cleo not sure: counted, never graded

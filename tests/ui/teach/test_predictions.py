@@ -236,3 +236,25 @@ def test_the_banners_spread_line_leaves_out_the_answers_nobody_chose():
     assert predictions.spread_line(spread, zeros=False) == (
         "2 answered: sharper, and a worse loss: 1 · flatter, and a worse loss: 1")  # fmt: skip
     assert "about the same: 0" in predictions.spread_line(spread)  # the Room's and the panes' line: every answer
+
+
+def test_a_check_the_room_has_seen_closes_the_answers_before_its_confirmation_grades_them(tmp_path):
+    """The lecture checks wait for the held-out eval (seconds) once the training loss has moved: the room has seen
+    the curve plunge, so the answers close then (a learner could otherwise change theirs after watching it), and the
+    outcome grades them when it comes."""
+    book = PredictionBook(tmp_path)
+    book.answer("optim", "a", "anna", "goes up", UPDOWN)
+    book.answer("optim", "b", "ben", "goes down", UPDOWN)
+    waiting = Check(None, "Not enough data yet: the training loss rose ...; the held-out loss must rise too")
+    assert not book.settle("optim", predictions.outcome_of(waiting), None, waiting)  # not closing: still open
+    book.answer("optim", "b", "ben", "unchanged", UPDOWN)
+    seen_by_room = Check(None, "Not enough data yet: ...", closes=True)
+    book.settle("optim", predictions.outcome_of(seen_by_room), None, seen_by_room)
+    with pytest.raises(AnswerClosed):
+        book.answer("optim", "b", "ben", "goes up", UPDOWN)  # after the plunge: refused
+    assert book.step("optim")[1] is None
+    assert book.step("optim")[0]["b"]["answer"] == "unchanged"  # ungraded until the outcome
+    assert book.settle("optim", SEEN, None, Check(True, "seen"))
+    assert book.graded("optim")[0] == SEEN
+    book.clear()
+    book.answer("optim", "b", "ben", "goes up", UPDOWN)  # a new class: open again

@@ -172,7 +172,7 @@ def _uniform_held_out(run: RunData, held_out: dict | None, uniform: float | None
     so_far = "" if held_out is None else f"; held-out {as_shown(held_out['val_loss']):.2f} so far"
     return Check(None, f"Not enough data yet: {text}{so_far}; the held-out loss must be {min_fall} below ln V too"
                        f"{_next_eval(run, latest)}.",
-                 headline=f"Waiting for the held-out loss: {headline[0].lower()}{headline[1:]}{so_far}")
+                 headline=f"Waiting for the held-out loss: {headline[0].lower()}{headline[1:]}{so_far}", closes=True)
 
 
 def _moved(change: float, rise: bool, min_change: float) -> bool:
@@ -205,7 +205,7 @@ def _knob_held_out(run: RunData, first: int, start: int, last: int, open_: bool,
         return Check(None, f"Not enough data yet: {text}; {_val_words(before)}" + (f", {_val_words(after)}" if after
                            else "") + f"; the held-out loss must {wanted} by {min_change} too"
                            f"{_next_eval(run, max(_latest(run) or 0, start - 1))}.",
-                     headline=f"Waiting for the held-out loss: {point[0].lower()}{point[1:]}{so_far}")
+                     headline=f"Waiting for the held-out loss: {point[0].lower()}{point[1:]}{so_far}", closes=True)
     if after is None:
         return Check(None, f"Not enough data: {text}; but no held-out eval came between step {start} and step "
                            f"{last}, and the check needs one.", settled=True,

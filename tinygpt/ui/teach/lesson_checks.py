@@ -71,6 +71,10 @@ class Check:
     # the banner used to cut `text` to its first sentence, and on the ablation step that stopped at "... at step 3000
     # …", before the claim the check is about. "" when `text` is already that short line.
     headline: str = ""
+    # With passed None: the room has seen the effect (the training loss moved) and the check waits only for the
+    # evidence that confirms it (the held-out eval, seconds away): the answers close now, graded when it comes. Open
+    # until then, a learner could change their answer after watching the curve plunge.
+    closes: bool = False
 
     @property
     def status(self) -> str:

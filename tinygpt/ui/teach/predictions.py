@@ -142,7 +142,9 @@ class PredictionBook:
         outcomes = data.get("outcomes") if isinstance(data.get("outcomes"), dict) else {}
         revealed = data.get("revealed") if isinstance(data.get("revealed"), dict) else {}
         checks = data.get("checks") if isinstance(data.get("checks"), dict) else {}
+        closed = data.get("closed") if isinstance(data.get("closed"), dict) else {}
         return {"answers": {k: dict(v) for k, v in answers.items() if isinstance(v, dict)},
+                "closed": {k: dict(v) for k, v in closed.items() if isinstance(v, dict)},
                 "outcomes": {k: v for k, v in outcomes.items() if v in (SEEN, NOT_SEEN, UNDECIDED)},
                 "revealed": {k: dict(v) for k, v in revealed.items() if isinstance(v, dict)},
                 "checks": {k: dict(v) for k, v in checks.items() if isinstance(v, dict)}}  # fmt: skip
@@ -154,7 +156,8 @@ class PredictionBook:
     @staticmethod
     def _closed(data: dict, step: str, learner: str) -> bool:
         record = data["answers"].get(step, {}).get(learner) or {}
-        return step in data["outcomes"] or record.get("outcome") is not None
+        closed = data["closed"].get(step, {})
+        return step in data["outcomes"] or record.get("outcome") is not None or ROOM in closed or learner in closed
 
     def answer(self, step: str, learner: str, name: str, choice: str, answers: Answers) -> None:
         """Record (or change) a learner's answer; AnswerClosed once the check has appeared to them or the room."""
@@ -177,6 +180,8 @@ class PredictionBook:
         grade wherever the runs now read otherwise (`graded`); written only on a change: every pane calls this on
         every refresh."""
         if outcome is None:
+            if getattr(check, "closes", False):  # seen by the room, its confirmation seconds away: closed now
+                self._close(step, learner)
             return False
         kept = check_record(check)
         with self._lock:
@@ -221,6 +226,16 @@ class PredictionBook:
             who[learner or ROOM] = time.time()
             self._write(data)
 
+    def _close(self, step: str, learner: str | None) -> None:
+        """The answers close before the outcome grades them (Check.closes): to one learner, or to the room."""
+        with self._lock:
+            data = self._read()
+            who = data["closed"].setdefault(step, {})
+            if (learner or ROOM) in who or len(who) > MAX_LEARNERS:
+                return
+            who[learner or ROOM] = time.time()
+            self._write(data)
+
     def revealed(self, step: str, learner: str | None = None) -> bool:
         who = self._read()["revealed"].get(step, {})
         return ROOM in who or (learner is not None and learner in who)
@@ -236,7 +251,7 @@ class PredictionBook:
     def clear(self) -> None:
         """A new class: every answer and outcome forgotten."""
         with self._lock:
-            self._write({"answers": {}, "outcomes": {}, "revealed": {}, "checks": {}})
+            self._write({"answers": {}, "outcomes": {}, "revealed": {}, "checks": {}, "closed": {}})
 
 
 # ---------------------------------------------------------------- the spread
