@@ -259,7 +259,7 @@ def knob_effect(
                 continue
             change = round(mean - old, 2)  # 2.40 - 2.10 is 0.2999...: below a 0.3 bar it shows as meeting
             decided = (end, mean, got, change)
-            if (change >= min_change) if rise else (-change >= min_change):
+            if _moved(change, rise, min_change):
                 break
         since = reached - at
         if decided is None:
@@ -277,7 +277,7 @@ def knob_effect(
         point = f"The training loss {verb} from {old:.2f} to {new:.2f} after {named}"  # the steps and means: Numbers
         # the projector's line names the held-out loss on each side too, where both exist (a review: it did not)
         point += f"; held-out {pair[0]['val_loss']:.2f} → {pair[1]['val_loss']:.2f}" if pair else ""
-        moved = change >= min_change if rise else -change >= min_change
+        moved = _moved(change, rise, min_change)
         if moved:  # the room saw it on the training loss: the held-out loss must show it too
             last = horizon if until is None else min(horizon, until - 1)
             bare = (f"The training loss {verb} from {old:.2f} to {new:.2f} after {named} at step {at} (the "
