@@ -540,3 +540,12 @@ def test_bench_clock_starts_at_the_first_recorded_step_and_waits_keep_leases_the
     manager = FakeManager()
     wait_for_runs(manager, ["a", "b"], cap_s=0.05, poll_s=0.01)
     assert set(manager.touched) == {"a", "b"} and sorted(manager.stopped) == ["a", "b"]
+
+
+def test_the_next_samples_cost_follows_the_steps_pace_not_a_loaded_first_second():
+    """A review's run sampled at step 0 while its worker's first step took 162 ms (34 ms later): at that cost the 3%
+    budget held the next sample back for 1,495 steps. The cost is scaled by how the step's time moved since."""
+    from tinygpt.runs.clock import sample_estimate
+
+    assert sample_estimate(2.9, 0.162, 0.034) == pytest.approx(0.609, abs=1e-3)
+    assert sample_estimate(0.3, None, 0.034) == 0.3 and sample_estimate(0.3, 0.05, None) == 0.3

@@ -58,7 +58,7 @@ from ..inside.maps import attention_maps
 from ..interventions import model_for_run
 from ..trainer import SPLITS, Trainer
 from .clip_events import ClipTracker
-from .clock import TrainClock, load_average, trained_until
+from .clock import TrainClock, load_average, sample_estimate, trained_until
 from .control import COMMANDS, Control, KnobChange, NoControl, as_knob_change
 from .corpus import corpus_config
 from .divergence import DIVERGE_PATIENCE, blowup_reason, loss_limit, nonfinite_reason, released_as
@@ -89,6 +89,7 @@ SAMPLE_SEED = 1234  # the same seed at every step, so samples differ only becaus
 SAMPLE_PROMPT_CHARS = 16  # the sample continues the first characters of the probe text
 
 
+
 class _Loop:
     """One run's state between steps. Everything the loop publishes goes through `self.writer`."""
 
@@ -115,6 +116,7 @@ class _Loop:
         self.sample_due = False  # a sample is scheduled but waits for the time budget
         self.train_seconds = self.sample_seconds = 0.0  # for SAMPLE_BUDGET
         self.sample_cost = 0.0  # s the last sample took: the next one is only taken if the budget has space for it
+        self.step_pace = self.sample_pace = None  # s a step (running mean), now and at the last sample: sample_estimate
 
     # ---------------------------------------------------------------- setup
 
@@ -298,8 +300,12 @@ class _Loop:
             self.evaluate(last)
         if step % cfg.sample_every == 0:
             self.sample_due = True
-        self.train_seconds += record.get("step_ms", 0.0) / 1000.0
-        if last or (self.sample_due and self.sample_seconds + self.sample_cost <= SAMPLE_BUDGET * self.train_seconds):
+        step_s = record.get("step_ms", 0.0) / 1000.0
+        self.train_seconds += step_s
+        self.step_pace = step_s if self.step_pace is None else 0.9 * self.step_pace + 0.1 * step_s
+        self.sample_pace = self.sample_pace or self.step_pace  # step 0's sample: paced by the first step
+        estimate = sample_estimate(self.sample_cost, self.sample_pace, self.step_pace)
+        if last or (self.sample_due and self.sample_seconds + estimate <= SAMPLE_BUDGET * self.train_seconds):
             self.sample()
             self.sample_seconds += self.sample_cost
             self.sample_due = False
@@ -383,6 +389,7 @@ class _Loop:
             record.update(text="", error=str(exc))
         self.writer.append_sample(record)
         self.sample_cost = time.perf_counter() - started
+        self.sample_pace = self.step_pace  # None at step 0: the first step's time stands for it
 
     def save_checkpoint(self) -> None:
         step = self.trainer.step_count
