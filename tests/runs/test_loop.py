@@ -549,3 +549,24 @@ def test_the_next_samples_cost_follows_the_steps_pace_not_a_loaded_first_second(
 
     assert sample_estimate(2.9, 0.162, 0.034) == pytest.approx(0.609, abs=1e-3)
     assert sample_estimate(0.3, None, 0.034) == 0.3 and sample_estimate(0.3, 0.05, None) == 0.3
+
+
+def test_every_pause_and_resume_is_a_state_event_saying_who_and_at_which_step(tmp_path, tiny_text):
+    """A review found metrics.jsonl gaps of 187 s and 47 s (real pauses) with no event: "paused by ..." on the page
+    could not be checked against the run's files."""
+    config = tiny(tiny_text)
+    store, run_id, run_dir = new_run(tmp_path, config)
+    control = QueueControl()
+
+    def at_step(record):
+        if record["step"] == 5:
+            control.send({"cmd": "pause", "reason": "paused by quick-badger-61"})
+            control.send({"cmd": "resume"})
+        if record["step"] == 8:
+            control.send({"cmd": "pause"})
+            control.send({"cmd": "resume", "reason": "resumed by the instructor"})
+
+    assert run_training(run_dir, config, control, on_record=at_step) == "finished"
+    said = [(e["step"], e["message"]) for e in read_events(run_dir) if e.get("kind") == "state"]
+    assert said[:4] == [(5, "paused by quick-badger-61 at step 5"), (5, "resumed at step 5"),
+                        (8, "paused by you at step 8"), (8, "resumed by the instructor at step 8")]  # fmt: skip

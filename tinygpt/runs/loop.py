@@ -10,27 +10,27 @@ does. Between two optimisation steps it
        training), a sample text, checkpoints (also at pause, stop and finish), clip and non-finite events;
     4. rewrites status.json at most `STATUS_INTERVAL` apart (a whole-file rewrite, so not every step).
 
-Publishing is cheap by construction (a JSON line per step, status.json at most 4 times a second, a (1, T) probe
-forward every 10 steps, a 3 ms checkpoint): a worker publishing everything ran within 2-3% of a bare
-`Trainer.step()` loop doing the same steps, evals and samples (tinygpt.bench.worker). The costly one is the sample
-text (200 characters cost ~15 demo steps), so samples run on a time budget: a due sample waits until the time spent
-sampling, this one included, stays under `SAMPLE_BUDGET` (3%) of the time spent training. A new run samples at step
-0 (the untrained model's babble, and the first cost measurement), and the last step always gets one.
+Publishing is cheap by construction (a JSON line per step, status.json at most 4 times a second, a (1, T) probe forward
+every 10 steps, a 3 ms checkpoint): a worker publishing everything ran within 2-3% of a bare `Trainer.step()` loop doing
+the same steps, evals and samples (tinygpt.bench.worker). The costly one is the sample text (200 characters cost ~15
+demo steps), so samples run on a time budget: a due sample waits until the time spent sampling, this one included, stays
+under `SAMPLE_BUDGET` (3%) of the time spent training. A new run samples at step 0 (the untrained model's babble, and
+the first cost measurement), and the last step always gets one.
 
-Commands: {"cmd": "pause"}, {"cmd": "resume"}, {"cmd": "step", "n": 5} (while paused: exactly n steps, then
-paused again), {"cmd": "stop"}, KnobChange("mask", "none", request="a1b2c3") (tinygpt.runs.control), and the
-manager's {"cmd": "release", "reason": ...} (checkpoint and end, resumable: the lease, or the server going away).
-Every knob command is answered with "knob" events carrying its request id: one per knob changed (ok, old, new;
-old == new if the value was already set), or one refusal (ok False, error), so a page waiting for the answer
-always gets one (tinygpt.runs.knobs.knob_answer). The Trainer decides what changes (learning_rate moves min_lr).
+Commands: {"cmd": "pause"}, {"cmd": "resume"}, {"cmd": "step", "n": 5} (while paused: exactly n steps, then paused
+again), {"cmd": "stop"}, KnobChange("mask", "none", request="a1b2c3") (tinygpt.runs.control), and the manager's {"cmd":
+"release", "reason": ...} (checkpoint and end, resumable: the lease, or the server going away). Every knob command is
+answered with "knob" events carrying its request id: one per knob changed (ok, old, new; old == new if the value was
+already set), or one refusal (ok False, error), so a page waiting for the answer always gets one
+(tinygpt.runs.knobs.knob_answer). The Trainer decides what changes (learning_rate moves min_lr).
 
 States (status.json): starting -> running <-> paused -> finished | stopped | diverged | failed, each with a human
-reason. A non-finite loss or gradient is never applied (the Trainer skips the update); the loop records which
-tensor went bad, checkpoints, marks the run diverged and waits paused for a command (turn the knob back, resume).
-Resuming from a checkpoint continues the same loss curve exactly on CPU: model, optimizer, batch and eval generators
-and torch's global generator (dropout) are all restored, and the schedule depends only on the step.
-
-Left out: gradient accumulation, and a live "extend max_steps" (resume a finished run with a larger max_steps).
+reason, and each change a "state" event (who paused or resumed it, at which step). A non-finite loss or gradient is
+never applied (the Trainer skips the update); the loop records which tensor went bad, checkpoints, marks the run
+diverged and waits paused for a command (turn the knob back, resume). Resuming from a checkpoint continues the same loss
+curve exactly on CPU: model, optimizer, batch and eval generators and torch's global generator (dropout) are all
+restored, and the schedule depends only on the step. Left out: gradient accumulation, and a live "extend max_steps"
+(resume a finished run with a larger max_steps).
 """
 
 from __future__ import annotations
@@ -87,7 +87,6 @@ SAMPLE_CHARS = 200  # characters per published sample: two or three lines of Sha
 SAMPLE_TEMPERATURE = 0.8  # a little sharper than the model's distribution: fewer typos, still varied
 SAMPLE_SEED = 1234  # the same seed at every step, so samples differ only because the model changed
 SAMPLE_PROMPT_CHARS = 16  # the sample continues the first characters of the probe text
-
 
 
 class _Loop:
@@ -166,8 +165,7 @@ class _Loop:
             self.snapshot_attention()  # step 0: the untrained model's attention, the start of the step slider
             self.save_checkpoint()  # step 0 too: the Sample page can show what an untrained model writes
             self.sample()  # and what it writes now: babble, the first point of "babble to words"
-        # The speed readout's two constants: the arithmetic of a token, and the machine's ceiling for it.
-        peak = machine_peak(self.run_dir.parent, config, device)
+        peak = machine_peak(self.run_dir.parent, config, device)  # the speed readout's ceiling; below, a token's FLOPs
         speed = {"train_flops_per_token": train_flops_per_token(config.model),
                  "matmul_peak_gflops": peak["peak_gflops"] if peak else None}  # fmt: skip
         self.clock = TrainClock(trained_until(self.run_dir, trainer.step_count) if ckpt else 0.0, trainer.step_count)
@@ -237,17 +235,19 @@ class _Loop:
             step = self.trainer.step_count
             if cmd == "pause":  # "reason" says who paused it: "paused by the instructor" (a hold) or by you
                 reason = f"{command.get('reason') or 'paused by you'} at step {step}"
-                if not self.paused or self.budget:
+                fresh, held = not self.paused or self.budget, command.get("reason") and not self.diverged
+                if fresh:
                     self.paused, self.budget = True, 0
                     self.save_checkpoint()
+                if fresh or held:  # held: already paused, now held by the instructor
                     self.status("paused", reason, force=True)
-                elif command.get("reason") and not self.diverged:  # already paused: now held by the instructor
-                    self.status("paused", reason, force=True)
+                    self.event("state", reason)
             elif cmd == "resume":
                 if self.paused:
                     self.paused, self.budget, self.diverged, self.blowup = False, 0, "", []
                     self.clock.restart(step)  # the pause is neither training time nor slow training
                     self.status("running", "training", force=True)
+                    self.event("state", f"{command.get('reason') or 'resumed'} at step {step}")
             elif cmd == "step":
                 n = command.get("n", 1)
                 if not isinstance(n, int) or isinstance(n, bool) or n < 1:
