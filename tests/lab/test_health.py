@@ -163,3 +163,12 @@ def test_the_clipping_rows_bar_counts_steps_as_its_value_does():
     rising = grad_clip_check([2.0] * 20, 1.0, losses=[2.0 + 0.01 * i for i in range(40)])
     assert rising.outcome == "FAIL" and rising.shown == "20 of 20 clipped; the loss rising", rising
     assert grad_clip_check([0.5] * 20, 1.0).shown == ""  # never clipped: the count alone says it
+
+
+def test_the_trend_row_says_it_reads_the_training_loss():
+    """A review's memorising run read "loss still decreasing: pass (1.062 → 0.936 ...)" beside a held-out loss that
+    rose: the row measures the training loss and now says so (the held-out row judges the held-out loss)."""
+    from tinygpt.lab.step_checks import loss_trend_check
+
+    check = loss_trend_check([1.1 - 0.004 * i for i in range(50)])
+    assert check.outcome == "pass" and check.detail.startswith("training loss "), check.detail

@@ -459,7 +459,7 @@ def test_runs_that_memorised_their_text_leave_not_enough_data_with_the_size_need
         r.final_eval_train_loss, r.final_val_loss, r.chars_read = 1.1, 2.9, 1_638_400
     verdict = EXPERIMENTS["scaling"].verdict(results)
     assert verdict.reproduced is None and verdict.status == NOT_ENOUGH_DATA
-    assert "memorised its text: its held-out loss ended 1.80 nats above its training loss" in verdict.sentence
+    assert "memorised its text: its held-out loss ended 1.800 nats above its training loss" in verdict.sentence
     assert "a text of at least 1,638,400 characters" in verdict.sentence
     for r in results.values():  # the same runs, held-out loss where the training loss is: judged
         r.final_val_loss = r.final_eval_train_loss + 0.05
@@ -498,7 +498,7 @@ def test_a_text_read_ten_times_over_is_memorised_even_where_its_held_out_loss_st
         r.chars_read, r.train_chars = 153_600, 1_800
     verdict = EXPERIMENTS["scaling"].verdict(results)
     assert verdict.reproduced is None and verdict.status == NOT_ENOUGH_DATA, verdict.sentence
-    assert "memorised its text: its held-out loss ended 0.50 nats above" in verdict.sentence
+    assert "memorised its text: its held-out loss ended 0.500 nats above" in verdict.sentence
     for r in results.values():  # read 3 times over, still falling: held-out text unlike the rest, not by heart
         r.train_chars = 51_200
     assert "memorised" not in EXPERIMENTS["scaling"].verdict(results).sentence

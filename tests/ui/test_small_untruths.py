@@ -68,6 +68,12 @@ def test_a_warmup_change_after_warmup_says_what_it_did():
     kind, text = runinfo.knob_note(knob_answer(200, 30, 60), "r1", "warmup_steps", 60, short)
     before, after = lr_at(200, 1e-3, 1e-4, 30, 300), lr_at(200, 1e-3, 1e-4, 60, 300)
     assert f"the cosine decay shifts, so the learning rate goes from {before:.3g} to {after:.3g}" in text
+    # A review read "goes from 0.00194 to 0.00194": as many digits as tell the two apart, and the change in percent
+    kind, text = runinfo.knob_note(knob_answer(499, 30, 42), "r1", "warmup_steps", 42,
+                                   {"train": {"max_steps": 4000, "learning_rate": 2e-3, "min_lr": 2e-4}})  # fmt: skip
+    before, after = lr_at(499, 2e-3, 2e-4, 30, 4000), lr_at(499, 2e-3, 2e-4, 42, 4000)
+    assert f"{before:.3g}" == f"{after:.3g}"  # the case: three digits do not tell them apart
+    assert f"goes from {before:.4g} to {after:.4g} (+0.1%)" in text, text
     kind, text = runinfo.knob_note(knob_answer(10, 30, 60), "r1", "warmup_steps", 60, config)
     assert (kind, text) == ("success", "warmup → 60: applied after step 10, from step 11")  # in warmup: no more
     kind, text = runinfo.knob_note(knob_answer(784, 30, 1030), "r1", "warmup_steps", 1030, config)

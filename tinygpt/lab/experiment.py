@@ -214,7 +214,7 @@ def memorised(results: dict[str, RunResult]) -> str:
     split = f" of {run.val_tokens:,} characters" if run.val_tokens else ""  # what it rests on, said (a review)
     size = f"; a text of at least {need:,} characters (what these runs read) would" if need else ""
     return (
-        f"the {label} run memorised its text: its held-out loss ended {gaps[label]:.2f} nats above its training "
+        f"the {label} run memorised its text: its held-out loss ended {gaps[label]:.3f} nats above its training "
         # Both the last eval's (its held-out and training-split scores), not the last steps' mean the loss clauses
         # quote: a review read 0.668 here and 0.689 there for one run, unexplained
         f"loss ({run.final_val_loss:.3f} vs {run.final_eval_train_loss:.3f}, its last eval's held-out and "

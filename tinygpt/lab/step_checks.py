@@ -193,7 +193,7 @@ def loss_trend_check(losses: list[float]) -> Check:
     half = len(losses) // 2
     mean_old, mean_new, change, noise = _two_means(losses[:half], losses[half:])
     means, interval = _change_words(mean_old, mean_new, change, noise)
-    detail = f"{means} over the last {len(losses)} steps {interval}"
+    detail = f"training loss {means} over the last {len(losses)} steps {interval}"  # the held-out row is its own
     if change < -TREND_SIGMAS * noise and change < 0:
         return Check(name, PASS, change, threshold, detail)
     verdict = "rising" if change > TREND_SIGMAS * noise else "not falling beyond the noise (plateau)"

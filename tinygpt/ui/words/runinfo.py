@@ -296,8 +296,18 @@ def warmup_effect(config: dict, events: list[dict], answer: dict) -> str | None:
     if abs(after - before) <= 1e-3 * max(abs(before), 1e-12):
         return (f"At step {step} {ended}: the change has no measurable effect on training (the learning rate "
                 f"stays {before:.3g}, within 0.1%).")  # fmt: skip
+    was, now = distinct(before, after)  # "0.00194 to 0.00194" read as no change (a review): digits until they differ
     return (f"At step {step} {ended}: nothing warms up again; the cosine decay shifts, so the learning rate goes "
-            f"from {before:.3g} to {after:.3g}.")  # fmt: skip
+            f"from {was} to {now} ({(after - before) / before:+.1%}).")  # fmt: skip
+
+
+def distinct(a: float, b: float) -> tuple[str, str]:
+    """`a` and `b` in as few significant digits (3 to 6) as tell them apart."""
+    for digits in range(3, 7):
+        x, y = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if x != y:
+            break
+    return x, y
 
 
 def lr_schedule(
