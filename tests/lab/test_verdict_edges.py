@@ -671,3 +671,14 @@ def test_the_warmup_stall_a_third_in_is_judged_on_its_own_steps_noise():
     assert "a third in: the interval" in said and "(3 s.e., paired over 21 shared steps); final held-out" in said, said
     borrowed = EXPERIMENTS["warmup"].verdict(healthy("warmup")).sentence  # a run folder from before: said so
     assert "(3 s.e., the final steps' paired noise, borrowed); final held-out" in borrowed, borrowed
+
+
+def test_a_margin_under_a_tenth_of_the_bar_is_said_as_thin():
+    """A review recomputed 0.177 ± 0.074 against a 0.10 bar: "the interval 0.104–0.251 clears the bar 0.10" is a pass
+    by 0.004 nats, and the sentence now says so; a wide margin says nothing more."""
+    from tinygpt.lab.verdict import Difference, clears
+
+    held, words = clears(Difference(0.1775, 0.0245, 5, True), 0.10)
+    assert held is True and words.endswith("clears the bar 0.10, by only 0.004"), words
+    held, words = clears(Difference(0.31, 0.01, 20, True), 0.10)
+    assert held is True and words.endswith("clears the bar 0.10"), words

@@ -3,14 +3,14 @@ the clause helpers every judge uses, so a red verdict names each clause that fai
 number that was not measured ("not measured", "diverged at step N" for a NaN).
 
 Issue 33 added the rest of what a verdict stands on: a run is judged only when it took its whole step budget
-(`RunResult.ran_to_the_end`, experiment.ended_early); a difference of two runs' losses is judged against the noise
-of their per-step difference, paired over the steps both logged (`loss_difference`), and printed with that
-interval (a held-out difference with the noise of the held-out windows themselves, `held_out_difference`); the
-spread decides: a loss clause holds only when that whole interval clears its bar (`clears`,
-`within`), and one that straddles it is "not enough data"; held-out loss backs every loss clause (`held_out`: a
-held-out loss not recorded is a clause not measured, never dropped), and runs that learned their text by heart
-leave "not enough data" (`memorised`). A clause may be a consequence of the pitfall seen on some corpora rather
-than the pitfall itself (`Clause`): reported, never what the verdict turns on."""
+(`RunResult.ran_to_the_end`, experiment.ended_early); a difference of two runs' losses is judged against the noise of
+their per-step difference, paired over the steps both logged (`loss_difference`), and printed with that interval (a
+held-out difference with the noise of the held-out windows themselves, `held_out_difference`); the spread decides: a
+loss clause holds only when that whole interval clears its bar (`clears`, `within`), and one that straddles it is
+"not enough data"; held-out loss backs every loss clause (`held_out`: a held-out loss not recorded is a clause not
+measured, never dropped), and runs that learned their text by heart leave "not enough data" (`memorised`). A clause
+may be a consequence of the pitfall seen on some corpora rather than the pitfall itself (`Clause`): reported, never
+what the verdict turns on."""
 
 from __future__ import annotations
 
@@ -325,7 +325,7 @@ def clears(difference: Difference, bar: float, sigmas: float = NOISE_SIGMAS) -> 
     if low is None:
         return None, interval
     if low > bar:
-        return True, f"{interval} clears the bar {bar:.2f}"
+        return True, f"{interval} clears the bar {bar:.2f}" + (f", by only {low - bar:.3f}" if low < 1.1 * bar else "")
     if high < bar:
         # A reversal is said as one: "not higher by enough" softened a run that ended 0.50 nats lower (a review)
         opposite = ", and below zero: the other way round" if high < 0 <= bar else ""
