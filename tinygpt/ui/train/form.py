@@ -244,6 +244,8 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
         if state.get(field.key) not in options:  # a new width: keep the closest valid head count
             state.put_widget(field.key, settings.closest_heads(width, state.get(field.key)))
         container.select_slider(field.label, options, format_func=lambda h: f"{h} (d_head {width // h})", **common)
+        if fonts.large_fonts():  # its ends, "1 (d_head 64)", wrapped over the next field's label (a review); a style
+            st.sidebar.html(f"<style>.st-key-{common['key']} [data-testid='stSliderTickBar'] {{display: none}}</style>")
     elif field.widget == "device":
         container.selectbox(field.label, resources.device_options(), **common)
     elif field.widget == "radio":
