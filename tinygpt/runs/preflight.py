@@ -177,15 +177,21 @@ def check_source(config: RunConfig) -> None:
         text_from_user(data.text, min_chars=min_corpus_chars(config.model.max_seq_len))
 
 
+CPU_BUILD_PARAMS = 5_000_000  # a model this small is built for the check on the CPU (milliseconds, a few MB)
+
+
 def check_model_builds(config: RunConfig) -> None:
     """ConfigError for a model the config describes but cannot build (a zeroed probe point the model has no
-    such name for): built with its interventions on torch's meta device, which allocates nothing, so this takes
-    milliseconds at any size and the refusal comes before a run folder exists, not from inside its worker."""
+    such name for), before a run folder exists, not from inside its worker. A small model is built on the CPU; a
+    larger one on torch's meta device, which allocates nothing. Not the meta device for all: its first weight
+    initialisation in a process loads torch's reference implementations, 5.9 s on this machine at load 10 (Prepare,
+    whose residual pitfall zeroes a probe point, held the instructor's page 45 s at load 15; a review)."""
     import torch
 
     from ..interventions import model_for_run
 
-    with torch.device("meta"):
+    small = parameter_count(config.model) <= CPU_BUILD_PARAMS
+    with torch.random.fork_rng(devices=[]), torch.device("cpu" if small else "meta"):  # the caller's RNG untouched
         model_for_run(config)
 
 
