@@ -276,5 +276,5 @@ def room_spread() -> None:
             old = lesson_reset.afresh(room.current()) if again else None
             flashes.flash("success", "The room's answers are cleared: every step's question is open again." + (
                 " The lesson is back at step 1: its Set up starts a fresh lecture run" + (
-                    f" (the old one, {old}, is paused)." if old else ".") if again else ""))  # fmt: skip
+                    " (the old one stays on the Runs page)." if old else ".") if again else ""))  # fmt: skip
             st.rerun()
