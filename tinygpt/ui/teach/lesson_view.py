@@ -363,7 +363,7 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
         redraw = prediction_view.pane_part(step, actor, None, pending=pending)  # one radio a script run: here
     check, lines = _computed_check(step, actor, data)  # closes an open answer once it is decided (graded_check)
     check = named_run(check, step, runs_for(actor, data), in_view.run_id())
-    if actor.instructor or (redraw and predictions.outcome_of(check) is not None):
+    if actor.instructor or (redraw and (predictions.outcome_of(check) is not None or check.closes)):
         # The instructor's line settles the room's answers on this check; a learner's open choice (or answer waiting
         # for its grade) gets its grade now, beside the check that gives it (left for the next refresh, the choices
         # lingered beside it, a click on them refused)
