@@ -170,7 +170,7 @@ def live_view() -> None:
 def watch_state() -> None:
     """A page showing a run that is not training still follows it: when another tab (or the instructor) resumes,
     steps, stops or deletes it, the page redraws within ~2 s instead of showing "paused" until reloaded."""
-    if train_keys.click_pending():  # as in live_view: the full run acts on a kept click
+    if train_keys.click_pending() or knob_widgets.echo_pending():  # a kept click; a knob widget drawn anew
         st.rerun()
     if rd is None or active:  # nothing shown, or the live view already refreshes
         return

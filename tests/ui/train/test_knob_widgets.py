@@ -243,3 +243,28 @@ def test_bring_to_the_projector_shows_none_of_the_last_runs_knob_notes(runs_dir)
     manager = resources.get_manager()
     manager.stop(annas)
     manager.stop(own)
+
+
+def test_a_fresh_knob_widgets_default_echo_is_not_the_learners_change(runs_dir, monkeypatch):
+    """A review: Large fonts clicked while the page's first run drew the form, and the browser's next rerun request
+    carried every new knob widget at its own default (LR slider 1e-05, exact box 1e-06, warmup 0, clip 0); the form
+    took them, and Train started a run at LR 1e-06 that learned nothing. A widget mounted moments ago reporting its
+    default is refused; the page is drawn again with the form's values."""
+    at = app_as()
+    slider = at.select_slider(key=knob_key(at, train_keys.W_LR))
+    box = at.number_input(key=knob_key(at, train_keys.W_LR, "_exact"))
+    assert (slider.value, box.value) == (0.002, 0.002)
+    echo = WidgetState()
+    echo.CopyFrom(box._widget_state)
+    echo.double_value = 1e-6  # the box's own minimum: what a widget drawn without its value shows
+    send_also(monkeypatch, [echo])
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state[train_keys.W_LR] == 0.002  # the form kept its value
+    at.run()  # the page drawn again (pages/train.py's watch_state asks for it): the box shows the form's value
+    assert at.number_input(key=knob_key(at, train_keys.W_LR, "_exact")).value == 0.002
+    monkeypatch.setattr(knob_widgets, "FRESH_S", 0.0)  # long after its mount, the minimum is the learner's choice
+    echo.CopyFrom(at.number_input(key=knob_key(at, train_keys.W_LR, "_exact"))._widget_state)
+    echo.double_value = 1e-6
+    at.run()
+    assert at.session_state[train_keys.W_LR] == 1e-6

@@ -169,8 +169,8 @@ def _knob_moved(name: str, key: str) -> None:
     """One live knob's widget moved (its on_change): send that knob, with that widget's value, and nothing else;
     a slider's value once it rests (knob_widgets.settled: a burst of key presses is one change)."""
     field = settings.FIELD_BY_NAME[name]
-    value = knob_widgets.moved(field.key, key)
-    if value is None:  # a replaced widget's stale copy
+    value = knob_widgets.moved(field.key, key, _widget_defaults(field))
+    if value is None:  # a replaced widget's stale copy, or a fresh one's default echo
         return
     run, drawn = in_view.run_id(), state.get(train_keys.KNOBS_DRAWN)
     in_play = bool(run) and bool(drawn) and drawn[0] == run  # the knobs show a run that takes changes
@@ -178,6 +178,14 @@ def _knob_moved(name: str, key: str) -> None:
         knob_widgets.add_knob_note(name, value, None, run, moved_at=time.monotonic())
         return
     _send_knob(name, value)
+
+
+def _widget_defaults(field: Field) -> tuple:
+    """What a knob's widgets show when drawn without a value: the minimum (number box, slider) or the first option."""
+    low = _slider_bounds(field)[0] if field.widget == "slider" else field.minimum
+    options = tuple(field.options or ())
+    numeric = options and all(isinstance(o, (int, float)) for o in options)
+    return tuple(v for v in (low, field.minimum, *options[:1], *((min(options),) if numeric else ())) if v is not None)
 
 
 def send_settled_knobs() -> None:

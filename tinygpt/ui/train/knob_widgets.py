@@ -25,6 +25,7 @@ knows, and an unchanged value is no change). The widget the learner moves keeps 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tinygpt.runs.knobs import knob_answer, knobs_now
@@ -78,7 +79,18 @@ def mount(value_key: str, role: str = "", bounds: tuple | None = None) -> str:
         key = widget_key(value_key, generations, role)
     if not state.has(key):
         state.put(key, value)
+        mounted = {k: t for k, t in (state.get(train_keys.KNOB_MOUNTED) or {}).items() if time.monotonic() - t < 60}
+        state.put(train_keys.KNOB_MOUNTED, {**mounted, key: time.monotonic()})
     return key
+
+
+FRESH_S = 15.0  # s after its mount a widget's report of its own default is taken for an echo (3.4 s seen, at load 3)
+
+
+def echo_pending() -> bool:
+    """Whether a fresh widget's default echo was refused since the last look (moved): the page must be drawn again,
+    or the widget keeps showing the default while the form holds its value. Once."""
+    return bool(state.pop(train_keys.KNOB_ECHO))
 
 
 def is_current(key: str, value_key: str, generations: dict[str, int]) -> bool:
@@ -87,15 +99,23 @@ def is_current(key: str, value_key: str, generations: dict[str, int]) -> bool:
     return role is not None and key == widget_key(value_key, generations, role)
 
 
-def moved(value_key: str, key: str) -> Any:
+def moved(value_key: str, key: str, defaults: tuple = ()) -> Any:
     """A widget's on_change: its value becomes the form's value (and the other widgets of the knob follow it on
     this run, drawn anew). Returns the value, the one the knob change sends; None for a widget the server has
     replaced, whose value is the browser's stale copy (Streamlit still runs the callback of a widget it has just
     dropped when the browser reports it, seen in a real browser: the exact box's old 0.002 after the slider's
-    0.005), and which must never be sent."""
+    0.005), and which must never be sent. None too for a widget mounted under FRESH_S ago reporting its own
+    default (`defaults`: its minimum, its first option): a click on Large fonts while the page's first run drew the
+    form came back with every new knob widget at its default, and the next Train started at LR 1e-06, warmup 0,
+    clip off (a review; 3 of 6 here at load 3). The page is then drawn again (`echo_pending`), and the widget anew
+    with the form's value (mount: its state is not the form's)."""
     if not is_current(key, value_key, state.get(train_keys.KNOB_WIDGETS) or {}):
         return None
     value = state.get(key)
+    mounted = (state.get(train_keys.KNOB_MOUNTED) or {}).get(key)
+    if mounted is not None and time.monotonic() - mounted < FRESH_S and value in defaults:
+        state.put(train_keys.KNOB_ECHO, True)
+        return None
     state.put(value_key, value)
     return value
 

@@ -47,6 +47,8 @@ W_BRANCH = "w_branch"  # Runs: the branch control; its widgets are w_branch:<run
 
 KNOB_NOTES = "knob_notes"  # {knob: {"value", "request", "run"}}: live knob changes the page follows until answered
 KNOB_WIDGETS = "knob_widgets"  # {value key: generation}: the key suffix of each live knob's widget (knob_widgets.py)
+KNOB_MOUNTED = "knob_mounted"  # {widget key: monotonic time it was mounted}: a fresh widget's default echo (moved)
+KNOB_ECHO = "knob_echo"  # a fresh knob widget's default echo was refused: the page is drawn again (knob_widgets)
 KNOB_BOUNDS = "knob_bounds"  # {value key: (min, max)}: a live slider's bounds when last drawn (knob_widgets.mount)
 KNOBS_DRAWN = "knobs_drawn"  # (run id, {knob: value}, its context): the run's knob values the widgets last drew
 FORM_RUN = "form_run"  # (run id, its preset label or None): the run the form last took its settings from (form.py)
