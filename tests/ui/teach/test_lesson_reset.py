@@ -145,12 +145,16 @@ def test_the_banners_reset_closes_its_popover(runs_dir, tiny_text):
     teacher.run()
     assert not teacher.exception, teacher.exception
     assert not [b for b in teacher.sidebar.button if b.label == "Reset the lecture run"]  # the banner's, not the pane's
-    teacher.session_state[teach_keys.W_BANNER_MORE] = True  # the instructor opened it
+    opened = f"{teach_keys.W_BANNER_MORE}:{parent}"  # the popover is keyed by the lecture run
+    teacher.session_state[opened] = True  # the instructor opened it
     [reset] = [b for b in teacher.main.button if b.label == "Reset the lecture run"]
     reset.click().run()
     assert not teacher.exception, teacher.exception
-    assert lesson.read_room(runs_dir)["runs"]["lecture"]["run"] != parent
-    assert teacher.session_state[teach_keys.W_BANNER_MORE] is False
+    branch = lesson.read_room(runs_dir)["runs"]["lecture"]["run"]
+    assert branch != parent and teacher.session_state[opened] is False
+    # the reset's run has a popover of its own, closed: the browser cannot open the old one again over the page
+    assert f"{teach_keys.W_BANNER_MORE}:{branch}" not in teacher.session_state or not teacher.session_state[
+        f"{teach_keys.W_BANNER_MORE}:{branch}"]  # fmt: skip
 
 
 def test_a_new_class_starts_at_step_one_without_the_old_lecture_run_which_is_paused(runs_dir, monkeypatch):
@@ -170,3 +174,27 @@ def test_a_new_class_starts_at_step_one_without_the_old_lecture_run_which_is_pau
     assert room["step"] == 0 and not room["runs"]["lecture"] and room["runs"]["induction"] == {"a": "I" * 16}
     assert paused == [("L" * 16, "a new class")]
     assert lesson_reset.afresh(Actor("t", "teacher", True)) is None  # again: nothing to pause
+
+
+def test_a_learner_watching_the_old_lecture_run_follows_a_new_classs_fresh_one(runs_dir, monkeypatch):
+    """A review: after Clear the answers (a new class) a learner stayed on the old, paused lecture run while the pane
+    checked the new one. She moves to it once; one watching another run stays."""
+    from types import SimpleNamespace
+
+    from tinygpt.ui.teach import lesson_reset, teach_keys
+
+    session, said = {teach_keys.LESSON_FOLLOWED: "O" * 16}, []
+    monkeypatch.setattr(lesson_reset, "state", SimpleNamespace(get=session.get, put=session.__setitem__))
+    monkeypatch.setattr(lesson_reset.in_view, "run_id", lambda: session.get("viewing"))
+    monkeypatch.setattr(lesson_reset.in_view, "set_run_id", lambda rid: session.__setitem__("viewing", rid))
+    monkeypatch.setattr(lesson_reset.flashes, "flash", lambda kind, text, rid=None: said.append(text))
+    store, learner = RunStore(runs_dir), Actor("l", "learner", False)
+    session["viewing"] = "O" * 16  # she watched the last class's lecture run
+    assert not lesson_reset.follow_reset({"runs": {"lecture": {}}}, learner, store)  # cleared: nothing to follow yet
+    assert lesson_reset.follow_reset({"runs": {"lecture": {"run": "N" * 16}}}, learner, store)
+    assert session["viewing"] == "N" * 16 and said == [
+        "The instructor started a fresh lecture run for a new class: you now watch it. The run you watched stays on "
+        "the Runs page."]  # fmt: skip
+    session.update({teach_keys.LESSON_FOLLOWED: "N" * 16, "viewing": "M" * 16})  # another run of her own
+    assert not lesson_reset.follow_reset({"runs": {"lecture": {"run": "P" * 16}}}, learner, store)
+    assert session["viewing"] == "M" * 16

@@ -95,7 +95,7 @@ def reset(actor: Actor, store: RunStore, found: Offer) -> str:
     return new_id
 
 
-def pane_part(step: Step, actor: Actor, on_click=None) -> None:
+def pane_part(step: Step, actor: Actor, on_click=None, args: tuple = ()) -> None:
     """In the instructor's lesson pane, on a step that breaks the lecture run: "Reset the lecture run", or why
     there is nothing to reset. Nothing for a learner (they follow the room's lecture run). `on_click`: the button's
     callback (the banner closes its popover with it)."""
@@ -104,7 +104,7 @@ def pane_part(step: Step, actor: Actor, on_click=None) -> None:
     store = resources.get_store()
     found = offer(lesson.read_room(store.root), store, tuple(step.setup.knobs))
     if found.point is not None and st.button("Reset the lecture run", icon=":material/restart_alt:",
-                                              key="lesson_reset", width="stretch", on_click=on_click):  # fmt: skip
+                                              key="lesson_reset", width="stretch", on_click=on_click, args=args):
         try:
             new_id = reset(actor, store, found)
         except TinyGPTError as exc:
@@ -120,19 +120,24 @@ def pane_part(step: Step, actor: Actor, on_click=None) -> None:
 
 def follow_reset(room_data: dict, actor: Actor, store: RunStore) -> bool:
     """A learner watching the lecture run the instructor has just reset moves to its branch, the room's lecture run
-    now, once (True: the page must be drawn again). A review's learner stayed on the paused broken run, her pane
-    reading the branch's "not enough data" as another run's. One who opens the broken run again stays there."""
+    now, once (True: the page must be drawn again); one watching the room's previous lecture run moves to a new
+    class's fresh one. A review's learner stayed on the paused broken run, her pane reading the branch's "not
+    enough data" as another run's. One who opens the old run again stays there."""
     lecture = (room_data["runs"].get(LECTURE) or {}).get("run")
-    if actor.instructor or not lecture or state.get(teach_keys.LESSON_FOLLOWED) == lecture:
+    before = state.get(teach_keys.LESSON_FOLLOWED)
+    if actor.instructor or not lecture or before == lecture:
         return False
     state.put(teach_keys.LESSON_FOLLOWED, lecture)
     viewing = in_view.run_id()
     branch = read_branch(store.path(lecture)) if viewing and viewing != lecture and store.exists(lecture) else None
-    if branch is None or branch["parent"] != viewing:
+    if branch is not None and branch["parent"] == viewing:
+        said = f"The instructor reset the lecture run: you now watch its branch from step {branch['step']}."
+    elif viewing and viewing == before:  # a new class's fresh lecture run (afresh): a review's learner stayed behind
+        said = "The instructor started a fresh lecture run for a new class: you now watch it."
+    else:
         return False
     in_view.set_run_id(lecture)
-    flashes.flash("info", f"The instructor reset the lecture run: you now watch its branch from step {branch['step']}. "
-                  "The run you watched stays, paused, on the Runs page.", lecture)  # fmt: skip
+    flashes.flash("info", f"{said} The run you watched stays on the Runs page.", lecture)
     return True
 
 

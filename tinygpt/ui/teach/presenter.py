@@ -45,9 +45,9 @@ def _check(check: lesson.Check, lines: list[str]) -> None:
             st.caption(safe.md(line))
 
 
-def _close_more() -> None:
+def _close_more(key: str) -> None:
     """The Reset button's callback: it runs before the script, while the popover's state may still be set."""
-    state.put(teach_keys.W_BANNER_MORE, False)
+    state.put(key, False)
 
 
 def banner(shop, actor: Actor) -> None:
@@ -84,9 +84,11 @@ def banner(shop, actor: Actor) -> None:
         # What the sidebar pane shows below its buttons, folded: "Watch for", and on a step that broke the lecture
         # run its reset (named on the button, so the room's instructor finds it). Its open state is kept, so that
         # the reset closes it: a review's projector showed the popover open over the reset run's page.
-        with more.popover("Reset" if step.reset else "More", width="stretch", key=teach_keys.W_BANNER_MORE,
-                          on_change="rerun"):  # fmt: skip
+        # Keyed by the lecture run too: the reset's new run is a new popover, closed (a review saw the browser open
+        # the old one again 1-4 s after the reset had closed it).
+        key = f"{teach_keys.W_BANNER_MORE}:{(data['runs'].get(lesson.LECTURE) or {}).get('run')}"
+        with more.popover("Reset" if step.reset else "More", width="stretch", key=key, on_change="rerun"):
             st.markdown(f"**Watch for:** {step.watch}")
-            lesson_reset.pane_part(step, actor, on_click=_close_more)
+            lesson_reset.pane_part(step, actor, on_click=_close_more, args=(key,))
     if moved is not None:
         lesson_view.move_to(moved, actor)
