@@ -114,7 +114,7 @@ def test_an_answer_that_came_after_the_check_is_said_not_dropped_unsaid(pages, m
     prediction_view._chosen(step, LEARNER)  # refused: too late
     prediction_view.learner_part(step, LEARNER, Check(True, "reproduced"))
     said = " ".join(screen.shown)
-    assert f"Your answer **{step.answers.choices[1]}** reached the server after the check had appeared" in said.replace(
+    assert f"Your answer **{step.answers.choices[1]}** reached the server after the answers had closed" in said.replace(
         "\\", "")
     assert "No prediction" in said
 
@@ -131,7 +131,7 @@ def test_a_change_that_came_after_the_check_is_said_beside_the_answer_counted(pa
     prediction_view._chosen(step, LEARNER)  # refused: too late
     prediction_view.learner_part(step, LEARNER, Check(True, "reproduced"))
     said = " ".join(screen.shown).replace("\\", "")
-    assert f"Your change to **{second}** reached the server after the check had appeared" in said, said
+    assert f"Your change to **{second}** reached the server after the answers had closed" in said, said
     assert f"your earlier answer **{first}** is the one counted" in said
 
 

@@ -94,7 +94,7 @@ def learner_part(
         return True
     if mine is None:
         if late := state.get(_late_key(step)):
-            st.caption(f"Your answer **{safe.md(late)}** reached the server after the check had appeared, so it "
+            st.caption(f"Your answer **{safe.md(late)}** reached the server after the answers had closed, so it "
                        "was not counted.")  # fmt: skip
         st.caption(record.no_prediction(outcome))
         st.markdown(watch)
@@ -114,7 +114,7 @@ def learner_part(
         st.info(text, icon=":material/help:")
     late = state.get(_late_key(step))
     if late and late != mine:  # a change refused as too late: said beside the answer that counts (a review)
-        st.caption(f"Your change to **{safe.md(late)}** reached the server after the check had appeared, so your "
+        st.caption(f"Your change to **{safe.md(late)}** reached the server after the answers had closed, so your "
                    f"earlier answer **{safe.md(mine)}** is the one counted.")  # fmt: skip
     st.markdown(watch)
     return False

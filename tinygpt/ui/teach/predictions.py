@@ -166,7 +166,8 @@ class PredictionBook:
         with self._lock:
             data = self._read()
             if self._closed(data, step, learner):
-                raise AnswerClosed("The check has appeared: answers to this step are final.")
+                raise AnswerClosed("The answers to this step have closed (the check appeared, or the room saw the "
+                                   "effect): they are final.")  # fmt: skip
             book = data["answers"].setdefault(step, {})
             if learner not in book and len(book) >= MAX_LEARNERS:
                 raise TinyGPTError(f"This step already has {MAX_LEARNERS} answers, the most one room keeps.")
