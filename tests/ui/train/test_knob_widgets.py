@@ -268,3 +268,12 @@ def test_a_fresh_knob_widgets_default_echo_is_not_the_learners_change(runs_dir, 
     echo.double_value = 1e-6
     at.run()
     assert at.session_state[train_keys.W_LR] == 1e-6
+
+
+def test_only_a_numeric_knobs_minimum_is_taken_for_an_echo():
+    """Mask causal, a choice's first option, is a click a lecture makes on purpose (mask back on): never refused."""
+    from tinygpt.ui.train import form, settings
+
+    assert form._widget_defaults(settings.FIELD_BY_NAME["mask"]) == ()
+    assert 1e-6 in form._widget_defaults(settings.FIELD_BY_NAME["learning_rate"])
+    assert form._widget_defaults(settings.FIELD_BY_NAME["warmup_steps"]) == (0, 0)

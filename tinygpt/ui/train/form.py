@@ -181,11 +181,13 @@ def _knob_moved(name: str, key: str) -> None:
 
 
 def _widget_defaults(field: Field) -> tuple:
-    """What a knob's widgets show when drawn without a value: the minimum (number box, slider) or the first option."""
-    low = _slider_bounds(field)[0] if field.widget == "slider" else field.minimum
+    """What a numeric knob's widgets show when drawn without a value: the minimum (number box, slider, log slider's
+    first stop). A choice's first option (mask causal) is a click a lecture makes on purpose: never refused."""
     options = tuple(field.options or ())
-    numeric = options and all(isinstance(o, (int, float)) for o in options)
-    return tuple(v for v in (low, field.minimum, *options[:1], *((min(options),) if numeric else ())) if v is not None)
+    if options and not all(isinstance(o, (int, float)) for o in options):
+        return ()
+    low = _slider_bounds(field)[0] if field.widget == "slider" else field.minimum
+    return tuple(v for v in (low, field.minimum, *((min(options),) if options else ())) if v is not None)
 
 
 def send_settled_knobs() -> None:
