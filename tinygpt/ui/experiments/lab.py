@@ -10,7 +10,6 @@ Nothing here is canned: every number comes from the runs or from a measurement t
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -134,8 +133,8 @@ def start_experiment(
     """Start every variant of an experiment (same data, same seed) as the page's runs of it, owned by this
     learner and as one training slot (tinygpt.ui.people.admission: the room's budget and time limit apply to each
     run), then redraw. `text`: the corpus when `source` is "text" (the learner's own); `text_name` its file's."""
-    configs = {label: dataclasses.replace(c, data=dataclasses.replace(c.data, text_name=text_name))
-               for label, c in experiment.configs(seed=seed, source=source, text=text).items()}  # fmt: skip
+    made = experiment.configs(seed=seed, source=source, text=text)
+    configs = {label: settings.with_text_name(config, text_name) for label, config in made.items()}
     experiments_keys.set_lab_runs(
         key, admission.start(room.current(), configs, check_slot=check_slot, priority="prepared")
     )

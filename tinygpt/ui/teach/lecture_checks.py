@@ -270,21 +270,16 @@ def knob_effect(
             return Check(None, f"Not enough data yet: {since} of {WINDOW} steps since {named} at step {at}.")
         end, new, got, change = decided
         verb = "rose" if change > 0 else "fell"
-        pair = _val_pair(run, first, end - WINDOW + 1, until)
-        val = f"{_val_words(pair[0])}, {_val_words(pair[1])}" if pair else ""
-        text = (f"The training loss {verb} from {old:.2f} to {new:.2f} after {named} at step {at} (the "
-                f"{_span(got_before)}, then the {_span(got)})" + (f"; {val}" if val else ""))  # fmt: skip
         point = f"The training loss {verb} from {old:.2f} to {new:.2f} after {named}"  # the steps and means: Numbers
+        text = f"{point} at step {at} (the {_span(got_before)}, then the {_span(got)})"
+        if _moved(change, rise, min_change):  # the room saw it on the training loss: the held-out loss must too
+            last = horizon if until is None else min(horizon, until - 1)
+            open_ = latest < last and run.state not in ENDED
+            return _knob_held_out(run, first, end - WINDOW + 1, last, open_, rise, min_change, text, point)
+        pair = _val_pair(run, first, end - WINDOW + 1, until)
+        text += f"; {_val_words(pair[0])}, {_val_words(pair[1])}" if pair else ""
         # the projector's line names the held-out loss on each side too, where both exist (a review: it did not)
         point += f"; held-out {pair[0]['val_loss']:.2f} → {pair[1]['val_loss']:.2f}" if pair else ""
-        moved = _moved(change, rise, min_change)
-        if moved:  # the room saw it on the training loss: the held-out loss must show it too
-            last = horizon if until is None else min(horizon, until - 1)
-            bare = (f"The training loss {verb} from {old:.2f} to {new:.2f} after {named} at step {at} (the "
-                    f"{_span(got_before)}, then the {_span(got)})")  # fmt: skip
-            open_ = latest < last and run.state not in ENDED and not (until is not None and latest >= until)
-            return _knob_held_out(run, first, end - WINDOW + 1, last, open_, rise, min_change, bare,
-                                  f"The training loss {verb} from {old:.2f} to {new:.2f} after {named}")  # fmt: skip
         wanted = "rise" if rise else "fall"
         if reached < horizon:  # the model needs some steps to exploit (or be hurt by) the change
             return Check(None, f"Not enough data yet: {text}; {since} steps since; waiting up to {patience} steps "

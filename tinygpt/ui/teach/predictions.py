@@ -219,19 +219,17 @@ class PredictionBook:
         """The step was set up: by the instructor (learner None: its check may appear to everyone) or by a learner
         for themselves. Until then a check that is already decided (its runs were prepared before class) waits,
         so that the room predicts before it sees."""
-        with self._lock:
-            data = self._read()
-            who = data["revealed"].setdefault(step, {})
-            if (learner or ROOM) in who or len(who) > MAX_LEARNERS:
-                return
-            who[learner or ROOM] = time.time()
-            self._write(data)
+        self._mark("revealed", step, learner)
 
     def _close(self, step: str, learner: str | None) -> None:
         """The answers close before the outcome grades them (Check.closes): to one learner, or to the room."""
+        self._mark("closed", step, learner)
+
+    def _mark(self, part: str, step: str, learner: str | None) -> None:
+        """{step: {who: time}} in `part` ("revealed", "closed"): the room (learner None) or one learner, once."""
         with self._lock:
             data = self._read()
-            who = data["closed"].setdefault(step, {})
+            who = data[part].setdefault(step, {})
             if (learner or ROOM) in who or len(who) > MAX_LEARNERS:
                 return
             who[learner or ROOM] = time.time()

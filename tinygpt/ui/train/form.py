@@ -14,7 +14,6 @@ the first); `run_button_clicked` acts on the run's Pause / Resume / Step / Stop.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -410,7 +409,7 @@ def run_config(label: str, values: Mapping[str, Any], data: DataConfig) -> RunCo
     path too, so identical settings give identical configs (min_lr following the learning rate, short runs'
     intervals, cross-field checks). Raises ConfigError saying what to change."""
     config = preset(settings.preset_name(label), **values, source=data.source, text=data.text)
-    return dataclasses.replace(config, data=dataclasses.replace(config.data, text_name=data.text_name))
+    return settings.with_text_name(config, data.text_name)
 
 
 def config_from_form(source: str, uploaded: Any, learner: Actor, messages, watching: str = "") -> RunConfig:

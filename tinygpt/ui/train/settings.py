@@ -12,6 +12,7 @@ Pure: no Streamlit calls (the widget keys are plain strings from tinygpt/ui/trai
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -246,6 +247,12 @@ def values_from_config(config: dict, events: list[dict] | None = None) -> tuple[
         knobs = knobs_now(config, events)
         values |= {f.name: knobs[f.name] for f in KNOB_FIELDS if knobs.get(f.name) is not None}
     return values, source_label(str((config.get("data") or {}).get("source", "")))
+
+
+def with_text_name(config: RunConfig, name: str) -> RunConfig:
+    """`config` with its text's file name (DataConfig.text_name): the presets and the lab's experiments build
+    configs from a source and a text; the name is the upload's, kept beside them for the run's name."""
+    return dataclasses.replace(config, data=dataclasses.replace(config.data, text_name=name))
 
 
 def data_config(
