@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from tinygpt.ui.teach import long_runs  # noqa: E402
+from tinygpt.ui.teach import long_runs, teach_keys  # noqa: E402
 
 
 def test_the_long_runs_line_says_which_slots_its_minutes_count(monkeypatch):
@@ -36,5 +36,5 @@ def test_the_line_is_redrawn_with_the_check_not_with_the_page(monkeypatch):
     eta = {"runs": 2, "seconds": 120.0, "slots": 2, "of": 2}
     monkeypatch.setattr(long_runs.resources, "get_manager", lambda: SimpleNamespace(prepared_eta=lambda: eta))
     long_runs.draw()
-    assert made == [long_runs.REFRESH_S]
+    assert made == [teach_keys.REFRESH_S]
     assert said == ["Long runs: 2 training or waiting for a slot, ready in about 2 min."]

@@ -39,7 +39,6 @@ from tinygpt.ui.teach.lesson_evidence import evidence, reader_of
 from tinygpt.ui.train import knob_widgets, settings, train_keys
 from tinygpt.ui.words import run_words, runinfo, safe
 
-REFRESH_S = 3.0  # how often a pane re-reads the room's position and its step's check
 TWO, ONE = list(induction.INDUCTION_VARIANTS)  # the induction experiment's 2-layer run and its control
 
 # A step's check is shown only under that step's title. The browser draws each element as it arrives: after Next,
@@ -464,7 +463,7 @@ def pane(shop, actor: Actor) -> None:
             st.markdown(f"**Watch for:** {step.watch}")
         if actor.instructor:
             setup_button(step, actor)
-        st.fragment(run_every=REFRESH_S)(check_view)(index, actor, seen)
+        st.fragment(run_every=teach_keys.REFRESH_S)(check_view)(index, actor, seen)
         if not actor.instructor:  # under the prediction: pressed first, it showed a decided check and closed the
             setup_button(step, actor)  # answer before one was chosen (a review: 6 of 12 steps went ungraded)
         lesson_reset.pane_part(step, actor)  # the instructor's "Reset the lecture run" after a step that broke it

@@ -11,8 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from tinygpt.ui.host import resources
-
-REFRESH_S = 3.0  # as tinygpt/ui/teach/lesson_view.py's check
+from tinygpt.ui.teach import teach_keys
 
 
 def line() -> str | None:
@@ -35,4 +34,4 @@ def _caption() -> None:
 
 def draw() -> None:
     """The line, in the container the caller is in, redrawn every REFRESH_S seconds (nothing while none wait)."""
-    st.fragment(run_every=REFRESH_S)(_caption)()
+    st.fragment(run_every=teach_keys.REFRESH_S)(_caption)()

@@ -19,8 +19,6 @@ from tinygpt.ui.teach.predictions import RIGHT, WRONG, PredictionBook
 from tinygpt.ui.teach.record import GRADE_WORDS, outcome_words  # one wording for the pane and the downloaded record
 from tinygpt.ui.words import safe
 
-REFRESH_S = 3.0  # the Room's spread follows the answers as often as the lesson pane refreshes
-
 
 def book() -> PredictionBook:
     return PredictionBook(resources.get_store().root)
@@ -261,7 +259,7 @@ def room_spread() -> None:
     st.subheader("Predictions", anchor=False)
     st.toggle("Name the learners beside their answers", value=False, key=people_keys.W_SPREAD_NAMES,
               help="Off on every visit: the Room page is the one on the projector.")  # fmt: skip
-    st.fragment(run_every=REFRESH_S)(_spread)()
+    st.fragment(run_every=teach_keys.REFRESH_S)(_spread)()
     root = resources.get_store().root
     downloads.made_download("room_spread_csv", "the room's spread, every step (CSV)", lambda: predictions.spread_csv(
         lesson.STEPS, PredictionBook(root)), file_name="tinygpt-predictions.csv", mime="text/csv")  # fmt: skip

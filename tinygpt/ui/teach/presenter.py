@@ -39,7 +39,7 @@ def _check(check: lesson.Check, lines: list[str]) -> None:
     with alert:
         lesson_view.show_check(check, check.short)
     with more.popover("Numbers", width="stretch", help="The check in full, with its numbers"):
-        st.caption(f"**Check:** {check.status} · computed from the runs every {lesson_view.REFRESH_S:.0f} s.")
+        st.caption(f"**Check:** {check.status} · computed from the runs every {teach_keys.REFRESH_S:.0f} s.")
         st.markdown(safe.md(check.text))
         for line in lines:
             st.caption(safe.md(line))
@@ -69,7 +69,7 @@ def banner(shop, actor: Actor) -> None:
         # help its icon wrapped onto a line of its own at 1280x720 (a review: the page below the projector's edge).
         lesson_view.title(index, f"**Lesson {index + 1}/{len(STEPS)} · {step.section}** · "
                           f"{lesson_view.where_line(index, data)} · **Predict:** {step.predict}")  # fmt: skip
-        st.fragment(run_every=lesson_view.REFRESH_S)(lesson_view.check_view)(index, actor, seen, draw=_check)
+        st.fragment(run_every=teach_keys.REFRESH_S)(lesson_view.check_view)(index, actor, seen, draw=_check)
         # No icons in this row: five labels whole at Large fonts in the main column of a 1280-pixel screen.
         setup, back, forward, prepare, more = st.columns([3.4, 1.6, 1.6, 4.2, 2], vertical_alignment="center")
         with setup:

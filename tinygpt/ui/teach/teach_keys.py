@@ -12,3 +12,6 @@ LESSON_RUNS = "lesson_runs"  # {role: {label: run_id}}: the runs a learner's own
 W_BANNER_MORE = "w_banner_more"  # the banner's "Reset"/"More" popover's open state (closed by a reset)
 W_NEW_CLASS = "w_new_class"  # Room, Clear the answers: start the lesson again at step 1 with a fresh lecture run
 W_PREDICT = "w_predict"  # Lesson: a learner's answer to a step's question, the radio w_predict:<step key>
+
+REFRESH_S = 3.0  # how often a lesson pane re-reads the room's position and its check, the Room's spread its answers,
+# and the banner its long runs: one pace, so a learner's pane and the projector move together
