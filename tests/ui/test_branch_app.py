@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from tinygpt.runs.branch import read_branch  # noqa: E402
 from tinygpt.runs.files import checkpoint_stem, list_checkpoints, read_config, read_config_json  # noqa: E402
+from tinygpt.runs.keeps import kept_checkpoints  # noqa: E402
 from tinygpt.runs.loop import run_training  # noqa: E402
 from tinygpt.runs.store import RunStore  # noqa: E402
 from tinygpt.ui import state  # noqa: E402
@@ -122,6 +123,19 @@ def test_a_typed_change_stays_while_the_parents_retention_deletes_its_checkpoint
     text = " ".join(c.value.replace("\\", "") for c in at.caption)
     assert "From step 10: LR 0.002→0.01" in text and "The checkpoint at step 20 is gone" in text, text
     assert "LR 0.002→0.01. Its learning rate at step 11: " in text, text  # what it does to the schedule, spaced
+
+
+def test_the_panel_keeps_the_step_it_shows_from_the_parents_retention(runs_dir, tiny_text):
+    """Review 4.5 (stop 51): a second learner's typed learning rate and "Start the branch" were lost while the
+    parent trained: retention deleted the step the panel showed, and the panel moved on. The panel now writes a
+    keep for the step it shows, which a training loop pins (tests/runs/test_keeps.py)."""
+    store, parent = trained_parent(runs_dir, tiny_text)
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    assert kept_checkpoints(store.path(parent)) == [20]  # the step it opened on
+    at.selectbox(key=f"{train_keys.W_BRANCH}:{parent}:step").set_value(10).run()
+    assert kept_checkpoints(store.path(parent)) == [10, 20]  # the step picked, and the one shown before for a while
 
 
 def test_a_default_step_that_retention_deleted_moves_on_unsaid(runs_dir, tiny_text):

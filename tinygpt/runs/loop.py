@@ -29,8 +29,7 @@ reason, and each change a "state" event (who paused or resumed it, at which step
 never applied (the Trainer skips the update); the loop records which tensor went bad, checkpoints, marks the run
 diverged and waits paused for a command (turn the knob back, resume). Resuming from a checkpoint continues the same loss
 curve exactly on CPU: model, optimizer, batch and eval generators and torch's global generator (dropout) are all
-restored, and the schedule depends only on the step. Left out: gradient accumulation, and a live "extend max_steps"
-(resume a finished run with a larger max_steps).
+restored, and the schedule depends only on the step. Left out: gradient accumulation, a live "extend max_steps".
 """
 
 from __future__ import annotations
@@ -71,6 +70,7 @@ from .files import (
     read_events,
     read_scores,
 )
+from .keeps import kept_checkpoints
 from .lock import acquire_writer_lock
 from .models import pick_checkpoint
 from .moments import Moments
@@ -327,8 +327,7 @@ class _Loop:
 
     def watch_loss(self, record: dict) -> bool:
         """Divergence with finite numbers (tinygpt.runs.divergence): once the loss has stayed far above ln(V) for
-        DIVERGE_PATIENCE steps in a row, record the evidence as a "diverged" event, mark the run diverged and
-        return True."""
+        DIVERGE_PATIENCE steps in a row, record the evidence as a "diverged" event, mark it diverged, return True."""
         if not record["loss"] > self.loss_limit:
             self.blowup = []
             return False
@@ -400,7 +399,8 @@ class _Loop:
         save_checkpoint(stem, self.model, self.config, self.vocab, step, self.trainer.state(), extra)
         self.checkpointed_step = step
         steps = list_checkpoints(self.run_dir)
-        for old in checkpoints_to_drop(steps, horizon=self.config.train.max_steps, pinned=self.moments.pins(steps)):
+        pinned = self.moments.pins(steps) + kept_checkpoints(self.run_dir)  # and a branch panel's step (runs.keeps)
+        for old in checkpoints_to_drop(steps, horizon=self.config.train.max_steps, pinned=pinned):
             delete_checkpoint(self.run_dir, old)
 
     def event(self, kind: str, message: str, **fields: Any) -> None:

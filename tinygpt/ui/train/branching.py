@@ -18,6 +18,7 @@ from tinygpt.config import ATTN_SCALES, LIMITS, MASKS, RunConfig
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.branch import branch_of, checkpoint_settings, plan_branch, section_of
 from tinygpt.runs.files import list_checkpoints, read_config_json
+from tinygpt.runs.keeps import keep_checkpoint
 from tinygpt.runs.knobs import knobs_at
 from tinygpt.runs.owners import Actor
 from tinygpt.runs.store import RunStore
@@ -187,6 +188,7 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
         kept = ", with your changes kept" if edited else ""
         st.caption(f"The checkpoint at step {pruned:,} is gone (the run keeps only some of its checkpoints): the "
                    f"panel is on step {step:,} now{kept}.")  # fmt: skip
+    keep_checkpoint(store.path(run_id), step)  # a training parent's retention must not delete it under the panel
     try:
         base = checkpoint_settings(store.path(run_id), step)
     except TinyGPTError as e:
