@@ -122,7 +122,7 @@ def test_a_typed_change_stays_while_the_parents_retention_deletes_its_checkpoint
     assert at.number_input(key=f"{train_keys.W_BRANCH}:{parent}:10:learning_rate").value == 0.01
     text = " ".join(c.value.replace("\\", "") for c in at.caption)
     assert "From step 10: LR 0.002→0.01" in text and "The checkpoint at step 20 is gone" in text, text
-    assert "LR 0.002→0.01. Its learning rate at step 11: " in text, text  # what it does to the schedule, spaced
+    assert "LR 0.002→0.01 (its floor 0.0002→0.001). Its learning rate at step 11: " in text, text  # spaced
 
 
 def test_the_panel_keeps_the_step_it_shows_from_the_parents_retention(runs_dir, tiny_text):

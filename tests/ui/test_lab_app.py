@@ -251,6 +251,23 @@ def test_a_workshop_link_loads_a_preset_hides_controls_and_survives_page_switche
     assert at.select_slider(key=train_keys.W_HEADS).value == 8  # the learner's page still has the link's settings
 
 
+def test_the_experiment_is_in_the_url_on_the_experiments_page_only(runs_dir):
+    """A review's lesson read "/attention?run=...&experiment=scaling" on the projector two steps after the scaling
+    experiment: a link copied from there named an experiment the page does not show. Kept all the same: back on
+    Experiments, the same experiment (and a locked link's stays locked)."""
+    at = open_experiments({"experiment": "residual", "lock": "1"})
+    assert at.query_params["experiment"] in (["residual"], "residual")
+    for page in ("pages/attention.py", "pages/train.py"):
+        at.switch_page(page).run()
+        assert not at.exception, at.exception
+        assert "experiment" not in at.query_params, (page, dict(at.query_params))
+        assert at.query_params["lock"] in (["1"], "1")  # the rest of the link stays
+    at.switch_page("pages/experiments.py").run()
+    assert at.query_params["experiment"] in (["residual"], "residual")
+    assert at.selectbox(key=experiments_keys.W_EXPERIMENT).value == "residual"
+    assert at.selectbox(key=experiments_keys.W_EXPERIMENT).disabled  # the locked link's experiment
+
+
 def test_a_bad_workshop_link_gives_messages_not_a_traceback(runs_dir):
     at = open_app({"preset": "huge", "num_heads": "three"})
     warnings = "\n".join(w.value for w in at.warning).replace("\\", "")  # shown as text: markdown escaped

@@ -66,7 +66,7 @@ def run() -> None:
         st.Page("pages/gradients.py", title="Gradients", icon=":material/show_chart:"),
         st.Page("pages/sample.py", title="Sample", icon=":material/edit_note:"),
         RUNS := st.Page("pages/runs.py", title="Runs", icon=":material/folder_open:"),
-        st.Page("pages/experiments.py", title="Experiments", icon=":material/science:"),
+        EXPERIMENTS := st.Page("pages/experiments.py", title="Experiments", icon=":material/science:"),
     ]
     if learner.instructor:
         PAGES.append(st.Page("pages/room.py", title="Room", icon=":material/groups:"))
@@ -95,7 +95,7 @@ def run() -> None:
 
     backlog.reconnect_on_overflow()  # a browser whose websocket queue filled up reconnects instead of going deaf
     store = get_store()
-    shop = workshop.sync_workshop()  # ?preset=...&hide=...&lock=1&tutorial=0: a workshop link, kept across pages
+    shop = workshop.sync_workshop(page.url_path == EXPERIMENTS.url_path)  # ?preset=...&lock=1: a link, kept
     # The URL's ?run= wins if the run is this learner's, or no learner's (a CLI-trained or prepared run: the
     # instructor's, opened read-only), or the link says view=1; else the session's run goes back.
     run_id = in_view.sync_run_id(store, learner)

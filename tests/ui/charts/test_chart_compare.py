@@ -144,7 +144,7 @@ def test_the_room_grid_gives_each_panel_its_own_steps_in_the_order_it_is_given()
     """The review: one x axis ran to the lecture run's 25,000 steps, so every 200-3,000-step run was a vertical line
     at 0; the grid was sorted by name while the page said newest first; and "Every learner's training loss" drew
     the instructor's 22 runs among them."""
-    learners, yours = "Learners' runs", "Your runs (lecture and prepared)"
+    learners, yours = "Learners' runs", "The instructor's runs (lecture and prepared)"
     series = {"zoe · short": _curve(200), "anna · long": _curve(3000), "teacher · lecture": _curve(25_000),
               "teacher · lab": _curve(200)}  # fmt: skip
     groups = {"zoe · short": learners, "anna · long": learners, "teacher · lecture": yours, "teacher · lab": yours}
@@ -160,7 +160,7 @@ def test_the_room_grid_gives_each_panel_its_own_steps_in_the_order_it_is_given()
         assert max(r["step"] for r in drawn if r["run"] == names[0]) < 25_000
     title = spec["title"]
     assert title["text"] == "Training loss, one panel per run" and "learner" not in title["text"]
-    assert title["subtitle"][0] == "Learners' runs, then your runs (lecture and prepared)"
+    assert title["subtitle"][0] == "Learners' runs, then the instructor's runs (lecture and prepared)"
     assert title["subtitle"][1] == f"{compare.ROOM_ORDER}; each panel its own steps"
     x = sections[0]["spec"]["encoding"]["x"]["axis"]
     assert "'k'" in x["labelExpr"] and x["tickCount"] == 4  # "25k": four labels fit a 210 px panel

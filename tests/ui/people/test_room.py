@@ -352,7 +352,7 @@ def test_the_room_counts_each_owners_runs_by_state_with_the_words_it_uses():
     rows += [{"state": "queued", "whose": INSTRUCTOR}] * 12 + [{"state": "finished", "whose": NOBODY}]
     assert room_counts(rows) == [
         "Learners' runs: 0 training · 0 queued · 1 paused · 2 finished (3 in all)",
-        "Your runs (lecture and prepared): 2 training · 12 queued · 1 starting (15 in all)",
+        "The instructor's runs (lecture and prepared): 2 training · 12 queued · 1 starting (15 in all)",
         "Runs of no learner (CLI): 0 training · 0 queued · 1 finished (1 in all)",
     ]
     assert room_counts([]) == ["Learners' runs: 0 training · 0 queued (0 in all)"]
@@ -502,7 +502,7 @@ def test_the_room_page_draws_a_learners_finished_run_and_counts_the_prepared_run
     assert drawn and [label.split(" · ")[0] for label in drawn[-1]] == ["anna", "teacher"]  # learners first
     said = "\n".join(str(m.value) for m in at.markdown)
     assert "Learners' runs: 0 training · 0 queued · 1 finished (1 in all)" in said
-    assert "Your runs (lecture and prepared): 1 training · 3 queued (4 in all)" in said
+    assert "The instructor's runs (lecture and prepared): 1 training · 3 queued (4 in all)" in said
     captions = "\n".join(str(c.value) for c in at.caption)
     assert "The chart draws 2 of the 5 runs in the table; not drawn: 3 run(s) at step 0" in captions
     # The instructor's pages report no lesson position: their runs' lesson cell is empty, never "not seen".

@@ -126,3 +126,15 @@ def test_all_the_same_pattern_is_not_graded_wrong_when_the_run_did_not_show_diff
     assert grade(step.answers, "different patterns", seen) == RIGHT
     assert grade(step.answers, "all the same pattern", seen) == WRONG
     assert "2x or more of the uniform share" in step.watch and f"{HEADS_STEPS:,} steps" in step.predict
+
+
+def test_roles_at_reads_the_last_snapshot_at_or_before_the_step_and_keeps_only_the_heads_with_a_role():
+    from tinygpt.ui.teach.heads_check import roles_at
+
+    def record(step, prev):
+        return {"step": step, "roles": {"previous": [[prev, 0.12]]}, "baselines": {"previous": 0.1}}
+
+    records = [record(2000, 0.15), record(3000, 0.87), record(3200, 0.05)]
+    assert roles_at(records, 3000) == {"L0H0": {"role": "previous", "score": 0.87, "baseline": 0.1, "step": 3000}}
+    assert roles_at(records, 2999) == {}  # at step 2000 L0H0 was at 1.5x: no role (L0H1 at 1.2x neither)
+    assert roles_at([], 3000) == {} and roles_at(records, 100) == {}

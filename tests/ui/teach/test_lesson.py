@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tinygpt.ui.teach import lesson
+from tinygpt.ui.teach import lesson, lesson_checks
 from tinygpt.ui.teach.lesson import Evidence, RunData
 
 
@@ -25,6 +25,14 @@ def test_the_lesson_follows_the_course_in_order():
     for section, word in zip(sections, order, strict=True):
         assert word in section
     assert all(s.page in lesson.PAGE_NAMES for s in lesson.STEPS)
+
+
+def test_every_step_with_answers_asks_its_question():
+    """A review's step 4 read "The mask is switched off ...: it can now see the character it must predict." above
+    the answers "the loss plunges / goes up / stays about the same": a statement, no question to answer."""
+    for step in lesson.STEPS:
+        if step.answers is not None:
+            assert step.predict.rstrip().endswith("?"), step.key
 
 
 def test_loss_from_uniform_waits_then_reports_the_numbers():
@@ -242,6 +250,34 @@ def test_ablation_passes_when_the_named_head_stands_out_and_names_the_largest():
     assert flat.passed is False and "under 0.1 nats above the others' mean" in flat.text
     small = lesson.ablation_hurts(Evidence(ablation=ablation(L1H2=0.06)))
     assert small.passed is False and "under 0.1 nats" in small.text
+
+
+def test_ablation_says_what_the_head_that_matters_more_does_from_its_own_role_scores():
+    """Review 1 (stop 52): the room heard "L1H1, the induction head, matters" and then "the largest is L0H3's +1.000:
+    the copying needs that head too", no word of what L0H3 does. Its role scores say: it attends one back."""
+    jobs = {"L0H3": {"role": "previous", "score": 0.8699, "baseline": 0.0987, "step": 3000},
+            "L1H2": {"role": "induction", "score": 0.47, "baseline": 0.0424, "step": 3000}}  # fmt: skip
+    both = lesson.ablation_hurts(Evidence(ablation={**ablation(L1H2=0.671, L0H3=1.0), "jobs": jobs}))
+    assert both.passed is True
+    assert ("the copying needs that head too. In the snapshot at step 3000 L0H3 attends one character back, 0.87 vs "
+            "0.10 uniform (8.8x); a previous-token head in an earlier layer is an induction head's usual partner"
+            ) in both.text  # fmt: skip
+    assert "the largest is L0H3's +1.000, a previous-token head: the copying" in both.headline
+    assert len(both.headline) <= lesson_checks.HEADLINE_LIMIT
+    # a head with no role at 2x uniform: nothing invented; one in the same layer: no partner sentence
+    bare = lesson.ablation_hurts(Evidence(ablation={**ablation(L1H2=0.671, L0H3=1.0), "jobs": {}}))
+    assert "L0H3's +1.000: the copying needs that head too" in bare.headline and "uniform" not in bare.text
+    same = {"L1H0": {"role": "first", "score": 0.4, "baseline": 0.1, "step": 3000}}
+    beside = lesson.ablation_hurts(Evidence(ablation={**ablation(L1H2=0.671, L1H0=1.0), "jobs": same}))
+    assert "L1H0 attends to the first character, 0.40 vs 0.10 uniform (4.0x)" in beside.text
+    assert "partner" not in beside.text
+    # the verdict's head is one of several playing its role: said (a review's step 10 named three heads for one jump)
+    alike = {**jobs, "L1H0": {"role": "induction", "score": 0.37, "baseline": 0.0424, "step": 3000},
+             "L1H3": {"role": "induction", "score": 0.41, "baseline": 0.0424, "step": 3000}}  # fmt: skip
+    many = lesson.ablation_hurts(Evidence(ablation={**ablation(L1H2=0.671, L0H3=1.0), "jobs": alike}))
+    assert "; L1H0 and L1H3 score as induction heads too (2x uniform or more)" in many.text
+    one = lesson.ablation_hurts(Evidence(ablation={**ablation(L1H2=0.671), "jobs": {**jobs, "L1H0": alike["L1H0"]}}))
+    assert "; L1H0 scores as an induction head too (2x uniform or more)" in one.text
 
 
 def test_ablation_says_not_enough_data_when_it_was_not_measured():

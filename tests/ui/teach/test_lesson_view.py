@@ -205,12 +205,17 @@ def test_prepare_is_offered_only_while_a_long_steps_runs_are_not_started(monkeyp
     """A reviewer saw "Prepare the long runs" still offered at step 12, every long run finished."""
     from tinygpt.ui.teach import lesson
 
-    pressed = []
+    pressed, said = [], []
     monkeypatch.setattr(lesson_view.st, "button", lambda label, **_: pressed.append(label) or False)
+    monkeypatch.setattr(lesson_view.st, "caption", said.append)
     every = {role: {"run": f"r{i}"} for i, role in enumerate(lesson.PREPARE_ORDER)}
     monkeypatch.setattr(lesson_view, "room", lambda: {"runs": every})
     lesson_view.prepare_button(TEACHER)
-    assert pressed == []
+    # where the button was, a line says why it is not (a review's instructor looked for it after a new class)
+    assert pressed == [] and said == [f"The long runs are prepared ({len(every)} runs; a new class keeps them): each "
+                                      "long step's check appears at its Set up."]  # fmt: skip
+    lesson_view.prepare_button(TEACHER, short=True)
+    assert said[-1] == "Long runs: prepared"
     missing_one = dict(list(every.items())[1:])
     monkeypatch.setattr(lesson_view, "room", lambda: {"runs": missing_one})
     lesson_view.prepare_button(TEACHER)

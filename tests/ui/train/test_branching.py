@@ -48,9 +48,9 @@ def test_the_control_changes_only_what_differs_from_the_checkpoint_and_says_so()
     values = {"learning_rate": base.train.learning_rate * 5, "mask": "none", "max_steps": base.train.max_steps}
     changes = changes_from(values, base)
     assert changes == {"learning_rate": base.train.learning_rate * 5, "mask": "none"}
-    assert (
-        describe(changes, base) == f"LR {base.train.learning_rate:g}→{base.train.learning_rate * 5:g}, mask causal→none"
-    )
+    t = base.train  # the floor moves with the peak, said (a review found it only in Compare's table)
+    assert describe(changes, base) == (f"LR {t.learning_rate:g}→{t.learning_rate * 5:g} (its floor {t.min_lr:g}→"
+                                       f"{t.min_lr * 5:g}), mask causal→none")  # fmt: skip
     assert describe({}, base).startswith("no change")
     # as the form labels it: a review read "max_steps 1000→700" beside "LR 0.002→0.005"
     assert describe({"max_steps": 700}, base) == f"max steps {base.train.max_steps}→700"

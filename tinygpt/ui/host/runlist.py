@@ -104,7 +104,10 @@ def room_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
 
 
 LEARNER, INSTRUCTOR, NOBODY = "learner", "instructor", "no learner"
-WHOSE = {LEARNER: "Learners' runs", INSTRUCTOR: "Your runs (lecture and prepared)", NOBODY: "Runs of no learner (CLI)"}
+# "The instructor's", not "Your": every instructor browser reads it, and a review's read "Your runs" over runs
+# another instructor browser had started (its name in the owner column)
+WHOSE = {LEARNER: "Learners' runs", INSTRUCTOR: "The instructor's runs (lecture and prepared)",
+         NOBODY: "Runs of no learner (CLI)"}  # fmt: skip
 # The counter's words for a run's state, in the order it lists them ("running" reads "training", as on Train).
 STATE_WORDS = {"running": "training", "starting": "starting", "queued": "queued", "paused": "paused",
                "finished": "finished", "stopped": "stopped", "diverged": "diverged", "failed": "failed"}  # fmt: skip

@@ -79,6 +79,18 @@ def head_jobs(record: dict) -> list[HeadJob]:
     return [best[k] for k in sorted(best)]
 
 
+def roles_at(records: list[dict], step: int, ratio: float = SPECIALIST_RATIO) -> dict[str, dict]:
+    """{head: {"role", "score", "baseline", "step"}} for the heads playing a role (`ratio` x uniform or more) in the
+    last scores record at or before `step` (the ablation step's checkpoint): a review's room heard "L1H1, the
+    induction head" and then "the largest is L0H3's", no word of what L0H3 does. {} with no record then."""
+    scored = [r for r in records if isinstance(r.get("step"), int) and r["step"] <= step]
+    if not scored:
+        return {}
+    at = scored[-1]
+    return {j.name: {"role": j.role, "score": j.score, "baseline": j.baseline, "step": at["step"]}
+            for j in head_jobs(at) if j.ratio >= ratio}  # fmt: skip
+
+
 def _rest(others: list[HeadJob], ratio: float, total: int, short: bool = False) -> str:
     """ "the other 7 stay under 2x uniform; the closest, L1H0 attends one character back (0.16 vs 0.10 uniform,
     1.61x)", or in short "the other 7 stay under 2x uniform (the closest L1H0, 1.61x)"; "" when there are none."""

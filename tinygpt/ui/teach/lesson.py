@@ -143,7 +143,8 @@ STEPS: tuple[Step, ...] = (
         "Causal masking, and a broken mask",
         "pages/train.py",
         Setup(train=True, knobs={"mask": "none"}),
-        "The mask is switched off while the model trains: it can now see the character it must predict.",
+        "The mask is switched off while the model trains: it can now see the character it must predict. What does "
+        "the loss do?",
         "Within seconds the loss plunges toward zero: the model copies the answer instead of predicting it.",
         knob_effect("mask", "none", rise=False, min_change=1.0),
         answers=Answers(("the loss plunges", "the loss goes up", "it stays about the same"), "the loss plunges", ()),

@@ -17,7 +17,7 @@ from tinygpt.ui.circuits import circuits_view
 from tinygpt.ui.experiments import lab
 from tinygpt.ui.host import resources
 from tinygpt.ui.run import in_view
-from tinygpt.ui.teach import lesson
+from tinygpt.ui.teach import heads_check, lesson
 from tinygpt.ui.teach.lesson import HEADS, INDUCTION, LECTURE, Evidence, RunData, Step
 from tinygpt.ui.words import run_words
 
@@ -142,6 +142,7 @@ def _ablation(run_dir: str, step: int, final: dict | None, records: list[dict]) 
         return None
     loaded = resources.cached_model(run_dir, step)
     first = induction.first_copy_change(loaded.model, loaded.tokenizer.vocab, *induction.head_index(head))
-    return {"head": head, "deltas": deltas, "step": step, "first": first, "where": f"the second copy of "
+    jobs = heads_check.roles_at(records, step)  # what each head does, for the check to say of the one that matters
+    return {"head": head, "deltas": deltas, "step": step, "first": first, "jobs": jobs, "where": f"the second copy of "
             f"{induction.ABLATION_ROWS} repeated random probes (the Circuits heatmap's '{circuits_view.SECOND_COPY}' "
             "panel)"}  # fmt: skip

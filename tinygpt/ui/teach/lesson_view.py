@@ -424,10 +424,15 @@ PREPARE_HELP = (
 )
 
 
-def prepare_button(actor: Actor, icon: bool = True) -> None:
-    """Offered while a long step's runs are not started yet (a reviewer saw it offered at step 12, all done)."""
+def prepare_button(actor: Actor, icon: bool = True, short: bool = False) -> None:
+    """Offered while a long step's runs are not started yet (a reviewer saw it offered at step 12, all done); once
+    they are, a line says so where the button was (a review's instructor, after Clear the answers, looked for the
+    button TEACHING.md names at step 1). `short`: the projector banner's narrow column."""
     runs = room()["runs"]
     if all(runs.get(role) for role in lesson.PREPARE_ORDER):
+        count = sum(len(runs[role]) for role in lesson.PREPARE_ORDER)
+        st.caption("Long runs: prepared" if short else f"The long runs are prepared ({count} runs; a new class keeps "
+                   "them): each long step's check appears at its Set up.")  # fmt: skip
         return
     if st.button("Prepare the long runs", icon=":material/schedule:" if icon else None, key="lesson_prepare",
                  width="stretch",

@@ -80,7 +80,7 @@ def banner(shop, actor: Actor) -> None:
         if forward.button("Next", disabled=index == len(STEPS) - 1, key="lesson_next", width="stretch", help=help_):
             moved = index + 1
         with prepare:
-            lesson_view.prepare_button(actor, icon=False)
+            lesson_view.prepare_button(actor, icon=False, short=True)
         # What the sidebar pane shows below its buttons, folded: "Watch for", and on a step that broke the lecture
         # run its reset (named on the button, so the room's instructor finds it). Its open state is kept, so that
         # the reset closes it: a review's projector showed the popover open over the reset run's page.

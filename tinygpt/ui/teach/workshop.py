@@ -219,15 +219,21 @@ TUTORIAL: list[dict[str, str]] = [
 WORKSHOP_KEYS = ("preset", "hide", "lock", "tutorial", "experiment", "large")
 
 
-def sync_workshop() -> Workshop:
+def sync_workshop(on_experiments: bool = True) -> Workshop:
     """Read the workshop link once per session, keep it, and put it back into the URL on every run.
 
     Page switches clear query parameters (Streamlit behaviour), so like the run id the workshop settings live in
-    session state and are written back to the URL; a refresh or a shared link then reopens the same lesson.
+    session state and are written back to the URL; a refresh or a shared link then reopens the same lesson. The
+    experiment is the Experiments page's own: kept, but in the URL only there (`on_experiments`); a review's
+    lesson read "/attention?run=...&experiment=scaling" on the projector two steps after the scaling experiment.
     """
 
     params = {k: v for k, v in st.query_params.to_dict().items() if k not in ("run", "view", "lab")}
     kept: dict[str, str] | None = state.get(people_keys.WORKSHOP_PARAMS)
+    if kept is not None and "experiment" in kept:
+        if not on_experiments:
+            st.query_params.pop("experiment", None)  # another page: the experiment stays kept, out of its URL
+        params = {"experiment": kept["experiment"], **params}  # the Experiments page's own pick, when in its URL
     if kept is None or (params and params != kept):
         # Only a change of preset or settings reloads the Train widgets (a new tutorial step or experiment must
         # not undo what the learner set).
@@ -237,7 +243,7 @@ def sync_workshop() -> Workshop:
         if reseed:
             _seed_settings(parse_workshop(kept))
     for key, value in kept.items():
-        if st.query_params.get(key) != value:
+        if st.query_params.get(key) != value and (on_experiments or key != "experiment"):
             st.query_params[key] = value
     shop = parse_workshop(kept)
     state.put(people_keys.WORKSHOP_LOCKED, shop.locked)

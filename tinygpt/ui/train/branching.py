@@ -127,7 +127,15 @@ def describe(changes: Mapping[str, Any], base: RunConfig) -> str:
             "made to the parent later do not reach it"
         )
     # "max steps 1000→700", as the form labels it (a review read "LR 0.002→0.005, max_steps 1000→700")
-    return ", ".join(f"{setting_word(n)} {knob_value(setting_of(base, n))}→{knob_value(v)}" for n, v in changes.items())
+    said = [f"{setting_word(n)} {knob_value(setting_of(base, n))}→{knob_value(v)}" for n, v in changes.items()]
+    if "learning_rate" in changes and "min_lr" not in changes:
+        # the floor moves with the peak (tinygpt.runs.branch), as the live knob moves it: a review found it only in
+        # Compare's table ("min_lr 0.0002 → 0.001"), the panel and the flash saying "LR 0.002→0.01" alone
+        t = base.train
+        floor = moved_floor(t.min_lr, t.learning_rate, float(changes["learning_rate"]))
+        if floor != t.min_lr:
+            said[list(changes).index("learning_rate")] += f" (its floor {knob_value(t.min_lr)}→{knob_value(floor)})"
+    return ", ".join(said)
 
 
 def schedule_effect(changes: Mapping[str, Any], base: RunConfig, step: int) -> str:
