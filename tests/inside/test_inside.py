@@ -84,3 +84,13 @@ def test_stream_text_yields_characters_and_the_last_steps_details(model_and_toke
     text = "".join(inside.stream_text(model, tokenizer, "abc", 5, 1.0, None, None, 0, last))
     assert len(text) == 5 and set(text) <= set(tokenizer.vocab)
     assert last["probs"].shape == (9,) and last["attention"].shape[:2] == (2, 2) and last["char"] == text[-1]
+
+
+def test_stream_text_refuses_a_bad_prompt_at_the_call_before_any_character(model_and_tokenizer):
+    """Review 2 (stop 52): the Sample page wrote "Generated (...)" above "the prompt is empty": the generator raised
+    only at its first character, after the page had drawn the header. The call itself raises now."""
+    from tinygpt.errors import TinyGPTError
+
+    model, tokenizer = model_and_tokenizer
+    with pytest.raises(TinyGPTError, match="the prompt is empty"):
+        inside.stream_text(model, tokenizer, "", 5, 1.0, None, None, 0, {})  # not iterated: the call raises

@@ -592,6 +592,10 @@ def test_an_interval_end_that_rounds_to_the_bar_is_said_to_three_decimals():
     ok, words = clears(Difference(0.199, 0.0343, 20, paired=True), 0.10)
     assert ok is None and words == "not enough data: the interval 0.096–0.302 straddles the bar 0.10", words
     assert clears(Difference(0.31, 0.01, 20, paired=True), 0.10)[1] == "the interval 0.28–0.34 clears the bar 0.10"
+    # Review 2 (stop 52): "the interval 0.050–0.100 straddles the bar 0.10": its high end was 0.1005. As many
+    # decimals as tell an end from the bar.
+    ok, words = clears(Difference(0.07543, 0.008348, 21, paired=True), 0.10)
+    assert ok is None and words == "not enough data: the interval 0.0504–0.1005 straddles the bar 0.10", words
 
 
 def test_a_reproduced_verdict_stands_where_only_the_reference_memorised():

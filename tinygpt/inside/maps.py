@@ -132,12 +132,19 @@ def stream_text(
 ):
     """Yield generated characters one by one; `last` receives the final step's next-character probabilities
     (before and after temperature/top-k/top-p, (V,) each) and where each head looked for it ((L, H, S) and the S
-    key characters). Raises TinyGPTError (e.g. an empty prompt or unknown characters) before yielding."""
+    key characters). Raises TinyGPTError (e.g. an empty prompt or unknown characters) at the call, before anything
+    is yielded or drawn: as a generator it raised at the first character, and the Sample page had already written
+    "Generated (...)" above the warning that nothing was (a review)."""
     from ..errors import TinyGPTError
 
     ids = tokenizer.encode(prompt, what="prompt")
     if not ids:
         raise TinyGPTError("the prompt is empty: type at least one character to continue from.")
+    return _streamed(model, tokenizer, ids, num_chars, temperature, top_k, top_p, seed, last)
+
+
+def _streamed(model, tokenizer, ids, num_chars, temperature, top_k, top_p, seed, last):
+    """stream_text's characters, its prompt checked: `ids` the prompt's token ids."""
     idx = torch.tensor([ids], dtype=torch.long)  # (1, T)
     generator = torch.Generator().manual_seed(int(seed))
     context = list(ids)  # every token so far; the model sees the last max_seq_len of them

@@ -304,15 +304,15 @@ class Difference:
 
 def _interval(difference: Difference, sigmas: float, *bars: float) -> tuple[float | None, float | None, str]:
     """(low, high, "the interval 0.29-0.33") of mean ± `sigmas` standard errors; (None, None, why) when the mean or
-    its noise was not measured (the words `clears` and `within` then give). An end that rounds to one of `bars` is
-    said to 3 decimals: "the interval 0.10-0.30 straddles the bar 0.10" read as wrong (its low end was 0.096)."""
+    its noise was not measured (the words `clears` and `within` then give). An end that rounds to one of `bars` gets
+    the decimals that tell them apart: "the interval 0.10-0.30 straddles the bar 0.10" read wrong (low end 0.096)."""
     if difference.mean is None:
         return None, None, "not measured"
     if difference.standard_error is None:
         return None, None, f"not enough data: the gap {difference.mean:.2f} has no measured noise"
     low, high = (difference.mean + s * sigmas * difference.standard_error for s in (-1, 1))
-    near = any(f"{end:.2f}" == f"{bar:.2f}" for end in (low, high) for bar in bars)
-    digits = 3 if near else 2
+    shown = lambda d: {f"{e:.{d}f}" for e in (low, high)}.isdisjoint(f"{b:.{d}f}" for b in bars)  # noqa: E731
+    digits = next((d for d in range(2, 6) if shown(d)), 6)  # "0.050–0.100 straddles the bar 0.10" was 0.1005
     return low, high, f"the interval {low:.{digits}f}–{high:.{digits}f}"
 
 

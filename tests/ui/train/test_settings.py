@@ -47,6 +47,18 @@ def test_an_upload_keeps_its_files_name_for_the_runs_name():
     assert settings.data_config(settings.SOURCE_PASTE, pasted=text.decode()).text_name == ""  # a paste: no name
 
 
+def test_an_empty_upload_is_named_as_empty_not_as_missing():
+    """A review uploaded a 0-byte file, saw "empty.txt 0.0B" chosen, and read "choose a text file to upload first"."""
+    import pytest
+
+    from tinygpt.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^empty\.txt is empty \(0 bytes\): choose a file with some text"):
+        settings.data_config(settings.SOURCE_UPLOAD, uploaded=b"", uploaded_name="empty.txt")
+    with pytest.raises(ConfigError, match="choose a text file to upload first"):  # nothing chosen
+        settings.data_config(settings.SOURCE_UPLOAD, uploaded=None)
+
+
 def test_the_ghost_curve_is_labelled_with_what_the_new_run_changed():
     from tinygpt.ui.charts import curves
 

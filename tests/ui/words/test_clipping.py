@@ -149,11 +149,13 @@ def test_under_a_leaking_mask_the_caption_judges_no_trend_and_claims_nothing_abo
     evals = [{"step": 1700, "val_loss": 2.727}, {"step": 2000, "val_loss": 0.223}]
     text = clip_caption(records, KNOBS, "adamw", evals, [("none", 1800, 2000)])
     assert "falling" not in text and "Held-out loss" not in text and "fall" not in text, text
-    assert ("Mask none from step 1,800 (200 of these 300 steps) shows each position the character it must predict "
+    # steps 1,801-2,000 trained under it: "from step 1,801", as Train says (a review read Gradients' "from step 723"
+    # beside Train's "applied after step 723, from step 724")
+    assert ("Mask none from step 1,801 (200 of these 300 steps) shows each position the character it must predict "
             "(a leak)") in text, text
     assert text.startswith("Clipped on 300 of the last 300 steps (100%)"), text
     ended = clip_caption(records, KNOBS, "adamw", evals, [("off_by_one", 1500, 1750)])
-    assert "Mask off_by_one in steps 1,500-1,750 (50 of these 300 steps)" in ended, ended
+    assert "Mask off_by_one in steps 1,501-1,750 (50 of these 300 steps)" in ended, ended
     assert "falling" in clip_caption(records, KNOBS, "adamw", evals, [("none", 100, 1500)])  # before these steps
 
 

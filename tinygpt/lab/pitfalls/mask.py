@@ -114,9 +114,10 @@ EXPERIMENT = Experiment(
     title="Causal mask misalignment",
     what_to_look_for=(
         "With an off-by-one mask each position can see the very token it must predict, and with no mask "
-        "every position sees the whole window, so training loss collapses 'too well': here (context 16, lr "
-        "5e-3, 450 steps) both leaky runs fall toward ~0.2 nats, the positions with nothing left to copy "
-        "(the last of each window), while causal stays above 2. The no-mask run first has to learn to look "
+        "every position sees the whole window, so training loss collapses 'too well': on Tiny Shakespeare (context "
+        "16, lr 5e-3, 450 steps) both leaky runs fell toward ~0.2 nats, the positions with nothing left to copy "
+        "(the last of each window), while causal stayed above 2 (a short text memorised takes causal lower too: "
+        "the verdict below says what these runs did). The no-mask run first has to learn to look "
         "one step ahead, so its collapse comes later, after a few hundred steps. The leak detector changes "
         "future tokens and measures how much earlier logits move (0 under a correct mask). At generation "
         "time there is no future to copy: the loss without the future (each position predicted from its "

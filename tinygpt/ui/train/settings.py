@@ -265,9 +265,12 @@ def data_config(
     if source.startswith("Synthetic: "):
         return DataConfig(source="synthetic:" + source.removeprefix("Synthetic: "))
     if source == SOURCE_UPLOAD:
+        name = str(uploaded_name or "").replace("\\", "/").rsplit("/", 1)[-1][-MAX_TEXT_NAME:]
+        if uploaded is not None and len(uploaded) == 0 and name:  # chosen, but 0 bytes: a review was told to choose one
+            raise ConfigError(f"{name} is empty (0 bytes): choose a file with some text in it (or pick another "
+                              "corpus).")  # fmt: skip
         if not uploaded:
             raise ConfigError("choose a text file to upload first (or pick another corpus).")
-        name = str(uploaded_name or "").replace("\\", "/").rsplit("/", 1)[-1][-MAX_TEXT_NAME:]
         return DataConfig(source="text", text=text_from_user(uploaded, min_chars=min_corpus_chars(block_size)),
                           text_name=name)  # fmt: skip
     if source == SOURCE_PASTE:

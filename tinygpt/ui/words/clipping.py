@@ -95,7 +95,8 @@ def _leak_within(leaks, recent: list[dict]) -> str:
         return ""
     under = sum(1 for s in steps if under_leak(s, spans))
     mask, a, b = spans[-1]
-    when = f"from step {a:,}" if b >= last else f"in steps {a:,}-{b:,}"  # as Train's note and the markers say them
+    # steps a+1..b trained under it: "from step 724" as Train's note says (a review read "from step 723" here)
+    when = f"from step {a + 1:,}" if b >= last else f"in steps {a + 1:,}-{b:,}"
     return (f" Mask {mask} {when} ({under} of these {len(steps)} steps) shows each position the character it must "
             "predict (a leak): a loss under it measures copying, not prediction, so no trend is judged across them.")
 
