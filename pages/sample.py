@@ -158,7 +158,7 @@ large = fonts.large_fonts()
 if last and last.get("probs") is not None:
     if stale := picking.stale_sample_note(last.get("settings"), sampling):
         st.caption(stale)
-    c1, c2 = st.columns(2)
+    c1, c2 = (st.container(), st.container()) if large else st.columns(2)  # side by side, Large cut both titles
     with c1:
         st.markdown(f"**Next character after the last position** (it picked {last['char']!r})")
         explain.show_chart(

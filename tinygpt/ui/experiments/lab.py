@@ -223,6 +223,11 @@ def runs_about(runs: dict[str, str], readers: dict[str, RunReader | None], room_
     return run_words.runs_about(configs, room.current(), room=bool(room_runs) and dict(room_runs) == dict(runs))
 
 
+ONE_SEED = (":material/casino: **One seed.** Each ± is the paired noise of these runs' batches and held-out windows "
+            "at this seed, not the spread between seeds: another seed starts every run from other weights and batches. "
+            "To see whether the verdict holds, change **Seed (every run)** and run it again.")  # fmt: skip
+
+
 def show_verdict(verdict: Verdict, experiment: Experiment | None = None, about: str = "") -> None:
     """The verdict box, coloured by `reproduced` (the pitfall's own clauses), with the expected effect; then each
     consequence of the pitfall as measured, neutral, never as a failure (`consequence_notes`); then the numbers it
@@ -241,6 +246,8 @@ def show_verdict(verdict: Verdict, experiment: Experiment | None = None, about: 
         st.warning(f"**Did not reproduce on this run.** {text}", icon=":material/warning:")
     for note in notes:
         st.caption(f":material/straighten: **A consequence, not the pitfall.** {note}")
+    if verdict.reproduced is not None and (experiment is None or experiment.measure is None):
+        st.caption(ONE_SEED)  # a review: no verdict said whether another seed could overturn it
     rows = [{"measured": name, "value": _cell(value)} for name, value in verdict.observed.items()]
     if rows:  # a verdict of "not enough data" may measure nothing beyond its sentence: no empty table under it
         st.dataframe(rows, hide_index=True, width="stretch")
