@@ -149,9 +149,10 @@ with tabs[0]:
             samples = {label: r for label, r in results.items() if r.sample}
             if samples:
                 st.markdown("#### Latest samples")
+                st.caption("Each run continues the same prompt, its probe text's first characters, shown first.")
                 for col, (label, r) in zip(st.columns(len(samples)), samples.items(), strict=True):
                     col.caption(lab.sample_caption(label, r))  # its step: a diverged run's is the untrained model's
-                    col.code(r.sample[:300], language=None)
+                    col.code(r.sample[:300], language=None, wrap_lines=True)  # unwrapped, Large fonts cut it
 
         side_by_side()
     explain.show_code_of(list(experiment.code))

@@ -105,6 +105,9 @@ def test_running_an_experiment_trains_both_variants_and_colours_the_verdict(runs
     shown, other = ("success", "warning") if verdict.reproduced else ("warning", "success")
     assert "The naive softmax" in boxes[shown] and not boxes[other]
     assert ("Reproduced." if verdict.reproduced else "Did not reproduce on this run.") in boxes[shown]
+    # the latest sample shows its prompt first (a review's started mid-line: "mid + + 1"), the continuation after it
+    last = readers["stable softmax"].samples[-1]
+    assert last["text"] and read_result(readers["stable softmax"]).sample == last["prompt"] + last["text"]
 
 
 def test_the_memory_experiment_measures_in_the_page_and_on_cpu_shows_counts_not_a_verdict(runs_dir):
