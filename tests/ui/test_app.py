@@ -549,3 +549,33 @@ def test_a_new_tab_on_experiments_offers_the_learners_own_last_runs_of_it(runs_d
     click(at, "Open them")
     assert not at.exception, at.exception
     assert at.session_state[experiments_keys.LAB_RUNS]["scaling"] == pair
+
+
+def test_train_again_beside_a_run_on_an_uploaded_text_keeps_the_files_name(runs_dir, tiny_text):
+    """Review 3 (stop 52): a learner's second run on her calendar.py text was named "text d3510a": with her first
+    run in view the form shows its text as a paste, and Train recorded no name."""
+    import dataclasses
+
+    from helpers import tiny_config
+
+    from tinygpt.runs.files import read_config_json
+    from tinygpt.runs.loop import run_training
+    from tinygpt.runs.store import RunStore
+
+    config = tiny_config(tiny_text, max_steps=4)
+    config = dataclasses.replace(config, data=dataclasses.replace(config.data, text_name="calendar.py"))
+    store = RunStore(runs_dir)
+    with store.create(config.to_dict(), owner="cli") as writer:
+        first = writer.run_id
+    run_training(store.path(first), config)
+    at = new_app()
+    at.query_params["run"] = first
+    at.run()
+    assert at.session_state[train_keys.FORM_TEXT][0] == "calendar.py"
+    at.number_input(key=train_keys.W_MAX_STEPS).set_value(6).run()
+    click(at, "Train")
+    assert not at.exception, at.exception
+    second = at.session_state[state.RUN_ID]
+    assert second != first and read_config_json(store.path(second))["data"]["text_name"] == "calendar.py"
+    at.text_area(key=train_keys.W_PASTE).set_value(tiny_text + "\nedited").run()  # another text: no file's name
+    assert settings.kept_text_name(tiny_text + "\nedited", at.session_state[train_keys.FORM_TEXT]) == ""

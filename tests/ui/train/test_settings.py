@@ -47,6 +47,18 @@ def test_an_upload_keeps_its_files_name_for_the_runs_name():
     assert settings.data_config(settings.SOURCE_PASTE, pasted=text.decode()).text_name == ""  # a paste: no name
 
 
+def test_a_runs_text_unedited_in_the_box_keeps_its_files_name():
+    """Review 3 (stop 52): a learner pressed Train again beside her calendar.py run; the form showed the run's text
+    as a paste and the new run was named "text d3510a". The name stays while the box holds that very text."""
+    text = "def month(year, month):\n    return year * 12 + month\n" * 40
+    kept = ("calendar.py", settings.text_digest(text))
+    assert settings.kept_text_name(text, kept) == "calendar.py"
+    assert settings.kept_text_name(text + "# edited", kept) == ""  # another text now: no file's name for it
+    assert settings.kept_text_name(text, None) == "" and settings.kept_text_name(text, ("", kept[1])) == ""
+    data = settings.data_config(settings.SOURCE_PASTE, pasted=text, uploaded_name=settings.kept_text_name(text, kept))
+    assert data.text_name == "calendar.py" and data.source == "text"
+
+
 def test_an_empty_upload_is_named_as_empty_not_as_missing():
     """A review uploaded a 0-byte file, saw "empty.txt 0.0B" chosen, and read "choose a text file to upload first"."""
     import pytest

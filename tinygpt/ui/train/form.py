@@ -60,6 +60,8 @@ def seed_form(rd) -> None:
                 text = ""
                 st.warning(safe.md(f"The form starts without this run's text: {e}"))
             state.put_widget(train_keys.W_PASTE, text)
+            name = str((rd.config().get("data") or {}).get("text_name") or "")
+            state.put(train_keys.FORM_TEXT, (name, settings.text_digest(text)))  # its file's name, while unedited
     if not state.has(train_keys.W_PASTE):  # a new session: the text this learner pasted before (drafts)
         state.init(train_keys.W_PASTE, drafts.load(resources.get_store().root, room.current()))
     state.init(train_keys.W_PRESET, first)
@@ -74,7 +76,8 @@ def forget_settings() -> None:
     """Drop the form's values (from a page that does not draw the form), so the Train page shows the current
     run's settings the next time it is drawn, like a reattached tab: "Bring to the projector" must show the
     learner's run with its own knobs, not the instructor's last form beside "Changed since this run started"."""
-    keys = [train_keys.FORM_RUN, train_keys.W_PRESET, train_keys.W_SOURCE, train_keys.W_PASTE]  # FORM_RUN: seed anew
+    keys = [train_keys.FORM_RUN, train_keys.W_PRESET, train_keys.W_SOURCE, train_keys.W_PASTE,  # FORM_RUN: seed anew
+            train_keys.FORM_TEXT]  # fmt: skip
     for key in [*keys, *(f.key for f in settings.FIELDS)]:
         state.pop(key)
 
@@ -418,7 +421,8 @@ def config_from_form(source: str, uploaded: Any, learner: Actor, messages, watch
     again whatever happens."""
     values = next_run_values(watching)
     pasted, data_bytes = state.get(train_keys.W_PASTE, ""), uploaded.getvalue() if uploaded else None
-    data = settings.data_config(source, pasted, data_bytes, values["max_seq_len"], uploaded.name if uploaded else "")
+    name = uploaded.name if uploaded else settings.kept_text_name(pasted, state.get(train_keys.FORM_TEXT))
+    data = settings.data_config(source, pasted, data_bytes, values["max_seq_len"], name)
     config = run_config(state.get(train_keys.W_PRESET), values, data)
     # Asked here as well as in admission.start (the authoritative check, which every start path asks, and asks again
     # when the slot question is answered later): ensure_corpus below loads Tiny Shakespeare, a download when the

@@ -13,6 +13,7 @@ Pure: no Streamlit calls (the widget keys are plain strings from tinygpt/ui/trai
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -255,17 +256,31 @@ def with_text_name(config: RunConfig, name: str) -> RunConfig:
     return dataclasses.replace(config, data=dataclasses.replace(config.data, text_name=name))
 
 
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def kept_text_name(pasted: str, kept: tuple[str, str] | None) -> str:
+    """The file name of the run text the form was seeded with (`kept`: (name, text_digest)), while the box still
+    holds that very text, else "": a review's learner pressed Train again beside her calendar.py run and the new run
+    was named "text d3510a", the form showing the run's text as a paste (the room could not tell which text it was)."""
+    if not kept or not kept[0]:
+        return ""
+    return kept[0] if text_digest(pasted or "") == kept[1] else ""
+
+
 def data_config(
     source: str, pasted: str = "", uploaded: bytes | None = None, block_size: int = 32, uploaded_name: str = ""
 ) -> DataConfig:
     """The DataConfig of a corpus choice; user text is decoded and checked here (DataError says what to fix). An
-    upload keeps its file's name (`uploaded_name`, its last MAX_TEXT_NAME characters) for the run's name."""
+    upload keeps its file's name (`uploaded_name`, its last MAX_TEXT_NAME characters) for the run's name, and so
+    does a paste that is a run's text unedited (kept_text_name)."""
     if source == SOURCE_SHAKESPEARE:
         return DataConfig(source="shakespeare")
     if source.startswith("Synthetic: "):
         return DataConfig(source="synthetic:" + source.removeprefix("Synthetic: "))
+    name = str(uploaded_name or "").replace("\\", "/").rsplit("/", 1)[-1][-MAX_TEXT_NAME:]
     if source == SOURCE_UPLOAD:
-        name = str(uploaded_name or "").replace("\\", "/").rsplit("/", 1)[-1][-MAX_TEXT_NAME:]
         if uploaded is not None and len(uploaded) == 0 and name:  # chosen, but 0 bytes: a review was told to choose one
             raise ConfigError(f"{name} is empty (0 bytes): choose a file with some text in it (or pick another "
                               "corpus).")  # fmt: skip
@@ -274,7 +289,8 @@ def data_config(
         return DataConfig(source="text", text=text_from_user(uploaded, min_chars=min_corpus_chars(block_size)),
                           text_name=name)  # fmt: skip
     if source == SOURCE_PASTE:
-        return DataConfig(source="text", text=text_from_user(pasted or "", min_chars=min_corpus_chars(block_size)))
+        return DataConfig(source="text", text=text_from_user(pasted or "", min_chars=min_corpus_chars(block_size)),
+                          text_name=name)  # fmt: skip
     raise ConfigError(f"unknown corpus {source!r}; choose one of {', '.join(SOURCES)}.")
 
 

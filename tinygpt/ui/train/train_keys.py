@@ -52,6 +52,7 @@ KNOB_ECHO = "knob_echo"  # a fresh knob widget's default echo was refused: the p
 KNOB_BOUNDS = "knob_bounds"  # {value key: (min, max)}: a live slider's bounds when last drawn (knob_widgets.mount)
 KNOBS_DRAWN = "knobs_drawn"  # (run id, {knob: value}, its context): the run's knob values the widgets last drew
 FORM_RUN = "form_run"  # (run id, its preset label or None): the run the form last took its settings from (form.py)
+FORM_TEXT = "form_text"  # (text_name, sha256) of the run text the form was seeded with: its name, kept (settings)
 FORM_REPLACED = "form_replaced"  # (monotonic time, {widget key: (value replaced, value put)}): form.replace_fields
 FORM_BASE = "form_base"  # (run id, {field: value}): the form when that run came into view, to tell this viewer's edits
 CONTROL_CLICK = "control_click"  # (command, run id): a Pause/Resume/Step/Stop click the page has not acted on yet
