@@ -579,3 +579,11 @@ def test_train_again_beside_a_run_on_an_uploaded_text_keeps_the_files_name(runs_
     assert second != first and read_config_json(store.path(second))["data"]["text_name"] == "calendar.py"
     at.text_area(key=train_keys.W_PASTE).set_value(tiny_text + "\nedited").run()  # another text: no file's name
     assert settings.kept_text_name(tiny_text + "\nedited", at.session_state[train_keys.FORM_TEXT]) == ""
+
+
+def test_the_exact_learning_rate_box_can_step_down_from_a_usual_rate(runs_dir):
+    """Review 3 (stop 52): the exact box's "−" was greyed at 3.0e-3 (Streamlit's default step 0.01 would go below
+    its minimum 1e-6), on Train and in the branch panel alike."""
+    at = new_app()
+    box = at.number_input(key=knob_key(at, train_keys.W_LR, "_exact"))
+    assert box.step == 1e-4 and box.value - box.step >= box.min, (box.value, box.step, box.min)

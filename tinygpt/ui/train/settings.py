@@ -156,6 +156,7 @@ FIELDS: tuple[Field, ...] = (
         "log_slider",
         minimum=1e-6,
         maximum=10.0,
+        step=1e-4,  # the exact box's −/+: Streamlit's default 0.01 left "−" greyed at any LR under 0.01 (a review)
         format="%.1e",
         options=LR_GRID,
         wide=True,
