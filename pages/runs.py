@@ -37,13 +37,8 @@ if not rows:
 
 # The columns a person reads first, few enough for 1280 px at Large fonts (fourteen scrolled sideways there, and
 # six with a 400 px name column still hid 256 px); the rest, the id among them, one click away.
-st.dataframe(
-    rows,
-    hide_index=True,
-    width="stretch",
-    column_order=runinfo.RUNS_TABLE_FIRST,
-    column_config=runinfo.RUNS_TABLE_WIDTHS,
-)
+st.dataframe(rows, hide_index=True, width="stretch", column_order=runinfo.RUNS_TABLE_FIRST,
+             column_config=runinfo.RUNS_TABLE_WIDTHS)  # fmt: skip
 with st.expander("All columns (live changes, knobs now, corpus, created, run id)"):
     st.dataframe(rows, hide_index=True, width="stretch")
 ids = [r["run"] for r in rows]
@@ -64,13 +59,14 @@ readable = by_id[pick]["state"] != "unreadable"
 run = open_run(store, pick, learner) if readable else None
 rules = run.rules if run else Rules(mine=learner.instructor, state=None)  # unreadable: the instructor may delete it
 mine = rules.mine
+if hold := (runinfo.hold_note(run.hold, run.config, learner) if run and run.hold else None):  # as Train says it
+    getattr(st, hold[0])(hold[1])  # a review's held learner read only "paused" here, Resume greyed without a reason
 # Five buttons in a row cut their labels at Large fonts ("Download b…", "Share (read-…"): two rows there.
 b = [*st.columns(3), *st.columns(2)] if fonts.large_fonts() else st.columns(5)
 if b[0].button("Open", help="Make it the current run of every page (read-only if it is not yours)", width="stretch"):
     in_view.set_run_id(pick)
-    flashes.flash(
-        "success", f"Opened {by_id[pick]['name']}" + ("." if mine else " (read-only: it is not yours)."), pick
-    )
+    flashes.flash("success", f"Opened {by_id[pick]['name']}" + ("." if mine else " (read-only: it is not yours)."),
+                  pick)  # fmt: skip
     st.rerun()
 # A run another process writes or wrote (the CLI, torchrun) is read-only here for everyone: the manager refuses
 # to write into it, so its buttons say where to act instead of failing after a click.

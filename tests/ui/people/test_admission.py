@@ -236,3 +236,19 @@ def test_a_paused_or_diverged_run_gives_its_slot_to_the_learners_next_run(runs_d
     finally:
         for run in manager.live_runs() + manager.queued_runs():
             manager.stop(run)
+
+
+def test_a_held_run_says_so_on_the_runs_page_to_its_owner_and_to_others(runs_dir):
+    """Review 3 (stop 52): the held learner's Runs page read only "paused · step 4,536", Resume greyed with no
+    reason on the page; Train said it plainly. Runs now says what Train says, in each reader's words."""
+    resources.get_manager()
+    held = a_run_of_annas("paused", "paused by the instructor at step 0", held=True)
+    said = {}
+    for who in (ANNA, BEN, TEACHER):
+        at = app_as(who, "pages/runs.py")
+        at.selectbox(key=runs_keys.W_RUNS_PICK).set_value(held).run()
+        assert not at.exception, at.exception
+        said[who.name] = " ".join(str(e.value) for e in [*at.warning, *at.info])
+    assert "Paused by the instructor, who holds it: **Resume** and **Step** stay off" in said["anna"], said
+    assert "Paused and held by the instructor." in said["ben"], said
+    assert "You paused this run and hold it: anna cannot resume it" in said["teacher"], said
