@@ -564,3 +564,18 @@ def test_a_branch_past_the_rooms_step_budget_is_refused_with_what_can_work():
         admission.check_branch_step(TEACHER, 609)  # the instructor's runs have no budget
     finally:
         budget["max_steps"] = 0
+
+
+def test_a_room_row_says_the_runs_newest_held_out_loss(tmp_path):
+    """Review 3 (stop 52): the Room's rows showed no loss at all, only the small charts did."""
+    import json
+
+    from tinygpt.ui.host.runlist import latest_held_out
+    from tinygpt.ui.people import room_table
+
+    assert latest_held_out(tmp_path) == ""  # before its first eval
+    evals = [{"step": 100, "val_loss": 2.4722}, {"step": 1200, "val_loss": 1.8865}]
+    (tmp_path / "evals.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+    assert latest_held_out(tmp_path) == "1.89 @1,200"
+    assert "held-out" in room_table.columns([{"held-out": "1.89 @1,200"}])
+    assert "held-out" not in room_table.columns([{"held-out": ""}])  # no run has an eval yet: no empty column

@@ -71,6 +71,16 @@ def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
     return rows
 
 
+def latest_held_out(run_dir) -> str:
+    """The run's newest held-out loss and its step, "2.47 @1,200", "" before its first eval: the Room's rows had
+    no loss at all, only the small charts' (a review)."""
+    try:
+        evals = [e for e in read_evals(run_dir) if isinstance(e.get("val_loss"), (int, float))]
+    except RunStoreError:
+        return ""
+    return f"{evals[-1]['val_loss']:.2f} @{evals[-1].get('step', 0):,}" if evals else ""
+
+
 def room_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
     """The instructor's table: one row per run, its learner first, then what the run is doing and did. "whose"
     says who started it (WHOSE: a learner, the instructor: the lecture run and the prepared runs, or no learner:
@@ -92,6 +102,7 @@ def room_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
                 "step": s.step,
                 "max steps": s.max_steps,
                 "steps": f"{s.step:,}" + ("" if until else f" / {s.max_steps:,}"),
+                "held-out": latest_held_out(store.path(s.run_id)),
                 "queue": position,
                 # A paused run's reason in the viewer's words (pages/room.py: who paused it, and a freed worker)
                 "paused": reason_for(s.reason or "", config, me) if s.state == "paused" else "",

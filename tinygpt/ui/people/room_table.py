@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from tinygpt.ui.words import safe
 
-SHOWN = ("learner", "name", "lesson step", "in view", "state", "steps", "flag", "live changes")
+SHOWN = ("learner", "name", "lesson step", "in view", "state", "steps", "held-out", "flag", "live changes")
 KEPT = ("learner", "name", "state", "steps", "flag")  # shown even when empty on every row: what the room is about
 LABELS = {"lesson step": "lesson", "live changes": "changes"}  # short headers: the narrow columns stay narrow
 
