@@ -78,18 +78,18 @@ def test_the_ghost_curve_is_labelled_with_what_the_new_run_changed():
     before = preset("demo", source=data.source).to_dict()
     after = preset("demo", num_heads=8, source=data.source).to_dict()
     label = settings.ghost_label(before, after)
-    assert label == "previous run: heads 4 → 8"
-    assert settings.ghost_label(before, before) == "previous run (same settings)"
+    assert label == "the run before this one: heads 4 → 8"
+    assert settings.ghost_label(before, before) == "the run before this one (same settings)"
     # Two uploads are both "text": told apart by their hash (a review's grey curve trained on another text)
     one, two = ({**before, "data": {"source": "text", "text": "", "text_sha256": h * 64}} for h in "ab")
-    assert settings.ghost_label(one, two) == "previous run: another text (sha256 aaaaaaaa… → bbbbbbbb…)"
-    assert settings.ghost_label(one, one) == "previous run (same settings)"
+    assert settings.ghost_label(one, two) == "the run before this one: another text (sha256 aaaaaaaa… → bbbbbbbb…)"
+    assert settings.ghost_label(one, one) == "the run before this one (same settings)"
     shakespeare = {**before, "data": {"source": "shakespeare"}}  # a review: "corpus TinyShakespeare → Paste text"
     said = settings.ghost_label(shakespeare, one)
-    assert said.startswith("previous run: corpus Tiny Shakespeare → a text of your own"), said
+    assert said.startswith("the run before this one: corpus Tiny Shakespeare → a text of your own"), said
     # the live knobs each run started with (a review: a new run under mask none beside "max steps 300 → 4000")
     leaky = preset("demo", max_steps=4000, mask="none", source=data.source).to_dict()
-    assert settings.ghost_label(before, leaky) == "previous run: max steps 300 → 4000, mask causal → none"
+    assert settings.ghost_label(before, leaky) == "the run before this one: max steps 300 → 4000, mask causal → none"
     parent = [{"step": s, "loss": 3.0 - s / 100} for s in range(1, 101)]
     spec = curves.loss_chart(parent[:50], [], [], 29, ghost=parent, ghost_label=label)
     # The previous run only as far as the new one has come (the axis fits the new run), named in the subtitle

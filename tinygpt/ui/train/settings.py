@@ -319,7 +319,7 @@ def changed_since_start(
 
 def ghost_label(parent_config: dict, config: dict) -> str:
     """The label of the replaced run's faint curve on Train: what this run changed, e.g.
-    "previous run: heads 4 → 8" (or "previous run (same settings)")."""
+    "the run before this one: heads 4 → 8" (or "... (same settings)")."""
     before, before_source = values_from_config(parent_config)
     after, after_source = values_from_config(config)
     # A run's own text is said as one, not by the menu item the form reloads it into ("Tiny Shakespeare → Paste
@@ -336,4 +336,6 @@ def ghost_label(parent_config: dict, config: dict) -> str:
     # change) beside "previous run: max steps 300 → 4000"
     changed += [f"{setting_word(f.name)} {before[f.name]} → {after[f.name]}" for f in KNOB_FIELDS
                 if f.name in before and f.name in after and before[f.name] != after[f.name]]  # fmt: skip
-    return "previous run: " + ", ".join(changed) if changed else "previous run (same settings)"
+    # "the run before this one", not "previous run": a review's watcher, who had trained nothing, took "previous"
+    # for her own browser's; the grey curve is the run this one replaced, whoever watches it
+    return "the run before this one: " + ", ".join(changed) if changed else "the run before this one (same settings)"

@@ -49,7 +49,7 @@ def build_view(store, rd, config: dict, status: dict, large: bool, viewer=None) 
     if known_vocab_size(rd.run_dir, config) is None:  # a named corpus before its worker loaded it
         notes.append("The uniform-guess line ln(V) comes once the run's worker has loaded the corpus and knows V.")
     if options[3] == "seconds":  # what the seconds count; with the previous run's curve, the loads it trained under
-        runs = {"this run": rd} | ({"the previous run": parent} if parent else {})
+        runs = {"this run": rd} | ({"the run before it": parent} if parent else {})
         notes += timing.seconds_notes({name: {"metrics": r.metrics, "evals": r.evals, "status": r.status()}
                                        for name, r in runs.items()})  # fmt: skip
     return {**figures, "markers": runinfo.event_notes(rd.events), "sample": last,
