@@ -19,7 +19,7 @@ from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import backlog, explain, flashes, fonts
 from tinygpt.ui.teach import lesson, prediction_view
 from tinygpt.ui.train import form
-from tinygpt.ui.words import picking, run_words
+from tinygpt.ui.words import picking, run_words, safe
 
 REFRESH_S = 3.0  # the room changes slowly: a refresh every few seconds is plenty and cheap for the server
 
@@ -89,6 +89,10 @@ def dashboard() -> None:
         st.caption(line)
     if waits := room_table.queue_note(rows):
         st.caption(waits)
+    names = {r["run"]: "the instructor's run" if r.get("whose") == runlist.INSTRUCTOR else f"{r['learner']}'s run"
+             for r in rows if r.get("whose") != runlist.NOBODY}  # fmt: skip
+    if here := positions.without_runs(resources.positions(), learners, names, len(lesson.STEPS)):
+        st.caption(safe.md(here))  # learners' names: text, never markdown
 
 
 dashboard()

@@ -579,3 +579,17 @@ def test_a_room_row_says_the_runs_newest_held_out_loss(tmp_path):
     assert latest_held_out(tmp_path) == "1.89 @1,200"
     assert "held-out" in room_table.columns([{"held-out": "1.89 @1,200"}])
     assert "held-out" not in room_table.columns([{"held-out": ""}])  # no run has an eval yet: no empty column
+
+
+def test_the_room_names_the_learners_here_without_a_run_of_their_own():
+    """Review 3 (stop 52): a learner who only watched had no row: the instructor could not see she was there."""
+    from tinygpt.ui.host.positions import Positions, without_runs
+
+    seen = Positions()
+    seen.saw("ada-id", 3, "run-a", now=100.0, name="Ada")  # owns run-a: she has a row
+    seen.saw("lena-id", 3, "run-a", now=100.0, name="Lena")  # watches Ada's run
+    seen.saw("bo-id", None, None, now=100.0, name="Bo")  # outside the lesson, nothing in view
+    seen.saw("gone-id", 3, None, now=0.0, name="Gone")  # not heard from for 100 s: not here
+    said = without_runs(seen, {"run-a": "ada-id"}, {"run-a": "Ada's run"}, 12, now=100.0)
+    assert said == "Here without a run of their own: Bo (not in the lesson), Lena (step 4/12, watching Ada's run)."
+    assert without_runs(seen, {"run-a": "ada-id", "r2": "lena-id", "r3": "bo-id"}, {}, 12, now=100.0) == ""

@@ -40,7 +40,7 @@ def test_the_parent_curve_on_train_says_where_the_branch_left_it():
         parent_label(parent, {**branch, "branch": {"step": 5, "changes": {}}})
         == "parent, branched at step 5 (no change)"
     )
-    assert parent_label(parent, {**parent, "parent": "parentid1"}).startswith("the run before this one")  # a replaced run
+    assert parent_label(parent, {**parent, "parent": "parentid1"}).startswith("the run before this one")
 
 
 def test_the_control_changes_only_what_differs_from_the_checkpoint_and_says_so():

@@ -21,6 +21,7 @@ class Position(NamedTuple):
     step: int | None  # the lesson step shown on their pane (0-based), None outside the lesson
     run_id: str | None  # the run in their view
     at: float  # time.monotonic() of the report
+    name: str = ""  # the learner's name, for a learner the table has no row for (no run of their own)
 
 
 class Positions:
@@ -30,11 +31,19 @@ class Positions:
         self._lock = threading.Lock()
         self._seen: dict[str, Position] = {}
 
-    def saw(self, learner_id: str, step: int | None, run_id: str | None, now: float | None = None) -> None:
+    def saw(
+        self, learner_id: str, step: int | None, run_id: str | None, now: float | None = None, name: str = ""
+    ) -> None:
         if not learner_id:
             return
         with self._lock:
-            self._seen[learner_id] = Position(step, run_id, time.monotonic() if now is None else now)
+            self._seen[learner_id] = Position(step, run_id, time.monotonic() if now is None else now, name)
+
+    def present(self, now: float | None = None, window_s: float = WINDOW_S) -> dict[str, Position]:
+        """{learner id: last report} of every learner heard from within `window_s`."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            return {lid: p for lid, p in self._seen.items() if now - p.at <= window_s}
 
     def of(self, learner_id: str | None, now: float | None = None, window_s: float = WINDOW_S) -> Position | None:
         """The learner's last report, or None when there is none within `window_s`."""
@@ -71,3 +80,21 @@ def with_positions(
         at = next((i + 1 for i, (key, _) in enumerate(cells) if key == "name"), 0)
         out.append(dict([*cells[:at], ("lesson step", where), ("in view", in_view), *cells[at:]]))
     return out
+
+
+def without_runs(
+    positions: Positions, learners: Mapping[str, str], names: Mapping[str, str], steps: int, now: float | None = None
+) -> str:
+    """ "Here without a run of their own: Lena (step 4/12, watching Ada's run), Bo (not in the lesson)." for the
+    learners heard from lately who own none of the table's runs (`learners`: run id -> learner id; `names`: run id
+    -> whose run it is), "" when there are none: a review's learner who only watched had no row, and the
+    instructor could not see she was there, nor where."""
+    owners = set(learners.values())
+    said = []
+    for learner_id, position in sorted(positions.present(now).items(), key=lambda kv: kv[1].name):
+        if learner_id in owners:
+            continue
+        where = "not in the lesson" if position.step is None else f"step {position.step + 1}/{steps}"
+        watching = f", watching {names[position.run_id]}" if position.run_id in names else ""
+        said.append(f"{position.name or 'a learner'} ({where}{watching})")
+    return f"Here without a run of their own: {', '.join(said)}." if said else ""

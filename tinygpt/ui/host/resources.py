@@ -184,7 +184,7 @@ def positions():
 def report_position(learner, step: int | None, run_id: str | None) -> None:
     """This session's learner is on lesson step `step` with `run_id` in view (the Room table reads it)."""
     if not learner.instructor:
-        positions().saw(learner.id, step, run_id)
+        positions().saw(learner.id, step, run_id, name=learner.name)
 
 
 def time_limit_s(learner) -> float | None:
