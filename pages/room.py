@@ -109,7 +109,8 @@ with st.expander("Per-run budget for learners", icon=":material/speed:"):
                "it is stopped with a checkpoint and says why; a resume starts a new budget at the back of the "
                "queue. Memory is checked for everyone: a run estimated not to fit is refused before it starts. "
                "Your own runs have no budget.")  # fmt: skip
-names = {r["run"]: f"{r['learner']} · {r['name']} · {r['state']}" for r in runlist.room_rows(store)}
+rows = {r["run"]: r for r in runlist.room_rows(store)}
+names = {run: f"{r['learner']} · {r['name']} · {r['state']}" for run, r in rows.items()}
 runs = list(names)
 if runs:
     c1, c2 = st.columns([3, 2])  # 3:1 cut the button's label to "Bring to the pr…" with Large fonts
@@ -122,4 +123,19 @@ if runs:
         whose = run_words.watching(read_config_json(store.path(pick)))  # the projected page named nobody (a review)
         flashes.flash("success", f"On your screen, in large fonts: {whose}, «{shown}».")
         st.switch_page("pages/train.py")
+    # One learner's run held (or let go) from here: a review had to project it and press Pause on Train
+    holds, row = pick in held, rows[pick]
+    can = row.get("whose") == runlist.LEARNER and (holds or row.get("state") in ("running", "queued", "starting"))
+    if c2.button("Let go of this run" if holds else "Pause and hold this run", icon=":material/front_hand:",
+                 width="stretch", disabled=not can, key="room_hold_one",
+                 help="A learner's run that trains or waits: paused, and its learner cannot resume it until you "
+                      "let go."):  # fmt: skip
+        try:
+            if holds:
+                manager.let_go(pick, actor=me)
+            else:
+                manager.pause(pick, actor=me)
+        except TinyGPTError as e:  # it ended or was deleted meanwhile
+            flashes.flash("warning", f"{names[pick]}: {e}")
+        st.rerun()
 room.key_reveal()

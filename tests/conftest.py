@@ -127,6 +127,7 @@ SLOW_TESTS = frozenset(
         "tests/ui/people/test_room_controls.py::test_an_instructors_pause_is_a_hold_the_learner_cannot_undo",
         "tests/ui/people/test_room_controls.py::test_large_fonts_stays_on_per_browser_across_refreshes",
         "tests/ui/people/test_room_controls.py::test_the_room_pauses_every_learners_run_as_a_hold_and_lets_go_at_once",
+        "tests/ui/people/test_room_controls.py::test_the_room_holds_one_learners_run_and_lets_it_go",
     }
 )
 

@@ -266,3 +266,27 @@ def test_a_hold_outlives_the_worker(runs_dir):
     manager.stop(run_id, actor=ANNA)  # a learner may stop a held run; it stays held (no resume from Runs)
     with pytest.raises(TinyGPTError, match="holds it"):
         manager.resume(run_id, actor=ANNA)
+
+
+def test_the_room_holds_one_learners_run_and_lets_it_go(runs_dir):
+    """Review 3 (stop 52): to hold one learner's run the instructor had to bring it to the projector and press
+    Pause on Train; the Room had only "Pause every learner's run". Now the Room's picker holds the run it names."""
+    runs = {name: start_run(app_as(actor)) for name, actor in (("anna", ANNA), ("ben", BEN))}
+    for run in runs.values():
+        wait_state(runs_dir, run, "running")
+    teacher = app_as(TEACHER)
+    teacher.switch_page("pages/room.py").run()
+    teacher.selectbox(key=people_keys.W_ROOM_PICK).set_value(runs["anna"]).run()
+    button(teacher, "Pause and hold this run").click().run()
+    assert not teacher.exception, teacher.exception
+    wait_state(runs_dir, runs["anna"], "paused")
+    assert read_hold(RunStore(runs_dir).path(runs["anna"]))["by"] == "the instructor"
+    assert read_hold(RunStore(runs_dir).path(runs["ben"])) == {}  # only the one picked
+    teacher.run()
+    button(teacher, "Let go of this run").click().run()
+    assert not teacher.exception, teacher.exception
+    assert read_hold(RunStore(runs_dir).path(runs["anna"])) == {}
+    wait_state(runs_dir, runs["anna"], "running", timeout_s=120)
+    manager = resources.get_manager()
+    for run in runs.values():
+        manager.stop(run)
