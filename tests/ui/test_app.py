@@ -586,4 +586,9 @@ def test_the_exact_learning_rate_box_can_step_down_from_a_usual_rate(runs_dir):
     its minimum 1e-6), on Train and in the branch panel alike."""
     at = new_app()
     box = at.number_input(key=knob_key(at, train_keys.W_LR, "_exact"))
-    assert box.step == 1e-4 and box.value - box.step >= box.min, (box.value, box.step, box.min)
+    assert box.step == settings.exact_step("learning_rate", box.value) and box.value - box.step >= box.min
+    # Review 4: a fixed 1e-4 stuck at 5.0e-2 ("−" gave 0.0499, shown "5.0e-2", and stepped back from that): a tenth
+    # of the value's decade, each press seen in the box's one decimal
+    for rate, after in ((2e-3, "1.9e-03"), (5e-2, "4.9e-02"), (0.1, "9.0e-02"), (1e-6, "9.0e-07")):
+        assert f"{rate - settings.exact_step('learning_rate', rate):.1e}" == after
+    assert settings.exact_step("attn_scale_mult", 1.0) is None  # its own box keeps Streamlit's step

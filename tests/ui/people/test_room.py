@@ -579,6 +579,12 @@ def test_a_room_row_says_the_runs_newest_held_out_loss(tmp_path):
     assert latest_held_out(tmp_path) == "1.89 @1,200"
     assert "held-out" in room_table.columns([{"held-out": "1.89 @1,200"}])
     assert "held-out" not in room_table.columns([{"held-out": ""}])  # no run has an eval yet: no empty column
+    # Round 2: a run switched to mask none read "0.23 @12,450" beside the others, a copying model's loss unsaid
+    config = {"model": {"mask": "causal"}}
+    switched = [{"kind": "knob", "knob": "mask", "ok": True, "old": "causal", "new": "none", "step": 1000}]
+    assert latest_held_out(tmp_path, config, switched) == "mask none: 1.89 @1,200"
+    back = switched + [{"kind": "knob", "knob": "mask", "ok": True, "old": "none", "new": "causal", "step": 1100}]
+    assert latest_held_out(tmp_path, config, back) == "1.89 @1,200"  # causal again by then
 
 
 def test_the_room_names_the_learners_here_without_a_run_of_their_own():
@@ -593,3 +599,14 @@ def test_the_room_names_the_learners_here_without_a_run_of_their_own():
     said = without_runs(seen, {"run-a": "ada-id"}, {"run-a": "Ada's run"}, 12, now=100.0)
     assert said == "Here without a run of their own: Bo (not in the lesson), Lena (step 4/12, watching Ada's run)."
     assert without_runs(seen, {"run-a": "ada-id", "r2": "lena-id", "r3": "bo-id"}, {}, 12, now=100.0) == ""
+
+
+def test_a_learners_first_page_tells_the_room_their_lesson_step_at_once(runs_dir):
+    """Round 2 (stop 52): a learner who had just opened the app read "Lesson 1/12" in her sidebar while the Room
+    said "not in the lesson" for up to 30 s: the page reported her position before the lesson pane set her step."""
+    from tinygpt.ui.teach import lesson
+
+    lesson.write_room(str(resources.get_store().root), step=3)
+    app_as(ANNA)
+    position = resources.positions().of(ANNA.id)
+    assert position is not None and position.step == 3 and position.name == "anna"

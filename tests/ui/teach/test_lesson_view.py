@@ -212,10 +212,10 @@ def test_prepare_is_offered_only_while_a_long_steps_runs_are_not_started(monkeyp
     monkeypatch.setattr(lesson_view, "room", lambda: {"runs": every})
     lesson_view.prepare_button(TEACHER)
     # where the button was, a line says why it is not (a review's instructor looked for it after a new class)
-    assert pressed == [] and said == [f"The long runs are prepared ({len(every)} runs; a new class keeps them): each "
+    assert pressed == [] and said == [f"The long runs were started ({len(every)} runs; a new class keeps them): each "
                                       "long step's check appears at its Set up."]  # fmt: skip
     lesson_view.prepare_button(TEACHER, short=True)
-    assert said[-1] == "Long runs: prepared"
+    assert said[-1] == f"Long runs: started ({len(every)})"
     missing_one = dict(list(every.items())[1:])
     monkeypatch.setattr(lesson_view, "room", lambda: {"runs": missing_one})
     lesson_view.prepare_button(TEACHER)

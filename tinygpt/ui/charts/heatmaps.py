@@ -376,9 +376,11 @@ def attention_row_chart(
     token_ticks(
         fig, cats, ticks, tick_step(len(cats), 900, t["label"]), "x", title_text="context character (attended to)"
     )
-    fig.update_yaxes(title_text="layer · head", autorange="reversed", showgrid=False)
+    # automargin: at Large fonts the axis title sat on the row labels ("-0 H0"); a floor on the height: with two
+    # rows the colour bar's 0, 0.5 and 1 ran into one another (a review)
+    fig.update_yaxes(title_text="layer · head", autorange="reversed", showgrid=False, automargin=True)
     fig.update_layout(coloraxis=WEIGHT_AXIS)
-    return style_plotly(fig, title, large, height=150 + len(heads) * (t["label"] + 12))
+    return style_plotly(fig, title, large, height=max(260, 150 + len(heads) * (t["label"] + 12)))
 
 
 def layer_grad_heatmap(

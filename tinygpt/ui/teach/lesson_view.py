@@ -390,6 +390,8 @@ def position(shop, actor: Actor) -> tuple[int, int | None, dict] | None:
     if local is None and shop.tutorial is not None:
         local = shop.tutorial
     index, seen = lesson.follow(local, state.get(teach_keys.LESSON_SEEN), data["step"])
+    if index != state.get(teach_keys.LESSON_STEP):  # the Room hears it now, not at the next keep-alive (30 s)
+        resources.report_position(actor, index, in_view.run_id())
     state.put(teach_keys.LESSON_STEP, index)
     state.put(teach_keys.LESSON_SEEN, seen)
     return index, seen, data
@@ -431,8 +433,9 @@ def prepare_button(actor: Actor, icon: bool = True, short: bool = False) -> None
     runs = room()["runs"]
     if all(runs.get(role) for role in lesson.PREPARE_ORDER):
         count = sum(len(runs[role]) for role in lesson.PREPARE_ORDER)
-        st.caption("Long runs: prepared" if short else f"The long runs are prepared ({count} runs; a new class keeps "
-                   "them): each long step's check appears at its Set up.")  # fmt: skip
+        # "started", not "prepared": right after the click none had trained yet (round 2)
+        st.caption(f"Long runs: started ({count})" if short else f"The long runs were started ({count} runs; a new "
+                   "class keeps them): each long step's check appears at its Set up.")  # fmt: skip
         return
     if st.button("Prepare the long runs", icon=":material/schedule:" if icon else None, key="lesson_prepare",
                  width="stretch",

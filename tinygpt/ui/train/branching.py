@@ -164,7 +164,7 @@ def _widget(column, name: str, label: str, choices, value: Any, key: str) -> Any
         return int(column.number_input(label, int(limit.low), int(limit.high), int(value), step=1, key=key))
     fmt = "%.2e" if name == "learning_rate" else "%.2f"
     low = float(limit.low) + (1e-6 if limit.above_low else 0.0)
-    step = settings.FIELD_BY_NAME[name].step if name in settings.FIELD_BY_NAME else None  # LR: 1e-4, "−" usable
+    step = settings.exact_step(name, float(value))  # a learning rate's: a tenth of its decade, "−" usable
     return float(column.number_input(label, low, float(limit.high), float(value), step=step, format=fmt, key=key))
 
 

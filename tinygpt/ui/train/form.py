@@ -299,7 +299,8 @@ def _draw_log_slider(container, field: Field, common: dict) -> None:
     slider_col.select_slider(field.label, options, format_func=lambda v: f"{v:g}", **common)
     exact_col.number_input(
         f"{field.label}, exact" if large else "exact", float(field.minimum), float(field.maximum),
-        step=field.step, format=field.format, key=exact_key, on_change=_knob_moved, args=(field.name, exact_key),
+        step=settings.exact_step(field.name, value), format=field.format, key=exact_key, on_change=_knob_moved,
+        args=(field.name, exact_key),
         disabled=common.get("disabled", False),
     )  # fmt: skip
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -156,7 +157,6 @@ FIELDS: tuple[Field, ...] = (
         "log_slider",
         minimum=1e-6,
         maximum=10.0,
-        step=1e-4,  # the exact box's −/+: Streamlit's default 0.01 left "−" greyed at any LR under 0.01 (a review)
         format="%.1e",
         options=LR_GRID,
         wide=True,
@@ -255,6 +255,15 @@ def with_text_name(config: RunConfig, name: str) -> RunConfig:
     """`config` with its text's file name (DataConfig.text_name): the presets and the lab's experiments build
     configs from a source and a text; the name is the upload's, kept beside them for the run's name."""
     return dataclasses.replace(config, data=dataclasses.replace(config.data, text_name=name))
+
+
+def exact_step(name: str, value: float) -> float | None:
+    """The −/+ step of a learning rate's exact box: a tenth of the value's decade (2.0e-3 → 1.9e-3, 5.0e-2 → 4.9e-2),
+    so each press shows in its "%.1e". Streamlit's default 0.01 left "−" greyed at any usual rate, and a fixed 1e-4
+    stuck at 5.0e-2, each press undone by the rounding it is shown with (reviews 3 and 4). None: the default."""
+    if name != "learning_rate" or not isinstance(value, (int, float)) or value <= 0:
+        return None
+    return 10.0 ** (math.floor(math.log10(value)) - 1)
 
 
 def text_digest(text: str) -> str:

@@ -432,6 +432,6 @@ def hold_note(hold, config: dict, actor: Actor) -> tuple[str, str] | None:
         return "info", "Paused and held by the instructor."
     return "warning", (
         "Paused by the instructor, who holds it: **Resume** and **Step** stay off, and you cannot start, branch or "
-        "resume a run, until the instructor lets go of it (look at the projector). You can still watch, sample, or "
-        "open runs on Runs."
+        "resume a run, until the instructor lets go of it (look at the projector). You can still watch it, sample "
+        "it, stop or delete it, and open runs on Runs."
     )
