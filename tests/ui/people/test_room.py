@@ -597,7 +597,13 @@ def test_the_room_names_the_learners_here_without_a_run_of_their_own():
     seen.saw("bo-id", None, None, now=100.0, name="Bo")  # outside the lesson, nothing in view
     seen.saw("gone-id", 3, None, now=0.0, name="Gone")  # not heard from for 100 s: not here
     said = without_runs(seen, {"run-a": "ada-id"}, {"run-a": "Ada's run"}, 12, now=100.0)
-    assert said == "Here without a run of their own: Bo (not in the lesson), Lena (step 4/12, watching Ada's run)."
+    # counted, never named: the Room is on the projector (names only on the instructor's toggle)
+    assert said == ("Here without a run of their own: 2 learners; 1 at step 4/12, watching Ada's run; 1 not in the "
+                    "lesson.")  # fmt: skip
+    assert "Lena" not in said and "Bo" not in said
+    seen.saw("bo-id", 3, "run-a", now=100.0, name="Bo")
+    assert without_runs(seen, {"run-a": "ada-id"}, {"run-a": "Ada's run"}, 12, now=100.0) == (
+        "Here without a run of their own: 2 learners at step 4/12, watching Ada's run.")
     assert without_runs(seen, {"run-a": "ada-id", "r2": "lena-id", "r3": "bo-id"}, {}, 12, now=100.0) == ""
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -85,16 +86,22 @@ def with_positions(
 def without_runs(
     positions: Positions, learners: Mapping[str, str], names: Mapping[str, str], steps: int, now: float | None = None
 ) -> str:
-    """ "Here without a run of their own: Lena (step 4/12, watching Ada's run), Bo (not in the lesson)." for the
+    """ "Here without a run of their own: 3 learners at step 4/12, watching Ada's run; 1 not in the lesson." for the
     learners heard from lately who own none of the table's runs (`learners`: run id -> learner id; `names`: run id
     -> whose run it is), "" when there are none: a review's learner who only watched had no row, and the
-    instructor could not see she was there, nor where."""
+    instructor could not see she was there, nor where. Counted, never named: the Room is the page on the projector,
+    and names appear there only on the instructor's toggle (the predictions' "Name the learners")."""
     owners = set(learners.values())
-    said = []
-    for learner_id, position in sorted(positions.present(now).items(), key=lambda kv: kv[1].name):
+    groups: Counter[tuple[str, str]] = Counter()
+    for learner_id, position in positions.present(now).items():
         if learner_id in owners:
             continue
-        where = "not in the lesson" if position.step is None else f"step {position.step + 1}/{steps}"
-        watching = f", watching {names[position.run_id]}" if position.run_id in names else ""
-        said.append(f"{position.name or 'a learner'} ({where}{watching})")
-    return f"Here without a run of their own: {', '.join(said)}." if said else ""
+        where = "not in the lesson" if position.step is None else f"at step {position.step + 1}/{steps}"
+        groups[where, f", watching {names[position.run_id]}" if position.run_id in names else ""] += 1
+    if not groups:
+        return ""
+    total = sum(groups.values())
+    said = [f"{n} {where}{watching}" for (where, watching), n in sorted(groups.items(), key=lambda g: -g[1])]
+    if len(said) == 1:  # "6 learners at step 1/12": the count once
+        return f"Here without a run of their own: {total} learner{'s' if total > 1 else ''} {said[0].split(' ', 1)[1]}."
+    return f"Here without a run of their own: {total} learners; {'; '.join(said)}."
