@@ -4,6 +4,7 @@ gives back and what changed since it started (the config the form builds: test_f
 from __future__ import annotations
 
 from tinygpt.presets import preset
+from tinygpt.runs.corpus import corpus_sha256
 from tinygpt.ui.train import settings
 
 
@@ -51,7 +52,7 @@ def test_a_runs_text_unedited_in_the_box_keeps_its_files_name():
     """Review 3 (stop 52): a learner pressed Train again beside her calendar.py run; the form showed the run's text
     as a paste and the new run was named "text d3510a". The name stays while the box holds that very text."""
     text = "def month(year, month):\n    return year * 12 + month\n" * 40
-    kept = ("calendar.py", settings.text_digest(text))
+    kept = ("calendar.py", corpus_sha256(text))
     assert settings.kept_text_name(text, kept) == "calendar.py"
     assert settings.kept_text_name(text + "# edited", kept) == ""  # another text now: no file's name for it
     assert settings.kept_text_name(text, None) == "" and settings.kept_text_name(text, ("", kept[1])) == ""

@@ -9,10 +9,11 @@ from __future__ import annotations
 import shlex
 import time
 from collections import Counter
+from pathlib import Path
 
 from tinygpt.config import LEAKING_MASKS, trains_until_stopped
 from tinygpt.errors import RunStoreError
-from tinygpt.runs.files import read_config_json, read_evals, read_events
+from tinygpt.runs.files import memo_by_file, read_config_json, read_evals, read_events, read_jsonl
 from tinygpt.runs.knobs import knobs_at, knobs_now
 from tinygpt.runs.lock import writer_lock_holder
 from tinygpt.runs.names import store_names
@@ -71,19 +72,24 @@ def run_rows(store: RunStore, me: Actor | None = None) -> list[dict]:
     return rows
 
 
+def _newest_eval(path: Path) -> dict | None:
+    evals = [e for e in read_jsonl(path) if isinstance(e.get("val_loss"), (int, float))]
+    return dict(evals[-1]) if evals else None
+
+
 def latest_held_out(run_dir, config: dict | None = None, events: list[dict] = ()) -> str:
     """The run's newest held-out loss and its step, "2.47 @1,200", "" before its first eval: the Room's rows had
     no loss at all, only the small charts' (a review). Under a leaking mask then it leads with it, as the Runs
     table's best val loss does ("mask none: 0.23 @12,450"): round 2 read a copying model's 0.23 as the room's best."""
-    try:
-        evals = [e for e in read_evals(run_dir) if isinstance(e.get("val_loss"), (int, float))]
+    try:  # read again only once evals.jsonl changed: the Room redraws every 3 s, a run evals every few seconds
+        last = memo_by_file(Path(run_dir) / "evals.jsonl", "newest eval", _newest_eval)
     except RunStoreError:
         return ""
-    if not evals:
+    if last is None:
         return ""
-    step = int(evals[-1].get("step") or 0)
+    step = int(last.get("step") or 0)
     mask = knobs_at(config or {}, list(events), step).get("mask") if config else None
-    said = f"{evals[-1]['val_loss']:.2f} @{step:,}"
+    said = f"{last['val_loss']:.2f} @{step:,}"
     return f"mask {mask}: {said}" if mask in LEAKING_MASKS else said
 
 

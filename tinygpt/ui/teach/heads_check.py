@@ -17,16 +17,11 @@ from dataclasses import dataclass
 
 from tinygpt.inside.heads import ROLE_RATIO
 from tinygpt.lab.prepare import HEADS
-from tinygpt.ui.teach.lesson_checks import HEADLINE_LIMIT, Check, Evidence, no_run, number_word
+from tinygpt.ui.teach.lesson_checks import HEADLINE_LIMIT, ROLE_JOBS, Check, Evidence, no_run, number_word
 
 SPECIALIST_RATIO = ROLE_RATIO  # at least twice the uniform share on its role's key: Circuits' head table's rule too
 ENDED = ("finished", "stopped", "diverged", "failed")
-JOB = {
-    "previous": "attends one character back",
-    "first": "attends to the first character",
-    "self": "attends to itself",
-    "induction": "attends to the character after the current one's earlier copy",
-}
+JOB = ROLE_JOBS  # what a head of each role does, in words: one table with the ablation step's
 SHORT = {"previous": "one back", "first": "first character", "self": "itself", "induction": "induction"}
 
 

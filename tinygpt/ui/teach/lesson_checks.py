@@ -379,7 +379,8 @@ def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
 
 
 ROLE_JOBS = {"previous": "attends one character back", "first": "attends to the first character",
-             "self": "attends to itself", "induction": "attends as an induction head does"}  # fmt: skip
+             "self": "attends to itself",
+             "induction": "attends to the character after the current one's earlier copy"}  # fmt: skip
 
 
 def _role_words(name: str, head: str, jobs: dict) -> tuple[str, str]:

@@ -23,7 +23,7 @@ import streamlit as st
 from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, RunConfig
 from tinygpt.errors import RunStoreError, TinyGPTError
 from tinygpt.presets import preset
-from tinygpt.runs.corpus import read_corpus
+from tinygpt.runs.corpus import corpus_sha256, read_corpus
 from tinygpt.runs.jobs import NoWorkerError
 from tinygpt.runs.owners import Actor, NotYourRunError
 from tinygpt.ui import state
@@ -61,7 +61,7 @@ def seed_form(rd) -> None:
                 st.warning(safe.md(f"The form starts without this run's text: {e}"))
             state.put_widget(train_keys.W_PASTE, text)
             name = str((rd.config().get("data") or {}).get("text_name") or "")
-            state.put(train_keys.FORM_TEXT, (name, settings.text_digest(text)))  # its file's name, while unedited
+            state.put(train_keys.FORM_TEXT, (name, corpus_sha256(text)))  # its file's name, while unedited
     if not state.has(train_keys.W_PASTE):  # a new session: the text this learner pasted before (drafts)
         state.init(train_keys.W_PASTE, drafts.load(resources.get_store().root, room.current()))
     state.init(train_keys.W_PRESET, first)

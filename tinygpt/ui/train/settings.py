@@ -13,7 +13,6 @@ Pure: no Streamlit calls (the widget keys are plain strings from tinygpt/ui/trai
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from tinygpt.data import (
     text_from_user,
 )
 from tinygpt.presets import PRESET_NOTES, preset
+from tinygpt.runs.corpus import corpus_sha256
 from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui.train import train_keys
 from tinygpt.ui.words.setting_words import setting_word
@@ -266,17 +266,13 @@ def exact_step(name: str, value: float) -> float | None:
     return 10.0 ** (math.floor(math.log10(value)) - 1)
 
 
-def text_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def kept_text_name(pasted: str, kept: tuple[str, str] | None) -> str:
-    """The file name of the run text the form was seeded with (`kept`: (name, text_digest)), while the box still
+    """The file name of the run text the form was seeded with (`kept`: (name, corpus_sha256)), while the box still
     holds that very text, else "": a review's learner pressed Train again beside her calendar.py run and the new run
     was named "text d3510a", the form showing the run's text as a paste (the room could not tell which text it was)."""
     if not kept or not kept[0]:
         return ""
-    return kept[0] if text_digest(pasted or "") == kept[1] else ""
+    return kept[0] if corpus_sha256(pasted or "") == kept[1] else ""
 
 
 def data_config(
