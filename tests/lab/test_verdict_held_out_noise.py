@@ -124,3 +124,15 @@ def test_the_mask_verdict_prints_the_held_out_noise_it_used():
     leaky.val_batch_losses = ()  # a run folder from before the eval recorded its batches
     words_now = mask_judge({"causal": causal, "off_by_one": leaky, "none": leaky}).sentence
     assert "the eval recorded no held-out spread" in words_now
+
+
+def test_the_mask_table_names_the_loss_without_the_future_as_the_sentence_does():
+    """The verdict said "loss without the future" and its table "no-peek loss": one number, two names (a review)."""
+    causal, leaky = result(scored(words(2_000), 1)), result(scored(words(2_000), 2))
+    causal.final_val_loss, leaky.final_val_loss, leaky.final_train_loss = 2.4, 0.15, 0.15
+    for r, leak, no_peek in ((causal, 0.0, 2.1), (leaky, 5.0, 8.0)):
+        r.leak, r.no_peek_loss, r.initial_loss = leak, no_peek, 3.0
+    verdict = mask_judge({"causal": causal, "off_by_one": leaky, "none": leaky})
+    assert "loss without the future" in verdict.sentence
+    assert verdict.observed["loss without the future, none"] == 8.0
+    assert not any("no-peek" in name for name in verdict.observed)

@@ -43,7 +43,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     observed: dict[str, Any] = {
         "train loss, causal": causal.final_train_loss,
         "leak, causal": causal.leak,
-        "no-peek loss, causal": causal.no_peek_loss,
+        "loss without the future, causal": causal.no_peek_loss,
     }
     clauses: dict[str, bool | None] = {}
     parts = []
@@ -54,7 +54,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         observed |= {
             f"train loss, {label}": leaky.final_train_loss,
             f"leak, {label}": leaky.leak,
-            f"no-peek loss, {label}": leaky.no_peek_loss,
+            f"loss without the future, {label}": leaky.no_peek_loss,
         }
         margin = MASK_CHEAT
         # Held-out first: a leaky model reads the future in held-out windows too, so its loss collapses there as
