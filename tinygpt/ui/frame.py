@@ -165,6 +165,11 @@ def run() -> None:
     css = (
         "[data-testid='stElementContainer'][data-stale='true'] { opacity: 1 !important; transition: none !important; }"
     )
+    # A tab opened by the program (a lesson step's Set up opens the tab its check reads) is scrolled into view by
+    # Streamlit with block 'nearest': the page jumped ~1,000 px down and the lesson banner with the check left the
+    # projector (a review, step 9). A scroll margin taller than any page makes the tab's box overflow the view on
+    # both sides, where 'nearest' does nothing; sideways (a tab bar wider than the page) it still scrolls.
+    css += " [role='tab'] { scroll-margin-block: 100000px; }"
     if large:  # Streamlit sizes text in rem: everything scales; the page title and top margin shrink to make room
         css += " html { font-size: 20px !important; }"
         css += " [data-testid='stMainBlockContainer'] { padding-top: 3.2rem !important; }"
