@@ -168,3 +168,11 @@ def test_a_training_loss_far_under_the_held_out_loss_is_said_with_both_readings(
     assert "is 0.79 nats under the held-out loss at step 800" in text and "by heart, or the held-out text" in text, text
     close = [{"step": 700, "val_loss": 0.45}, {"step": 800, "val_loss": 0.44}]  # 0.11 apart: nothing said
     assert "by heart" not in clip_caption(metrics, {"max_grad_norm": 1.0, "learning_rate": 1e-3}, "adamw", close)
+
+
+def test_the_caption_names_the_threshold_the_chart_no_longer_labels():
+    """The chart's "clip threshold 1" lay under the clipped points (a review): the caption beside it says it."""
+    records = [{"step": s, "loss": 2.0, "grad_norm": 2.5, "clipped": True, "lr": 1e-3} for s in range(1, 301)]
+    assert "scaled to the threshold 1, by about 0.4×" in clip_caption(records, KNOBS, "adamw")
+    leaking = clip_caption(records, KNOBS, "adamw", [], [("none", 100, 300)])
+    assert "to the threshold 1." in leaking, leaking

@@ -299,7 +299,7 @@ def grad_norm_chart(
     # The subtitle is part of the template, so it says what the points are rather than how many (that would
     # change the spec, and rebuild the view, at every refresh). The wait goes there too, not in the title, which a
     # half-width column cuts.
-    subtitle = "orange points: steps clipped to the threshold" if clipping else "clipping is off"
+    subtitle = "orange points: steps clipped to the threshold (the dashed line)" if clipping else "clipping is off"
     subtitle = subtitle if rows else f"{WAITING} ({subtitle})"
     return live_spec(_grad_norm_template, (title, subtitle, large, legend_lines(len(datasets["knobs"]))), datasets)
 
@@ -315,7 +315,10 @@ def _grad_norm_template(title: str, subtitle: str, large: bool, below: int = 0):
     layers = [
         base.mark_line(strokeWidth=t["line"], color=BLUE),
         hover_layer(base.encode(tooltip=tooltip, color=alt.value(BLUE)), "grad", data="grad_hover"),
-        *reference_layers("clip", yspec, t, colour=ORANGE),
+        # Unlabelled on the plot: the norms cluster at the threshold when clipping acts, and its label lay under
+        # the clipped points there, unreadable (a review at 1280x720, Large). Its value: the rule's tooltip, the
+        # chart's caption (words.clipping) and the knob beside it.
+        *reference_layers("clip", yspec, t, colour=ORANGE, labelled=False),
         alt.Chart(alt.NamedData("clipped"))
         .mark_point(filled=True, color=ORANGE, size=6 * t["text"])
         .encode(x=step_x(), y=y, tooltip=[*tooltip, alt.Tooltip("clipped:N", title="clipped to threshold")]),

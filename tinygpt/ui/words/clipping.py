@@ -41,7 +41,7 @@ def clip_caption(
         if not k:
             return f"No step was clipped in the last {n}: the gradient norm stayed under the threshold {clip:g}." + leak
         rates = [m["lr"] for m in clipped if isinstance(m.get("lr"), (int, float))]
-        return f"Clipped on {share}{_rates_said(rates, knobs.get('learning_rate'))}." + leak
+        return f"Clipped on {share}{_rates_said(rates, knobs.get('learning_rate'))}, to the threshold {clip:g}." + leak
     rising, trend = _trend_said(losses)
     held_rising, held = _held_out_said(evals, recent[0].get("step"), recent[-1].get("step"), leaks)
     wrecked, worse = _far_above_best(evals, recent[-1].get("step"), leaks)
@@ -55,7 +55,8 @@ def clip_caption(
     rates = [m["lr"] for m in clipped if isinstance(m.get("lr"), (int, float))]
     lr = rates[-1] if rates else knobs.get("learning_rate")  # the rate now: the last clipped step's
     at_lr = _rates_said(rates, knobs.get("learning_rate"))
-    text = f"Clipped on {share}{at_lr}, each clipped gradient scaled by about {factor:.2g}×."
+    # The threshold is said here, not on the chart: its label there lay under the clipped points (a review)
+    text = f"Clipped on {share}{at_lr}, each clipped gradient scaled to the threshold {clip:g}, by about {factor:.2g}×."
     if (held_rising or wrecked) and not rising and over_fitting(losses, evals, recent[-1].get("step"), leaks):
         # The training loss holds or falls below anything the held-out text ever scored: the model learns its own
         # text, not a rate that is too high (a review's 1.5 kB run at lr 0.0003 read "lower the learning rate")
