@@ -123,3 +123,17 @@ def test_a_branch_says_what_its_changes_do_to_its_first_learning_rate():
     assert branching.schedule_effect({"max_steps": 3001}, base, 800) == ""  # moved by under 1%: nothing to say
     doubled = branching.schedule_effect({"learning_rate": 0.006}, base, 800)  # min_lr moves along, as live
     assert "0.00259 → 0.00518" in doubled, doubled
+
+
+def test_the_grey_curve_of_a_replaced_run_names_its_live_changes():
+    """A review compared a run against a grey curve labelled "LR 0.002 → 0.01" that had trained at 0.005 from step
+    278, under mask none from 374 and scaling none from 448: the bends of that curve were unexplained."""
+    before = {"train": {"learning_rate": 0.002}}
+    after = {"parent": "p1", "train": {"learning_rate": 0.01}}
+    knob = [{"kind": "knob", "knob": k, "old": o, "new": n, "step": s, "applied": True}
+            for k, o, n, s in (("learning_rate", 0.002, 0.005, 278), ("mask", "causal", "none", 374),
+                               ("attn_scale", "head_dim", "none", 448))]  # fmt: skip
+    label = parent_label(before, after, knob)
+    assert label.startswith("the run before this one: ") and "; its live changes: LR 0.002→0.005 @278" in label
+    assert label.endswith("mask causal→none @374 and 1 more"), label
+    assert "live changes" not in parent_label(before, after, [])

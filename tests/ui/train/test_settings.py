@@ -97,3 +97,13 @@ def test_the_ghost_curve_is_labelled_with_what_the_new_run_changed():
     assert [r["step"] for r in spec["datasets"]["ghost"]] == list(range(1, 51))
     assert label in " ".join(spec["title"]["subtitle"])
     assert not curves.loss_chart(parent, [], [], 29)["datasets"]["ghost"]
+
+
+def test_the_ghost_label_counts_the_differences_past_a_few():
+    """A preset switched between two runs: eleven differences ran seven lines over a 120 px plot (a review)."""
+    before = preset("demo").to_dict()
+    after = preset("demo", num_layers=4, hidden_dim=128, max_seq_len=64, batch_size=12, max_steps=350).to_dict()
+    label = settings.ghost_label(before, after)
+    assert label.count("→") == settings.GHOST_SETTINGS and label.endswith(" 2 more settings"), label
+    four = preset("demo", num_layers=4, hidden_dim=128, max_seq_len=64, batch_size=12).to_dict()
+    assert settings.ghost_label(before, four).count("→") == 4  # one more is said, not counted

@@ -30,7 +30,7 @@ from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import flashes
 from tinygpt.ui.train import settings, train_keys
 from tinygpt.ui.words import safe
-from tinygpt.ui.words.knob_words import knob_value, knob_word, shown_changes
+from tinygpt.ui.words.knob_words import change_label, knob_value, knob_word, shown_changes
 from tinygpt.ui.words.setting_words import setting_word
 
 # (setting, label, choices or None): what the control lets a learner change, in the order a lesson changes them.
@@ -64,8 +64,12 @@ def parent_label(
     learning rate's min_lr, moved along, left unsaid), then the parent's live changes after the branch step that
     the branch did not take (parent_changes_after), settings.ghost_label's "previous run: ..." for a run that
     replaced another."""
-    if (branch := branch_of(config)) is None:
-        return settings.ghost_label(parent_config, config)
+    if (branch := branch_of(config)) is None:  # and what the replaced run changed as it trained: the grey curve
+        # bends there (a review compared against a curve said to be "LR 0.002" that ran at 0.005 from step 278)
+        changes = [change_label(e) for e in shown_changes(parent_events)]
+        more = len(changes) - SHOWN_AFTER
+        live = ", ".join(changes[:SHOWN_AFTER]) + (f" and {more} more" if more > 0 else "")
+        return settings.ghost_label(parent_config, config) + (f"; its live changes: {live}" if changes else "")
     changes = branch["changes"]
     shown = [n for n in changes if n != "min_lr" or "learning_rate" not in changes]
     said = [f"{setting_word(n)}→{knob_value(changes[n])}" for n in shown]

@@ -343,4 +343,9 @@ def ghost_label(parent_config: dict, config: dict) -> str:
                 if f.name in before and f.name in after and before[f.name] != after[f.name]]  # fmt: skip
     # "the run before this one", not "previous run": a review's watcher, who had trained nothing, took "previous"
     # for her own browser's; the grey curve is the run this one replaced, whoever watches it
+    if len(changed) > GHOST_SETTINGS + 1:  # a preset's dozen differences ran 7 lines over a 120 px plot (a review)
+        changed = [*changed[:GHOST_SETTINGS], f"{len(changed) - GHOST_SETTINGS} more settings"]
     return "the run before this one: " + ", ".join(changed) if changed else "the run before this one (same settings)"
+
+
+GHOST_SETTINGS = 3  # the differences the grey curve's label names; past one more, the rest are counted
