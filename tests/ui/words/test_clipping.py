@@ -176,3 +176,19 @@ def test_the_caption_names_the_threshold_the_chart_no_longer_labels():
     assert "scaled to the threshold 1, by about 0.4×" in clip_caption(records, KNOBS, "adamw")
     leaking = clip_caption(records, KNOBS, "adamw", [], [("none", 100, 300)])
     assert "to the threshold 1." in leaking, leaking
+
+
+def test_far_above_its_best_the_caption_says_that_gap_and_not_an_undecided_one_beside_it():
+    """A review's 4 kB run: "Held-out loss 2.469 → 3.233 (steps 50 → 350, +0.764 ± 0.923 …): too little held-out
+    text to tell whether it moved" and then "3.233 … is 1.4× this run's best … lost much of what it had learned"."""
+    records = [{"step": s, "loss": 0.2, "grad_norm": 2.0, "clipped": True, "lr": 1e-3} for s in range(51, 351)]
+    shape, tokens = [8, 64], 400  # 6 windows of 64: scant
+    spread = (-0.3, 0.3, -0.1, 0.1)  # the best's gap clears its noise, the window's start does not
+
+    def ev(step, loss, wide):
+        return {"step": step, "val_loss": loss, "val_tokens": tokens, "batch_shape": shape,
+                "val_batch_losses": [loss + wide * b for b in spread * 5]}  # fmt: skip
+    evals = [ev(50, 2.469, 3.0), ev(100, 2.354, 0.0), ev(350, 3.233, 0.0)]
+    text = clip_caption(records, KNOBS, "adamw", evals)
+    assert "1.4× this run's best, 2.354 at step 100, +0.879 ± " in text and "beyond its noise" in text, text
+    assert "too little held-out text to tell" not in text, text

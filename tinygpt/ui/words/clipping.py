@@ -45,6 +45,8 @@ def clip_caption(
     rising, trend = _trend_said(losses)
     held_rising, held = _held_out_said(evals, recent[0].get("step"), recent[-1].get("step"), leaks)
     wrecked, worse = _far_above_best(evals, recent[-1].get("step"), leaks)
+    if wrecked and held_rising is None:  # an undecided change from an eval before the best says nothing the best's
+        held = ""  # gap does not, and beside it read as "too little text to tell" and "lost much" at once (a review)
     held += worse
     gap = _train_gap_said(losses, evals, recent[-1].get("step"), leaks)  # not beside the over-fitting words below
     if not k:
@@ -219,10 +221,14 @@ def _far_above_best(evals, last: object, leaks) -> tuple[bool, str]:
     if found is None:
         return False, ""
     best, now = found
+    # Its own gap and noise, said: beside "too little held-out text to tell whether it moved" over the caption's
+    # steps (from an eval before the best), a bare "1.4× this run's best" read as a contradiction (a review)
+    gap = eval_gap(best, now)
+    noise = f", {gap.mean:+.3f} ± {NOISE_SIGMAS * gap.standard_error:.3f}, beyond its noise" if gap is not None else ""
     return True, (
         f" Held-out loss {now['val_loss']:.3f} at step {now['step']:,} is {now['val_loss'] / best['val_loss']:.1f}× "
-        f"this run's best, {best['val_loss']:.3f} at step {best['step']:,}: the model has lost much of what it had "
-        "learned."
+        f"this run's best, {best['val_loss']:.3f} at step {best['step']:,}{noise}: the model has lost much of what "
+        "it had learned."
     )
 
 
