@@ -686,3 +686,17 @@ def test_a_margin_under_a_tenth_of_the_bar_is_said_as_thin():
     assert held is True and words.endswith("clears the bar 0.10, by only 0.004"), words
     held, words = clears(Difference(0.31, 0.01, 20, True), 0.10)
     assert held is True and words.endswith("clears the bar 0.10"), words
+
+
+def test_the_memorised_words_say_whose_loss_may_be_memorising():
+    """A review read "a lower training loss here is memorising, not the pitfall" as said of the detached run, whose
+    loss was the higher: the words now say it of the run that memorised."""
+    from tinygpt.lab.experiment import memorised
+
+    residual = run(steps=600, max_steps=600, final_val_loss=2.504, final_eval_train_loss=2.029,
+                   chars_read=600 * 16 * 32, train_chars=10_000)  # fmt: skip
+    detached = run(steps=600, max_steps=600, final_val_loss=3.219, final_eval_train_loss=3.1,
+                   chars_read=600 * 16 * 32, train_chars=10_000)  # fmt: skip
+    words = memorised({"residual": residual, "detached": detached})
+    assert words.startswith("the residual run memorised its text"), words
+    assert "how low its loss went may be memorising, not learning" in words and "a lower training" not in words

@@ -218,8 +218,11 @@ def memorised(results: dict[str, RunResult]) -> str:
         # Both the last eval's (its held-out and training-split scores), not the last steps' mean the loss clauses
         # quote: a review read 0.668 here and 0.689 there for one run, unexplained
         f"loss ({run.final_val_loss:.3f} vs {run.final_eval_train_loss:.3f}, its last eval's held-out and "
-        f"training-split scores; over {MEMORISED}), so a lower training "
-        f"loss here is memorising, not the pitfall; the held-out split{split} is too small to tell the two apart{size}"
+        # Said of that run, whichever side of the pitfall it is on: "a lower training loss here is memorising" read
+        # as said of the detached run, whose loss was the higher (a review)
+        f"training-split scores; over {MEMORISED}), so how low its loss went may be memorising, not learning, and "
+        f"the gaps between the runs memorising, not the pitfall; the held-out split{split} is too small to tell the "
+        f"two apart{size}"
     )
 
 
