@@ -160,7 +160,9 @@ if last and last.get("probs") is not None:
         st.caption(stale)
     c1, c2 = (st.container(), st.container()) if large else st.columns(2)  # side by side, Large cut both titles
     with c1:
-        st.markdown(f"**Next character after the last position** (it picked {last['char']!r})")
+        # Of the step that drew the last character: "next character after the last position" read as a forecast
+        # of the character to come after the text (a review)
+        st.markdown(f"**What the last character was drawn from** (it picked {last['char']!r})")
         explain.show_chart(
             compare.next_char_chart(last["vocab"], last["probs_raw"], last["probs"], large=large),
             "next_char_chart",

@@ -37,8 +37,8 @@ CHART_HELP: dict[str, str] = {
     "head_stats_chart": "Entropy of each head's attention (nats, averaged over positions): on the dashed line a "
     "head spreads its weight evenly over every key the mask lets it see, near 0 it looks at one character. Max "
     "weight near 1 means softmax has saturated to one-hot.",
-    "next_char_chart": "The model's probabilities for the next character, before (temperature 1, no filtering) and "
-    "after temperature, top-k and top-p. Lower temperature sharpens the bars; top-k and top-p cut the tail to zero.",
+    "next_char_chart": "The model's probabilities at the step that drew the last character (from the characters "
+    "before it), before (temperature 1, no filtering) and after temperature, top-k and top-p. Lower temperature sharpens the bars; top-k and top-p cut the tail to zero.",
     "attention_row_chart": "Where each head looked when it produced the newest character: one row per layer and "
     "head, one column per context character.",
     "compare_chart": "The same curve for several runs on one axis: the gap between the lines is the effect of what "
