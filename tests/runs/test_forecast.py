@@ -95,7 +95,8 @@ def test_the_published_reason_says_why_a_learner_waits(tmp_path):
     ahead = [j for j, _ in order[:15]]
     said = queued_reason(a, ahead, 16.0, 2)
     assert said == ("waiting for a free training slot (2 run(s) train at once); the 15 prepared run(s) ahead of it "
-                    "start first: while prepared runs wait, the last free slot is theirs")  # fmt: skip
+                    "start first: while prepared runs wait, the last free slot is theirs (a live run that ends or "
+                    "pauses while one of them trains frees a slot for this one)")  # fmt: skip
     assert queued_reason(queue[2], [], 1.0, 2).endswith("; live runs go first")
 
 

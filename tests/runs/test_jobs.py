@@ -165,3 +165,11 @@ def test_slots_held_until_stopped_start_nobody():
     order = start_order(queue, [(lecture, math.inf), (other, math.inf)], 2, lambda j: 1.0)
     assert [t for _, t in order] == [math.inf] * 3
     assert start_order([], [(lecture, math.inf)], 2, lambda j: 1.0) == []
+
+
+def test_a_lecture_run_that_pauses_while_a_prepared_run_trains_frees_its_slot_for_the_first_learner():
+    """What the learners' queue words now add (forecast.queued_reason): a review's lecture run paused at step 8 while
+    a prepared run held the other slot, and learner A started ahead of the 15 prepared runs, as the rule says."""
+    lecture, running, queue = lesson()
+    order = start_order(queue, [(lecture, 0.0), (running, 1.0)], 2, lambda j: 1.0)
+    assert order[0] == (queue[0], 0.0) and queue[0].run_id == "A"

@@ -72,7 +72,9 @@ def queued_reason(job: Job, ahead: list[Job], starts: float, slots: int) -> str:
     elif prepared := sum(j.priority == PREPARED for j in ahead):
         reason += (
             f"; the {prepared} prepared run(s) ahead of it start first: while prepared runs wait, the last free "
-            "slot is theirs"
+            # What can change that, said: a review's learners were told so, then started before 3 of them when the
+            # lecture run paused (a prepared run held the other slot, so the freed one was theirs: next_index)
+            "slot is theirs (a live run that ends or pauses while one of them trains frees a slot for this one)"
         )
     if math.isinf(starts):  # a run that trains until stopped may take a slot yet: one ahead, when a run ends
         later = any(j.endless for j in ahead)  # (a review: "every slot holds" beside a 3,000-step prepared run)
