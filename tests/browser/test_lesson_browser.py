@@ -144,8 +144,9 @@ def test_the_whole_lesson_plays_for_an_instructor_and_two_learners(browser, less
         (OUTPUT / "lesson_timings.json").write_text(json.dumps(timings, indent=1))  # so far, if a later step fails
         wait_seen(anna, 30)  # the learners read the same runs: the same check on their screens
         if step.setup.tab:  # the tab it opened did not scroll the page: the banner and its check stay on the screen
-            scrolled = teacher.evaluate("document.querySelector('[data-testid=stMain]').scrollTop")
-            assert scrolled == 0, f"step {index + 1}: opening the tab {step.setup.tab!r} scrolled the page {scrolled} px"
+            box = pane(teacher).locator('[data-testid="stAlertContentSuccess"]').first.bounding_box()
+            assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= teacher.viewport_size["height"], (
+                f"step {index + 1}: opening the tab {step.setup.tab!r} moved the check off the screen: {box}")
         if step.key == "ablation":  # the check's head and number are on the heatmap beside it (issue 33, finding 8)
             # The check's line names its head first: "L1H1, the induction head, stands out: zero-ablating it adds
             # +0.671 nats"

@@ -318,7 +318,7 @@ def test_grad_norm_chart_log_scale_clip_threshold_and_clipped_points():
     clipped = [row for row in all_rows(spec) if row.get("clipped") == "yes"]
     assert [row["step"] for row in clipped] == list(range(1, 21))
     assert 77 in rules_at(spec, "x")  # the non-finite step
-    assert spec["title"]["subtitle"] == "orange points: steps clipped to the threshold (the dashed line)"
+    assert spec["title"]["subtitle"] == "orange: steps clipped to the dashed threshold"
     off = curves.grad_norm_chart(METRICS, None, []).to_dict()
     assert off["title"]["subtitle"] == "clipping is off"
 

@@ -299,7 +299,8 @@ def grad_norm_chart(
     # The subtitle is part of the template, so it says what the points are rather than how many (that would
     # change the spec, and rebuild the view, at every refresh). The wait goes there too, not in the title, which a
     # half-width column cuts.
-    subtitle = "orange points: steps clipped to the threshold (the dashed line)" if clipping else "clipping is off"
+    # 45 characters at most: "… (the dashed line)" was cut at Large fonts in Train's column (the layout probe)
+    subtitle = "orange: steps clipped to the dashed threshold" if clipping else "clipping is off"
     subtitle = subtitle if rows else f"{WAITING} ({subtitle})"
     return live_spec(_grad_norm_template, (title, subtitle, large, legend_lines(len(datasets["knobs"]))), datasets)
 
