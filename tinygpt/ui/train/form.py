@@ -374,7 +374,8 @@ def draw_form(
             state.pop(train_keys.KNOBS_DRAWN)
         _draw_fields(settings.KNOB_FIELDS, read_only and live_run is not None, per_row)
     uploaded = None
-    model_box = st.expander("**Data and model** · changing these starts a new run") if run_shown else None
+    model_box = st.expander("**Data and model** · changing these starts a new run", key=train_keys.W_MODEL_BOX) \
+        if run_shown else None
     with model_box or st.container(border=True):
         if not run_shown:
             st.markdown("**Data and model** · changing these starts a new run")

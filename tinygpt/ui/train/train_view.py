@@ -123,7 +123,7 @@ def shared_figures(key: tuple, records: tuple, build: Callable[[], dict], fresh_
 
 def chart_options() -> None:
     """Outside the live fragment: widgets re-sent at every refresh cost the browser a re-render each time."""
-    with st.expander("Chart options"):
+    with st.expander("Chart options", key=train_keys.W_CHART_OPTIONS_BOX):
         o1, o2 = st.columns(2)
         state.init(train_keys.W_TARGET, 0.0)
         state.init(train_keys.W_SMOOTH, 0.0)
@@ -142,7 +142,8 @@ def branch_expander(store, rd, learner) -> None:
     if rd is None or not rd.checkpoints():
         return
     name = runlist.run_names(store).get(rd.run_id) or f"run {rd.run_id}"
-    with st.expander("Branch from a checkpoint (a new run from there, settings changed, on the same batches)"):
+    with st.expander("Branch from a checkpoint (a new run from there, settings changed, on the same batches)",
+                     key=train_keys.W_BRANCH_BOX):  # fmt: skip
         branching.branch_panel(store, rd.run_id, name, learner)
 
 
