@@ -113,3 +113,12 @@ def test_a_long_run_name_is_cut_in_a_comparisons_list_of_changes():
     # cut in the middle: two runs whose names differ at their ends stay apart (a review read two alike entries)
     a, b = (knob_words.knob_marks(EVENTS[:1], run=f"2L×4H×64 · sched.py · LR {lr}")[0]["label"] for lr in (2, 6))
     assert a != b
+
+
+def test_a_branch_change_is_said_as_one_not_as_a_live_change():
+    """The Room's "changes" read a branch's "LR 0.002→0.005 @200" as a learner turning the knob live (a review)."""
+    from tinygpt.ui.words.knob_words import change_label
+
+    event = {"kind": "knob", "knob": "learning_rate", "old": 0.002, "new": 0.005, "step": 200, "ok": True}
+    assert change_label(event) == "LR 0.002→0.005 @200"
+    assert change_label({**event, "branch": True}) == "LR 0.002→0.005 @200 (branch)"

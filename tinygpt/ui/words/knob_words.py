@@ -61,7 +61,10 @@ def change_label(event: dict, old: bool = True) -> str:
     (a run name lists every change and only needs where each went). The step comes last, so a list of changes
     reads as what changed first; on a chart each entry is tied to its rule by its number (style.numbered_markers)."""
     before = f" {knob_value(event.get('old'))}" if old else ""
-    return f"{knob_word(event.get('knob'))}{before}→{knob_value(event.get('new'))} @{int(event.get('step') or 0)}"
+    # A branch's own change is no live change of a knob: the Room's "changes" read a branch's "LR 0.002→0.005 @200"
+    # as a learner turning it while the run trained (a review)
+    how = " (branch)" if event.get("branch") else ""
+    return f"{knob_word(event.get('knob'))}{before}→{knob_value(event.get('new'))} @{int(event.get('step') or 0)}{how}"
 
 
 RUN_PREFIX = 24  # characters of a run's name before its change in a comparison's list of changes
