@@ -92,3 +92,26 @@ def test_a_snapshot_under_a_leak_names_the_mask_the_run_had_outside_it():
     assert note.endswith("the heads the sliding_window mask trains."), note
     from_start = leaks.snapshot_note({"model": {"mask": "none"}}, [], 100)  # a leak from step 0, still on
     assert "Scrub" not in from_start, from_start
+
+
+def test_copying_is_said_only_for_a_fall_beyond_its_noise_and_below_the_runs_best_without_the_leak():
+    """Two reviews on short texts: "Under it the held-out loss fell (3.549 at step 650, 3.451 at step 800): the model
+    copies the character it must predict" where two of five batches rose, and a fall out of an over-fitted model's
+    held-out loss (4.257 -> 4.003, near ln V, its best 3.385) while its training loss jumped from 0.65 to 3.96."""
+    events = [mask_event(650, "causal", "none"), mask_event(800, "none", "causal")]
+
+    def ev(step, loss, spread):
+        return {"step": step, "val_loss": loss, "val_tokens": 2_000, "batch_shape": [16, 32],
+                "val_batch_losses": [loss + d for d in spread]}  # fmt: skip
+    wobble = [ev(50, 3.0, [0.0] * 5), ev(650, 3.549, [0.0] * 5),
+              ev(800, 3.451, [-0.354, 0.294, -0.400, -0.398, 0.364])]  # fmt: skip
+    noisy = leaks.loss_leak_note(CONFIG, events, 900, wobble)
+    assert "did not fall beyond its noise (3.549 at step 650, 3.451 at step 800, -0.098 ± " in noisy, noisy
+    assert "copies" not in noisy and "(mask none: every position sees the characters after it)" in noisy
+    overfit = [ev(50, 3.385, [0.0] * 5), ev(650, 4.257, [0.01, -0.01] * 3), ev(800, 4.003, [0.01, -0.01] * 3)]
+    said = leaks.loss_leak_note(CONFIG, events, 900, overfit)
+    assert "fell (4.257 at step 650, 4.003 at step 800, -0.254 ± " in said, said
+    assert "but stayed above the run's best without the leak (3.385 at step 50): no copying shows" in said
+    copying = [ev(50, 2.2, [0.0] * 5), ev(650, 2.4, [0.01, -0.01] * 3), ev(800, 0.3, [0.01, -0.01] * 3)]
+    plunge = leaks.loss_leak_note(CONFIG, events, 900, copying)
+    assert "below the run's best without the leak (2.200 at step 50): the model copies" in plunge, plunge

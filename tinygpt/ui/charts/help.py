@@ -9,7 +9,7 @@ CHART_HELP: dict[str, str] = {
     "loss_chart": "Training loss should start near the dashed ln(V) line (a uniform guess) and fall below it within "
     "a few dozen steps. With the settings unchanged, validation loss rising while training loss falls is "
     "overfitting; a gap from the first eval is not (held-out text unlike the training text). Under a mask that "
-    "shows the next character both curves plunge: a leak, and a note says so.",
+    "shows the next character both curves plunge once the model copies it: the note says if it did.",
     "lr_chart": "The learning rate the optimizer used at each step: a linear warmup, then a cosine decay to the "
     "floor; a run that trains until stopped keeps the peak. The faint line is the plan from now on, "
     "with the knobs in force (none for a finished or stopped run); the vertical rule is where training is now.",
@@ -38,7 +38,8 @@ CHART_HELP: dict[str, str] = {
     "head spreads its weight evenly over every key the mask lets it see, near 0 it looks at one character. Max "
     "weight near 1 means softmax has saturated to one-hot.",
     "next_char_chart": "The model's probabilities at the step that drew the last character (from the characters "
-    "before it), before (temperature 1, no filtering) and after temperature, top-k and top-p. Lower temperature sharpens the bars; top-k and top-p cut the tail to zero.",
+    "before it), before (temperature 1, no filtering) and after temperature, top-k and top-p. Lower temperature "
+    "sharpens the bars; top-k and top-p cut the tail to zero.",
     "attention_row_chart": "Where each head looked when it produced the newest character: one row per layer and "
     "head, one column per context character.",
     "compare_chart": "The same curve for several runs on one axis: the gap between the lines is the effect of what "
