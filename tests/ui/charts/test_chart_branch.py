@@ -51,3 +51,20 @@ def test_the_settings_table_shows_a_branchs_change_once_and_not_its_bookkeeping(
     branch["train"]["learning_rate"] = 0.006
     rows = compare.config_diff({"P": parent, "B": branch}, events={"P": [copied], "B": [copied, at_branch]})
     assert rows == [{"setting": "train.learning_rate", "P": "0.002→0.003 @975", "B": "0.002→0.003 @975→0.006 @1000"}]
+
+
+def test_a_branchs_copied_knob_changes_are_drawn_once_with_its_parent_compared():
+    """A review read the parent's LR changes @436 and @708 twice on Runs' compare chart (②/③, ⑥/⑦): the branch's
+    events.jsonl copies its parent's history up to the branch step."""
+    lr = [{"step": s, "kind": "knob", "knob": "learning_rate", "old": o, "new": n, "ok": True}
+          for s, o, n in ((40, 0.002, 0.005), (80, 0.005, 0.0005))]  # fmt: skip
+    own = {"step": 100, "kind": "knob", "knob": "learning_rate", "old": 0.0005, "new": 0.001, "ok": True,
+           "branch": True}  # fmt: skip
+    events = {PARENT: lr, BRANCH: [*lr, own]}
+    spec = compare.compare_chart({PARENT: METRICS, BRANCH: METRICS}, "loss", events=events,
+                                 branches={BRANCH: (100, PARENT)}).to_dict()  # fmt: skip
+    marks = [(m["run"], m["step"]) for m in spec["datasets"]["compare_knobs"]]
+    assert sorted(marks) == sorted([(BRANCH, 100), (PARENT, 40), (PARENT, 80)]), marks
+    alone = compare.compare_chart({BRANCH: METRICS}, "loss", events={BRANCH: [*lr, own]},
+                                  branches={BRANCH: (100, PARENT)}).to_dict()  # fmt: skip
+    assert len(alone["datasets"]["compare_knobs"]) == 3  # without its parent, the branch's history is all there is

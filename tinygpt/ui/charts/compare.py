@@ -111,7 +111,11 @@ def compare_chart(
     # "no data yet" goes in the subtitle, never the title: "Gradient norm, unclipped (no data yet)" was cut to
     # "Gradient norm, unclipped (…" in a half-width column at projector fonts while a slow machine's runs started.
     title = FIELD_TITLES.get(field, field).split(" (")[0].capitalize()
-    knobs = [mark for name, records in (events or {}).items() for mark in knob_marks(records, run=str(name))]
+    # A branch's history up to its branch step is its parent's, copied, its knob changes too: with the parent
+    # compared they were drawn twice, once per run (a review's ②/③ and ⑥/⑦); the branch keeps its own from there
+    since = {str(name): step for name, (step, parent) in (branches or {}).items() if parent in (events or {})}
+    knobs = [mark for name, records in (events or {}).items() for mark in knob_marks(records, run=str(name))
+             if mark["step"] >= since.get(str(name), 0)]  # fmt: skip
     forks = [
         {"step": step, "run": str(name), "label": f"from {parent}", "entry": f"branched from {parent} at step {step}"}
         for name, (step, parent) in (branches or {}).items()
