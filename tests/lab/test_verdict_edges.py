@@ -698,5 +698,5 @@ def test_the_memorised_words_say_whose_loss_may_be_memorising():
     detached = run(steps=600, max_steps=600, final_val_loss=3.219, final_eval_train_loss=3.1,
                    chars_read=600 * 16 * 32, train_chars=10_000)  # fmt: skip
     words = memorised({"residual": residual, "detached": detached})
-    assert words.startswith("the residual run memorised its text"), words
+    assert words.startswith("the residual run may have memorised its text"), words
     assert "how low its loss went may be memorising, not learning" in words and "a lower training" not in words
