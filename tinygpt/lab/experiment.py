@@ -119,8 +119,10 @@ class Experiment:
         return (
             f"This text has {len(text):,} characters, {train:,} of them for training, and each run reads {reads:,}: "
             f"about {times:,.0f} times over{by_heart}. Where the held-out loss shows "
-            f"{'that' if by_heart else 'the runs learned it by heart'}, the verdict is \"not enough data\": held-out "
-            f"loss tells learning from memorising on a text of at least {reads:,} characters."
+            f"{'that' if by_heart else 'the runs learned it by heart'}, the verdict is \"not enough data\". On a text "
+            # (a review could not parse "held-out loss tells learning from memorising on a text of at least …")
+            f"of at least {reads:,} characters (one that no run reads twice), the held-out loss can tell learning "
+            "from memorising."
         )
 
     def configs(
