@@ -73,3 +73,14 @@ def eval_gap(then: dict, now: dict) -> Difference | None:
         return Difference(mean, math.sqrt(variance), len(diffs), paired=True)
     variances = [eval_variance(e) for e in (then, now)]
     return Difference(mean, math.sqrt(sum(variances)), 1, paired=False)
+
+
+def draw_noise(then: dict, now: dict) -> float | None:
+    """The squared standard error of now - then from the batches' paired spread alone (what a sceptic recomputes
+    from evals.jsonl), without the held-out text's own sampling that `eval_gap` adds; None where the two evals
+    scored different windows or too few batches. A review recomputed ±0.095 at 3 s.e. beside a caption's ±0.277
+    and called the two captions' rules inconsistent: the caption now says both."""
+    sides = [batch_losses(e) for e in (then, now)]
+    if len(sides[0]) < 2 or len(sides[0]) != len(sides[1]) or then.get("batch_shape") != now.get("batch_shape"):
+        return None
+    return mean_variance([b - a for a, b in zip(*sides, strict=True)])

@@ -192,3 +192,17 @@ def test_far_above_its_best_the_caption_says_that_gap_and_not_an_undecided_one_b
     text = clip_caption(records, KNOBS, "adamw", evals)
     assert "1.4× this run's best, 2.354 at step 100, +0.879 ± " in text and "beyond its noise" in text, text
     assert "too little held-out text to tell" not in text, text
+
+
+def test_a_change_too_small_to_tell_on_a_short_text_says_what_the_batches_alone_give():
+    """A review recomputed ±0.095 from five paired batches that all rose, beside the caption's "+0.188 ± 0.277 …: too
+    little held-out text to tell", and read the page's noise rules as inconsistent: both numbers are said now."""
+    shape, tokens = [16, 32], 300  # 9 windows of 32: scant
+    rise = [0.162, 0.129, 0.302, 0.184, 0.161]
+    then = {"step": 900, "val_loss": 3.489, "val_tokens": tokens, "batch_shape": shape,
+            "val_batch_losses": [3.489] * 5}  # fmt: skip
+    now = {**then, "step": 1200, "val_loss": 3.677, "val_batch_losses": [3.489 + r for r in rise]}
+    records = [{"step": s, "loss": 1.0, "grad_norm": 0.5, "clipped": False, "lr": 1e-3} for s in range(901, 1201)]
+    text = clip_caption(records, KNOBS, "adamw", [then, now])
+    assert "too little held-out text to tell whether it moved over these steps; the batches' spread alone " in text
+    assert "widened because they re-read a short held-out text" in text, text

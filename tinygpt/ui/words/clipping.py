@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from tinygpt.lab.evals import batch_losses, eval_gap, eval_split, mean_variance, scant_held_out
+from tinygpt.lab.evals import batch_losses, draw_noise, eval_gap, eval_split, mean_variance, scant_held_out
 from tinygpt.lab.verdict import NOISE_SIGMAS, Difference, clears
 from tinygpt.runs.knobs import under_leak
 
@@ -134,8 +134,12 @@ def _held_out_said(evals, first: object, last: object, leaks=()) -> tuple[bool |
         return True, said + ": rising."
     if rising is False:
         return False, said + ": falling."
-    return None, said + (": too little held-out text to tell whether it moved over these steps." if scant_held_out(now)
-                         else ": flat within noise.")
+    if not scant_held_out(now):
+        return None, said + ": flat within noise."
+    alone = draw_noise(then, now)
+    widened = (f"; the batches' spread alone gives ± {NOISE_SIGMAS * math.sqrt(alone):.3f}, widened because they "
+               "re-read a short held-out text" if alone is not None else "")
+    return None, said + f": too little held-out text to tell whether it moved over these steps{widened}."
 
 
 def held_out_words(record: dict) -> str:
