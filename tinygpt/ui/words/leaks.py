@@ -94,9 +94,8 @@ def copied_under(config: dict, events: list[dict], evals, first: int, pair: tupl
     """(whether copying shows, why in words after the held-out numbers): the held-out loss under the leak fell
     beyond its noise and below the run's best without the leak. A review's short texts showed a fall out of an
     over-fitted model's held-out loss (4.257 -> 4.003, near ln V) while the training loss jumped from 0.65 to 3.96:
-    no copying, said as copying. `why`: "" (it fell, and no better eval came before), ", below the run's best
-    without the leak (…)", " but stayed above the run's best without the leak (…)", or " beyond its noise" after
-    "did not fall"."""
+    no copying, said as copying. The words: "" (it did not fall, or fell with no better eval before), ", below the
+    run's best without the leak (…)" or " but stayed above the run's best without the leak (…)"."""
     then, now = pair
     fell, _ = fall_under(pair)
     if not fell:
