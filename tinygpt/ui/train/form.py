@@ -374,8 +374,9 @@ def draw_form(
             state.pop(train_keys.KNOBS_DRAWN)
         _draw_fields(settings.KNOB_FIELDS, read_only and live_run is not None, per_row)
     uploaded = None
-    model_box = st.expander("**Data and model** · changing these starts a new run", key=train_keys.W_MODEL_BOX) \
-        if run_shown else None
+    # Unkeyed: it takes the place of a bordered container once a run is shown, and keyed, the container's old
+    # fields stayed beside the expander's (two "Corpus" boxes in the knobs browser test)
+    model_box = st.expander("**Data and model** · changing these starts a new run") if run_shown else None
     with model_box or st.container(border=True):
         if not run_shown:
             st.markdown("**Data and model** · changing these starts a new run")

@@ -44,7 +44,7 @@ W_X_AXIS = "w_x_axis"  # loss curves on training steps or on wall-clock seconds 
 W_BRANCH = "w_branch"  # Runs: the branch control; its widgets are w_branch:<run>:<step>:<setting> (ui.branching)
 # Train's folding boxes, keyed: an unkeyed expander is a new element whenever a note above it comes or goes on a
 # rerun, and folded shut after each change in it (a review: the branch panel closed at every setting)
-W_BRANCH_BOX, W_CHART_OPTIONS_BOX, W_MODEL_BOX = "w_branch_box", "w_chart_options_box", "w_model_box"
+W_BRANCH_BOX, W_CHART_OPTIONS_BOX = "w_branch_box", "w_chart_options_box"
 
 # ---------------------------------------------------------------- the live knobs and the form's starting point
 
