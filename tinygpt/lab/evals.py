@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .verdict import Difference, held_out_variance
+from .verdict import NOISE_SIGMAS, Difference, held_out_variance
 
 
 def eval_split(record: dict) -> tuple[int, int] | None:
@@ -84,3 +84,8 @@ def draw_noise(then: dict, now: dict) -> float | None:
     if len(sides[0]) < 2 or len(sides[0]) != len(sides[1]) or then.get("batch_shape") != now.get("batch_shape"):
         return None
     return mean_variance([b - a for a, b in zip(*sides, strict=True)])
+
+
+def gap_words(gap: Difference) -> str:
+    """ "+0.188 ± 0.277": a difference and its noise at NOISE_SIGMAS standard errors, as every caption writes one."""
+    return f"{gap.mean:+.3f} ± {NOISE_SIGMAS * gap.standard_error:.3f}"

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import math
 
-from tinygpt.lab.evals import batch_losses, draw_noise, eval_gap, eval_split, mean_variance, scant_held_out
+from tinygpt.lab.evals import (
+    batch_losses,
+    draw_noise,
+    eval_gap,
+    eval_split,
+    gap_words,
+    mean_variance,
+    scant_held_out,
+)
 from tinygpt.lab.verdict import NOISE_SIGMAS, Difference, clears
 from tinygpt.runs.knobs import under_leak
 
@@ -128,7 +136,7 @@ def _held_out_said(evals, first: object, last: object, leaks=()) -> tuple[bool |
     rising, _ = clears(difference, 0.0)
     split = held_out_words(now)
     said = (f" Held-out loss {then['val_loss']:.3f} → {now['val_loss']:.3f} (steps {then['step']:,} → "
-            f"{now['step']:,}, {difference.mean:+.3f} ± {NOISE_SIGMAS * difference.standard_error:.3f}"
+            f"{now['step']:,}, {gap_words(difference)}"
             f"{', ' + split if split else ''})")  # fmt: skip
     if rising:
         return True, said + ": rising."
@@ -228,7 +236,7 @@ def _far_above_best(evals, last: object, leaks) -> tuple[bool, str]:
     # Its own gap and noise, said: beside "too little held-out text to tell whether it moved" over the caption's
     # steps (from an eval before the best), a bare "1.4× this run's best" read as a contradiction (a review)
     gap = eval_gap(best, now)
-    noise = f", {gap.mean:+.3f} ± {NOISE_SIGMAS * gap.standard_error:.3f}, beyond its noise" if gap is not None else ""
+    noise = f", {gap_words(gap)}, beyond its noise" if gap is not None else ""
     return True, (
         f" Held-out loss {now['val_loss']:.3f} at step {now['step']:,} is {now['val_loss'] / best['val_loss']:.1f}× "
         f"this run's best, {best['val_loss']:.3f} at step {best['step']:,}{noise}: the model has lost much of what "

@@ -7,8 +7,8 @@ case, and the Attention page showed a snapshot taken under mask none with captio
 from __future__ import annotations
 
 from tinygpt.config import LEAKING_MASKS
-from tinygpt.lab.evals import eval_gap
-from tinygpt.lab.verdict import NOISE_SIGMAS, clears
+from tinygpt.lab.evals import eval_gap, gap_words
+from tinygpt.lab.verdict import clears
 from tinygpt.runs.knobs import knobs_at, leak_spans, mask_spans, under_leak
 from tinygpt.ui.words.runinfo import checkpoint_where
 
@@ -78,7 +78,7 @@ def fall_under(pair: tuple[dict, dict]) -> tuple[bool, str]:
     gap = eval_gap(then, now)
     if gap is None:
         return now["val_loss"] < then["val_loss"] - FELL_BY, ""
-    return clears(gap, 0.0)[0] is False, f", {gap.mean:+.3f} ± {NOISE_SIGMAS * gap.standard_error:.3f}"
+    return clears(gap, 0.0)[0] is False, f", {gap_words(gap)}"
 
 
 def best_without_leak(config: dict, events: list[dict], evals, first: int) -> dict | None:
