@@ -113,11 +113,17 @@ def test_an_eval_record_from_before_falls_back_to_the_training_noise_and_says_so
     assert "the eval recorded no held-out spread" in gap.noise() and NOISE_SIGMAS == 3
 
 
-def test_the_mask_verdict_prints_the_held_out_noise_it_used():
+def leaky_pair():
+    """A causal run and a leaky one on 2,000 characters, scored on their own held-out batches."""
     causal, leaky = result(scored(words(2_000), 1)), result(scored(words(2_000), 2))
     causal.final_val_loss, leaky.final_val_loss, leaky.final_train_loss = 2.4, 0.15, 0.15
     for r, leak, no_peek in ((causal, 0.0, 2.1), (leaky, 5.0, 8.0)):
         r.leak, r.no_peek_loss, r.initial_loss = leak, no_peek, 3.0
+    return causal, leaky
+
+
+def test_the_mask_verdict_prints_the_held_out_noise_it_used():
+    causal, leaky = leaky_pair()
     verdict = mask_judge({"causal": causal, "off_by_one": leaky, "none": leaky})
     assert verdict.reproduced is True, verdict.sentence
     assert "the gap's noise ± " in verdict.sentence and "paired over 20 held-out batches" in verdict.sentence
@@ -128,10 +134,7 @@ def test_the_mask_verdict_prints_the_held_out_noise_it_used():
 
 def test_the_mask_table_names_the_loss_without_the_future_as_the_sentence_does():
     """The verdict said "loss without the future" and its table "no-peek loss": one number, two names (a review)."""
-    causal, leaky = result(scored(words(2_000), 1)), result(scored(words(2_000), 2))
-    causal.final_val_loss, leaky.final_val_loss, leaky.final_train_loss = 2.4, 0.15, 0.15
-    for r, leak, no_peek in ((causal, 0.0, 2.1), (leaky, 5.0, 8.0)):
-        r.leak, r.no_peek_loss, r.initial_loss = leak, no_peek, 3.0
+    causal, leaky = leaky_pair()
     verdict = mask_judge({"causal": causal, "off_by_one": leaky, "none": leaky})
     assert "loss without the future" in verdict.sentence
     assert verdict.observed["loss without the future, none"] == 8.0

@@ -160,7 +160,7 @@ class Experiment:
                     # A review: "not enough data" on a detached run 0.57 nats worse held out than a residual run
                     # that memorised: memorising raises the reference's held-out loss, so the gap is only narrower
                     # its held-out loss rose from its best: memorising shows, no "may have" about it
-                    why = by_heart.split("; the held-out split")[0].replace(" may have memorised", " memorised", 1)
+                    why = memorised(fitted, rose=True).split("; the held-out split")[0]
                     return dataclasses.replace(judged, sentence=f"{judged.sentence} ({why[0].upper()}{why[1:]}; "
                         "its held-out loss rose from its best, so memorising raised it: it can only narrow the "
                         "held-out gaps read here, and they clear their bars all the same.)")  # fmt: skip
@@ -204,10 +204,10 @@ def memorised_labels(results: dict[str, RunResult]) -> list[str]:
     return [label for label, gap in _gaps(results).items() if gap > MEMORISED]
 
 
-def memorised(results: dict[str, RunResult]) -> str:
+def memorised(results: dict[str, RunResult], rose: bool = False) -> str:
     """ "" when no run memorised its text (memorised_labels), else why its loss clauses cannot be judged and the
     size of text that could: one the runs read about once (a text read once cannot be memorised before it is
-    learned)."""
+    learned). `rose`: the run's held-out loss rose from its best, so it memorised; else it "may have"."""
     if not memorised_labels(results):
         return ""
     gaps = _gaps(results)
@@ -219,8 +219,8 @@ def memorised(results: dict[str, RunResult]) -> str:
     return (
         # "may have": a held-out loss far above the training loss is memorising or held-out text unlike the training
         # text, as Train's caption says (a review read "memorised" as a fact of a run at 1.86 nats a character)
-        f"the {label} run may have memorised its text: its held-out loss ended {gaps[label]:.3f} nats above its "
-        "training "
+        f"the {label} run {'memorised' if rose else 'may have memorised'} its text: its held-out loss ended "
+        f"{gaps[label]:.3f} nats above its training "
         # Both the last eval's (its held-out and training-split scores), not the last steps' mean the loss clauses
         # quote: a review read 0.668 here and 0.689 there for one run, unexplained
         f"loss ({run.final_val_loss:.3f} vs {run.final_eval_train_loss:.3f}, its last eval's held-out and "

@@ -6,6 +6,8 @@ case, and the Attention page showed a snapshot taken under mask none with captio
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from tinygpt.config import LEAKING_MASKS
 from tinygpt.lab.evals import eval_gap, gap_words
 from tinygpt.lab.verdict import clears
@@ -70,7 +72,7 @@ def held_out_under(evals: list[dict], first: int, last: int) -> tuple[dict, dict
     return (before[-1], during[-1]) if before and during else None
 
 
-def fall_under(pair: tuple[dict, dict]) -> tuple[bool, str]:
+def _fall(pair: tuple[dict, dict]) -> tuple[bool, str]:
     """(whether the held-out loss of `held_out_under`'s pair fell beyond its noise, the change and that noise in
     words, ", -0.254 ± 0.031"): the paired held-out noise the captions use (lab.evals.eval_gap); by FELL_BY or more
     for evals that recorded no batches. A review read "fell (3.549 → 3.451)" where two of five batches rose."""
@@ -90,23 +92,32 @@ def best_without_leak(config: dict, events: list[dict], evals, first: int) -> di
     return min(scored, key=lambda e: e["val_loss"]) if scored else None
 
 
-def copied_under(config: dict, events: list[dict], evals, first: int, pair: tuple[dict, dict]) -> tuple[bool, str]:
-    """(whether copying shows, why in words after the held-out numbers): the held-out loss under the leak fell
-    beyond its noise and below the run's best without the leak. A review's short texts showed a fall out of an
-    over-fitted model's held-out loss (4.257 -> 4.003, near ln V) while the training loss jumped from 0.65 to 3.96:
-    no copying, said as copying. The words: "" (it did not fall, or fell with no better eval before), ", below the
-    run's best without the leak (…)" or " but stayed above the run's best without the leak (…)"."""
+class LeakFall(NamedTuple):
+    """What the held-out loss did under a leak (`copied_under`): `fell` beyond its noise (`noise`: ", -0.254 ±
+    0.031", "" for evals without batches), `copied` (fell, and below the run's best without the leak), and
+    `against_best`: "", ", below the run's best without the leak (…)" or " but stayed above … (…)"."""
+
+    fell: bool
+    noise: str
+    copied: bool
+    against_best: str
+
+
+def copied_under(config: dict, events: list[dict], evals, first: int, pair: tuple[dict, dict]) -> LeakFall:
+    """Whether copying shows under the leak: the held-out loss fell beyond its noise and below the run's best
+    without the leak. A review's short texts showed a fall out of an over-fitted model's held-out loss (4.257 ->
+    4.003, near ln V) while the training loss jumped from 0.65 to 3.96: no copying, said as copying."""
     then, now = pair
-    fell, _ = fall_under(pair)
+    fell, noise = _fall(pair)
     if not fell:
-        return False, ""
+        return LeakFall(False, noise, False, "")
     best = best_without_leak(config, events, list(evals), first)
-    said = f"the run's best without the leak ({best['val_loss']:.3f} at step {best['step']:,})" if best else ""
     if best is None or best is then:
-        return True, ""
+        return LeakFall(True, noise, True, "")
+    said = f"the run's best without the leak ({best['val_loss']:.3f} at step {best['step']:,})"
     if now["val_loss"] < best["val_loss"]:
-        return True, f", below {said}"
-    return False, f" but stayed above {said}"
+        return LeakFall(True, noise, True, f", below {said}")
+    return LeakFall(True, noise, False, f" but stayed above {said}")
 
 
 def loss_leak_note(config: dict, events: list[dict], step: int, evals: list[dict] = ()) -> str | None:
@@ -123,13 +134,12 @@ def loss_leak_note(config: dict, events: list[dict], step: int, evals: list[dict
     if pair is None:
         seen = "Too few evals under it to say what the held-out loss did."
     else:
-        (then, now), (fell, noise) = pair, fall_under(pair)
-        copied, against_best = copied_under(config, events, evals, spans[0][1], pair)
+        (then, now), under = pair, copied_under(config, events, evals, spans[0][1], pair)
         numbers = f"{then['val_loss']:.3f} at step {then['step']:,}, {now['val_loss']:.3f} at step {now['step']:,}"
-        moved = f"fell ({numbers}{noise}){against_best}" if fell else \
-            f"did not fall{' beyond its noise' if noise else ''} ({numbers}{noise})"
+        moved = f"fell ({numbers}{under.noise}){under.against_best}" if under.fell else \
+            f"did not fall{' beyond its noise' if under.noise else ''} ({numbers}{under.noise})"
         seen = (f"Under it the held-out loss {moved}: the model copies the character it must predict, a leak, not "
-                "learning." if copied else
+                "learning." if under.copied else
                 f"Under it the held-out loss {moved}: no copying shows"
                 + (" yet." if ongoing and len(spans) == 1 else "."))  # fmt: skip
     text = (

@@ -129,9 +129,10 @@ def checkpoint_notes(
         # Whether it learned to copy is read from the held-out loss under the leak, not assumed (a review's branch
         # read "learned to copy" while its held-out loss went 2.476 -> 2.468)
         pair = leaks.held_out_under(evals, first, step)
-        fell, why = leaks.copied_under(config, events, evals, first, pair) if pair else (False, "")
-        moved, noise = leaks.fall_under(pair) if pair else (False, "")  # fell beyond its noise, copying or not
-        numbers = f" (held-out {pair[0]['val_loss']:.3f} → {pair[1]['val_loss']:.3f}{noise}){why}" if pair else ""
+        under = leaks.copied_under(config, events, evals, first, pair) if pair else leaks.LeakFall(False, "", False, "")
+        fell, moved = under.copied, under.fell  # copying shows; fell beyond its noise, copying or not
+        numbers = (f" (held-out {pair[0]['val_loss']:.3f} → {pair[1]['val_loss']:.3f}{under.noise})"
+                   f"{under.against_best}" if pair else "")  # fmt: skip
         copied = (f"Its held-out loss fell under it{numbers}: the model learned to copy the next character instead "
                   "of predicting it; when it generates, that character is not there yet, so the text falls apart"
                   if fell else
