@@ -196,6 +196,25 @@ def test_the_widgets_show_the_run_and_a_refused_change_snaps_back():
                                                                      "warmup_steps": 100}  # fmt: skip
 
 
+def test_a_change_to_the_value_the_run_has_sends_nothing():
+    config = {"model": {"mask": "causal"}, "train": {"learning_rate": 0.002, "warmup_steps": 100}}
+    # the run has it: nothing to send (a review's events read "mask causal -> causal" after one click)
+    assert knob_widgets.asks_nothing(config, [], "mask", "causal", {})
+    assert knob_widgets.asks_nothing(config, [], "learning_rate", 0.002, {})
+    assert not knob_widgets.asks_nothing(config, [], "mask", "none", {})
+    # a change this session sent to "none" is on its way: turning back to "causal" must be sent, or the run ends
+    # at "none" under a widget that says "causal"
+    on_its_way = {"mask": {"value": "none", "request": "r1"}}
+    assert not knob_widgets.asks_nothing(config, [], "mask", "causal", on_its_way)
+    applied = {"kind": "knob", "knob": "mask", "request": "r1", "ok": True, "old": "causal", "new": "none"}
+    assert knob_widgets.asks_nothing(config, [applied], "mask", "none", on_its_way)
+    assert not knob_widgets.asks_nothing(config, [applied], "mask", "causal", on_its_way)
+    # a slider still settling (no request yet) is not on its way: the run's own value decides
+    settling = {"warmup_steps": {"value": 300, "request": None}}
+    assert knob_widgets.asks_nothing(config, [], "warmup_steps", 100, settling)
+    assert not knob_widgets.asks_nothing(config, [], "warmup_steps", 300, settling)
+
+
 def test_a_widget_is_drawn_anew_only_when_its_value_changed_from_the_servers_side():
     assert knob_widgets.widget_key("w_lr", {}) == "w_lr@0"
     assert knob_widgets.widget_key("w_lr", {"w_lr_exact": 2}, "_exact") == "w_lr_exact@2"

@@ -3,6 +3,8 @@ gives back and what changed since it started (the config the form builds: test_f
 
 from __future__ import annotations
 
+import pytest
+
 from tinygpt.presets import preset
 from tinygpt.runs.corpus import corpus_sha256
 from tinygpt.ui.train import settings
@@ -107,3 +109,11 @@ def test_the_ghost_label_counts_the_differences_past_a_few():
     assert label.count("→") == settings.GHOST_SETTINGS and label.endswith(" 2 more settings"), label
     four = preset("demo", num_layers=4, hidden_dim=128, max_seq_len=64, batch_size=12).to_dict()
     assert settings.ghost_label(before, four).count("→") == 4  # one more is said, not counted
+
+
+def test_a_log_sliders_stops_span_its_exact_boxs_range():
+    # a review: the LR slider's floor was 1e-5 beside a box that takes 1e-6
+    for field in settings.FIELDS:
+        if field.widget == "log_slider":
+            assert min(field.options) == pytest.approx(field.minimum), field.name
+            assert max(field.options) == pytest.approx(field.maximum), field.name

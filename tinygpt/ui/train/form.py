@@ -209,6 +209,10 @@ def _send_knob(name: str, value: Any) -> None:
     run = in_view.run_id()
     if not run:
         return
+    rd = in_view.reader(resources.get_store(), run)
+    if rd is not None and knob_widgets.asks_nothing(rd.config(), rd.events, name, value, knob_widgets.knob_notes(run)):
+        knob_widgets.drop_knob_note(name)  # the run has it already: no command, no event, no "applied" note
+        return
     try:  # the run manager checks who may change the run, the knob's name and its value: asked once, there
         request = in_view.set_knob(run, name, value, room.current())  # the handle's own way (a callback has none)
     except NoWorkerError:

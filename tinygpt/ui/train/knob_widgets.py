@@ -131,6 +131,15 @@ def run_values(config: dict, events: list[dict], names: list[str], notes: dict[s
     return {name: value for name, value in values.items() if value is not None}
 
 
+def asks_nothing(config: dict, events: list[dict], name: str, value: Any, notes: dict[str, dict]) -> bool:
+    """Whether sending `value` for knob `name` would change nothing: the run has that value now and no change this
+    session sent (`notes`, knob_notes of that run) is still on its way to another (a review's events read "mask
+    causal -> causal" after one click; a slider moved away and back before it rested sends nothing). Pure."""
+    sent = {knob: note for knob, note in notes.items() if note.get("request")}  # a settling note is not sent yet
+    now = run_values(config, events, [name], sent)
+    return name in now and now[name] == value and isinstance(now[name], bool) == isinstance(value, bool)
+
+
 def show_run(run: str, values: dict[str, Any], keys: dict[str, str], context: int | None = None) -> None:
     """Put the run's values into the form (`keys`: knob -> value key) before the widgets are drawn. `context`: the
     run's max_seq_len, kept with them for the Window slider's top (the run's window is bounded by the run's context,

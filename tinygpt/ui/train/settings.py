@@ -77,8 +77,10 @@ MASK_LABELS = {
 }
 WIDTHS = (16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 # Log-spaced stops (1, 2, 5 per decade) for the sliders whose useful values span decades.
-LR_GRID = tuple(m * 10.0**e for e in range(-5, 1) for m in (1, 2, 5)) + (10.0,)
-SCALE_MULT_GRID = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+# A log slider's stops span its exact box's range, floor to top: a review found the LR slider's floor at 1e-5 beside
+# a box that takes 1e-6 (FIELDS below: 1e-6..10 and 0.01..100)
+LR_GRID = tuple(m * 10.0**e for e in range(-6, 1) for m in (1, 2, 5)) + (10.0,)
+SCALE_MULT_GRID = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 OPTIMIZER_LABELS = {"adamw": "AdamW", "muon": "Muon"}  # short: a half-width select must show them whole
 assert set(SCALE_LABELS) == set(ATTN_SCALES) and set(MASK_LABELS) == set(MASKS)
 assert set(OPTIMIZER_LABELS) == set(OPTIMIZERS) and set(PRESET_LABELS.values()) == set(PRESET_NOTES)
