@@ -21,7 +21,7 @@ from tinygpt.ui.run.in_view import Rules, open_run
 from tinygpt.ui.runs import bundle, runs_keys
 from tinygpt.ui.screen import explain, flashes, fonts
 from tinygpt.ui.train import branching, train_keys
-from tinygpt.ui.words import picking, run_words, runinfo, safe, timing
+from tinygpt.ui.words import leaks, picking, run_words, runinfo, safe, timing
 
 store = resources.get_store()
 current = in_view.run_id()
@@ -177,7 +177,8 @@ if len(chosen) >= 2:
     with c1:
         loss = compare.compare_chart(series, "loss", evals=evals, events=events, branches=branches, seconds=seconds,
                                      large=large)  # fmt: skip
-        explain.show_chart(loss, "compare_chart", key="cmp_loss")
+        leaking = leaks.compared_note({names[run]: (rd.config(), rd.events, rd.metrics) for run, rd in readers.items()})
+        explain.show_chart(loss, "compare_chart", key="cmp_loss", caption=leaking)
     with c2:
         grad = compare.compare_chart(series, "grad_norm", events=events, branches=branches, seconds=seconds,
                                      large=large)  # fmt: skip

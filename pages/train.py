@@ -147,7 +147,7 @@ def live_view() -> None:
     with st.container():
         if view["markers"]:
             st.caption(f"Markers: {safe.md(view['markers'])}")  # messages come from events.jsonl
-    explain.show_chart(view["lr"], "lr_chart", code=False, key="train_lr")
+    explain.show_chart(view["lr"], "lr_chart", code=False, key="train_lr", caption=view.get("lr_note"))
     explain.show_chart(view["grad"], "grad_norm_chart", code=False, key="train_grad", caption=view.get("clip"))
     last = view["sample"]
     if last:

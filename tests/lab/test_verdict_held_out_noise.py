@@ -139,3 +139,32 @@ def test_the_mask_table_names_the_loss_without_the_future_as_the_sentence_does()
     assert "loss without the future" in verdict.sentence
     assert verdict.observed["loss without the future, none"] == 8.0
     assert not any("no-peek" in name for name in verdict.observed)
+
+
+def test_a_causal_run_that_memorised_its_text_makes_the_mask_verdict_ask_for_more():
+    """A review's 1.5 kB licence: "2.85 below causal's 3.061", causal scoring 0.838 on its own training windows: the
+    gap's size was causal's memorising too. The leak is then judged where memorising cannot reach: the leaky held-out
+    loss below causal's training-split score, beyond the leaky eval's noise."""
+    causal, leaky = leaky_pair()
+    causal.final_eval_train_loss = 2.3  # held out 2.4: 0.1 above, no memorising: nothing more asked
+    verdict = mask_judge({"causal": causal, "off_by_one": leaky, "none": leaky})
+    assert verdict.reproduced is True and "training-split score" not in verdict.sentence
+    causal.final_eval_train_loss = 0.8  # 1.6 under its held-out loss: it learned its text by heart
+    verdict = mask_judge({"causal": causal, "off_by_one": leaky, "none": leaky})
+    assert verdict.reproduced is True, verdict.sentence
+    assert "causal's held-out loss sits 1.60 above its own training-split score 0.800: memorising" in verdict.sentence
+    assert "off_by_one's held-out loss is 0.65 under that score, the interval" in verdict.sentence
+    causal.final_eval_train_loss = 0.16  # the leaky held-out loss, 0.15, is no lower than causal's own score
+    verdict = mask_judge({"causal": causal, "off_by_one": leaky, "none": leaky})
+    assert verdict.reproduced is not True, verdict.sentence
+    assert "held-out loss below causal's score on its own training windows" in verdict.sentence
+
+
+def test_the_mask_experiment_warns_of_a_short_text_before_its_runs():
+    """A review: the scaling experiment warned of the 1.5 kB licence before its runs; the mask experiment, nothing."""
+    from tinygpt.lab.pitfalls.mask import EXPERIMENT
+
+    warning = EXPERIMENT.held_out_warning(words(1_500))
+    assert warning.startswith("This text has 1,500 characters, 1,350 of them for training"), warning
+    assert "also asks each leaky run's held-out loss to fall below causal's score on its own training text" in warning
+    assert EXPERIMENT.held_out_warning(words(1_500) * 200) == ""

@@ -54,6 +54,9 @@ class Experiment:
     # claim is "the broken run ends higher"): a memorised one whose held-out loss rose from its best (`_rose`) leaves
     # a reproduced verdict standing, said so.
     memorising_narrows: tuple[str, ...] = ()
+    # What its verdict does where a run learns a short text by heart, for one without loss_claims whose judge reads
+    # held-out loss all the same (the mask's): said before the runs start, as for loss claims (`held_out_warning`).
+    memorising_note: str = ""
 
     def not_its_runs(self, configs: dict[str, dict]) -> str | None:
         """Why runs ({label: config.json dict}, e.g. named in a ?lab= address) are not this experiment's, or None
@@ -106,7 +109,7 @@ class Experiment:
         """ "" or, for a learner's own text shorter than what the runs read (steps x batch x context), the sentence
         to show before the runs start: they will read it several times over and may learn it by heart, and then
         the verdict says "not enough data" (`memorised` measures it from the held-out loss)."""
-        if not self.loss_claims or self.source is not None or not text:
+        if not (self.loss_claims or self.memorising_note) or self.source is not None or not text:
             return ""
         reads = max(c.train.max_steps * c.train.batch_size * c.model.max_seq_len for c in self.configs().values())
         if len(text) >= reads:
@@ -116,6 +119,9 @@ class Experiment:
         # "enough to learn it by heart" only where it is: a review read it of a 58 kB text read twice, whose runs
         # did not (held-out loss fell, every loss verdict reproduced); the 1.8 kB texts read 57 times did
         by_heart = ", enough to learn it by heart" if times >= MEMORISE_READS else ""
+        if self.memorising_note:  # a review's 1.5 kB licence: no word before the mask's runs, where the others had one
+            return (f"This text has {len(text):,} characters, {train:,} of them for training, and each run reads "
+                    f"{reads:,}: about {times:,.0f} times over{by_heart}. {self.memorising_note}")  # fmt: skip
         return (
             f"This text has {len(text):,} characters, {train:,} of them for training, and each run reads {reads:,}: "
             f"about {times:,.0f} times over{by_heart}. Where the held-out loss shows "

@@ -165,9 +165,20 @@ def test_a_training_loss_far_under_the_held_out_loss_is_said_with_both_readings(
     metrics = [{"step": s, "loss": 0.32 + 0.01 * (s % 3), "grad_norm": 0.5, "lr": 1e-3} for s in range(700, 801)]
     evals = [{"step": 700, "val_loss": 1.139}, {"step": 800, "val_loss": 1.124}]
     text = clip_caption(metrics, {"max_grad_norm": 1.0, "learning_rate": 1e-3}, "adamw", evals)
-    assert "is 0.79 nats under the held-out loss at step 800" in text and "by heart, or the held-out text" in text, text
+    assert "is 0.79 nats under the held-out loss at step 800 (1.124)" in text, text
+    # still falling (at its best): no over-fitting yet, both readings (a review read "it has learned that text by
+    # heart" of a 26 kB run whose held-out loss fell at every eval)
+    assert "no over-fitting yet: the held-out text is unlike the training text, or the model is beginning" in text
     close = [{"step": 700, "val_loss": 0.45}, {"step": 800, "val_loss": 0.44}]  # 0.11 apart: nothing said
     assert "by heart" not in clip_caption(metrics, {"max_grad_norm": 1.0, "learning_rate": 1e-3}, "adamw", close)
+    # risen from its best: learning it by heart
+    rose = [{"step": 700, "val_loss": 1.02}, {"step": 800, "val_loss": 1.124}]
+    text = clip_caption(metrics, {"max_grad_norm": 1.0, "learning_rate": 1e-3}, "adamw", rose)
+    assert "Its held-out loss has risen from its best, 1.020 at step 700: it is learning that text by heart." in text
+    # the eval's own training-split score where it has one: the same moment as the held-out loss
+    scored = [{"step": 700, "val_loss": 2.70, "train_loss": 2.4}, {"step": 800, "val_loss": 2.654, "train_loss": 2.292}]
+    text = clip_caption(metrics, {"max_grad_norm": 1.0, "learning_rate": 1e-3}, "adamw", scored)
+    assert "The training split scored 2.292 at step 800's eval, 0.36 nats under the held-out loss at step 800" in text
 
 
 def test_the_caption_names_the_threshold_the_chart_no_longer_labels():

@@ -115,3 +115,20 @@ def test_copying_is_said_only_for_a_fall_beyond_its_noise_and_below_the_runs_bes
     copying = [ev(50, 2.2, [0.0] * 5), ev(650, 2.4, [0.01, -0.01] * 3), ev(800, 0.3, [0.01, -0.01] * 3)]
     plunge = leaks.loss_leak_note(CONFIG, events, 900, copying)
     assert "below the run's best without the leak (2.200 at step 50): the model copies" in plunge, plunge
+
+
+def test_runs_compared_name_the_ones_that_trained_under_a_leak():
+    """A review compared an off-by-one run with a causal one on Runs: its curves far below, under "the gap between
+    the lines is the effect of what differs", and nothing said it was copying."""
+    leaky = {"model": {"mask": "off_by_one"}, "train": {"max_steps": 300}}
+    causal = {"model": {"mask": "causal"}, "train": {"max_steps": 300}}
+    metrics = [{"step": s, "loss": 1.0} for s in (1, 300)]
+    note = leaks.compared_note({"off": (leaky, [], metrics), "causal": (causal, [], metrics)})
+    assert note.startswith("«off» trained with mask off_by_one from step 1: "), note
+    assert "causal" not in note.split(":")[0] and "copying, not a better setting" in note
+    # a live change to none and back: the steps said
+    events = [{"kind": "knob", "knob": "mask", "ok": True, "old": "causal", "new": "none", "step": 100},
+              {"kind": "knob", "knob": "mask", "ok": True, "old": "none", "new": "causal", "step": 200}]
+    note = leaks.compared_note({"causal": (causal, events, metrics)})
+    assert note.startswith("«causal» trained with mask none in steps 101-200"), note
+    assert leaks.compared_note({"causal": (causal, [], metrics)}) is None

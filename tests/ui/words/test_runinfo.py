@@ -402,3 +402,20 @@ def test_the_runs_tables_first_columns_give_names_and_losses_room():
     assert list(runinfo.RUNS_TABLE_WIDTHS) == runinfo.RUNS_TABLE_FIRST
     widths = [runinfo.RUNS_TABLE_WIDTHS[c]["width"] for c in runinfo.RUNS_TABLE_FIRST]
     assert sum(widths) <= 850 and min(widths[1], widths[4]) >= 140  # all five beside a 1280 px window's sidebar
+
+
+def test_the_lr_note_says_the_runs_own_schedule():
+    train = {"max_steps": 300, "learning_rate": 0.002, "min_lr": 0.0002, "warmup_steps": 0}
+    # a review read "a linear warmup, then a cosine decay" under a run with warmup 0
+    note = runinfo.lr_note({"train": train}, {})
+    assert note == ("This run: no warmup (it starts at the peak, 0.002), then a cosine decay to the floor, 0.0002, at "
+                    "step 300.")
+    moved = runinfo.lr_note({"train": train}, {"warmup_steps": 30, "learning_rate": 0.002})
+    assert moved.startswith("This run, with the knobs in force now: a linear warmup over 30 steps to 0.002")
+    # a warmup longer than the run never reaches the peak: said, with where it ends (lr_at of the last step)
+    long = runinfo.lr_note({"train": {**train, "max_steps": 100, "warmup_steps": 200}}, {})
+    assert "without reaching the peak" in long and "ends at 0.001" in long
+    flat = runinfo.lr_note({"train": {**train, "min_lr": 0.002, "warmup_steps": 10}}, {})
+    assert flat.endswith("then it stays there (its floor is its peak).")
+    assert "trains until stopped" in runinfo.lr_note({"train": {**train, "max_steps": 1_000_000}}, {})
+    assert runinfo.lr_note({}, {}) == ""

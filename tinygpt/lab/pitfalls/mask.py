@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...attention import mask_rows
-from ..experiment import Experiment
+from ..experiment import MEMORISED, Experiment
 from ..health import leak_score
 from ..verdict import (
     LEAKS,
     NOISE_SIGMAS,
+    Difference,
     RunResult,
     Verdict,
     clears,
@@ -18,6 +19,7 @@ from ..verdict import (
     fmt,
     gt3,
     held_out_difference,
+    held_out_variance,
     loss_difference,
     say,
 )
@@ -36,6 +38,31 @@ EXPECTED = (
     f"the gap (± {NOISE_SIGMAS} paired standard errors) past it (the training loss where no held-out loss was "
     "recorded), a leak score > 0, and a much higher loss without the future"
 )
+
+
+def causal_memorised(causal: RunResult) -> float | None:
+    """How far causal's last held-out loss sits above its own training-split score at that eval, where over the
+    lab's memorising bar (experiment.MEMORISED), else None. There the leaky runs' held-out gap to causal is widened by
+    causal having learned its text by heart (or by held-out text unlike it), not by the leak alone: a review's
+    1.5 kB licence read "2.85 below causal's 3.061" with causal scoring 0.838 on its training windows."""
+    if causal.final_val_loss is None or causal.final_eval_train_loss is None:
+        return None
+    gap = causal.final_val_loss - causal.final_eval_train_loss
+    return gap if gap > MEMORISED else None
+
+
+def under_causal_training(causal: RunResult, leaky: RunResult) -> tuple[bool | None, str, Difference]:
+    """Whether a leaky run's held-out loss lies below causal's score on its own training windows, beyond the leaky
+    eval's held-out noise: text it never trained on scored better than causal scores the text it learned by heart,
+    which memorising cannot explain and a leak can. (ok, words of `clears`, the difference: causal's training-split
+    score minus the leaky held-out loss; its noise the leaky eval's alone, as causal's score recorded no spread)."""
+    batches, shape, tokens = list(leaky.val_batch_losses), leaky.eval_batch_shape, leaky.val_tokens
+    variance = held_out_variance(batches, tuple(shape), tokens) if batches and shape and tokens else None
+    mean = None if leaky.final_val_loss is None else round(causal.final_eval_train_loss - leaky.final_val_loss, 3)
+    basis = "the leaky run's held-out noise alone: causal's training-split score recorded no spread"
+    difference = Difference(mean, None if variance is None else variance**0.5, len(batches), False, basis=basis)
+    ok, spread = clears(difference, 0.0)
+    return ok, spread, difference
 
 
 def judge(results: dict[str, RunResult]) -> Verdict:
@@ -103,6 +130,17 @@ def judge(results: dict[str, RunResult]) -> Verdict:
                 f"train loss {fmt(leaky.final_train_loss)} ({fmt(difference.mean, 2)} {below} causal; the bar: at "
                 f"least {margin:.2f} below; {spread}), the gap's noise {difference.noise()}"
             )
+        if held and not broken and (by_heart := causal_memorised(causal)) is not None:
+            # The gap's size is causal's memorising too: the leak is judged where memorising cannot reach
+            below_own, words, under = under_causal_training(causal, leaky)
+            clauses[f"{label}'s held-out loss below causal's score on its own training windows"
+                    + ("" if below_own is not None else f" ({words})")] = below_own  # fmt: skip
+            cheat += (
+                f" (causal's held-out loss sits {by_heart:.2f} above its own training-split score "
+                f"{fmt(causal.final_eval_train_loss)}: memorising, or held-out text unlike its training text, widens "
+                f"this gap; {label}'s held-out loss is {fmt(under.mean, 2)} under that score, {words}, the noise "
+                f"{under.noise()})"
+            )
         parts.append(f"{label}: {cheat}, leak {fmt(leaky.leak, 3)}, loss without the future {fmt(leaky.no_peek_loss)}")
     clauses["causal's leak score exactly 0"] = None if causal.leak is None else causal.leak == 0.0
     parts.append(f"causal: train loss {fmt(causal.final_train_loss)}, leak {fmt(causal.leak, 4)}")
@@ -116,11 +154,12 @@ EXPERIMENT = Experiment(
         "With an off-by-one mask each position can see the very token it must predict, and with no mask "
         "every position sees the whole window, so training loss collapses 'too well': on Tiny Shakespeare (context "
         "16, lr 5e-3, 450 steps) both leaky runs fell toward ~0.2 nats, the positions with nothing left to copy "
-        "(the last of each window), while causal stayed above 2 (a short text memorised takes causal lower too: "
-        "the verdict below says what these runs did). The no-mask run first has to learn to look "
-        "one step ahead, so its collapse comes later, after a few hundred steps. The leak detector changes "
-        "future tokens and measures how much earlier logits move (0 under a correct mask). At generation "
-        "time there is no future to copy: the loss without the future (each position predicted from its "
+        "(the last of each window), while causal stayed above 2 (on a short text causal can learn its training text "
+        "by heart: low on it, high on held-out text, which widens the gap; the verdict then also asks the leaky "
+        "runs' held-out loss to fall below causal's score on its own training text, and says what these runs did). "
+        "The no-mask run first has to learn to look one step ahead, so its collapse comes later, after a few hundred "
+        "steps. The leak detector changes future tokens and measures how much earlier logits move (0 under a "
+        "correct mask). At generation time there is no future to copy: the loss without the future (each position predicted from its "
         "past only) shows what the leaking models really learned."
     ),
     expected=EXPECTED,
@@ -132,4 +171,9 @@ EXPERIMENT = Experiment(
     judge=judge,
     code=(mask_rows, leak_score),
     probes=True,
+    memorising_note=(
+        "Where the causal run learns it by heart, its held-out loss stays high and widens the leaky runs' gap to it: "
+        "the verdict then also asks each leaky run's held-out loss to fall below causal's score on its own training "
+        "text, which memorising cannot explain."
+    ),
 )

@@ -10,8 +10,7 @@ CHART_HELP: dict[str, str] = {
     "a few dozen steps. With the settings unchanged, validation loss rising while training loss falls is "
     "overfitting; a gap from the first eval is not (held-out text unlike the training text). Under a mask that "
     "shows the next character both curves plunge once the model copies it: the note says if it did.",
-    "lr_chart": "The learning rate the optimizer used at each step: a linear warmup, then a cosine decay to the "
-    "floor; a run that trains until stopped keeps the peak. The faint line is the plan from now on, "
+    "lr_chart": "The learning rate the optimizer used at each step. The faint line is the plan from now on, "
     "with the knobs in force (none for a finished or stopped run); the vertical rule is where training is now.",
     "grad_norm_chart": "The size of the whole gradient before clipping (log scale). Points above the clip line were "
     "scaled down to it (orange points).",

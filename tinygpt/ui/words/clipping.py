@@ -179,22 +179,37 @@ def over_fitting(losses: list[float], evals, last: object, leaks) -> bool:
 
 
 def _train_gap_said(losses: list[float], evals, last: object, leaks) -> str:
-    """ " The training loss, 0.32 (the last 100 steps' mean), is 0.80 nats under the newest held-out loss ...":
-    said where the gap is over the lab's memorising bar (experiment.MEMORISED), "" otherwise. A review's 2 kB run
-    read only "too little held-out text to tell whether it moved" beside a training loss 0.80 nats under it."""
-    from tinygpt.lab.experiment import MEMORISED
+    """ " The training split scored 2.292 at step 300's eval, 0.36 nats under the held-out loss there ...": said where
+    the gap is over the lab's memorising bar (experiment.MEMORISED), "" otherwise, with what the held-out loss did.
+    A review's 2 kB run read only "too little held-out text to tell whether it moved" beside a training loss 0.80
+    nats under it; another's 26 kB run read "it has learned that text by heart" while its held-out loss fell at every
+    eval. The eval's own training-split score where it has one (one moment, one kind of batch; the last steps' mean
+    of a still-falling loss is another measure); by heart only where the held-out loss rose from its best, as the
+    lab reads it (experiment.OVER_FIT_RISE)."""
+    from tinygpt.lab.experiment import MEMORISED, OVER_FIT_RISE
 
     held = _scored_evals(evals, last, leaks) if isinstance(last, int) else []
     if len(losses) < MIN_TREND_STEPS or not held:
         return ""
-    third = len(losses) // 3
-    train, now = sum(losses[-third:]) / third, held[-1]
+    now = held[-1]
+    scored = now.get("train_loss")
+    if isinstance(scored, (int, float)) and math.isfinite(scored):
+        train, what = float(scored), f"The training split scored {scored:.3f} at step {now['step']:,}'s eval,"
+    else:  # an older run's eval: the last steps' mean
+        third = len(losses) // 3
+        train = sum(losses[-third:]) / third
+        what = f"The training loss, {train:.3f} (the last {third} steps' mean), is"
     gap = now["val_loss"] - train
     if gap <= MEMORISED:
         return ""
-    return (f" The training loss, {train:.3f} (the last {third} steps' mean), is {gap:.2f} nats under the held-out "
-            f"loss at step {now['step']:,}: the model scores the text it trains on far better than held-out text. It "
-            "has learned that text by heart, or the held-out text is unlike it.")  # fmt: skip
+    said = (f" {what} {gap:.2f} nats under the held-out loss at step {now['step']:,} ({now['val_loss']:.3f}): the "
+            "model scores the text it trains on far better than held-out text.")  # fmt: skip
+    best = min(held, key=lambda e: e["val_loss"])
+    if now["val_loss"] - best["val_loss"] > OVER_FIT_RISE:
+        return said + (f" Its held-out loss has risen from its best, {best['val_loss']:.3f} at step "
+                       f"{best['step']:,}: it is learning that text by heart.")  # fmt: skip
+    return said + (" Its held-out loss is at or near its best so far, so this is no over-fitting yet: the held-out "
+                   "text is unlike the training text, or the model is beginning to learn its own by heart.")
 
 
 def _scored_evals(evals, last: int, leaks) -> list[dict]:

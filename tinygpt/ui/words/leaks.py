@@ -12,6 +12,7 @@ from tinygpt.config import LEAKING_MASKS
 from tinygpt.lab.evals import eval_gap, gap_words
 from tinygpt.lab.verdict import clears
 from tinygpt.runs.knobs import knobs_at, leak_spans, mask_spans, under_leak
+from tinygpt.ui.words import safe
 from tinygpt.ui.words.runinfo import checkpoint_where
 
 SEES = {"none": "every position sees the characters after it", "off_by_one": "every position sees the next character"}
@@ -184,3 +185,20 @@ def checkpoint_caption(config: dict, events: list[dict], ck: int, step: int) -> 
     if shown != mask:
         text += f" The grid above, at step {step:,}, was taken under mask {shown}."
     return text
+
+
+def compared_note(runs: dict[str, tuple[dict, list[dict], list[dict]]]) -> str | None:
+    """Under Runs' comparison ({name: (config, events, metrics)}): the compared runs that trained under a leaking
+    mask, and when, or None. The chart's help says the gap between the lines is the effect of what differs; under
+    a leak that effect is copying, and a review read a leaking run's curves far below the causal run's as the
+    better setting."""
+    said = []
+    for name, (config, events, metrics) in runs.items():
+        step = int((metrics[-1].get("step") or 0) if metrics else 0)  # the newest step recorded
+        if spans := _spans_said(config, events, step)[1]:
+            said.append(f"«{safe.md(name)}» trained with {spans}")  # a name may carry a file's name: shown as text
+    if not said:
+        return None
+    return (f"{'; '.join(said)}: a mask that shows each position the character it must predict lets the model copy "
+            "it, so a lower loss there is copying, not a better setting (Train's note on that run says what its "
+            "held-out loss did).")  # fmt: skip

@@ -310,6 +310,34 @@ def distinct(a: float, b: float) -> tuple[str, str]:
     return x, y
 
 
+def lr_note(config: dict, knobs: dict[str, Any]) -> str:
+    """The run's own schedule in words, from its settings and the knobs in force now: the chart's help said "a
+    linear warmup, then a cosine decay" of every run, and a review read it under a run with warmup 0."""
+    train = config.get("train") or {}
+    max_steps = int(train.get("max_steps") or 0)
+    now = {name: train.get(name) if knobs.get(name) is None else knobs[name]
+           for name in ("learning_rate", "min_lr", "warmup_steps")}  # fmt: skip
+    if max_steps < 1 or now["learning_rate"] is None:
+        return ""
+    lr, min_lr, warmup = float(now["learning_rate"]), float(now["min_lr"] or 0.0), int(now["warmup_steps"] or 0)
+    live = any(knobs.get(name) is not None and knobs[name] != train.get(name) for name in now)
+    who = "This run, with the knobs in force now" if live else "This run"
+    until_stopped = trains_until_stopped(max_steps)
+    if warmup >= max_steps and not until_stopped:  # the warmup outlasts the run: it never reaches its peak
+        top = lr_at(max_steps - 1, lr, min_lr, warmup, max_steps)
+        return (f"{who}: a linear warmup over {warmup:,} steps toward {lr:g}, longer than its {max_steps:,} steps: "
+                f"it ends at {top:.3g} without reaching the peak.")  # fmt: skip
+    start = f"a linear warmup over {warmup:,} steps to {lr:g}"
+    start = f"no warmup (it starts at the peak, {lr:g})" if warmup <= 0 else start
+    if until_stopped:
+        end = f"then it stays near the peak: the run trains until stopped (its cosine decay runs to step {max_steps:,})"
+    elif min_lr >= lr:
+        end = "then it stays there (its floor is its peak)"
+    else:
+        end = f"then a cosine decay to the floor, {min_lr:g}, at step {max_steps:,}"
+    return f"{who}: {start}, {end}."
+
+
 def lr_schedule(
     config: dict, knobs: dict[str, Any], points: int = 300, now: int | None = None
 ) -> list[tuple[int, float]]:
