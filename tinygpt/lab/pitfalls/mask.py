@@ -159,8 +159,8 @@ EXPERIMENT = Experiment(
         "runs' held-out loss to fall below causal's score on its own training text, and says what these runs did). "
         "The no-mask run first has to learn to look one step ahead, so its collapse comes later, after a few hundred "
         "steps. The leak detector changes future tokens and measures how much earlier logits move (0 under a "
-        "correct mask). At generation time there is no future to copy: the loss without the future (each position predicted from its "
-        "past only) shows what the leaking models really learned."
+        "correct mask). At generation time there is no future to copy: the loss without the future (each position "
+        "predicted from its past only) shows what the leaking models really learned."
     ),
     expected=EXPECTED,
     # Context 16: the no-mask run finds the token one step ahead within ~150-350 steps on every seed and
