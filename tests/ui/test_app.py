@@ -437,6 +437,25 @@ def test_the_knobs_of_a_paused_run_without_a_worker_say_paused_not_ended(runs_di
     assert "this run has ended: they set your next run" in texts(at)
 
 
+def test_a_watcher_of_an_ended_run_reads_its_own_knob_values_where_the_knobs_show_others(runs_dir):
+    """A review's learner watched a finished off-by-one run and read her own warmup 30, 1/√d_head and causal beside
+    its curves: the knobs set her next run, and the run's own last values are said where they differ."""
+    from tinygpt.runs.store import RunStore
+
+    run_id = write_run(runs_dir)
+    with RunStore(runs_dir).writer(run_id) as w:
+        w.append_event({"time": 1.0, "step": 10, "kind": "knob", "knob": "mask", "ok": True, "old": "causal",
+                        "new": "off_by_one", "message": "mask: causal -> off_by_one at step 10"})  # fmt: skip
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["run"] = run_id
+    at.run()
+    assert not at.exception, at.exception
+    said = texts(at)
+    assert "this run has ended: they set your next run" in said, said
+    assert "This run's own values, where the knobs below show others: " in said, said
+    assert "Mask off by one (below: causal)" in said, said
+
+
 def test_a_lab_link_to_another_learners_runs_opens_nothing_of_theirs(runs_dir):
     """A reviewer opened a learner's lab runs on their own pasted text through the Experiments address (?lab=),
     samples included; a ?run= link to that learner's run was refused. The same rule now holds for both."""

@@ -357,6 +357,9 @@ def draw_form(
                         "they set your next run")  # fmt: skip
             if read_only:  # they show what Train would start: the preset's where this viewer changed nothing
                 _show_next_run_knobs()
+            rd = in_view.reader(resources.get_store(), in_view.run_id())  # the run's own values, where these differ
+            if rd is not None and (note := run_form.ended_knobs_note(rd.config(), rd.events, form_values())):
+                st.caption(note)
         elif read_only and live_run is not None:  # greyed out: a review read "change the running model" above them
             st.markdown("**Live knobs** · the run's: not yours to change (only its owner and the instructor "
                         "can)")  # fmt: skip

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tinygpt.runs.knobs import knobs_now
 from tinygpt.ui.train import settings, train_keys
+from tinygpt.ui.words.knob_words import knob_value
 
 
 def preset_of(values: dict[str, Any]) -> str | None:
@@ -55,3 +57,21 @@ def window_top(run_context: int | None, form_context: int) -> int:
     window is a live knob of that run, bounded by that run's context; bounded by the form's, a viewer whose draft
     for a new run had a shorter context saw the run's window cut to it."""
     return int(run_context) if run_context else int(form_context)
+
+
+def ended_knobs_note(config: dict, events: list[dict], form: dict[str, Any]) -> str:
+    """Above the knobs of a run that takes no change (ended, or paused): they set the viewer's next run, so where
+    they show other values than the run's last ones, the run's are said ("... Warmup steps 230 (below: 30) · ..."),
+    else "". A review's learner watched a finished off-by-one run and read her own warmup 30,
+    1/√d_head and causal beside its curves."""
+    run = knobs_now(config, events)
+    differ = [f for f in settings.KNOB_FIELDS if run.get(f.name) is not None and form.get(f.name) != run[f.name]]
+    if not differ:
+        return ""
+
+    def shown(field: settings.Field, value: Any) -> str:
+        label = (field.labels or {}).get(value)
+        return label.split(" (")[0] if label else knob_value(value)
+
+    said = " · ".join(f"{f.label} {shown(f, run[f.name])} (below: {shown(f, form.get(f.name))})" for f in differ)
+    return f"This run's own values, where the knobs below show others: {said}."
