@@ -150,3 +150,43 @@ def test_an_answer_waits_for_its_grade_until_a_decided_check_is_on_screen(pages,
     screen.shown.clear()
     assert prediction_view.learner_part(step, LEARNER, None) is False  # a decided check on screen: the grade
     assert any("**wrong**" in s for s in screen.shown)
+
+
+def test_a_grade_never_stands_beside_a_check_that_says_otherwise(pages, monkeypatch):
+    """A review's learner read "· wrong" above "Check: not enough data yet — 7 of the 8 pitfalls reproduced so far"
+    for ~10 s at step 8: the room's outcome came in while her pane computed its own, undecided, check. The answer
+    waits for its grade; beside the check it was graded on (graded_check's), the grade shows."""
+    screen = _Screen()
+    monkeypatch.setattr(prediction_view, "st", screen)
+    monkeypatch.setattr(prediction_view.state, "get", lambda key, default=None: default)
+    step = STEP["shapes"]
+    pages.answer(step.key, LEARNER.id, LEARNER.name, step.answers.options[0], step.answers)
+    pages.settle(step.key, "seen", None, Check(True, "reproduced"))  # the room's, settled by the instructor's pane
+    prediction_view.learner_part(step, LEARNER, Check(None, "Not enough data yet: 7 of 8"), choices=False)
+    assert "its grade comes with the check" in " ".join(screen.shown) and "**wrong**" not in " ".join(screen.shown)
+    screen.shown.clear()
+    graded = prediction_view.graded_check(step, LEARNER, Check(None, "Not enough data yet: 7 of 8"))
+    assert isinstance(graded, prediction_view.GradedCheck)
+    prediction_view.learner_part(step, LEARNER, graded, choices=False)
+    assert any("**wrong**" in s for s in screen.shown)
+
+
+def test_a_check_not_shown_yet_is_not_computed_again_at_every_refresh(pages, monkeypatch):
+    """A review: on a loaded server the projector's count of answers lagged the learners' clicks by 7-10 s, one
+    check computation (step 8 reads 21 runs) per 3 s refresh while nobody saw the check. A check not shown yet is
+    kept for HELD_RECHECK_S for the same runs; once the step is set up, it is computed afresh."""
+    screen, session = _pane(monkeypatch)
+    step, runs = STEP["pitfalls"], {"exp:scaling": {"scaled": "r1", "unscaled": "r2"}}
+    held = prediction_view.shown_check(step, LEARNER, Check(True, "reproduced"))
+    assert isinstance(held, prediction_view.HeldCheck)
+    prediction_view.keep_held(step, runs, held)
+    assert prediction_view.held_check(step, LEARNER, runs) is held
+    assert prediction_view.held_check(step, LEARNER, {**runs, "exp:mask": {"causal": "r3"}}) is None  # other runs
+    prediction_view.keep_held(step, runs, Check(True, "reproduced"))  # a shown check is never kept
+    assert prediction_view.held_check(step, LEARNER, runs) is held
+    pages.reveal(step.key, None)  # the instructor's Set up: computed afresh
+    assert prediction_view.held_check(step, LEARNER, runs) is None
+    prediction_view.keep_held(step, runs, held)
+    session[prediction_view.teach_keys.LESSON_HELD_CHECK] = (step.key, runs, 0.0, held)  # long ago
+    pages.clear()
+    assert prediction_view.held_check(step, LEARNER, runs) is None

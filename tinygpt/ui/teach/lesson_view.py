@@ -298,13 +298,16 @@ def _computed_check(step: Step, actor: Actor, data: dict) -> tuple[lesson.Check,
     """The step's check on its runs in the room, as `actor` sees it, and where each of its runs stands."""
     runs = runs_for(actor, data)
     try:
-        with _LOCK:
-            check = prediction_view.shown_check(
-                step, actor, step.check(evidence(step, runs, data["measured"], actor, data["runs"]))
-            )
-            # The check beside the viewer's grade is the one it was graded on (a grade kept, a check recomputed on
-            # runs changed since, had read "right" above "not seen")
-            check = prediction_view.graded_check(step, actor, check)
+        check = prediction_view.held_check(step, actor, runs)  # not shown yet, computed a moment ago: not again
+        if check is None:
+            with _LOCK:
+                check = prediction_view.shown_check(
+                    step, actor, step.check(evidence(step, runs, data["measured"], actor, data["runs"]))
+                )
+                # The check beside the viewer's grade is the one it was graded on (a grade kept, a check recomputed
+                # on runs changed since, had read "right" above "not seen")
+                check = prediction_view.graded_check(step, actor, check)
+            prediction_view.keep_held(step, runs, check)
         # Where each run stands, read now that the check is done and outside the lock the other sessions' checks
         # wait on: a review's pane held "step 155 / 200 · running" for ~20 s after that run had finished.
         lines, states = _progress(runs, step, actor)
@@ -411,9 +414,11 @@ def setup_button(step: Step, actor: Actor, icon: bool = True) -> None:
     opens = None if actor.instructor else f"Opens this step's runs on the {lesson.page_name(step)} page, here."
     if st.button("Set up this step", type="primary", icon=":material/play_circle:" if icon else None,
                  key="lesson_setup", width="stretch", help=opens):  # fmt: skip
-        try:
-            prediction_view.set_up(step, actor)  # before: set_up ends by switching page
-            set_up(step, actor)
+        try:  # a review's instructor read "press Set up this step" for 15-30 s after pressing it, nothing else said
+            with st.spinner(f"Setting up step {STEPS.index(step) + 1}: its runs, then the {lesson.page_name(step)} "
+                            "page and its check…"):  # fmt: skip
+                prediction_view.set_up(step, actor)  # before: set_up ends by switching page
+                set_up(step, actor)
         except TinyGPTError as exc:
             st.error(safe.md(exc))
 

@@ -6,6 +6,8 @@ instructor asks, and the CSV of every step. The logic is tinygpt/ui/teach/predic
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from tinygpt.errors import TinyGPTError
@@ -97,6 +99,11 @@ def learner_part(
         st.caption(record.no_prediction(outcome))
         st.markdown(watch)
         return False
+    # The grade beside a check that says otherwise: the room's outcome came in while this pane computed its own,
+    # undecided, check (a review's learner read "· wrong" above "Check: not enough data yet" and the choices for
+    # ~10 s at step 8); the next refresh shows the check it was graded on (graded_check)
+    pending = pending or (check is not None and not isinstance(check, GradedCheck)
+                          and predictions.outcome_of(check) != outcome)  # fmt: skip
     if pending:  # the grade beside a check still saying "Predict first" read as a contradiction (a review)
         st.info(f"Your prediction: **{safe.md(mine)}** · its grade comes with the check, being read now",
                 icon=":material/hourglass_top:")  # fmt: skip
@@ -150,6 +157,26 @@ def room_line(pages: predictions.PredictionBook, step: lesson.Step) -> str:
     return predictions.spread_line(spread, graded=pages.revealed(step.key, None) and outcome is not None, zeros=False)
 
 
+def revealed(step: lesson.Step, actor: Actor) -> bool:
+    """Whether `actor`'s pane shows the step's check: set up by the instructor for the room, or by this learner."""
+    return book().revealed(step.key, None if actor.instructor else actor.id)
+
+
+def held_check(step: lesson.Step, actor: Actor, runs: dict) -> lesson.Check | None:
+    """The step's check as not shown yet, computed for these runs under HELD_RECHECK_S ago (`keep_held`), while it
+    is still not shown to `actor`; else None (compute it). Its words need only its outcome ("has its result")."""
+    held = state.get(teach_keys.LESSON_HELD_CHECK)
+    if not held or held[:2] != (step.key, runs) or time.monotonic() - held[2] >= teach_keys.HELD_RECHECK_S:
+        return None
+    return None if revealed(step, actor) else held[3]
+
+
+def keep_held(step: lesson.Step, runs: dict, check: lesson.Check) -> None:
+    """Keep a check not shown yet for `held_check`."""
+    if isinstance(check, HeldCheck):
+        state.put(teach_keys.LESSON_HELD_CHECK, (step.key, runs, time.monotonic(), check))
+
+
 class HeldCheck(lesson.Check):
     """A check not shown yet: its status says why (a plain Check(None) would say "not enough data")."""
 
@@ -164,7 +191,7 @@ def shown_check(step: lesson.Step, actor: Actor, check: lesson.Check) -> lesson.
     prepared before class: their checks are decided when the class arrives, and would close every answer before
     anyone predicted; an undecided one showed its partial count ("7 of 8 pitfalls reproduced so far") before
     anyone had predicted "how many crash?"."""
-    if step.answers is None or book().revealed(step.key, None if actor.instructor else actor.id):
+    if step.answers is None or revealed(step, actor):
         return check
     who = "you press" if actor.instructor else "the instructor (or you) presses"
     ready = "has its result" if predictions.outcome_of(check) is not None else "is computed from its runs"
