@@ -43,7 +43,7 @@ form.seed_form(rd)  # a reattached tab's form: its run's settings
 left, right = st.columns([1.2, 2], gap="large")
 with left:  # the live knobs show the run while it takes changes, read-only for a watcher
     live_run = (run_id, rd.config(), rd.events) if rd is not None and rules.in_play else None
-    source, uploaded = form.draw_form(rd is not None, live_run, read_only=not mine, run_state=run_state)
+    source, uploaded = form.draw_form(rd, live_run, read_only=not mine, run_state=run_state)
 
 # ---------------------------------------------------------------- controls
 

@@ -26,6 +26,7 @@ from tinygpt.presets import preset
 from tinygpt.runs.corpus import corpus_sha256, read_corpus
 from tinygpt.runs.jobs import NoWorkerError
 from tinygpt.runs.owners import Actor, NotYourRunError
+from tinygpt.runs.reader import RunReader
 from tinygpt.ui import state
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, people_keys, room
@@ -324,10 +325,13 @@ def _draw_fields(fields: tuple[Field, ...], disabled: bool, per_row: int = 2) ->
 
 
 def draw_form(
-    run_shown: bool = False, live_run: tuple[str, dict, list] | None = None, read_only: bool = False,
+    shown: RunReader | None = None, live_run: tuple[str, dict, list] | None = None, read_only: bool = False,
     run_state: str | None = None,
 ):  # fmt: skip
     """The preset, live-knob, corpus and model widgets. Returns (corpus label, uploaded file or None).
+
+    `shown`: the reader of the run in view (None: no run), whose own knob values are said where the knobs, set for
+    the next run, show others.
 
     `live_run` (run id, config, events): a run in view that takes knob changes; the live knobs then show its
     values (knob_widgets.run_values), read-only for a viewer who may not change it (`read_only`).
@@ -336,7 +340,7 @@ def draw_form(
     (which only a new run uses) fold into an expander, so on a projector the knobs and the loss chart share the
     first screen."""
     # A workshop link with ?lock=1 fixes the preset and the model; the live knobs stay for learners to turn.
-    locked = people_keys.locked()
+    locked, run_shown = people_keys.locked(), shown is not None
     per_row = 1 if fonts.large_fonts() else 2
     st.selectbox(
         "Preset", list(settings.PRESET_LABELS), key=train_keys.W_PRESET, on_change=_apply_preset,
@@ -357,8 +361,7 @@ def draw_form(
                         "they set your next run")  # fmt: skip
             if read_only:  # they show what Train would start: the preset's where this viewer changed nothing
                 _show_next_run_knobs()
-            rd = in_view.reader(resources.get_store(), in_view.run_id())  # the run's own values, where these differ
-            if rd is not None and (note := run_form.ended_knobs_note(rd.config(), rd.events, form_values())):
+            if note := run_form.ended_knobs_note(shown.config(), shown.events, form_values()):  # the run's own
                 st.caption(note)
         elif read_only and live_run is not None:  # greyed out: a review read "change the running model" above them
             st.markdown("**Live knobs** · the run's: not yours to change (only its owner and the instructor "
