@@ -1,5 +1,5 @@
-"""The branch point on Compare's chart (issue 37): a solid rule at the branch step in the branch's colour,
-labelled with its parent's name, read back through `to_dict()`; and the settings table around a branch."""
+"""The branch point on Compare's chart (issue 37): a solid rule at the branch step in the branch's colour, named
+with its parent in the subtitle, read back through `to_dict()`; and the settings table around a branch."""
 
 from __future__ import annotations
 
@@ -21,7 +21,12 @@ def test_the_branch_point_is_a_rule_at_its_step_labelled_with_the_parent():
     assert spec["datasets"]["compare_branches"] == [
         {"step": 120, "run": BRANCH, "label": f"from {PARENT}", "entry": f"branched from {PARENT} at step 120"}
     ]
-    assert f"from {PARENT}" in texts(spec)
+    # named above the plot: a label along the rule crossed the curves (three reviews)
+    assert f"from {PARENT}" not in texts(spec)
+    assert spec["title"]["subtitle"] == [f"solid rule at step 120: «{BRANCH}» branched from {PARENT}"]
+    two = compare.compare_chart({**series, "C": METRICS}, "loss", evals={PARENT: []},
+                                branches={BRANCH: (120, PARENT), "C": (60, PARENT)}).to_dict()  # fmt: skip
+    assert two["title"]["subtitle"][-1] == "solid rules: where each of 2 branches left its parent (hover one for which)"
 
 
 def test_no_branch_no_branch_layers_and_a_branch_not_shown_is_left_out():

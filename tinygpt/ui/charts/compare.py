@@ -131,13 +131,13 @@ def compare_chart(
     datasets["compare_branches"] = forks
     below = legend_lines(len(runs) + 1, len(knobs) + (1 if knobs else 0))  # each legend has a title line
     # Whether there are branch rules is part of the template: a layer with no rows draws nothing but a Vega warning.
-    key = (field, runs, bool(evals), title, SECONDS if seconds else STEP, large, below, not rows, bool(forks))
+    key = (field, runs, bool(evals), title, SECONDS if seconds else STEP, large, below, not rows, fork_note(forks))
     return live_spec(_compare_template, key, datasets)
 
 
 def _compare_template(
     field: str, runs: tuple, with_evals: bool, title: str, x_title: str, large: bool, below: int = 0,
-    empty: bool = False, with_branches: bool = False,
+    empty: bool = False, with_branches: str | None = None,
 ):  # fmt: skip
     t = theme(large)
     log = field.endswith("grad_norm")  # norms span orders of magnitude
@@ -175,21 +175,30 @@ def _compare_template(
     if with_branches:
         layers += branch_layers("compare_branches", t, base.encoding.color, step_x(x_title))
     subtitle = "no data yet" if empty else (dash_note(["training", "validation"]) if with_evals else None)
+    if with_branches:  # the branch rule's words, above the plot: along the rule they crossed the curves (a review)
+        subtitle = [line for line in (subtitle, with_branches) if line]
     return finish(layers, title, t, subtitle, large, below)
 
 
+def fork_note(forks: list[dict]) -> str | None:
+    """The subtitle line that says what the solid rules are (None without one): "solid rule at step 120: «B»
+    branched from «P»" for one branch, in words for several (each rule's tooltip names its own)."""
+    if not forks:
+        return None
+    if len(forks) > 1:
+        return f"solid rules: where each of {len(forks)} branches left its parent (hover one for which)"
+    fork = forks[0]
+    at = f"{fork['step']:.1f} s" if isinstance(fork["step"], float) else f"step {fork['step']:,}"
+    return f"solid rule at {at}: «{fork['run']}» {fork['entry'].split(' at step')[0]}"
+
+
 def branch_layers(source: str, t: dict, colour: Any, x: alt.X) -> list:
-    """A solid rule per branch point (knob changes are the dashed ones) and its label read upwards along the rule
-    from the plot's foot, clear of the knob badge at the top: a 31-character parent name is whole at both font
-    sizes (the plot is ~90 px shorter than the chart; seen at 1280x720), a longer one is cut, whole in the tooltip
-    and in the runs' legend."""
+    """A solid rule per branch point in the branch's colour (knob changes are the dashed ones), named in the
+    subtitle (`fork_note`) and its tooltip. Its label along the rule, read upwards from the plot's foot, crossed the
+    curves there (three reviews); a halo behind it would not suit the dark theme."""
     base = alt.Chart(alt.NamedData(source))
     tooltip = [alt.Tooltip("entry:N", title="branch"), alt.Tooltip("step:Q", title="step")]
-    rule = base.mark_rule(strokeWidth=t["line"], opacity=0.8).encode(x=x, color=colour, tooltip=tooltip)
-    label = base.mark_text(
-        angle=270, align="left", baseline="bottom", dx=4, dy=-3, fontSize=t["text"], limit=t["height"] - 90
-    ).encode(x=x, y=alt.value("height"), text="label:N", color=colour, tooltip=tooltip)  # "height": the plot's foot
-    return [rule, label]
+    return [base.mark_rule(strokeWidth=t["line"], opacity=0.8).encode(x=x, color=colour, tooltip=tooltip)]
 
 
 def run_colours(runs: Sequence[str]) -> alt.Color:
