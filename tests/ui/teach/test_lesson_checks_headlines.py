@@ -8,7 +8,7 @@ from tinygpt.lab import induction
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.results import RunResult
 from tinygpt.lab.verdict import CPU_COUNTS_ONLY
-from tinygpt.ui.teach import lesson, lesson_checks, presenter
+from tinygpt.ui.teach import lesson, lesson_checks, pitfall_checks, presenter
 from tinygpt.ui.teach.lesson import Evidence, RunData
 from tinygpt.ui.teach.lesson_evidence import _verdict
 
@@ -123,7 +123,7 @@ CASES = [
     ("pitfalls", Evidence(verdicts={k: {"reproduced": k != PITFALL_KEYS[0], "sentence": "x"} for k in PITFALL_KEYS}),
      False, EXPERIMENTS[PITFALL_KEYS[0]].title),  # by its title, never its key
     ("pitfalls", Evidence(verdicts={k: {"reproduced": None, "sentence": "x"} for k in PITFALL_KEYS[:3]}), None,
-     f"{len(PITFALL_KEYS) - 3} not started"),
+     f"{sum(EXPERIMENTS[k].measure is None for k in PITFALL_KEYS[3:])} not started"),  # memory: not measured yet
     ("health", Evidence(health=health(True)), True, "0.31"),
     ("health", Evidence(health=health(False)), False, "2.4e-07"),
     ("induction", Evidence(verdicts={"induction": induction_verdict(True)}), True, "0.70"),
@@ -259,3 +259,14 @@ def test_a_verdicts_headline_leads_with_the_held_out_loss():
     assert "final held-out loss 2.800 vs 2.300 (training 2.769 vs 2.281)" in line, line
     line = lesson.STEPS[5].check(Evidence(verdicts={"residual": residual_verdict(True)})).headline
     assert "final held-out loss 2.950 vs 2.350 (training 2.900 vs 2.300)" in line, line
+
+
+def test_a_pitfall_measured_at_set_up_is_not_measured_yet_never_not_started():
+    """A review's learners read "not started: Memory fragmentation" at step 8 for seconds: the memory demo is
+    measured in the server at the step's Set up, never started as a run."""
+    measured = [k for k in PITFALL_KEYS if EXPERIMENTS[k].measure is not None]
+    assert measured, "the test needs a pitfall measured in the server"
+    trained = {k: {"reproduced": True, "sentence": "x"} for k in PITFALL_KEYS if k not in measured}
+    check = pitfall_checks.all_pitfalls(Evidence(verdicts=trained))
+    assert check.passed is None and not check.settled, check.text
+    assert f"not measured yet: {EXPERIMENTS[measured[0]].title}" in check.text and "not started" not in check.text

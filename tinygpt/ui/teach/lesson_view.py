@@ -227,9 +227,7 @@ def set_up(step: Step, actor: Actor) -> None:
         in_view.set_run_id(started[TWO])
         query |= {in_view.URL_RUN: started[TWO], circuits_keys.URL_CIRC: ",".join(started.values())}
     if setup.induction:  # the newest step, whose checkpoint the checks read: not one this browser looked at before
-        _widget(
-            circuits_keys.W_CIRC_STEP, None
-        )  # (the browser run's heatmap showed step ~1400 beside a check of step 3000)
+        _widget(circuits_keys.W_CIRC_STEP, None)  # (the browser run's heatmap showed step ~1400 beside a check of 3000)
     if setup.tab:  # the view the check talks about (Model health, Head ablation, Logit lens), not the first tab
         _widget(
             circuits_keys.W_CIRC_TAB if step.page.endswith("circuits.py") else experiments_keys.W_EXP_TAB, setup.tab
@@ -363,6 +361,7 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
     pending = shown is None or predictions.outcome_of(shown) is None  # no decided check on screen to grade by
     with predicted.container(key=f"lesson_prediction_{index}"):
         redraw = prediction_view.pane_part(step, actor, None, pending=pending)  # one radio a script run: here
+        prediction_view.overwrite_stale()
     check, lines = _computed_check(step, actor, data)  # closes an open answer once it is decided (graded_check)
     check = named_run(check, step, runs_for(actor, data), in_view.run_id())
     if actor.instructor or (redraw and (predictions.outcome_of(check) is not None or check.closes)):
@@ -371,6 +370,7 @@ def check_view(index: int, actor: Actor, seen_room: int | None, draw=check_lines
         # lingered beside it, a click on them refused)
         with predicted.container(key=f"lesson_graded_{index}"):
             prediction_view.pane_part(step, actor, check, choices=False)
+            prediction_view.overwrite_stale()
     state.put(teach_keys.LESSON_LAST_CHECK, (index, check, lines))
     slot = slot or st.empty()
     with slot.container(key=f"lesson_check_{index}"):  # the step it checks, in the page (the browser tests read it)

@@ -20,22 +20,28 @@ def all_pitfalls(ev: Evidence) -> Check:
     undecided = {k: v["undecided"] for k, v in ev.verdicts.items() if k in PITFALLS and k not in done
                  and v.get("undecided")}  # fmt: skip
     counts_only = [k for k, why in undecided.items() if why == CPU_COUNTS_ONLY]
-    missing = [k for k in PITFALLS if k not in ev.verdicts]
+    # A pitfall measured in the server (the memory demo), not trained, is "not measured yet" until its Set up has
+    # measured it: a review's learners read "not started: Memory fragmentation" for seconds at step 8, which never
+    # starts a run of it
+    missing = [k for k in PITFALLS if k not in ev.verdicts and not _measured_here(k)]
+    unmeasured_yet = [k for k in PITFALLS if k not in ev.verdicts and _measured_here(k)]
     waiting = [k for k in PITFALLS if k in ev.verdicts and k not in done and k not in undecided]
     judged = [k for k in PITFALLS if k not in counts_only]
     count = _count(len(shown), judged, counts_only)
     text = count
     unmeasured = [k for k in undecided if k not in counts_only]
-    if missing or waiting or unmeasured:
+    if missing or waiting or unmeasured or unmeasured_yet:
         parts = ([f"not started: {_titles(missing)}"] if missing else []) + (
             [f"training or queued: {_titles(waiting)}"] if waiting else []) + (
+            [f"not measured yet: {_titles(unmeasured_yet)}"] if unmeasured_yet else []) + (
             [f"not enough data: {_titles(unmeasured)}"] if unmeasured else [])  # fmt: skip
-        kinds = ((missing, "not started"), (waiting, "training or queued"), (unmeasured, "not measured"))
+        kinds = ((missing, "not started"), (waiting, "training or queued"), (unmeasured_yet, "not measured yet"),
+                 (unmeasured, "not measured"))  # fmt: skip
         counts = ", ".join(f"{len(ks)} {what}" for ks, what in kinds if ks)
         return Check(
             None,
             f"Not enough data yet: {text} so far; {'; '.join(parts)}.",
-            settled=not missing and not waiting,
+            settled=not missing and not waiting and not unmeasured_yet,
             headline=f"Not enough data yet: {_count(len(shown), judged, counts_only, True)} so far ({counts})",
         )  # only unmeasured clauses left: nothing more will come
     failed = [k for k in judged if k not in shown]
@@ -53,6 +59,11 @@ def all_pitfalls(ev: Evidence) -> Check:
                      headline=f"{short}{crash_line}")  # fmt: skip
     return Check(True, f"{short}: {_titles(judged)}{tail}. {crash_text}",
                  headline=f"{short}{crash_line}{unjudged}")  # fmt: skip
+
+
+def _measured_here(key: str) -> bool:
+    """Whether the pitfall is measured in the server at its step's Set up (Experiment.measure), not trained."""
+    return key in EXPERIMENTS and EXPERIMENTS[key].measure is not None
 
 
 def _title(key: str) -> str:

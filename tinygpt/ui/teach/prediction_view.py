@@ -157,6 +157,15 @@ def room_line(pages: predictions.PredictionBook, step: lesson.Step) -> str:
     return predictions.spread_line(spread, graded=pages.revealed(step.key, None) and outcome is not None, zeros=False)
 
 
+def overwrite_stale(slots: int = 6) -> None:
+    """Empty elements after a prediction part: Streamlit drops a container's old elements past the new ones only
+    when the script run ends, after the check's computation (20 s at step 8 under load), so a grade stood above
+    the old "You may change it until the check appears" and choices (a review; measured in a browser: padded, they
+    are gone at once). `slots`: more than the elements one part draws."""
+    for _ in range(slots):
+        st.empty()
+
+
 def revealed(step: lesson.Step, actor: Actor) -> bool:
     """Whether `actor`'s pane shows the step's check: set up by the instructor for the room, or by this learner."""
     return book().revealed(step.key, None if actor.instructor else actor.id)
