@@ -415,8 +415,8 @@ def setup_button(step: Step, actor: Actor, icon: bool = True) -> None:
     if st.button("Set up this step", type="primary", icon=":material/play_circle:" if icon else None,
                  key="lesson_setup", width="stretch", help=opens):  # fmt: skip
         try:  # a review's instructor read "press Set up this step" for 15-30 s after pressing it, nothing else said
-            with st.spinner(f"Setting up step {STEPS.index(step) + 1}: its runs, then the {lesson.page_name(step)} "
-                            "page and its check…"):  # fmt: skip
+            # Short: in the projector banner's narrow column a longer one grew it to 600 of 720 px (a review)
+            with st.spinner(f"Setting up step {STEPS.index(step) + 1}…"):
                 prediction_view.set_up(step, actor)  # before: set_up ends by switching page
                 set_up(step, actor)
         except TinyGPTError as exc:
