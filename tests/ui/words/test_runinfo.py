@@ -408,10 +408,8 @@ def test_the_lr_note_says_the_runs_own_schedule():
     train = {"max_steps": 300, "learning_rate": 0.002, "min_lr": 0.0002, "warmup_steps": 0}
     # a review read "a linear warmup, then a cosine decay" under a run with warmup 0
     note = runinfo.lr_note({"train": train}, {})
-    assert note == ("This run: no warmup (it starts at the peak, 0.002), then a cosine decay to the floor, 0.0002, at "
-                    "step 300.")
-    moved = runinfo.lr_note({"train": train}, {"warmup_steps": 30, "learning_rate": 0.002})
-    assert moved.startswith("This run, with the knobs in force now: a linear warmup over 30 steps to 0.002")
+    assert note == ("This run's settings: no warmup (it starts at the peak, 0.002), then a cosine decay to the floor, "
+                    "0.0002, at step 300.")
     # a warmup longer than the run never reaches the peak: said, with where it ends (lr_at of the last step)
     long = runinfo.lr_note({"train": {**train, "max_steps": 100, "warmup_steps": 200}}, {})
     assert "without reaching the peak" in long and "ends at 0.001" in long
@@ -419,3 +417,16 @@ def test_the_lr_note_says_the_runs_own_schedule():
     assert flat.endswith("then it stays there (its floor is its peak).")
     assert "trains until stopped" in runinfo.lr_note({"train": {**train, "max_steps": 1_000_000}}, {})
     assert runinfo.lr_note({}, {}) == ""
+
+
+def test_the_lr_note_of_a_run_changed_live_says_what_moved_never_a_schedule_it_did_not_have():
+    """A review read a finished run's schedule as if its last knobs had held from step 0: "a linear warmup over 200
+    steps to 0.005" of a run that warmed up over 1,000 steps to 0.002 until its LR and warmup moved (412, 488)."""
+    train = {"max_steps": 3000, "learning_rate": 0.002, "min_lr": 0.0002, "warmup_steps": 1000}
+    now = {"learning_rate": 0.005, "min_lr": 0.0005, "warmup_steps": 200}  # min_lr moved with the LR: not said
+    ended = runinfo.lr_note({"train": train}, now, ended=True)
+    assert ended.startswith("This run's settings: a linear warmup over 1,000 steps to 0.002"), ended
+    assert ended.endswith("Changed live (LR 0.002 → 0.005, warmup 1000 → 200): the line shows the rates it used.")
+    live = runinfo.lr_note({"train": train}, now)
+    assert live.endswith("from now on: a linear warmup over 200 steps to 0.005, then a cosine decay to the floor, "
+                         "0.0005, at step 3,000."), live

@@ -90,7 +90,7 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple, queued: tup
     newest = max(int(status.get("step") or 0), int((rd.metrics[-1].get("step") or 0) if rd.metrics else 0))
     leaks = leak_spans(config, rd.events, newest)
     return {**figures, "clip": runinfo.clip_caption(rd.metrics, knobs, optimizer, rd.evals, leaks),  # what clipping did
-            "lr_note": runinfo.lr_note(config, knobs)}  # fmt: skip
+            "lr_note": runinfo.lr_note(config, knobs, ended)}  # fmt: skip
 
 
 # Shared by every session of this server: when the room watches one run (the instructor's, on the projector and on
