@@ -168,3 +168,12 @@ def test_the_mask_experiment_warns_of_a_short_text_before_its_runs():
     assert warning.startswith("This text has 1,500 characters, 1,350 of them for training"), warning
     assert "also asks each leaky run's held-out loss to fall below causal's score on its own training text" in warning
     assert EXPERIMENT.held_out_warning(words(1_500) * 200) == ""
+
+
+def test_no_short_text_warning_for_a_text_no_run_can_start_on():
+    """A review pasted "x": the page said "read 153,600 times over, enough to learn it by heart" of a text Run then
+    refused ("at least 321 are needed")."""
+    from tinygpt.lab.registry import EXPERIMENTS
+
+    for key in ("residual", "mask"):
+        assert EXPERIMENTS[key].held_out_warning("x") == ""

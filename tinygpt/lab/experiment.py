@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import RunConfig
+from ..data import min_corpus_chars
 from ..presets import preset
 from .verdict import ENDED, NOT_ENOUGH_DATA, Clause, RunResult, Verdict, diverged_at
 
@@ -111,7 +112,10 @@ class Experiment:
         the verdict says "not enough data" (`memorised` measures it from the held-out loss)."""
         if not (self.loss_claims or self.memorising_note) or self.source is not None or not text:
             return ""
-        reads = max(c.train.max_steps * c.train.batch_size * c.model.max_seq_len for c in self.configs().values())
+        configs = self.configs().values()
+        if len(text) < max(min_corpus_chars(c.model.max_seq_len) for c in configs):
+            return ""  # no run can start on it, and Run says why: "read 153,600 times over" of one character (a review)
+        reads = max(c.train.max_steps * c.train.batch_size * c.model.max_seq_len for c in configs)
         if len(text) >= reads:
             return ""
         train = int(len(text) * 0.9)  # the runs train on its first 90% (data.Corpus, val_fraction 0.1)

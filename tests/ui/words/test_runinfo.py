@@ -430,3 +430,13 @@ def test_the_lr_note_of_a_run_changed_live_says_what_moved_never_a_schedule_it_d
     live = runinfo.lr_note({"train": train}, now)
     assert live.endswith("from now on: a linear warmup over 200 steps to 0.005, then a cosine decay to the floor, "
                          "0.0005, at step 3,000."), live
+
+
+def test_the_lr_note_at_the_edges_of_warmup_and_floor():
+    """A review's edge cases: a warmup as long as the run reaches its peak at the last step (not "longer than"); a
+    floor equal to the peak decays nothing, a run until stopped included; a warmup of 1 step starts at the peak."""
+    train = {"max_steps": 300, "learning_rate": 0.002, "min_lr": 0.0002, "warmup_steps": 300}
+    assert "over all its 300 steps to 0.002, reached at the last step" in runinfo.lr_note({"train": train}, {})
+    lecture = {**train, "max_steps": 1_000_000, "min_lr": 0.002, "warmup_steps": 50}
+    assert runinfo.lr_note({"train": lecture}, {}).endswith("then it stays there (its floor is its peak).")
+    assert "no warmup (it starts at the peak" in runinfo.lr_note({"train": {**train, "warmup_steps": 1}}, {})

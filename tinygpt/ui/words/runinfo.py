@@ -342,16 +342,19 @@ def _schedule_words(train: dict, max_steps: int) -> str:
     lr, min_lr = float(train["learning_rate"]), float(train.get("min_lr") or 0.0)
     warmup = int(train.get("warmup_steps") or 0)
     until_stopped = trains_until_stopped(max_steps)
-    if warmup >= max_steps and not until_stopped:  # the warmup outlasts the run: it never reaches its peak
+    if warmup > max_steps and not until_stopped:  # the warmup outlasts the run: it never reaches its peak
         top = lr_at(max_steps - 1, lr, min_lr, warmup, max_steps)
         return (f"a linear warmup over {warmup:,} steps toward {lr:g}, longer than its {max_steps:,} steps: it ends "
                 f"at {top:.3g} without reaching the peak")  # fmt: skip
+    if warmup == max_steps and not until_stopped:  # its last step is the peak (lr_at: (step + 1) / warmup)
+        return f"a linear warmup over all its {max_steps:,} steps to {lr:g}, reached at the last step"
     start = f"a linear warmup over {warmup:,} steps to {lr:g}"
-    start = f"no warmup (it starts at the peak, {lr:g})" if warmup <= 0 else start
-    if until_stopped:
-        end = f"then it stays near the peak: the run trains until stopped (its cosine decay runs to step {max_steps:,})"
-    elif min_lr >= lr:
+    # lr_at's first step is learning_rate x 1 / warmup: a warmup of 1 step starts at the peak, as none does
+    start = f"no warmup (it starts at the peak, {lr:g})" if warmup <= 1 else start
+    if min_lr >= lr:  # before the until-stopped case: the Lecture preset's floor is its peak, so nothing decays
         end = "then it stays there (its floor is its peak)"
+    elif until_stopped:
+        end = f"then it stays near the peak: the run trains until stopped (its cosine decay runs to step {max_steps:,})"
     else:
         end = f"then a cosine decay to the floor, {min_lr:g}, at step {max_steps:,}"
     return f"{start}, {end}"
