@@ -273,20 +273,36 @@ def test_a_fresh_knob_widgets_default_echo_is_not_the_learners_change(runs_dir, 
     slider = at.select_slider(key=knob_key(at, train_keys.W_LR))
     box = at.number_input(key=knob_key(at, train_keys.W_LR, "_exact"))
     assert (slider.value, box.value) == (0.002, 0.002)
-    echo = WidgetState()
+    echo, warmup = WidgetState(), WidgetState()
     echo.CopyFrom(box._widget_state)
     echo.double_value = 1e-6  # the box's own minimum: what a widget drawn without its value shows
-    send_also(monkeypatch, [echo])
+    warmup.CopyFrom(at.slider(key=knob_key(at, train_keys.W_WARMUP))._widget_state)
+    warmup.double_array_value.data[:] = [0]  # and the warmup slider's, in the same request: every new widget
+    send_also(monkeypatch, [echo, warmup])
     at.run()
     assert not at.exception, at.exception
-    assert at.session_state[train_keys.W_LR] == 0.002  # the form kept its value
+    assert at.session_state[train_keys.W_LR] == 0.002  # the form kept its values
+    assert at.session_state[train_keys.W_WARMUP] == 30
     at.run()  # the page drawn again (pages/train.py's watch_state asks for it): the box shows the form's value
     assert at.number_input(key=knob_key(at, train_keys.W_LR, "_exact")).value == 0.002
     monkeypatch.setattr(knob_widgets, "FRESH_S", 0.0)  # long after its mount, the minimum is the learner's choice
     echo.CopyFrom(at.number_input(key=knob_key(at, train_keys.W_LR, "_exact"))._widget_state)
     echo.double_value = 1e-6
+    warmup.CopyFrom(at.slider(key=knob_key(at, train_keys.W_WARMUP))._widget_state)
     at.run()
     assert at.session_state[train_keys.W_LR] == 1e-6
+
+
+def test_one_fresh_widget_moved_to_its_minimum_is_the_learners_move(runs_dir):
+    """A review dragged Warmup to 0 and typed Clip 0 within 15 s of opening Train: each snapped back unsaid, taken
+    for an echo. An echo comes from every widget drawn anew at once; one widget alone at its minimum is a move."""
+    at = app_as()
+    assert at.session_state[train_keys.W_WARMUP] == 30
+    at.slider(key=knob_key(at, train_keys.W_WARMUP)).set_value(0).run()
+    assert not at.exception, at.exception
+    assert at.session_state[train_keys.W_WARMUP] == 0
+    at.number_input(key=knob_key(at, train_keys.W_CLIP)).set_value(0.0).run()
+    assert at.session_state[train_keys.W_CLIP] == 0.0
 
 
 def test_only_a_numeric_knobs_minimum_is_taken_for_an_echo():

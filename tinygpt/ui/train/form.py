@@ -172,7 +172,8 @@ def _knob_moved(name: str, key: str) -> None:
     """One live knob's widget moved (its on_change): send that knob, with that widget's value, and nothing else;
     a slider's value once it rests (knob_widgets.settled: a burst of key presses is one change)."""
     field = settings.FIELD_BY_NAME[name]
-    value = knob_widgets.moved(field.key, key, _widget_defaults(field))
+    others = {f.key: _widget_defaults(f) for f in settings.KNOB_FIELDS if f.name != name}
+    value = knob_widgets.moved(field.key, key, _widget_defaults(field), others)
     if value is None:  # a replaced widget's stale copy, or a fresh one's default echo
         return
     run, drawn = in_view.run_id(), state.get(train_keys.KNOBS_DRAWN)

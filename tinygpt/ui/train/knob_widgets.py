@@ -99,7 +99,7 @@ def is_current(key: str, value_key: str, generations: dict[str, int]) -> bool:
     return role is not None and key == widget_key(value_key, generations, role)
 
 
-def moved(value_key: str, key: str, defaults: tuple = ()) -> Any:
+def moved(value_key: str, key: str, defaults: tuple = (), others: dict[str, tuple] | None = None) -> Any:
     """A widget's on_change: its value becomes the form's value (and the other widgets of the knob follow it on
     this run, drawn anew). Returns the value, the one the knob change sends; None for a widget the server has
     replaced, whose value is the browser's stale copy (Streamlit still runs the callback of a widget it has just
@@ -108,16 +108,32 @@ def moved(value_key: str, key: str, defaults: tuple = ()) -> Any:
     default (`defaults`: its minimum, its first option): a click on Large fonts while the page's first run drew the
     form came back with every new knob widget at its default, and the next Train started at LR 1e-06, warmup 0,
     clip off (a review; 3 of 6 here at load 3). The page is then drawn again (`echo_pending`), and the widget anew
-    with the form's value (mount: its state is not the form's)."""
-    if not is_current(key, value_key, state.get(train_keys.KNOB_WIDGETS) or {}):
+    with the form's value (mount: its state is not the form's). An echo comes from every widget drawn anew at once:
+    one fresh widget alone at its default is a learner's move (`others`: the other knobs' value keys and defaults),
+    and a review's warmup dragged to 0 and clip typed as 0 within 15 s of opening Train snapped back unsaid."""
+    generations = state.get(train_keys.KNOB_WIDGETS) or {}
+    if not is_current(key, value_key, generations):
         return None
     value = state.get(key)
     mounted = (state.get(train_keys.KNOB_MOUNTED) or {}).get(key)
-    if mounted is not None and time.monotonic() - mounted < FRESH_S and value in defaults:
+    if mounted is not None and time.monotonic() - mounted < FRESH_S and value in defaults and (
+            others is None or _echoing(others, generations)):  # fmt: skip
         state.put(train_keys.KNOB_ECHO, True)
         return None
     state.put(value_key, value)
     return value
+
+
+def _echoing(others: dict[str, tuple], generations: dict[str, int]) -> bool:
+    """Whether another knob's widget, drawn anew under FRESH_S ago, reports one of its defaults (`others`: value
+    key -> defaults) where the form holds another value: the echo of a page drawn anew, not a learner's move."""
+    now = time.monotonic()
+    for key, at in (state.get(train_keys.KNOB_MOUNTED) or {}).items():
+        for value_key, defaults in others.items():
+            if now - at < FRESH_S and is_current(key, value_key, generations) and state.get(key) in defaults \
+                    and state.get(key) != state.get(value_key):  # fmt: skip
+                return True
+    return False
 
 
 def run_values(config: dict, events: list[dict], names: list[str], notes: dict[str, dict]) -> dict[str, Any]:
