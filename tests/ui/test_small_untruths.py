@@ -113,3 +113,15 @@ def test_one_bad_value_in_a_link_is_reported_and_ignored_and_the_rest_applies():
     assert wide.overrides == {"hidden_dim": 48, "num_heads": 6} and not wide.errors
     clash = parse_workshop({"max_seq_len": "8", "mask": "sliding_window", "window": "4", "dropout": "0.1"})
     assert clash.overrides == {"max_seq_len": 8, "mask": "sliding_window", "window": 4, "dropout": 0.1}
+
+
+def test_a_warmup_change_while_warming_up_says_the_rate_it_jumps_to():
+    """A review: warmup 1,000 -> 200 at step 488 doubled the learning rate (0.00244 -> 0.00488 in metrics.jsonl), and
+    the answer said only "warmup -> 200: applied after step 488"."""
+    config = {"train": {"max_steps": 3000, "learning_rate": 5e-3, "min_lr": 5e-4, "warmup_steps": 1000}}
+    kind, text = runinfo.knob_note(knob_answer(488, 1000, 200), "r1", "warmup_steps", 200, config)
+    before, after = lr_at(488, 5e-3, 5e-4, 1000, 3000), lr_at(488, 5e-3, 5e-4, 200, 3000)
+    assert "At step 488 the warmup was still running (to step 1000): with 200 warmup steps it is over" in text, text
+    assert f"from step 489 the learning rate goes from {before:.3g} to {after:.3g} (+100%)" in text, text
+    kind, text = runinfo.knob_note(knob_answer(488, 1000, 600), "r1", "warmup_steps", 600, config)
+    assert "with 600 warmup steps it now ends at step 600" in text, text

@@ -276,11 +276,11 @@ def knob_note(events: list[dict], request: str, knob: str, value: Any, config: d
 
 
 def warmup_effect(config: dict, events: list[dict], answer: dict) -> str | None:
-    """What a warmup_steps change did when warmup had already ended (None while warmup still ran): the trainer
+    """What a warmup_steps change did to the learning rate, warmup over or still running: the trainer
     computes each step's rate from the warmup in force (schedule.lr_at), so a new value either warms up again (a
     drop), moves the cosine decay's phase, or changes nothing measurable. Computed, not assumed."""
     step, old, new = answer.get("step"), answer.get("old"), answer.get("new")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (step, old, new)) or step < old:
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (step, old, new)):
         return None
     train = config.get("train") or {}
     upto = next((i for i, e in enumerate(events) if e is answer), len(events) - 1)
@@ -288,6 +288,12 @@ def warmup_effect(config: dict, events: list[dict], answer: dict) -> str | None:
     lr, min_lr = float(knobs.get("learning_rate") or 1e-3), float(knobs.get("min_lr") or 0.0)
     max_steps = int(train.get("max_steps") or 0)
     before, after = lr_at(step, lr, min_lr, old, max_steps), lr_at(step, lr, min_lr, new, max_steps)
+    if step < old:  # still warming up: the rate jumps to the new ramp (a review: 1000 -> 200 at step 488 doubled it)
+        was, now = distinct(before, after)
+        where = ("it is over, so the cosine decay runs from here" if new <= step else
+                 f"it now ends at step {new}")  # fmt: skip
+        return (f"At step {step} the warmup was still running (to step {old}): with {new} warmup steps {where}; "
+                f"from step {step + 1} the learning rate goes from {was} to {now} ({(after - before) / before:+.0%}).")
     ended = f"warmup was already over (it ended at step {old})" if old else "the run had no warmup"
     if new > step:
         return (f"At step {step} {ended}: {new} warmup steps start it again, so from step {step + 1} the learning "
