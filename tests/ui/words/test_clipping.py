@@ -228,3 +228,15 @@ def test_a_change_too_small_to_tell_on_a_short_text_says_what_the_batches_alone_
     text = clip_caption(records, KNOBS, "adamw", [then, now])
     assert "too little held-out text to tell whether it moved over these steps; the batches' spread alone " in text
     assert "widened because they re-read a short held-out text" in text, text
+
+
+def test_with_clipping_off_the_loss_and_held_out_words_remain():
+    """A review's run with clip 0 over-fitted (held-out 2.141 at step 350, 2.952 at the end) and the caption said
+    only "Clipping is off for this run"; the same run clipped read "learning that text by heart"."""
+    metrics = [{"step": s, "loss": 0.32 + 0.01 * (s % 3), "grad_norm": 0.5, "lr": 1e-3} for s in range(700, 801)]
+    rose = [{"step": 700, "val_loss": 1.02}, {"step": 800, "val_loss": 1.124}]
+    text = clip_caption(metrics, {"max_grad_norm": 0.0, "learning_rate": 1e-3}, "adamw", rose)
+    assert text.startswith("Clipping is off for this run: every step uses the whole gradient."), text
+    assert "Its held-out loss has risen from its best, 1.020 at step 700: it is learning that text by heart." in text
+    leaky = clip_caption(metrics, {"max_grad_norm": 0.0, "learning_rate": 1e-3}, "adamw", rose, [("none", 750, 800)])
+    assert leaky.startswith("Clipping is off for this run") and "(a leak)" in leaky and "by heart" not in leaky

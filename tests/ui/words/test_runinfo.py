@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tinygpt.runs.owners import Actor
+from tinygpt.schedule import lr_at
 from tinygpt.ui.attention import playback
 from tinygpt.ui.host import runlist
-from tinygpt.ui.words import picking, runinfo
+from tinygpt.ui.words import picking, runinfo, schedule_words
 
 
 def test_knob_note_follows_the_workers_structured_answer():
@@ -407,36 +408,49 @@ def test_the_runs_tables_first_columns_give_names_and_losses_room():
 def test_the_lr_note_says_the_runs_own_schedule():
     train = {"max_steps": 300, "learning_rate": 0.002, "min_lr": 0.0002, "warmup_steps": 0}
     # a review read "a linear warmup, then a cosine decay" under a run with warmup 0
-    note = runinfo.lr_note({"train": train}, {})
+    note = schedule_words.lr_note({"train": train}, {})
     assert note == ("This run's settings: no warmup (it starts at the peak, 0.002), then a cosine decay to the floor, "
                     "0.0002, at step 300.")
     # a warmup longer than the run never reaches the peak: said, with where it ends (lr_at of the last step)
-    long = runinfo.lr_note({"train": {**train, "max_steps": 100, "warmup_steps": 200}}, {})
+    long = schedule_words.lr_note({"train": {**train, "max_steps": 100, "warmup_steps": 200}}, {})
     assert "without reaching the peak" in long and "ends at 0.001" in long
-    flat = runinfo.lr_note({"train": {**train, "min_lr": 0.002, "warmup_steps": 10}}, {})
+    flat = schedule_words.lr_note({"train": {**train, "min_lr": 0.002, "warmup_steps": 10}}, {})
     assert flat.endswith("then it stays there (its floor is its peak).")
-    assert "trains until stopped" in runinfo.lr_note({"train": {**train, "max_steps": 1_000_000}}, {})
-    assert runinfo.lr_note({}, {}) == ""
+    assert "trains until stopped" in schedule_words.lr_note({"train": {**train, "max_steps": 1_000_000}}, {})
+    assert schedule_words.lr_note({}, {}) == ""
 
 
 def test_the_lr_note_of_a_run_changed_live_says_what_moved_never_a_schedule_it_did_not_have():
     """A review read a finished run's schedule as if its last knobs had held from step 0: "a linear warmup over 200
-    steps to 0.005" of a run that warmed up over 1,000 steps to 0.002 until its LR and warmup moved (412, 488)."""
+    steps to 0.005" of a run that warmed up over 1,000 steps to 0.002 until its LR and warmup moved (412, 488).
+    Another read two warmup changes merged into one, and a plan "from now on" that warmed up again long after
+    warmup had ended."""
     train = {"max_steps": 3000, "learning_rate": 0.002, "min_lr": 0.0002, "warmup_steps": 1000}
     now = {"learning_rate": 0.005, "min_lr": 0.0005, "warmup_steps": 200}  # min_lr moved with the LR: not said
-    ended = runinfo.lr_note({"train": train}, now, ended=True)
+    events = [
+        {"kind": "knob", "ok": True, "knob": "learning_rate", "old": 0.002, "new": 0.005, "step": 412},
+        {"kind": "knob", "ok": True, "knob": "min_lr", "old": 0.0002, "new": 0.0005, "step": 412,
+         "coupled_to": "learning_rate"},
+        {"kind": "knob", "ok": True, "knob": "warmup_steps", "old": 1000, "new": 139, "step": 450},
+        {"kind": "knob", "ok": True, "knob": "warmup_steps", "old": 139, "new": 200, "step": 488},
+    ]  # fmt: skip
+    ended = schedule_words.lr_note({"train": train}, now, ended=True, events=events)
     assert ended.startswith("This run's settings: a linear warmup over 1,000 steps to 0.002"), ended
-    assert ended.endswith("Changed live (LR 0.002 → 0.005, warmup 1000 → 200): the line shows the rates it used.")
-    live = runinfo.lr_note({"train": train}, now)
-    assert live.endswith("from now on: a linear warmup over 200 steps to 0.005, then a cosine decay to the floor, "
-                         "0.0005, at step 3,000."), live
+    assert ended.endswith("Changed live (LR 0.002 → 0.005 at step 412, warmup 1000 → 139 at step 450, warmup "
+                          "139 → 200 at step 488): the line shows the rates it used."), ended
+    live = schedule_words.lr_note({"train": train}, now, events=events, step=2000)
+    rate = lr_at(2000, 0.005, 0.0005, 200, 3000)
+    assert live.endswith(f"from here: a cosine decay from {rate:.3g} now to the floor, 0.0005, at step 3,000."), live
+    early = schedule_words.lr_note({"train": train}, now, events=events, step=150)
+    assert early.endswith("from here: warming up to 0.005 by step 200, then a cosine decay to the floor, 0.0005, at "
+                          "step 3,000."), early
 
 
 def test_the_lr_note_at_the_edges_of_warmup_and_floor():
     """A review's edge cases: a warmup as long as the run reaches its peak at the last step (not "longer than"); a
     floor equal to the peak decays nothing, a run until stopped included; a warmup of 1 step starts at the peak."""
     train = {"max_steps": 300, "learning_rate": 0.002, "min_lr": 0.0002, "warmup_steps": 300}
-    assert "over all its 300 steps to 0.002, reached at the last step" in runinfo.lr_note({"train": train}, {})
+    assert "over all its 300 steps to 0.002, reached at the last step" in schedule_words.lr_note({"train": train}, {})
     lecture = {**train, "max_steps": 1_000_000, "min_lr": 0.002, "warmup_steps": 50}
-    assert runinfo.lr_note({"train": lecture}, {}).endswith("then it stays there (its floor is its peak).")
-    assert "no warmup (it starts at the peak" in runinfo.lr_note({"train": {**train, "warmup_steps": 1}}, {})
+    assert schedule_words.lr_note({"train": lecture}, {}).endswith("then it stays there (its floor is its peak).")
+    assert "no warmup (it starts at the peak" in schedule_words.lr_note({"train": {**train, "warmup_steps": 1}}, {})

@@ -217,8 +217,10 @@ def branch_panel(store: RunStore, run_id: str, run_name: str, learner: Actor) ->
     changes = changes_from(values, base)
     state.put(edits_key, dict(changes))
     effect = schedule_effect(changes, base, step)  # "max steps 2000→1500.Its learning rate …" lost its space
+    # The parent's name in «»: a name is settings ("… · LR 0.003"), read as the branch's LR staying (a review)
+    parent = f" A new run of yours; the run it branches from, «{safe.md(run_name)}», stays as it is."
     st.caption(f"From step {step}: {safe.md(describe(changes, base))}." + (f" {safe.md(effect)}" if effect else "")
-               + f" A new run of yours; {safe.md(run_name)} stays as it is.")  # fmt: skip
+               + parent)  # fmt: skip
 
     def start(check_slot: bool) -> None:
         new_id = start_branch(learner, store, run_id, step, changes, check_slot)

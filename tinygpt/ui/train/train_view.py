@@ -20,7 +20,7 @@ from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import explain
 from tinygpt.ui.train import branching, train_keys
-from tinygpt.ui.words import leaks, run_words, runinfo, safe, timing
+from tinygpt.ui.words import leaks, run_words, runinfo, safe, schedule_words, timing
 
 LIVE_POINTS = 400  # points per live curve: plenty for a chart ~900 px wide, and cheap to rebuild twice a second
 
@@ -90,7 +90,7 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple, queued: tup
     newest = max(int(status.get("step") or 0), int((rd.metrics[-1].get("step") or 0) if rd.metrics else 0))
     leaks = leak_spans(config, rd.events, newest)
     return {**figures, "clip": runinfo.clip_caption(rd.metrics, knobs, optimizer, rd.evals, leaks),  # what clipping did
-            "lr_note": runinfo.lr_note(config, knobs, ended)}  # fmt: skip
+            "lr_note": schedule_words.lr_note(config, knobs, ended, rd.events, status.get("step"))}  # fmt: skip
 
 
 # Shared by every session of this server: when the room watches one run (the instructor's, on the projector and on

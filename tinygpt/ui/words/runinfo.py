@@ -316,56 +316,6 @@ def distinct(a: float, b: float) -> tuple[str, str]:
     return x, y
 
 
-SCHEDULE_KNOBS = ("learning_rate", "min_lr", "warmup_steps")
-
-
-def lr_note(config: dict, knobs: dict[str, Any], ended: bool = False) -> str:
-    """The run's own schedule in words: from its settings, and where a knob moved it live, what moved and (for a
-    run that still trains) the plan from now on (`knobs`: in force now). The chart's help said "a linear warmup,
-    then a cosine decay" of every run, and a review read it under a run with warmup 0; a later one read a finished
-    run's schedule as if its last knobs had held from step 0 ("a linear warmup over 200 steps" of a run that warmed
-    up over 1,000 until step 488)."""
-    train = config.get("train") or {}
-    max_steps = int(train.get("max_steps") or 0)
-    if max_steps < 1 or train.get("learning_rate") is None:
-        return ""
-    text = f"This run's settings: {_schedule_words(train, max_steps)}."
-    moved = [name for name in SCHEDULE_KNOBS if knobs.get(name) is not None and knobs[name] != train.get(name)
-             and not (name == "min_lr" and "learning_rate" in knobs and knobs["learning_rate"] != train.get(
-                 "learning_rate"))]  # fmt: skip
-    if not moved:
-        return text
-    said = ", ".join(f"{knob_word(n)} {knob_value(train.get(n))} → {knob_value(knobs[n])}" for n in moved)
-    if ended:
-        return f"{text} Changed live ({said}): the line shows the rates it used."
-    now = {**train, **{n: knobs[n] for n in SCHEDULE_KNOBS if knobs.get(n) is not None}}
-    return f"{text} Changed live ({said}); from now on: {_schedule_words(now, max_steps)}."
-
-
-def _schedule_words(train: dict, max_steps: int) -> str:
-    """ "a linear warmup over 30 steps to 0.002, then a cosine decay to the floor, 0.0002, at step 300" (lr_at's
-    schedule for these settings)."""
-    lr, min_lr = float(train["learning_rate"]), float(train.get("min_lr") or 0.0)
-    warmup = int(train.get("warmup_steps") or 0)
-    until_stopped = trains_until_stopped(max_steps)
-    if warmup > max_steps and not until_stopped:  # the warmup outlasts the run: it never reaches its peak
-        top = lr_at(max_steps - 1, lr, min_lr, warmup, max_steps)
-        return (f"a linear warmup over {warmup:,} steps toward {lr:g}, longer than its {max_steps:,} steps: it ends "
-                f"at {top:.3g} without reaching the peak")  # fmt: skip
-    if warmup == max_steps and not until_stopped:  # its last step is the peak (lr_at: (step + 1) / warmup)
-        return f"a linear warmup over all its {max_steps:,} steps to {lr:g}, reached at the last step"
-    start = f"a linear warmup over {warmup:,} steps to {lr:g}"
-    # lr_at's first step is learning_rate x 1 / warmup: a warmup of 1 step starts at the peak, as none does
-    start = f"no warmup (it starts at the peak, {lr:g})" if warmup <= 1 else start
-    if min_lr >= lr:  # before the until-stopped case: the Lecture preset's floor is its peak, so nothing decays
-        end = "then it stays there (its floor is its peak)"
-    elif until_stopped:
-        end = f"then it stays near the peak: the run trains until stopped (its cosine decay runs to step {max_steps:,})"
-    else:
-        end = f"then a cosine decay to the floor, {min_lr:g}, at step {max_steps:,}"
-    return f"{start}, {end}"
-
-
 def lr_schedule(
     config: dict, knobs: dict[str, Any], points: int = 300, now: int | None = None
 ) -> list[tuple[int, float]]:

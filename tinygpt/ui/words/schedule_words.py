@@ -1,0 +1,77 @@
+"""The learning-rate chart's note (pure: no Streamlit): the run's own schedule in words, from its settings, its
+live changes and the knobs in force now, as tinygpt.schedule.lr_at computes it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tinygpt.config import trains_until_stopped
+from tinygpt.schedule import lr_at
+from tinygpt.ui.words.knob_words import knob_value, knob_word, shown_changes
+
+SCHEDULE_KNOBS = ("learning_rate", "min_lr", "warmup_steps")
+
+
+def lr_note(config: dict, knobs: dict[str, Any], ended: bool = False, events: list[dict] = (),
+            step: int | None = None) -> str:  # fmt: skip
+    """The run's own schedule in words: from its settings, then each live change of its rate or warmup with its
+    step (`events`), and, for a run that still trains, the plan from `step` on (`knobs`: in force now). The chart's
+    help said "a linear warmup, then a cosine decay" of every run (a review read it under warmup 0); later reviews
+    read a finished run's schedule as if its last knobs had held from step 0, a plan "from now on" that warmed up
+    again from the peak long after warmup had ended, and two changes of warmup merged into one."""
+    train = config.get("train") or {}
+    max_steps = int(train.get("max_steps") or 0)
+    if max_steps < 1 or train.get("learning_rate") is None:
+        return ""
+    text = f"This run's settings: {_schedule_words(train, max_steps)}."
+    changes = [e for e in shown_changes(events) if e.get("knob") in SCHEDULE_KNOBS]
+    said = ", ".join(f"{knob_word(e['knob'])} {knob_value(e.get('old'))} → {knob_value(e.get('new'))} at step "
+                     f"{int(e.get('step') or 0):,}" for e in changes)  # fmt: skip
+    if not said:  # set before its first step (a queued run's knobs): what differs from its settings
+        said = ", ".join(f"{knob_word(n)} {knob_value(train.get(n))} → {knob_value(knobs[n])}" for n in SCHEDULE_KNOBS
+                         if n != "min_lr" and knobs.get(n) is not None and knobs[n] != train.get(n))  # fmt: skip
+    if not said:
+        return text
+    if ended:
+        return f"{text} Changed live ({said}): the line shows the rates it used."
+    now = {**train, **{n: knobs[n] for n in SCHEDULE_KNOBS if knobs.get(n) is not None}}
+    return f"{text} Changed live ({said}); from here: {_plan_words(now, max_steps, int(step or 0))}."
+
+
+def _plan_words(train: dict, max_steps: int, step: int) -> str:
+    """The schedule from `step` on, as lr_at computes it with these settings: still warming up, or decaying."""
+    lr, min_lr = float(train["learning_rate"]), float(train.get("min_lr") or 0.0)
+    warmup = int(train.get("warmup_steps") or 0)
+    if step < warmup:
+        rest = _schedule_words(train, max_steps).split(", then ")[-1]  # what follows the warmup
+        return f"warming up to {lr:g} by step {warmup:,}, then {rest}"
+    rate = lr_at(step, lr, min_lr, warmup, max_steps)
+    if min_lr >= lr:
+        return f"it stays at {lr:g} (its floor is its peak)"
+    if trains_until_stopped(max_steps):
+        return f"{rate:.3g} now, near the peak: the run trains until stopped"
+    return f"a cosine decay from {rate:.3g} now to the floor, {min_lr:g}, at step {max_steps:,}"
+
+
+def _schedule_words(train: dict, max_steps: int) -> str:
+    """ "a linear warmup over 30 steps to 0.002, then a cosine decay to the floor, 0.0002, at step 300" (lr_at's
+    schedule for these settings)."""
+    lr, min_lr = float(train["learning_rate"]), float(train.get("min_lr") or 0.0)
+    warmup = int(train.get("warmup_steps") or 0)
+    until_stopped = trains_until_stopped(max_steps)
+    if warmup > max_steps and not until_stopped:  # the warmup outlasts the run: it never reaches its peak
+        top = lr_at(max_steps - 1, lr, min_lr, warmup, max_steps)
+        return (f"a linear warmup over {warmup:,} steps toward {lr:g}, longer than its {max_steps:,} steps: it ends "
+                f"at {top:.3g} without reaching the peak")  # fmt: skip
+    if warmup == max_steps and not until_stopped:  # its last step is the peak (lr_at: (step + 1) / warmup)
+        return f"a linear warmup over all its {max_steps:,} steps to {lr:g}, reached at the last step"
+    start = f"a linear warmup over {warmup:,} steps to {lr:g}"
+    # lr_at's first step is learning_rate x 1 / warmup: a warmup of 1 step starts at the peak, as none does
+    start = f"no warmup (it starts at the peak, {lr:g})" if warmup <= 1 else start
+    if min_lr >= lr:  # before the until-stopped case: the Lecture preset's floor is its peak, so nothing decays
+        end = "then it stays there (its floor is its peak)"
+    elif until_stopped:
+        end = f"then it stays near the peak: the run trains until stopped (its cosine decay runs to step {max_steps:,})"
+    else:
+        end = f"then a cosine decay to the floor, {min_lr:g}, at step {max_steps:,}"
+    return f"{start}, {end}"
