@@ -112,7 +112,7 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
     with pytest.raises(AnswerClosed):
         prediction_view.book().answer(STEP.key, "b" * 16, "ben", RIGHT_ANSWER, STEP.answers)
     learners["anna"].run()
-    assert any("answers closed when the training loss moved" in str(i.value) for i in learners["anna"].sidebar.info)
+    assert any("answers closed when the check appeared" in str(i.value) for i in learners["anna"].sidebar.info)
     assert radio(learners["anna"]) is None
     checked["evals"] = [{"step": 80, "val_loss": 2.5}]
     room.run()

@@ -258,3 +258,19 @@ def test_a_check_the_room_has_seen_closes_the_answers_before_its_confirmation_gr
     assert book.graded("optim")[0] == SEEN
     book.clear()
     book.answer("optim", "b", "ben", "goes up", UPDOWN)  # a new class: open again
+
+
+def test_set_up_closes_the_answers_before_the_check_decides(tmp_path):
+    """A review's learner changed step 1's answer 3 s after the instructor's Set up, the first loss on screen, and
+    was graded right: answers stayed open until the training loss moved. The check has appeared: they are final."""
+    book = PredictionBook(tmp_path)
+    book.answer("mask", "ann", "anna", "goes down", UPDOWN)
+    book.reveal("mask", None)  # the instructor's Set up: the room's
+    for who in ("ann", "ben"):
+        with pytest.raises(AnswerClosed):
+            book.answer("mask", who, who, "goes up", UPDOWN)
+    assert book.step("mask")[0]["ann"]["answer"] == "goes down"
+    book.reveal("heads", "dan")  # a learner's own Set up closes only theirs
+    with pytest.raises(AnswerClosed):
+        book.answer("heads", "dan", "dan", "yes", YESNO)
+    book.answer("heads", "eve", "eve", "yes", YESNO)

@@ -416,7 +416,7 @@ def setup_button(step: Step, actor: Actor, icon: bool = True) -> None:
                  key="lesson_setup", width="stretch", help=opens):  # fmt: skip
         try:  # a review's instructor read "press Set up this step" for 15-30 s after pressing it, nothing else said
             # Short: in the projector banner's narrow column a longer one grew it to 600 of 720 px (a review)
-            with st.spinner(f"Setting up step {STEPS.index(step) + 1}…"):
+            with st.spinner("Setting up…"):  # "Setting up step 7…" wrapped in the banner's column (a review)
                 prediction_view.set_up(step, actor)  # before: set_up ends by switching page
                 set_up(step, actor)
         except TinyGPTError as exc:

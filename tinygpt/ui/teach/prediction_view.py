@@ -67,9 +67,9 @@ def learner_part(
     mine = entry.get("answer")
     outcome = predictions.learner_outcome(entry, room_outcome)
     if outcome is None and pages.closed(step.key, actor.id):  # the effect showed; its confirmation is seconds away
-        st.info(f"Your prediction: **{safe.md(mine)}** · answers closed when the training loss moved; the grade "
-                "comes with the held-out eval" if mine else "You chose no answer before the training loss moved; "
-                "answers are closed.", icon=":material/hourglass_top:")  # fmt: skip
+        st.info(f"Your prediction: **{safe.md(mine)}** · answers closed when the check appeared; the grade comes "
+                "once it decides" if mine else "You chose no answer before the check appeared; answers are closed.",
+                icon=":material/hourglass_top:")  # fmt: skip
         return True
     if outcome is None:
         if not choices:

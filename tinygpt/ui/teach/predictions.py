@@ -157,7 +157,12 @@ class PredictionBook:
     def _closed(data: dict, step: str, learner: str) -> bool:
         record = data["answers"].get(step, {}).get(learner) or {}
         closed = data["closed"].get(step, {})
-        return step in data["outcomes"] or record.get("outcome") is not None or ROOM in closed or learner in closed
+        # Revealed (Set up pressed): the check has appeared, answers are final, as the pane says. They had stayed
+        # open until the training loss moved, and a review's learner changed step 1's answer 3 s after Set up, with
+        # the first loss on screen, and was graded right
+        shown = data["revealed"].get(step, {})
+        return (step in data["outcomes"] or record.get("outcome") is not None or ROOM in closed or learner in closed
+                or ROOM in shown or learner in shown)  # fmt: skip
 
     def answer(self, step: str, learner: str, name: str, choice: str, answers: Answers) -> None:
         """Record (or change) a learner's answer; AnswerClosed once the check has appeared to them or the room."""
