@@ -454,3 +454,11 @@ def test_the_lr_note_at_the_edges_of_warmup_and_floor():
     lecture = {**train, "max_steps": 1_000_000, "min_lr": 0.002, "warmup_steps": 50}
     assert schedule_words.lr_note({"train": lecture}, {}).endswith("then it stays there (its floor is its peak).")
     assert "no warmup (it starts at the peak" in schedule_words.lr_note({"train": {**train, "warmup_steps": 1}}, {})
+
+
+def test_a_warmup_raised_past_the_runs_end_warms_up_to_its_last_step():
+    train = {"max_steps": 300, "learning_rate": 0.002, "min_lr": 0.0002, "warmup_steps": 30}
+    events = [{"kind": "knob", "ok": True, "knob": "warmup_steps", "old": 30, "new": 500, "step": 100}]
+    note = schedule_words.lr_note({"train": train}, {"warmup_steps": 500}, events=events, step=120)
+    last = lr_at(299, 0.002, 0.0002, 500, 300)
+    assert note.endswith(f"from here: warming up toward 0.002 to its last step, {last:.3g}."), note

@@ -42,6 +42,8 @@ def _plan_words(train: dict, max_steps: int, step: int) -> str:
     """The schedule from `step` on, as lr_at computes it with these settings: still warming up, or decaying."""
     lr, min_lr = float(train["learning_rate"]), float(train.get("min_lr") or 0.0)
     warmup = int(train.get("warmup_steps") or 0)
+    if step < warmup and warmup >= max_steps and not trains_until_stopped(max_steps):  # to the run's end
+        return f"warming up toward {lr:g} to its last step, {lr_at(max_steps - 1, lr, min_lr, warmup, max_steps):.3g}"
     if step < warmup:
         rest = _schedule_words(train, max_steps).split(", then ")[-1]  # what follows the warmup
         return f"warming up to {lr:g} by step {warmup:,}, then {rest}"
