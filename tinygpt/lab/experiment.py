@@ -123,12 +123,12 @@ class Experiment:
         # "enough to learn it by heart" only where it is: a review read it of a 58 kB text read twice, whose runs
         # did not (held-out loss fell, every loss verdict reproduced); the 1.8 kB texts read 57 times did
         by_heart = ", enough to learn it by heart" if times >= MEMORISE_READS else ""
+        read = (f"This text has {len(text):,} characters, {train:,} of them for training, and each run reads "
+                f"{reads:,}: about {times:,.0f} times over{by_heart}.")  # fmt: skip
         if self.memorising_note:  # a review's 1.5 kB licence: no word before the mask's runs, where the others had one
-            return (f"This text has {len(text):,} characters, {train:,} of them for training, and each run reads "
-                    f"{reads:,}: about {times:,.0f} times over{by_heart}. {self.memorising_note}")  # fmt: skip
+            return f"{read} {self.memorising_note}"
         return (
-            f"This text has {len(text):,} characters, {train:,} of them for training, and each run reads {reads:,}: "
-            f"about {times:,.0f} times over{by_heart}. Where the held-out loss shows "
+            f"{read} Where the held-out loss shows "
             f"{'that' if by_heart else 'the runs learned it by heart'}, the verdict is \"not enough data\". On a text "
             # (a review could not parse "held-out loss tells learning from memorising on a text of at least …")
             f"of at least {reads:,} characters (one that no run reads twice), the held-out loss can tell learning "

@@ -189,7 +189,7 @@ def fork_note(forks: list[dict]) -> str | None:
         return f"solid rules: where each of {len(forks)} branches left its parent (hover one for which)"
     fork = forks[0]
     at = f"{fork['step']:.1f} s" if isinstance(fork["step"], float) else f"step {fork['step']:,}"
-    return f"solid rule at {at}: «{fork['run']}» {fork['entry'].split(' at step')[0]}"
+    return f"solid rule at {at}: «{fork['run']}» branched {fork['label']}"  # label: "from <parent>"
 
 
 def branch_layers(source: str, t: dict, colour: Any, x: alt.X) -> list:

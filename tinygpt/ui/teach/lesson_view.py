@@ -415,8 +415,9 @@ def setup_button(step: Step, actor: Actor, icon: bool = True) -> None:
     if st.button("Set up this step", type="primary", icon=":material/play_circle:" if icon else None,
                  key="lesson_setup", width="stretch", help=opens):  # fmt: skip
         try:  # a review's instructor read "press Set up this step" for 15-30 s after pressing it, nothing else said
-            # Short: in the projector banner's narrow column a longer one grew it to 600 of 720 px (a review)
-            with st.spinner("Setting up…"):  # "Setting up step 7…" wrapped in the banner's column (a review)
+            # Short: in the projector banner's narrow column a longer one grew it to 600 of 720 px, and even
+            # "Setting up step 7…" wrapped there (two reviews)
+            with st.spinner("Setting up…"):
                 prediction_view.set_up(step, actor)  # before: set_up ends by switching page
                 set_up(step, actor)
         except TinyGPTError as exc:
