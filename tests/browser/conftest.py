@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from serving import AppServer, chromium_executable, launch_chromium
+
+from tinygpt.runs.lock import writer_lock_holder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: readme_contract
 import readme_contract  # noqa: E402
@@ -98,6 +101,38 @@ def app_server(app_runs: Path) -> Iterator[str]:
         yield server.base
     finally:
         server.stop()
+
+
+FAILED = pytest.StashKey[bool]()  # set on a test whose call phase failed
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[FAILED] = True
+    return report
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_training(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test on the shared server fails, end what it left behind: its browser contexts (their pages keep
+    the runs' leases alive) and the workers of its runs still training. CI, stop 52: the knobs test failed before
+    its Stop, its 100,000-step run held one of the two training slots for the rest of the session with both its
+    pages open, and five later tests waited in the queue until they timed out."""
+    yield
+    if not request.node.stash.get(FAILED, False) or "app_server" not in request.fixturenames:
+        return
+    browser = request.getfixturevalue("browser")
+    for context in list(browser.contexts):
+        with contextlib.suppress(Exception):
+            context.close()
+    runs: Path = request.getfixturevalue("app_runs")
+    for run_dir in [d for d in runs.iterdir() if (d / "status.json").exists()] if runs.is_dir() else []:
+        holder = writer_lock_holder(run_dir)  # a worker that still writes the run holds a slot (paused ones too)
+        if holder and holder.get("pid"):
+            with contextlib.suppress(OSError):
+                os.kill(int(holder["pid"]), signal.SIGKILL)  # the server's monitor reaps it: its slot frees
 
 
 @pytest.fixture

@@ -25,7 +25,9 @@ LOSS_POINTS_JS = """() => {
 def choose(page: Page, label: str, option: str) -> None:
     """Pick an option of a selectbox. A rerun can close an open dropdown, so opening is retried."""
     pick(page, label, page.get_by_role("option", name=option, exact=True))
-    expect(page.get_by_role("combobox", name=label, exact=True)).to_have_value(option)
+    box = page.get_by_role("combobox", name=label, exact=True)
+    expect(box).to_have_count(1, timeout=60_000)
+    expect(box).to_have_value(option)
 
 
 def switch_on(page: Page, label: str) -> None:
@@ -44,6 +46,22 @@ def switch_on(page: Page, label: str) -> None:
                 raise
 
 
+def check_radio(page: Page, label: str) -> None:
+    """Click a radio option until it is checked: as with switch_on, a click that lands while a rerun redraws the
+    page can be lost (CI, stop 52: the instructor's Mask stayed causal for 30 s after a click on none)."""
+    radio = page.get_by_role("radio", name=label, exact=True)
+    for attempt in range(4):
+        if radio.is_checked():
+            return
+        page.get_by_text(label, exact=True).click()
+        try:
+            expect(radio).to_be_checked(timeout=8_000)
+            return
+        except AssertionError:
+            if attempt == 3:
+                raise
+
+
 def choose_containing(page: Page, label: str, text: str) -> None:
     """Pick the first option of a selectbox whose label contains `text` (e.g. a run id's start)."""
     pick(page, label, page.get_by_role("option").filter(has_text=text).first)
@@ -53,6 +71,7 @@ def pick(page: Page, label: str, option) -> None:
     """Open a selectbox and click `option`. A rerun can close the open dropdown, or redraw the box while its list
     stays where the old box was (Playwright then finds the option "outside of the viewport"): close and retry."""
     box = page.get_by_role("combobox", name=label, exact=True)
+    expect(box).to_have_count(1, timeout=60_000)  # a stale copy stays until the page's script run ends
     for attempt in range(4):
         box.click()
         try:
@@ -69,6 +88,7 @@ def set_number(page: Page, label: str, value: int) -> None:
     """Type a number and commit it. A rerun still in flight (from the previous widget) can redraw the old value
     over what was typed, so the entry is retried until it sticks."""
     box = page.get_by_label(label, exact=True)
+    expect(box).to_have_count(1, timeout=60_000)  # a stale copy stays until the page's script run ends (cold server)
     for attempt in range(3):
         box.fill(str(value))
         box.press("Enter")

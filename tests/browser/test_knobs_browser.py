@@ -9,7 +9,7 @@ import re
 
 from conftest import become_instructor
 from playwright.sync_api import expect
-from test_app_browser import button, choose, events_of, idle, no_exception, set_number, wait_step_above
+from test_app_browser import button, check_radio, choose, events_of, idle, no_exception, set_number, wait_step_above
 
 
 def open_app(browser, url: str):
@@ -88,7 +88,7 @@ def test_a_learner_watching_the_instructors_run_follows_its_mask_and_is_not_told
     expect(learner.get_by_text("Changed since this run started", exact=False)).to_have_count(0)
 
     idle(teacher)
-    teacher.get_by_text("none (sees the future)", exact=True).click()
+    check_radio(teacher, "none (sees the future)")
     expect(teacher.get_by_text(re.compile(r"mask → none: applied after step \d+"))).to_be_visible(timeout=30_000)
     expect(none).to_be_checked(timeout=10_000)  # the learner's Mask control follows the run within seconds
     assert [(e["old"], e["new"]) for e in knob_changes(app_runs, run_id, "mask")] == [("causal", "none")]
