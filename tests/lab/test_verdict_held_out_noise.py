@@ -177,3 +177,31 @@ def test_no_short_text_warning_for_a_text_no_run_can_start_on():
 
     for key in ("residual", "mask"):
         assert EXPERIMENTS[key].held_out_warning("x") == ""
+
+
+def shifted(record: dict, rise: float, seed: int = 3) -> dict:
+    """The same eval later, every batch `rise` higher give or take a jitter of ±0.05."""
+    rng = random.Random(seed)
+    batches = [b + rise + rng.uniform(-0.05, 0.05) for b in record["val_batch_losses"]]
+    return {**record, "val_batch_losses": batches, "val_loss": sum(batches) / len(batches)}
+
+
+def test_the_held_out_loss_rose_only_beyond_the_two_evals_noise():
+    """The lab's "its held-out loss rose from its best" (experiment._rose) reads the rise against the two evals'
+    paired noise, as Train's caption does: 0.06 over the best on 200 held-out characters is within it, on 20,000
+    it is not; 0.06 was "rose" by the fixed 0.05 bar on either."""
+    from tinygpt.lab.experiment import _rose
+    from tinygpt.lab.results import held_out_rose
+
+    short, long = scored(words(2_000), 1), scored(words(200_000), 1)
+    assert held_out_rose([short, shifted(short, 0.06)]) is False
+    assert held_out_rose([long, shifted(long, 0.06)]) is True
+    assert held_out_rose([shifted(long, 0.06), long]) is False  # the last eval is the best
+    old = [{k: v for k, v in e.items() if k != "val_batch_losses"} for e in (long, shifted(long, 0.06))]
+    assert held_out_rose(old) is None and held_out_rose([]) is None  # no batches: the fixed bar decides
+    assert held_out_rose([long, {**long, "val_loss": float("nan")}]) is None
+    run = result(shifted(short, 0.06))
+    run.best_val_loss = short["val_loss"]
+    assert _rose(run)  # no noise known: the fixed bar
+    run.held_out_rose = held_out_rose([short, shifted(short, 0.06)])
+    assert not _rose(run)

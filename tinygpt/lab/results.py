@@ -24,8 +24,9 @@ import numpy as np
 import torch
 
 from ..attention import attention_entropy
+from .evals import eval_gap
 from .experiment import Experiment
-from .verdict import ENDED, FINAL_STEPS, SATURATED, RunResult, Verdict, finite
+from .verdict import ENDED, FINAL_STEPS, SATURATED, RunResult, Verdict, clears, finite
 
 
 def finite_mean(values) -> float | None:
@@ -138,6 +139,21 @@ def held_out_batches(record: dict) -> dict[str, Any]:
     return {"val_batch_losses": tuple(losses), "val_tokens": tokens, "eval_batch_shape": (shape[0], shape[1])}
 
 
+def held_out_rose(evals: list[dict]) -> bool | None:
+    """Whether a run's last held-out loss sits above its best beyond the two evals' noise (evals.eval_gap: paired
+    batch by batch, counting the held-out text's size), as Train's caption reads it (words.clipping); False at its
+    best; None where the evals recorded no batches or the last is not finite (the lab then falls back to
+    experiment.OVER_FIT_RISE). A review: 0.059 over the best on 2 kB was "rose" beside "± 0.452"."""
+    scored = [e for e in evals if finite(e.get("val_loss"))]
+    if not scored or scored[-1] is not evals[-1]:
+        return None
+    best = min(scored, key=lambda e: e["val_loss"])
+    if best is scored[-1]:
+        return False
+    rise = eval_gap(best, scored[-1])
+    return None if rise is None else clears(rise, 0.0)[0] is True
+
+
 def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunResult:
     """A RunResult from a polled RunReader; `probe(run_dir, step)` (e.g. checkpoint_probe) adds leak numbers."""
     status = reader.status() or {}
@@ -191,6 +207,7 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         final_val_loss=(reader.evals[-1].get("val_loss") if reader.evals else None),
         final_eval_train_loss=(reader.evals[-1].get("train_loss") if reader.evals else None),
         best_val_loss=min((v for e in reader.evals if finite(v := e.get("val_loss"))), default=None),
+        held_out_rose=held_out_rose(reader.evals),
         **held_out_batches(reader.evals[-1] if reader.evals else {}),
         chars_read=_chars_read(reader.config() or {}, max_steps),
         train_chars=_train_chars(reader.run_dir),

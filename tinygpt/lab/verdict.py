@@ -63,6 +63,7 @@ class RunResult:
     # windows) it tells learning from memorising (`memorised`), with the run's lowest held-out loss (None: unknown)
     final_eval_train_loss: float | None = None
     best_val_loss: float | None = None
+    held_out_rose: bool | None = None  # the last eval's above the best beyond their paired noise; None: unknown
     chars_read: int | None = None  # characters the run's budget reads: max_steps x batch size x context
     train_chars: int | None = None  # characters of its training split, where known (a text corpus of its own)
     # The last eval's own held-out numbers (trainer.evaluate_model): each of its batches' mean val loss, in draw order
@@ -208,7 +209,6 @@ def held_out_windows(windows: int, chars: int, step: int | None = None) -> str:
 
 def say(ok: bool | None, yes: str, no: str, unmeasured: str) -> str:
     return {True: yes, False: no, None: unmeasured}[ok]
-
 
 
 # The corpora a consequence clause names, as a reader knows them (`Clause.seen_on` holds source keys).

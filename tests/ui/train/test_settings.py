@@ -89,7 +89,7 @@ def test_the_ghost_curve_is_labelled_with_what_the_new_run_changed():
     assert settings.ghost_label(one, one) == "the run before this one (same settings)"
     shakespeare = {**before, "data": {"source": "shakespeare"}}  # a review: "corpus TinyShakespeare → Paste text"
     said = settings.ghost_label(shakespeare, one)
-    assert said.startswith("the run before this one: corpus Tiny Shakespeare → a text of your own"), said
+    assert said.startswith("the run before this one: corpus Tiny Shakespeare → a pasted or uploaded text"), said
     # the live knobs each run started with (a review: a new run under mask none beside "max steps 300 → 4000")
     leaky = preset("demo", max_steps=4000, mask="none", source=data.source).to_dict()
     assert settings.ghost_label(before, leaky) == "the run before this one: max steps 300 → 4000, mask causal → none"

@@ -11,7 +11,7 @@ from tinygpt.data import text_from_user
 from tinygpt.errors import DataError
 from tinygpt.runs.corpus import corpus_sha256
 
-SOURCE_WORDS = {"shakespeare": "Tiny Shakespeare", "text": "a text of your own"}
+SOURCE_WORDS = {"shakespeare": "Tiny Shakespeare", "text": "a pasted or uploaded text"}
 
 
 def runs_unlike_form(configs: Mapping[str, dict], source: str, text: str | None, seed: int) -> str:

@@ -330,8 +330,8 @@ def ghost_label(parent_config: dict, config: dict) -> str:
     before, before_source = values_from_config(parent_config)
     after, after_source = values_from_config(config)
     # A run's own text is said as one, not by the menu item the form reloads it into ("Tiny Shakespeare → Paste
-    # text" of an uploaded file, a review)
-    own = {SOURCE_PASTE: "a text of your own"}
+    # text" of an uploaded file, a review), and not as "of your own": a watcher reads this label too
+    own = {SOURCE_PASTE: "a pasted or uploaded text"}
     changed = changed_since_start(before, own.get(before_source, before_source), after,
                                   own.get(after_source, after_source) or "")  # fmt: skip
     # Two texts of the same kind (two uploads, two pastes) differ by their hash: a review's "previous run: max steps
