@@ -16,6 +16,7 @@ from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.run.in_view import open_run
 from tinygpt.ui.screen import backlog, fonts
+from tinygpt.ui.screen.numbers import number_box
 from tinygpt.ui.train import knob_widgets
 from tinygpt.ui.words import runinfo, safe
 
@@ -49,7 +50,7 @@ def experiment() -> None:
     source = c1.selectbox("Corpus", list(induction.INDUCTION_SOURCES), key=circuits_keys.W_CIRC_SOURCE,
                           format_func=induction.INDUCTION_SOURCES.get)  # fmt: skip
     state.init(circuits_keys.W_CIRC_SEED, 1337)
-    seed = c2.number_input("Seed", 0, 10**6, key=circuits_keys.W_CIRC_SEED)
+    seed = number_box(c2, "Seed", 0, 10**6, key=circuits_keys.W_CIRC_SEED)
     st.caption(induction.INDUCTION_SOURCE_NOTES.get(source, ""))
     if c3.button("Start the experiment", icon=":material/play_arrow:", key="circ_start"):  # one slot: admission
         admission.attempt(functools.partial(view.start_experiment, source, int(seed), room.current()), "start it", st)

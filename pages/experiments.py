@@ -22,6 +22,7 @@ from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, people_keys, room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.screen import backlog, explain, fonts
+from tinygpt.ui.screen.numbers import number_box
 from tinygpt.ui.teach import lesson, workshop
 from tinygpt.ui.train import settings
 
@@ -58,7 +59,7 @@ left, mid, right = st.columns([2, 1, 1])
 corpus = lab.corpus_picker(experiment, shop.overrides.get("source"), left)  # a workshop link's ?source= first
 lab.show_claims(experiment, corpus.source, claims)
 state.init(experiments_keys.W_LAB_SEED, 1337)
-seed = mid.number_input("Seed (every run)", 0, 2**31 - 1, key=experiments_keys.W_LAB_SEED, persist_state="session")
+seed = number_box(mid, "Seed (every run)", 0, 2**31 - 1, key=experiments_keys.W_LAB_SEED, persist_state="session")
 measured = experiment.measure is not None  # measured in this process, not trained (memory)
 mine = lab.not_its_runs(experiment, store)  # ?lab= runs of another experiment are refused, not judged as this one's
 runs = None if measured else experiments_keys.lab_runs(key, list(experiment.variants), mine)

@@ -23,6 +23,7 @@ from tinygpt.ui.run import in_view
 from tinygpt.ui.run.in_view import open_run
 from tinygpt.ui.sample import sample_keys
 from tinygpt.ui.screen import explain, fonts
+from tinygpt.ui.screen.numbers import number_box
 from tinygpt.ui.words import picking, safe
 
 store = resources.get_store()
@@ -97,10 +98,10 @@ state.init(sample_keys.W_SAMPLE_SEED, 0)
 st.text_area("Prompt", key=sample_keys.W_PROMPT, height=80, max_chars=MAX_TEXT_FIELDS["prompt"], **persist)
 s1, s2, s3, s4, s5 = st.columns(5)
 s1.slider("Temperature", 0.0, 2.0, step=0.05, key=sample_keys.W_TEMPERATURE, help="0 = always the likeliest", **persist)
-s2.number_input("Top-k (0 = off)", 0, 1000, key=sample_keys.W_TOP_K, **persist)
+number_box(s2, "Top-k (0 = off)", 0, 1000, key=sample_keys.W_TOP_K, **persist)
 s3.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key=sample_keys.W_TOP_P, **persist)
-s4.number_input("Characters", 1, 2000, key=sample_keys.W_NUM_CHARS, **persist)
-s5.number_input("Seed", 0, 2**31 - 1, key=sample_keys.W_SAMPLE_SEED, **persist)
+number_box(s4, "Characters", 1, 2000, key=sample_keys.W_NUM_CHARS, **persist)
+number_box(s5, "Seed", 0, 2**31 - 1, key=sample_keys.W_SAMPLE_SEED, **persist)
 
 # (temperature, top-k, top-p) as the sliders are now: the charts say when they were drawn with others
 sampling = (float(state.get(sample_keys.W_TEMPERATURE)), int(state.get(sample_keys.W_TOP_K)),

@@ -17,6 +17,7 @@ from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
 from tinygpt.ui.run.in_view import Rules, open_run
 from tinygpt.ui.screen import backlog, explain, fonts
+from tinygpt.ui.screen.numbers import number_box
 from tinygpt.ui.teach import teach_keys
 from tinygpt.ui.train import form, guard, knob_widgets, next_run, train_keys, train_view
 from tinygpt.ui.words import run_words, runinfo, safe
@@ -65,7 +66,7 @@ with right:
     hold = runinfo.hold_note(run.hold, rd.config(), learner) if run and run.hold else None  # read once, by open_run
     if not large:
         guard.checked(train_keys.W_STEP_N, "Steps per Step click", lambda n: guard.valid_count(n, 1, 10_000), 1)
-        st.number_input("Steps per Step click", 1, 10_000, key=train_keys.W_STEP_N, persist_state="session")
+        number_box(st, "Steps per Step click", 1, 10_000, key=train_keys.W_STEP_N, persist_state="session")
     # Messages go into one container, so the live view below keeps its place whether or not there are any.
     messages = st.container()
     watching = ("live" if live else "ended") if rd is not None and not mine else ""  # (form.next_run_values)

@@ -31,7 +31,7 @@ from tinygpt.ui import state
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, people_keys, room
 from tinygpt.ui.run import in_view
-from tinygpt.ui.screen import flashes, fonts
+from tinygpt.ui.screen import flashes, fonts, numbers
 from tinygpt.ui.train import drafts, guard, knob_widgets, run_form, settings, train_keys
 from tinygpt.ui.train.settings import Field
 from tinygpt.ui.words import safe
@@ -252,7 +252,7 @@ def _draw_field(container, field: Field, disabled: bool) -> None:
         common["disabled"] = disabled or state.get(train_keys.W_MASK) != "sliding_window"
     if field.widget == "number":
         extra = {k: v for k, v in (("step", field.step), ("format", field.format)) if v is not None}
-        container.number_input(field.label, field.minimum, field.maximum, **extra, **common)
+        numbers.number_box(container, field.label, field.minimum, field.maximum, **extra, **common)
     elif field.widget == "select":
         labels = field.labels or {}
         container.selectbox(field.label, list(field.options), format_func=lambda o: str(labels.get(o, o)), **common)

@@ -1,0 +1,34 @@
+"""Number boxes whose range the server checks (tinygpt/ui/screen/numbers.py): a typed value out of range goes to
+the nearer end with a sentence naming both, and the box shows the value used (a review typed 999,999,999 in Max
+steps and got a 300-step run unsaid; a seed of -1 ran as 1337)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from tinygpt.ui.screen.numbers import in_range
+from tinygpt.ui.train import train_keys
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_a_number_out_of_range_goes_to_the_nearer_end_and_says_so():
+    assert in_range(999_999_999, 1, 1_000_000) == (
+        1_000_000, "999,999,999 is more than the most it takes, 1,000,000; it is 1,000,000 now.")  # fmt: skip
+    assert in_range(-1, 0, 2**31 - 1) == (0, "-1 is less than the least it takes, 0; it is 0 now.")
+    assert in_range(12.5, 0.0, 10.0) == (10.0, "12.5 is more than the most it takes, 10; it is 10 now.")
+    assert in_range(5, 1, 10) == (5, "")
+    assert in_range(None, 1, 10) == (None, "") and in_range(True, 1, 10) == (True, "")
+    assert in_range(float("nan"), 1, 10)[1] == ""  # not a number: the page's own guard refuses it
+
+
+def test_max_steps_typed_over_its_limit_shows_the_limit_and_a_message():
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.number_input(key=train_keys.W_MAX_STEPS).set_value(999_999_999).run()
+    assert not at.exception, at.exception
+    assert at.number_input(key=train_keys.W_MAX_STEPS).value == 1_000_000
+    said = " ".join(str(t.value).replace("\\", "") for t in at.toast)
+    assert "Max steps: 999,999,999 is more than the most it takes, 1,000,000; it is 1,000,000 now." in said, said
