@@ -23,8 +23,9 @@ def lr_note(config: dict, knobs: dict[str, Any], ended: bool = False, events: li
     max_steps = int(train.get("max_steps") or 0)
     if max_steps < 1 or train.get("learning_rate") is None:
         return ""
-    text = f"This run's settings: {_schedule_words(train, max_steps)}."
-    changes = [e for e in shown_changes(events) if e.get("knob") in SCHEDULE_KNOBS]
+    text = _branch_words(config, events, max_steps) or f"This run's settings: {_schedule_words(train, max_steps)}."
+    # a branch's own change is no live change (a review's branch read "Changed live (LR 0.002 → 0.0005 at step 500)")
+    changes = [e for e in shown_changes(events) if e.get("knob") in SCHEDULE_KNOBS and not e.get("branch")]
     said = ", ".join(f"{knob_word(e['knob'])} {knob_value(e.get('old'))} → {knob_value(e.get('new'))} at step "
                      f"{int(e.get('step') or 0):,}" for e in changes)  # fmt: skip
     if not said:  # set before its first step (a queued run's knobs): what differs from its settings
@@ -38,8 +39,28 @@ def lr_note(config: dict, knobs: dict[str, Any], ended: bool = False, events: li
     return f"{text} Changed live ({said}); from here: {_plan_words(now, max_steps, int(step or 0))}."
 
 
-def _plan_words(train: dict, max_steps: int, step: int) -> str:
-    """The schedule from `step` on, as lr_at computes it with these settings: still warming up, or decaying."""
+def _branch_words(config: dict, events: list[dict], max_steps: int) -> str:
+    """A branch's schedule, which is two: its parent's up to the branch step (its metrics begin with the parent's
+    steps), then its own from the next. "" for a run that is no branch, or whose branch left the schedule alone. A
+    review's branch (LR 0.002 → 0.0005 at step 500) read "a linear warmup over 30 steps to 0.0005" beside a line
+    that warmed up to 0.002."""
+    branch, train = config.get("branch") or {}, config.get("train") or {}
+    step, changed = branch.get("step"), [k for k in branch.get("changes") or {} if k in (*SCHEDULE_KNOBS, "max_steps")]
+    if not isinstance(step, int) or not changed:
+        return ""
+    old = {e.get("knob"): e.get("old") for e in events if e.get("kind") == "knob" and e.get("branch")}
+    known = all(old.get(k) is not None for k in changed)  # max_steps is no knob: the parent's is not in the events
+    parent = _schedule_words({**train, **old}, max_steps) if known else "its parent's schedule"
+    said = ", ".join(f"{knob_word(k)} {knob_value(old.get(k))} → {knob_value(train.get(k))}" if old.get(k) is not None
+                     else f"{knob_word(k)} {knob_value(train.get(k))}" for k in changed
+                     if k != "min_lr" or "learning_rate" not in changed)  # fmt: skip
+    own = _plan_words(train, max_steps, step, at=f"at step {step + 1:,}")
+    return f"Up to step {step:,}, its parent's: {parent}. Branched there ({said}): {own}."
+
+
+def _plan_words(train: dict, max_steps: int, step: int, at: str = "now") -> str:
+    """The schedule from `step` on, as lr_at computes it with these settings: still warming up, or decaying
+    (`at`: where the first rate named stands, "now" or "at step 501")."""
     lr, min_lr = float(train["learning_rate"]), float(train.get("min_lr") or 0.0)
     warmup = int(train.get("warmup_steps") or 0)
     if step < warmup and warmup >= max_steps and not trains_until_stopped(max_steps):  # to the run's end
@@ -51,8 +72,8 @@ def _plan_words(train: dict, max_steps: int, step: int) -> str:
     if min_lr >= lr:
         return f"it stays at {lr:g} (its floor is its peak)"
     if trains_until_stopped(max_steps):
-        return f"{rate:.3g} now, near the peak: the run trains until stopped"
-    return f"a cosine decay from {rate:.3g} now to the floor, {min_lr:g}, at step {max_steps:,}"
+        return f"{rate:.3g} {at}, near the peak: the run trains until stopped"
+    return f"a cosine decay from {rate:.3g} {at} to the floor, {min_lr:g}, at step {max_steps:,}"
 
 
 def _schedule_words(train: dict, max_steps: int) -> str:
