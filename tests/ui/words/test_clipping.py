@@ -240,3 +240,16 @@ def test_with_clipping_off_the_loss_and_held_out_words_remain():
     assert "Its held-out loss has risen from its best, 1.020 at step 700: it is learning that text by heart." in text
     leaky = clip_caption(metrics, {"max_grad_norm": 0.0, "learning_rate": 1e-3}, "adamw", rose, [("none", 750, 800)])
     assert leaky.startswith("Clipping is off for this run") and "(a leak)" in leaky and "by heart" not in leaky
+
+
+def test_a_branch_reads_only_its_own_steps_after_the_branch():
+    """A branch's metrics begin with its parent's steps, trained at the parent's settings: the caption reads the
+    steps after the branch step alone (a review: "at learning rate 0.0012 → 5e-05", 200 of 300 steps the parent's)."""
+    steps = cosine_tail(0.01, 0.05)  # steps 1701-2000
+    text = clip_caption(steps, KNOBS, "adamw", since=1900)
+    assert text.startswith("Clipped on 100 of its 100 steps since the branch at step 1,900 (100%)"), text
+    own = [m["lr"] for m in steps if m["step"] > 1900]
+    assert f"at learning rate {own[0]:.2g} → {own[-1]:.2g}" in text, text
+    assert clip_caption(steps, KNOBS, "adamw", since=2000) == (
+        "Not enough data: no step of its own since the branch at step 2,000 yet.")  # fmt: skip
+    assert clip_caption(steps, KNOBS, "adamw", since=1000).startswith("Clipped on 300 of the last 300 steps")

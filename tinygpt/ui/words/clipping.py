@@ -22,7 +22,8 @@ MIN_TREND_STEPS = 30  # losses needed to judge their trend: 10 a third, enough f
 
 
 def clip_caption(
-    metrics: list[dict], knobs: dict, optimizer: str = "adamw", evals: list[dict] = (), leaks: list[tuple] = ()
+    metrics: list[dict], knobs: dict, optimizer: str = "adamw", evals: list[dict] = (), leaks: list[tuple] = (),
+    since: int | None = None,
 ) -> str:
     """What gradient clipping did on the run's last CLIP_WINDOW steps and what that means at this learning rate,
     from the records: the share of clipped steps, the typical scale factor (threshold / norm), and whether the
@@ -32,17 +33,22 @@ def clip_caption(
     3.2, and "occasional spikes: what clipping is for" called it healthy, as it did later while the loss stayed at
     3.2, flat, twice the run's best. `evals` (the run's evals.jsonl) add the held-out loss over the same steps and
     against the run's best; `leaks` (tinygpt.runs.knobs.leak_spans) are the stretches whose evals are no best: a
-    model reading the next character scores 0.2."""
+    model reading the next character scores 0.2. `since`: a branch's step, whose metrics up to it are its parent's
+    (trained at the parent's settings): only the steps after it are read (a review's branch to LR 0.0005 at step
+    500 read "at learning rate 0.0012 → 5e-05 … the loss is falling", 200 of those 300 steps its parent's)."""
     clip = knobs.get("max_grad_norm") or 0.0
-    recent = [m for m in metrics[-CLIP_WINDOW:] if isinstance(m.get("grad_norm"), (int, float))]
+    recent = [m for m in metrics[-CLIP_WINDOW:] if isinstance(m.get("grad_norm"), (int, float))
+              and not (isinstance(since, int) and int(m.get("step") or 0) <= since)]  # fmt: skip
     if not recent:
-        return ""
+        return f"Not enough data: no step of its own since the branch at step {since:,} yet." if since else ""
     # Clipping off: the loss and held-out words all the same (a review's run over-fitted, held-out 2.141 -> 2.952,
     # with nothing said, where the same run clipped read "learning that text by heart")
     off = "Clipping is off for this run: every step uses the whole gradient." if clip <= 0 else ""
     clipped = [m for m in recent if m.get("clipped")]
     n, k = len(recent), len(clipped)
-    share = f"{k} of the last {n} steps ({_percent(k, n)})"
+    own = isinstance(since, int) and n < CLIP_WINDOW  # a branch's own steps, fewer than the window
+    share = f"{k} of {f'its {n} steps since the branch at step {since:,}' if own else f'the last {n} steps'} " \
+        f"({_percent(k, n)})"  # fmt: skip
     losses = [m["loss"] for m in recent if isinstance(m.get("loss"), (int, float)) and math.isfinite(m["loss"])]
     if leak := _leak_within(leaks, recent):
         # A review: "The loss is falling (0.953 → 0.183) … Held-out loss 2.727 → 0.223: falling." across mask none
