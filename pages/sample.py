@@ -84,7 +84,7 @@ events, run_config = read_events(store.path(run)), with_ckpt[run].config or {}
 ckpt_config = (read_json(checkpoint_stem(rd.run_dir, step).with_suffix(".json"), {}) or {}).get("config")
 at_ckpt = picking.at_checkpoint(run_config, events, step, ckpt_config)
 st.caption(picking.sample_source(run, names.get(run, ""), step, None if run == current else names.get(current, current),
-                                 at_ckpt))  # fmt: skip
+                                 at_ckpt, none_in_view=current is None))  # fmt: skip
 for kind, note in picking.checkpoint_notes(run_config, events, rd.evals, step, ckpts, rd.metrics):  # true at this step
     (st.warning if kind == "warning" else st.info)(note, icon=":material/visibility:")
 

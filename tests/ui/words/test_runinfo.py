@@ -202,6 +202,9 @@ def test_sample_says_which_run_and_step_and_why_a_cheating_run_babbles():
     changed = picking.sample_source("C8grKhNsuilD6cG9", "2L×4H×64", 300, at="at this checkpoint: LR 0.02 (changed "
                                     "at step 831)")  # fmt: skip
     assert "its checkpoint at step 300 (at this checkpoint: LR 0.02 (changed at step 831))." in changed
+    # no run in view (the sidebar says so): the page says it picked this one itself (a review read both at once)
+    alone = picking.sample_source("C8grKhNsuilD6cG9", "2L×4H×64", 300, none_in_view=True)
+    assert alone.endswith("No run is in view, as the sidebar says: this page picked it (the **Run** box above).")
     [(kind, note)] = picking.checkpoint_notes(_CFG, _MASK_NONE_AT_100, [], 300)
     assert kind == "warning" and "mask none in steps 101-300" in note and "next character" in note
     assert picking.checkpoint_notes(_CFG, _MASK_NONE_AT_100, [], 50) == []  # that checkpoint predates the switch

@@ -36,12 +36,16 @@ def pick_status(state: str, step: int | None, read_at: str = "") -> str:
     return f"{said} at {read_at}, when this page read it (Train follows it live)" if read_at else said
 
 
-def sample_source(run_id: str, name: str, step: int, in_view: str | None = None, at: str = "") -> str:
+def sample_source(run_id: str, name: str, step: int, in_view: str | None = None, at: str = "",
+                  none_in_view: bool = False) -> str:  # fmt: skip
     """Which run and checkpoint a sample comes from, in words (the id too: it is what a file or a link needs);
     `in_view`: the name of the run in view where it is another (picked here, or it has no checkpoint yet), said
     so: the sidebar names the run in view. `at`: at_checkpoint's words, the live changes the name does not say (a
-    review read "LR 0.002" in the name of a run at 0.02 since step 831)."""
+    review read "LR 0.002" in the name of a run at 0.02 since step 831). `none_in_view`: no run is in view, as the
+    sidebar says, and this page picked one of its own (a review read "No run in view" beside "Sampling from …")."""
     other = f" Not the run in view (**{in_view}**, named in the sidebar)." if in_view else ""
+    other = " No run is in view, as the sidebar says: this page picked it (the **Run** box above)." if none_in_view \
+        else other  # fmt: skip
     at = f" ({at})" if at else ""
     return f"Sampling from **{name or run_id}** (run `{run_id}`), its checkpoint at step {step:,}{at}.{other}"
 
