@@ -72,8 +72,11 @@ def learner_part(
                 icon=":material/hourglass_top:")  # fmt: skip
         return True
     if outcome is None:
-        if not choices:
-            return False
+        if not choices:  # the radio was drawn in this script run: its slot says the grade is on its way, not nothing
+            if mine:  # (a review's learner, right at step 1, read "Check: seen" with no grade and no "Watch for")
+                st.info(f"Your prediction: **{safe.md(mine)}** · its grade comes with the check, being read now",
+                        icon=":material/hourglass_top:")  # fmt: skip
+            return bool(mine)
         if state.get(_key(step)) != mine:  # the book is the truth: a refresh, another tab, a cleared room
             if mine is None:
                 state.pop(_key(step))
