@@ -18,8 +18,8 @@ def configs(source: str, seed: int, text: str = "") -> dict:
 def test_the_runs_shown_are_said_where_the_pickers_hold_another_corpus_or_seed():
     mine = configs("text", 271, TEXT)
     said = runs_unlike_form(mine, "shakespeare", None, 1337)
-    assert said.startswith(f"The runs below trained on a pasted or uploaded text (sha256 {corpus_sha256(TEXT)[:8]}…), seed "
-                           "271. The corpus and seed above are for your next"), said  # fmt: skip
+    assert said.startswith(f"The runs below trained on a pasted or uploaded text (sha256 {corpus_sha256(TEXT)[:8]}…), "
+                           "seed 271. The corpus and seed above are for your next"), said  # fmt: skip
     assert runs_unlike_form(mine, "text", picked_text("text", TEXT.replace("\n", "\r\n")), 271) == ""  # the same
     assert "seed 271" in runs_unlike_form(mine, "text", TEXT, 1337)  # another seed alone
     assert runs_unlike_form(configs("shakespeare", 1337), "shakespeare", None, 1337) == ""
