@@ -30,36 +30,31 @@ def choose(page: Page, label: str, option: str) -> None:
     expect(box).to_have_value(option)
 
 
-def switch_on(page: Page, label: str) -> None:
-    """Turn a toggle on. A click that lands while a rerun redraws the page can be lost (CI stop 30: the Attention
-    page's Toy mode stayed off under load), so it is clicked again until the switch says it is on."""
-    switch = page.get_by_role("switch", name=label, exact=True)
+def click_until_checked(page: Page, role: str, label: str, timeout_ms: int) -> None:
+    """Click the label of a switch or radio until it says it is checked: a click that lands while a rerun redraws
+    the page can be lost (CI stop 30: the Attention page's Toy mode stayed off under load; CI stop 52: the
+    instructor's Mask stayed causal for 30 s after a click on none)."""
+    widget = page.get_by_role(role, name=label, exact=True)
     for attempt in range(4):
-        if switch.is_checked():
+        if widget.is_checked():
             return
         page.get_by_text(label, exact=True).click()
         try:
-            expect(switch).to_be_checked(timeout=5_000)
+            expect(widget).to_be_checked(timeout=timeout_ms)
             return
         except AssertionError:
             if attempt == 3:
                 raise
+
+
+def switch_on(page: Page, label: str) -> None:
+    """Turn a toggle on (click_until_checked)."""
+    click_until_checked(page, "switch", label, 5_000)
 
 
 def check_radio(page: Page, label: str) -> None:
-    """Click a radio option until it is checked: as with switch_on, a click that lands while a rerun redraws the
-    page can be lost (CI, stop 52: the instructor's Mask stayed causal for 30 s after a click on none)."""
-    radio = page.get_by_role("radio", name=label, exact=True)
-    for attempt in range(4):
-        if radio.is_checked():
-            return
-        page.get_by_text(label, exact=True).click()
-        try:
-            expect(radio).to_be_checked(timeout=8_000)
-            return
-        except AssertionError:
-            if attempt == 3:
-                raise
+    """Choose a radio option (click_until_checked)."""
+    click_until_checked(page, "radio", label, 8_000)
 
 
 def choose_containing(page: Page, label: str, text: str) -> None:

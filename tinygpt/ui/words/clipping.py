@@ -47,8 +47,8 @@ def clip_caption(
     clipped = [m for m in recent if m.get("clipped")]
     n, k = len(recent), len(clipped)
     own = isinstance(since, int) and n < CLIP_WINDOW  # a branch's own steps, fewer than the window
-    share = f"{k} of {f'its {n} steps since the branch at step {since:,}' if own else f'the last {n} steps'} " \
-        f"({_percent(k, n)})"  # fmt: skip
+    steps = f"its {n} steps since the branch at step {since:,}" if own else f"the last {n} steps"
+    share = f"{k} of {steps} ({_percent(k, n)})"
     losses = [m["loss"] for m in recent if isinstance(m.get("loss"), (int, float)) and math.isfinite(m["loss"])]
     if leak := _leak_within(leaks, recent):
         # A review: "The loss is falling (0.953 → 0.183) … Held-out loss 2.727 → 0.223: falling." across mask none

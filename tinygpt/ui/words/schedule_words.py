@@ -66,8 +66,7 @@ def _plan_words(train: dict, max_steps: int, step: int, at: str = "now") -> str:
     if step < warmup and warmup >= max_steps and not trains_until_stopped(max_steps):  # to the run's end
         return f"warming up toward {lr:g} to its last step, {lr_at(max_steps - 1, lr, min_lr, warmup, max_steps):.3g}"
     if step < warmup:
-        rest = _schedule_words(train, max_steps).split(", then ")[-1]  # what follows the warmup
-        return f"warming up to {lr:g} by step {warmup:,}, then {rest}"
+        return f"warming up to {lr:g} by step {warmup:,}, {_after_peak(train, max_steps)}"
     rate = lr_at(step, lr, min_lr, warmup, max_steps)
     if min_lr >= lr:
         return f"it stays at {lr:g} (its floor is its peak)"
@@ -91,10 +90,15 @@ def _schedule_words(train: dict, max_steps: int) -> str:
     start = f"a linear warmup over {warmup:,} steps to {lr:g}"
     # lr_at's first step is learning_rate x 1 / warmup: a warmup of 1 step starts at the peak, as none does
     start = f"no warmup (it starts at the peak, {lr:g})" if warmup <= 1 else start
+    return f"{start}, {_after_peak(train, max_steps)}"
+
+
+def _after_peak(train: dict, max_steps: int) -> str:
+    """ "then a cosine decay to the floor, 0.0002, at step 300": what lr_at does once the warmup reached the peak."""
+    lr, min_lr = float(train["learning_rate"]), float(train.get("min_lr") or 0.0)
     if min_lr >= lr:  # before the until-stopped case: the Lecture preset's floor is its peak, so nothing decays
-        end = "then it stays there (its floor is its peak)"
-    elif until_stopped:
-        end = f"then it stays near the peak: the run trains until stopped (its cosine decay runs to step {max_steps:,})"
-    else:
-        end = f"then a cosine decay to the floor, {min_lr:g}, at step {max_steps:,}"
-    return f"{start}, {end}"
+        return "then it stays there (its floor is its peak)"
+    if trains_until_stopped(max_steps):
+        return ("then it stays near the peak: the run trains until stopped (its cosine decay runs to step "
+                f"{max_steps:,})")
+    return f"then a cosine decay to the floor, {min_lr:g}, at step {max_steps:,}"
