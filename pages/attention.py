@@ -13,7 +13,7 @@ import streamlit as st
 
 from tinygpt.config import MAX_TEXT_FIELDS, TransformerConfig, trains_until_stopped
 from tinygpt.errors import TinyGPTError
-from tinygpt.runs.files import ACTIVE_STATES, ENDED_STATES
+from tinygpt.runs.files import ACTIVE_STATES, ENDED_STATES, PAUSED_STATES
 from tinygpt.ui.attention import attention_keys, playback
 from tinygpt.ui.attention import attention_view as view
 from tinygpt.ui.host import resources
@@ -101,7 +101,8 @@ def grid_and_detail() -> None:
     # The slider spans the whole run (0 .. max_steps), so its range stays put while snapshots arrive (a changing
     # range would make it a new widget on every snapshot); it shows the snapshot nearest the chosen step.
     end = max(int(rd.status().get("max_steps") or 0), int(config.get("train", {}).get("max_steps") or 0), steps[-1], 1)
-    if rd.status().get("state") in ENDED_STATES:  # an ended run's steps end where it did (a review: 0-1,000 at 609)
+    if rd.status().get("state") in (*ENDED_STATES, *PAUSED_STATES):  # steps end where it stands (0-1,000 at 609, and
+        # 0-16,000 at a paused run's 8,550: reviews); a paused run's range moves once more, when it resumes
         end = max(int(rd.status().get("step") or 0), steps[-1], 1)
     elif trains_until_stopped(end):  # no end: a range that doubles past the newest snapshot, so it rarely changes
         end = next(e for e in (1000 * 2**k for k in range(40)) if e >= steps[-1])

@@ -88,7 +88,7 @@ if b[1].button("Resume", disabled=not rules.can_resume, width="stretch", help=wh
     admission.attempt(_resume, "resume this one", st)  # one slot a learner: another run of theirs asks first
 admission.slot_question(learner, st)
 writing = runlist.live_writer(store, pick)  # delete is refused while another process writes the run
-if b[2].button("Delete…", disabled=not mine or bool(writing), width="stretch", help=writing or None):
+if b[2].button("Delete…", disabled=not mine or bool(writing), width="stretch", help=writing or (None if mine else why)):
     state.put(runs_keys.W_DELETE_CONFIRM, pick)
 if b[4].button("Share (read-only)", help="A link that opens this run for others to watch", width="stretch"):
     st.code(runinfo.share_link(st.context.url, pick), language=None)
@@ -160,8 +160,11 @@ if len(chosen) >= 2:
     readers = {run: rd for run, rd in readers.items() if rd is not None}
     # The legends name runs as the table above does (one name each); live changes are the numbered markers.
     names = {run: by_id[run]["name"] for run in readers}
-    if apart := run_words.texts_apart({names[run]: rd.config() or {} for run, rd in readers.items()}):
+    configs = {names[run]: rd.config() or {} for run, rd in readers.items()}
+    if apart := run_words.texts_apart(configs):
         st.warning(apart)
+    if seeds := run_words.seeds_apart(configs):  # a seed moves a curve by itself: part of a gap is chance
+        st.caption(seeds)
     series = {names[run]: rd.metrics for run, rd in readers.items()}
     evals = {names[run]: rd.evals for run, rd in readers.items()}
     events = {names[run]: rd.events for run, rd in readers.items()}  # live knob changes: markers, table

@@ -131,7 +131,9 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
             int(state.get(sample_keys.W_SAMPLE_SEED)),
             last,
         )
-        st.markdown(picking.generated_header(safe.md(names.get(run) or run), step, at_ckpt))
+        st.markdown(picking.generated_header(safe.md(names.get(run) or run), step, at_ckpt, sampling))
+        if note := picking.prompt_note(len(prompt), model.config.max_seq_len):
+            st.caption(note)
         box = st.empty()  # a code block keeps newlines and spaces exactly; markdown would reflow them
         text, shown_at = "", 0.0
         for char in stream:
@@ -143,7 +145,7 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
         state.put(
             sample_keys.LAST_SAMPLE,
             {**last, "prompt": prompt, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step, "at": at_ckpt,
-             "settings": sampling},
+             "settings": sampling, "context": model.config.max_seq_len},
         )
     except TinyGPTError as e:
         st.warning(safe.md(e))
@@ -151,7 +153,9 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
 elif state.get(sample_keys.LAST_SAMPLE):
     last = state.get(sample_keys.LAST_SAMPLE)
     st.markdown(picking.generated_header(safe.md(names.get(last["run"]) or last["run"]), last["step"],
-                                         last.get("at", "")))  # fmt: skip
+                                         last.get("at", ""), last.get("settings")))  # fmt: skip
+    if note := picking.prompt_note(len(last.get("prompt", "")), last.get("context", 0) or 10**9):
+        st.caption(note)
     st.code(last.get("prompt", "") + last["text"], language=None, wrap_lines=True)
 
 last = state.get(sample_keys.LAST_SAMPLE)

@@ -175,3 +175,17 @@ def test_a_window_under_another_mask_is_no_difference_in_a_name():
     sliding = {**base, "model": {**base["model"], "mask": "sliding_window"}, "created": 3}
     names = unique_names([("c", sliding), ("d", {**sliding, "model": {**sliding["model"], "window": 4}, "created": 4})])
     assert names["d"].endswith("window 4")
+
+
+def test_a_broken_run_started_first_is_named_by_its_breakage_and_the_usual_run_after_it_plainly():
+    """A review: a naive-softmax run started first kept the plain name, and the stable run after it read
+    "… · softmax stable", as if the broken one were the usual recipe. A breakage is named whoever started first."""
+    naive = {**CONFIG, "created": 1.0, "model": {**CONFIG["model"], "softmax": "naive"}}
+    stable = {**CONFIG, "created": 2.0, "model": {**CONFIG["model"], "softmax": "stable"}}
+    detached = {**CONFIG, "created": 3.0, "interventions": {"detach_residual": True, "zeroed_probes": "hook_pos"}}
+    named = unique_names([("naive", naive), ("stable", stable), ("detached", detached)])
+    assert named == {
+        "naive": "2L×4H×64 · shakespeare · LR 0.002 · softmax naive",
+        "stable": "2L×4H×64 · shakespeare · LR 0.002",
+        "detached": "2L×4H×64 · shakespeare · LR 0.002 · detach residual on · zeroed probes hook_pos",
+    }

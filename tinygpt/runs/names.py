@@ -27,6 +27,11 @@ from .files import RUN_ID_RE, read_config_json
 # test checks the two agree).
 NAME_WORDS = {"learning_rate": "LR", "mask": "mask", "attn_scale": "scaling"}
 _USUAL = {"mask": "causal", "attn_scale": "head_dim"}  # settings a name mentions only when they differ
+# The lab's breakages: named whenever a run has one, whoever started first. Named only as a difference from the
+# first run of the same settings, a naive-softmax run started first kept the plain name and the stable run after it
+# read "… · softmax stable", as if the broken run were the usual one (a review).
+_BROKEN = (("model", "softmax", "stable"), ("interventions", "detach_residual", False),
+           ("interventions", "zeroed_probes", ""), ("interventions", "shape_bug", "none"))  # fmt: skip
 
 
 def _value(value: Any) -> str:
@@ -36,7 +41,7 @@ def _value(value: Any) -> str:
 def settings_name(config: Mapping[str, Any]) -> str:
     """The settings part of a name: "2L×4H×64 · synthetic:copy · LR 0.002" ("text 3f9a1c" for a text of the
     learner's own: its sha256's start), then whatever is not the default recipe (an optimizer other than AdamW,
-    token shift, a mask or scaling other than the usual)."""
+    token shift, a mask or scaling other than the usual, and any of the lab's breakages: `_BROKEN`)."""
     model, train, data = (config.get(part) or {} for part in ("model", "train", "data"))
     parts = [f"{model.get('num_layers', '?')}L×{model.get('num_heads', '?')}H×{model.get('hidden_dim', '?')}"]
     source, sha, file = str(data.get("source") or "?"), data.get("text_sha256"), data.get("text_name")
@@ -58,6 +63,10 @@ def settings_name(config: Mapping[str, Any]) -> str:
     mult = model.get("attn_scale_mult")  # the softmax lab's ×24, which is what overflows (unnamed: a review)
     if isinstance(mult, (int, float)) and not isinstance(mult, bool) and mult != 1:
         parts.append(f"scale ×{_value(mult)}")
+    for section, knob, usual in _BROKEN:
+        value = (config.get(section) or {}).get(knob, usual)
+        if value != usual:
+            parts.append(_setting_words(knob, value))
     return " · ".join(parts)
 
 

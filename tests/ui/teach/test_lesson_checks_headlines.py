@@ -194,7 +194,7 @@ def test_the_shape_steps_line_says_what_was_measured_in_plain_words():
     held = STEP["shapes"].check(Evidence(verdicts={"shape_drift": shape_verdict(rows_windows=(4, 64))})).short
     assert "attention weights on held-out windows adds up to as much as 0.93 away from 1" in held, held
     assert len(held) <= lesson_checks.HEADLINE_LIMIT, (len(held), held)
-    assert "its training loss still fell 4.200 → 2.100 nats" in line, line
+    assert "yet training loss fell 4.200 → 2.100 (last 20 steps)" in line, line
     assert len(line) <= lesson_checks.HEADLINE_LIMIT, (len(line), line)
     text = STEP["shapes"].check(Evidence(verdicts={"shape_drift": shape_verdict()})).text
     assert "off 1" not in text and ("add up to as much as 0.93 away from 1 (the largest over every layer, head and "

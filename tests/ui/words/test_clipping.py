@@ -253,3 +253,25 @@ def test_a_branch_reads_only_its_own_steps_after_the_branch():
     assert clip_caption(steps, KNOBS, "adamw", since=2000) == (
         "Not enough data: no step of its own since the branch at step 2,000 yet.")  # fmt: skip
     assert clip_caption(steps, KNOBS, "adamw", since=1000).startswith("Clipped on 300 of the last 300 steps")
+
+
+def test_a_run_whose_rate_was_lowered_already_is_not_told_to_lower_it():
+    """Review 3 of stop 56: a branch ran at lr 0.001 (a third of its preset's rate) since its parent's stretch at
+    0.1 wrecked it; its loss flat at 1.6× its best read "lower the learning rate", advice it had taken. The rate
+    after the best was 100× the window's: the caption says so and points at a checkpoint from before the damage."""
+    records, evals = lr_blowup(0.0)  # steps 12,701-13,000 at 0.1: the damage
+    lowered = [{**m, "step": m["step"] + 300, "lr": 0.001, "loss": 3.22 + 0.02 * (m["step"] % 3)} for m in records]
+    history = [{**m, "loss": 3.2} for m in records] + lowered  # the window is steps 13,001-13,300, all at 0.001
+    spread = (-0.05, -0.02, 0.0, 0.02, 0.05)
+    wrecked = [*evals[:3], {**evals[3], "val_loss": 3.21},
+               *({"step": s, "val_loss": v, "val_batch_losses": [v + b for b in spread]}
+                 for s, v in ((13000, 3.22), (13300, 3.21)))]  # fmt: skip
+    text = clip_caption(history, {"max_grad_norm": 1.0, "learning_rate": 0.001}, "adamw", wrecked)
+    assert "lost much of what it had learned" in text and "lower the learning rate" not in text, text
+    assert ("The learning rate is lower already: it reached 0.1 at step 12,701, after the best held-out loss (step "
+            "12,400), and is at most 0.001 in these steps, yet the loss has not come back down.") in text, text
+    assert "resume from a checkpoint at or before step 12,400" in text
+    # still at the rate that did it: the advice to lower it stands
+    at_peak = clip_caption([{**m, "loss": 3.2} for m in records] + [{**m, "lr": 0.1} for m in lowered],
+                           {"max_grad_norm": 1.0}, "adamw", wrecked)  # fmt: skip
+    assert "lower the learning rate (or resume" in at_peak and "lower already" not in at_peak, at_peak

@@ -137,4 +137,22 @@ def test_the_sample_charts_say_when_the_sliders_moved_since_the_last_generate():
     assert stale_sample_note(None, (0.8, 0, 1.0)) == ""  # an older session's sample: nothing to compare
     said = stale_sample_note((0.8, 0, 1.0), (0.0, 3, 1.0))
     assert said == ("These charts are the last **Generate**'s (temperature 0.8, top-k off, top-p off). Press "
-                    "**Generate** to draw them at temperature 0, top-k 3, top-p off."), said  # fmt: skip
+                    "**Generate** to draw them at temperature 0, top-k 3, top-p off (greedy: always the likeliest "
+                    "character)."), said  # fmt: skip
+
+
+def test_the_header_says_what_a_sample_was_drawn_with_and_a_long_prompt_what_the_model_read():
+    """Review 4 of stop 56: "1e3" typed in Top-k reached the page as 1, and 200 spaces came out under a header that
+    named no top-k; a 6,009-character prompt was echoed whole although the model read its last 32 characters."""
+    greedy = picking.generated_header("run", 300, "", (0.8, 1, 1.0))
+    assert ("; drawn at temperature 0.8, top-k 1, top-p off (greedy: always the likeliest character); the "
+            "prompt") in greedy
+    plain = picking.generated_header("run", 300, "", (0.8, 0, 0.9))
+    assert "drawn at temperature 0.8, top-k off, top-p 0.9;" in plain and "greedy" not in plain
+    assert "greedy" in picking.sampling_words(0.0, 0, 1.0)
+    assert picking.generated_header("run", 300, "") == ("**Generated** (run, step 300; the prompt, then the model's "
+                                                        "continuation)")
+    assert picking.prompt_note(32, 32) == ""
+    assert picking.prompt_note(6009, 32) == (
+        "The model reads only the last 32 characters of this 6,009-character prompt (its context, max_seq_len 32): "
+        "the characters before them are shown but do not steer what it writes.")

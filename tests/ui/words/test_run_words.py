@@ -174,3 +174,14 @@ def test_the_status_line_and_the_runs_table_say_who_stopped_a_run_to_everyone_el
         w.write_status(state="stopped", reason="stopped by you at step 10500", step=10500)
     assert runlist.run_rows(store, BEN)[0]["reason"] == "stopped by anna at step 10500"
     assert runlist.run_rows(store, ANNA)[0]["reason"] == "stopped by you at step 10500"
+
+
+def test_runs_of_different_seeds_on_one_axis_say_part_of_the_gap_is_chance():
+    """Review 4 of stop 56: Compare called the gap between two runs "the effect of what differs", their seeds among
+    it; a seed alone moves a curve."""
+    one = {"a": {"train": {"seed": 2718}}, "b": {"train": {"seed": 2718}, "model": {"attn_scale": "none"}}}
+    assert run_words.seeds_apart(one) is None
+    assert run_words.seeds_apart({"a": {}, "b": {"train": {"seed": 1337}}}) is None  # the default seed
+    apart = run_words.seeds_apart({"a": {"train": {"seed": 2718}}, "b": {"train": {"seed": 90210}}})
+    assert apart.startswith("These runs have different seeds (2718, 90210): a seed alone moves a curve")
+    assert "part of any gap between them is chance" in apart

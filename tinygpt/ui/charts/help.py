@@ -41,8 +41,8 @@ CHART_HELP: dict[str, str] = {
     "sharpens the bars; top-k and top-p cut the tail to zero.",
     "attention_row_chart": "Where each head looked when it produced the newest character: one row per layer and "
     "head, one column per context character.",
-    "compare_chart": "The same curve for several runs on one axis: the gap between the lines is the effect of what "
-    "differs between them, which the table lists. Runs on different texts (another corpus, or data.text_sha256 "
+    "compare_chart": "The same curve for several runs on one axis: the gap between the lines comes from what "
+    "differs between them, which the table lists; a different seed alone moves a curve too. Runs on different texts (another corpus, or data.text_sha256 "
     "in the table) differ by their text as well: their losses are not on one scale.",
     "lab_compare_chart": "The experiment's runs on one axis, solid the training loss, dashed the held-out loss: the "
     "runs share their text, seed and batches and differ only in the settings the experiment names (the mask "
@@ -60,8 +60,11 @@ CHART_HELP: dict[str, str] = {
     "induction head, the second copy becomes cheap to predict at the same step (red rule); the 1-layer control "
     "cannot compose two heads and stays flat.",
     "ablation_heatmap": "How much the loss rises when one head is switched off (zero: its output set to 0; mean: "
-    "set to its average over the validation tokens). Red heads matter; near-white heads could be removed. On the "
-    "probe an induction head's ablation shows most where text repeats.",
+    "set to its average over the validation tokens). Each head is switched off alone: a red head matters on its "
+    "own; a near-white one changes little alone, which does not say several could go at once (heads can stand in "
+    "for each other). Blue: switching that head off lowered the loss on these windows. The cells carry no noise "
+    "estimate: another draw of windows moves the small ones, so a cell near zero says little. On the probe an "
+    "induction head's ablation shows most where text repeats.",
     "ablated_probs_chart": "For every position of the probe, the probability the model gives the character that "
     "really comes next, with all heads on (blue) and with the chosen head ablated (red).",
     "logit_lens_chart": "The stream after each layer read through the final LayerNorm and the output head, as if "

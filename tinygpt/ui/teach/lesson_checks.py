@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from tinygpt.inside.heads import ROLE_NOUNS
 from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # noqa: F401 - the lesson's roles (lesson.py re-exports)
 from tinygpt.lab.registry import ORDER
-from tinygpt.lab.verdict import fmt
+from tinygpt.lab.verdict import FINAL_STEPS, fmt
 
 LECTURE = "lecture"  # the role of the run the live-knob steps steer (its checks: lecture_checks.py)
 
@@ -191,9 +191,13 @@ def rows_off(error: str, on: str = "") -> str:
 
 
 def loss_fell(observed: dict) -> str:
-    """ "its training loss still fell 3.794 → 1.931 nats": the bug's curve looked healthy (from `observed`)."""
+    """ "yet training loss fell 3.794 → 1.931 (last 20 steps)": the bug's curve looked healthy (from `observed`: step
+    1's loss, then final_train_loss, the mean of the last FINAL_STEPS; a review read "fell 4.198 → 2.413" against the
+    last step's own loss and found another number)."""
     first, _, last = str(observed.get("silent bug: loss first -> last") or "").partition(" -> ")
-    return f"its training loss still fell {first} → {last} nats" if last else "its training loss was not measured"
+    if not last:
+        return "its training loss was not measured"
+    return f"yet training loss fell {first} → {last} (last {FINAL_STEPS} steps)"  # the headline's 200 characters
 
 
 def verdict_headline(key: str, title: str, verdict: dict) -> str:

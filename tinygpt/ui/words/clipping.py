@@ -91,6 +91,8 @@ def clip_caption(
             " Clipping caps each step's size but cannot stop a learning rate that is too high from undoing what the "
             "model learned: lower the learning rate (or resume from a checkpoint before the loss rose)."
         )
+        if not rising and (lowered := _lowered_since_best(metrics, evals, recent, leaks)):
+            advice = lowered  # the rate was lowered already and the loss did not come back: lowering is no advice
         return text + trend + held + gap + advice
     if k < 0.2 * n:
         return text + " Occasional spikes capped at the threshold: what clipping is for." + trend + held + gap
@@ -275,6 +277,26 @@ def _far_above_best(evals, last: object, leaks) -> tuple[bool, str]:
         f"this run's best, {best['val_loss']:.3f} at step {best['step']:,}{noise}: the model has lost much of what "
         "it had learned."
     )
+
+
+def _lowered_since_best(metrics, evals, recent: list[dict], leaks) -> str:
+    """Advice for a run whose learning rate after its best eval (up to `recent`) was at least twice any of the
+    `recent` steps' own, "" otherwise: the rate that undid the learning has been lowered already, and a lower one
+    does not bring it back (a review's branch ran at 0.001, a third of its preset's rate, its loss flat at 1.6× its
+    best after the parent's stretch at 0.1, and read "lower the learning rate")."""
+    start = recent[0].get("step")
+    scored = _scored_evals(evals, start, leaks) if isinstance(start, int) else []
+    now = [m["lr"] for m in recent if isinstance(m.get("lr"), (int, float))]
+    if not scored or not now:
+        return ""
+    best = min(scored, key=lambda e: e["val_loss"])["step"]
+    since = [m for m in metrics if isinstance(m.get("lr"), (int, float)) and best < int(m.get("step") or 0) < start]
+    if not since or max(m["lr"] for m in since) < 2 * max(now):
+        return ""
+    peak = max(since, key=lambda m: m["lr"])
+    return (f" The learning rate is lower already: it reached {peak['lr']:g} at step {peak['step']:,}, after the best "
+            f"held-out loss (step {best:,}), and is at most {max(now):g} in these steps, yet the loss has not come "
+            f"back down. A lower rate does not undo the damage: resume from a checkpoint at or before step {best:,}.")
 
 
 def _percent(k: int, n: int) -> str:

@@ -81,21 +81,35 @@ def _unlike_the_name(config: dict, events: list[dict], then: dict) -> list[str]:
     return said
 
 
-def generated_header(name: str, step: int, at: str) -> str:
+def generated_header(name: str, step: int, at: str, settings: tuple | None = None) -> str:
     """The line over a sample: which run (`name`, already markdown-safe) and step, and the knobs in force at that
     checkpoint where they differ from the name's (at_checkpoint), so "LR 0.003" in a name never stands alone over
-    text a learning rate of 0.1 wrote."""
+    text a learning rate of 0.1 wrote; and what it was drawn with, `settings` (temperature, top-k, top-p): a review
+    typed "1e3" in Top-k, the browser read 1, and 200 spaces came out under a header that did not say top-k 1."""
     at = f"; {at}" if at else ""
-    return f"**Generated** ({name}, step {step}{at}; the prompt, then the model's continuation)"
+    drawn = f"; drawn at {sampling_words(*settings)}" if settings else ""
+    return f"**Generated** ({name}, step {step}{at}{drawn}; the prompt, then the model's continuation)"
+
+
+def prompt_note(prompt_chars: int, context: int) -> str:
+    """Under a sample whose prompt is longer than the model's context, "" otherwise: the model reads the prompt's last
+    `context` characters only (a review's 6,009-character prompt was echoed whole, and its continuation was the one a
+    prompt of its last line gets)."""
+    if prompt_chars <= context:
+        return ""
+    return (f"The model reads only the last {context} characters of this {prompt_chars:,}-character prompt (its "
+            f"context, max_seq_len {context}): the characters before them are shown but do not steer what it writes.")
 
 
 RISEN = 1.05  # an eval this far above the best: the held-out loss has begun to rise
 
 
 def sampling_words(temperature: float, top_k: int, top_p: float) -> str:
-    """ "temperature 0.8, top-k off, top-p off": the settings a sample was drawn with, as the Sample page says them."""
-    return (f"temperature {temperature:g}, top-k {top_k or 'off'}, "
+    """ "temperature 0.8, top-k off, top-p off": the settings a sample was drawn with, as the Sample page says them;
+    "(greedy: always the likeliest character)" after them where they leave one choice (temperature 0 or top-k 1)."""
+    said = (f"temperature {temperature:g}, top-k {top_k or 'off'}, "
             f"top-p {'off' if top_p >= 1.0 else f'{top_p:g}'}")  # fmt: skip
+    return said + (" (greedy: always the likeliest character)" if temperature == 0 or top_k == 1 else "")
 
 
 def stale_sample_note(used: tuple | None, now: tuple) -> str:

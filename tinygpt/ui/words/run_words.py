@@ -131,3 +131,21 @@ def texts_apart(configs: dict[str, dict]) -> str | None:
         f"These runs trained on different texts ({said}). A loss is nats per character of its own text, so their "
         "curves are not on one scale: the gap between them is not the settings' effect alone."
     )
+
+
+def seeds_apart(configs: dict[str, dict]) -> str | None:
+    """Runs on one axis with different seeds, said where they are (Runs → Compare): a seed draws other first weights
+    and other batches, so it moves a curve by itself, and a gap between two such runs is partly chance (a review: the
+    caption called every gap "the effect of what differs", the seed among them). None where every run has one seed."""
+    seeds: dict[str, list[str]] = {}
+    for name, config in configs.items():
+        seed = ((config or {}).get("train") or {}).get("seed", 1337)  # TrainConfig's default
+        seeds.setdefault(f"{seed}", []).append(str(name))
+    if len(seeds) < 2:
+        return None
+    said = ", ".join(seeds)
+    return (
+        f"These runs have different seeds ({said}): a seed alone moves a curve (other first weights, other batches), "
+        "so part of any gap between them is chance. To see a setting's effect alone, compare runs of one seed, or "
+        "several seeds of each setting."
+    )
