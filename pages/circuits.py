@@ -18,7 +18,7 @@ from tinygpt.ui.run.in_view import open_run
 from tinygpt.ui.screen import backlog, fonts
 from tinygpt.ui.screen.numbers import number_box
 from tinygpt.ui.train import knob_widgets
-from tinygpt.ui.words import runinfo, safe
+from tinygpt.ui.words import ablation_words, runinfo, safe
 
 frame.require()  # a deep link's first run can skip app.py: see tinygpt/ui/frame.py
 
@@ -150,7 +150,7 @@ with tab_ablate:  # an unreadable probe (empty, unknown characters) is said unde
                             help="Or click a cell of the heatmap.")  # fmt: skip
         result = view.ablation(run_dir, ck, probe, mode)
         layer, h = divmod(names.index(head), num_heads)
-        caption = view.ablation_words(result)
+        caption = f"{ablation_words.ablation_words(result)} {ablation_words.ablation_noise(result, mode)}"
         copy = view.second_copy(run_dir, ck) if mode == "zero" else None
         if copy is not None:
             caption += (f" Panel '{view.SECOND_COPY}': the loss on the second copy of {induction.ABLATION_ROWS} "

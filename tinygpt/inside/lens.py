@@ -106,31 +106,32 @@ PIECE_TOKENS = 2048
 def _clean_pass(model: TinyGPT, idx: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, list, list]:
     """One clean forward of idx (N, T) in pieces, keeping what the ablations start from:
 
-        loss_sum   ()           summed (float64) cross-entropy against y (N, T)
+        window_sums (N,)        summed (float64) cross-entropy against y (N, T), one sum per window
         pre        L x (N, T, C) the stream entering each block (hook_resid_pre)
         heads      L x (N, T, C) each attention's heads, concatenated, before its output projection (attn.hook_out)
 
     The caller holds HOOK_LOCK (hooks are attached)."""
     L, T = len(model.blocks), idx.shape[1]
     pre, heads = [[] for _ in range(L)], [[] for _ in range(L)]
-    loss_sum = torch.zeros((), dtype=torch.float64, device=idx.device)
+    window_sums = []
     names = ["blocks.*.hook_resid_pre", "blocks.*.attn.hook_out"]
     with capture(model, names, to_cpu=False) as cache:
         for xs, ys in zip(idx.split(max(1, PIECE_TOKENS // T)), y.split(max(1, PIECE_TOKENS // T)), strict=True):
             logits = model(xs)  # (n, T, V); the capture refills `cache` for this piece
             ce = F.cross_entropy(logits.flatten(0, 1).float(), ys.flatten(), reduction="none")  # (n T,)
-            loss_sum += ce.double().sum()
+            window_sums.append(ce.double().view(len(xs), T).sum(dim=1))  # (n,)
             for i in range(L):
                 pre[i].append(cache[f"blocks.{i}.hook_resid_pre"])
                 heads[i].append(cache[f"blocks.{i}.attn.hook_out"])
-    return loss_sum, [torch.cat(p) for p in pre], [torch.cat(h) for h in heads]
+    return torch.cat(window_sums), [torch.cat(p) for p in pre], [torch.cat(h) for h in heads]
 
 
 def ablated_loss_sums(
     model: TinyGPT, layer: int, pre: torch.Tensor, heads: torch.Tensor, y: torch.Tensor, values: torch.Tensor
 ) -> torch.Tensor:
     """Summed (float64) cross-entropy against y (N, T) with each head of `layer` in turn replaced by its row of
-    `values` (H, D): (H,). The same numbers as running the whole model with `replaced_head`, with less work:
+    `values` (H, D), one sum per window: (H, N) (the windows' own sums pair with the clean pass's, window by window,
+    for the ablation's noise). The same numbers as running the whole model with `replaced_head`, with less work:
 
     - below `layer` nothing changes: the stream entering it, pre (N, T, C), is the clean pass's;
     - in `layer` the queries, keys, values and attention do not change either (ablation replaces the heads'
@@ -143,7 +144,7 @@ def ablated_loss_sums(
     N, T, C = pre.shape
     block = model.blocks[layer]
     n = max(1, PIECE_TOKENS // (H * T))  # sequences per piece; the piece holds H copies of them
-    sums = torch.zeros(H, dtype=torch.float64, device=pre.device)
+    sums = []
     for start in range(0, N, n):
         p, h, ys = pre[start : start + n], heads[start : start + n], y[start : start + n]  # (n, T, C), (n, T)
         m = p.shape[0]
@@ -159,8 +160,8 @@ def ablated_loss_sums(
         logits = model.lm_head(model.ln_f(x))  # (H n, T, C) @ (C, V) -> (H n, T, V)
         targets = ys.repeat(H, 1).flatten()  # (H n T,)
         ce = F.cross_entropy(logits.flatten(0, 1).float(), targets, reduction="none")  # (H n T,)
-        sums += ce.view(H, m * T).double().sum(dim=1)  # (H,)
-    return sums
+        sums.append(ce.view(H, m, T).double().sum(dim=2))  # (H, m)
+    return torch.cat(sums, dim=1)  # (H, N)
 
 
 def head_ablation(
@@ -171,6 +172,8 @@ def head_ablation(
 
         clean       {"val", "probe"}                      the loss with every head on
         <mode>      {"val": (L, H), "probe": (L, H)}      loss with that head ablated minus the clean loss
+                    {"val_windows": (L, H, N)}            the same per validation window (its T predictions' mean),
+                                                          paired with the clean pass window by window: the noise
         means       (L, H, D)                              each head's mean output over the validation tokens
 
     A positive delta means the head helped. Mean ablation uses `means`; zero ablation uses 0. The numbers are those
@@ -181,25 +184,30 @@ def head_ablation(
     model.eval()
     try:
         with HOOK_LOCK, torch.inference_mode():
-            sum_val, pre, heads = _clean_pass(model, x, y)
-            count = y.numel()
+            clean_windows, pre, heads = _clean_pass(model, x, y)  # (N,)
+            sum_val, count = clean_windows.sum(), y.numel()
             means = torch.stack([heads[i].mean(dim=(0, 1)).view(H, D) for i in range(L)])  # (L, H, D)
             out: dict = {"clean": {"val": float(sum_val / count)}, "means": means.cpu().numpy()}
             if probe_idx is not None:
                 px, py = probe_idx[:, :-1], probe_idx[:, 1:]  # (1, T-1): each position predicts the next character
                 sum_probe, probe_pre, probe_heads = _clean_pass(model, px, py)
+                sum_probe = sum_probe.sum()
                 out["clean"]["probe"] = float(sum_probe / py.numel())
             for mode in modes:
                 val, probe = np.zeros((L, H)), np.zeros((L, H))
+                windows = np.zeros((L, H, y.shape[0]))  # (L, H, N)
                 for layer in range(L):
                     # (H, D): what each head of the layer says instead of its output
                     values = means[layer] if mode == "mean" else torch.zeros_like(means[layer])
-                    sums = ablated_loss_sums(model, layer, pre[layer], heads[layer], y, values)
-                    val[layer] = ((sums - sum_val) / count).cpu().numpy()
+                    sums = ablated_loss_sums(model, layer, pre[layer], heads[layer], y, values)  # (H, N)
+                    val[layer] = ((sums.sum(dim=1) - sum_val) / count).cpu().numpy()
+                    windows[layer] = ((sums - clean_windows) / y.shape[1]).cpu().numpy()  # (H, N) per-window means
                     if probe_idx is not None:
                         sums = ablated_loss_sums(model, layer, probe_pre[layer], probe_heads[layer], py, values)
-                        probe[layer] = ((sums - sum_probe) / py.numel()).cpu().numpy()
-                out[mode] = {"val": val, "probe": probe} if probe_idx is not None else {"val": val}
+                        probe[layer] = ((sums.sum(dim=1) - sum_probe) / py.numel()).cpu().numpy()
+                out[mode] = {"val": val, "val_windows": windows}
+                if probe_idx is not None:
+                    out[mode]["probe"] = probe
     finally:
         model.train(was_training)
     return out

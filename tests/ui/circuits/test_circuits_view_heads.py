@@ -12,6 +12,7 @@ from tinygpt.lab import induction
 from tinygpt.ui.circuits import circuits_view
 from tinygpt.ui.teach import lesson_checks
 from tinygpt.ui.teach.lesson_evidence import _verdict
+from tinygpt.ui.words import ablation_words
 
 RECORDS = switching_scores()
 TWO, ONE = list(induction.INDUCTION_VARIANTS)
@@ -81,8 +82,7 @@ def test_the_lesson_headline_puts_the_best_heads_own_jump_next_to_its_name():
 def test_the_ablation_caption_says_the_windows_overlap_on_a_short_held_out_split():
     """A review read "10,240 validation tokens" on a learner's text whose held-out split was 1,972 characters: the
     windows are drawn at random from it, overlapping, and the caption says so with both numbers."""
-    from tinygpt.ui.circuits import circuits_view
 
-    said = circuits_view.ablation_words({"windows": (320, 32), "tokens": 10_240, "held_out": 1_972, "seconds": 0.5})
+    said = ablation_words.ablation_words({"windows": (320, 32), "tokens": 10_240, "held_out": 1_972, "seconds": 0.5})
     assert said.startswith("320 held-out windows of 32 (10,240 characters), drawn at random, overlapping, from 1,972")
     assert "in 0.50 s" in said

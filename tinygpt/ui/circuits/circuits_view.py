@@ -211,17 +211,8 @@ def ablation(run_dir: str, step: int, probe_text: str, mode: str) -> dict:
     out["tokens"] = int(x.numel())
     out["windows"] = tuple(x.shape)  # (20 B, T)
     out["held_out"] = int(corpus.val_data.numel())  # the split they are drawn from: on a short text, 5x overlap
+    out["batches"] = ABLATION_BATCHES  # x is that many batches end to end: the noise pairs them (ablation_words)
     return out
-
-
-def ablation_words(result: dict) -> str:
-    """What the ablation scored, said as it is: windows drawn at random, overlapping, from the held-out split (a
-    review read "10,240 validation tokens" on a text whose held-out split was 1,972 characters)."""
-    (rows, width), split = result["windows"], result["held_out"]
-    return (
-        f"{rows} held-out windows of {width} ({result['tokens']:,} characters), drawn at random, overlapping, "
-        f"from {split:,} held-out characters; every head ablated in turn, in {result['seconds']:.2f} s."
-    )
 
 
 SECOND_COPY = "second copy"  # the heatmap panel of the lesson's ablation check's own numbers
