@@ -32,3 +32,21 @@ def test_max_steps_typed_over_its_limit_shows_the_limit_and_a_message():
     assert at.number_input(key=train_keys.W_MAX_STEPS).value == 1_000_000
     said = " ".join(str(t.value).replace("\\", "") for t in at.toast)
     assert "Max steps: 999,999,999 is more than the most it takes, 1,000,000; it is 1,000,000 now." in said, said
+
+
+def test_the_boxs_bare_default_from_the_browser_keeps_the_last_value_unsaid():
+    """The browser sent a Seed box's own default, its lowest value (-2**53 + 1), with no key pressed: the Circuits
+    page toasted "Seed: -9,007,199,254,740,991 is less than the least it takes, 0; it is 0 now." and the seed was
+    0. Nobody types that number: the box keeps its last value, with no message."""
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    box = at.number_input(key=train_keys.W_MAX_STEPS)
+    before = box.value
+    box.set_value(-(2**53 - 1)).run()
+    assert not at.exception, at.exception
+    assert at.number_input(key=train_keys.W_MAX_STEPS).value == before
+    assert not [t for t in at.toast if "less than the least" in str(t.value)]
+    at.number_input(key=train_keys.W_MAX_STEPS).set_value(-5).run()  # a number typed out of range is still said
+    assert at.number_input(key=train_keys.W_MAX_STEPS).value == 1
+    said = " ".join(str(t.value).replace("\\", "") for t in at.toast)
+    assert "Max steps: -5 is less than the least it takes, 1; it is 1 now." in said, said

@@ -19,6 +19,11 @@ from tinygpt.ui.words.safe import md
 
 WIDE_WHOLE = 2**53 - 1  # the widest whole numbers a browser holds exactly (Streamlit's own limit)
 WIDE_REAL = 1e300
+# A box's own default is its lowest value, and the browser sent it once with no key pressed: "Seed: -9,007,199,254,
+# 740,991 is less than the least it takes, 0; it is 0 now." popped up on the Circuits page and set the seed to 0.
+# Nobody types these numbers: the box keeps its last value, unsaid.
+UNSET = (-WIDE_WHOLE, -WIDE_REAL)
+LAST = "_number_box_last:"  # session-state prefix of each box's last value
 
 
 def number_box(container, label: str, low: float, high: float, *, key: str, on_change=None, args: tuple = (),
@@ -27,8 +32,11 @@ def number_box(container, label: str, low: float, high: float, *, key: str, on_c
     `on_change` (with `args`) runs after the check, on the value the box will show."""
     whole = isinstance(low, int) and isinstance(high, int) and not isinstance(kwargs.get("step"), float)
     wide = (-WIDE_WHOLE, WIDE_WHOLE) if whole else (-WIDE_REAL, WIDE_REAL)
-    return container.number_input(label, *wide, key=key, on_change=_checked,
-                                  args=(key, label, low, high, on_change, tuple(args)), **kwargs)  # fmt: skip
+    value = container.number_input(label, *wide, key=key, on_change=_checked,
+                                   args=(key, label, low, high, on_change, tuple(args)), **kwargs)  # fmt: skip
+    if value not in UNSET:
+        st.session_state[LAST + key] = value  # what `_checked` puts back if the browser sends the box's bare default
+    return value
 
 
 def in_range(value: Any, low: float, high: float) -> tuple[Any, str]:
@@ -50,6 +58,9 @@ def _said(number: float) -> str:
 
 
 def _checked(key: str, label: str, low: float, high: float, then, args: tuple) -> None:
+    if st.session_state.get(key) in UNSET:  # the box's bare default, not a number anyone typed (UNSET)
+        st.session_state[key] = st.session_state.get(LAST + key, low)
+        return
     value, said = in_range(st.session_state.get(key), low, high)
     if said:
         st.session_state[key] = value
