@@ -44,13 +44,14 @@ if not with_ckpt:
     st.stop()
 
 options = list(with_ckpt)
+names = runlist.run_names(store)
+if current is not None and current not in with_ckpt:  # the run in view saved nothing yet: another run is sampled
+    in_view_state = next((r.state for r in runs if r.run_id == current), None)
+    st.info(picking.no_checkpoint_yet(safe.md(names.get(current) or current), in_view_state))
 if state.get(sample_keys.W_SAMPLE_RUN) not in options or state.get(sample_keys.SAMPLE_FOLLOW) != current:
     # follow the current run (when it has a checkpoint) until the user picks another one
     state.put(sample_keys.W_SAMPLE_RUN, current if current in options else options[0])
     state.put(sample_keys.SAMPLE_FOLLOW, current)
-
-
-names = runlist.run_names(store)
 
 
 def _label(run: str) -> str:  # the name the Runs table shows, not the bare id

@@ -80,7 +80,10 @@ def test_the_lecture_checks_say_training_loss_and_name_the_held_out_loss_beside_
     assert mask.text.startswith("The training loss fell") and "training loss" in mask.headline
     assert "held-out loss 2.31 at step 100, held-out loss 0.50 at step 160" in mask.text  # 160: inside its window
     # the projector's line (the headline) names the held-out loss too (a review: only the learners' detail did)
-    assert mask.headline.endswith("; held-out 2.31 → 0.50"), mask.headline
+    assert mask.headline.endswith("; held-out 2.31 → 0.50 (copying: the evals leak too)"), mask.headline
+    assert "by step 170 after mask causal → none" in mask.headline  # the window that decided, not the loss now
+    assert "No model predicts unseen text at 0.50 nats a character" in mask.text
+    assert "this fall is copying, not learning" in mask.text
     run.events, run.metrics, run.evals = [], metrics([4.2] + [2.0] * 199), [{"step": 200, "val_loss": 2.11}]
     assert lesson.loss_from_uniform(Evidence(runs={"lecture": run})).headline.endswith("; held-out 2.11 at step 200")
 

@@ -156,3 +156,14 @@ def test_the_header_says_what_a_sample_was_drawn_with_and_a_long_prompt_what_the
     assert picking.prompt_note(6009, 32) == (
         "The model reads only the last 32 characters of this 6,009-character prompt (its context, max_seq_len 32): "
         "the characters before them are shown but do not steer what it writes.")
+
+
+def test_a_run_in_view_without_a_checkpoint_is_said_in_words_before_another_run_is_sampled():
+    """Review 5 of stop 56: a learner's own queued run was in view; the page sampled the lecture run, said only in a
+    grey line under the picker."""
+    said = picking.no_checkpoint_yet("2L×4H×64 · typing_part2.py · LR 0.002", "queued")
+    assert said.startswith("The run in view, **2L×4H×64 · typing_part2.py · LR 0.002**, has no checkpoint to sample "
+                           "from yet: it is queued")
+    assert "this page samples the run in the **Run** box below, another run" in said
+    assert "it is starting" in picking.no_checkpoint_yet("r", "starting")
+    assert "it has saved none yet" in picking.no_checkpoint_yet("r", "running")

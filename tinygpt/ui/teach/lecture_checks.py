@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tinygpt.config import LEAKING_MASKS
 from tinygpt.runs.knobs import knob_changes
 from tinygpt.ui.teach.lesson_checks import LECTURE, Check, Evidence, RunData, as_shown, mean_of, no_run
 from tinygpt.ui.words.knob_words import knob_value
@@ -180,10 +181,13 @@ def _moved(change: float, rise: bool, min_change: float) -> bool:
 
 
 def _knob_held_out(run: RunData, first: int, start: int, last: int, open_: bool, rise: bool, min_change: float,
-                   text: str, point: str) -> Check:  # fmt: skip
+                   text: str, point: str, leak: bool = False) -> Check:  # fmt: skip
     """A knob's effect the training loss showed, on the held-out loss: the last eval before the change (`first`)
     against each eval from `start` (the window that decided) to `last` (the patience's end, or the step before the
-    next change). The first that moved `min_change` the same way says "seen"; none by `last`, "not seen"."""
+    next change). The first that moved `min_change` the same way says "seen"; none by `last`, "not seen". `leak`: the
+    change was to a mask that shows each position its answer (config.LEAKING_MASKS), which the evals read under too:
+    their fall is copying, said so (a review read step 4's "the held-out loss, on text the model never trained on,
+    fell by 1.83 too" in the words step 1 uses for learning)."""
     wanted = "rise" if rise else "fall"
     before = _val(run, 0, first)
     if before is None:
@@ -196,9 +200,14 @@ def _knob_held_out(run: RunData, first: int, start: int, last: int, open_: bool,
     went = [e for e in evals if _moved(round(as_shown(e["val_loss"]) - b, 2), rise, min_change)]
     if went:
         a = as_shown(went[0]["val_loss"])
-        return Check(True, f"{text}; {_val_words(before)}, {_val_words(went[0])}: the held-out loss, on text the "
-                           f"model never trained on, {'rose' if rise else 'fell'} by {abs(a - b):.2f} too.",
-                     headline=f"{point}; held-out {b:.2f} → {a:.2f}")  # fmt: skip
+        said = f"{text}; {_val_words(before)}, {_val_words(went[0])}: the held-out loss, on text the model never " \
+               f"trained on, {'rose' if rise else 'fell'} by {abs(a - b):.2f} too"
+        if leak:  # the evals read under the leaking mask too: that fall is the leak's, not learning
+            said += (f". No model predicts unseen text at {a:.2f} nats a character: the evals run under the same "
+                     "mask, so the held-out text shows each position its answer too, and this fall is copying, not "
+                     "learning")
+        return Check(True, f"{said}.", headline=f"{point}; held-out {b:.2f} → {a:.2f}"
+                     + (" (copying: the evals leak too)" if leak else ""))  # fmt: skip
     after = evals[-1] if evals else None
     if open_:
         so_far = f"; held-out {b:.2f} → {as_shown(after['val_loss']):.2f} so far" if after else ""
@@ -270,12 +279,16 @@ def knob_effect(
             return Check(None, f"Not enough data yet: {since} of {WINDOW} steps since {named} at step {at}.")
         end, new, got, change = decided
         verb = "rose" if change > 0 else "fell"
-        point = f"The training loss {verb} from {old:.2f} to {new:.2f} after {named}"  # the steps and means: Numbers
-        text = f"{point} at step {at} (the {_span(got_before)}, then the {_span(got)})"
+        # the steps and means: Numbers; "by step N": the window that decided, not the loss now (a review read 0.88
+        # beside a curve at 0.17)
+        moved = f"The training loss {verb} from {old:.2f} to {new:.2f}"
+        point = f"{moved} by step {end:,} after {named}"
+        text = f"{moved} after {named} at step {at} (the {_span(got_before)}, then the {_span(got)})"
         if _moved(change, rise, min_change):  # the room saw it on the training loss: the held-out loss must too
             last = horizon if until is None else min(horizon, until - 1)
             open_ = latest < last and run.state not in ENDED
-            return _knob_held_out(run, first, end - WINDOW + 1, last, open_, rise, min_change, text, point)
+            return _knob_held_out(run, first, end - WINDOW + 1, last, open_, rise, min_change, text, point,
+                                  knob == "mask" and value in LEAKING_MASKS)  # fmt: skip
         pair = _val_pair(run, first, end - WINDOW + 1, until)
         text += f"; {_val_words(pair[0])}, {_val_words(pair[1])}" if pair else ""
         # the projector's line names the held-out loss on each side too, where both exist (a review: it did not)

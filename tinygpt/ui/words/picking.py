@@ -50,6 +50,15 @@ def sample_source(run_id: str, name: str, step: int, in_view: str | None = None,
     return f"Sampling from **{name or run_id}** (run `{run_id}`), its checkpoint at step {step:,}{at}.{other}"
 
 
+def no_checkpoint_yet(name: str, state: str | None) -> str:
+    """Over the Sample page while the run in view has no checkpoint to sample from (queued, or starting): said in a
+    box, not a grey line under the picker (a review's learner read the lecture run's samples and warnings under the
+    sidebar's name of their own queued run)."""
+    why = {"queued": "it is queued", "starting": "it is starting"}.get(str(state), "it has saved none yet")
+    return (f"The run in view, **{name}**, has no checkpoint to sample from yet: {why}, and it saves one before its "
+            "first step. Meanwhile this page samples the run in the **Run** box below, another run.")
+
+
 def at_checkpoint(config: dict, events: list[dict], step: int, ckpt_config: dict | None = None) -> str:
     """ "at this checkpoint: LR 0.1 (changed at step 12,498)": the live knobs whose value at checkpoint `step`
     differs from the run's config, the settings its name was made from (names never change, so "LR 0.003" stays
