@@ -275,3 +275,27 @@ def test_a_run_whose_rate_was_lowered_already_is_not_told_to_lower_it():
     at_peak = clip_caption([{**m, "loss": 3.2} for m in records] + [{**m, "lr": 0.1} for m in lowered],
                            {"max_grad_norm": 1.0}, "adamw", wrecked)  # fmt: skip
     assert "lower the learning rate (or resume" in at_peak and "lower already" not in at_peak, at_peak
+
+
+def test_a_run_that_lost_ground_under_a_high_rate_says_so_below_the_far_above_bar():
+    """Review 6 of stop 56: a rate of 0.1 took a run from its best held-out 2.736 (step 250) to 3.18 (1.16x, under
+    FAR_ABOVE_BEST's 1.25x; +0.446 ± 0.088 paired) and its caption read "Occasional spikes capped at the threshold:
+    what clipping is for" and "flat within noise", at 0.1 and after the rate came down to 0.0005 alike."""
+    spread = (-0.05, -0.02, 0.0, 0.02, 0.05)
+    evals = [{"step": s, "val_loss": v, "val_batch_losses": [v + b for b in spread]}
+             for s, v in ((200, 2.80), (250, 2.736), (350, 3.240), (650, 3.182), (950, 3.183))]  # fmt: skip
+    high = [{"step": s, "loss": 3.17 + 0.01 * (s % 3), "grad_norm": 1.9 if s % 20 else 2.5, "clipped": s % 20 == 0,
+             "lr": 0.1} for s in range(280, 887)]  # fmt: skip
+    low = [{**m, "step": s, "lr": 0.0005} for m, s in zip(high, range(887, 983), strict=False)]
+    before = [{"step": s, "loss": 2.41, "grad_norm": 0.5, "clipped": False, "lr": 0.002} for s in range(1, 280)]
+    at_high = clip_caption(before + high[:490], {"max_grad_norm": 1.0}, "adamw", evals[:4])  # read at step 769
+    assert "what clipping is for" not in at_high, at_high
+    assert ("is above this run's best, 2.736 at step 250, +0.446 ± 0.072, beyond its noise: the model has lost some "
+            "of what it had learned since step 250.") in at_high, at_high
+    assert "lower the learning rate (or resume" in at_high
+    lowered = clip_caption(before + high + low, {"max_grad_norm": 1.0}, "adamw", evals)
+    assert "lost some of what it had learned since step 250" in lowered and "what clipping is for" not in lowered
+    assert "The learning rate is lower already: it reached 0.1 at step 280" not in lowered  # 0.1 in the window too
+    # a small drift inside LOST_NATS is no loss of ground
+    small = [*evals[:2], {"step": 650, "val_loss": 2.80, "val_batch_losses": [2.80 + b for b in spread]}]
+    assert "lost some" not in clip_caption(before + high[:490], {"max_grad_norm": 1.0}, "adamw", small)

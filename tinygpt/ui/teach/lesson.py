@@ -159,9 +159,10 @@ STEPS: tuple[Step, ...] = (
         # (a review read the jump promised of a run that had none)
         "The lecture run trains with the causal mask again. A run of the Demo preset's model, 4 heads per "
         f"layer, trains {HEADS_STEPS:,} steps beside it: will its heads all learn the same pattern?",
-        f"Different heads, different jobs on the Attention page: by the run's end at least two heads each put "
-        f"{SPECIALIST_RATIO:g}x or more of the uniform share on their own key, e.g. one character back, itself, or "
-        "the first character.",
+        f"Different heads, different patterns: by the run's end, on held-out windows, a head puts "
+        f"{SPECIALIST_RATIO:g}x or more of the uniform share on its own key (most often one character back) while "
+        "another stays under that there, each beyond its noise; sometimes two heads on different keys (one back, "
+        "itself): two jobs. See them on the Attention page.",
         heads_differ,
         # "not seen" (no two heads specialised on different jobs) refutes "different patterns" only: a run whose
         # heads stayed near uniform did not show "all the same pattern" either

@@ -61,6 +61,9 @@ class Evidence:
     health: dict[str, list[dict]] = field(default_factory=dict)  # {run label: lab.health_checks rows}
     ablation: dict | None = None  # {"head", "deltas" (L, H) nats, "step", "where", "first"}: lesson_evidence._ablation
     lens: dict | None = None  # {"names": [...], "hits": [...], "positions": n}
+    # The heads run's last checkpoint on held-out windows: {"step", "windows" W, "context" T, "val_tokens", "scores":
+    # {role: (W, L, H) per window}, "baselines": {role: uniform}} (lesson_evidence.head_windows)
+    head_windows: dict | None = None
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,16 @@ The checks themselves are pure (lesson_checks.py); the pane that shows them is l
 from __future__ import annotations
 
 import numpy as np
+import streamlit as st
+import torch
 
+from tinygpt.data import load_corpus
 from tinygpt.inside import heads
 from tinygpt.lab import induction
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.results import read_result
 from tinygpt.lab.verdict import ENDED
+from tinygpt.runs.models import run_data
 from tinygpt.runs.owners import Actor
 from tinygpt.runs.window import metrics_between
 from tinygpt.ui.circuits import circuits_view
@@ -80,6 +84,25 @@ def lens_hits(run_dir: str, step: int, text: str) -> dict:
     return {"names": list(out["names"]), "hits": [int(h) for h in hits.sum(axis=1)], "positions": int(hits.shape[1])}
 
 
+HEAD_WINDOWS = 32  # held-out windows the multiple-heads step's roles are scored on (heads_check.heads_differ)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def head_windows(run_dir: str, step: int) -> dict:
+    """Every head's role scores at checkpoint `step` on HEAD_WINDOWS windows drawn from the run's held-out text
+    (seeded: every viewer's pane reads the same ones), one score per window: the spread that says whether a head
+    clears the 2x bar beyond chance (a review: the step called two heads at 2.06x and 2.07x on one probe window
+    "specialised", one at 1.89x not). Cached: a checkpoint never changes, and every learner's pane asks."""
+    loaded = resources.cached_model(run_dir, step)
+    config = loaded.config
+    corpus = load_corpus(run_data(run_dir, config), config.model.max_seq_len)
+    x, _ = corpus.get_batch("val", HEAD_WINDOWS, torch.Generator().manual_seed(heads.PROBE_SEED))  # (W, T)
+    scores, baselines = heads.window_role_scores(loaded.model, x)
+    return {"step": int(step), "windows": int(x.shape[0]), "context": int(x.shape[1]),
+            "val_tokens": int(corpus.val_data.numel()), "scores": {r: v.tolist() for r, v in scores.items()},
+            "baselines": baselines}  # fmt: skip
+
+
 def evidence(
     step: Step,
     runs: dict[str, dict[str, str]],
@@ -98,6 +121,9 @@ def evidence(
             data = _run_data(ids["run"])
             if data is not None:
                 ev.runs[role] = data
+            rd = reader_of(ids["run"]) if role == HEADS and data is not None and data.state in ENDED else None
+            if rd is not None and rd.checkpoints():  # judged on held-out windows, not the one probe (heads_check)
+                ev.head_windows = head_windows(str(rd.run_dir), rd.checkpoints()[-1])
         elif role.startswith("exp:"):
             key = role.removeprefix("exp:")
             readers = {label: reader_of(rid) for label, rid in ids.items()}

@@ -262,11 +262,40 @@ def far_above_best(evals, last: object, leaks) -> tuple[dict, dict] | None:
     return best, now
 
 
+LOST_NATS = 0.1  # held-out loss this far above the run's best (and clear of the noise): it lost ground
+
+
+def above_best(evals, last: object, leaks) -> tuple[dict, dict] | None:
+    """(best, newest) evals when the newest eval up to step `last` is at least LOST_NATS above the run's best eval
+    before it, the gap clear of the two evals' paired noise; None otherwise (or without batch losses to judge
+    with). Under FAR_ABOVE_BEST: a review's run lost 0.45 nats after a rate of 0.1 (1.16x its best, +0.446 ± 0.088)
+    and its caption read "what clipping is for" and "flat within noise", never a word of the loss it had lost."""
+    if not isinstance(last, int):
+        return None
+    scored = _scored_evals(evals, last, leaks)
+    if len(scored) < 2:
+        return None
+    now = scored[-1]
+    best = min(scored[:-1], key=lambda e: e["val_loss"])
+    gap = eval_gap(best, now)
+    if gap is None or now["val_loss"] - best["val_loss"] < LOST_NATS or clears(gap, 0.0)[0] is not True:
+        return None
+    return best, now
+
+
 def _far_above_best(evals, last: object, leaks) -> tuple[bool, str]:
-    """(far above?, words) for the clipping caption: far_above_best in a sentence."""
+    """(far above?, words) for the clipping caption: far_above_best in a sentence, or above_best's smaller loss."""
     found = far_above_best(evals, last, leaks)
     if found is None:
-        return False, ""
+        lost = above_best(evals, last, leaks)
+        if lost is None:
+            return False, ""
+        best, now = lost
+        return True, (
+            f" Held-out loss {now['val_loss']:.3f} at step {now['step']:,} is above this run's best, "
+            f"{best['val_loss']:.3f} at step {best['step']:,}, {gap_words(eval_gap(best, now))}, beyond its noise: "
+            f"the model has lost some of what it had learned since step {best['step']:,}."
+        )
     best, now = found
     # Its own gap and noise, said: beside "too little held-out text to tell whether it moved" over the caption's
     # steps (from an eval before the best), a bare "1.4× this run's best" read as a contradiction (a review)
