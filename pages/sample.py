@@ -83,7 +83,7 @@ step = state.get(sample_keys.W_SAMPLE_CKPT)
 events, run_config = read_events(store.path(run)), with_ckpt[run].config or {}
 # The checkpoint's own config: the knobs its weights trained under, live changes included (the name's are the first).
 ckpt_config = (read_json(checkpoint_stem(rd.run_dir, step).with_suffix(".json"), {}) or {}).get("config")
-at_ckpt = picking.at_checkpoint(run_config, events, step, ckpt_config)
+at_ckpt = picking.at_checkpoint(run_config, events, step, ckpt_config, picking.rate_at(rd.metrics, step))
 st.caption(picking.sample_source(run, names.get(run, ""), step, None if run == current else names.get(current, current),
                                  at_ckpt, none_in_view=current is None))  # fmt: skip
 for kind, note in picking.checkpoint_notes(run_config, events, rd.evals, step, ckpts, rd.metrics):  # true at this step
@@ -132,7 +132,8 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
             int(state.get(sample_keys.W_SAMPLE_SEED)),
             last,
         )
-        st.markdown(picking.generated_header(safe.md(names.get(run) or run), step, at_ckpt, sampling))
+        st.markdown(picking.generated_header(safe.md(names.get(run) or run), step, at_ckpt, sampling,
+                                             int(state.get(sample_keys.W_SAMPLE_SEED))))  # fmt: skip
         if note := picking.prompt_note(len(prompt), model.config.max_seq_len):
             st.caption(note)
         box = st.empty()  # a code block keeps newlines and spaces exactly; markdown would reflow them
@@ -146,7 +147,8 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
         state.put(
             sample_keys.LAST_SAMPLE,
             {**last, "prompt": prompt, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step, "at": at_ckpt,
-             "settings": sampling, "context": model.config.max_seq_len},
+             "settings": sampling, "context": model.config.max_seq_len,
+             "seed": int(state.get(sample_keys.W_SAMPLE_SEED))},
         )
     except TinyGPTError as e:
         st.warning(safe.md(e))
@@ -154,7 +156,7 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
 elif state.get(sample_keys.LAST_SAMPLE):
     last = state.get(sample_keys.LAST_SAMPLE)
     st.markdown(picking.generated_header(safe.md(names.get(last["run"]) or last["run"]), last["step"],
-                                         last.get("at", ""), last.get("settings")))  # fmt: skip
+                                         last.get("at", ""), last.get("settings"), last.get("seed")))  # fmt: skip
     if note := picking.prompt_note(len(last.get("prompt", "")), last.get("context", 0) or 10**9):
         st.caption(note)
     st.code(last.get("prompt", "") + last["text"], language=None, wrap_lines=True)

@@ -167,3 +167,14 @@ def test_a_run_in_view_without_a_checkpoint_is_said_in_words_before_another_run_
     assert "this page samples the run in the **Run** box below, another run" in said
     assert "it is starting" in picking.no_checkpoint_yet("r", "starting")
     assert "it has saved none yet" in picking.no_checkpoint_yet("r", "running")
+
+
+def test_a_checkpoints_lr_setting_is_said_beside_the_rate_its_step_trained_at():
+    """Review 6 of stop 56: "at this checkpoint: LR 0.0005 (changed at step 607)" of a step that trained at 5e-05
+    (the cosine's floor): the setting is the schedule's peak, not the rate."""
+    metrics = [{"step": s, "lr": 5e-05 if s > 1400 else 0.0005} for s in range(1, 1501, 50)]
+    assert picking.rate_at(metrics, 1500) == 5e-05 and picking.rate_at(metrics, 0) is None
+    at = picking.at_checkpoint(CONFIG, EVENTS, 13015, rate=0.000123)
+    assert at == "at this checkpoint: LR 0.1 (changed at step 12,498), the schedule's rate at this step 0.000123"
+    assert picking.at_checkpoint(CONFIG, EVENTS, 11000, rate=0.002) == ("at this checkpoint: mask none (changed at "
+                                                                        "step 10,647)")  # no LR said: no rate

@@ -440,7 +440,8 @@ def test_the_lr_note_of_a_run_changed_live_says_what_moved_never_a_schedule_it_d
     ended = schedule_words.lr_note({"train": train}, now, ended=True, events=events)
     assert ended.startswith("This run's settings: a linear warmup over 1,000 steps to 0.002"), ended
     assert ended.endswith("Changed live (LR 0.002 → 0.005 at step 412, warmup 1000 → 139 at step 450, warmup "
-                          "139 → 200 at step 488): the line shows the rates it used."), ended
+                          "139 → 200 at step 488); the floor moved with the rate, 0.0002 → 0.0005: the line shows "
+                          "the rates it used."), ended
     live = schedule_words.lr_note({"train": train}, now, events=events, step=2000)
     rate = lr_at(2000, 0.005, 0.0005, 200, 3000)
     assert live.endswith(f"from here: a cosine decay from {rate:.3g} now to the floor, 0.0005, at step 3,000."), live

@@ -38,3 +38,18 @@ def test_a_live_change_after_the_branch_is_said_as_one():
 def test_a_branch_that_left_the_schedule_alone_reads_as_its_settings():
     plain = {"train": TRAIN, "branch": {"step": 500, "changes": {"mask": "none"}}}
     assert lr_note(plain, {}, True, [], 600).startswith("This run's settings: a linear warmup over 30 steps to 0.0005")
+
+
+def test_a_finished_run_whose_rate_moved_live_says_where_its_floor_went():
+    """Review 6 of stop 56: a finished run read "… to the floor, 0.0002, at step 1,500. Changed live (LR 0.002 →
+    0.1 at step 284, LR 0.1 → 0.0005 at step 607)" under a line that ended at 5e-05: the floor moves with the rate."""
+    config = {"train": {"learning_rate": 0.002, "min_lr": 0.0002, "warmup_steps": 30, "max_steps": 1500}}
+    events = [{"step": 284, "kind": "knob", "knob": "learning_rate", "ok": True, "old": 0.002, "new": 0.1},
+              {"step": 284, "kind": "knob", "knob": "min_lr", "ok": True, "old": 0.0002, "new": 0.01,
+               "coupled_to": "learning_rate"},
+              {"step": 607, "kind": "knob", "knob": "learning_rate", "ok": True, "old": 0.1, "new": 0.0005},
+              {"step": 607, "kind": "knob", "knob": "min_lr", "ok": True, "old": 0.01, "new": 5e-05,
+               "coupled_to": "learning_rate"}]  # fmt: skip
+    said = lr_note(config, {"learning_rate": 0.0005, "min_lr": 5e-05, "warmup_steps": 30}, True, events, 1500)
+    assert said.endswith("Changed live (LR 0.002 → 0.1 at step 284, LR 0.1 → 0.0005 at step 607); the floor moved "
+                         "with the rate, 0.0002 → 5e-05: the line shows the rates it used."), said

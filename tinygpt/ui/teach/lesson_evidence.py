@@ -9,7 +9,7 @@ import streamlit as st
 import torch
 
 from tinygpt.data import load_corpus
-from tinygpt.inside import heads
+from tinygpt.inside import heads, roles
 from tinygpt.lab import induction
 from tinygpt.lab.registry import EXPERIMENTS
 from tinygpt.lab.results import read_result
@@ -97,7 +97,7 @@ def head_windows(run_dir: str, step: int) -> dict:
     config = loaded.config
     corpus = load_corpus(run_data(run_dir, config), config.model.max_seq_len)
     x, _ = corpus.get_batch("val", HEAD_WINDOWS, torch.Generator().manual_seed(heads.PROBE_SEED))  # (W, T)
-    scores, baselines = heads.window_role_scores(loaded.model, x)
+    scores, baselines = roles.window_role_scores(loaded.model, x)
     return {"step": int(step), "windows": int(x.shape[0]), "context": int(x.shape[1]),
             "val_tokens": int(corpus.val_data.numel()), "scores": {r: v.tolist() for r, v in scores.items()},
             "baselines": baselines}  # fmt: skip

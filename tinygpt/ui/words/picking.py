@@ -59,13 +59,26 @@ def no_checkpoint_yet(name: str, state: str | None) -> str:
             "first step. Meanwhile this page samples the run in the **Run** box below, another run.")
 
 
-def at_checkpoint(config: dict, events: list[dict], step: int, ckpt_config: dict | None = None) -> str:
+def rate_at(metrics: list[dict] | None, step: int) -> float | None:
+    """The learning rate the step record of `step` (or the newest before it, the series may be thinned) trained at."""
+    rates = [m["lr"] for m in metrics or ()
+             if isinstance(m.get("lr"), (int, float)) and int(m.get("step") or 0) <= step]  # fmt: skip
+    return rates[-1] if rates else None
+
+
+def at_checkpoint(config: dict, events: list[dict], step: int, ckpt_config: dict | None = None,
+                  rate: float | None = None) -> str:  # fmt: skip
     """ "at this checkpoint: LR 0.1 (changed at step 12,498)": the live knobs whose value at checkpoint `step`
     differs from the run's config, the settings its name was made from (names never change, so "LR 0.003" stays
     on a run trained at 0.1 since). The values are the checkpoint's own config where given (`ckpt_config`, the
     knobs its weights trained under), else the knob events up to its step; "" when none differs."""
     then = knobs_now(ckpt_config, []) if ckpt_config else knobs_at(config, events, step)
     said = _unlike_the_name(config, events_upto(events, step), then)
+    lr = knob_word("learning_rate")
+    if rate is not None and any(item.startswith(f"{lr} ") for item in said):
+        # "LR 0.0005" is the setting, the schedule's peak: the step itself trained at its schedule's rate (a review
+        # read "at this checkpoint: LR 0.0005" of a step at 5e-05)
+        said.append(f"the schedule's rate at this step {rate:.3g}")
     return "at this checkpoint: " + ", ".join(said) if said else ""
 
 
@@ -90,13 +103,14 @@ def _unlike_the_name(config: dict, events: list[dict], then: dict) -> list[str]:
     return said
 
 
-def generated_header(name: str, step: int, at: str, settings: tuple | None = None) -> str:
+def generated_header(name: str, step: int, at: str, settings: tuple | None = None, seed: int | None = None) -> str:
     """The line over a sample: which run (`name`, already markdown-safe) and step, and the knobs in force at that
     checkpoint where they differ from the name's (at_checkpoint), so "LR 0.003" in a name never stands alone over
     text a learning rate of 0.1 wrote; and what it was drawn with, `settings` (temperature, top-k, top-p): a review
     typed "1e3" in Top-k, the browser read 1, and 200 spaces came out under a header that did not say top-k 1."""
     at = f"; {at}" if at else ""
     drawn = f"; drawn at {sampling_words(*settings)}" if settings else ""
+    drawn += f", seed {seed}" if settings and seed is not None else ""  # "1e12" typed reached the page as 1 (a review)
     return f"**Generated** ({name}, step {step}{at}{drawn}; the prompt, then the model's continuation)"
 
 

@@ -34,7 +34,12 @@ def lr_note(config: dict, knobs: dict[str, Any], ended: bool = False, events: li
     if not said:
         return text
     if ended:
-        return f"{text} Changed live ({said}): the line shows the rates it used."
+        # The floor moves with the rate (Trainer.set_knob keeps their ratio): a finished run's caption named its
+        # settings' floor, 0.0002, under a line that ended at 5e-05 (a review)
+        floor, first = knobs.get("min_lr"), train.get("min_lr")
+        moved = (f"; the floor moved with the rate, {knob_value(first)} → {knob_value(floor)}"
+                 if floor is not None and first is not None and floor != first else "")  # fmt: skip
+        return f"{text} Changed live ({said}){moved}: the line shows the rates it used."
     now = {**train, **{n: knobs[n] for n in SCHEDULE_KNOBS if knobs.get(n) is not None}}
     return f"{text} Changed live ({said}); from here: {_plan_words(now, max_steps, int(step or 0))}."
 
