@@ -9,6 +9,7 @@ import streamlit as st
 import torch
 
 from tinygpt.data import load_corpus
+from tinygpt.errors import TinyGPTError
 from tinygpt.inside import heads, roles
 from tinygpt.lab import induction
 from tinygpt.lab.registry import EXPERIMENTS
@@ -121,9 +122,13 @@ def evidence(
             data = _run_data(ids["run"])
             if data is not None:
                 ev.runs[role] = data
-            rd = reader_of(ids["run"]) if role == HEADS and data is not None and data.state in ENDED else None
+            ended = data is not None and data.state in heads_check.ENDED  # stopped too: the check's own ENDED
+            rd = reader_of(ids["run"]) if role == HEADS and ended else None
             if rd is not None and rd.checkpoints():  # judged on held-out windows, not the one probe (heads_check)
-                ev.head_windows = head_windows(str(rd.run_dir), rd.checkpoints()[-1])
+                try:
+                    ev.head_windows = head_windows(str(rd.run_dir), rd.checkpoints()[-1])
+                except TinyGPTError:  # a checkpoint or text that cannot be read now: the snapshots' rule says it
+                    ev.head_windows = None
         elif role.startswith("exp:"):
             key = role.removeprefix("exp:")
             readers = {label: reader_of(rid) for label, rid in ids.items()}
