@@ -32,10 +32,6 @@ def number_box(container, label: str, low: float, high: float, *, key: str, on_c
     `on_change` (with `args`) runs after the check, on the value the box will show."""
     whole = isinstance(low, int) and isinstance(high, int) and not isinstance(kwargs.get("step"), float)
     wide = (-WIDE_WHOLE, WIDE_WHOLE) if whole else (-WIDE_REAL, WIDE_REAL)
-    # The range it takes, on hover: a number past the browser's own wide bounds shows Streamlit's message with those
-    # bounds ("between -9007199254740991 and 9007199254740991"), not this box's (a review typed 20 nines in Top-k)
-    takes = f"It takes {_said(low)} to {_said(high)}."
-    kwargs["help"] = f"{kwargs['help']} {takes}" if kwargs.get("help") else takes
     value = container.number_input(label, *wide, key=key, on_change=_checked,
                                    args=(key, label, low, high, on_change, tuple(args)), **kwargs)  # fmt: skip
     if value not in UNSET:
