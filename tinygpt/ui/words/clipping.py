@@ -309,23 +309,24 @@ def _far_above_best(evals, last: object, leaks) -> tuple[bool, str]:
 
 
 def _lowered_since_best(metrics, evals, recent: list[dict], leaks) -> str:
-    """Advice for a run whose learning rate after its best eval (up to `recent`) was at least twice any of the
-    `recent` steps' own, "" otherwise: the rate that undid the learning has been lowered already, and a lower one
-    does not bring it back (a review's branch ran at 0.001, a third of its preset's rate, its loss flat at 1.6× its
-    best after the parent's stretch at 0.1, and read "lower the learning rate")."""
-    start = recent[0].get("step")
+    """Advice for a run whose learning rate now (the newest of `recent`) is at most half of the highest it had after
+    its best eval, "" otherwise: the rate that undid the learning has been lowered already, and a lower one does not
+    bring it back (a review's branch ran at 0.001, a third of its preset's rate, its loss flat at 1.6x its best after
+    the parent's stretch at 0.1, and read "lower the learning rate"; another run, lowered from 0.1 to 0.0005 96 steps
+    before, read it too: "now" is the rate in force, not the window's highest)."""
+    start, last = recent[0].get("step"), recent[-1].get("step")
     scored = _scored_evals(evals, start, leaks) if isinstance(start, int) else []
-    now = [m["lr"] for m in recent if isinstance(m.get("lr"), (int, float))]
-    if not scored or not now:
+    now = recent[-1].get("lr")
+    if not scored or not isinstance(now, (int, float)) or not isinstance(last, int):
         return ""
     best = min(scored, key=lambda e: e["val_loss"])["step"]
-    since = [m for m in metrics if isinstance(m.get("lr"), (int, float)) and best < int(m.get("step") or 0) < start]
-    if not since or max(m["lr"] for m in since) < 2 * max(now):
+    since = [m for m in metrics if isinstance(m.get("lr"), (int, float)) and best < int(m.get("step") or 0) <= last]
+    if not since or max(m["lr"] for m in since) < 2 * now:
         return ""
     peak = max(since, key=lambda m: m["lr"])
-    return (f" The learning rate is lower already: it reached {peak['lr']:g} at step {peak['step']:,}, after the best "
-            f"held-out loss (step {best:,}), and is at most {max(now):g} in these steps, yet the loss has not come "
-            f"back down. A lower rate does not undo the damage: resume from a checkpoint at or before step {best:,}.")
+    return (f" The learning rate is lower already: it reached {peak['lr']:.3g} at step {peak['step']:,}, after the "
+            f"best held-out loss (step {best:,}), and is {now:.3g} now, yet the loss has not come back down. A lower "
+            f"rate does not undo the damage: resume from a checkpoint at or before step {best:,}.")
 
 
 def _percent(k: int, n: int) -> str:
