@@ -42,8 +42,9 @@ CHART_HELP: dict[str, str] = {
     "attention_row_chart": "Where each head looked when it produced the newest character: one row per layer and "
     "head, one column per context character.",
     "compare_chart": "The same curve for several runs on one axis: the gap between the lines comes from what "
-    "differs between them, which the table lists; a different seed alone moves a curve too. Runs on different texts (another corpus, or data.text_sha256 "
-    "in the table) differ by their text as well: their losses are not on one scale.",
+    "differs between them, which the table lists; a different seed alone moves a curve too. Runs on different "
+    "texts (another corpus, or data.text_sha256 in the table) differ by their text as well: their losses are not on "
+    "one scale.",
     "lab_compare_chart": "The experiment's runs on one axis, solid the training loss, dashed the held-out loss: the "
     "runs share their text, seed and batches and differ only in the settings the experiment names (the mask "
     "experiment's three runs one each, the warmup experiment's four in warmup and learning rate), so the gap "
