@@ -50,7 +50,11 @@ class HeadJob:
     def said(self) -> str:
         """ "L0H0 attends to the first character (0.29 vs 0.10 uniform, 2.91x)" """
         job = JOB.get(self.role, f"scores highest on {self.role}")
-        return f"{self.name} {job} ({self.score:.2f} vs {self.baseline:.2f} uniform, {self.ratio:.2f}x)"
+        return f"{self.name} {job} ({self.score:.2f} vs {self.baseline:.2f} uniform, {self.ratio:.2f}x{self.noise})"
+
+    @property
+    def noise(self) -> str:
+        return ""  # one snapshot: no spread to say
 
     @property
     def short(self) -> str:
@@ -162,26 +166,18 @@ def heads_differ(ev: Evidence, ratio: float = SPECIALIST_RATIO) -> Check:
 
 
 @dataclass(frozen=True)
-class WindowJob:
-    """A head's top role over held-out windows: its mean score, the role's uniform baseline, and the ratio's half
-    width (NOISE_SIGMAS standard errors of the windows' ratios, the held-out text's own size counted)."""
+class WindowJob(HeadJob):
+    """A head's role over held-out windows: HeadJob with its mean score, and the ratio's half width (NOISE_SIGMAS
+    standard errors of the windows' ratios, the held-out text's own size counted)."""
 
-    name: str
-    role: str
-    score: float
-    baseline: float
-    half_width: float
+    half_width: float = 0.0
 
     @property
-    def ratio(self) -> float:
-        return self.score / self.baseline
+    def noise(self) -> str:
+        """ " ± 0.23" after the ratio: "L0H0 attends one character back (0.25 vs 0.10 uniform, 2.56x ± 0.23)" """
+        return f" ± {self.half_width:.2f}"
 
-    def said(self) -> str:
-        """ "L0H0 attends to the first character (0.33 vs 0.10 uniform, 3.31x ± 0.21)" """
-        job = JOB.get(self.role, f"scores highest on {self.role}")
-        return f"{self.name} {job} ({self.score:.2f} vs {self.baseline:.2f} uniform, {self.ratio:.2f}x ± " \
-               f"{self.half_width:.2f})"
-
+    @property
     def short(self) -> str:
         return f"{self.name} {SHORT.get(self.role, self.role)} {self.ratio:.2f}x ± {self.half_width:.2f}"
 
@@ -237,18 +233,18 @@ def _judged_on_windows(windows: dict, ratio: float) -> Check:
     rule = (f"a role's score at least {ratio:g}x its uniform baseline, the whole ± {NOISE_SIGMAS:g} s.e. interval "
             "of the windows' spread above it")
     parts = [f"{len(clear)} of {len(jobs)} heads are specialised ({rule})" + (
-        ": " + "; ".join(j.said() for j in clear) if clear else "")]  # fmt: skip
+        ": " + "; ".join(j.said for j in clear) if clear else "")]  # fmt: skip
     if near:
-        parts.append("not told from the bar: " + "; ".join(j.said() for j in near))
+        parts.append("not told from the bar: " + "; ".join(j.said for j in near))
     if under:
         top = max(under, key=lambda j: j.ratio)
         parts.append(f"{'all' if len(under) == len(jobs) else 'the other'} {len(under)} stay under {ratio:g}x (the "
-                     f"closest, {top.said()})")  # fmt: skip
+                     f"closest, {top.said})")  # fmt: skip
     text = f"{on[0].upper()}{on[1:]}: " + "; ".join(parts)
     count = f"on {windows['windows']} held-out windows"
     if len(roles) >= 2:
         return Check(True, f"{text}. The heads do different jobs.",
-                     headline=_fit("The heads do different jobs: " + ", ".join(lead[r].short() for r in roles)
+                     headline=_fit("The heads do different jobs: " + ", ".join(lead[r].short for r in roles)
                                    + f" uniform, {count}"))  # fmt: skip
     # One role among the specialists: another head that stays under the bar there, beyond its noise, is another
     # pattern (the step asks whether the heads all learn the same one)
@@ -262,7 +258,7 @@ def _judged_on_windows(windows: dict, ratio: float) -> Check:
                            f"uniform share on its key ({SHORT.get(role, role)}), where {len(others)} of the other "
                            f"{len(jobs) - 1} put under {ratio:g}x there beyond their noise (the least, {other.name}, "
                            f"{other.ratio:.2f}x ± {other.half_width:.2f}); no second job among the heads.",
-                     headline=_fit(f"The heads learned different patterns: {spec.short()}, {other.name} "
+                     headline=_fit(f"The heads learned different patterns: {spec.short}, {other.name} "
                                    f"{other.ratio:.2f}x ± {other.half_width:.2f} there, {count}"))  # fmt: skip
     if not clear and not near:
         return Check(False, f"{text}. No head learned a pattern of its own beyond its noise.",

@@ -239,6 +239,17 @@ def _scored_evals(evals, last: int, leaks) -> list[dict]:
             and math.isfinite(e["val_loss"]) and e["step"] <= last and not under_leak(e["step"], leaks)]  # fmt: skip
 
 
+def _best_and_newest(evals, last: object, leaks) -> tuple[dict, dict] | None:
+    """(the best eval before the newest, the newest) of the evals up to step `last` (`_scored_evals`), or None
+    with fewer than two: what far_above_best and _above_best compare."""
+    if not isinstance(last, int):
+        return None
+    scored = _scored_evals(evals, last, leaks)
+    if len(scored) < 2:
+        return None
+    return min(scored[:-1], key=lambda e: e["val_loss"]), scored[-1]
+
+
 FAR_ABOVE_BEST = 1.25  # held-out loss this many times the run's best (and clear of the noise): it lost what it learned
 
 
@@ -247,13 +258,10 @@ def far_above_best(evals, last: object, leaks) -> tuple[dict, dict] | None:
     (None otherwise), evals under a leaking mask left out (their low loss is copying, and the evals after one would
     all read as far above it). Far above: at least FAR_ABOVE_BEST times the best, and the gap clears the two
     evals' batch noise. Shared with the Sample page's checkpoint notes (tinygpt.ui.words.picking)."""
-    if not isinstance(last, int):
+    found = _best_and_newest(evals, last, leaks)
+    if found is None:
         return None
-    scored = _scored_evals(evals, last, leaks)
-    if len(scored) < 2:
-        return None
-    now = scored[-1]
-    best = min(scored[:-1], key=lambda e: e["val_loss"])
+    best, now = found
     if now["val_loss"] < FAR_ABOVE_BEST * best["val_loss"]:
         return None
     gap = eval_gap(best, now)
@@ -265,18 +273,15 @@ def far_above_best(evals, last: object, leaks) -> tuple[dict, dict] | None:
 LOST_NATS = 0.1  # held-out loss this far above the run's best (and clear of the noise): it lost ground
 
 
-def above_best(evals, last: object, leaks) -> tuple[dict, dict] | None:
+def _above_best(evals, last: object, leaks) -> tuple[dict, dict] | None:
     """(best, newest) evals when the newest eval up to step `last` is at least LOST_NATS above the run's best eval
     before it, the gap clear of the two evals' paired noise; None otherwise (or without batch losses to judge
     with). Under FAR_ABOVE_BEST: a review's run lost 0.45 nats after a rate of 0.1 (1.16x its best, +0.446 ± 0.088)
     and its caption read "what clipping is for" and "flat within noise", never a word of the loss it had lost."""
-    if not isinstance(last, int):
+    found = _best_and_newest(evals, last, leaks)
+    if found is None:
         return None
-    scored = _scored_evals(evals, last, leaks)
-    if len(scored) < 2:
-        return None
-    now = scored[-1]
-    best = min(scored[:-1], key=lambda e: e["val_loss"])
+    best, now = found
     gap = eval_gap(best, now)
     if gap is None or now["val_loss"] - best["val_loss"] < LOST_NATS or clears(gap, 0.0)[0] is not True:
         return None
@@ -284,10 +289,10 @@ def above_best(evals, last: object, leaks) -> tuple[dict, dict] | None:
 
 
 def _far_above_best(evals, last: object, leaks) -> tuple[bool, str]:
-    """(far above?, words) for the clipping caption: far_above_best in a sentence, or above_best's smaller loss."""
+    """(far above?, words) for the clipping caption: far_above_best in a sentence, or _above_best's smaller loss."""
     found = far_above_best(evals, last, leaks)
     if found is None:
-        lost = above_best(evals, last, leaks)
+        lost = _above_best(evals, last, leaks)
         if lost is None:
             return False, ""
         best, now = lost
