@@ -151,12 +151,11 @@ with tab_ablate:  # an unreadable probe (empty, unknown characters) is said unde
         result = view.ablation(run_dir, ck, probe, mode)
         layer, h = divmod(names.index(head), num_heads)
         caption = f"{ablation_words.ablation_words(result)} {ablation_words.ablation_noise(result, mode)}"
-        copy = view.second_copy(run_dir, ck) if mode == "zero" else None
-        if copy is not None:
-            caption += (f" Panel '{view.SECOND_COPY}': the loss on the second copy of {induction.ABLATION_ROWS} "
-                        "repeated random probes, the numbers the lesson's ablation check reads.")  # fmt: skip
-        fig = view.ablation_figure(result, mode, (layer, h), large, copy)
-        view.ablation_chart(fig, names, num_layers, num_heads, caption)
+        copied = view.second_copy_measured(run_dir, ck) if mode == "zero" else None
+        if copied is not None:
+            caption += " " + ablation_words.second_copy_words(copied, view.SECOND_COPY, bool(measured))
+        fig = view.ablation_figure(result, mode, (layer, h), large, copied and copied["deltas"])
+        view.ablation_chart(fig, names, num_layers, num_heads, caption, "probe" in result[mode])
         probs = view.ablated_figure(run_dir, ck, probe, layer, h, mode, result, large)
         view.chart(probs, "ablated_probs_chart", "circ_ablated")
     except TinyGPTError as e:

@@ -107,6 +107,7 @@ number_box(s5, "Seed", 0, 2**31 - 1, key=sample_keys.W_SAMPLE_SEED, **persist)
 # (temperature, top-k, top-p) as the sliders are now: the charts say when they were drawn with others
 sampling = (float(state.get(sample_keys.W_TEMPERATURE)), int(state.get(sample_keys.W_TOP_K)),
             float(state.get(sample_keys.W_TOP_P)))  # fmt: skip
+seed = int(state.get(sample_keys.W_SAMPLE_SEED))  # one read: the stream, its header and the record say the same seed
 if st.button("Generate", type="primary", icon=":material/edit:"):
     try:
         loaded = resources.cached_model(str(rd.run_dir), step)
@@ -129,11 +130,10 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
             float(state.get(sample_keys.W_TEMPERATURE)),
             int(state.get(sample_keys.W_TOP_K)) or None,
             top_p if top_p < 1.0 else None,
-            int(state.get(sample_keys.W_SAMPLE_SEED)),
+            seed,
             last,
         )
-        st.markdown(picking.generated_header(safe.md(names.get(run) or run), step, at_ckpt, sampling,
-                                             int(state.get(sample_keys.W_SAMPLE_SEED))))  # fmt: skip
+        st.markdown(picking.generated_header(safe.md(names.get(run) or run), step, at_ckpt, sampling, seed))
         if note := picking.prompt_note(len(prompt), model.config.max_seq_len):
             st.caption(note)
         box = st.empty()  # a code block keeps newlines and spaces exactly; markdown would reflow them
@@ -148,7 +148,7 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
             sample_keys.LAST_SAMPLE,
             {**last, "prompt": prompt, "text": text, "vocab": tokenizer.vocab, "run": run, "step": step, "at": at_ckpt,
              "settings": sampling, "context": model.config.max_seq_len,
-             "seed": int(state.get(sample_keys.W_SAMPLE_SEED))},
+             "seed": seed},
         )
     except TinyGPTError as e:
         st.warning(safe.md(e))

@@ -3,6 +3,7 @@ residual stream's norms against the probes, and the live ablation knob."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -114,6 +115,18 @@ def test_the_logit_lens_last_row_is_the_model_output(model):
     assert (out["top_probs"][..., 0] >= out["top_probs"][..., 1]).all()
     embed = torch.softmax(model.lm_head(model.ln_f(model.tok_emb(idx) + model.pos_emb(torch.arange(9)))), -1)[0]
     assert torch.allclose(torch.as_tensor(out["probs"][0]), embed.double().detach(), atol=1e-6)
+
+
+def test_the_lens_on_windows_counts_each_windows_right_top_guesses_as_the_lens_reads_them(model):
+    """lens_right (the lesson's lens step on held-out windows): row by row what logit_lens's top guess gives."""
+    x = torch.randint(0, 11, (3, 9), generator=torch.Generator().manual_seed(6))  # (W, T)
+    y = torch.randint(0, 11, (3, 9), generator=torch.Generator().manual_seed(7))
+    y[1] = torch.as_tensor(lens.logit_lens(model, x[1:2])["top_ids"][-1, :, 0])  # window 1: the output always right
+    right = lens.lens_right(model, x, y)  # (L+1, W)
+    assert right.shape == (4, 3) and right[-1, 1] == 1.0
+    for w in range(3):
+        top = lens.logit_lens(model, x[w : w + 1])["top_ids"][..., 0]  # (L+1, T)
+        assert np.allclose(right[:, w], (top == y[w].numpy()[None, :]).mean(-1))
 
 
 def test_residual_norms_add_up(model):

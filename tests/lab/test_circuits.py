@@ -390,6 +390,10 @@ def test_second_copy_ablation_equals_switching_each_head_off_in_the_model():
             changed = induction.first_copy_change(model, vocab, layer, head, rows=8)
             assert changed == pytest.approx(first, abs=1e-5)
     assert deltas.shape == (2, 4) and np.abs(deltas).max() > 1e-3
+    rows = induction.second_copy_rows(model, vocab, rows=8)  # the same, row by row: the Circuits panel's noise
+    assert rows["deltas"].shape == (2, 4, 8) and np.allclose(rows["deltas"].mean(-1), deltas, atol=1e-6)
+    with torch.no_grad():
+        assert (rows["first"].mean(), rows["second"].mean()) == pytest.approx(heads.copy_losses(model(probe), probe))
     assert induction.head_index("L1H3") == (1, 3)
     short = TinyGPT(TransformerConfig(vocab_size=12, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=3))
     assert induction.second_copy_ablation(short, vocab) is None  # no space for two copies: nothing measured

@@ -23,9 +23,9 @@ letters of the vocabulary where there are enough), so "the previous occurrence" 
 attention snapshots (tinygpt.runs: attention/scores.jsonl, one line per snapshot). `phase_change` finds the step where
 the best induction score jumps; tinygpt/lab/induction.py judges the experiment built on it.
 
-Shape legend: L layers, H heads, T query positions, S key positions (S == T), B probe rows, n half the probe.
-Left out: the OV "copying" score (Olsson's second criterion; tinygpt.inside.lens's head ablation measures what a head's
-output is worth instead), path patching, scores on real text for the induction role."""
+Shape legend: L layers, H heads, T query positions, S key positions (S == T), B probe rows, n half the probe. Left out:
+the OV "copying" score (Olsson's second criterion; tinygpt.inside.lens's head ablation measures a head's worth
+instead), path patching, scores on real text for the induction role."""
 
 from __future__ import annotations
 
@@ -141,14 +141,18 @@ def induction_probe(
 
 
 def copy_losses(logits: torch.Tensor, idx: torch.Tensor) -> tuple[float, float]:
-    """Mean loss on the first and on the second copy of a repeated probe: logits (B, 2n, V), idx (B, 2n).
+    """Mean loss on the first and on the second copy of a repeated probe: logits (B, 2n, V), idx (B, 2n)."""
+    first, second = copy_row_losses(logits, idx)
+    return float(first.mean()), float(second.mean())
 
-    Position t predicts idx[t + 1]. First copy: t = 0 .. n-2 (targets r_1 .. r_{n-1}, random). Second copy:
-    t = n .. 2n-2 (the same targets again, which a model that looks back can read off the first copy). Position
-    n-1 (target r_0, not yet repeated) belongs to neither."""
+
+def copy_row_losses(logits: torch.Tensor, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's mean loss on its first and second copy, (B,) each. Position t predicts idx[t + 1]. First copy: t = 0
+    .. n-2 (targets r_1 .. r_{n-1}, random). Second: t = n .. 2n-2 (the same targets, which a model that looks back
+    reads off the first copy). Position n-1 (target r_0, not yet repeated) belongs to neither."""
     n = idx.shape[1] // 2
     losses = F.cross_entropy(logits[:, :-1].transpose(1, 2).float(), idx[:, 1:], reduction="none")  # (B, 2n-1)
-    return float(losses[:, : n - 1].mean()), float(losses[:, n:].mean())
+    return losses[:, : n - 1].mean(1), losses[:, n:].mean(1)
 
 
 @torch.no_grad()
@@ -164,8 +168,7 @@ def snapshot_scores(
 
     `probe_weights` (L, H, T, T) is the snapshot itself (inside.attention_maps of `probe_idx` (1, T)). One more
     forward, without dropout, runs the repeated probe (B, 2n) and the probe text, batched when their lengths match.
-    Without a repeated probe (induction_probe gave None) the induction role and copy_loss are None.
-    """
+    Without a repeated probe (induction_probe gave None) the induction role and copy_loss are None."""
     config = model.config
     switch = model.training and config.dropout > 0  # as inside.attention_maps: no dropout on what we measure
     rows = 0 if induction_idx is None else induction_idx.shape[0]
@@ -308,8 +311,7 @@ def best_series(records: Sequence[dict], role: str = "induction") -> list[dict]:
 def head_series(records: Sequence[dict], name: str, role: str = "induction") -> list[dict]:
     """{step, score} of one head's `role` score at every record that has it: that head's own curve. best_series is
     the top of every snapshot, and which head is on top can change between snapshots (2 noisy probe rows)."""
-    layer, head = int(name[1 : name.index("H")]), int(name[name.index("H") + 1 :])
-    out = []
+    layer, head, out = int(name[1 : name.index("H")]), int(name[name.index("H") + 1 :]), []
     for record in records:
         grid = (record.get("roles") or {}).get(role)
         try:

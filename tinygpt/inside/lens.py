@@ -272,6 +272,23 @@ def ablated_probs(
 
 
 @torch.no_grad()
+def lens_right(model: TinyGPT, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+    """The logit lens on windows x (W, T) with targets y (W, T): each window's share of positions whose top guess,
+    read after each layer as `logit_lens` reads it, is the right next character. (L+1, W), the last row the model's
+    own output: one number per window, so a change between rows has a noise (the lesson's lens step)."""
+    was_training = model.training
+    model.eval()
+    try:
+        with HOOK_LOCK, capture(model, ["blocks.*.hook_resid_post", "blocks.0.hook_resid_pre"], to_cpu=False) as c:
+            model(x)
+        streams = [c["blocks.0.hook_resid_pre"]] + [c[f"blocks.{i}.hook_resid_post"] for i in range(len(model.blocks))]
+        guesses = torch.stack([model.lm_head(model.ln_f(s)).argmax(-1) for s in streams])  # (L+1, W, T)
+    finally:
+        model.train(was_training)
+    return (guesses == y.to(guesses.device)).float().mean(-1).cpu().numpy()  # (L+1, W)
+
+
+@torch.no_grad()
 def logit_lens(model: TinyGPT, idx: torch.Tensor, k: int = 3) -> dict:
     """The next-character prediction read from the stream of a (1, T) probe after each layer:
 

@@ -24,6 +24,7 @@ from ..inside.heads import (
     best_series,
     copy_loss_series,
     copy_losses,
+    copy_row_losses,
     head_jump,
     head_name,
     induction_probe,
@@ -364,19 +365,27 @@ def second_copy_ablation(model: TinyGPT, vocab: Sequence[str], rows: int = ABLAT
     (VERDICT_SEED's rows), where copying from the first copy is the only way to predict. (L, H) nats, positive
     when the head helped; None when the context cannot hold a repeated probe. The lesson's ablation check and
     the Circuits page's heatmap panel both draw these numbers."""
+    measured = second_copy_rows(model, vocab, rows)
+    return None if measured is None else measured["deltas"].mean(-1)
+
+
+@torch.no_grad()
+def second_copy_rows(model: TinyGPT, vocab: Sequence[str], rows: int = ABLATION_ROWS) -> dict | None:
+    """`second_copy_ablation` row by row, for its noise: {"deltas": (L, H, B) each probe row's change, "first",
+    "second": (B,) each row's clean loss on its first and second copy}; None without a repeated probe."""
     probe = induction_probe(vocab, model.config.max_seq_len, rows, VERDICT_SEED)  # (B, 2n)
     if probe is None:
         return None
     from ..inside import lens
 
     probe = probe.to(next(model.parameters()).device)
-    clean = copy_losses(model(probe), probe)[1]
-    deltas = np.zeros((model.config.num_layers, model.config.num_heads))  # (L, H)
+    first, second = copy_row_losses(model(probe), probe)  # (B,) each
+    deltas = np.zeros((model.config.num_layers, model.config.num_heads, probe.shape[0]))  # (L, H, B)
     for i in range(deltas.shape[0]):
         for j in range(deltas.shape[1]):
             with lens.replaced_head(model, i, j, None):
-                deltas[i, j] = copy_losses(model(probe), probe)[1] - clean
-    return deltas
+                deltas[i, j] = (copy_row_losses(model(probe), probe)[1] - second).cpu().numpy()
+    return {"deltas": deltas, "first": first.cpu().numpy(), "second": second.cpu().numpy()}
 
 
 @torch.no_grad()

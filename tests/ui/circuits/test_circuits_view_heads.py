@@ -46,6 +46,11 @@ def test_the_head_that_took_over_is_an_induction_head_since_its_own_jump():
     assert rows["L1H2"]["role"] == "induction"
     quiet = {r["head"]: r for r in circuits_view.head_rows(RECORDS[:1], None)}
     assert all(r["role"] == "-" for r in quiet.values())  # every head at its uniform share: no role
+    # said, with the nearest (a review read an empty list under "Heads at step 300", its best score 1.7x)
+    assert circuits_view.role_sentences(RECORDS[:1], None) == [
+        "No head has a role yet: no score reaches 2x its uniform baseline. The nearest: L0H0's previous-token score "
+        "0.100 against its baseline 0.100 (1.0x)."
+    ]
     sentences = circuits_view.role_sentences(RECORDS, None)
     assert any(s.startswith("L1H1 is an induction head since its own score jumped at step 1880") for s in sentences)
     assert all(s.startswith("L1H2 ") for s in sentences if "1260" in s)  # the phase change is L1H2's own jump

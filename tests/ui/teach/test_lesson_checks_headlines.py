@@ -158,6 +158,13 @@ def test_the_headline_carries_the_verdicts_point_and_its_number_whole(name, evid
     assert number in check.text or name == "pitfalls", check.text  # the same number as the Numbers popover's text
 
 
+def test_the_induction_headlines_copy_losses_are_the_verdicts_figures():
+    """A review's banner read "second-copy loss 4.170 → 2.060" beside Numbers' "4.17 to 2.06": kept to 2 decimals,
+    printed with a zero padded on."""
+    check = STEP["induction"].check(Evidence(verdicts={"induction": induction_verdict(True)}))
+    assert check.short.endswith("second-copy loss 3.30 → 0.50") and "from 3.30 to 0.50" in check.text
+
+
 def test_the_ablation_headline_says_which_head_carries_the_copying_not_where_a_sentence_was_cut():
     """Step 11 on the projector read "Zero-ablating L1H1, ... at step 3000 …": the claim and its verdict were cut."""
     check = STEP["ablation"].check(Evidence(ablation=ablation(0.671)))
@@ -270,3 +277,25 @@ def test_a_pitfall_measured_at_set_up_is_not_measured_yet_never_not_started():
     check = pitfall_checks.all_pitfalls(Evidence(verdicts=trained))
     assert check.passed is None and not check.settled, check.text
     assert f"not measured yet: {EXPERIMENTS[measured[0]].title}" in check.text and "not started" not in check.text
+
+
+def test_the_lens_step_is_judged_on_held_out_windows_with_their_noise():
+    """A review: the lens step passed on one 32-character probe (1/31 -> 14/31, a 3-position bar, no noise) under
+    "the right character tops the list by the last layer". On held-out windows, paired window by window."""
+    probe = {"names": ["embeddings", "after layer 0", "after layer 1"], "hits": [1, 2, 14], "positions": 31}
+    windows = {"right": [[0.05, 0.1, 0.0, 0.08], [0.2, 0.25, 0.15, 0.2], [0.5, 0.45, 0.4, 0.55]], "context": 32,
+               "val_tokens": 100_000}  # fmt: skip
+    check = STEP["lens"].check(Evidence(lens={**probe, "windows": windows}))
+    assert check.passed is True, check.text
+    assert check.text.startswith("Top guess right on 4 held-out windows (128 positions), by where the stream is "
+                                 "read: embeddings 6%, after layer 0 20%, after layer 1 48%. The last layer's share "
+                                 "is 42 points above the embedding's, ± ")  # fmt: skip
+    assert check.text.endswith("On the probe text: top guess right, by where the stream is read: embeddings 1/31, "
+                               "after layer 0 2/31, after layer 1 14/31.")  # fmt: skip
+    assert check.short.startswith("The prediction forms in the layers: the top guess is right at 6% of 128 held-out "
+                                  "positions after the embedding, 48% at the last layer (± ")  # fmt: skip
+    flat = {**windows, "right": [[0.1, 0.3, 0.0, 0.2], windows["right"][1], [0.2, 0.1, 0.15, 0.1]]}
+    check = STEP["lens"].check(Evidence(lens={**probe, "windows": flat}))
+    assert check.passed is False and check.short.startswith("The last layer gains nothing beyond noise")
+    one = {**windows, "right": [[0.1], [0.2], [0.5]]}
+    assert STEP["lens"].check(Evidence(lens={**probe, "windows": one})).passed is None  # one window: no spread

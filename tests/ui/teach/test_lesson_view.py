@@ -210,12 +210,17 @@ def test_prepare_is_offered_only_while_a_long_steps_runs_are_not_started(monkeyp
     monkeypatch.setattr(lesson_view.st, "caption", said.append)
     every = {role: {"run": f"r{i}"} for i, role in enumerate(lesson.PREPARE_ORDER)}
     monkeypatch.setattr(lesson_view, "room", lambda: {"runs": every})
+    drawn = []
+    monkeypatch.setattr(lesson_view.long_runs, "draw_started", lambda ids, template="{}": drawn.append((
+        list(ids), template)))  # fmt: skip
     lesson_view.prepare_button(TEACHER)
-    # where the button was, a line says why it is not (a review's instructor looked for it after a new class)
-    assert pressed == [] and said == [f"The long runs were started ({len(every)} runs; a new class keeps them): each "
-                                      "long step's check appears at its Set up."]  # fmt: skip
+    # where the button was, a line says why it is not (a review's instructor looked for it after a new class), with
+    # the runs' states now (a review's banner read "started (21)" all class, every run long ended)
+    ids = [f"r{i}" for i in range(len(every))]
+    assert pressed == [] and drawn == [(ids, "{} (a new class keeps them): each long step's check appears at its "
+                                             "Set up.")]  # fmt: skip
     lesson_view.prepare_button(TEACHER, short=True)
-    assert said[-1] == f"Long runs: started ({len(every)})"
+    assert drawn[-1] == (ids, "{}")
     missing_one = dict(list(every.items())[1:])
     monkeypatch.setattr(lesson_view, "room", lambda: {"runs": missing_one})
     lesson_view.prepare_button(TEACHER)

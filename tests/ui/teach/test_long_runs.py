@@ -38,3 +38,25 @@ def test_the_line_is_redrawn_with_the_check_not_with_the_page(monkeypatch):
     long_runs.draw()
     assert made == [teach_keys.REFRESH_S]
     assert said == ["Long runs: 2 training or waiting for a slot, ready in about 2 min."]
+
+
+def test_the_started_runs_line_says_their_states_now(tmp_path, monkeypatch):
+    """The banner read "Long runs: started (21)" all class, every run long ended and one failed (a review): it says
+    their states as the Room counts them, read from the run folders, refreshed with the check."""
+    import json
+    from types import SimpleNamespace
+
+    assert long_runs.states_line(["running", "starting", "queued", "finished", "finished", "diverged", None]) == (
+        "Long runs: 7 started: 2 training · 1 queued · 2 finished · 1 diverged · 1 not started"
+    )
+    for run_id, state in {"a": "finished", "b": "failed", "c": "finished"}.items():
+        (tmp_path / run_id).mkdir()
+        (tmp_path / run_id / "status.json").write_text(json.dumps({"state": state, "step": 3}))
+    store = SimpleNamespace(path=lambda run_id: tmp_path / run_id)
+    monkeypatch.setattr(long_runs.resources, "get_manager", lambda: SimpleNamespace(store=store))
+    assert long_runs.started_line(["a", "b", "c"]) == "Long runs: 3 started: 2 finished · 1 failed"
+    made, said = [], []
+    monkeypatch.setattr(long_runs.st, "fragment", lambda run_every: made.append(run_every) or (lambda f: f))
+    monkeypatch.setattr(long_runs.st, "caption", said.append)
+    long_runs.draw_started(iter(["a", "b"]), "{} (kept)")
+    assert made == [teach_keys.REFRESH_S] and said == ["Long runs: 2 started: 1 finished · 1 failed (kept)"]

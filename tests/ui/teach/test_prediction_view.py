@@ -190,3 +190,39 @@ def test_a_check_not_shown_yet_is_not_computed_again_at_every_refresh(pages, mon
     session[prediction_view.teach_keys.LESSON_HELD_CHECK] = (step.key, runs, 0.0, held)  # long ago
     pages.clear()
     assert prediction_view.held_check(step, LEARNER, runs) is None
+
+
+def test_the_instructors_set_up_asks_first_while_a_decided_check_would_close_unanswered_predictions(pages,
+                                                                                                   monkeypatch):
+    """A review's instructor pressed Set up at step 10 (its runs prepared, its check decided) before anyone had
+    predicted: the check showed at once and both learners read "No prediction ... this step is not graded". The
+    press asks first while learners in the lesson have not answered; not for an undecided check, nor once all have."""
+    from tinygpt.ui import state
+    from tinygpt.ui.host.positions import Positions
+    from tinygpt.ui.teach import teach_keys
+
+    store: dict = {}
+    monkeypatch.setattr(state, "get", lambda key, default=None: store.get(key, default))
+    here = Positions()
+    monkeypatch.setattr(prediction_view.resources, "positions", lambda: here)
+    teacher = Actor("t0", "Tess", instructor=True)
+    step = STEP["induction"]
+    decided = prediction_view.shown_check(step, teacher, Check(True, "The induction phase change reproduced"))
+    undecided = prediction_view.shown_check(step, teacher, Check(None, "Not enough data yet: 2 of 3 runs"))
+    assert decided.ready and not undecided.ready
+    store[teach_keys.LESSON_HELD_CHECK] = (step.key, {}, 0.0, undecided)
+    here.saw("a1", 9, None), here.saw("b2", 9, None), here.saw("c3", None, None)  # c3 is not in the lesson
+    assert prediction_view.closes_answers(step, teacher) is None  # showing it closes nothing yet
+    store[teach_keys.LESSON_HELD_CHECK] = (step.key, {}, 0.0, decided)
+    assert prediction_view.closes_answers(step, LEARNER) is None  # a learner's Set up is their own
+    assert prediction_view.closes_answers(step, teacher) == (
+        "0 of the 2 learners in the lesson have predicted. This step's check has its result: Set up shows it to "
+        "everyone now and closes every answer."
+    )
+    pages.answer(step.key, "a1", "Ada", step.answers.options[0], step.answers)
+    assert prediction_view.closes_answers(step, teacher).startswith("1 of the 2 learners")
+    pages.answer(step.key, "b2", "Bo", step.answers.options[1], step.answers)
+    assert prediction_view.closes_answers(step, teacher) is None  # everyone here answered
+    pages.clear()
+    prediction_view.set_up(step, teacher)
+    assert prediction_view.closes_answers(step, teacher) is None  # already shown to the room

@@ -68,3 +68,26 @@ def test_no_head_beyond_its_noise_is_said_so_and_an_old_result_says_nothing():
     del old["zero"]["val_windows"]
     assert ablation_noise(old, "zero") == ""
     assert ablation_noise(result(windows, 1), "zero") == ""  # one batch: no spread to judge with
+
+
+def test_the_second_copy_panel_says_whether_the_run_copies_and_which_heads_stand_out_of_the_rows_noise():
+    """A review read "the numbers the lesson's ablation check reads" under a learner's own run, whose second copy
+    (5.10 nats) was no cheaper than its first (5.08), the cells -0.064 .. +0.028 with no noise said."""
+    from tinygpt.ui.words.ablation_words import second_copy_words
+
+    flat = {"rows": 64, "first": 5.08, "second": 5.10, "gap_se": 0.02, "deltas": [[-0.054, -0.064]],
+            "se": [[0.01, 0.01]]}  # fmt: skip
+    said = second_copy_words(flat, "second copy", experiment=False)
+    assert said.startswith("Panel 'second copy': the change of the loss on the second copy of 64 repeated random")
+    assert "lesson" not in said and "This run does not copy here: its second copy costs 5.10 nats against the " \
+        "first copy's 5.08 (± 0.06, 3 s.e. over the rows), so no head has copying to lose" in said  # fmt: skip
+    copies = {"rows": 64, "first": 4.17, "second": 2.06, "gap_se": 0.05, "deltas": [[0.096, 0.01], [0.671, 0.594]],
+              "se": [[0.01, 0.02], [0.008, 0.01]]}  # fmt: skip
+    said = second_copy_words(copies, "second copy", experiment=True)
+    assert "The induction experiment's ablation check (and the lesson's) reads it at the run's last checkpoint" in said
+    assert "It copies: second copy 2.06 nats against the first's 4.17." in said
+    assert said.endswith("Beyond 3 s.e. of the rows' paired noise: L1H0 +0.671 ± 0.024, L1H1 +0.594 ± 0.030, "
+                         "L0H0 +0.096 ± 0.030.")  # fmt: skip
+    quiet = {**copies, "deltas": [[0.01, 0.0], [0.02, -0.01]]}
+    assert second_copy_words(quiet, "second copy", False).endswith("No head's change is beyond 3 s.e. of the rows' "
+                                                                   "paired noise.")  # fmt: skip

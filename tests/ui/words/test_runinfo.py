@@ -184,6 +184,8 @@ def test_the_sample_picker_names_runs_as_runs_does():
     assert picking.pick_status("running", 775, "07:31:05") == (
         "running · step 775 at 07:31:05, when this page read it (Train follows it live)"
     )
+    # ended where it stands: no reading time to take for the time it finished (a review)
+    assert picking.pick_status("finished", 300, "19:30:45") == "finished · step 300"
 
 
 def test_a_picker_label_does_not_change_while_its_run_trains():

@@ -64,8 +64,10 @@ CHART_HELP: dict[str, str] = {
     "set to its average over the validation tokens). Each head is switched off alone: a red head matters on its "
     "own; a near-white one changes little alone, which does not say several could go at once (heads can stand in "
     "for each other). Blue: switching that head off lowered the loss on these windows. Which validation cells stand "
-    "out of their noise is said below; the probe's panel is one text, with no noise of its own, so a cell near "
-    "zero there says little. On the probe an induction head's ablation shows most where text repeats.",
+    "out of their noise is said below.",
+    # said only where the probe's panel is drawn (a review read it under a heatmap whose probe was refused)
+    "ablation_probe": "The probe's panel is one text, with no noise of its own, so a cell near zero there says "
+    "little. On the probe an induction head's ablation shows most where text repeats.",
     "ablated_probs_chart": "For every position of the probe, the probability the model gives the character that "
     "really comes next, with all heads on (blue) and with the chosen head ablated (red).",
     "logit_lens_chart": "The stream after each layer read through the final LayerNorm and the output head, as if "

@@ -32,6 +32,7 @@ from tinygpt.ui import state
 from tinygpt.ui.charts import circuits as charts
 from tinygpt.ui.charts.help import CHART_HELP
 from tinygpt.ui.circuits import best_head, circuits_keys
+from tinygpt.ui.circuits.copy_ablation import SECOND_COPY, second_copy, second_copy_measured  # noqa: F401 (theirs too)
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
@@ -128,8 +129,8 @@ def role_sentences(records: list[dict], step: int | None) -> list[str]:
     """ "L1H2 is an induction head since step 340 (score 0.81, uniform baseline 0.06)." for each head with a role;
     "since the phase change at step 1260" or "since its own score jumped at step 1880" where the step is that
     head's own jump (`_since`)."""
-    change_step, out = _change_step(records), []
-    for h in heads.head_roles(records, step):
+    change_step, out, found = _change_step(records), [], heads.head_roles(records, step)
+    for h in found:
         if h.role is None:
             continue
         since, why = _since(records, h, step, change_step)
@@ -139,7 +140,20 @@ def role_sentences(records: list[dict], step: int | None) -> list[str]:
         elif why == OWN:
             sentence = sentence.replace(f"since step {since}", f"since its own score jumped at step {since}")
         out.append(sentence)
-    return out
+    return out or [_no_role(found)]
+
+
+def _no_role(found: list) -> str:
+    """Where no head has a role: says so, with the nearest (a review read an empty list under "Heads at step 300",
+    the best score 1.7x its baseline)."""
+    near = [(score / base, h, role) for h in found for role, score in h.scores.items()
+            if score is not None and (base := h.baselines.get(role))]  # fmt: skip
+    said = f"No head has a role yet: no score reaches {heads.ROLE_RATIO:g}x its uniform baseline"
+    if not near:
+        return said + "."
+    ratio, h, role = max(near, key=lambda n: n[0])
+    return (f"{said}. The nearest: {h.name}'s {heads.ROLE_NOUNS[role].split(' ', 1)[1].removesuffix(' head')} score "
+            f"{h.scores[role]:.3f} against its baseline {h.baselines[role]:.3f} ({ratio:.1f}x).")
 
 
 def residual_caption(records: list[dict]) -> str:
@@ -215,19 +229,6 @@ def ablation(run_dir: str, step: int, probe_text: str, mode: str) -> dict:
     return out
 
 
-SECOND_COPY = "second copy"  # the heatmap panel of the lesson's ablation check's own numbers
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def second_copy(run_dir: str, step: int) -> list[list[float]] | None:
-    """induction.second_copy_ablation at a checkpoint, (L, H) as lists (cached: a checkpoint never changes). The
-    Circuits heatmap's third panel and the lesson's ablation check read this one measurement: one probe, one
-    checkpoint, one set of numbers."""
-    loaded = resources.cached_model(run_dir, step)
-    deltas = induction.second_copy_ablation(loaded.model, loaded.tokenizer.vocab)
-    return None if deltas is None else deltas.tolist()
-
-
 def ablation_figure(
     result: dict, mode: str, selected: tuple[int, int] | None, large: bool, copy: list[list[float]] | None = None
 ):
@@ -259,15 +260,15 @@ def _row_clicked(key: str, names: list[str], rows: list[dict]) -> None:
         circuits_keys.choose_circuit_head(rows[chosen[0]]["head"], names)
 
 
-def ablation_chart(fig, names: list[str], num_layers: int, num_heads: int, caption: str) -> None:
+def ablation_chart(fig, names: list[str], num_layers: int, num_heads: int, caption: str, probe: bool) -> None:
     """The ablation heatmap (box key circ_ablation, as `chart` draws it), clickable: a click on a cell chooses
-    that head for the probe chart below."""
+    that head for the probe chart below. `probe`: the probe's panel is drawn (its help said only then)."""
     key = f"{circuits_keys.W_CIRC_CELLS}_{state.get(circuits_keys.W_CIRC_HEAD)}"
     with st.container(key="circ_ablation"):
         st.plotly_chart(fig, key=key, on_select=functools.partial(_cell_clicked, key, names, num_layers, num_heads),
                         selection_mode="points", config={"displaylogo": False}, theme=None)  # fmt: skip
-        st.caption(" ".join([CHART_HELP["ablation_heatmap"], "Click a cell to see what that head does below.",
-                             caption]))  # fmt: skip
+        st.caption(" ".join([CHART_HELP["ablation_heatmap"], *[CHART_HELP["ablation_probe"]] * probe,
+                             "Click a cell to see what that head does below.", caption]))  # fmt: skip
         explain.show_code_of([lens.head_ablation, lens.ablated_loss_sums, lens.head_ablation_reference])
 
 

@@ -248,7 +248,7 @@ STEPS: tuple[Step, ...] = (
         "pages/circuits.py",
         Setup(induction=True, tab="Logit lens"),
         "Read the residual stream after each layer as if it were the output: where does the answer appear?",
-        "The embedding alone guesses little; the right character tops the list by the last layer.",
+        "The embedding alone guesses little; by the last layer the right character is the top guess far more often.",
         lens_sharpens,
         answers=Answers(
             ("already after the embedding", "only in the last layers", "nowhere"), "only in the last layers", ()

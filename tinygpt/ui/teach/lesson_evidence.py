@@ -89,6 +89,21 @@ HEAD_WINDOWS = 32  # held-out windows the multiple-heads step's roles are scored
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
+def lens_windows(run_dir: str, step: int) -> dict:
+    """The logit lens on HEAD_WINDOWS held-out windows at checkpoint `step` (seeded, as head_windows'): {"right":
+    (L+1, W) each window's share of top guesses right after each layer, "context" T, "val_tokens"}. The lens step
+    judged "the prediction forms in the layers" on one 32-character probe, 3 positions' gain, no noise (a review)."""
+    from tinygpt.inside import lens as lens_lib
+
+    loaded = resources.cached_model(run_dir, step)
+    config = loaded.config
+    corpus = load_corpus(run_data(run_dir, config), config.model.max_seq_len)
+    x, y = corpus.get_batch("val", HEAD_WINDOWS, torch.Generator().manual_seed(heads.PROBE_SEED))  # (W, T) each
+    right = lens_lib.lens_right(loaded.model, x, y)  # (L+1, W)
+    return {"right": right.tolist(), "context": int(x.shape[1]), "val_tokens": int(corpus.val_data.numel())}
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
 def head_windows(run_dir: str, step: int) -> dict:
     """Every head's role scores at checkpoint `step` on HEAD_WINDOWS windows drawn from the run's held-out text
     (seeded: every viewer's pane reads the same ones), one score per window: the spread that says whether a head
@@ -154,6 +169,10 @@ def evidence(
                     ev.ablation = _ablation(str(two.run_dir), last, final.get(TWO), records.get(TWO) or [])
                 else:
                     ev.lens = lens_hits(str(two.run_dir), last, text)
+                    try:  # the check's evidence: held-out windows, with their noise (lesson_checks.lens_sharpens)
+                        ev.lens["windows"] = lens_windows(str(two.run_dir), last)
+                    except TinyGPTError:  # a text that cannot be read now: the probe's counts, said as one text
+                        pass
     if step.setup.pitfalls or step.key == "pitfalls":
         for key, results in measured.items():
             ev.verdicts[key] = _verdict(EXPERIMENTS[key].verdict(results))

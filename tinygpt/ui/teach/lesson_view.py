@@ -236,10 +236,7 @@ def set_up(step: Step, actor: Actor) -> None:
     st.switch_page(step.page, query_params={**kept, **query})  # a workshop link's settings stay in the address
 
 
-# ---------------------------------------------------------------- the numbers a check reads
-
-
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()  # the numbers a check reads: one computation at a time
 
 
 # ---------------------------------------------------------------- drawing
@@ -414,22 +411,24 @@ def setup_button(step: Step, actor: Actor, icon: bool = True) -> None:
     opens = None if actor.instructor else f"Opens this step's runs on the {lesson.page_name(step)} page, here."
     if st.button("Set up this step", type="primary", icon=":material/play_circle:" if icon else None,
                  key="lesson_setup", width="stretch", help=opens):  # fmt: skip
-        try:  # a review's instructor read "press Set up this step" for 15-30 s after pressing it, nothing else said
-            # Short: in the projector banner's narrow column a longer one grew it to 600 of 720 px, and even
-            # "Setting up step 7…" wrapped there (two reviews)
-            with st.spinner("Setting up…"):
-                prediction_view.set_up(step, actor)  # before: set_up ends by switching page
-                set_up(step, actor)
-        except TinyGPTError as exc:
-            st.error(safe.md(exc))
+        if why := prediction_view.closes_answers(step, actor):  # a decided check, learners still predicting
+            prediction_view.confirm_setup(why, set_up_now, step, actor)
+        else:
+            set_up_now(step, actor)
 
 
-# Pressed at step 1, the lecture run training (docs/TEACHING.md, "With Prepare pressed at step 1"), not "Before class"
-PREPARE_HELP = (
-    "Press it at step 1, at the latest: it starts the long steps' runs now (the pitfalls', the multiple-heads "
-    "step's and the induction experiment's), queued in the lesson's order behind the live lecture run, which keeps "
-    "its slot, so each of those steps has its result when the class reaches it."
-)
+def set_up_now(step: Step, actor: Actor) -> None:
+    try:  # a review's instructor read "press Set up this step" for 15-30 s after pressing it, nothing else said
+        # Short: in the projector banner's narrow column a longer one grew it to 600 of 720 px, and even
+        # "Setting up step 7…" wrapped there (two reviews)
+        with st.spinner("Setting up…"):
+            prediction_view.set_up(step, actor)  # before: set_up ends by switching page
+            set_up(step, actor)
+    except TinyGPTError as exc:
+        st.error(safe.md(exc))
+
+
+PREPARE_HELP = long_runs.PREPARE_HELP
 
 
 def prepare_button(actor: Actor, icon: bool = True, short: bool = False) -> None:
@@ -438,10 +437,10 @@ def prepare_button(actor: Actor, icon: bool = True, short: bool = False) -> None
     button TEACHING.md names at step 1). `short`: the projector banner's narrow column."""
     runs = room()["runs"]
     if all(runs.get(role) for role in lesson.PREPARE_ORDER):
-        count = sum(len(runs[role]) for role in lesson.PREPARE_ORDER)
-        # "started", not "prepared": right after the click none had trained yet (round 2)
-        st.caption(f"Long runs: started ({count})" if short else f"The long runs were started ({count} runs; a new "
-                   "class keeps them): each long step's check appears at its Set up.")  # fmt: skip
+        # "started", not "prepared": right after the click none had trained yet (round 2); then their states now
+        long_runs.draw_started((run for role in lesson.PREPARE_ORDER for run in runs[role].values()),
+                               "{}" if short else "{} (a new class keeps them): each long step's check appears at its "
+                               "Set up.")  # fmt: skip
         return
     if st.button("Prepare the long runs", icon=":material/schedule:" if icon else None, key="lesson_prepare",
                  width="stretch",

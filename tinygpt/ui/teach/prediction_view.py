@@ -7,6 +7,7 @@ instructor asks, and the CSV of every step. The logic is tinygpt/ui/teach/predic
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import streamlit as st
 
@@ -189,8 +190,12 @@ def keep_held(step: lesson.Step, runs: dict, check: lesson.Check) -> None:
         state.put(teach_keys.LESSON_HELD_CHECK, (step.key, runs, time.monotonic(), check))
 
 
+@dataclass(frozen=True)
 class HeldCheck(lesson.Check):
-    """A check not shown yet: its status says why (a plain Check(None) would say "not enough data")."""
+    """A check not shown yet: its status says why (a plain Check(None) would say "not enough data"). `ready`: it
+    has its result, so showing it closes every answer at once."""
+
+    ready: bool = False
 
     @property
     def status(self) -> str:
@@ -209,7 +214,41 @@ def shown_check(step: lesson.Step, actor: Actor, check: lesson.Check) -> lesson.
     ready = "has its result" if predictions.outcome_of(check) is not None else "is computed from its runs"
     # Plain text: the banner draws a check's line as it is (safe.md), so "**" showed on the projector.
     return HeldCheck(None, f"This step's check {ready}: it appears once {who} Set up this step. "
-                           "Predict first.")  # fmt: skip
+                           "Predict first.", ready=predictions.outcome_of(check) is not None)  # fmt: skip
+
+
+def closes_answers(step: lesson.Step, actor: Actor) -> str | None:
+    """Why the instructor's Set up should be confirmed, or None: the step's check is decided (its runs were
+    prepared) and not shown to the room yet, so Set up shows it to everyone and closes every answer at once, while
+    learners in the lesson (their panes heard from lately) have not answered. A review's instructor pressed it
+    before anyone had predicted: both learners read "No prediction ... this step is not graded"."""
+    if not actor.instructor or step.answers is None or book().revealed(step.key, None):
+        return None
+    held = state.get(teach_keys.LESSON_HELD_CHECK)  # the check as the pane last computed it (keep_held)
+    if not held or held[0] != step.key or not getattr(held[3], "ready", False):
+        return None
+    here = {lid for lid, where in resources.positions().present().items() if where.step is not None}
+    records, _ = book().step(step.key)
+    answered = {lid for lid, record in records.items() if record.get("answer") in step.answers.options}
+    if not here - answered:
+        return None
+    return (f"{len(here & answered)} of the {len(here)} learners in the lesson have predicted. This step's check "
+            "has its result: Set up shows it to everyone now and closes every answer.")
+
+
+def confirm_setup(why: str, then, *args) -> None:
+    """A dialog: `why`, then Set up now (`then(*args)`) or Wait."""
+
+    def ask() -> None:
+        st.markdown(why)
+        now, wait = st.columns(2)
+        if now.button("Set up now", type="primary", key="lesson_setup_now", width="stretch"):
+            then(*args)
+            st.rerun()
+        if wait.button("Wait for them", key="lesson_setup_wait", width="stretch"):
+            st.rerun()
+
+    st.dialog("Set up this step?")(ask)()
 
 
 class GradedCheck(lesson.Check):

@@ -84,3 +84,29 @@ def ablation_noise(result: dict, mode: str) -> str:
     if within:
         parts.append(f"Within their noise, not told from zero: {listed(within)}.")
     return " ".join(parts)
+
+
+def second_copy_words(measured: dict, panel: str, experiment: bool) -> str:
+    """The Circuits heatmap's `panel` (induction.second_copy_rows at the checkpoint, summed up by
+    circuits_view.second_copy_measured): what it scored, whether this run copies at all, and the heads whose change
+    stands out of the probe rows' noise (3 s.e., paired row by row). A review read "the numbers the lesson's
+    ablation check reads" under a learner's own run, whose second copy (5.10 nats) was no cheaper than its first
+    (5.08): no copying to ablate, and no noise said."""
+    rows, first, second, gap_se = measured["rows"], measured["first"], measured["second"], measured["gap_se"]
+    said = (f"Panel '{panel}': the change of the loss on the second copy of {rows} repeated random probes, where only "
+            "copying from the first copy predicts.")
+    if experiment:
+        said += " The induction experiment's ablation check (and the lesson's) reads it at the run's last checkpoint."
+    gap, bar = first - second, NOISE_SIGMAS * gap_se
+    if gap - bar <= 0:
+        return (f"{said} This run does not copy here: its second copy costs {second:.2f} nats against the first "
+                f"copy's {first:.2f} (± {bar:.2f}, {NOISE_SIGMAS:g} s.e. over the rows), so no head has copying to "
+                "lose; the panel's changes are not an induction circuit's.")
+    noise = {head_name(layer, head): (d, se) for layer, row in enumerate(zip(measured["deltas"], measured["se"],
+             strict=True)) for head, (d, se) in enumerate(zip(*row, strict=True))}  # fmt: skip
+    up = sorted((n for n, (d, se) in noise.items() if d - NOISE_SIGMAS * se > 0), key=lambda n: -noise[n][0])
+    words = [f"{n} {noise[n][0]:+.3f} ± {NOISE_SIGMAS * noise[n][1]:.3f}" for n in up[:LISTED]]
+    heads = (", ".join(words) + (f", +{len(up) - LISTED} more" if len(up) > LISTED else "")) if up else ""
+    return (f"{said} It copies: second copy {second:.2f} nats against the first's {first:.2f}. "
+            + (f"Beyond {NOISE_SIGMAS:g} s.e. of the rows' paired noise: {heads}." if up else
+               f"No head's change is beyond {NOISE_SIGMAS:g} s.e. of the rows' paired noise."))

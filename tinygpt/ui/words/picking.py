@@ -33,7 +33,10 @@ def pick_status(state: str, step: int | None, read_at: str = "") -> str:
     ("07:31:05") says when, for a page that does not follow the run (a review read "running · step 775" on Runs
     while the run was at step 1,625)."""
     said = f"{state} · step {step:,}" if isinstance(step, int) else state
-    return f"{said} at {read_at}, when this page read it (Train follows it live)" if read_at else said
+    # An ended run stands where it ended: "finished · step 300 at 19:30:45, when this page read it" read as the
+    # time it finished (a review)
+    return f"{said} at {read_at}, when this page read it (Train follows it live)" if read_at and state not in (
+        "finished", "stopped", "failed") else said  # fmt: skip
 
 
 def sample_source(run_id: str, name: str, step: int, in_view: str | None = None, at: str = "",
