@@ -212,6 +212,7 @@ def test_the_instructors_set_up_asks_first_while_a_decided_check_would_close_una
     assert decided.ready and not undecided.ready
     store[teach_keys.LESSON_HELD_CHECK] = (step.key, {}, 0.0, undecided)
     here.saw("a1", 9, None), here.saw("b2", 9, None), here.saw("c3", None, None)  # c3 is not in the lesson
+    here.saw(teacher.id, 9, None)  # the instructor's pane, before they gave the key: not a learner
     assert prediction_view.closes_answers(step, teacher) is None  # showing it closes nothing yet
     store[teach_keys.LESSON_HELD_CHECK] = (step.key, {}, 0.0, decided)
     assert prediction_view.closes_answers(step, LEARNER) is None  # a learner's Set up is their own

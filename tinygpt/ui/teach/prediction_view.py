@@ -227,7 +227,8 @@ def closes_answers(step: lesson.Step, actor: Actor) -> str | None:
     held = state.get(teach_keys.LESSON_HELD_CHECK)  # the check as the pane last computed it (keep_held)
     if not held or held[0] != step.key or not getattr(held[3], "ready", False):
         return None
-    here = {lid for lid, where in resources.positions().present().items() if where.step is not None}
+    # the instructor's own id left out: their pane reported as a learner's until they gave the key
+    here = {lid for lid, where in resources.positions().present().items() if where.step is not None} - {actor.id}
     records, _ = book().step(step.key)
     answered = {lid for lid, record in records.items() if record.get("answer") in step.answers.options}
     if not here - answered:
