@@ -15,7 +15,7 @@ from tinygpt.ui import state
 from tinygpt.ui.host import server
 from tinygpt.ui.people import room
 from tinygpt.ui.run import in_view
-from tinygpt.ui.screen import flashes, fonts
+from tinygpt.ui.screen import flashes, fonts, numbers
 from tinygpt.ui.teach import teach_keys
 from tinygpt.ui.words import picking, safe
 
@@ -55,6 +55,7 @@ OTHER_RUNS_PAGES = ("Runs", "Experiments", "Room")  # pages that draw runs other
 def run() -> None:
     """Draw the frame and run the current page inside it (app.py, on every script run)."""
     server.refuse_unreadable_widget_values()  # idempotent: for servers started without app.py's server half (tests)
+    numbers.whole_again()  # whole-number boxes come back from the browser as 10.0: ints before any page reads them
     st.set_page_config(page_title="tinygpt: watch a transformer learn", page_icon=_favicon(), layout="wide")
 
     learner = room.current()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from tinygpt.ui.screen.numbers import in_range
+from tinygpt.ui.screen.numbers import in_range, whole_number
 from tinygpt.ui.train import train_keys
 
 REPO = Path(__file__).resolve().parents[3]
@@ -50,3 +50,38 @@ def test_the_boxs_bare_default_from_the_browser_keeps_the_last_value_unsaid():
     assert at.number_input(key=train_keys.W_MAX_STEPS).value == 1
     said = " ".join(str(t.value).replace("\\", "") for t in at.toast)
     assert "Max steps: -5 is less than the least it takes, 1; it is 1 now." in said, said
+
+
+def test_a_whole_number_box_says_what_it_kept_of_a_fraction_or_an_exponent():
+    """A review typed "2.5" in Max steps and Batch size and got 2, and "1e12" and got a 1-step run, unsaid: the
+    browser read a whole-number box's text as an integer. The typed number reaches the server, which says."""
+    assert whole_number(2.5) == (3, "2.5 is not a whole number; it is 3 now.")
+    assert whole_number(12.0) == (12, "") and whole_number(7) == (7, "") and whole_number(None) == (None, "")
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    for typed, kept, said in [
+        (2.5, 3, "Max steps: 2.5 is not a whole number; it is 3 now."),
+        (1e12, 1_000_000, "Max steps: 1,000,000,000,000 is more than the most it takes, 1,000,000; it is 1,000,000 "
+                          "now."),  # fmt: skip
+        (-0.5, 1, "Max steps: -0.5 is not a whole number, and 0 is less than the least it takes, 1; it is 1 now."),
+        (400.0, 400, ""),
+    ]:
+        at.number_input(key=train_keys.W_MAX_STEPS).set_value(typed).run()
+        assert not at.exception, at.exception
+        value = at.session_state[train_keys.W_MAX_STEPS]
+        assert value == kept and isinstance(value, int), (typed, value)
+        shown = " ".join(str(t.value).replace("\\", "") for t in at.toast)
+        assert said in shown, (typed, shown)
+
+
+def test_a_whole_number_box_read_back_from_the_browser_is_an_int_again_before_any_page_reads_it():
+    """Drawn as a real-number box, a whole one comes back as 10.0 on every rerun: a guard that takes only ints read
+    "Steps per Step click: the browser sent 10.0, which it cannot take; it is 1 again"."""
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    at.run()
+    at.run()
+    at.run()
+    for key in (train_keys.W_STEP_N, train_keys.W_MAX_STEPS):
+        value = at.session_state[key]
+        assert isinstance(value, int) and not isinstance(value, bool), (key, value)
+    assert not [t for t in at.toast if "cannot take" in str(t.value)]

@@ -55,11 +55,13 @@ def test_forged_widget_values_are_replaced_with_a_message_not_an_exception(runs_
     at.session_state[train_keys.W_MASK] = "everything"  # not one of the options
     at.run()
     assert not at.exception, at.exception
-    assert at.session_state[train_keys.W_STEP_N] == 1  # the box's own first value
+    # its last value: the box takes real numbers now (tinygpt/ui/screen/numbers.py), and a NaN reaches it as no
+    # number typed, which keeps the last one
+    assert at.session_state[train_keys.W_STEP_N] == 10
     # the demo preset's
     assert at.session_state[train_keys.W_LR] == 0.002 and at.session_state[train_keys.W_MASK] == "causal"
     toasts = " ".join(t.value for t in at.toast).replace("\\", "")
-    assert all(label in toasts for label in ("Steps per Step click", "Learning rate", "Mask"))
+    assert all(label in toasts for label in ("Learning rate", "Mask"))
     assert "cannot take" in toasts
 
 
