@@ -650,6 +650,17 @@ def test_the_vanishing_gradient_is_judged_step_by_step_against_its_own_spread():
     assert EXPERIMENTS["residual"].verdict(with_ratio(1e-6, 0.3)).reproduced is True
     far = EXPERIMENTS["residual"].verdict(with_ratio(0.2, 0.05))
     assert far.reproduced is False and "Failed: the detached first-layer gradient norm under 1%" in far.sentence
+    # The ratio judged, against its bar, before the means' ratio, which a spiky step lifts: a review read "the means
+    # 7.3e-02x" first and took the verdict to contradict its own "below 1%"
+    spiky = with_ratio(2.7e-4, 0.3)
+    bad = spiky["detached residual"]
+    bad.first_attn_grads = bad.first_attn_grads[:-1] + ((300, 0.6),)  # one step as large as the residual run's
+    bad.layer_grad_norms = {"L0.attn": sum(g for _, g in bad.first_attn_grads) / 20}
+    verdict = EXPERIMENTS["residual"].verdict(spiky)
+    assert verdict.reproduced is True and verdict.expected.startswith("detached: the typical step's first-layer")
+    judged = verdict.sentence.index("judged over 20 shared steps")
+    assert judged < verdict.sentence.index("the bar: under 1e-02x") < verdict.sentence.index("the means' ratio")
+    assert "outside that interval: single steps move it" in verdict.sentence
 
 
 def test_the_verdicts_say_which_losses_and_norms_they_print():
