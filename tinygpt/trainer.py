@@ -351,9 +351,10 @@ def evaluate_model(
     the model changing, not a new draw of batches, and runs in Compare (other seeds, other optimizers, the
     speedrun's recipes) are scored on identical windows.
 
-    Returns `<split>_loss` (a float) for each split asked, and for the held-out split: val_batch_losses (`batches` floats, each
-    batch's mean over its B x T predictions, in draw order: two runs' lists pair batch by batch, the same windows),
-    val_tokens (the held-out split's length) and batch_shape [B, T]. A difference of two runs' held-out losses is
+    Returns `<split>_loss` (a float) for each split asked, and for the held-out split: val_batch_losses (`batches`
+    floats, each batch's mean over its B x T predictions, in draw order: two runs' lists pair batch by batch, the same
+    windows), val_tokens (the held-out split's length) and batch_shape [B, T]; train_batch_losses and train_tokens
+    the same for the training split where asked. A difference of two runs' held-out losses is
     judged with these (tinygpt.lab.verdict.held_out_noise says how the overlap of windows is counted).
     """
     generator = torch.Generator().manual_seed(EVAL_SEED)
@@ -377,6 +378,9 @@ def evaluate_model(
             out["val_batch_losses"] = [round(v, 6) for v in losses.tolist()]  # 1e-6 nats: far below any noise
             out["val_tokens"] = len(corpus.val_data) if hasattr(corpus, "val_data") else None
             out["batch_shape"] = [int(batch_size), int(x.shape[1])]
+        else:  # the training split's too (its score's noise, where a verdict compares with it: pitfalls/mask.py)
+            out["train_batch_losses"] = [round(v, 6) for v in losses.tolist()]
+            out["train_tokens"] = len(corpus.train_data) if hasattr(corpus, "train_data") else None
     model.train(was_training)
     return out
 

@@ -55,6 +55,9 @@ def test_the_eval_records_its_held_out_batches():
     assert len(record["val_batch_losses"]) == BATCHES
     assert sum(record["val_batch_losses"]) / BATCHES == pytest.approx(record["val_loss"], abs=1e-5)
     assert record["val_tokens"] == 200 and record["batch_shape"] == [BATCH, CONTEXT]
+    # the training split's too, for a verdict that compares a held-out loss with a training-split score (mask.py)
+    assert len(record["train_batch_losses"]) == BATCHES and record["train_tokens"] == 1_800
+    assert sum(record["train_batch_losses"]) / BATCHES == pytest.approx(record["train_loss"], abs=1e-5)
     # the same windows for every run: another model's batches differ, its windows do not (EVAL_SEED)
     assert scored(words(2_000), 2)["val_batch_losses"] != record["val_batch_losses"]
 
@@ -154,6 +157,16 @@ def test_a_causal_run_that_memorised_its_text_makes_the_mask_verdict_ask_for_mor
     assert verdict.reproduced is True, verdict.sentence
     assert "causal's held-out loss sits 1.60 above its own training-split score 0.800: memorising" in verdict.sentence
     assert "off_by_one's held-out loss is 0.65 under that score, the interval" in verdict.sentence
+    # Its noise: the leaky held-out loss's and causal's training-split score's, added (a review read "clears the bar"
+    # on the leaky run's alone); a causal run from before the eval kept its training batches says it had one side
+    from tinygpt.lab.pitfalls.mask import under_causal_training
+
+    both = under_causal_training(causal, leaky)[2]
+    assert both.basis.startswith("the leaky run's held-out noise and causal's training-split score's, added")
+    causal.train_batch_losses = ()
+    alone = under_causal_training(causal, leaky)[2]
+    assert alone.basis.startswith("the leaky run's held-out noise alone")
+    assert alone.standard_error < both.standard_error
     causal.final_eval_train_loss = 0.16  # the leaky held-out loss, 0.15, is no lower than causal's own score
     verdict = mask_judge({"causal": causal, "off_by_one": leaky, "none": leaky})
     assert verdict.reproduced is not True, verdict.sentence

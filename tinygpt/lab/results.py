@@ -136,7 +136,11 @@ def held_out_batches(record: dict) -> dict[str, Any]:
         return {}
     if not all(isinstance(v, int) and v > 0 for v in shape):
         return {}
-    return {"val_batch_losses": tuple(losses), "val_tokens": tokens, "eval_batch_shape": (shape[0], shape[1])}
+    out = {"val_batch_losses": tuple(losses), "val_tokens": tokens, "eval_batch_shape": (shape[0], shape[1])}
+    train, train_tokens = record.get("train_batch_losses"), record.get("train_tokens")
+    if isinstance(train, list) and all(isinstance(v, (int, float)) for v in train) and isinstance(train_tokens, int):
+        out |= {"train_batch_losses": tuple(train), "train_tokens": train_tokens}
+    return out
 
 
 def held_out_rose(evals: list[dict]) -> bool | None:

@@ -56,8 +56,7 @@ class RunResult:
     no_peek_loss: float | None = None  # loss when each position sees only its past (health.no_peek_loss)
     nonfinite_tensor: str = ""  # the first tensor that went NaN/inf, for a diverged run
     final_loss_std: float | None = None  # standard deviation of the last 20 step losses: the run's own noise
-    # (step, loss) of the last FINAL_STEPS steps: two runs that share seed and batches are compared step by step
-    final_losses: tuple[tuple[int, float], ...] = ()
+    final_losses: tuple[tuple[int, float], ...] = ()  # (step, loss) of the last FINAL_STEPS steps: paired, step by step
     nonfinite_loss: str = ""  # the loss that was NaN/inf (set by __post_init__): the run diverged there
     # The last eval's mean loss on the fixed training windows: against final_val_loss (the same eval, held-out
     # windows) it tells learning from memorising (`memorised`), with the run's lowest held-out loss (None: unknown)
@@ -73,9 +72,10 @@ class RunResult:
     val_batch_losses: tuple[float, ...] = ()
     val_tokens: int | None = None
     eval_batch_shape: tuple[int, int] | None = None
-    # What the attention and leak numbers were measured on, so a sentence can say it: the latest attention snapshot's
-    # step and its probe text's length (row_sum_error, mean_entropy, ...), the checkpoint step and the held-out batch
-    # (windows, characters each) of `leak` (results.checkpoint_probe)
+    train_batch_losses: tuple[float, ...] = ()  # the same of its training split (the last eval scores it), and its
+    train_tokens: int | None = None  # length: the noise of final_eval_train_loss (pitfalls/mask.py)
+    # What the attention and leak numbers were measured on, for a sentence: the latest snapshot's step and probe text's
+    # length (row_sum_error, ...), the checkpoint step and held-out batch (windows, characters) of `leak`
     snapshot_step: int | None = None
     snapshot_chars: int | None = None
     probe_step: int | None = None

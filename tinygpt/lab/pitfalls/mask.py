@@ -52,14 +52,22 @@ def causal_memorised(causal: RunResult) -> float | None:
 
 
 def under_causal_training(causal: RunResult, leaky: RunResult) -> tuple[bool | None, str, Difference]:
-    """Whether a leaky run's held-out loss lies below causal's score on its own training windows, beyond the leaky
-    eval's held-out noise: text it never trained on scored better than causal scores the text it learned by heart,
-    which memorising cannot explain and a leak can. (ok, words of `clears`, the difference: causal's training-split
-    score minus the leaky held-out loss; its noise the leaky eval's alone, as causal's score recorded no spread)."""
+    """Whether a leaky run's held-out loss lies below causal's score on its own training windows, beyond their noise:
+    text it never trained on scored better than causal scores the text it learned by heart, which memorising cannot
+    explain and a leak can. (ok, words of `clears`, the difference: causal's training-split score minus the leaky
+    held-out loss.) Two scores on different windows: their variances add, each counting its own split's size
+    (held_out_variance); a causal run from before the eval kept its training batches has the leaky run's noise
+    alone, said so (a review: "clears the bar" on one side's noise, the other's unsaid)."""
     batches, shape, tokens = list(leaky.val_batch_losses), leaky.eval_batch_shape, leaky.val_tokens
     variance = held_out_variance(batches, tuple(shape), tokens) if batches and shape and tokens else None
     mean = None if leaky.final_val_loss is None else round(causal.final_eval_train_loss - leaky.final_val_loss, 3)
-    basis = "the leaky run's held-out noise alone: causal's training-split score recorded no spread"
+    own = list(causal.train_batch_losses)
+    theirs = held_out_variance(own, tuple(shape), causal.train_tokens) if own and shape and causal.train_tokens else None
+    if variance is not None and theirs is not None:
+        variance += theirs
+        basis = "the leaky run's held-out noise and causal's training-split score's, added (different windows)"
+    else:
+        basis = "the leaky run's held-out noise alone: causal's training-split score recorded no spread"
     difference = Difference(mean, None if variance is None else variance**0.5, len(batches), False, basis=basis)
     ok, spread = clears(difference, 0.0)
     return ok, spread, difference
