@@ -444,6 +444,13 @@ def test_the_lr_note_of_a_run_changed_live_says_what_moved_never_a_schedule_it_d
     assert ended.endswith("Changed live (LR 0.002 → 0.005 at step 412, warmup 1000 → 139 at step 450, warmup "
                           "139 → 200 at step 488); the floor moved with the rate, 0.0002 → 0.0005: the line shows "
                           "the rates it used."), ended
+    # two LR changes: every floor, in order (a review read "0.0002 → 5e-05", the 0.0006 between left out)
+    twice = [*events, {"kind": "knob", "ok": True, "knob": "learning_rate", "old": 0.005, "new": 0.0005, "step": 900},
+             {"kind": "knob", "ok": True, "knob": "min_lr", "old": 0.0005, "new": 5e-05, "step": 900,
+              "coupled_to": "learning_rate"}]  # fmt: skip
+    lowered = schedule_words.lr_note({"train": train}, {**now, "learning_rate": 0.0005, "min_lr": 5e-05}, ended=True,
+                                     events=twice)  # fmt: skip
+    assert "the floor moved with the rate, 0.0002 → 0.0005 → 5e-05: the line shows" in lowered, lowered
     live = schedule_words.lr_note({"train": train}, now, events=events, step=2000)
     rate = lr_at(2000, 0.005, 0.0005, 200, 3000)
     assert live.endswith(f"from here: a cosine decay from {rate:.3g} now to the floor, 0.0005, at step 3,000."), live

@@ -7,7 +7,7 @@ from typing import Any
 
 from tinygpt.config import trains_until_stopped
 from tinygpt.schedule import lr_at
-from tinygpt.ui.words.knob_words import knob_value, knob_word, shown_changes
+from tinygpt.ui.words.knob_words import knob_changes, knob_value, knob_word, shown_changes
 
 SCHEDULE_KNOBS = ("learning_rate", "min_lr", "warmup_steps")
 
@@ -37,7 +37,13 @@ def lr_note(config: dict, knobs: dict[str, Any], ended: bool = False, events: li
         # The floor moves with the rate (Trainer.set_knob keeps their ratio): a finished run's caption named its
         # settings' floor, 0.0002, under a line that ended at 5e-05 (a review)
         floor, first = knobs.get("min_lr"), train.get("min_lr")
-        moved = (f"; the floor moved with the rate, {knob_value(first)} → {knob_value(floor)}"
+        # every floor it had, in order: "0.0002 → 5e-05" left out the 0.0006 between two changes (a review)
+        floors = [first] + [e.get("new") for e in knob_changes(events) if e.get("knob") == "min_lr"
+                            and not e.get("branch")]  # fmt: skip
+        if floors[-1] != floor:  # the knobs now say where it ended (events from before the floor was logged)
+            floors.append(floor)
+        chain = " → ".join(knob_value(f) for i, f in enumerate(floors) if i == 0 or f != floors[i - 1])
+        moved = (f"; the floor moved with the rate, {chain}"
                  if floor is not None and first is not None and floor != first else "")  # fmt: skip
         return f"{text} Changed live ({said}){moved}: the line shows the rates it used."
     now = {**train, **{n: knobs[n] for n in SCHEDULE_KNOBS if knobs.get(n) is not None}}
