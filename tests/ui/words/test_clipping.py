@@ -137,7 +137,7 @@ def test_over_fitting_is_not_blamed_on_the_learning_rate():
 def test_a_share_that_is_not_all_never_reads_100_percent():
     """A review read "Clipped on 299 of the last 300 steps (100%)"."""
     records = [{"step": s, "loss": 2.0, "grad_norm": 2.0, "clipped": s != 1, "lr": 1e-3} for s in range(1, 301)]
-    assert "299 of the last 300 steps (99%)" in clip_caption(records, KNOBS, "adamw")
+    assert "299 of the last 300 steps (99%, to step 300)" in clip_caption(records, KNOBS, "adamw")
 
 
 def test_under_a_leaking_mask_the_caption_judges_no_trend_and_claims_nothing_about_it():
@@ -153,7 +153,7 @@ def test_under_a_leaking_mask_the_caption_judges_no_trend_and_claims_nothing_abo
     # beside Train's "applied after step 723, from step 724")
     assert ("Mask none from step 1,801 (200 of these 300 steps) shows each position the character it must predict "
             "(a leak)") in text, text
-    assert text.startswith("Clipped on 300 of the last 300 steps (100%)"), text
+    assert text.startswith("Clipped on 300 of the last 300 steps (100%, to step 2,000)"), text
     ended = clip_caption(records, KNOBS, "adamw", evals, [("off_by_one", 1500, 1750)])
     assert "Mask off_by_one in steps 1,501-1,750 (50 of these 300 steps)" in ended, ended
     assert "falling" in clip_caption(records, KNOBS, "adamw", evals, [("none", 100, 1500)])  # before these steps

@@ -275,7 +275,7 @@ def test_the_clipping_caption_is_the_runs_share_and_what_it_means_here():
     assert "learning rate is too high" not in CHART_HELP["grad_norm_chart"]  # a fixed verdict, true or not
     every = [{"step": s, "loss": 3 - s / 300, "grad_norm": 2.5, "clipped": True} for s in range(1, 301)]
     text = runinfo.clip_caption(every, {"max_grad_norm": 1.0, "learning_rate": 0.002}, "adamw")
-    assert "300 of the last 300 steps (100%)" in text and "0.002" in text and "AdamW" in text
+    assert "300 of the last 300 steps (100%, to step 300)" in text and "0.002" in text and "AdamW" in text
     assert "0.4×" in text  # 1.0 / 2.5: the factor each clipped gradient was scaled by
     assert "falling" in text  # the loss fell: the caption says so instead of blaming the learning rate
     rising = [{**m, "loss": 1 + m["step"] / 100} for m in every]
@@ -283,7 +283,7 @@ def test_the_clipping_caption_is_the_runs_share_and_what_it_means_here():
     sgd = runinfo.clip_caption(every, {"max_grad_norm": 1.0, "learning_rate": 0.1}, "sgd")
     assert "SGD" in sgd and "0.04" in sgd  # the effective step: lr × 0.4
     few = [{**m, "clipped": m["step"] % 50 == 0} for m in every]
-    assert "6 of the last 300 steps (2%)" in runinfo.clip_caption(few, {"max_grad_norm": 1.0}, "adamw")
+    assert "6 of the last 300 steps (2%, to step 300)" in runinfo.clip_caption(few, {"max_grad_norm": 1.0}, "adamw")
     assert "no step was clipped" in runinfo.clip_caption([{**m, "clipped": False} for m in every],
                                                          {"max_grad_norm": 1.0}, "adamw").lower()  # fmt: skip
     assert "off" in runinfo.clip_caption(every, {"max_grad_norm": 0.0}, "adamw")

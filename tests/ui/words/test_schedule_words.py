@@ -52,4 +52,4 @@ def test_a_finished_run_whose_rate_moved_live_says_where_its_floor_went():
                "coupled_to": "learning_rate"}]  # fmt: skip
     said = lr_note(config, {"learning_rate": 0.0005, "min_lr": 5e-05, "warmup_steps": 30}, True, events, 1500)
     assert said.endswith("Changed live (LR 0.002 → 0.1 at step 284, LR 0.1 → 0.0005 at step 607); the floor moved "
-                         "with the rate, 0.0002 → 5e-05: the line shows the rates it used."), said
+                         "with the rate, 0.0002 → 0.01 → 5e-05: the line shows the rates it used."), said

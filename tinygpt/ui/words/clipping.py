@@ -48,7 +48,10 @@ def clip_caption(
     n, k = len(recent), len(clipped)
     own = isinstance(since, int) and n < CLIP_WINDOW  # a branch's own steps, fewer than the window
     steps = f"its {n} steps since the branch at step {since:,}" if own else f"the last {n} steps"
-    share = f"{k} of {steps} ({_percent(k, n)})"
+    # the step the window ends on: the caption and the status line above it redraw apart (a review read the last 300
+    # steps to 4,471 under "step 4,500")
+    ends = "" if own else f", to step {int(recent[-1].get('step') or 0):,}"  # a branch's: its steps since, said
+    share = f"{k} of {steps} ({_percent(k, n)}{ends})"
     losses = [m["loss"] for m in recent if isinstance(m.get("loss"), (int, float)) and math.isfinite(m["loss"])]
     if leak := _leak_within(leaks, recent):
         # A review: "The loss is falling (0.953 → 0.183) … Held-out loss 2.727 → 0.223: falling." across mask none
