@@ -164,7 +164,7 @@ if len(chosen) >= 2:
     if apart := run_words.texts_apart(configs):
         st.warning(apart)
     if seeds := run_words.seeds_apart(configs):  # a seed moves a curve by itself: part of a gap is chance
-        st.caption(seeds)
+        st.caption(safe.md(seeds))  # run names may hold markdown
     series = {names[run]: rd.metrics for run, rd in readers.items()}
     evals = {names[run]: rd.evals for run, rd in readers.items()}
     events = {names[run]: rd.events for run, rd in readers.items()}  # live knob changes: markers, table

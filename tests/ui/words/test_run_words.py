@@ -183,5 +183,5 @@ def test_runs_of_different_seeds_on_one_axis_say_part_of_the_gap_is_chance():
     assert run_words.seeds_apart(one) is None
     assert run_words.seeds_apart({"a": {}, "b": {"train": {"seed": 1337}}}) is None  # the default seed
     apart = run_words.seeds_apart({"a": {"train": {"seed": 2718}}, "b": {"train": {"seed": 90210}}})
-    assert apart.startswith("These runs have different seeds (2718, 90210): a seed alone moves a curve")
+    assert apart.startswith("These runs have different seeds (seed 2718: a; seed 90210: b): a seed alone moves")
     assert "part of any gap between them is chance" in apart

@@ -143,7 +143,8 @@ def seeds_apart(configs: dict[str, dict]) -> str | None:
         seeds.setdefault(f"{seed}", []).append(str(name))
     if len(seeds) < 2:
         return None
-    said = ", ".join(seeds)
+    # each seed with its runs' names: "(31, 2024)" left the reader to find which run had which (a review)
+    said = "; ".join(f"seed {seed}: {', '.join(names)}" for seed, names in seeds.items())
     return (
         f"These runs have different seeds ({said}): a seed alone moves a curve (other first weights, other batches), "
         "so part of any gap between them is chance. To see a setting's effect alone, compare runs of one seed, or "
