@@ -417,8 +417,10 @@ def test_a_verdict_whose_consequence_was_not_seen_is_green_with_the_consequence_
     assert not at.warning and not at.error
     [note] = [c.value for c in at.caption if "not seen on this text" in c.value]
     assert "A consequence, not the pitfall." in note and "(it was on Tiny Shakespeare)" in note
-    # what its ± are, and what they are not (a review: nothing said whether another seed could overturn it)
-    assert lab.ONE_SEED in [c.value for c in at.caption]
+    # what another seed could do (a review: nothing said whether it could overturn the verdict); "Each ± is …" only
+    # under a verdict that prints one (a review read it under verdicts with none)
+    assert lab.ONE_SEED_PLAIN in [c.value for c in at.caption] and "±" not in green
+    assert not [c for c in at.caption if "Each ±" in c.value]
 
 
 def _room_runs(runs_dir, role: str, configs: dict, train: bool = False) -> dict[str, str]:

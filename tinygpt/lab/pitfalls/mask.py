@@ -62,7 +62,8 @@ def under_causal_training(causal: RunResult, leaky: RunResult) -> tuple[bool | N
     variance = held_out_variance(batches, tuple(shape), tokens) if batches and shape and tokens else None
     mean = None if leaky.final_val_loss is None else round(causal.final_eval_train_loss - leaky.final_val_loss, 3)
     own = list(causal.train_batch_losses)
-    theirs = held_out_variance(own, tuple(shape), causal.train_tokens) if own and shape and causal.train_tokens else None
+    theirs = (held_out_variance(own, tuple(shape), causal.train_tokens) if own and shape and causal.train_tokens
+              else None)  # fmt: skip
     if variance is not None and theirs is not None:
         variance += theirs
         basis = "the leaky run's held-out noise and causal's training-split score's, added (different windows)"

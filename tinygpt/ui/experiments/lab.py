@@ -226,6 +226,9 @@ def runs_about(runs: dict[str, str], readers: dict[str, RunReader | None], room_
 ONE_SEED = (":material/casino: **One seed.** Each ± is the paired noise of these runs' batches and held-out windows "
             "at this seed, not the spread between seeds: another seed starts every run from other weights and batches. "
             "To see whether the verdict holds, change **Seed (every run)** and run it again.")  # fmt: skip
+# The same for a verdict that prints no ± (a step, a tensor, row sums): "Each ± is …" under none (a review)
+ONE_SEED_PLAIN = (":material/casino: **One seed.** Another seed starts every run from other weights and batches. To "
+                  "see whether the verdict holds, change **Seed (every run)** and run it again.")  # fmt: skip
 
 
 def show_verdict(verdict: Verdict, experiment: Experiment | None = None, about: str = "") -> None:
@@ -247,7 +250,8 @@ def show_verdict(verdict: Verdict, experiment: Experiment | None = None, about: 
     for note in notes:
         st.caption(f":material/straighten: **A consequence, not the pitfall.** {note}")
     if verdict.reproduced is not None and (experiment is None or experiment.measure is None):
-        st.caption(ONE_SEED)  # a review: no verdict said whether another seed could overturn it
+        # a review: no verdict said whether another seed could overturn it
+        st.caption(ONE_SEED if "±" in verdict.sentence else ONE_SEED_PLAIN)
     rows = [{"measured": name, "value": _cell(value)} for name, value in verdict.observed.items()]
     if rows:  # a verdict of "not enough data" may measure nothing beyond its sentence: no empty table under it
         st.dataframe(rows, hide_index=True, width="stretch")

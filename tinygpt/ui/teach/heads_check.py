@@ -245,7 +245,7 @@ def _judged_on_windows(windows: dict, ratio: float) -> Check:
     if len(roles) >= 2:
         return Check(True, f"{text}. The heads do different jobs.",
                      headline=_fit("The heads do different jobs: " + ", ".join(lead[r].short for r in roles)
-                                   + f" uniform, {count}"))  # fmt: skip
+                                   + f" (times the uniform share), {count}"))  # fmt: skip
     # One role among the specialists: another head that stays under the bar there, beyond its noise, is another
     # pattern (the step asks whether the heads all learn the same one)
     role = roles[0] if roles else None

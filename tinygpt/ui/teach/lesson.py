@@ -251,7 +251,10 @@ STEPS: tuple[Step, ...] = (
         "The embedding alone guesses little; by the last layer the right character is the top guess far more often.",
         lens_sharpens,
         answers=Answers(
-            ("already after the embedding", "only in the last layers", "nowhere"), "only in the last layers", ()
+            # "in the layers", not "only in the last layers": in a 2-layer model the first layer gave 22 of the 39
+            # points the check saw, and "only the last" was graded right against it (a review)
+            ("already after the embedding", "in the layers, not the embedding", "nowhere"),
+            "in the layers, not the embedding", ()
         ),
         long=True,
     ),

@@ -339,7 +339,9 @@ def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
     goes up when the induction head is off, and by how much", is still answered."""
     result = ev.ablation
     if result is None:
-        return Check(None, "Not enough data yet: the induction run has no final checkpoint to ablate.")
+        # both runs' end, not the 2-layer run's checkpoint: a review read "no final checkpoint" of a run that had one
+        return Check(None, "Not enough data yet: the check ablates the 2-layer run's last checkpoint once both "
+                           "induction runs have ended.")  # fmt: skip
     head, deltas = result["head"], result["deltas"]  # deltas (L, H): nats, positive when the head helped
     named = {f"L{i}H{j}": float(v) for i, row in enumerate(deltas) for j, v in enumerate(row)}
     if head not in named or len(named) < 2:
@@ -417,7 +419,8 @@ def lens_sharpens(ev: Evidence, min_gain: int = 3) -> Check:
     embedding. Judged on held-out windows where the evidence has them (`_lens_on_windows`), else on the probe."""
     lens = ev.lens
     if lens is None:
-        return Check(None, "Not enough data yet: the induction run has no checkpoint to read with the lens.")
+        return Check(None, "Not enough data yet: the check reads the 2-layer run's last checkpoint with the lens "
+                           "once both induction runs have ended.")  # fmt: skip
     names, hits, n = lens["names"], lens["hits"], lens["positions"]
     text = "Top guess right, by where the stream is read: " + ", ".join(
         f"{name} {hit}/{n}" for name, hit in zip(names, hits, strict=True))  # fmt: skip
