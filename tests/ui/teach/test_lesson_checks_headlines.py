@@ -299,3 +299,16 @@ def test_the_lens_step_is_judged_on_held_out_windows_with_their_noise():
     assert check.passed is False and check.short.startswith("The last layer gains nothing beyond noise")
     one = {**windows, "right": [[0.1], [0.2], [0.5]]}
     assert STEP["lens"].check(Evidence(lens={**probe, "windows": one})).passed is None  # one window: no spread
+
+
+def test_the_ablation_step_says_its_noise_over_the_probe_rows_and_an_interval_across_the_bar_decides_nothing():
+    """A review: "the copying depends on L1H1" with no ±; recomputed over the 64 rows: +0.671 (s.e. 0.024), 0.244
+    (s.e. 0.024) above the others' mean, row by row."""
+    noisy = {**ablation(0.671, other=0.05), "se": 0.024, "gap_se": 0.024, "rows": 64}
+    check = STEP["ablation"].check(Evidence(ablation=noisy))
+    assert check.passed is True, check.text
+    assert "over the 64 probe rows, L1H1's change is +0.671 ± 0.072 and" in check.text
+    assert "above the others' mean (3 s.e., paired row by row)" in check.text
+    wide = {**noisy, "gap_se": 0.25}  # the gap's interval reaches under the 0.1 bar
+    check = STEP["ablation"].check(Evidence(ablation=wide))
+    assert check.passed is None and check.settled and "an interval straddles its bar of 0.1 nats" in check.text

@@ -22,8 +22,8 @@ def second_copy(run_dir: str, step: int) -> list[list[float]] | None:
 @st.cache_data(max_entries=16, show_spinner=False)
 def second_copy_measured(run_dir: str, step: int) -> dict | None:
     """induction.second_copy_rows at a checkpoint, summed up (cached: a checkpoint never changes): {"deltas",
-    "se": (L, H) the mean change and its standard error over the rows, "first", "second": the clean copies' mean
-    losses, "gap_se": the standard error of first - second, "rows"}."""
+    "se": (L, H) the mean change and its standard error over the rows, "row_deltas" (L, H, B), "first", "second":
+    the clean copies' mean losses, "gap_se": the standard error of first - second, "rows"}."""
     loaded = resources.cached_model(run_dir, step)
     rows = induction.second_copy_rows(loaded.model, loaded.tokenizer.vocab)
     if rows is None:
@@ -31,5 +31,6 @@ def second_copy_measured(run_dir: str, step: int) -> dict | None:
     deltas, count = rows["deltas"], rows["deltas"].shape[-1]  # (L, H, B)
     gap = rows["first"] - rows["second"]  # (B,) each row's paired gap
     return {"deltas": deltas.mean(-1).tolist(), "se": (deltas.std(-1, ddof=1) / count**0.5).tolist(),
+            "row_deltas": deltas.tolist(),  # (L, H, B): a head against the others, row by row (lesson_evidence)
             "first": float(rows["first"].mean()), "second": float(rows["second"].mean()),
             "gap_se": float(gap.std(ddof=1) / count**0.5), "rows": count}  # fmt: skip

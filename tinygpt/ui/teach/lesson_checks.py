@@ -383,6 +383,15 @@ def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
         return Check(False, f"{text}: under {min_loss} nats above the others' mean, no more than a typical head; "
                             f"{largest}.",
                      headline=f"{head} is no more than a typical head: {adds}{larger}")  # fmt: skip
+    if isinstance(result.get("se"), float) and isinstance(result.get("gap_se"), float):
+        # its noise over the probe rows (a review: "the copying depends on L1H1" with no ±): each bar cleared by
+        # the whole interval, NOISE_SIGMAS s.e. of the rows, the gap paired row by row
+        half, gap_half = 3 * result["se"], 3 * result["gap_se"]
+        text += (f"; over the {result['rows']} probe rows, {head}'s change is {value:+.3f} ± {half:.3f} and "
+                 f"{value - mean:+.3f} ± {gap_half:.3f} above the others' mean (3 s.e., paired row by row)")
+        if value - half < min_loss or value - mean - gap_half < min_loss:
+            return Check(None, f"Not enough data: {text}: an interval straddles its bar of {min_loss} nats.",
+                         settled=True, headline=f"Not enough data: {adds}, within its noise of the bar")  # fmt: skip
     # "Stands out" only where it is the largest: a reviewer read it over a heatmap whose darkest cell was L0H3's.
     said = "stands out" if value >= others[top_other] else "matters, with others"
     return Check(True, f"{text}: the copying depends on {head}; {largest}.",

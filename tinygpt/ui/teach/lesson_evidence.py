@@ -187,12 +187,21 @@ def _ablation(run_dir: str, step: int, final: dict | None, records: list[dict]) 
     probe text, which repeats nothing, the same head changed the loss by -0.04 nats in the browser test: the wrong
     text to judge copying on."""
     head = (final or {}).get("head") or heads.phase_change(records).head
-    deltas = circuits_view.second_copy(run_dir, step) if head else None
-    if deltas is None:
+    measured = circuits_view.second_copy_measured(run_dir, step) if head else None
+    if measured is None:
         return None
+    deltas = measured["deltas"]
+    # its noise over the probe rows: the head's change, and its change minus the others' mean, row by row (a review:
+    # "the copying depends on L1H1" with no ±)
+    rows = np.asarray(measured["row_deltas"])  # (L, H, B)
+    layer, index = induction.head_index(head)
+    mine = rows[layer, index]  # (B,)
+    others = (rows.sum(axis=(0, 1)) - mine) / (rows.shape[0] * rows.shape[1] - 1)  # (B,) the others' mean, per row
+    noise = {"se": float(measured["se"][layer][index]), "rows": int(rows.shape[-1]),
+             "gap_se": float((mine - others).std(ddof=1) / rows.shape[-1] ** 0.5)} if rows.shape[-1] > 1 else {}
     loaded = resources.cached_model(run_dir, step)
-    first = induction.first_copy_change(loaded.model, loaded.tokenizer.vocab, *induction.head_index(head))
+    first = induction.first_copy_change(loaded.model, loaded.tokenizer.vocab, layer, index)
     jobs = heads_check.roles_at(records, step)  # what each head does, for the check to say of the one that matters
-    return {"head": head, "deltas": deltas, "step": step, "first": first, "jobs": jobs, "where": f"the second copy of "
-            f"{induction.ABLATION_ROWS} repeated random probes (the Circuits heatmap's '{circuits_view.SECOND_COPY}' "
-            "panel)"}  # fmt: skip
+    return {"head": head, "deltas": deltas, "step": step, "first": first, "jobs": jobs, **noise,
+            "where": f"the second copy of {induction.ABLATION_ROWS} repeated random probes (the Circuits heatmap's "
+            f"'{circuits_view.SECOND_COPY}' panel)"}  # fmt: skip
