@@ -221,7 +221,7 @@ def test_the_instructors_set_up_asks_first_while_a_decided_check_would_close_una
         "everyone now and closes every answer."
     )
     pages.answer(step.key, "a1", "Ada", step.answers.options[0], step.answers)
-    assert prediction_view.closes_answers(step, teacher).startswith("1 of the 2 learners")
+    assert prediction_view.closes_answers(step, teacher).startswith("1 of the 2 learners in the lesson has predicted")
     pages.answer(step.key, "b2", "Bo", step.answers.options[1], step.answers)
     assert prediction_view.closes_answers(step, teacher) is None  # everyone here answered
     pages.clear()

@@ -5,7 +5,9 @@ hover, and the widget keeps its last valid value, so the next button press used 
 999,999,999 in Max steps, pressed Train and got a 300-step run; a seed of -1 ran as 1337 beside the box still
 showing -1). Here the browser's bounds are wide, the value reaches the server, and the box's on_change brings one
 out of range to the nearest end of the range with a toast that names both, before any page code reads it: the box
-then shows the value that will be used.
+then shows the value that will be used. A whole-number box is drawn as a real-number one showing no decimals, so
+that "2.5" and "1e12" reach the server as typed (the browser had read them as 2 and 1): it rounds and says so, and
+puts the box's value back to an int before any page reads it (`whole_again`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import streamlit as st
 
 from tinygpt.ui.words.safe import md
 
-WIDE_WHOLE = 2**53 - 1  # the widest whole numbers a browser holds exactly (Streamlit's own limit for whole boxes)
+WIDE_WHOLE = 2**53 - 1  # the bounds whole-number boxes had (Streamlit's limit for them): a default they sent
 WIDE_REAL = 1e300  # every box's bounds in the browser: the server checks the range
 # A box's own default is its lowest value, and the browser sent it once with no key pressed: "Seed: -9,007,199,254,
 # 740,991 is less than the least it takes, 0; it is 0 now." popped up on the Circuits page and set the seed to 0.

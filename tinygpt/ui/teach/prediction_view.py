@@ -233,8 +233,9 @@ def closes_answers(step: lesson.Step, actor: Actor) -> str | None:
     answered = {lid for lid, record in records.items() if record.get("answer") in step.answers.options}
     if not here - answered:
         return None
-    return (f"{len(here & answered)} of the {len(here)} learners in the lesson have predicted. This step's check "
-            "has its result: Set up shows it to everyone now and closes every answer.")
+    done = len(here & answered)
+    return (f"{done} of the {len(here)} learners in the lesson {'has' if done == 1 else 'have'} predicted. This "
+            "step's check has its result: Set up shows it to everyone now and closes every answer.")
 
 
 def confirm_setup(why: str, then, *args) -> None:
