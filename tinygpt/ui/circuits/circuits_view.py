@@ -32,7 +32,7 @@ from tinygpt.ui import state
 from tinygpt.ui.charts import circuits as charts
 from tinygpt.ui.charts.help import CHART_HELP
 from tinygpt.ui.circuits import best_head, circuits_keys
-from tinygpt.ui.circuits.copy_ablation import SECOND_COPY, second_copy, second_copy_measured  # noqa: F401 (theirs too)
+from tinygpt.ui.circuits.copy_ablation import SECOND_COPY, second_copy, second_copy_measured  # noqa: F401 - read here
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
