@@ -113,7 +113,7 @@ def set_up(teacher, asked: list[str]) -> None:
     while time.monotonic() < deadline:
         if dialog.count() and dialog.first.is_visible():
             text = dialog.first.inner_text()
-            assert re.search(r"\b[0-2] of the 2 learners in the lesson ha(s|ve) predicted\.", text), text
+            assert re.search(r"\b[0-2] of 2 learners in the lesson ha(s|ve) predicted\.", text), text
             asked.append(text)
             dialog.first.get_by_role("button", name="Set up now").click()
             return

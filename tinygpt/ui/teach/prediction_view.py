@@ -233,9 +233,10 @@ def closes_answers(step: lesson.Step, actor: Actor) -> str | None:
     answered = {lid for lid, record in records.items() if record.get("answer") in step.answers.options}
     if not here - answered:
         return None
-    done = len(here & answered)
-    return (f"{done} of the {len(here)} learners in the lesson {'has' if done == 1 else 'have'} predicted. This "
-            "step's check has its result: Set up shows it to everyone now and closes every answer.")
+    done, total = len(here & answered), len(here)
+    learners = f"{total} learner{'' if total == 1 else 's'}"  # "0 of the 1 learners" read in a browser check
+    return (f"{done} of {learners} in the lesson {'has' if 1 in (done, total) else 'have'} predicted. This step's "
+            "check has its result: Set up shows it to everyone now and closes every answer.")
 
 
 def confirm_setup(why: str, then, *args) -> None:
