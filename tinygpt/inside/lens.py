@@ -276,16 +276,21 @@ def lens_right(model: TinyGPT, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
     """The logit lens on windows x (W, T) with targets y (W, T): each window's share of positions whose top guess,
     read after each layer as `logit_lens` reads it, is the right next character. (L+1, W), the last row the model's
     own output: one number per window, so a change between rows has a noise (the lesson's lens step)."""
+    guesses = torch.stack([model.lm_head(model.ln_f(s)).argmax(-1) for s in _streams(model, x)])  # (L+1, W, T)
+    return (guesses == y.to(guesses.device)).float().mean(-1).cpu().numpy()  # (L+1, W)
+
+
+def _streams(model: TinyGPT, idx: torch.Tensor) -> list[torch.Tensor]:
+    """The residual stream of idx (B, T) after the embedding and after each block: L+1 tensors (B, T, C), read in
+    eval mode (no dropout), the model's mode restored after."""
     was_training = model.training
     model.eval()
     try:
         with HOOK_LOCK, capture(model, ["blocks.*.hook_resid_post", "blocks.0.hook_resid_pre"], to_cpu=False) as c:
-            model(x)
-        streams = [c["blocks.0.hook_resid_pre"]] + [c[f"blocks.{i}.hook_resid_post"] for i in range(len(model.blocks))]
-        guesses = torch.stack([model.lm_head(model.ln_f(s)).argmax(-1) for s in streams])  # (L+1, W, T)
+            model(idx)
+        return [c["blocks.0.hook_resid_pre"]] + [c[f"blocks.{i}.hook_resid_post"] for i in range(len(model.blocks))]
     finally:
         model.train(was_training)
-    return (guesses == y.to(guesses.device)).float().mean(-1).cpu().numpy()  # (L+1, W)
 
 
 @torch.no_grad()
@@ -298,16 +303,8 @@ def logit_lens(model: TinyGPT, idx: torch.Tensor, k: int = 3) -> dict:
         probs       (L+1, T, V) the whole distribution
 
     Each row is softmax(lm_head(ln_f(stream))): the final LayerNorm and the tied head, applied early."""
-    was_training = model.training
-    model.eval()
-    try:
-        with HOOK_LOCK, capture(model, ["blocks.*.hook_resid_post", "blocks.0.hook_resid_pre"], to_cpu=False) as c:
-            model(idx)
-        streams = [c["blocks.0.hook_resid_pre"]] + [c[f"blocks.{i}.hook_resid_post"] for i in range(len(model.blocks))]
-        stacked = torch.cat(streams)  # (L+1) x (1, T, C) -> (L+1, T, C)
-        probs = torch.softmax(model.lm_head(model.ln_f(stacked)).float(), dim=-1)  # (L+1, T, V)
-    finally:
-        model.train(was_training)
+    stacked = torch.cat(_streams(model, idx))  # (L+1) x (1, T, C) -> (L+1, T, C)
+    probs = torch.softmax(model.lm_head(model.ln_f(stacked)).float(), dim=-1)  # (L+1, T, V)
     top = probs.topk(min(k, probs.shape[-1]), dim=-1)  # (L+1, T, k) values and indices
     names = ["embeddings"] + [f"after layer {i}" for i in range(len(model.blocks))]
     return {

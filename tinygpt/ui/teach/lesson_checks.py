@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from tinygpt.inside.heads import ROLE_NOUNS
 from tinygpt.lab.prepare import HEADS, INDUCTION, PREPARE_ORDER  # noqa: F401 - the lesson's roles (lesson.py re-exports)
 from tinygpt.lab.registry import ORDER
-from tinygpt.lab.verdict import FINAL_STEPS, fmt
+from tinygpt.lab.verdict import FINAL_STEPS, NOISE_SIGMAS, fmt, held_out_variance
 
 LECTURE = "lecture"  # the role of the run the live-knob steps steer (its checks: lecture_checks.py)
 
@@ -386,9 +386,10 @@ def ablation_hurts(ev: Evidence, min_loss: float = 0.1) -> Check:
     if isinstance(result.get("se"), float) and isinstance(result.get("gap_se"), float):
         # its noise over the probe rows (a review: "the copying depends on L1H1" with no ±): each bar cleared by
         # the whole interval, NOISE_SIGMAS s.e. of the rows, the gap paired row by row
-        half, gap_half = 3 * result["se"], 3 * result["gap_se"]
+        half, gap_half = NOISE_SIGMAS * result["se"], NOISE_SIGMAS * result["gap_se"]
         text += (f"; over the {result['rows']} probe rows, {head}'s change is {value:+.3f} ± {half:.3f} and "
-                 f"{value - mean:+.3f} ± {gap_half:.3f} above the others' mean (3 s.e., paired row by row)")
+                 f"{value - mean:+.3f} ± {gap_half:.3f} above the others' mean ({NOISE_SIGMAS:g} s.e., paired row "
+                 "by row)")
         if value - half < min_loss or value - mean - gap_half < min_loss:
             return Check(None, f"Not enough data: {text}: an interval straddles its bar of {min_loss} nats.",
                          settled=True, headline=f"Not enough data: {adds}, within its noise of the bar")  # fmt: skip
@@ -448,8 +449,6 @@ def _lens_on_windows(windows: dict, names: Sequence[str], probe: str) -> Check:
     the embedding, paired window by window, its noise NOISE_SIGMAS s.e. with the held-out text's size counted
     (verdict.held_out_variance). Seen where the whole interval of the gain lies above 0. One 32-character probe,
     a 3-position gain and no noise had judged it (a review: "the right character tops the list" at 14/31)."""
-    from tinygpt.lab.verdict import NOISE_SIGMAS, held_out_variance
-
     right, context = windows["right"], int(windows["context"])  # (L+1, W)
     count = len(right[0])
     gains = [last - first for first, last in zip(right[0], right[-1], strict=True)]  # (W,)

@@ -95,12 +95,19 @@ def lens_windows(run_dir: str, step: int) -> dict:
     judged "the prediction forms in the layers" on one 32-character probe, 3 positions' gain, no noise (a review)."""
     from tinygpt.inside import lens as lens_lib
 
+    model, x, y, val_tokens = _held_out_windows(run_dir, step)
+    right = lens_lib.lens_right(model, x, y)  # (L+1, W)
+    return {"right": right.tolist(), "context": int(x.shape[1]), "val_tokens": val_tokens}
+
+
+def _held_out_windows(run_dir: str, step: int) -> tuple:
+    """(the checkpoint's model, x, y (W, T) each: HEAD_WINDOWS windows of the run's held-out text, seeded, so every
+    viewer's pane reads the same ones, the held-out split's length): what the heads and lens steps judge on."""
     loaded = resources.cached_model(run_dir, step)
     config = loaded.config
     corpus = load_corpus(run_data(run_dir, config), config.model.max_seq_len)
     x, y = corpus.get_batch("val", HEAD_WINDOWS, torch.Generator().manual_seed(heads.PROBE_SEED))  # (W, T) each
-    right = lens_lib.lens_right(loaded.model, x, y)  # (L+1, W)
-    return {"right": right.tolist(), "context": int(x.shape[1]), "val_tokens": int(corpus.val_data.numel())}
+    return loaded.model, x, y, int(corpus.val_data.numel())
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -109,14 +116,10 @@ def head_windows(run_dir: str, step: int) -> dict:
     (seeded: every viewer's pane reads the same ones), one score per window: the spread that says whether a head
     clears the 2x bar beyond chance (a review: the step called two heads at 2.06x and 2.07x on one probe window
     "specialised", one at 1.89x not). Cached: a checkpoint never changes, and every learner's pane asks."""
-    loaded = resources.cached_model(run_dir, step)
-    config = loaded.config
-    corpus = load_corpus(run_data(run_dir, config), config.model.max_seq_len)
-    x, _ = corpus.get_batch("val", HEAD_WINDOWS, torch.Generator().manual_seed(heads.PROBE_SEED))  # (W, T)
-    scores, baselines = roles.window_role_scores(loaded.model, x)
-    return {"step": int(step), "windows": int(x.shape[0]), "context": int(x.shape[1]),
-            "val_tokens": int(corpus.val_data.numel()), "scores": {r: v.tolist() for r, v in scores.items()},
-            "baselines": baselines}  # fmt: skip
+    model, x, _, val_tokens = _held_out_windows(run_dir, step)  # x (W, T)
+    scores, baselines = roles.window_role_scores(model, x)
+    return {"step": int(step), "windows": int(x.shape[0]), "context": int(x.shape[1]), "val_tokens": val_tokens,
+            "scores": {r: v.tolist() for r, v in scores.items()}, "baselines": baselines}  # fmt: skip
 
 
 def evidence(
