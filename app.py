@@ -22,4 +22,4 @@ else:  # the server starting
 
     server.raise_header_limits()
     server.refuse_unreadable_widget_values()
-    app = st.App(__file__, middleware=[Middleware(server.CookieLimit)])
+    app = st.App(__file__, middleware=[Middleware(server.CookieLimit), Middleware(server.DefaultPageAlias)])

@@ -81,3 +81,41 @@ def test_a_cookie_name_is_shown_as_text_on_that_page():
 def test_ordinary_cookies_and_websockets_pass_through():
     sent, passed = call(b"tinygpt_name=ann; tinygpt_learner=" + b"a" * 24)
     assert passed and not sent
+
+
+def redirect(path: str, query: bytes = b"", method: str = "GET") -> tuple[list[dict], bool]:
+    """What DefaultPageAlias sends for a request of `path`, and whether it passed the request on."""
+    sent, passed = [], []
+
+    async def inner(scope, receive, send):
+        passed.append(scope)
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": method, "path": path, "query_string": query, "headers": []}
+    result: list = []
+    worker = threading.Thread(
+        target=lambda: result.append(asyncio.run(server.DefaultPageAlias(inner)(scope, None, send)))
+    )
+    worker.start()
+    worker.join(timeout=30)
+    assert result, "the middleware did not finish"
+    return sent, bool(passed)
+
+
+def test_the_train_pages_own_name_leads_to_the_app_root_with_its_query_kept():
+    """Streamlit serves the default page (Train) at "/" only and answered /train with "Page not found"."""
+    sent, passed = redirect("/train", b"run=abc&view=1")
+    assert not passed and sent[0]["status"] == 307
+    assert dict(sent[0]["headers"])[b"location"] == b"/?run=abc&view=1"
+    sent, passed = redirect("/train/")
+    assert dict(sent[0]["headers"])[b"location"] == b"/"
+
+
+def test_other_pages_and_the_root_pass_through():
+    for path in ("/", "/attention", "/_stcore/health", "/static/js/train", "/trainer"):
+        sent, passed = redirect(path)
+        assert passed and not sent, path
+    sent, passed = redirect("/train", method="POST")
+    assert passed and not sent

@@ -81,6 +81,42 @@ class CookieLimit:
         await self.app(scope, receive, send)
 
 
+# The default page (Train) is served at "/" only: Streamlit answers its own name with "Page not found". An
+# instructor who types /train on the projector, or a link copied from an old bookmark, lands on it instead.
+DEFAULT_PAGE_ALIASES = ("/train", "/train/")
+
+
+class DefaultPageAlias:
+    """ASGI middleware: a GET of /train (under any base path) is redirected to the app's root with its query string
+    kept (?run=..., ?preset=...), where Streamlit serves the Train page."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        base = "/" + _base_url_path().strip("/") if _base_url_path().strip("/") else ""
+        if path.removeprefix(base) in DEFAULT_PAGE_ALIASES and scope.get("method", "GET") in ("GET", "HEAD"):
+            root = base + "/"
+            query = scope.get("query_string", b"")
+            location = root.encode("latin-1") + (b"?" + query if query else b"")
+            await send({"type": "http.response.start", "status": 307,
+                        "headers": [(b"location", location), (b"content-length", b"0")]})  # fmt: skip
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await self.app(scope, receive, send)
+
+
+def _base_url_path() -> str:
+    """Streamlit's server.baseUrlPath ("" by default), the prefix every page's path carries."""
+    try:
+        from streamlit import config
+
+        return str(config.get_option("server.baseUrlPath") or "")
+    except Exception:  # outside a Streamlit server (a test): no prefix
+        return ""
+
+
 _REFUSED: set[str] = set()  # widget ids whose forged values were refused, said once each on the terminal
 
 
