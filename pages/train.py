@@ -72,10 +72,14 @@ with right:
     watching = ("live" if live else "ended") if rd is not None and not mine else ""  # (form.next_run_values)
     if rd is not None and not mine:
         starts = safe.md(next_run.next_run_words(source, uploaded, watching))  # what Train would start, from the form
-        knobs = {"live": " (its live knobs the preset's, not the watched run's)",
-                 "ended": " (its live knobs the preset's where you did not change them)"}[watching]  # fmt: skip
+        # Live: the knobs on the left are the watched run's, so they are not what Train starts (a review read LR 0.1
+        # there beside "with the settings on the left … LR 0.003")
+        knobs = {"live": "the data and model on the left, and the preset's live knobs (those on the left are the "
+                         "watched run's)",
+                 "ended": "the settings on the left (its live knobs the preset's where you did not change "
+                          "them)"}[watching]  # fmt: skip
         messages.info(f"Watching {safe.md(run_words.watching(rd.config()))} (read-only). **Train** starts your own "
-                      f"run with the settings on the left{knobs}: {starts}.")  # fmt: skip
+                      f"run with {knobs}: {starts}.")  # fmt: skip
     elif rd is not None and not live and (broken := next_run.broken_knobs(form.form_values())):  # kept, unsaid
         messages.warning(f"**Train** starts a new run with the live knobs on the left, {', '.join(broken)} among "
                          "them: set them back first for a correct model, or keep them to break it.")  # fmt: skip

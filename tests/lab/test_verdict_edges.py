@@ -683,9 +683,33 @@ def test_the_warmup_stall_a_third_in_is_judged_on_its_own_steps_noise():
     for run_ in runs.values():
         run_.mid_losses = tuple((90 + i, run_.mid_loss + s + rng.gauss(0, 0.002)) for i, s in enumerate(shared))
     said = EXPERIMENTS["warmup"].verdict(runs).sentence
-    assert "a third in: the interval" in said and "(3 s.e., paired over 21 shared steps); final held-out" in said, said
+    assert "training loss 3.000 no warmup vs 2.700 warmup a third of the way in (no eval there)" in said, said
+    assert "(3 s.e., paired over 21 shared steps): the interval" in said, said
     borrowed = EXPERIMENTS["warmup"].verdict(healthy("warmup")).sentence  # a run folder from before: said so
-    assert "(3 s.e., the final steps' paired noise, borrowed); final held-out" in borrowed, borrowed
+    assert "(3 s.e., the final steps' paired noise, borrowed): the interval" in borrowed, borrowed
+
+
+def test_the_warmup_stall_a_third_in_is_judged_on_held_out_loss_where_an_eval_was_taken_there():
+    """A review's short text: "no warmup falls behind a third of the way in" on training loss 2.127 vs 1.341, while
+    held out, at the eval of step 100, it was ahead (-0.124 ± 0.173): the warmup run had memorised. The eval a third
+    in decides now, paired over its batches as the final gap is; its training loss is no longer said there."""
+    shape, tokens, offsets = (16, 32), 240, (-0.3, 0.1, 0.2, -0.1, 0.1)
+
+    def at_third(run_: RunResult, val: float) -> None:
+        run_.mid_eval = {"step": 100, "val_loss": val, "val_batch_losses": tuple(val + o for o in offsets),
+                         "val_tokens": tokens, "eval_batch_shape": shape}  # fmt: skip
+
+    runs = healthy("warmup")  # training loss a third in: no warmup 3.0, warmup 2.7, clear of the bar
+    at_third(runs["no warmup, lr 1e-2"], 1.820)
+    at_third(runs["warmup, lr 1e-2"], 1.944)
+    verdict = EXPERIMENTS["warmup"].verdict(runs)
+    said = verdict.sentence
+    assert "held-out loss 1.820 no warmup vs 1.944 warmup at step 100, a third of the way in" in said, said
+    assert "keeps up a third of the way in" in said and "training loss 3.000" not in said, said
+    assert verdict.reproduced is False, said  # the held-out gap a third in lies below the bar: not the stall
+    assert verdict.observed["held-out loss at step 100, lr 1e-2, no warmup / warmup"] == "1.820 no warmup vs 1.944 warmup"
+    runs["warmup, lr 1e-2"].mid_eval = {}  # one run without that eval: both fall back to the training loss, said so
+    assert "a third of the way in (no eval there)" in EXPERIMENTS["warmup"].verdict(runs).sentence
 
 
 def test_a_margin_under_a_tenth_of_the_bar_is_said_as_thin():

@@ -97,7 +97,9 @@ def test_the_published_reason_says_why_a_learner_waits(tmp_path):
     assert said == ("waiting for a free training slot (2 run(s) train at once); the 15 prepared run(s) ahead of it "
                     "start first: while prepared runs wait, the last free slot is theirs (a live run that ends or "
                     "pauses while one of them trains frees a slot for this one)")  # fmt: skip
-    assert queued_reason(queue[2], [], 1.0, 2).endswith("; live runs go first")
+    assert queued_reason(queue[2], [], 1.0, 2).endswith("; live runs go first, but one slot is the prepared runs' "
+                                                        "while they wait")  # fmt: skip
+    assert queued_reason(queue[2], [], 1.0, 1).endswith("; live runs go first")  # one slot: none kept for them
 
 
 def test_a_preempted_run_on_its_way_back_counts_ahead_of_later_runs(tmp_path):

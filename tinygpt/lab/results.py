@@ -158,6 +158,16 @@ def held_out_rose(evals: list[dict]) -> bool | None:
     return None if rise is None else clears(rise, 0.0)[0] is True
 
 
+def _eval_near(evals: list[dict], step: float, within: int) -> dict:
+    """The eval nearest `step` (within `within` steps) as RunResult.mid_eval: its step, held-out loss and batches;
+    {} where none was taken near it or its loss is not finite."""
+    near = [e for e in evals if isinstance(e.get("step"), int) and abs(e["step"] - step) <= within]
+    best = min(near, key=lambda e: abs(e["step"] - step), default=None)
+    if best is None or not finite(best.get("val_loss")):
+        return {}
+    return {"step": best["step"], "val_loss": best["val_loss"], **held_out_batches(best)}
+
+
 def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunResult:
     """A RunResult from a polled RunReader; `probe(run_dir, step)` (e.g. checkpoint_probe) adds leak numbers."""
     status = reader.status() or {}
@@ -208,6 +218,7 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         final_losses=tuple((int(m["step"]), m["loss"]) for m in recent if "step" in m and finite(m.get("loss"))),
         mid_loss=finite_mean([m.get("loss") for m in middle]),
         mid_losses=tuple((int(m["step"]), m["loss"]) for m in middle if "step" in m and finite(m.get("loss"))),
+        mid_eval=_eval_near(reader.evals, third, max(1, max_steps // 10)),
         final_val_loss=(reader.evals[-1].get("val_loss") if reader.evals else None),
         final_eval_train_loss=(reader.evals[-1].get("train_loss") if reader.evals else None),
         best_val_loss=min((v for e in reader.evals if finite(v := e.get("val_loss"))), default=None),
@@ -229,8 +240,13 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         diverged_step=int(broke[0]["step"]) if broke else None,
         nonfinite_tensor=str(nonfinite[0].get("tensor", "")) if nonfinite else "",
         # the prompt first, then the model's text: "mid + + 1" alone started mid-line (a review)
-        sample=(str(samples[-1].get("prompt") or "") + str(samples[-1].get("text") or "") if samples[-1].get("text")
-                else str(samples[-1].get("error", ""))) if samples else "",  # fmt: skip
+        sample=(
+            str(samples[-1].get("prompt") or "") + str(samples[-1].get("text") or "")
+            if samples[-1].get("text")
+            else str(samples[-1].get("error", ""))
+        )
+        if samples
+        else "",  # fmt: skip
         sample_step=samples[-1].get("step") if samples and isinstance(samples[-1].get("step"), int) else None,
         **{k: attention.get(k) for k in ("mean_entropy", "mean_max_weight", "saturated_rows")},
         **{k: attention.get(k) for k in ("softmax_gain", "row_sum_error")},

@@ -74,6 +74,7 @@ class RunResult:
     eval_batch_shape: tuple[int, int] | None = None
     train_batch_losses: tuple[float, ...] = ()  # the same of its training split (the last eval scores it), and its
     train_tokens: int | None = None  # length: the noise of final_eval_train_loss (pitfalls/mask.py)
+    mid_eval: dict = field(default_factory=dict)  # the eval nearest a third of max_steps: step, val_loss, batches
     # What the attention and leak numbers were measured on, for a sentence: the latest snapshot's step and probe text's
     # length (row_sum_error, ...), the checkpoint step and held-out batch (windows, characters) of `leak`
     snapshot_step: int | None = None
@@ -159,6 +160,11 @@ def fmt(value: float | None, digits: int = 3) -> str:
     if value != 0 and abs(value) < 0.5 * 10**-digits:
         return f"{value:.2g}"
     return f"{value:.{digits}f}"
+
+
+def pair(a: float | None, b: float | None, names: tuple[str, str] = ("", ""), digits: int = 3) -> str:
+    """ "2.033 unscaled vs 2.288 scaled", each run named (a review could not tell whose a bare "2.033 vs 2.288" was)."""
+    return " vs ".join(f"{fmt(v, digits)}{' ' + n if n else ''}" for v, n in zip((a, b), names, strict=True))
 
 
 TRAINED_SHARE = 0.1  # a run "trained" when its loss fell by at least this share of its first loss (ln V at init)
@@ -479,7 +485,7 @@ def never_reached(expected: str, runs: dict[str, RunResult], claims: list[str], 
     return decide(expected, {f"{claim} ({why})": None for claim in claims}, observed, sentence)
 
 
-def held_out(worse: RunResult, better: RunResult) -> tuple[bool | None, str]:
+def held_out(worse: RunResult, better: RunResult, names: tuple[str, str] = ("", "")) -> tuple[bool | None, str]:
     """(whether the held-out loss orders the runs as the training loss does, beyond its noise: `clears` bar 0 on the
     paired held-out gap, so a gap of +0.01 is "not enough data", not the pitfall shown; words). None and "held-out
     loss not recorded" when either run has none: a verdict can never be green on training loss alone."""
@@ -488,13 +494,6 @@ def held_out(worse: RunResult, better: RunResult) -> tuple[bool | None, str]:
     difference = held_out_difference(worse, better)
     shown, spread = clears(difference, 0.0)
     return shown, (
-        f"held-out loss {worse.final_val_loss:.3f} vs {better.final_val_loss:.3f} (gap {difference.interval(3)}: "
+        f"held-out loss {pair(worse.final_val_loss, better.final_val_loss, names)} (gap {difference.interval(3)}: "
         f"{spread})"
     )
-
-
-def held_out_clause(name: str, worse: RunResult, better: RunResult) -> tuple[str, bool | None, str]:
-    """(the clause's name, its result, words for the sentence): `held_out`, the name saying "(held-out loss not
-    recorded)" when it was not, so the verdict names why it is "not enough data"."""
-    shown, words = held_out(worse, better)
-    return (name if shown is not None else f"{name} ({words})"), shown, words

@@ -15,6 +15,7 @@ from ..verdict import (
     held_out_difference,
     loss_difference,
     never_reached,
+    pair,
     reversed_gap,
     say,
 )
@@ -31,6 +32,8 @@ EXPECTED = (
     f"without positions: a final held-out loss at least {POSITION_WORSE} nats higher than with them (the whole "
     "interval of the gap above it), on a task the model with positions learns"
 )
+
+NAMES = ("no positions", "learned")  # each run's number named in the sentence: verdict.pair
 
 
 def judge(results: dict[str, RunResult]) -> Verdict:
@@ -57,18 +60,18 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     sentence = (
         f"With learned positions the loss fell from {fmt(good.initial_loss)} to {fmt(good.final_train_loss)} "
         f"({say(learned, 'the task is learned', 'the task is not learned', 'not measured')}); without them the "
-        f"held-out loss ended at {fmt(bad.final_val_loss)} vs {fmt(good.final_val_loss)} "
+        f"held-out loss ended at {pair(bad.final_val_loss, good.final_val_loss, NAMES)} "
         f"(the bar: at least {margin:.2f} higher) "
         f"({say(worse, 'it cannot tell the order', no_worse, 'not decided')}: gap "
-        f"{difference.interval(3)}; {spread}). Training loss {fmt(bad.final_train_loss)} vs "
-        f"{fmt(good.final_train_loss)} ({train.interval()})."
+        f"{difference.interval(3)}; {spread}). Training loss "
+        f"{pair(bad.final_train_loss, good.final_train_loss, NAMES)} ({train.interval()})."
     )
     clauses = {
         f"with positions, the loss down by at least {LEARNED} nat": learned,
         f"without positions, a final held-out loss at least {margin:.2f} nats higher"
         + ("" if worse is not None else f" ({spread})"): worse,
     }
-    observed["held-out loss, no positions / learned"] = held_out(bad, good)[1]
+    observed["held-out loss, no positions / learned"] = held_out(bad, good, NAMES)[1]
     return decide(EXPECTED, clauses, observed, sentence)
 
 

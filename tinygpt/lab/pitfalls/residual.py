@@ -18,6 +18,7 @@ from ..verdict import (
     held_out_difference,
     loss_difference,
     never_reached,
+    pair,
     reversed_gap,
     say,
 )
@@ -30,6 +31,8 @@ VANISHED = 1e-2  # the detached first-layer gradient norm over the residual one'
 RESIDUAL_WORSE = 0.1  # nats: "the loss stalls" is at least this much worse, the whole interval of the gap above it
 # No consequence clauses (verdict.Clause): the vanishing first-layer gradient is the pitfall's mechanism and the
 # stalled loss its effect; both showed on every corpus measured (BENCHMARKS.md).
+
+NAMES = ("detached", "residual")  # each run's number named in the sentence: verdict.pair
 
 
 def judge(results: dict[str, RunResult]) -> Verdict:
@@ -66,9 +69,9 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     sentence = (
         f"First-layer attention gradient norm: {_norm(first_bad)} detached vs {_norm(first_good)} with the "
         f"residual, the means of the last steps ({judged}); final held-out loss "
-        f"{fmt(bad.final_val_loss)} vs {fmt(good.final_val_loss)} (the bar: at least {margin:.2f} higher) "
+        f"{pair(bad.final_val_loss, good.final_val_loss, NAMES)} (the bar: at least {margin:.2f} higher) "
         f"({say(stalls, 'ends higher', no_stall, 'not decided')}: gap {difference.interval(3)}; {spread}). "
-        f"Training loss {fmt(bad.final_train_loss)} vs {fmt(good.final_train_loss)} ({train.interval()})."
+        f"Training loss {pair(bad.final_train_loss, good.final_train_loss, NAMES)} ({train.interval()})."
     )
     clauses = {
         "the detached first-layer gradient norm under 1% of the residual one's"
@@ -78,7 +81,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         f"a final held-out loss at least {margin:.2f} nats higher detached"
         + ("" if stalls is not None else f" ({spread})"): stalls,
     }
-    observed["held-out loss, detached / residual"] = held_out(bad, good)[1]  # the lesson's headline reads it
+    observed["held-out loss, detached / residual"] = held_out(bad, good, NAMES)[1]  # the lesson's headline reads it
     return decide(EXPECTED, clauses, observed, sentence)
 
 

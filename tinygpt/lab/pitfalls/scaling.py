@@ -21,6 +21,7 @@ from ..verdict import (
     held_out_difference,
     loss_difference,
     never_reached,
+    pair,
     reversed_gap,
     say,
 )
@@ -37,6 +38,8 @@ EXPECTED = (
 # was worse: the missing 1/sqrt(d) also multiplies the gradient reaching q and k. Seen on: {clause: corpora}.
 GRADIENTS = "smaller attention gradients unscaled"
 CONSEQUENCES = {GRADIENTS: ("shakespeare",)}
+
+NAMES = ("unscaled", "scaled")  # each run's number named in the sentence: verdict.pair
 
 
 def judge(results: dict[str, RunResult]) -> Verdict:
@@ -75,7 +78,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     attention = f"max weight {fmt(bad.mean_max_weight, 2)}, entropy {entropies}"
     gain = f"gain {fmt(bad.softmax_gain)} vs {fmt(good.softmax_gain)}"
     grads = f"{fmt(bad.attention_grad_norm)} vs {fmt(good.attention_grad_norm)}{grads_noise}"
-    losses = f"{fmt(bad.final_val_loss)} vs {fmt(good.final_val_loss)}; the bar: at least {SCALING_WORSE:.2f} higher"
+    losses = f"{pair(bad.final_val_loss, good.final_val_loss, NAMES)}; the bar: at least {SCALING_WORSE:.2f} higher"
     parts = [
         say(saturated, "unscaled attention is near one-hot", "unscaled attention is not near one-hot",
              "unscaled attention's sharpness was not measured") + f" ({attention})",
@@ -88,17 +91,19 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             if reversed_gap(difference) else "the held-out loss ends not higher by enough",
             "the held-out loss gap is not decided")
         + f" ({losses}), a gap of {difference.interval(3)}: {spread}",
-        f"training loss {fmt(bad.final_train_loss)} vs {fmt(good.final_train_loss)} ({train.interval()})",
+        f"training loss {pair(bad.final_train_loss, good.final_train_loss, NAMES)} ({train.interval()})",
     ]  # fmt: skip
     clauses = {
         f"unscaled attention near one-hot (max weight > {SATURATED}, entropy under half the scaled run's)": saturated,
         "the unscaled softmax passing back under half the scaled one's gradient": starved,
-        GRADIENTS + ("" if smaller_grads is not None or not grads_noise else " (not told apart from the steps' "
-                     "paired noise)"): Clause(smaller_grads, consequence=True, seen_on=CONSEQUENCES[GRADIENTS]),
+        GRADIENTS
+        + (
+            "" if smaller_grads is not None or not grads_noise else " (not told apart from the steps' paired noise)"
+        ): Clause(smaller_grads, consequence=True, seen_on=CONSEQUENCES[GRADIENTS]),
         f"a final held-out loss at least {SCALING_WORSE:.2f} nats higher unscaled"
         + ("" if worse is not None else f" ({spread})"): worse,
     }
-    observed["held-out loss, unscaled / scaled"] = held_out(bad, good)[1]  # the lesson's headline reads it
+    observed["held-out loss, unscaled / scaled"] = held_out(bad, good, NAMES)[1]  # the lesson's headline reads it
     return decide(EXPECTED, clauses, observed, "; ".join(parts).capitalize() + ".")
 
 

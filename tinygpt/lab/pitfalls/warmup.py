@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...schedule import lr_at
 from ..experiment import Experiment
 from ..verdict import (
@@ -16,6 +18,7 @@ from ..verdict import (
     held_out,
     held_out_difference,
     loss_difference,
+    pair,
     paired_error,
     reversed_gap,
     say,
@@ -33,8 +36,8 @@ WARMUP_HURTS = 0.1  # nats: at the high LR, no warmup must end (and be at a thir
 WARMUP_SAME = 0.05  # nats: at the demo LR, the two may end this far apart (or the runs' noise) ...
 DEMO_SHARE = 1 / 3  # ... or, whichever is larger, this share of the gap at the high LR: warmup matters far less there
 EXPECTED = (
-    "at lr 1e-2 no warmup stalls (a higher training loss a third of the way in and a higher held-out loss at the "
-    "end, by more than the runs' noise) or diverges; at lr 2e-3 warmup matters far less (a held-out gap within the "
+    "at lr 1e-2 no warmup stalls (a higher held-out loss a third of the way in and at the end, by more than the "
+    "runs' noise) or diverges; at lr 2e-3 warmup matters far less (a held-out gap within the "
     "noise, or under a third of the one at 1e-2)"
 )
 
@@ -53,21 +56,32 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "diverged": ", ".join(f"{label} {diverged_at(r)}" for label, r in results.items() if diverged_at(r)) or None,
     }  # fmt: skip
     observed["margin at lr 1e-2 (nats)"] = WARMUP_HURTS
-    # The end of each pair is judged on held-out loss, paired over the eval's shared windows (scaling.py says why);
-    # the stall a third in has no eval of its own, so it stays the training loss, with the pair's training noise
+    # Both points of the stall are judged on held-out loss, paired over the eval's shared windows (scaling.py says
+    # why): a third of the way in, the eval nearest it (step 100 of 300). A review's short text read "no warmup falls
+    # behind a third of the way in" on training loss 2.127 vs 1.341 while held out it was ahead there (-0.124 ±
+    # 0.173): the warmup run had memorised. A run folder without that eval falls back to the training loss, said so.
     high_difference, high_train = held_out_difference(hn, hw), loss_difference(hn, hw)
-    mid_gap = None if hn.mid_loss is None or hw.mid_loss is None else hn.mid_loss - hw.mid_loss
-    if (mid_paired := paired_error(hn.mid_losses, hw.mid_losses)) is not None:
-        mid_difference = Difference(mid_gap, *mid_paired, paired=True)
-    else:  # too few steps there logged by both: the end's noise, said as borrowed
-        mid_difference = Difference(mid_gap, high_train.standard_error, high_train.steps, high_train.paired,
-                                    basis="the final steps' paired noise, borrowed")  # fmt: skip
-    observed["held-out loss, lr 1e-2, no warmup / warmup"] = held_out(hn, hw)[1]
-    observed["held-out loss, lr 2e-3, no warmup / warmup"] = held_out(dn, dw)[1]
-    hurts_clause = (
-        f"at lr 1e-2, no warmup at least {WARMUP_HURTS:.2f} nats worse (training loss a third in, held-out loss at the "
-        "end) or diverged"
-    )
+    mid_held, mid_step = _held_out_at_third(hn, hw)
+    if mid_held is not None:
+        mid_difference, mid_kind = mid_held, ("held-out loss", f"at step {mid_step:,}, a third of the way in")
+        mid_clause = f"held-out loss a third in (step {mid_step:,}) and at the end"
+    else:
+        mid_gap = None if hn.mid_loss is None or hw.mid_loss is None else hn.mid_loss - hw.mid_loss
+        mid_kind = ("training loss", "a third of the way in (no eval there)")
+        mid_clause = "training loss a third in (no eval there), held-out loss at the end"
+        if (mid_paired := paired_error(hn.mid_losses, hw.mid_losses)) is not None:
+            mid_difference = Difference(mid_gap, *mid_paired, paired=True)
+        else:  # too few steps there logged by both: the end's noise, said as borrowed
+            mid_difference = Difference(mid_gap, high_train.standard_error, high_train.steps, high_train.paired,
+                                        basis="the final steps' paired noise, borrowed")  # fmt: skip
+    names = ("no warmup", "warmup")
+    observed["held-out loss, lr 1e-2, no warmup / warmup"] = held_out(hn, hw, names)[1]
+    observed["held-out loss, lr 2e-3, no warmup / warmup"] = held_out(dn, dw, names)[1]
+    if mid_held is not None:
+        observed[f"held-out loss at step {mid_step}, lr 1e-2, no warmup / warmup"] = (
+            f"{pair(*_third_losses(hn, hw), names)}"
+        )
+    hurts_clause = f"at lr 1e-2, no warmup at least {WARMUP_HURTS:.2f} nats worse ({mid_clause}) or diverged"
     high_gap = None  # no warmup's final held-out loss minus warmup's, at lr 1e-2, when both trained to the end
     if diverged_at(hw) and diverged_at(hn):
         hurts, high = None, f"At lr 1e-2 both runs diverged (warmup {diverged_at(hw)}, no warmup {diverged_at(hn)})"
@@ -89,13 +103,13 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         if hurts is None:
             hurts_clause += f" (a third in: {mid_spread}; at the end: {spread})"
         high_gap = high_difference.mean
+        third = _third_losses(hn, hw) if mid_held is not None else (hn.mid_loss, hw.mid_loss)
         high = (
-            f"At lr 1e-2, no warmup {_stall_words(at_third, at_end, reversed_gap(high_difference))}: training loss "
-            f"{fmt(hn.mid_loss)} vs {fmt(hw.mid_loss)} a third of the way in, held-out loss {fmt(hn.final_val_loss)} "
-            f"vs {fmt(hw.final_val_loss)} at the end (a third in: {mid_spread}, {mid_difference.noise(3)}; final "
-            "held-out gap "
-            f"{high_difference.interval(3)}: {spread}; training loss {fmt(hn.final_train_loss)} vs "
-            f"{fmt(hw.final_train_loss)}, {high_train.interval()})"
+            f"At lr 1e-2, no warmup {_stall_words(at_third, at_end, reversed_gap(high_difference))}: {mid_kind[0]} "
+            f"{pair(*third, names)} {mid_kind[1]}, held-out loss "
+            f"{pair(hn.final_val_loss, hw.final_val_loss, names)} at the end (a third in: gap "
+            f"{mid_difference.interval(3)}: {mid_spread}; final held-out gap {high_difference.interval(3)}: {spread}; "
+            f"training loss {pair(hn.final_train_loss, hw.final_train_loss, names)}, {high_train.interval()})"
         )
     allowed = max(WARMUP_SAME, DEMO_SHARE * high_gap) if high_gap is not None and high_gap > 0 else WARMUP_SAME
     observed["allowed gap at lr 2e-3 (nats)"] = round(allowed, 3)
@@ -117,9 +131,9 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         verb = say(same, "matters far less", "matters as much", "may matter less (not decided)")
         demo = (
             f"At the demo's lr 2e-3 warmup {verb}: held-out loss "
-            f"{fmt(dn.final_val_loss)} vs {fmt(dw.final_val_loss)} (allowed {allowed:.2f} apart; gap "
-            f"{demo_difference.interval(3)}: {spread}; training loss {fmt(dn.final_train_loss)} vs "
-            f"{fmt(dw.final_train_loss)})"
+            f"{pair(dn.final_val_loss, dw.final_val_loss, names)} (allowed {allowed:.2f} apart; gap "
+            f"{demo_difference.interval(3)}: {spread}; training loss "
+            f"{pair(dn.final_train_loss, dw.final_train_loss, names)})"
         )
     clauses = {hurts_clause: hurts, same_clause: same}
     return decide(EXPECTED, clauses, observed, f"{high}. {demo}.")
@@ -156,6 +170,30 @@ EXPERIMENT = Experiment(
     },
     code=(lr_at,),
 )
+
+
+def _third_losses(no_warmup: RunResult, warmup: RunResult) -> tuple[float | None, float | None]:
+    return no_warmup.mid_eval.get("val_loss"), warmup.mid_eval.get("val_loss")
+
+
+def _held_out_at_third(no_warmup: RunResult, warmup: RunResult) -> tuple[Difference | None, int | None]:
+    """No warmup's held-out loss minus warmup's at the eval a third of the way in, paired over its batches as the
+    final gap is (held_out_difference on the two runs as they stood there), and that eval's step; (None, None)
+    where either run has no eval there, they differ in step, or it recorded no batches."""
+    a, b = no_warmup.mid_eval, warmup.mid_eval
+    if (
+        not a
+        or not b
+        or a.get("step") != b.get("step")
+        or not (a.get("val_batch_losses") and b.get("val_batch_losses"))
+    ):
+        return None, None
+    keys = ("val_batch_losses", "val_tokens", "eval_batch_shape")
+    at = [
+        replace(r, final_val_loss=e["val_loss"], **{k: e.get(k) for k in keys})
+        for r, e in ((no_warmup, a), (warmup, b))
+    ]
+    return held_out_difference(*at), int(a["step"])
 
 
 def _stall_words(at_third: bool | None, at_end: bool | None, ended_better: bool = False) -> str:

@@ -119,8 +119,9 @@ def heads_differ(ev: Evidence, ratio: float = SPECIALIST_RATIO) -> Check:
         return no_run("heads")
     ended = run.state in ENDED
     if not run.scores:
-        said = f"the heads run {run.state} without" if ended else "no attention snapshot has been scored yet, so"
-        return Check(None, f"Not enough data{'' if ended else ' yet'}: {said} a score to judge.", settled=ended)
+        said = (f"the heads run {run.state} without a score to judge" if ended else
+                "no attention snapshot has been scored yet, so there is no score to judge")  # fmt: skip
+        return Check(None, f"Not enough data{'' if ended else ' yet'}: {said}.", settled=ended)
     record = run.scores[-1]
     jobs = head_jobs(record)
     if len(jobs) < 2:

@@ -156,8 +156,9 @@ STEPS: tuple[Step, ...] = (
         "pages/attention.py",
         Setup(train=True, knobs={"mask": "causal"}, heads=True),
         # Not "its loss jumps back up": after step 4's Reset the lecture run is a branch that never lost its mask
-        # (a review read the jump promised of a run that had none)
-        "The lecture run trains with the causal mask again. A run of the Demo preset's model, 4 heads per "
+        # (a review read the jump promised of a run that had none), nor "again": a class that skipped step 4 never
+        # switched it off (a review)
+        "The lecture run trains with the causal mask. A run of the Demo preset's model, 4 heads per "
         f"layer, trains {HEADS_STEPS:,} steps beside it: will its heads all learn the same pattern?",
         f"Different heads, different patterns: by the run's end, on held-out windows, a head puts "
         f"{SPECIALIST_RATIO:g}x or more of the uniform share on its own key (most often one character back) while "

@@ -182,6 +182,8 @@ def _losses_said(observed: dict, pair: str, train_bad: str, train_good: str) -> 
     held = str(observed.get(f"held-out loss, {pair}") or "")
     if held.startswith("held-out loss ") and " vs " in held:
         figures = held.removeprefix("held-out loss ").split(" (")[0]
+        for name in pair.split(" / "):  # the verdict names each run's number; the headline's order says it, shorter
+            figures = figures.replace(f" {name} vs", " vs").removesuffix(f" {name}")
         return f"final held-out loss {figures} (training {train_bad} vs {train_good})"
     return f"final training loss {train_bad} vs {train_good} (no held-out loss recorded)"
 
