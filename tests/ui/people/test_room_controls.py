@@ -169,9 +169,10 @@ def test_the_share_link_opens_the_runs_live_view_read_only(runs_dir):
     assert "Watching anna's run (read-only)" in said
     # What Train would start, from the form (the watched run's settings): a review's learner got the instructor's
     # Lecture preset at LR 0.1, until stopped, with nothing said
-    # its live knobs the preset's: the greyed ones are the watched run's, which she cannot change (a later review)
-    assert ("Train** starts your own run with the settings on the left (its live knobs the preset's, not the "
-            "watched run's): ") in said.replace("\\", "")
+    # its live knobs the preset's: the greyed ones are the watched run's, which she cannot change (a later review),
+    # and said so: a review read LR 0.1 on the left beside "with the settings on the left … LR 0.003"
+    assert ("Train** starts your own run with the data and model on the left, and the preset's live knobs (those on "
+            "the left are the watched run's): ") in said.replace("\\", "")
     assert ": 50 steps · LR 0.002 · seed " in said.replace("\\", "") and "· Synthetic: copy." in said, said
     assert all(button(ben, label).disabled for label in ("Pause", "Resume", "Step", "Stop"))
     ben.run()  # the address keeps view=1 while the shared run shows: a refresh reattaches it read-only
