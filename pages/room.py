@@ -12,6 +12,7 @@ import streamlit as st
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.files import read_config_json
 from tinygpt.runs.owners import read_owner, run_learner
+from tinygpt.ui import state
 from tinygpt.ui.charts import compare
 from tinygpt.ui.host import positions, resources, runlist
 from tinygpt.ui.people import people_keys, room, room_flags, room_table
@@ -56,8 +57,11 @@ if held:
 @backlog.live_fragment(REFRESH_S)
 def dashboard() -> None:
     rows = runlist.room_rows(store, room.current())
-    if not rows:
+    named = bool(state.get(people_keys.W_SPREAD_NAMES))  # the predictions' toggle names them here too
+    if not rows:  # who is here, before any run: a review's Room said nothing of the four learners in it
         st.info("No runs yet: learners start theirs on **Train**.")
+        if here := positions.without_runs(resources.positions(), {}, {}, len(lesson.STEPS), named=named):
+            st.caption(safe.md(here))
         return
     drawn, note = picking.room_chart_runs(rows)  # every run with a step, learners' first; the note says what is not
     readers = {label: in_view.reader(store, run) for run, label in drawn}
@@ -91,7 +95,7 @@ def dashboard() -> None:
         st.caption(waits)
     names = {r["run"]: "the instructor's run" if r.get("whose") == runlist.INSTRUCTOR else f"{r['learner']}'s run"
              for r in rows if r.get("whose") != runlist.NOBODY}  # fmt: skip
-    if here := positions.without_runs(resources.positions(), learners, names, len(lesson.STEPS)):
+    if here := positions.without_runs(resources.positions(), learners, names, len(lesson.STEPS), named=named):
         st.caption(safe.md(here))  # learners' names: text, never markdown
 
 

@@ -86,6 +86,8 @@ def test_learners_predict_the_room_sees_the_spread_and_the_check_closes_the_answ
     assert counts(room) == {RIGHT_ANSWER: 1, OTHER: 1, NOT_SURE: 1} | {c: 0 for c in STEP.answers.choices
                                                                        if c not in (RIGHT_ANSWER, OTHER)}  # fmt: skip
     assert not any(name in texts(room) for name in learners)
+    # who in the lesson has answered, counted (a review: "4 answered" hid the fifth learner, who had not)
+    assert any("3 of 3 learners in the lesson" in str(c.value) for c in room.caption), texts(room)
     assert any("appears with the check" in str(c.value) for c in room.caption)
     assert not room.get("download_button")  # the CSV is made on request (tinygpt/ui/screen/downloads.py)
     room.button(key="room_spread_csv_make").click().run()

@@ -598,13 +598,37 @@ def test_the_room_names_the_learners_here_without_a_run_of_their_own():
     seen.saw("gone-id", 3, None, now=0.0, name="Gone")  # not heard from for 100 s: not here
     said = without_runs(seen, {"run-a": "ada-id"}, {"run-a": "Ada's run"}, 12, now=100.0)
     # counted, never named: the Room is on the projector (names only on the instructor's toggle)
+    # "here" is a pane heard from lately, and the line says how lately (a review's closed tab stayed counted ~90 s)
     assert said == ("Here without a run of their own: 2 learners; 1 at step 4/12, watching Ada's run; 1 not in the "
-                    "lesson.")  # fmt: skip
+                    "lesson (a pane seen in the last 90 s).")  # fmt: skip
     assert "Lena" not in said and "Bo" not in said
+    # named on the instructor's toggle: a review's instructor could not find who was here
+    named = without_runs(seen, {"run-a": "ada-id"}, {"run-a": "Ada's run"}, 12, now=100.0, named=True)
+    assert named.endswith("1 not in the lesson (a pane seen in the last 90 s: Bo, Lena).") and "Gone" not in named
     seen.saw("bo-id", 3, "run-a", now=100.0, name="Bo")
     assert without_runs(seen, {"run-a": "ada-id"}, {"run-a": "Ada's run"}, 12, now=100.0) == (
-        "Here without a run of their own: 2 learners at step 4/12, watching Ada's run.")
+        "Here without a run of their own: 2 learners at step 4/12, watching Ada's run (a pane seen in the last 90 s).")
     assert without_runs(seen, {"run-a": "ada-id", "r2": "lena-id", "r3": "bo-id"}, {}, 12, now=100.0) == ""
+    # before any run: everyone heard from is here without one (a review's Room said nothing of four learners)
+    assert without_runs(seen, {}, {}, 12, now=100.0).startswith("Here without a run of their own: 3 learners at step 4/12")
+
+
+def test_the_room_says_who_in_the_lesson_has_not_answered():
+    """A review: the spread read "4 answered" with five learners in the lesson; the one who had not was nowhere."""
+    from tinygpt.ui.host.positions import Positions, in_lesson, not_answered
+
+    seen = Positions()
+    for lid, name in (("ann", "Ann"), ("ben", "Ben"), ("fay", "Fay")):
+        seen.saw(lid, 2, None, now=100.0, name=name)
+    seen.saw("bo", None, None, now=100.0, name="Bo")  # outside the lesson: not asked
+    here = in_lesson(seen, now=100.0)
+    assert set(here) == {"ann", "ben", "fay"}
+    said = not_answered(here, {"ann", "ben"})
+    assert said == "2 of 3 learners in the lesson (a pane seen in the last 90 s) have answered." and "Fay" not in said
+    assert not_answered(here, {"ann", "ben"}, named=True).endswith("have answered; not yet: Fay.")
+    assert not_answered({"ann": here["ann"]}, set()) == ("0 of 1 learner in the lesson (a pane seen in the last 90 s) "
+                                                         "has answered.")  # fmt: skip
+    assert not_answered({}, set()) == ""
 
 
 def test_a_learners_first_page_tells_the_room_their_lesson_step_at_once(runs_dir):

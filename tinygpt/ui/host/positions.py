@@ -40,6 +40,11 @@ class Positions:
         with self._lock:
             self._seen[learner_id] = Position(step, run_id, time.monotonic() if now is None else now, name)
 
+    def forget(self, learner_id: str) -> None:
+        """No longer a learner here (the session gave the instructor key): its last report as one leaves the counts."""
+        with self._lock:
+            self._seen.pop(learner_id, None)
+
     def present(self, now: float | None = None, window_s: float = WINDOW_S) -> dict[str, Position]:
         """{learner id: last report} of every learner heard from within `window_s`."""
         now = time.monotonic() if now is None else now
@@ -84,24 +89,55 @@ def with_positions(
 
 
 def without_runs(
-    positions: Positions, learners: Mapping[str, str], names: Mapping[str, str], steps: int, now: float | None = None
+    positions: Positions,
+    learners: Mapping[str, str],
+    names: Mapping[str, str],
+    steps: int,
+    now: float | None = None,
+    named: bool = False,
 ) -> str:
     """ "Here without a run of their own: 3 learners at step 4/12, watching Ada's run; 1 not in the lesson." for the
     learners heard from lately who own none of the table's runs (`learners`: run id -> learner id; `names`: run id
     -> whose run it is), "" when there are none: a review's learner who only watched had no row, and the
     instructor could not see she was there, nor where. Counted, never named: the Room is the page on the projector,
-    and names appear there only on the instructor's toggle (the predictions' "Name the learners")."""
+    and names appear there only on the instructor's toggle (the predictions' "Name the learners": `named`, a
+    review's instructor could not find who was here). "Here" is a pane heard from within WINDOW_S: a closed tab
+    leaves the count that long later, and the line says so."""
     owners = set(learners.values())
     groups: Counter[tuple[str, str]] = Counter()
+    who = []
     for learner_id, position in positions.present(now).items():
         if learner_id in owners:
             continue
+        who.append(position.name or "?")
         where = "not in the lesson" if position.step is None else f"at step {position.step + 1}/{steps}"
         groups[where, f", watching {names[position.run_id]}" if position.run_id in names else ""] += 1
     if not groups:
         return ""
     total = sum(groups.values())
     said = [f"{n} {where}{watching}" for (where, watching), n in sorted(groups.items(), key=lambda g: -g[1])]
+    names_said = f": {', '.join(sorted(who, key=str.lower))}" if named else ""
+    seen = f" (a pane seen in the last {WINDOW_S:.0f} s{names_said})"
     if len(said) == 1:  # "6 learners at step 1/12": the count once
-        return f"Here without a run of their own: {total} learner{'s' if total > 1 else ''} {said[0].split(' ', 1)[1]}."
-    return f"Here without a run of their own: {total} learners; {'; '.join(said)}."
+        plural = "s" if total > 1 else ""
+        return f"Here without a run of their own: {total} learner{plural} {said[0].split(' ', 1)[1]}{seen}."
+    return f"Here without a run of their own: {total} learners; {'; '.join(said)}{seen}."
+
+
+def in_lesson(positions: Positions, now: float | None = None) -> dict[str, Position]:
+    """{learner id: last report} of the learners heard from lately whose pane is on a lesson step."""
+    return {lid: p for lid, p in positions.present(now).items() if p.step is not None}
+
+
+def not_answered(here: Mapping[str, Position], answered: set[str], named: bool = False) -> str:
+    """ "4 of 5 learners in the lesson (a pane seen in the last 90 s) have answered; not yet: Fay." (names only when
+    `named`), "" when no learner is in the lesson: the spread's "4 answered" alone hid one who had not (a review)."""
+    if not here:
+        return ""
+    waiting = sorted((p.name or "?" for lid, p in here.items() if lid not in answered), key=str.lower)
+    done, total = len(here) - len(waiting), len(here)
+    line = (f"{done} of {total} learner{'s' if total > 1 else ''} in the lesson (a pane seen in the last "
+            f"{WINDOW_S:.0f} s) {'has' if 1 in (done, total) else 'have'} answered")  # fmt: skip
+    if waiting and named:
+        line += f"; not yet: {', '.join(waiting)}"
+    return line + "."

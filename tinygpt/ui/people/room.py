@@ -225,6 +225,10 @@ def become_instructor(key: str) -> bool:
         return False
     actor = current()
     state.put(people_keys.LEARNER, Actor(actor.id, actor.name, True))
+    # Its pages reported it as a learner until now: the Room counted the instructor among "3 learners" (a check).
+    from tinygpt.ui.host import resources  # late: the frame draws the menu before resources' imports load
+
+    resources.positions().forget(actor.id)
     state.put(
         people_keys.LEARNER_COOKIES, {**(state.get(people_keys.LEARNER_COOKIES) or {}), INSTRUCTOR_COOKIE: key.strip()}
     )

@@ -14,7 +14,7 @@ import streamlit as st
 from tinygpt.errors import TinyGPTError
 from tinygpt.runs.owners import Actor
 from tinygpt.ui import state
-from tinygpt.ui.host import resources
+from tinygpt.ui.host import positions, resources
 from tinygpt.ui.people import people_keys, room
 from tinygpt.ui.screen import downloads, flashes
 from tinygpt.ui.teach import lesson, lesson_reset, predictions, record, teach_keys
@@ -228,7 +228,7 @@ def closes_answers(step: lesson.Step, actor: Actor) -> str | None:
     if not held or held[0] != step.key or not getattr(held[3], "ready", False):
         return None
     # the instructor's own id left out: their pane reported as a learner's until they gave the key
-    here = {lid for lid, where in resources.positions().present().items() if where.step is not None} - {actor.id}
+    here = set(positions.in_lesson(resources.positions())) - {actor.id}
     records, _ = book().step(step.key)
     answered = {lid for lid, record in records.items() if record.get("answer") in step.answers.options}
     if not here - answered:
@@ -307,18 +307,23 @@ def pane_part(
 
 
 def _spread() -> None:
-    room = lesson.read_room(resources.get_store().root)
-    if room["step"] is None:
+    room_data = lesson.read_room(resources.get_store().root)
+    if room_data["step"] is None:
         st.caption("No lesson yet: once you teach it, each step's predictions appear here as learners answer.")
         return
-    step = lesson.STEPS[room["step"]]
+    step = lesson.STEPS[room_data["step"]]
     if step.answers is None:
         return
     records, outcome = book().step(step.key)
     spread = predictions.tally(step.answers, records, outcome)
-    st.markdown(f"**Step {room['step'] + 1}: {safe.md(step.section)}** · {safe.md(step.predict)}")
+    st.markdown(f"**Step {room_data['step'] + 1}: {safe.md(step.section)}** · {safe.md(step.predict)}")
     # In one line, as text (what a browser test reads too); the share once the room's check grades every answer
     st.markdown(safe.md(predictions.spread_line(spread, graded=outcome is not None)))
+    answered = {lid for lid, record in records.items() if record.get("answer") in step.answers.options}
+    # the instructor's own id left out: their pane reported as a learner's until they gave the key (closes_answers)
+    here = {lid: p for lid, p in positions.in_lesson(resources.positions()).items() if lid != room.current().id}
+    if who := positions.not_answered(here, answered, named=bool(state.get(people_keys.W_SPREAD_NAMES))):
+        st.caption(safe.md(who))
     counts = [{"answer": a, "learners": n} | ({"grade": predictions.grade(step.answers, a, outcome) or ""}
               if outcome else {}) for a, n in spread["counts"].items()]  # fmt: skip
     top = max([1, *spread["counts"].values()])
