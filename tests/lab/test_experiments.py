@@ -417,8 +417,9 @@ def test_the_scaling_and_residual_verdicts_rest_on_the_held_out_gap_and_its_pair
     bad.mean_entropy = 0.05
     good.layer_grad_norms, bad.layer_grad_norms = {"L0.attn": 0.7}, {"L0.attn": 0.3}
     verdict = EXPERIMENTS["scaling"].verdict({"scaled 1/sqrt(d_head)": good, "unscaled": bad})
-    assert verdict.reproduced is None and "the held-out loss gap is not decided (2.360 unscaled vs 2.250 scaled" in verdict.sentence
-    assert "paired over 5 held-out batches" in verdict.sentence and "training loss 2.620 unscaled vs 2.200 scaled" in verdict.sentence
+    said = verdict.sentence
+    assert verdict.reproduced is None and "the held-out loss gap is not decided (2.360 unscaled vs 2.250 scaled" in said
+    assert "paired over 5 held-out batches" in said and "training loss 2.620 unscaled vs 2.200 scaled" in said
     good, bad = pair(2.36)
     good.layer_grad_norms, bad.layer_grad_norms = {"L0.attn": 0.7}, {"L0.attn": 1e-5}
     verdict = EXPERIMENTS["residual"].verdict({"residual": good, "detached residual": bad})
@@ -812,8 +813,9 @@ def test_no_positions_is_reproduced_only_when_the_reference_learned_and_the_held
     good = run(1.25, 1.30, initial_loss=3.4)
     verdict = judge({"learned positions": good, "no positions": run(2.45, 2.50, spread=1.5)})
     assert verdict.reproduced is True, verdict.sentence
-    assert "held-out loss ended at 2.500 no positions vs 1.300 learned (the bar: at least 0.30 higher)" in verdict.sentence
-    assert "paired over 5 held-out batches" in verdict.sentence and "Training loss 2.450 no positions vs 1.250 learned" in verdict.sentence
+    said = verdict.sentence
+    assert "held-out loss ended at 2.500 no positions vs 1.300 learned (the bar: at least 0.30 higher)" in said
+    assert "paired over 5 held-out batches" in said and "Training loss 2.450 no positions vs 1.250 learned" in said
 
     # The sceptic's case: training 1.2 nats apart, held-out only 0.10: the training gap no longer decides
     close = judge({"learned positions": good, "no positions": run(2.45, 1.40, spread=1.5)})

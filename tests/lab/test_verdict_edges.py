@@ -707,7 +707,8 @@ def test_the_warmup_stall_a_third_in_is_judged_on_held_out_loss_where_an_eval_wa
     assert "held-out loss 1.820 no warmup vs 1.944 warmup at step 100, a third of the way in" in said, said
     assert "keeps up a third of the way in" in said and "training loss 3.000" not in said, said
     assert verdict.reproduced is False, said  # the held-out gap a third in lies below the bar: not the stall
-    assert verdict.observed["held-out loss at step 100, lr 1e-2, no warmup / warmup"] == "1.820 no warmup vs 1.944 warmup"
+    third = verdict.observed["held-out loss at step 100, lr 1e-2, no warmup / warmup"]
+    assert third == "1.820 no warmup vs 1.944 warmup"
     runs["warmup, lr 1e-2"].mid_eval = {}  # one run without that eval: both fall back to the training loss, said so
     assert "a third of the way in (no eval there)" in EXPERIMENTS["warmup"].verdict(runs).sentence
 

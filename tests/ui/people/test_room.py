@@ -610,7 +610,8 @@ def test_the_room_names_the_learners_here_without_a_run_of_their_own():
         "Here without a run of their own: 2 learners at step 4/12, watching Ada's run (a pane seen in the last 90 s).")
     assert without_runs(seen, {"run-a": "ada-id", "r2": "lena-id", "r3": "bo-id"}, {}, 12, now=100.0) == ""
     # before any run: everyone heard from is here without one (a review's Room said nothing of four learners)
-    assert without_runs(seen, {}, {}, 12, now=100.0).startswith("Here without a run of their own: 3 learners at step 4/12")
+    before = without_runs(seen, {}, {}, 12, now=100.0)
+    assert before.startswith("Here without a run of their own: 3 learners at step 4/12")
 
 
 def test_the_room_says_who_in_the_lesson_has_not_answered():
