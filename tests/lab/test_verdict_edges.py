@@ -750,7 +750,7 @@ def test_smaller_attention_gradients_are_judged_against_the_steps_paired_noise()
     bad.first_attn_grads = tuple((s, g + 0.1 * rng.gauss(0, 1)) for s, g in good.first_attn_grads)
     good.layer_grad_norms, bad.layer_grad_norms = {"L0.attn": 0.960}, {"L0.attn": 0.959}
     said = EXPERIMENTS["scaling"].verdict(results).sentence
-    assert "attention gradients are not told apart (0.959 vs 0.960; the first layer's, paired over 20 steps" in said
+    assert "not told apart (0.959 unscaled vs 0.960 scaled; the first layer's, paired over 20 steps" in said
     assert "attention gradients are smaller" not in said
     assert "(not told apart from the steps' paired noise) (a consequence seen on Tiny Shakespeare): not told apart" \
         in said  # fmt: skip

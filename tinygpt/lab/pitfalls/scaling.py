@@ -15,7 +15,6 @@ from ..verdict import (
     all_of,
     clears,
     decide,
-    fmt,
     gt3,
     held_out,
     held_out_difference,
@@ -74,10 +73,11 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     worse, spread = clears(difference, SCALING_WORSE)
     if difference.mean is None:  # never decided on training loss alone: the clause says what is missing
         spread = "held-out loss not recorded"
-    entropies = f"{fmt(bad.mean_entropy, 2)} vs {fmt(good.mean_entropy, 2)} nats"
-    attention = f"max weight {fmt(bad.mean_max_weight, 2)}, entropy {entropies}"
-    gain = f"gain {fmt(bad.softmax_gain)} vs {fmt(good.softmax_gain)}"
-    grads = f"{fmt(bad.attention_grad_norm)} vs {fmt(good.attention_grad_norm)}{grads_noise}"
+    # Each pair named, unscaled first (a review could not tell whose "0.01 vs 1.47" was)
+    entropies = f"{pair(bad.mean_entropy, good.mean_entropy, NAMES, 2)} nats"
+    attention = f"max weight {pair(bad.mean_max_weight, good.mean_max_weight, NAMES, 2)}, entropy {entropies}"
+    gain = f"gain {pair(bad.softmax_gain, good.softmax_gain, NAMES)}"
+    grads = f"{pair(bad.attention_grad_norm, good.attention_grad_norm, NAMES)}{grads_noise}"
     losses = f"{pair(bad.final_val_loss, good.final_val_loss, NAMES)}; the bar: at least {SCALING_WORSE:.2f} higher"
     parts = [
         say(saturated, "unscaled attention is near one-hot", "unscaled attention is not near one-hot",

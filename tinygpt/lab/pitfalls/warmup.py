@@ -46,12 +46,12 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     hw, hn = results["warmup, lr 1e-2"], results["no warmup, lr 1e-2"]
     dw, dn = results["warmup, lr 2e-3"], results["no warmup, lr 2e-3"]
     observed = {
-        "loss at 1/3, lr 1e-2, no warmup": hn.mid_loss,
-        "loss at 1/3, lr 1e-2, warmup": hw.mid_loss,
-        "final loss, lr 1e-2, no warmup": hn.final_train_loss,
-        "final loss, lr 1e-2, warmup": hw.final_train_loss,
-        "final loss, lr 2e-3, no warmup": dn.final_train_loss,
-        "final loss, lr 2e-3, warmup": dw.final_train_loss,
+        "training loss at 1/3, lr 1e-2, no warmup": hn.mid_loss,
+        "training loss at 1/3, lr 1e-2, warmup": hw.mid_loss,
+        "final training loss, lr 1e-2, no warmup": hn.final_train_loss,
+        "final training loss, lr 1e-2, warmup": hw.final_train_loss,
+        "final training loss, lr 2e-3, no warmup": dn.final_train_loss,
+        "final training loss, lr 2e-3, warmup": dw.final_train_loss,
         "early clipped steps, lr 1e-2, no warmup / warmup": f"{hn.clip_events_early} / {hw.clip_events_early}",
         "diverged": ", ".join(f"{label} {diverged_at(r)}" for label, r in results.items() if diverged_at(r)) or None,
     }  # fmt: skip
