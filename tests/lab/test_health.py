@@ -59,7 +59,8 @@ def _finished_run(flat_from: int, steps: int = 200, warmup: int = 30) -> list[di
 
 
 def test_a_finished_runs_flat_end_is_its_schedule_not_a_stall():
-    trend = {c.name: c for c in check_training_metrics(_finished_run(flat_from=140), 1.0)}["loss still decreasing"]
+    checks = check_training_metrics(_finished_run(flat_from=140), 1.0)
+    trend = {c.name: c for c in checks}["training loss still decreasing"]
     assert trend.outcome == PASS, trend
     # what the outcome rests on comes first (a review read FAIL beside "expected"), the flat end said as not judged
     assert trend.detail.startswith("judged on the steps at the higher learning rates (steps ")
@@ -68,11 +69,11 @@ def test_a_finished_runs_flat_end_is_its_schedule_not_a_stall():
 
 def test_a_flat_loss_at_a_high_learning_rate_still_fails():
     records = _finished_run(flat_from=40)  # flat long before the decay: a stall, said as one
-    trend = {c.name: c for c in check_training_metrics(records, 1.0)}["loss still decreasing"]
+    trend = {c.name: c for c in check_training_metrics(records, 1.0)}["training loss still decreasing"]
     assert trend.outcome == FAIL, trend.detail
     assert trend.detail.startswith("judged on the steps at the higher learning rates"), trend.detail
     constant = [{"step": s, "loss": 2.0 + 0.01 * math.sin(s), "lr": 1e-3, "grad_norm": 0.5} for s in range(1, 80)]
-    trend = {c.name: c for c in check_training_metrics(constant, 1.0)}["loss still decreasing"]
+    trend = {c.name: c for c in check_training_metrics(constant, 1.0)}["training loss still decreasing"]
     assert trend.outcome == FAIL and "schedule" not in trend.detail
 
 
@@ -80,7 +81,7 @@ def test_a_loss_that_went_non_finite_fails_the_trend_not_passes_it_without_that_
     """A review: a naive-softmax run whose step 54 had loss null read "loss still decreasing: pass 3.516 → 2.972"."""
     records = [{"step": s, "loss": 4.0 - s * 0.02, "lr": 2e-3, "grad_norm": 0.5} for s in range(1, 54)]
     records.append({"step": 54, "loss": None, "lr": 2e-3, "grad_norm": None})
-    trend = {c.name: c for c in check_training_metrics(records, 1.0)}["loss still decreasing"]
+    trend = {c.name: c for c in check_training_metrics(records, 1.0)}["training loss still decreasing"]
     assert trend.outcome == FAIL and "not finite at step 54" in trend.detail, trend
 
 
@@ -141,12 +142,12 @@ def test_a_loss_that_fell_from_before_the_decay_to_the_newest_steps_is_still_dec
     records = [{"step": s, "loss": 3.4 - 0.002 * s + rng.gauss(0, 0.13), "lr": lr_at(s, 2e-3, 2e-4, 30, 300),
                 "grad_norm": 0.5} for s in range(1, 301)]  # fmt: skip
     assert loss_trend_check([r["loss"] for r in records[-50:]]).outcome == FAIL  # the newest window alone: flat
-    trend = {c.name: c for c in check_training_metrics(records, 1.0)}["loss still decreasing"]
+    trend = {c.name: c for c in check_training_metrics(records, 1.0)}["training loss still decreasing"]
     assert trend.outcome == PASS, trend
     assert trend.detail.startswith("fell from the steps at the higher learning rates (steps "), trend
     assert trend.value < 0 and "higher-rate steps'" in trend.threshold  # the value and bar of the test it passed
     flat = [dict(r, loss=2.5 + rng.gauss(0, 0.13)) for r in records]  # the same schedule, no fall: still a FAIL
-    assert {c.name: c for c in check_training_metrics(flat, 1.0)}["loss still decreasing"].outcome == FAIL
+    assert {c.name: c for c in check_training_metrics(flat, 1.0)}["training loss still decreasing"].outcome == FAIL
 
 
 def test_the_clipping_rows_bar_counts_steps_as_its_value_does():

@@ -145,7 +145,7 @@ def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     reader.poll()
     rows = {r["check"]: r for r in lab.health_rows(str(run_dir), reader.checkpoints()[-1], reader.metrics)}
     assert {r["result"] for r in rows.values()} <= {"pass", "FAIL", "not enough data"}
-    assert rows["loss still decreasing"]["result"] in ("pass", "FAIL")  # 20 steps: enough to judge
+    assert rows["training loss still decreasing"]["result"] in ("pass", "FAIL")  # 20 steps: enough to judge
     assert all(r["threshold"] for r in rows.values())
     assert rows["no future leak"]["result"] == "pass" and rows["no future leak"]["measured"] == "0"
     # Each row says what it read: the shape step's verdict probes the same windows (results.probe_batch)
@@ -154,17 +154,17 @@ def test_health_rows_carry_an_outcome_a_measurement_and_a_threshold(tmp_runs):
     assert rows["attention rows sum to 1"]["measured on"] == f"4 {windows}"
     assert rows["no future leak"]["measured on"] == f"2 {windows}"
     last = reader.metrics[-1]["step"]  # the step checks read every step recorded, not only those to the checkpoint
-    assert rows["loss still decreasing"]["measured on"] == f"the run's recent steps, to step {last:,}"
+    assert rows["training loss still decreasing"]["measured on"] == f"the run's recent steps, to step {last:,}"
     # A diverged run checkpointed at step 0 and broken later (a review's softmax run: "no steps yet"): the step checks
     # read the steps after the checkpoint too
     # the step checks read the steps as written, not a page's thinned records (a review: every 16th step)
     sparse = [*reader.metrics[:-1:4], reader.metrics[-1]]  # as a reader thins: every 4th step, and the newest
     thinned = {r["check"]: r for r in lab.health_rows(str(run_dir), step, sparse)}
-    assert thinned["loss still decreasing"]["detail"] == rows["loss still decreasing"]["detail"]
+    assert thinned["training loss still decreasing"]["detail"] == rows["training loss still decreasing"]["detail"]
     # under a leak to the newest step, no trend is judged (Train and Gradients judge none there)
     leaky = {r["check"]: r for r in lab.health_rows(str(run_dir), step, reader.metrics, leaks=[("none", 5, last)])}
-    assert leaky["loss still decreasing"]["result"] == "not enough data"
-    assert "under mask none (a leak, since step 5)" in leaky["loss still decreasing"]["detail"]
+    assert leaky["training loss still decreasing"]["result"] == "not enough data"
+    assert "under mask none (a leak, since step 5)" in leaky["training loss still decreasing"]["detail"]
     held = {r["check"]: r for r in lab.health_rows(str(run_dir), step, reader.metrics, evals=reader.evals)}
     assert held["held-out loss not rising"]["measured on"].startswith("the run's evals")  # the lab's evidence too
     assert "held-out loss not rising" not in rows  # only where the page passes the evals

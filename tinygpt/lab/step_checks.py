@@ -51,7 +51,7 @@ def check_training_metrics(metrics: list[dict], max_grad_norm: float, leaks=()) 
         checks.append(grad_clip_check([m.get("grad_norm") for m in metrics], max_grad_norm, losses=losses))
     if leaked:
         mask, a, _ = leaked[-1]
-        checks.append(Check("loss still decreasing", NOT_ENOUGH, None, TREND_THRESHOLD, (
+        checks.append(Check("training loss still decreasing", NOT_ENOUGH, None, TREND_THRESHOLD, (
             f"the newest steps trained under mask {mask} (a leak, since step {a:,}): a loss under it measures "
             "copying, so no trend is judged")))  # fmt: skip
     else:
@@ -60,13 +60,13 @@ def check_training_metrics(metrics: list[dict], max_grad_norm: float, leaks=()) 
 
 
 def _broken_trend(metrics: list[dict]) -> Check | None:
-    """"loss still decreasing" FAILed where the newest step's loss is not finite: the run diverged there. A review's
+    """The training-loss trend FAILed where the newest step's loss is not finite: the run diverged there. A review's
     naive-softmax run read "pass: 3.516 → 2.972" with its NaN step 54 dropped from the trend."""
     last = metrics[-1] if metrics else {}
     loss = last.get("loss")
     if not metrics or (isinstance(loss, (int, float)) and math.isfinite(loss)):
         return None
-    return Check("loss still decreasing", FAIL, None, TREND_THRESHOLD, f"the loss is not finite at step "
+    return Check("training loss still decreasing", FAIL, None, TREND_THRESHOLD, f"the loss is not finite at step "
                  f"{last.get('step')} (the run diverged there): no trend before it says the training is sound")
 
 
@@ -77,7 +77,7 @@ def _losses(records: list[dict]) -> list[float]:
 def schedule_trend_check(metrics: list[dict], window: int = TREND_WINDOW) -> Check:
     """loss_trend_check on the last `window` steps, knowing the schedule: where those steps ran at less than half
     the run's peak learning rate (the cosine decay's tail, min_lr at its end), a flat loss is what the schedule
-    does, not a stall. A run that simply finished its 200 steps read "loss still decreasing: FAIL". It is then
+    does, not a stall. A run that simply finished its 200 steps read "training loss still decreasing: FAIL". It is then
     judged on the last `window` steps at the higher learning rates (half the peak or more), and says so; and a loss
     that fell from those steps to the newest ones beyond their noise passes (each window alone may be flat)."""
     recent = metrics[-window:]
@@ -185,7 +185,9 @@ def loss_trend_check(losses: list[float]) -> Check:
     """Is the loss still falling? The older and newer half of recent step losses, compared with the noise of
     step losses (standard error of the difference of the two means): only a decrease beyond TREND_SIGMAS of it
     passes. A flat or rising loss fails; fewer than TREND_MIN_STEPS losses is "not enough data"."""
-    name = "loss still decreasing"
+    # "training": the held-out row is its own, and a review read a bare "loss still decreasing: pass" as the model
+    # learning, on a run whose held-out loss rose
+    name = "training loss still decreasing"
     threshold = TREND_THRESHOLD
     losses = [x for x in losses if math.isfinite(x)]
     if len(losses) < TREND_MIN_STEPS:

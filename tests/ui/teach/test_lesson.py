@@ -200,7 +200,7 @@ def test_health_passes_only_when_the_bug_fails_both_named_checks_and_the_correct
 
 def test_health_fails_when_the_bug_fails_only_loss_still_decreasing():
     """Issue 33 finding 8: the step passed when the bug failed only "loss still decreasing"."""
-    loss = {"check": "loss still decreasing", "result": "FAIL", "measured": "0.01", "threshold": "> noise"}
+    loss = {"check": "training loss still decreasing", "result": "FAIL", "measured": "0.01", "threshold": "> noise"}
     check = lesson.health_catches(Evidence(health={"correct": health_rows(True, True),
                                                    "silent bug": health_rows(True, True, loss)}))  # fmt: skip
     assert check.passed is False
