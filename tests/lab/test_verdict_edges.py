@@ -756,3 +756,19 @@ def test_smaller_attention_gradients_are_judged_against_the_steps_paired_noise()
         in said  # fmt: skip
     bad.first_attn_grads = tuple((s, g / 10) for s, g in good.first_attn_grads)  # a tenth, every step
     assert "attention gradients are smaller (" in EXPERIMENTS["scaling"].verdict(results).sentence
+
+
+def test_the_warmup_verdict_says_the_held_out_basis_once():
+    """A review: the warmup verdict repeated the 40-word basis of its held-out noise three times (a third in, the end,
+    the demo's rate), on a projector. The later gaps on the same batches say it short, keeping their own spread."""
+    from tinygpt.lab.pitfalls.warmup import _brief
+    from tinygpt.lab.verdict import Difference
+
+    full = "paired over 5 held-out batches of 16 windows of 32 (2,560 characters), the same windows, drawn at random"
+    first = Difference(0.3, 0.03, 5, True, basis=f"{full}; the batches' spread alone gives ± 0.064, widened")
+    later = Difference(0.5, 0.05, 5, True, basis=f"{full}; the batches' spread alone gives ± 0.099, widened")
+    assert _brief(later, first).noise(3) == ("± 0.150 (3 s.e., paired over the same 5 held-out batches; the batches' "
+                                             "spread alone gives ± 0.099, widened)")  # fmt: skip
+    assert _brief(later, None) is later  # nothing said before: said whole
+    other = Difference(0.5, 0.05, 20, True, basis="the training noise, paired over 20 shared steps")
+    assert _brief(other, first) is other  # another basis: said whole
