@@ -254,7 +254,9 @@ def show_verdict(verdict: Verdict, experiment: Experiment | None = None, about: 
         st.caption(ONE_SEED if "±" in verdict.sentence else ONE_SEED_PLAIN)
     rows = [{"measured": name, "value": _cell(value)} for name, value in verdict.observed.items()]
     if rows:  # a verdict of "not enough data" may measure nothing beyond its sentence: no empty table under it
-        st.dataframe(rows, hide_index=True, width="stretch")
+        # A table, not a grid: its cells wrap and take the page's font size (a review at Large fonts read "held-out
+        # loss 2.226 no warmup vs 1.749 warm…", cut, in a grid that stayed small)
+        st.table(rows, hide_index=True)
 
 
 def sample_caption(label: str, run) -> str:
