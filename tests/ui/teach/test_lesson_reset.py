@@ -126,6 +126,17 @@ def test_the_instructor_resets_the_lecture_run_and_the_room_follows_the_branch(r
     learner.run()
     learner.run()
     assert learner.session_state[state.RUN_ID] == parent
+    # A session that never watched it as the lecture run opens the broken run by its address: it stays there, told
+    # where the lecture went (a review's learner asked for it by name and was moved to the branch)
+    said_to_her.clear()
+    late = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
+    late.session_state["learner"] = Actor("z", "zoe", False)
+    late.query_params["run"], late.query_params["view"] = parent, "1"
+    late.run()
+    late.run()
+    assert not late.exception, late.exception
+    assert late.session_state[state.RUN_ID] == parent
+    assert any("You stay on the run you opened" in text for text in said_to_her), said_to_her
 
 
 def test_the_banners_reset_closes_its_popover(runs_dir, tiny_text):

@@ -122,7 +122,8 @@ def follow_reset(room_data: dict, actor: Actor, store: RunStore) -> bool:
     """A learner watching the lecture run the instructor has just reset moves to its branch, the room's lecture run
     now, once (True: the page must be drawn again); one watching the room's previous lecture run moves to a new
     class's fresh one. A review's learner stayed on the paused broken run, her pane reading the branch's "not
-    enough data" as another run's. One who opens the old run again stays there."""
+    enough data" as another run's. One who opens the old run again stays there, and so does a session that opens it
+    by its address without having watched it as the lecture run."""
     lecture = (room_data["runs"].get(LECTURE) or {}).get("run")
     before = state.get(teach_keys.LESSON_FOLLOWED)
     if actor.instructor or not lecture or before == lecture:
@@ -130,6 +131,12 @@ def follow_reset(room_data: dict, actor: Actor, store: RunStore) -> bool:
     state.put(teach_keys.LESSON_FOLLOWED, lecture)
     viewing = in_view.run_id()
     branch = read_branch(store.path(lecture)) if viewing and viewing != lecture and store.exists(lecture) else None
+    if branch is not None and branch["parent"] == viewing and before is None:
+        # A session that never watched it as the lecture run opened the old run by its address (a link, a bookmark):
+        # it stays (a review's learner asked for the broken run by name and was moved), told where the lecture went
+        flashes.flash("info", f"The instructor reset this run: the lecture run is now its branch from step "
+                      f"{branch['step']} (on the Runs page). You stay on the run you opened.", viewing)  # fmt: skip
+        return False
     if branch is not None and branch["parent"] == viewing:
         said = f"The instructor reset the lecture run: you now watch its branch from step {branch['step']}."
     elif viewing and viewing == before:  # a new class's fresh lecture run (afresh): a review's learner stayed behind
