@@ -240,13 +240,8 @@ def read_result(reader, probe: Callable[[str, int], dict] | None = None) -> RunR
         diverged_step=int(broke[0]["step"]) if broke else None,
         nonfinite_tensor=str(nonfinite[0].get("tensor", "")) if nonfinite else "",
         # the prompt first, then the model's text: "mid + + 1" alone started mid-line (a review)
-        sample=(
-            str(samples[-1].get("prompt") or "") + str(samples[-1].get("text") or "")
-            if samples[-1].get("text")
-            else str(samples[-1].get("error", ""))
-        )
-        if samples
-        else "",  # fmt: skip
+        sample=(str(samples[-1].get("prompt") or "") + str(samples[-1].get("text") or "") if samples[-1].get("text")
+                else str(samples[-1].get("error", ""))) if samples else "",  # fmt: skip
         sample_step=samples[-1].get("step") if samples and isinstance(samples[-1].get("step"), int) else None,
         **{k: attention.get(k) for k in ("mean_entropy", "mean_max_weight", "saturated_rows")},
         **{k: attention.get(k) for k in ("softmax_gain", "row_sum_error")},

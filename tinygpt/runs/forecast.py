@@ -69,8 +69,10 @@ def queued_reason(job: Job, ahead: list[Job], starts: float, slots: int) -> str:
     reason = f"waiting for a free training slot ({slots} run(s) train at once)"
     if job.priority == PREPARED:
         reason += "; live runs go first"
-        if slots >= 2:  # jobs.next_index: "live runs go first" alone read wrong beside a learner's run that waited
-            reason += ", but one slot is the prepared runs' while they wait"  # for prepared runs to start (a review)
+        # jobs.next_index keeps one slot for them: "live runs go first" alone read wrong beside a learner's live run
+        # that waited for prepared ones (a review)
+        if slots >= 2:
+            reason += ", but one slot is the prepared runs' while they wait"
     elif prepared := sum(j.priority == PREPARED for j in ahead):
         reason += (
             f"; the {prepared} prepared run(s) ahead of it start first: while prepared runs wait, the last free "

@@ -96,10 +96,8 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     clauses = {
         f"unscaled attention near one-hot (max weight > {SATURATED}, entropy under half the scaled run's)": saturated,
         "the unscaled softmax passing back under half the scaled one's gradient": starved,
-        GRADIENTS
-        + (
-            "" if smaller_grads is not None or not grads_noise else " (not told apart from the steps' paired noise)"
-        ): Clause(smaller_grads, consequence=True, seen_on=CONSEQUENCES[GRADIENTS]),
+        GRADIENTS + ("" if smaller_grads is not None or not grads_noise else " (not told apart from the steps' "
+                     "paired noise)"): Clause(smaller_grads, consequence=True, seen_on=CONSEQUENCES[GRADIENTS]),
         f"a final held-out loss at least {SCALING_WORSE:.2f} nats higher unscaled"
         + ("" if worse is not None else f" ({spread})"): worse,
     }
