@@ -408,6 +408,8 @@ def test_the_runs_tables_first_columns_give_names_and_losses_room():
     assert list(runinfo.RUNS_TABLE_WIDTHS) == runinfo.RUNS_TABLE_FIRST
     widths = [runinfo.RUNS_TABLE_WIDTHS[c]["width"] for c in runinfo.RUNS_TABLE_FIRST]
     assert sum(widths) <= 850 and min(widths[1], widths[4]) >= 140  # all five beside a 1280 px window's sidebar
+    large = runinfo.runs_table_widths(True)  # Large fonts' wider sidebar leaves ~72 px less (a browser test)
+    assert sum(c["width"] for c in large.values()) <= 850 - 72 and large["owner"] == runinfo.RUNS_TABLE_WIDTHS["owner"]
 
 
 def test_the_lr_note_says_the_runs_own_schedule():
