@@ -78,7 +78,7 @@ def live_gradients() -> None:
                 code=False,
                 caption=runinfo.clip_caption(metrics, knobs, optimizer, rd.evals, leak_spans(
                     config, rd.events, max(now, metrics[-1].get("step") or 0 if metrics else 0)),  # to the newest
-                    (config.get("branch") or {}).get("step")),  # a branch's: its own steps
+                    (config.get("branch") or {}).get("step"), rd.checkpoints() or ()),  # a branch's: its own steps
             )
             notes = runinfo.event_notes(rd.events)
             if notes:

@@ -90,7 +90,8 @@ def _figures(rd, parent, config: dict, status: dict, options: tuple, queued: tup
     newest = max(int(status.get("step") or 0), int((rd.metrics[-1].get("step") or 0) if rd.metrics else 0))
     leaks = leak_spans(config, rd.events, newest)
     since = (config.get("branch") or {}).get("step")  # a branch's steps up to it are its parent's
-    return {**figures, "clip": runinfo.clip_caption(rd.metrics, knobs, optimizer, rd.evals, leaks, since),
+    return {**figures, "clip": runinfo.clip_caption(rd.metrics, knobs, optimizer, rd.evals, leaks, since,
+                                                    rd.checkpoints() or ()),
             "lr_note": schedule_words.lr_note(config, knobs, ended, rd.events, status.get("step"))}  # fmt: skip
 
 
