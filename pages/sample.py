@@ -153,8 +153,10 @@ if st.button("Generate", type="primary", icon=":material/edit:"):
     except TinyGPTError as e:
         st.warning(safe.md(e))
         state.pop(sample_keys.LAST_SAMPLE)  # the charts below would describe an earlier prompt
-elif state.get(sample_keys.LAST_SAMPLE):
-    last = state.get(sample_keys.LAST_SAMPLE)
+elif (last := state.get(sample_keys.LAST_SAMPLE)) and last.get("run") != run:  # another run's, not drawn under this
+    st.caption(f"Your last sample was drawn from {safe.md(names.get(last['run']) or last['run'])}, another run: "
+               "**Generate** draws one from this run.")  # a review read one run's text under the next run's header
+elif last:
     st.markdown(picking.generated_header(safe.md(names.get(last["run"]) or last["run"]), last["step"],
                                          last.get("at", ""), last.get("settings"), last.get("seed")))  # fmt: skip
     if note := picking.prompt_note(len(last.get("prompt", "")), last.get("context", 0) or 10**9):
@@ -163,7 +165,7 @@ elif state.get(sample_keys.LAST_SAMPLE):
 
 last = state.get(sample_keys.LAST_SAMPLE)
 large = fonts.large_fonts()
-if last and last.get("probs") is not None:
+if last and last.get("probs") is not None and last.get("run") == run:
     if stale := picking.stale_sample_note(last.get("settings"), sampling):
         st.caption(stale)
     c1, c2 = (st.container(), st.container()) if large else st.columns(2)  # side by side, Large cut both titles

@@ -242,6 +242,16 @@ def test_train_then_steps_update_status_and_every_page_renders(runs_dir):
     assert not at.exception, at.exception
     last = at.session_state[sample_keys.LAST_SAMPLE]
     assert len(last["text"]) == 20 and last["run"] == run_id
+    # Another run's sample is not drawn under this run's header (a review read one run's text and its 78-character
+    # chart under the next run's name): said, and kept for when that run is picked again
+    at.session_state[sample_keys.LAST_SAMPLE] = {**last, "run": "another-run-id"}
+    at.run()
+    assert any("Your last sample was drawn from another-run-id, another run" in plain(c.value) for c in at.caption), [
+        c.value for c in at.caption]
+    assert not any("it picked" in m.value for m in at.markdown)
+    at.session_state[sample_keys.LAST_SAMPLE] = last
+    at.run()
+    assert any("it picked" in m.value for m in at.markdown)
     at.text_area(key=sample_keys.W_PROMPT).set_value("ABC€").run()
     click(at, "Generate")
     assert not at.exception
