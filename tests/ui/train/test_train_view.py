@@ -25,7 +25,7 @@ def drawn_vocab(monkeypatch, run_dir, config: dict) -> int | None:
         return real(metrics, evals, events, vocab_size, **kw)
 
     monkeypatch.setattr(train_view.curves, "loss_chart", loss_chart)
-    rd = SimpleNamespace(run_dir=run_dir, metrics=[], evals=[], events=[])
+    rd = SimpleNamespace(run_dir=run_dir, metrics=[], evals=[], events=[], checkpoints=list)
     train_view._figures(rd, None, config, {"step": 0}, (False, None, 0.0, "steps"))
     return seen[0]
 

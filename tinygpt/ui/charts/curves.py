@@ -219,7 +219,9 @@ def _loss_template(
         layers.insert(0, ghost.mark_line(color=GREY, opacity=0.55, strokeDash=[5, 3], strokeWidth=t["line"]))
         # Wrapped, not drawn at the line's end: "previous run: hidden_dim 32 → 64, num_heads 2 → 16" is wider
         # than a projector's plot, and a label at the plot's edge lost its start ("ous run: ...").
-        subtitle += textwrap.wrap(f"grey dashed curve: {ghost_label or 'the run before this one'}", 44 if large else 70)
+        # At most three lines on a projector: seven squeezed a review's plot to 80 px (the rest: Runs → Compare)
+        subtitle += textwrap.wrap(f"grey dashed curve: {ghost_label or 'the run before this one'}", 44 if large else 70,
+                                  max_lines=3 if large else 6, placeholder=" … (all: Runs → Compare)")
     return finish(layers, title, t, subtitle or None, large=large, below=below)
 
 
