@@ -277,6 +277,10 @@ def test_a_pitfall_measured_at_set_up_is_not_measured_yet_never_not_started():
     check = pitfall_checks.all_pitfalls(Evidence(verdicts=trained))
     assert check.passed is None and not check.settled, check.text
     assert f"not measured yet: {EXPERIMENTS[measured[0]].title}" in check.text and "not started" not in check.text
+    # Set up measures it and decides the check at once: it asks before closing the answers (a review's step 8 did not)
+    assert check.set_up_decides
+    one_training = {**trained, next(iter(trained)): {"reproduced": None}}  # a run still training: Set up won't decide
+    assert not pitfall_checks.all_pitfalls(Evidence(verdicts=one_training)).set_up_decides
 
 
 def test_the_lens_step_is_judged_on_held_out_windows_with_their_noise():

@@ -217,9 +217,15 @@ def test_the_instructors_set_up_asks_first_while_a_decided_check_would_close_una
     store[teach_keys.LESSON_HELD_CHECK] = (step.key, {}, 0.0, decided)
     assert prediction_view.closes_answers(step, LEARNER) is None  # a learner's Set up is their own
     assert prediction_view.closes_answers(step, teacher) == (
-        "0 of 2 learners in the lesson have predicted. This step's check has its result: Set up shows it to "
+        "0 of 2 learners in the lesson have predicted. This step's check is ready: Set up shows it to "
         "everyone now and closes every answer."
     )
+    # A check whose last part Set up itself measures (step 8's memory demo) asks too: a review's step 8 never did
+    last_part = Check(None, "Not enough data yet: 7 of 8 so far; not measured yet: Memory", set_up_decides=True)
+    assert prediction_view.shown_check(step, teacher, last_part).ready
+    store[teach_keys.LESSON_HELD_CHECK] = (step.key, {}, 0.0, prediction_view.shown_check(step, teacher, last_part))
+    assert prediction_view.closes_answers(step, teacher).startswith("0 of 2 learners in the lesson have predicted")
+    store[teach_keys.LESSON_HELD_CHECK] = (step.key, {}, 0.0, decided)
     pages.answer(step.key, "a1", "Ada", step.answers.options[0], step.answers)
     assert prediction_view.closes_answers(step, teacher).startswith("1 of 2 learners in the lesson has predicted")
     pages.answer(step.key, "b2", "Bo", step.answers.options[1], step.answers)

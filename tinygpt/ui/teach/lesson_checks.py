@@ -79,6 +79,9 @@ class Check:
     # evidence that confirms it (the held-out eval, seconds away): the answers close now, graded when it comes. Open
     # until then, a learner could change their answer after watching the curve plunge.
     closes: bool = False
+    # With passed None: all that is missing is measured by Set up itself (the memory demo), so Set up decides it at
+    # once and closes every answer: it asks first, as for a check already decided (a review's step 8 never asked)
+    set_up_decides: bool = False
 
     @property
     def status(self) -> str:

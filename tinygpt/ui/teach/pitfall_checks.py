@@ -43,6 +43,7 @@ def all_pitfalls(ev: Evidence) -> Check:
             f"Not enough data yet: {text} so far; {'; '.join(parts)}.",
             settled=not missing and not waiting and not unmeasured_yet,
             headline=f"Not enough data yet: {_count(len(shown), judged, counts_only, True)} so far ({counts})",
+            set_up_decides=bool(unmeasured_yet) and not (missing or waiting or unmeasured),
         )  # only unmeasured clauses left: nothing more will come
     failed = [k for k in judged if k not in shown]
     crashed, crash_text = _crashes(ev, judged)

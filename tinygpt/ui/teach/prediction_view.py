@@ -211,10 +211,12 @@ def shown_check(step: lesson.Step, actor: Actor, check: lesson.Check) -> lesson.
     if step.answers is None or revealed(step, actor):
         return check
     who = "you press" if actor.instructor else "the instructor (or you) presses"
-    ready = "has its result" if predictions.outcome_of(check) is not None else "is computed from its runs"
+    decided = predictions.outcome_of(check) is not None
+    ready = ("has its result" if decided else "has its runs' results (Set up measures the rest)"
+             if check.set_up_decides else "is computed from its runs")  # fmt: skip
     # Plain text: the banner draws a check's line as it is (safe.md), so "**" showed on the projector.
     return HeldCheck(None, f"This step's check {ready}: it appears once {who} Set up this step. "
-                           "Predict first.", ready=predictions.outcome_of(check) is not None)  # fmt: skip
+                           "Predict first.", ready=decided or check.set_up_decides)  # fmt: skip
 
 
 def closes_answers(step: lesson.Step, actor: Actor) -> str | None:
@@ -236,7 +238,7 @@ def closes_answers(step: lesson.Step, actor: Actor) -> str | None:
     done, total = len(here & answered), len(here)
     learners = f"{total} learner{'' if total == 1 else 's'}"  # "0 of the 1 learners" read in a browser check
     return (f"{done} of {learners} in the lesson {'has' if 1 in (done, total) else 'have'} predicted. This step's "
-            "check has its result: Set up shows it to everyone now and closes every answer.")
+            "check is ready: Set up shows it to everyone now and closes every answer.")
 
 
 def confirm_setup(why: str, then, *args) -> None:
