@@ -263,6 +263,7 @@ def induction_verdict(
         "best head": best,
         "best head's own score jump step": own.step if own else None,
         "best score before": _r(two.score.before if two.score else None),
+        "best score before, at step": two.score.onset if two.score else None,  # the rise's onset, not the jump's
         "best score after": _r(final_two["mean"]) if final_two else None,
         "best score after, std across rows": _r(final_two["std"]) if final_two else None,
         "probe rows": final_two["rows"] if final_two else None,

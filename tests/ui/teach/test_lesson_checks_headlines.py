@@ -2,6 +2,8 @@
 check from its own numbers, so it carries the verdict's point and its key number, never a longer sentence cut with
 "…" (the banner's first-sentence cut left step 11 at "... at step 3000 …", before the claim)."""
 
+import re
+
 import pytest
 
 from tinygpt.lab import induction
@@ -163,6 +165,11 @@ def test_the_induction_headlines_copy_losses_are_the_verdicts_figures():
     printed with a zero padded on."""
     check = STEP["induction"].check(Evidence(verdicts={"induction": induction_verdict(True)}))
     assert check.short.endswith("second-copy loss 3.30 → 0.50") and "from 3.30 to 0.50" in check.text
+    # the score before is said at its own step, the rise's onset (a review read "0.08 before the phase change at step
+    # 1260" where the score just before 1260 was 0.25; 0.08 was at step 820), as the verdict's sentence says it
+    onset = re.search(r"jumped from (\S+) at step (\d+), the phase change at step (\d+)", check.text)
+    assert onset and f"best snapshot score {onset[1]} at step {onset[2]}, the phase change at step {onset[3]}; " \
+        in check.short, (check.short, check.text)
 
 
 def test_the_ablation_headline_says_which_head_carries_the_copying_not_where_a_sentence_was_cut():

@@ -167,9 +167,13 @@ def _points(key: str, observed: dict) -> str:
         # The phase change's step is the snapshots' best score's, whose head can change between snapshots; a step
         # is put next to the best head's name only where it is that head's own jump (the verdict's sentence too).
         step, own = observed.get("phase change step (score)"), observed.get("best head's own score jump step")
-        return (f"best snapshot score {n.get('best score before') or '?'} before the phase change"
-                + (f" at step {step}" if step is not None else "")
-                + f", {observed.get('best head')} ends at {n['best score after']}"
+        # The score before is the rise's onset's, its step said: "0.08 before the phase change at step 1260" read as
+        # the score just before 1260, where it was 0.25 (a review); 0.08 was at step 820, and so is the copy loss's
+        onset = observed.get("best score before, at step")
+        at = f" at step {onset}" if onset is not None else " before the phase change"
+        return (f"best snapshot score {n.get('best score before') or '?'}{at}"
+                + (f", the phase change at step {step}" if step is not None else "")
+                + f"; {observed.get('best head')} ends at {n['best score after']}"
                 + (f" (its own jump at step {own})" if own is not None else "")
                 # to 2 decimals, as the verdict keeps and says them: "4.170 → 2.060" beside "4.17 to 2.06" (a review)
                 + (f", second-copy loss {_number(observed, 'second-copy loss before')} → "
