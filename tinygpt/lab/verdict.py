@@ -486,14 +486,15 @@ def never_reached(expected: str, runs: dict[str, RunResult], claims: list[str], 
 
 
 def held_out(worse: RunResult, better: RunResult, names: tuple[str, str] = ("", "")) -> tuple[bool | None, str]:
-    """(whether the held-out loss orders the runs as the training loss does, beyond its noise: `clears` bar 0 on the
-    paired held-out gap, so a gap of +0.01 is "not enough data", not the pitfall shown; words). None and "held-out
-    loss not recorded" when either run has none: a verdict can never be green on training loss alone."""
+    """(whether the held-out loss orders the runs beyond its noise: `clears` 0 on the paired gap, +0.01 is "not
+    enough data"; words, said against zero: "the bar 0.00" read as a clash with the verdict's 0.10, a review). "held-out
+    loss not recorded" when either has none: never green on training loss alone."""
     if worse.final_val_loss is None or better.final_val_loss is None:
         return None, "held-out loss not recorded"
     difference = held_out_difference(worse, better)
     shown, spread = clears(difference, 0.0)
+    spread = spread.replace("below the bar 0.00, and below zero:", "below zero:").replace("the bar 0.00", "zero")
     return shown, (
         f"held-out loss {pair(worse.final_val_loss, better.final_val_loss, names)} (gap {difference.interval(3)}: "
-        f"{spread})"
+        f"{spread}: the order only, the verdict judges its own bar)"
     )
