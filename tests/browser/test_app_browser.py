@@ -244,8 +244,17 @@ def test_train_watch_attention_sample_reattach_stop(app_server, app_runs, page, 
     changes = [e for e in events_of(app_runs, run_id) if e.get("kind") == "knob" and e.get("knob") == "learning_rate"]
     assert len(changes) == 1 and changes[0]["new"] == 0.005 and changes[0]["ok"]
     # A live knob: mask -> none while training; the page says at which step it applied, the chart marks it.
-    page.get_by_text("none (sees the future)", exact=True).click()
-    expect(page.get_by_text(re.compile(r"mask → none: applied after step \d+"))).to_be_visible(timeout=30_000)
+    mask_none = page.get_by_text("none (sees the future)", exact=True)
+    applied = page.get_by_text(re.compile(r"mask → none: applied after step \d+"))
+    mask_none.click()
+    try:
+        expect(applied).to_be_visible(timeout=15_000)
+    except AssertionError:
+        # A click landing while the live view redraws was lost once in ~6 full runs (stop 58): the radio then still
+        # shows causal, as a user would see, and a second click takes. Never a silent change: checked first.
+        expect(page.get_by_role("radio", name="causal (language model)")).to_be_checked()
+        mask_none.click()
+        expect(applied).to_be_visible(timeout=30_000)
     expect(page.locator('[data-testid="stVegaLiteChart"]').first).to_contain_text("mask", timeout=30_000)
     no_exception(page)
     snap(page, shots / "train.png")
