@@ -64,10 +64,12 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     mid_held, mid_step = _held_out_at_third(hn, hw)
     if mid_held is not None:
         mid_difference, mid_kind = mid_held, ("held-out loss", f"at step {mid_step:,}, a third of the way in")
+        third = hn.mid_eval.get("val_loss"), hw.mid_eval.get("val_loss")
         mid_clause = f"held-out loss a third in (step {mid_step:,}) and at the end"
     else:
         mid_gap = None if hn.mid_loss is None or hw.mid_loss is None else hn.mid_loss - hw.mid_loss
         mid_kind = ("training loss", "a third of the way in (no eval there)")
+        third = hn.mid_loss, hw.mid_loss
         mid_clause = "training loss a third in (no eval there), held-out loss at the end"
         if (mid_paired := paired_error(hn.mid_losses, hw.mid_losses)) is not None:
             mid_difference = Difference(mid_gap, *mid_paired, paired=True)
@@ -79,7 +81,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
     observed["held-out loss, lr 2e-3, no warmup / warmup"] = held_out(dn, dw, names)[1]
     if mid_held is not None:
         observed[f"held-out loss at step {mid_step}, lr 1e-2, no warmup / warmup"] = (
-            f"{pair(*_third_losses(hn, hw), names)}"
+            f"{pair(*third, names)}"
         )
     hurts_clause = f"at lr 1e-2, no warmup at least {WARMUP_HURTS:.2f} nats worse ({mid_clause}) or diverged"
     high_gap = None  # no warmup's final held-out loss minus warmup's, at lr 1e-2, when both trained to the end
@@ -103,7 +105,6 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         if hurts is None:
             hurts_clause += f" (a third in: {mid_spread}; at the end: {spread})"
         high_gap = high_difference.mean
-        third = _third_losses(hn, hw) if mid_held is not None else (hn.mid_loss, hw.mid_loss)
         high = (
             f"At lr 1e-2, no warmup {_stall_words(at_third, at_end, reversed_gap(high_difference))}: {mid_kind[0]} "
             f"{pair(*third, names)} {mid_kind[1]}, held-out loss "
@@ -185,10 +186,6 @@ def _brief(difference: Difference, said_before: Difference | None) -> Difference
         return difference
     short = f"paired over the same {difference.steps} held-out batches" + (f"; {own[1]}" if own[1] else "")
     return replace(difference, basis=short)
-
-
-def _third_losses(no_warmup: RunResult, warmup: RunResult) -> tuple[float | None, float | None]:
-    return no_warmup.mid_eval.get("val_loss"), warmup.mid_eval.get("val_loss")
 
 
 def _held_out_at_third(no_warmup: RunResult, warmup: RunResult) -> tuple[Difference | None, int | None]:

@@ -219,6 +219,11 @@ def shown_check(step: lesson.Step, actor: Actor, check: lesson.Check) -> lesson.
                            "Predict first.", ready=decided or check.set_up_decides)  # fmt: skip
 
 
+def _answered(records: dict, step: lesson.Step) -> set[str]:
+    """The learner ids whose record holds one of the step's answers (a closed pane's empty record is none)."""
+    return {lid for lid, record in records.items() if record.get("answer") in step.answers.options}
+
+
 def closes_answers(step: lesson.Step, actor: Actor) -> str | None:
     """Why the instructor's Set up should be confirmed, or None: the step's check is decided (its runs were
     prepared) and not shown to the room yet, so Set up shows it to everyone and closes every answer at once, while
@@ -232,7 +237,7 @@ def closes_answers(step: lesson.Step, actor: Actor) -> str | None:
     # the instructor's own id left out: their pane reported as a learner's until they gave the key
     here = set(positions.in_lesson(resources.positions())) - {actor.id}
     records, _ = book().step(step.key)
-    answered = {lid for lid, record in records.items() if record.get("answer") in step.answers.options}
+    answered = _answered(records, step)
     if not here - answered:
         return None
     done, total = len(here & answered), len(here)
@@ -321,7 +326,7 @@ def _spread() -> None:
     st.markdown(f"**Step {room_data['step'] + 1}: {safe.md(step.section)}** · {safe.md(step.predict)}")
     # In one line, as text (what a browser test reads too); the share once the room's check grades every answer
     st.markdown(safe.md(predictions.spread_line(spread, graded=outcome is not None)))
-    answered = {lid for lid, record in records.items() if record.get("answer") in step.answers.options}
+    answered = _answered(records, step)
     # the instructor's own id left out: their pane reported as a learner's until they gave the key (closes_answers)
     here = {lid: p for lid, p in positions.in_lesson(resources.positions()).items() if lid != room.current().id}
     if who := positions.not_answered(here, answered, named=bool(state.get(people_keys.W_SPREAD_NAMES))):
