@@ -11,6 +11,7 @@ import re
 import time
 from pathlib import Path
 
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
@@ -92,19 +93,22 @@ def pick(page: Page, label: str, option) -> None:
 
 def set_number(page: Page, label: str, value: int) -> None:
     """Type a number and commit it. A rerun still in flight (from the previous widget) can redraw the old value
-    over what was typed, so the entry is retried until it sticks."""
+    over what was typed, so the entry is retried until it sticks. Under load a stale copy of the box can come back
+    beside the new one between the count check and the typing (stop 58's CI run: two "Max steps" boxes, strict
+    mode refused the fill): that attempt waits for one box again."""
     box = page.get_by_label(label, exact=True)
-    expect(box).to_have_count(1, timeout=60_000)  # a stale copy stays until the page's script run ends (cold server)
-    for attempt in range(3):
-        box.fill(str(value))
-        box.press("Enter")
+    for attempt in range(5):
+        expect(box).to_have_count(1, timeout=60_000)  # a stale copy stays until the page's script run ends
         try:
+            box.fill(str(value))
+            box.press("Enter")
             page.wait_for_timeout(500)
             expect(box).to_have_value(str(value), timeout=3_000)
             return
-        except AssertionError:
-            if attempt == 2:
+        except (AssertionError, PlaywrightError) as failed:
+            if attempt == 4 or (isinstance(failed, PlaywrightError) and "strict mode" not in str(failed)):
                 raise
+            page.wait_for_timeout(500)
 
 
 def status_step(page: Page) -> int:
