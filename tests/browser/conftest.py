@@ -38,10 +38,46 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.browser)
 
 
+STALE_COPY_WAIT_S = 60
+
+
+def _waiting_out_stale_copies(action):
+    """Wrap a Locator action so that a strict-mode refusal (the locator matched two elements) is retried until one
+    is left. While a script run redraws a page, Streamlit keeps the previous run's element beside the new one until
+    the run ends (greyed out), so a label can match twice for a moment under load: CI stops 56 and 58 each lost a
+    full run to it ("Corpus" then "Max steps" resolved to 2 elements). A genuine duplicate still fails after a
+    minute."""
+
+    def act(self, *args, **kwargs):
+        from playwright.sync_api import Error
+
+        deadline = time.monotonic() + STALE_COPY_WAIT_S
+        while True:
+            try:
+                return action(self, *args, **kwargs)
+            except Error as refused:
+                if "strict mode violation" not in str(refused) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+
+    act.__wrapped__ = action
+    return act
+
+
+def _patch_locator_actions() -> None:
+    from playwright.sync_api import Locator
+
+    for name in ("click", "fill", "press", "check", "focus", "is_checked", "inner_text", "get_attribute"):
+        action = getattr(Locator, name)
+        if not hasattr(action, "__wrapped__"):
+            setattr(Locator, name, _waiting_out_stale_copies(action))
+
+
 @pytest.fixture(scope="session")
 def browser():
     from playwright.sync_api import sync_playwright
 
+    _patch_locator_actions()
     with sync_playwright() as pw:
         try:
             browser = launch_chromium(pw)

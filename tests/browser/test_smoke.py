@@ -37,3 +37,25 @@ def test_a_page_opens_under_10_kb_of_other_apps_cookies_and_says_why_under_40(ap
         expect(page.get_by_text(re.compile(r"The largest: other_app_\d+ \(3,3\d\d bytes\)"))).to_be_visible()
     finally:
         context.close()
+
+
+def test_an_action_waits_out_a_stale_copy_and_still_refuses_a_lasting_duplicate(page, monkeypatch):
+    """The harness's answer to Streamlit's greyed-out copy during a redraw (conftest._waiting_out_stale_copies): a
+    click on a label that matches twice for a moment lands on the one left; a duplicate that stays still fails."""
+    import conftest
+    from playwright.sync_api import Error
+
+    page.set_content(
+        "<button onclick=\"document.title='clicked'\">Train</button><button id=old>Train</button>"
+        "<script>setTimeout(() => document.getElementById('old').remove(), 800)</script>"
+    )
+    page.get_by_role("button", name="Train").click()
+    assert page.title() == "clicked"
+    monkeypatch.setattr(conftest, "STALE_COPY_WAIT_S", 1)
+    page.set_content("<button>Stop</button><button>Stop</button>")
+    try:
+        page.get_by_role("button", name="Stop").click(timeout=500)
+    except Error as refused:
+        assert "strict mode violation" in str(refused)
+    else:
+        raise AssertionError("a lasting duplicate was clicked")
