@@ -97,7 +97,7 @@ with tabs[0]:
             st.info("Press **Run side by side** to measure both loops: " + ", ".join(experiment.variants) + ".")
         else:
             st.caption(f"Measured on this machine, seed {taken[0]} (the sizes both loops use).")
-            st.dataframe(lab.memory_table(taken[1]), hide_index=True, width="stretch")
+            fonts.grid_place().dataframe(lab.memory_table(taken[1]), hide_index=True, width="stretch")
             st.markdown("#### Verdict")
             lab.show_verdict(experiment.verdict(taken[1]), experiment)
     elif not runs:

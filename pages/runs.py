@@ -37,10 +37,10 @@ if not rows:
 
 # The columns a person reads first, few enough for 1280 px at Large fonts (fourteen scrolled sideways there, and
 # six with a 400 px name column still hid 256 px); the rest, the id among them, one click away.
-st.dataframe(rows, hide_index=True, width="stretch", column_order=runinfo.RUNS_TABLE_FIRST,
-             column_config=runinfo.runs_table_widths(fonts.large_fonts()))  # fmt: skip
+fonts.grid_place().dataframe(rows, hide_index=True, width="stretch", column_order=runinfo.RUNS_TABLE_FIRST,
+                             column_config=runinfo.runs_table_widths(fonts.large_fonts()))  # fmt: skip
 with st.expander("All columns (live changes, knobs now, corpus, created, run id)"):
-    st.dataframe(rows, hide_index=True, width="stretch")
+    fonts.grid_place().dataframe(rows, hide_index=True, width="stretch")
 ids = [r["run"] for r in rows]
 by_id = {r["run"]: r for r in rows}
 

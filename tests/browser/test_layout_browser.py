@@ -194,3 +194,35 @@ def walk(
     check("room")
     context.close()
     return found
+
+
+def test_the_runs_table_follows_the_large_fonts_switch_at_once(app_server, browser, lesson_runs):
+    """The Runs table is a data grid painted on a canvas in pixels worked out when it was mounted: after the switch it
+    kept normal-size text (and rows) until a page change (stop 58's list of what was left). Now the frame remounts the
+    grids one script run after the switch (fonts.remount_grids): rows taller at Large fonts, and back after."""
+    context = browser.new_context(viewport={"width": W, "height": H})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        page.goto(f"{app_server}/runs")
+        grid = page.get_by_test_id("stDataFrame").first
+        expect(grid).to_be_visible(timeout=60_000)
+        settle(page)
+        normal = grid.bounding_box()["height"]
+        switch_on(page, "Large fonts (projector)")
+        page.wait_for_function(
+            "(h) => document.querySelector('[data-testid=\"stDataFrame\"]').getBoundingClientRect().height > h * 1.1",
+            arg=normal,
+            timeout=30_000,
+        )
+        large = grid.bounding_box()["height"]
+        page.get_by_text("Large fonts (projector)", exact=True).click()
+        expect(page.get_by_role("switch", name="Large fonts (projector)")).not_to_be_checked()
+        page.wait_for_function(
+            "(h) => document.querySelector('[data-testid=\"stDataFrame\"]').getBoundingClientRect().height < h * 0.95",
+            arg=large,
+            timeout=30_000,
+        )
+        assert abs(grid.bounding_box()["height"] - normal) <= 2, (normal, large, grid.bounding_box()["height"])
+    finally:
+        context.close()

@@ -184,6 +184,7 @@ def run() -> None:
         page.run()
     finally:  # sync_run_id's look-up is this script run's: a fragment's later rerun looks again
         st.session_state.pop(in_view.CHECKED, None)
+    fonts.remount_grids()  # after a Large fonts switch, the data grids again, under the new size
 
     # After the first page is on screen: start the run manager, whose forkserver imports torch once (seconds on a busy
     # machine), so that the first click on Train forks a ready worker instead of waiting for torch.

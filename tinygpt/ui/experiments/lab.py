@@ -36,7 +36,7 @@ from tinygpt.ui.host import runlist
 from tinygpt.ui.host.resources import head_stats
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
-from tinygpt.ui.screen import explain
+from tinygpt.ui.screen import explain, fonts
 from tinygpt.ui.train import settings
 from tinygpt.ui.words import run_words, safe
 
@@ -459,5 +459,5 @@ def shape_contracts() -> None:
     demo_model = model_lib.TinyGPT(
         TransformerConfig(vocab_size=65, hidden_dim=32, num_layers=1, num_heads=2, max_seq_len=16)
     )
-    st.dataframe(shape_drift.shape_drift_cases(demo_model), hide_index=True, width="stretch")
+    fonts.grid_place().dataframe(shape_drift.shape_drift_cases(demo_model), hide_index=True, width="stretch")
     explain.show_code_of([model_lib.TinyGPT._check_input])

@@ -3,10 +3,13 @@ before it draws the toggle)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 W_LARGE = "w_large"
 PENDING_LARGE = "pending_large"  # a page asked for Large fonts on/off: applied before the toggle is drawn next
+GRID_FONTS = "_grid_fonts"  # Large fonts (True) or not: what the page's data grids were last mounted under
 
 
 def large_fonts() -> bool:
@@ -27,3 +30,25 @@ def apply_pending_large() -> bool | None:
     if pending is not None:
         st.session_state[W_LARGE] = pending
     return pending
+
+
+
+def grid_place(container: Any = None) -> Any:
+    """Where to draw a table that shows as a data grid (st.dataframe): `container` (or the page) while the grids are
+    mounted at normal fonts, a box inside it while at Large fonts (`remount_grids`). The grid paints on a canvas in
+    pixels it worked out from the page's font size when it was mounted: it kept normal-size text after the switch
+    until a page change remounted it (the Runs table on a projector). A box in its place is a different element, so
+    the grid is mounted afresh, whichever way the switch goes."""
+    where = st if container is None else container
+    return where.container() if st.session_state.get(GRID_FONTS, False) else where
+
+
+def remount_grids() -> None:
+    """Called by the frame after the page has run: when the grids were mounted under the other font size, rerun
+    once with them in their new place. Not in the same run as the switch: the switch's run sends the new size's
+    style with the grids, and a grid mounted in that run still read the old size (checked in Chromium); one run
+    later the style is on the page. A new session at Large fonts takes the same one extra run."""
+    mounted, large = st.session_state.get(GRID_FONTS, False), large_fonts()
+    st.session_state[GRID_FONTS] = large
+    if mounted != large:
+        st.rerun(scope="app")

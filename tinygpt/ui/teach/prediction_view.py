@@ -16,7 +16,7 @@ from tinygpt.runs.owners import Actor
 from tinygpt.ui import state
 from tinygpt.ui.host import positions, resources
 from tinygpt.ui.people import people_keys, room
-from tinygpt.ui.screen import downloads, flashes
+from tinygpt.ui.screen import downloads, flashes, fonts
 from tinygpt.ui.teach import lesson, lesson_reset, predictions, record, teach_keys
 from tinygpt.ui.teach.predictions import RIGHT, WRONG, PredictionBook
 from tinygpt.ui.teach.record import GRADE_WORDS, outcome_words  # one wording for the pane and the downloaded record
@@ -335,7 +335,7 @@ def _spread() -> None:
               if outcome else {}) for a, n in spread["counts"].items()]  # fmt: skip
     top = max([1, *spread["counts"].values()])
     left, right = st.columns([3, 1])
-    left.dataframe(counts, hide_index=True, width="stretch", column_config={
+    fonts.grid_place(left).dataframe(counts, hide_index=True, width="stretch", column_config={
         "learners": st.column_config.ProgressColumn("learners", min_value=0, max_value=top, format="%d")})  # fmt: skip
     right.metric("Answered", spread["answered"])
     if spread["share_right"] is not None and outcome:  # not before the room's check: room_line
