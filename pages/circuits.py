@@ -74,7 +74,7 @@ def experiment() -> None:
     box(f"**{verdict.status.capitalize()}.** {safe.md(verdict.sentence)}", icon=":material/science:")
     st.caption(f"Expected: {verdict.expected}")
     if verdict.observed:
-        st.dataframe(
+        fonts.grid_place().dataframe(
             [{"measure": k, "value": "-" if v is None else str(v)} for k, v in verdict.observed.items()],
             hide_index=True,
         )

@@ -114,7 +114,7 @@ with tabs[0]:
             results = lab.results(readers, experiment)
             for run_id in runs.values():
                 resources.touch(run_id)
-            st.dataframe(
+            fonts.grid_place().dataframe(
                 [
                     {
                         "run": label,

@@ -36,7 +36,7 @@ from tinygpt.ui.circuits.copy_ablation import SECOND_COPY, second_copy, second_c
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import admission, room
 from tinygpt.ui.run import in_view
-from tinygpt.ui.screen import backlog, explain
+from tinygpt.ui.screen import backlog, explain, fonts
 from tinygpt.ui.words import runinfo, safe
 
 ABLATION_BATCHES = 20  # validation batches of the run's batch size: the same number nanoGPT's CPU eval averages
@@ -275,8 +275,9 @@ def ablation_chart(fig, names: list[str], num_layers: int, num_heads: int, capti
 def head_table(rows: list[dict], names: list[str]) -> None:
     """The head table at a step; a click on a row chooses that head for the ablation views."""
     key = f"{circuits_keys.W_CIRC_TABLE}_{state.get(circuits_keys.W_CIRC_HEAD)}"
-    st.dataframe(rows, hide_index=True, key=key, on_select=functools.partial(_row_clicked, key, names, rows),
-                 selection_mode="single-row", width="stretch")  # fmt: skip
+    clicked = functools.partial(_row_clicked, key, names, rows)
+    fonts.grid_place().dataframe(rows, hide_index=True, key=key, on_select=clicked, selection_mode="single-row",
+                                 width="stretch")  # fmt: skip
 
 
 def ablated_figure(run_dir: str, step: int, text: str, layer: int, head: int, mode: str, result: dict, large: bool):
