@@ -78,3 +78,27 @@ def test_the_same_flash_twice_shows_once_but_the_same_words_about_two_runs_are_t
     at = AppTest.from_function(page).run()
     assert not at.exception, at.exception
     assert shown(at) == ["Resumed."]
+
+
+def test_a_flash_shown_in_a_run_the_frame_reruns_at_once_is_shown_again_in_the_rerun():
+    """The Large fonts switch reruns the page once more (fonts.remount_grids): the messages its first run showed
+    are pending again, so the rerun shows them ("On your screen, in large fonts: anna's run" vanished); once."""
+
+    def page():
+        import streamlit as st
+
+        from tinygpt.ui.screen import flashes
+
+        if not st.session_state.get("seeded"):
+            st.session_state["seeded"] = True
+            flashes.flash("success", "On your screen, in large fonts.")
+            flashes.show_flashes()
+            flashes.show_again()  # what remount_grids does before its rerun
+            st.rerun()
+        flashes.show_flashes()
+
+    at = AppTest.from_function(page).run()
+    assert not at.exception, at.exception
+    assert shown(at) == ["On your screen, in large fonts."]
+    at.run()
+    assert shown(at) == []  # shown once in the rerun, then gone

@@ -7,6 +7,8 @@ from typing import Any
 
 import streamlit as st
 
+from tinygpt.ui.screen import flashes
+
 W_LARGE = "w_large"
 PENDING_LARGE = "pending_large"  # a page asked for Large fonts on/off: applied before the toggle is drawn next
 GRID_FONTS = "_grid_fonts"  # Large fonts (True) or not: what the page's data grids were last mounted under
@@ -51,4 +53,5 @@ def remount_grids() -> None:
     mounted, large = st.session_state.get(GRID_FONTS, False), large_fonts()
     st.session_state[GRID_FONTS] = large
     if mounted != large:
+        flashes.show_again()  # shown in this run, which the rerun replaces at once
         st.rerun(scope="app")
