@@ -18,7 +18,7 @@ from tinygpt.ui.attention import attention_keys, playback
 from tinygpt.ui.attention import attention_view as view
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import room
-from tinygpt.ui.run import in_view
+from tinygpt.ui.run import follow, in_view
 from tinygpt.ui.run.in_view import open_run
 from tinygpt.ui.screen import backlog, explain, fonts
 from tinygpt.ui.words import leaks, runinfo, safe
@@ -30,6 +30,7 @@ store = resources.get_store()
 run_id = in_view.run_id()
 run = open_run(store, run_id, room.current())  # the run in view, once for this script run
 rd = run.reader if run else None
+follow.follow_idle_run(store, run, follow.trains(run))  # paused, stopped: a resume elsewhere redraws the page
 
 st.title("tinygpt · Attention")
 st.caption(
@@ -47,7 +48,7 @@ config = rd.config()
 knobs = run.knobs
 mode, window = knobs.get("mask") or "causal", int(knobs.get("window") or TransformerConfig.window)
 large = fonts.large_fonts()
-following_live = run.rules.live and run.status.get("state") in ACTIVE_STATES
+following_live = follow.trains(run)
 resources.touch(run_id)
 if not snapshots:
     st.info("No attention snapshots yet: they appear every few steps once the run trains.")

@@ -7,13 +7,12 @@ import streamlit as st
 from tinygpt.errors import TinyGPTError
 from tinygpt.inside import heads
 from tinygpt.lab import induction
-from tinygpt.runs.files import ACTIVE_STATES
 from tinygpt.ui import frame, state
 from tinygpt.ui.circuits import best_head, circuits_keys
 from tinygpt.ui.circuits import circuits_view as view
 from tinygpt.ui.host import resources, runlist
 from tinygpt.ui.people import admission, room
-from tinygpt.ui.run import in_view
+from tinygpt.ui.run import follow, in_view
 from tinygpt.ui.run.in_view import open_run
 from tinygpt.ui.screen import backlog, fonts
 from tinygpt.ui.screen.numbers import number_box
@@ -88,6 +87,7 @@ experiment()
 st.divider()
 run_id = in_view.run_id()
 run = open_run(store, run_id, room.current())  # the run in view, once for this script run
+follow.follow_idle_run(store, run, False)  # a pause, a resume or a stop elsewhere redraws the page
 if run is None:
     st.info("No run selected: start one on **Train** or open one on **Runs** to see its heads.")
     st.stop()
@@ -97,7 +97,7 @@ if not records:
     st.info("No head-role scores yet: they are computed with every attention snapshot, once the run trains.")
     st.stop()
 steps = [r["step"] for r in records]
-live = run.rules.live and run.status.get("state") in ACTIVE_STATES
+live = follow.trains(run)
 
 st.subheader("Heads over training")
 st.caption(f"Run **{runlist.run_names(store).get(run_id) or run_id}** (`{run_id}`), as Runs names it.")

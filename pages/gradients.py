@@ -15,7 +15,7 @@ from tinygpt.ui.charts import curves, heatmaps, parts
 from tinygpt.ui.gradients import gradients_keys
 from tinygpt.ui.host import resources
 from tinygpt.ui.people import room
-from tinygpt.ui.run import in_view
+from tinygpt.ui.run import follow, in_view
 from tinygpt.ui.run.in_view import open_run
 from tinygpt.ui.screen import backlog, explain, fonts
 from tinygpt.ui.words import runinfo, safe
@@ -27,6 +27,7 @@ store = resources.get_store()
 run_id = in_view.run_id()
 run = open_run(store, run_id, room.current())  # the run in view, once for this script run
 rd = run.reader if run else None
+follow.follow_idle_run(store, run, follow.trains(run))  # paused, stopped: a resume elsewhere redraws the page
 
 st.title("tinygpt · Gradients")
 st.caption(
@@ -37,7 +38,7 @@ if rd is None:
     st.info("No run selected: start one on **Train** or open one on **Runs**.")
     st.stop()
 
-active = run.rules.live and run.status.get("state") in ACTIVE_STATES
+active = follow.trains(run)
 state.init(gradients_keys.W_GRAD_VIEW, "lines")
 view = (
     st.segmented_control(

@@ -100,6 +100,16 @@ def test_a_learner_watching_the_instructors_run_follows_its_mask_and_is_not_told
     expect(learner.get_by_text(re.compile("paused by you"))).to_have_count(0)
     no_exception(learner)
     no_exception(teacher)
+    # A watcher who opens Gradients while the run is paused follows the instructor's resume (a review's watcher read
+    # "step 513 · paused by the instructor" there while the run trained past step 2,200: follow.follow_idle_run)
+    learner.goto(f"{app_server}/gradients?run={run_id}&view=1")
+    paused_at = int(re.search(r"paused by the instructor at step (\d+)", learner.get_by_text(
+        re.compile(r"paused by the instructor at step \d+")).first.inner_text(timeout=60_000)).group(1))  # fmt: skip
+    idle(teacher)
+    button(teacher, "Resume").click()
+    wait_step_above(learner, paused_at + 5, timeout_s=60)
+    expect(learner.get_by_text(re.compile(r"paused by the instructor"))).to_have_count(0)
+    no_exception(learner)
     button(teacher, "Stop").click()
     expect(teacher.get_by_text(re.compile(r"· stopped"))).to_be_visible(timeout=30_000)  # as above
     learner_ctx.close()
