@@ -53,3 +53,21 @@ def test_a_finished_run_whose_rate_moved_live_says_where_its_floor_went():
     said = lr_note(config, {"learning_rate": 0.0005, "min_lr": 5e-05, "warmup_steps": 30}, True, events, 1500)
     assert said.endswith("Changed live (LR 0.002 → 0.1 at step 284, LR 0.1 → 0.0005 at step 607); the floor moved "
                          "with the rate, 0.0002 → 0.01 → 5e-05: the line shows the rates it used."), said
+
+
+def test_a_branch_that_changed_its_length_says_its_parents_decay_to_the_parents_end():
+    """A review's branch (LR 0.003 → 0.005, max steps 4,000 → 1,500 at step 600) read "its parent's: … a cosine
+    decay to the floor, 0.0003, at step 1,500": the parent decays to 4,000, its rate at step 600 is that cosine's."""
+    train = {"learning_rate": 0.005, "min_lr": 0.0005, "warmup_steps": 30, "max_steps": 1500}
+    changes = {"learning_rate": 0.005, "max_steps": 1500, "min_lr": 0.0005}
+    events = [
+        {"step": 600, "kind": "knob", "knob": "learning_rate", "ok": True, "old": 0.003, "new": 0.005, "branch": True},
+        {"step": 600, "kind": "knob", "knob": "max_steps", "ok": True, "old": 4000, "new": 1500, "branch": True},
+        {"step": 600, "kind": "knob", "knob": "min_lr", "ok": True, "old": 0.0003, "new": 0.0005, "branch": True},
+    ]
+    said = lr_note({"train": train, "branch": {"step": 600, "changes": changes}}, {}, True, events, 1500)
+    assert said.startswith(
+        "Up to step 600, its parent's: a linear warmup over 30 steps to 0.003, then a cosine decay to the floor, "
+        "0.0003, at step 4,000. Branched there ("
+    ), said
+    assert said.endswith("to the floor, 0.0005, at step 1,500."), said

@@ -61,7 +61,10 @@ def _branch_words(config: dict, events: list[dict], max_steps: int) -> str:
         return ""
     old = {e.get("knob"): e.get("old") for e in events if e.get("kind") == "knob" and e.get("branch")}
     known = all(old.get(k) is not None for k in changed)  # max_steps is no knob: the parent's is not in the events
-    parent = _schedule_words({**train, **old}, max_steps) if known else "its parent's schedule"
+    # the parent's own length: a branch to 1,500 steps read "its parent's: ... a cosine decay to the floor at step
+    # 1,500" of a parent that decays to 4,000 (a review; its rate at the branch step is the 4,000-step cosine's)
+    parent_steps = int(old.get("max_steps") or max_steps)
+    parent = _schedule_words({**train, **old}, parent_steps) if known else "its parent's schedule"
     said = ", ".join(f"{knob_word(k)} {knob_value(old.get(k))} → {knob_value(train.get(k))}" if old.get(k) is not None
                      else f"{knob_word(k)} {knob_value(train.get(k))}" for k in changed
                      if k != "min_lr" or "learning_rate" not in changed)  # fmt: skip
