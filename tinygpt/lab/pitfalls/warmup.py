@@ -103,7 +103,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             spread = "held-out loss not recorded"
         hurts = all_of(at_third, at_end)
         if hurts is None:
-            hurts_clause += f" (a third in: {mid_spread}; at the end: {spread})"
+            hurts_clause += _undecided_parts([("a third in", at_third, mid_spread), ("at the end", at_end, spread)])
         high_gap = high_difference.mean
         high = (
             f"At lr 1e-2, no warmup {_stall_words(at_third, at_end, reversed_gap(high_difference))}: {mid_kind[0]} "
@@ -129,7 +129,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         demo_difference = held_out_difference(dn, dw)
         same, spread = within(demo_difference, allowed)
         if same is None:
-            same_clause += f" ({spread})"
+            same_clause += _undecided_parts([("", same, spread)])
         verb = say(same, "matters far less", "matters as much", "may matter less (not decided)")
         demo = (
             f"At the demo's lr 2e-3 warmup {verb}: held-out loss "
@@ -221,3 +221,21 @@ def _stall_words(at_third: bool | None, at_end: bool | None, ended_better: bool 
     end = ("ends better, the other way round" if ended_better else
            {True: "ends worse", False: "catches up by the end", None: "the end is not decided"}[at_end])  # fmt: skip
     return f"{early}, then {end}" if at_end is not None or ended_better else f"{early}; {end}"
+
+
+def _undecided_parts(parts: list[tuple[str, bool | None, str]]) -> str:
+    """The words an undecided clause carries in the verdict's closing list, for its parts (where, decided, the spread's
+    words): an interval across its bar is named by where it is, its numbers having been said in the sentence before
+    (a review read the same two intervals twice in one 266-word verdict on a projector); a part not measured says
+    why. " (not enough data a third in and at the end: each interval above straddles the bar)"."""
+    across = [where for where, ok, spread in parts if ok is None and spread.startswith("not enough data")]
+    missing = [f"{where + ': ' if where else ''}{spread}" for where, ok, spread in parts
+               if ok is None and not spread.startswith("not enough data")]  # fmt: skip
+    said = []
+    if across:
+        where = " and ".join(w for w in across if w)
+        said.append(f"not enough data{' ' + where if where else ''}: "
+                    + ("each interval above straddles" if len(across) > 1 else "the interval above straddles")
+                    + (" the bar" if where else " its bound"))  # fmt: skip
+    return f" ({'; '.join(said + missing)})" if said or missing else ""
+
