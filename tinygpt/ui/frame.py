@@ -180,6 +180,7 @@ def run() -> None:
     room.write_pending_cookies()
     flashes.show_flashes()
     mark_frame()  # this script run has its frame: require() lets the page through
+    st.session_state.pop(fonts.GRID_DRAWN, None)  # set by the page if it draws a data grid (fonts.remount_grids)
     try:
         page.run()
     finally:  # sync_run_id's look-up is this script run's: a fragment's later rerun looks again

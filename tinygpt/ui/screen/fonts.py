@@ -12,6 +12,7 @@ from tinygpt.ui.screen import flashes
 W_LARGE = "w_large"
 PENDING_LARGE = "pending_large"  # a page asked for Large fonts on/off: applied before the toggle is drawn next
 GRID_FONTS = "_grid_fonts"  # Large fonts (True) or not: what the page's data grids were last mounted under
+GRID_DRAWN = "_grid_drawn"  # this script run drew a data grid (grid_place): only then does a switch rerun it
 
 
 def large_fonts() -> bool:
@@ -34,7 +35,6 @@ def apply_pending_large() -> bool | None:
     return pending
 
 
-
 def grid_place(container: Any = None) -> Any:
     """Where to draw a table that shows as a data grid (st.dataframe): `container` (or the page) while the grids are
     mounted at normal fonts, a box inside it while at Large fonts (`remount_grids`). The grid paints on a canvas in
@@ -42,16 +42,18 @@ def grid_place(container: Any = None) -> Any:
     until a page change remounted it (the Runs table on a projector). A box in its place is a different element, so
     the grid is mounted afresh, whichever way the switch goes."""
     where = st if container is None else container
+    st.session_state[GRID_DRAWN] = True
     return where.container() if st.session_state.get(GRID_FONTS, False) else where
 
 
 def remount_grids() -> None:
-    """Called by the frame after the page has run: when the grids were mounted under the other font size, rerun
-    once with them in their new place. Not in the same run as the switch: the switch's run sends the new size's
-    style with the grids, and a grid mounted in that run still read the old size (checked in Chromium); one run
-    later the style is on the page. A new session at Large fonts takes the same one extra run."""
+    """Called by the frame after the page has run: when this run drew grids mounted under the other font size,
+    rerun once with them in their new place. Not in the same run as the switch: the switch's run sends the new
+    size's style with the grids, and a grid mounted in that run still read the old size (checked in Chromium); one
+    run later the style is on the page. A page without a grid is not rerun: its next grid mounts in the new place,
+    under the style already there. A new session at Large fonts on a page with a grid takes the same extra run."""
     mounted, large = st.session_state.get(GRID_FONTS, False), large_fonts()
     st.session_state[GRID_FONTS] = large
-    if mounted != large:
+    if mounted != large and st.session_state.pop(GRID_DRAWN, False):
         flashes.show_again()  # shown in this run, which the rerun replaces at once
         st.rerun(scope="app")
