@@ -3,6 +3,7 @@ before it draws the toggle)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import streamlit as st
@@ -12,6 +13,7 @@ from tinygpt.ui.screen import flashes
 W_LARGE = "w_large"
 PENDING_LARGE = "pending_large"  # a page asked for Large fonts on/off: applied before the toggle is drawn next
 GRID_FONTS = "_grid_fonts"  # Large fonts (True) or not: what the page's data grids were last mounted under
+REMOUNT_WAIT_S = 0.5  # between the switch's run and the grids' remount (remount_grids)
 GRID_DRAWN = "_grid_drawn"  # this script run drew a data grid (grid_place): only then does a switch rerun it
 
 
@@ -56,4 +58,7 @@ def remount_grids() -> None:
     st.session_state[GRID_FONTS] = large
     if mounted != large and st.session_state.pop(GRID_DRAWN, False):
         flashes.show_again()  # shown in this run, which the rerun replaces at once
+        # A rerun sent at once reached the browser with this run, drawn in one go: the grid again read the old size
+        # (1 of 3 tries in Chromium). Half a second lets the browser put this run's style on the page first.
+        time.sleep(REMOUNT_WAIT_S)
         st.rerun(scope="app")
