@@ -112,6 +112,7 @@ state.put(circuits_keys.W_CIRC_STEP, steps[-1] if wanted is None else min(steps,
 step = st.select_slider(
     "Step", steps, key=circuits_keys.W_CIRC_STEP, help="The head table and the checkpoint views below."
 )
+follow.steps_since_drawn(store, run, steps[-1], lambda: state.put(circuits_keys.W_CIRC_STEP, None), "circ_newest")
 mark = view.change_mark(records, live)  # "provisional" while the run trains
 fig = view.charts.role_history_chart(heads.score_rows(records), change=mark, events=rd.events, large=large)
 disagree = best_head.heads_disagree(records, measured[1] if measured else None)  # "" unless two heads are named

@@ -38,3 +38,22 @@ def follow_idle_run(store: RunStore, run: RunHandle | None, following_live: bool
     now = run.reader_now(store)
     if now is None or (now.status().get("state"), resources.is_live(run.id)) != shown_as(run):
         st.rerun()
+
+
+@st.fragment(run_every=FOLLOW_S)
+def steps_since_drawn(store: RunStore, run: RunHandle | None, drawn_at: int, on_newest, key: str) -> None:
+    """For a page that does not redraw itself while the run trains (Circuits: its ablations are computed per
+    checkpoint): how far the run has gone since the page was drawn at `drawn_at`, and a button that draws it at the
+    newest step (`on_newest`, a callback that moves the page's step). A watcher read "Heads at step 1040" while the
+    run trained past 2,200, with nothing saying the page stood still (a review)."""
+    if run is None or not trains(run):
+        return
+    now = run.reader_now(store)
+    step = int((now.status().get("step") if now is not None else None) or 0)
+    if step <= drawn_at:
+        return
+    words, button = st.columns([4, 1], vertical_alignment="center")
+    words.caption(f"The run trains on: step {step:,} now. This page shows it up to step {drawn_at:,}, where it was "
+                  "drawn; it does not redraw itself while the run trains.")  # fmt: skip
+    if button.button("Show the newest", key=key, on_click=on_newest):  # a click reruns this fragment alone
+        st.rerun(scope="app")
