@@ -238,4 +238,3 @@ def _undecided_parts(parts: list[tuple[str, bool | None, str]]) -> str:
                     + ("each interval above straddles" if len(across) > 1 else "the interval above straddles")
                     + (" the bar" if where else " its bound"))  # fmt: skip
     return f" ({'; '.join(said + missing)})" if said or missing else ""
-
