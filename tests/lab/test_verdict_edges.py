@@ -752,8 +752,8 @@ def test_smaller_attention_gradients_are_judged_against_the_steps_paired_noise()
     said = EXPERIMENTS["scaling"].verdict(results).sentence
     assert "not told apart (0.959 unscaled vs 0.960 scaled; the first layer's, paired over 20 steps" in said
     assert "attention gradients are smaller" not in said
-    assert "(not told apart from the steps' paired noise) (a consequence seen on Tiny Shakespeare): not told apart" \
-        in said  # fmt: skip
+    assert "(not told apart from the steps' paired noise) (a consequence seen on Tiny Shakespeare)." in said
+    assert said.count("not told apart") == 2, said  # the gradients' words and the clause's, not a third (a review)
     bad.first_attn_grads = tuple((s, g / 10) for s, g in good.first_attn_grads)  # a tenth, every step
     assert "attention gradients are smaller (" in EXPERIMENTS["scaling"].verdict(results).sentence
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 import torch
@@ -218,3 +219,18 @@ def test_the_held_out_loss_rose_only_beyond_the_two_evals_noise():
     assert _rose(run)  # no noise known: the fixed bar
     run.held_out_rose = held_out_rose([short, shifted(short, 0.06)])
     assert not _rose(run)
+
+
+def test_the_mask_verdict_says_causals_memorising_once_and_a_leaky_loss_above_that_score_as_above():
+    """A review (bisect.py, 3 kB): "causal's held-out loss sits 1.55 above its own training-split score 1.013:
+    memorising, ..." twice, once per leaky run, and "none's held-out loss is -0.04 under that score" of a loss 0.038
+    above it."""
+    causal, leaky = leaky_pair()
+    causal.final_eval_train_loss = 0.8  # 1.6 under its held-out loss: it learned its text by heart
+    above = replace(leaky, final_val_loss=0.85)  # above causal's training-split score: no cheat shown there
+    verdict = mask_judge({"causal": causal, "off_by_one": leaky, "none": above})
+    said = verdict.sentence
+    assert said.count("causal's held-out loss sits 1.60 above its own training-split score 0.800") == 1, said
+    assert "off_by_one's held-out loss is 0.65 under that score, the interval" in said, said
+    assert "none's held-out loss is 0.05 above causal's training-split score, " in said, said
+    assert "-0.05 under" not in said and verdict.reproduced is not True

@@ -254,8 +254,8 @@ def decide(expected: str, clauses: dict[str, bool | None | Clause], observed: di
     for name in not_seen:
         sentence += f" {name.capitalize()}: measured: not seen on this text (it was on {consequences[name].where()})."
     for name in (n for n, c in consequences.items() if c.ok is None):  # unmeasured, or within its noise
-        said = "not told apart" if "not told apart" in name else "not measured"  # measured: within its noise
-        sentence += f" {name.capitalize()} (a consequence seen on {consequences[name].where()}): {said}."
+        said = "" if "not told apart" in name else ": not measured"  # not "(not told apart …): not told apart"
+        sentence += f" {name.capitalize()} (a consequence seen on {consequences[name].where()}){said}."
     # An undecided clause was not measured, or measured with an interval across its bar, which its name then says
     # ("(not enough data: …)"): "not measured" before it contradicted the gap printed beside it (a review)
     undecided = [name if "not enough data" in name or "not measured" in name else f"{name} (not measured)"

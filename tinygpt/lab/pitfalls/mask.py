@@ -82,7 +82,7 @@ def judge(results: dict[str, RunResult]) -> Verdict:
         "loss without the future, causal": causal.no_peek_loss,
     }
     clauses: dict[str, bool | None] = {}
-    parts = []
+    parts, said_by_heart = [], False
     if diverged_at(causal):
         clauses[f"the causal run as the reference (not measured: it {diverged_at(causal)})"] = None
     for label in ("off_by_one", "none"):
@@ -144,12 +144,18 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             below_own, words, under = under_causal_training(causal, leaky)
             clauses[f"{label}'s held-out loss below causal's score on its own training windows"
                     + ("" if below_own is not None else f" ({words})")] = below_own  # fmt: skip
+            # said once: the second leaky run read the same 25 words again (a review, on a projector); a leaky run
+            # above that score is said to be above it ("-0.04 under that score", a review)
+            side = "under" if under.mean is None or under.mean >= 0 else "above"
+            size = fmt(None if under.mean is None else abs(under.mean), 2)
             cheat += (
-                f" (causal's held-out loss sits {by_heart:.2f} above its own training-split score "
-                f"{fmt(causal.final_eval_train_loss)}: memorising, or held-out text unlike its training text, widens "
-                f"this gap; {label}'s held-out loss is {fmt(under.mean, 2)} under that score, {words}, the noise "
-                f"{under.noise()})"
-            )
+                (f" (causal's held-out loss sits {by_heart:.2f} above its own training-split score "
+                 f"{fmt(causal.final_eval_train_loss)}: memorising, or held-out text unlike its training text, widens "
+                 f"this gap; {label}'s held-out loss is {size} {side} that score" if not said_by_heart else
+                 f" ({label}'s held-out loss is {size} {side} causal's training-split score")
+                + f", {words}, the noise {under.noise()})"
+            )  # fmt: skip
+            said_by_heart = True
         parts.append(f"{label}: {cheat}, leak {fmt(leaky.leak, 3)}, loss without the future {fmt(leaky.no_peek_loss)}")
     clauses["causal's leak score exactly 0"] = None if causal.leak is None else causal.leak == 0.0
     parts.append(f"causal: train loss {fmt(causal.final_train_loss)}, leak {fmt(causal.leak, 4)}")
