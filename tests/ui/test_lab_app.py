@@ -196,6 +196,11 @@ def test_the_shape_step_and_the_health_step_give_one_checkpoint_the_same_numbers
     rows = {r["check"]: r for r in lab.health_rows(str(run_dir), step, reader.metrics)}
     result = read_result(reader, lab.checkpoint_probe)  # the shape step's numbers
     assert rows["attention rows sum to 1"]["result"] == "FAIL" and rows["no future leak"]["result"] == "FAIL"
+    # a model that sees what it predicts: its losses measure copying, as under a leaking mask (a review read "pass")
+    with_evals = {r["check"]: r for r in lab.health_rows(str(run_dir), step, reader.metrics, evals=reader.evals)}
+    for loss_row in ("training loss still decreasing", "held-out loss not rising"):
+        assert with_evals[loss_row]["result"] == "not enough data", with_evals[loss_row]
+        assert "leaking the future under a mask that hides it" in with_evals[loss_row]["detail"]
     assert rows["attention rows sum to 1"]["measured"] == f"{result.row_sum_error:.4g}"
     assert rows["no future leak"]["measured"] == f"{result.leak:.4g}"
     assert result.snapshot_input == rows["attention rows sum to 1"]["measured on"]

@@ -260,3 +260,19 @@ def held_out_check(evals: list[dict], leaked: int = 0, mask: str = "", changes: 
            "undid what it had learned")  # fmt: skip
     return Check(name, FAIL, rise, threshold, f"{said}: {rise:+.3f} ± {NOISE_SIGMAS * error:.3f}, beyond its noise: "
                  f"{why}")  # fmt: skip
+
+
+LOSS_ROWS = ("training loss still decreasing", "held-out loss not rising")
+MODEL_LEAK = (
+    "the checkpoint's own check finds the model leaking the future under a mask that hides it (the \"no future "
+    "leak\" row: something after the mask mixes positions): a loss of a model that sees what it predicts measures "
+    "copying, so none is judged"
+)
+
+
+def unjudged_under_a_model_leak(checks: list[Check]) -> list[Check]:
+    """`checks` with the loss rows "not enough data", for a model whose checkpoint leaks the future although its mask
+    does not (the silent shape bug: a softmax over the queries). Its losses measure copying as a leaking mask's do,
+    and those are not judged (check_training_metrics, held_out_check); a review's checklist read "pass" on both
+    beside "no future leak: FAIL 1.65", its loss without the future 2.988 against the correct run's 2.729."""
+    return [Check(c.name, NOT_ENOUGH, None, c.threshold, MODEL_LEAK) if c.name in LOSS_ROWS else c for c in checks]

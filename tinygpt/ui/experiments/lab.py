@@ -20,11 +20,13 @@ from tinygpt import model as model_lib
 from tinygpt.config import MAX_TEXT_FIELDS, DataConfig, TransformerConfig
 from tinygpt.data import SYNTHETIC_TASKS, text_from_user
 from tinygpt.errors import DataError, TinyGPTError
+from tinygpt.lab.checks import FAIL
 from tinygpt.lab.experiment import Experiment
 from tinygpt.lab.health import TREND_WINDOW, check_training_metrics, held_out_check, run_health_checks
 from tinygpt.lab.memory import memory_rows
 from tinygpt.lab.pitfalls import shape_drift
 from tinygpt.lab.results import LEAK_WINDOWS, checkpoint_probe, finite_mean, probe_batch, read_result
+from tinygpt.lab.step_checks import unjudged_under_a_model_leak
 from tinygpt.lab.verdict import RunResult, Verdict, held_out_windows
 from tinygpt.runs.knobs import under_leak
 from tinygpt.runs.models import load_model
@@ -341,14 +343,19 @@ def health_rows(
         metrics = _filled(metrics, metrics_between(run_dir, max(1, (last - FULL_STEPS) // FULL_STEPS * FULL_STEPS + 1),
                                                    math.inf))  # fmt: skip
         metrics = _filled(metrics, _before_the_decay(run_dir, metrics))
-    steps = check_training_metrics(metrics, checkpoint_clip if clip is None else float(clip), leaks)
+    # The checkpoint leaks under a mask that hides the future (the silent shape bug): no loss row is judged
+    model_leaks = not under_leak(int(step), leaks) and any(
+        r["check"] == "no future leak" and r["result"] == FAIL for r in rows)  # fmt: skip
+    judged = unjudged_under_a_model_leak if model_leaks else list
+    steps = judged(check_training_metrics(metrics, checkpoint_clip if clip is None else float(clip), leaks))
     rows = rows + [_row(c, on) for c in steps]  # a new list: `rows` is the cache's
     if evals is not None:
         newest = evals[-1].get("step") if evals else None
         read = f"the run's evals, to step {newest:,}" if isinstance(newest, int) else "the run's evals"
         kept = [e for e in evals if not under_leak(e.get("step"), leaks)]  # under a leak: copying, no evidence
         masks = sorted({m for m, _, _ in leaks})
-        rows.append(_row(held_out_check(kept, len(evals) - len(kept), " or ".join(masks), changes), read))
+        rows += [_row(c, read) for c in judged([held_out_check(kept, len(evals) - len(kept), " or ".join(masks),
+                                                               changes)])]  # fmt: skip
     return rows
 
 
