@@ -71,3 +71,26 @@ def test_a_branch_that_changed_its_length_says_its_parents_decay_to_the_parents_
         "0.0003, at step 4,000. Branched there ("
     ), said
     assert said.endswith("to the floor, 0.0005, at step 1,500."), said
+
+
+def test_a_branch_of_a_parent_changed_live_says_the_parents_own_settings_then_its_changes():
+    """A review's branch at step 22,004 read "its parent's: a linear warmup over 50 steps to 0.005 ..." of a parent
+    that warmed up over 30 steps to 0.002 and was changed live at steps 8,127 (LR) and 17,728 (warmup)."""
+    train = {"learning_rate": 0.001, "min_lr": 0.0001, "warmup_steps": 50, "max_steps": 25000}
+    knob = {"kind": "knob", "ok": True}
+    events = [
+        {**knob, "step": 8127, "knob": "learning_rate", "old": 0.002, "new": 0.005},
+        {**knob, "step": 8127, "knob": "min_lr", "old": 0.0002, "new": 0.0005, "coupled_to": "learning_rate"},
+        {**knob, "step": 17728, "knob": "warmup_steps", "old": 30, "new": 36},
+        {**knob, "step": 18046, "knob": "warmup_steps", "old": 36, "new": 50},
+        {**knob, "step": 22004, "knob": "learning_rate", "old": 0.005, "new": 0.001, "branch": True},
+        {**knob, "step": 22004, "knob": "max_steps", "old": 200000, "new": 25000, "branch": True},
+        {**knob, "step": 22004, "knob": "min_lr", "old": 0.0005, "new": 0.0001, "branch": True},
+    ]
+    branch = {"step": 22004, "changes": {"learning_rate": 0.001, "max_steps": 25000, "min_lr": 0.0001}}
+    said = lr_note({"train": train, "branch": branch}, {}, True, events, 25000)
+    assert said.startswith(
+        "Up to step 22,004, its parent's: a linear warmup over 30 steps to 0.002, then a cosine decay to the floor, "
+        "0.0002, at step 200,000. Branched there (LR 0.005 → 0.001"
+    ), said
+    assert "LR 0.002 → 0.005 at step 8,127" in said and "warmup 30 → 36 at step 17,728" in said, said

@@ -64,7 +64,15 @@ def _branch_words(config: dict, events: list[dict], max_steps: int) -> str:
     # the parent's own length: a branch to 1,500 steps read "its parent's: ... a cosine decay to the floor at step
     # 1,500" of a parent that decays to 4,000 (a review; its rate at the branch step is the 4,000-step cosine's)
     parent_steps = int(old.get("max_steps") or max_steps)
-    parent = _schedule_words({**train, **old}, parent_steps) if known else "its parent's schedule"
+    # its settings at step 0, before its own live changes (copied into the branch's events, said after this): the
+    # branch event's "old" is the parent at the branch step (a review read "a linear warmup over 50 steps to 0.005"
+    # of a parent that warmed up over 30 to 0.002 and was changed live at steps 8,127 and 17,728)
+    first: dict[str, Any] = {}
+    for e in events:
+        if (e.get("kind") == "knob" and e.get("ok", True) and not e.get("branch") and e.get("old") is not None
+                and isinstance(e.get("step"), int) and e["step"] <= step and e.get("knob") in SCHEDULE_KNOBS):
+            first.setdefault(e["knob"], e["old"])  # fmt: skip
+    parent = _schedule_words({**train, **old, **first}, parent_steps) if known else "its parent's schedule"
     said = ", ".join(f"{knob_word(k)} {knob_value(old.get(k))} → {knob_value(train.get(k))}" if old.get(k) is not None
                      else f"{knob_word(k)} {knob_value(train.get(k))}" for k in changed
                      if k != "min_lr" or "learning_rate" not in changed)  # fmt: skip
