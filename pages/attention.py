@@ -182,10 +182,12 @@ def follow_live() -> None:
         and time.time() - drawn > FOLLOW_EVERY_S
     ):
         st.rerun()
-    if rd.status().get("state") not in ACTIVE_STATES:
+    # a live change redraws it all (a review read "The mask in force now: sliding_window" a minute after causal)
+    if rd.status().get("state") not in ACTIVE_STATES or follow.live_changes(rd) != changes_drawn:
         st.rerun()
 
 
+changes_drawn = follow.live_changes(rd)  # the live changes this page was drawn with
 follow_live()
 
 st.subheader(f"The mask in force now: {mode}")

@@ -9,6 +9,8 @@ from __future__ import annotations
 import streamlit as st
 
 from tinygpt.runs.files import ACTIVE_STATES
+from tinygpt.runs.knobs import knob_changes
+from tinygpt.runs.reader import RunReader
 from tinygpt.runs.store import RunStore
 from tinygpt.ui.host import resources
 from tinygpt.ui.run.in_view import RunHandle
@@ -19,6 +21,11 @@ FOLLOW_S = 2.0
 def trains(run: RunHandle | None) -> bool:
     """The run is training in a worker now, as the page's full run read it: its live refresh follows it."""
     return run is not None and bool(run.rules.live) and run.status.get("state") in ACTIVE_STATES
+
+
+def live_changes(reader: RunReader) -> int:
+    """How many live changes (knob changes applied) the run has had: a page drawn with fewer is out of date."""
+    return len(knob_changes(reader.events))
 
 
 def shown_as(run: RunHandle) -> tuple[str | None, bool]:
