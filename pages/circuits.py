@@ -107,8 +107,10 @@ if measured:
 if state.get(circuits_keys.CIRC_STEP_RUN) != run_id:  # the step belongs to a run: another run starts at its last
     state.put(circuits_keys.W_CIRC_STEP, None)  # snapshot, never at a step chosen on an earlier run (a Demo run's 300
     state.put(circuits_keys.CIRC_STEP_RUN, run_id)  # beside an induction run's verdict at step 3000)
-wanted = state.get(circuits_keys.W_CIRC_STEP)
+wanted = state.get(circuits_keys.W_CIRC_STEP)  # on the newest step drawn before: the newest now (a review's stayed)
+wanted = None if wanted == state.get(circuits_keys.CIRC_NEWEST) else wanted
 state.put(circuits_keys.W_CIRC_STEP, steps[-1] if wanted is None else min(steps, key=lambda s: abs(s - wanted)))
+state.put(circuits_keys.CIRC_NEWEST, steps[-1])
 step = st.select_slider(
     "Step", steps, key=circuits_keys.W_CIRC_STEP, help="The head table and the checkpoint views below."
 )

@@ -19,6 +19,7 @@ W_CIRC_SEED = "w_circ_seed"
 W_CIRC_TABLE = "circ_heads"  # the head table (a row click chooses W_CIRC_HEAD); the key ends in the head chosen
 W_CIRC_CELLS = "circ_ablation_cells"  # the ablation heatmap (a cell click chooses W_CIRC_HEAD); the same
 CIRC_STEP_RUN = "circ_step_run"  # the run the chosen step (W_CIRC_STEP) was chosen on
+CIRC_NEWEST = "circ_newest_step"  # the newest snapshot step when the page was last drawn: a step left there follows
 CIRC_PROBE_RUN = "circ_probe_run"  # the run whose probe text the probe box was filled with
 CIRC_RUNS = "circ_runs"  # {label: run_id} of the induction experiment this session started
 CIRC_LIVE = "circ_live"  # the experiment's runs still train: its fragment refreshes itself
