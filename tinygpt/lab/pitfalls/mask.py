@@ -148,13 +148,11 @@ def judge(results: dict[str, RunResult]) -> Verdict:
             # above that score is said to be above it ("-0.04 under that score", a review)
             side = "under" if under.mean is None or under.mean >= 0 else "above"
             size = fmt(None if under.mean is None else abs(under.mean), 2)
-            cheat += (
-                (f" (causal's held-out loss sits {by_heart:.2f} above its own training-split score "
-                 f"{fmt(causal.final_eval_train_loss)}: memorising, or held-out text unlike its training text, widens "
-                 f"this gap; {label}'s held-out loss is {size} {side} that score" if not said_by_heart else
-                 f" ({label}'s held-out loss is {size} {side} causal's training-split score")
-                + f", {words}, the noise {under.noise()})"
-            )  # fmt: skip
+            lead = (f" ({label}'s held-out loss is {size} {side} causal's training-split score" if said_by_heart else
+                    f" (causal's held-out loss sits {by_heart:.2f} above its own training-split score "
+                    f"{fmt(causal.final_eval_train_loss)}: memorising, or held-out text unlike its training text, "
+                    f"widens this gap; {label}'s held-out loss is {size} {side} that score")  # fmt: skip
+            cheat += f"{lead}, {words}, the noise {under.noise()})"
             said_by_heart = True
         parts.append(f"{label}: {cheat}, leak {fmt(leaky.leak, 3)}, loss without the future {fmt(leaky.no_peek_loss)}")
     clauses["causal's leak score exactly 0"] = None if causal.leak is None else causal.leak == 0.0
